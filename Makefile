@@ -1,0 +1,34 @@
+# The two commands of the README. Everything else they need is made on the way.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test serve check-python
+
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "KernelSeek needs Python 3.11 or newer; set PYTHON=python3.11")'
+
+# The base install: what a dashboard host needs (no torch).
+$(BIN)/.base-installed: pyproject.toml | check-python
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+# The test install: base plus the dev extra (pytest, playwright, torch's CPU build from this machine's disk).
+$(BIN)/.dev-installed: pyproject.toml | check-python
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(BIN)/.base-installed $@
+
+run: $(BIN)/.base-installed
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py bootstrap
+	@echo "KernelSeek on http://$(HOST):$(PORT)/"
+	$(BIN)/daphne -b $(HOST) -p $(PORT) kseek_site.asgi:application
+
+test: $(BIN)/.dev-installed
+	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,0 +1,91 @@
+"""Small helpers that read settings from the environment.
+
+Kept apart from settings.py so that they can be tested without configuring Django.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name}={raw!r} is not a boolean: use one of {sorted(_TRUE | _FALSE)}")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def secret_key_from(data_dir: Path) -> str:
+    """SECRET_KEY from the environment, else one generated once and kept in the data folder.
+
+    The file is created with mode 0600 and never committed (the data folder is git-ignored). Creating it with
+    O_EXCL means two processes starting at once agree on one key: the loser reads the winner's file.
+    """
+    from_env = os.environ.get("SECRET_KEY")
+    if from_env:
+        return from_env
+    key_file = data_dir / "secret_key"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        key = key_file.read_text().strip()
+        if not key:
+            raise RuntimeError(f"{key_file} is empty: delete it to have a new key generated")
+        return key
+    key = secrets.token_urlsafe(50)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key + "\n")
+    return key
+
+
+def database_config(database_url: str | None, data_dir: Path) -> dict:
+    """The default database: PostgreSQL (psycopg 3) when DATABASE_URL says so, else a SQLite file.
+
+    SQLite runs in WAL mode with BEGIN IMMEDIATE transactions and a busy timeout, so that concurrent writers
+    (daphne workers, management commands, the local agent worker) wait for the lock instead of failing with
+    "database is locked" halfway through a transaction.
+    """
+    import dj_database_url
+
+    if database_url:
+        config = dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True)
+    else:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        config = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(data_dir / "kernelseek.sqlite3")}
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config.setdefault("OPTIONS", {}).update(
+            {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+            }
+        )
+    return config
+
+
+def channel_layers_config(redis_url: str | None) -> dict:
+    """Redis channel layer when REDIS_URL is set (several server processes share events), else in-memory."""
+    if redis_url:
+        return {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {"hosts": [redis_url], "capacity": 5000, "expiry": 30},
+            }
+        }
+    return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 5000}}}

@@ -1,0 +1,102 @@
+"""KernelSeek settings: one module, every deployment choice read from the environment.
+
+DATABASE_URL   unset: SQLite in the data folder; e.g. postgres://user@127.0.0.1:5432/kernelseek
+REDIS_URL      unset: in-memory channel layer (one server process); e.g. redis://127.0.0.1:6379/0
+SECRET_KEY     unset: generated once into the data folder
+KSEEK_DATA_DIR where SQLite, the secret key and uploaded traces live (default: ./data)
+DEBUG          off unless set to 1/true
+ALLOWED_HOSTS  comma-separated (default: localhost, 127.0.0.1, [::1])
+CSRF_TRUSTED_ORIGINS  comma-separated origins, for a deployment behind a proxy
+"""
+
+import os
+from pathlib import Path
+
+from kseek_site.envconfig import channel_layers_config, database_config, env_bool, env_list, secret_key_from
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("KSEEK_DATA_DIR", BASE_DIR / "data")).resolve()
+
+SECRET_KEY = secret_key_from(DATA_DIR)
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",  # first, so that `runserver` serves ASGI (websockets) too
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "runs",
+    "questionbank",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "kseek_site.urls"
+ASGI_APPLICATION = "kseek_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_config(os.environ.get("DATABASE_URL"), DATA_DIR)}
+CHANNEL_LAYERS = channel_layers_config(os.environ.get("REDIS_URL"))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Served straight from the finders: no collectstatic step, and the files are the ones in the checkout.
+# A deployment that wants collectstatic names its folder in KSEEK_STATIC_ROOT.
+STATIC_ROOT = os.environ.get("KSEEK_STATIC_ROOT") or None
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # the dashboard's small scripts read it for their POSTs
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class QuestionbankConfig(AppConfig):
+    name = "questionbank"
+    verbose_name = "Question bank"

@@ -1,0 +1,314 @@
+"""Runs, their steps, the questions asked in them, and the kernels they produce.
+
+Writes go through `runs.services`, reads through `runs.selectors`; views, consumers and commands call those and
+never save models directly, so that every write keeps the invariants written down there.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from questionbank.models import DecisionPoint, QuestionCategory
+
+
+class Target(models.TextChoices):
+    CUDA_SM90 = "cuda-sm90", "CUDA, Hopper (sm_90a)"
+    CPU = "cpu", "CPU (C++)"
+
+
+class Task(models.Model):
+    """A kernel task as the harness defines it (gpu_harness/tasks): what to make faster, and the goal."""
+
+    name = models.SlugField(max_length=80, unique=True, help_text="The harness's task name")
+    title = models.CharField(max_length=200, blank=True)
+    target = models.CharField(max_length=20, choices=Target.choices)
+    description = models.TextField(blank=True)
+    starting_kernel = models.TextField(help_text="Source of the kernel a run starts from")
+    starting_kernel_name = models.CharField(max_length=200, blank=True, help_text="File name of the starting kernel")
+    goal_baseline = models.CharField(max_length=80, help_text="The baseline the goal is measured against")
+    goal_speedup = models.FloatField(help_text="Geometric-mean speedup over the goal baseline that ends a run")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(target__in=Target.values), name="task_target_valid"),
+            models.CheckConstraint(condition=Q(goal_speedup__gt=0), name="task_goal_speedup_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkerHost(models.Model):
+    """A GPU host that runs agents. Its token is stored only as a hash; the plain token is shown once."""
+
+    name = models.SlugField(max_length=80, unique=True)
+    gpus = models.JSONField(default=list, blank=True, help_text="GPU names, one per device")
+    token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token")
+    token_prefix = models.CharField(max_length=12, help_text="First characters of the token, to tell tokens apart")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    WAITING_REVIEW = "waiting_review", "Waiting for review"
+    PAUSED = "paused", "Paused"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    STOPPED = "stopped", "Stopped"
+
+
+FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED)
+
+
+class ReviewMode(models.TextChoices):
+    AUTO = "auto", "Self-asked questions are approved automatically"
+    REVIEW = "review", "A reviewer decides every self-asked question"
+    REVIEW_TIMEOUT = "review_timeout", "A reviewer decides, or it is approved after a timeout"
+
+
+class Run(models.Model):
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    model = models.CharField(max_length=120, help_text="Model id, e.g. claude-sonnet-4-5 or replay:FILE")
+    starting_kernel = models.TextField(help_text="Source this run starts from (a copy: the task may change)")
+    # Budgets: any that is reached ends the run. Null means no limit of that kind.
+    budget_steps = models.PositiveIntegerField(null=True, blank=True)
+    budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    budget_cost_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    budget_wall_s = models.PositiveIntegerField(null=True, blank=True)
+    budget_evaluations = models.PositiveIntegerField(null=True, blank=True)
+    review_mode = models.CharField(max_length=20, choices=ReviewMode.choices, default=ReviewMode.REVIEW)
+    review_timeout_s = models.PositiveIntegerField(null=True, blank=True)
+    # Best verified speedup over the task's goal baseline, and over every baseline measured (name -> speedup).
+    best_speedup = models.FloatField(null=True, blank=True)
+    best_speedups = models.JSONField(default=dict, blank=True)
+    # Running totals kept by step_record, so that list pages need no aggregate over 12,000 steps.
+    last_seq = models.IntegerField(default=-1, help_text="Highest stored step sequence number")
+    step_count = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs_started"
+    )
+    worker = models.ForeignKey(WorkerHost, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=Q(review_mode__in=ReviewMode.values), name="run_review_mode_valid"),
+            models.CheckConstraint(
+                condition=Q(best_speedup__isnull=True) | Q(best_speedup__gte=0), name="run_best_speedup_nonnegative"
+            ),
+            models.CheckConstraint(condition=Q(last_seq__gte=-1), name="run_last_seq_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.task.name}, {self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+class StepKind(models.TextChoices):
+    """The event kinds of the agent protocol (docs/protocol.md)."""
+
+    MODEL_MESSAGE = "model_message", "Model message"
+    TOOL_CALL = "tool_call", "Tool call"
+    TOOL_RESULT = "tool_result", "Tool result"
+    EVALUATION = "evaluation", "Evaluation"
+    DECISION_POINT = "decision_point", "Decision point"
+    QUESTION_PROPOSED = "question_proposed", "Question proposed"
+    QUESTION_DECIDED = "question_decided", "Question decided"
+    HUMAN_MESSAGE = "human_message", "Human message"
+    STATUS = "status", "Status change"
+    USAGE = "usage", "Usage"
+    NOTE = "note", "Note"
+
+
+class Step(models.Model):
+    """One event of a run. (run, seq) is unique: an event delivered twice is stored once."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=32, choices=StepKind.choices)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(help_text="When the event happened, by the sender's clock")
+    stored_at = models.DateTimeField(auto_now_add=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=10, decimal_places=6, default=0)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="step_run_seq_unique"),
+            models.CheckConstraint(condition=Q(kind__in=StepKind.values), name="step_kind_valid"),
+        ]
+        indexes = [models.Index(fields=["run", "kind", "seq"])]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} #{self.seq} {self.kind}"
+
+
+class QuestionSource(models.TextChoices):
+    HUMAN = "human", "Written by a human"
+    BANK = "bank", "Picked from the bank by rule"
+    SELF = "self", "Picked from the bank by the agent"
+
+
+class QuestionStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    APPROVED = "approved", "Approved"
+    EDITED = "edited", "Edited and approved"
+    VETOED = "vetoed", "Vetoed"
+    ANSWERED = "answered", "Answered"
+
+
+class Question(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="questions")
+    step = models.ForeignKey(
+        Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="questions",
+        help_text="The step at which it was asked",
+    )
+    source = models.CharField(max_length=10, choices=QuestionSource.choices)
+    decision_point = models.CharField(max_length=20, choices=DecisionPoint.choices, blank=True)
+    text = models.TextField()
+    original_text = models.TextField(blank=True, help_text="The proposed text, when a reviewer edited it")
+    category = models.CharField(max_length=20, choices=QuestionCategory.choices, blank=True)
+    reason = models.TextField(blank=True, help_text="Why the agent picked it")
+    status = models.CharField(max_length=10, choices=QuestionStatus.choices, default=QuestionStatus.PROPOSED)
+    bank_entry = models.ForeignKey(
+        "questionbank.BankQuestion", null=True, blank=True, on_delete=models.PROTECT, related_name="asked"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="questions_decided"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(source__in=QuestionSource.values), name="question_source_valid"),
+            models.CheckConstraint(condition=Q(status__in=QuestionStatus.values), name="question_status_valid"),
+            # A decided question records when it was decided.
+            models.CheckConstraint(
+                condition=Q(status=QuestionStatus.PROPOSED) | Q(decided_at__isnull=False),
+                name="question_decided_has_time",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"question {self.pk} ({self.status}): {self.text[:60]}"
+
+
+class Kernel(models.Model):
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="kernels")
+    source = models.TextField()
+    sha256 = models.CharField(max_length=64, db_index=True)
+    filename = models.CharField(max_length=200, blank=True)
+    language = models.CharField(max_length=20, default="cuda", help_text="cuda or cpp")
+    target_arch = models.CharField(max_length=20, blank=True, help_text="e.g. sm_90a; blank for CPU kernels")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="kernels")
+    step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="kernels")
+    released = models.BooleanField(default=False)
+    release_name = models.SlugField(max_length=120, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="kernel_sha256_hex"),
+            models.CheckConstraint(
+                condition=Q(released=False) | (Q(release_name__isnull=False) & ~Q(release_name="")),
+                name="kernel_released_has_name",
+            ),
+            models.UniqueConstraint(fields=["release_name"], condition=Q(released=True), name="kernel_release_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.release_name or f"kernel {self.sha256[:12]}"
+
+
+class EvaluationStatus(models.TextChoices):
+    COMPILED = "compiled", "Compiled (not run)"
+    INCORRECT = "incorrect", "Incorrect"
+    CORRECT = "correct", "Correct"
+    ERROR = "error", "Error"
+
+
+class Evaluation(models.Model):
+    kernel = models.ForeignKey(Kernel, on_delete=models.CASCADE, related_name="evaluations")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations")
+    step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations")
+    host = models.CharField(max_length=120, blank=True)
+    gpu_name = models.CharField(max_length=120, blank=True)
+    status = models.CharField(max_length=10, choices=EvaluationStatus.choices)
+    reason = models.TextField(blank=True, help_text="Why it failed, when it did")
+    scenario_set = models.CharField(max_length=40, blank=True, help_text="quick, full, or a list of ids")
+    # Baseline name -> {"speedup": geometric mean or null, "count": scenarios it covers}.
+    geomean = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=EvaluationStatus.values), name="evaluation_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.pk} of {self.kernel} ({self.status})"
+
+    def speedup_over(self, baseline: str) -> float | None:
+        return (self.geomean.get(baseline) or {}).get("speedup")
+
+
+class ScenarioResult(models.Model):
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="scenarios")
+    scenario_id = models.CharField(max_length=120)
+    params = models.JSONField(default=dict)
+    correct = models.BooleanField()
+    error = models.FloatField(null=True, blank=True, help_text="Relative error against the reference")
+    reason = models.TextField(blank=True)
+    time_ms = models.FloatField(null=True, blank=True)
+    tflops = models.FloatField(null=True, blank=True)
+    speedups = models.JSONField(default=dict, blank=True, help_text="Baseline name -> speedup (null: n/a)")
+
+    class Meta:
+        ordering = ["evaluation", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["evaluation", "scenario_id"], name="scenario_result_unique"),
+            models.CheckConstraint(
+                condition=Q(time_ms__isnull=True) | Q(time_ms__gt=0), name="scenario_result_time_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scenario_id}: {'ok' if self.correct else 'FAIL'}"

@@ -1,0 +1,87 @@
+"""Events reach browsers through the configured channel layer, and only after their transaction commits."""
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+
+from kseek_site.asgi import application
+from runs.services import step_record
+from tests.foundation.factories import make_run
+
+
+async def test_a_message_round_trips_through_the_configured_layer():
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("roundtrip", channel)
+    await layer.group_send("roundtrip", {"type": "probe", "n": 7})
+    assert (await layer.receive(channel))["n"] == 7
+    await layer.group_discard("roundtrip", channel)
+
+
+def _login_cookie(client, user):
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_signed_in_browser_hears_of_a_stored_step(client):
+    user = await sync_to_async(get_user_model().objects.create_user)("viewer", password="pw-123456789")
+    session = await sync_to_async(_login_cookie)(client, user)
+    run = await sync_to_async(make_run)()
+    socket = WebsocketCommunicator(
+        application, f"/ws/runs/{run.pk}/",
+        headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", b"http://localhost"), (b"host", b"localhost")],
+    )
+    connected, _ = await socket.connect()
+    assert connected
+    await sync_to_async(step_record)(run=run, seq=0, kind="note", payload={"text": "hi"})
+    message = await socket.receive_json_from(timeout=5)
+    assert message == {"type": "step.stored", "run_id": run.pk, "seq": 0, "kind": "note"}
+    await socket.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_anonymous_socket_is_refused():
+    socket = WebsocketCommunicator(application, "/ws/runs/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")])
+    connected, code = await socket.connect()
+    assert not connected
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_socket_from_a_foreign_origin_is_refused(client):
+    user = await sync_to_async(get_user_model().objects.create_user)("viewer", password="pw-123456789")
+    session = await sync_to_async(_login_cookie)(client, user)
+    socket = WebsocketCommunicator(
+        application, "/ws/runs/",
+        headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", b"http://evil.example"), (b"host", b"localhost")],
+    )
+    connected, _ = await socket.connect()
+    assert not connected
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_nothing_is_published_for_a_step_whose_transaction_rolls_back(client):
+    from django.db import transaction
+
+    user = await sync_to_async(get_user_model().objects.create_user)("viewer", password="pw-123456789")
+    session = await sync_to_async(_login_cookie)(client, user)
+    run = await sync_to_async(make_run)()
+    socket = WebsocketCommunicator(
+        application, f"/ws/runs/{run.pk}/",
+        headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", b"http://localhost"), (b"host", b"localhost")],
+    )
+    assert (await socket.connect())[0]
+
+    def record_then_fail():
+        with transaction.atomic():
+            step_record(run=run, seq=0, kind="note", payload={})
+            raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        await sync_to_async(record_then_fail)()
+    assert await socket.receive_nothing(timeout=0.5)
+    await sync_to_async(step_record)(run=run, seq=1, kind="note", payload={})
+    assert (await socket.receive_json_from(timeout=5))["seq"] == 1
+    await socket.disconnect()

@@ -1,0 +1,120 @@
+"""The write services: status transitions, questions, evaluations, worker tokens."""
+
+import pytest
+
+from runs.models import EvaluationStatus, QuestionStatus, ScenarioResult, WorkerHost
+from runs.selectors import questions_pending_count, run_list, steps_after
+from runs.services import (
+    QuestionAlreadyDecided,
+    ServiceError,
+    evaluation_record,
+    kernel_record,
+    question_ask_human,
+    question_decide,
+    question_propose,
+    run_claim,
+    run_set_status,
+    step_record,
+    worker_host_authenticate,
+    worker_host_create,
+    worker_host_revoke,
+)
+from tests.foundation.factories import make_run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_queued_run_is_claimed_by_one_worker_once():
+    run = make_run()
+    first_host, _ = worker_host_create(name="gpu-1")
+    second_host, _ = worker_host_create(name="gpu-2")
+    claimed = run_claim(worker=first_host)
+    assert claimed.pk == run.pk and claimed.status == "running" and claimed.worker == first_host
+    assert run_claim(worker=second_host) is None
+
+
+def test_a_finished_run_stays_finished():
+    run = make_run()
+    run_set_status(run=run, status="running")
+    run = run_set_status(run=run, status="succeeded")
+    assert run.finished_at is not None
+    with pytest.raises(ServiceError, match="cannot become running"):
+        run_set_status(run=run, status="running")
+
+
+def test_a_reviewer_decides_a_proposed_question_once():
+    from django.contrib.auth import get_user_model
+
+    reviewer = get_user_model().objects.create_user("rev", password="pw-123456789")
+    run = make_run()
+    question = question_propose(run=run, text="Which measurement proves that limit?", source="self", decision_point="claimed-limit")
+    assert questions_pending_count() == 1
+    edited = question_decide(question=question, reviewer=reviewer, action="edit", text="What does the profiler say?")
+    assert edited.status == QuestionStatus.EDITED
+    assert edited.original_text == "Which measurement proves that limit?"
+    assert edited.decided_at is not None and questions_pending_count() == 0
+    with pytest.raises(QuestionAlreadyDecided):
+        question_decide(question=question, reviewer=reviewer, action="veto")
+
+
+def test_a_human_question_is_approved_as_written():
+    from django.contrib.auth import get_user_model
+
+    author = get_user_model().objects.create_user("op", password="pw-123456789")
+    question = question_ask_human(run=make_run(), author=author, text="  Have you read the SASS?  ")
+    assert (question.status, question.source, question.text) == ("approved", "human", "Have you read the SASS?")
+
+
+def test_a_correct_evaluation_raises_the_runs_best_speedup_and_an_incorrect_one_does_not():
+    run = make_run()
+    kernel = kernel_record(source="k1", run=run, language="cpp")
+    scenario = {"id": "m512", "params": {"m": 512}, "correct": True, "error": 1e-6, "time_ms": 2.0, "tflops": 0.1,
+                "speedup": {"naive": 3.0}}
+    evaluation_record(kernel=kernel, run=run, result={"status": "correct", "geomean": {"naive": {"speedup": 3.0, "count": 1}},
+                                                     "scenarios": [scenario]})
+    evaluation_record(kernel=kernel, run=run, result={"status": "incorrect", "geomean": {"naive": {"speedup": 9.0, "count": 1}},
+                                                     "scenarios": [dict(scenario, correct=False)]})
+    run.refresh_from_db()
+    assert run.best_speedup == 3.0 and run.best_speedups == {"naive": 3.0}
+    assert ScenarioResult.objects.filter(evaluation__run=run).count() == 2
+
+
+def test_an_evaluation_with_an_unknown_status_stores_nothing():
+    kernel = kernel_record(source="k")
+    with pytest.raises(ServiceError):
+        evaluation_record(kernel=kernel, result={"status": "blazing", "scenarios": []})
+    assert not kernel.evaluations.exists()
+
+
+def test_an_evaluation_whose_rows_fail_leaves_no_half_written_state():
+    kernel = kernel_record(source="k")
+    duplicate = {"id": "same", "correct": True}
+    with pytest.raises(Exception):
+        evaluation_record(kernel=kernel, result={"status": EvaluationStatus.CORRECT, "scenarios": [duplicate, duplicate]})
+    assert not kernel.evaluations.exists()
+
+
+def test_worker_tokens_are_stored_hashed_and_revocable():
+    host, token = worker_host_create(name="gpu-node-1", gpus=["NVIDIA H200"])
+    stored = WorkerHost.objects.get(pk=host.pk)
+    assert token not in (stored.token_hash, stored.token_prefix) and len(stored.token_hash) == 64
+    assert worker_host_authenticate(token) == host
+    assert worker_host_authenticate(token + "x") is None
+    assert worker_host_authenticate("") is None
+    worker_host_revoke(host=host)
+    assert worker_host_authenticate(token) is None
+
+
+def test_steps_after_pages_forward_from_a_sequence_number():
+    run = make_run()
+    for seq in range(10):
+        step_record(run=run, seq=seq, kind="note", payload={"n": seq})
+    page = steps_after(run_id=run.pk, after_seq=3, limit=4)
+    assert [s.seq for s in page] == [4, 5, 6, 7]
+
+
+def test_the_run_list_counts_pending_questions():
+    run = make_run()
+    question_propose(run=run, text="What would the roofline say?", source="self")
+    question_propose(run=run, text="Which layer next?", source="bank")
+    assert run_list().get(pk=run.pk).pending_questions == 2

@@ -1,0 +1,110 @@
+"""The settings pick their database, channel layer and secrets from the environment.
+
+Each case runs in a fresh interpreter, because Django reads its settings once per process.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, django
+from django.conf import settings
+django.setup()
+print(json.dumps({
+    "engine": settings.DATABASES["default"]["ENGINE"],
+    "name": settings.DATABASES["default"]["NAME"],
+    "host": settings.DATABASES["default"].get("HOST"),
+    "options": settings.DATABASES["default"].get("OPTIONS", {}),
+    "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+    "layer_config": settings.CHANNEL_LAYERS["default"].get("CONFIG", {}),
+    "secret": settings.SECRET_KEY,
+    "debug": settings.DEBUG,
+    "hosts": settings.ALLOWED_HOSTS,
+    "first_app": settings.INSTALLED_APPS[0],
+}))
+"""
+
+
+def probe_settings(tmp_path: Path, **env_overrides) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"}}
+    env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path)})
+    env.update(env_overrides)
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_defaults_are_sqlite_in_the_data_folder_with_wal_and_immediate_transactions(tmp_path):
+    found = probe_settings(tmp_path)
+    assert found["engine"] == "django.db.backends.sqlite3"
+    assert Path(found["name"]).parent == tmp_path
+    assert found["options"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in found["options"]["init_command"]
+    assert found["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert found["debug"] is False
+    assert found["hosts"] == ["localhost", "127.0.0.1", "[::1]"]
+    assert found["first_app"] == "daphne"
+
+
+def test_database_url_selects_postgresql_through_psycopg(tmp_path):
+    found = probe_settings(tmp_path, DATABASE_URL="postgres://kseek:pw@db.example:5433/kernelseek")
+    assert found["engine"] == "django.db.backends.postgresql"
+    assert (found["name"], found["host"]) == ("kernelseek", "db.example")
+
+
+def test_redis_url_selects_the_redis_channel_layer(tmp_path):
+    found = probe_settings(tmp_path, REDIS_URL="redis://cache.example:6390/2")
+    assert found["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert found["layer_config"]["hosts"] == ["redis://cache.example:6390/2"]
+
+
+def test_secret_key_is_generated_once_kept_private_and_reused(tmp_path):
+    first = probe_settings(tmp_path)["secret"]
+    second = probe_settings(tmp_path)["secret"]
+    assert first == second and len(first) >= 50
+    key_file = tmp_path / "secret_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+
+
+def test_secret_key_from_the_environment_wins_and_writes_nothing(tmp_path):
+    assert probe_settings(tmp_path, SECRET_KEY="from-env-" + "x" * 50)["secret"].startswith("from-env-")
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_debug_and_allowed_hosts_come_from_the_environment(tmp_path):
+    found = probe_settings(tmp_path, DEBUG="true", ALLOWED_HOSTS="kseek.example, 10.0.0.5")
+    assert found["debug"] is True
+    assert found["hosts"] == ["kseek.example", "10.0.0.5"]
+
+
+def test_a_malformed_debug_value_is_refused_with_its_name(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "DEBUG"}
+    env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path), "DEBUG": "maybe"})
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "DEBUG='maybe' is not a boolean" in done.stderr
+
+
+def test_this_test_session_uses_the_database_the_environment_names(db):
+    # CI runs the suite twice; this makes sure the second run really is on PostgreSQL.
+    expected = "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
+    assert connection.vendor == expected
+    expected_layer = "RedisChannelLayer" if os.environ.get("REDIS_URL") else "InMemoryChannelLayer"
+    assert settings.CHANNEL_LAYERS["default"]["BACKEND"].endswith(expected_layer)
+
+
+@pytest.mark.parametrize("command", [["makemigrations", "--check", "--dry-run"]])
+def test_migrations_are_complete(db, command):
+    from django.core.management import call_command
+
+    call_command(*command)  # exits non-zero (SystemExit) when a model change has no migration
