@@ -1,0 +1,233 @@
+"""Compile a candidate into a shared library, cached by source hash + compiler version + flags.
+
+The compiler runs in its own process group with a hard timeout. Every build, cached or not, passes the
+dependency checks (depcheck) before anyone loads it.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from . import depcheck
+from .procs import run_bounded
+
+BUILD_RECIPE_VERSION = "3"   # bump when flags or checks change meaning, to invalidate the cache
+DEFAULT_ARCH = "sm_90a"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KSEEK_CACHE_DIR") or Path.home() / ".cache" / "kernelseek")
+
+
+@dataclass
+class BuildResult:
+    ok: bool
+    language: str
+    lib_path: str | None = None
+    reason: str | None = None          # why it failed (compile error, refused headers/symbols, timeout)
+    log: str = ""                      # compiler output (trimmed)
+    cache_hit: bool = False
+    compile_s: float = 0.0
+    arch: str | None = None
+    kernels: dict = field(default_factory=dict)   # per kernel: registers, spill bytes, smem, stack
+    undefined_symbols: list[str] = field(default_factory=list)
+    source_sha256: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def resource_lines(self) -> list[str]:
+        lines = []
+        for name, k in sorted(self.kernels.items()):
+            lines.append(f"{_short(name)}: {k.get('registers', '?')} registers, "
+                         f"{k.get('spill_stores', 0)}/{k.get('spill_loads', 0)} bytes spill stores/loads, "
+                         f"{k.get('smem', 0)} bytes static smem, {k.get('stack', 0)} bytes stack")
+        return lines
+
+
+def _short(name: str, n: int = 60) -> str:
+    return name if len(name) <= n else name[: n - 3] + "..."
+
+
+@lru_cache(maxsize=None)
+def _tool_version(tool: str) -> str:
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
+        return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "missing"
+
+
+@lru_cache(maxsize=None)
+def _cpu_model() -> str:
+    # -march=native makes the binary depend on the CPU: the cache key must too.
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "flags")):
+                return hashlib.sha256(line.encode()).hexdigest()[:16]
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def cuda_home() -> str | None:
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return str(Path(nvcc).resolve().parent.parent)
+    for p in ("/usr/local/cuda",):
+        if Path(p, "bin", "nvcc").exists():
+            return p
+    return None
+
+
+def _libcuda_dir() -> str | None:
+    """Where a libcuda.so lies for linking tensor-map calls (absent on machines without a driver)."""
+    home = cuda_home() or "/usr/local/cuda"
+    for pattern in (f"{home}/lib64/stubs/libcuda.so", "/usr/lib/x86_64-linux-gnu/libcuda.so*",
+                    "/usr/lib64/libcuda.so*", "/usr/local/nvidia/lib64/libcuda.so*"):
+        hits = glob.glob(pattern)
+        if hits:
+            return str(Path(hits[0]).parent)
+    return None
+
+
+def arch_flags(arch: str) -> list[str]:
+    m = re.fullmatch(r"sm_(\d+)([a-z]?)", arch)
+    if not m:
+        raise ValueError(f"bad --arch {arch!r}: expected e.g. sm_90a")
+    num, suffix = m.groups()
+    return [f"-gencode=arch=compute_{num}{suffix},code=sm_{num}{suffix}"]
+
+
+def compile_command(language: str, src: Path, out: Path, arch: str | None) -> list[str]:
+    if language == "cuda":
+        cmd = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+               *arch_flags(arch or DEFAULT_ARCH), "-Xptxas", "-v", "-lineinfo",
+               "-Xlinker", "-z,now", "-Xlinker", "-z,relro", "-o", str(out), str(src)]
+        libdir = _libcuda_dir()
+        if libdir:
+            cmd += ["-Xlinker", "--as-needed", f"-L{libdir}", "-lcuda"]
+        return cmd
+    if language == "cpp":
+        return ["g++", "-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-Wl,-z,now", "-Wl,-z,relro",
+                "-o", str(out), str(src)]
+    raise ValueError(f"unknown language {language!r}")
+
+
+def cache_key(source: str, language: str, arch: str | None) -> str:
+    tool = "nvcc" if language == "cuda" else "g++"
+    parts = [BUILD_RECIPE_VERSION, language, arch or "", _tool_version(tool), source,
+             " ".join(compile_command(language, Path("src"), Path("out"), arch))]
+    if language == "cpp":
+        parts.append(_cpu_model())
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+_PTXAS_FUNC = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?")
+_PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def parse_ptxas(log: str) -> dict:
+    kernels: dict[str, dict] = {}
+    current = None
+    for line in log.splitlines():
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            current = m.group(1)
+            kernels.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        m = _PTXAS_USED.search(line)
+        if m:
+            kernels[current]["registers"] = int(m.group(1))
+            smem = re.search(r"(\d+) bytes smem", line)
+            kernels[current]["smem"] = int(smem.group(1)) if smem else 0
+        m = _PTXAS_SPILL.search(line)
+        if m:
+            kernels[current]["stack"] = int(m.group(1))
+            kernels[current]["spill_stores"] = int(m.group(2))
+            kernels[current]["spill_loads"] = int(m.group(3))
+    # keep entries that are kernels (they get a register count); device functions only get frames
+    return {k: v for k, v in kernels.items() if "registers" in v}
+
+
+def build(source_path: str | os.PathLike, language: str, arch: str | None = None,
+          timeout_s: float = 300.0) -> BuildResult:
+    src_path = Path(source_path)
+    try:
+        source = src_path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        return BuildResult(False, language, reason=f"cannot read kernel source: {e}")
+    sha = hashlib.sha256(source.encode()).hexdigest()
+    headers = depcheck.check_headers(source, language)
+    if not headers.ok:
+        return BuildResult(False, language, reason=headers.reason, source_sha256=sha, arch=arch)
+    tool = "nvcc" if language == "cuda" else "g++"
+    if shutil.which(tool) is None:
+        return BuildResult(False, language, reason=f"compiler '{tool}' not found on this machine", source_sha256=sha)
+
+    key = cache_key(source, language, arch)
+    entry = cache_dir() / "builds" / key
+    meta_path = entry / "build.json"
+    if meta_path.exists() and (entry / "lib.so").exists():
+        meta = json.loads(meta_path.read_text())
+        result = BuildResult(**meta)
+        result.cache_hit = True
+        result.lib_path = str(entry / "lib.so")
+    else:
+        result = _compile(source, language, arch, timeout_s, entry)
+        result.source_sha256 = sha
+        if not result.ok:
+            return result
+    symbols = depcheck.check_library(result.lib_path)
+    result.undefined_symbols = symbols.undefined
+    if not symbols.ok:
+        result.ok = False
+        result.reason = symbols.reason
+    return result
+
+
+def _compile(source: str, language: str, arch: str | None, timeout_s: float, entry: Path) -> BuildResult:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=entry.parent))
+    ext = ".cu" if language == "cuda" else ".cpp"
+    src = work / ("kernel" + ext)
+    src.write_text(source)
+    out = work / "lib.so"
+    cmd = compile_command(language, src, out, arch)
+    t0 = time.monotonic()
+    done = run_bounded(cmd, timeout_s, cwd=str(work))
+    elapsed = time.monotonic() - t0
+    log = (done.stdout + done.stderr).replace(str(work) + "/", "")
+    if done.timed_out:
+        shutil.rmtree(work, ignore_errors=True)
+        return BuildResult(False, language, reason=f"compile timed out after {timeout_s:.0f}s", log=log[-4000:],
+                           compile_s=elapsed, arch=arch)
+    if done.returncode != 0 or not out.exists():
+        shutil.rmtree(work, ignore_errors=True)
+        first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.strip()[-300:])
+        return BuildResult(False, language, reason=f"compile failed: {first.strip()}", log=log[-8000:],
+                           compile_s=elapsed, arch=arch)
+    result = BuildResult(True, language, lib_path=str(entry / "lib.so"), log=log[-8000:], compile_s=elapsed,
+                         arch=arch, kernels=parse_ptxas(log) if language == "cuda" else {})
+    meta = result.to_dict()
+    (work / "build.json").write_text(json.dumps(meta))
+    src.unlink()
+    try:
+        os.replace(work, entry)        # atomic publish; a concurrent identical build may have won
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
+    return result

@@ -1,0 +1,198 @@
+"""The candidate's process. Started fresh by the parent for each evaluation (python -m gpu_harness.child).
+
+It loads the candidate library, makes inputs from the seeds the parent chose, poisons outputs, calls the
+candidate, writes outputs to files, and times calls interleaved with the baselines. It reports over a
+dedicated pipe (not stdout, which the candidate can print to). It never sees a reference output, and nothing
+it says about correctness is believed: the parent judges the files, and times a batch of calls with its own
+clock.
+
+Protocol: JSON lines. Child -> parent on --msg-fd, parent -> child on --cmd-fd.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+import traceback
+
+
+class Channel:
+    def __init__(self, msg_fd: int, cmd_fd: int):
+        self._out = os.fdopen(msg_fd, "w", buffering=1)
+        self._in = os.fdopen(cmd_fd, "r")
+
+    def send(self, **msg):
+        self._out.write(json.dumps(msg) + "\n")
+        self._out.flush()
+
+    def recv(self) -> dict:
+        line = self._in.readline()
+        if not line:
+            raise SystemExit(0)          # the parent is gone
+        return json.loads(line)
+
+
+def _fresh_fraction() -> float:
+    # decided after each timed call, from the OS: the candidate cannot know beforehand whether a call is checked
+    return int.from_bytes(os.urandom(4), "little") / 2**32
+
+
+def run(job: dict, ch: Channel) -> None:
+    from .tasks import derive_seed, get_task
+    task = get_task(job["task"])
+    facts = task.child_setup()
+    ch.send(ev="ready", **facts)
+
+    lib = ctypes.CDLL(job["lib"], mode=os.RTLD_LOCAL)
+    fn = task.bind(lib)
+    base_libs = {name: task.bind(ctypes.CDLL(path, mode=os.RTLD_LOCAL)) for name, path in job["baseline_libs"].items()}
+    ch.send(ev="loaded")
+    outdir = job["outdir"]
+
+    # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
+    for i, sc in enumerate(job["scenarios"]):
+        params = sc["params"]
+        for run_name in ("a", "a2", "b"):
+            seed = sc["seed_b"] if run_name == "b" else sc["seed_a"]
+            inputs = task.make_inputs(params, seed)
+            outputs = task.new_outputs(params)
+            err = task.sync_error()
+            if err:
+                ch.send(ev="device_error", sid=sc["id"], run=run_name, error="before the call: " + err)
+                return
+            ch.send(ev="calling", sid=sc["id"], run=run_name)
+            rc = task.invoke(fn, inputs, outputs, params)
+            err = task.sync_error()
+            if err:
+                ch.send(ev="device_error", sid=sc["id"], run=run_name, error=err)
+                return
+            if rc != 0:
+                ch.send(ev="unsupported", sid=sc["id"], run=run_name, rc=rc)
+                break
+            files = task.save_outputs(outputs, os.path.join(outdir, f"{i}_{run_name}"))
+            ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, files=files)
+            del inputs, outputs
+    ch.send(ev="checked")
+
+    # ---- timing, scenario by scenario, as the parent asks ----
+    while True:
+        cmd = ch.recv()
+        if cmd["cmd"] == "exit":
+            return
+        if cmd["cmd"] != "time":
+            raise ValueError(f"unknown command {cmd!r}")
+        sc = cmd["scenario"]
+        _time_scenario(task, fn, base_libs, sc, cmd, outdir, ch, derive_seed)
+
+
+def _time_scenario(task, fn, base_libs, sc, cmd, outdir, ch, derive_seed) -> None:
+    params = sc["params"]
+    names = cmd["baselines"]
+    # warm-up: one call each (also the estimate for the repeat count)
+    seed = derive_seed(sc["seed_a"], "warm")
+    inputs = task.make_inputs(params, seed)
+    outputs = task.new_outputs(params)
+    ch.send(ev="calling", sid=sc["id"], run="warm-up")
+    task.flush_cache()
+    est = task.time_call(lambda: task.invoke(fn, inputs, outputs, params))
+    err = task.sync_error()
+    if err:
+        ch.send(ev="device_error", sid=sc["id"], run="warm-up", error=err)
+        raise SystemExit(3)
+    base_fns = task.baseline_callables(names, params, inputs, base_libs)
+    notes = {n: f for n, f in base_fns.items() if isinstance(f, str)}
+    runnable = [n for n in names if n not in notes]
+    for n in list(runnable):
+        try:
+            task.flush_cache()
+            base_fns[n]()
+            err = task.sync_error()
+            if err:
+                raise RuntimeError(err)
+        except Exception as e:   # a baseline that cannot run this scenario is n/a there, not a failure
+            notes[n] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+            runnable.remove(n)
+    del inputs, outputs
+
+    reps = _repeats(est, cmd)
+    cand_ms, base_ms, checked = [], {n: [] for n in runnable}, []
+    p_check = min(1.0, cmd["checks"] / max(reps, 1))
+    for rep in range(reps):
+        # fresh inputs for every timed call: caching outputs between calls gains nothing
+        seed = derive_seed(sc["seed_a"], "timed", rep)
+        inputs = task.make_inputs(params, seed)
+        outputs = task.new_outputs(params)
+        fns = task.baseline_callables(runnable, params, inputs, base_libs)
+        order = ["__candidate__"] + runnable
+        if rep % 2:
+            order.reverse()              # A/B then B/A: no impl always runs right after the flush of another
+        for name in order:
+            task.flush_cache()
+            if name == "__candidate__":
+                cand_ms.append(task.time_call(lambda: task.invoke(fn, inputs, outputs, params)))
+                err = task.sync_error()
+                if err:
+                    ch.send(ev="device_error", sid=sc["id"], run=f"timed call {rep}", error=err)
+                    raise SystemExit(3)
+                want = _fresh_fraction() < p_check or (rep == reps - 1 and not checked)
+                if want and len(checked) < cmd["checks"]:
+                    files = task.save_outputs(outputs, os.path.join(outdir, f"t{rep}"))
+                    checked.append({"seed": seed, "files": files, "rep": rep})
+            else:
+                base_ms[name].append(task.time_call(fns[name]))
+        del inputs, outputs, fns
+    ch.send(ev="timed", sid=sc["id"], cand_ms=cand_ms, base_ms=base_ms, notes=notes, checked=checked,
+            estimate_ms=est)
+
+    # host-clock cross-check: the parent times this batch with its own clock
+    n = max(1, min(cmd["batch_max"], int(cmd["batch_ms"] / max(est, 1e-3))))
+    seed = derive_seed(sc["seed_a"], "batch")
+    inputs = task.make_inputs(params, seed)
+    outputs = task.new_outputs(params)
+    task.sync_error()
+    ch.send(ev="batch_ready", sid=sc["id"], n=n)
+    while True:                      # the parent asks for batches until it is satisfied ("next")
+        cmd = ch.recv()
+        if cmd.get("cmd") == "next":
+            return
+        if cmd.get("cmd") != "go":
+            raise ValueError(f"expected go or next, got {cmd!r}")
+        for _ in range(n):
+            task.invoke(fn, inputs, outputs, params)
+        err = task.sync_error()
+        ch.send(ev="batch_done", sid=sc["id"], n=n, error=err)
+        if err:
+            raise SystemExit(3)
+
+
+def _repeats(est_ms: float, cmd: dict) -> int:
+    from .verdict import adaptive_repeats
+    return adaptive_repeats(est_ms, cmd["budget_ms"], cmd["min_reps"], cmd["max_reps"])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("job")
+    ap.add_argument("--msg-fd", type=int, required=True)
+    ap.add_argument("--cmd-fd", type=int, required=True)
+    args = ap.parse_args(argv)
+    ch = Channel(args.msg_fd, args.cmd_fd)
+    with open(args.job) as f:
+        job = json.load(f)
+    try:
+        run(job, ch)
+    except SystemExit:
+        raise
+    except BaseException as e:  # report, then die: the parent decides what it means
+        try:
+            ch.send(ev="exception", error=f"{type(e).__name__}: {e}", trace=traceback.format_exc()[-3000:])
+        except OSError:
+            pass
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Dependency-free is checked, not trusted.
+
+Three checks, each defending something different (docs/harness.md has the threat model):
+1. headers: the source may include only the CUDA toolkit's own runtime/device headers and the C/C++ standard
+   library; no quoted (local) includes, no computed includes. This refuses cuBLAS, cuDNN, CUTLASS/CuTe, ...
+   before anything is compiled, with a readable reason.
+2. undefined symbols of the built library: every symbol it needs from outside must be on an allowlist (CUDA
+   runtime launch/memory/attribute calls, the tensor-map encoder, libc/libm basics, C++ runtime support).
+   No dlopen/dlsym, no threads, no new streams, no fork/exec, no files or clocks: whatever the source did
+   to hide a call, the linker's view is what counts.
+3. the host code's machine instructions: no raw system calls (`syscall`, `sysenter`, `int 0x80`, `svc`),
+   which would bypass the symbol check entirely.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+# C and C++ standard headers a kernel may reasonably need. Deliberately absent: <thread>, <mutex>, <future>,
+# <atomic> (host threads), <chrono>/<ctime> (clocks), <fstream>/<iostream> (files), <cstdio> is allowed for
+# printf debugging (fopen is refused by the symbol check).
+STD_HEADERS = frozenset("""
+algorithm array bit bitset cassert cfloat cinttypes climits cmath complex cstddef cstdint cstdio cstdlib
+cstring functional initializer_list iterator limits memory new numeric optional tuple type_traits utility
+vector span concepts
+assert.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h
+""".split())
+
+# Top-level CUDA toolkit headers that are part of the runtime or device programming model.
+CUDA_HEADERS = frozenset("""
+cuda.h cuda_runtime.h cuda_runtime_api.h cuda_bf16.h cuda_fp16.h cuda_fp8.h cuda_fp6.h cuda_fp4.h
+cuda_pipeline.h cuda_pipeline_primitives.h cuda_awbarrier.h cuda_awbarrier_primitives.h
+cooperative_groups.h mma.h device_launch_parameters.h vector_types.h cudaTypedefs.h
+cuda_device_runtime_api.h driver_types.h builtin_types.h sm_90_rt.h
+""".split())
+# Header folders of the toolkit that are device-side building blocks, not libraries.
+CUDA_HEADER_DIRS = ("cooperative_groups/", "cuda/")
+
+CPP_ONLY_HEADERS = STD_HEADERS  # the CPU task: the standard library, nothing else
+
+_INCLUDE = re.compile(r'^\s*#\s*(include|include_next|import)\b\s*(.*)$')
+
+
+@dataclass
+class HeaderReport:
+    ok: bool
+    refused: list[str] = field(default_factory=list)
+    includes: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str | None:
+        if self.ok:
+            return None
+        return "refused includes: " + ", ".join(self.refused)
+
+
+def _strip_comments(src: str) -> str:
+    src = src.replace("\\\r\n", "").replace("\\\n", "")  # line continuations can hide a directive
+    out, i, n = [], 0, len(src)
+    while i < n:
+        if src.startswith("//", i):
+            j = src.find("\n", i)
+            i = n if j < 0 else j
+        elif src.startswith("/*", i):
+            j = src.find("*/", i + 2)
+            out.append(" ")
+            i = n if j < 0 else j + 2
+        elif src[i] == '"':
+            # skip string literals so that "//" inside one is not a comment; keep them in the output
+            j = i + 1
+            while j < n and src[j] != '"' and src[j] != "\n":
+                j += 2 if src[j] == "\\" else 1
+            out.append(src[i:j + 1])
+            i = j + 1
+        else:
+            out.append(src[i])
+            i += 1
+    return "".join(out)
+
+
+def check_headers(source: str, language: str) -> HeaderReport:
+    """language: 'cuda' or 'cpp'."""
+    refused, includes = [], []
+    for line in _strip_comments(source).splitlines():
+        m = _INCLUDE.match(line)
+        if not m:
+            continue
+        directive, rest = m.group(1), m.group(2).strip()
+        if directive != "include":
+            refused.append(f"#{directive} {rest}")
+            continue
+        hm = re.match(r'^<([^<>]+)>', rest)
+        if not hm:
+            refused.append(f"#include {rest} (only <system> headers; the kernel is one file)")
+            continue
+        name = hm.group(1).strip()
+        includes.append(name)
+        if not _header_allowed(name, language):
+            refused.append(f"<{name}>")
+    return HeaderReport(not refused, refused, includes)
+
+
+def _header_allowed(name: str, language: str) -> bool:
+    if ".." in name:
+        return False
+    if name in STD_HEADERS:
+        return True
+    if language == "cuda":
+        if name in CUDA_HEADERS:
+            return True
+        return any(name.startswith(d) for d in CUDA_HEADER_DIRS)
+    return False
+
+
+# ---- symbols --------------------------------------------------------------------------------------------
+
+# Exact names a candidate library may import.
+ALLOWED_SYMBOLS = frozenset("""
+cudaLaunchKernel cudaLaunchKernelExC cudaLaunchCooperativeKernel cudaFuncSetAttribute cudaFuncGetAttributes
+cudaFuncSetCacheConfig cudaGetDevice cudaGetDeviceCount cudaGetDeviceProperties cudaGetDeviceProperties_v2
+cudaDeviceGetAttribute cudaGetLastError cudaPeekAtLastError cudaGetErrorString cudaGetErrorName
+cudaMalloc cudaFree cudaMallocAsync cudaFreeAsync cudaMemsetAsync cudaMemcpyAsync cudaMemset cudaMemcpy
+cudaMemcpyToSymbol cudaMemcpyToSymbolAsync cudaGetSymbolAddress cudaPointerGetAttributes
+cudaOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+cudaOccupancyMaxPotentialClusterSize cudaOccupancyMaxActiveClusters cudaFuncGetName
+cudaDriverGetVersion cudaRuntimeGetVersion
+cuTensorMapEncodeTiled cuTensorMapEncodeIm2col cuTensorMapReplaceAddress cuGetErrorString cuGetErrorName
+__cudaRegisterFatBinary __cudaRegisterFatBinaryEnd __cudaUnregisterFatBinary __cudaRegisterFunction
+__cudaRegisterVar __cudaRegisterManagedVar __cudaRegisterTexture __cudaRegisterSurface
+__cudaPushCallConfiguration __cudaPopCallConfiguration __cudaInitModule __cudaRegisterLinkedBinary
+memcpy memmove memset memcmp strlen strcmp strncmp abort
+malloc free calloc realloc posix_memalign aligned_alloc
+printf fprintf puts putchar fputs fputc stderr stdout vprintf snprintf
+expf exp logf log sqrtf sqrt fabsf fabs fmaxf fminf fmax fmin powf pow exp2f exp2 log2f log2 ceilf floorf
+ceil floor roundf round tanhf tanh erff erf
+__stack_chk_fail __assert_fail __gmon_start__ _ITM_deregisterTMCloneTable _ITM_registerTMCloneTable
+__cxa_finalize __cxa_atexit atexit __cxa_guard_acquire __cxa_guard_release __cxa_guard_abort
+__cxa_begin_catch __cxa_end_catch __cxa_rethrow __cxa_allocate_exception __cxa_free_exception __cxa_throw
+__cxa_pure_virtual __gxx_personality_v0 _Unwind_Resume
+_Znwm _Znam _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm _ZnwmSt11align_val_t _ZdlPvmSt11align_val_t _ZdlPvSt11align_val_t
+_ZSt9terminatev _ZSt17__throw_bad_allocv _ZSt20__throw_length_errorPKc _ZSt24__throw_out_of_range_fmtPKcz
+_ZSt19__throw_logic_errorPKc _ZSt28__throw_bad_array_new_lengthv _ZSt20__throw_out_of_rangePKc
+_ZSt21__glibcxx_assert_failPKciS0_S0_ _ZSt25__throw_bad_function_callv
+_ZTVN10__cxxabiv117__class_type_infoE _ZTVN10__cxxabiv120__si_class_type_infoE
+""".split())
+
+@dataclass
+class SymbolReport:
+    ok: bool
+    refused: list[str] = field(default_factory=list)
+    undefined: list[str] = field(default_factory=list)
+    raw_syscalls: list[str] = field(default_factory=list)
+    tool_error: str | None = None
+
+    @property
+    def reason(self) -> str | None:
+        if self.tool_error:
+            return self.tool_error
+        parts = []
+        if self.refused:
+            parts.append("refused symbols: " + ", ".join(self.refused[:12]) +
+                         (f" (+{len(self.refused) - 12} more)" if len(self.refused) > 12 else ""))
+        if self.raw_syscalls:
+            parts.append("raw system-call instructions in host code: " + "; ".join(self.raw_syscalls[:3]))
+        return "; ".join(parts) or None
+
+
+# Refused even if a future allowlist entry matched them (belt and braces).
+HARD_DENY = ("dlopen", "dlsym", "dlvsym", "pthread", "fork", "syscall", "mprotect", "stream",
+             "entrypoint", "procaddress", "cublas", "cudnn", "cutlass", "exec", "ptrace")
+
+
+def symbol_allowed(name: str) -> bool:
+    base = name.split("@", 1)[0]
+    low = base.lower()
+    return base in ALLOWED_SYMBOLS and not any(d in low for d in HARD_DENY)
+
+
+def undefined_symbols(lib_path: str) -> list[str]:
+    out = subprocess.run(["nm", "-D", "--undefined-only", lib_path], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"nm failed: {out.stderr.strip()}")
+    names = []
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if parts:
+            names.append(parts[-1])
+    return names
+
+
+_SYSCALL_INSN = re.compile(r'\s(syscall|sysenter|svc\s+#?0x0|svc\s+#0|int\s+\$0x80)\b')
+
+
+def raw_syscall_sites(lib_path: str) -> list[str]:
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        raise RuntimeError(f"objdump failed: {out.stderr.strip()}")
+    return [line.strip() for line in out.stdout.splitlines() if _SYSCALL_INSN.search(line)]
+
+
+def check_library(lib_path: str) -> SymbolReport:
+    for tool in ("nm", "objdump"):
+        if shutil.which(tool) is None:
+            return SymbolReport(False, tool_error=f"cannot check dependencies: '{tool}' (binutils) is missing")
+    try:
+        names = undefined_symbols(lib_path)
+        sites = raw_syscall_sites(lib_path)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        return SymbolReport(False, tool_error=f"cannot check dependencies: {e}")
+    refused = sorted({n.split("@", 1)[0] for n in names if not symbol_allowed(n)})
+    return SymbolReport(not refused and not sites, refused, sorted(names), sites)

@@ -1,0 +1,325 @@
+"""evaluate(): the parent process, which is the judge.
+
+Order of work: read and hash the source; build it (cached) and check its dependencies; pick a fresh seed;
+start the child; judge each output file the child writes against a reference computed here from the same
+seed; then ask the child to time each correct scenario (interleaved with the baselines), judge the outputs of
+randomly chosen timed calls too, and time a batch of calls with this process's own clock.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from . import verdict
+from .build import build
+from .result import EvalResult, ScenarioOutcome
+from .runner import ChildFailed, ChildSession
+from .tasks import Scenario, derive_seed, get_task
+
+# Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
+TIMING = {"budget_ms": 120.0, "min_reps": 3, "max_reps": 25, "checks": 2, "batch_ms": 40.0, "batch_max": 200}
+HOST_BATCHES = 3                 # host-clock batches tried before a disagreement is called suspect
+STAGE_TIMEOUT_S = 120.0          # anything that is not a candidate call (start, input generation, ...)
+
+# (task, scenario id, device, versions, baseline) -> median ms; reused within one process run
+_BASELINE_CACHE: dict[tuple, float] = {}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _new_seed() -> int:
+    return int.from_bytes(os.urandom(8), "little") & ((1 << 62) - 1)
+
+
+def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = "quick",
+             baselines: list[str] | None = None, seed: int | None = None,
+             progress: Callable[[str], None] | None = None, timeout_s: float | None = None,
+             arch: str | None = None, baseline_cache: bool = True) -> EvalResult:
+    """Judge a candidate kernel. Raises ValueError only for a bad task name or scenario list (caller errors);
+    everything the kernel does wrong ends up in the returned EvalResult."""
+    say = progress or (lambda _msg: None)
+    t_start = time.monotonic()
+    deadline = None if timeout_s is None else t_start + timeout_s
+    t = get_task(task)
+    selected = t.select(scenarios)
+    res = EvalResult(task=t.name, kernel_sha256="", kernel_source="", status="error", host=socket.gethostname(),
+                     started_at=_now(), kernel_path=str(kernel))
+    try:
+        _evaluate_into(res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache)
+    finally:
+        res.finished_at = _now()
+        res.wall_s = round(time.monotonic() - t_start, 3)
+    say(res.summary())
+    return res
+
+
+def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arch, baseline_cache) -> None:
+    try:
+        source = kernel.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        res.reason = f"cannot read kernel {kernel}: {e}"
+        return
+    res.kernel_source = source
+    res.kernel_sha256 = hashlib.sha256(source.encode()).hexdigest()
+    names = list(t.default_baselines if baselines is None else baselines)
+    res.baselines = names
+    res.seed = seed = _new_seed() if seed is None else int(seed)
+    res.scenarios = [ScenarioOutcome(s.id, dict(s.params), correct=False, reason="not run") for s in selected]
+
+    say(f"building {kernel.name} ({t.language})")
+    b = build(kernel, t.language, arch=arch)
+    res.build = {"cache_hit": b.cache_hit, "compile_s": round(b.compile_s, 2), "kernels": b.kernels,
+                 "arch": b.arch}
+    if not b.ok:
+        res.reason = b.reason
+        for o in res.scenarios:
+            o.reason = "not run: the build failed or was refused"
+        if b.log:
+            res.build["log"] = b.log[-3000:]
+        return
+    why = t.runtime_unavailable()
+    if why:
+        res.status = "compiled"
+        res.reason = why
+        for o in res.scenarios:
+            o.reason = "not run: " + why
+        return
+
+    availability = t.baseline_availability(names)
+    res.baseline_notes = {n: note for n, note in availability.items() if note}
+    runnable = [n for n in names if not availability.get(n)]
+    facts = t.parent_setup()
+    res.device_name = facts.get("device", "")
+    limits = t.timing_limits()
+    try:
+        libs = t.baseline_libs(runnable)
+    except RuntimeError as e:
+        res.reason = str(e)
+        return
+
+    workdir = tempfile.mkdtemp(prefix="kseek-eval-")
+    try:
+        _run_child(res, t, b.lib_path, selected, runnable, libs, seed, say, deadline, limits, workdir,
+                   facts, baseline_cache)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    _finish(res, selected, names)
+
+
+def _left(deadline, stage_s):
+    if deadline is None:
+        return stage_s
+    return max(0.0, min(stage_s, deadline - time.monotonic()))
+
+
+def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed, say, deadline, limits, workdir,
+               facts, baseline_cache) -> None:
+    outdir = os.path.join(workdir, "out")
+    os.makedirs(outdir)
+    by_id = {s.id: s for s in selected}
+    outcome = {o.id: o for o in res.scenarios}
+    jobs = [{"id": s.id, "params": s.params, "seed_a": derive_seed(seed, s.id, "a"),
+             "seed_b": derive_seed(seed, s.id, "b")} for s in selected]
+    job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs}
+    session = ChildSession(job, workdir, t.child_env())
+    current, current_sid = "starting the candidate's process", None
+    try:
+        ready = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)
+        if ready.get("ev") == "exception":
+            raise ChildFailed("crash", ready.get("error", "child failed to start"))
+        current = "loading the candidate library"
+        loaded = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)
+        if loaded.get("ev") != "loaded":
+            raise ChildFailed("crash", f"loading the library failed: {loaded.get('error', loaded)}")
+
+        # ---- correctness ----
+        say(f"checking {len(selected)} scenarios (seed {seed})")
+        files_a: dict[str, dict] = {}
+        verdicts: dict[str, list] = {s.id: [] for s in selected}
+        stop_reason = None
+        done_count = 0
+        timeout_next = STAGE_TIMEOUT_S
+        while True:
+            msg = session.recv(_left(deadline, timeout_next), current)
+            ev = msg.get("ev")
+            if ev == "calling":
+                sc = by_id[msg["sid"]]
+                current, current_sid = f"running {sc.id} ({msg['run']})", sc.id
+                timeout_next = t.call_timeout_s(sc) + STAGE_TIMEOUT_S
+                continue
+            timeout_next = STAGE_TIMEOUT_S
+            if ev == "checked":
+                break
+            if ev in ("device_error", "exception"):
+                stop_reason = f"{msg.get('sid', '')} ({msg.get('run', '')}): {msg.get('error')}"
+                if msg.get("sid") in outcome:
+                    outcome[msg["sid"]].reason = f"device error: {msg.get('error')}"
+                raise ChildFailed("crash", stop_reason)
+            sid = msg["sid"]
+            o = outcome[sid]
+            if ev == "unsupported":
+                verdicts[sid].append((False, f"candidate returned {msg['rc']} (configuration not supported)"))
+                o.reason = verdicts[sid][-1][1]
+                done_count += 1
+                continue
+            if ev != "outputs":
+                raise ChildFailed("protocol", f"unexpected message {ev!r}")
+            run = msg["run"]
+            if run == "a2":
+                same = t.identical(files_a[sid], msg["files"])
+                verdicts[sid].append((same, None if same else
+                                      "outputs differ between two runs on identical inputs (a race?)"))
+                _remove(files_a.pop(sid).values())
+                _remove(msg["files"].values())
+                continue
+            j = t.judge(by_id[sid].params, msg["seed"], msg["files"])
+            o.error = j.error if o.error is None or (j.error is not None and j.error > o.error) else o.error
+            o.tolerance = j.tolerance
+            o.details.update({f"{run}_{k}": v for k, v in j.details.items()})
+            verdicts[sid].append((j.correct, None if j.correct else f"seed {run}: {j.reason}"))
+            if run == "a":
+                files_a[sid] = msg["files"]
+            else:
+                _remove(msg["files"].values())
+                done_count += 1
+                ok = all(v for v, _ in verdicts[sid])
+                o.correct = ok
+                o.reason = next((r for v, r in verdicts[sid] if not v), None)
+                err = "n/a" if o.error is None else f"{o.error:.2e}"
+                say(f"[{done_count}/{len(selected)}] {sid}: {'correct' if ok else 'WRONG: ' + str(o.reason)}"
+                    f" (error {err} / tolerance {o.tolerance:.1e})")
+        for sid, vs in verdicts.items():
+            if len(vs) < 3 and outcome[sid].reason in (None, "not run"):
+                outcome[sid].reason = outcome[sid].reason or "not all runs completed"
+                outcome[sid].correct = False
+
+        # ---- timing ----
+        to_time = [s for s in selected if outcome[s.id].correct]
+        device = facts.get("device", "")
+        versions = t.versions()
+        for i, sc in enumerate(to_time):
+            o = outcome[sc.id]
+            key = (t.name, sc.id, device, versions)
+            cached = {n: _BASELINE_CACHE[key + (n,)] for n in runnable
+                      if baseline_cache and key + (n,) in _BASELINE_CACHE}
+            base_names = [n for n in runnable if n not in cached]
+            job_sc = next(j for j in jobs if j["id"] == sc.id)
+            current, current_sid = f"timing {sc.id}", sc.id
+            session.send(cmd="time", scenario=job_sc, baselines=base_names, **TIMING)
+            per_call = t.call_timeout_s(sc)
+            msg = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)       # calling (warm-up)
+            _expect(msg, "calling")
+            budget = per_call * (TIMING["max_reps"] + 2) * (1 + len(base_names)) + STAGE_TIMEOUT_S
+            msg = session.recv(_left(deadline, budget), current)
+            if msg.get("ev") == "device_error":
+                o.correct = False
+                o.reason = f"device error while timing: {msg.get('error')}"
+                raise ChildFailed("crash", f"{sc.id}: {msg.get('error')}")
+            _expect(msg, "timed")
+            for chk in msg["checked"]:
+                j = t.judge(sc.params, chk["seed"], chk["files"])
+                _remove(chk["files"].values())
+                if not j.correct:
+                    o.correct = False
+                    o.reason = f"output of timed call {chk['rep']} is wrong: {j.reason}"
+            if not msg["checked"]:
+                o.correct = False
+                o.reason = "no timed output was checked"
+            med, spread = verdict.median_and_spread(msg["cand_ms"])
+            o.time_ms, o.spread_ms, o.repeats = med, spread, len(msg["cand_ms"])
+            o.tflops = sc.flops / (med * 1e-3) / 1e12 if med > 0 else None
+            for n, samples in msg["base_ms"].items():
+                if samples:
+                    m, _ = verdict.median_and_spread(samples)
+                    cached[n] = m
+                    _BASELINE_CACHE[key + (n,)] = m
+            for n, note in msg["notes"].items():
+                o.details[f"{n}_na"] = note
+            o.baseline_ms = {n: cached.get(n) for n in res.baselines}
+            o.speedup = {n: (cached[n] / med if n in cached and med > 0 else None) for n in res.baselines}
+
+            o.host_ms = _host_clock_ms(session, deadline, per_call, current, o)
+            suspect = verdict.timing_suspicion(med, o.host_ms, sc.flops, sc.bytes, limits)
+            if suspect and o.host_ms is not None and "host clock" in suspect:
+                # noise only ever adds time: look again before calling it suspect
+                for _ in range(HOST_BATCHES - 1):
+                    o.host_ms = min(o.host_ms, _host_clock_ms(session, deadline, per_call, current, o, again=True))
+                    suspect = verdict.timing_suspicion(med, o.host_ms, sc.flops, sc.bytes, limits)
+                    if not suspect:
+                        break
+            session.send(cmd="next")
+            if suspect:
+                o.correct = False
+                o.reason = "suspect timing: " + suspect
+            say(f"[time {i + 1}/{len(to_time)}] {sc.id}: {med:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
+                + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in res.baselines if o.speedup.get(n)))
+        res.status = "correct"
+    except ChildFailed as e:
+        res.status = "error"
+        kind = {"timeout": "hang/timeout", "crash": "crash", "protocol": "protocol error"}[e.kind]
+        res.reason = f"{kind}: {e}"
+        for o in res.scenarios:
+            if o.reason == "not run":
+                o.reason = f"not run: evaluation stopped ({kind})"
+            elif o.correct is False and o.reason is None:
+                o.reason = f"evaluation stopped ({kind})"
+        # the scenario being run when it stopped is the culprit
+        if current_sid in outcome:
+            outcome[current_sid].correct = False
+            outcome[current_sid].reason = f"{kind}: {e}"
+        say(f"stopped: {res.reason}")
+    finally:
+        session.close()
+
+
+def _host_clock_ms(session, deadline, per_call, current, o, again=False) -> float:
+    """Time one batch of candidate calls with this process's clock (which the candidate cannot reach)."""
+    if not again:
+        ready = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)
+        _expect(ready, "batch_ready")
+        session.batch_n = ready["n"]
+    n = session.batch_n
+    t0 = time.perf_counter()
+    session.send(cmd="go")
+    done = session.recv(_left(deadline, per_call * n + STAGE_TIMEOUT_S), f"{current} (batch)")
+    t1 = time.perf_counter()
+    _expect(done, "batch_done")
+    if done.get("error"):
+        o.correct = False
+        o.reason = f"device error in batch: {done['error']}"
+        raise ChildFailed("crash", o.reason)
+    return (t1 - t0) * 1e3 / n
+
+
+def _expect(msg: dict, ev: str) -> None:
+    if msg.get("ev") == "exception":
+        raise ChildFailed("crash", msg.get("error", "exception in child"))
+    if msg.get("ev") != ev:
+        raise ChildFailed("protocol", f"expected {ev!r}, got {msg.get('ev')!r}")
+
+
+def _remove(paths) -> None:
+    for p in paths:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def _finish(res: EvalResult, selected, names) -> None:
+    res.geomean = verdict.geomean_speedups([o.speedup for o in res.scenarios if o.correct], names)
+    res.geomean_tflops = verdict.geometric_mean([o.tflops for o in res.scenarios if o.correct and o.tflops])
+    if res.status == "correct":
+        bad = [o for o in res.scenarios if not o.correct]
+        if bad:
+            res.status = "incorrect"
+            res.reason = f"{len(bad)} of {len(res.scenarios)} scenarios fail; first: {bad[0].id}: {bad[0].reason}"

@@ -1,0 +1,57 @@
+"""Text rendering of an EvalResult: a compact table (one row a scenario) and a summary line."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .result import EvalResult
+
+
+def _num(x, fmt):
+    return "n/a" if x is None else format(x, fmt)
+
+
+def summary_line(r: "EvalResult") -> str:
+    n = len(r.scenarios)
+    ok = sum(1 for s in r.scenarios if s.correct)
+    parts = [f"{r.task}: {r.status.upper()}"]
+    if r.reason:
+        parts.append(r.reason)
+    parts.append(f"{ok}/{n} scenarios correct")
+    if r.geomean_tflops is not None:
+        parts.append(f"geomean {r.geomean_tflops:.4g} TFLOP/s")
+    for name in r.baselines:
+        g = r.geomean.get(name) or {}
+        if g.get("speedup") is None:
+            parts.append(f"vs {name}: n/a" + (f" ({r.baseline_notes[name]})" if name in r.baseline_notes else ""))
+        else:
+            parts.append(f"vs {name}: {g['speedup']:.3f}x over {g['count']}")
+    parts.append(f"{r.wall_s:.1f}s")
+    return " | ".join(parts)
+
+
+def render_table(r: "EvalResult", max_rows: int | None = None) -> str:
+    head = ["scenario", "ok", "error", "tol", "ms", "TFLOP/s"] + [f"x {b}" for b in r.baselines]
+    rows = []
+    for s in r.scenarios:
+        rows.append([
+            s.id,
+            "yes" if s.correct else "NO",
+            _num(s.error, ".2e"),
+            _num(s.tolerance, ".1e"),
+            _num(s.time_ms, ".4g"),
+            _num(s.tflops, ".4g"),
+        ] + [_num(s.speedup.get(b), ".3f") for b in r.baselines])
+    shown = rows if max_rows is None or len(rows) <= max_rows else rows[:max_rows]
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *shown)] if shown else [len(h) for h in head]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths))]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in shown]
+    if len(shown) < len(rows):
+        lines.append(f"... {len(rows) - len(shown)} more scenarios")
+    failures = [s for s in r.scenarios if s.reason]
+    for s in failures[:20]:
+        lines.append(f"  {s.id}: {s.reason}")
+    if len(failures) > 20:
+        lines.append(f"  ... {len(failures) - 20} more notes")
+    lines.append(summary_line(r))
+    return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""The typed verdict of one evaluation: what the agent loop, the CLI and the dashboard read.
+
+The field names are a contract with the agent loop (see docs/harness.md); add fields, never rename.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("compiled", "incorrect", "correct", "error")
+
+
+@dataclass
+class ScenarioOutcome:
+    id: str
+    params: dict
+    correct: bool
+    error: float | None = None          # relative error of the main output (O for attention, C for matmul)
+    reason: str | None = None           # why it is not correct, or why its timing is suspect
+    time_ms: float | None = None        # median of the timed calls (None when not timed)
+    tflops: float | None = None
+    speedup: dict[str, float | None] = field(default_factory=dict)  # baseline -> baseline_ms / time_ms
+    # Added fields (beyond the contract):
+    spread_ms: float | None = None      # interquartile range of the timed calls
+    repeats: int | None = None
+    tolerance: float | None = None      # the error bound this scenario was held to
+    baseline_ms: dict[str, float | None] = field(default_factory=dict)
+    host_ms: float | None = None        # the parent's own wall clock over a batch, per call
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class EvalResult:
+    task: str
+    kernel_sha256: str
+    kernel_source: str
+    status: str                          # one of STATUSES
+    reason: str | None = None
+    host: str = ""
+    device_name: str = ""
+    scenarios: list[ScenarioOutcome] = field(default_factory=list)
+    geomean: dict[str, dict] = field(default_factory=dict)  # baseline -> {"speedup", "count"}
+    started_at: str = ""
+    finished_at: str = ""
+    wall_s: float = 0.0
+    # Added fields:
+    kernel_path: str = ""
+    seed: int | None = None
+    baselines: list[str] = field(default_factory=list)
+    baseline_notes: dict[str, str] = field(default_factory=dict)  # baseline -> why it is n/a
+    build: dict = field(default_factory=dict)  # registers, spills, shared memory, compile time, cache hit
+    geomean_tflops: float | None = None
+
+    @property
+    def all_correct(self) -> bool:
+        return bool(self.scenarios) and all(s.correct for s in self.scenarios) and self.status == "correct"
+
+    def speedup_over(self, baseline: str) -> float | None:
+        entry = self.geomean.get(baseline)
+        return None if entry is None else entry.get("speedup")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        return _json_safe(d)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "EvalResult":
+        d = dict(d)
+        d["scenarios"] = [ScenarioOutcome(**_known(ScenarioOutcome, s)) for s in d.get("scenarios", [])]
+        return cls(**_known(cls, d))
+
+    def table(self, max_rows: int | None = None) -> str:
+        from .report import render_table
+        return render_table(self, max_rows=max_rows)
+
+    def summary(self) -> str:
+        from .report import summary_line
+        return summary_line(self)
+
+
+def _known(cls, d: dict) -> dict:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+def _json_safe(x):
+    # NaN and infinities are not JSON: store them as None so that to_dict() always serialises.
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x

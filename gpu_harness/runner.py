@@ -1,0 +1,108 @@
+"""The parent's end of the child process: spawn it, talk to it with a deadline on every message, kill it."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .procs import kill_group
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class ChildFailed(Exception):
+    """The child died, hung, or broke the protocol; `kind` is 'crash', 'timeout' or 'protocol'."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class ChildSession:
+    def __init__(self, job: dict, workdir: str, extra_env: dict | None = None):
+        self.workdir = workdir
+        job_path = os.path.join(workdir, "job.json")
+        with open(job_path, "w") as f:
+            json.dump(job, f)
+        self.log_path = os.path.join(workdir, "child.log")
+        msg_r, msg_w = os.pipe()
+        cmd_r, cmd_w = os.pipe()
+        child_env = {**os.environ, **(extra_env or {})}
+        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), child_env.get("PYTHONPATH")) if p)
+        child_env["PYTHONUNBUFFERED"] = "1"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gpu_harness.child", job_path, "--msg-fd", str(msg_w), "--cmd-fd", str(cmd_r)],
+                pass_fds=(msg_w, cmd_r), stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=workdir,
+                env=child_env, start_new_session=True)
+        os.close(msg_w)
+        os.close(cmd_r)
+        self._msg = msg_r
+        self._cmd = cmd_w
+        self._buf = b""
+
+    def log_tail(self, n: int = 1500) -> str:
+        try:
+            data = Path(self.log_path).read_bytes()[-n:]
+            return data.decode(errors="replace").strip()
+        except OSError:
+            return ""
+
+    def recv(self, timeout_s: float, waiting_for: str) -> dict:
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChildFailed("timeout", f"no answer within {timeout_s:.0f}s while {waiting_for}")
+            ready, _, _ = select.select([self._msg], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self._msg, 1 << 16)
+            if not chunk:
+                code = self.proc.wait(timeout=30)
+                raise ChildFailed("crash", f"the candidate's process died ({_describe_exit(code)}) while "
+                                           f"{waiting_for}; its output ends: {self.log_tail(600)!r}")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError as e:
+            raise ChildFailed("protocol", f"unreadable message from the child: {e}") from e
+
+    def send(self, **cmd) -> None:
+        try:
+            os.write(self._cmd, (json.dumps(cmd) + "\n").encode())
+        except (BrokenPipeError, OSError) as e:
+            raise ChildFailed("crash", f"the candidate's process is gone ({e})") from e
+
+    def close(self) -> None:
+        try:
+            self.send(cmd="exit")
+        except ChildFailed:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(self.proc)   # whatever it left running dies with it
+        for fd in (self._msg, self._cmd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        import signal
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"

@@ -1,0 +1,158 @@
+"""What a task is: data (ABI, scenarios, tolerances, baselines, FLOP/byte counts) plus a little code.
+
+A task object is used on both sides of the process boundary:
+- in the child (the candidate's process): make inputs from a seed, poison outputs, call the candidate, time
+  calls, write outputs to files. Nothing the child says about correctness is trusted.
+- in the parent (the judge): regenerate the same inputs from the same seed, compute the reference itself, and
+  compare the files the child wrote.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    params: dict
+    flops: float          # useful floating-point operations of one call
+    bytes: float          # compulsory device-memory traffic of one call (inputs read once, outputs written once)
+
+
+@dataclass
+class Judgement:
+    correct: bool
+    error: float | None
+    tolerance: float | None
+    reason: str | None = None
+    details: dict = field(default_factory=dict)
+
+
+def derive_seed(seed: int, *parts) -> int:
+    """A per-scenario/per-run seed, derived so that the parent can regenerate exactly what the child made."""
+    text = ":".join(str(p) for p in (seed, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & ((1 << 62) - 1)
+
+
+class Task:
+    name: str = ""
+    language: str = ""            # "cuda" or "cpp"
+    symbol: str = ""              # the exported C function
+    abi: str = ""                 # the C declaration, shown to agents
+    starting_kernel: Path | None = None
+    default_baselines: tuple[str, ...] = ()
+    needs_gpu: bool = False
+    # per-call time bound in the child: base seconds + flops / this rate
+    call_timeout_base_s: float = 20.0
+    call_timeout_min_rate: float = 1e9
+
+    # ---- scenario lists (pure data; work everywhere) ----
+    def scenarios(self) -> list[Scenario]:
+        raise NotImplementedError
+
+    def quick_ids(self) -> list[str]:
+        raise NotImplementedError
+
+    def select(self, which: str | list[str]) -> list[Scenario]:
+        allsc = self.scenarios()
+        by_id = {s.id: s for s in allsc}
+        if isinstance(which, str):
+            if which == "full":
+                return allsc
+            if which == "quick":
+                return [by_id[i] for i in self.quick_ids()]
+            which = [w.strip() for w in which.split(",") if w.strip()]
+        unknown = [w for w in which if w not in by_id]
+        if unknown:
+            raise ValueError(f"unknown scenario id(s) for task {self.name}: {', '.join(unknown[:5])}"
+                             f" (see `python -m gpu_harness scenarios {self.name}`)")
+        if not which:
+            raise ValueError("no scenarios selected")
+        return [by_id[w] for w in which]
+
+    def call_timeout_s(self, sc: Scenario) -> float:
+        return self.call_timeout_base_s + sc.flops / self.call_timeout_min_rate
+
+    # ---- environment ----
+    def runtime_unavailable(self) -> str | None:
+        """None when candidates can run here; else why not (e.g. no GPU)."""
+        return None
+
+    def baseline_availability(self, names: list[str]) -> dict[str, str | None]:
+        """name -> None if it can run here, else a note saying why it is n/a."""
+        return {n: None for n in names}
+
+    def baseline_libs(self, names: list[str]) -> dict[str, str]:
+        """Of `names`, the baselines that are compiled kernels: name -> built library path (the parent builds
+        them; raises RuntimeError if one does not build)."""
+        return {}
+
+    def child_env(self) -> dict[str, str]:
+        """Extra environment for the child process."""
+        return {}
+
+    def versions(self) -> str:
+        """Library versions that baseline timings depend on (the baseline cache key)."""
+        return ""
+
+    # ---- child side ----
+    def child_setup(self) -> dict:
+        """Import what the child needs; return facts to report (device name, versions)."""
+        return {}
+
+    def bind(self, lib):
+        raise NotImplementedError
+
+    def make_inputs(self, params: dict, seed: int):
+        raise NotImplementedError
+
+    def new_outputs(self, params: dict):
+        raise NotImplementedError
+
+    def poison(self, outputs) -> None:
+        raise NotImplementedError
+
+    def invoke(self, fn, inputs, outputs, params: dict) -> int:
+        raise NotImplementedError
+
+    def sync_error(self) -> str | None:
+        """Wait for all device work; return a description of a device error, or None."""
+        return None
+
+    def flush_cache(self) -> None:
+        pass
+
+    def time_call(self, thunk) -> float:
+        """Milliseconds of one call of thunk, measured around it."""
+        raise NotImplementedError
+
+    def save_outputs(self, outputs, prefix: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def baseline_callables(self, names: list[str], params: dict, inputs, libs: dict) -> dict:
+        """name -> zero-argument callable running the baseline on `inputs`, or a str saying why n/a."""
+        return {}
+
+    # ---- parent side ----
+    def parent_setup(self) -> dict:
+        """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
+        return {}
+
+    def judge(self, params: dict, seed: int, files: dict[str, str]) -> Judgement:
+        raise NotImplementedError
+
+    def identical(self, files_a: dict[str, str], files_b: dict[str, str]) -> bool:
+        import numpy as np
+        for name in files_a:
+            a, b = np.load(files_a[name]), np.load(files_b[name])
+            if a.shape != b.shape or a.tobytes() != b.tobytes():
+                return False
+        return True
+
+    def timing_limits(self):
+        from ..verdict import TimingLimits
+        return TimingLimits()

@@ -1,0 +1,136 @@
+"""The verdict logic: pure functions over numbers, so that they are testable without a GPU.
+
+A task reduces each output to a `Comparison` (computed with numpy on the CPU or torch on the GPU), and
+`judge_outputs` turns comparisons and tolerances into a yes/no with a reason. Timing figures go through
+`timing_suspicion`, which says why a measurement cannot be trusted, or None.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One output tensor against its reference."""
+    name: str
+    rel_error: float          # ||cand - ref|| / ||ref|| over the elements where the reference is finite
+    bad_nonfinite: int        # NaN/Inf where the reference is finite (poison left = element never written)
+    mismatched_special: int   # where the reference is +-inf/NaN (e.g. LSE = -inf), elements that differ
+    count: int
+
+
+def compare_numpy(name: str, cand, ref) -> Comparison:
+    """Compare with numpy in float64 (the CPU task; small arrays)."""
+    import numpy as np
+    c = np.asarray(cand, dtype=np.float64)
+    r = np.asarray(ref, dtype=np.float64)
+    if c.shape != r.shape:
+        raise ValueError(f"{name}: shape {c.shape} != reference {r.shape}")
+    fin = np.isfinite(r)
+    cf = c[fin]
+    bad = int(np.count_nonzero(~np.isfinite(cf)))
+    special = int(np.count_nonzero(~(c[~fin] == r[~fin]) & ~(np.isnan(c[~fin]) & np.isnan(r[~fin]))))
+    good = np.isfinite(cf)
+    rf = r[fin]
+    den = float(np.sqrt(np.sum(rf[good] ** 2)))
+    num = float(np.sqrt(np.sum((cf[good] - rf[good]) ** 2)))
+    return Comparison(name, _ratio(num, den), bad, special, int(c.size))
+
+
+def _ratio(num: float, den: float) -> float:
+    if den == 0.0:
+        return 0.0 if num == 0.0 else math.inf
+    return num / den
+
+
+def judge_outputs(comparisons: list[Comparison], tolerances: dict[str, float]) -> tuple[bool, str | None]:
+    """True when every output is fully written, finite where the reference is, and within tolerance."""
+    for c in comparisons:
+        if c.bad_nonfinite:
+            return False, (f"{c.name}: {c.bad_nonfinite} of {c.count} elements are NaN/Inf where the reference is "
+                           f"finite (unwritten output keeps the NaN poison)")
+        if c.mismatched_special:
+            return False, f"{c.name}: {c.mismatched_special} elements differ where the reference is -inf/inf/NaN"
+        tol = tolerances[c.name]
+        if not (c.rel_error <= tol):
+            return False, f"{c.name}: relative error {c.rel_error:.3e} above tolerance {tol:.3e}"
+    return True, None
+
+
+def tolerance_from_vendor(vendor_error: float | None, default_error: float, floor: float) -> float:
+    """'At most twice the vendor library's error on the same inputs, plus a small floor'."""
+    base = vendor_error if (vendor_error is not None and math.isfinite(vendor_error)) else default_error
+    return 2.0 * base + floor
+
+
+# ---- timing ---------------------------------------------------------------------------------------------
+
+def median_and_spread(samples: list[float]) -> tuple[float, float]:
+    """Median and interquartile range (robust to the odd slow call)."""
+    xs = sorted(samples)
+    if not xs:
+        raise ValueError("no samples")
+    med = statistics.median(xs)
+    if len(xs) < 4:
+        return med, xs[-1] - xs[0]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return med, q[2] - q[0]
+
+
+def adaptive_repeats(estimate_ms: float, budget_ms: float, lo: int, hi: int) -> int:
+    """Enough timed calls to fill budget_ms, at least lo and at most hi: slow kernels get few."""
+    if not (estimate_ms > 0):
+        return hi
+    return max(lo, min(hi, int(budget_ms / estimate_ms)))
+
+
+@dataclass(frozen=True)
+class TimingLimits:
+    peak_tflops: float | None = None     # measured dense matrix rate of the device (None: not checked)
+    peak_gbps: float | None = None       # measured copy bandwidth in GB/s (None: not checked)
+    slack: float = 1.15                  # results this much over a measured peak are suspect
+    host_ratio: float = 1.30             # parent's wall clock per call may exceed the in-process median by this
+    host_overhead_ms: float = 0.05       # plus this per call (Python + ctypes + launch)
+
+
+def timing_suspicion(time_ms: float, host_ms: float | None, flops: float, bytes_moved: float,
+                     limits: TimingLimits) -> str | None:
+    """Why a measured time cannot be believed, or None.
+
+    - the parent's own wall clock over a batch of calls (which the candidate cannot reach) must not exceed
+      the in-process median by more than launch overhead: work left running where the events do not see it,
+      or tampered timers, show up here;
+    - the implied rate must stay under the measured peaks (matrix rate and memory bandwidth).
+    """
+    if not (time_ms > 0) or not math.isfinite(time_ms):
+        return f"non-positive or non-finite time {time_ms!r} ms"
+    if host_ms is not None and host_ms > limits.host_ratio * time_ms + limits.host_overhead_ms:
+        return (f"host clock {host_ms:.4g} ms/call disagrees with the in-process timer {time_ms:.4g} ms: "
+                f"work outside the timed region or a tampered timer")
+    if limits.peak_tflops and flops > 0:
+        tflops = flops / (time_ms * 1e-3) / 1e12
+        if tflops > limits.slack * limits.peak_tflops:
+            return f"{tflops:.4g} TFLOP/s is above the measured peak {limits.peak_tflops:.4g} TFLOP/s"
+    if limits.peak_gbps and bytes_moved > 0:
+        gbps = bytes_moved / (time_ms * 1e-3) / 1e9
+        if gbps > limits.slack * limits.peak_gbps:
+            return f"{gbps:.4g} GB/s of compulsory traffic is above the measured bandwidth {limits.peak_gbps:.4g} GB/s"
+    return None
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def geomean_speedups(speedups: list[dict[str, float | None]], baselines: list[str]) -> dict[str, dict]:
+    """Per baseline: geometric mean over the scenarios it ran, and how many those were."""
+    out = {}
+    for b in baselines:
+        vals = [s.get(b) for s in speedups if s.get(b) is not None]
+        out[b] = {"speedup": geometric_mean(vals), "count": len(vals)}
+    return out
