@@ -1,0 +1,158 @@
+"""Call a released KernelSeek kernel on torch tensors like a normal function.
+
+    from kernels.load import attention_fwd
+    o, lse = attention_fwd(q, k, v, causal=True)      # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], bf16 or fp16
+
+The first call compiles the kernel's single .cu file with nvcc (cached by source hash under
+$KSEEK_CACHE_DIR or ~/.cache/kernelseek/released) and loads it with ctypes. Only the standard library
+and torch are needed; torch is imported lazily so that this module imports on machines without it.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+KERNELS_DIR = Path(__file__).resolve().parent
+ATTENTION_SM90 = KERNELS_DIR / "attention_fwd_sm90" / "attention_fwd_sm90.cu"
+SUPPORTED_HEAD_DIMS = (64, 96, 128, 192, 256)
+
+
+class KernelError(RuntimeError):
+    """The kernel could not be built, or refused a call (its non-zero status is in the message)."""
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("KSEEK_CACHE_DIR") or str(Path.home() / ".cache" / "kernelseek")
+    return Path(root) / "released"
+
+
+def _libcuda_dir() -> str | None:
+    # cuTensorMapEncodeTiled lives in the driver library; the toolkit's stub is enough to link against.
+    nvcc = shutil.which("nvcc")
+    home = str(Path(nvcc).resolve().parent.parent) if nvcc else "/usr/local/cuda"
+    for pattern in (f"{home}/lib64/stubs/libcuda.so", f"{home}/targets/*/lib/stubs/libcuda.so",
+                    "/usr/lib/x86_64-linux-gnu/libcuda.so*", "/usr/lib64/libcuda.so*",
+                    "/usr/local/nvidia/lib64/libcuda.so*"):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return str(Path(hits[0]).parent)
+    return None
+
+
+def compile_command(src: Path, out: Path, arch: str = "90a", extra: tuple[str, ...] = ()) -> list[str]:
+    cmd = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+           f"-gencode=arch=compute_{arch},code=sm_{arch}", "-lineinfo", *extra, "-o", str(out), str(src)]
+    libdir = _libcuda_dir()
+    if libdir:
+        cmd += [f"-L{libdir}", "-lcuda"]
+    return cmd
+
+
+def build(src: Path = ATTENTION_SM90, arch: str = "90a", extra: tuple[str, ...] = ()) -> Path:
+    """Compile `src` to a shared library once per (source, flags); return its path."""
+    src = Path(src)
+    if shutil.which("nvcc") is None:
+        raise KernelError("nvcc is not on PATH: cannot build the kernel")
+    key_parts = [src.read_text(), arch, " ".join(extra)]
+    key = hashlib.sha256("\x00".join(key_parts).encode()).hexdigest()[:20]
+    out = _cache_dir() / f"{src.stem}-{key}.so"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
+    proc = subprocess.run(compile_command(src, tmp, arch, extra), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise KernelError(f"nvcc failed for {src.name}:\n{proc.stderr[-4000:]}")
+    os.replace(tmp, out)
+    return out
+
+
+class AttentionFwd:
+    """ctypes binding of the `attention_fwd` ABI (kseek_attention_fwd and its variant entry point)."""
+
+    _ARGS = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 8 + [ctypes.c_float, ctypes.c_void_p]
+
+    def __init__(self, lib_path: str | os.PathLike):
+        self.lib_path = str(lib_path)
+        self._lib = ctypes.CDLL(self.lib_path)
+        self._fn = self._lib.kseek_attention_fwd
+        self._fn.argtypes = self._ARGS
+        self._fn.restype = ctypes.c_int
+        self._variant = getattr(self._lib, "kseek_attention_fwd_variant", None)
+        if self._variant is not None:
+            self._variant.argtypes = [ctypes.c_int] + self._ARGS
+            self._variant.restype = ctypes.c_int
+
+    def __call__(self, q, k, v, causal: bool = False, softmax_scale: float | None = None, out=None, lse=None,
+                 variant: int = 0):
+        import torch
+
+        _check_inputs(q, k, v)
+        B, Sq, Hq, D = q.shape
+        Sk, Hkv = k.shape[1], k.shape[2]
+        if out is None:
+            out = torch.empty_like(q)
+        if lse is None:
+            lse = torch.empty((B, Hq, Sq), device=q.device, dtype=torch.float32)
+        if out.shape != q.shape or out.dtype != q.dtype or not out.is_contiguous():
+            raise ValueError("out must be a contiguous tensor shaped and typed like q")
+        if lse.shape != (B, Hq, Sq) or lse.dtype != torch.float32 or not lse.is_contiguous():
+            raise ValueError("lse must be a contiguous float32 tensor of shape [B, Hq, Sq]")
+        scale = float(softmax_scale) if softmax_scale is not None else D ** -0.5
+        dtype = 0 if q.dtype == torch.bfloat16 else 1
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr(),
+                B, Sq, Sk, Hq, Hkv, D, dtype, int(bool(causal)), scale, stream)
+        if variant:
+            if self._variant is None:
+                raise KernelError("this library has no kseek_attention_fwd_variant entry point")
+            status = self._variant(variant, *args)
+        else:
+            status = self._fn(*args)
+        if status != 0:
+            raise KernelError(f"kseek_attention_fwd returned {status} for B={B} Sq={Sq} Sk={Sk} Hq={Hq} "
+                              f"Hkv={Hkv} D={D} dtype={q.dtype}")
+        return out, lse
+
+
+def _check_inputs(q, k, v) -> None:
+    import torch
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be 4-d [B, S, H, D], got shape {tuple(t.shape)}")
+        if not t.is_cuda:
+            raise ValueError(f"{name} must be on a CUDA device")
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous ([B, S, H, D] with D innermost)")
+        if t.dtype not in (torch.bfloat16, torch.float16):
+            raise ValueError(f"{name} must be bfloat16 or float16, got {t.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError("q, k and v must share one dtype")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    B, _, Hq, D = q.shape
+    if k.shape[0] != B or k.shape[3] != D:
+        raise ValueError("q and k must agree on batch and head_dim")
+    if Hq % k.shape[2]:
+        raise ValueError(f"heads_q ({Hq}) must be a multiple of heads_kv ({k.shape[2]})")
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"head_dim {D} is not supported (supported: {SUPPORTED_HEAD_DIMS})")
+
+
+_default: AttentionFwd | None = None
+
+
+def attention_fwd(q, k, v, causal: bool = False, softmax_scale: float | None = None):
+    """O, LSE of softmax(scale * Q K^T [+ bottom-right causal mask]) V with the released sm_90 kernel."""
+    global _default
+    if _default is None:
+        _default = AttentionFwd(build(ATTENTION_SM90))
+    return _default(q, k, v, causal=causal, softmax_scale=softmax_scale)
