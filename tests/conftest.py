@@ -25,3 +25,13 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def database_url_in_use() -> str:
     return os.environ.get("DATABASE_URL", "")
+
+
+def pytest_configure(config):
+    # Connections opened in asgiref's worker threads (async tests, consumers) are only closed by
+    # close_old_connections, which keeps them open for CONN_MAX_AGE; at 0 they close after each call, so the test
+    # database on PostgreSQL can be dropped at the end of the session.
+    from django.conf import settings
+
+    if settings.configured:
+        settings.DATABASES["default"]["CONN_MAX_AGE"] = 0

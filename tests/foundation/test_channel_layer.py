@@ -1,7 +1,7 @@
 """Events reach browsers through the configured channel layer, and only after their transaction commits."""
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async as sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model

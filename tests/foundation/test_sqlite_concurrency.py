@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
@@ -48,7 +46,6 @@ print(run.steps.count(), run.step_count)
 """
 
 
-@pytest.mark.skipif(os.environ.get("DATABASE_URL", "") != "", reason="checks the SQLite default only")
 def test_four_processes_writing_steps_at_once_all_succeed(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(DJANGO_SETTINGS_MODULE="kseek_site.settings", KSEEK_DATA_DIR=str(tmp_path))
