@@ -133,7 +133,8 @@ def build_selection_prompt(
     return "\n".join(lines)
 
 
-_QUESTION_LINE = re.compile(r"^\W*question\W*[:=]\s*[`\"'*\[]*([a-z0-9-]+)", re.IGNORECASE | re.MULTILINE)
+# Models decorate their answers (bold, backticks, brackets): skip that around the label and the value.
+_QUESTION_LINE = re.compile(r"^\W*question\W*?[:=][\s*_`\"'\[<]*([a-z0-9-]+)", re.IGNORECASE | re.MULTILINE)
 _REASON_LINE = re.compile(r"^\W*reason\W*[:=]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -152,7 +153,7 @@ def parse_selection(model_text: str, entries: list[BankEntry]) -> Selection | No
         return None
     by_key = {e.key: e for e in entries}
     reason_match = _REASON_LINE.search(model_text)
-    reason = reason_match.group(1).strip() if reason_match else ""
+    reason = reason_match.group(1).strip(" \t*_`\"'") if reason_match else ""
     line = _QUESTION_LINE.search(model_text)
     if line and line.group(1).lower() in by_key:
         return Selection(key=line.group(1).lower(), reason=reason, by="model")

@@ -1,0 +1,69 @@
+"""Export the question-effectiveness figures as JSON or CSV, for analysis outside the dashboard."""
+
+import csv
+import dataclasses
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from questionbank import effectiveness, selectors
+
+TABLES = {
+    "questions": selectors.effectiveness_by_question,
+    "categories": selectors.effectiveness_by_category,
+    "sources": selectors.effectiveness_by_source,
+    "asked": lambda: [a.as_dict() for a in selectors.attributions()],
+}
+_FIGURES = ["asked", "attributed", "mean_gain", "large_gains", "large_gain_rate", "runs", "vetoed"]
+# Column names, so that an empty table still writes its header.
+COLUMNS = {
+    "questions": ["key", "text", "category", "active", "added_by", *_FIGURES],
+    "categories": ["category", "label", *_FIGURES],
+    "sources": ["source", *_FIGURES],
+    "asked": [f.name for f in dataclasses.fields(effectiveness.Attribution)],
+}
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the question-effectiveness figures: per bank question, per category, per source, and per asked "
+        "question (best verified speedup before and after it, gain, large gain). JSON holds every table; CSV one."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--format", choices=["json", "csv"], default="json")
+        parser.add_argument("--table", choices=sorted(TABLES), default=None,
+                            help="the table to write (CSV: default questions; JSON: default all of them)")
+        parser.add_argument("--output", "-o", default="-", help="file to write (default: standard output)")
+
+    def handle(self, *args, format, table, output, **options):
+        if format == "csv":
+            name = table or "questions"
+            text = self._csv(TABLES[name](), COLUMNS[name])
+        else:
+            names = [table] if table else sorted(TABLES)
+            document = {
+                "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "large_gain_ratio": selectors.large_gain_ratio(),
+                **{name: TABLES[name]() for name in names},
+            }
+            text = json.dumps(document, indent=2, default=str) + "\n"
+        if output == "-":
+            self.stdout.write(text, ending="")
+            return
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+        self.stderr.write(f"wrote {output}")
+
+    @staticmethod
+    def _csv(rows: list[dict], columns: list[str]) -> str:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return buffer.getvalue()

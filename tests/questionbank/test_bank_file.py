@@ -1,0 +1,123 @@
+"""The bank file: the shipped bank's content, and how a bad file is refused."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from questionbank.bank import CATEGORIES, DECISION_POINTS, BankError, load_bank, parse_bank
+from questionbank.models import DecisionPoint, QuestionCategory
+
+REPO = Path(__file__).resolve().parents[2]
+
+GOOD_ENTRY = """
+[[question]]
+key = "{key}"
+category = "{category}"
+triggers = {triggers}
+text = "{text}"
+"""
+
+
+def entry(key="layer-one", category="layer", triggers='["plateau"]', text="Where does the time go?"):
+    return GOOD_ENTRY.format(key=key, category=category, triggers=triggers, text=text)
+
+
+def test_vocabulary_is_the_same_as_the_models():
+    assert DECISION_POINTS == tuple(DecisionPoint.values)
+    assert CATEGORIES == tuple(QuestionCategory.values)
+
+
+def test_selection_exports_the_same_decision_points():
+    from questionbank import selection
+
+    assert selection.DECISION_POINTS == DECISION_POINTS
+
+
+def test_the_shipped_bank_has_at_least_forty_questions_in_every_category():
+    entries = load_bank()
+    assert len(entries) >= 40
+    assert {e.category for e in entries} == set(CATEGORIES)
+    # Information questions are kept only for comparison: a small minority.
+    assert sum(e.category == "information" for e in entries) <= len(entries) // 5
+
+
+def test_every_decision_point_has_several_directing_questions():
+    entries = load_bank()
+    for point in DECISION_POINTS:
+        directing = [e for e in entries if e.suits(point) and e.category != "information"]
+        assert len(directing) >= 4, point
+
+
+def test_shipped_questions_are_short_open_questions():
+    for e in load_bank():
+        assert e.text.endswith("?"), e.key
+        assert len(e.text) <= 160, e.key
+        assert e.key.startswith(e.category), f"{e.key}: keys start with their category to keep the file readable"
+
+
+def test_shipped_questions_name_no_particular_operator():
+    operator_words = re.compile(r"\b(matmul|gemm|attention|softmax|convolution|conv|reduction|scan|transpose|fft)\b", re.I)
+    for e in load_bank():
+        assert not operator_words.search(e.text), e.key
+
+
+def test_entries_keep_file_order_and_fold_whitespace():
+    entries = parse_bank(entry("layer-b") + entry("layer-a", text="Where   does\\n the time go?"))
+    assert [e.key for e in entries] == ["layer-b", "layer-a"]
+    assert entries[1].text == "Where does the time go?"
+    assert entries[0].triggers == ("plateau",) and entries[0].active is True
+
+
+def test_an_entry_can_be_retired_in_the_file():
+    text = entry() + "active = false\n"
+    assert parse_bank(text)[0].active is False
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (entry() + entry(text="Another?"), "entry 2 (layer-one): duplicate key 'layer-one' (first used by entry 1)"),
+        (entry(category="trivia"), "entry 1 (layer-one): unknown category 'trivia'"),
+        (entry(triggers='["plateau", "lunch"]'), "entry 1 (layer-one): unknown trigger(s) 'lunch'"),
+        (entry(triggers="[]"), "entry 1 (layer-one): triggers must be a non-empty list"),
+        (entry(text="   "), "entry 1 (layer-one): text is empty"),
+        (entry(text="x" * 241), "entry 1 (layer-one): text is 241 characters"),
+        (entry(key="Layer One"), "entry 1 (Layer One): key 'Layer One' must be lower-case words"),
+        (entry(key="reviewer-mine"), "keys starting with 'reviewer-' are kept for questions added from the dashboard"),
+        (entry() + 'trigger = ["start"]\n', "entry 1 (layer-one): unknown field(s) trigger"),
+        (entry() + "active = 1\n", "entry 1 (layer-one): active must be true or false"),
+        ("[[question]]\ncategory = 'layer'\ntriggers = ['start']\ntext = 'Why?'\n", "entry 1: needs a key"),
+        ("[[question]\nkey=", "not valid TOML"),
+        ('[questions]\nkey = "x"\n', "unknown top-level table(s): questions"),
+    ],
+)
+def test_a_bad_entry_is_refused_with_a_message_naming_it(bad, message):
+    with pytest.raises(BankError) as caught:
+        parse_bank(bad, source="bank.toml")
+    assert message in str(caught.value)
+    assert "bank.toml" in str(caught.value)
+
+
+def test_every_problem_of_a_file_is_reported_at_once():
+    with pytest.raises(BankError) as caught:
+        parse_bank(entry(key="layer-a", category="trivia") + entry(key="layer-b", text=""))
+    assert len(caught.value.problems) == 2
+    assert "layer-a" in caught.value.problems[0] and "layer-b" in caught.value.problems[1]
+
+
+def test_a_missing_bank_file_is_a_clear_error(tmp_path):
+    with pytest.raises(BankError, match="cannot read the bank file"):
+        load_bank(tmp_path / "nope.toml")
+
+
+def test_the_pure_modules_import_no_django():
+    code = (
+        "import sys; import questionbank.bank, questionbank.selection, questionbank.effectiveness; "
+        "loaded = [m for m in sys.modules if m == 'django' or m.startswith('django.')]; "
+        "print(loaded); sys.exit(1 if loaded else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
