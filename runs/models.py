@@ -312,3 +312,46 @@ class ScenarioResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scenario_id}: {'ok' if self.correct else 'FAIL'}"
+
+
+class DirectiveAction(models.TextChoices):
+    """What the server may tell a worker about one of its runs (docs/protocol.md, 2.3)."""
+
+    PAUSE = "pause", "Pause"
+    RESUME = "resume", "Resume"
+    STOP = "stop", "Stop"
+    HUMAN_MESSAGE = "human_message", "Human message"
+    QUESTION_DECISION = "question_decision", "Question decision"
+
+
+class Directive(models.Model):
+    """An instruction for the worker running a run: the outbox of the worker socket.
+
+    Kept until the worker acknowledges its id, and sent again after every `hello`; the worker acts on an id once.
+    It goes to whichever worker holds the run when it is sent, so a run that moves keeps its pending directives.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="directives")
+    action = models.CharField(max_length=20, choices=DirectiveAction.choices)
+    fields = models.JSONField(default=dict, blank=True, help_text="The action's extra fields, sent as they are")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_count = models.PositiveIntegerField(default=0)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+    acked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        indexes = [models.Index(fields=["acked_at", "run"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=DirectiveAction.values), name="directive_action_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.wire_id} {self.action} for run {self.run_id}"
+
+    @property
+    def wire_id(self) -> str:
+        return f"d-{self.pk}"

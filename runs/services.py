@@ -371,3 +371,417 @@ def worker_host_revoke(*, host: WorkerHost) -> WorkerHost:
     host.revoked_at = timezone.now()
     host.save(update_fields=["revoked_at"])
     return host
+
+
+# ============================================================================================================
+# The dashboard's writes: directives to workers, run controls, reviews, worker events, trace import.
+# ============================================================================================================
+
+import logging  # noqa: E402
+from pathlib import PurePosixPath  # noqa: E402
+
+from asgiref.sync import async_to_sync  # noqa: E402
+from channels.layers import get_channel_layer  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+
+from questionbank.models import DecisionPoint, QuestionCategory  # noqa: E402
+from runs.models import Directive, DirectiveAction, Target  # noqa: E402
+
+_log = logging.getLogger(__name__)
+
+
+def worker_group(host_id: int) -> str:
+    """The channel group of one worker host's sockets: told when a directive for it is stored."""
+    return f"worker.{host_id}"
+
+
+def _tell_worker_after_commit(host_id: int | None) -> None:
+    if host_id is None:
+        return
+
+    def send():
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            async_to_sync(layer.group_send)(worker_group(host_id), {"type": "directives.available"})
+        except Exception:  # the directive is stored; the worker gets it at its next hello
+            _log.exception("could not tell worker %s about a directive", host_id)
+
+    transaction.on_commit(send)
+
+
+def directive_send(*, run: Run, action: str, fields: dict | None = None, user=None) -> Directive:
+    """Queue an instruction for the worker holding `run`; it is pushed after commit and kept until acked."""
+    if action not in DirectiveAction.values:
+        raise ServiceError(f"unknown directive action {action!r}")
+    with transaction.atomic():
+        directive = Directive.objects.create(run=run, action=action, fields=fields or {}, created_by=user)
+        # The holder as stored now: the caller's run object may predate the claim.
+        _tell_worker_after_commit(Run.objects.filter(pk=run.pk).values_list("worker_id", flat=True).first())
+    return directive
+
+
+def directives_pending_for(*, worker: WorkerHost) -> list[Directive]:
+    """Unacknowledged directives of the runs this worker holds, oldest first."""
+    return list(
+        Directive.objects.filter(run__worker=worker, acked_at__isnull=True).select_related("created_by").order_by("pk")
+    )
+
+
+def directive_mark_sent(*, directive: Directive) -> None:
+    Directive.objects.filter(pk=directive.pk).update(sent_count=F("sent_count") + 1, last_sent_at=timezone.now())
+
+
+def directive_acknowledge(*, worker: WorkerHost, wire_id: str) -> bool:
+    """Mark a directive acknowledged. False when the id is not one of this worker's (nothing changes)."""
+    if not isinstance(wire_id, str) or not wire_id.startswith("d-") or not wire_id[2:].isdigit():
+        return False
+    updated = Directive.objects.filter(pk=int(wire_id[2:]), run__worker=worker, acked_at__isnull=True).update(
+        acked_at=timezone.now()
+    )
+    # An id acked before is fine (the worker re-acks duplicates); an id of another worker's run is not.
+    return bool(updated) or Directive.objects.filter(pk=int(wire_id[2:]), run__worker=worker).exists()
+
+
+def directive_wire_message(directive: Directive) -> dict:
+    """The `directive` message of docs/protocol.md 2.3 for this row."""
+    return {"type": "directive", "v": 1, "id": directive.wire_id, "run_id": directive.run_id,
+            "action": directive.action, **directive.fields}
+
+
+# ------------------------------------------------------------------------------------------- run controls
+
+_CONTROL_STATUS = {"pause": RunStatus.PAUSED, "resume": RunStatus.RUNNING, "stop": RunStatus.STOPPED}
+
+
+def run_control(*, run: Run, action: str, user=None) -> Run:
+    """Pause, resume or stop a run: its status changes now, and its worker (if any) is told.
+
+    A queued run that no worker holds is simply stopped; pausing it is refused (nothing is running).
+    """
+    if action not in _CONTROL_STATUS:
+        raise ServiceError(f"unknown control {action!r}: use pause, resume or stop")
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.is_finished:
+            raise ServiceError(f"run {run.pk} has finished ({run.status}); it cannot be {action}d")
+        if action == "resume" and run.status != RunStatus.PAUSED:
+            raise ServiceError(f"only a paused run can be resumed; run {run.pk} is {run.status}")
+        if action == "pause" and run.status not in (RunStatus.RUNNING, RunStatus.WAITING_REVIEW):
+            raise ServiceError(f"only a running run can be paused; run {run.pk} is {run.status}")
+        run = run_set_status(run=run, status=_CONTROL_STATUS[action])
+        if run.worker_id is not None:
+            directive_send(run=run, action=action, user=user)
+    return run
+
+
+def run_send_human_message(*, run: Run, user, text: str) -> Directive:
+    text = (text or "").strip()
+    if not text:
+        raise ServiceError("the message is empty")
+    if run.is_finished:
+        raise ServiceError(f"run {run.pk} has finished; nobody would read the message")
+    author = user.get_username() if user is not None else ""
+    return directive_send(run=run, action=DirectiveAction.HUMAN_MESSAGE, fields={"text": text, "author": author}, user=user)
+
+
+# ---------------------------------------------------------------------------------------------- reviews
+
+
+def question_ref_of(question: Question) -> str:
+    """The agent's name for a question (the `question_ref` of its `question_proposed` event), or ''."""
+    if question.step is None:
+        return ""
+    return str((question.step.payload or {}).get("question_ref") or "")
+
+
+def question_review(*, question: Question, reviewer, decision: str, text: str | None = None) -> Question:
+    """A reviewer decides a proposed question, and the run's agent is told (a `question_decision` directive).
+
+    `replace` (the reviewer writes their own question) is stored like an edit: the proposal is kept as
+    `original_text`; the agent is told it was a replacement.
+    """
+    if decision not in ("approve", "edit", "veto", "replace"):
+        raise ServiceError(f"unknown decision {decision!r}: use approve, edit, veto or replace")
+    with transaction.atomic():
+        decided = question_decide(
+            question=question, reviewer=reviewer, action="edit" if decision == "replace" else decision, text=text
+        )
+        ref = question_ref_of(decided)
+        if ref:
+            fields = {"question_ref": ref, "decision": decision}
+            if decision in ("edit", "replace"):
+                fields["text"] = decided.text
+            if reviewer is not None:
+                fields["reviewer"] = reviewer.get_username()
+            directive_send(run=decided.run, action=DirectiveAction.QUESTION_DECISION, fields=fields, user=reviewer)
+    return decided
+
+
+# ------------------------------------------------------------------------------------------ worker events
+
+
+def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
+    if isinstance(gpus, list) and all(isinstance(g, str) for g in gpus) and gpus != worker.gpus:
+        worker.gpus = gpus[:64]
+        worker.save(update_fields=["gpus"])
+    return worker
+
+
+def run_assignment(run: Run) -> dict:
+    """The `run` object of an `assign` message (docs/protocol.md 2.3)."""
+    task = run.task
+    return {
+        "id": run.pk, "task": task.name, "model": run.model, "starting_kernel": run.starting_kernel,
+        "starting_kernel_name": task.starting_kernel_name or None,
+        "goal": {"baseline": task.goal_baseline, "speedup": task.goal_speedup},
+        "budgets": {
+            "steps": run.budget_steps, "tokens": run.budget_tokens,
+            "cost_usd": float(run.budget_cost_usd) if run.budget_cost_usd is not None else None,
+            "wall_s": run.budget_wall_s, "evaluations": run.budget_evaluations,
+        },
+        "review_mode": run.review_mode, "review_timeout_s": run.review_timeout_s,
+    }
+
+
+def _int_field(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ServiceError(f"{name} must be a non-negative integer, not {value!r}")
+    return value
+
+
+def _usage_of(usage) -> tuple[int, int, Decimal]:
+    if usage is None:
+        return 0, 0, Decimal(0)
+    if not isinstance(usage, dict):
+        raise ServiceError("usage must be a JSON object")
+    cost = usage.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+        raise ServiceError(f"usage.cost_usd must be a number or null, not {cost!r}")
+    # An unknown price is null in the protocol; a total adds nothing for it (the run's cost is then a floor).
+    return (_int_field(usage.get("tokens_in", 0), "usage.tokens_in"),
+            _int_field(usage.get("tokens_out", 0), "usage.tokens_out"), Decimal(str(cost or 0)))
+
+
+def worker_event_record(*, worker: WorkerHost, event: dict) -> StepRecorded:
+    """Store one `event` message from `worker` with what it implies (questions, kernels, evaluations, status).
+
+    The step and its consequences commit together, so a re-delivered event (acked without a second row) can
+    never be one whose consequences were lost.
+    """
+    run_id = event.get("run_id")
+    try:
+        run_id = int(run_id)
+    except (TypeError, ValueError):
+        raise ServiceError(f"run_id must be a server run's id, not {run_id!r}") from None
+    run = Run.objects.select_related("task").filter(pk=run_id).first()
+    if run is None:
+        raise ServiceError(f"there is no run {run_id}")
+    if run.worker_id != worker.pk:
+        raise ServiceError(f"run {run_id} is not assigned to worker {worker.name}")
+    seq = _int_field(event.get("seq"), "seq")
+    tokens_in, tokens_out, cost = _usage_of(event.get("usage"))
+    with transaction.atomic():
+        recorded = step_record(
+            run=run, seq=seq, kind=event.get("kind"), payload=event.get("payload"), created_at=event.get("ts"),
+            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
+        )
+        if recorded.created:
+            try:
+                apply_step_effects(run=run, step=recorded.step)
+            except (KeyError, TypeError, ValueError, AttributeError) as malformed:
+                # A payload of the wrong shape: refuse the event (and roll its step back) with a clear reason.
+                raise ServiceError(f"a {recorded.step.kind} event of the wrong shape: {malformed!r}") from None
+    return recorded
+
+
+def apply_step_effects(*, run: Run, step: Step) -> None:
+    """What a stored event means beyond its row: a Question, a Kernel and its Evaluation, a status change."""
+    payload = step.payload
+    if step.kind == StepKind.QUESTION_PROPOSED:
+        _question_from_event(run, step, payload)
+    elif step.kind == StepKind.QUESTION_DECIDED:
+        _decision_from_event(run, payload)
+    elif step.kind == StepKind.EVALUATION:
+        _evaluation_from_event(run, step, payload)
+    elif step.kind == StepKind.STATUS:
+        status = payload.get("status")
+        if status in RunStatus.values:
+            try:
+                run_set_status(run=run, status=status)
+            except ServiceError as refused:  # e.g. the worker catching up after an operator stopped the run
+                _log.info("run %s: status event %s not applied: %s", run.pk, status, refused)
+
+
+def _question_from_event(run: Run, step: Step, payload: dict) -> Question:
+    text = str(payload.get("text") or "").strip()
+    if not text:
+        raise ServiceError("a question_proposed event needs text")
+    bank_key = payload.get("bank_key")
+    bank_entry = BankQuestion.objects.filter(key=bank_key).first() if bank_key else None
+    decision_point = payload.get("decision_point") if payload.get("decision_point") in DecisionPoint.values else ""
+    category = payload.get("category") if payload.get("category") in QuestionCategory.values else ""
+    source = QuestionSource.SELF if payload.get("by", "model") == "model" else QuestionSource.BANK
+    return question_propose(
+        run=run, text=text, source=source, decision_point=decision_point, category=category,
+        reason=str(payload.get("reason") or ""), bank_entry=bank_entry, step=step,
+    )
+
+
+def question_by_ref(run: Run, ref: str) -> Question | None:
+    return (
+        Question.objects.filter(run=run, step__kind=StepKind.QUESTION_PROPOSED, step__payload__question_ref=ref)
+        .select_related("step").first()
+    )
+
+
+def _decision_from_event(run: Run, payload: dict) -> None:
+    """The agent reports a decision: one the dashboard made (already stored) or an auto/timeout approval."""
+    question = question_by_ref(run, str(payload.get("question_ref") or ""))
+    if question is None or question.status != QuestionStatus.PROPOSED:
+        return
+    action = payload.get("action")
+    if action not in ("approve", "edit", "veto", "replace"):
+        return
+    reviewer = None
+    if payload.get("by") == "reviewer" and payload.get("reviewer"):
+        reviewer = get_user_model().objects.filter(username=payload["reviewer"]).first()
+    question_decide(
+        question=question, reviewer=reviewer, action="edit" if action == "replace" else action,
+        text=payload.get("text"),
+    )
+
+
+def _evaluation_from_event(run: Run, step: Step, payload: dict) -> Evaluation:
+    result = payload.get("result")
+    if not isinstance(result, dict):
+        raise ServiceError("an evaluation event needs a result object")
+    source = payload.get("kernel_source") or result.get("kernel_source")
+    if not isinstance(source, str) or not source:
+        raise ServiceError("an evaluation event needs the kernel source")
+    cpu = run.task.target == Target.CPU
+    previous = Kernel.objects.filter(run=run).order_by("-created_at", "-pk").first()
+    filename = PurePosixPath(str(payload.get("kernel_path") or result.get("kernel_path") or "")).name
+    kernel = kernel_record(
+        source=source, task=run.task, language="cpp" if cpu else "cuda", target_arch="" if cpu else "sm_90a",
+        filename=filename, parent=previous, run=run, step=step,
+    )
+    result = dict(result)
+    if payload.get("scenario_set") is not None and not result.get("scenario_set"):
+        scenario_set = payload["scenario_set"]
+        result["scenario_set"] = ",".join(scenario_set) if isinstance(scenario_set, list) else scenario_set
+    return evaluation_record(kernel=kernel, result=result, run=run, step=step)
+
+
+# ------------------------------------------------------------------------------------------- trace import
+
+import json as _json  # noqa: E402
+
+_IMPORT_BATCH = 1000
+
+
+def _trace_records(lines) -> list[dict]:
+    """Parse JSONL; a last line cut short (a crash mid-write) is dropped, a broken line elsewhere is an error."""
+    raw = [line.decode("utf-8") if isinstance(line, bytes) else line for line in lines]
+    raw = [line for line in raw if line.strip()]
+    records = []
+    for number, line in enumerate(raw, start=1):
+        try:
+            record = _json.loads(line)
+        except ValueError:
+            if number == len(raw):
+                break
+            raise ServiceError(f"line {number} is not JSON") from None
+        if not isinstance(record, dict):
+            raise ServiceError(f"line {number} is not a JSON object")
+        records.append(record)
+    if not records:
+        raise ServiceError("the trace holds no events")
+    return records
+
+
+def _is_harness_line(record: dict) -> bool:
+    # `python -m gpu_harness eval --trace`: one EvalResult per line, with kind=evaluation and no seq.
+    return record.get("kind") == "evaluation" and "seq" not in record and "scenarios" in record
+
+
+def _harness_line_as_event(record: dict, seq: int) -> dict:
+    result = {k: v for k, v in record.items() if k not in ("kind", "note", "summary")}
+    payload = {"purpose": "tool", "kernel_source": record.get("kernel_source") or "",
+               "kernel_path": record.get("kernel_path") or "", "result": result}
+    if record.get("note"):
+        payload["note"] = record["note"]
+    return {"seq": seq, "kind": StepKind.EVALUATION, "ts": record.get("finished_at") or None, "payload": payload}
+
+
+def trace_import(*, lines, name: str, user=None) -> Run:
+    """Make a browsable run from a trace: this dashboard's export, an agent-loop trace, or a harness `--trace` file.
+
+    Steps are stored in bulk (a trace may hold tens of thousands); questions, kernels and evaluations are
+    derived from their events as if a worker had sent them. The run ends in the trace's last finished status,
+    or `stopped` when the trace stops before one (an imported run never runs on).
+    """
+    records = _trace_records(lines)
+    meta = next((r for r in records if r.get("type") == "run"), {})
+    if any(_is_harness_line(r) for r in records):
+        events = [_harness_line_as_event(r, seq) for seq, r in enumerate(r for r in records if _is_harness_line(r))]
+    else:
+        events = [r for r in records if "seq" in r and "kind" in r and "type" not in r]
+    if not events:
+        raise ServiceError("the trace holds no run events")
+    config = next(
+        (e["payload"].get("config") for e in events
+         if e.get("kind") == StepKind.STATUS and isinstance(e.get("payload"), dict) and e["payload"].get("config")),
+        None,
+    ) or {}
+    task_name = meta.get("task") or config.get("task") or next(
+        (e["payload"]["result"].get("task") for e in events if e.get("kind") == StepKind.EVALUATION
+         and isinstance(e.get("payload"), dict) and isinstance(e["payload"].get("result"), dict)), None)
+    task = Task.objects.filter(name=task_name).first() if task_name else None
+    if task is None:
+        raise ServiceError(f"the trace's task {task_name!r} is not known here" if task_name else "the trace names no task")
+
+    with transaction.atomic():
+        run = Run.objects.create(
+            task=task, model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
+            starting_kernel=config.get("starting_kernel") or task.starting_kernel, started_by=user,
+            review_mode=meta.get("review_mode") if meta.get("review_mode") in ReviewMode.values else ReviewMode.AUTO,
+        )
+        steps, seen = [], {}
+        for number, event in enumerate(events, start=1):
+            seq, kind, payload = event.get("seq"), event.get("kind"), event.get("payload")
+            if kind not in StepKind.values or isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+                raise ServiceError(f"event {number}: needs a known kind and a non-negative seq")
+            if not isinstance(payload, dict):
+                raise ServiceError(f"event {number} (seq {seq}): payload must be a JSON object")
+            if seq in seen:
+                if seen[seq] != (kind, _json.dumps(payload, sort_keys=True)):
+                    raise ServiceError(f"seq {seq} appears twice with different events")
+                continue
+            seen[seq] = (kind, _json.dumps(payload, sort_keys=True))
+            tokens_in, tokens_out, cost = _usage_of(event.get("usage"))
+            steps.append(Step(run=run, seq=seq, kind=kind, payload=payload, created_at=_as_datetime(event.get("ts")),
+                              tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost))
+        steps.sort(key=lambda s: s.seq)
+        for start in range(0, len(steps), _IMPORT_BATCH):
+            Step.objects.bulk_create(steps[start:start + _IMPORT_BATCH])
+        final_status = RunStatus.STOPPED
+        for step in steps:
+            if step.kind == StepKind.STATUS and step.payload.get("status") in FINISHED_STATUSES:
+                final_status = step.payload["status"]
+        Run.objects.filter(pk=run.pk).update(
+            last_seq=steps[-1].seq, step_count=len(steps), status=final_status,
+            tokens_in=sum(s.tokens_in for s in steps), tokens_out=sum(s.tokens_out for s in steps),
+            cost_usd=sum((s.cost_usd for s in steps), Decimal(0)),
+            started_at=steps[0].created_at, finished_at=steps[-1].created_at,
+        )
+        run.refresh_from_db()
+        effect_kinds = [StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION]
+        for step in Step.objects.filter(run=run, kind__in=effect_kinds).order_by("seq"):
+            try:
+                apply_step_effects(run=run, step=step)
+            except (KeyError, TypeError, ValueError, AttributeError) as malformed:
+                raise ServiceError(f"seq {step.seq}: a {step.kind} event of the wrong shape: {malformed!r}") from None
+        publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+    return run

@@ -1,0 +1,82 @@
+"""Builders shared by the dashboard tests: users with roles, worker sockets, protocol events."""
+
+from datetime import datetime, timezone
+
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from kseek_site.asgi import application
+from runs.services import worker_host_create
+
+BROWSER_HEADERS = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
+
+
+def make_user(name: str, role: str | None = None, **extra):
+    user = get_user_model().objects.create_user(name, password="pw-123456789", **extra)
+    if role:
+        # get_or_create: transactional tests flush the groups that migration 0003 made.
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def make_worker(name: str = "gpu-a"):
+    return worker_host_create(name=name, gpus=["NVIDIA H200"])
+
+
+def worker_socket(token: str | None) -> WebsocketCommunicator:
+    headers = list(BROWSER_HEADERS)
+    if token is not None:
+        headers.append((b"authorization", f"Bearer {token}".encode()))
+    return WebsocketCommunicator(application, "/ws/worker/", headers=headers)
+
+
+async def connected_worker(token: str, *, hello: bool = True) -> WebsocketCommunicator:
+    socket = worker_socket(token)
+    connected, code = await socket.connect()
+    assert connected, code
+    if hello:
+        await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": ["NVIDIA H200"], "active_runs": []})
+        assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
+    return socket
+
+
+def event(run_id, seq: int, kind: str, payload: dict, **usage) -> dict:
+    return {
+        "type": "event", "v": 1, "run_id": run_id, "seq": seq, "kind": kind,
+        "ts": datetime(2026, 11, 30, 12, 0, seq % 60, tzinfo=timezone.utc).isoformat(), "payload": payload,
+        "usage": {"tokens_in": usage.get("tokens_in", 0), "tokens_out": usage.get("tokens_out", 0),
+                  "cost_usd": usage.get("cost_usd", 0)},
+    }
+
+
+def eval_result(speedup: float | None, *, correct: bool = True, source: str = "// fast\n", failing: str | None = None):
+    """An EvalResult.to_dict()-shaped verdict over two scenarios."""
+    scenarios = []
+    for sid, n in (("n256", 256), ("n512", 512)):
+        ok = correct and sid != failing
+        scenarios.append({"id": sid, "params": {"n": n, "dtype": "float32"}, "correct": ok, "error": 1e-6 if ok else 0.5,
+                          "reason": None if ok else "wrong values", "time_ms": 1.5, "tflops": 0.1,
+                          "speedup": {"naive": speedup}})
+    status = "correct" if correct and failing is None else "incorrect"
+    return {"task": "matmul_cpu", "kernel_sha256": "", "kernel_source": source, "status": status, "reason": None,
+            "host": "gpu-a", "device_name": "cpu", "scenarios": scenarios,
+            "geomean": {"naive": {"speedup": speedup if status == "correct" else None, "count": 2}},
+            "started_at": "2026-11-30T12:00:00+00:00", "finished_at": "2026-11-30T12:00:05+00:00"}
+
+
+def evaluation_payload(speedup, **kwargs) -> dict:
+    result = eval_result(speedup, **kwargs)
+    return {"purpose": "tool", "scenario_set": "quick", "kernel_path": "kernel.cpp",
+            "kernel_source": result["kernel_source"], "result": result, "speedup": speedup}
+
+
+def question_payload(ref: str, text: str = "What limits the kernel now?") -> dict:
+    return {"question_ref": ref, "bank_key": "", "text": text, "category": "limit", "reason": "it plateaued",
+            "decision_point": "plateau", "by": "model", "attempt": 0}
+
+
+async def login_cookie(client, user) -> str:
+    await sync_to_async(client.force_login)(user)
+    return client.cookies["sessionid"].value

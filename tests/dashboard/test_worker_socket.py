@@ -1,0 +1,204 @@
+"""The worker socket (docs/protocol.md section 2): token auth, events stored once and acked, directives delivered."""
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from runs.models import Directive, Evaluation, Question, QuestionStatus, Run, RunStatus, ScenarioResult, Step
+from runs.services import question_review, run_control, run_send_human_message, worker_host_revoke
+from tests.dashboard.helpers import (
+    connected_worker, event, evaluation_payload, make_user, make_worker, question_payload, worker_socket,
+)
+from tests.foundation.factories import make_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def claimed_run(socket, **run_fields):
+    run = await sync_to_async(make_run)(**run_fields)
+    await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assign = await socket.receive_json_from(timeout=5)
+    assert assign["type"] == "assign" and assign["run"]["id"] == run.pk
+    return run
+
+
+async def test_a_socket_without_a_token_is_closed_with_4401():
+    socket = worker_socket(None)
+    connected, code = await socket.connect()
+    assert not connected and code == 4401
+
+
+async def test_a_revoked_token_is_refused():
+    host, token = await sync_to_async(make_worker)()
+    await sync_to_async(worker_host_revoke)(host=host)
+    connected, code = await worker_socket(token).connect()
+    assert not connected and code == 4401
+
+
+async def test_a_claim_gets_the_queued_run_with_its_goal_and_budgets_or_no_work():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assert (await socket.receive_json_from(timeout=5))["type"] == "no_work"
+    run = await sync_to_async(make_run)(budget_steps=50)
+    await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assign = await socket.receive_json_from(timeout=5)
+    assert assign["run"]["task"] == "matmul_cpu" and assign["run"]["budgets"]["steps"] == 50
+    assert assign["run"]["goal"] == {"baseline": "naive", "speedup": 2.0}
+    assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.RUNNING
+    await socket.disconnect()
+
+
+async def test_an_event_is_stored_once_and_acked_each_time_it_is_sent():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    message = event(run.pk, 0, "note", {"text": "hello"}, tokens_in=10)
+    for _ in range(2):
+        await socket.send_json_to(message)
+        assert await socket.receive_json_from(timeout=5) == {"type": "ack", "v": 1, "run_id": run.pk, "seq": 0}
+    assert await sync_to_async(Step.objects.filter(run=run).count)() == 1
+    assert (await sync_to_async(Run.objects.get)(pk=run.pk)).tokens_in == 10
+    await socket.disconnect()
+
+
+async def test_a_different_event_under_a_used_seq_is_nacked_without_retry():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "one"}))
+    await socket.receive_json_from(timeout=5)
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "two"}))
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is False and "different" in reply["error"]
+    await socket.disconnect()
+
+
+async def test_an_event_for_another_workers_run_is_refused():
+    _, token_a = await sync_to_async(make_worker)("gpu-a")
+    _, token_b = await sync_to_async(make_worker)("gpu-b")
+    socket_a = await connected_worker(token_a)
+    run = await claimed_run(socket_a)
+    socket_b = await connected_worker(token_b)
+    await socket_b.send_json_to(event(run.pk, 0, "note", {"text": "not mine"}))
+    reply = await socket_b.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is False
+    assert await sync_to_async(Step.objects.filter(run=run).count)() == 0
+    await socket_a.disconnect()
+    await socket_b.disconnect()
+
+
+async def test_bad_json_a_wrong_version_and_an_unknown_type_get_errors_and_the_socket_stays_up():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    await socket.send_to(text_data="{not json")
+    assert (await socket.receive_json_from(timeout=5))["type"] == "error"
+    await socket.send_json_to({"type": "claim", "v": 2})
+    assert "version" in (await socket.receive_json_from(timeout=5))["error"]
+    await socket.send_json_to({"type": "dance", "v": 1})
+    assert "unknown" in (await socket.receive_json_from(timeout=5))["error"]
+    await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assert (await socket.receive_json_from(timeout=5))["type"] == "no_work"
+    await socket.disconnect()
+
+
+async def test_a_malformed_evaluation_is_nacked_and_leaves_no_step():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "evaluation", {"result": "not an object"}))
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is False
+    assert await sync_to_async(Step.objects.filter(run=run).count)() == 0
+    await socket.disconnect()
+
+
+async def test_an_evaluation_event_stores_kernel_evaluation_scenarios_and_raises_the_best_speedup():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "evaluation", evaluation_payload(1.7)))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    evaluation = await sync_to_async(Evaluation.objects.select_related("kernel").get)(run=run)
+    assert evaluation.kernel.source == "// fast\n" and evaluation.kernel.language == "cpp"
+    assert await sync_to_async(ScenarioResult.objects.filter(evaluation=evaluation).count)() == 2
+    assert (await sync_to_async(Run.objects.get)(pk=run.pk)).best_speedup == pytest.approx(1.7)
+    await socket.disconnect()
+
+
+async def test_a_status_event_moves_the_run_and_a_refused_transition_is_still_stored():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "status", {"status": "succeeded", "reason": "goal_met"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.SUCCEEDED
+    # A finished run stays finished; the late event is kept as history.
+    await socket.send_json_to(event(run.pk, 1, "status", {"status": "running", "reason": "resumed"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.SUCCEEDED
+    await socket.disconnect()
+
+
+async def test_a_reviewers_decision_reaches_the_worker_as_a_directive_and_is_not_resent_once_acked():
+    _, token = await sync_to_async(make_worker)()
+    reviewer = await sync_to_async(make_user)("rita", "reviewer")
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "question_proposed", question_payload("q-1")))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    question = await sync_to_async(Question.objects.get)(run=run)
+    assert question.status == QuestionStatus.PROPOSED and question.decision_point == "plateau"
+
+    await sync_to_async(question_review)(question=question, reviewer=reviewer, decision="edit", text="Profile it first?")
+    directive = await socket.receive_json_from(timeout=5)
+    assert directive["type"] == "directive" and directive["action"] == "question_decision"
+    assert (directive["question_ref"], directive["decision"], directive["text"], directive["reviewer"]) == (
+        "q-1", "edit", "Profile it first?", "rita")
+    await socket.send_json_to({"type": "directive_ack", "v": 1, "id": directive["id"]})
+    await socket.disconnect()
+
+    again = await connected_worker(token)
+    assert await again.receive_nothing(timeout=0.5)
+    assert await sync_to_async(Directive.objects.filter(acked_at__isnull=False).count)() == 1
+    await again.disconnect()
+
+
+async def test_an_unacked_directive_is_sent_again_after_the_next_hello():
+    _, token = await sync_to_async(make_worker)()
+    operator = await sync_to_async(make_user)("olga", "operator")
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await sync_to_async(run_send_human_message)(run=run, user=operator, text="try tiling")
+    first = await socket.receive_json_from(timeout=5)
+    assert first["action"] == "human_message" and first["text"] == "try tiling" and first["author"] == "olga"
+    await socket.disconnect()
+
+    again = await connected_worker(token)
+    resent = await again.receive_json_from(timeout=5)
+    assert resent["id"] == first["id"]
+    await again.disconnect()
+
+
+async def test_the_worker_hears_pause_and_stop_and_a_late_decision_event_does_not_undo_a_veto():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await sync_to_async(run_control)(run=run, action="pause")
+    assert (await socket.receive_json_from(timeout=5))["action"] == "pause"
+    await sync_to_async(run_control)(run=run, action="stop")
+    assert (await socket.receive_json_from(timeout=5))["action"] == "stop"
+    assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.STOPPED
+    await socket.disconnect()
+
+
+async def test_an_auto_approval_reported_by_the_worker_decides_the_question():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "question_proposed", question_payload("q-9")))
+    await socket.receive_json_from(timeout=5)
+    await socket.send_json_to(event(run.pk, 1, "question_decided", {"question_ref": "q-9", "action": "approve", "by": "timeout"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    question = await sync_to_async(Question.objects.get)(run=run)
+    assert question.status == QuestionStatus.APPROVED and question.reviewer_id is None
+    await socket.disconnect()
