@@ -75,7 +75,7 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
     questions = Question.objects.all()
     if run_ids is not None:
         questions = questions.filter(run_id__in=run_ids)
-    question_rows = list(questions.values(
+    question_rows = list(questions.order_by("created_at", "pk").values(
         "id", "run_id", "step__seq", "created_at", "bank_entry__key", "bank_entry__category", "category", "source",
         "decision_point", "status",
     ))
@@ -83,7 +83,7 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
     runs = {r["id"]: r for r in Run.objects.filter(pk__in=ids).values("id", "task__goal_baseline", "starting_kernel")}
     evaluation_rows = list(
         Evaluation.objects.filter(run_id__in=ids, status=EvaluationStatus.CORRECT)
-        .values("run_id", "step__seq", "created_at", "geomean", "kernel__sha256")
+        .order_by("created_at", "pk").values("run_id", "step__seq", "created_at", "geomean", "kernel__sha256")
     )
 
     questions_by_run, evaluations_by_run = defaultdict(list), defaultdict(list)
@@ -111,7 +111,7 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
             if e["kernel__sha256"] == start_sha:
                 reference = speedup if reference is None else max(reference, speedup)
         histories.append(eff.RunHistory(
-            run_id=run_id, reference=reference, measurements=measurements,
+            run_id=run_id, reference=reference, measurements=sorted(measurements, key=lambda m: m.position),
             questions=[
                 eff.QuestionEvent(
                     question_id=q["id"], position=position(q), key=q["bank_entry__key"],

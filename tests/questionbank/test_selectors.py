@@ -1,0 +1,189 @@
+"""The figures from the database: runs built through the real services, answers worked out by hand."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from questionbank.bank import BankEntry
+from questionbank.selectors import (
+    attributions,
+    effectiveness_by_category,
+    effectiveness_by_question,
+    effectiveness_by_source,
+    run_histories,
+    selection_stats,
+)
+from questionbank.services import bank_sync
+from questionbank.models import BankQuestion
+from runs.services import evaluation_record, kernel_record, question_decide, question_propose, step_record
+from tests.foundation.factories import make_run, make_task
+
+pytestmark = pytest.mark.django_db
+
+ENTRIES = [
+    BankEntry("layer-reuse", "Which data is fetched twice?", "layer", ("plateau",)),
+    BankEntry("limit-evidence", "What shows the limit you claimed?", "limit", ("claimed-limit",)),
+    BankEntry("process-plan", "What is your plan?", "process", ("start",)),
+]
+
+
+class RunBuilder:
+    """Writes one run's events in order, as the worker would, through the services."""
+
+    def __init__(self, run, with_steps=True):
+        self.run, self.with_steps, self.seq = run, with_steps, 0
+
+    def _step(self, kind):
+        if not self.with_steps:
+            return None
+        step = step_record(run=self.run, seq=self.seq, kind=kind, payload={"n": self.seq}).step
+        self.seq += 1
+        return step
+
+    def evaluate(self, source, status, geomean):
+        step = self._step("evaluation")
+        kernel = kernel_record(source=source, run=self.run, task=self.run.task, language="cpp", step=step)
+        evaluation_record(kernel=kernel, run=self.run, step=step,
+                          result={"status": status, "geomean": geomean, "scenarios": []})
+
+    def ask(self, key, action):
+        step = self._step("question_proposed")
+        entry = BankQuestion.objects.get(key=key)
+        question = question_propose(run=self.run, text=entry.text, source="self", decision_point="plateau",
+                                    bank_entry=entry, step=step)
+        if action:
+            question_decide(question=question, reviewer=None, action=action, text="Edited?" if action == "edit" else None)
+        return question
+
+
+def naive(speedup):
+    return {"naive": {"speedup": speedup, "count": 3}}
+
+
+@pytest.fixture
+def history():
+    bank_sync(ENTRIES)
+    task = make_task(goal_baseline="naive")
+    # Run 1, ordered by step numbers.
+    one = RunBuilder(make_run(task))
+    one.evaluate(one.run.starting_kernel, "correct", naive(1.0))  # 0: the starting kernel: the reference, x1.0
+    one.ask("layer-reuse", "approve")  # 1
+    one.evaluate("// k1", "correct", naive(1.6))  # 2
+    one.evaluate("// k2", "incorrect", naive(5.0))  # 3: incorrect, so never counted
+    one.ask("limit-evidence", "veto")  # 4: vetoed, not asked
+    one.ask("limit-evidence", "edit")  # 5: edited: asked
+    one.evaluate("// k3", "correct", naive(2.0))  # 6
+    one.evaluate("// k4", "correct", {"numpy": {"speedup": 9.0, "count": 3}})  # 7: not over the goal baseline
+    one.ask("process-plan", None)  # 8: still proposed: not asked
+    # Run 2, without steps: ordered by the time the server stored each row.
+    two = RunBuilder(make_run(task), with_steps=False)
+    two.evaluate("// start-ish", "correct", naive(1.0))
+    two.ask("limit-evidence", "approve")
+    two.evaluate("// better", "correct", naive(1.1))
+    return one.run, two.run
+
+
+def test_histories_keep_only_verified_speedups_over_the_goal_baseline(history):
+    one, two = history
+    by_run = {h.run_id: h for h in run_histories()}
+    assert by_run[one.pk].reference == 1.0 and by_run[two.pk].reference is None
+    assert [(m.position, m.speedup) for m in by_run[one.pk].measurements] == [(0, 1.0), (2, 1.6), (6, 2.0)]
+    outcomes = [(q.key, q.position, q.outcome) for q in sorted(by_run[one.pk].questions, key=lambda q: q.position)]
+    assert outcomes == [("layer-reuse", 1, "asked"), ("limit-evidence", 4, "vetoed"),
+                        ("limit-evidence", 5, "asked"), ("process-plan", 8, "pending")]
+
+
+def test_each_asked_question_is_attributed_by_hand(history):
+    one, two = history
+    rows = sorted((a.run_id, a.key, a.before, a.after, round(a.gain, 6), a.large_gain) for a in attributions())
+    assert rows == sorted([
+        # layer-reuse at 1: before 1.0 (reference); window (1, 5] has 1.6 (the incorrect x5.0 is ignored).
+        (one.pk, "layer-reuse", 1.0, 1.6, 1.6, True),
+        # limit-evidence (edited) at 5: before 1.6; window (5, end] has 2.0 (the numpy-only one is ignored).
+        (one.pk, "limit-evidence", 1.6, 2.0, 1.25, True),
+        # run 2: before 1.0, after 1.1.
+        (two.pk, "limit-evidence", 1.0, 1.1, 1.1, False),
+    ])
+
+
+def test_figures_per_question_cover_every_entry(history):
+    rows = {r["key"]: r for r in effectiveness_by_question()}
+    assert list(rows) == ["layer-reuse", "limit-evidence", "process-plan"]  # category order
+    assert rows["layer-reuse"]["mean_gain"] == pytest.approx(1.6) and rows["layer-reuse"]["large_gain_rate"] == 1.0
+    limit = rows["limit-evidence"]
+    # Gains 1.25 and 1.1: geometric mean sqrt(1.375); one large of two; one veto; two runs.
+    assert limit["mean_gain"] == pytest.approx(1.375 ** 0.5)
+    assert (limit["asked"], limit["attributed"], limit["large_gains"], limit["large_gain_rate"], limit["vetoed"],
+            limit["runs"]) == (2, 2, 1, 0.5, 1, 2)
+    plan = rows["process-plan"]
+    assert (plan["asked"], plan["mean_gain"], plan["text"], plan["active"]) == (0, None, "What is your plan?", True)
+
+
+def test_figures_per_category_list_every_category(history):
+    rows = {r["category"]: r for r in effectiveness_by_category()}
+    assert list(rows) == ["layer", "limit", "hypothesis", "process", "information"]
+    assert rows["limit"]["mean_gain"] == pytest.approx(1.375 ** 0.5) and rows["limit"]["label"] == "Reject a claimed limit"
+    assert rows["hypothesis"]["asked"] == 0 and rows["process"]["asked"] == 0
+
+
+def test_the_large_gain_threshold_comes_from_settings(history, settings):
+    settings.KSEEK_LARGE_GAIN_RATIO = 1.3
+    by_key = {(a.run_id, a.key): a.large_gain for a in attributions()}
+    assert sorted(by_key.values()) == [False, False, True]  # only the x1.6 reaches x1.3
+    assert selection_stats()["limit-evidence"]["large_gain_rate"] == 0.0
+
+
+def test_per_source_and_selection_stats(history):
+    assert [(r["source"], r["asked"]) for r in effectiveness_by_source()] == [("self", 3)]
+    stats = selection_stats()
+    assert stats["layer-reuse"] == {"asked": 1, "mean_gain": pytest.approx(1.6), "large_gain_rate": 1.0}
+    assert "process-plan" not in stats  # never asked: no figures to show
+
+
+def test_with_no_runs_every_figure_is_empty():
+    bank_sync(ENTRIES)
+    assert attributions() == [] and selection_stats() == {}
+    assert all(r["asked"] == 0 and r["mean_gain"] is None for r in effectiveness_by_question())
+
+
+# ------------------------------------------------------------------------------------------------ export
+
+
+def export(*args) -> str:
+    out = io.StringIO()
+    call_command("export_effectiveness", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_json_export_holds_every_table_with_the_same_figures(history):
+    document = json.loads(export())
+    assert set(document) == {"generated_at", "large_gain_ratio", "questions", "categories", "sources", "asked"}
+    assert document["large_gain_ratio"] == 1.2
+    limit = next(r for r in document["questions"] if r["key"] == "limit-evidence")
+    assert limit["mean_gain"] == pytest.approx(1.375 ** 0.5)
+    assert sorted(round(a["gain"], 6) for a in document["asked"]) == [1.1, 1.25, 1.6]
+
+
+def test_csv_export_writes_one_table(history, tmp_path):
+    rows = list(csv.DictReader(io.StringIO(export("--format", "csv", "--table", "categories"))))
+    assert [r["category"] for r in rows] == ["layer", "limit", "hypothesis", "process", "information"]
+    assert float(rows[1]["mean_gain"]) == pytest.approx(1.375 ** 0.5)
+    target = tmp_path / "asked.csv"
+    assert export("--format", "csv", "--table", "asked", "--output", str(target)) == ""
+    asked = list(csv.DictReader(target.open()))
+    assert len(asked) == 3 and {r["key"] for r in asked} == {"layer-reuse", "limit-evidence"}
+
+
+def test_csv_export_of_an_empty_table_still_has_its_header():
+    text = export("--format", "csv", "--table", "asked")
+    assert text.startswith("run_id,question_id,key,category,source,decision_point,before,after,gain,large_gain")
+    assert len(text.strip().splitlines()) == 1
+
+
+def test_export_to_an_unwritable_place_is_a_clear_error(tmp_path):
+    with pytest.raises(CommandError, match="cannot write"):
+        export("--output", str(tmp_path / "no" / "such" / "dir.json"))
