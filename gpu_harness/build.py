@@ -56,7 +56,15 @@ class BuildResult:
         return lines
 
 
-def _short(name: str, n: int = 60) -> str:
+def _short(name: str, n: int = 70) -> str:
+    """Readable kernel name: demangled, without the anonymous-namespace prefix and the argument list."""
+    try:
+        out = subprocess.run(["c++filt", name], capture_output=True, text=True, timeout=10).stdout.strip()
+        name = out or name
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    name = re.sub(r"\(anonymous namespace\)::", "", name)
+    name = name.split("(", 1)[0]
     return name if len(name) <= n else name[: n - 3] + "..."
 
 

@@ -93,6 +93,7 @@ class TimingLimits:
     slack: float = 1.15                  # results this much over a measured peak are suspect
     host_ratio: float = 1.30             # parent's wall clock per call may exceed the in-process median by this
     host_overhead_ms: float = 0.05       # plus this per call (Python + ctypes + launch)
+    batch_latency_ms: float = 2.0        # plus this per batch (waking both processes through the pipes)
 
 
 def timing_suspicion(time_ms: float, host_ms: float | None, flops: float, bytes_moved: float,
@@ -100,8 +101,8 @@ def timing_suspicion(time_ms: float, host_ms: float | None, flops: float, bytes_
     """Why a measured time cannot be believed, or None.
 
     - the parent's own wall clock over a batch of calls (which the candidate cannot reach) must not exceed
-      the in-process median by more than launch overhead: work left running where the events do not see it,
-      or tampered timers, show up here;
+      the in-process timer's figure for the same calls by more than launch overhead: work left running where
+      the events do not see it, or tampered timers, show up here;
     - the implied rate must stay under the measured peaks (matrix rate and memory bandwidth).
     """
     if not (time_ms > 0) or not math.isfinite(time_ms):
@@ -131,6 +132,6 @@ def geomean_speedups(speedups: list[dict[str, float | None]], baselines: list[st
     """Per baseline: geometric mean over the scenarios it ran, and how many those were."""
     out = {}
     for b in baselines:
-        vals = [s.get(b) for s in speedups if s.get(b) is not None]
+        vals = [v for v in (s.get(b) for s in speedups) if v is not None and v > 0 and math.isfinite(v)]
         out[b] = {"speedup": geometric_mean(vals), "count": len(vals)}
     return out

@@ -1,0 +1,132 @@
+"""Command line: `python -m gpu_harness eval|compile|scenarios|tasks ...`.
+
+Progress goes to stderr, the table to stdout. Exit status: 0 when the verdict is 'correct' (eval) or the
+build passes its checks (compile), 1 otherwise, 2 for bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def cmd_eval(args) -> int:
+    from .evaluate import evaluate
+    scenarios = args.scenarios
+    baselines = None if args.baselines is None else [b for b in args.baselines.split(",") if b]
+    result = evaluate(args.task, args.kernel, scenarios=scenarios, baselines=baselines, seed=args.seed,
+                      progress=_progress, timeout_s=args.timeout, arch=args.arch)
+    print(result.table())
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_dict(), indent=1))
+    if args.trace:
+        append_trace(args.trace, result, args.note)
+    return 0 if result.status == "correct" else 1
+
+
+def append_trace(path: str, result, note: str | None) -> None:
+    """One JSON line per evaluation, so that a kernel's history can be replayed in the dashboard."""
+    d = result.to_dict()
+    line = {"kind": "evaluation", "note": note or "", "summary": result.summary(), **d}
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def language_of(path: str) -> str:
+    suffix = Path(path).suffix
+    if suffix == ".cu":
+        return "cuda"
+    if suffix in (".cpp", ".cc", ".cxx"):
+        return "cpp"
+    raise ValueError(f"cannot tell the language of {path}: expected .cu or .cpp")
+
+
+def cmd_compile(args) -> int:
+    from .build import build
+    status = 0
+    for kernel in args.kernels:
+        try:
+            lang = language_of(kernel)
+        except ValueError as e:
+            print(f"{kernel}: {e}")
+            status = 1
+            continue
+        b = build(kernel, lang, arch=args.arch if lang == "cuda" else None)
+        head = f"{kernel}: {'OK' if b.ok else 'REFUSED' if b.lib_path or 'refused' in (b.reason or '') else 'FAILED'}"
+        print(head + ("" if b.ok else f": {b.reason}"))
+        if b.lib_path or b.kernels:
+            print(f"  {'cached build' if b.cache_hit else f'compiled in {b.compile_s:.1f}s'}"
+                  + (f" for {b.arch}" if b.arch else ""))
+            for line in b.resource_lines():
+                print("  " + line)
+            spills = sum(k.get("spill_stores", 0) + k.get("spill_loads", 0) for k in b.kernels.values())
+            if spills:
+                print(f"  warning: {spills} bytes of register spills")
+            if b.undefined_symbols:
+                print("  imports: " + " ".join(sorted({s.split('@')[0] for s in b.undefined_symbols})))
+        if not b.ok and b.log and args.verbose:
+            print(b.log)
+        if not b.ok:
+            status = 1
+    return status
+
+
+def cmd_scenarios(args) -> int:
+    from .tasks import get_task
+    t = get_task(args.task)
+    items = t.select("quick" if args.quick else "full")
+    for s in items:
+        print(f"{s.id}\t{json.dumps(s.params)}\t{s.flops / 1e9:.4g} GFLOP")
+    print(f"{len(items)} scenarios", file=sys.stderr)
+    return 0
+
+
+def cmd_tasks(args) -> int:
+    from .tasks import get_task, list_tasks
+    for name in list_tasks():
+        t = get_task(name)
+        print(f"{name}\t{t.language}\t{len(t.scenarios())} scenarios ({len(t.quick_ids())} quick)\t{t.abi}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m gpu_harness", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("eval", help="judge a kernel: correctness on every scenario, then speed vs baselines")
+    e.add_argument("task")
+    e.add_argument("kernel")
+    e.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")
+    e.add_argument("--baselines", default=None, help="comma-separated; default: the task's defaults")
+    e.add_argument("--json", help="write EvalResult.to_dict() to this file")
+    e.add_argument("--trace", help="append one JSON line for this evaluation to this file")
+    e.add_argument("--note", help="a note stored with the trace line")
+    e.add_argument("--seed", type=int, default=None, help="default: fresh from os.urandom")
+    e.add_argument("--timeout", type=float, default=None, help="overall bound in seconds")
+    e.add_argument("--arch", default=None, help="CUDA target, default sm_90a")
+    e.set_defaults(func=cmd_eval)
+    c = sub.add_parser("compile", help="build, report resources, run the dependency checks")
+    c.add_argument("kernels", nargs="+")
+    c.add_argument("--arch", default="sm_90a")
+    c.add_argument("-v", "--verbose", action="store_true", help="print the compiler log on failure")
+    c.set_defaults(func=cmd_compile)
+    s = sub.add_parser("scenarios", help="list a task's scenarios")
+    s.add_argument("task")
+    s.add_argument("--quick", action="store_true")
+    s.set_defaults(func=cmd_scenarios)
+    t = sub.add_parser("tasks", help="list the tasks")
+    t.set_defaults(func=cmd_tasks)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as e:          # bad task name, scenario id, ...: a clear message, not a traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2

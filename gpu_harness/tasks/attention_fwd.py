@@ -1,0 +1,436 @@
+"""attention_fwd: the forward pass of softmax attention (CUDA, Hopper first).
+
+The candidate is one .cu file exporting (see ABI below). Scenarios: the FlashAttention benchmark grid
+(16384 tokens per batch, 2048 channels), head dims 96 and 192, GQA/MQA, seqlens that are no tile multiple,
+Sq != Sk with both masks, rows that see no key, large-batch/few-head and few-batch/many-head shapes.
+
+Correctness: against an fp32 reference computed here on the GPU in chunks (no Sq x Sk matrix for 16k);
+O passes when its relative error is at most twice cuDNN's on the same inputs plus a small floor, LSE when it
+is within LSE_TOL (fp32-level: cuDNN's public API exposes no LSE to compare with); no NaN/Inf where the
+reference has none, and -inf exactly where the reference has it (rows that see no key).
+
+torch is imported lazily: the scenario list and counts work without it.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+
+from ..verdict import Comparison, TimingLimits, judge_outputs, tolerance_from_vendor
+from .base import REPO_ROOT, Judgement, Scenario, Task
+
+ABI = """extern "C" int kseek_attention_fwd(
+    const void* q, const void* k, const void* v,  // [B, Sq, Hq, D], [B, Sk, Hkv, D], [B, Sk, Hkv, D], contiguous
+    void* o,                                      // [B, Sq, Hq, D], same dtype as q
+    float* lse,                                   // [B, Hq, Sq]: natural-log logsumexp of the scaled scores
+    int batch, int seqlen_q, int seqlen_k, int heads_q, int heads_kv, int head_dim,
+    int dtype,                                    // 0 = bf16, 1 = fp16
+    int causal,                                   // 1: query i sees keys j <= i + Sk - Sq (bottom-right)
+    float softmax_scale,
+    cudaStream_t stream);                         // 0 on success; non-zero: configuration not supported"""
+
+DTYPES = {"bf16": 0, "fp16": 1}
+# cuDNN's relative error on O measured on an H200 (../shared/anchors): used only when cuDNN cannot run a
+# scenario (then the flash backend's error is tried first).
+DEFAULT_VENDOR_ERROR = {"bf16": 2.3e-3, "fp16": 2.9e-4}
+O_FLOOR = {"bf16": 2e-4, "fp16": 3e-5}
+LSE_TOL = 1e-4
+FLUSH_BYTES = 256 << 20          # > 4x the H200's 60 MB L2
+SLEEP_CYCLES = 200_000           # ~0.1 ms of GPU spin before each timed call: the launch is queued before the
+                                 # start event runs, so CPU launch overhead is not counted (for anyone)
+
+
+def scenario_id(dtype, b, sq, sk, hq, hkv, d, causal) -> str:
+    return f"{dtype}_b{b}_sq{sq}_sk{sk}_h{hq}x{hkv}_d{d}_{'causal' if causal else 'full'}"
+
+
+def attention_flops(b, sq, sk, hq, d, causal) -> float:
+    """4*B*Hq*Sq*Sk*D; causal counts the visible share as in ../shared/anchors: avg Sk = (max(0,Sk-Sq)+Sk)/2."""
+    avg_sk = (max(0, sk - sq) + sk) / 2 if causal else sk
+    return 4.0 * b * hq * sq * avg_sk * d
+
+
+def attention_bytes(b, sq, sk, hq, hkv, d) -> float:
+    return 2.0 * (2 * b * sq * hq * d + 2 * b * sk * hkv * d) + 4.0 * b * hq * sq
+
+
+def _sc(dtype, b, sq, sk, hq, hkv, d, causal) -> Scenario:
+    params = {"dtype": dtype, "batch": b, "seqlen_q": sq, "seqlen_k": sk, "heads_q": hq, "heads_kv": hkv,
+              "head_dim": d, "causal": bool(causal), "softmax_scale": 1.0 / math.sqrt(d)}
+    return Scenario(scenario_id(dtype, b, sq, sk, hq, hkv, d, causal), params,
+                    attention_flops(b, sq, sk, hq, d, causal), attention_bytes(b, sq, sk, hq, hkv, d))
+
+
+def build_scenarios() -> list[Scenario]:
+    out: list[Scenario] = []
+    for dtype in DTYPES:
+        # the FlashAttention benchmark grid: B*S = 16384 tokens, H*D = 2048 channels
+        for d in (64, 128, 256):
+            for s in (512, 1024, 2048, 4096, 8192, 16384):
+                for causal in (False, True):
+                    out.append(_sc(dtype, 16384 // s, s, s, 2048 // d, 2048 // d, d, causal))
+        for d in (96, 192):
+            for s in (1024, 4096, 16384):
+                for causal in (False, True):
+                    out.append(_sc(dtype, 16384 // s, s, s, 2048 // d, 2048 // d, d, causal))
+        # GQA 4:1, 8:1 and MQA
+        for hq, hkv in ((32, 8), (32, 4), (32, 1)):
+            for s in (2048, 8192):
+                for causal in (False, True):
+                    out.append(_sc(dtype, 16384 // s, s, s, hq, hkv, 128, causal))
+        # seqlens that are not multiples of any tile
+        for s, b in ((1, 64), (113, 32), (1000, 16), (3001, 4)):
+            for causal in (False, True):
+                out.append(_sc(dtype, b, s, s, 16, 16, 128, causal))
+        # Sq != Sk: short queries against long keys; and Sq > Sk, where causal rows may see no key
+        for sq, sk, b in ((1, 4096, 8), (128, 8192, 4), (256, 8192, 2), (2048, 8192, 2), (113, 3001, 4),
+                          (1000, 113, 8)):
+            for causal in (False, True):
+                out.append(_sc(dtype, b, sq, sk, 16, 16, 128, causal))
+        # large batch / few heads and few batch / many heads
+        for b, s, h, d in ((128, 512, 4, 128), (256, 256, 2, 64), (1, 4096, 128, 64), (2, 8192, 32, 128)):
+            for causal in (False, True):
+                out.append(_sc(dtype, b, s, s, h, h, d, causal))
+        # head dim 256 with GQA, and 96 with MQA
+        for causal in (False, True):
+            out.append(_sc(dtype, 4, 4096, 4096, 16, 2, 256, causal))
+    return out
+
+
+# About a dozen small scenarios covering every axis: both dtypes, every head dim, both masks, GQA, MQA,
+# odd seqlens, Sq != Sk both ways, rows that see no key, large batch, the grid.
+QUICK = [
+    scenario_id("bf16", 8, 2048, 2048, 16, 16, 128, False),
+    scenario_id("fp16", 8, 2048, 2048, 16, 16, 128, True),
+    scenario_id("bf16", 32, 512, 512, 32, 32, 64, True),
+    scenario_id("fp16", 32, 512, 512, 8, 8, 256, False),
+    scenario_id("bf16", 16, 1024, 1024, 21, 21, 96, True),
+    scenario_id("fp16", 16, 1024, 1024, 10, 10, 192, False),
+    scenario_id("bf16", 8, 2048, 2048, 32, 4, 128, True),
+    scenario_id("fp16", 8, 2048, 2048, 32, 1, 128, False),
+    scenario_id("bf16", 32, 113, 113, 16, 16, 128, True),
+    scenario_id("fp16", 8, 1, 4096, 16, 16, 128, True),
+    scenario_id("bf16", 4, 113, 3001, 16, 16, 128, False),
+    scenario_id("bf16", 8, 1000, 113, 16, 16, 128, True),
+    scenario_id("fp16", 128, 512, 512, 4, 4, 128, False),
+]
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def reference(q, k, v, causal: bool, scale: float, budget_elems: int = 1 << 28):
+    """fp32 attention in chunks of query rows: never materialises more than ~budget_elems scores.
+
+    Inputs [B, S, H, D] (any float dtype, any device); returns O [B, Sq, Hq, D] and LSE [B, Hq, Sq] in fp32.
+    Rows that see no key get O = 0 and LSE = -inf.
+    """
+    torch = _torch()
+    B, Sq, Hq, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    rep = Hq // Hkv
+    qf = q.permute(0, 2, 1, 3).float()                              # B, Hq, Sq, D
+    kf = k.permute(0, 2, 1, 3).float().repeat_interleave(rep, dim=1)  # B, Hq, Sk, D
+    vf = v.permute(0, 2, 1, 3).float().repeat_interleave(rep, dim=1)
+    o = torch.empty((B, Hq, Sq, D), dtype=torch.float32, device=q.device)
+    lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
+    chunk = max(1, min(Sq, budget_elems // max(1, B * Hq * Sk)))
+    kt = kf.transpose(-1, -2)
+    cols = torch.arange(Sk, device=q.device)
+    for i0 in range(0, Sq, chunk):
+        i1 = min(Sq, i0 + chunk)
+        s = torch.matmul(qf[:, :, i0:i1], kt) * scale               # B, Hq, c, Sk
+        if causal:
+            rows = torch.arange(i0, i1, device=q.device)
+            hidden = cols[None, :] > (rows[:, None] + (Sk - Sq))
+            s.masked_fill_(hidden, float("-inf"))
+        m = torch.logsumexp(s, dim=-1)                              # -inf for rows that see nothing
+        safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+        p = torch.exp(s - safe[..., None])                          # exp(-inf) = 0 on hidden keys
+        o[:, :, i0:i1] = torch.matmul(p, vf)
+        lse[:, :, i0:i1] = m
+        del s, p
+    return o.permute(0, 2, 1, 3), lse
+
+
+def compare_torch(name: str, cand, ref) -> Comparison:
+    """Comparison in float64 on the tensors' device."""
+    torch = _torch()
+    c = cand.double()
+    r = ref.double()
+    fin = torch.isfinite(r)
+    cfin = torch.isfinite(c)
+    bad = int((fin & ~cfin).sum())
+    special = int((~fin & ~(c == r) & ~(torch.isnan(c) & torch.isnan(r))).sum())
+    good = fin & cfin
+    num = float(torch.where(good, c - r, torch.zeros_like(r)).norm())
+    den = float(torch.where(good, r, torch.zeros_like(r)).norm())
+    rel = (0.0 if num == 0.0 else math.inf) if den == 0.0 else num / den
+    return Comparison(name, rel, bad, special, c.numel())
+
+
+class AttentionFwd(Task):
+    name = "attention_fwd"
+    language = "cuda"
+    symbol = "kseek_attention_fwd"
+    abi = ABI
+    starting_kernel = REPO_ROOT / "kernels" / "attention_fwd" / "naive.cu"
+    default_baselines = ("cudnn", "flash", "fa3", "fa4")
+    needs_gpu = True
+    call_timeout_base_s = 20.0
+    call_timeout_min_rate = 2e11     # 0.2 TFLOP/s: a call slower than this is treated as a hang
+
+    def __init__(self):
+        self._scenarios = build_scenarios()
+        self._peaks: TimingLimits | None = None
+
+    def scenarios(self):
+        return list(self._scenarios)
+
+    def quick_ids(self):
+        return list(QUICK)
+
+    # ---- environment ----
+    def runtime_unavailable(self):
+        try:
+            torch = _torch()
+        except ImportError:
+            return "torch is not installed here: compiled and checked only"
+        if not torch.cuda.is_available():
+            return "no CUDA GPU here: compiled and checked only"
+        return None
+
+    def baseline_availability(self, names):
+        out = {}
+        for n in names:
+            if n in ("cudnn", "flash"):
+                out[n] = None
+            elif n == "fa3":
+                out[n] = _import_note("flash_attn_interface")
+            elif n == "fa4":
+                out[n] = _import_note("flash_attn.cute.interface")
+            else:
+                out[n] = f"unknown baseline {n!r} (known: cudnn, flash, fa3, fa4)"
+        return out
+
+    def versions(self):
+        torch = _torch()
+        parts = [f"torch {torch.__version__}", f"cudnn {torch.backends.cudnn.version()}"]
+        for mod in ("flash_attn_interface", "flash_attn"):
+            try:
+                m = __import__(mod)
+                parts.append(f"{mod} {getattr(m, '__version__', '?')}")
+            except Exception:
+                pass
+        return ", ".join(parts)
+
+    # ---- child side ----
+    def child_setup(self):
+        torch = _torch()
+        try:   # the driver's symbols, for candidates that encode tensor maps (cuTensorMapEncodeTiled)
+            ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
+        except OSError:
+            pass
+        torch.cuda.init()
+        self._dev = torch.device("cuda")
+        self._flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=self._dev)
+        self._ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        return {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+    def bind(self, lib):
+        fn = getattr(lib, self.symbol)
+        vp, ci = ctypes.c_void_p, ctypes.c_int
+        fn.argtypes = [vp, vp, vp, vp, vp, ci, ci, ci, ci, ci, ci, ci, ci, ctypes.c_float, vp]
+        fn.restype = ci
+        return fn
+
+    def make_inputs(self, params, seed):
+        torch = _torch()
+        dev = getattr(self, "_dev", None) or torch.device("cuda")
+        dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
+        g = torch.Generator(device=dev)
+        g.manual_seed(seed)
+        B, Sq, Sk = params["batch"], params["seqlen_q"], params["seqlen_k"]
+        Hq, Hkv, D = params["heads_q"], params["heads_kv"], params["head_dim"]
+        q = torch.randn((B, Sq, Hq, D), generator=g, device=dev, dtype=dt)
+        k = torch.randn((B, Sk, Hkv, D), generator=g, device=dev, dtype=dt)
+        v = torch.randn((B, Sk, Hkv, D), generator=g, device=dev, dtype=dt)
+        return {"q": q, "k": k, "v": v}
+
+    def new_outputs(self, params):
+        torch = _torch()
+        dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
+        B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
+        o = torch.full((B, Sq, Hq, D), float("nan"), dtype=dt, device=self._dev)
+        lse = torch.full((B, Hq, Sq), float("nan"), dtype=torch.float32, device=self._dev)
+        return {"o": o, "lse": lse}
+
+    def poison(self, outputs):
+        outputs["o"].fill_(float("nan"))
+        outputs["lse"].fill_(float("nan"))
+
+    def invoke(self, fn, inputs, outputs, params):
+        # stream 0 is the legacy default stream: it waits for, and is waited on by, every blocking stream,
+        # so the events recorded on it cover work the candidate might push to other (blocking) streams.
+        return int(fn(inputs["q"].data_ptr(), inputs["k"].data_ptr(), inputs["v"].data_ptr(),
+                      outputs["o"].data_ptr(), outputs["lse"].data_ptr(), params["batch"], params["seqlen_q"],
+                      params["seqlen_k"], params["heads_q"], params["heads_kv"], params["head_dim"],
+                      DTYPES[params["dtype"]], int(params["causal"]), params["softmax_scale"], None))
+
+    def sync_error(self):
+        torch = _torch()
+        try:
+            torch.cuda.synchronize()
+        except RuntimeError as e:
+            return str(e).strip().splitlines()[0][:300]
+        return None
+
+    def flush_cache(self):
+        self._flush.zero_()
+        _torch().cuda._sleep(SLEEP_CYCLES)
+
+    def time_call(self, thunk):
+        start, end = self._ev
+        start.record()
+        thunk()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    def save_outputs(self, outputs, prefix):
+        import numpy as np
+        torch = _torch()
+        po, pl = prefix + "_o.npy", prefix + "_lse.npy"
+        np.save(po, outputs["o"].view(torch.int16).cpu().numpy())
+        np.save(pl, outputs["lse"].cpu().numpy())
+        return {"o": po, "lse": pl}
+
+    def baseline_callables(self, names, params, inputs, libs):
+        out = {}
+        for n in names:
+            try:
+                out[n] = _baseline(n, params, inputs)
+            except Exception as e:      # the library is missing or refuses this configuration
+                out[n] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        return out
+
+    # ---- parent side ----
+    def parent_setup(self):
+        torch = _torch()
+        torch.backends.cuda.matmul.allow_tf32 = False     # the reference is true fp32
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        self._dev = torch.device("cuda")
+        if self._peaks is None:
+            self._peaks = measure_peaks()
+        return {"device": torch.cuda.get_device_name(), "peak_tflops": self._peaks.peak_tflops,
+                "peak_gbps": self._peaks.peak_gbps}
+
+    def timing_limits(self):
+        return self._peaks or TimingLimits()
+
+    def judge(self, params, seed, files, tolerance=None):
+        import numpy as np
+        torch = _torch()
+        dtype = params["dtype"]
+        dt = torch.bfloat16 if dtype == "bf16" else torch.float16
+        inp = self.make_inputs(params, seed)
+        ref_o, ref_lse = reference(inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
+        vendor, vendor_name = (None, None) if tolerance is not None else vendor_error(inp, params, ref_o)
+        tol_o = tolerance if tolerance is not None else tolerance_from_vendor(
+            vendor, DEFAULT_VENDOR_ERROR[dtype], O_FLOOR[dtype])
+        try:
+            o = torch.from_numpy(np.load(files["o"])).to(self._dev).view(dt)
+            lse = torch.from_numpy(np.load(files["lse"])).to(self._dev)
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            return Judgement(False, None, tol_o, f"output file unreadable: {e}")
+        if tuple(o.shape) != tuple(ref_o.shape) or tuple(lse.shape) != tuple(ref_lse.shape):
+            return Judgement(False, None, tol_o, "output shape mismatch")
+        cmps = [compare_torch("O", o, ref_o), compare_torch("LSE", lse, ref_lse)]
+        ok, reason = judge_outputs(cmps, {"O": tol_o, "LSE": LSE_TOL})
+        return Judgement(ok, cmps[0].rel_error, tol_o, reason,
+                         {"lse_error": cmps[1].rel_error, "vendor_error": vendor, "vendor": vendor_name})
+
+
+def _import_note(module: str) -> str | None:
+    try:
+        __import__(module)
+        return None
+    except Exception as e:
+        return f"{module} does not import here ({type(e).__name__})"
+
+
+def _sdpa_args(params, inputs):
+    torch = _torch()
+    q, k, v = (inputs[n].transpose(1, 2) for n in ("q", "k", "v"))     # B, H, S, D views
+    kwargs = {"scale": params["softmax_scale"]}
+    if params["heads_q"] != params["heads_kv"]:
+        kwargs["enable_gqa"] = True
+    if params["causal"]:
+        if params["seqlen_q"] == params["seqlen_k"]:
+            kwargs["is_causal"] = True
+        else:
+            from torch.nn.attention.bias import causal_lower_right
+            kwargs["attn_mask"] = causal_lower_right(params["seqlen_q"], params["seqlen_k"])
+    return torch, q, k, v, kwargs
+
+
+def _baseline(name, params, inputs):
+    if name in ("cudnn", "flash"):
+        torch, q, k, v, kwargs = _sdpa_args(params, inputs)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = SDPBackend.CUDNN_ATTENTION if name == "cudnn" else SDPBackend.FLASH_ATTENTION
+        F = torch.nn.functional
+
+        def run():
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, **kwargs)
+        return run
+    if name == "fa3":
+        from flash_attn_interface import flash_attn_func
+        return lambda: flash_attn_func(inputs["q"], inputs["k"], inputs["v"], softmax_scale=params["softmax_scale"],
+                                       causal=params["causal"])
+    if name == "fa4":
+        from flash_attn.cute.interface import flash_attn_func
+        return lambda: flash_attn_func(inputs["q"], inputs["k"], inputs["v"], softmax_scale=params["softmax_scale"],
+                                       causal=params["causal"])
+    raise ValueError(f"unknown baseline {name!r}")
+
+
+def vendor_error(inputs, params, ref_o) -> tuple[float | None, str | None]:
+    """cuDNN's relative error on O on these inputs (the flash backend's if cuDNN cannot run them)."""
+    for name in ("cudnn", "flash"):
+        try:
+            out = _baseline(name, params, inputs)()
+        except Exception:
+            continue
+        cmp = compare_torch("O", out.transpose(1, 2), ref_o)
+        if cmp.bad_nonfinite == 0 and math.isfinite(cmp.rel_error):
+            return cmp.rel_error, name
+    return None, None
+
+
+def measure_peaks() -> TimingLimits:
+    """The device's dense bf16 matrix rate and copy bandwidth, measured now (best of a few)."""
+    torch = _torch()
+    n = 8192
+    a = torch.randn((n, n), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((n, n), device="cuda", dtype=torch.bfloat16)
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        torch.matmul(a, b)
+    best_mm = best_cp = math.inf
+    for _ in range(5):
+        start.record(); torch.matmul(a, b); end.record(); end.synchronize()
+        best_mm = min(best_mm, start.elapsed_time(end))
+        start.record(); dst.copy_(src); end.record(); end.synchronize()
+        best_cp = min(best_cp, start.elapsed_time(end))
+    del a, b, src, dst
+    torch.cuda.empty_cache()
+    return TimingLimits(peak_tflops=2 * n ** 3 / (best_mm * 1e-3) / 1e12,
+                        peak_gbps=2 * (1 << 30) / (best_cp * 1e-3) / 1e9)

@@ -1,0 +1,23 @@
+import os
+import shutil
+
+import pytest
+
+HAS_GXX = shutil.which("g++") is not None and shutil.which("nm") is not None
+HAS_NVCC = shutil.which("nvcc") is not None
+
+needs_gxx = pytest.mark.skipif(not HAS_GXX, reason="needs g++ and binutils")
+needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc (the CUDA toolkit)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def build_cache(tmp_path_factory):
+    """Builds go to a per-session cache, so tests neither read nor fill the user's cache."""
+    path = tmp_path_factory.mktemp("kseek-cache")
+    old = os.environ.get("KSEEK_CACHE_DIR")
+    os.environ["KSEEK_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("KSEEK_CACHE_DIR", None)
+    else:
+        os.environ["KSEEK_CACHE_DIR"] = old
