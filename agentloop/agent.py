@@ -1,0 +1,372 @@
+"""The loop. One step: take the humans' directives, check the budgets, ask the model, run the tools it asked
+for, look for decision points, and ask a question at one. The run ends by exception (agentloop.errors).
+
+    agent = Agent(run_id=..., config=..., workspace=..., model=..., sinks=[TraceWriter(path)])
+    outcome = agent.run()
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from questionbank.bank import load_bank
+
+from agentloop import __version__
+from agentloop.config import RunConfig
+from agentloop.control import ControlInbox, Directive
+from agentloop.detectors import Firing, Turn, detect
+from agentloop.errors import BudgetExhausted, GoalMet, RunEnded, StoppedByHuman
+from agentloop.evaluator import Evaluator, EvaluatorError, HarnessEvaluator
+from agentloop.events import Emitter
+from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
+from agentloop.models import Model, ModelReply
+from agentloop.policy import Policy, default_policy
+from agentloop.questions import QuestionAsker
+from agentloop.review import AutoApprove, InboxReviewer, Reviewer
+from agentloop.state import RunState, api_messages
+from agentloop.tools import ToolInputError, ToolResult
+from agentloop.tools import evaluate as evaluate_tool
+from agentloop.tools.editor import EditorTool
+from agentloop.tools.shell import ShellTool
+
+
+@dataclass
+class Outcome:
+    status: str
+    reason: str
+    best_speedup: float | None
+    steps: int
+    events: int
+
+
+def task_facts(task_name: str) -> dict:
+    """What the task statement shows the model about a harness task (its ABI, scenarios, baselines)."""
+    from gpu_harness import get_task
+    task = get_task(task_name)
+    full = [s.id for s in task.scenarios()]
+    return {"language": task.language, "abi": task.abi, "full_ids": full, "quick_ids": list(task.quick_ids()),
+            "baselines": list(task.default_baselines)}
+
+
+class Agent:
+    def __init__(self, *, run_id, workspace: str | Path, model: Model, sinks: list,
+                 config: RunConfig | None = None, resume_events: list[dict] | None = None,
+                 evaluator: Evaluator | None = None, reviewer: Reviewer | None = None,
+                 inbox: ControlInbox | None = None, bank=None, policy: Policy | None = None,
+                 task_info: dict | None = None, shell_hidden: list[Path] | None = None, use_bwrap: bool | None = None):
+        if (config is None) == (resume_events is None):
+            raise ValueError("give either a config (a new run) or resume_events (a resumed run)")
+        self.run_id = run_id
+        self.workspace = Path(workspace).resolve()
+        self.model = model
+        self.policy = policy or default_policy()
+        self.state = RunState()
+        self._resume_events = resume_events
+        if resume_events:
+            for event in resume_events:
+                self.state.apply(event)
+            config = self.state.config
+            if config is None:
+                raise ValueError("the trace has no 'started' event: nothing to resume")
+        self.config = config
+        self.inbox = inbox or ControlInbox()
+        self.emitter = Emitter(run_id, sinks, next_seq=len(resume_events or []))
+        self.emitter.add_listener(self.state.apply)
+        self._sinks = sinks
+        self.task_info = task_info or task_facts(config.task)
+        tools = self.policy.tools
+        self.evaluator = evaluator or HarnessEvaluator(timeout_s=float(tools["evaluate_timeout_s"]))
+        self.shell = ShellTool(self.workspace, timeout_s=tools["shell_timeout_s"],
+                               timeout_max_s=tools["shell_timeout_max_s"], output_limit=tools["output_limit_chars"],
+                               hidden=shell_hidden, use_bwrap=use_bwrap)
+        self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
+        if reviewer is None or config.review_mode == "auto":
+            reviewer = AutoApprove() if config.review_mode == "auto" else InboxReviewer(config.review_timeout_s)
+        self.reviewer = reviewer
+        self.bank = load_bank() if bank is None else bank
+        settings = self.policy.detectors
+        self.questions = QuestionAsker(
+            state=self.state, emit=self.emitter.emit, ask_model=self._select_question, bank=self.bank,
+            reviewer=self.reviewer, inbox=self.inbox, run_id=run_id, cooldown_steps=settings.cooldown_steps,
+            max_proposals=settings.max_proposals, set_status=self._set_status)
+        self._cost_warned = False
+        self.tool_schemas = [self.shell.schema, self.editor.schema, evaluate_tool.SCHEMA]
+        if hasattr(model, "notify"):  # retries and warnings of the model backend become notes in the trace
+            model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
+        self.inbox.mark_seen(e["payload"].get("directive_id") for e in resume_events or [])
+
+    # ------------------------------------------------------------------------------------------ the run
+    def run(self) -> Outcome:
+        try:
+            if self._resume_events is None:
+                self._start()
+            else:
+                self._resume()
+            while True:
+                self.step()
+        except RunEnded as end:
+            self._finish(end.status, end.reason, str(end))
+        except KeyboardInterrupt:
+            self._finish("stopped", "stopped_by_human", "interrupted from the terminal")
+        except Exception as exc:  # noqa: BLE001 - recorded in the trace, then the run fails cleanly
+            self.emitter.emit("note", {"text": "".join(traceback.format_exception(exc))[-4000:], "level": "error"})
+            self._finish("failed", "internal_error", f"{type(exc).__name__}: {exc}")
+        finally:
+            self._sync()
+        return Outcome(self.state.status, self.state.final_reason or "", self.state.best_speedup, self.state.steps,
+                       self.emitter.next_seq)
+
+    def _start(self) -> None:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        (self.workspace / self.config.kernel_filename).write_text(self.config.starting_kernel, encoding="utf-8")
+        info = self.task_info
+        task_prompt = self.policy.task_template.format(
+            task=self.config.task, language=info["language"], kernel_filename=self.config.kernel_filename,
+            abi=info["abi"], scenario_count=len(info["full_ids"]), quick_count=len(info["quick_ids"]),
+            scenario_ids=", ".join(info["full_ids"]), baselines=", ".join(info["baselines"]),
+            goal_speedup=f"{self.config.goal.speedup:g}", goal_baseline=self.config.goal.baseline,
+            starting_kernel=self.config.starting_kernel.rstrip("\n"))
+        config = self.config.to_dict() | {"system_prompt": self.policy.system_prompt, "task_prompt": task_prompt,
+                                          "agentloop_version": __version__}
+        self.emitter.emit("status", {"status": "running", "reason": "started", "config": config})
+        if "start" in self.policy.detectors.enabled:
+            self._decision_points([Firing("start", "the run is starting")])
+
+    def _resume(self) -> None:
+        if self.state.finished:
+            raise RunEnded("the trace's run is already finished")
+        if not (self.workspace / self.config.kernel_filename).exists():
+            raise RunEnded(f"cannot resume: the workspace has no {self.config.kernel_filename}")
+        paused = self.state.status == "paused"
+        self.emitter.emit("status", {"status": "paused" if paused else "running", "reason": "resumed"})
+        for block in list(self.state.open_tool_calls):  # a tool call the crash cut off: the model must hear of it
+            self.emitter.emit("tool_result", {
+                "call_id": block["id"], "name": block.get("name"), "is_error": True, "interrupted": True,
+                "output": "[this tool call was interrupted by a restart of the worker; its effect is unknown]",
+                "truncated_chars": 0, "duration_s": 0})
+        pending = self.state.pending_question
+        if pending is not None and not self.questions.review(pending):
+            self.questions.ask(Firing(pending["decision_point"], "asked again after a veto"))
+
+    def step(self) -> None:
+        try:
+            self._turn_boundary()
+            self._check_budgets()
+            reply = self._call_model("turn", self.state.system_prompt, api_messages(self.state.messages),
+                                     self.tool_schemas)
+            new_evaluations = 0
+            for block in reply.tool_uses:
+                new_evaluations += self._run_tool(block)
+            ended = not reply.tool_uses
+            if ended:
+                self._goal_check_at_end()
+            asked = self._decision_points(detect(self.state, Turn(reply.text, ended, new_evaluations),
+                                                 self.policy.detectors, self.policy.limit_patterns))
+            if ended and not asked:
+                self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
+        finally:
+            self._sync()
+
+    # ------------------------------------------------------------------------------- turn boundaries
+    def _turn_boundary(self) -> None:
+        while True:
+            for directive in self.inbox.drain():
+                self._apply(directive)
+            if self.state.status != "paused":
+                return
+            self._sync()
+            self._check_budgets()
+            self.inbox.wait(1.0)
+
+    def _apply(self, d: Directive) -> None:
+        extra = {"directive_id": d.id} if d.id else {}
+        if d.action == "human_message":
+            self.emitter.emit("human_message", {"text": d.text, "author": d.author, **extra})
+        elif d.action == "pause" and self.state.status != "paused":
+            self.emitter.emit("status", {"status": "paused", "reason": "paused", **extra})
+        elif d.action == "resume" and self.state.status == "paused":
+            self.emitter.emit("status", {"status": "running", "reason": "resumed_by_human", **extra})
+        elif d.action == "stop":
+            raise StoppedByHuman("stopped by a human", directive_id=d.id)
+
+    def _set_status(self, status: str, reason: str) -> None:
+        if self.state.status != status:
+            self.emitter.emit("status", {"status": status, "reason": reason})
+
+    def _check_budgets(self) -> None:
+        b, s = self.config.budgets, self.state
+        if b.steps is not None and s.steps >= b.steps:
+            raise BudgetExhausted("steps", s.steps, b.steps)
+        if b.tokens is not None and s.tokens_in + s.tokens_out >= b.tokens:
+            raise BudgetExhausted("tokens", s.tokens_in + s.tokens_out, b.tokens)
+        if b.cost_usd is not None:
+            if not s.cost_known and not self._cost_warned:
+                self._cost_warned = True
+                self.emitter.emit("note", {"level": "warning", "text": "the cost budget cannot be enforced: the "
+                                           "price of this model is unknown (see agentloop/prices.toml)"})
+            if s.cost_known and s.cost_usd >= b.cost_usd:
+                raise BudgetExhausted("cost", round(s.cost_usd, 4), b.cost_usd)
+        if b.wall_s is not None and s.wall_s() >= b.wall_s:
+            raise BudgetExhausted("wall", round(s.wall_s()), b.wall_s)
+
+    # ------------------------------------------------------------------------------------- the model
+    def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
+        reply = self.model.query(system, messages, tools, purpose)
+        self.emitter.emit("model_message", {"purpose": purpose, "model": reply.model, "stop_reason": reply.stop_reason,
+                                            "content": reply.content})
+        u = reply.usage
+        s = self.state
+        totals_cost = None if (not s.cost_known or u.cost_usd is None) else round(s.cost_usd + u.cost_usd, 8)
+        self.emitter.emit(
+            "usage",
+            {"purpose": purpose, "model": reply.model, "tokens_in": u.tokens_in, "tokens_out": u.tokens_out,
+             "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens,
+             "cost_usd": u.cost_usd,
+             "totals": {"tokens_in": s.tokens_in + u.tokens_in, "tokens_out": s.tokens_out + u.tokens_out,
+                        "cost_usd": totals_cost, "model_calls": s.model_calls + 1}},
+            usage={"tokens_in": u.tokens_in, "tokens_out": u.tokens_out, "cost_usd": u.cost_usd})
+        return reply
+
+    def _select_question(self, prompt: str) -> str:
+        messages = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
+        return self._call_model("select_question", "", messages, []).text
+
+    def _tell_model(self, text: str) -> None:
+        self.emitter.emit("note", {"text": text, "level": "info", "to_model": True})
+
+    # ------------------------------------------------------------------------------------- the tools
+    def _run_tool(self, block: dict) -> int:
+        """Run one tool call and record it. Returns the number of evaluations it made (0 or 1)."""
+        call_id, name, tool_input = block["id"], block.get("name"), block.get("input") or {}
+        self.emitter.emit("tool_call", {"call_id": call_id, "name": name, "input": tool_input})
+        started = time.monotonic()
+        evaluations = 0
+        follow_up = None
+        try:
+            if name == "shell":
+                result = self.shell(tool_input)
+            elif name == "editor":
+                result = self.editor(tool_input)
+            elif name == "evaluate":
+                result, follow_up = self._evaluate_tool(call_id, tool_input)
+                evaluations = 1
+            else:
+                result = ToolResult(f"unknown tool {name!r}: use shell, editor or evaluate", is_error=True)
+        except ToolInputError as exc:
+            result = ToolResult(f"error: {exc}", is_error=True)
+        payload = {"call_id": call_id, "name": name, "output": result.output, "is_error": result.is_error,
+                   "truncated_chars": result.truncated_chars,
+                   "duration_s": round(time.monotonic() - started, 3)} | {
+                       k: v for k, v in result.extra.items() if k != "duration_s"}
+        self.emitter.emit("tool_result", payload)
+        if follow_up is not None:
+            follow_up()
+        return evaluations
+
+    def _evaluate_tool(self, call_id: str, tool_input: dict):
+        scenarios, kernel = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
+        path = self.editor.resolve(kernel)
+        if not path.is_file():
+            raise ToolInputError(f"no file {kernel} in the workspace")
+        b = self.config.budgets
+        used = len(self.state.tool_evaluations)
+        if b.evaluations is not None and used >= b.evaluations:
+            raise BudgetExhausted("evaluations", used, b.evaluations)
+        try:
+            result = self.evaluator(self.config.task, path, scenarios)
+        except EvaluatorError as exc:
+            return ToolResult(f"the harness could not evaluate {kernel}: {exc}", is_error=True), None
+        event = self._record_evaluation(result, "tool", scenarios, kernel, call_id)
+        output = self._verdict_text(result, event["payload"])
+        follow_up = None
+        if event["payload"]["goal_met"]:
+            def follow_up():
+                raise GoalMet(f"goal met on a full evaluation of {kernel}")
+        elif meets_target(result, self.config.goal):
+            output += ("\nThis meets the target on the scenarios it ran; the loop now runs a fresh full evaluation "
+                       "to confirm the goal.")
+            follow_up = lambda: self._goal_check(path, kernel)  # noqa: E731
+        return ToolResult(output, is_error=result.get("status") != "correct"), follow_up
+
+    def _record_evaluation(self, result: dict, purpose: str, scenarios, kernel: str, call_id: str | None) -> dict:
+        goal = self.config.goal
+        speedup = speedup_over(result, goal.baseline)
+        verified = verified_speedup(result, goal)
+        best = self.state.best_speedup
+        if verified is not None and (best is None or verified > best):
+            best = verified
+        met = goal_met(result, goal, self.task_info["full_ids"])
+        payload = {
+            "purpose": purpose, "call_id": call_id, "scenario_set": scenarios, "kernel_path": kernel,
+            "kernel_source": result.get("kernel_source", ""), "kernel_sha256": result.get("kernel_sha256", ""),
+            "result": result, "goal": {"baseline": goal.baseline, "speedup": goal.speedup}, "speedup": speedup,
+            "full": covers(result, self.task_info["full_ids"]), "goal_met": met, "best_speedup": best,
+            "evaluations_used": len(self.state.tool_evaluations) + (1 if purpose == "tool" else 0),
+        }
+        return self.emitter.emit("evaluation", payload)
+
+    def _verdict_text(self, result: dict, payload: dict) -> str:
+        try:
+            from gpu_harness import EvalResult
+            table = EvalResult.from_dict(result).table()
+        except Exception as exc:  # noqa: BLE001 - a table that cannot render must not lose the verdict
+            table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
+        goal = self.config.goal
+        best = payload["best_speedup"]
+        return (f"{table}\nGoal: {goal.speedup:g}x over {goal.baseline} on the full set, every scenario correct. "
+                f"This evaluation: {'n/a' if payload['speedup'] is None else format(payload['speedup'], '.3g') + 'x'}"
+                f" ({'full' if payload['full'] else 'not the full set'}). Best verified so far: "
+                f"{'none' if best is None else format(best, '.3g') + 'x'}.")
+
+    # ------------------------------------------------------------------------------------ the goal
+    def _goal_check(self, path: Path, kernel: str) -> None:
+        """A fresh full evaluation by the loop itself; the run succeeds only if it confirms the goal."""
+        try:
+            result = self.evaluator(self.config.task, path, "full")
+        except EvaluatorError as exc:
+            self.emitter.emit("note", {"text": f"the goal check could not run: {exc}", "level": "error"})
+            return
+        event = self._record_evaluation(result, "goal_check", "full", kernel, None)
+        if event["payload"]["goal_met"]:
+            raise GoalMet(f"goal confirmed by a fresh full evaluation of {kernel}")
+
+    def _goal_check_at_end(self) -> None:
+        """The model ended its turn. Check its kernel unless the verdicts on this very source already rule it out."""
+        path = self.workspace / self.config.kernel_filename
+        try:
+            sha = hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
+        except (OSError, UnicodeDecodeError):
+            return
+        for e in self.state.evaluated(sha):
+            if e.purpose == "goal_check" or e.full or not (e.all_correct and e.speedup is not None
+                                                            and e.speedup >= self.config.goal.speedup):
+                return
+        self._goal_check(path, self.config.kernel_filename)
+
+    def _goal_status(self) -> str:
+        best = self.state.best_speedup
+        goal = self.config.goal
+        return (f"best verified speedup {'none yet' if best is None else format(best, '.3g') + 'x'} over "
+                f"{goal.baseline}, target {goal.speedup:g}x on a full evaluation with every scenario correct")
+
+    # ----------------------------------------------------------------------------- decision points
+    def _decision_points(self, fired: list[Firing]) -> bool:
+        for firing in fired:
+            self.emitter.emit("decision_point", {"name": firing.name, "detail": firing.detail,
+                                                 "evidence": firing.evidence})
+        return bool(fired) and self.questions.ask(fired[0])
+
+    # ---------------------------------------------------------------------------------- the ending
+    def _finish(self, status: str, reason: str, message: str) -> None:
+        if self.state.finished:
+            return
+        self.emitter.emit("status", {"status": status, "reason": reason, "detail": message,
+                                     "best_speedup": self.state.best_speedup, "goal_met": self.state.goal_met})
+
+    def _sync(self) -> None:
+        for sink in self._sinks:
+            if hasattr(sink, "sync"):
+                sink.sync()

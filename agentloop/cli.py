@@ -1,0 +1,171 @@
+"""`python -m agentloop run ...` (one run, standalone) and `python -m agentloop worker ...` (a dashboard's worker)."""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from agentloop.errors import ConfigError, ModelFailed
+
+DEFAULT_MODEL = "claude-sonnet-4-6"  # no price in prices.toml yet: its cost is reported as unknown
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get("KSEEK_AGENT_RUNS") or Path.home() / ".local" / "share" / "kernelseek" / "agent-runs")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m agentloop", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="one run, standalone (no server)")
+    run.add_argument("--task", help="harness task, e.g. matmul_cpu (default with a replay: the recorded task)")
+    run.add_argument("--kernel", help="starting kernel file (default: the task's starting kernel)")
+    run.add_argument("--model", help=f"Anthropic model id, openai:MODEL, or replay:TRACE (default: $KSEEK_MODEL "
+                     f"or {DEFAULT_MODEL})")
+    run.add_argument("--trace", help="trace file to write (default: under $KSEEK_AGENT_RUNS)")
+    run.add_argument("--workspace", help="the agent's working directory (default: next to the trace)")
+    run.add_argument("--resume", metavar="TRACE", help="resume the run recorded in TRACE (its workspace must exist)")
+    run.add_argument("--goal-baseline")
+    run.add_argument("--goal-speedup", type=float)
+    run.add_argument("--max-steps", type=int)
+    run.add_argument("--max-tokens", type=int)
+    run.add_argument("--max-cost", type=float, help="US dollars")
+    run.add_argument("--max-wall-s", type=float)
+    run.add_argument("--max-evaluations", type=int)
+    run.add_argument("--review", choices=["auto", "terminal", "trace"],
+                     help="who decides self-asked questions (default: trace for a replay, else auto)")
+    run.add_argument("--base-url", help="Messages API base URL (default: $ANTHROPIC_BASE_URL)")
+    run.add_argument("--no-stream", action="store_true", help="do not stream model responses")
+    run.add_argument("--no-bwrap", action="store_true", help="do not use bubblewrap for the shell even if installed")
+    run.add_argument("--quiet", action="store_true")
+
+    worker = sub.add_parser("worker", help="serve a dashboard: take queued runs, stream their events")
+    worker.add_argument("--server", required=True, help="ws(s)://HOST[:PORT] or http(s)://… of the dashboard")
+    worker.add_argument("--token", default=os.environ.get("KSEEK_WORKER_TOKEN"),
+                        help="worker token (default: $KSEEK_WORKER_TOKEN)")
+    worker.add_argument("--gpus", default="0", help="comma-separated GPU indices, one run per GPU (default: 0)")
+    worker.add_argument("--state-dir", help="spool, traces and workspaces (default: under $KSEEK_AGENT_RUNS)")
+    worker.add_argument("--no-bwrap", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return run_command(args)
+        return worker_command(args)
+    except (ConfigError, ModelFailed) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run_command(args) -> int:
+    from agentloop.agent import Agent
+    from agentloop.config import Budgets, Goal, RunConfig
+    from agentloop.console import ConsoleSink
+    from agentloop.models import make_model
+    from agentloop.policy import default_policy
+    from agentloop.review import AutoApprove, TerminalReviewer, TraceReviewer
+    from agentloop.trace import TraceError, TraceWriter, read_trace
+
+    model_spec = args.model or os.environ.get("KSEEK_MODEL") or DEFAULT_MODEL
+    recorded = None
+    if model_spec.startswith("replay:"):
+        try:
+            recorded = read_trace(model_spec[len("replay:"):])
+        except TraceError as exc:
+            raise ConfigError(str(exc)) from None
+    resume_events = None
+    if args.resume:
+        try:
+            resume_events = read_trace(args.resume)
+        except TraceError as exc:
+            raise ConfigError(str(exc)) from None
+
+    if resume_events:
+        config = None
+        run_id = resume_events[0]["run_id"]
+        trace_path = Path(args.resume)
+    else:
+        config = _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, default_policy())
+        run_id = "local-" + secrets.token_hex(4)
+        trace_path = Path(args.trace) if args.trace else runs_dir() / run_id / "trace.jsonl"
+    workspace = Path(args.workspace) if args.workspace else trace_path.parent / "workspace"
+
+    review = args.review or ("trace" if recorded else "auto")
+    if review == "trace" and not recorded:
+        raise ConfigError("--review trace needs a replay model (--model replay:TRACE)")
+    reviewer = {"auto": AutoApprove, "terminal": TerminalReviewer}.get(review, lambda: TraceReviewer(recorded))()
+    if config is not None and review != "auto":
+        config = RunConfig(**{**config.__dict__, "review_mode": "review"})
+
+    settings = {"stream": not args.no_stream}
+    if args.base_url:
+        settings["base_url"] = args.base_url
+    sinks = [TraceWriter(trace_path)]
+    if not args.quiet:
+        sinks.append(ConsoleSink())
+    model = make_model(model_spec, settings, notify=None)
+    agent = Agent(run_id=run_id, config=config, resume_events=resume_events, workspace=workspace, model=model,
+                  sinks=sinks, reviewer=reviewer, use_bwrap=False if args.no_bwrap else None,
+                  shell_hidden=[runs_dir()])
+    print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)
+    outcome = agent.run()
+    sinks[0].close()
+    best = "none" if outcome.best_speedup is None else f"{outcome.best_speedup:.3g}x"
+    print(f"run {run_id}: {outcome.status} ({outcome.reason}); best verified speedup {best}; "
+          f"{outcome.steps} steps; trace {trace_path}", file=sys.stderr)
+    return 0 if outcome.status == "succeeded" else 1
+
+
+def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, policy):
+    base = None
+    if recorded:
+        started = next((e for e in recorded if e["kind"] == "status" and e["payload"].get("config")), None)
+        base = started["payload"]["config"] if started else None
+    task = args.task or (base or {}).get("task")
+    if not task:
+        raise ConfigError("--task is required (e.g. --task matmul_cpu)")
+    from gpu_harness import get_task
+    try:
+        harness_task = get_task(task)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if args.kernel:
+        kernel_path = Path(args.kernel)
+        try:
+            source = kernel_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read --kernel {kernel_path}: {exc}") from None
+        filename = kernel_path.name
+    elif base and base.get("task") == task:
+        source, filename = base["starting_kernel"], base["kernel_filename"]
+    else:
+        source = Path(harness_task.starting_kernel).read_text(encoding="utf-8")
+        filename = Path(harness_task.starting_kernel).name
+    default_goal = (base or {}).get("goal") if base and base.get("task") == task else policy.goals.get(task)
+    baseline = args.goal_baseline or (default_goal or {}).get("baseline")
+    speedup = args.goal_speedup or (default_goal or {}).get("speedup")
+    if not baseline or not speedup:
+        raise ConfigError(f"no default goal for task {task}: give --goal-baseline and --goal-speedup")
+    budgets = Budgets(steps=args.max_steps or (None if base else 50), tokens=args.max_tokens, cost_usd=args.max_cost,
+                      wall_s=args.max_wall_s, evaluations=args.max_evaluations)
+    if base and not any((args.max_steps, args.max_tokens, args.max_cost, args.max_wall_s, args.max_evaluations)):
+        budgets = Budgets.from_dict(base.get("budgets"))
+    return RunConfig(task=task, goal=Goal(baseline, float(speedup)), model=model_spec, starting_kernel=source,
+                     kernel_filename=filename, budgets=budgets)
+
+
+def worker_command(args) -> int:
+    from agentloop.worker.client import run_worker
+
+    if not args.token:
+        raise ConfigError("a worker token is required: --token or $KSEEK_WORKER_TOKEN")
+    gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
+    state_dir = Path(args.state_dir) if args.state_dir else runs_dir() / "worker"
+    return run_worker(server=args.server, token=args.token, gpus=gpus, state_dir=state_dir,
+                      use_bwrap=False if args.no_bwrap else None)

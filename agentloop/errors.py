@@ -1,0 +1,51 @@
+"""How a run ends: each ending is a named exception raised from wherever it is noticed, caught once by the loop.
+
+The loop never decides to stop by returning a flag through several layers; it raises one of these, and
+`Agent.run` turns it into the final `status` event.
+"""
+
+
+class RunEnded(Exception):
+    """Base: the run is over. `status` is the final run status, `reason` the machine-readable why."""
+
+    status = "failed"
+    reason = "internal_error"
+
+    def __init__(self, message: str = "", **details):
+        super().__init__(message or self.reason)
+        self.details = details
+
+
+class GoalMet(RunEnded):
+    status = "succeeded"
+    reason = "goal_met"
+
+
+class BudgetExhausted(RunEnded):
+    status = "failed"
+
+    def __init__(self, budget: str, used, limit):
+        self.reason = f"budget_{budget}"
+        super().__init__(f"{budget} budget exhausted: used {used} of {limit}", budget=budget, used=used, limit=limit)
+
+
+class StoppedByHuman(RunEnded):
+    status = "stopped"
+    reason = "stopped_by_human"
+
+
+class ModelFailed(RunEnded):
+    """The model could not be reached after all retries, or answered with something unusable."""
+
+    status = "failed"
+    reason = "model_error"
+
+
+class ReplayExhausted(ModelFailed):
+    """The replay model has no recorded turn left for this request: the replayed run went another way."""
+
+    reason = "replay_exhausted"
+
+
+class ConfigError(ValueError):
+    """Bad settings given by a person (CLI flags, an assignment). The message says what to change."""

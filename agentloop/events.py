@@ -1,0 +1,64 @@
+"""Run events (docs/protocol.md, section 1): the envelope, the kinds, and the emitter that numbers them.
+
+Every event goes to every sink the moment it is emitted (the trace file first), so that a crash between two
+events loses nothing that was emitted.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from typing import Callable, Protocol
+
+from agentloop import SCHEMA_VERSION
+
+KINDS = (
+    "model_message", "tool_call", "tool_result", "evaluation", "decision_point", "question_proposed",
+    "question_decided", "human_message", "status", "usage", "note",
+)
+RUN_STATUSES = ("queued", "running", "waiting_review", "paused", "succeeded", "failed", "stopped")
+FINISHED_STATUSES = ("succeeded", "failed", "stopped")
+ZERO_USAGE = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+
+
+def make_event(run_id, seq: int, kind: str, payload: dict, usage: dict | None = None, ts: str | None = None) -> dict:
+    if kind not in KINDS:
+        raise ValueError(f"unknown event kind {kind!r}")
+    return {
+        "v": SCHEMA_VERSION, "run_id": run_id, "seq": seq, "kind": kind, "ts": ts or utc_now(),
+        "payload": payload, "usage": dict(usage or ZERO_USAGE),
+    }
+
+
+class Sink(Protocol):
+    def write(self, event: dict) -> None: ...
+
+
+class Emitter:
+    """Numbers events of one run and hands each to the sinks in order. Thread-safe (a reviewer thread may emit)."""
+
+    def __init__(self, run_id, sinks: list[Sink | Callable[[dict], None]], next_seq: int = 0,
+                 clock: Callable[[], str] = utc_now):
+        self.run_id = run_id
+        self.next_seq = next_seq
+        self._sinks = list(sinks)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[dict], None]] = []
+
+    def add_listener(self, fn: Callable[[dict], None]) -> None:
+        """Called with every event after the sinks (the loop uses this to keep its state)."""
+        self._listeners.append(fn)
+
+    def emit(self, kind: str, payload: dict, usage: dict | None = None) -> dict:
+        with self._lock:
+            event = make_event(self.run_id, self.next_seq, kind, payload, usage, ts=self._clock())
+            self.next_seq += 1
+            for sink in self._sinks:
+                (sink.write if hasattr(sink, "write") else sink)(event)
+            for fn in self._listeners:
+                fn(event)
+        return event

@@ -1,0 +1,56 @@
+"""Model backends: Anthropic (the `anthropic` SDK), replay of a recorded trace, an OpenAI-compatible endpoint.
+
+Each takes the system prompt, the conversation (Messages-API shape) and the tool schemas, and returns a
+ModelReply: content blocks in Messages-API shape, the stop reason, and the call's usage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+
+@dataclass
+class Usage:
+    tokens_in: int = 0            # every input token: uncached + cache reads + cache writes
+    tokens_out: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None  # None: the price of this model is not known
+
+
+@dataclass
+class ModelReply:
+    content: list[dict]
+    stop_reason: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text").strip()
+
+    @property
+    def tool_uses(self) -> list[dict]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+class Model(Protocol):
+    name: str
+
+    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply: ...
+
+
+Notify = Callable[[str], None]   # how a backend reports a retry or a warning (the loop turns it into a note)
+
+
+def make_model(spec: str, settings: dict | None = None, notify: Notify | None = None) -> Model:
+    """A model from a spec: `replay:TRACE`, `openai:MODEL` (an OpenAI-compatible endpoint), or an Anthropic id."""
+    settings = settings or {}
+    if spec.startswith("replay:"):
+        from agentloop.models.replay import ReplayModel
+        return ReplayModel.from_trace(spec[len("replay:"):])
+    if spec.startswith("openai:"):
+        from agentloop.models.openai_compat import OpenAICompatModel
+        return OpenAICompatModel(spec[len("openai:"):], settings=settings, notify=notify)
+    from agentloop.models.anthropic_backend import AnthropicModel
+    return AnthropicModel(spec, settings=settings, notify=notify)

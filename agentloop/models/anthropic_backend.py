@@ -1,0 +1,106 @@
+"""The Anthropic backend: the `anthropic` SDK's Messages API with tool use, retries, prompt caching and costs.
+
+Settings (the run's settings, else the environment): api_key (ANTHROPIC_API_KEY), base_url (ANTHROPIC_BASE_URL),
+max_tokens, stream (stream each response and assemble it; needed for long outputs), max_retries, backoff_base_s,
+timeout_s.
+
+Prompt caching: the stable prefix (tools and system prompt) carries one cache breakpoint and the newest message
+another, so each turn re-reads the conversation so far from the cache instead of paying for it again.
+"""
+from __future__ import annotations
+
+import os
+
+import anthropic
+
+from agentloop.errors import ModelFailed
+from agentloop.models import ModelReply, Notify, Usage
+from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from agentloop.prices import cost_usd
+
+CACHE = {"type": "ephemeral"}
+
+
+def classify(exc: Exception) -> tuple[bool, float | None, str]:
+    if isinstance(exc, anthropic.APIStatusError):
+        retry_after = parse_retry_after(exc.response.headers.get("retry-after") if exc.response is not None else None)
+        return exc.status_code in RETRY_STATUSES, retry_after, f"HTTP {exc.status_code}"
+    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+        return True, None, type(exc).__name__
+    return False, None, type(exc).__name__
+
+
+def block_to_dict(block) -> dict:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return block.model_dump(mode="json", exclude_none=True)
+
+
+def with_cache_breakpoints(system: str, messages: list[dict], tools: list[dict]) -> tuple[list, list, list]:
+    system_blocks = [{"type": "text", "text": system, "cache_control": CACHE}] if system else []
+    tools = [dict(t) for t in tools]
+    if tools and not system_blocks:
+        tools[-1]["cache_control"] = CACHE
+    messages = [{"role": m["role"], "content": [dict(b) for b in m["content"]]} for m in messages]
+    if messages:
+        last = messages[-1]["content"]
+        for block in reversed(last):
+            if block.get("type") in ("text", "tool_result", "tool_use", "image", "document"):
+                block["cache_control"] = CACHE
+                break
+    return system_blocks, messages, tools
+
+
+class AnthropicModel:
+    def __init__(self, name: str, settings: dict | None = None, notify: Notify | None = None, client=None):
+        settings = settings or {}
+        self.name = name
+        self.max_tokens = int(settings.get("max_tokens", 8192))
+        self.stream = bool(settings.get("stream", True))
+        self.notify = notify
+        self.retry = RetryPolicy(max_retries=int(settings.get("max_retries", 8)),
+                                 base_s=float(settings.get("backoff_base_s", 1.0)))
+        if client is None:
+            api_key = settings.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")
+            if not api_key:
+                raise ModelFailed("no Anthropic API key: set ANTHROPIC_API_KEY or the run's api_key setting")
+            base_url = settings.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None
+            # Retries are ours (they are reported as notes and use our backoff), so the SDK's are off.
+            client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0,
+                                         timeout=float(settings.get("timeout_s", 600)))
+        self.client = client
+
+    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
+        system_blocks, messages, tools = with_cache_breakpoints(system, messages, tools)
+        kwargs = {"model": self.name, "max_tokens": self.max_tokens, "messages": messages}
+        if system_blocks:
+            kwargs["system"] = system_blocks
+        if tools:
+            kwargs["tools"] = tools
+
+        def call():
+            if self.stream:
+                with self.client.messages.stream(**kwargs) as stream:
+                    return stream.get_final_message()
+            return self.client.messages.create(**kwargs)
+
+        try:
+            message = self.retry.run(call, classify, self.notify)
+        except anthropic.APIError as exc:
+            raise ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
+        return self._reply(message)
+
+    def _reply(self, message) -> ModelReply:
+        u = message.usage
+        uncached = int(u.input_tokens or 0)
+        read = int(getattr(u, "cache_read_input_tokens", 0) or 0)
+        written = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
+        out = int(u.output_tokens or 0)
+        model = getattr(message, "model", None) or self.name
+        usage = Usage(tokens_in=uncached + read + written, tokens_out=out, cache_read_tokens=read,
+                      cache_write_tokens=written, cost_usd=cost_usd(model, uncached, out, read, written))
+        return ModelReply(content=[block_to_dict(b) for b in message.content],
+                          stop_reason=message.stop_reason or "end_turn", model=model, usage=usage)

@@ -1,0 +1,50 @@
+"""The replay model: plays back the model turns of a recorded trace, in order, while tools run for real.
+
+Turns and question-selection calls are played from separate queues, so a run that asks the same questions at
+the same points replays exactly; one that goes another way runs out of recorded turns and ends (ReplayExhausted).
+Token counts are replayed as recorded (budgets behave as in the recording); the cost is 0: nothing was paid.
+"""
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+from agentloop.errors import ReplayExhausted
+from agentloop.models import ModelReply, Usage
+from agentloop.trace import read_trace
+
+
+class ReplayModel:
+    def __init__(self, events: list[dict], name: str = "replay"):
+        self.name = name
+        self.queues: dict[str, deque] = {}
+        pending_usage: dict[str, deque] = {}
+        for event in events:
+            p = event["payload"]
+            if event["kind"] == "usage":
+                pending_usage.setdefault(p.get("purpose", "turn"), deque()).append(p)
+            elif event["kind"] == "model_message":
+                self.queues.setdefault(p.get("purpose", "turn"), deque()).append(p)
+        self.usages = pending_usage
+        self.recorded_model = next((e["payload"].get("model") for e in events if e["kind"] == "model_message"), None)
+
+    @classmethod
+    def from_trace(cls, path: str | Path) -> "ReplayModel":
+        return cls(read_trace(path), name=f"replay:{path}")
+
+    def remaining(self, purpose: str = "turn") -> int:
+        return len(self.queues.get(purpose, ()))
+
+    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
+        queue = self.queues.get(purpose)
+        if not queue:
+            raise ReplayExhausted(f"the recorded trace has no {purpose} left to replay")
+        recorded = queue.popleft()
+        usage_queue = self.usages.get(purpose)
+        u = usage_queue.popleft() if usage_queue else {}
+        usage = Usage(tokens_in=int(u.get("tokens_in") or 0), tokens_out=int(u.get("tokens_out") or 0),
+                      cache_read_tokens=int(u.get("cache_read_tokens") or 0),
+                      cache_write_tokens=int(u.get("cache_write_tokens") or 0), cost_usd=0.0)
+        return ModelReply(content=[dict(b) for b in recorded.get("content") or []],
+                          stop_reason=recorded.get("stop_reason", "end_turn"),
+                          model=recorded.get("model") or self.name, usage=usage)

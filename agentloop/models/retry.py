@@ -1,0 +1,52 @@
+"""Retrying a model call on passing failures (rate limits, overload, 5xx, dropped connections) with backoff."""
+from __future__ import annotations
+
+import random
+import time
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+RETRY_STATUSES = (408, 409, 429, 500, 502, 503, 504, 529)
+
+
+class RetryPolicy:
+    def __init__(self, max_retries: int = 8, base_s: float = 1.0, cap_s: float = 60.0,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.max_retries = max_retries
+        self.base_s = base_s
+        self.cap_s = cap_s
+        self.sleep = sleep
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.cap_s)
+        backoff = min(self.cap_s, self.base_s * 2 ** attempt)
+        return backoff * (0.5 + random.random() / 2)   # jitter: workers that failed together do not retry together
+
+    def run(self, call: Callable[[], T], classify: Callable[[Exception], tuple[bool, float | None, str]],
+            notify: Callable[[str], None] | None = None) -> T:
+        """Call `call`; on an exception that `classify` calls retryable, wait and call again, up to max_retries.
+        `classify(exc)` -> (retryable, retry_after_s or None, short description)."""
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except Exception as exc:  # noqa: BLE001 - classify decides; anything not retryable is re-raised
+                retryable, retry_after, what = classify(exc)
+                if not retryable or attempt >= self.max_retries:
+                    raise
+                wait = self.delay(attempt, retry_after)
+                if notify:
+                    notify(f"model call failed ({what}); retry {attempt + 1} of {self.max_retries} in {wait:.1f} s")
+                self.sleep(wait)
+                attempt += 1
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None

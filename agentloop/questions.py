@@ -1,0 +1,84 @@
+"""Asking a question at a decision point: pick one from the bank (one model call), have it reviewed, ask it.
+
+The agent proposes; the reviewer approves, edits, vetoes, or writes their own. After a veto the agent proposes
+again, never a question already vetoed at this decision point; after `max_proposals` it gives up. Only an
+approved text reaches the conversation, as a user message with nothing added.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from questionbank.bank import BankEntry
+from questionbank.selection import build_selection_prompt, eligible_entries, fallback_selection, parse_selection
+
+from agentloop.detectors import Firing
+from agentloop.errors import StoppedByHuman
+from agentloop.review import Reviewer
+from agentloop.state import RunState
+from agentloop.summary import trajectory_summary
+
+
+class QuestionAsker:
+    def __init__(self, *, state: RunState, emit: Callable, ask_model: Callable[[str], str], bank: list[BankEntry],
+                 reviewer: Reviewer, inbox, run_id, cooldown_steps: int, max_proposals: int,
+                 set_status: Callable[[str, str], None]):
+        self.state = state
+        self.emit = emit
+        self.ask_model = ask_model
+        self.bank = bank
+        self.reviewer = reviewer
+        self.inbox = inbox
+        self.run_id = run_id
+        self.cooldown_steps = cooldown_steps
+        self.max_proposals = max_proposals
+        self.set_status = set_status
+
+    def ask(self, firing: Firing) -> bool:
+        """Propose, review, repeat after vetoes. True when a question entered the conversation."""
+        for attempt in range(self.max_proposals):
+            proposal = self.propose(firing.name, attempt)
+            if proposal is None:
+                return False
+            if self.review(proposal):
+                return True
+        self.emit("note", {"text": f"no question asked at {firing.name}: {self.max_proposals} proposals vetoed",
+                           "level": "info"})
+        return False
+
+    def propose(self, decision_point: str, attempt: int) -> dict | None:
+        entries = eligible_entries(self.bank, decision_point, self.state.asked, self.state.steps, self.cooldown_steps)
+        if not entries:
+            self.emit("note", {"text": f"no eligible bank question at {decision_point}", "level": "info"})
+            return None
+        prompt = build_selection_prompt(decision_point, trajectory_summary(self.state), entries)
+        selection = parse_selection(self.ask_model(prompt), entries) or fallback_selection(decision_point, entries)
+        entry = next(e for e in entries if e.key == selection.key)
+        ref = f"q-{self.run_id}-{self.state.questions_proposed}"
+        proposal = {"question_ref": ref, "bank_key": entry.key, "text": entry.text, "category": entry.category,
+                    "reason": selection.reason, "decision_point": decision_point, "by": selection.by,
+                    "attempt": attempt}
+        self.emit("question_proposed", proposal)
+        return proposal
+
+    def review(self, proposal: dict) -> bool:
+        """Decide `proposal`; True when a question was asked (False after a veto)."""
+        interactive = getattr(self.reviewer, "interactive", False)
+        if interactive:
+            self.set_status("waiting_review", "waiting_for_review")
+        decision = self.reviewer.decide(proposal, self.inbox)
+        if decision is None:
+            raise StoppedByHuman("stopped while a question waited for review")
+        asked_text = {"approve": proposal["text"], "veto": None}.get(decision.action, decision.text)
+        payload = {"question_ref": proposal["question_ref"], "action": decision.action, "text": asked_text,
+                   "by": decision.by}
+        if decision.action in ("edit", "replace"):
+            payload["original_text"] = proposal["text"]
+        if decision.reviewer:
+            payload["reviewer"] = decision.reviewer
+        if decision.directive_id:
+            payload["directive_id"] = decision.directive_id
+        self.emit("question_decided", payload)
+        if interactive:
+            self.set_status("running", "review_decided")
+        return decision.action != "veto"
+

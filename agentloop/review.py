@@ -1,0 +1,122 @@
+"""Reviewers: who decides a question the agent proposed to itself.
+
+- AutoApprove: every proposal is asked as it is (review mode "auto").
+- InboxReviewer: waits for a `question_decision` directive (from the dashboard through the worker, or any other
+  sender); with a timeout, an undecided proposal is approved when it runs out.
+- ScriptedReviewer: decisions given in advance (tests, demos).
+- TerminalReviewer: asks on the terminal: approve, edit, veto, or write your own.
+- TraceReviewer: the decisions recorded in a trace, in order (replays).
+A reviewer returns None only when the run is being stopped while it waits.
+"""
+from __future__ import annotations
+
+import sys
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol, TextIO
+
+from agentloop.control import ControlInbox
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str                     # approve | edit | veto | replace
+    text: str | None = None         # the text asked (edit, replace); None for approve and veto
+    by: str = "reviewer"            # reviewer | auto | timeout
+    reviewer: str | None = None
+    directive_id: str | None = None
+
+
+class Reviewer(Protocol):
+    interactive: bool
+
+    def decide(self, proposal: dict, inbox: ControlInbox) -> Decision | None: ...
+
+
+class AutoApprove:
+    interactive = False
+
+    def decide(self, proposal, inbox):
+        return Decision("approve", by="auto")
+
+
+class InboxReviewer:
+    interactive = True
+
+    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5):
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+
+    def decide(self, proposal, inbox):
+        import time
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while True:
+            wait = self.poll_s if deadline is None else max(0.0, min(self.poll_s, deadline - time.monotonic()))
+            d = inbox.take_decision(proposal["question_ref"], wait)
+            if d is not None:
+                return Decision(d.decision, text=d.text, by="reviewer", reviewer=d.reviewer, directive_id=d.id)
+            if inbox.stop_requested:
+                return None
+            if deadline is not None and time.monotonic() >= deadline:
+                return Decision("approve", by="timeout")
+
+
+class ScriptedReviewer:
+    """Decisions in order; each item is a Decision, or a callable proposal -> Decision. Runs out -> approve."""
+
+    interactive = True
+
+    def __init__(self, script: Iterable[Decision | Callable[[dict], Decision]]):
+        self.script = deque(script)
+        self.seen: list[dict] = []
+
+    def decide(self, proposal, inbox):
+        self.seen.append(proposal)
+        if not self.script:
+            return Decision("approve", by="reviewer", reviewer="script")
+        item = self.script.popleft()
+        return item(proposal) if callable(item) else item
+
+
+class TraceReviewer:
+    interactive = True
+
+    def __init__(self, events: list[dict]):
+        self.decisions = deque(e["payload"] for e in events if e["kind"] == "question_decided")
+
+    def decide(self, proposal, inbox):
+        if not self.decisions:
+            return Decision("approve", by="auto")
+        p = self.decisions.popleft()
+        return Decision(p["action"], text=p.get("text") if p["action"] in ("edit", "replace") else None,
+                        by=p.get("by", "reviewer"), reviewer=p.get("reviewer"))
+
+
+class TerminalReviewer:
+    interactive = True
+
+    def __init__(self, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout):
+        self.stdin, self.stdout = stdin, stdout
+
+    def _ask(self, prompt: str) -> str:
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if not line:
+            raise EOFError("the terminal closed while a question waited for review")
+        return line.strip()
+
+    def decide(self, proposal, inbox):
+        self.stdout.write(
+            f"\n--- question proposed at {proposal['decision_point']} ({proposal.get('category', '')}) ---\n"
+            f"{proposal['text']}\nwhy: {proposal.get('reason', '')}\n")
+        while True:
+            choice = self._ask("[a]pprove, [e]dit, [v]eto, [w]rite your own? ").lower()[:1]
+            if choice == "a":
+                return Decision("approve", reviewer="terminal")
+            if choice == "v":
+                return Decision("veto", reviewer="terminal")
+            if choice in ("e", "w"):
+                text = self._ask("question text: ")
+                if text:
+                    return Decision("edit" if choice == "e" else "replace", text=text, reviewer="terminal")

@@ -1,0 +1,181 @@
+"""A run's state, rebuilt from its events: the conversation, counters for the budgets, the evaluations the
+detectors look at, the questions asked.
+
+The loop keeps this object by applying every event it emits (`apply`); resuming a run applies the events of its
+trace. One code path for both means a resumed run continues exactly where the trace says it was.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+from questionbank.selection import AskedQuestion
+
+from agentloop.config import RunConfig
+
+
+@dataclass
+class EvalRecord:
+    number: int                 # 1-based among all evaluations of the run
+    purpose: str                # "tool" or "goal_check"
+    status: str
+    all_correct: bool
+    speedup: float | None       # over the goal baseline, when measured
+    full: bool
+    goal_met: bool
+    kernel_sha256: str
+    best_after: float | None    # the run's best verified speedup after this one
+    gain: bool                  # it raised the best verified speedup
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("error", "incorrect") or (self.status == "correct" and not self.all_correct)
+
+
+@dataclass
+class RunState:
+    config: RunConfig | None = None
+    system_prompt: str = ""
+    status: str = "queued"
+    started_ts: str | None = None
+    last_ts: str | None = None
+    messages: list[dict] = field(default_factory=list)   # {"role", "content": [blocks]}, adjacent roles unmerged
+    steps: int = 0                                       # model turns taken
+    model_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    evaluations: list[EvalRecord] = field(default_factory=list)
+    best_speedup: float | None = None
+    goal_met: bool = False
+    finished: bool = False
+    final_reason: str | None = None
+    asked: list[AskedQuestion] = field(default_factory=list)
+    proposals: dict[str, dict] = field(default_factory=dict)     # question_ref -> question_proposed payload
+    pending_question: dict | None = None                         # proposed, not yet decided
+    open_tool_calls: list[dict] = field(default_factory=list)    # tool_use blocks of the last turn without result
+    last_fired: dict[str, int] = field(default_factory=dict)     # decision point -> tool evaluations when it fired
+    questions_proposed: int = 0
+    last_turn: dict | None = None                                # the last model_message payload (purpose turn)
+
+    # ---- derived ----
+    @property
+    def tool_evaluations(self) -> list[EvalRecord]:
+        return [e for e in self.evaluations if e.purpose == "tool"]
+
+    def wall_s(self, now: _dt.datetime | None = None) -> float:
+        if not self.started_ts:
+            return 0.0
+        now = now or _dt.datetime.now(_dt.timezone.utc)
+        return (now - _dt.datetime.fromisoformat(self.started_ts)).total_seconds()
+
+    def evaluated(self, sha256: str) -> list[EvalRecord]:
+        return [e for e in self.evaluations if e.kernel_sha256 == sha256]
+
+    # ---- applying events ----
+    def apply(self, event: dict) -> None:
+        kind, p = event["kind"], event["payload"]
+        self.last_ts = event.get("ts") or self.last_ts
+        handler = getattr(self, "_on_" + kind, None)
+        if handler is not None:
+            handler(p, event)
+
+    def _user(self, block: dict) -> None:
+        self.messages.append({"role": "user", "content": [block]})
+
+    def _on_status(self, p: dict, event: dict) -> None:
+        if p.get("reason") == "started" and p.get("config"):
+            self.config = RunConfig.from_dict(p["config"])
+            self.system_prompt = p["config"].get("system_prompt", "")
+            self.started_ts = event.get("ts")
+            self._user({"type": "text", "text": p["config"].get("task_prompt", "")})
+        self.status = p["status"]
+        if p["status"] in ("succeeded", "failed", "stopped"):
+            self.finished = True
+            self.final_reason = p.get("reason")
+
+    def _on_model_message(self, p: dict, event: dict) -> None:
+        if p.get("purpose") != "turn":
+            return
+        self.steps += 1
+        self.last_turn = p
+        self.messages.append({"role": "assistant", "content": list(p.get("content") or [])})
+        self.open_tool_calls = [b for b in p.get("content") or [] if b.get("type") == "tool_use"]
+
+    def _on_tool_result(self, p: dict, event: dict) -> None:
+        self._user({"type": "tool_result", "tool_use_id": p["call_id"], "content": p.get("output", ""),
+                    "is_error": bool(p.get("is_error"))})
+        self.open_tool_calls = [b for b in self.open_tool_calls if b.get("id") != p["call_id"]]
+
+    def _on_evaluation(self, p: dict, event: dict) -> None:
+        result = p.get("result") or {}
+        from agentloop.goal import all_correct
+        speedup = p.get("speedup")
+        correct = all_correct(result)
+        before = self.best_speedup
+        if correct and speedup is not None and (before is None or speedup > before):
+            self.best_speedup = speedup
+        self.evaluations.append(EvalRecord(
+            number=len(self.evaluations) + 1, purpose=p.get("purpose", "tool"), status=result.get("status", "error"),
+            all_correct=correct, speedup=speedup, full=bool(p.get("full")), goal_met=bool(p.get("goal_met")),
+            kernel_sha256=p.get("kernel_sha256") or result.get("kernel_sha256", ""), best_after=self.best_speedup,
+            gain=self.best_speedup != before,
+        ))
+        if p.get("goal_met"):
+            self.goal_met = True
+
+    def _on_decision_point(self, p: dict, event: dict) -> None:
+        self.last_fired[p["name"]] = len(self.tool_evaluations)
+
+    def _on_question_proposed(self, p: dict, event: dict) -> None:
+        self.questions_proposed += 1
+        self.proposals[p["question_ref"]] = p
+        self.pending_question = p
+
+    def _on_question_decided(self, p: dict, event: dict) -> None:
+        proposal = self.proposals.get(p["question_ref"], {})
+        if self.pending_question and self.pending_question.get("question_ref") == p["question_ref"]:
+            self.pending_question = None
+        vetoed = p["action"] == "veto"
+        if proposal.get("bank_key"):
+            self.asked.append(AskedQuestion(key=proposal["bank_key"], decision_point=proposal.get("decision_point", ""),
+                                            step=self.steps, vetoed=vetoed))
+        if not vetoed and p.get("text"):
+            self._user({"type": "text", "text": p["text"]})
+
+    def _on_human_message(self, p: dict, event: dict) -> None:
+        self._user({"type": "text", "text": p["text"]})
+
+    def _on_note(self, p: dict, event: dict) -> None:
+        if p.get("to_model"):
+            self._user({"type": "text", "text": p["text"]})
+
+    def _on_usage(self, p: dict, event: dict) -> None:
+        self.model_calls += 1
+        self.tokens_in += int(p.get("tokens_in") or 0)
+        self.tokens_out += int(p.get("tokens_out") or 0)
+        if p.get("cost_usd") is None:
+            self.cost_known = False
+        else:
+            self.cost_usd += float(p["cost_usd"])
+
+
+def state_from_events(events: list[dict]) -> RunState:
+    state = RunState()
+    for event in events:
+        state.apply(event)
+    return state
+
+
+def api_messages(messages: list[dict]) -> list[dict]:
+    """The conversation as the Messages API wants it: roles alternating, adjacent same-role turns merged, no
+    empty assistant turn."""
+    out: list[dict] = []
+    for m in messages:
+        content = [dict(b) for b in m["content"]] or [{"type": "text", "text": "(no text)"}]
+        if out and out[-1]["role"] == m["role"]:
+            out[-1]["content"].extend(content)
+        else:
+            out.append({"role": m["role"], "content": content})
+    return out

@@ -1,0 +1,74 @@
+"""The local trace: a JSONL file, one event a line, appended and flushed as each event is emitted.
+
+`sync()` (called at the end of every step, in a `finally`) also fsyncs, so a machine crash loses at most the
+step in flight. Reading tolerates a last line cut short by a crash.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+class TraceWriter:
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def _repair_tail(self) -> None:
+        # A crash mid-write leaves a partial last line; appending after it would glue two events together.
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        with open(self.path, "rb+") as f:
+            data = f.read()
+            if data.endswith(b"\n"):
+                return
+            cut = data.rfind(b"\n") + 1
+            f.truncate(cut)
+
+    def write(self, event: dict) -> None:
+        self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._file.flush()
+
+    def sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.sync()
+            self._file.close()
+
+
+class TraceError(ValueError):
+    pass
+
+
+def read_trace(path: str | os.PathLike) -> list[dict]:
+    """The events of a trace file, in order. A last line cut short by a crash is dropped; any other bad line
+    is an error naming its line number."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except OSError as exc:
+        raise TraceError(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    events = []
+    last = len(lines) - 1
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            if number == last:  # the unfinished last line of a crashed writer
+                break
+            raise TraceError(f"{path}, line {number + 1}: not JSON") from None
+        if not isinstance(event, dict) or not {"seq", "kind", "payload"} <= set(event):
+            raise TraceError(f"{path}, line {number + 1}: not an event")
+        events.append(event)
+    for expected, event in enumerate(events):
+        if event["seq"] != expected:
+            raise TraceError(f"{path}: event {expected} has seq {event['seq']}: the trace has a gap or a repeat")
+    return events

@@ -1,0 +1,162 @@
+"""A local server that speaks enough of Anthropic's Messages API for the real `anthropic` client: scripted
+responses, JSON or server-sent events (when the request asks to stream), and HTTP errors such as 429 and 529.
+
+    server = MessagesServer(responder)      # responder(request_json) -> Reply | Failure
+    with server:
+        client = anthropic.Anthropic(api_key="test", base_url=server.url)
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+@dataclass
+class Reply:
+    content: list[dict]
+    stop_reason: str | None = None
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cache_read: int = 0
+    cache_write: int = 0
+    model: str = "claude-sonnet-4-5-20250929"
+
+    def message(self, ident: str) -> dict:
+        stop = self.stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn")
+        return {"id": ident, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
+                "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                          "cache_read_input_tokens": self.cache_read, "cache_creation_input_tokens": self.cache_write}}
+
+
+@dataclass
+class Failure:
+    status: int                       # 429, 529, 500, 400, ...
+    headers: dict = field(default_factory=dict)
+
+    def body(self) -> dict:
+        kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}.get(
+            self.status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": f"scripted {self.status}"}}
+
+
+def text(t: str) -> dict:
+    return {"type": "text", "text": t}
+
+
+_ids = itertools.count(1)
+
+
+def tool_use(name: str, tool_input: dict, ident: str | None = None) -> dict:
+    return {"type": "tool_use", "id": ident or f"toolu_{next(_ids):04d}", "name": name, "input": tool_input}
+
+
+class Script:
+    """Scripted replies: turns (requests with tools) and question selections (requests without) from two queues.
+    Failures are served before the next reply of their queue."""
+
+    def __init__(self, turns=(), selections=()):
+        self.turns = list(turns)
+        self.selections = list(selections)
+
+    def __call__(self, request: dict):
+        queue = self.turns if request.get("tools") else self.selections
+        if not queue:
+            if request.get("tools"):
+                raise AssertionError("the script has no turn left")
+            return Reply([text("QUESTION: none\nREASON: the script has no selection left")])
+        return queue.pop(0)
+
+
+def _sse(message: dict) -> bytes:
+    events = []
+    start = dict(message, content=[], stop_reason=None)
+    start["usage"] = dict(message["usage"], output_tokens=1)
+    events.append(("message_start", {"type": "message_start", "message": start}))
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text", "text": ""}}))
+            t = block["text"]
+            for piece in [t[j:j + 7] for j in range(0, len(t), 7)] or [""]:
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "text_delta", "text": piece}}))
+        else:
+            events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
+                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
+            raw = json.dumps(block["input"])
+            for piece in [raw[j:j + 11] for j in range(0, len(raw), 11)]:
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "input_json_delta", "partial_json": piece}}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                                     "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
+
+
+class MessagesServer:
+    def __init__(self, responder: Callable[[dict], Reply | Failure]):
+        self.responder = responder
+        self.requests: list[dict] = []
+        self.failures_served: list[int] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                if not self.path.startswith("/v1/messages"):
+                    self.send_error(404)
+                    return
+                server.requests.append({"body": body, "headers": dict(self.headers)})
+                reply = server.responder(body)
+                if isinstance(reply, Failure):
+                    server.failures_served.append(reply.status)
+                    data = json.dumps(reply.body()).encode()
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                message = reply.message(f"msg_{len(server.requests):04d}")
+                if body.get("stream"):
+                    data = _sse(message)
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                else:
+                    data = json.dumps(message).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    @property
+    def turn_requests(self) -> list[dict]:
+        return [r["body"] for r in self.requests if r["body"].get("tools")]

@@ -1,0 +1,92 @@
+"""The Anthropic backend with the real `anthropic` client against a local Messages-API server."""
+import pytest
+
+from agentloop.errors import ModelFailed
+from agentloop.models.anthropic_backend import AnthropicModel
+from tests.agentloop.messages_api import Failure, MessagesServer, Reply, Script, text, tool_use
+
+MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "make it faster"}]}]
+TOOLS = [{"name": "shell", "description": "run", "input_schema": {"type": "object", "properties": {}}}]
+
+
+def model(server, notes=None, stream=True, **settings):
+    return AnthropicModel("claude-sonnet-4-5", notify=(notes.append if notes is not None else None),
+                          settings={"api_key": "sk-test", "base_url": server.url, "stream": stream,
+                                    "backoff_base_s": 0.01, **settings})
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_tool_use_reply_is_read_whole_streaming_or_not(stream):
+    call = tool_use("shell", {"command": "ls -la", "nested": {"a": [1, 2]}})
+    with MessagesServer(Script([Reply([text("Looking around first."), call], input_tokens=50, output_tokens=9)])) as s:
+        reply = model(s, stream=stream).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.text == "Looking around first."
+    assert reply.tool_uses == [call]
+    assert reply.stop_reason == "tool_use"
+    assert (reply.usage.tokens_in, reply.usage.tokens_out) == (50, 9)
+    assert s.requests[0]["body"].get("stream", False) is stream
+
+
+@pytest.mark.parametrize("status", [429, 529, 500])
+def test_rate_limits_and_overload_are_retried_with_a_note(status):
+    script = Script([Failure(status, {"retry-after": "0"}), Failure(status), Reply([text("ok")])])
+    notes = []
+    with MessagesServer(script) as s:
+        reply = model(s, notes).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.text == "ok"
+    assert s.failures_served == [status, status]
+    assert len(notes) == 2 and f"HTTP {status}" in notes[0]
+
+
+def test_retries_give_up_after_the_limit():
+    with MessagesServer(Script([Failure(529)] * 5)) as s:
+        with pytest.raises(ModelFailed):
+            model(s, max_retries=2).query("system", MESSAGES, TOOLS, "turn")
+    assert s.failures_served == [529, 529, 529]
+
+
+def test_a_bad_request_is_not_retried():
+    with MessagesServer(Script([Failure(400), Reply([text("never")])])) as s:
+        with pytest.raises(ModelFailed):
+            model(s).query("system", MESSAGES, TOOLS, "turn")
+    assert s.failures_served == [400]
+
+
+def test_the_stable_prefix_and_the_newest_message_carry_cache_breakpoints():
+    messages = MESSAGES + [{"role": "assistant", "content": [text("hi")]},
+                           {"role": "user", "content": [text("first"), text("second")]}]
+    with MessagesServer(Script([Reply([text("ok")])])) as s:
+        model(s).query("the system prompt", messages, TOOLS, "turn")
+    body = s.requests[0]["body"]
+    assert body["system"] == [{"type": "text", "text": "the system prompt", "cache_control": {"type": "ephemeral"}}]
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in body["messages"][-1]["content"][0]
+    assert "cache_control" not in body["messages"][0]["content"][0]
+    assert messages[-1]["content"][-1] == text("second")  # the caller's conversation is not modified
+
+
+def test_cost_counts_cached_tokens_at_their_price():
+    reply = Reply([text("ok")], input_tokens=1000, output_tokens=100, cache_read=10000, cache_write=2000)
+    with MessagesServer(Script([reply])) as s:
+        usage = model(s).query("system", MESSAGES, TOOLS, "turn").usage
+    assert usage.tokens_in == 13000 and usage.cache_read_tokens == 10000 and usage.cache_write_tokens == 2000
+    # claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million tokens
+    assert usage.cost_usd == pytest.approx((1000 * 3 + 100 * 15 + 10000 * 0.30 + 2000 * 3.75) / 1e6)
+
+
+def test_an_unknown_model_has_an_unknown_cost_not_a_guess():
+    with MessagesServer(Script([Reply([text("ok")], model="someone-elses-model")])) as s:
+        usage = model(s).query("system", MESSAGES, TOOLS, "turn").usage
+    assert usage.cost_usd is None
+
+
+def test_the_api_key_comes_from_the_environment_and_a_missing_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ModelFailed, match="ANTHROPIC_API_KEY"):
+        AnthropicModel("claude-sonnet-4-5")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
+    with MessagesServer(Script([Reply([text("ok")])])) as s:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", s.url)
+        AnthropicModel("claude-sonnet-4-5", settings={"stream": False}).query("s", MESSAGES, TOOLS, "turn")
+    headers = {k.lower(): v for k, v in s.requests[0]["headers"].items()}
+    assert headers.get("x-api-key") == "sk-from-env"
