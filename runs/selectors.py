@@ -42,3 +42,162 @@ def kernels_released() -> QuerySet[Kernel]:
 
 def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
     return Evaluation.objects.filter(run_id=run_id).select_related("kernel").order_by("created_at")
+
+
+# ============================================================================================================
+# The dashboard's reads: the paged feed, the speedup series, the review queue, kernels, traces.
+# ============================================================================================================
+
+from django.db.models import TextField  # noqa: E402
+from django.db.models.functions import Cast  # noqa: E402
+
+from runs.models import Directive, RunStatus, ScenarioResult, StepKind, WorkerHost  # noqa: E402,F401
+
+FEED_PAGE_MAX = 500
+
+
+def _feed_filter(run_id: int, kinds: list[str] | None, text: str | None):
+    steps = Step.objects.filter(run_id=run_id)
+    if kinds:
+        steps = steps.filter(kind__in=kinds)
+    if text:
+        # The payload as JSON text: searches every field at once, on SQLite and PostgreSQL alike.
+        steps = steps.annotate(payload_text=Cast("payload", TextField())).filter(payload_text__icontains=text)
+    return steps
+
+
+def steps_page(
+    *, run_id: int, after: int | None = None, before: int | None = None, around: int | None = None,
+    limit: int = 200, kinds: list[str] | None = None, text: str | None = None,
+) -> dict:
+    """One page of a run's feed, oldest first, under a kind/text filter; never more than FEED_PAGE_MAX steps.
+
+    after=N: the next steps with seq > N (paging forward, resuming after a reconnect).
+    before=N: the steps just before seq N (paging back); neither: the last `limit` steps (the tail).
+    around=N: up to limit/2 steps at or before N and the ones after it (a permalink).
+    Returns the steps and whether older / newer ones exist beyond the page.
+    """
+    limit = max(1, min(int(limit), FEED_PAGE_MAX))
+    steps = _feed_filter(run_id, kinds, text)
+    if around is not None:
+        half = max(1, limit // 2)
+        older = list(steps.filter(seq__lte=around).order_by("-seq")[: half + 1])
+        newer = list(steps.filter(seq__gt=around).order_by("seq")[: limit - half + 1])
+        has_older, has_newer = len(older) > half, len(newer) > limit - half
+        page = list(reversed(older[:half])) + newer[: limit - half]
+    elif after is not None:
+        page = list(steps.filter(seq__gt=after).order_by("seq")[: limit + 1])
+        has_newer = len(page) > limit
+        page = page[:limit]
+        has_older = steps.filter(seq__lte=after).exists()
+    else:
+        window = steps.filter(seq__lt=before) if before is not None else steps
+        page = list(window.order_by("-seq")[: limit + 1])
+        has_older = len(page) > limit
+        page = list(reversed(page[:limit]))
+        has_newer = before is not None and steps.filter(seq__gte=before).exists()
+    return {"steps": page, "has_older": has_older, "has_newer": has_newer}
+
+
+def step_get(*, run_id: int, seq: int) -> Step:
+    return Step.objects.get(run_id=run_id, seq=seq)
+
+
+def run_speedup_series(run: Run) -> dict:
+    """Every evaluation of a run as a point (x = its step's seq), the best-so-far line, and its questions."""
+    baseline = run.task.goal_baseline
+    points, best_line, best = [], [], None
+    for evaluation in Evaluation.objects.filter(run=run).select_related("step").order_by("created_at", "pk"):
+        x = evaluation.step.seq if evaluation.step else None
+        speedup = evaluation.speedup_over(baseline)
+        correct = evaluation.status == "correct"
+        points.append({"x": x, "speedup": speedup, "status": evaluation.status, "evaluation_id": evaluation.pk,
+                       "kernel_id": evaluation.kernel_id})
+        if correct and speedup is not None and (best is None or speedup > best):
+            best = speedup
+        if best is not None and x is not None:
+            best_line.append({"x": x, "best": best})
+    questions = [
+        {"x": q.step.seq if q.step else None, "text": q.text, "status": q.status, "category": q.category,
+         "question_id": q.pk}
+        for q in Question.objects.filter(run=run).select_related("step").order_by("created_at", "pk")
+    ]
+    return {"baseline": baseline, "goal": run.task.goal_speedup, "points": points, "best": best_line,
+            "questions": questions}
+
+
+def review_queue(*, context_steps: int = 5) -> list[dict]:
+    """Proposed questions across runs, oldest first, each with what a reviewer needs to decide it."""
+    items = []
+    for question in questions_pending().select_related("step", "bank_entry"):
+        before = question.step.seq if question.step else question.run.last_seq + 1
+        recent = list(Step.objects.filter(run_id=question.run_id, seq__lt=before).order_by("-seq")[:context_steps])
+        items.append({"question": question, "run": question.run, "recent_steps": list(reversed(recent))})
+    return items
+
+
+def kernel_list(*, released: bool | None = None, run_id: int | None = None, task_name: str | None = None):
+    kernels = Kernel.objects.select_related("task", "run", "step").annotate(evaluation_count=Count("evaluations"))
+    if released is not None:
+        kernels = kernels.filter(released=released)
+    if run_id is not None:
+        kernels = kernels.filter(run_id=run_id)
+    if task_name:
+        kernels = kernels.filter(task__name=task_name)
+    return kernels.order_by("-released", "release_name", "-created_at")
+
+
+def kernel_get(kernel_id: int) -> Kernel:
+    return Kernel.objects.select_related("task", "run", "step", "parent").get(pk=kernel_id)
+
+
+def kernel_question_before(kernel: Kernel) -> Question | None:
+    """The last question asked in the kernel's run before the step that produced it: where it came from."""
+    if kernel.run_id is None or kernel.step is None:
+        return None
+    return (
+        Question.objects.filter(run_id=kernel.run_id, step__seq__lt=kernel.step.seq)
+        .exclude(status__in=[QuestionStatus.PROPOSED, QuestionStatus.VETOED])
+        .select_related("step").order_by("-step__seq").first()
+    )
+
+
+def kernel_evaluations(kernel: Kernel):
+    return kernel.evaluations.select_related("run").prefetch_related("scenarios").order_by("-created_at")
+
+
+def evaluation_get(evaluation_id: int) -> Evaluation:
+    return Evaluation.objects.select_related("kernel", "run", "run__task", "step").get(pk=evaluation_id)
+
+
+def evaluation_scenarios(evaluation: Evaluation) -> list[ScenarioResult]:
+    return list(evaluation.scenarios.all())
+
+
+def trace_export_records(run: Run):
+    """The run as JSONL records: a run line, every step as its protocol event, then questions and evaluations."""
+    yield {"v": 1, "type": "run", "id": run.pk, "task": run.task.name, "model": run.model, "status": run.status,
+           "review_mode": run.review_mode, "best_speedup": run.best_speedup, "best_speedups": run.best_speedups,
+           "created_at": run.created_at.isoformat()}
+    for step in Step.objects.filter(run=run).order_by("seq").iterator(chunk_size=1000):
+        yield {"v": 1, "run_id": run.pk, "seq": step.seq, "kind": step.kind, "ts": step.created_at.isoformat(),
+               "payload": step.payload,
+               "usage": {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": float(step.cost_usd)}}
+    for question in Question.objects.filter(run=run).select_related("step", "reviewer", "bank_entry").order_by("pk"):
+        yield {"v": 1, "type": "question", "id": question.pk, "seq": question.step.seq if question.step else None,
+               "source": question.source, "text": question.text, "original_text": question.original_text,
+               "category": question.category, "decision_point": question.decision_point, "status": question.status,
+               "bank_key": question.bank_entry.key if question.bank_entry else None,
+               "reviewer": question.reviewer.get_username() if question.reviewer else None,
+               "decided_at": question.decided_at.isoformat() if question.decided_at else None}
+    for evaluation in Evaluation.objects.filter(run=run).select_related("kernel", "step").order_by("pk"):
+        yield {"v": 1, "type": "evaluation", "id": evaluation.pk, "seq": evaluation.step.seq if evaluation.step else None,
+               "kernel_sha256": evaluation.kernel.sha256, "status": evaluation.status, "geomean": evaluation.geomean,
+               "scenarios": [{"id": s.scenario_id, "params": s.params, "correct": s.correct, "time_ms": s.time_ms,
+                              "speedup": s.speedups} for s in evaluation.scenarios.all()]}
+
+
+def worker_hosts() -> QuerySet[WorkerHost]:
+    return WorkerHost.objects.annotate(
+        active_runs=Count("runs", filter=Q(runs__status__in=[RunStatus.RUNNING, RunStatus.WAITING_REVIEW, RunStatus.PAUSED]))
+    ).order_by("name")

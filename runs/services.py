@@ -783,5 +783,6 @@ def trace_import(*, lines, name: str, user=None) -> Run:
                 apply_step_effects(run=run, step=step)
             except (KeyError, TypeError, ValueError, AttributeError) as malformed:
                 raise ServiceError(f"seq {step.seq}: a {step.kind} event of the wrong shape: {malformed!r}") from None
+        run.refresh_from_db()  # the effects moved its best speedups
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run

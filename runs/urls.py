@@ -1,7 +1,33 @@
 from django.urls import path
 
-from runs import views
+from runs import views, views_assets, views_bank, views_feed, views_kernels, views_review, views_traces, views_workers
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("runs/rows/", views.runs_table, name="runs_rows"),
+    path("runs/start/", views.run_start_view, name="run_start"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/control/", views.run_control_view, name="run_control"),
+    path("runs/<int:run_id>/message/", views.run_message_view, name="run_message"),
+    path("runs/<int:run_id>/steps/", views_feed.run_steps, name="run_steps"),
+    path("runs/<int:run_id>/steps/<int:seq>/", views_feed.run_step, name="run_step"),
+    path("runs/<int:run_id>/summary/", views_feed.run_summary, name="run_summary"),
+    path("runs/<int:run_id>/chart/", views_feed.run_chart, name="run_chart"),
+    path("runs/<int:run_id>/trace.jsonl", views_traces.trace_export, name="trace_export"),
+    path("traces/import/", views_traces.trace_import_view, name="trace_import"),
+    path("review/", views_review.queue, name="review_queue"),
+    path("review/items/", views_review.queue_items, name="review_items"),
+    path("review/<int:question_id>/decide/", views_review.decide, name="review_decide"),
+    path("review/pending/", views_feed.pending_count, name="pending_count"),
+    path("kernels/", views_kernels.kernel_index, name="kernels"),
+    path("kernels/diff/", views_kernels.kernel_diff, name="kernel_diff"),
+    path("kernels/<int:kernel_id>/", views_kernels.kernel_detail, name="kernel_detail"),
+    path("kernels/<int:kernel_id>/download/", views_kernels.kernel_download, name="kernel_download"),
+    path("evaluations/<int:evaluation_id>/", views_kernels.evaluation_detail, name="evaluation_detail"),
+    path("bank/", views_bank.bank, name="bank"),
+    path("bank/add/", views_bank.bank_add, name="bank_add"),
+    path("workers/", views_workers.workers, name="workers"),
+    path("workers/<int:host_id>/revoke/", views_workers.worker_revoke, name="worker_revoke"),
+    path("assets/plotly.min.js", views_assets.plotly_js, name="plotly_js"),
+    path("assets/pygments.css", views_assets.pygments_css, name="pygments_css"),
 ]

@@ -1,14 +1,117 @@
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+"""Runs: the list (with the start form) and one run's page, with the operators' and reviewers' actions."""
 
-from runs.models import RunStatus
-from runs.selectors import run_list
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponseBadRequest, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from runs import permissions
+from runs.forms import MessageForm, StartRunForm
+from runs.models import Run, RunStatus, StepKind, Task
+from runs.permissions import OPERATOR, REVIEWER, role_required
+from runs.selectors import evaluations_for_run, run_list
+from runs.services import ServiceError, run_control, run_send_human_message, run_start
+
+RUNS_SHOWN = 200
+
+
+def _wants_json(request) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def _list_context(request) -> dict:
+    status = request.GET.get("status") or None
+    if status not in RunStatus.values:
+        status = None
+    task = request.GET.get("task") or None
+    return {
+        "runs": run_list(status=status, task_name=task)[:RUNS_SHOWN], "status": status, "task": task,
+        "statuses": RunStatus.choices, "tasks": Task.objects.values_list("name", flat=True),
+    }
 
 
 @login_required
 def home(request):
-    status = request.GET.get("status") or None
-    if status not in RunStatus.values:
-        status = None
-    runs = run_list(status=status)[:200]
-    return render(request, "runs/home.html", {"runs": runs, "status": status, "statuses": RunStatus.choices})
+    context = _list_context(request)
+    if permissions.has_role(request.user, OPERATOR):
+        context["start_form"] = StartRunForm()
+    return render(request, "runs/home.html", context)
+
+
+@login_required
+def runs_table(request):
+    """The list's rows alone: the page swaps them in when the runs socket says a run changed."""
+    return render(request, "runs/_runs_rows.html", _list_context(request))
+
+
+@role_required(OPERATOR)
+@require_POST
+def run_start_view(request):
+    form = StartRunForm(request.POST)
+    if not form.is_valid():
+        context = _list_context(request)
+        context["start_form"] = form
+        return render(request, "runs/home.html", context, status=400)
+    data = form.cleaned_data
+    kernel = data["starting_kernel"]
+    try:
+        run = run_start(
+            task=data["task"], model=data["model"], started_by=request.user,
+            starting_kernel=kernel.source if kernel else None, review_mode=data["review_mode"],
+            review_timeout_s=data["review_timeout_s"], budget_steps=data["budget_steps"],
+            budget_tokens=data["budget_tokens"], budget_cost_usd=data["budget_cost_usd"],
+            budget_wall_s=data["budget_wall_s"], budget_evaluations=data["budget_evaluations"],
+        )
+    except ServiceError as refused:
+        form.add_error(None, str(refused))
+        context = _list_context(request)
+        context["start_form"] = form
+        return render(request, "runs/home.html", context, status=400)
+    messages.success(request, f"Run {run.pk} is queued; a worker will pick it up.")
+    return redirect("run_detail", run_id=run.pk)
+
+
+@login_required
+def run_detail(request, run_id: int):
+    run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by"), pk=run_id)
+    return render(request, "runs/run_detail.html", {
+        "run": run, "kinds": StepKind.choices, "message_form": MessageForm(),
+        "evaluations": evaluations_for_run(run.pk).order_by("-created_at")[:20],
+        "baselines": sorted(run.best_speedups.items()),
+    })
+
+
+def _done(request, run_id: int, *, ok: bool, message: str, status: int = 200):
+    if _wants_json(request):
+        return JsonResponse({"ok": ok, "message": message}, status=status)
+    (messages.success if ok else messages.error)(request, message)
+    return redirect("run_detail", run_id=run_id)
+
+
+@role_required(OPERATOR)
+@require_POST
+def run_control_view(request, run_id: int):
+    run = get_object_or_404(Run, pk=run_id)
+    action = request.POST.get("action")
+    if action not in ("pause", "resume", "stop"):
+        return HttpResponseBadRequest("action must be pause, resume or stop")
+    try:
+        run = run_control(run=run, action=action, user=request.user)
+    except ServiceError as refused:
+        return _done(request, run_id, ok=False, message=str(refused), status=409)
+    return _done(request, run_id, ok=True, message=f"Run {run.pk} is now {run.get_status_display().lower()}.")
+
+
+@role_required(REVIEWER)
+@require_POST
+def run_message_view(request, run_id: int):
+    run = get_object_or_404(Run, pk=run_id)
+    form = MessageForm(request.POST)
+    if not form.is_valid():
+        return _done(request, run_id, ok=False, message="the message is empty or too long", status=400)
+    try:
+        run_send_human_message(run=run, user=request.user, text=form.cleaned_data["text"])
+    except ServiceError as refused:
+        return _done(request, run_id, ok=False, message=str(refused), status=409)
+    return _done(request, run_id, ok=True, message="Sent: the agent reads it at its next turn.")

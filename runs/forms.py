@@ -1,0 +1,69 @@
+"""Forms of the dashboard. They check shapes; the services check what the data allows."""
+
+from django import forms
+
+from questionbank.models import DecisionPoint, QuestionCategory
+from runs.models import Kernel, ReviewMode, Task
+
+
+class StartRunForm(forms.Form):
+    task = forms.ModelChoiceField(queryset=Task.objects.all(), to_field_name="name")
+    starting_kernel = forms.ModelChoiceField(
+        queryset=Kernel.objects.none(), required=False, empty_label="the task's own starting kernel",
+        help_text="or a kernel stored here (released or from a run) of the same task",
+    )
+    model = forms.CharField(max_length=120, initial="claude-sonnet-4-5",
+                            help_text="a model id, or replay:FILE to play a recorded run back")
+    review_mode = forms.ChoiceField(choices=ReviewMode.choices, initial=ReviewMode.REVIEW)
+    review_timeout_s = forms.IntegerField(min_value=1, required=False, label="Review timeout (s)")
+    budget_steps = forms.IntegerField(min_value=1, required=False, label="Steps")
+    budget_tokens = forms.IntegerField(min_value=1, required=False, label="Tokens")
+    budget_cost_usd = forms.DecimalField(min_value=0, max_digits=10, decimal_places=4, required=False, label="Cost (USD)")
+    budget_wall_s = forms.IntegerField(min_value=1, required=False, label="Wall time (s)")
+    budget_evaluations = forms.IntegerField(min_value=1, required=False, label="Evaluations")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["starting_kernel"].queryset = Kernel.objects.select_related("task").order_by("-released", "-created_at")
+        self.fields["starting_kernel"].label_from_instance = lambda k: (
+            f"{k.task.name if k.task else '?'} · {k.release_name or k.sha256[:12]}" + (f" (run {k.run_id})" if k.run_id else "")
+        )
+
+    def clean(self):
+        data = super().clean()
+        kernel, task = data.get("starting_kernel"), data.get("task")
+        if kernel is not None and task is not None and kernel.task_id not in (None, task.pk):
+            self.add_error("starting_kernel", f"this kernel belongs to task {kernel.task}, not {task}")
+        if data.get("review_mode") == ReviewMode.REVIEW_TIMEOUT and not data.get("review_timeout_s"):
+            self.add_error("review_timeout_s", "a timeout is needed for this review mode")
+        return data
+
+
+class MessageForm(forms.Form):
+    text = forms.CharField(max_length=10_000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=[(d, d) for d in ("approve", "edit", "veto", "replace")])
+    text = forms.CharField(max_length=4_000, required=False)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("decision") in ("edit", "replace") and not (data.get("text") or "").strip():
+            self.add_error("text", "an edit or a replacement needs the question's text")
+        return data
+
+
+class TraceImportForm(forms.Form):
+    trace = forms.FileField(help_text="JSONL: an export from here, an agent-loop trace, or a harness --trace file")
+
+
+class WorkerHostForm(forms.Form):
+    name = forms.SlugField(max_length=80)
+    gpus = forms.CharField(max_length=500, required=False, help_text="comma-separated GPU names")
+
+
+class BankQuestionForm(forms.Form):
+    text = forms.CharField(max_length=1_000, widget=forms.Textarea(attrs={"rows": 2}))
+    category = forms.ChoiceField(choices=QuestionCategory.choices)
+    triggers = forms.MultipleChoiceField(choices=DecisionPoint.choices, widget=forms.CheckboxSelectMultiple)

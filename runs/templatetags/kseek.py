@@ -1,0 +1,51 @@
+"""Template helpers: roles, the pending-question count in the navigation bar, speedups, highlighted source."""
+
+import json
+
+from django import template
+from django.utils.safestring import mark_safe
+
+from runs import permissions
+from runs.selectors import questions_pending_count
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def user_can(context, role: str) -> bool:
+    return permissions.has_role(context["request"].user, role)
+
+
+@register.simple_tag
+def pending_questions() -> int:
+    return questions_pending_count()
+
+
+@register.filter
+def speedup(value) -> str:
+    return f"{value:.3f}×" if isinstance(value, (int, float)) else "—"
+
+
+@register.filter
+def get_item(mapping, key):
+    return (mapping or {}).get(key)
+
+
+@register.filter
+def pretty_json(value) -> str:
+    return json.dumps(value, indent=1, sort_keys=True, default=str)
+
+
+@register.filter
+def highlight(source: str, language: str = "cuda") -> str:
+    from pygments import highlight as pygmentize
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import CppLexer, CudaLexer
+
+    lexer = CudaLexer() if language == "cuda" else CppLexer()
+    return mark_safe(pygmentize(source or "", lexer, HtmlFormatter(linenos="table", cssclass="source", anchorlinenos=True, lineanchors="L")))
+
+
+@register.filter
+def speedup_over(evaluation, baseline: str):
+    return evaluation.speedup_over(baseline)

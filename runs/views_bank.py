@@ -1,0 +1,43 @@
+"""The question bank with its effectiveness figures (from questionbank.selectors), and reviewers' additions."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from questionbank import selectors as bank_selectors
+from questionbank.services import BankQuestionInvalid, bank_question_add
+from runs.forms import BankQuestionForm
+from runs.permissions import REVIEWER, role_required
+
+
+@login_required
+def bank(request, form=None):
+    by_question = bank_selectors.effectiveness_by_question()
+    by_category = bank_selectors.effectiveness_by_category()
+    chart = {
+        "categories": [c["category"] for c in by_category], "category_gain": [c["mean_gain"] for c in by_category],
+        "category_asked": [c["asked"] for c in by_category],
+        "questions": [q["key"] for q in by_question if q["asked"]],
+        "question_gain": [q["mean_gain"] for q in by_question if q["asked"]],
+        "question_text": [q["text"] for q in by_question if q["asked"]],
+    }
+    return render(request, "runs/bank.html", {
+        "questions": by_question, "categories": by_category, "chart": chart, "form": form or BankQuestionForm(),
+    }, status=400 if form is not None and form.errors else 200)
+
+
+@role_required(REVIEWER)
+@require_POST
+def bank_add(request):
+    form = BankQuestionForm(request.POST)
+    if form.is_valid():
+        try:
+            entry = bank_question_add(form.cleaned_data["text"], form.cleaned_data["category"],
+                                      form.cleaned_data["triggers"], added_by=request.user)
+        except BankQuestionInvalid as refused:
+            form.add_error(None, str(refused))
+        else:
+            messages.success(request, f"Added {entry.key} to the bank.")
+            return redirect("bank")
+    return bank(request, form=form)

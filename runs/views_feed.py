@@ -1,0 +1,152 @@
+"""The JSON the run page's scripts read: feed pages by seq, the header, the speedup chart, the pending count.
+
+Sockets only say that something was stored (run id, seq, kind); these endpoints are where the page fetches it,
+so what a browser shows always comes from committed rows, and a reconnect resumes by asking `after=<last seq>`.
+"""
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404
+
+from runs.models import Run, Step, StepKind
+from runs.selectors import questions_pending_count, run_speedup_series, steps_page
+
+PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
+LINE_MAX = 240
+
+
+def _clip(text, limit: int = LINE_MAX) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _first_text(content) -> str:
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
+                return block["text"]
+    return ""
+
+
+def _tool_input_line(payload: dict) -> str:
+    tool_input = payload.get("input") or {}
+    if isinstance(tool_input, dict):
+        for key in ("command", "path", "kernel", "scenarios"):
+            if tool_input.get(key):
+                return f"{tool_input.get('action', '')} {tool_input[key]}".strip()
+    return json.dumps(tool_input)[:LINE_MAX]
+
+
+def _speedup_text(value) -> str:
+    return f"{value:.3f}×" if isinstance(value, (int, float)) else "—"
+
+
+def step_summary(step: Step) -> str:
+    """The one line a step is folded to in the feed."""
+    p = step.payload if isinstance(step.payload, dict) else {}
+    kind = step.kind
+    if kind == StepKind.MODEL_MESSAGE:
+        tools = [b.get("name") for b in p.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        text = _first_text(p.get("content"))
+        tail = f" → {', '.join(t for t in tools if t)}" if tools else ""
+        return _clip((text or f"({p.get('stop_reason', 'no text')})") + tail)
+    if kind == StepKind.TOOL_CALL:
+        return _clip(f"{p.get('name', 'tool')}: {_tool_input_line(p)}")
+    if kind == StepKind.TOOL_RESULT:
+        output = str(p.get("output") or "")
+        flags = " error" if p.get("is_error") else ""
+        exit_code = f" exit {p['exit_code']}" if p.get("exit_code") is not None else ""
+        return _clip(f"{p.get('name', 'tool')}{exit_code}{flags}, {len(output)} chars: {output.strip()[:200]}")
+    if kind == StepKind.EVALUATION:
+        result = p.get("result") if isinstance(p.get("result"), dict) else {}
+        goal = p.get("goal") or {}
+        over = f" over {goal['baseline']}" if goal.get("baseline") else ""
+        reason = f": {result['reason']}" if result.get("reason") else ""
+        return _clip(f"{result.get('status', '?')}, speedup {_speedup_text(p.get('speedup'))}{over} "
+                     f"({p.get('purpose', 'tool')}, {p.get('scenario_set', '')}){reason}")
+    if kind == StepKind.DECISION_POINT:
+        return _clip(f"{p.get('name', '?')}: {p.get('detail', '')}")
+    if kind == StepKind.QUESTION_PROPOSED:
+        return _clip(f"[{p.get('category') or '?'}] {p.get('text', '')}")
+    if kind == StepKind.QUESTION_DECIDED:
+        text = f": {p['text']}" if p.get("text") else ""
+        return _clip(f"{p.get('action', '?')} by {p.get('reviewer') or p.get('by') or '?'}{text}")
+    if kind == StepKind.HUMAN_MESSAGE:
+        return _clip(f"{p.get('author') or 'human'}: {p.get('text', '')}")
+    if kind == StepKind.STATUS:
+        return _clip(f"{p.get('status', '?')} ({p.get('reason', '')})")
+    if kind == StepKind.USAGE:
+        cost = p.get("cost_usd")
+        return _clip(f"{p.get('tokens_in', 0)} in, {p.get('tokens_out', 0)} out, "
+                     f"{'$%.4f' % cost if isinstance(cost, (int, float)) else 'cost unknown'} ({p.get('model', '')})")
+    return _clip(f"[{p.get('level', 'info')}] {p.get('text', '')}" if "text" in p else json.dumps(p))
+
+
+def step_json(step: Step, *, full: bool = False) -> dict:
+    payload_text = json.dumps(step.payload, default=str)
+    inline = full or len(payload_text) <= PAYLOAD_INLINE_MAX
+    return {
+        "seq": step.seq, "kind": step.kind, "ts": step.created_at.isoformat(), "summary": step_summary(step),
+        "payload": step.payload if inline else None, "payload_chars": len(payload_text),
+        "tokens_in": step.tokens_in, "tokens_out": step.tokens_out,
+    }
+
+
+def _int_param(request, name):
+    value = request.GET.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise Http404(f"{name} must be an integer") from None
+
+
+@login_required
+def run_steps(request, run_id: int):
+    run = get_object_or_404(Run, pk=run_id)
+    kinds = [k for k in request.GET.getlist("kind") if k in StepKind.values]
+    page = steps_page(
+        run_id=run.pk, after=_int_param(request, "after"), before=_int_param(request, "before"),
+        around=_int_param(request, "around"), limit=_int_param(request, "limit") or 200, kinds=kinds,
+        text=(request.GET.get("q") or "").strip() or None,
+    )
+    return JsonResponse({
+        "run_id": run.pk, "run_last_seq": run.last_seq, "has_older": page["has_older"], "has_newer": page["has_newer"],
+        "steps": [step_json(s) for s in page["steps"]],
+    })
+
+
+@login_required
+def run_step(request, run_id: int, seq: int):
+    step = get_object_or_404(Step, run_id=run_id, seq=seq)
+    return JsonResponse(step_json(step, full=True))
+
+
+def run_summary_json(run: Run) -> dict:
+    return {
+        "id": run.pk, "status": run.status, "status_label": run.get_status_display(), "best_speedup": run.best_speedup,
+        "best_speedups": run.best_speedups, "step_count": run.step_count, "last_seq": run.last_seq,
+        "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost_usd": float(run.cost_usd),
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "pending_questions": run.questions.filter(status="proposed").count(),
+        "worker": run.worker.name if run.worker else None,
+    }
+
+
+@login_required
+def run_summary(request, run_id: int):
+    return JsonResponse(run_summary_json(get_object_or_404(Run.objects.select_related("worker"), pk=run_id)))
+
+
+@login_required
+def run_chart(request, run_id: int):
+    return JsonResponse(run_speedup_series(get_object_or_404(Run.objects.select_related("task"), pk=run_id)))
+
+
+@login_required
+def pending_count(request):
+    return JsonResponse({"pending": questions_pending_count()})

@@ -1,0 +1,61 @@
+"""The review queue: self-asked questions waiting for a decision, across runs."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from runs.forms import DecisionForm
+from runs.models import Question
+from runs.permissions import REVIEWER, role_required
+from runs.selectors import review_queue
+from runs.services import QuestionAlreadyDecided, ServiceError, question_review
+from runs.views_feed import step_summary
+
+
+def _queue_context() -> dict:
+    items = review_queue()
+    for item in items:
+        item["recent"] = [(s.seq, s.kind, step_summary(s)) for s in item["recent_steps"]]
+    return {"items": items}
+
+
+@login_required
+def queue(request):
+    return render(request, "runs/review.html", _queue_context())
+
+
+@login_required
+def queue_items(request):
+    """The queue's items alone, swapped in live when a question changes."""
+    return render(request, "runs/_review_items.html", _queue_context())
+
+
+@role_required(REVIEWER)
+@require_POST
+def decide(request, question_id: int):
+    question = get_object_or_404(Question.objects.select_related("run", "step"), pk=question_id)
+    form = DecisionForm(request.POST)
+    wants_json = "application/json" in request.headers.get("Accept", "")
+    if not form.is_valid():
+        error = "; ".join(e for errors in form.errors.values() for e in errors)
+        if wants_json:
+            return JsonResponse({"ok": False, "error": error}, status=400)
+        messages.error(request, error)
+        return redirect("review_queue")
+    try:
+        decided = question_review(
+            question=question, reviewer=request.user, decision=form.cleaned_data["decision"],
+            text=form.cleaned_data.get("text") or None,
+        )
+    except QuestionAlreadyDecided as late:
+        status, result = 409, {"ok": False, "error": str(late)}
+    except ServiceError as refused:
+        status, result = 400, {"ok": False, "error": str(refused)}
+    else:
+        status, result = 200, {"ok": True, "status": decided.status, "question_id": decided.pk}
+    if wants_json:
+        return JsonResponse(result, status=status)
+    (messages.success if result["ok"] else messages.error)(request, result.get("error") or f"Question {question.pk}: {result['status']}")
+    return redirect("review_queue")

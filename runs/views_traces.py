@@ -1,0 +1,40 @@
+"""Traces: a run out as JSONL, and a JSONL trace in as a run that can be browsed like any other."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from runs.forms import TraceImportForm
+from runs.models import Run
+from runs.permissions import OPERATOR, role_required
+from runs.selectors import trace_export_records
+from runs.services import ServiceError, trace_import
+
+
+@login_required
+def trace_export(request, run_id: int):
+    run = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
+    lines = (json.dumps(record, default=str) + "\n" for record in trace_export_records(run))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
+    return response
+
+
+@role_required(OPERATOR)
+def trace_import_view(request):
+    form = TraceImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["trace"]
+        try:
+            run = trace_import(lines=upload.open("rb"), name=upload.name, user=request.user)
+        except ServiceError as refused:
+            form.add_error("trace", str(refused))
+        except UnicodeDecodeError:
+            form.add_error("trace", "the file is not UTF-8 text")
+        else:
+            messages.success(request, f"Imported {upload.name} as run {run.pk} ({run.step_count} steps).")
+            return redirect("run_detail", run_id=run.pk)
+    return render(request, "runs/trace_import.html", {"form": form}, status=400 if form.errors else 200)

@@ -1,0 +1,35 @@
+"""Worker hosts and their tokens: operators register a host (its token is shown once) or revoke one."""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from runs.forms import WorkerHostForm
+from runs.models import WorkerHost
+from runs.permissions import OPERATOR, role_required
+from runs.selectors import worker_hosts
+from runs.services import worker_host_create, worker_host_revoke
+
+
+@role_required(OPERATOR)
+def workers(request):
+    form = WorkerHostForm(request.POST or None)
+    token = None
+    if request.method == "POST" and form.is_valid():
+        if WorkerHost.objects.filter(name=form.cleaned_data["name"]).exists():
+            form.add_error("name", "a host of this name exists; revoke it or choose another name")
+        else:
+            gpus = [g.strip() for g in form.cleaned_data["gpus"].split(",") if g.strip()]
+            host, token = worker_host_create(name=form.cleaned_data["name"], gpus=gpus)
+            form = WorkerHostForm()
+    # The token is rendered into this one response and never stored in plain text.
+    return render(request, "runs/workers.html", {"hosts": worker_hosts(), "form": form, "token": token})
+
+
+@role_required(OPERATOR)
+@require_POST
+def worker_revoke(request, host_id: int):
+    host = get_object_or_404(WorkerHost, pk=host_id)
+    worker_host_revoke(host=host)
+    messages.success(request, f"Revoked the token of {host.name}.")
+    return redirect("workers")

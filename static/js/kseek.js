@@ -1,0 +1,70 @@
+// Shared by every page: a websocket that reconnects with backoff, CSRF for POSTs, and the live pending count.
+"use strict";
+(function () {
+  const script = document.currentScript;
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  async function postForm(url, fields) {
+    const body = new URLSearchParams(fields);
+    const response = await fetch(url, {
+      method: "POST", body, credentials: "same-origin",
+      headers: {"X-CSRFToken": csrfToken(), "Accept": "application/json"},
+    });
+    let data = {};
+    try { data = await response.json(); } catch (e) { data = {ok: false, error: response.statusText}; }
+    data.httpStatus = response.status;
+    return data;
+  }
+
+  // A socket that reconnects (1 s doubling to 30 s) and calls onOpen after every (re)connect, so that a page
+  // can resume from the last sequence number it holds.
+  function liveSocket(path, {onMessage, onOpen}) {
+    let delay = 1000, socket = null;
+    const state = document.getElementById("live-state");
+    function connect() {
+      const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+      socket = new WebSocket(scheme + location.host + path);
+      socket.onopen = () => { delay = 1000; if (state) state.className = "live-state live-on"; if (onOpen) onOpen(); };
+      socket.onmessage = (e) => { try { onMessage(JSON.parse(e.data)); } catch (err) { console.error(err); } };
+      socket.onclose = () => {
+        if (state) state.className = "live-state live-off";
+        setTimeout(connect, delay + Math.random() * 250);
+        delay = Math.min(delay * 2, 30000);
+      };
+    }
+    connect();
+    return {close: () => socket && socket.close()};
+  }
+
+  function debounce(fn, ms) {
+    let timer = null;
+    return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
+  }
+
+  const refreshPending = debounce(async () => {
+    const badge = document.getElementById("pending-count");
+    if (!badge) return;
+    const response = await fetch(script.dataset.pendingUrl, {credentials: "same-origin"});
+    if (!response.ok) return;
+    const data = await response.json();
+    badge.textContent = data.pending;
+    badge.classList.toggle("badge-on", data.pending > 0);
+  }, 200);
+
+  // Every page listens to the all-runs group; pages add their own handlers through KSeek.onRunsEvent.
+  const runsHandlers = [];
+  liveSocket("/ws/runs/", {
+    onOpen: refreshPending,
+    onMessage: (message) => {
+      if (message.type === "question.changed") refreshPending();
+      runsHandlers.forEach((handler) => handler(message));
+    },
+  });
+
+  window.KSeek = {csrfToken, postForm, liveSocket, debounce, refreshPending,
+                  onRunsEvent: (handler) => runsHandlers.push(handler)};
+})();

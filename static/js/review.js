@@ -1,0 +1,96 @@
+// The review queue's keyboard: j/k move, a approve, e edit, w write your own, v veto, ? help.
+// Decisions are POSTed (the server checks the reviewer role); the list is fetched again when questions change.
+"use strict";
+(function () {
+  const root = document.getElementById("review");
+  const state = document.getElementById("review-state");
+  const help = document.getElementById("review-help");
+  const canDecide = root.dataset.canDecide === "1";
+  let selectedId = null;
+
+  const items = () => Array.from(root.querySelectorAll(".review-item"));
+  const selected = () => items().find((el) => el.dataset.question === selectedId) || null;
+
+  function select(el) {
+    items().forEach((item) => item.classList.toggle("selected", item === el));
+    selectedId = el ? el.dataset.question : null;
+    if (el) { el.focus({preventScroll: true}); el.scrollIntoView({block: "nearest"}); }
+  }
+
+  function move(delta) {
+    const all = items();
+    if (!all.length) return;
+    const at = all.indexOf(selected());
+    select(all[Math.max(0, Math.min(all.length - 1, at < 0 ? 0 : at + delta))]);
+  }
+
+  function editing(el) { return el && !el.querySelector("textarea").hidden; }
+
+  function startEdit(el, replace) {
+    const area = el.querySelector("textarea");
+    area.hidden = false;
+    area.dataset.mode = replace ? "replace" : "edit";
+    if (replace) area.value = "";
+    area.focus();
+  }
+
+  async function decide(el, decision) {
+    if (!canDecide) { state.textContent = "Deciding needs the reviewer role."; return; }
+    const fields = {decision};
+    if (decision === "edit" || decision === "replace") fields.text = el.querySelector("textarea").value;
+    const all = items();
+    const next = all[all.indexOf(el) + 1] || all[all.indexOf(el) - 1] || null;
+    const result = await KSeek.postForm(el.dataset.decideUrl, fields);
+    if (result.ok) {
+      state.textContent = "Question " + result.question_id + ": " + result.status + ".";
+      el.remove();
+      select(next);
+      KSeek.refreshPending();
+    } else {
+      state.textContent = result.error || "The decision was not stored.";
+      if (result.httpStatus === 409) refresh();
+    }
+  }
+
+  root.addEventListener("click", (e) => {
+    const button = e.target.closest("button[name=decision]");
+    const el = e.target.closest(".review-item");
+    if (el) select(el);
+    if (!button) return;
+    e.preventDefault();
+    const decision = button.value;
+    if ((decision === "edit" || decision === "replace") && !editing(el)) startEdit(el, decision === "replace");
+    else decide(el, decision === "edit" || decision === "replace" ? el.querySelector("textarea").dataset.mode || decision : decision);
+  });
+
+  document.addEventListener("keydown", (e) => {
+    const el = selected();
+    if (e.target.tagName === "TEXTAREA") {
+      if (e.key === "Escape") { e.target.hidden = true; el && el.focus(); }
+      else if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && el) { e.preventDefault(); decide(el, e.target.dataset.mode || "edit"); }
+      return;
+    }
+    if (e.target.tagName === "INPUT" || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "j") move(1);
+    else if (e.key === "k") move(-1);
+    else if (e.key === "?") help.open ? help.close() : help.showModal();
+    else if (!el) return;
+    else if (e.key === "a") decide(el, "approve");
+    else if (e.key === "v") decide(el, "veto");
+    else if (e.key === "e") { e.preventDefault(); startEdit(el, false); }
+    else if (e.key === "w") { e.preventDefault(); startEdit(el, true); }
+    else return;
+  });
+
+  const refresh = KSeek.debounce(async () => {
+    if (editing(selected())) return;  // never pull the text a reviewer is writing from under them
+    const response = await fetch(root.dataset.itemsUrl, {credentials: "same-origin"});
+    if (!response.ok) return;
+    const keep = selectedId;
+    root.innerHTML = await response.text();
+    select(items().find((el) => el.dataset.question === keep) || items()[0] || null);
+  }, 300);
+
+  KSeek.onRunsEvent((message) => { if (message.type === "question.changed") refresh(); });
+  select(items()[0] || null);
+})();

@@ -1,0 +1,279 @@
+// One run's page: the paged live feed, the header and the speedup chart.
+//
+// The feed holds a contiguous window of steps (under the current filter), keyed by seq. The socket only says
+// "seq N was stored"; the page then asks the server for the steps after the highest seq it holds. After a
+// reconnect it asks the same question, so nothing is missed and, being keyed by seq, nothing is shown twice.
+// A run of 12,000 steps opens with its last page only; older pages load on demand (scrolling to the top).
+"use strict";
+(function () {
+  const page = document.getElementById("run-page");
+  const runId = Number(page.dataset.run);
+  const list = document.getElementById("feed-list");
+  const feed = document.getElementById("feed");
+  const olderButton = document.getElementById("feed-older");
+  const newerButton = document.getElementById("feed-newer");
+  const feedState = document.getElementById("feed-state");
+  const PAGE = 200;
+
+  const held = new Map();  // seq -> <li>
+  let lo = null, hi = null, atTail = false, loading = false, generation = 0;
+
+  function filterParams() {
+    const params = new URLSearchParams();
+    document.querySelectorAll("#feed-filters input[name=kind]:checked").forEach((box) => params.append("kind", box.value));
+    const q = document.getElementById("feed-search").value.trim();
+    if (q) params.set("q", q);
+    return params;
+  }
+
+  async function fetchSteps(extra) {
+    const params = filterParams();
+    Object.entries(extra).forEach(([k, v]) => params.set(k, v));
+    params.set("limit", PAGE);
+    const response = await fetch(page.dataset.stepsUrl + "?" + params, {credentials: "same-origin"});
+    if (!response.ok) throw new Error("steps: " + response.status);
+    return response.json();
+  }
+
+  function render(step) {
+    const li = document.createElement("li");
+    li.id = "step-" + step.seq;
+    li.className = "step kind-" + step.kind;
+    li.dataset.seq = step.seq;
+    const line = document.createElement("div");
+    line.className = "step-line";
+    const link = document.createElement("a");
+    link.href = "#step-" + step.seq;
+    link.className = "permalink";
+    link.textContent = "#" + step.seq;
+    link.title = "permalink to this step";
+    const kind = document.createElement("span");
+    kind.className = "kind";
+    kind.textContent = step.kind.replace("_", " ");
+    const summary = document.createElement("span");
+    summary.className = "summary";
+    summary.textContent = step.summary;
+    line.append(link, kind, summary);
+    line.addEventListener("click", (e) => { if (e.target !== link) toggle(li, step); });
+    li.append(line);
+    return li;
+  }
+
+  async function toggle(li, step) {
+    const open = li.querySelector("pre");
+    if (open) { open.remove(); return; }
+    let payload = step.payload;
+    if (payload === null) {
+      const response = await fetch(page.dataset.stepsUrl + step.seq + "/", {credentials: "same-origin"});
+      payload = (await response.json()).payload;
+    }
+    const pre = document.createElement("pre");
+    pre.className = "step-detail";
+    pre.textContent = JSON.stringify(payload, null, 1);
+    li.append(pre);
+  }
+
+  // Insert in seq order; a seq already held is skipped (a late or repeated notice changes nothing).
+  function insert(steps) {
+    let added = 0;
+    for (const step of steps) {
+      if (held.has(step.seq)) continue;
+      const li = render(step);
+      let next = null;
+      if (hi !== null && step.seq < hi) {
+        for (const [seq, el] of held) if (seq > step.seq && (next === null || seq < Number(next.dataset.seq))) next = el;
+      }
+      list.insertBefore(li, next);
+      held.set(step.seq, li);
+      lo = lo === null ? step.seq : Math.min(lo, step.seq);
+      hi = hi === null ? step.seq : Math.max(hi, step.seq);
+      added++;
+    }
+    return added;
+  }
+
+  function nearBottom() { return feed.scrollHeight - feed.scrollTop - feed.clientHeight < 40; }
+
+  function showState() {
+    olderButton.hidden = !olderButton.dataset.more;
+    newerButton.hidden = atTail;
+    feedState.textContent = held.size + " steps shown" + (atTail ? ", following live" : "");
+  }
+
+  async function reset() {
+    const mine = ++generation;
+    held.clear(); list.textContent = ""; lo = hi = null;
+    const anchor = location.hash.match(/^#step-(\d+)$/);
+    const data = await fetchSteps(anchor ? {around: anchor[1]} : {});
+    if (mine !== generation) return;
+    insert(data.steps);
+    olderButton.dataset.more = data.has_older ? "1" : "";
+    atTail = !data.has_newer;
+    showState();
+    if (anchor && held.has(Number(anchor[1]))) {
+      const target = held.get(Number(anchor[1]));
+      target.classList.add("highlight");
+      target.scrollIntoView({block: "center"});
+    } else {
+      feed.scrollTop = feed.scrollHeight;
+    }
+  }
+
+  async function loadOlder() {
+    if (loading || lo === null || !olderButton.dataset.more) return;
+    loading = true;
+    const mine = generation;
+    try {
+      const data = await fetchSteps({before: lo});
+      if (mine !== generation) return;
+      const before = feed.scrollHeight;
+      insert(data.steps);
+      feed.scrollTop += feed.scrollHeight - before;  // keep the reader's place
+      olderButton.dataset.more = data.has_older ? "1" : "";
+      showState();
+    } finally { loading = false; }
+  }
+
+  // Following live, a burst of more than a page is fetched page after page; the "newer" button takes one page.
+  let catchingUp = false, again = false;
+  async function loadNewer({follow = atTail} = {}) {
+    if (catchingUp) { again = true; return; }
+    catchingUp = true;
+    const mine = generation;
+    try {
+      do {
+        again = false;
+        const stick = nearBottom();
+        const data = await fetchSteps(hi === null ? {} : {after: hi});
+        if (mine !== generation) return;
+        insert(data.steps);
+        atTail = !data.has_newer;
+        if (stick) feed.scrollTop = feed.scrollHeight;
+        if (follow && data.has_newer) again = true;
+      } while (again);
+      showState();
+    } finally { catchingUp = false; }
+  }
+
+  // A step stored below the highest one held (a gap filling after a worker restart) is fetched on its own.
+  async function fillGap(seq) {
+    const data = await fetchSteps({after: seq - 1});
+    insert(data.steps.filter((s) => s.seq <= hi));
+  }
+
+  // ---------------------------------------------------------------- header and chart
+
+  const refreshSummary = KSeek.debounce(async () => {
+    const response = await fetch(page.dataset.summaryUrl, {credentials: "same-origin"});
+    if (!response.ok) return;
+    const s = await response.json();
+    const status = document.getElementById("run-status");
+    status.textContent = s.status_label;
+    status.className = "status-" + s.status;
+    document.getElementById("run-best").textContent = s.best_speedup === null ? "—" : s.best_speedup.toFixed(3) + "×";
+    const baselines = Object.entries(s.best_speedups).sort();
+    document.getElementById("run-baselines").textContent = baselines.length
+      ? baselines.map(([n, v]) => n + " " + (v === null ? "—" : v.toFixed(3) + "×")).join(" · ") : "—";
+    document.getElementById("run-steps").textContent = s.step_count;
+    document.getElementById("run-tokens").textContent = s.tokens_in + " / " + s.tokens_out;
+    document.getElementById("run-cost").textContent = "$" + s.cost_usd.toFixed(4);
+    document.getElementById("run-worker").textContent = s.worker || "no worker yet";
+    page.dataset.started = s.started_at || "";
+    page.dataset.finished = s.finished_at || "";
+    tickElapsed();
+  }, 300);
+
+  function tickElapsed() {
+    const el = document.getElementById("run-elapsed");
+    if (!page.dataset.started) { el.textContent = "—"; return; }
+    const end = page.dataset.finished ? new Date(page.dataset.finished) : new Date();
+    const s = Math.max(0, Math.round((end - new Date(page.dataset.started)) / 1000));
+    el.textContent = Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m " + (s % 60) + "s";
+  }
+  setInterval(tickElapsed, 1000);
+  tickElapsed();
+
+  const refreshChart = KSeek.debounce(async () => {
+    const response = await fetch(page.dataset.chartUrl, {credentials: "same-origin"});
+    if (!response.ok) return;
+    drawSpeedupChart(document.getElementById("speedup-chart"), await response.json());
+  }, 300);
+
+  function drawSpeedupChart(el, data) {
+    const points = data.points.filter((p) => p.x !== null);
+    document.getElementById("speedup-chart-empty").hidden = points.length > 0;
+    const ok = points.filter((p) => p.status === "correct" && p.speedup !== null);
+    const bad = points.filter((p) => !(p.status === "correct" && p.speedup !== null));
+    const top = Math.max(data.goal, ...ok.map((p) => p.speedup), 1) * 1.1;
+    const questions = data.questions.filter((q) => q.x !== null);
+    const qx = [], qy = [], qtext = [];
+    questions.forEach((q) => { qx.push(q.x, q.x, null); qy.push(0, top, null); qtext.push(q.text, q.text, null); });
+    const traces = [
+      {name: "correct evaluation", x: ok.map((p) => p.x), y: ok.map((p) => p.speedup), mode: "markers", type: "scatter",
+       customdata: ok.map((p) => p.evaluation_id), hovertemplate: "step %{x}: %{y:.3f}×<extra>evaluation</extra>"},
+      {name: "not correct", x: bad.map((p) => p.x), y: bad.map(() => 0), mode: "markers", type: "scatter",
+       marker: {symbol: "x", color: "#c0362c", size: 9}, text: bad.map((p) => p.status),
+       hovertemplate: "step %{x}: %{text}<extra></extra>"},
+      {name: "best so far", x: data.best.map((b) => b.x), y: data.best.map((b) => b.best), mode: "lines", type: "scatter",
+       line: {shape: "hv", color: "#18794e"}},
+      {name: "question", x: qx, y: qy, mode: "lines", type: "scatter", text: qtext, hoverinfo: "text",
+       line: {color: "#b26b00", dash: "dot"}},
+    ];
+    const layout = {
+      margin: {t: 10, r: 10, b: 40, l: 50}, height: 320, xaxis: {title: {text: "step"}},
+      yaxis: {title: {text: "speedup over " + data.baseline}, rangemode: "tozero"},
+      shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: data.goal, y1: data.goal, line: {color: "#3557c9", dash: "dash"}}],
+      legend: {orientation: "h"},
+    };
+    Plotly.react(el, traces, layout, {displaylogo: false, responsive: true});
+    el.dataset.points = String(points.length);
+    el.dataset.questions = String(questions.length);
+    if (!el.dataset.clickBound) {
+      el.dataset.clickBound = "1";
+      el.on("plotly_click", (event) => {
+        const id = event.points[0] && event.points[0].customdata;
+        if (id) location.href = "/evaluations/" + id + "/";
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------------------- wiring
+
+  olderButton.addEventListener("click", loadOlder);
+  newerButton.addEventListener("click", () => loadNewer({follow: false}));
+  feed.addEventListener("scroll", () => { if (feed.scrollTop < 60) loadOlder(); });
+  document.querySelectorAll("#feed-filters input[name=kind]").forEach((box) => box.addEventListener("change", reset));
+  document.getElementById("feed-search").addEventListener("input", KSeek.debounce(reset, 300));
+  window.addEventListener("hashchange", reset);
+
+  const messageForm = document.getElementById("message-form");
+  if (messageForm) {
+    messageForm.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const text = messageForm.querySelector("textarea").value;
+      const result = await KSeek.postForm(messageForm.action, {text});
+      document.getElementById("message-state").textContent = result.message || result.error || "";
+      if (result.ok) messageForm.querySelector("textarea").value = "";
+    });
+  }
+
+  let opened = false;
+  KSeek.liveSocket("/ws/runs/" + runId + "/", {
+    onOpen: async () => {
+      if (!opened) { opened = true; await reset(); } else if (atTail) { await loadNewer(); }
+      refreshSummary(); refreshChart();
+    },
+    onMessage: (message) => {
+      if (message.type === "step.stored") {
+        if (atTail && (hi === null || message.seq > hi)) loadNewer();
+        else if (hi !== null && message.seq < hi && message.seq > lo && !held.has(message.seq)) fillGap(message.seq);
+        else if (!atTail) { newerButton.hidden = false; }
+        refreshSummary();
+        if (["evaluation", "question_proposed", "question_decided"].includes(message.kind)) refreshChart();
+      } else if (message.type === "run.changed" || message.type === "question.changed") {
+        refreshSummary(); refreshChart();
+      }
+    },
+  });
+  window.KSeekRun = {held: () => held.size, range: () => [lo, hi]};
+})();

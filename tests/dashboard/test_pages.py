@@ -1,0 +1,253 @@
+"""Every page renders for a viewer, and every action is refused to a role below the one it needs."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Directive, Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, WorkerHost
+from runs.services import (
+    apply_step_effects, kernel_record, kernel_release, question_propose, run_claim, step_record, trace_import,
+)
+from tests.dashboard.helpers import evaluation_payload, make_user, make_worker, question_payload
+from tests.foundation.factories import make_run, make_task
+
+pytestmark = pytest.mark.django_db
+
+
+def worker_run(**fields):
+    host, _ = make_worker()
+    run = make_run(**fields)
+    return run_claim(worker=host)
+
+
+def record(run, seq, kind, payload):
+    step = step_record(run=run, seq=seq, kind=kind, payload=payload).step
+    apply_step_effects(run=run, step=step)
+    return step
+
+
+@pytest.fixture
+def viewer(client):
+    client.force_login(make_user("vera"))
+    return client
+
+
+@pytest.fixture
+def reviewer(client):
+    client.force_login(make_user("rita", "reviewer"))
+    return client
+
+
+@pytest.fixture
+def operator(client):
+    client.force_login(make_user("olga", "operator"))
+    return client
+
+
+def test_the_migration_makes_the_three_roles():
+    from django.contrib.auth.models import Group
+
+    assert set(Group.objects.values_list("name", flat=True)) >= {"viewer", "reviewer", "operator"}
+
+
+@pytest.mark.parametrize("name", ["home", "review_queue", "kernels", "bank", "trace_import", "workers"])
+def test_every_page_sends_an_anonymous_visitor_to_log_in(client, name):
+    response = client.get(reverse(name))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_a_viewer_sees_every_page_of_a_run_with_an_evaluation_and_a_question(viewer):
+    run = worker_run()
+    record(run, 0, "status", {"status": "running", "reason": "started"})
+    record(run, 1, "evaluation", evaluation_payload(1.5, failing="n512"))
+    record(run, 2, "evaluation", evaluation_payload(1.8, source="// faster\n"))
+    record(run, 3, "question_proposed", question_payload("q-1", "Is the loop order right?"))
+    evaluation = Evaluation.objects.filter(run=run, status="incorrect").get()
+    kernel = Kernel.objects.get(run=run, source="// faster\n")
+    pages = {
+        reverse("home"): "<h1>Runs</h1>",
+        reverse("run_detail", args=[run.pk]): "Speedup over evaluations",
+        reverse("review_queue"): "Is the loop order right?",
+        reverse("kernels"): kernel.sha256[:12],
+        reverse("kernel_detail", args=[kernel.pk]): "Came from",
+        reverse("evaluation_detail", args=[evaluation.pk]): "1 failing scenario",
+        reverse("bank"): "Question bank",
+        reverse("kernel_diff") + f"?a={evaluation.kernel_id}&b={kernel.pk}": "faster",
+    }
+    for url, text in pages.items():
+        response = viewer.get(url)
+        assert response.status_code == 200, url
+        assert text in response.content.decode(), url
+
+
+@pytest.mark.parametrize("name", ["trace_import", "workers"])
+def test_operator_pages_are_forbidden_to_a_reviewer(reviewer, name):
+    assert reviewer.get(reverse(name)).status_code == 403
+
+
+def test_a_viewer_may_not_decide_message_start_or_stop(viewer):
+    run = worker_run()
+    record(run, 0, "question_proposed", question_payload("q-1"))
+    question = Question.objects.get(run=run)
+    assert viewer.post(reverse("review_decide", args=[question.pk]), {"decision": "approve"}).status_code == 403
+    assert viewer.post(reverse("run_message", args=[run.pk]), {"text": "hi"}).status_code == 403
+    assert viewer.post(reverse("run_control", args=[run.pk]), {"action": "stop"}).status_code == 403
+    assert viewer.post(reverse("run_start"), {"task": run.task.name, "model": "m", "review_mode": "auto"}).status_code == 403
+    question.refresh_from_db()
+    assert question.status == QuestionStatus.PROPOSED and not Directive.objects.exists()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+
+
+def test_a_reviewer_may_decide_and_message_but_not_control_runs(reviewer):
+    run = worker_run()
+    record(run, 0, "question_proposed", question_payload("q-1"))
+    question = Question.objects.get(run=run)
+    response = reviewer.post(reverse("review_decide", args=[question.pk]), {"decision": "veto"}, HTTP_ACCEPT="application/json")
+    assert response.json() == {"ok": True, "status": "vetoed", "question_id": question.pk}
+    again = reviewer.post(reverse("review_decide", args=[question.pk]), {"decision": "approve"}, HTTP_ACCEPT="application/json")
+    assert again.status_code == 409
+    assert reviewer.post(reverse("run_message", args=[run.pk]), {"text": "look at the cache"}).status_code == 302
+    assert [d.action for d in Directive.objects.order_by("pk")] == ["question_decision", "human_message"]
+    assert reviewer.post(reverse("run_control", args=[run.pk]), {"action": "pause"}).status_code == 403
+
+
+def test_an_edit_without_text_is_refused_with_a_message(reviewer):
+    run = worker_run()
+    record(run, 0, "question_proposed", question_payload("q-1"))
+    question = Question.objects.get(run=run)
+    response = reviewer.post(reverse("review_decide", args=[question.pk]), {"decision": "edit", "text": " "},
+                             HTTP_ACCEPT="application/json")
+    assert response.status_code == 400 and "text" in response.json()["error"]
+
+
+def test_an_operator_starts_a_run_from_the_page_with_budgets(operator):
+    task = make_task()
+    response = operator.post(reverse("run_start"), {
+        "task": task.name, "model": "replay:demo", "review_mode": "review", "budget_steps": "40", "budget_cost_usd": "1.5",
+    })
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("run_detail", args=[run.pk])
+    assert (run.status, run.budget_steps, run.started_by.username) == (RunStatus.QUEUED, 40, "olga")
+
+
+def test_a_start_with_a_timeout_mode_but_no_timeout_is_refused_on_the_form(operator):
+    task = make_task()
+    response = operator.post(reverse("run_start"), {"task": task.name, "model": "m", "review_mode": "review_timeout"})
+    assert response.status_code == 400 and not Run.objects.exists()
+    assert "a timeout is needed" in response.content.decode()
+
+
+def test_an_operator_pauses_resumes_and_stops_a_run_and_a_stopped_run_cannot_resume(operator):
+    run = worker_run()
+    for action, status in (("pause", "paused"), ("resume", "running"), ("stop", "stopped")):
+        operator.post(reverse("run_control", args=[run.pk]), {"action": action})
+        assert Run.objects.get(pk=run.pk).status == status
+    response = operator.post(reverse("run_control", args=[run.pk]), {"action": "resume"}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 409 and "finished" in response.json()["message"]
+    assert list(Directive.objects.values_list("action", flat=True)) == ["pause", "resume", "stop"]
+
+
+def test_an_operator_creates_a_worker_token_shown_once_and_revokes_it(operator):
+    page = operator.post(reverse("workers"), {"name": "gpu-z", "gpus": "H200,H200"}).content.decode()
+    host = WorkerHost.objects.get(name="gpu-z")
+    assert host.token_prefix in page and 'id="new-token"' in page
+    assert 'id="new-token"' not in operator.get(reverse("workers")).content.decode()
+    operator.post(reverse("worker_revoke", args=[host.pk]))
+    host.refresh_from_db()
+    assert host.revoked_at is not None
+
+
+def test_the_kernel_download_is_the_source_with_a_cu_name():
+    from django.test import Client
+
+    kernel = kernel_release(kernel=kernel_record(source="__global__ void k() {}\n", language="cuda"), name="attn-v1")
+    client = Client()
+    client.force_login(make_user("vera"))
+    response = client.get(reverse("kernel_download", args=[kernel.pk]))
+    assert response.content == b"__global__ void k() {}\n"
+    assert response["Content-Disposition"] == 'attachment; filename="attn-v1.cu"'
+
+
+def test_kernel_source_is_highlighted_and_shows_the_question_before_it(viewer):
+    run = worker_run()
+    record(run, 0, "question_proposed", question_payload("q-1", "Have you tried blocking?"))
+    record(run, 1, "question_decided", {"question_ref": "q-1", "action": "approve", "by": "auto"})
+    record(run, 2, "evaluation", evaluation_payload(1.9, source="int main() { return 0; }\n"))
+    kernel = Kernel.objects.get(run=run)
+    page = viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
+    assert 'class="source' in page and '<span class="kt">int</span>' in page
+    assert "Have you tried blocking?" in page.split('id="question-before"')[1].split("</dd>")[0]
+
+
+def test_plotly_is_served_from_the_installed_package_and_pygments_css_too(client):
+    response = client.get(reverse("plotly_js"))
+    body = b"".join(response.streaming_content)
+    assert response.status_code == 200 and b"plotly" in body[:2000].lower() and len(body) > 1_000_000
+    assert ".source" in client.get(reverse("pygments_css")).content.decode()
+
+
+def test_the_pending_count_is_in_the_navigation_of_every_page(viewer):
+    run = worker_run()
+    question_propose(run=run, text="one?", source="self")
+    question_propose(run=run, text="two?", source="self")
+    page = viewer.get(reverse("kernels")).content.decode()
+    assert 'id="pending-count" class="badge badge-on"' in page and ">2</span>" in page
+    assert viewer.get(reverse("pending_count")).json() == {"pending": 2}
+
+
+def test_the_runs_list_filters_by_task(viewer):
+    make_run(task=make_task("alpha"), model="model-alpha")
+    make_run(task=make_task("beta"), model="model-beta")
+    page = viewer.get(reverse("home") + "?task=beta").content.decode()
+    assert "model-beta" in page and "model-alpha" not in page
+
+
+def test_a_trace_export_imports_back_as_an_equal_run(operator):
+    run = worker_run()
+    record(run, 0, "status", {"status": "running", "reason": "started"})
+    record(run, 1, "question_proposed", question_payload("q-1"))
+    record(run, 2, "question_decided", {"question_ref": "q-1", "action": "edit", "text": "Better?", "by": "auto"})
+    record(run, 3, "evaluation", evaluation_payload(1.6))
+    record(run, 4, "status", {"status": "succeeded", "reason": "goal_met"})
+    exported = b"".join(operator.get(reverse("trace_export", args=[run.pk])).streaming_content).decode().splitlines()
+    kinds = [json.loads(line).get("kind") or json.loads(line)["type"] for line in exported]
+    assert kinds == ["run", "status", "question_proposed", "question_decided", "evaluation", "status", "question", "evaluation"]
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("run.jsonl", "\n".join(exported).encode())
+    response = operator.post(reverse("trace_import"), {"trace": upload})
+    imported = Run.objects.exclude(pk=run.pk).get()
+    assert response.status_code == 302 and response["Location"] == reverse("run_detail", args=[imported.pk])
+    assert (imported.step_count, imported.status, imported.best_speedup) == (5, "succeeded", pytest.approx(1.6))
+    question = Question.objects.get(run=imported)
+    assert (question.status, question.text, question.original_text) == ("edited", "Better?", "What limits the kernel now?")
+
+
+def test_a_harness_trace_imports_as_a_run_of_evaluations():
+    from tests.dashboard.helpers import eval_result
+
+    make_task()
+    lines = [json.dumps({"kind": "evaluation", "note": "first", "summary": "x", **eval_result(1.2)}),
+             json.dumps({"kind": "evaluation", "note": "", "summary": "y", **eval_result(2.4, source="// v2\n")})]
+    run = trace_import(lines=lines, name="matmul.trace")
+    assert run.step_count == 2 and run.best_speedup == pytest.approx(2.4) and run.model == "import:matmul.trace"
+    assert Evaluation.objects.filter(run=run).count() == 2
+
+
+def test_a_broken_trace_is_refused_with_the_line_number(operator):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    make_task()
+    upload = SimpleUploadedFile("bad.jsonl", b'{"v":1}\nnot json\n{"v":1}\n')
+    response = operator.post(reverse("trace_import"), {"trace": upload})
+    assert response.status_code == 400 and "line 2 is not JSON" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_a_trace_of_an_unknown_task_is_refused():
+    from runs.services import ServiceError
+
+    with pytest.raises(ServiceError, match="not known"):
+        trace_import(lines=[json.dumps({"kind": "evaluation", "note": "", "task": "nope", "scenarios": []})], name="x")
