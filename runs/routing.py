@@ -1,8 +1,8 @@
-"""Websocket routes, each with the checks its kind of client needs.
+"""Socket routes, each with the checks its clients need.
 
-Browser sockets carry the session cookie, so they are origin-checked (a page on another site must not ride a
-signed-in user's cookie) and session-authenticated. Worker sockets carry a bearer token and no cookie; workers
-are not browsers and send no Origin header, so the origin check does not apply to them.
+Browsers: the Origin must be one of ALLOWED_HOSTS (no other site's page may open a socket with the user's
+cookie) and the session signs the user in. Workers send no Origin and no cookie: they authenticate with their
+host token inside WorkerConsumer.
 """
 
 from channels.auth import AuthMiddlewareStack
@@ -12,12 +12,12 @@ from django.urls import path
 from runs.consumers import RunFeedConsumer, WorkerConsumer
 
 
-def for_browsers(consumer):
-    return AllowedHostsOriginValidator(AuthMiddlewareStack(consumer.as_asgi()))
+def browser(consumer):
+    return AllowedHostsOriginValidator(AuthMiddlewareStack(consumer))
 
 
 websocket_urlpatterns = [
-    path("ws/runs/", for_browsers(RunFeedConsumer)),
-    path("ws/runs/<int:run_id>/", for_browsers(RunFeedConsumer)),
+    path("ws/runs/", browser(RunFeedConsumer.as_asgi())),
+    path("ws/runs/<int:run_id>/", browser(RunFeedConsumer.as_asgi())),
     path("ws/worker/", WorkerConsumer.as_asgi()),
 ]

@@ -11,6 +11,7 @@ from kseek_site.asgi import application
 from runs.services import worker_host_create
 
 BROWSER_HEADERS = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
+WORKER_HEADERS = [(b"host", b"localhost")]  # a worker is not a browser: no Origin, no cookie
 
 
 def make_user(name: str, role: str | None = None, **extra):
@@ -26,7 +27,7 @@ def make_worker(name: str = "gpu-a"):
 
 
 def worker_socket(token: str | None) -> WebsocketCommunicator:
-    headers = list(BROWSER_HEADERS)
+    headers = list(WORKER_HEADERS)
     if token is not None:
         headers.append((b"authorization", f"Bearer {token}".encode()))
     return WebsocketCommunicator(application, "/ws/worker/", headers=headers)

@@ -202,3 +202,24 @@ async def test_an_auto_approval_reported_by_the_worker_decides_the_question():
     question = await sync_to_async(Question.objects.get)(run=run)
     assert question.status == QuestionStatus.APPROVED and question.reviewer_id is None
     await socket.disconnect()
+
+
+async def test_a_browser_following_the_run_hears_of_a_worker_event_after_it_is_stored(client):
+    from channels.testing import WebsocketCommunicator
+
+    from kseek_site.asgi import application
+    from tests.dashboard.helpers import BROWSER_HEADERS, login_cookie
+
+    _, token = await sync_to_async(make_worker)()
+    viewer = await sync_to_async(make_user)("vera")
+    worker = await connected_worker(token)
+    run = await claimed_run(worker)
+    session = await login_cookie(client, viewer)
+    browser = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/",
+                                    headers=BROWSER_HEADERS + [(b"cookie", f"sessionid={session}".encode())])
+    assert (await browser.connect())[0]
+    await worker.send_json_to(event(run.pk, 0, "note", {"text": "hi"}))
+    assert (await worker.receive_json_from(timeout=5))["type"] == "ack"
+    assert await browser.receive_json_from(timeout=5) == {"type": "step.stored", "run_id": run.pk, "seq": 0, "kind": "note"}
+    await browser.disconnect()
+    await worker.disconnect()
