@@ -8,12 +8,13 @@
 // never leave registers.
 //
 // Two kernels share that loop:
-//  * attn_wgmma_kernel (the fast path, every head dim on sm_90): a CTA of 3 warpgroups owns 128 query
-//    rows. Warpgroup 0 is the producer: one thread drives the TMA engine, bringing Q once and K, V
-//    tiles through a ring of shared-memory stages (128-byte swizzle, mbarrier-completed). Warpgroups
-//    1 and 2 are consumers, 64 query rows each: S = Q K^T by wgmma from shared memory, softmax in
-//    registers, P converted in registers into the A operand of the second wgmma O += P V (V read
-//    N-major straight from its [key][d] tile). setmaxnreg moves registers from producer to consumers.
+//  * attn_wgmma_kernel (the fast path, every head dim on sm_90): a CTA of 1 + NCW warpgroups owns 64*NCW
+//    query rows (NCW = 3 for d = 64, else 2). Warpgroup 0 is the producer: one thread drives the TMA
+//    engine, bringing Q once and K, V tiles through a ring of shared-memory stages (128-byte swizzle,
+//    mbarrier-completed). The others are consumers, 64 query rows each: S = Q K^T by wgmma from shared
+//    memory, softmax in registers, P converted in registers into the A operand of the second wgmma
+//    O += P V (V read N-major straight from its [key][d] tile), with S of the next block issued before
+//    the softmax of this one. setmaxnreg moves registers from the producer to the consumers.
 //  * attn_mma_kernel (the portable fallback): FlashAttention-2 style, 4 warps x 16 rows, mma.sync
 //    m16n8k16 with ldmatrix from padded shared memory filled by cp.async.
 // The host side picks the kernel, builds the TMA descriptors (cuTensorMapEncodeTiled: link with -lcuda)
@@ -284,52 +285,68 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
 constexpr float kLn2 = 0.69314718055994530942f;
 
 // ------------------------------------------------------------------------------------------------
-// Online-softmax step shared by both kernels. A thread holds 2 rows (r = 0: lane/4, r = 1: lane/4 + 8)
-// of a 16-row slab, NJ chunks of 8 columns each: s[j*4 + e], row e>>1, column 8j + 2(lane%4) + (e&1).
-// On return s holds P = 2^(x - m) (unnormalised) and o is rescaled; l accumulates per-thread partial sums.
+// Online softmax, shared by both kernels. A thread holds 2 rows (r = 0: lane/4, r = 1: lane/4 + 8) of a
+// 16-row slab, NJ chunks of 8 columns each: s[j*4 + e], row e>>1, column 8j + 2(lane%4) + (e&1).
+// softmax_scores turns raw scores into P = 2^(s*scale_log2 - m) (one FFMA + one MUFU per element), updates
+// the running max m and the per-thread partial sum l, and returns alpha = 2^(m_old - m_new), which the
+// caller applies to O when O is not being written by a wgmma in flight.
 // ------------------------------------------------------------------------------------------------
-template <int NJ, int NO>
-__device__ __forceinline__ void softmax_step(float (&s)[NJ * 4], float (&o)[NO * 4], float (&m)[2], float (&l)[2],
-                                             float scale_log2, bool need_mask, int row0, int col0, int Sk,
-                                             int causal, int diag) {
+template <int NJ>
+__device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                               float scale_log2, bool need_mask, int row0, int col0, int Sk,
+                                               int causal, int diag) {
   float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int j = 0; j < NJ; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float x = s[j * 4 + e] * scale_log2;
       if (need_mask) {
         const int col = col0 + j * 8 + (e & 1);
         const int row = row0 + (e >> 1) * 8;
-        if (col >= Sk || (causal && col > row + diag)) x = -INFINITY;
+        if (col >= Sk || (causal && col > row + diag)) s[j * 4 + e] = -INFINITY;
       }
-      s[j * 4 + e] = x;
-      mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      mx[e >> 1] = fmaxf(mx[e >> 1], s[j * 4 + e]);
     }
   }
-  float m_use[2];
+  float neg_m[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float m_new = fmaxf(m[r], quad_max(mx[r]));
-    m_use[r] = (m_new == -INFINITY) ? 0.f : m_new;  // a row with nothing visible yet keeps P = 0, no NaN
-    const float alpha = fast_exp2(m[r] - m_use[r]);
+    const float m_new = fmaxf(m[r], quad_max(mx[r]) * scale_log2);
+    const float m_use = (m_new == -INFINITY) ? 0.f : m_new;  // a row with nothing visible yet keeps P = 0
+    alpha[r] = fast_exp2(m[r] - m_use);
     m[r] = m_new;
-    l[r] *= alpha;
-#pragma unroll
-    for (int j = 0; j < NO; ++j) {
-      o[j * 4 + 2 * r] *= alpha;
-      o[j * 4 + 2 * r + 1] *= alpha;
-    }
+    l[r] *= alpha[r];
+    neg_m[r] = -m_use;
   }
 #pragma unroll
   for (int j = 0; j < NJ; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float p = fast_exp2(s[j * 4 + e] - m_use[e >> 1]);
+      const float p = fast_exp2(fmaf(s[j * 4 + e], scale_log2, neg_m[e >> 1]));
       s[j * 4 + e] = p;
       l[e >> 1] += p;
     }
   }
+}
+
+template <int NO>
+__device__ __forceinline__ void rescale_o(float (&o)[NO * 4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < NO; ++j) {
+    o[j * 4 + 0] *= alpha[0];
+    o[j * 4 + 1] *= alpha[0];
+    o[j * 4 + 2] *= alpha[1];
+    o[j * 4 + 3] *= alpha[1];
+  }
+}
+
+template <int NJ, int NO>
+__device__ __forceinline__ void softmax_step(float (&s)[NJ * 4], float (&o)[NO * 4], float (&m)[2], float (&l)[2],
+                                             float scale_log2, bool need_mask, int row0, int col0, int Sk,
+                                             int causal, int diag) {
+  float alpha[2];
+  softmax_scores<NJ>(s, m, l, alpha, scale_log2, need_mask, row0, col0, Sk, causal, diag);
+  rescale_o<NO>(o, alpha);
 }
 
 // Writes the normalised output rows and the LSE of one thread's two rows.
@@ -457,23 +474,24 @@ __global__ void __launch_bounds__(128) attn_mma_kernel(const T* __restrict__ q, 
 //   D 192: 128x96, D 256: 128x64. Shared memory holds Q [NCH][128][64] and K, V [ST][NCH][BN][64],
 //   each [rows][64] slab one TMA box with the 128-byte swizzle that wgmma reads directly.
 // ------------------------------------------------------------------------------------------------
-template <int D> struct WgCfg;
-template <> struct WgCfg<64> { static constexpr int BN = 128, ST = 3; };
-template <> struct WgCfg<96> { static constexpr int BN = 128, ST = 2; };
-template <> struct WgCfg<128> { static constexpr int BN = 128, ST = 2; };
-template <> struct WgCfg<192> { static constexpr int BN = 96, ST = 2; };
-template <> struct WgCfg<256> { static constexpr int BN = 64, ST = 2; };
+template <int D> struct WgCfg;  // NCW consumer warpgroups of 64 rows; REG = their setmaxnreg budget
+template <> struct WgCfg<64> { static constexpr int BN = 128, ST = 3, NCW = 3, REG = 160; };
+template <> struct WgCfg<96> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
+template <> struct WgCfg<128> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
+template <> struct WgCfg<192> { static constexpr int BN = 96, ST = 2, NCW = 2, REG = 240; };
+template <> struct WgCfg<256> { static constexpr int BN = 64, ST = 2, NCW = 2, REG = 240; };
 
 template <int D> struct WgShape {
-  static constexpr int BM = 128, BN = WgCfg<D>::BN, ST = WgCfg<D>::ST;
+  static constexpr int NCW = WgCfg<D>::NCW, REG = WgCfg<D>::REG, THREADS = 128 * (NCW + 1);
+  static constexpr int BM = 64 * NCW, BN = WgCfg<D>::BN, ST = WgCfg<D>::ST;
   static constexpr int NCH = (D + 63) / 64, DP = NCH * 64;
   static constexpr int Q_BYTES = NCH * BM * 128;
   static constexpr int KV_BYTES = NCH * BN * 128;  // one K (or V) stage
-  static constexpr int SMEM = 1024 /*alignment slack*/ + Q_BYTES + 2 * ST * KV_BYTES + 8 * (1 + 3 * ST);
+  static constexpr int SMEM = 1024 /*alignment slack*/ + Q_BYTES + 2 * ST * KV_BYTES + 8 * (1 + 4 * ST);
 };
 
 template <int D, typename T>
-__global__ void __launch_bounds__(384, 1) attn_wgmma_kernel(const __grid_constant__ CUtensorMap tmQ,
+__global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(const __grid_constant__ CUtensorMap tmQ,
                                                             const __grid_constant__ CUtensorMap tmK,
                                                             const __grid_constant__ CUtensorMap tmV,
                                                             T* __restrict__ o, float* __restrict__ lse, int Sq,
@@ -489,7 +507,10 @@ __global__ void __launch_bounds__(384, 1) attn_wgmma_kernel(const __grid_constan
   const uint32_t q_full = bar;
   auto k_full = [&](int s) { return bar + 8 * (1 + s); };
   auto v_full = [&](int s) { return bar + 8 * (1 + ST + s); };
-  auto kv_empty = [&](int s) { return bar + 8 * (1 + 2 * ST + s); };
+  // K and V slots are released separately: a K slot is free as soon as S = Q K^T has been computed, which
+  // lets the producer bring K(it+1) while O += P V(it-1) still reads V.
+  auto k_empty = [&](int s) { return bar + 8 * (1 + 2 * ST + s); };
+  auto v_empty = [&](int s) { return bar + 8 * (1 + 3 * ST + s); };
 
   const int mblk = causal ? (gridDim.x - 1 - blockIdx.x) : blockIdx.x;
   const int h = blockIdx.y, b = blockIdx.z, hk = h / (Hq / Hkv);
@@ -504,7 +525,8 @@ __global__ void __launch_bounds__(384, 1) attn_wgmma_kernel(const __grid_constan
     for (int s = 0; s < ST; ++s) {
       mbar_init(k_full(s), 1);
       mbar_init(v_full(s), 1);
-      mbar_init(kv_empty(s), 8);  // one arrival per consumer warp
+      mbar_init(k_empty(s), 4 * S::NCW);  // one arrival per consumer warp
+      mbar_init(v_empty(s), 4 * S::NCW);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -518,17 +540,18 @@ __global__ void __launch_bounds__(384, 1) attn_wgmma_kernel(const __grid_constan
       for (int c = 0; c < NCH; ++c) tma_load_4d(sQ + c * BM * 128, &tmQ, q_full, c * 64, h, m0, b);
       for (int it = 0; it < nblocks; ++it) {
         const int s = it % ST;
-        mbar_wait(kv_empty(s), ((it / ST) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+        mbar_wait(k_empty(s), ((it / ST) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
         mbar_expect_tx(k_full(s), S::KV_BYTES);
         for (int c = 0; c < NCH; ++c)
           tma_load_4d(sK + s * S::KV_BYTES + c * BN * 128, &tmK, k_full(s), c * 64, hk, it * BN, b);
+        mbar_wait(v_empty(s), ((it / ST) & 1) ^ 1);
         mbar_expect_tx(v_full(s), S::KV_BYTES);
         for (int c = 0; c < NCH; ++c)
           tma_load_4d(sV + s * S::KV_BYTES + c * BN * 128, &tmV, v_full(s), c * 64, hk, it * BN, b);
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(S::REG));
     const int cw = wg - 1;                 // which 64-row half of the CTA's queries
     const int wi = (tid >> 5) & 3, lane = tid & 31;
     const int row0 = m0 + cw * 64 + wi * 16 + (lane >> 2);
@@ -538,52 +561,87 @@ __global__ void __launch_bounds__(384, 1) attn_wgmma_kernel(const __grid_constan
     for (int i = 0; i < DP / 2; ++i) oacc[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
-    if (nblocks > 0) mbar_wait(q_full, 0);
-    for (int it = 0; it < nblocks; ++it) {
-      const int s = it % ST;
-      const uint32_t ph = (it / ST) & 1;
-      mbar_wait(k_full(s), ph);
-
-      float sacc[BN / 2];
-      wgmma_fence();
+    // Software pipeline inside the warpgroup: while the softmax of block it runs on the CUDA cores,
+    // the tensor cores work on O += P(it-1) V(it-1), issued just before it. S(it) = Q K(it)^T is issued
+    // first, so it is ready when the softmax needs it.
+    uint32_t pa[BN / 16][4];
+    float sacc[BN / 2];
+    auto issue_qk = [&](int st) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         // K-major operands: stepping 16 elements along K inside a swizzled 128-byte row is +32 bytes
         const uint64_t da = make_desc(sQ + (kk >> 2) * BM * 128 + cw * 64 * 128 + (kk & 3) * 32, 16, 1024);
-        const uint64_t db = make_desc(sK + s * S::KV_BYTES + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024);
+        const uint64_t db = make_desc(sK + st * S::KV_BYTES + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024);
         wgmma_ss<BN, T>(sacc, da, db, kk > 0);
       }
-      wgmma_commit();
-      wgmma_wait<0>();
-      reg_fence(sacc);
-
-      const int n0 = it * BN;
-      const bool need_mask = (n0 + BN > Sk) || (causal && n0 + BN - 1 > m0 + diag);
-      softmax_step<BN / 8, DP / 8>(sacc, oacc, m, l, scale_log2, need_mask, row0, n0 + 2 * (lane & 3), Sk, causal,
-                                   diag);
-
-      // P in registers becomes the A operand: columns 16kk..16kk+15 of S are exactly the m64k16 A fragment.
-      // All of it is packed before the fence, so that no register changes between the wgmmas.
-      uint32_t pa[BN / 16][4];
+    };
+    auto issue_pv = [&](int st) {
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        // V tile is [key][d]: N-major B. 16 keys = two 8-row groups = 2048 bytes; the next 64 columns
+        // of d sit in the next slab, BN*128 bytes on (LBO); 8-key groups are 1024 bytes apart (SBO).
+        const uint64_t db = make_desc(sV + st * S::KV_BYTES + kk * 2048, BN * 128, 1024);
+        wgmma_rs<DP, T>(oacc, pa[kk], db, 1);
+      }
+    };
+    // P in registers becomes the A operand: columns 16kk..16kk+15 of S are exactly the m64k16 A fragment.
+    auto pack_p = [&]() {
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) pa[kk][i] = pack2<T>(sacc[8 * kk + 2 * i], sacc[8 * kk + 2 * i + 1]);
       }
-      mbar_wait(v_full(s), ph);
+    };
+    auto mask_needed = [&](int it) {
+      const int n0 = it * BN;
+      return (n0 + BN > Sk) || (causal && n0 + BN - 1 > m0 + diag);
+    };
+
+    if (nblocks > 0) {
+      mbar_wait(q_full, 0);
+      mbar_wait(k_full(0), 0);
+      wgmma_fence();
+      issue_qk(0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(sacc);
+      if (lane == 0) mbar_arrive(k_empty(0));
+      float alpha[2];
+      softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(0), row0, 2 * (lane & 3), Sk, causal, diag);
+      pack_p();
+    }
+    for (int it = 1; it < nblocks; ++it) {
+      const int s = it % ST, sp = (it - 1) % ST;
+      mbar_wait(k_full(s), (it / ST) & 1);
+      mbar_wait(v_full(sp), ((it - 1) / ST) & 1);  // long since landed: V(it-1) came with K(it-1)
+      reg_fence(oacc);
+      wgmma_fence();  // no branch between here and the second issue, or ptxas adds its own fence
+      issue_qk(s);
+      wgmma_commit();
+      issue_pv(sp);
+      wgmma_commit();
+      wgmma_wait<1>();  // S(it) is complete; O += P(it-1) V(it-1) may still run
+      reg_fence(sacc);
+      if (lane == 0) mbar_arrive(k_empty(s));
+      float alpha[2];
+      softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(it), row0, it * BN + 2 * (lane & 3), Sk,
+                             causal, diag);
+      wgmma_wait<0>();
+      reg_fence(oacc);
+      if (lane == 0) mbar_arrive(v_empty(sp));
+      rescale_o<DP / 8>(oacc, alpha);
+      pack_p();
+    }
+    if (nblocks > 0) {
+      const int sp = (nblocks - 1) % ST;
+      mbar_wait(v_full(sp), ((nblocks - 1) / ST) & 1);
       reg_fence(oacc);
       wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        // V tile is [key][d]: N-major B. 16 keys = two 8-row groups = 2048 bytes; the next 64 columns
-        // of d sit in the next slab, BN*128 bytes on (LBO); 8-key groups are 1024 bytes apart (SBO).
-        const uint64_t db = make_desc(sV + s * S::KV_BYTES + kk * 2048, BN * 128, 1024);
-        wgmma_rs<DP, T>(oacc, pa[kk], db, 1);
-      }
+      issue_pv(sp);
       wgmma_commit();
       wgmma_wait<0>();
       reg_fence(oacc);
-      if (lane == 0) mbar_arrive(kv_empty(s));
+      if (lane == 0) mbar_arrive(v_empty(sp));
     }
     store_rows<DP / 8, T>(oacc, m, l, o + ((size_t)b * Sq * Hq + h) * D, lse + ((size_t)b * Hq + h) * Sq, row0, Sq,
                           Hq, D, lane);
@@ -651,7 +709,8 @@ template <int D, typename T> static int launch_wgmma(const Args& a) {
   int Sq = a.Sq, Sk = a.Sk, Hq = a.Hq, Hkv = a.Hkv, causal = a.causal;
   float sl2 = a.scale_log2;
   void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2};
-  return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T>, grid, dim3(384), args, S::SMEM, a.stream) == cudaSuccess
+  return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T>, grid, dim3(S::THREADS), args, S::SMEM, a.stream) ==
+                 cudaSuccess
              ? 0
              : 4;
 }

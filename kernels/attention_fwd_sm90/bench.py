@@ -6,7 +6,7 @@
 check: fresh random inputs per shape, outputs poisoned with NaN, O and LSE compared with an fp32 reference
 (computed in chunks), cuDNN's error on the same inputs beside it, and a second run that must agree bit for
 bit. time: triton's do_bench median (25 ms warm-up, 100 ms of repeats), TFLOP/s = 4*B*Hq*Sq*Sk*D, halved for
-causal when Sq == Sk (avg visible keys otherwise, as in ../shared/anchors). This is my working bench; the
+causal as 4*B*Hq*Sq*avg_Sk*D with avg_Sk = (max(0, Sk-Sq) + Sk)/2 (the harness's and anchors' count). This is my working bench; the
 release figures come from `python -m gpu_harness eval`.
 """
 from __future__ import annotations
@@ -143,9 +143,7 @@ def cmd_check(a):
 def flops(B, Sq, Sk, Hq, D, causal):
     if not causal:
         return 4.0 * B * Hq * Sq * Sk * D
-    if Sq == Sk:
-        return 2.0 * B * Hq * Sq * Sk * D
-    avg = (max(0, Sk - Sq) + Sk) / 2
+    avg = (max(0, Sk - Sq) + Sk) / 2  # as the harness and ../shared/anchors count it
     return 4.0 * B * Hq * Sq * avg * D
 
 
@@ -153,6 +151,18 @@ def grid_shapes(name):
     if name == "fa":
         return [(16384 // S, S, S, 2048 // D, 2048 // D, D) for D in (64, 128, 256)
                 for S in (512, 1024, 2048, 4096, 8192, 16384)]
+    if name == "extra":  # the harness's full-grid scenarios beyond the FA grid (gpu_harness/tasks/attention_fwd.py)
+        out = [(16384 // S, S, S, 2048 // D, 2048 // D, D) for D in (96, 192) for S in (1024, 4096, 16384)]
+        out += [(16384 // S, S, S, hq, hkv, 128) for hq, hkv in ((32, 8), (32, 4), (32, 1)) for S in (2048, 8192)]
+        out += [(b, s, s, 16, 16, 128) for s, b in ((1, 64), (113, 32), (1000, 16), (3001, 4))]
+        out += [(b, sq, sk, 16, 16, 128) for sq, sk, b in ((1, 4096, 8), (128, 8192, 4), (256, 8192, 2),
+                                                          (2048, 8192, 2), (113, 3001, 4), (1000, 113, 8))]
+        out += [(b, s, s, h, h, d) for b, s, h, d in ((128, 512, 4, 128), (256, 256, 2, 64), (1, 4096, 128, 64),
+                                                       (2, 8192, 32, 128))]
+        out += [(4, 4096, 4096, 16, 2, 256)]
+        return out
+    if name == "harness":
+        return grid_shapes("fa") + grid_shapes("extra")
     if name == "cover":
         return [(4, 4096, 4096, 16, 16, 128), (4, 4096, 4096, 32, 8, 128), (4, 4096, 4096, 32, 1, 128),
                 (16, 1000, 1000, 16, 16, 128), (8, 3001, 3001, 8, 8, 256), (32, 113, 113, 16, 16, 64),
@@ -199,7 +209,15 @@ def cmd_time(a):
                       f"FA2 {fa} cuDNN {cu}", flush=True)
                 Path(a.out).write_text(json.dumps(out, indent=1))
                 del q, k, v, o, lse
+    groups = {"all": lambda r: True, "d64": lambda r: r["D"] == 64, "d128": lambda r: r["D"] == 128,
+              "d256": lambda r: r["D"] == 256, "d96/192": lambda r: r["D"] in (96, 192)}
     for var in variants:
+        for g, sel in groups.items():
+            for be in ("flash", "cudnn"):
+                r = [row[f"v{var}"] / row[be] for row in out if row.get(be) and sel(row)]
+                if r:
+                    print(f"v{var} {g:8s} geomean vs {be}: {math.exp(sum(map(math.log, r)) / len(r)):.3f} over {len(r)}")
+    for var in []:
         for be in ("flash", "cudnn"):
             r = [row[f"v{var}"] / row[be] for row in out if row.get(be)]
             if r:
