@@ -1,7 +1,7 @@
 """ASGI entry point: HTTP through Django, websockets through channels.
 
-Browsers' sockets are session-authenticated and origin-checked; worker sockets authenticate with their host
-token inside their consumer (runs.routing lists both).
+runs.routing gives each socket route the checks its clients need: browsers' sockets are origin-checked and
+session-authenticated; worker sockets authenticate with their host token inside their consumer.
 """
 
 import os
@@ -12,15 +12,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kseek_site.settings")
 # Django must be set up before anything imports models (the routing below does).
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from runs.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": URLRouter(websocket_urlpatterns),
     }
 )

@@ -3,6 +3,7 @@
 DATABASE_URL   unset: SQLite in the data folder; e.g. postgres://user@127.0.0.1:5432/kernelseek
 REDIS_URL      unset: in-memory channel layer (one server process); e.g. redis://127.0.0.1:6379/0
 SECRET_KEY     unset: generated once into the data folder
+KSEEK_LARGE_GAIN_RATIO  the gain after a question (best speedup after / before) that counts as large (1.2)
 KSEEK_DATA_DIR where SQLite, the secret key and uploaded traces live (default: ./data)
 DEBUG          off unless set to 1/true
 ALLOWED_HOSTS  comma-separated (default: localhost, 127.0.0.1, [::1])
@@ -12,7 +13,7 @@ CSRF_TRUSTED_ORIGINS  comma-separated origins, for a deployment behind a proxy
 import os
 from pathlib import Path
 
-from kseek_site.envconfig import channel_layers_config, database_config, env_bool, env_list, secret_key_from
+from kseek_site.envconfig import channel_layers_config, database_config, env_bool, env_float, env_list, secret_key_from
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("KSEEK_DATA_DIR", BASE_DIR / "data")).resolve()
@@ -66,6 +67,8 @@ TEMPLATES = [
 
 DATABASES = {"default": database_config(os.environ.get("DATABASE_URL"), DATA_DIR)}
 CHANNEL_LAYERS = channel_layers_config(os.environ.get("REDIS_URL"))
+# Question effectiveness: a gain after a question at or above this ratio counts as a large gain.
+KSEEK_LARGE_GAIN_RATIO = env_float("KSEEK_LARGE_GAIN_RATIO", 1.2, minimum=1.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

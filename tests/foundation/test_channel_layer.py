@@ -85,3 +85,19 @@ async def test_nothing_is_published_for_a_step_whose_transaction_rolls_back(clie
     await sync_to_async(step_record)(run=run, seq=1, kind="note", payload={})
     assert (await socket.receive_json_from(timeout=5))["seq"] == 1
     await socket.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_worker_without_an_origin_header_reaches_its_socket_through_the_full_application():
+    from runs.services import worker_host_create
+
+    _, token = await sync_to_async(worker_host_create)(name="gpu-node-1")
+    socket = WebsocketCommunicator(
+        application, "/ws/worker/", headers=[(b"authorization", f"Bearer {token}".encode()), (b"host", b"localhost")]
+    )
+    connected, _ = await socket.connect()
+    assert connected
+    await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-node-1", "gpus": [], "active_runs": [],
+                               "agentloop_version": "test"})
+    assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
+    await socket.disconnect()

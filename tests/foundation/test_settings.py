@@ -31,6 +31,7 @@ print(json.dumps({
     "debug": settings.DEBUG,
     "hosts": settings.ALLOWED_HOSTS,
     "first_app": settings.INSTALLED_APPS[0],
+    "large_gain_ratio": settings.KSEEK_LARGE_GAIN_RATIO,
 }))
 """
 
@@ -108,3 +109,12 @@ def test_migrations_are_complete(db, command):
     from django.core.management import call_command
 
     call_command(*command)  # exits non-zero (SystemExit) when a model change has no migration
+
+
+def test_the_large_gain_ratio_comes_from_the_environment_and_is_checked(tmp_path):
+    assert probe_settings(tmp_path)["large_gain_ratio"] == 1.2
+    assert probe_settings(tmp_path, KSEEK_LARGE_GAIN_RATIO="1.5")["large_gain_ratio"] == 1.5
+    env = {k: v for k, v in os.environ.items()}
+    env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path), "KSEEK_LARGE_GAIN_RATIO": "0.5"})
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "must be at least 1.0" in done.stderr

@@ -1,0 +1,240 @@
+"""Benchmark: events stored per second and worker-to-browser fan-out latency, through real servers.
+
+Starts the server (daphne; with --processes 2 two of them, as behind one address in production), N simulated
+workers that stream events over the worker socket as fast as acknowledgements allow, and M simulated browsers
+that follow the runs' feeds. Reports events stored per second (acknowledged by the server, so committed) and the
+latency from a worker's send to a browser's receipt of the stored-event message (median and p99).
+
+    .venv/bin/python bench/event_fanout.py --workers 20 --browsers 50 --seconds 20
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/kseek_bench REDIS_URL=redis://127.0.0.1:6379/5 \
+        .venv/bin/python bench/event_fanout.py --workers 20 --browsers 50 --seconds 20 --processes 2
+
+The PostgreSQL database named in DATABASE_URL is dropped and created afresh. Workers connect to process
+(i + 1) mod P and browsers to process j mod P, so with two processes every event crosses the Redis layer.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from websockets.asyncio.client import connect
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SETUP = """
+import json, sys
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.test import Client
+from runs.services import run_claim, run_start, task_upsert, worker_host_create
+n = int(sys.argv[1])
+task = task_upsert(name="bench", target="cpu", starting_kernel="//", goal_baseline="naive", goal_speedup=2)
+user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
+client = Client()
+client.force_login(user)
+workers = []
+for i in range(n):
+    host, token = worker_host_create(name=f"bench-{i}")
+    run_start(task=task, model="bench")
+    run = run_claim(worker=host)
+    workers.append({"token": token, "run_id": run.pk})
+print(json.dumps({"session": client.cookies["sessionid"].value, "workers": workers}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def manage(env, *args, stdin=None) -> str:
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(args[:2])} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def reset_postgres(database_url: str) -> None:
+    import psycopg
+    from urllib.parse import urlparse
+
+    parsed = urlparse(database_url)
+    name = parsed.path.lstrip("/")
+    admin_url = database_url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+async def wait_for_port(port: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.2)
+    raise TimeoutError(f"server on port {port} did not start")
+
+
+class Measure:
+    def __init__(self):
+        self.sent_at: dict[tuple[int, int], float] = {}
+        self.acked = 0
+        self.nacked = 0
+        self.latencies: list[float] = []
+        self.measuring = False
+
+
+async def browser(port, session, run_id, measure: Measure, stop: asyncio.Event, ready: asyncio.Event, counter):
+    headers = {"Cookie": f"sessionid={session}", "Origin": f"http://127.0.0.1:{port}"}
+    async with connect(f"ws://127.0.0.1:{port}/ws/runs/{run_id}/", additional_headers=headers, max_queue=None) as ws:
+        counter[0] += 1
+        if counter[0] == counter[1]:
+            ready.set()
+        while not stop.is_set():
+            try:
+                raw = await asyncio.wait_for(ws.recv(), timeout=0.5)
+            except asyncio.TimeoutError:
+                continue
+            now = time.perf_counter()
+            message = json.loads(raw)
+            if message.get("type") != "step.stored":
+                continue
+            sent = measure.sent_at.get((message["run_id"], message["seq"]))
+            if sent is not None and measure.measuring:
+                measure.latencies.append(now - sent)
+
+
+async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, window: int):
+    headers = {"Authorization": f"Bearer {token}"}
+    async with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers=headers, max_queue=None) as ws:
+        await ws.send(json.dumps({"type": "hello", "v": 1, "host": "bench", "gpus": [], "active_runs": [],
+                                  "agentloop_version": "bench"}))
+        json.loads(await ws.recv())  # welcome
+        in_flight = asyncio.Semaphore(window)
+        seq = 0
+
+        async def read_acks():
+            async for raw in ws:
+                message = json.loads(raw)
+                if message.get("type") in ("ack", "nack"):
+                    in_flight.release()
+                    if measure.measuring:
+                        if message["type"] == "ack":
+                            measure.acked += 1
+                        else:
+                            measure.nacked += 1
+
+        reader = asyncio.create_task(read_acks())
+        try:
+            while not stop.is_set():
+                await in_flight.acquire()
+                event = {"type": "event", "v": 1, "run_id": run_id, "seq": seq, "kind": "note",
+                         "ts": datetime.now(timezone.utc).isoformat(), "payload": {"text": f"event {seq}"},
+                         "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
+                measure.sent_at[(run_id, seq)] = time.perf_counter()
+                await ws.send(json.dumps(event))
+                seq += 1
+        finally:
+            reader.cancel()
+
+
+async def drive(args, ports, fixtures) -> Measure:
+    measure = Measure()
+    stop = asyncio.Event()
+    ready = asyncio.Event()
+    workers = fixtures["workers"]
+    counter = [0, args.browsers]
+    browsers = [
+        asyncio.create_task(browser(ports[j % len(ports)], fixtures["session"], workers[j % len(workers)]["run_id"],
+                                    measure, stop, ready, counter))
+        for j in range(args.browsers)
+    ]
+    await asyncio.wait_for(ready.wait(), timeout=60)
+    senders = [
+        asyncio.create_task(worker(ports[(i + 1) % len(ports)], w["token"], w["run_id"], measure, stop, args.window))
+        for i, w in enumerate(workers)
+    ]
+    await asyncio.sleep(args.warmup)
+    measure.measuring = True
+    started = time.perf_counter()
+    await asyncio.sleep(args.seconds)
+    measure.measuring = False
+    measure.elapsed = time.perf_counter() - started
+    stop.set()
+    outcomes = await asyncio.gather(*senders, *browsers, return_exceptions=True)
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    if failures:
+        print(f"{len(failures)} client(s) failed, e.g. {failures[0]!r}", file=sys.stderr)
+    return measure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=20)
+    parser.add_argument("--browsers", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--warmup", type=float, default=3)
+    parser.add_argument("--window", type=int, default=8, help="unacknowledged events a worker keeps in flight")
+    parser.add_argument("--processes", type=int, default=1, help="daphne processes (more than 1 needs REDIS_URL)")
+    args = parser.parse_args()
+    if args.processes > 1 and not os.environ.get("REDIS_URL"):
+        sys.exit("--processes > 1 needs REDIS_URL: the in-memory channel layer does not cross processes")
+
+    data_dir = tempfile.mkdtemp(prefix="kseek-bench-")
+    env = {**os.environ, "KSEEK_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "kseek_site.settings", "LOG_LEVEL": "WARNING"}
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        reset_postgres(os.environ["DATABASE_URL"])
+    manage(env, "manage.py", "migrate", "--noinput")
+    fixtures = json.loads(manage(env, "-c", SETUP, str(args.workers)).strip().splitlines()[-1])
+
+    ports = [free_port() for _ in range(args.processes)]
+    servers = [
+        subprocess.Popen([str(Path(sys.executable).with_name("daphne")), "-b", "127.0.0.1", "-p", str(port),
+                          "kseek_site.asgi:application"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+        for port in ports
+    ]
+    try:
+        async def run():
+            for port in ports:
+                await wait_for_port(port, time.monotonic() + 60)
+            return await drive(args, ports, fixtures)
+
+        measure = asyncio.run(run())
+    finally:
+        for server in servers:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # daphne can wait long on closing sockets; the numbers are in
+                os.killpg(server.pid, signal.SIGKILL)
+
+    database = "PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite"
+    layer = "Redis" if os.environ.get("REDIS_URL") else "in-memory"
+    rate = measure.acked / measure.elapsed
+    lat = sorted(measure.latencies)
+    median = statistics.median(lat) * 1000 if lat else float("nan")
+    p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000 if lat else float("nan")
+    print(f"| database | layer | processes | workers | browsers | events stored/s | nacks | deliveries | median ms | p99 ms |")
+    print(f"|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {database} | {layer} | {args.processes} | {args.workers} | {args.browsers} | {rate:.0f} | {measure.nacked} "
+          f"| {len(lat)} | {median:.1f} | {p99:.1f} |")
+    print(f"stored/s vs target 2000: {rate / 2000:.2f}x; p99 vs target 100 ms: {p99 / 100:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
