@@ -1,0 +1,48 @@
+"""Mirror the harness's tasks (gpu_harness/tasks) into the database, idempotently.
+
+The harness defines what a task is (ABI, scenarios, starting kernel); the default goal of each task lives in
+agentloop/policy.toml's [goals] table, the same goal `python -m agentloop run` uses. A task without a goal there
+is refused by name rather than given an invented one.
+"""
+
+import tomllib
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from runs.models import Target
+from runs.services import task_upsert
+
+TARGET_OF_LANGUAGE = {"cuda": Target.CUDA_SM90, "cpp": Target.CPU}
+
+
+def default_goals(policy_path: Path) -> dict:
+    try:
+        return tomllib.loads(policy_path.read_text()).get("goals", {})
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise CommandError(f"cannot read the default goals from {policy_path}: {error}") from None
+
+
+class Command(BaseCommand):
+    help = "Load the harness's tasks and their default goals into the database (idempotent)."
+
+    def handle(self, *args, **options):
+        from gpu_harness import get_task, list_tasks
+
+        goals = default_goals(Path(settings.BASE_DIR) / "agentloop" / "policy.toml")
+        for name in list_tasks():
+            task = get_task(name)
+            goal = goals.get(name)
+            if not goal or "baseline" not in goal or "speedup" not in goal:
+                raise CommandError(f"task {name} has no default goal in agentloop/policy.toml [goals.{name}]")
+            target = TARGET_OF_LANGUAGE.get(task.language)
+            if target is None:
+                raise CommandError(f"task {name}: no target for kernel language {task.language!r}")
+            starting = Path(task.starting_kernel)
+            task_upsert(
+                name=name, target=target, title=name.replace("_", " "), description=task.abi,
+                starting_kernel=starting.read_text(), starting_kernel_name=starting.name,
+                goal_baseline=goal["baseline"], goal_speedup=float(goal["speedup"]),
+            )
+            self.stdout.write(f"task {name}: {target}, goal {goal['speedup']}x over {goal['baseline']}")
