@@ -100,7 +100,7 @@ def run_command(args) -> int:
     if review == "trace" and not recorded:
         raise ConfigError("--review trace needs a replay model (--model replay:TRACE)")
     reviewer = {"auto": AutoApprove, "terminal": TerminalReviewer}.get(review, lambda: TraceReviewer(recorded))()
-    if config is not None and review != "auto":
+    if config is not None and review == "terminal":
         config = RunConfig(**{**config.__dict__, "review_mode": "review"})
 
     settings = {"stream": not args.no_stream}
@@ -156,8 +156,11 @@ def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, poli
                       wall_s=args.max_wall_s, evaluations=args.max_evaluations)
     if base and not any((args.max_steps, args.max_tokens, args.max_cost, args.max_wall_s, args.max_evaluations)):
         budgets = Budgets.from_dict(base.get("budgets"))
+    # A replay keeps the recorded review mode, so that the recorded decisions fall where they fell.
+    review_mode = (base or {}).get("review_mode", "auto") if base else "auto"
     return RunConfig(task=task, goal=Goal(baseline, float(speedup)), model=model_spec, starting_kernel=source,
-                     kernel_filename=filename, budgets=budgets)
+                     kernel_filename=filename, budgets=budgets, review_mode=review_mode,
+                     review_timeout_s=(base or {}).get("review_timeout_s"))
 
 
 def worker_command(args) -> int:
