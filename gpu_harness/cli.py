@@ -20,7 +20,7 @@ def cmd_eval(args) -> int:
     scenarios = args.scenarios
     baselines = None if args.baselines is None else [b for b in args.baselines.split(",") if b]
     result = evaluate(args.task, args.kernel, scenarios=scenarios, baselines=baselines, seed=args.seed,
-                      progress=_progress, timeout_s=args.timeout, arch=args.arch)
+                      progress=_progress, timeout_s=args.timeout, arch=args.arch, timing=not args.no_timing)
     print(result.table())
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=1))
@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=None, help="default: fresh from os.urandom")
     e.add_argument("--timeout", type=float, default=None, help="overall bound in seconds")
     e.add_argument("--arch", default=None, help="CUDA target, default sm_90a")
+    e.add_argument("--no-timing", action="store_true", help="correctness only (no timing, no speedups)")
     e.set_defaults(func=cmd_eval)
     c = sub.add_parser("compile", help="build, report resources, run the dependency checks")
     c.add_argument("kernels", nargs="+")

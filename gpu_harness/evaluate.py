@@ -26,7 +26,8 @@ from .tasks import Scenario, derive_seed, get_task
 # Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
 TIMING = {"budget_ms": 120.0, "min_reps": 3, "max_reps": 25, "checks": 2, "batch_ms": 25.0, "batch_max": 200}
 HOST_BATCHES = 3                 # host-clock batches tried before a disagreement is called suspect
-STAGE_TIMEOUT_S = 120.0          # anything that is not a candidate call (start, input generation, ...)
+STAGE_TIMEOUT_S = 120.0
+SAVE_MARGIN_S = 15.0             # after a call: copying its outputs to files          # anything that is not a candidate call (start, input generation, ...)
 
 # (task, scenario id, device, versions, baseline) -> median ms; reused within one process run
 _BASELINE_CACHE: dict[tuple, float] = {}
@@ -43,7 +44,7 @@ def _new_seed() -> int:
 def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = "quick",
              baselines: list[str] | None = None, seed: int | None = None,
              progress: Callable[[str], None] | None = None, timeout_s: float | None = None,
-             arch: str | None = None, baseline_cache: bool = True) -> EvalResult:
+             arch: str | None = None, baseline_cache: bool = True, timing: bool = True) -> EvalResult:
     """Judge a candidate kernel. Raises ValueError only for a bad task name or scenario list (caller errors);
     everything the kernel does wrong ends up in the returned EvalResult."""
     say = progress or (lambda _msg: None)
@@ -54,7 +55,7 @@ def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = 
     res = EvalResult(task=t.name, kernel_sha256="", kernel_source="", status="error", host=socket.gethostname(),
                      started_at=_now(), kernel_path=str(kernel))
     try:
-        _evaluate_into(res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache)
+        _evaluate_into(res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache, timing)
     finally:
         res.finished_at = _now()
         res.wall_s = round(time.monotonic() - t_start, 3)
@@ -62,7 +63,7 @@ def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = 
     return res
 
 
-def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arch, baseline_cache) -> None:
+def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arch, baseline_cache, timing) -> None:
     try:
         source = kernel.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -109,7 +110,7 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
     workdir = tempfile.mkdtemp(prefix="kseek-eval-", dir=_scratch_dir())
     try:
         _run_child(res, t, b.lib_path, selected, runnable, libs, seed, say, deadline, limits, workdir,
-                   facts, baseline_cache)
+                   facts, baseline_cache, timing)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     _finish(res, selected, names)
@@ -133,7 +134,7 @@ def _left(deadline, stage_s):
 
 
 def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed, say, deadline, limits, workdir,
-               facts, baseline_cache) -> None:
+               facts, baseline_cache, timing=True) -> None:
     outdir = os.path.join(workdir, "out")
     os.makedirs(outdir)
     by_id = {s.id: s for s in selected}
@@ -165,7 +166,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
             if ev == "calling":
                 sc = by_id[msg["sid"]]
                 current, current_sid = f"running {sc.id} ({msg['run']})", sc.id
-                timeout_next = t.call_timeout_s(sc) + STAGE_TIMEOUT_S
+                timeout_next = t.call_timeout_s(sc) + SAVE_MARGIN_S
                 continue
             timeout_next = STAGE_TIMEOUT_S
             if ev == "checked":
@@ -214,7 +215,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                 outcome[sid].correct = False
 
         # ---- timing ----
-        to_time = [s for s in selected if outcome[s.id].correct]
+        to_time = [s for s in selected if outcome[s.id].correct] if timing else []
         device = facts.get("device", "")
         versions = t.versions()
         for i, sc in enumerate(to_time):

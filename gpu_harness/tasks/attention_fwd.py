@@ -183,9 +183,10 @@ class AttentionFwd(Task):
     call_timeout_base_s = 20.0
     call_timeout_min_rate = 2e11     # 0.2 TFLOP/s: a call slower than this is treated as a hang
 
-    def __init__(self):
+    def __init__(self, device: str = "cuda"):
         self._scenarios = build_scenarios()
         self._peaks: TimingLimits | None = None
+        self._device_name = device       # "cpu" only in tests of the judge
 
     def scenarios(self):
         return list(self._scenarios)
@@ -249,7 +250,7 @@ class AttentionFwd(Task):
 
     def make_inputs(self, params, seed):
         torch = _torch()
-        dev = getattr(self, "_dev", None) or torch.device("cuda")
+        dev = getattr(self, "_dev", None) or torch.device(self._device_name)
         dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
         g = torch.Generator(device=dev)
         g.manual_seed(seed)
@@ -262,6 +263,7 @@ class AttentionFwd(Task):
 
     def new_outputs(self, params):
         torch = _torch()
+        self._dev = getattr(self, "_dev", None) or torch.device(self._device_name)
         dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
         B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
         o = torch.full((B, Sq, Hq, D), float("nan"), dtype=dt, device=self._dev)
@@ -323,7 +325,9 @@ class AttentionFwd(Task):
         torch.backends.cuda.matmul.allow_tf32 = False     # the reference is true fp32
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-        self._dev = torch.device("cuda")
+        self._dev = torch.device(self._device_name)
+        if self._device_name == "cpu":
+            return {"device": "cpu"}
         if self._peaks is None:
             self._peaks = measure_peaks()
         return {"device": torch.cuda.get_device_name(), "peak_tflops": self._peaks.peak_tflops,

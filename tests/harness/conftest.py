@@ -1,5 +1,6 @@
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -11,9 +12,10 @@ needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc (the CUDA toolk
 
 
 @pytest.fixture(scope="session", autouse=True)
-def build_cache(tmp_path_factory):
-    """Builds go to a per-session cache, so tests neither read nor fill the user's cache."""
-    path = tmp_path_factory.mktemp("kseek-cache")
+def build_cache():
+    """Builds go to a test cache of their own, never the user's. It persists between runs because nvcc takes
+    ~10 s a kernel here; a cached build still goes through every dependency check."""
+    path = os.path.join(tempfile.gettempdir(), "kseek-test-cache")
     old = os.environ.get("KSEEK_CACHE_DIR")
     os.environ["KSEEK_CACHE_DIR"] = str(path)
     yield path

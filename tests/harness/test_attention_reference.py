@@ -1,0 +1,96 @@
+"""The attention reference and comparison, on the CPU with torch (skipped where torch is absent)."""
+import math
+
+import pytest
+
+from gpu_harness.verdict import judge_outputs
+
+torch = pytest.importorskip("torch")
+from gpu_harness.tasks.attention_fwd import compare_torch, reference  # noqa: E402
+
+
+def direct(q, k, v, causal, scale):
+    """Textbook attention in float64, one (b, h) at a time."""
+    B, Sq, Hq, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    o = torch.zeros(B, Sq, Hq, D, dtype=torch.float64)
+    lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float64)
+    for b in range(B):
+        for h in range(Hq):
+            kh = h // (Hq // Hkv)
+            s = q[b, :, h].double() @ k[b, :, kh].double().T * scale
+            for i in range(Sq):
+                vis = torch.arange(Sk) <= i + Sk - Sq if causal else torch.ones(Sk, dtype=torch.bool)
+                if vis.any():
+                    row = s[i][vis]
+                    lse[b, h, i] = torch.logsumexp(row, 0)
+                    o[b, i, h] = torch.softmax(row, 0) @ v[b, vis, kh].double()
+    return o, lse
+
+
+@pytest.mark.parametrize("B,Sq,Sk,Hq,Hkv,D,causal", [
+    (2, 5, 5, 2, 2, 8, False), (2, 7, 7, 4, 2, 8, True), (1, 3, 11, 4, 1, 16, True), (1, 9, 4, 2, 2, 8, True),
+    (1, 1, 1, 1, 1, 4, True),
+])
+def test_chunked_reference_matches_textbook_attention(B, Sq, Sk, Hq, Hkv, D, causal):
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(B, Sq, Hq, D, generator=g).bfloat16()
+    k = torch.randn(B, Sk, Hkv, D, generator=g).bfloat16()
+    v = torch.randn(B, Sk, Hkv, D, generator=g).bfloat16()
+    scale = 1 / math.sqrt(D)
+    o, lse = reference(q, k, v, causal, scale, budget_elems=7)   # tiny budget: many chunks
+    eo, else_ = direct(q, k, v, causal, scale)
+    assert torch.allclose(o.double(), eo, atol=1e-5)
+    assert torch.equal(torch.isinf(lse), torch.isinf(else_))
+    fin = torch.isfinite(else_)
+    assert torch.allclose(lse.double()[fin], else_[fin], atol=1e-5)
+
+
+def test_rows_that_see_no_key_have_zero_output_and_minus_inf_lse():
+    q = torch.randn(1, 6, 1, 4)
+    k = torch.randn(1, 2, 1, 4)
+    o, lse = reference(q, k, k.clone(), True, 0.5)
+    # Sq = 6, Sk = 2: rows 0..3 see no key (j <= i - 4)
+    assert torch.all(o[0, :4] == 0) and torch.all(torch.isneginf(lse[0, 0, :4]))
+    assert torch.all(torch.isfinite(lse[0, 0, 4:]))
+
+
+def test_bf16_rounding_of_the_reference_passes_and_a_precision_cut_fails():
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 64, 2, 32, generator=g).bfloat16() for _ in range(3))
+    o, lse = reference(q, k, v, False, 1 / math.sqrt(32))
+    honest = o.bfloat16()
+    cut = o.to(torch.float8_e4m3fn).float() if hasattr(torch, "float8_e4m3fn") else (o * 8).round() / 8
+    tol = {"O": 2 * 2.3e-3 + 2e-4, "LSE": 1e-4}
+    assert judge_outputs([compare_torch("O", honest, o), compare_torch("LSE", lse, lse)], tol)[0]
+    ok, reason = judge_outputs([compare_torch("O", cut, o), compare_torch("LSE", lse, lse)], tol)
+    assert not ok and "above tolerance" in reason
+
+
+def test_nan_poison_left_in_output_fails():
+    ref = torch.randn(4, 4)
+    cand = ref.clone()
+    cand[1, 2] = float("nan")
+    ok, reason = judge_outputs([compare_torch("O", cand, ref)], {"O": 1.0})
+    assert not ok and "NaN" in reason
+
+
+def test_judge_accepts_rounded_reference_files_and_rejects_poisoned_ones(tmp_path):
+    """The parent's judge end to end on the CPU: regenerate inputs from the seed, compare output files."""
+    from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
+    task = AttentionFwd(device="cpu")
+    task.parent_setup()
+    sc = _sc("bf16", 2, 33, 47, 4, 2, 32, True)
+    inp = task.make_inputs(sc.params, 1234)
+    o, lse = reference(inp["q"], inp["k"], inp["v"], True, sc.params["softmax_scale"])
+    good = task.save_outputs({"o": o.bfloat16(), "lse": lse}, str(tmp_path / "good"))
+    j = task.judge(sc.params, 1234, good)
+    assert j.correct, j.reason
+    assert 2e-3 < j.tolerance < 7e-3      # twice a vendor's bf16 error (torch's CPU flash path here) + floor
+    other_seed = task.judge(sc.params, 999, good)             # outputs for other inputs
+    assert not other_seed.correct and "above tolerance" in other_seed.reason
+    poisoned = o.bfloat16().clone()
+    poisoned[0, -1] = float("nan")
+    bad = task.save_outputs({"o": poisoned, "lse": lse}, str(tmp_path / "bad"))
+    j = task.judge(sc.params, 1234, bad)
+    assert not j.correct and "NaN" in j.reason
