@@ -56,7 +56,8 @@ class Agent:
                  config: RunConfig | None = None, resume_events: list[dict] | None = None,
                  evaluator: Evaluator | None = None, reviewer: Reviewer | None = None,
                  inbox: ControlInbox | None = None, bank=None, policy: Policy | None = None,
-                 task_info: dict | None = None, shell_hidden: list[Path] | None = None, use_bwrap: bool | None = None):
+                 task_info: dict | None = None, shell_hidden: list[Path] | None = None, use_bwrap: bool | None = None,
+                 extra_env: dict[str, str] | None = None):
         if (config is None) == (resume_events is None):
             raise ValueError("give either a config (a new run) or resume_events (a resumed run)")
         self.run_id = run_id
@@ -78,10 +79,11 @@ class Agent:
         self._sinks = sinks
         self.task_info = task_info or task_facts(config.task)
         tools = self.policy.tools
-        self.evaluator = evaluator or HarnessEvaluator(timeout_s=float(tools["evaluate_timeout_s"]))
+        self.evaluator = evaluator or HarnessEvaluator(timeout_s=float(tools["evaluate_timeout_s"]),
+                                                       extra_env=extra_env)
         self.shell = ShellTool(self.workspace, timeout_s=tools["shell_timeout_s"],
                                timeout_max_s=tools["shell_timeout_max_s"], output_limit=tools["output_limit_chars"],
-                               hidden=shell_hidden, use_bwrap=use_bwrap)
+                               hidden=shell_hidden, use_bwrap=use_bwrap, extra_env=extra_env)
         self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
         if reviewer is None or config.review_mode == "auto":
             reviewer = AutoApprove() if config.review_mode == "auto" else InboxReviewer(config.review_timeout_s)
@@ -94,6 +96,8 @@ class Agent:
             max_proposals=settings.max_proposals, set_status=self._set_status)
         self._cost_warned = False
         self.tool_schemas = [self.shell.schema, self.editor.schema, evaluate_tool.SCHEMA]
+        if resume_events and hasattr(model, "skip_played"):
+            model.skip_played(resume_events)
         if hasattr(model, "notify"):  # retries and warnings of the model backend become notes in the trace
             model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
         self.inbox.mark_seen(e["payload"].get("directive_id") for e in resume_events or [])

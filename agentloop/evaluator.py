@@ -31,9 +31,11 @@ class Evaluator(Protocol):
 
 
 class HarnessEvaluator:
-    def __init__(self, timeout_s: float = 1800, progress: Callable[[str], None] | None = None):
+    def __init__(self, timeout_s: float = 1800, progress: Callable[[str], None] | None = None,
+                 extra_env: dict[str, str] | None = None):
         self.timeout_s = timeout_s
         self.progress = progress
+        self.extra_env = dict(extra_env or {})   # e.g. CUDA_VISIBLE_DEVICES of the run's GPU
 
     def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
         with tempfile.TemporaryDirectory(prefix="kseek-snapshot-") as tmp:
@@ -46,6 +48,7 @@ class HarnessEvaluator:
                 if name in os.environ:
                     env[name] = os.environ[name]
             env["HOME"] = os.environ.get("HOME", tmp)  # the harness's build cache lives under HOME
+            env.update(self.extra_env)
             argv = [sys.executable, "-m", "agentloop.eval_child", task, str(snapshot), json.dumps(scenarios),
                     str(out), str(self.timeout_s)]
             try:

@@ -32,6 +32,14 @@ class ReplayModel:
     def from_trace(cls, path: str | Path) -> "ReplayModel":
         return cls(read_trace(path), name=f"replay:{path}")
 
+    def skip_played(self, events: list[dict]) -> None:
+        """Drop the recorded calls a resumed run already made (its trace's model messages and usage)."""
+        for event in events:
+            purpose = event["payload"].get("purpose", "turn")
+            queue = {"model_message": self.queues, "usage": self.usages}.get(event["kind"], {}).get(purpose)
+            if queue:
+                queue.popleft()
+
     def remaining(self, purpose: str = "turn") -> int:
         return len(self.queues.get(purpose, ()))
 

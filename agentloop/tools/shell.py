@@ -33,7 +33,9 @@ class ShellTool:
     schema = SCHEMA
 
     def __init__(self, workspace: Path, timeout_s: float = 120, timeout_max_s: float = 600,
-                 output_limit: int = 10000, hidden: list[Path] | None = None, use_bwrap: bool | None = None):
+                 output_limit: int = 10000, hidden: list[Path] | None = None, use_bwrap: bool | None = None,
+                 extra_env: dict[str, str] | None = None):
+        self.extra_env = dict(extra_env or {})
         self.workspace = Path(workspace)
         self.timeout_s = timeout_s
         self.timeout_max_s = timeout_max_s
@@ -44,7 +46,7 @@ class ShellTool:
             raise RuntimeError("bubblewrap was required but `bwrap` is not on PATH")
 
     def argv(self, command: str) -> tuple[list[str], dict]:
-        env = scrubbed_env(self.workspace)
+        env = scrubbed_env(self.workspace) | self.extra_env
         inner = ["bash", "-c", command]
         if self.bwrap:
             return bwrap_argv(self.bwrap, self.workspace, self.hidden, env, inner), {}

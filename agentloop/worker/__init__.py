@@ -1,0 +1,1 @@
+"""The worker: serves a dashboard over a websocket (docs/protocol.md, section 2)."""

@@ -1,0 +1,302 @@
+"""The worker client: one websocket to the dashboard, one run per GPU, events spooled until acknowledged.
+
+Threads: the main thread owns the socket (it reads, and answers); each run has its own thread, which sends its
+events under a lock. Every event is written to the spool before it is sent, so a lost connection or a killed
+worker loses none: after a reconnect or a restart the spool is re-sent first (the server stores each
+(run, seq) once). Runs whose traces are unfinished when the worker starts are resumed from their traces.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import random
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import websockets
+from websockets.sync.client import connect
+
+from agentloop import SCHEMA_VERSION, __version__
+from agentloop.config import Budgets, Goal, RunConfig
+from agentloop.control import ControlInbox, Directive
+from agentloop.errors import ConfigError
+from agentloop.trace import TraceError, TraceWriter, read_trace
+from agentloop.worker.spool import Spool
+
+log = logging.getLogger("agentloop.worker")
+RESEND_AFTER_S = 15.0
+AUTH_REFUSED = 4401
+
+
+class AuthRefused(Exception):
+    pass
+
+
+def worker_url(server: str) -> str:
+    url = server.rstrip("/")
+    for old, new in (("http://", "ws://"), ("https://", "wss://")):
+        if url.startswith(old):
+            url = new + url[len(old):]
+    if not url.startswith(("ws://", "wss://")):
+        url = "ws://" + url
+    return url if url.endswith("/ws/worker") else url + "/ws/worker/"
+
+
+@dataclass
+class RunHandle:
+    run_id: object
+    gpu: int
+    thread: threading.Thread
+    inbox: ControlInbox
+
+
+class SeenDirectives:
+    """Directive ids acted on, kept on disk so that a restarted worker does not act on a re-sent one twice."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.ids = set(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            self.ids = set()
+
+    def add(self, ident: str) -> None:
+        self.ids.add(ident)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(sorted(self.ids)))
+        tmp.replace(self.path)
+
+
+class Worker:
+    def __init__(self, *, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None,
+                 model_factory=None, agent_kwargs: dict | None = None):
+        from agentloop.models import make_model
+        self.url = worker_url(server)
+        self.token = token
+        self.gpus = list(gpus)
+        self.state_dir = Path(state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.spool = Spool(self.state_dir / "spool.jsonl")
+        self.seen = SeenDirectives(self.state_dir / "directives_seen.json")
+        self.use_bwrap = use_bwrap
+        self.model_factory = model_factory or make_model
+        self.agent_kwargs = agent_kwargs or {}
+        self.runs: dict[str, RunHandle] = {}
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._ws = None
+        self._last_sent: dict[tuple[str, int], float] = {}
+        self._claiming = False
+        self._next_claim = 0.0
+        self.stop = threading.Event()
+
+    # ---------------------------------------------------------------------------------- sending
+    def _send(self, message: dict) -> bool:
+        ws = self._ws
+        if ws is None:
+            return False
+        try:
+            with self._send_lock:
+                ws.send(json.dumps({"v": SCHEMA_VERSION, **message}))
+            return True
+        except (websockets.exceptions.WebSocketException, OSError):
+            return False
+
+    def _send_event(self, event: dict) -> None:
+        key = (str(event["run_id"]), int(event["seq"]))
+        self._last_sent[key] = time.monotonic()
+        self._send({"type": "event", **{k: event[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}})
+
+    def _event_sink(self, event: dict) -> None:
+        self.spool.add(event)
+        self._send_event(event)
+
+    # ----------------------------------------------------------------------------------- runs
+    def _free_gpus(self) -> list[int]:
+        with self._lock:
+            busy = {h.gpu for h in self.runs.values() if h.thread.is_alive()}
+            for rid in [r for r, h in self.runs.items() if not h.thread.is_alive()]:
+                del self.runs[rid]
+        return [g for g in self.gpus if g not in busy]
+
+    def _run_dir(self, run_id) -> Path:
+        return self.state_dir / "runs" / str(run_id)
+
+    def _start_run(self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None) -> None:
+        from agentloop.agent import Agent
+        from agentloop.review import InboxReviewer
+
+        run_dir = self._run_dir(run_id)
+        inbox = ControlInbox()
+        spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
+        mode = config or RunConfig.from_dict(resume_events[0]["payload"]["config"])
+
+        def work():
+            trace = None
+            try:
+                trace = TraceWriter(run_dir / "trace.jsonl")
+                model = self.model_factory(spec, {})
+                agent = Agent(run_id=run_id, config=config, resume_events=resume_events,
+                              workspace=run_dir / "workspace", model=model, sinks=[trace, self._event_sink],
+                              inbox=inbox, reviewer=InboxReviewer(mode.review_timeout_s), shell_hidden=[self.state_dir],
+                              use_bwrap=self.use_bwrap, extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
+                              **self.agent_kwargs)
+                outcome = agent.run()
+                log.info("run %s ended: %s (%s)", run_id, outcome.status, outcome.reason)
+            except Exception:  # noqa: BLE001 - one broken run must not take the worker down
+                log.exception("run %s could not run", run_id)
+            finally:
+                if trace is not None:
+                    trace.close()
+
+        thread = threading.Thread(target=work, name=f"run-{run_id}", daemon=True)
+        with self._lock:
+            self.runs[str(run_id)] = RunHandle(run_id, gpu, thread, inbox)
+        thread.start()
+
+    def resume_unfinished(self) -> None:
+        """Runs this worker was running when it stopped: resume each from its trace."""
+        for trace_path in sorted((self.state_dir / "runs").glob("*/trace.jsonl")):
+            try:
+                events = read_trace(trace_path)
+            except TraceError as exc:
+                log.error("cannot resume from %s: %s", trace_path, exc)
+                continue
+            if not events or any(e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed",
+                                                                                         "stopped") for e in events):
+                continue
+            free = self._free_gpus()
+            if not free:
+                log.error("run %s is unfinished but no GPU is free to resume it", events[0]["run_id"])
+                continue
+            log.info("resuming run %s from its trace", events[0]["run_id"])
+            self._start_run(events[0]["run_id"], free[0], None, events)
+
+    def _assignment(self, run: dict) -> RunConfig:
+        from gpu_harness import get_task
+        try:
+            filename = run.get("starting_kernel_name") or Path(get_task(run["task"]).starting_kernel).name
+            goal = run.get("goal") or {}
+            return RunConfig(task=run["task"], goal=Goal(goal.get("baseline", ""), goal.get("speedup", 0)),
+                             model=run["model"], starting_kernel=run["starting_kernel"], kernel_filename=filename,
+                             budgets=Budgets.from_dict({k: v for k, v in (run.get("budgets") or {}).items()
+                                                        if v is not None}),
+                             review_mode=run.get("review_mode") or "review",
+                             review_timeout_s=run.get("review_timeout_s"))
+        except (KeyError, ValueError) as exc:
+            raise ConfigError(f"unusable assignment: {exc}") from None
+
+    # ------------------------------------------------------------------------------- the socket
+    def _claim_if_free(self) -> None:
+        if self._claiming or time.monotonic() < self._next_claim or self.stop.is_set():
+            return
+        free = self._free_gpus()
+        if free and self._send({"type": "claim", "gpu": free[0]}):
+            self._claiming = True
+            self._claim_gpu = free[0]
+
+    def _handle(self, msg: dict) -> None:
+        kind = msg.get("type")
+        if kind == "ack":
+            self.spool.ack(msg["run_id"], msg["seq"])
+        elif kind == "nack":
+            if not msg.get("retry"):
+                log.error("server refused event %s/%s for good: %s", msg.get("run_id"), msg.get("seq"),
+                          msg.get("error"))
+                self.spool.ack(msg["run_id"], msg["seq"])
+            else:
+                self._last_sent[(str(msg["run_id"]), int(msg["seq"]))] = time.monotonic() - RESEND_AFTER_S + 2
+        elif kind == "assign":
+            self._claiming = False
+            run = msg.get("run") or {}
+            try:
+                config = self._assignment(run)
+            except ConfigError as exc:
+                log.error("%s", exc)
+                return
+            self._start_run(run["id"], self._claim_gpu, config, None)
+        elif kind == "no_work":
+            self._claiming = False
+            self._next_claim = time.monotonic() + float(msg.get("retry_after_s") or 5)
+        elif kind == "directive":
+            ident = msg.get("id")
+            if ident and ident in self.seen.ids:
+                self._send({"type": "directive_ack", "id": ident})
+                return
+            handle = self.runs.get(str(msg.get("run_id")))
+            if handle is not None:
+                handle.inbox.put(Directive.from_wire(msg))
+            else:
+                log.warning("directive %s for run %s, which is not running here", ident, msg.get("run_id"))
+            if ident:
+                self.seen.add(ident)
+                self._send({"type": "directive_ack", "id": ident})
+        elif kind == "error":
+            log.error("server: %s", msg.get("error"))
+
+    def _session(self, ws) -> None:
+        self._ws = ws
+        self._claiming = False
+        active = [{"run_id": h.run_id, "last_seq": None} for h in self.runs.values() if h.thread.is_alive()]
+        self._send({"type": "hello", "host": socket.gethostname(), "gpus": [f"gpu {g}" for g in self.gpus],
+                    "active_runs": active, "agentloop_version": __version__})
+        for event in self.spool.pending():
+            self._send_event(event)
+        while not self.stop.is_set():
+            self._claim_if_free()
+            now = time.monotonic()
+            for event in self.spool.pending():
+                if now - self._last_sent.get((str(event["run_id"]), int(event["seq"])), 0) > RESEND_AFTER_S:
+                    self._send_event(event)
+            try:
+                raw = ws.recv(timeout=0.5)
+            except TimeoutError:
+                continue
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                log.error("not JSON from the server: %.200s", raw)
+                continue
+            self._handle(msg)
+
+    def serve(self) -> int:
+        self.resume_unfinished()
+        backoff = 1.0
+        while not self.stop.is_set():
+            try:
+                with connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"},
+                             max_size=64 * 2**20, open_timeout=10) as ws:
+                    backoff = 1.0
+                    log.info("connected to %s", self.url)
+                    self._session(ws)
+            except websockets.exceptions.InvalidStatus as exc:
+                if exc.response.status_code in (401, 403):
+                    log.error("the server refused the worker token (HTTP %s)", exc.response.status_code)
+                    return 3
+                log.warning("connection refused: %s", exc)
+            except websockets.exceptions.ConnectionClosed as exc:
+                if exc.rcvd is not None and exc.rcvd.code == AUTH_REFUSED:
+                    log.error("the server refused the worker token")
+                    return 3
+                log.warning("connection lost: %s", exc)
+            except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+                log.warning("cannot reach %s: %s", self.url, exc)
+            finally:
+                self._ws = None
+            if self.stop.wait(backoff * (0.5 + random.random() / 2)):
+                break
+            backoff = min(30.0, backoff * 2)
+        return 0
+
+
+def run_worker(*, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    worker = Worker(server=server, token=token, gpus=gpus, state_dir=state_dir, use_bwrap=use_bwrap)
+    try:
+        return worker.serve()
+    except KeyboardInterrupt:
+        worker.stop.set()
+        return 0

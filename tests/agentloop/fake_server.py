@@ -1,0 +1,93 @@
+"""A stand-in for the dashboard's side of the worker protocol (docs/protocol.md, section 2), for tests:
+token check, hello/welcome, claim/assign, events stored once by (run, seq) and acknowledged, directives."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+from websockets.asyncio.server import serve
+
+
+class FakeServer:
+    def __init__(self, token: str, runs: list[dict]):
+        self.token = token
+        self.queue = list(runs)
+        self.steps: dict[tuple, dict] = {}        # (run_id, seq) -> event
+        self.deliveries: list[tuple] = []         # every event message received, duplicates included
+        self.conflicts: list[tuple] = []
+        self.hellos: list[dict] = []
+        self.directive_acks: list[str] = []
+        self.outbox: list[dict] = []              # directives to send (re-sent until acked)
+        self.refused = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self):
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._serve())
+
+    async def _serve(self):
+        async with serve(self._handler, "127.0.0.1", 0, process_request=self._check_token,
+                         max_size=64 * 2**20) as server:
+            self.port = server.sockets[0].getsockname()[1]
+            self._stop = asyncio.Event()
+            self._ready.set()
+            await self._stop.wait()
+
+    def _check_token(self, connection, request):
+        if request.headers.get("Authorization") != f"Bearer {self.token}" or request.path != "/ws/worker/":
+            self.refused += 1
+            return connection.respond(403, "refused\n")
+        return None
+
+    async def _handler(self, ws):
+        async for raw in ws:
+            msg = json.loads(raw)
+            assert msg["v"] == 1
+            kind = msg["type"]
+            if kind == "hello":
+                self.hellos.append(msg)
+                await ws.send(json.dumps({"type": "welcome", "v": 1, "worker": msg["host"]}))
+                for d in list(self.outbox):
+                    await ws.send(json.dumps(d))
+            elif kind == "claim":
+                if self.queue:
+                    await ws.send(json.dumps({"type": "assign", "v": 1, "run": self.queue.pop(0)}))
+                else:
+                    await ws.send(json.dumps({"type": "no_work", "v": 1, "retry_after_s": 0.5}))
+            elif kind == "event":
+                key = (msg["run_id"], msg["seq"])
+                self.deliveries.append(key)
+                event = {k: msg[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
+                if key in self.steps and self.steps[key] != event:
+                    self.conflicts.append(key)
+                    await ws.send(json.dumps({"type": "nack", "v": 1, "run_id": key[0], "seq": key[1],
+                                              "error": "different event under a used seq", "retry": False}))
+                    continue
+                self.steps[key] = event
+                await ws.send(json.dumps({"type": "ack", "v": 1, "run_id": key[0], "seq": key[1]}))
+            elif kind == "directive_ack":
+                self.directive_acks.append(msg["id"])
+                self.outbox = [d for d in self.outbox if d["id"] != msg["id"]]
+
+    def send_directive(self, directive: dict) -> None:
+        self.outbox.append({"type": "directive", "v": 1, **directive})
+
+    def events(self, run_id) -> list[dict]:
+        return [self.steps[k] for k in sorted(k for k in self.steps if k[0] == run_id)]
+
+    def finished(self, run_id) -> bool:
+        return any(e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed", "stopped")
+                   for e in self.events(run_id))
+
+    def __enter__(self):
+        self._thread.start()
+        self._ready.wait(10)
+        self.url = f"ws://127.0.0.1:{self.port}"
+        return self
+
+    def __exit__(self, *exc):
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)

@@ -1,0 +1,107 @@
+"""The worker against a stand-in server: a worker killed mid-run and started again leaves every step stored once."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agentloop.trace import read_trace
+from agentloop.worker.spool import Spool
+from tests.agentloop.fake_server import FakeServer
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
+TOKEN = "kst_test_token"
+
+
+def demo_assignment(run_id=7):
+    config = read_trace(DEMO)[0]["payload"]["config"]
+    return {"id": run_id, "task": "matmul_cpu", "model": f"replay:{DEMO}", "starting_kernel": config["starting_kernel"],
+            "starting_kernel_name": "kernel.cpp", "goal": config["goal"], "budgets": config["budgets"],
+            "review_mode": "auto", "review_timeout_s": None}
+
+
+def start_worker(server, state_dir, token=TOKEN):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_"))}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.Popen([sys.executable, "-m", "agentloop", "worker", "--server", server.url, "--token", token,
+                             "--state-dir", str(state_dir), "--no-bwrap"], env=env, cwd=state_dir.parent,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(condition, timeout, proc=None):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def stop(proc):
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    return proc.communicate(timeout=30)[0]
+
+
+def test_the_spool_keeps_unacknowledged_events_across_a_restart(tmp_path):
+    spool = Spool(tmp_path / "spool.jsonl")
+    for seq in range(3):
+        spool.add({"run_id": 1, "seq": seq, "kind": "note", "payload": {}})
+    spool.ack(1, 1)
+    spool.close()
+    with open(tmp_path / "spool.jsonl", "a") as f:
+        f.write('{"event": {"run_id": 1, "se')  # a crash mid-write
+    again = Spool(tmp_path / "spool.jsonl")
+    assert [(e["run_id"], e["seq"]) for e in again.pending()] == [(1, 0), (1, 2)]
+
+
+def test_a_worker_killed_mid_run_and_restarted_leaves_every_step_stored_once(tmp_path):
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    with FakeServer(TOKEN, [demo_assignment(7)]) as server:
+        first = start_worker(server, state_dir)
+        try:
+            # Kill it (SIGKILL: no cleanup) once the run is well under way: after its first evaluation.
+            started = wait_for(lambda: any(e["kind"] == "evaluation" for e in server.events(7)), 300, first)
+        finally:
+            log1 = stop(first)
+        assert started, log1[-3000:]
+        assert not server.finished(7)
+        stored_before = len(server.events(7))
+
+        second = start_worker(server, state_dir)
+        try:
+            done = wait_for(lambda: server.finished(7), 400, second)
+            # Let the last acknowledgements land.
+            wait_for(lambda: len(Spool(state_dir / "spool.jsonl").pending()) == 0, 20)
+        finally:
+            log2 = stop(second)
+        assert done, log2[-3000:]
+
+    events = server.events(7)
+    assert [e["seq"] for e in events] == list(range(len(events)))    # every step, none missing
+    assert server.conflicts == []                                    # never two different events under one seq
+    assert len(events) > stored_before
+    resumed = [e for e in events if e["kind"] == "status" and e["payload"].get("reason") == "resumed"]
+    assert len(resumed) == 1
+    assert events[-1]["kind"] == "status" and events[-1]["payload"]["status"] in ("succeeded", "failed")
+    # The local trace and the server hold the same run.
+    local = read_trace(state_dir / "runs" / "7" / "trace.jsonl")
+    assert [(e["seq"], e["kind"]) for e in local] == [(e["seq"], e["kind"]) for e in events]
+
+
+def test_a_wrong_token_is_refused_and_the_worker_exits(tmp_path):
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    with FakeServer(TOKEN, []) as server:
+        proc = start_worker(server, state_dir, token="kst_wrong")
+        try:
+            proc.wait(timeout=60)
+        finally:
+            log = stop(proc)
+    assert proc.returncode == 3, log[-2000:]
+    assert server.refused == 1 and server.hellos == []
