@@ -165,6 +165,10 @@ class Worker:
             except TraceError as exc:
                 log.error("cannot resume from %s: %s", trace_path, exc)
                 continue
+            missing = self.spool.add_missing(events)
+            if missing:
+                log.info("spooled %d event(s) of run %s that its trace had but the spool had not", missing,
+                         events[0]["run_id"] if events else "?")
             if not events or any(e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed",
                                                                                          "stopped") for e in events):
                 continue

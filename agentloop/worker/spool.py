@@ -21,6 +21,9 @@ class Spool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, int], dict] = {}
+        # Highest seq ever spooled per run, kept through compaction: on a restart, the trace's events above it
+        # were written to the trace but never spooled (the worker died in between) and must be spooled now.
+        self.marks: dict[str, int] = {}
         self._load()
         self._compact()
         self._file = open(self.path, "a", encoding="utf-8")
@@ -36,12 +39,17 @@ class Spool:
             if "event" in record:
                 e = record["event"]
                 self._pending[_key(e["run_id"], e["seq"])] = e
+                self._mark(e["run_id"], e["seq"])
+            elif "mark" in record:
+                self._mark(*record["mark"])
             elif "ack" in record:
                 self._pending.pop(_key(*record["ack"]), None)
 
     def _compact(self) -> None:
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
+            for run_id, seq in sorted(self.marks.items()):
+                f.write(json.dumps({"mark": [run_id, seq]}) + "\n")
             for e in self.pending():
                 f.write(json.dumps({"event": e}, separators=(",", ":")) + "\n")
             f.flush()
@@ -53,10 +61,24 @@ class Spool:
         self._file.flush()
         os.fsync(self._file.fileno())
 
+    def _mark(self, run_id, seq) -> None:
+        run_id = str(run_id)
+        self.marks[run_id] = max(self.marks.get(run_id, -1), int(seq))
+
     def add(self, event: dict) -> None:
         with self._lock:
             self._pending[_key(event["run_id"], event["seq"])] = event
+            self._mark(event["run_id"], event["seq"])
             self._append({"event": event})
+
+    def add_missing(self, events: list[dict]) -> int:
+        """Spool the events of a run's trace that were never spooled. Returns how many."""
+        added = 0
+        for event in events:
+            if int(event["seq"]) > self.marks.get(str(event["run_id"]), -1):
+                self.add(event)
+                added += 1
+        return added
 
     def ack(self, run_id, seq) -> bool:
         with self._lock:

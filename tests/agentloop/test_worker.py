@@ -105,3 +105,17 @@ def test_a_wrong_token_is_refused_and_the_worker_exits(tmp_path):
             log = stop(proc)
     assert proc.returncode == 3, log[-2000:]
     assert server.refused == 1 and server.hellos == []
+
+
+def test_trace_events_that_never_reached_the_spool_are_spooled_on_restart(tmp_path):
+    spool = Spool(tmp_path / "spool.jsonl")
+    events = [{"run_id": 7, "seq": s, "kind": "note", "payload": {}} for s in range(4)]
+    for e in events[:2]:
+        spool.add(e)
+    spool.ack(7, 0)
+    spool.ack(7, 1)
+    spool.close()
+    again = Spool(tmp_path / "spool.jsonl")   # compacted: nothing pending, but the mark survives
+    assert again.pending() == [] and again.marks == {"7": 1}
+    assert again.add_missing(events) == 2
+    assert [e["seq"] for e in again.pending()] == [2, 3]
