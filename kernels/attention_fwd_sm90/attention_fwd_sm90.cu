@@ -750,7 +750,12 @@ extern "C" int kseek_attention_fwd_variant(int variant, const void* q, const voi
   kseek::Args a{q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, dtype, causal ? 1 : 0,
                 softmax_scale * 1.4426950408889634f, stream};
   static const bool sm90 = kseek::device_is_sm90();
-  bool wg = sm90;
+  // Very short key sequences: the wgmma CTA's fixed cost (barriers, 384 threads, 128-row TMA boxes that are
+  // mostly zero fill) outweighs its speed. Measured on the H200 (results/bench_small_shapes_v1_vs_v4.json):
+  // Sk = 1: 18 us (mma) vs 44 us; 256x256 d64: 51/42 us vs 60/67 us; 1000x113 causal: 32 vs 38 us; but
+  // 113x113 and 1000x113 without mask, and every longer shape, stay faster on wgmma.
+  const bool tiny = seqlen_k <= 64 || (seqlen_k <= 256 && (causal || head_dim == 64));
+  bool wg = sm90 && !tiny;
   if (variant == 1) wg = false;
   if (variant == 2 && !sm90) return 6;
   return dtype == 0 ? kseek::dispatch<__nv_bfloat16>(a, wg) : kseek::dispatch<__half>(a, wg);
