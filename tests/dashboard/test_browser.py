@@ -1,0 +1,287 @@
+"""The dashboard in a real browser (Debian's chromium through Playwright) against a live daphne server.
+
+A scripted worker speaks docs/protocol.md over a real websocket, so these cover the whole path: a page action,
+the server, the worker socket, and back to the page. They fail rather than skip when KSEEK_REQUIRE_BROWSER=1
+(CI) and chromium is missing.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("KSEEK_CHROMIUM", "/usr/bin/chromium")
+    if shutil.which(path) or os.access(path, os.X_OK):
+        return path
+    message = f"chromium not found at {path} (apt-get install -y chromium, or set KSEEK_CHROMIUM)"
+    if os.environ.get("KSEEK_REQUIRE_BROWSER") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def live_site(tmp_path_factory):
+    """A migrated SQLite data folder, seeded, served by daphne with the in-memory channel layer."""
+    data = tmp_path_factory.mktemp("live")
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
+    env.update(KSEEK_DATA_DIR=str(data / "data"), PYTHONPATH=str(ROOT))
+    python = sys.executable
+    subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
+    seeded = subprocess.run([python, "tests/dashboard/live_seed.py"], cwd=ROOT, env=env, check=True,
+                            capture_output=True, text=True)
+    seed = json.loads(seeded.stdout.strip().splitlines()[-1])
+    port = free_port()
+    log = open(data / "daphne.log", "w+")
+    daphne = shutil.which("daphne", path=str(Path(python).parent)) or "daphne"
+    server = subprocess.Popen([daphne, "-b", "127.0.0.1", "-p", str(port), "kseek_site.asgi:application"], cwd=ROOT,
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(base + "/accounts/login/", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    pytest.fail(f"daphne did not serve:\n{log.read()[-4000:]}")
+                time.sleep(0.3)
+        yield {"base": base, "ws": f"ws://127.0.0.1:{port}", **seed}
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = chromium_path()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def login(chromium, live_site):
+    contexts = []
+
+    def sign_in(username: str):
+        context = chromium.new_context()
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(live_site["base"] + "/accounts/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", live_site["password"])
+        page.click("button[type=submit]")
+        page.wait_for_selector("h1:has-text('Runs')")
+        return page
+
+    yield sign_in
+    for context in contexts:
+        context.close()
+
+
+class ScriptedWorker:
+    """A worker that says exactly what a test tells it to, over the real protocol."""
+
+    def __init__(self, live_site):
+        from websockets.sync.client import connect
+
+        # Entered by hand: the connection lives across a test's steps and is closed by close().
+        self._opened = connect(live_site["ws"] + "/ws/worker/",
+                               additional_headers={"Authorization": f"Bearer {live_site['token']}"})
+        self.connection = self._opened.__enter__()
+        self.directives = []
+        self.send({"type": "hello", "host": "live-worker", "gpus": ["cpu"], "active_runs": [], "agentloop_version": "test"})
+        assert self.receive()["type"] == "welcome"
+
+    def send(self, message: dict) -> None:
+        self.connection.send(json.dumps({"v": 1, **message}))
+
+    def receive(self, timeout: float = 15) -> dict:
+        while True:
+            message = json.loads(self.connection.recv(timeout=timeout))
+            if message["type"] != "directive":
+                return message
+            self.directives.append(message)
+
+    def claim(self) -> dict:
+        self.send({"type": "claim", "gpu": 0})
+        reply = self.receive()
+        assert reply["type"] == "assign", reply
+        return reply["run"]
+
+    def event(self, run_id: int, seq: int, kind: str, payload: dict) -> None:
+        self.send({"type": "event", "run_id": run_id, "seq": seq, "kind": kind, "ts": "2026-11-30T12:00:00+00:00",
+                   "payload": payload, "usage": {"tokens_in": 5, "tokens_out": 3, "cost_usd": 0.001}})
+        reply = self.receive()
+        assert reply == {"type": "ack", "v": 1, "run_id": run_id, "seq": seq}, reply
+
+    def directive(self, action: str, timeout: float = 15) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = next((d for d in self.directives if d["action"] == action), None)
+            if found:
+                self.send({"type": "directive_ack", "id": found["id"]})
+                return found
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no {action} directive arrived; got {self.directives}")
+            try:
+                message = json.loads(self.connection.recv(timeout=remaining))
+            except TimeoutError:
+                continue
+            if message["type"] == "directive":
+                self.directives.append(message)
+
+    def close(self):
+        self._opened.__exit__(None, None, None)
+
+
+def start_run_from_page(page, model: str, review_mode: str = "review") -> int:
+    form = "#start-run "
+    page.select_option(form + "select[name=task]", "matmul_cpu")
+    page.fill(form + "input[name=model]", model)
+    page.select_option(form + "select[name=review_mode]", review_mode)
+    page.fill(form + "input[name=budget_steps]", "100")
+    page.click("#start-run-button")
+    page.wait_for_selector("#run-page")
+    return int(page.get_attribute("#run-page", "data-run"))
+
+
+def eval_payload(speedup, correct=True, failing=None):
+    scenarios = [{"id": sid, "params": {"n": n, "dtype": "float32"}, "correct": correct and sid != failing,
+                  "time_ms": 1.0, "speedup": {"naive": speedup}} for sid, n in (("n256", 256), ("n512", 512))]
+    status = "correct" if correct and not failing else "incorrect"
+    result = {"task": "matmul_cpu", "status": status, "kernel_source": f"// v{speedup}\n", "scenarios": scenarios,
+              "geomean": {"naive": {"speedup": speedup if status == "correct" else None, "count": 2}}}
+    return {"purpose": "tool", "scenario_set": "quick", "kernel_path": "kernel.cpp", "kernel_source": result["kernel_source"],
+            "result": result, "speedup": speedup}
+
+
+def test_a_run_started_from_the_page_streams_steps_live_from_a_worker(live_site, login):
+    page = login("olga")
+    run_id = start_run_from_page(page, "replay:live-demo")
+    page.wait_for_selector("#live-state.live-on")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        worker.event(run_id, 0, "status", {"status": "running", "reason": "started"})
+        for seq in range(1, 6):
+            worker.event(run_id, seq, "note", {"text": f"streamed note {seq}"})
+            page.wait_for_selector(f"#step-{seq}:has-text('streamed note {seq}')")
+        assert page.locator("#feed-list > li").count() == 6
+        page.wait_for_selector("#run-status:has-text('Running')")
+        page.wait_for_selector("#run-steps:has-text('6')")
+
+        page.fill("#message-form textarea", "Try blocking the loops.")
+        page.click("#message-form button[type=submit]")
+        message = worker.directive("human_message")
+        assert message["run_id"] == run_id and message["text"] == "Try blocking the loops." and message["author"] == "olga"
+
+        page.click("#btn-pause")
+        assert worker.directive("pause")["run_id"] == run_id
+    finally:
+        worker.close()
+
+
+def test_a_reviewer_approves_a_question_with_the_keyboard_and_the_worker_receives_it(live_site, login):
+    operator = login("olga")
+    run_id = start_run_from_page(operator, "replay:review-demo")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        reviewer = login("rita")
+        reviewer.goto(live_site["base"] + "/review/")
+        reviewer.wait_for_selector("#live-state.live-on")
+        worker.event(run_id, 0, "question_proposed", {
+            "question_ref": "q-live-0", "bank_key": "", "text": "Which loop order touches memory contiguously?",
+            "category": "hypothesis", "reason": "three evaluations without gain", "decision_point": "plateau",
+            "by": "model", "attempt": 0})
+        reviewer.wait_for_selector(".review-item.selected:has-text('Which loop order')")
+        reviewer.wait_for_selector("#pending-count:has-text('1')")
+        reviewer.keyboard.press("?")
+        reviewer.wait_for_selector("#review-help[open]")
+        reviewer.keyboard.press("Escape")
+        reviewer.keyboard.press("a")
+        decision = worker.directive("question_decision")
+        assert (decision["run_id"], decision["question_ref"], decision["decision"], decision["reviewer"]) == (
+            run_id, "q-live-0", "approve", "rita")
+        reviewer.wait_for_selector(".review-item:has-text('Which loop order')", state="detached")
+        reviewer.wait_for_selector("#pending-count:has-text('0')")
+    finally:
+        worker.close()
+
+
+def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, login):
+    page = login("olga")
+    run_id = start_run_from_page(page, "replay:chart-demo")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        worker.event(run_id, 0, "evaluation", eval_payload(1.25))
+        worker.event(run_id, 1, "question_proposed", {"question_ref": "q-c", "text": "Is the inner loop vectorised?",
+                                                      "category": "hypothesis", "decision_point": "plateau", "by": "model"})
+        worker.event(run_id, 2, "evaluation", eval_payload(None, correct=False))
+        page.reload()
+        page.wait_for_selector("#speedup-chart[data-points='2']")
+        worker.event(run_id, 3, "evaluation", eval_payload(1.75))
+        page.wait_for_selector("#speedup-chart[data-points='3']")
+        drawn = page.evaluate("""() => {
+            const data = document.getElementById('speedup-chart').data;
+            return {correct: data[0].y, failed: data[1].x, best: data[2].y, question: data[3].text.filter(t => t)};
+        }""")
+        assert drawn["correct"] == [1.25, 1.75] and drawn["failed"] == [2]
+        assert drawn["best"] == [1.25, 1.25, 1.75]
+        assert drawn["question"] == ["Is the inner loop vectorised?"] * 2
+        assert page.locator("#speedup-chart .scatterlayer .point").count() >= 3
+        page.wait_for_selector("#run-best:has-text('1.750×')")
+    finally:
+        worker.close()
+
+
+def test_a_12000_step_run_page_opens_on_its_last_page_and_scrolls_back(live_site, login):
+    page = login("rita")
+    page.goto(f"{live_site['base']}/runs/{live_site['big_run']}/")
+    page.wait_for_selector("#step-11999:has-text('long-run note 11999')")
+    assert page.locator("#feed-list > li").count() == 200
+    page.eval_on_selector("#feed", "feed => { feed.scrollTop = 0; }")
+    page.wait_for_selector("#step-11799")
+    assert page.locator("#feed-list > li").count() == 400
+    page.eval_on_selector("#feed", "feed => { feed.scrollTop = 0; }")
+    page.wait_for_selector("#step-11599")
+    # A permalink opens at its step, far from the tail.
+    page.goto(f"{live_site['base']}/runs/{live_site['big_run']}/#step-42")
+    page.wait_for_selector("#step-42.highlight")
+    assert page.locator("#step-11999").count() == 0
