@@ -1,6 +1,7 @@
 """Cost of a model call from the price table (prices.toml). Unknown model -> None, never a guess."""
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -15,8 +16,10 @@ def load_prices(path: str | None = None) -> dict[str, dict[str, float]]:
 
 def price_for(model: str, prices: dict | None = None) -> dict[str, float] | None:
     prices = load_prices() if prices is None else prices
-    matches = [key for key in prices if model == key or model.startswith(key + "-") or model.startswith(key + "@")]
-    return prices[max(matches, key=len)] if matches else None
+    # Only the id itself or the id with a release date (claude-sonnet-4-5-20250929): "claude-sonnet-4-6" is a
+    # different model, not a dated claude-sonnet-4, and gets no price rather than a borrowed one.
+    base = re.sub(r"(-\d{8}|@\d{8})$", "", model)
+    return prices.get(base)
 
 
 def cost_usd(model: str, uncached_in: int, out: int, cache_read: int = 0, cache_write: int = 0,
