@@ -1,4 +1,5 @@
-"""Model backends: Anthropic (the `anthropic` SDK), replay of a recorded trace, an OpenAI-compatible endpoint.
+"""Model backends: Anthropic (the `anthropic` SDK) and replay of a recorded trace. (An OpenAI-compatible endpoint
+is planned: `openai:MODEL` is refused with a clear error until it exists.)
 
 Each takes the system prompt, the conversation (Messages-API shape) and the tool schemas, and returns a
 ModelReply: content blocks in Messages-API shape, the stop reason, and the call's usage.
@@ -50,7 +51,8 @@ def make_model(spec: str, settings: dict | None = None, notify: Notify | None = 
         from agentloop.models.replay import ReplayModel
         return ReplayModel.from_trace(spec[len("replay:"):])
     if spec.startswith("openai:"):
-        from agentloop.models.openai_compat import OpenAICompatModel
-        return OpenAICompatModel(spec[len("openai:"):], settings=settings, notify=notify)
+        from agentloop.errors import ConfigError
+        raise ConfigError("the OpenAI-compatible backend (openai:MODEL) is not written yet; use an Anthropic model "
+                          "id or replay:TRACE")
     from agentloop.models.anthropic_backend import AnthropicModel
     return AnthropicModel(spec, settings=settings, notify=notify)
