@@ -273,7 +273,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
             suspect = suspect or verdict.timing_suspicion(med, None, sc.flops, sc.bytes, limits)
             if suspect:
                 o.correct = False
-                o.reason = "suspect timing: " + suspect
+                o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
             say(f"[time {i + 1}/{len(to_time)}] {sc.id}: {med:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
                 + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in res.baselines if o.speedup.get(n)))
         res.status = "correct"

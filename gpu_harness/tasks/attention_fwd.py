@@ -37,8 +37,11 @@ DEFAULT_VENDOR_ERROR = {"bf16": 2.3e-3, "fp16": 2.9e-4}
 O_FLOOR = {"bf16": 2e-4, "fp16": 3e-5}
 LSE_TOL = 1e-4
 FLUSH_BYTES = 256 << 20          # > 4x the H200's 60 MB L2
-SLEEP_CYCLES = 200_000           # ~0.1 ms of GPU spin before each timed call: the launch is queued before the
-                                 # start event runs, so CPU launch overhead is not counted (for anyone)
+SLEEP_CYCLES = 1_000_000         # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
+                                 # start event runs, so CPU launch overhead is not counted (for anyone). 0.1 ms
+                                 # was too short for torch's cuDNN path (H200, 2026-11-30: 495 vs 591 TFLOP/s)
+VENDOR_SANITY = 4.0              # a vendor error above this many times the anchors' level means the vendor
+                                 # cannot do this configuration (cuDNN with Sq > Sk causal): not a tolerance
 
 
 def scenario_id(dtype, b, sq, sk, hq, hkv, d, causal) -> str:
@@ -412,7 +415,7 @@ def vendor_error(inputs, params, ref_o) -> tuple[float | None, str | None]:
         except Exception:
             continue
         cmp = compare_torch("O", out.transpose(1, 2), ref_o)
-        if cmp.bad_nonfinite == 0 and math.isfinite(cmp.rel_error):
+        if cmp.bad_nonfinite == 0 and cmp.rel_error <= VENDOR_SANITY * DEFAULT_VENDOR_ERROR[params["dtype"]]:
             return cmp.rel_error, name
     return None, None
 

@@ -34,11 +34,37 @@ def expected(path: Path) -> str:
     return re.search(r"expect: (.+)", path.read_text()).group(1).strip()
 
 
+def anchors_compare(r, say) -> None:
+    """Baseline TFLOP/s measured here next to ../shared/anchors where the shape is the same."""
+    anchors = {}
+    root = REPO.parent / "shared" / "anchors"
+    for f in sorted(root.glob("h200_*.json")) if root.exists() else []:
+        data = json.loads(f.read_text())
+        rows = data["rows"] if isinstance(data, dict) else data
+        for row in rows:
+            if "dtype" in row:
+                key = ("bf16" if row["dtype"] == "bfloat16" else "fp16", row["B"], row["Sq"], row["Sk"], row["Hq"],
+                       row["Hkv"], row["D"], row["causal"])
+            else:
+                key = ("bf16", row["b"], row["s"], row["s"], row["h"], row["h"], row["d"], row["causal"])
+            anchors.setdefault(key, {}).update({k: row[k] for k in ("cudnn", "flash", "fa4") if k in row})
+    for s in r.scenarios:
+        p = s.params
+        key = (p["dtype"], p["batch"], p["seqlen_q"], p["seqlen_k"], p["heads_q"], p["heads_kv"], p["head_dim"],
+               p["causal"])
+        if key in anchors and s.time_ms and s.tflops:
+            here = {b: round(s.tflops * s.time_ms / ms, 1) for b, ms in s.baseline_ms.items() if ms}
+            line = f"anchor check {s.id}: here {here} anchors {anchors[key]}"
+            say(line)
+            print(line)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=330.0)
     ap.add_argument("--skip-full", action="store_true")
+    ap.add_argument("--cheats", default="", help="comma-separated cheat names (default: all)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -76,9 +102,13 @@ def main() -> int:
     save()
     print(r.table())
 
+    anchors_compare(r, say)
+
     # 3. cheats
     cheats = sorted(CHEATS, key=lambda p: (p.stem in LAST, LAST.index(p.stem) if p.stem in LAST else 0, p.stem))
     verdicts = {}
+    if args.cheats:
+        cheats = [p for p in cheats if p.stem in args.cheats.split(",")]
     for p in cheats:
         exp = expected(p)
         t = time.monotonic()
