@@ -86,6 +86,9 @@ class Run(models.Model):
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     model = models.CharField(max_length=120, help_text="Model id, e.g. claude-sonnet-4-5 or replay:FILE")
     starting_kernel = models.TextField(help_text="Source this run starts from (a copy: the task may change)")
+    # The goal, when this run's differs from its task's (blank: the task's goal).
+    goal_baseline = models.CharField(max_length=80, blank=True)
+    goal_speedup = models.FloatField(null=True, blank=True)
     # Budgets: any that is reached ends the run. Null means no limit of that kind.
     budget_steps = models.PositiveIntegerField(null=True, blank=True)
     budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
@@ -122,6 +125,9 @@ class Run(models.Model):
                 condition=Q(best_speedup__isnull=True) | Q(best_speedup__gte=0), name="run_best_speedup_nonnegative"
             ),
             models.CheckConstraint(condition=Q(last_seq__gte=-1), name="run_last_seq_valid"),
+            models.CheckConstraint(
+                condition=Q(goal_speedup__isnull=True) | Q(goal_speedup__gt=0), name="run_goal_speedup_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -130,6 +136,11 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_STATUSES
+
+    @property
+    def goal(self) -> tuple[str, float]:
+        """(baseline, speedup) this run must reach: its own when set, else its task's."""
+        return (self.goal_baseline or self.task.goal_baseline, self.goal_speedup or self.task.goal_speedup)
 
 
 class StepKind(models.TextChoices):

@@ -73,6 +73,7 @@ def task_upsert(
 def run_start(
     *, task: Task, model: str, started_by=None, starting_kernel: str | None = None,
     review_mode: str = ReviewMode.REVIEW, review_timeout_s: int | None = None,
+    goal_baseline: str = "", goal_speedup: float | None = None,
     budget_steps: int | None = None, budget_tokens: int | None = None, budget_cost_usd: Decimal | None = None,
     budget_wall_s: int | None = None, budget_evaluations: int | None = None,
 ) -> Run:
@@ -83,7 +84,8 @@ def run_start(
         run = Run.objects.create(
             task=task, model=model, started_by=started_by,
             starting_kernel=starting_kernel if starting_kernel is not None else task.starting_kernel,
-            review_mode=review_mode, review_timeout_s=review_timeout_s, budget_steps=budget_steps,
+            review_mode=review_mode, review_timeout_s=review_timeout_s, goal_baseline=goal_baseline,
+            goal_speedup=goal_speedup, budget_steps=budget_steps,
             budget_tokens=budget_tokens, budget_cost_usd=budget_cost_usd, budget_wall_s=budget_wall_s,
             budget_evaluations=budget_evaluations,
         )
@@ -295,7 +297,7 @@ def kernel_release(*, kernel: Kernel, name: str) -> Kernel:
 def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, step: Step | None = None) -> Evaluation:
     """Store a harness verdict (`EvalResult.to_dict()`) with its per-scenario rows, all or nothing.
 
-    When the evaluation is correct on every scenario it ran and beats the run's best over the task's goal
+    When the evaluation is correct on every scenario it ran and beats the run's best over the run's goal
     baseline, the run's best speedups move with it.
     """
     status = result.get("status")
@@ -330,7 +332,7 @@ def _raise_run_best(run: Run, evaluation: Evaluation) -> None:
         speedup = (figures or {}).get("speedup")
         if speedup is not None and speedup > best.get(baseline, 0):
             best[baseline] = speedup
-    goal = evaluation.speedup_over(run.task.goal_baseline)
+    goal = evaluation.speedup_over(run.goal[0])
     fields = []
     if best != run.best_speedups:
         run.best_speedups = best
@@ -535,7 +537,7 @@ def run_assignment(run: Run) -> dict:
     return {
         "id": run.pk, "task": task.name, "model": run.model, "starting_kernel": run.starting_kernel,
         "starting_kernel_name": task.starting_kernel_name or None,
-        "goal": {"baseline": task.goal_baseline, "speedup": task.goal_speedup},
+        "goal": dict(zip(("baseline", "speedup"), run.goal)),
         "budgets": {
             "steps": run.budget_steps, "tokens": run.budget_tokens,
             "cost_usd": float(run.budget_cost_usd) if run.budget_cost_usd is not None else None,

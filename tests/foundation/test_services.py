@@ -118,3 +118,18 @@ def test_the_run_list_counts_pending_questions():
     question_propose(run=run, text="What would the roofline say?", source="self")
     question_propose(run=run, text="Which layer next?", source="bank")
     assert run_list().get(pk=run.pk).pending_questions == 2
+
+
+def test_a_run_takes_its_tasks_goal_unless_it_names_its_own():
+    from runs.services import run_assignment
+
+    task_goal_run = make_run()
+    own_goal_run = make_run(task=task_goal_run.task, goal_baseline="numpy", goal_speedup=0.7)
+    assert task_goal_run.goal == ("naive", 2.0)
+    assert run_assignment(own_goal_run)["goal"] == {"baseline": "numpy", "speedup": 0.7}
+    kernel = kernel_record(source="k", run=own_goal_run, language="cpp")
+    evaluation_record(kernel=kernel, run=own_goal_run, result={
+        "status": "correct", "geomean": {"naive": {"speedup": 3.0, "count": 1}, "numpy": {"speedup": 0.5, "count": 1}},
+        "scenarios": []})
+    own_goal_run.refresh_from_db()
+    assert own_goal_run.best_speedup == 0.5  # measured against the run's own baseline
