@@ -27,8 +27,7 @@ $(BIN)/.dev-installed: pyproject.toml | check-python
 run: $(BIN)/.base-installed
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
-	@echo "KernelSeek on http://$(HOST):$(PORT)/"
-	$(BIN)/daphne -b $(HOST) -p $(PORT) kseek_site.asgi:application
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 test: $(BIN)/.dev-installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -369,6 +369,14 @@ def worker_host_authenticate(token: str) -> WorkerHost | None:
     return host
 
 
+def worker_host_rotate_token(*, host: WorkerHost) -> tuple[WorkerHost, str]:
+    """Give a host a new token (the old one stops working at once) and lift a revocation. Returns the token."""
+    token = "kst_" + secrets.token_urlsafe(32)
+    host.token_hash, host.token_prefix, host.revoked_at = hash_token(token), token[:12], None
+    host.save(update_fields=["token_hash", "token_prefix", "revoked_at"])
+    return host, token
+
+
 def worker_host_revoke(*, host: WorkerHost) -> WorkerHost:
     host.revoked_at = timezone.now()
     host.save(update_fields=["revoked_at"])

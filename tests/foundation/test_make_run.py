@@ -29,10 +29,15 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 @pytest.fixture
-def served_site(tmp_path):
+def data_dir(tmp_path):
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def served_site(tmp_path, data_dir):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
-    env.update(KSEEK_DATA_DIR=str(tmp_path / "data"), KSEEK_ADMIN_PASSWORD="served-site-password")
+    env.update(KSEEK_DATA_DIR=str(data_dir), KSEEK_ADMIN_PASSWORD="served-site-password")
     log = open(tmp_path / "make-run.log", "w+")
     process = subprocess.Popen(
         ["make", "run", f"PORT={port}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -77,3 +82,23 @@ def test_make_run_serves_the_runs_page_to_a_signed_in_user_and_redirects_anonymo
     page = browser.open(request).read().decode()
     assert "<h1>Runs</h1>" in page
     assert browser.open(served_site + "/static/css/kseek.css").status == 200
+
+
+def test_make_run_loads_the_bank_and_released_kernels_and_its_local_worker_streams_the_demo_run(served_site, data_dir):
+    import sqlite3
+
+    database = sqlite3.connect(data_dir / "kernelseek.sqlite3", timeout=20)
+    assert database.execute("select count(*) from questionbank_bankquestion where active").fetchone()[0] >= 40
+    assert database.execute("select release_name from runs_kernel where released").fetchall() == [("attention-fwd-sm90",)]
+    deadline = time.monotonic() + 120
+    steps = 0
+    while time.monotonic() < deadline:
+        row = database.execute("select status, step_count from runs_run").fetchone()
+        steps = row[1] if row else 0
+        # the local worker claimed the demo run and its events are being stored, evaluations included
+        if steps >= 5 and database.execute("select count(*) from runs_evaluation").fetchone()[0] >= 1:
+            break
+        time.sleep(1)
+    else:
+        pytest.fail(f"the demo run did not stream: {steps} steps stored")
+    assert row[0] in ("running", "succeeded", "failed", "waiting_review")

@@ -133,3 +133,13 @@ def test_a_run_takes_its_tasks_goal_unless_it_names_its_own():
         "scenarios": []})
     own_goal_run.refresh_from_db()
     assert own_goal_run.best_speedup == 0.5  # measured against the run's own baseline
+
+
+def test_rotating_a_token_retires_the_old_one_and_lifts_a_revocation():
+    from runs.services import worker_host_rotate_token
+
+    host, old = worker_host_create(name="local")
+    worker_host_revoke(host=host)
+    _, new = worker_host_rotate_token(host=host)
+    assert worker_host_authenticate(old) is None
+    assert worker_host_authenticate(new) == host

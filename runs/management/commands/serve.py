@@ -1,0 +1,125 @@
+"""`make run`'s last step: the dashboard (daphne) and its main job, a local agent worker, in one command.
+
+- The local worker is the worker host named `local`. Its token is made anew at every start and handed to the
+  worker process through its environment (never argv, which other users can read in `ps`), so no token is
+  ever written to disk.
+- On a site with no runs yet, a demo run is queued: the CPU task, driven by the replay model from
+  agentloop/replays/matmul_cpu_demo.jsonl, with the goal and starting kernel recorded in that trace. Its tools
+  and evaluations run for real, so the dashboard shows a run streaming live right after the first start.
+- Ctrl-C (or SIGTERM) stops both processes. If the server dies, the command exits with its status; if the
+  worker dies, the server keeps serving and the worker is started again after a pause.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from runs.models import ReviewMode, Run, Task, WorkerHost
+from runs.services import run_start, worker_host_create, worker_host_rotate_token
+
+LOCAL_WORKER = "local"
+DEMO_TRACE = Path("agentloop") / "replays" / "matmul_cpu_demo.jsonl"
+WORKER_RESTART_PAUSE_S = 5
+
+
+def demo_config(trace_path: Path) -> dict:
+    """The run settings recorded in the demo trace's first event (docs/protocol.md, `status` with `config`)."""
+    with trace_path.open() as trace:
+        first = json.loads(trace.readline())
+    config = (first.get("payload") or {}).get("config")
+    if not config:
+        raise CommandError(f"{trace_path}: the first event carries no run config")
+    return config
+
+
+class Command(BaseCommand):
+    help = "Serve the dashboard with daphne and run a local agent worker beside it."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-worker", action="store_true", help="serve only; run no local worker")
+        parser.add_argument("--no-demo", action="store_true", help="do not queue the demo run on an empty site")
+
+    def handle(self, *args, host, port, no_worker, no_demo, **options):
+        base_dir = Path(settings.BASE_DIR)
+        if not no_demo and not Run.objects.exists():
+            self.queue_demo_run(base_dir)
+        self.stopping = False
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+
+        server = subprocess.Popen(
+            [str(Path(sys.executable).with_name("daphne")), "-b", host, "-p", str(port), "kseek_site.asgi:application"],
+            cwd=base_dir,
+        )
+        worker = None
+        try:
+            self.wait_for_port(host, port, server)
+            self.stdout.write(self.style.SUCCESS(f"KernelSeek on http://{host}:{port}/"))
+            while not self.stopping:
+                if server.poll() is not None:
+                    raise CommandError(f"the server exited with status {server.returncode}")
+                if not no_worker and (worker is None or worker.poll() is not None):
+                    if worker is not None:
+                        self.stderr.write(f"the local worker exited with status {worker.returncode}; restarting it")
+                        time.sleep(WORKER_RESTART_PAUSE_S)
+                    worker = self.start_worker(base_dir, host, port)
+                time.sleep(0.5)
+        finally:
+            for process in (worker, server):
+                if process is not None and process.poll() is None:
+                    process.terminate()
+            for process in (worker, server):
+                if process is not None:
+                    try:
+                        process.wait(timeout=15)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+
+    def request_stop(self, signum, frame):
+        self.stopping = True
+
+    def wait_for_port(self, host, port, server, timeout_s=60):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                raise CommandError(f"the server exited with status {server.returncode} while starting")
+            try:
+                with socket.create_connection((host, port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise CommandError(f"the server did not listen on {host}:{port} within {timeout_s} s")
+
+    def start_worker(self, base_dir: Path, host: str, port: int) -> subprocess.Popen:
+        existing = WorkerHost.objects.filter(name=LOCAL_WORKER).first()
+        _, token = worker_host_rotate_token(host=existing) if existing else worker_host_create(name=LOCAL_WORKER)
+        env = {**os.environ, "KSEEK_WORKER_TOKEN": token}
+        state_dir = Path(settings.DATA_DIR) / "local-worker"
+        self.stdout.write(f"local worker: state in {state_dir}")
+        return subprocess.Popen(
+            [sys.executable, "-m", "agentloop", "worker", "--server", f"ws://{host}:{port}", "--gpus", "0",
+             "--state-dir", str(state_dir)],
+            cwd=base_dir, env=env,
+        )
+
+    def queue_demo_run(self, base_dir: Path) -> None:
+        config = demo_config(base_dir / DEMO_TRACE)
+        task = Task.objects.filter(name=config["task"]).first()
+        if task is None:
+            raise CommandError(f"the demo needs task {config['task']}: run `manage.py sync_tasks` first")
+        run = run_start(
+            task=task, model=f"replay:{DEMO_TRACE}", starting_kernel=config["starting_kernel"],
+            goal_baseline=config["goal"]["baseline"], goal_speedup=config["goal"]["speedup"],
+            review_mode=ReviewMode.AUTO, budget_steps=200,
+        )
+        self.stdout.write(f"queued demo run {run.pk} ({task.name}, replay model)")
