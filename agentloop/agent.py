@@ -55,7 +55,8 @@ class Agent:
     def __init__(self, *, run_id, workspace: str | Path, model: Model, sinks: list,
                  config: RunConfig | None = None, resume_events: list[dict] | None = None,
                  evaluator: Evaluator | None = None, reviewer: Reviewer | None = None,
-                 inbox: ControlInbox | None = None, bank=None, policy: Policy | None = None,
+                 inbox: ControlInbox | None = None, bank=None, question_stats: dict[str, dict] | None = None,
+                 policy: Policy | None = None,
                  task_info: dict | None = None, shell_hidden: list[Path] | None = None, use_bwrap: bool | None = None,
                  extra_env: dict[str, str] | None = None):
         if (config is None) == (resume_events is None):
@@ -93,7 +94,7 @@ class Agent:
         self.questions = QuestionAsker(
             state=self.state, emit=self.emitter.emit, ask_model=self._select_question, bank=self.bank,
             reviewer=self.reviewer, inbox=self.inbox, run_id=run_id, cooldown_steps=settings.cooldown_steps,
-            max_proposals=settings.max_proposals, set_status=self._set_status)
+            max_proposals=settings.max_proposals, set_status=self._set_status, stats=question_stats)
         self._cost_warned = False
         self.tool_schemas = [self.shell.schema, self.editor.schema, evaluate_tool.SCHEMA]
         if resume_events and hasattr(model, "skip_played"):

@@ -37,7 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-evaluations", type=int)
     run.add_argument("--review", choices=["auto", "terminal", "trace"],
                      help="who decides self-asked questions (default: trace for a replay, else auto)")
-    run.add_argument("--base-url", help="Messages API base URL (default: $ANTHROPIC_BASE_URL)")
+    run.add_argument("--bank", metavar="FILE", help="question bank file (default: questionbank/bank.toml)")
+    run.add_argument("--question-stats", metavar="FILE",
+                     help="effectiveness figures shown when the agent picks a question: the JSON of "
+                          "`manage.py export_effectiveness`, or {KEY: {asked, mean_gain, large_gain_rate}}")
+    run.add_argument("--base-url", help="the model's base URL (default: $ANTHROPIC_BASE_URL, or $OPENAI_BASE_URL "
+                                        "for openai:MODEL)")
     run.add_argument("--no-stream", action="store_true", help="do not stream model responses")
     run.add_argument("--no-bwrap", action="store_true", help="do not use bubblewrap for the shell even if installed")
     run.add_argument("--quiet", action="store_true")
@@ -73,6 +78,7 @@ def run_command(args) -> int:
     from agentloop.trace import TraceError, TraceWriter, read_trace
 
     model_spec = args.model or os.environ.get("KSEEK_MODEL") or DEFAULT_MODEL
+    bank, stats = _questions_from_args(args)
     recorded = None
     if model_spec.startswith("replay:"):
         try:
@@ -112,7 +118,7 @@ def run_command(args) -> int:
     model = make_model(model_spec, settings, notify=None)
     agent = Agent(run_id=run_id, config=config, resume_events=resume_events, workspace=workspace, model=model,
                   sinks=sinks, reviewer=reviewer, use_bwrap=False if args.no_bwrap else None,
-                  shell_hidden=[runs_dir()])
+                  shell_hidden=[runs_dir()], bank=bank, question_stats=stats)
     print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)
     outcome = agent.run()
     sinks[0].close()
@@ -120,6 +126,21 @@ def run_command(args) -> int:
     print(f"run {run_id}: {outcome.status} ({outcome.reason}); best verified speedup {best}; "
           f"{outcome.steps} steps; trace {trace_path}", file=sys.stderr)
     return 0 if outcome.status == "succeeded" else 1
+
+
+def _questions_from_args(args):
+    """The bank (None: the default file) and the effectiveness figures (None: none) a standalone run uses."""
+    from agentloop.bank_source import load_stats_file
+    from questionbank.bank import BankError, load_bank
+
+    bank = None
+    if args.bank:
+        try:
+            bank = load_bank(args.bank)
+        except BankError as exc:
+            raise ConfigError(str(exc)) from None
+    stats = load_stats_file(args.question_stats) if args.question_stats else None
+    return bank, stats
 
 
 def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, policy):

@@ -1,8 +1,10 @@
 """Asking a question at a decision point: pick one from the bank (one model call), have it reviewed, ask it.
 
-The agent proposes; the reviewer approves, edits, vetoes, or writes their own. After a veto the agent proposes
-again, never a question already vetoed at this decision point; after `max_proposals` it gives up. Only an
-approved text reaches the conversation, as a user message with nothing added.
+The selection prompt shows the model each eligible entry with its figures from earlier runs (`stats`); the rule
+that picks when the model's answer names no entry uses the same figures. The agent proposes; the reviewer
+approves, edits, vetoes, or writes their own. After a veto the agent proposes again, never a question already
+vetoed at this decision point; after `max_proposals` it gives up. Only an approved text reaches the
+conversation, as a user message with nothing added.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from agentloop.summary import trajectory_summary
 class QuestionAsker:
     def __init__(self, *, state: RunState, emit: Callable, ask_model: Callable[[str], str], bank: list[BankEntry],
                  reviewer: Reviewer, inbox, run_id, cooldown_steps: int, max_proposals: int,
-                 set_status: Callable[[str, str], None]):
+                 set_status: Callable[[str, str], None], stats: dict[str, dict] | None = None):
         self.state = state
         self.emit = emit
         self.ask_model = ask_model
@@ -32,6 +34,7 @@ class QuestionAsker:
         self.cooldown_steps = cooldown_steps
         self.max_proposals = max_proposals
         self.set_status = set_status
+        self.stats = stats or {}   # bank key -> figures from earlier runs, shown in the selection prompt
 
     def ask(self, firing: Firing) -> bool:
         """Propose, review, repeat after vetoes. True when a question entered the conversation."""
@@ -50,8 +53,9 @@ class QuestionAsker:
         if not entries:
             self.emit("note", {"text": f"no eligible bank question at {decision_point}", "level": "info"})
             return None
-        prompt = build_selection_prompt(decision_point, trajectory_summary(self.state), entries)
-        selection = parse_selection(self.ask_model(prompt), entries) or fallback_selection(decision_point, entries)
+        prompt = build_selection_prompt(decision_point, trajectory_summary(self.state), entries, self.stats)
+        selection = (parse_selection(self.ask_model(prompt), entries)
+                     or fallback_selection(decision_point, entries, self.stats))
         entry = next(e for e in entries if e.key == selection.key)
         ref = f"q-{self.run_id}-{self.state.questions_proposed}"
         proposal = {"question_ref": ref, "bank_key": entry.key, "text": entry.text, "category": entry.category,

@@ -540,9 +540,10 @@ def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
 
 
 def run_assignment(run: Run) -> dict:
-    """The `run` object of an `assign` message (docs/protocol.md 2.3)."""
+    """The `run` object of an `assign` message (docs/protocol.md 2.3), with the question bank the agent asks from
+    (the active entries, reviewers' own included) and the figures of how each question worked in earlier runs."""
     task = run.task
-    return {
+    assignment = {
         "id": run.pk, "task": task.name, "model": run.model, "starting_kernel": run.starting_kernel,
         "starting_kernel_name": task.starting_kernel_name or None,
         "goal": dict(zip(("baseline", "speedup"), run.goal)),
@@ -553,6 +554,28 @@ def run_assignment(run: Run) -> dict:
         },
         "review_mode": run.review_mode, "review_timeout_s": run.review_timeout_s,
     }
+    return assignment | _assignment_questions()
+
+
+def _assignment_questions() -> dict:
+    """`bank` and `question_stats` for an assignment. The run is already claimed when this runs, so a failure
+    here must not lose the assignment: the fields are optional, and without them the worker uses its bank file."""
+    from questionbank.selectors import bank_entries, selection_stats
+
+    questions = {}
+    try:
+        questions["bank"] = [
+            {"key": e.key, "text": e.text, "category": e.category, "triggers": list(e.triggers), "active": e.active}
+            for e in bank_entries()
+        ]
+    except Exception:  # noqa: BLE001 - see the docstring: the assignment goes out without the bank
+        _log.exception("assignment without the question bank: it could not be read")
+        return questions
+    try:
+        questions["question_stats"] = selection_stats()
+    except Exception:  # noqa: BLE001 - the figures are a help to the agent, not a condition of the run
+        _log.exception("assignment without question stats: they could not be computed")
+    return questions
 
 
 def _int_field(value, name: str) -> int:
@@ -796,3 +819,201 @@ def trace_import(*, lines, name: str, user=None) -> Run:
         run.refresh_from_db()  # the effects moved its best speedups
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run
+
+
+# ------------------------------------------------------------------------------------ worker event batches
+
+from django.db import DataError, DatabaseError  # noqa: E402
+
+# Kinds whose events mean more than their row (a question, a kernel and its evaluation, a status change): these
+# go one by one through worker_event_record. Every other kind is a row and a contribution to the run's totals.
+_KINDS_WITH_EFFECTS = frozenset({StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION,
+                                 StepKind.STATUS})
+
+
+@dataclass(frozen=True)
+class EventOutcome:
+    """What became of one event of a batch: stored (now or before, with the same content) or refused for good."""
+
+    stored: bool
+    error: str = ""
+    # (run id, seq, kind) of a row this call inserted in bulk: the caller publishes it after the commit.
+    # None for a re-delivery, a refusal, and an event stored through worker_event_record (published there).
+    published_by_caller: tuple[int, int, str] | None = None
+
+
+@dataclass
+class _Candidate:
+    index: int
+    worker: WorkerHost
+    event: dict
+    run_id: int
+    seq: int
+    kind: str
+    payload: dict
+    when: datetime
+    tokens_in: int
+    tokens_out: int
+    cost: Decimal
+
+
+# The columns' limits (positive integer; decimal(10, 6)), checked here so that no database sees a value it
+# would refuse or, on SQLite, store wrongly.
+_INT_COLUMN_MAX = 2**31 - 1
+_STEP_COST_LIMIT = Decimal(10_000)
+
+
+def _bounded(value: int, name: str) -> int:
+    if value > _INT_COLUMN_MAX:
+        raise ServiceError(f"{name} must be at most {_INT_COLUMN_MAX}, not {value}")
+    return value
+
+
+def _candidate(index: int, worker: WorkerHost, event: dict) -> _Candidate:
+    """Check one event's fields without the database; ServiceError says what is wrong, as worker_event_record would."""
+    if not isinstance(event, dict):
+        raise ServiceError("an event must be a JSON object")
+    run_id = event.get("run_id")
+    if isinstance(run_id, bool):
+        raise ServiceError(f"run_id must be a server run's id, not {run_id!r}")
+    try:
+        run_id = int(run_id)
+    except (TypeError, ValueError, OverflowError):
+        raise ServiceError(f"run_id must be a server run's id, not {run_id!r}") from None
+    seq = _bounded(_int_field(event.get("seq"), "seq"), "seq")
+    kind = event.get("kind")
+    if kind not in StepKind.values:
+        raise ServiceError(f"unknown step kind {kind!r}")
+    payload = event.get("payload")
+    if not isinstance(payload, dict):
+        raise ServiceError("payload must be a JSON object")
+    tokens_in, tokens_out, cost = _usage_of(event.get("usage"))
+    _bounded(tokens_in, "usage.tokens_in")
+    _bounded(tokens_out, "usage.tokens_out")
+    if not cost.is_finite() or not 0 <= cost < _STEP_COST_LIMIT:
+        raise ServiceError(f"usage.cost_usd must be a number from 0 to {_STEP_COST_LIMIT}, not {cost}")
+    try:
+        when = _as_datetime(event.get("ts"))
+    except (ValueError, OverflowError):  # well-formed but impossible, e.g. month 13
+        raise ServiceError(f"not a valid timestamp: {event.get('ts')!r}") from None
+    return _Candidate(index, worker, event, run_id, seq, kind, payload, when, tokens_in, tokens_out, cost)
+
+
+def _refusal_of_database_error(error: DatabaseError) -> str | None:
+    """The reason to refuse an event for good when the database rejects its data; None for a passing fault."""
+    if isinstance(error, DataError):  # e.g. PostgreSQL cannot hold a NUL character in JSON, or a number too big
+        return f"the database cannot store this event: {str(error).strip().splitlines()[0][:200]}"
+    return None
+
+
+def _record_one(candidate: _Candidate) -> EventOutcome:
+    """The one-event path, in a savepoint of the batch's transaction: a refusal rolls back only this event."""
+    try:
+        with transaction.atomic():
+            worker_event_record(worker=candidate.worker, event=candidate.event)
+    except ServiceError as refused:
+        return EventOutcome(stored=False, error=str(refused))
+    except DataError as rejected:
+        return EventOutcome(stored=False, error=_refusal_of_database_error(rejected))
+    return EventOutcome(stored=True)
+
+
+def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventOutcome]:
+    """Store many `event` messages (from one or several worker sockets) in one transaction; one outcome each.
+
+    Every promise of `worker_event_record` holds for each event: a (run, seq) is stored once, a re-delivery with
+    the same content is stored-already, a different event under a used seq is refused, an event for a run the
+    sender does not hold is refused, totals count each stored row once, and a refusal stores nothing of that
+    event. What changes is the cost: the rows of events without effects are inserted in bulk, each run's totals
+    move once, and the caller publishes one message per run (`published_by_caller`) after the commit. A fault of
+    the database (unreachable, locked) raises DatabaseError for the whole batch, which then is not stored at all.
+    """
+    outcomes: list[EventOutcome | None] = [None] * len(items)
+    candidates: list[_Candidate] = []
+    for index, (worker, event) in enumerate(items):
+        try:
+            candidates.append(_candidate(index, worker, event))
+        except ServiceError as refused:
+            outcomes[index] = EventOutcome(stored=False, error=str(refused))
+    with transaction.atomic():
+        holders = dict(Run.objects.filter(pk__in={c.run_id for c in candidates}).values_list("pk", "worker_id"))
+        held = []
+        for c in candidates:
+            if c.run_id not in holders:
+                outcomes[c.index] = EventOutcome(stored=False, error=f"there is no run {c.run_id}")
+            elif holders[c.run_id] != c.worker.pk:
+                outcomes[c.index] = EventOutcome(stored=False, error=f"run {c.run_id} is not assigned to worker {c.worker.name}")
+            else:
+                held.append(c)
+        fresh = _drop_repeats(held, outcomes)
+        plain = [c for c in fresh if c.kind not in _KINDS_WITH_EFFECTS]
+        _insert_plain(plain, outcomes)
+        for c in fresh:
+            if c.kind in _KINDS_WITH_EFFECTS:
+                outcomes[c.index] = _record_one(c)
+    return outcomes
+
+
+def _drop_repeats(held: list[_Candidate], outcomes: list) -> list[_Candidate]:
+    """Settle events whose (run, seq) is stored already or repeats within the batch; return the rest, in order."""
+    if not held:
+        return []
+    stored = {
+        (run_id, seq): (kind, payload)
+        for run_id, seq, kind, payload in Step.objects.filter(
+            run_id__in={c.run_id for c in held}, seq__in={c.seq for c in held}
+        ).values_list("run_id", "seq", "kind", "payload")
+    }
+    first_in_batch: dict[tuple[int, int], _Candidate] = {}
+    fresh = []
+    for c in held:
+        key = (c.run_id, c.seq)
+        earlier = stored.get(key)
+        if earlier is None and key in first_in_batch:
+            earlier = (first_in_batch[key].kind, first_in_batch[key].payload)
+        if earlier is not None:
+            kind, payload = earlier
+            if kind != c.kind or not _same_payload(payload, c.payload):
+                outcomes[c.index] = EventOutcome(stored=False, error=f"run {c.run_id} already has a different step #{c.seq} ({kind})")
+            else:
+                outcomes[c.index] = EventOutcome(stored=True)
+            continue
+        first_in_batch[key] = c
+        fresh.append(c)
+    return fresh
+
+
+def _insert_plain(plain: list[_Candidate], outcomes: list) -> None:
+    """Insert the rows in one statement and move each run's totals once; on a clash fall back to one by one."""
+    if not plain:
+        return
+    try:
+        with transaction.atomic():
+            Step.objects.bulk_create([
+                Step(run_id=c.run_id, seq=c.seq, kind=c.kind, payload=c.payload, created_at=c.when,
+                     tokens_in=c.tokens_in, tokens_out=c.tokens_out, cost_usd=c.cost)
+                for c in plain
+            ])
+            _add_to_run_totals(plain)
+    except (IntegrityError, DataError):
+        # Another process stored one of these (run, seq) since we looked, or one row's data is refused by the
+        # database: the one-event path sorts out which, each event in its own savepoint.
+        for c in plain:
+            outcomes[c.index] = _record_one(c)
+        return
+    for c in plain:
+        outcomes[c.index] = EventOutcome(stored=True, published_by_caller=(c.run_id, c.seq, c.kind))
+
+
+def _add_to_run_totals(stored: list[_Candidate]) -> None:
+    by_run: dict[int, list[_Candidate]] = {}
+    for c in stored:
+        by_run.setdefault(c.run_id, []).append(c)
+    now = timezone.now()
+    for run_id, steps in by_run.items():
+        Run.objects.filter(pk=run_id).update(
+            last_seq=Greatest(F("last_seq"), max(c.seq for c in steps)), step_count=F("step_count") + len(steps),
+            tokens_in=F("tokens_in") + sum(c.tokens_in for c in steps),
+            tokens_out=F("tokens_out") + sum(c.tokens_out for c in steps),
+            cost_usd=F("cost_usd") + sum((c.cost for c in steps), Decimal(0)), updated_at=now,
+        )

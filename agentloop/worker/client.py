@@ -20,6 +20,7 @@ import websockets
 from websockets.sync.client import connect
 
 from agentloop import SCHEMA_VERSION, __version__
+from agentloop.bank_source import bank_from_wire, stats_from_wire
 from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError
@@ -125,12 +126,44 @@ class Worker:
     def _run_dir(self, run_id) -> Path:
         return self.state_dir / "runs" / str(run_id)
 
+    def _save_questions(self, run_id, run: dict) -> None:
+        """Keep the assignment's bank and figures next to the run's trace, so that a resumed run asks from the
+        same bank it started with."""
+        run_dir = self._run_dir(run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        saved = {name: run[name] for name in ("bank", "question_stats") if run.get(name) is not None}
+        (run_dir / "questions.json").write_text(json.dumps(saved), encoding="utf-8")
+
+    def _question_kwargs(self, run_id) -> dict:
+        """The Agent's `bank` and `question_stats` from what the server sent (docs/protocol.md 2.3). Without a
+        usable bank the agent reads the bank file; without figures it shows none."""
+        try:
+            saved = json.loads((self._run_dir(run_id) / "questions.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        kwargs = {}
+        if "bank" in saved:
+            entries, problems = bank_from_wire(saved["bank"])
+            for problem in problems:
+                log.warning("run %s: %s (left out)", run_id, problem)
+            if entries:
+                kwargs["bank"] = entries
+            else:
+                log.warning("run %s: the server's bank has no usable entry; using the bank file", run_id)
+        if "question_stats" in saved:
+            stats, problems = stats_from_wire(saved["question_stats"])
+            for problem in problems:
+                log.warning("run %s: %s (left out)", run_id, problem)
+            kwargs["question_stats"] = stats
+        return kwargs
+
     def _start_run(self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None) -> None:
         from agentloop.agent import Agent
         from agentloop.review import InboxReviewer
 
         run_dir = self._run_dir(run_id)
         inbox = ControlInbox()
+        agent_kwargs = {**self._question_kwargs(run_id), **self.agent_kwargs}
         spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
         mode = config or RunConfig.from_dict(resume_events[0]["payload"]["config"])
 
@@ -143,7 +176,7 @@ class Worker:
                               workspace=run_dir / "workspace", model=model, sinks=[trace, self._event_sink],
                               inbox=inbox, reviewer=InboxReviewer(mode.review_timeout_s), shell_hidden=[self.state_dir],
                               use_bwrap=self.use_bwrap, extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
-                              **self.agent_kwargs)
+                              **agent_kwargs)
                 outcome = agent.run()
                 log.info("run %s ended: %s (%s)", run_id, outcome.status, outcome.reason)
             except Exception:  # noqa: BLE001 - one broken run must not take the worker down
@@ -221,6 +254,7 @@ class Worker:
             except ConfigError as exc:
                 log.error("%s", exc)
                 return
+            self._save_questions(run["id"], run)
             self._start_run(run["id"], self._claim_gpu, config, None)
         elif kind == "no_work":
             self._claiming = False
