@@ -1,5 +1,5 @@
-"""Model backends: Anthropic (the `anthropic` SDK) and replay of a recorded trace. (An OpenAI-compatible endpoint
-is planned: `openai:MODEL` is refused with a clear error until it exists.)
+"""Model backends: Anthropic (the `anthropic` SDK), an OpenAI-compatible endpoint (`openai:MODEL`: vLLM, llama.cpp's
+server and the like), and replay of a recorded trace.
 
 Each takes the system prompt, the conversation (Messages-API shape) and the tool schemas, and returns a
 ModelReply: content blocks in Messages-API shape, the stop reason, and the call's usage.
@@ -52,7 +52,10 @@ def make_model(spec: str, settings: dict | None = None, notify: Notify | None = 
         return ReplayModel.from_trace(spec[len("replay:"):])
     if spec.startswith("openai:"):
         from agentloop.errors import ConfigError
-        raise ConfigError("the OpenAI-compatible backend (openai:MODEL) is not written yet; use an Anthropic model "
-                          "id or replay:TRACE")
+        from agentloop.models.openai_backend import OpenAIModel
+        name = spec[len("openai:"):]
+        if not name:
+            raise ConfigError("openai:MODEL needs the model's name as the server knows it, e.g. openai:qwen3-coder")
+        return OpenAIModel(name, settings=settings, notify=notify)
     from agentloop.models.anthropic_backend import AnthropicModel
     return AnthropicModel(spec, settings=settings, notify=notify)

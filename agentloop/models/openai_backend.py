@@ -1,0 +1,183 @@
+"""The OpenAI-compatible backend: `/v1/chat/completions` with tools, as vLLM, llama.cpp's server, SGLang and the
+like serve it, for teams that run their own models (`--model openai:MODEL`).
+
+Settings (the run's settings, else the environment): base_url (OPENAI_BASE_URL, e.g. http://localhost:8000/v1;
+required: there is no sensible default for a server of one's own), api_key (OPENAI_API_KEY; optional, many local
+servers want none), max_tokens, max_retries, backoff_base_s, timeout_s.
+
+The loop speaks the Messages-API shape (content blocks, tool_use / tool_result); this module translates both ways,
+so the trace of a run on an OpenAI-compatible model has the same events as any other. Only the standard library
+is used for HTTP: one JSON POST per call, no streaming (a local server has no proxy cutting long requests).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import urllib.error
+import urllib.request
+
+from agentloop.errors import ModelFailed
+from agentloop.models import ModelReply, Notify, Usage
+from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from agentloop.prices import cost_usd
+
+FINISH_TO_STOP = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end_turn", "length": "max_tokens",
+                  "content_filter": "refusal"}
+
+
+class HTTPFailure(Exception):
+    """A non-2xx answer, with what the retry decision needs."""
+
+    def __init__(self, status: int, body: str, retry_after: float | None):
+        super().__init__(f"HTTP {status}: {body[:500]}")
+        self.status = status
+        self.retry_after = retry_after
+
+
+def classify(exc: Exception) -> tuple[bool, float | None, str]:
+    if isinstance(exc, HTTPFailure):
+        return exc.status in RETRY_STATUSES, exc.retry_after, f"HTTP {exc.status}"
+    if isinstance(exc, (urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout)):
+        return True, None, type(exc).__name__
+    return False, None, type(exc).__name__
+
+
+# ------------------------------------------------------------------------------------ Messages API -> OpenAI
+
+def _text_of(content) -> str:
+    """A tool result's content (a string or a list of blocks) as plain text."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+
+
+def to_openai_messages(system: str, messages: list[dict]) -> list[dict]:
+    out = [{"role": "system", "content": system}] if system else []
+    for m in messages:
+        blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        if m["role"] == "assistant":
+            texts = [b["text"] for b in blocks if b.get("type") == "text" and b.get("text")]
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})}}
+                     for b in blocks if b.get("type") == "tool_use"]
+            # No text beside tool calls is null, as the API has it; an empty turn is "" (some servers refuse null).
+            message = {"role": "assistant", "content": "\n\n".join(texts) or (None if calls else "")}
+            if calls:
+                message["tool_calls"] = calls
+            out.append(message)
+            continue
+        # A user turn: tool results first, each its own `tool` message right after the assistant's calls (the
+        # API requires that order); then any text (a human's message, a question, a note) as one user message.
+        for b in blocks:
+            if b.get("type") == "tool_result":
+                content = _text_of(b.get("content"))
+                if b.get("is_error"):
+                    content = "[error] " + content
+                out.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": content})
+        texts = [b["text"] for b in blocks if b.get("type") == "text" and b.get("text")]
+        if texts:
+            out.append({"role": "user", "content": "\n\n".join(texts)})
+    return out
+
+
+def to_openai_tools(tools: list[dict]) -> list[dict]:
+    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
+                                              "parameters": t.get("input_schema") or {"type": "object"}}}
+            for t in tools]
+
+
+# ------------------------------------------------------------------------------------ OpenAI -> Messages API
+
+_generated_ids = itertools.count(1)
+
+
+def _tool_input(arguments) -> dict:
+    """The call's arguments as a dict. Arguments that are not a JSON object are passed on under `_raw_arguments`,
+    so the tool refuses them with its own error and the model sees what it sent."""
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        parsed = json.loads(arguments or "{}")
+    except (TypeError, ValueError):
+        return {"_raw_arguments": str(arguments)}
+    return parsed if isinstance(parsed, dict) else {"_raw_arguments": str(arguments)}
+
+
+def from_openai_message(message: dict) -> list[dict]:
+    content = []
+    text = message.get("content")
+    if isinstance(text, list):  # some servers return content parts
+        text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+    if text:
+        content.append({"type": "text", "text": text})
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        content.append({"type": "tool_use", "id": call.get("id") or f"call_kseek_{next(_generated_ids)}",
+                        "name": function.get("name", ""), "input": _tool_input(function.get("arguments"))})
+    return content
+
+
+class OpenAIModel:
+    def __init__(self, name: str, settings: dict | None = None, notify: Notify | None = None):
+        settings = settings or {}
+        self.name = name
+        base_url = settings.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise ModelFailed("no base URL for the OpenAI-compatible model: set OPENAI_BASE_URL (for example "
+                              "http://localhost:8000/v1) or give --base-url")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api_key = settings.get("api_key") or os.environ.get("OPENAI_API_KEY") or ""
+        self.max_tokens = int(settings.get("max_tokens", 8192))
+        self.timeout_s = float(settings.get("timeout_s", 600))
+        self.notify = notify
+        self.retry = RetryPolicy(max_retries=int(settings.get("max_retries", 8)),
+                                 base_s=float(settings.get("backoff_base_s", 1.0)))
+
+    def _post(self, body: dict) -> dict:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            text = exc.read().decode("utf-8", "replace")
+            raise HTTPFailure(exc.code, text, parse_retry_after(exc.headers.get("retry-after"))) from None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            # A proxy's error page or a cut-off body: worth another try, like a dropped connection.
+            raise ConnectionError(f"the server's answer is not JSON: {raw[:200]!r}") from None
+
+    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
+        body = {"model": self.name, "messages": to_openai_messages(system, messages), "max_tokens": self.max_tokens}
+        if tools:
+            body["tools"] = to_openai_tools(tools)
+        try:
+            answer = self.retry.run(lambda: self._post(body), classify, self.notify)
+        except (HTTPFailure, urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout) as exc:
+            raise ModelFailed(f"the model call failed: {exc}") from exc
+        return self._reply(answer)
+
+    def _reply(self, answer: dict) -> ModelReply:
+        try:
+            choice = answer["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ModelFailed(f"the server's answer has no choices[0].message: {json.dumps(answer)[:300]}") from None
+        content = from_openai_message(message)
+        finish = choice.get("finish_reason") or "stop"
+        stop = FINISH_TO_STOP.get(finish, finish)
+        if stop == "end_turn" and any(b["type"] == "tool_use" for b in content):
+            stop = "tool_use"   # some servers say "stop" even when they return tool calls
+        u = answer.get("usage") or {}
+        tokens_in = int(u.get("prompt_tokens") or 0)
+        tokens_out = int(u.get("completion_tokens") or 0)
+        cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        model = answer.get("model") or self.name
+        usage = Usage(tokens_in=tokens_in, tokens_out=tokens_out, cache_read_tokens=cached,
+                      cost_usd=cost_usd(model, tokens_in - cached, tokens_out, cached))
+        return ModelReply(content=content, stop_reason=stop, model=model, usage=usage)
