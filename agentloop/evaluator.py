@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Protocol
 
-from agentloop.sandbox import scrubbed_env
+from agentloop.sandbox import is_secret_name, scrubbed_env
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,13 @@ class HarnessEvaluator:
                  extra_env: dict[str, str] | None = None):
         self.timeout_s = timeout_s
         self.progress = progress
-        self.extra_env = dict(extra_env or {})   # e.g. CUDA_VISIBLE_DEVICES of the run's GPU
+        # e.g. CUDA_VISIBLE_DEVICES of the run's GPU. A secret's name is refused even here: the harness passes its
+        # whole environment on to the candidate's process (gpu_harness/runner.py), so what reaches the harness
+        # reaches the kernel.
+        secrets = sorted(name for name in (extra_env or {}) if is_secret_name(name))
+        if secrets:
+            raise ValueError(f"the harness's environment may not carry secrets: {', '.join(secrets)}")
+        self.extra_env = dict(extra_env or {})
 
     def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
         with tempfile.TemporaryDirectory(prefix="kseek-snapshot-") as tmp:
