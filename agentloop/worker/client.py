@@ -215,7 +215,8 @@ class Worker:
     def _assignment(self, run: dict) -> RunConfig:
         from gpu_harness import get_task
         try:
-            filename = run.get("starting_kernel_name") or Path(get_task(run["task"]).starting_kernel).name
+            filename = (_recorded_kernel_filename(run) or run.get("starting_kernel_name")
+                        or Path(get_task(run["task"]).starting_kernel).name)
             goal = run.get("goal") or {}
             return RunConfig(task=run["task"], goal=Goal(goal.get("baseline", ""), goal.get("speedup", 0)),
                              model=run["model"], starting_kernel=run["starting_kernel"], kernel_filename=filename,
@@ -328,6 +329,22 @@ class Worker:
                 break
             backoff = min(30.0, backoff * 2)
         return 0
+
+
+def _recorded_kernel_filename(run: dict) -> str | None:
+    """For a replay model, the kernel file name of the recording: its recorded tool calls name that file (the
+    editor writes `kernel.cpp`, evaluate judges the default kernel file), so the run must use the same name, not
+    the task's (`naive.cpp`), or the replayed edits would never reach the file that is judged."""
+    spec = run.get("model") or ""
+    if not spec.startswith("replay:"):
+        return None
+    try:
+        events = read_trace(spec[len("replay:"):])
+    except TraceError:
+        return None  # the replay model reports the unreadable trace itself
+    config = next((e["payload"].get("config") for e in events if e["kind"] == "status"
+                   and e["payload"].get("config")), None) or {}
+    return config.get("kernel_filename") if config.get("task") == run.get("task") else None
 
 
 def run_worker(*, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None) -> int:

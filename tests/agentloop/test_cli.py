@@ -20,19 +20,37 @@ def agentloop(*args, cwd, env_extra=None, timeout=600):
                           text=True, timeout=timeout)
 
 
+def suspect_timing(events) -> bool:
+    """Whether the harness refused a timing of this run as suspect (a burst of load on a shared machine)."""
+    return any("suspect timing" in (s.get("reason") or "") for e in events if e["kind"] == "evaluation"
+               for s in e["payload"]["result"].get("scenarios", []))
+
+
 def test_the_demo_replay_runs_offline_with_the_real_harness(tmp_path):
-    proc = agentloop("run", "--task", "matmul_cpu", "--model", f"replay:{DEMO}", "--trace",
-                     str(tmp_path / "trace.jsonl"), "--quiet", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    events = read_trace(tmp_path / "trace.jsonl")
     recorded = read_trace(DEMO)
+    goal = recorded[0]["payload"]["config"]["goal"]
+    # The demo is built so that timing noise cannot change its path: its starting kernel is far below the goal
+    # and its final kernel far above it (as recorded here).
+    recorded_speedups = [e["payload"]["speedup"] for e in recorded if e["kind"] == "evaluation"]
+    assert recorded_speedups[0] < goal["speedup"] / 2 and recorded_speedups[-1] > goal["speedup"] * 2
+    # Only a harness verdict that refused a timing as suspect (load on a shared machine, not the demo's path) earns
+    # a second attempt; every other failure fails the test at once.
+    for attempt in range(2):
+        trace = tmp_path / f"trace{attempt}.jsonl"
+        proc = agentloop("run", "--task", "matmul_cpu", "--model", f"replay:{DEMO}", "--trace", str(trace),
+                         "--workspace", str(tmp_path / f"workspace{attempt}"), "--quiet", cwd=tmp_path)
+        events = read_trace(trace)
+        if proc.returncode == 0 or not suspect_timing(events):
+            break
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert [e["kind"] for e in events] == [e["kind"] for e in recorded]
     evaluations = [e["payload"] for e in events if e["kind"] == "evaluation"]
     # Measured now, by the harness, not copied from the recording.
     assert evaluations[-1]["purpose"] == "goal_check" and evaluations[-1]["goal_met"]
     assert evaluations[-1]["result"]["started_at"] != [e["payload"] for e in recorded
                                                        if e["kind"] == "evaluation"][-1]["result"]["started_at"]
-    assert (tmp_path / "workspace" / "kernel.cpp").read_text().startswith("// i-k-j order")
+    assert evaluations[0]["speedup"] < goal["speedup"] <= evaluations[-1]["speedup"]
+    assert (tmp_path / f"workspace{attempt}" / "kernel.cpp").read_text().startswith("// i-k-j order")
     assert "succeeded (goal_met)" in proc.stderr
 
 
