@@ -203,3 +203,9 @@ def test_a_standalone_run_shows_figures_from_an_exported_file(tmp_path):
                            "claude-sonnet-4-5", "--question-stats", str(bad)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "question stats" in proc.stderr and "Traceback" not in proc.stderr
+    bad_bank = tmp_path / "bank.toml"
+    bad_bank.write_text('[[question]]\nkey = "x"\ntext = "Why?"\ncategory = "gossip"\ntriggers = ["plateau"]\n')
+    proc = subprocess.run([sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model",
+                           "claude-sonnet-4-5", "--bank", str(bad_bank)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "unknown category 'gossip'" in proc.stderr and "Traceback" not in proc.stderr
