@@ -1,6 +1,6 @@
 """The loop end to end: the real `anthropic` client against a local Messages-API server plays the model's turns;
-the evaluator returns scripted verdicts in the harness's own result type (tests/agentloop/test_real_harness.py
-runs the real harness)."""
+the evaluator returns scripted verdicts in the harness's own result type (test_cli.py, test_worker.py and
+test_harness_env.py run the real harness)."""
 from questionbank.bank import load_bank
 
 from agentloop.config import Budgets
