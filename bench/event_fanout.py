@@ -113,9 +113,12 @@ async def browser(port, session, run_id, measure: Measure, stop: asyncio.Event, 
             message = json.loads(raw)
             if message.get("type") != "step.stored":
                 continue
-            sent = measure.sent_at.get((message["run_id"], message["seq"]))
-            if sent is not None and measure.measuring:
-                measure.latencies.append(now - sent)
+            # A block of consecutive steps is announced once (seq .. last_seq): the page learns of each of them
+            # at this moment, so each gets a latency.
+            for seq in range(message["seq"], message.get("last_seq", message["seq"]) + 1):
+                sent = measure.sent_at.get((message["run_id"], seq))
+                if sent is not None and measure.measuring:
+                    measure.latencies.append(now - sent)
 
 
 async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, window: int):

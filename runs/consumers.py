@@ -6,11 +6,37 @@ HTTP by sequence number, so a reconnect resumes with nothing missed and nothing 
 """
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.consumer import get_handler_name
 
 from runs.events import ALL_RUNS_GROUP, run_group
 
 
-class RunFeedConsumer(AsyncJsonWebsocketConsumer):
+class NoConnectionSweep:
+    """channels runs close_old_connections in a thread before every message it dispatches: a thread round trip
+    per websocket frame and per group message, which under load costs more than the rest of the handling. These
+    consumers reach the database only through database_sync_to_async (which closes old connections itself, before
+    and after each call) or through the event writer (which manages its own thread's connection), so the sweep
+    guards nothing here and is skipped."""
+
+    async def dispatch(self, message):
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
+
+def consecutive_blocks(steps: list) -> list[tuple[int, int, str]]:
+    """[[seq, kind], ...] as (first seq, last seq, first kind) of each run of consecutive seqs, in seq order."""
+    blocks: list[list] = []
+    for seq, kind in sorted(steps):
+        if blocks and seq == blocks[-1][1] + 1:
+            blocks[-1][1] = seq
+        elif not blocks or seq != blocks[-1][1]:
+            blocks.append([seq, seq, kind])
+    return [tuple(block) for block in blocks]
+
+
+class RunFeedConsumer(NoConnectionSweep, AsyncJsonWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -33,6 +59,18 @@ class RunFeedConsumer(AsyncJsonWebsocketConsumer):
     async def step_stored(self, message):
         await self.send_json(message)
 
+    async def steps_stored(self, message):
+        # The event writer publishes one message per run and batch. Each block of consecutive seqs in it is
+        # announced once, as a step.stored of the block's first seq with `last_seq` added when the block is longer
+        # than one: a page at the tail fetches everything after what it holds, and a page missing a block below
+        # its newest step fetches from the block's first seq, so neither misses a step of the block.
+        run_id = message["run_id"]
+        for first, last, kind in consecutive_blocks(message["steps"]):
+            announcement = {"type": "step.stored", "run_id": run_id, "seq": first, "kind": kind}
+            if last != first:
+                announcement["last_seq"] = last
+            await self.send_json(announcement)
+
     async def run_changed(self, message):
         await self.send_json(message)
 
@@ -42,19 +80,119 @@ class RunFeedConsumer(AsyncJsonWebsocketConsumer):
 
 # ------------------------------------------------------------------------------------------------ workers
 
+import asyncio  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import weakref  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
+from asgiref.sync import sync_to_async  # noqa: E402
 from channels.db import database_sync_to_async  # noqa: E402
 from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
-from django.db import DatabaseError, close_old_connections  # noqa: E402
+from django.db import DatabaseError, close_old_connections, connection  # noqa: E402
 
 from runs import services  # noqa: E402
+from runs.events import run_group  # noqa: E402
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 NO_WORK_RETRY_S = 5
+# The largest message the server stores. daphne has a limit of its own (--websocket_max_message_size, 1 MiB by
+# default): above it daphne closes the socket with 1009 before the consumer sees the message, so a deployment
+# runs daphne with a higher limit (docs/deployment.md) and a bigger event gets a clear, final nack from here.
+EVENT_MAX_BYTES = 2**20
+# The most events one transaction stores; more wait for the next batch.
+BATCH_MAX_EVENTS = 500
+
+
+class EventWriter:
+    """Stores the events of every worker socket of this process in batches: one transaction for what arrived
+    while the previous batch was being written (group commit), then an ack or nack for each, and one feed message
+    per run.
+
+    Writes run on one thread of their own, which keeps its database connection while batches follow each other
+    (a connection per batch would cost more than the batch) and closes it when the queue runs dry. A batch that
+    the database cannot take (unreachable, locked) is nacked with retry: the worker keeps the events and sends
+    them again; nothing is acked before its transaction commits.
+    """
+
+    _thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kseek-event-writer")
+    _per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventWriter]" = weakref.WeakKeyDictionary()
+
+    def __init__(self, channel_layer):
+        self.channel_layer = channel_layer
+        self.queue: list[tuple["WorkerConsumer", dict]] = []
+        self.draining = False
+
+    @classmethod
+    def for_this_loop(cls, channel_layer) -> "EventWriter":
+        loop = asyncio.get_running_loop()
+        writer = cls._per_loop.get(loop)
+        if writer is None:
+            writer = cls._per_loop[loop] = cls(channel_layer)
+        return writer
+
+    def submit(self, consumer: "WorkerConsumer", message: dict) -> None:
+        self.queue.append((consumer, message))
+        if not self.draining:
+            self.draining = True
+            asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        while True:
+            while self.queue:
+                batch, self.queue = self.queue[:BATCH_MAX_EVENTS], self.queue[BATCH_MAX_EVENTS:]
+                await self._write(batch)
+            await sync_to_async(close_old_connections, thread_sensitive=False, executor=self._thread)()
+            if not self.queue:  # no await between this test and the flag: a submit either sees it set or not
+                self.draining = False
+                return
+
+    async def _write(self, batch: list[tuple["WorkerConsumer", dict]]) -> None:
+        try:
+            outcomes = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
+                [(consumer.worker, message) for consumer, message in batch]
+            )
+        except DatabaseError as passing:
+            log.warning("%d event(s) not stored, the database failed: %s", len(batch), passing)
+            replies = [("database unavailable", True)] * len(batch)
+            outcomes = None
+        except Exception:  # a fault of ours: the workers keep the events rather than lose them
+            log.exception("%d event(s) not stored", len(batch))
+            replies = [("server error", True)] * len(batch)
+            outcomes = None
+        if outcomes is not None:
+            await self._publish(outcomes)
+            replies = [(None, False) if o.stored else (o.error, False) for o in outcomes]
+        for (consumer, message), (error, retry) in zip(batch, replies):
+            reply = {"run_id": message.get("run_id"), "seq": message.get("seq")}
+            if error is None:
+                reply["type"] = "ack"
+            else:
+                reply.update(type="nack", error=error, retry=retry)
+            await consumer.send_reply(reply)
+
+    async def _publish(self, outcomes: list[services.EventOutcome]) -> None:
+        by_run: dict[int, list] = {}
+        for outcome in outcomes:
+            if outcome.published_by_caller is not None:
+                run_id, seq, kind = outcome.published_by_caller
+                by_run.setdefault(run_id, []).append([seq, kind])
+        for run_id, steps in by_run.items():
+            try:
+                await self.channel_layer.group_send(run_group(run_id), {"type": "steps.stored", "run_id": run_id, "steps": steps})
+            except Exception:  # stored is stored: a page that missed the message catches up by seq
+                log.exception("could not publish %d step(s) of run %s", len(steps), run_id)
+
+
+def _store_batch(items):
+    try:
+        return services.worker_events_record(items=items)
+    except DatabaseError:
+        # The connection may be broken (a restarted database): drop it, the next batch connects afresh.
+        connection.close()
+        raise
 
 
 def bearer_token(scope) -> str:
@@ -66,7 +204,7 @@ def bearer_token(scope) -> str:
     return ""
 
 
-class WorkerConsumer(AsyncWebsocketConsumer):
+class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
     """The server side of docs/protocol.md section 2: one GPU worker host's socket.
 
     Events are stored idempotently by (run, seq) and acked, or nacked without storing. Directives wait in the
@@ -75,6 +213,7 @@ class WorkerConsumer(AsyncWebsocketConsumer):
     """
 
     async def connect(self):
+        self.closed = False
         self.worker = await database_sync_to_async(services.worker_host_authenticate)(bearer_token(self.scope))
         self.sent_directives: set[int] = set()
         self.greeted = False
@@ -86,6 +225,7 @@ class WorkerConsumer(AsyncWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code):
+        self.closed = True
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -93,9 +233,10 @@ class WorkerConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps({"v": PROTOCOL_VERSION, **message}, default=str))
 
     async def receive(self, text_data=None, bytes_data=None):
+        raw = text_data if text_data is not None else (bytes_data or b"")
         try:
-            message = json.loads(text_data if text_data is not None else bytes_data.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
+            message = json.loads(raw if isinstance(raw, str) else raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError):
             await self.send_message({"type": "error", "error": "not a JSON text message"})
             return
         if not isinstance(message, dict):
@@ -103,6 +244,15 @@ class WorkerConsumer(AsyncWebsocketConsumer):
             return
         if message.get("v") != PROTOCOL_VERSION:
             await self.send_message({"type": "error", "error": f"protocol version {message.get('v')!r} is not spoken here (1 is)"})
+            return
+        if len(raw) > EVENT_MAX_BYTES:
+            # Refused for good, so that the worker drops it (and says so in its run) rather than send it forever.
+            error = f"a message of {len(raw)} bytes is over the server's limit of {EVENT_MAX_BYTES}"
+            if message.get("type") == "event":
+                await self.send_message({"type": "nack", "run_id": message.get("run_id"), "seq": message.get("seq"),
+                                         "error": error, "retry": False})
+            else:
+                await self.send_message({"type": "error", "error": error})
             return
         handler = {"hello": self.on_hello, "claim": self.on_claim, "event": self.on_event,
                    "directive_ack": self.on_directive_ack}.get(message.get("type"))
@@ -131,24 +281,18 @@ class WorkerConsumer(AsyncWebsocketConsumer):
         return services.run_assignment(run) if run is not None else None
 
     async def on_event(self, message):
-        run_id, seq = message.get("run_id"), message.get("seq")
-        try:
-            await database_sync_to_async(self._store_event)(message)
-        except services.ServiceError as refused:
-            await self.send_message({"type": "nack", "run_id": run_id, "seq": seq, "error": str(refused), "retry": False})
-        except DatabaseError as passing:
-            log.warning("worker %s: event %s/%s not stored: %s", self.worker.name, run_id, seq, passing)
-            await self.send_message({"type": "nack", "run_id": run_id, "seq": seq, "error": "database busy", "retry": True})
-        except Exception:
-            # A fault of ours: keep the event in the worker's spool rather than lose it.
-            log.exception("worker %s: event %s/%s failed", self.worker.name, run_id, seq)
-            await self.send_message({"type": "nack", "run_id": run_id, "seq": seq, "error": "server error", "retry": True})
-        else:
-            await self.send_message({"type": "ack", "run_id": run_id, "seq": seq})
+        # Not awaited: the socket goes on reading while the writer stores this event with others; the ack
+        # follows the commit.
+        EventWriter.for_this_loop(self.channel_layer).submit(self, message)
 
-    def _store_event(self, message):
-        close_old_connections()
-        services.worker_event_record(worker=self.worker, event=message)
+    async def send_reply(self, message: dict) -> None:
+        """An ack or nack from the writer; the socket may have closed meanwhile (the worker re-sends)."""
+        if self.closed:
+            return
+        try:
+            await self.send_message(message)
+        except Exception:  # noqa: BLE001 - a socket gone between the check and the send
+            log.info("worker %s: reply %s not sent, the socket closed", self.worker.name, message.get("type"))
 
     async def on_directive_ack(self, message):
         known = await database_sync_to_async(services.directive_acknowledge)(worker=self.worker, wire_id=message.get("id"))

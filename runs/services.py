@@ -823,7 +823,7 @@ def trace_import(*, lines, name: str, user=None) -> Run:
 
 # ------------------------------------------------------------------------------------ worker event batches
 
-from django.db import DataError, DatabaseError  # noqa: E402
+from django.db import DataError, DatabaseError, connection  # noqa: E402
 
 # Kinds whose events mean more than their row (a question, a kernel and its evaluation, a status change): these
 # go one by one through worker_event_record. Every other kind is a row and a contribution to the run's totals.
@@ -989,11 +989,7 @@ def _insert_plain(plain: list[_Candidate], outcomes: list) -> None:
         return
     try:
         with transaction.atomic():
-            Step.objects.bulk_create([
-                Step(run_id=c.run_id, seq=c.seq, kind=c.kind, payload=c.payload, created_at=c.when,
-                     tokens_in=c.tokens_in, tokens_out=c.tokens_out, cost_usd=c.cost)
-                for c in plain
-            ])
+            _insert_steps(plain)
             _add_to_run_totals(plain)
     except (IntegrityError, DataError):
         # Another process stored one of these (run, seq) since we looked, or one row's data is refused by the
@@ -1005,15 +1001,49 @@ def _insert_plain(plain: list[_Candidate], outcomes: list) -> None:
         outcomes[c.index] = EventOutcome(stored=True, published_by_caller=(c.run_id, c.seq, c.kind))
 
 
+def _insert_steps(rows: list[_Candidate]) -> None:
+    """INSERT the steps with one executemany.
+
+    Plain SQL rather than bulk_create: the ORM compiles every field of every row through its generic machinery,
+    which took most of the writer's time under load (profile in docs/benchmarks.md). The values are prepared by
+    the fields themselves, so they are stored exactly as bulk_create would store them.
+    """
+    fields = {name: Step._meta.get_field(name) for name in ("payload", "created_at", "stored_at", "cost_usd")}
+    now = fields["stored_at"].get_db_prep_save(timezone.now(), connection)
+    values = [
+        (c.run_id, c.seq, c.kind, fields["payload"].get_db_prep_save(c.payload, connection),
+         fields["created_at"].get_db_prep_save(c.when, connection), now, c.tokens_in, c.tokens_out,
+         fields["cost_usd"].get_db_prep_save(c.cost, connection))
+        for c in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {Step._meta.db_table} (run_id, seq, kind, payload, created_at, stored_at, tokens_in, "
+            f"tokens_out, cost_usd) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            values,
+        )
+
+
 def _add_to_run_totals(stored: list[_Candidate]) -> None:
+    """Each run's totals move once per batch, in one statement for all runs.
+
+    Plain SQL rather than a QuerySet.update per run: the ORM compiles each update anew, which cost more than
+    inserting the batch's rows. The statement is the one step_record's update makes.
+    """
     by_run: dict[int, list[_Candidate]] = {}
     for c in stored:
         by_run.setdefault(c.run_id, []).append(c)
     now = timezone.now()
-    for run_id, steps in by_run.items():
-        Run.objects.filter(pk=run_id).update(
-            last_seq=Greatest(F("last_seq"), max(c.seq for c in steps)), step_count=F("step_count") + len(steps),
-            tokens_in=F("tokens_in") + sum(c.tokens_in for c in steps),
-            tokens_out=F("tokens_out") + sum(c.tokens_out for c in steps),
-            cost_usd=F("cost_usd") + sum((c.cost for c in steps), Decimal(0)), updated_at=now,
+    rows = [
+        (max(c.seq for c in steps), len(steps), sum(c.tokens_in for c in steps), sum(c.tokens_out for c in steps),
+         str(sum((c.cost for c in steps), Decimal(0))), now, run_id)
+        for run_id, steps in by_run.items()
+    ]
+    greatest, cost = ("GREATEST", "%s") if connection.vendor == "postgresql" else ("MAX", "CAST(%s AS NUMERIC)")
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {Run._meta.db_table} SET last_seq = {greatest}(last_seq, %s), step_count = step_count + %s, "
+            f"tokens_in = tokens_in + %s, tokens_out = tokens_out + %s, cost_usd = cost_usd + {cost}, "
+            f"updated_at = %s WHERE id = %s",
+            rows,
         )

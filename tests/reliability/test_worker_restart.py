@@ -1,0 +1,122 @@
+"""Faults on the worker's side, against the real server (daphne) and the real worker (`python -m agentloop worker`).
+
+Each test runs the replay demo run: its model turns are scripted, its compiles and evaluations are real (the CPU
+task), so a run takes tens of seconds and its events have the shapes a real run's have.
+"""
+
+import json
+import time
+
+import pytest
+
+from tests.reliability.feed import FeedFollower
+from tests.reliability.live import kill, wait_until
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def stored_steps(site, run_id):
+    rows = site.query("select seq, kind, payload from runs_step where run_id = ? order by seq", (run_id,))
+    return [(seq, kind, json.loads(payload) if isinstance(payload, str) else payload) for seq, kind, payload in rows]
+
+
+def trace_events(state_dir, run_id):
+    path = state_dir / "runs" / str(run_id) / "trace.jsonl"
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:  # a line cut short by the kill
+            pass
+    return events
+
+
+def assert_trace_stored_exactly(site, state_dir, run_id):
+    """Every event of the worker's trace is stored, under its seq, with its content; nothing else is stored,
+    and the run's totals count each row once."""
+    events = trace_events(state_dir, run_id)
+    steps = stored_steps(site, run_id)
+    assert [s[0] for s in steps] == list(range(len(steps))), "stored seqs have gaps"
+    assert [(s[0], s[1]) for s in steps] == [(e["seq"], e["kind"]) for e in events]
+    for (seq, kind, payload), event in zip(steps, events):
+        assert json.dumps(payload, sort_keys=True) == json.dumps(event["payload"], sort_keys=True), seq
+    (step_count, last_seq, tokens_in, tokens_out), = site.query(
+        "select step_count, last_seq, tokens_in, tokens_out from runs_run where id = ?", (run_id,))
+    assert (step_count, last_seq) == (len(steps), len(steps) - 1)
+    assert tokens_in == sum(e["usage"]["tokens_in"] for e in events)
+    assert tokens_out == sum(e["usage"]["tokens_out"] for e in events)
+    return events
+
+
+def run_status(site, run_id):
+    return site.query("select status from runs_run where id = ?", (run_id,))[0][0]
+
+
+def test_a_worker_killed_mid_run_resumes_from_its_trace_and_every_step_is_stored_once(site, tmp_path):
+    port = site.start_server()
+    token = site.worker_token("gpu-kill")
+    run_id = site.queue_demo_run()
+    state_dir = tmp_path / "worker"
+
+    first = site.start_worker(port, token, state_dir)
+    evaluated = wait_until(lambda: any(kind == "evaluation" for _, kind, _ in stored_steps(site, run_id)), 240,
+                           while_alive=first)
+    kill(first)
+    assert evaluated, site.worker_log(state_dir)
+    assert run_status(site, run_id) == "running", "the kill came too late: the run had finished"
+
+    second = site.start_worker(port, token, state_dir)
+    finished = wait_until(lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300,
+                          while_alive=second)
+    assert finished, site.worker_log(state_dir)
+    # The last acks land after the status change is stored; give the spool a moment to empty.
+    wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
+    kill(second)
+
+    events = assert_trace_stored_exactly(site, state_dir, run_id)
+    reasons = [e["payload"].get("reason") for e in events if e["kind"] == "status"]
+    assert reasons[0] == "started" and "resumed" in reasons, reasons
+    assert_finished_as_the_replay_allows(events)
+
+
+def assert_finished_as_the_replay_allows(events):
+    """The demo's model is a replay: it succeeds when the kill fell between tool calls; when it fell inside one,
+    the resumed run reports that call interrupted (docs/protocol.md 1.2) and the recording has no turn for what
+    a live model would do next, so the run fails with replay_exhausted. Anything else is a fault."""
+    final = events[-1]
+    assert final["kind"] == "status", final
+    interrupted = [e for e in events if e["kind"] == "tool_result" and e["payload"].get("interrupted")]
+    if final["payload"]["status"] != "succeeded":
+        assert interrupted and final["payload"]["reason"] == "replay_exhausted", final["payload"]
+
+
+def test_a_server_killed_while_a_worker_streams_loses_and_doubles_nothing_and_feeds_resume(site, tmp_path):
+    port = site.start_server()
+    token = site.worker_token("gpu-restart")
+    run_id = site.queue_demo_run()
+    state_dir = tmp_path / "worker"
+    follower = FeedFollower(port, site.session_for("vera"), run_id).start()
+    worker = site.start_worker(port, token, state_dir)
+    try:
+        assert wait_until(lambda: len(stored_steps(site, run_id)) >= 3, 120, while_alive=worker), site.worker_log(state_dir)
+        site.kill_server(port)  # SIGKILL: no goodbye to the sockets, whatever was in flight is lost in flight
+        stored_at_kill = len(stored_steps(site, run_id))
+        time.sleep(3)
+        site.start_server(port)
+        finished = wait_until(lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300,
+                              while_alive=worker)
+        assert finished, site.worker_log(state_dir)
+        wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
+        all_seqs = [s[0] for s in stored_steps(site, run_id)]
+        assert wait_until(lambda: follower.held == set(all_seqs), 30), (sorted(follower.held), all_seqs)
+    finally:
+        kill(worker)
+        follower.stop()
+
+    events = assert_trace_stored_exactly(site, state_dir, run_id)
+    assert_finished_as_the_replay_allows(events)
+    assert stored_at_kill < len(events), "the kill came too late to test a reconnect"
+    assert "connection lost" in site.worker_log(state_dir) or "cannot reach" in site.worker_log(state_dir)
+    # The page's socket came back, and it paged in after what it held: no page repeated a step it had.
+    assert follower.connections >= 2
+    assert follower.repeats == [], follower.repeats
