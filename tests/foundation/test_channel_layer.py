@@ -25,15 +25,20 @@ def _login_cookie(client, user):
     return client.cookies["sessionid"].value
 
 
-@pytest.mark.django_db(transaction=True)
-async def test_a_signed_in_browser_hears_of_a_stored_step(client):
+async def signed_in_socket(client, path: str, origin: bytes = b"http://localhost") -> WebsocketCommunicator:
+    """A feed socket as a signed-in viewer's browser on `origin` would open it (not yet connected)."""
     user = await sync_to_async(get_user_model().objects.create_user)("viewer", password="pw-123456789")
     session = await sync_to_async(_login_cookie)(client, user)
-    run = await sync_to_async(make_run)()
-    socket = WebsocketCommunicator(
-        application, f"/ws/runs/{run.pk}/",
-        headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", b"http://localhost"), (b"host", b"localhost")],
+    return WebsocketCommunicator(
+        application, path,
+        headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", origin), (b"host", b"localhost")],
     )
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_signed_in_browser_hears_of_a_stored_step(client):
+    run = await sync_to_async(make_run)()
+    socket = await signed_in_socket(client, f"/ws/runs/{run.pk}/")
     connected, _ = await socket.connect()
     assert connected
     await sync_to_async(step_record)(run=run, seq=0, kind="note", payload={"text": "hi"})
@@ -51,12 +56,7 @@ async def test_an_anonymous_socket_is_refused():
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_socket_from_a_foreign_origin_is_refused(client):
-    user = await sync_to_async(get_user_model().objects.create_user)("viewer", password="pw-123456789")
-    session = await sync_to_async(_login_cookie)(client, user)
-    socket = WebsocketCommunicator(
-        application, "/ws/runs/",
-        headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", b"http://evil.example"), (b"host", b"localhost")],
-    )
+    socket = await signed_in_socket(client, "/ws/runs/", origin=b"http://evil.example")
     connected, _ = await socket.connect()
     assert not connected
 
@@ -65,13 +65,8 @@ async def test_a_socket_from_a_foreign_origin_is_refused(client):
 async def test_nothing_is_published_for_a_step_whose_transaction_rolls_back(client):
     from django.db import transaction
 
-    user = await sync_to_async(get_user_model().objects.create_user)("viewer", password="pw-123456789")
-    session = await sync_to_async(_login_cookie)(client, user)
     run = await sync_to_async(make_run)()
-    socket = WebsocketCommunicator(
-        application, f"/ws/runs/{run.pk}/",
-        headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", b"http://localhost"), (b"host", b"localhost")],
-    )
+    socket = await signed_in_socket(client, f"/ws/runs/{run.pk}/")
     assert (await socket.connect())[0]
 
     def record_then_fail():
