@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TRACE = ROOT / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
 DAPHNE = str(Path(sys.executable).with_name("daphne"))
+LIVE_REDIS_DB = 9
 
 
 def free_port() -> int:
@@ -75,6 +76,10 @@ class LiveSite:
                    LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT))
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
+        if env.get("REDIS_URL"):
+            # A Redis database of its own: the site's run ids start at 1 like every other site's, and group
+            # names (run.1) must not meet those of another test session or a benchmark on the same Redis.
+            env["REDIS_URL"] = env["REDIS_URL"].rsplit("/", 1)[0] + f"/{LIVE_REDIS_DB}"
         env.update(extra)
         return env
 

@@ -120,3 +120,42 @@ def test_a_server_killed_while_a_worker_streams_loses_and_doubles_nothing_and_fe
     # The page's socket came back, and it paged in after what it held: no page repeated a step it had.
     assert follower.connections >= 2
     assert follower.repeats == [], follower.repeats
+
+
+def test_a_reviewers_decision_for_an_offline_worker_is_delivered_when_it_reconnects_and_acted_on_once(site, tmp_path):
+    port = site.start_server()
+    token = site.worker_token("gpu-review")
+    run_id = site.queue_demo_run(review_mode="review")
+    state_dir = tmp_path / "worker"
+    reviewer = site.session_for("rita", "reviewer")  # noqa: F841 - the user the decision is made by
+    first = site.start_worker(port, token, state_dir)
+    proposed = wait_until(lambda: site.query("select id from runs_question where run_id = ? and status = 'proposed'",
+                                             (run_id,)), 240, while_alive=first)
+    assert proposed, site.worker_log(state_dir)
+    kill(first)  # the worker is offline while the reviewer decides
+
+    site.django(
+        "from django.contrib.auth import get_user_model\nfrom runs.models import Question\n"
+        "from runs.services import question_review\n"
+        "q = Question.objects.get(pk=question_id)\n"
+        "question_review(question=q, reviewer=get_user_model().objects.get(username='rita'), decision='approve')\n"
+        "result = True", question_id=proposed[0][0])
+    (directive_id, acked), = site.query("select id, acked_at from runs_directive where run_id = ?", (run_id,))
+    assert acked is None
+
+    second = site.start_worker(port, token, state_dir)
+    finished = wait_until(lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300,
+                          while_alive=second)
+    assert finished, site.worker_log(state_dir)
+    wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
+    kill(second)
+
+    events = assert_trace_stored_exactly(site, state_dir, run_id)
+    decided = [e["payload"] for e in events if e["kind"] == "question_decided"]
+    assert len(decided) == 1, decided
+    assert decided[0]["by"] == "reviewer" and decided[0]["action"] == "approve" and decided[0]["reviewer"] == "rita"
+    assert decided[0].get("directive_id") == f"d-{directive_id}"
+    (acked,), = site.query("select acked_at from runs_directive where id = ?", (directive_id,))
+    assert acked is not None
+    assert site.query("select status from runs_question where run_id = ?", (run_id,)) == [("approved",)]
+    assert_finished_as_the_replay_allows(events)
