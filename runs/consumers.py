@@ -112,7 +112,8 @@ class EventWriter:
     per run.
 
     Writes run on one thread of their own, which keeps its database connection while batches follow each other
-    (a connection per batch would cost more than the batch) and closes it when the queue runs dry. A batch that
+    (a connection per batch would cost more than the batch) and releases it (close_old_connections, so as
+    CONN_MAX_AGE says) after a batch that leaves the queue empty. A batch that
     the database cannot take (unreachable, locked) is nacked with retry: the worker keeps the events and sends
     them again; nothing is acked before its transaction commits.
     """
@@ -140,19 +141,15 @@ class EventWriter:
             asyncio.ensure_future(self._drain())
 
     async def _drain(self) -> None:
-        while True:
-            while self.queue:
-                batch, self.queue = self.queue[:BATCH_MAX_EVENTS], self.queue[BATCH_MAX_EVENTS:]
-                await self._write(batch)
-            await sync_to_async(close_old_connections, thread_sensitive=False, executor=self._thread)()
-            if not self.queue:  # no await between this test and the flag: a submit either sees it set or not
-                self.draining = False
-                return
+        while self.queue:
+            batch, self.queue = self.queue[:BATCH_MAX_EVENTS], self.queue[BATCH_MAX_EVENTS:]
+            await self._write(batch, last=not self.queue)
+        self.draining = False  # no await since the loop's test: a submit either sees the flag set or not
 
-    async def _write(self, batch: list[tuple["WorkerConsumer", dict]]) -> None:
+    async def _write(self, batch: list[tuple["WorkerConsumer", dict]], *, last: bool) -> None:
         try:
             outcomes = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
-                [(consumer.worker, message) for consumer, message in batch]
+                [(consumer.worker, message) for consumer, message in batch], last
             )
         except DatabaseError as passing:
             log.warning("%d event(s) not stored, the database failed: %s", len(batch), passing)
@@ -186,13 +183,18 @@ class EventWriter:
                 log.exception("could not publish %d step(s) of run %s", len(steps), run_id)
 
 
-def _store_batch(items):
+def _store_batch(items, last: bool):
+    """Store one batch on the writer's thread. `last`: nothing else is queued, so the connection is released after
+    the commit (as close_old_connections would), before any ack goes out; under load it is kept for the next."""
     try:
         return services.worker_events_record(items=items)
     except DatabaseError:
         # The connection may be broken (a restarted database): drop it, the next batch connects afresh.
         connection.close()
         raise
+    finally:
+        if last:
+            close_old_connections()
 
 
 def bearer_token(scope) -> str:

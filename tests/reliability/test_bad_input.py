@@ -1,0 +1,160 @@
+"""Bad input on the worker socket: generated messages (hypothesis) and the named cases of issue 7. Each gets a
+clear answer (error, or nack with its reason; never a nack "for retry", which would mean a fault of ours), the
+socket stays up, and nothing is half-written: the stored rows are exactly those acknowledged, with totals that
+count them once and no question, kernel or evaluation whose event was refused."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runs.models import Evaluation, Kernel, Question, Run, Step
+from runs.services import run_claim
+from tests.dashboard.helpers import connected_worker, evaluation_payload, make_worker, question_payload, worker_socket
+from tests.foundation.factories import make_run
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+
+KINDS = ["note", "status", "evaluation", "question_proposed", "question_decided", "tool_result", "usage"]
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+                      st.text(max_size=20), st.just("nul \x00 inside"))
+json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                             st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+                          max_leaves=12)
+
+
+def event_messages(run_id: int, other_run_id: int):
+    """Mostly well-formed envelopes with one or more fields replaced by something wrong."""
+    good_payloads = st.sampled_from([{"text": "hi"}, evaluation_payload(1.3), evaluation_payload(None, correct=False),
+                                     question_payload("q-gen"), {"status": "running", "reason": "resumed"},
+                                     {"question_ref": "q-gen", "action": "approve", "by": "timeout"}])
+    return st.fixed_dictionaries({
+        "type": st.sampled_from(["event", "event", "event", "claim", "directive_ack", "hello", "dance", None]),
+        "v": st.sampled_from([1, 1, 1, 2, "1", None]),
+        "run_id": st.one_of(st.just(run_id), st.just(run_id), st.just(other_run_id), st.just(10**9),
+                            st.just(str(run_id)), json_leaf),
+        "seq": st.one_of(st.integers(0, 12), st.integers(0, 12), st.integers(-5, -1), st.just(2**31),
+                         st.just(2**64), json_leaf),
+        "kind": st.one_of(st.sampled_from(KINDS), st.text(max_size=12), json_leaf),
+        "ts": st.one_of(st.just("2026-11-30T12:00:00+00:00"), st.just("2026-13-45T99:00:00"), st.text(max_size=30),
+                        json_leaf),
+        "payload": st.one_of(good_payloads, good_payloads, st.dictionaries(st.text(max_size=8), json_value, max_size=4),
+                             json_value),
+        "usage": st.one_of(st.just({"tokens_in": 3, "tokens_out": 4, "cost_usd": 0.01}),
+                           st.fixed_dictionaries({"tokens_in": json_leaf, "tokens_out": json_leaf, "cost_usd": json_leaf}),
+                           json_value),
+        "id": json_leaf,
+    }).map(lambda m: {k: v for k, v in m.items() if v is not None or k in ("payload", "usage")})
+
+
+raw_frames = st.one_of(st.text(max_size=200), st.just("[" * 100_000 + "]" * 100_000), st.just('{"type": "event", "v": 1'),
+                       st.binary(max_size=200), json_value.map(json.dumps))
+
+
+async def exchange(token: str, frames: list) -> list[dict]:
+    socket = await connected_worker(token)
+    for frame in frames:
+        # Straight onto the ASGI queue, as daphne would put it: the communicator refuses empty frames itself.
+        if isinstance(frame, bytes):
+            await socket.input_queue.put({"type": "websocket.receive", "bytes": frame})
+        else:
+            text = frame if isinstance(frame, str) else json.dumps(frame)
+            await socket.input_queue.put({"type": "websocket.receive", "text": text})
+    replies = [await socket.receive_json_from(timeout=20) for _ in frames]
+    # Still up and answering.
+    await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assert (await socket.receive_json_from(timeout=20))["type"] in ("no_work", "assign")
+    await socket.disconnect()
+    return replies
+
+
+def assert_nothing_half_written(run, acked: dict):
+    steps = {s.seq: s for s in Step.objects.filter(run=run)}
+    assert set(steps) == set(acked), (sorted(steps), sorted(acked))
+    run = Run.objects.get(pk=run.pk)
+    assert run.step_count == len(steps)
+    assert run.last_seq == max(steps, default=-1)
+    assert run.tokens_in == sum(s.tokens_in for s in steps.values())
+    assert Question.objects.filter(run=run).count() == sum(s.kind == "question_proposed" and bool(s.payload.get("text"))
+                                                           for s in steps.values())
+    assert not Question.objects.filter(run=run, step__isnull=True).exists()
+    assert Evaluation.objects.filter(run=run).count() == sum(s.kind == "evaluation" for s in steps.values())
+    assert Kernel.objects.filter(run=run, step__isnull=True).count() == 0
+
+
+def test_generated_bad_messages_get_clear_answers_and_leave_only_what_was_acknowledged():
+    host, token = make_worker("gpu-a")
+    other_host, _ = make_worker("gpu-b")
+    run = make_run()
+    run_claim(worker=host)
+    other = make_run()
+    run_claim(worker=other_host)
+    acked: dict[int, tuple] = {}
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.one_of(event_messages(run.pk, other.pk), raw_frames), min_size=1, max_size=6))
+    def check(frames):
+        replies = async_to_sync(exchange)(token, frames)
+        for reply in replies:
+            assert reply["type"] in ("ack", "nack", "error", "welcome", "no_work"), reply
+            if reply["type"] == "nack":
+                assert reply["retry"] is False and reply["error"], reply
+            if reply["type"] == "error":
+                assert reply["error"], reply
+            if reply["type"] == "ack":
+                assert reply["run_id"] == run.pk, reply
+                acked[reply["seq"]] = True
+        assert_nothing_half_written(run, acked)
+        assert not Step.objects.filter(run=other).exists()
+
+    check()
+    assert acked, "no generated event was well-formed: the test checked refusals only"
+
+
+def note(run_id, seq, text="n", **fields):
+    return {"type": "event", "v": 1, "run_id": run_id, "seq": seq, "kind": "note",
+            "ts": datetime(2026, 11, 30, tzinfo=timezone.utc).isoformat(), "payload": {"text": text},
+            "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}, **fields}
+
+
+async def test_sequence_numbers_that_skip_go_backwards_and_repeat_are_stored_once_each():
+    host, token = await sync_to_async(make_worker)()
+    run = await sync_to_async(make_run)()
+    await sync_to_async(run_claim)(worker=host)
+    socket = await connected_worker(token)
+    for seq, text in [(0, "a"), (5, "f"), (2, "c"), (5, "f"), (2, "C!"), (1, "b")]:
+        await socket.send_json_to(note(run.pk, seq, text))
+    replies = [await socket.receive_json_from(timeout=10) for _ in range(6)]
+    assert [(r["type"], r["seq"]) for r in replies] == [("ack", 0), ("ack", 5), ("ack", 2), ("ack", 5), ("nack", 2), ("ack", 1)]
+    assert "different" in replies[4]["error"] and replies[4]["retry"] is False
+    steps = await sync_to_async(list)(Step.objects.filter(run=run).values_list("seq", "payload"))
+    assert steps == [(0, {"text": "a"}), (1, {"text": "b"}), (2, {"text": "c"}), (5, {"text": "f"})]
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert (stored.step_count, stored.last_seq) == (4, 5)
+    await socket.disconnect()
+
+
+async def test_an_oversize_event_is_refused_for_good_with_its_size_and_the_socket_stays_up():
+    host, token = await sync_to_async(make_worker)()
+    run = await sync_to_async(make_run)()
+    await sync_to_async(run_claim)(worker=host)
+    socket = await connected_worker(token)
+    await socket.send_json_to(note(run.pk, 0, "x" * (2 * 2**20)))
+    reply = await socket.receive_json_from(timeout=10)
+    assert reply["type"] == "nack" and reply["retry"] is False and "limit" in reply["error"], reply
+    await socket.send_json_to(note(run.pk, 0, "small"))
+    assert (await socket.receive_json_from(timeout=10))["type"] == "ack"
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize("header", [None, "Bearer ", "Bearer kst_wrong", "Basic a2V5", "bearer"])
+async def test_a_missing_or_wrong_token_is_closed_with_4401(header):
+    await sync_to_async(make_worker)()
+    socket = worker_socket(None)
+    if header is not None:
+        socket.scope["headers"].append((b"authorization", header.encode()))
+    connected, code = await socket.connect()
+    assert not connected and code == 4401
