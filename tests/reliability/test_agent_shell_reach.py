@@ -1,8 +1,9 @@
 """The agent's shell cannot read the worker token, the API key, or the server's database (issue 7, security).
 
-The shell is built as the worker builds it (agentloop/worker/client.py: hidden = the worker's state directory)
-for `make run`'s layout, where the local worker's state lives inside the server's data folder
-(DATA_DIR/local-worker) beside the SQLite database and the generated SECRET_KEY. Outside /tmp on purpose:
+The shell is built as the worker builds it (agentloop/worker/client.py: hidden = the worker's state directory
+plus the folders named with --hide) for `make run`'s layout, where the local worker's state lives inside the
+server's data folder (DATA_DIR/local-worker) beside the SQLite database and the generated SECRET_KEY, and
+`manage.py serve` starts the worker with `--hide DATA_DIR` (tests/foundation/test_make_run.py checks that). Outside /tmp on purpose:
 bubblewrap gives the shell a private /tmp, which would hide a test folder there whatever the sandbox did.
 """
 
@@ -37,7 +38,11 @@ def layout(monkeypatch):
 
 
 def shell_output(workspace, state, command):
-    tool = ShellTool(workspace, hidden=[state], use_bwrap=bwrap_path() is not None)
+    from agentloop.worker.client import Worker
+
+    data = state.parent
+    worker = Worker(server="ws://127.0.0.1:9", token="unused", gpus=[0], state_dir=state, hidden=[data])
+    tool = ShellTool(workspace, hidden=worker.shell_hidden, use_bwrap=bwrap_path() is not None)
     return tool({"command": command}).output
 
 
@@ -53,10 +58,6 @@ def test_the_shells_environment_holds_no_secret_and_the_worker_state_is_hidden(l
 
 @pytest.mark.skipif(bwrap_path() is None, reason="without bubblewrap the shell sees the user's processes: "
                                                  "docs/protocol.md section 3 says so")
-@pytest.mark.xfail(strict=True, reason="worker-side fault (reported, agentloop is not ours): ShellTool starts bwrap "
-                                       "with env=None (`env or None` of an empty dict), so bwrap, PID 1 of the "
-                                       "sandbox, keeps the worker's whole environment and /proc/1/environ shows the "
-                                       "API key and the worker token to the shell")
 def test_no_process_the_shell_can_see_holds_a_secret(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, "for p in /proc/[0-9]*; do tr '\\000' '\\n' < $p/environ; done")
@@ -67,9 +68,6 @@ def test_no_process_the_shell_can_see_holds_a_secret(layout):
 
 @pytest.mark.skipif(bwrap_path() is None, reason="without bubblewrap the shell runs as the worker's user and can "
                                                  "read its files: docs/protocol.md section 3 says so")
-@pytest.mark.xfail(strict=True, reason="worker-side fault (reported, agentloop is not ours): the worker hides only "
-                                       "its state directory, so under make run's layout the shell reads the "
-                                       "server's SQLite database and SECRET_KEY beside it")
 def test_the_shell_cannot_read_the_servers_database_or_secret_key(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, f"cat {data}/kernelseek.sqlite3 {data}/secret_key")

@@ -7,7 +7,8 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async as sync_to_async  # closes its connection: PostgreSQL test databases drop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ nothing else. Denied requests are checked to have changed nothing.
 import json
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async as sync_to_async  # closes its connection: PostgreSQL test databases drop
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
