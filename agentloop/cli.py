@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--gpus", default="0", help="comma-separated GPU indices, one run per GPU (default: 0)")
     worker.add_argument("--state-dir", help="spool, traces and workspaces (default: under $KSEEK_AGENT_RUNS)")
     worker.add_argument("--no-bwrap", action="store_true")
+    worker.add_argument("--hide", action="append", default=[], metavar="DIR",
+                        help="a folder the agent's shell must not see under bubblewrap, e.g. a dashboard's data "
+                             "folder on the same host (repeatable; the worker's state folder is always hidden)")
     return parser
 
 
@@ -192,4 +195,4 @@ def worker_command(args) -> int:
     gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
     state_dir = Path(args.state_dir) if args.state_dir else runs_dir() / "worker"
     return run_worker(server=args.server, token=args.token, gpus=gpus, state_dir=state_dir,
-                      use_bwrap=False if args.no_bwrap else None)
+                      use_bwrap=False if args.no_bwrap else None, hidden=[Path(p) for p in args.hide])

@@ -46,10 +46,13 @@ class ShellTool:
             raise RuntimeError("bubblewrap was required but `bwrap` is not on PATH")
 
     def argv(self, command: str) -> tuple[list[str], dict]:
+        """The command line and the environment to start it with. Under bubblewrap the command's environment is
+        set inside the sandbox (--clearenv/--setenv), and bwrap itself also starts with the scrubbed one: it is
+        PID 1 of the sandbox, so its /proc/1/environ is readable from inside."""
         env = scrubbed_env(self.workspace) | self.extra_env
         inner = ["bash", "-c", command]
         if self.bwrap:
-            return bwrap_argv(self.bwrap, self.workspace, self.hidden, env, inner), {}
+            return bwrap_argv(self.bwrap, self.workspace, self.hidden, env, inner), env
         return inner, env
 
     def __call__(self, tool_input: dict) -> ToolResult:
@@ -60,7 +63,7 @@ class ShellTool:
         timeout = min(float(timeout), self.timeout_max_s)
         argv, env = self.argv(command)
         started = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=self.workspace, env=env or None, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=self.workspace, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         timed_out = False
         try:

@@ -73,13 +73,16 @@ class SeenDirectives:
 
 class Worker:
     def __init__(self, *, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None,
-                 model_factory=None, agent_kwargs: dict | None = None):
+                 model_factory=None, agent_kwargs: dict | None = None, hidden: list[Path] | None = None):
         from agentloop.models import make_model
         self.url = worker_url(server)
         self.token = token
         self.gpus = list(gpus)
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        # What the agent's shell must not see (under bubblewrap): this worker's state (spool, other runs' traces)
+        # and whatever the operator names, such as a dashboard's data folder on the same host.
+        self.shell_hidden = [self.state_dir, *(Path(p) for p in hidden or [])]
         self.spool = Spool(self.state_dir / "spool.jsonl")
         self.seen = SeenDirectives(self.state_dir / "directives_seen.json")
         self.use_bwrap = use_bwrap
@@ -174,7 +177,7 @@ class Worker:
                 model = self.model_factory(spec, {})
                 agent = Agent(run_id=run_id, config=config, resume_events=resume_events,
                               workspace=run_dir / "workspace", model=model, sinks=[trace, self._event_sink],
-                              inbox=inbox, reviewer=InboxReviewer(mode.review_timeout_s), shell_hidden=[self.state_dir],
+                              inbox=inbox, reviewer=InboxReviewer(mode.review_timeout_s), shell_hidden=self.shell_hidden,
                               use_bwrap=self.use_bwrap, extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
                               **agent_kwargs)
                 outcome = agent.run()
@@ -347,9 +350,10 @@ def _recorded_kernel_filename(run: dict) -> str | None:
     return config.get("kernel_filename") if config.get("task") == run.get("task") else None
 
 
-def run_worker(*, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None) -> int:
+def run_worker(*, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None,
+               hidden: list[Path] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    worker = Worker(server=server, token=token, gpus=gpus, state_dir=state_dir, use_bwrap=use_bwrap)
+    worker = Worker(server=server, token=token, gpus=gpus, state_dir=state_dir, use_bwrap=use_bwrap, hidden=hidden)
     try:
         return worker.serve()
     except KeyboardInterrupt:

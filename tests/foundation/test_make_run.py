@@ -102,3 +102,12 @@ def test_make_run_loads_the_bank_and_released_kernels_and_its_local_worker_strea
     else:
         pytest.fail(f"the demo run did not stream: {steps} steps stored")
     assert row[0] in ("running", "succeeded", "failed", "waiting_review")
+
+
+def test_the_local_worker_hides_the_servers_data_folder_from_its_agents():
+    from django.conf import settings
+
+    from runs.management.commands.serve import Command
+
+    argv = Command.worker_argv("127.0.0.1", 8000, settings.DATA_DIR / "local-worker")
+    assert argv[argv.index("--hide") + 1] == str(settings.DATA_DIR)

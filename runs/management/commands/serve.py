@@ -2,7 +2,8 @@
 
 - The local worker is the worker host named `local`. Its token is made anew at every start and handed to the
   worker process through its environment (never argv, which other users can read in `ps`), so no token is
-  ever written to disk.
+  ever written to disk. Its agents' shells hide the server's data folder (the SQLite database, the secret
+  key); bubblewrap enforces that where it is installed.
 - On a site with no runs yet, a demo run is queued: the CPU task, driven by the replay model from
   agentloop/replays/matmul_cpu_demo.jsonl, with the goal and starting kernel recorded in that trace. Its tools
   and evaluations run for real, so the dashboard shows a run streaming live right after the first start.
@@ -106,11 +107,13 @@ class Command(BaseCommand):
         env = {**os.environ, "KSEEK_WORKER_TOKEN": token}
         state_dir = Path(settings.DATA_DIR) / "local-worker"
         self.stdout.write(f"local worker: state in {state_dir}")
-        return subprocess.Popen(
-            [sys.executable, "-m", "agentloop", "worker", "--server", f"ws://{host}:{port}", "--gpus", "0",
-             "--state-dir", str(state_dir)],
-            cwd=base_dir, env=env,
-        )
+        return subprocess.Popen(self.worker_argv(host, port, state_dir), cwd=base_dir, env=env)
+
+    @staticmethod
+    def worker_argv(host: str, port: int, state_dir: Path) -> list[str]:
+        # The agent's shell must not read the server's database or secret key beside the worker's state.
+        return [sys.executable, "-m", "agentloop", "worker", "--server", f"ws://{host}:{port}", "--gpus", "0",
+                "--state-dir", str(state_dir), "--hide", str(settings.DATA_DIR)]
 
     def queue_demo_run(self, base_dir: Path) -> None:
         config = demo_config(base_dir / DEMO_TRACE)
