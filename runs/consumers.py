@@ -98,7 +98,7 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 NO_WORK_RETRY_S = 5
-# The largest message the server stores. daphne has a limit of its own (--websocket_max_message_size, 1 MiB by
+# The largest message the server stores. daphne has a limit of its own (--websocket-max-message-size, 1 MiB by
 # default): above it daphne closes the socket with 1009 before the consumer sees the message, so a deployment
 # runs daphne with a higher limit (docs/deployment.md) and a bigger event gets a clear, final nack from here.
 EVENT_MAX_BYTES = 2**20

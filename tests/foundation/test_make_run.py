@@ -111,3 +111,14 @@ def test_the_local_worker_hides_the_servers_data_folder_from_its_agents():
 
     argv = Command.worker_argv("127.0.0.1", 8000, settings.DATA_DIR / "local-worker")
     assert argv[argv.index("--hide") + 1] == str(settings.DATA_DIR)
+
+
+def test_the_server_reads_worker_messages_up_to_the_workers_own_limit():
+    import subprocess as sp
+
+    from runs.management.commands.serve import Command
+
+    argv = Command.server_argv("127.0.0.1", 8000)
+    assert argv[argv.index("--websocket-max-message-size") + 1] == str(64 * 1024 * 1024)
+    # the option is one daphne knows (a misspelt one makes daphne exit at start)
+    assert "--websocket-max-message-size" in sp.run([argv[0], "--help"], capture_output=True, text=True).stdout

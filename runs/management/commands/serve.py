@@ -29,6 +29,7 @@ from runs.services import run_start, worker_host_create, worker_host_rotate_toke
 LOCAL_WORKER = "local"
 DEMO_TRACE = Path("agentloop") / "replays" / "matmul_cpu_demo.jsonl"
 WORKER_RESTART_PAUSE_S = 5
+WORKER_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # the worker's own websocket limit
 
 
 def demo_config(trace_path: Path) -> dict:
@@ -58,10 +59,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
 
-        server = subprocess.Popen(
-            [str(Path(sys.executable).with_name("daphne")), "-b", host, "-p", str(port), "kseek_site.asgi:application"],
-            cwd=base_dir,
-        )
+        server = subprocess.Popen(self.server_argv(host, port), cwd=base_dir)
         worker = None
         try:
             self.wait_for_port(host, port, server)
@@ -85,6 +83,13 @@ class Command(BaseCommand):
                         process.wait(timeout=15)
                     except subprocess.TimeoutExpired:
                         process.kill()
+
+    @staticmethod
+    def server_argv(host: str, port: int) -> list[str]:
+        # daphne closes a socket whose message is over 1 MiB before the server can answer; with the worker's own
+        # limit the server reads it and refuses an oversize event with a final nack (docs/deployment.md).
+        return [str(Path(sys.executable).with_name("daphne")), "-b", host, "-p", str(port),
+                "--websocket-max-message-size", str(WORKER_MAX_MESSAGE_BYTES), "kseek_site.asgi:application"]
 
     def request_stop(self, signum, frame):
         self.stopping = True
