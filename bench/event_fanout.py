@@ -122,12 +122,11 @@ async def browser(port, session, run_id, measure: Measure, stop: asyncio.Event, 
                     measure.latencies.append(now - sent)
 
 
-async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, window: int, rate: float,
-                 batched_acks: bool):
+async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, window: int, rate: float):
     headers = {"Authorization": f"Bearer {token}"}
     async with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers=headers, max_queue=None) as ws:
         await ws.send(json.dumps({"type": "hello", "v": 1, "host": "bench", "gpus": [], "active_runs": [],
-                                  "agentloop_version": "bench", "accepts": ["acks"] if batched_acks else []}))
+                                  "agentloop_version": "bench"}))
         json.loads(await ws.recv())  # welcome
         in_flight = asyncio.Semaphore(window)
         seq = 0
@@ -135,12 +134,7 @@ async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, win
         async def read_acks():
             async for raw in ws:
                 message = json.loads(raw)
-                if message.get("type") == "acks":  # one message for several stored events
-                    for _ in message["items"]:
-                        in_flight.release()
-                    if measure.measuring:
-                        measure.acked += len(message["items"])
-                elif message.get("type") in ("ack", "nack"):
+                if message.get("type") in ("ack", "nack"):
                     in_flight.release()
                     if measure.measuring:
                         if message["type"] == "ack":
@@ -179,8 +173,7 @@ async def drive(args, ports, fixtures) -> Measure:
     ]
     await asyncio.wait_for(ready.wait(), timeout=60)
     senders = [
-        asyncio.create_task(worker(ports[(i + 1) % len(ports)], w["token"], w["run_id"], measure, stop, args.window, args.rate,
-                                   not args.ack_per_event))
+        asyncio.create_task(worker(ports[(i + 1) % len(ports)], w["token"], w["run_id"], measure, stop, args.window, args.rate))
         for i, w in enumerate(workers)
     ]
     await asyncio.sleep(args.warmup)
@@ -206,8 +199,6 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=8, help="unacknowledged events a worker keeps in flight")
     parser.add_argument("--rate", type=float, default=0,
                         help="events/s each worker offers (0: as fast as acknowledgements allow)")
-    parser.add_argument("--ack-per-event", action="store_true",
-                        help="do not announce batched acks in hello (the server then acks each event on its own)")
     parser.add_argument("--processes", type=int, default=1, help="daphne processes (more than 1 needs REDIS_URL)")
     args = parser.parse_args()
     if args.processes > 1 and not os.environ.get("REDIS_URL"):

@@ -162,21 +162,13 @@ class EventWriter:
         if outcomes is not None:
             await self._publish(outcomes)
             replies = [(None, False) if o.stored else (o.error, False) for o in outcomes]
-        # One `acks` message per socket and batch for workers that said they read it (half the frames per
-        # stored event); an `ack` per event for the others. Nacks always go one by one, with their reasons.
-        batched: dict[WorkerConsumer, list] = {}
         for (consumer, message), (error, retry) in zip(batch, replies):
             reply = {"run_id": message.get("run_id"), "seq": message.get("seq")}
-            if error is None and consumer.reads_batched_acks:
-                batched.setdefault(consumer, []).append([reply["run_id"], reply["seq"]])
-                continue
             if error is None:
                 reply["type"] = "ack"
             else:
                 reply.update(type="nack", error=error, retry=retry)
             await consumer.send_reply(reply)
-        for consumer, items in batched.items():
-            await consumer.send_reply({"type": "acks", "items": items})
 
     async def _publish(self, outcomes: list[services.EventOutcome]) -> None:
         by_run: dict[int, list] = {}
@@ -227,7 +219,6 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         self.worker = await database_sync_to_async(services.worker_host_authenticate)(bearer_token(self.scope))
         self.sent_directives: set[int] = set()
         self.greeted = False
-        self.reads_batched_acks = False  # until its hello says it reads `acks`
         if self.worker is None:
             await self.close(code=4401)
             return
@@ -273,8 +264,6 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await handler(message)
 
     async def on_hello(self, message):
-        accepts = message.get("accepts")
-        self.reads_batched_acks = isinstance(accepts, list) and "acks" in accepts
         self.worker = await database_sync_to_async(services.worker_hello)(worker=self.worker, gpus=message.get("gpus"))
         await self.send_message({"type": "welcome", "worker": self.worker.name})
         self.greeted = True

@@ -243,10 +243,6 @@ class Worker:
         kind = msg.get("type")
         if kind == "ack":
             self.spool.ack(msg["run_id"], msg["seq"])
-        elif kind == "acks":  # several events stored in one transaction (we announce "acks" in hello)
-            for item in msg.get("items") or []:
-                if isinstance(item, list) and len(item) == 2:
-                    self.spool.ack(item[0], item[1])
         elif kind == "nack":
             if not msg.get("retry"):
                 log.error("server refused event %s/%s for good: %s", msg.get("run_id"), msg.get("seq"),
@@ -288,7 +284,7 @@ class Worker:
         self._claiming = False
         active = [{"run_id": h.run_id, "last_seq": None} for h in self.runs.values() if h.thread.is_alive()]
         self._send({"type": "hello", "host": socket.gethostname(), "gpus": [f"gpu {g}" for g in self.gpus],
-                    "active_runs": active, "agentloop_version": __version__, "accepts": ["acks"]})
+                    "active_runs": active, "agentloop_version": __version__})
         for event in self.spool.pending():
             self._send_event(event)
         while not self.stop.is_set():

@@ -151,13 +151,3 @@ def test_trace_events_that_never_reached_the_spool_are_spooled_on_restart(tmp_pa
     assert again.pending() == [] and again.marks == {"7": 1}
     assert again.add_missing(events) == 2
     assert [e["seq"] for e in again.pending()] == [2, 3]
-
-
-def test_an_acks_message_acknowledges_each_event_it_lists_and_skips_malformed_items(tmp_path):
-    from agentloop.worker.client import Worker
-
-    worker = Worker(server="ws://127.0.0.1:9", token="unused", gpus=[0], state_dir=tmp_path)
-    for seq in range(4):
-        worker.spool.add({"run_id": 7, "seq": seq, "kind": "note", "payload": {}})
-    worker._handle({"type": "acks", "v": 1, "items": [[7, 0], [7, 2], "garbage", [7]]})
-    assert [(e["run_id"], e["seq"]) for e in worker.spool.pending()] == [(7, 1), (7, 3)]

@@ -33,15 +33,12 @@ def worker_socket(token: str | None) -> WebsocketCommunicator:
     return WebsocketCommunicator(application, "/ws/worker/", headers=headers)
 
 
-async def connected_worker(token: str, *, hello: bool = True, accepts: list[str] | None = None) -> WebsocketCommunicator:
+async def connected_worker(token: str, *, hello: bool = True) -> WebsocketCommunicator:
     socket = worker_socket(token)
     connected, code = await socket.connect()
     assert connected, code
     if hello:
-        greeting = {"type": "hello", "v": 1, "host": "gpu-a", "gpus": ["NVIDIA H200"], "active_runs": []}
-        if accepts is not None:
-            greeting["accepts"] = accepts
-        await socket.send_json_to(greeting)
+        await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": ["NVIDIA H200"], "active_runs": []})
         assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
     return socket
 

@@ -48,34 +48,6 @@ async def test_a_claim_gets_the_queued_run_with_its_goal_and_budgets_or_no_work(
     await socket.disconnect()
 
 
-async def test_a_worker_that_reads_batched_acks_gets_its_events_acknowledged_in_acks_messages():
-    _, token = await sync_to_async(make_worker)()
-    socket = await connected_worker(token, accepts=["acks"])
-    run = await claimed_run(socket)
-    for seq in range(5):  # sent back to back: the writer stores them in one batch or a few
-        await socket.send_json_to(event(run.pk, seq, "note", {"n": seq}))
-    acknowledged = []
-    while len(acknowledged) < 5:
-        reply = await socket.receive_json_from(timeout=5)
-        assert reply["type"] == "acks", reply  # never a single `ack` to a worker that reads `acks`
-        acknowledged += [tuple(item) for item in reply["items"]]
-    assert sorted(acknowledged) == [(run.pk, seq) for seq in range(5)]
-    assert await sync_to_async(Step.objects.filter(run=run).count)() == 5
-    await socket.disconnect()
-
-
-async def test_a_refused_event_is_nacked_on_its_own_even_for_a_worker_that_reads_batched_acks():
-    _, token = await sync_to_async(make_worker)()
-    socket = await connected_worker(token, accepts=["acks"])
-    run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "note", {"text": "first"}))
-    assert (await socket.receive_json_from(timeout=5))["items"] == [[run.pk, 0]]
-    await socket.send_json_to(event(run.pk, 0, "note", {"text": "another event under a used seq"}))
-    reply = await socket.receive_json_from(timeout=5)
-    assert reply["type"] == "nack" and reply["retry"] is False and reply["seq"] == 0
-    await socket.disconnect()
-
-
 async def test_an_event_is_stored_once_and_acked_each_time_it_is_sent():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
