@@ -92,7 +92,6 @@ from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
 from django.db import DatabaseError, close_old_connections, connection  # noqa: E402
 
 from runs import services  # noqa: E402
-from runs.events import run_group  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +264,13 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
 
     async def on_hello(self, message):
         self.worker = await database_sync_to_async(services.worker_hello)(worker=self.worker, gpus=message.get("gpus"))
+        active = message.get("active_runs")
+        # Only a well-formed list is taken as the worker's word on what it holds; a malformed one changes nothing.
+        if isinstance(active, list) and all(isinstance(a, dict) and "run_id" in a for a in active):
+            lost = await database_sync_to_async(services.worker_runs_reconcile)(
+                worker=self.worker, active_run_ids={str(a["run_id"]) for a in active})
+            if lost:
+                log.warning("worker %s reconnected without runs %s", self.worker.name, lost)
         await self.send_message({"type": "welcome", "worker": self.worker.name})
         self.greeted = True
         # A new hello means the worker may have restarted and forgotten what it got: send everything again.

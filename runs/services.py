@@ -539,6 +539,36 @@ def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
     return worker
 
 
+HELD_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_REVIEW, RunStatus.PAUSED)
+
+
+def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> dict[int, str]:
+    """Runs this worker holds here but did not list in its `hello` (docs/protocol.md 2.4): it has lost them
+    (a wiped state folder, a new machine under the old name), so no event of theirs will come.
+
+    A run with no stored event was never started there (the `assign` may have been lost with the connection):
+    it goes back to the queue for any worker. A run that has events is failed, with the reason, rather than
+    started afresh elsewhere, where a second copy could mix its events with the first's. Returns run id -> new
+    status.
+    """
+    changed = {}
+    with transaction.atomic():
+        held = Run.objects.select_for_update().filter(worker=worker, status__in=HELD_STATUSES)
+        for run in held:
+            if str(run.pk) in active_run_ids:
+                continue
+            if run.step_count == 0:
+                run.status, run.worker, run.started_at = RunStatus.QUEUED, None, None
+                run.status_reason = f"re-queued: worker {worker.name} reconnected without it before it started"
+            else:
+                run.status, run.finished_at = RunStatus.FAILED, timezone.now()
+                run.status_reason = f"worker {worker.name} reconnected without this run: its state is lost"
+            run.save(update_fields=["status", "worker", "started_at", "finished_at", "status_reason", "updated_at"])
+            publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+            changed[run.pk] = run.status
+    return changed
+
+
 def run_assignment(run: Run) -> dict:
     """The `run` object of an `assign` message (docs/protocol.md 2.3), with the question bank the agent asks from
     (the active entries, reviewers' own included) and the figures of how each question worked in earlier runs."""

@@ -282,7 +282,11 @@ class Worker:
     def _session(self, ws) -> None:
         self._ws = ws
         self._claiming = False
-        active = [{"run_id": h.run_id, "last_seq": None} for h in self.runs.values() if h.thread.is_alive()]
+        # The runs still ours: those running here, and those whose last events wait in the spool (a run that has
+        # just finished is not running, but the server must not count it lost before its final status arrives).
+        running = {h.run_id for h in self.runs.values() if h.thread.is_alive()}
+        spooled = {event["run_id"] for event in self.spool.pending()}
+        active = [{"run_id": run_id, "last_seq": None} for run_id in sorted(running | spooled, key=str)]
         self._send({"type": "hello", "host": socket.gethostname(), "gpus": [f"gpu {g}" for g in self.gpus],
                     "active_runs": active, "agentloop_version": __version__})
         for event in self.spool.pending():

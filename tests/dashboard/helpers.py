@@ -33,12 +33,25 @@ def worker_socket(token: str | None) -> WebsocketCommunicator:
     return WebsocketCommunicator(application, "/ws/worker/", headers=headers)
 
 
-async def connected_worker(token: str, *, hello: bool = True) -> WebsocketCommunicator:
+def _runs_held_by(token: str) -> list[int]:
+    from runs.models import Run
+    from runs.services import HELD_STATUSES, hash_token
+
+    return list(Run.objects.filter(worker__token_hash=hash_token(token), status__in=HELD_STATUSES)
+                .values_list("pk", flat=True))
+
+
+async def connected_worker(token: str, *, hello: bool = True, holding: list[int] | None = None) -> WebsocketCommunicator:
+    """A worker socket, greeted. Its hello lists the runs it still has (`holding`), by default every run the
+    server gave this host, as a worker that lost nothing says (runs.services.worker_runs_reconcile)."""
     socket = worker_socket(token)
     connected, code = await socket.connect()
     assert connected, code
+    if holding is None:
+        holding = await sync_to_async(_runs_held_by)(token)
     if hello:
-        await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": ["NVIDIA H200"], "active_runs": []})
+        await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": ["NVIDIA H200"],
+                                   "active_runs": [{"run_id": run_id, "last_seq": None} for run_id in holding]})
         assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
     return socket
 

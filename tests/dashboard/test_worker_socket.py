@@ -223,3 +223,40 @@ async def test_a_browser_following_the_run_hears_of_a_worker_event_after_it_is_s
     assert await browser.receive_json_from(timeout=5) == {"type": "step.stored", "run_id": run.pk, "seq": 0, "kind": "note"}
     await browser.disconnect()
     await worker.disconnect()
+
+
+async def test_a_reconnecting_worker_that_no_longer_holds_its_runs_gets_them_requeued_or_failed():
+    host, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    started = await claimed_run(socket)
+    await socket.send_json_to(event(started.pk, 0, "status", {"status": "running", "reason": "started"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    never_started = await claimed_run(socket)
+    kept = await claimed_run(socket)
+    await socket.disconnect()
+
+    # It comes back holding only `kept` (say its state folder was wiped and one run resumed from elsewhere).
+    again = worker_socket(token)
+    assert (await again.connect())[0]
+    await again.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": [{"run_id": kept.pk}]})
+    assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
+    get = sync_to_async(Run.objects.get)
+    assert (await get(pk=kept.pk)).status == RunStatus.RUNNING
+    lost = await get(pk=started.pk)
+    assert lost.status == RunStatus.FAILED and "reconnected without this run" in lost.status_reason
+    requeued = await get(pk=never_started.pk)
+    assert requeued.status == RunStatus.QUEUED and requeued.worker_id is None
+    await again.disconnect()
+
+
+async def test_a_hello_without_a_readable_list_of_runs_changes_no_run():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.disconnect()
+    again = worker_socket(token)
+    assert (await again.connect())[0]
+    await again.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": "all of them"})
+    assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
+    assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.RUNNING
+    await again.disconnect()
