@@ -240,8 +240,8 @@ def main() -> None:
     median = statistics.median(lat) * 1000 if lat else float("nan")
     p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000 if lat else float("nan")
     offered = f"{args.rate * args.workers:.0f}" if args.rate else "max"
-    print(f"| database | layer | processes | workers | browsers | offered/s | events stored/s | nacks | deliveries | median ms | p99 ms |")
-    print(f"|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| database | layer | processes | workers | browsers | offered/s | events stored/s | nacks | deliveries | median ms | p99 ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {database} | {layer} | {args.processes} | {args.workers} | {args.browsers} | {offered} | {rate:.0f} | "
           f"{measure.nacked} | {len(lat)} | {median:.1f} | {p99:.1f} |")
     print(f"stored/s vs target 2000: {rate / 2000:.2f}x; p99 vs target 100 ms: {p99 / 100:.2f}x")

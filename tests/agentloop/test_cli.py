@@ -1,11 +1,9 @@
 """`python -m agentloop run` on the CPU task with the replay model: the whole system offline, real harness."""
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from agentloop.trace import read_trace
 

@@ -7,7 +7,7 @@ from agentloop.config import Budgets
 from agentloop.control import Directive
 from agentloop.review import Decision, ScriptedReviewer
 from agentloop.trace import read_trace
-from tests.agentloop.helpers import (ScriptedEvaluator, anthropic_model, kinds, make_agent, make_config, payloads)
+from tests.agentloop.helpers import (ScriptedEvaluator, anthropic_model, make_agent, make_config, payloads)
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
 
 BANK = {e.key: e for e in load_bank()}

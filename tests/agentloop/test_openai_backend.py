@@ -1,6 +1,5 @@
 """The OpenAI-compatible backend (`openai:MODEL`) against a local server speaking `/v1/chat/completions`: the
 translation both ways, retries, errors, and a whole run of the loop on it."""
-import json
 import os
 import subprocess
 import sys

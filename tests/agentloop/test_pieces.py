@@ -1,8 +1,6 @@
 """The small named pieces, each on its own: tools, sandbox, trace, detectors, goal check, prices."""
-import json
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 

@@ -6,7 +6,7 @@ from agentloop.config import Budgets
 from agentloop.models.replay import ReplayModel
 from agentloop.review import Decision, ScriptedReviewer, TraceReviewer
 from agentloop.trace import TraceWriter, read_trace
-from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config, payloads
+from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
 from tests.agentloop.test_loop import edit_to, evaluate
 

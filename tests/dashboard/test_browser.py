@@ -8,16 +8,14 @@ the server, the worker socket, and back to the page. They fail rather than skip 
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.live_server import free_port, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -36,12 +34,6 @@ def chromium_path() -> str:
     pytest.skip(message)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def live_site(tmp_path_factory):
     """A migrated SQLite data folder, seeded, served by daphne with the in-memory channel layer."""
@@ -54,30 +46,10 @@ def live_site(tmp_path_factory):
                             capture_output=True, text=True)
     seed = json.loads(seeded.stdout.strip().splitlines()[-1])
     port = free_port()
-    log = open(data / "daphne.log", "w+")
     daphne = shutil.which("daphne", path=str(Path(python).parent)) or "daphne"
-    server = subprocess.Popen([daphne, "-b", "127.0.0.1", "-p", str(port), "kseek_site.asgi:application"], cwd=ROOT,
-                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(base + "/accounts/login/", timeout=2)
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"daphne did not serve:\n{log.read()[-4000:]}")
-                time.sleep(0.3)
+    argv = [daphne, "-b", "127.0.0.1", "-p", str(port), "kseek_site.asgi:application"]
+    with serving(argv, port=port, env=env, log_path=data / "daphne.log", timeout_s=60) as base:
         yield {"base": base, "ws": f"ws://127.0.0.1:{port}", **seed}
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,6 @@
 
 import os
 import re
-import signal
-import socket
-import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -14,13 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.live_server import free_port, serving
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -38,30 +31,8 @@ def served_site(tmp_path, data_dir):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
     env.update(KSEEK_DATA_DIR=str(data_dir), KSEEK_ADMIN_PASSWORD="served-site-password")
-    log = open(tmp_path / "make-run.log", "w+")
-    process = subprocess.Popen(
-        ["make", "run", f"PORT={port}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(base + "/accounts/login/", timeout=2)
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"make run did not serve (exit {process.poll()}):\n{log.read()[-4000:]}")
-                time.sleep(0.5)
+    with serving(["make", "run", f"PORT={port}"], port=port, env=env, log_path=tmp_path / "make-run.log") as base:
         yield base
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-        log.close()
 
 
 def test_make_run_serves_the_runs_page_to_a_signed_in_user_and_redirects_anonymous_ones(served_site):

@@ -6,12 +6,10 @@ PostgreSQL the site's database stops taking connections and the server's are ter
 """
 
 import sqlite3
-import threading
-import time
 
 import pytest
 
-from tests.reliability.live import postgres_url, wait_until
+from tests.reliability.live import postgres_url
 from tests.reliability.wire import WireWorker, note_event
 
 pytestmark = pytest.mark.timeout(300)

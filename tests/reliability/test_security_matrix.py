@@ -4,7 +4,6 @@ A "worker" here is a request carrying a worker host's token (and no session): it
 nothing else. Denied requests are checked to have changed nothing.
 """
 
-import json
 
 import pytest
 from channels.db import database_sync_to_async as sync_to_async  # closes its connection: PostgreSQL test databases drop
@@ -12,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from kseek_site.asgi import application
-from runs.models import Directive, Question, QuestionStatus, Run, RunStatus, WorkerHost
+from runs.models import Directive, Question, Run, RunStatus, WorkerHost
 from runs.services import run_claim, worker_event_record
 from tests.dashboard.helpers import BROWSER_HEADERS, WORKER_HEADERS, event, evaluation_payload, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from runs.models import Evaluation, Kernel, Task
+from runs.models import Kernel, Task
 from runs.services import evaluation_record, kernel_record, kernel_release, sha256_text
 
 REQUIRED = ("name", "task", "source")
