@@ -19,16 +19,12 @@ import sys
 import time
 from pathlib import Path
 
+from tests.live_server import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TRACE = ROOT / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
 DAPHNE = str(Path(sys.executable).with_name("daphne"))
 LIVE_REDIS_DB = 9
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until(condition, timeout: float, *, interval: float = 0.2, while_alive: subprocess.Popen | None = None):
