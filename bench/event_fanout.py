@@ -125,7 +125,9 @@ async def browser(port, session, run_id, measure: Measure, stop: asyncio.Event, 
 async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, window: int, rate: float):
     headers = {"Authorization": f"Bearer {token}"}
     async with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers=headers, max_queue=None) as ws:
-        await ws.send(json.dumps({"type": "hello", "v": 1, "host": "bench", "gpus": [], "active_runs": [],
+        await ws.send(json.dumps({"type": "hello", "v": 1, "host": "bench", "gpus": [],
+                                  # The run is ours: a hello that did not list it would hand it back to the queue.
+                                  "active_runs": [{"run_id": run_id, "last_seq": None}],
                                   "agentloop_version": "bench"}))
         json.loads(await ws.recv())  # welcome
         in_flight = asyncio.Semaphore(window)
