@@ -1,9 +1,10 @@
 """The candidate's process. Started fresh by the parent for each evaluation (python -m gpu_harness.child).
 
 It loads the candidate library, makes inputs from the seeds the parent chose, poisons outputs, calls the
-candidate, writes outputs to files, and times calls interleaved with the baselines. It reports over a
+candidate, puts the outputs into an output slot the parent reads (gpu_harness/exchange.py), and times calls
+interleaved with the baselines. It reports over a
 dedicated pipe (not stdout, which the candidate can print to). It never sees a reference output, and nothing
-it says about correctness is believed: the parent judges the files, and times a batch of calls with its own
+it says about correctness is believed: the parent judges the outputs, and times a batch of calls with its own
 clock.
 
 Protocol: JSON lines. Child -> parent on --msg-fd, parent -> child on --cmd-fd.
@@ -17,21 +18,35 @@ import os
 import sys
 import traceback
 
+from .exchange import SLOTS, SlotRing
+
 
 class Channel:
     def __init__(self, msg_fd: int, cmd_fd: int):
         self._out = os.fdopen(msg_fd, "w", buffering=1)
         self._in = os.fdopen(cmd_fd, "r")
+        self.slots = SlotRing(0)
 
     def send(self, **msg):
         self._out.write(json.dumps(msg) + "\n")
         self._out.flush()
 
-    def recv(self) -> dict:
+    def _read(self) -> dict:
         line = self._in.readline()
         if not line:
             raise SystemExit(0)          # the parent is gone
         return json.loads(line)
+
+    def recv(self) -> dict:
+        """The next command; slots the parent freed in the meantime are noted on the way."""
+        while True:
+            cmd = self._read()
+            if cmd.get("cmd") != "free":
+                return cmd
+            self.slots.release(cmd["slot"])
+
+    def take_slot(self) -> int:
+        return self.slots.take(self._read)
 
 
 def _fresh_fraction() -> float:
@@ -48,11 +63,13 @@ def run(job: dict, ch: Channel) -> None:
     lib = ctypes.CDLL(job["lib"], mode=os.RTLD_LOCAL)
     fn = task.bind(lib)
     base_libs = {name: task.bind(ctypes.CDLL(path, mode=os.RTLD_LOCAL)) for name, path in job["baseline_libs"].items()}
-    ch.send(ev="loaded")
-    outdir = job["outdir"]
+    slot_bytes = max(task.output_nbytes(sc["params"]) for sc in job["scenarios"])
+    exchange = task.exchange_create(slot_bytes, SLOTS, job["outdir"])
+    ch.slots = SlotRing(SLOTS)
+    ch.send(ev="loaded", exchange=exchange)
 
     # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
-    for i, sc in enumerate(job["scenarios"]):
+    for sc in job["scenarios"]:
         params = sc["params"]
         for run_name in ("a", "a2", "b"):
             seed = sc["seed_b"] if run_name == "b" else sc["seed_a"]
@@ -71,8 +88,9 @@ def run(job: dict, ch: Channel) -> None:
             if rc != 0:
                 ch.send(ev="unsupported", sid=sc["id"], run=run_name, rc=rc)
                 break
-            files = task.save_outputs(outputs, os.path.join(outdir, f"{i}_{run_name}"))
-            ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, files=files)
+            slot = ch.take_slot()
+            task.export_outputs(outputs, slot)
+            ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, slot=slot)
             del inputs, outputs
     ch.send(ev="checked")
 
@@ -84,10 +102,10 @@ def run(job: dict, ch: Channel) -> None:
         if cmd["cmd"] != "time":
             raise ValueError(f"unknown command {cmd!r}")
         sc = cmd["scenario"]
-        _time_scenario(task, fn, base_libs, sc, cmd, outdir, ch, derive_seed)
+        _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed)
 
 
-def _time_scenario(task, fn, base_libs, sc, cmd, outdir, ch, derive_seed) -> None:
+def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed) -> None:
     params = sc["params"]
     names = cmd["baselines"]
     # warm-up: one call each (also the estimate for the repeat count)
@@ -139,8 +157,9 @@ def _time_scenario(task, fn, base_libs, sc, cmd, outdir, ch, derive_seed) -> Non
                     raise SystemExit(3)
                 last = rep == reps - 1
                 if last or (_fresh_fraction() < p_check and len(checked) < cmd["checks"] - 1):
-                    files = task.save_outputs(outputs, os.path.join(outdir, f"t{rep}"))
-                    checked.append({"seed": seed, "files": files, "rep": rep})
+                    slot = ch.take_slot()
+                    task.export_outputs(outputs, slot)
+                    checked.append({"seed": seed, "slot": slot, "rep": rep})
             else:
                 base_ms[name].append(task.time_call(fns[name]))
         del inputs, outputs, fns

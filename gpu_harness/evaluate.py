@@ -1,9 +1,10 @@
 """evaluate(): the parent process, which is the judge.
 
 Order of work: read and hash the source; build it (cached) and check its dependencies; pick a fresh seed;
-start the child; judge each output file the child writes against a reference computed here from the same
-seed; then ask the child to time each correct scenario (interleaved with the baselines), judge the outputs of
-randomly chosen timed calls too, and time a batch of calls with this process's own clock.
+start the child; take a private copy of each output the child puts into an output slot (exchange.py), free the
+slot, and judge the copy against a reference computed here from the same seed; then ask the child to time each
+correct scenario (interleaved with the baselines), judge the outputs of randomly chosen timed calls too, and
+time a batch of calls with this process's own clock.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Callable
 
 from . import verdict
 from .build import build
+from .exchange import SLOTS
 from .result import EvalResult, ScenarioOutcome
 from .runner import ChildFailed, ChildSession
 from .tasks import Scenario, derive_seed, get_task
@@ -26,8 +28,9 @@ from .tasks import Scenario, derive_seed, get_task
 # Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
 TIMING = {"budget_ms": 120.0, "min_reps": 3, "max_reps": 25, "checks": 2, "batch_ms": 25.0, "batch_max": 200}
 HOST_BATCHES = 3                 # host-clock batches tried before a disagreement is called suspect
-STAGE_TIMEOUT_S = 120.0
-SAVE_MARGIN_S = 15.0             # after a call: copying its outputs to files          # anything that is not a candidate call (start, input generation, ...)
+STAGE_TIMEOUT_S = 120.0          # anything that is not a candidate call (start, input generation, ...)
+SAVE_MARGIN_S = 15.0             # after a call: copying its outputs into a slot
+assert TIMING["checks"] < SLOTS  # the child never waits for a slot in the middle of timing
 
 # (task, scenario id, device, versions, baseline) -> median ms; reused within one process run
 _BASELINE_CACHE: dict[tuple, float] = {}
@@ -77,7 +80,9 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
     res.scenarios = [ScenarioOutcome(s.id, dict(s.params), correct=False, reason="not run") for s in selected]
 
     say(f"building {kernel.name} ({t.language})")
+    t0 = time.monotonic()
     b = build(kernel, t.language, arch=arch)
+    res.phases["build_s"] = round(time.monotonic() - t0, 2)
     res.build = {"cache_hit": b.cache_hit, "compile_s": round(b.compile_s, 2), "kernels": b.kernels,
                  "arch": b.arch}
     if not b.ok:
@@ -98,7 +103,9 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
     availability = t.baseline_availability(names)
     res.baseline_notes = {n: note for n, note in availability.items() if note}
     runnable = [n for n in names if not availability.get(n)]
+    t0 = time.monotonic()
     facts = t.parent_setup()
+    res.phases["setup_s"] = round(time.monotonic() - t0, 2)
     res.device_name = facts.get("device", "")
     limits = t.timing_limits()
     try:
@@ -107,24 +114,13 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
         res.reason = str(e)
         return
 
-    workdir = tempfile.mkdtemp(prefix="kseek-eval-", dir=_scratch_dir())
+    workdir = tempfile.mkdtemp(prefix="kseek-eval-")   # job file, child log, the CPU task's output files
     try:
         _run_child(res, t, b.lib_path, selected, runnable, libs, seed, say, deadline, limits, workdir,
                    facts, baseline_cache, timing)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     _finish(res, selected, names)
-
-
-def _scratch_dir() -> str | None:
-    """Output files go through memory when /dev/shm has room (they can be 64 MB each)."""
-    try:
-        st = os.statvfs("/dev/shm")
-        if st.f_bavail * st.f_frsize > (8 << 30):
-            return "/dev/shm"
-    except OSError:
-        pass
-    return None
 
 
 def _left(deadline, stage_s):
@@ -144,6 +140,9 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
     job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs}
     session = ChildSession(job, workdir, t.child_env())
     current, current_sid = "starting the candidate's process", None
+    phases = res.phases
+    phases["judge_s"] = 0.0
+    t_phase = time.monotonic()
     try:
         ready = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)
         if ready.get("ev") == "exception":
@@ -152,10 +151,33 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
         loaded = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)
         if loaded.get("ev") != "loaded":
             raise ChildFailed("crash", f"loading the library failed: {loaded.get('error', loaded)}")
+        slot_bytes = max(t.output_nbytes(s.params) for s in selected)
+        try:
+            t.exchange_attach(loaded.get("exchange"), slot_bytes, SLOTS, outdir)
+        except (ValueError, RuntimeError) as e:
+            raise ChildFailed("protocol", f"cannot reach the child's outputs: {e}") from e
+        phases["start_s"] = round(time.monotonic() - t_phase, 2)
+
+        def take(params, slot):
+            """A private copy of the outputs in `slot`, then the slot goes back to the child."""
+            try:
+                got = t.import_outputs(params, slot)
+            except ValueError as e:
+                raise ChildFailed("protocol", f"outputs in slot {slot!r}: {e}") from e
+            session.send(cmd="free", slot=slot)
+            return got
+
+        def judge(params, seed, outputs, tolerance=None):
+            t0 = time.monotonic()
+            try:
+                return t.judge(params, seed, outputs, tolerance=tolerance)
+            finally:
+                phases["judge_s"] += time.monotonic() - t0
 
         # ---- correctness ----
+        t_phase = time.monotonic()
         say(f"checking {len(selected)} scenarios (seed {seed})")
-        files_a: dict[str, dict] = {}
+        first_run: dict[str, object] = {}
         verdicts: dict[str, list] = {s.id: [] for s in selected}
         stop_reason = None
         done_count = 0
@@ -186,22 +208,21 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
             if ev != "outputs":
                 raise ChildFailed("protocol", f"unexpected message {ev!r}")
             run = msg["run"]
+            outputs = take(by_id[sid].params, msg["slot"])
             if run == "a2":
-                same = t.identical(files_a[sid], msg["files"])
+                same = t.identical(first_run.pop(sid), outputs)
                 verdicts[sid].append((same, None if same else
                                       "outputs differ between two runs on identical inputs (a race?)"))
-                _remove(files_a.pop(sid).values())
-                _remove(msg["files"].values())
                 continue
-            j = t.judge(by_id[sid].params, msg["seed"], msg["files"])
+            # cuDNN's error on the same inputs sets the bound once per scenario (seed a); seed b is held to it
+            j = judge(by_id[sid].params, msg["seed"], outputs, tolerance=None if run == "a" else o.tolerance)
             o.error = j.error if o.error is None or (j.error is not None and j.error > o.error) else o.error
             o.tolerance = j.tolerance
-            o.details.update({f"{run}_{k}": v for k, v in j.details.items()})
+            o.details.update({f"{run}_{k}": v for k, v in j.details.items() if v is not None})
             verdicts[sid].append((j.correct, None if j.correct else f"seed {run}: {j.reason}"))
             if run == "a":
-                files_a[sid] = msg["files"]
+                first_run[sid] = outputs
             else:
-                _remove(msg["files"].values())
                 done_count += 1
                 ok = all(v for v, _ in verdicts[sid])
                 o.correct = ok
@@ -209,12 +230,16 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                 err = "n/a" if o.error is None else f"{o.error:.2e}"
                 say(f"[{done_count}/{len(selected)}] {sid}: {'correct' if ok else 'WRONG: ' + str(o.reason)}"
                     f" (error {err} / tolerance {o.tolerance:.1e})")
+            del outputs
+        first_run.clear()
+        phases["correctness_s"] = round(time.monotonic() - t_phase, 2)
         for sid, vs in verdicts.items():
             if len(vs) < 3 and outcome[sid].reason in (None, "not run"):
                 outcome[sid].reason = outcome[sid].reason or "not all runs completed"
                 outcome[sid].correct = False
 
         # ---- timing ----
+        t_phase = time.monotonic()
         to_time = [s for s in selected if outcome[s.id].correct] if timing else []
         device = facts.get("device", "")
         versions = t.versions()
@@ -238,8 +263,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                 raise ChildFailed("crash", f"{sc.id}: {msg.get('error')}")
             _expect(msg, "timed")
             for chk in msg["checked"]:
-                j = t.judge(sc.params, chk["seed"], chk["files"], tolerance=o.tolerance)
-                _remove(chk["files"].values())
+                j = judge(sc.params, chk["seed"], take(sc.params, chk["slot"]), tolerance=o.tolerance)
                 if not j.correct:
                     o.correct = False
                     o.reason = f"output of timed call {chk['rep']} is wrong: {j.reason}"
@@ -276,6 +300,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                 o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
             say(f"[time {i + 1}/{len(to_time)}] {sc.id}: {med:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
                 + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in res.baselines if o.speedup.get(n)))
+        phases["timing_s"] = round(time.monotonic() - t_phase, 2)
         res.status = "correct"
     except ChildFailed as e:
         res.status = "error"
@@ -292,6 +317,8 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
             outcome[current_sid].reason = f"{kind}: {e}"
         say(f"stopped: {res.reason}")
     finally:
+        phases["judge_s"] = round(phases["judge_s"], 2)
+        t.exchange_close()
         session.close()
 
 
@@ -320,14 +347,6 @@ def _expect(msg: dict, ev: str) -> None:
         raise ChildFailed("crash", msg.get("error", "exception in child"))
     if msg.get("ev") != ev:
         raise ChildFailed("protocol", f"expected {ev!r}, got {msg.get('ev')!r}")
-
-
-def _remove(paths) -> None:
-    for p in paths:
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
 
 
 def _finish(res: EvalResult, selected, names) -> None:

@@ -52,6 +52,9 @@ class EvalResult:
     baseline_notes: dict[str, str] = field(default_factory=dict)  # baseline -> why it is n/a
     build: dict = field(default_factory=dict)  # registers, spills, shared memory, compile time, cache hit
     geomean_tflops: float | None = None
+    # seconds spent in each part of this evaluation: build_s, setup_s (the judge's imports and peak
+    # measurement), start_s (the child's start and load), correctness_s, timing_s, judge_s (inside the two)
+    phases: dict = field(default_factory=dict)
 
     @property
     def all_correct(self) -> bool:

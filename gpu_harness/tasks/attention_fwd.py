@@ -17,6 +17,7 @@ import ctypes
 import math
 import os
 
+from ..exchange import DeviceExchange, aligned
 from ..verdict import Comparison, TimingLimits, judge_outputs, tolerance_from_vendor
 from .base import REPO_ROOT, Judgement, Scenario, Task
 
@@ -159,6 +160,58 @@ def reference(q, k, v, causal: bool, scale: float, budget_elems: int = 1 << 28):
     return o.permute(0, 2, 1, 3), lse
 
 
+def _tf32_split(x):
+    """x = hi + lo, hi with only TF32's 10 stored mantissa bits (exact in TF32), lo the rest (exact in fp32)."""
+    torch = _torch()
+    hi = (x.view(torch.int32) & -8192).view(torch.float32)      # clear the low 13 of 23 mantissa bits
+    return hi, x - hi
+
+
+def reference_tf32(q, k, v, causal: bool, scale: float, budget_elems: int = 1 << 28):
+    """The same as `reference`, with the GEMMs on TF32 tensor cores, for CUDA tensors of bf16/fp16 values.
+
+    Q and K values are exact in TF32, so Q @ K^T makes the same products as fp32 and sums them in fp32. The
+    probabilities are not: P @ V is done as P_hi @ V + P_lo @ V (_tf32_split), which leaves an error of about
+    2^-21 of P per term, far below fp32's own rounding over the sum. bench/attention_reference.py measures
+    the speed and the distance to `reference`."""
+    torch = _torch()
+    B, Sq, Hq, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    rep = Hq // Hkv
+    qf = q.permute(0, 2, 1, 3).float()
+    kf = k.permute(0, 2, 1, 3).float().repeat_interleave(rep, dim=1)
+    vf = v.permute(0, 2, 1, 3).float().repeat_interleave(rep, dim=1)
+    o = torch.empty((B, Hq, Sq, D), dtype=torch.float32, device=q.device)
+    lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
+    chunk = max(1, min(Sq, budget_elems // max(1, B * Hq * Sk)))
+    kt = kf.transpose(-1, -2)
+    cols = torch.arange(Sk, device=q.device)
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        for i0 in range(0, Sq, chunk):
+            i1 = min(Sq, i0 + chunk)
+            s = torch.matmul(qf[:, :, i0:i1], kt)
+            s.mul_(scale)
+            if causal:
+                rows = torch.arange(i0, i1, device=q.device)
+                s.masked_fill_(cols[None, :] > (rows[:, None] + (Sk - Sq)), float("-inf"))
+            m = torch.logsumexp(s, dim=-1)
+            safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+            s.sub_(safe[..., None]).exp_()                             # P, in place of the scores
+            hi, lo = _tf32_split(s)
+            del s
+            acc = torch.matmul(hi, vf)
+            del hi
+            acc.add_(torch.matmul(lo, vf))
+            o[:, :, i0:i1] = acc
+            lse[:, :, i0:i1] = m
+            del lo, acc
+    finally:
+        torch.set_float32_matmul_precision(before)
+    return o.permute(0, 2, 1, 3), lse
+
+
 def compare_torch(name: str, cand, ref) -> Comparison:
     """Comparison in float64 on the tensors' device."""
     torch = _torch()
@@ -179,6 +232,7 @@ class AttentionFwd(Task):
     name = "attention_fwd"
     language = "cuda"
     symbol = "kseek_attention_fwd"
+    output_names = ("o", "lse")
     abi = ABI
     starting_kernel = REPO_ROOT / "kernels" / "attention_fwd" / "naive.cu"
     default_baselines = ("cudnn", "flash", "fa3", "fa4")
@@ -305,13 +359,59 @@ class AttentionFwd(Task):
         end.synchronize()
         return start.elapsed_time(end)
 
-    def save_outputs(self, outputs, prefix):
-        import numpy as np
+    # ---- outputs travel in device memory (gpu_harness/exchange.py) ----
+    def _layout(self, params):
+        """(name, torch dtype, shape, byte offset in a slot) of each output, in output_names order."""
         torch = _torch()
-        po, pl = prefix + "_o.npy", prefix + "_lse.npy"
-        np.save(po, outputs["o"].view(torch.int16).cpu().numpy())
-        np.save(pl, outputs["lse"].cpu().numpy())
-        return {"o": po, "lse": pl}
+        dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
+        B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
+        o_bytes = B * Sq * Hq * D * 2
+        return [("o", dt, (B, Sq, Hq, D), 0), ("lse", torch.float32, (B, Hq, Sq), aligned(o_bytes))]
+
+    def output_nbytes(self, params):
+        B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
+        return aligned(B * Sq * Hq * D * 2) + B * Hq * Sq * 4
+
+    def exchange_create(self, slot_bytes, slots, folder):
+        self._exchange, handle = DeviceExchange.create(slot_bytes, slots)
+        return {"ipc_handle": handle}
+
+    def export_outputs(self, outputs, slot):
+        torch = _torch()
+        offset = 0                       # packed as _layout says: each output on an ALIGN boundary
+        for name in self.output_names:
+            raw = outputs[name].reshape(-1).view(torch.uint8)
+            self._exchange.slot(slot, offset, raw.numel()).copy_(raw)
+            offset += aligned(raw.numel())
+        torch.cuda.synchronize()
+
+    def exchange_attach(self, info, slot_bytes, slots, folder):
+        handle = info.get("ipc_handle") if isinstance(info, dict) else None
+        if not isinstance(handle, str):
+            raise ValueError("the child named no output exchange")
+        self._exchange = DeviceExchange.attach(handle, slot_bytes, slots)
+
+    def import_outputs(self, params, slot):
+        out = {}
+        for name, dt, shape, offset in self._layout(params):
+            n = math.prod(shape) * (2 if name == "o" else 4)
+            out[name] = self._exchange.slot(slot, offset, n).clone().view(dt).reshape(shape)
+        _torch().cuda.synchronize()      # the copy is done before the child may reuse the slot
+        return out
+
+    def exchange_close(self):
+        ex = getattr(self, "_exchange", None)
+        if ex is not None:
+            ex.close()
+            self._exchange = None
+
+    def identical(self, outputs_a, outputs_b):
+        torch = _torch()
+        as_int = {2: torch.int16, 4: torch.int32}
+        return all(outputs_a[n].shape == outputs_b[n].shape and outputs_a[n].dtype == outputs_b[n].dtype
+                   and torch.equal(outputs_a[n].view(as_int[outputs_a[n].element_size()]),
+                                   outputs_b[n].view(as_int[outputs_b[n].element_size()]))
+                   for n in self.output_names)
 
     def baseline_callables(self, names, params, inputs, libs):
         out = {}
@@ -339,23 +439,19 @@ class AttentionFwd(Task):
     def timing_limits(self):
         return self._peaks or TimingLimits()
 
-    def judge(self, params, seed, files, tolerance=None):
-        import numpy as np
+    def judge(self, params, seed, outputs, tolerance=None):
         torch = _torch()
         dtype = params["dtype"]
-        dt = torch.bfloat16 if dtype == "bf16" else torch.float16
         inp = self.make_inputs(params, seed)
         ref_o, ref_lse = reference(inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
         vendor, vendor_name = (None, None) if tolerance is not None else vendor_error(inp, params, ref_o)
         tol_o = tolerance if tolerance is not None else tolerance_from_vendor(
             vendor, DEFAULT_VENDOR_ERROR[dtype], O_FLOOR[dtype])
-        try:
-            o = torch.from_numpy(np.load(files["o"])).to(self._dev).view(dt)
-            lse = torch.from_numpy(np.load(files["lse"])).to(self._dev)
-        except (OSError, ValueError, KeyError, RuntimeError) as e:
-            return Judgement(False, None, tol_o, f"output file unreadable: {e}")
+        o, lse = outputs["o"].to(self._dev), outputs["lse"].to(self._dev)
         if tuple(o.shape) != tuple(ref_o.shape) or tuple(lse.shape) != tuple(ref_lse.shape):
             return Judgement(False, None, tol_o, "output shape mismatch")
+        if o.dtype != (torch.bfloat16 if dtype == "bf16" else torch.float16) or lse.dtype != torch.float32:
+            return Judgement(False, None, tol_o, f"output dtypes {o.dtype}, {lse.dtype}")
         cmps = [compare_torch("O", o, ref_o), compare_torch("LSE", lse, ref_lse)]
         ok, reason = judge_outputs(cmps, {"O": tol_o, "LSE": LSE_TOL})
         return Judgement(ok, cmps[0].rel_error, tol_o, reason,

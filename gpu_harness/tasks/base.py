@@ -9,6 +9,7 @@ A task object is used on both sides of the process boundary:
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ class Task:
     default_baselines: tuple[str, ...] = ()
     needs_gpu: bool = False
     timing_overrides: dict = {}   # replaces entries of evaluate.TIMING for this task
+    output_names: tuple[str, ...] = ()   # the outputs of one call, in the order they are judged
     # per-call time bound in the child: base seconds + flops / this rate
     call_timeout_base_s: float = 20.0
     call_timeout_min_rate: float = 1e9
@@ -131,8 +133,49 @@ class Task:
         """Milliseconds of one call of thunk, measured around it."""
         raise NotImplementedError
 
-    def save_outputs(self, outputs, prefix: str) -> dict[str, str]:
-        raise NotImplementedError
+    # ---- moving outputs from the child to the parent (see gpu_harness/exchange.py) ----
+    # The default goes through .npy files in the evaluation's scratch folder, for tasks whose outputs are
+    # numpy arrays of a few MB (the CPU task). A GPU task overrides these five to use device memory.
+    def output_nbytes(self, params: dict) -> int:
+        """Bytes one call's outputs take (sizes the child's output slots)."""
+        return 0
+
+    def exchange_create(self, slot_bytes: int, slots: int, folder: str) -> dict:
+        """Child: set up the slots; returns what the parent needs to reach them (JSON)."""
+        self._exchange_folder = folder
+        return {}
+
+    def export_outputs(self, outputs, slot: int) -> None:
+        """Child: put one call's outputs into slot `slot`, completely, before returning."""
+        import numpy as np
+        for name, arr in outputs.items():
+            path = os.path.join(self._exchange_folder, f"slot{slot}_{name}.npy")
+            np.save(path + ".tmp.npy", arr)
+            os.replace(path + ".tmp.npy", path)
+
+    def exchange_attach(self, info: dict, slot_bytes: int, slots: int, folder: str) -> None:
+        """Parent: reach the child's slots (`folder` is the parent's own scratch folder, not the child's word)."""
+        self._exchange_folder = folder
+        self._exchange_slots = slots
+
+    def import_outputs(self, params: dict, slot: int):
+        """Parent: a private copy of the outputs in slot `slot`; raises ValueError when they are unreadable.
+        After it returns, the child may reuse the slot."""
+        import numpy as np
+        if not (isinstance(slot, int) and 0 <= slot < self._exchange_slots):
+            raise ValueError(f"no output slot {slot!r}")
+        out = {}
+        for name in self.output_names:
+            path = os.path.join(self._exchange_folder, f"slot{slot}_{name}.npy")
+            try:
+                out[name] = np.load(path, allow_pickle=False)
+                os.unlink(path)
+            except (OSError, ValueError) as e:
+                raise ValueError(f"output {name!r} unreadable: {e}") from e
+        return out
+
+    def exchange_close(self) -> None:
+        pass
 
     def baseline_callables(self, names: list[str], params: dict, inputs, libs: dict) -> dict:
         """name -> zero-argument callable running the baseline on `inputs`, or a str saying why n/a."""
@@ -143,18 +186,18 @@ class Task:
         """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
         return {}
 
-    def judge(self, params: dict, seed: int, files: dict[str, str], tolerance: float | None = None) -> Judgement:
-        """Regenerate the inputs from `seed`, compute the reference, compare the candidate's output files.
+    def judge(self, params: dict, seed: int, outputs, tolerance: float | None = None) -> Judgement:
+        """Regenerate the inputs from `seed`, compute the reference, compare the candidate's outputs (as
+        `import_outputs` returned them).
         `tolerance`: reuse a bound found earlier for this scenario instead of measuring the vendor's error."""
         raise NotImplementedError
 
-    def identical(self, files_a: dict[str, str], files_b: dict[str, str]) -> bool:
+    def identical(self, outputs_a, outputs_b) -> bool:
+        """Bit for bit the same (numpy arrays; a GPU task compares on the device)."""
         import numpy as np
-        for name in files_a:
-            a, b = np.load(files_a[name]), np.load(files_b[name])
-            if a.shape != b.shape or a.tobytes() != b.tobytes():
-                return False
-        return True
+        return all(outputs_a[n].shape == outputs_b[n].shape and outputs_a[n].dtype == outputs_b[n].dtype
+                   and np.array_equal(outputs_a[n].view(np.uint8), outputs_b[n].view(np.uint8))
+                   for n in outputs_a)
 
     def timing_limits(self):
         from ..verdict import TimingLimits

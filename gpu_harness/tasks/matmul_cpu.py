@@ -36,6 +36,7 @@ class MatmulCpu(Task):
     name = "matmul_cpu"
     language = "cpp"
     symbol = "kseek_matmul"
+    output_names = ("c",)
     abi = "extern \"C\" int kseek_matmul(const float* a, const float* b, float* c, int m, int n, int k);"
     starting_kernel = REPO_ROOT / "kernels" / "matmul_cpu" / "naive.cpp"
     default_baselines = ("numpy", "naive")
@@ -119,12 +120,6 @@ class MatmulCpu(Task):
         thunk()
         return (time.perf_counter() - t0) * 1e3
 
-    def save_outputs(self, outputs, prefix):
-        import numpy as np
-        path = prefix + "_c.npy"
-        np.save(path, outputs["c"])
-        return {"c": path}
-
     def baseline_callables(self, names, params, inputs, libs):
         import numpy as np
         out = {}
@@ -148,7 +143,7 @@ class MatmulCpu(Task):
         return {n: (None if n in ("numpy", "naive") else f"unknown baseline {n!r} (known: numpy, naive)")
                 for n in names}
 
-    def judge(self, params, seed, files, tolerance=None) -> Judgement:
+    def judge(self, params, seed, outputs, tolerance=None) -> Judgement:
         import numpy as np
         inp = self.make_inputs(params, seed)
         ref = inp["a"].astype(np.float64) @ inp["b"].astype(np.float64)
@@ -156,10 +151,7 @@ class MatmulCpu(Task):
         if tolerance is None:
             vendor = compare_numpy("c", np.matmul(inp["a"], inp["b"]), ref).rel_error
         tol = tolerance if tolerance is not None else tolerance_from_vendor(vendor, DEFAULT_ERROR, FLOOR)
-        try:
-            cand = np.load(files["c"])
-        except (OSError, ValueError, KeyError) as e:
-            return Judgement(False, None, tol, f"output file unreadable: {e}")
+        cand = outputs["c"]
         if cand.shape != ref.shape or cand.dtype != np.float32:
             return Judgement(False, None, tol, f"output has shape {cand.shape} {cand.dtype}, expected {ref.shape}")
         cmp: Comparison = compare_numpy("c", cand, ref)

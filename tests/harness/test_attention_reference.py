@@ -75,15 +75,15 @@ def test_nan_poison_left_in_output_fails():
     assert not ok and "NaN" in reason
 
 
-def test_judge_accepts_rounded_reference_files_and_rejects_poisoned_ones(tmp_path):
-    """The parent's judge end to end on the CPU: regenerate inputs from the seed, compare output files."""
+def test_judge_accepts_rounded_reference_and_rejects_poisoned_outputs():
+    """The parent's judge end to end on the CPU: regenerate inputs from the seed, compare the outputs."""
     from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
     task = AttentionFwd(device="cpu")
     task.parent_setup()
     sc = _sc("bf16", 2, 33, 47, 4, 2, 32, True)
     inp = task.make_inputs(sc.params, 1234)
     o, lse = reference(inp["q"], inp["k"], inp["v"], True, sc.params["softmax_scale"])
-    good = task.save_outputs({"o": o.bfloat16(), "lse": lse}, str(tmp_path / "good"))
+    good = {"o": o.bfloat16(), "lse": lse}
     j = task.judge(sc.params, 1234, good)
     assert j.correct, j.reason
     assert 2e-3 < j.tolerance < 7e-3      # twice a vendor's bf16 error (torch's CPU flash path here) + floor
@@ -91,6 +91,36 @@ def test_judge_accepts_rounded_reference_files_and_rejects_poisoned_ones(tmp_pat
     assert not other_seed.correct and "above tolerance" in other_seed.reason
     poisoned = o.bfloat16().clone()
     poisoned[0, -1] = float("nan")
-    bad = task.save_outputs({"o": poisoned, "lse": lse}, str(tmp_path / "bad"))
+    bad = {"o": poisoned, "lse": lse}
     j = task.judge(sc.params, 1234, bad)
     assert not j.correct and "NaN" in j.reason
+
+
+def test_judge_refuses_outputs_of_the_wrong_dtype_or_shape():
+    from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
+    task = AttentionFwd(device="cpu")
+    task.parent_setup()
+    sc = _sc("fp16", 1, 16, 16, 2, 2, 32, False)
+    inp = task.make_inputs(sc.params, 7)
+    o, lse = reference(inp["q"], inp["k"], inp["v"], False, sc.params["softmax_scale"])
+    assert task.judge(sc.params, 7, {"o": o.half(), "lse": lse}).correct
+    wrong_dtype = task.judge(sc.params, 7, {"o": o.bfloat16(), "lse": lse})
+    assert not wrong_dtype.correct and "dtype" in wrong_dtype.reason
+    wrong_shape = task.judge(sc.params, 7, {"o": o.half()[:, :8], "lse": lse})
+    assert not wrong_shape.correct and "shape" in wrong_shape.reason
+
+
+def test_identical_is_bitwise_not_numeric():
+    """-0.0 == 0.0 numerically, but a moving sign bit is a moving answer; NaN != NaN numerically, but the
+    same NaN twice is the same output."""
+    from gpu_harness.tasks.attention_fwd import AttentionFwd
+    task = AttentionFwd(device="cpu")
+    o = torch.zeros(2, 3, 4, 8, dtype=torch.bfloat16)
+    lse = torch.full((2, 4, 3), float("-inf"))
+    lse[0, 0, 0] = float("nan")
+    same = {"o": o.clone(), "lse": lse.clone()}
+    assert task.identical({"o": o, "lse": lse}, same)
+    signed = {"o": o.clone(), "lse": lse.clone()}
+    signed["o"][1, 2, 3, 7] = -0.0
+    assert not task.identical({"o": o, "lse": lse}, signed)
+    assert not task.identical({"o": o, "lse": lse}, {"o": o.half(), "lse": lse})
