@@ -186,9 +186,20 @@ class Task:
         """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
         return {}
 
-    def judge(self, params: dict, seed: int, outputs, tolerance: float | None = None) -> Judgement:
+    def judge_ahead(self, items: list[tuple[dict, int]]) -> None:
+        """The (params, seed) pairs `judge` will be asked to set a tolerance for, in order: a task may start
+        work for them in the background. `judge_done` ends it."""
+
+    def judge_done(self) -> None:
+        pass
+
+    judge_seconds: dict = {}      # the parent's judging time by part (inputs, reference, ...), when measured
+
+    def judge(self, params: dict, seed: int, outputs, tolerance: float | None = None,
+              spot_check: bool = False) -> Judgement:
         """Regenerate the inputs from `seed`, compute the reference, compare the candidate's outputs (as
-        `import_outputs` returned them).
+        `import_outputs` returned them). `spot_check`: a timed call's output, which a task may judge on a
+        random sample (chosen here, after the call) where a full reference would cost too much.
         `tolerance`: reuse a bound found earlier for this scenario instead of measuring the vendor's error."""
         raise NotImplementedError
 

@@ -143,7 +143,8 @@ class MatmulCpu(Task):
         return {n: (None if n in ("numpy", "naive") else f"unknown baseline {n!r} (known: numpy, naive)")
                 for n in names}
 
-    def judge(self, params, seed, outputs, tolerance=None) -> Judgement:
+    def judge(self, params, seed, outputs, tolerance=None, spot_check=False) -> Judgement:
+        # the outputs are small: a spot check is a full check here
         import numpy as np
         inp = self.make_inputs(params, seed)
         ref = inp["a"].astype(np.float64) @ inp["b"].astype(np.float64)

@@ -124,3 +124,64 @@ def test_identical_is_bitwise_not_numeric():
     signed["o"][1, 2, 3, 7] = -0.0
     assert not task.identical({"o": o, "lse": lse}, signed)
     assert not task.identical({"o": o, "lse": lse}, {"o": o.half(), "lse": lse})
+
+
+def test_reference_on_chosen_rows_equals_those_rows_of_the_full_reference():
+    q, k, v = (torch.randn(2, n, 4, 16, dtype=torch.float16) for n in (50, 30, 30))
+    rows = torch.tensor([0, 3, 19, 20, 21, 49])
+    for causal in (False, True):           # Sq > Sk causal: rows 0..19 see no key
+        o, lse = reference(q, k, v, causal, 0.25)
+        o_rows, lse_rows = reference(q, k, v, causal, 0.25, rows=rows)
+        assert torch.equal(o[:, rows], o_rows) and torch.equal(lse[:, :, rows], lse_rows)
+
+
+def test_spot_check_judges_sampled_rows_and_the_whole_output_for_poison():
+    """A timed call's output is judged on random rows; poison or a misplaced -inf anywhere still fails."""
+    from gpu_harness.tasks import attention_fwd as af
+    task = af.AttentionFwd(device="cpu")
+    task.parent_setup()
+    sc = af._sc("bf16", 2, 300, 200, 4, 2, 32, True)          # rows 0..99 see no key
+    inp = task.make_inputs(sc.params, 5)
+    o, lse = reference(inp["q"], inp["k"], inp["v"], True, sc.params["softmax_scale"])
+    honest = {"o": o.bfloat16(), "lse": lse}
+    j = task.judge(sc.params, 5, honest, tolerance=5e-3, spot_check=True)
+    assert j.correct, j.reason
+    assert j.details["rows_checked"] == af.SPOT_MIN_ROWS      # 300 / 8 < 64
+    for name, index, value, words in (("o", (1, 150, 3, 7), float("nan"), "NaN"),
+                                      ("lse", (0, 2, 10), 0.5, "-inf"),        # a row that sees no key
+                                      ("lse", (0, 2, 250), float("-inf"), "NaN/Inf")):
+        bad = {"o": honest["o"].clone(), "lse": honest["lse"].clone()}
+        bad[name][index] = value
+        # whichever rows are drawn, the whole output is checked for these
+        j = task.judge(sc.params, 5, bad, tolerance=5e-3, spot_check=True)
+        assert not j.correct and words in j.reason, (name, j.reason)
+    garbage = {"o": torch.zeros_like(honest["o"]), "lse": honest["lse"]}
+    j = task.judge(sc.params, 5, garbage, tolerance=5e-3, spot_check=True)
+    assert not j.correct and "above tolerance" in j.reason
+
+
+def test_spot_check_rows_are_fresh_each_time():
+    from gpu_harness.tasks.attention_fwd import _random_rows
+    draws = {tuple(_random_rows(16384, "cpu").tolist()) for _ in range(5)}
+    assert len(draws) == 5 and all(len(d) == 2048 and list(d) == sorted(set(d)) for d in draws)
+    assert _random_rows(40, "cpu").tolist() == list(range(40))
+
+
+def test_vendor_ahead_skips_scenarios_never_judged_without_stalling():
+    """The background thread runs at most `depth` scenarios ahead; a scenario the judge never asks for (the
+    candidate refused it) must not block the ones after it. (On the CPU cuDNN cannot run: outputs are None.)"""
+    import time
+
+    from gpu_harness.tasks.attention_fwd import AttentionFwd, VendorAhead, _sc
+    task = AttentionFwd(device="cpu")
+    task.parent_setup()
+    items = [(f"k{i}", _sc("bf16", 1, 8, 8, 2, 2, 16, False).params, i) for i in range(6)]
+    ahead = VendorAhead(task, items, depth=2)
+    t0 = time.monotonic()
+    try:
+        assert ahead.take("k2", timeout_s=20) is None        # k0 and k1 skipped
+        assert ahead.take("k5", timeout_s=20) is None        # k3 and k4 skipped
+        assert time.monotonic() - t0 < 20
+        assert ahead.has("k3") and not ahead.has("k9")
+    finally:
+        ahead.stop()
