@@ -2,9 +2,10 @@
 
 A task object is used on both sides of the process boundary:
 - in the child (the candidate's process): make inputs from a seed, poison outputs, call the candidate, time
-  calls, write outputs to files. Nothing the child says about correctness is trusted.
-- in the parent (the judge): regenerate the same inputs from the same seed, compute the reference itself, and
-  compare the files the child wrote.
+  calls, put outputs into an output slot (gpu_harness/exchange.py). Nothing the child says about correctness
+  is trusted.
+- in the parent (the judge): copy the outputs out of the slot, regenerate the same inputs from the same seed,
+  compute the reference itself, and compare.
 """
 from __future__ import annotations
 
