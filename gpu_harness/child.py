@@ -19,6 +19,7 @@ import sys
 import time
 import traceback
 
+from .baseline_threads import BaselineThreads
 from .exchange import SLOTS, SlotRing
 
 
@@ -67,67 +68,73 @@ def run(job: dict, ch: Channel) -> None:
     slot_bytes = max(task.output_nbytes(sc["params"]) for sc in job["scenarios"])
     exchange = task.exchange_create(slot_bytes, SLOTS, job["outdir"])
     ch.slots = SlotRing(SLOTS)
+    baselines = BaselineThreads(task.baseline_threads)
     ch.send(ev="loaded", exchange=exchange)
 
-    # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
-    for sc in job["scenarios"]:
-        params = sc["params"]
-        for run_name in ("a", "a2", "b"):
-            seed = sc["seed_b"] if run_name == "b" else sc["seed_a"]
-            inputs = task.make_inputs(params, seed)
-            outputs = task.new_outputs(params)
-            err = task.sync_error()
-            if err:
-                ch.send(ev="device_error", sid=sc["id"], run=run_name, error="before the call: " + err)
+    try:
+        # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
+        for sc in job["scenarios"]:
+            params = sc["params"]
+            for run_name in ("a", "a2", "b"):
+                seed = sc["seed_b"] if run_name == "b" else sc["seed_a"]
+                inputs = task.make_inputs(params, seed)
+                outputs = task.new_outputs(params)
+                err = task.sync_error()
+                if err:
+                    ch.send(ev="device_error", sid=sc["id"], run=run_name, error="before the call: " + err)
+                    return
+                ch.send(ev="calling", sid=sc["id"], run=run_name)
+                rc = task.invoke(fn, inputs, outputs, params)
+                err = task.sync_error()
+                if err:
+                    ch.send(ev="device_error", sid=sc["id"], run=run_name, error=err)
+                    return
+                if rc != 0:
+                    ch.send(ev="unsupported", sid=sc["id"], run=run_name, rc=rc)
+                    break
+                slot = ch.take_slot()
+                task.export_outputs(outputs, slot)
+                ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, slot=slot)
+                del inputs, outputs
+            else:
+                _warm_baselines(task, sc, job.get("baselines", []), base_libs, derive_seed, baselines)
+        baselines.finish_warming()
+        ch.send(ev="checked")
+
+        # ---- timing, scenario by scenario, as the parent asks ----
+        while True:
+            cmd = ch.recv()
+            if cmd["cmd"] == "exit":
                 return
-            ch.send(ev="calling", sid=sc["id"], run=run_name)
-            rc = task.invoke(fn, inputs, outputs, params)
-            err = task.sync_error()
-            if err:
-                ch.send(ev="device_error", sid=sc["id"], run=run_name, error=err)
-                return
-            if rc != 0:
-                ch.send(ev="unsupported", sid=sc["id"], run=run_name, rc=rc)
-                break
-            slot = ch.take_slot()
-            task.export_outputs(outputs, slot)
-            ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, slot=slot)
-            del inputs, outputs
-        else:
-            _warm_baselines(task, sc, job.get("baselines", []), base_libs, derive_seed)
-    ch.send(ev="checked")
-
-    # ---- timing, scenario by scenario, as the parent asks ----
-    while True:
-        cmd = ch.recv()
-        if cmd["cmd"] == "exit":
-            return
-        if cmd["cmd"] != "time":
-            raise ValueError(f"unknown command {cmd!r}")
-        sc = cmd["scenario"]
-        _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed)
+            if cmd["cmd"] != "time":
+                raise ValueError(f"unknown command {cmd!r}")
+            sc = cmd["scenario"]
+            _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines)
+    finally:
+        baselines.close()         # at most the call in progress on each thread finishes
 
 
-def _warm_baselines(task, sc, names, base_libs, derive_seed) -> None:
-    """Call each baseline once on this scenario's shape, now, while the parent is busy judging: a library's
-    first call of a shape is slow (cuDNN builds and compiles a plan, ~0.1-0.2 s on an H200), and this way that
-    cost overlaps the judging instead of adding to the timing phase. Failures are left for the timing phase
-    to report."""
+def _warm_baselines(task, sc, names, base_libs, derive_seed, baselines: BaselineThreads) -> None:
+    """Call each baseline once on this scenario's shape, on the thread that will time it, while the parent
+    is busy judging: a library's first call of a shape is slow (cuDNN builds and compiles a plan), and this
+    way that cost overlaps the judging instead of adding to the timing phase."""
     if not names:
         return
     params = sc["params"]
-    inputs = task.make_inputs(params, derive_seed(sc["seed_a"], "prewarm"))
-    for name, f in task.baseline_callables(names, params, inputs, base_libs).items():
-        if callable(f):
-            try:
-                f()
-            except Exception:    # noqa: BLE001 (the timing phase calls it again and records why it is n/a)
-                pass
-    task.sync_error()
-    del inputs
+
+    def work():
+        inputs = task.make_inputs(params, derive_seed(sc["seed_a"], "prewarm"))
+        for f in task.baseline_callables(names, params, inputs, base_libs).values():
+            if callable(f):
+                try:
+                    f()
+                except Exception:    # noqa: BLE001 (the timing phase calls it again and records why it is n/a)
+                    pass
+        task.sync_error()
+    baselines.warm(sc["id"], work)
 
 
-def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed) -> None:
+def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: BaselineThreads) -> None:
     params = sc["params"]
     names = cmd["baselines"]
     t_warm = time.perf_counter()
@@ -148,7 +155,7 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed) -> None:
     for n in list(runnable):
         try:
             task.flush_cache()
-            base_fns[n]()
+            baselines.call(sc["id"], base_fns[n])
             err = task.sync_error()
             if err:
                 raise RuntimeError(err)
@@ -185,7 +192,7 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed) -> None:
                     task.export_outputs(outputs, slot)
                     checked.append({"seed": seed, "slot": slot, "rep": rep})
             else:
-                base_ms[name].append(task.time_call(fns[name]))
+                base_ms[name].append(task.time_call(lambda f=fns[name]: baselines.call(sc["id"], f)))
         del inputs, outputs, fns
     ch.send(ev="timed", sid=sc["id"], cand_ms=cand_ms, base_ms=base_ms, notes=notes, checked=checked,
             estimate_ms=est, seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps})

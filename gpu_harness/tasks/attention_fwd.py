@@ -13,6 +13,7 @@ torch is imported lazily: the scenario list and counts work without it.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
@@ -198,6 +199,7 @@ class AttentionFwd(Task):
     language = "cuda"
     symbol = "kseek_attention_fwd"
     output_names = ("o", "lse")
+    baseline_threads = 4             # cuDNN's plans are built per thread: four threads build them in parallel
     abi = ABI
     starting_kernel = REPO_ROOT / "kernels" / "attention_fwd" / "naive.cu"
     default_baselines = ("cudnn", "flash", "fa3", "fa4")
@@ -530,26 +532,84 @@ def _sdpa_args(params, inputs):
     return torch, q, k, v, kwargs
 
 
+class SdpaBackendLock:
+    """Which SDPA backend torch may pick is process-wide state (`sdpa_kernel` sets global flags and restores
+    them on exit), so two threads calling SDPA with different backends, or one leaving its `sdpa_kernel` while
+    another has just entered, could run the wrong library. Here threads that want the same backend share it;
+    a thread wanting another waits until they are done. The flags are set when the backend changes and put
+    back when the last holder leaves."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._backend = None
+        self._holders = 0
+        self._saved = None
+
+    @contextlib.contextmanager
+    def hold(self, backend: str):
+        with self._cv:
+            self._cv.wait_for(lambda: self._backend in (None, backend))
+            if self._backend is None:
+                self._saved = _sdpa_flags()
+                _set_sdpa_flags({b: b == backend for b in _SDPA_BACKENDS})
+                self._backend = backend
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._holders -= 1
+                if self._holders == 0:
+                    _set_sdpa_flags(self._saved)
+                    self._backend = None
+                    self._cv.notify_all()
+
+
+_SDPA_BACKENDS = ("cudnn", "flash", "mem_efficient", "math")
+
+
+def _sdpa_flags() -> dict[str, bool]:
+    cuda = _torch().backends.cuda
+    return {"cudnn": cuda.cudnn_sdp_enabled(), "flash": cuda.flash_sdp_enabled(),
+            "mem_efficient": cuda.mem_efficient_sdp_enabled(), "math": cuda.math_sdp_enabled()}
+
+
+def _set_sdpa_flags(flags: dict[str, bool]) -> None:
+    cuda = _torch().backends.cuda
+    cuda.enable_cudnn_sdp(flags["cudnn"])
+    cuda.enable_flash_sdp(flags["flash"])
+    cuda.enable_mem_efficient_sdp(flags["mem_efficient"])
+    cuda.enable_math_sdp(flags["math"])
+
+
+SDPA_LOCK = SdpaBackendLock()
+
+
 def _baseline(name, params, inputs):
     if name in ("cudnn", "flash"):
         torch, q, k, v, kwargs = _sdpa_args(params, inputs)
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        backend = SDPBackend.CUDNN_ATTENTION if name == "cudnn" else SDPBackend.FLASH_ATTENTION
         F = torch.nn.functional
 
         def run():
-            with sdpa_kernel(backend):
+            with SDPA_LOCK.hold(name):       # only this backend is enabled while the call picks one
                 return F.scaled_dot_product_attention(q, k, v, **kwargs)
         return run
-    if name == "fa3":
-        from flash_attn_interface import flash_attn_func
-        return lambda: flash_attn_func(inputs["q"], inputs["k"], inputs["v"], softmax_scale=params["softmax_scale"],
+    if name in ("fa3", "fa4"):
+        if name == "fa3":
+            from flash_attn_interface import flash_attn_func
+        else:
+            from flash_attn.cute.interface import flash_attn_func
+
+        def run_flash_attn():
+            # one call at a time: flash-attn-4 compiles each new shape (CuTe DSL), not known to be thread-safe
+            with _FLASH_ATTN_LOCK:
+                return flash_attn_func(inputs["q"], inputs["k"], inputs["v"], softmax_scale=params["softmax_scale"],
                                        causal=params["causal"])
-    if name == "fa4":
-        from flash_attn.cute.interface import flash_attn_func
-        return lambda: flash_attn_func(inputs["q"], inputs["k"], inputs["v"], softmax_scale=params["softmax_scale"],
-                                       causal=params["causal"])
+        return run_flash_attn
     raise ValueError(f"unknown baseline {name!r}")
+
+
+_FLASH_ATTN_LOCK = threading.Lock()
 
 
 def vendor_error(inputs, params, ref_o, cudnn_out=None) -> tuple[float | None, str | None]:

@@ -50,6 +50,7 @@ class Task:
     needs_gpu: bool = False
     timing_overrides: dict = {}   # replaces entries of evaluate.TIMING for this task
     output_names: tuple[str, ...] = ()   # the outputs of one call, in the order they are judged
+    baseline_threads: int = 0     # threads of the child that own baseline calls (gpu_harness/baseline_threads.py)
     # per-call time bound in the child: base seconds + flops / this rate
     call_timeout_base_s: float = 20.0
     call_timeout_min_rate: float = 1e9
