@@ -134,7 +134,10 @@ def _torch():
     return torch
 
 
-def reference(q, k, v, causal: bool, scale: float, budget_elems: int = 1 << 28, rows=None):
+REFERENCE_CHUNK_ELEMS = 1 << 28   # scores held at once by the reference (1 GiB of fp32)
+
+
+def reference(q, k, v, causal: bool, scale: float, budget_elems: int | None = None, rows=None):
     """fp32 attention in chunks of query rows: never materialises more than ~budget_elems scores.
 
     Inputs [B, S, H, D] (any float dtype, any device); returns O [B, Sq, Hq, D] and LSE [B, Hq, Sq] in fp32.
@@ -157,7 +160,7 @@ def reference(q, k, v, causal: bool, scale: float, budget_elems: int = 1 << 28, 
     vf = v.permute(0, 2, 1, 3).float().repeat_interleave(rep, dim=1)
     o = torch.empty((B, Hq, n, D), dtype=torch.float32, device=q.device)
     lse = torch.empty((B, Hq, n), dtype=torch.float32, device=q.device)
-    chunk = max(1, min(n, budget_elems // max(1, B * Hq * Sk)))
+    chunk = max(1, min(n, (budget_elems or REFERENCE_CHUNK_ELEMS) // max(1, B * Hq * Sk)))
     kt = kf.transpose(-1, -2)
     cols = torch.arange(Sk, device=q.device)
     for i0 in range(0, n, chunk):
