@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agentloop.errors import ConfigError, ModelFailed
 
-DEFAULT_MODEL = "claude-sonnet-4-6"  # no price in prices.toml yet: its cost is reported as unknown
+DEFAULT_MODEL = "claude-sonnet-4-6"
 
 
 def runs_dir() -> Path:

@@ -16,8 +16,8 @@ def load_prices(path: str | None = None) -> dict[str, dict[str, float]]:
 
 def price_for(model: str, prices: dict | None = None) -> dict[str, float] | None:
     prices = load_prices() if prices is None else prices
-    # Only the id itself or the id with a release date (claude-sonnet-4-5-20250929): "claude-sonnet-4-6" is a
-    # different model, not a dated claude-sonnet-4, and gets no price rather than a borrowed one.
+    # Only the id itself or the id with a release date (claude-sonnet-4-5-20250929): "claude-sonnet-4-50" would
+    # be a different model, not a dated claude-sonnet-4-5, and gets no price rather than a borrowed one.
     base = re.sub(r"(-\d{8}|@\d{8})$", "", model)
     return prices.get(base)
 

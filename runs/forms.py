@@ -12,7 +12,7 @@ class StartRunForm(forms.Form):
         queryset=Kernel.objects.none(), required=False, empty_label="the task's own starting kernel",
         help_text="or a kernel stored here (released or from a run) of the same task",
     )
-    model = forms.CharField(max_length=120, initial="claude-sonnet-4-5",
+    model = forms.CharField(max_length=120, initial="claude-sonnet-4-6",
                             help_text="a model id, or replay:FILE to play a recorded run back")
     review_mode = forms.ChoiceField(choices=ReviewMode.choices, initial=ReviewMode.REVIEW)
     review_timeout_s = forms.IntegerField(min_value=1, required=False, label="Review timeout (s)")

@@ -187,5 +187,6 @@ def test_the_goal_needs_the_full_set_every_scenario_correct_and_the_target(tmp_p
 def test_costs_come_from_the_table_and_unknown_models_cost_unknown():
     assert cost_usd("claude-sonnet-4-5-20250929", 1_000_000, 0) == 3.0
     assert cost_usd("claude-opus-4-1", 0, 1_000_000) == 75.0
-    assert cost_usd("claude-sonnet-4-50", 1, 1) is None and cost_usd("claude-sonnet-4-6", 1, 1) is None
+    assert cost_usd("claude-sonnet-4-6", 0, 1_000_000) == 15.0
+    assert cost_usd("claude-sonnet-4-50", 1, 1) is None and cost_usd("claude-sonnet-4-7", 1, 1) is None
     assert cost_usd("some-local-model", 1000, 1000) is None
