@@ -101,4 +101,5 @@ def channel_layers_config(redis_url: str | None) -> dict:
                 "CONFIG": {"hosts": [redis_url], "capacity": 5000, "expiry": 30},
             }
         }
-    return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 5000}}}
+    # One process: channels' in-memory layer, with a cheaper expiry walk and group_send (kseek_site/layers.py).
+    return {"default": {"BACKEND": "kseek_site.layers.LocalChannelLayer", "CONFIG": {"capacity": 5000}}}

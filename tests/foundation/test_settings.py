@@ -51,7 +51,7 @@ def test_defaults_are_sqlite_in_the_data_folder_with_wal_and_immediate_transacti
     assert Path(found["name"]).parent == tmp_path
     assert found["options"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in found["options"]["init_command"]
-    assert found["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert found["layer"] == "kseek_site.layers.LocalChannelLayer"
     assert found["debug"] is False
     assert found["hosts"] == ["localhost", "127.0.0.1", "[::1]"]
     assert found["first_app"] == "daphne"
@@ -100,7 +100,7 @@ def test_this_test_session_uses_the_database_the_environment_names(db):
     # CI runs the suite twice; this makes sure the second run really is on PostgreSQL.
     expected = "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
     assert connection.vendor == expected
-    expected_layer = "RedisChannelLayer" if os.environ.get("REDIS_URL") else "InMemoryChannelLayer"
+    expected_layer = "RedisChannelLayer" if os.environ.get("REDIS_URL") else "LocalChannelLayer"
     assert settings.CHANNEL_LAYERS["default"]["BACKEND"].endswith(expected_layer)
 
 
