@@ -1,9 +1,14 @@
 """Benchmark: events stored per second and worker-to-browser fan-out latency, through real servers.
 
 Starts the server (daphne; with --processes 2 two of them, as behind one address in production), N simulated
-workers that stream events over the worker socket as fast as acknowledgements allow, and M simulated browsers
-that follow the runs' feeds. Reports events stored per second (acknowledged by the server, so committed) and the
-latency from a worker's send to a browser's receipt of the stored-event message (median and p99).
+workers that stream events over the worker socket as fast as acknowledgements allow (each keeps at most
+--backlog events unacknowledged) or at --rate events/s each, and M simulated browsers that follow the runs'
+feeds. Reports events stored per second (acknowledged by the server, so committed) and the latency from the
+moment a worker has an event to send to a browser's receipt of the stored-event message (median and p99).
+
+The simulated workers send through the worker client's own sender window (agentloop/worker/window.py): an
+event goes out at once while the link is idle, and what accumulates while frames await their answer goes out in
+one `events` message. --no-batch sends every event alone in an `event` message (a worker of before batching).
 
     .venv/bin/python bench/event_fanout.py --workers 20 --browsers 50 --seconds 20
     .venv/bin/python bench/event_fanout.py --workers 20 --browsers 50 --seconds 20 --rate 100   # 2,000/s offered
@@ -31,6 +36,8 @@ from pathlib import Path
 from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from agentloop.worker.window import MAX_FRAMES, SenderWindow  # noqa: E402
 
 SETUP = """
 import json, sys
@@ -52,6 +59,17 @@ for i in range(n):
     workers.append({"token": token, "run_id": run.pk})
 print(json.dumps({"session": client.cookies["sessionid"].value, "workers": workers}))
 """
+
+
+def server_command(server: str, port: int) -> list[str]:
+    if server == "daphne":  # as `make run` serves (runs/management/commands/serve.py)
+        return [str(Path(sys.executable).with_name("daphne")), "-b", "127.0.0.1", "-p", str(port),
+                "kseek_site.asgi:application"]
+    # For comparison only (docs/benchmarks.md): uvicorn is not a dependency; put it on PYTHONPATH to try it.
+    loop, http, ws = server.split(":")[1:] if ":" in server else ("uvloop", "httptools", "websockets-sansio")
+    return [sys.executable, "-m", "uvicorn", "kseek_site.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+            "--loop", loop, "--http", http, "--ws", ws, "--ws-per-message-deflate", "false", "--log-level", "warning",
+            "--no-access-log", "--lifespan", "off"]
 
 
 def free_port() -> int:
@@ -95,6 +113,7 @@ class Measure:
         self.sent_at: dict[tuple[int, int], float] = {}
         self.acked = 0
         self.nacked = 0
+        self.frames = 0  # event frames the workers sent while measuring
         self.latencies: list[float] = []
         self.measuring = False
 
@@ -122,41 +141,58 @@ async def browser(port, session, run_id, measure: Measure, stop: asyncio.Event, 
                     measure.latencies.append(now - sent)
 
 
-async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, window: int, rate: float):
+async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, args):
     headers = {"Authorization": f"Bearer {token}"}
     async with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers=headers, max_queue=None) as ws:
         await ws.send(json.dumps({"type": "hello", "v": 1, "host": "bench", "gpus": [],
                                   # The run is ours: a hello that did not list it would hand it back to the queue.
                                   "active_runs": [{"run_id": run_id, "last_seq": None}],
                                   "agentloop_version": "bench"}))
-        json.loads(await ws.recv())  # welcome
-        in_flight = asyncio.Semaphore(window)
+        welcome = json.loads(await ws.recv())
+        # As the worker client decides (agentloop/worker/client.py): batches only to a server that offers them.
+        window = SenderWindow(batching=args.batch and "events" in (welcome.get("accepts") or []),
+                              max_frames=args.frames)
+        room = asyncio.Event()
         seq = 0
+
+        async def send(frames):
+            for frame in frames:
+                measure.frames += measure.measuring
+                await ws.send(frame.text())
 
         async def read_acks():
             async for raw in ws:
                 message = json.loads(raw)
-                if message.get("type") in ("ack", "nack"):
-                    in_flight.release()
-                    if measure.measuring:
-                        if message["type"] == "ack":
-                            measure.acked += 1
-                        else:
-                            measure.nacked += 1
+                kind = message.get("type")
+                if kind in ("ack", "nack"):
+                    answered = [(message["run_id"], message["seq"])]
+                elif kind == "acks":
+                    answered = message["acks"]
+                else:
+                    continue
+                frames = []
+                for run, number in answered:
+                    frames += window.settle(run, number)
+                await send(frames)
+                room.set()
+                if measure.measuring:
+                    measure.acked += len(answered) if kind != "nack" else 0
+                    measure.nacked += kind == "nack"
 
         reader = asyncio.create_task(read_acks())
         next_at = time.perf_counter()
         try:
             while not stop.is_set():
-                if rate > 0:  # a paced worker: the offered load is fixed, so latency is measured at that load
-                    next_at += 1 / rate
+                if args.rate > 0:  # a paced worker: the offered load is fixed, so latency is measured at that load
+                    next_at += 1 / args.rate
                     await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
-                await in_flight.acquire()
-                event = {"type": "event", "v": 1, "run_id": run_id, "seq": seq, "kind": "note",
-                         "ts": datetime.now(timezone.utc).isoformat(), "payload": {"text": f"event {seq}"},
-                         "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
+                while window.unsettled >= args.backlog:
+                    room.clear()
+                    await room.wait()
+                event = {"run_id": run_id, "seq": seq, "kind": "note", "ts": datetime.now(timezone.utc).isoformat(),
+                         "payload": {"text": f"event {seq}"}, "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
                 measure.sent_at[(run_id, seq)] = time.perf_counter()
-                await ws.send(json.dumps(event))
+                await send(window.offer(event))
                 seq += 1
         finally:
             reader.cancel()
@@ -175,7 +211,7 @@ async def drive(args, ports, fixtures) -> Measure:
     ]
     await asyncio.wait_for(ready.wait(), timeout=60)
     senders = [
-        asyncio.create_task(worker(ports[(i + 1) % len(ports)], w["token"], w["run_id"], measure, stop, args.window, args.rate))
+        asyncio.create_task(worker(ports[(i + 1) % len(ports)], w["token"], w["run_id"], measure, stop, args))
         for i, w in enumerate(workers)
     ]
     await asyncio.sleep(args.warmup)
@@ -198,9 +234,15 @@ def main() -> None:
     parser.add_argument("--browsers", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--warmup", type=float, default=3)
-    parser.add_argument("--window", type=int, default=8, help="unacknowledged events a worker keeps in flight")
+    parser.add_argument("--backlog", type=int, default=8,
+                        help="most events a worker holds unacknowledged (waiting or in flight); it waits beyond")
+    parser.add_argument("--frames", type=int, default=MAX_FRAMES, help="frames a worker keeps in flight (the window)")
+    parser.add_argument("--no-batch", dest="batch", action="store_false",
+                        help="every event alone in an `event` message, sent at once (a worker of before batching)")
     parser.add_argument("--rate", type=float, default=0,
                         help="events/s each worker offers (0: as fast as acknowledgements allow)")
+    parser.add_argument("--server", default="daphne",
+                        help="daphne, or uvicorn[:LOOP:HTTP:WS] (default uvicorn:uvloop:httptools:websockets-sansio)")
     parser.add_argument("--processes", type=int, default=1, help="daphne processes (more than 1 needs REDIS_URL)")
     args = parser.parse_args()
     if args.processes > 1 and not os.environ.get("REDIS_URL"):
@@ -215,8 +257,7 @@ def main() -> None:
 
     ports = [free_port() for _ in range(args.processes)]
     servers = [
-        subprocess.Popen([str(Path(sys.executable).with_name("daphne")), "-b", "127.0.0.1", "-p", str(port),
-                          "kseek_site.asgi:application"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        subprocess.Popen(server_command(args.server, port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
         for port in ports
     ]
@@ -242,10 +283,13 @@ def main() -> None:
     median = statistics.median(lat) * 1000 if lat else float("nan")
     p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000 if lat else float("nan")
     offered = f"{args.rate * args.workers:.0f}" if args.rate else "max"
-    print("| database | layer | processes | workers | browsers | offered/s | events stored/s | nacks | deliveries | median ms | p99 ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    print(f"| {database} | {layer} | {args.processes} | {args.workers} | {args.browsers} | {offered} | {rate:.0f} | "
-          f"{measure.nacked} | {len(lat)} | {median:.1f} | {p99:.1f} |")
+    sending = f"batched, {args.frames} frame(s)" if args.batch else "one event a frame"
+    per_frame = measure.acked / measure.frames if measure.frames else float("nan")
+    print("| server | database | layer | processes | workers | browsers | sending | offered/s | events stored/s | events/frame "
+          "| nacks | deliveries | median ms | p99 ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {args.server} | {database} | {layer} | {args.processes} | {args.workers} | {args.browsers} | {sending} | {offered} | "
+          f"{rate:.0f} | {per_frame:.1f} | {measure.nacked} | {len(lat)} | {median:.1f} | {p99:.1f} |")
     print(f"stored/s vs target 2000: {rate / 2000:.2f}x; p99 vs target 100 ms: {p99 / 100:.2f}x")
 
 

@@ -103,6 +103,11 @@ NO_WORK_RETRY_S = 5
 EVENT_MAX_BYTES = 2**20
 # The most events one transaction stores; more wait for the next batch.
 BATCH_MAX_EVENTS = 500
+# How long the event writer keeps its database connection with no batch to write.
+WRITER_IDLE_RELEASE_S = 1.0
+# The most events one `events` message may list (its size is bounded by EVENT_MAX_BYTES like any message's).
+# The agentloop worker sends at most 256 (agentloop/worker/window.py).
+EVENTS_MAX_COUNT = 1000
 
 
 class EventWriter:
@@ -111,8 +116,10 @@ class EventWriter:
     per run.
 
     Writes run on one thread of their own, which keeps its database connection while batches follow each other
-    (a connection per batch would cost more than the batch) and releases it (close_old_connections, so as
-    CONN_MAX_AGE says) after a batch that leaves the queue empty. A batch that
+    and releases it (close_old_connections, so as CONN_MAX_AGE says) once no batch has come for
+    WRITER_IDLE_RELEASE_S. Releasing after every batch that emptied the queue, as this did first, opened and
+    closed a connection per batch under a steady load (on SQLite the close also checkpoints the WAL): a third
+    of the writer's time in a profile at 2,000 events/s (docs/benchmarks.md). A batch that
     the database cannot take (unreachable, locked) is nacked with retry: the worker keeps the events and sends
     them again; nothing is acked before its transaction commits.
     """
@@ -122,7 +129,9 @@ class EventWriter:
 
     def __init__(self, channel_layer):
         self.channel_layer = channel_layer
-        self.queue: list[tuple["WorkerConsumer", dict]] = []
+        self._release_timer: asyncio.TimerHandle | None = None
+        # (socket, event, came in an `events` message): such events are acknowledged together in `acks`.
+        self.queue: list[tuple["WorkerConsumer", dict, bool]] = []
         self.draining = False
 
     @classmethod
@@ -133,22 +142,46 @@ class EventWriter:
             writer = cls._per_loop[loop] = cls(channel_layer)
         return writer
 
-    def submit(self, consumer: "WorkerConsumer", message: dict) -> None:
-        self.queue.append((consumer, message))
+    def submit(self, consumer: "WorkerConsumer", message: dict, *, batched: bool = False) -> None:
+        self.queue.append((consumer, message, batched))
+        self._start()
+
+    def submit_many(self, consumer: "WorkerConsumer", events: list[dict]) -> None:
+        """The events of one `events` message, queued together: they go into the same transaction unless the
+        batch is full, and the stored ones are acknowledged in one `acks` message per socket and batch."""
+        self.queue.extend((consumer, event, True) for event in events)
+        self._start()
+
+    def _start(self) -> None:
         if not self.draining:
             self.draining = True
             asyncio.ensure_future(self._drain())
 
     async def _drain(self) -> None:
+        if self._release_timer is not None:
+            self._release_timer.cancel()
         while self.queue:
             batch, self.queue = self.queue[:BATCH_MAX_EVENTS], self.queue[BATCH_MAX_EVENTS:]
-            await self._write(batch, last=not self.queue)
+            await self._write(batch)
         self.draining = False  # no await since the loop's test: a submit either sees the flag set or not
+        self._release_timer = asyncio.get_running_loop().call_later(WRITER_IDLE_RELEASE_S, self._release_if_idle)
 
-    async def _write(self, batch: list[tuple["WorkerConsumer", dict]], *, last: bool) -> None:
+    def _release_if_idle(self) -> None:
+        self._release_timer = None
+        if not self.draining:
+            # Not awaited: the job runs on the writer thread after any batch already handed to it.
+            self._thread.submit(close_old_connections)
+
+    @classmethod
+    def release_connection(cls) -> None:
+        """Release the writer thread's connection now and wait for it. For an event loop that ends before the idle
+        release fires: tests call it after each test, so that PostgreSQL can drop the test database."""
+        cls._thread.submit(_close_connection).result()
+
+    async def _write(self, batch: list[tuple["WorkerConsumer", dict, bool]]) -> None:
         try:
             outcomes = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
-                [(consumer.worker, message) for consumer, message in batch], last
+                [(consumer.worker, message) for consumer, message, _ in batch]
             )
         except DatabaseError as passing:
             log.warning("%d event(s) not stored, the database failed: %s", len(batch), passing)
@@ -161,13 +194,21 @@ class EventWriter:
         if outcomes is not None:
             await self._publish(outcomes)
             replies = [(None, False) if o.stored else (o.error, False) for o in outcomes]
-        for (consumer, message), (error, retry) in zip(batch, replies):
+        # An event that came alone is answered alone (`ack`); those that came in `events` messages are
+        # acknowledged in one `acks` per socket, after that socket's nacks. Either way only after the commit.
+        acks: dict[WorkerConsumer, list] = {}
+        for (consumer, message, batched), (error, retry) in zip(batch, replies):
             reply = {"run_id": message.get("run_id"), "seq": message.get("seq")}
+            if error is None and batched:
+                acks.setdefault(consumer, []).append([reply["run_id"], reply["seq"]])
+                continue
             if error is None:
                 reply["type"] = "ack"
             else:
                 reply.update(type="nack", error=error, retry=retry)
             await consumer.send_reply(reply)
+        for consumer, items in acks.items():
+            await consumer.send_reply({"type": "acks", "acks": items})
 
     async def _publish(self, outcomes: list[services.EventOutcome]) -> None:
         by_run: dict[int, list] = {}
@@ -182,18 +223,34 @@ class EventWriter:
                 log.exception("could not publish %d step(s) of run %s", len(steps), run_id)
 
 
-def _store_batch(items, last: bool):
-    """Store one batch on the writer's thread. `last`: nothing else is queued, so the connection is released after
-    the commit (as close_old_connections would), before any ack goes out; under load it is kept for the next."""
+def _close_connection() -> None:
+    if connection.connection is not None:
+        connection.close()
+
+
+def _store_batch(items):
+    """Store one batch on the writer's thread, on the connection the previous batch left open."""
     try:
         return services.worker_events_record(items=items)
     except DatabaseError:
         # The connection may be broken (a restarted database): drop it, the next batch connects afresh.
         connection.close()
         raise
-    finally:
-        if last:
-            close_old_connections()
+
+
+def events_problem(events) -> str | None:
+    """What makes an `events` message unreadable as a whole (then none of it is stored), or None. An event that is
+    an object but wrong inside (a bad seq, an unknown kind) is not a problem of the message: it gets its own nack,
+    as it would alone."""
+    if not isinstance(events, list):
+        return "`events` must be a list of event objects"
+    if not events:
+        return "`events` lists no event"
+    if len(events) > EVENTS_MAX_COUNT:
+        return f"{len(events)} events in one message is over the server's limit of {EVENTS_MAX_COUNT}"
+    if not all(isinstance(event, dict) for event in events):
+        return "every item of `events` must be an event object"
+    return None
 
 
 def bearer_token(scope) -> str:
@@ -252,10 +309,13 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             if message.get("type") == "event":
                 await self.send_message({"type": "nack", "run_id": message.get("run_id"), "seq": message.get("seq"),
                                          "error": error, "retry": False})
+            elif message.get("type") == "events":
+                # Not nacked: each event may be fine alone. The sender keeps them and sends smaller messages.
+                await self.send_message({"type": "error", "error": f"{error}; none of its events was stored"})
             else:
                 await self.send_message({"type": "error", "error": error})
             return
-        handler = {"hello": self.on_hello, "claim": self.on_claim, "event": self.on_event,
+        handler = {"hello": self.on_hello, "claim": self.on_claim, "event": self.on_event, "events": self.on_events,
                    "directive_ack": self.on_directive_ack}.get(message.get("type"))
         if handler is None:
             await self.send_message({"type": "error", "error": f"unknown message type {message.get('type')!r}"})
@@ -271,7 +331,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
                 worker=self.worker, active_run_ids={str(a["run_id"]) for a in active})
             if lost:
                 log.warning("worker %s reconnected without runs %s", self.worker.name, lost)
-        await self.send_message({"type": "welcome", "worker": self.worker.name})
+        # `accepts`: the optional messages this server reads (docs/protocol.md 2.2); a worker sends `events` only
+        # to a server that lists it.
+        await self.send_message({"type": "welcome", "worker": self.worker.name, "accepts": ["events"]})
         self.greeted = True
         # A new hello means the worker may have restarted and forgotten what it got: send everything again.
         self.sent_directives.clear()
@@ -292,6 +354,15 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         # Not awaited: the socket goes on reading while the writer stores this event with others; the ack
         # follows the commit.
         EventWriter.for_this_loop(self.channel_layer).submit(self, message)
+
+    async def on_events(self, message):
+        events = message.get("events")
+        problem = events_problem(events)
+        if problem is not None:
+            # The whole message is refused before any of it is queued: nothing of it is stored.
+            await self.send_message({"type": "error", "error": f"events: {problem}; none of its events was stored"})
+            return
+        EventWriter.for_this_loop(self.channel_layer).submit_many(self, events)
 
     async def send_reply(self, message: dict) -> None:
         """An ack or nack from the writer; the socket may have closed meanwhile (the worker re-sends)."""

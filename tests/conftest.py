@@ -37,3 +37,16 @@ def pytest_configure(config):
         return
     if settings.configured:
         settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
+@pytest.fixture(autouse=True)
+def _release_event_writer_connection():
+    """The worker socket's event writer keeps its thread's database connection until it has been idle for a second
+    (runs/consumers.py); a test's event loop may end before that. Release it after each test that loaded the writer,
+    so that nothing holds the test database (PostgreSQL cannot drop a database that has connections)."""
+    yield
+    import sys
+
+    consumers = sys.modules.get("runs.consumers")
+    if consumers is not None:
+        consumers.EventWriter.release_connection()

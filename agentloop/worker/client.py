@@ -1,9 +1,11 @@
 """The worker client: one websocket to the dashboard, one run per GPU, events spooled until acknowledged.
 
-Threads: the main thread owns the socket (it reads, and answers); each run has its own thread, which sends its
-events under a lock. Every event is written to the spool before it is sent, so a lost connection or a killed
-worker loses none: after a reconnect or a restart the spool is re-sent first (the server stores each
-(run, seq) once). Runs whose traces are unfinished when the worker starts are resumed from their traces.
+Threads: the main thread owns the socket (it reads, and answers); each run has its own thread, which hands its
+events to the sender window under a lock. Every event is written to the spool before it is offered, so a lost
+connection or a killed worker loses none: after a reconnect or a restart the spool is re-sent first (the server
+stores each (run, seq) once). Runs whose traces are unfinished when the worker starts are resumed from their
+traces. The window (`window.py`) sends an event at once while the link is idle and batches what accumulates
+while frames await their answer, when the server's welcome offers `events`.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.spool import Spool
+from agentloop.worker.window import SenderWindow
 
 log = logging.getLogger("agentloop.worker")
 RESEND_AFTER_S = 15.0
@@ -92,6 +95,8 @@ class Worker:
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._ws = None
+        # Until the server's welcome says whether it reads `events`, nothing is offered (the spool holds it all).
+        self._window: SenderWindow | None = None
         self._last_sent: dict[tuple[str, int], float] = {}
         self._claiming = False
         self._next_claim = 0.0
@@ -109,14 +114,37 @@ class Worker:
         except (websockets.exceptions.WebSocketException, OSError):
             return False
 
-    def _send_event(self, event: dict) -> None:
-        key = (str(event["run_id"]), int(event["seq"]))
-        self._last_sent[key] = time.monotonic()
-        self._send({"type": "event", **{k: event[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}})
+    def _send_frames(self, frames) -> None:
+        """Send what the window released; the caller holds _send_lock, so frames leave in the window's order."""
+        ws = self._ws
+        now = time.monotonic()
+        for frame in frames:
+            for key in frame.keys:
+                self._last_sent[key] = now
+            if ws is None:
+                continue  # the spool re-sends them after the next hello
+            try:
+                ws.send(frame.text(SCHEMA_VERSION))
+            except (websockets.exceptions.WebSocketException, OSError):
+                ws = None
+
+    def _offer(self, events: list[dict]) -> None:
+        with self._send_lock:
+            if self._window is not None:
+                self._send_frames(self._window.offer(*(_envelope(e) for e in events)))
+
+    def _settle(self, keys: list[tuple]) -> None:
+        """The server answered these (run_id, seq): their frames' places in the window are free again."""
+        with self._send_lock:
+            if self._window is not None:
+                frames = []
+                for run_id, seq in keys:
+                    frames += self._window.settle(run_id, seq)
+                self._send_frames(frames)
 
     def _event_sink(self, event: dict) -> None:
         self.spool.add(event)
-        self._send_event(event)
+        self._offer([event])
 
     # ----------------------------------------------------------------------------------- runs
     def _free_gpus(self) -> list[int]:
@@ -241,8 +269,19 @@ class Worker:
 
     def _handle(self, msg: dict) -> None:
         kind = msg.get("type")
-        if kind == "ack":
+        if kind == "welcome":
+            # A server that reads `events` gets batches; an older one gets every event at once, alone.
+            accepts = msg.get("accepts")
+            with self._send_lock:
+                self._window = SenderWindow(batching=isinstance(accepts, list) and "events" in accepts)
+            self._offer(self.spool.pending())
+        elif kind == "ack":
             self.spool.ack(msg["run_id"], msg["seq"])
+            self._settle([(msg["run_id"], msg["seq"])])
+        elif kind == "acks":  # the events of `events` messages that one transaction stored
+            keys = [tuple(item) for item in msg.get("acks") or [] if isinstance(item, list) and len(item) == 2]
+            self.spool.ack_many(keys)
+            self._settle(keys)
         elif kind == "nack":
             if not msg.get("retry"):
                 log.error("server refused event %s/%s for good: %s", msg.get("run_id"), msg.get("seq"),
@@ -250,6 +289,7 @@ class Worker:
                 self.spool.ack(msg["run_id"], msg["seq"])
             else:
                 self._last_sent[(str(msg["run_id"]), int(msg["seq"]))] = time.monotonic() - RESEND_AFTER_S + 2
+            self._settle([(msg["run_id"], msg["seq"])])
         elif kind == "assign":
             self._claiming = False
             run = msg.get("run") or {}
@@ -280,7 +320,9 @@ class Worker:
             log.error("server: %s", msg.get("error"))
 
     def _session(self, ws) -> None:
-        self._ws = ws
+        with self._send_lock:
+            self._ws = ws
+            self._window = None  # until the welcome; then the spool is offered, in (run, seq) order
         self._claiming = False
         # The runs still ours: those running here, and those whose last events wait in the spool (a run that has
         # just finished is not running, but the server must not count it lost before its final status arrives).
@@ -289,14 +331,9 @@ class Worker:
         active = [{"run_id": run_id, "last_seq": None} for run_id in sorted(running | spooled, key=str)]
         self._send({"type": "hello", "host": socket.gethostname(), "gpus": [f"gpu {g}" for g in self.gpus],
                     "active_runs": active, "agentloop_version": __version__})
-        for event in self.spool.pending():
-            self._send_event(event)
         while not self.stop.is_set():
             self._claim_if_free()
-            now = time.monotonic()
-            for event in self.spool.pending():
-                if now - self._last_sent.get((str(event["run_id"]), int(event["seq"])), 0) > RESEND_AFTER_S:
-                    self._send_event(event)
+            self._resend_unanswered()
             try:
                 raw = ws.recv(timeout=0.5)
             except TimeoutError:
@@ -307,6 +344,19 @@ class Worker:
                 log.error("not JSON from the server: %.200s", raw)
                 continue
             self._handle(msg)
+
+    def _resend_unanswered(self) -> None:
+        """Events the server has not answered for RESEND_AFTER_S (a lost frame, an `error` reply, a retry nack
+        whose pause is over) are offered again."""
+        with self._send_lock:
+            if self._window is None:
+                return
+            self._send_frames(self._window.expire(RESEND_AFTER_S))
+        now = time.monotonic()
+        due = [e for e in self.spool.pending()
+               if now - self._last_sent.get((str(e["run_id"]), int(e["seq"])), 0) > RESEND_AFTER_S]
+        if due:
+            self._offer(due)
 
     def serve(self) -> int:
         self.resume_unfinished()
@@ -331,11 +381,18 @@ class Worker:
             except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
                 log.warning("cannot reach %s: %s", self.url, exc)
             finally:
-                self._ws = None
+                with self._send_lock:
+                    self._ws = None
+                    self._window = None
             if self.stop.wait(backoff * (0.5 + random.random() / 2)):
                 break
             backoff = min(30.0, backoff * 2)
         return 0
+
+
+def _envelope(event: dict) -> dict:
+    """The event's wire fields (docs/protocol.md 2.2: the envelope of 1.1 minus `v`, which is the message's)."""
+    return {k: event[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
 
 
 def _recorded_kernel_filename(run: dict) -> str | None:

@@ -81,11 +81,18 @@ class Spool:
         return added
 
     def ack(self, run_id, seq) -> bool:
+        return self.ack_many([(run_id, seq)]) == 1
+
+    def ack_many(self, keys) -> int:
+        """Forget these (run_id, seq), with one write and one fsync for all; returns how many were pending."""
         with self._lock:
-            if self._pending.pop(_key(run_id, seq), None) is None:
-                return False
-            self._append({"ack": [run_id, seq]})
-            return True
+            lines = [json.dumps({"ack": [run_id, seq]}, separators=(",", ":")) + "\n"
+                     for run_id, seq in keys if self._pending.pop(_key(run_id, seq), None) is not None]
+            if lines:
+                self._file.write("".join(lines))
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            return len(lines)
 
     def pending(self) -> list[dict]:
         """Unacknowledged events in (run, seq) order."""

@@ -1,5 +1,6 @@
 """A stand-in for the dashboard's side of the worker protocol (docs/protocol.md, section 2), for tests:
-token check, hello/welcome, claim/assign, events stored once by (run, seq) and acknowledged, directives."""
+token check, hello/welcome, claim/assign, events stored once by (run, seq) and acknowledged (one `event` a message,
+or `events` in batches when it offers them), directives."""
 from __future__ import annotations
 
 import asyncio
@@ -10,8 +11,14 @@ from websockets.asyncio.server import serve
 
 
 class FakeServer:
-    def __init__(self, token: str, runs: list[dict]):
+    def __init__(self, token: str, runs: list[dict], *, accepts_events: bool = False, drop_frames: int = 0):
+        """accepts_events: the welcome offers `events` (as runs.consumers does). drop_frames: the first that many
+        event frames are received, left unanswered, and their connection closed (a server that went away)."""
         self.token = token
+        self.accepts_events = accepts_events
+        self.drop_frames = drop_frames
+        self.frames: list[tuple[str, list]] = []  # ("event" | "events", [(run_id, seq), ...]) as received
+        self.ack_delay_s = 0.0
         self.queue = list(runs)
         self.steps: dict[tuple, dict] = {}        # (run_id, seq) -> event
         self.deliveries: list[tuple] = []         # every event message received, duplicates included
@@ -49,7 +56,10 @@ class FakeServer:
             kind = msg["type"]
             if kind == "hello":
                 self.hellos.append(msg)
-                await ws.send(json.dumps({"type": "welcome", "v": 1, "worker": msg["host"]}))
+                welcome = {"type": "welcome", "v": 1, "worker": msg["host"]}
+                if self.accepts_events:
+                    welcome["accepts"] = ["events"]
+                await ws.send(json.dumps(welcome))
                 for d in list(self.outbox):
                     await ws.send(json.dumps(d))
             elif kind == "claim":
@@ -57,17 +67,30 @@ class FakeServer:
                     await ws.send(json.dumps({"type": "assign", "v": 1, "run": self.queue.pop(0)}))
                 else:
                     await ws.send(json.dumps({"type": "no_work", "v": 1, "retry_after_s": 0.5}))
-            elif kind == "event":
-                key = (msg["run_id"], msg["seq"])
-                self.deliveries.append(key)
-                event = {k: msg[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
-                if key in self.steps and self.steps[key] != event:
-                    self.conflicts.append(key)
-                    await ws.send(json.dumps({"type": "nack", "v": 1, "run_id": key[0], "seq": key[1],
-                                              "error": "different event under a used seq", "retry": False}))
-                    continue
-                self.steps[key] = event
-                await ws.send(json.dumps({"type": "ack", "v": 1, "run_id": key[0], "seq": key[1]}))
+            elif kind in ("event", "events"):
+                events = [msg] if kind == "event" else msg["events"]
+                self.frames.append((kind, [(e["run_id"], e["seq"]) for e in events]))
+                if self.drop_frames > 0:
+                    self.drop_frames -= 1
+                    await ws.close()
+                    return
+                await asyncio.sleep(self.ack_delay_s)
+                acked = []
+                for e in events:
+                    key = (e["run_id"], e["seq"])
+                    self.deliveries.append(key)
+                    event = {k: e[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
+                    if key in self.steps and self.steps[key] != event:
+                        self.conflicts.append(key)
+                        await ws.send(json.dumps({"type": "nack", "v": 1, "run_id": key[0], "seq": key[1],
+                                                  "error": "different event under a used seq", "retry": False}))
+                        continue
+                    self.steps[key] = event
+                    acked.append(list(key))
+                if kind == "event" and acked:
+                    await ws.send(json.dumps({"type": "ack", "v": 1, "run_id": acked[0][0], "seq": acked[0][1]}))
+                elif acked:
+                    await ws.send(json.dumps({"type": "acks", "v": 1, "acks": acked}))
             elif kind == "directive_ack":
                 self.directive_acks.append(msg["id"])
                 self.outbox = [d for d in self.outbox if d["id"] != msg["id"]]

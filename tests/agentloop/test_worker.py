@@ -151,3 +151,61 @@ def test_trace_events_that_never_reached_the_spool_are_spooled_on_restart(tmp_pa
     assert again.pending() == [] and again.marks == {"7": 1}
     assert again.add_missing(events) == 2
     assert [e["seq"] for e in again.pending()] == [2, 3]
+
+
+def note_event(seq, run_id=7):
+    return {"v": 1, "run_id": run_id, "seq": seq, "kind": "note", "ts": "2026-11-30T12:00:00+00:00",
+            "payload": {"text": f"note {seq}"}, "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
+
+
+def serving(worker: Worker):
+    import threading
+
+    thread = threading.Thread(target=worker.serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_worker_batches_to_a_server_that_offers_it_and_resends_the_spool_in_order_after_a_reconnect(tmp_path):
+    spool = Spool(tmp_path / "spool.jsonl")
+    for seq in range(3):
+        spool.add(note_event(seq))
+    spool.close()
+    # The server reads the first frame, answers nothing and goes away; the worker reconnects.
+    with FakeServer(TOKEN, [], accepts_events=True, drop_frames=1) as server:
+        worker = Worker(server=server.url, token=TOKEN, gpus=[], state_dir=tmp_path)
+        thread = serving(worker)
+        try:
+            assert wait_for(lambda: len(server.steps) == 3, 30)
+            assert len(server.hellos) == 2
+            # The spool, in order, in one message each time (nothing was in flight when it was offered).
+            assert server.frames == [("events", [(7, 0), (7, 1), (7, 2)])] * 2
+            assert wait_for(lambda: len(worker.spool) == 0, 10)
+
+            # A live run's events: the first goes at once; those that come while it awaits its answer go together.
+            server.ack_delay_s = 0.5
+            for seq in range(3, 6):
+                worker._event_sink(note_event(seq))
+            assert wait_for(lambda: len(server.steps) == 6, 30)
+            assert server.frames[2:] == [("events", [(7, 3)]), ("events", [(7, 4), (7, 5)])]
+            assert wait_for(lambda: len(worker.spool) == 0, 10)
+        finally:
+            worker.stop.set()
+            thread.join(10)
+    assert server.conflicts == [] and [e["seq"] for e in server.events(7)] == list(range(6))
+
+
+def test_the_worker_sends_one_event_a_message_to_a_server_that_does_not_offer_batches(tmp_path):
+    with FakeServer(TOKEN, [], accepts_events=False) as server:
+        worker = Worker(server=server.url, token=TOKEN, gpus=[], state_dir=tmp_path)
+        thread = serving(worker)
+        try:
+            assert wait_for(lambda: len(server.hellos) == 1 and worker._window is not None, 30)
+            server.ack_delay_s = 0.3
+            for seq in range(3):
+                worker._event_sink(note_event(seq))
+            assert wait_for(lambda: len(server.steps) == 3 and len(worker.spool) == 0, 30)
+        finally:
+            worker.stop.set()
+            thread.join(10)
+    assert server.frames == [("event", [(7, 0)]), ("event", [(7, 1)]), ("event", [(7, 2)])]

@@ -260,3 +260,146 @@ async def test_a_hello_without_a_readable_list_of_runs_changes_no_run():
     assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.RUNNING
     await again.disconnect()
+
+
+# ------------------------------------------------------------------------- events in batches (`events`, `acks`)
+
+def batch(*events: dict) -> dict:
+    """An `events` message of these `event` messages (each loses its type and v, which are the message's)."""
+    return {"type": "events", "v": 1,
+            "events": [{k: v for k, v in e.items() if k not in ("type", "v")} for e in events]}
+
+
+async def answers_for(socket, count: int) -> tuple[list, list]:
+    """The acknowledged (run_id, seq) and the nacks, until `count` events have been answered."""
+    acked, nacks = [], []
+    while len(acked) + len(nacks) < count:
+        reply = await socket.receive_json_from(timeout=5)
+        if reply["type"] == "acks":
+            acked += [tuple(item) for item in reply["acks"]]
+        elif reply["type"] == "nack":
+            nacks.append(reply)
+        else:
+            raise AssertionError(f"unexpected reply {reply}")
+    return acked, nacks
+
+
+async def test_the_welcome_offers_events_in_batches():
+    _, token = await sync_to_async(make_worker)()
+    socket = worker_socket(token)
+    assert (await socket.connect())[0]
+    await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": []})
+    welcome = await socket.receive_json_from(timeout=5)
+    assert welcome["type"] == "welcome" and "events" in welcome["accepts"]
+    await socket.disconnect()
+
+
+async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplicates_acked_again():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "zero"}, tokens_in=5))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    # seq 0 was stored before; seq 1 comes twice in the batch.
+    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "zero"}, tokens_in=5),
+                                    event(run.pk, 1, "note", {"text": "one"}, tokens_in=5),
+                                    event(run.pk, 2, "note", {"text": "two"}, tokens_in=5),
+                                    event(run.pk, 1, "note", {"text": "one"}, tokens_in=5)))
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "acks" and sorted(map(tuple, reply["acks"])) == [(run.pk, 0), (run.pk, 1), (run.pk, 1), (run.pk, 2)]
+    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
+    assert steps == [(0, {"text": "zero"}), (1, {"text": "one"}), (2, {"text": "two"})]
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert (stored.step_count, stored.last_seq, stored.tokens_in) == (3, 2, 15)
+    await socket.disconnect()
+
+
+async def test_a_refused_event_in_a_batch_is_nacked_alone_and_the_others_are_acked():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "first"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "a different first"}),
+                                    event(run.pk, 1, "evaluation", {"result": "not an object"}),
+                                    event(run.pk, 2, "note", {"text": "fine"}),
+                                    event(run.pk, 3, "evaluation", evaluation_payload(1.5))))
+    acked, nacks = await answers_for(socket, 4)
+    assert sorted(acked) == [(run.pk, 2), (run.pk, 3)]
+    assert sorted((n["seq"], n["retry"]) for n in nacks) == [(0, False), (1, False)]
+    assert all(n["error"] for n in nacks)
+    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
+    assert [seq for seq, _ in steps] == [0, 2, 3] and steps[0][1] == {"text": "first"}
+    assert await sync_to_async(Evaluation.objects.filter(run=run).count)() == 1
+    await socket.disconnect()
+
+
+async def test_events_for_a_run_the_sender_does_not_hold_are_refused_inside_a_batch():
+    _, token_a = await sync_to_async(make_worker)("gpu-a")
+    _, token_b = await sync_to_async(make_worker)("gpu-b")
+    socket_a = await connected_worker(token_a)
+    theirs = await claimed_run(socket_a)
+    socket_b = await connected_worker(token_b)
+    mine = await claimed_run(socket_b)
+    await socket_b.send_json_to(batch(event(mine.pk, 0, "note", {"text": "mine"}),
+                                      event(theirs.pk, 0, "status", {"status": "stopped", "reason": "stopped_by_human"}),
+                                      event(10**9, 0, "note", {"text": "no such run"})))
+    acked, nacks = await answers_for(socket_b, 3)
+    assert acked == [(mine.pk, 0)]
+    assert sorted(n["run_id"] for n in nacks) == [theirs.pk, 10**9] and not any(n["retry"] for n in nacks)
+    assert await sync_to_async(Step.objects.filter(run=theirs).count)() == 0
+    assert (await sync_to_async(Run.objects.get)(pk=theirs.pk)).status == RunStatus.RUNNING
+    await socket_a.disconnect()
+    await socket_b.disconnect()
+
+
+def _good(run_id, seq):
+    return batch(event(run_id, seq, "note", {"text": f"note {seq}"}))["events"][0]
+
+
+MALFORMED_BATCHES = {
+    "no list": lambda run_id: {},
+    "a string": lambda run_id: {"events": "all of them"},
+    "an object": lambda run_id: {"events": {"0": _good(run_id, 0)}},
+    "empty": lambda run_id: {"events": []},
+    "one item not an object": lambda run_id: {"events": [_good(run_id, 0), "not an object"]},
+    "over the count limit": lambda run_id: {"events": [_good(run_id, seq) for seq in range(1001)]},
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED_BATCHES)
+async def test_a_malformed_batch_gets_an_error_and_none_of_it_is_stored(case):
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to({"type": "events", "v": 1, **MALFORMED_BATCHES[case](run.pk)})
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "error" and "none of its events was stored" in reply["error"], reply
+    assert await socket.receive_nothing(timeout=0.3)
+    assert await sync_to_async(Step.objects.filter(run=run).count)() == 0
+    # The socket stays up.
+    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "fine"})))
+    assert await socket.receive_json_from(timeout=5) == {"type": "acks", "v": 1, "acks": [[run.pk, 0]]}
+    await socket.disconnect()
+
+
+async def test_a_browser_following_the_run_hears_of_a_batch_once_stored(client):
+    from channels.testing import WebsocketCommunicator
+
+    from kseek_site.asgi import application
+    from tests.dashboard.helpers import BROWSER_HEADERS, login_cookie
+
+    _, token = await sync_to_async(make_worker)()
+    viewer = await sync_to_async(make_user)("vera")
+    worker = await connected_worker(token)
+    run = await claimed_run(worker)
+    session = await login_cookie(client, viewer)
+    browser = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/",
+                                    headers=BROWSER_HEADERS + [(b"cookie", f"sessionid={session}".encode())])
+    assert (await browser.connect())[0]
+    await worker.send_json_to(batch(*(event(run.pk, seq, "note", {"text": str(seq)}) for seq in range(3))))
+    assert (await worker.receive_json_from(timeout=5))["type"] == "acks"
+    assert await browser.receive_json_from(timeout=5) == {"type": "step.stored", "run_id": run.pk, "seq": 0,
+                                                          "kind": "note", "last_seq": 2}
+    await browser.disconnect()
+    await worker.disconnect()

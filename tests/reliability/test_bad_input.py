@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async as sync_to_async  # closes its connection: PostgreSQL test databases drop
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from runs.models import Evaluation, Kernel, Question, Run, Step
@@ -51,12 +51,42 @@ def event_messages(run_id: int, other_run_id: int):
     }).map(lambda m: {k: v for k, v in m.items() if v is not None or k in ("payload", "usage")})
 
 
+def batch_messages(run_id: int, other_run_id: int):
+    """`events` messages: mostly a list of generated envelopes (each as `event_messages` makes them, so some are
+    wrong inside), sometimes something that is not a list of objects at all."""
+    generated = event_messages(run_id, other_run_id).map(lambda m: {k: v for k, v in m.items() if k not in ("type", "v")})
+    # Well-formed notes at seqs the generated events rarely reach, so that some events of a batch are stored.
+    fresh = st.integers(13, 10**6).map(lambda seq: {k: v for k, v in note(run_id, seq, f"batched {seq}").items()
+                                                   if k not in ("type", "v")})
+    envelopes = st.one_of(generated, generated, fresh)
+    return st.fixed_dictionaries({
+        "type": st.just("events"),
+        "v": st.sampled_from([1, 1, 1, 2]),
+        "events": st.one_of(st.lists(envelopes, min_size=1, max_size=5), st.lists(envelopes, min_size=1, max_size=5),
+                            st.lists(st.one_of(envelopes, json_leaf), min_size=1, max_size=3), json_value),
+    })
+
+
+def answers_expected(frame) -> int:
+    """How many answers a frame gets: one per event of a readable `events` message (an entry of `acks` or a
+    nack), otherwise one reply."""
+    if isinstance(frame, dict) and frame.get("type") == "events" and frame.get("v") == 1:
+        items = frame.get("events")
+        if isinstance(items, list) and 0 < len(items) <= 1000 and all(isinstance(i, dict) for i in items):
+            return len(items)
+    return 1
+
+
 raw_frames = st.one_of(st.text(max_size=200), st.just("[" * 100_000 + "]" * 100_000), st.just('{"type": "event", "v": 1'),
                        st.binary(max_size=200), json_value.map(json.dumps))
 
 
 async def exchange(token: str, frames: list) -> list[dict]:
+    """Each frame, and then its answers, before the next frame. One at a time: the test database is SQLite in
+    memory with a shared cache, where a write that meets another connection's open write fails at once (no busy
+    timeout), so a claim handled while the event writer commits a batch would fail for a reason of the test's."""
     socket = await connected_worker(token)
+    replies = []
     for frame in frames:
         # Straight onto the ASGI queue, as daphne would put it: the communicator refuses empty frames itself.
         if isinstance(frame, bytes):
@@ -64,7 +94,16 @@ async def exchange(token: str, frames: list) -> list[dict]:
         else:
             text = frame if isinstance(frame, str) else json.dumps(frame)
             await socket.input_queue.put({"type": "websocket.receive", "text": text})
-    replies = [await socket.receive_json_from(timeout=20) for _ in frames]
+        answers = []
+        while len(answers) < answers_expected(frame):
+            reply = await socket.receive_json_from(timeout=20)
+            if reply["type"] == "acks":  # one answer for each event it lists
+                assert reply["acks"], reply
+                answers += [{"type": "ack", "run_id": run_id, "seq": seq, "in_acks": True} for run_id, seq in reply["acks"]]
+            else:
+                answers.append(reply)
+        assert len(answers) == answers_expected(frame), (frame, answers)
+        replies += answers
     # Still up and answering.
     await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
     assert (await socket.receive_json_from(timeout=20))["type"] in ("no_work", "assign")
@@ -94,9 +133,15 @@ def test_generated_bad_messages_get_clear_answers_and_leave_only_what_was_acknow
     other = make_run()
     run_claim(worker=other_host)
     acked: dict[int, tuple] = {}
+    acked_in_batches = []
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.lists(st.one_of(event_messages(run.pk, other.pk), raw_frames), min_size=1, max_size=6))
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.one_of(event_messages(run.pk, other.pk), batch_messages(run.pk, other.pk), raw_frames),
+                    min_size=1, max_size=6))
+    # Always among the examples: a batch of a well-formed event, one refused inside, and one for another's run.
+    @example([{"type": "events", "v": 1, "events": [
+        {k: v for k, v in note(run_id, seq, text).items() if k not in ("type", "v")}
+        for run_id, seq, text in ((run.pk, 10**7, "kept"), (run.pk, -1, "bad seq"), (other.pk, 0, "not mine"))]}])
     def check(frames):
         replies = async_to_sync(exchange)(token, frames)
         for reply in replies:
@@ -110,11 +155,14 @@ def test_generated_bad_messages_get_clear_answers_and_leave_only_what_was_acknow
             if reply["type"] == "ack":
                 assert reply["run_id"] == run.pk, reply
                 acked[reply["seq"]] = True
+                if reply.get("in_acks"):
+                    acked_in_batches.append(reply["seq"])
         assert_nothing_half_written(run, acked)
         assert not Step.objects.filter(run=other).exists()
 
     check()
     assert acked, "no generated event was well-formed: the test checked refusals only"
+    assert acked_in_batches, "no generated batch held a well-formed event: batches were checked for refusals only"
 
 
 def note(run_id, seq, text="n", **fields):
@@ -150,6 +198,23 @@ async def test_an_oversize_event_is_refused_for_good_with_its_size_and_the_socke
     assert reply["type"] == "nack" and reply["retry"] is False and "limit" in reply["error"], reply
     await socket.send_json_to(note(run.pk, 0, "small"))
     assert (await socket.receive_json_from(timeout=10))["type"] == "ack"
+    await socket.disconnect()
+
+
+async def test_an_oversize_batch_is_refused_whole_with_its_size_and_the_socket_stays_up():
+    host, token = await sync_to_async(make_worker)()
+    run = await sync_to_async(make_run)()
+    await sync_to_async(run_claim)(worker=host)
+    socket = await connected_worker(token)
+    # Each event alone is within the limit; together they are over it.
+    events = [{k: v for k, v in note(run.pk, seq, "x" * 600_000).items() if k not in ("type", "v")} for seq in range(2)]
+    await socket.send_json_to({"type": "events", "v": 1, "events": events})
+    reply = await socket.receive_json_from(timeout=10)
+    assert reply["type"] == "error" and "limit" in reply["error"] and "none of its events was stored" in reply["error"]
+    assert await socket.receive_nothing(timeout=0.5)
+    assert not await sync_to_async(Step.objects.filter(run=run).exists)()
+    await socket.send_json_to({"type": "events", "v": 1, "events": events[:1]})
+    assert (await socket.receive_json_from(timeout=10)) == {"type": "acks", "v": 1, "acks": [[run.pk, 0]]}
     await socket.disconnect()
 
 

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from kseek_site.asgi import application
-from runs.models import Directive, Question, Run, RunStatus, WorkerHost
+from runs.models import Directive, Question, Run, RunStatus, Step, WorkerHost
 from runs.services import run_claim, worker_event_record
 from tests.dashboard.helpers import BROWSER_HEADERS, WORKER_HEADERS, event, evaluation_payload, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run
@@ -149,8 +149,11 @@ async def test_feed_sockets_open_for_signed_in_users_only_and_the_worker_socket_
         connected, _ = await socket.connect()
         assert connected == (RANK[role] >= 0), (role, path)
         if connected:
-            # The feed only tells; it takes no orders.
+            # The feed only tells; it takes no orders, and no events.
             await socket.send_json_to({"type": "directive", "action": "stop"})
+            assert (await socket.receive_json_from(timeout=5))["type"] == "error"
+            await socket.send_json_to({"type": "events", "v": 1, "events": [
+                {k: v for k, v in event(world["run"].pk, 50, "note", {"text": "from a page"}).items() if k not in ("type", "v")}]})
             assert (await socket.receive_json_from(timeout=5))["type"] == "error"
         await socket.disconnect()
     worker_path_socket = await feed_socket("/ws/worker/", role, world["token"])
@@ -184,10 +187,19 @@ async def test_a_worker_token_is_scoped_to_its_hosts_runs_and_stored_only_as_a_h
     await socket.send_json_to(event(world["run"].pk, 9, "status", {"status": "stopped", "reason": "stopped_by_human"}))
     reply = await socket.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False and "not assigned" in reply["error"]
+    # The same events in a batch (`events`) are refused one by one, with the same reason.
+    stop = {k: v for k, v in event(world["run"].pk, 9, "status", {"status": "stopped", "reason": "stopped_by_human"}).items()
+            if k not in ("type", "v")}
+    note = {k: v for k, v in event(world["run"].pk, 10, "note", {"text": "not yours"}).items() if k not in ("type", "v")}
+    await socket.send_json_to({"type": "events", "v": 1, "events": [stop, note]})
+    replies = [await socket.receive_json_from(timeout=5) for _ in range(2)]
+    assert sorted(r["seq"] for r in replies) == [9, 10]
+    assert all(r["type"] == "nack" and r["retry"] is False and "not assigned" in r["error"] for r in replies), replies
     await socket.send_json_to({"type": "directive_ack", "v": 1, "id": "d-1"})
     assert (await socket.receive_json_from(timeout=5))["type"] == "error"
     await socket.disconnect()
     assert (await sync_to_async(Run.objects.get)(pk=world["run"].pk)).status == RunStatus.RUNNING
+    assert not await sync_to_async(Step.objects.filter(run=world["run"], seq__in=[9, 10]).exists)()
 
 
 async def test_a_revoked_token_stops_working_at_once_even_for_an_open_socket_on_reconnect(world):

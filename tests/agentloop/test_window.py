@@ -1,0 +1,127 @@
+"""The sender window (agentloop/worker/window.py): when the worker puts events on the wire, and how many per frame."""
+import json
+
+import pytest
+
+from agentloop.worker.window import SenderWindow
+
+
+def note(seq, run_id=7, text=None):
+    return {"run_id": run_id, "seq": seq, "kind": "note", "ts": "2026-11-30T12:00:00+00:00",
+            "payload": {"text": text or f"note {seq}"}, "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
+
+
+def wire(frame) -> dict:
+    return json.loads(frame.text())
+
+
+def seqs(frame) -> list[int]:
+    message = wire(frame)
+    return [message["seq"]] if message["type"] == "event" else [e["seq"] for e in message["events"]]
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_an_idle_window_sends_an_event_at_once_in_an_events_message():
+    window = SenderWindow(max_frames=1)
+    frames = window.offer(note(0))
+    assert len(frames) == 1
+    assert wire(frames[0]) == {"type": "events", "v": 1, "events": [note(0)]}
+
+
+def test_events_offered_while_a_frame_is_in_flight_wait_and_go_together_when_it_is_answered():
+    window = SenderWindow(max_frames=1)
+    assert seqs(window.offer(note(0))[0]) == [0]
+    assert window.offer(note(1)) == [] and window.offer(note(2), note(3)) == []
+    assert window.unsettled == 4 and window.frames_in_flight == 1
+    released = window.settle(7, 0)
+    assert [seqs(f) for f in released] == [[1, 2, 3]]
+    # Answers for part of a frame keep its place; the last one frees it.
+    window.offer(note(4))
+    assert window.settle(7, 1) == [] and window.settle("7", 3) == []
+    assert [seqs(f) for f in window.settle(7, 2)] == [[4]]
+
+
+def test_two_frames_in_flight_send_the_second_event_at_once_too():
+    window = SenderWindow(max_frames=2)
+    assert [seqs(f) for f in window.offer(note(0))] == [[0]]
+    assert [seqs(f) for f in window.offer(note(1))] == [[1]]
+    assert window.offer(note(2)) == []
+    assert [seqs(f) for f in window.settle(7, 1)] == [[2]]
+
+
+def test_a_frame_holds_at_most_max_events_and_max_bytes_and_an_oversize_event_goes_alone_as_event():
+    window = SenderWindow(max_frames=1, max_events=3, max_bytes=1000)
+    window.offer(note(0))
+    window.offer(*(note(seq) for seq in range(1, 6)), note(6, text="x" * 2000), note(7))
+    assert [seqs(f) for f in window.settle(7, 0)] == [[1, 2, 3]]
+    assert [seqs(f) for f in window.settle(7, 1) + window.settle(7, 2) + window.settle(7, 3)] == [[4, 5]]
+    big = window.settle(7, 4) + window.settle(7, 5)
+    assert len(big) == 1 and wire(big[0])["type"] == "event" and wire(big[0])["seq"] == 6
+    assert wire(big[0]) == {"type": "event", "v": 1, **note(6, text="x" * 2000)}
+    assert [seqs(f) for f in window.settle(7, 6)] == [[7]]
+
+    small = SenderWindow(max_frames=1, max_events=100, max_bytes=400)
+    small.offer(note(0))
+    small.offer(*(note(seq) for seq in range(1, 10)))
+    sizes = []
+    frames = small.settle(7, 0)
+    while frames:
+        sizes.append(len(frames[0].text()))
+        frames = [f for seq in seqs(frames[0]) for f in small.settle(7, seq)]
+    assert len(sizes) > 1 and all(size <= 400 + 40 for size in sizes)
+
+
+def test_without_batching_every_event_goes_at_once_in_its_own_event_message():
+    window = SenderWindow(batching=False)
+    frames = [f for seq in range(3) for f in window.offer(note(seq))]
+    assert [wire(f)["type"] for f in frames] == ["event"] * 3 and [seqs(f) for f in frames] == [[0], [1], [2]]
+    assert window.settle(7, 1) == []
+
+
+def test_an_event_waiting_or_in_flight_is_not_queued_twice_and_a_late_answer_drops_a_waiting_copy():
+    window = SenderWindow(max_frames=1)
+    window.offer(note(0))
+    assert window.offer(note(0), note(1), note(1)) == []
+    assert window.unsettled == 2
+    # An answer for an event that waits (a re-sent copy was answered already) drops it.
+    window.settle(7, 1)
+    assert window.settle(7, 0) == [] and window.unsettled == 0
+
+
+def test_an_unanswered_frame_expires_and_frees_its_place():
+    clock = Clock()
+    window = SenderWindow(max_frames=1, clock=clock)
+    window.offer(note(0))
+    window.offer(note(1))
+    clock.now += 10
+    assert window.expire(15) == []
+    clock.now += 6
+    assert [seqs(f) for f in window.expire(15)] == [[1]]
+    # The expired event is no longer held: offering it again (the spool's re-send) sends it.
+    assert not window.holds(("7", 0))
+    window.offer(note(0))
+    assert [seqs(f) for f in window.settle(7, 1)] == [[0]]
+
+
+def test_after_a_reset_the_spool_offered_again_goes_out_in_order_in_one_frame():
+    window = SenderWindow(max_frames=1)
+    window.offer(note(0))
+    window.offer(note(1), note(2))
+    window.reset()
+    assert window.unsettled == 0 and window.frames_in_flight == 0
+    spool = [note(seq, run_id=run) for run in (7, 8) for seq in range(3)]
+    frames = window.offer(*spool)
+    assert len(frames) == 1
+    assert [(e["run_id"], e["seq"]) for e in wire(frames[0])["events"]] == [(7, 0), (7, 1), (7, 2), (8, 0), (8, 1), (8, 2)]
+
+
+def test_a_window_needs_room_for_a_frame():
+    with pytest.raises(ValueError):
+        SenderWindow(max_frames=0)
