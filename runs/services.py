@@ -857,6 +857,8 @@ from django.db import DataError, DatabaseError, connection  # noqa: E402
 
 # Kinds whose events mean more than their row (a question, a kernel and its evaluation, a status change): these
 # go one by one through worker_event_record. Every other kind is a row and a contribution to the run's totals.
+# StepKind.values builds a new list on each use: a set, for the batch path's check of every event.
+_STEP_KINDS = frozenset(StepKind.values)
 _KINDS_WITH_EFFECTS = frozenset({StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION,
                                  StepKind.STATUS})
 
@@ -912,7 +914,7 @@ def _candidate(index: int, worker: WorkerHost, event: dict) -> _Candidate:
         raise ServiceError(f"run_id must be a server run's id, not {run_id!r}") from None
     seq = _bounded(_int_field(event.get("seq"), "seq"), "seq")
     kind = event.get("kind")
-    if kind not in StepKind.values:
+    if not isinstance(kind, str) or kind not in _STEP_KINDS:
         raise ServiceError(f"unknown step kind {kind!r}")
     payload = event.get("payload")
     if not isinstance(payload, dict):
@@ -988,12 +990,20 @@ def _drop_repeats(held: list[_Candidate], outcomes: list) -> list[_Candidate]:
     """Settle events whose (run, seq) is stored already or repeats within the batch; return the rest, in order."""
     if not held:
         return []
-    stored = {
-        (run_id, seq): (kind, payload)
-        for run_id, seq, kind, payload in Step.objects.filter(
-            run_id__in={c.run_id for c in held}, seq__in={c.seq for c in held}
-        ).values_list("run_id", "seq", "kind", "payload")
-    }
+    # Keys first: the filter matches every stored (run, seq) of the batch's runs and seqs crossed, which under load
+    # (runs at neighbouring seqs) is many rows that are no repeat; only true repeats have their payload read.
+    wanted = {(c.run_id, c.seq) for c in held}
+    repeats = wanted & set(Step.objects.filter(run_id__in={k[0] for k in wanted}, seq__in={k[1] for k in wanted})
+                           .values_list("run_id", "seq"))
+    stored = {}
+    if repeats:
+        stored = {
+            (run_id, seq): (kind, payload)
+            for run_id, seq, kind, payload in Step.objects.filter(
+                run_id__in={k[0] for k in repeats}, seq__in={k[1] for k in repeats}
+            ).values_list("run_id", "seq", "kind", "payload")
+            if (run_id, seq) in repeats
+        }
     first_in_batch: dict[tuple[int, int], _Candidate] = {}
     fresh = []
     for c in held:
