@@ -4,6 +4,9 @@
 // "seq N was stored"; the page then asks the server for the steps after the highest seq it holds. After a
 // reconnect it asks the same question, so nothing is missed and, being keyed by seq, nothing is shown twice.
 // A run of 12,000 steps opens with its last page only; older pages load on demand (scrolling to the top).
+// The window holds at most MAX_HELD steps: following live, the oldest leave the page (they load again on
+// scrolling up); reading back, the newest leave it (the "newer" button brings them back). A tab left open
+// on a run of a week's steps stays small.
 "use strict";
 (function () {
   const page = document.getElementById("run-page");
@@ -14,6 +17,7 @@
   const newerButton = document.getElementById("feed-newer");
   const feedState = document.getElementById("feed-state");
   const PAGE = 200;
+  let maxHeld = Number(page.dataset.maxHeld) || 2000;
 
   const held = new Map();  // seq -> <li>
   let lo = null, hi = null, atTail = false, loading = false, generation = 0;
@@ -92,6 +96,18 @@
     return added;
   }
 
+  // Drop steps beyond maxHeld from one end of the window: "old" (lowest seqs) or "new" (highest).
+  function trim(end) {
+    if (held.size <= maxHeld) return;
+    const seqs = [...held.keys()].sort((a, b) => a - b);
+    const drop = end === "old" ? seqs.slice(0, seqs.length - maxHeld) : seqs.slice(maxHeld);
+    for (const seq of drop) { held.get(seq).remove(); held.delete(seq); }
+    const kept = end === "old" ? seqs.slice(seqs.length - maxHeld) : seqs.slice(0, maxHeld);
+    lo = kept[0]; hi = kept[kept.length - 1];
+    if (end === "old") olderButton.dataset.more = "1";
+    else atTail = false;
+  }
+
   function nearBottom() { return feed.scrollHeight - feed.scrollTop - feed.clientHeight < 40; }
 
   function showState() {
@@ -130,6 +146,7 @@
       insert(data.steps);
       feed.scrollTop += feed.scrollHeight - before;  // keep the reader's place
       olderButton.dataset.more = data.has_older ? "1" : "";
+      trim("new");
       showState();
     } finally { loading = false; }
   }
@@ -148,7 +165,10 @@
         if (mine !== generation) return;
         insert(data.steps);
         atTail = !data.has_newer;
-        if (stick) feed.scrollTop = feed.scrollHeight;
+        if (stick) {                       // the reader is at the bottom: older steps may leave the page
+          trim("old");
+          feed.scrollTop = feed.scrollHeight;
+        }
         if (follow && data.has_newer) again = true;
       } while (again);
       showState();
@@ -275,5 +295,5 @@
       }
     },
   });
-  window.KSeekRun = {held: () => held.size, range: () => [lo, hi]};
+  window.KSeekRun = {held: () => held.size, range: () => [lo, hi], limit: (n) => { maxHeld = n; }};
 })();

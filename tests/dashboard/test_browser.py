@@ -257,3 +257,19 @@ def test_a_12000_step_run_page_opens_on_its_last_page_and_scrolls_back(live_site
     page.goto(f"{live_site['base']}/runs/{live_site['big_run']}/#step-42")
     page.wait_for_selector("#step-42.highlight")
     assert page.locator("#step-11999").count() == 0
+
+
+def test_the_feed_keeps_a_bounded_window_of_steps(live_site, login):
+    """Reading back past the limit drops the newest steps from the page; the newer button brings them back."""
+    page = login("rita")
+    page.goto(f"{live_site['base']}/runs/{live_site['big_run']}/")
+    page.wait_for_selector("#step-11999")
+    page.evaluate("KSeekRun.limit(300)")
+    page.eval_on_selector("#feed", "feed => { feed.scrollTop = 0; }")
+    page.wait_for_selector("#step-11799")
+    assert page.evaluate("KSeekRun.held()") == 300
+    assert page.evaluate("KSeekRun.range()") == [11600, 11899]        # the 100 newest left the page
+    assert page.locator("#step-11999").count() == 0 and page.locator("#feed-list > li").count() == 300
+    assert page.locator("#feed-newer").is_visible()
+    page.click("#feed-newer")
+    page.wait_for_selector("#step-11999")
