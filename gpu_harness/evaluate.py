@@ -313,7 +313,11 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                 + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in res.baselines if o.speedup.get(n)))
         phases["timing_s"] = round(time.monotonic() - t_phase, 2)
         res.status = "correct"
-    except ChildFailed as e:
+    except (ChildFailed, KeyError, TypeError) as e:
+        # a message missing a field or of the wrong type (the candidate can write to the child's message pipe)
+        # stops the evaluation as a protocol error, never the harness
+        if not isinstance(e, ChildFailed):
+            e = ChildFailed("protocol", f"malformed message from the child ({type(e).__name__}: {e})")
         res.status = "error"
         kind = {"timeout": "hang/timeout", "crash": "crash", "protocol": "protocol error"}[e.kind]
         res.reason = f"{kind}: {e}"

@@ -122,3 +122,27 @@ def test_cli_bad_scenario_is_a_clear_error_with_status_2():
 def test_cli_compile_reports_imports_for_a_cpu_kernel():
     p = _cli("compile", str(NAIVE))
     assert p.returncode == 0 and "OK" in p.stdout and "imports:" in p.stdout
+
+
+@needs_gxx
+@pytest.mark.parametrize("forge", ["drop_slot", "slot_as_text", "slot_out_of_range"])
+def test_a_malformed_outputs_message_is_a_protocol_error_not_a_crash(monkeypatch, forge):
+    """The candidate can write to the child's message pipe; whatever arrives there, the harness carries on."""
+    from gpu_harness import runner
+    real_recv = runner.ChildSession.recv
+
+    def recv(self, timeout_s, waiting_for):
+        msg = real_recv(self, timeout_s, waiting_for)
+        if msg.get("ev") == "outputs":
+            if forge == "drop_slot":
+                msg.pop("slot")
+            elif forge == "slot_as_text":
+                msg["slot"] = "0"
+            else:
+                msg["slot"] = 99
+        return msg
+
+    monkeypatch.setattr(runner.ChildSession, "recv", recv)
+    r = evaluate("matmul_cpu", NAIVE, scenarios=["m7_n13_k5"], timeout_s=30)
+    assert r.status == "error" and r.reason.startswith("protocol error"), r.reason
+    assert not r.all_correct
