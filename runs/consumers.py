@@ -142,8 +142,9 @@ class EventWriter:
             writer = cls._per_loop[loop] = cls(channel_layer)
         return writer
 
-    def submit(self, consumer: "WorkerConsumer", message: dict, *, batched: bool = False) -> None:
-        self.queue.append((consumer, message, batched))
+    def submit(self, consumer: "WorkerConsumer", message: dict) -> None:
+        """One `event` message: answered alone, with an `ack` or a `nack`."""
+        self.queue.append((consumer, message, False))
         self._start()
 
     def submit_many(self, consumer: "WorkerConsumer", events: list[dict]) -> None:
@@ -195,7 +196,7 @@ class EventWriter:
             await self._publish(outcomes)
             replies = [(None, False) if o.stored else (o.error, False) for o in outcomes]
         # An event that came alone is answered alone (`ack`); those that came in `events` messages are
-        # acknowledged in one `acks` per socket, after that socket's nacks. Either way only after the commit.
+        # acknowledged in one `acks` per socket, after the batch's nacks. Either way only after the commit.
         acks: dict[WorkerConsumer, list] = {}
         for (consumer, message, batched), (error, retry) in zip(batch, replies):
             reply = {"run_id": message.get("run_id"), "seq": message.get("seq")}
@@ -331,7 +332,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
                 worker=self.worker, active_run_ids={str(a["run_id"]) for a in active})
             if lost:
                 log.warning("worker %s reconnected without runs %s", self.worker.name, lost)
-        # `accepts`: the optional messages this server reads (docs/protocol.md 2.2); a worker sends `events` only
+        # `accepts`: the optional messages this server reads (docs/protocol.md 2.8); a worker sends `events` only
         # to a server that lists it.
         await self.send_message({"type": "welcome", "worker": self.worker.name, "accepts": ["events"]})
         self.greeted = True
