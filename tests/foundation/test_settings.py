@@ -65,7 +65,7 @@ def test_database_url_selects_postgresql_through_psycopg(tmp_path):
 
 def test_redis_url_selects_the_redis_channel_layer(tmp_path):
     found = probe_settings(tmp_path, REDIS_URL="redis://cache.example:6390/2")
-    assert found["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert found["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert found["layer_config"]["hosts"] == ["redis://cache.example:6390/2"]
 
 
@@ -100,7 +100,7 @@ def test_this_test_session_uses_the_database_the_environment_names(db):
     # CI runs the suite twice; this makes sure the second run really is on PostgreSQL.
     expected = "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
     assert connection.vendor == expected
-    expected_layer = "RedisChannelLayer" if os.environ.get("REDIS_URL") else "LocalChannelLayer"
+    expected_layer = "RedisPubSubChannelLayer" if os.environ.get("REDIS_URL") else "LocalChannelLayer"
     assert settings.CHANNEL_LAYERS["default"]["BACKEND"].endswith(expected_layer)
 
 
