@@ -96,3 +96,35 @@ async def test_a_worker_without_an_origin_header_reaches_its_socket_through_the_
                                "agentloop_version": "test"})
     assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
     await socket.disconnect()
+
+
+async def test_the_single_process_layer_drops_a_message_only_for_a_full_member():
+    """kseek_site/layers.py: group_send puts a copy on each member's queue; a full queue loses that member's copy
+    only (as in channels' own in-memory layer), and each receiver gets its own copy."""
+    import asyncio
+
+    from kseek_site.layers import LocalChannelLayer
+    layer = LocalChannelLayer(capacity=1)
+    slow, quick = await layer.new_channel(), await layer.new_channel()
+    for channel in (slow, quick):
+        await layer.group_add("members", channel)
+    await layer.group_send("members", {"type": "probe", "n": 1, "items": [1]})
+    first = await layer.receive(quick)
+    first["items"].append(2)                                    # a receiver's copy is its own
+    await layer.group_send("members", {"type": "probe", "n": 2})   # slow's queue is full: its copy is dropped
+    assert (await layer.receive(quick))["n"] == 2
+    assert await layer.receive(slow) == {"type": "probe", "n": 1, "items": [1]}
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(layer.receive(slow), 0.2)
+
+
+async def test_the_single_process_layer_still_expires_old_messages(monkeypatch):
+    from kseek_site import layers
+    layer = layers.LocalChannelLayer(expiry=1)
+    channel = await layer.new_channel()
+    await layer.send(channel, {"type": "old"})
+    clock = layers.time.time() + 5
+    monkeypatch.setattr(layers.time, "time", lambda: clock)
+    layer._cleaned_at = 0.0                                        # the once-a-second walk is due
+    await layer.send(channel, {"type": "new"})
+    assert (await layer.receive(channel))["type"] == "new"
