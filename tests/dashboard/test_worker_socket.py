@@ -204,7 +204,8 @@ async def test_an_auto_approval_reported_by_the_worker_decides_the_question():
     await socket.disconnect()
 
 
-async def test_a_browser_following_the_run_hears_of_a_worker_event_after_it_is_stored(client):
+async def worker_and_browser(client):
+    """A worker socket holding a run, and a signed-in viewer's browser following that run's feed."""
     from channels.testing import WebsocketCommunicator
 
     from kseek_site.asgi import application
@@ -218,6 +219,11 @@ async def test_a_browser_following_the_run_hears_of_a_worker_event_after_it_is_s
     browser = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/",
                                     headers=BROWSER_HEADERS + [(b"cookie", f"sessionid={session}".encode())])
     assert (await browser.connect())[0]
+    return worker, run, browser
+
+
+async def test_a_browser_following_the_run_hears_of_a_worker_event_after_it_is_stored(client):
+    worker, run, browser = await worker_and_browser(client)
     await worker.send_json_to(event(run.pk, 0, "note", {"text": "hi"}))
     assert (await worker.receive_json_from(timeout=5))["type"] == "ack"
     assert await browser.receive_json_from(timeout=5) == {"type": "step.stored", "run_id": run.pk, "seq": 0, "kind": "note"}
@@ -384,19 +390,7 @@ async def test_a_malformed_batch_gets_an_error_and_none_of_it_is_stored(case):
 
 
 async def test_a_browser_following_the_run_hears_of_a_batch_once_stored(client):
-    from channels.testing import WebsocketCommunicator
-
-    from kseek_site.asgi import application
-    from tests.dashboard.helpers import BROWSER_HEADERS, login_cookie
-
-    _, token = await sync_to_async(make_worker)()
-    viewer = await sync_to_async(make_user)("vera")
-    worker = await connected_worker(token)
-    run = await claimed_run(worker)
-    session = await login_cookie(client, viewer)
-    browser = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/",
-                                    headers=BROWSER_HEADERS + [(b"cookie", f"sessionid={session}".encode())])
-    assert (await browser.connect())[0]
+    worker, run, browser = await worker_and_browser(client)
     await worker.send_json_to(batch(*(event(run.pk, seq, "note", {"text": str(seq)}) for seq in range(3))))
     assert (await worker.receive_json_from(timeout=5))["type"] == "acks"
     assert await browser.receive_json_from(timeout=5) == {"type": "step.stored", "run_id": run.pk, "seq": 0,

@@ -75,14 +75,21 @@ def test_nan_poison_left_in_output_fails():
     assert not ok and "NaN" in reason
 
 
-def test_judge_accepts_rounded_reference_and_rejects_poisoned_outputs():
-    """The parent's judge end to end on the CPU: regenerate inputs from the seed, compare the outputs."""
+def cpu_judge_and_reference(shape: tuple, seed: int):
+    """The judge on the CPU, a scenario of `shape` (the arguments of attention_fwd._sc) and the fp32 reference on
+    the inputs of `seed`: (task, scenario, O, LSE)."""
     from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
     task = AttentionFwd(device="cpu")
     task.parent_setup()
-    sc = _sc("bf16", 2, 33, 47, 4, 2, 32, True)
-    inp = task.make_inputs(sc.params, 1234)
-    o, lse = reference(inp["q"], inp["k"], inp["v"], True, sc.params["softmax_scale"])
+    sc = _sc(*shape)
+    inp = task.make_inputs(sc.params, seed)
+    o, lse = reference(inp["q"], inp["k"], inp["v"], sc.params["causal"], sc.params["softmax_scale"])
+    return task, sc, o, lse
+
+
+def test_judge_accepts_rounded_reference_and_rejects_poisoned_outputs():
+    """The parent's judge end to end on the CPU: regenerate inputs from the seed, compare the outputs."""
+    task, sc, o, lse = cpu_judge_and_reference(("bf16", 2, 33, 47, 4, 2, 32, True), 1234)
     good = {"o": o.bfloat16(), "lse": lse}
     j = task.judge(sc.params, 1234, good)
     assert j.correct, j.reason
@@ -97,12 +104,7 @@ def test_judge_accepts_rounded_reference_and_rejects_poisoned_outputs():
 
 
 def test_judge_refuses_outputs_of_the_wrong_dtype_or_shape():
-    from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
-    task = AttentionFwd(device="cpu")
-    task.parent_setup()
-    sc = _sc("fp16", 1, 16, 16, 2, 2, 32, False)
-    inp = task.make_inputs(sc.params, 7)
-    o, lse = reference(inp["q"], inp["k"], inp["v"], False, sc.params["softmax_scale"])
+    task, sc, o, lse = cpu_judge_and_reference(("fp16", 1, 16, 16, 2, 2, 32, False), 7)
     assert task.judge(sc.params, 7, {"o": o.half(), "lse": lse}).correct
     wrong_dtype = task.judge(sc.params, 7, {"o": o.bfloat16(), "lse": lse})
     assert not wrong_dtype.correct and "dtype" in wrong_dtype.reason
@@ -138,11 +140,7 @@ def test_reference_on_chosen_rows_equals_those_rows_of_the_full_reference():
 def test_spot_check_judges_sampled_rows_and_the_whole_output_for_poison():
     """A timed call's output is judged on random rows; poison or a misplaced -inf anywhere still fails."""
     from gpu_harness.tasks import attention_fwd as af
-    task = af.AttentionFwd(device="cpu")
-    task.parent_setup()
-    sc = af._sc("bf16", 2, 300, 200, 4, 2, 32, True)          # rows 0..99 see no key
-    inp = task.make_inputs(sc.params, 5)
-    o, lse = reference(inp["q"], inp["k"], inp["v"], True, sc.params["softmax_scale"])
+    task, sc, o, lse = cpu_judge_and_reference(("bf16", 2, 300, 200, 4, 2, 32, True), 5)   # rows 0..99 see no key
     honest = {"o": o.bfloat16(), "lse": lse}
     j = task.judge(sc.params, 5, honest, tolerance=5e-3, spot_check=True)
     assert j.correct, j.reason
