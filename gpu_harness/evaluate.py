@@ -162,7 +162,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
             t.exchange_attach(loaded.get("exchange"), slot_bytes, SLOTS, outdir)
         except (ValueError, RuntimeError) as e:
             raise ChildFailed("protocol", f"cannot reach the child's outputs: {e}") from e
-        phases["start_s"] = round(time.monotonic() - t_phase, 2)
+        phases["start_s"] = time.monotonic() - t_phase
 
         def take(params, slot):
             """A private copy of the outputs in `slot`, then the slot goes back to the child."""
@@ -239,7 +239,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                     f" (error {err} / tolerance {o.tolerance:.1e})")
             del outputs
         first_run.clear()
-        phases["correctness_s"] = round(time.monotonic() - t_phase, 2)
+        phases["correctness_s"] = time.monotonic() - t_phase
         for sid, vs in verdicts.items():
             if len(vs) < 3 and outcome[sid].reason in (None, "not run"):
                 outcome[sid].reason = outcome[sid].reason or "not all runs completed"
@@ -269,7 +269,7 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
             _expect(msg, "timed")
             for part, secs in (msg.get("seconds") or {}).items():     # the child's word: diagnostics only
                 if part in ("warmup", "repeats") and isinstance(secs, (int, float)):
-                    phases[f"timing_{part}_s"] = round(phases.get(f"timing_{part}_s", 0.0) + secs, 2)
+                    phases[f"timing_{part}_s"] = phases.get(f"timing_{part}_s", 0.0) + secs
             for chk in msg["checked"]:
                 j = judge(sc.params, chk["seed"], take(sc.params, chk["slot"]), tolerance=o.tolerance,
                           spot_check=True)
@@ -304,14 +304,14 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                 if not suspect:
                     break
             session.send(cmd="next")
-            phases["timing_batch_s"] = round(phases.get("timing_batch_s", 0.0) + time.monotonic() - t_batch, 2)
+            phases["timing_batch_s"] = phases.get("timing_batch_s", 0.0) + time.monotonic() - t_batch
             suspect = suspect or verdict.timing_suspicion(med, None, sc.flops, sc.bytes, limits)
             if suspect:
                 o.correct = False
                 o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
             say(f"[time {i + 1}/{len(to_time)}] {sc.id}: {med:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
                 + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in res.baselines if o.speedup.get(n)))
-        phases["timing_s"] = round(time.monotonic() - t_phase, 2)
+        phases["timing_s"] = time.monotonic() - t_phase
         res.status = "correct"
     except (ChildFailed, KeyError, TypeError) as e:
         # a message missing a field or of the wrong type (the candidate can write to the child's message pipe)
@@ -333,8 +333,9 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
         say(f"stopped: {res.reason}")
     finally:
         t.judge_done()
-        phases["judge_s"] = round(phases["judge_s"], 2)
-        phases.update({f"judge_{part}_s": round(s, 2) for part, s in t.judge_seconds.items()})
+        phases.update({f"judge_{part}_s": s for part, s in t.judge_seconds.items()})
+        for name, seconds in phases.items():         # summed raw, rounded once
+            phases[name] = round(seconds, 2)
         t.exchange_close()
         session.close()
 

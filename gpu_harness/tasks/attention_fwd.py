@@ -52,9 +52,10 @@ def scenario_id(dtype, b, sq, sk, hq, hkv, d, causal) -> str:
     return f"{dtype}_b{b}_sq{sq}_sk{sk}_h{hq}x{hkv}_d{d}_{'causal' if causal else 'full'}"
 
 
-def scenario_id_of(params: dict) -> str:
-    return scenario_id(params["dtype"], params["batch"], params["seqlen_q"], params["seqlen_k"],
-                       params["heads_q"], params["heads_kv"], params["head_dim"], params["causal"])
+def _ahead_key(params: dict, seed: int) -> str:
+    """Which scenario and inputs a cuDNN output computed ahead (VendorAhead) belongs to."""
+    return scenario_id(params["dtype"], params["batch"], params["seqlen_q"], params["seqlen_k"], params["heads_q"],
+                       params["heads_kv"], params["head_dim"], params["causal"]) + f":{seed}"
 
 
 def attention_flops(b, sq, sk, hq, d, causal) -> float:
@@ -414,7 +415,7 @@ class AttentionFwd(Task):
     def judge_ahead(self, items):
         self.judge_done()
         if self._device_name != "cpu" and items:
-            self._ahead = VendorAhead(self, [(f"{scenario_id_of(p)}:{seed}", p, seed) for p, seed in items])
+            self._ahead = VendorAhead(self, [(_ahead_key(p, seed), p, seed) for p, seed in items])
 
     def judge_done(self):
         ahead, self._ahead = getattr(self, "_ahead", None), None
@@ -441,7 +442,7 @@ class AttentionFwd(Task):
         vendor = vendor_name = None
         if tolerance is None:
             with self._spent("vendor"):
-                key, ahead = f"{scenario_id_of(params)}:{seed}", getattr(self, "_ahead", None)
+                key, ahead = _ahead_key(params, seed), getattr(self, "_ahead", None)
                 cudnn_out = ahead.take(key) if ahead is not None and ahead.has(key) else None
                 vendor, vendor_name = vendor_error(inp, params, ref_o, cudnn_out)
             tol_o = tolerance_from_vendor(vendor, DEFAULT_VENDOR_ERROR[dtype], O_FLOOR[dtype])
@@ -458,24 +459,17 @@ class AttentionFwd(Task):
             details["rows_checked"] = rows.numel()
         return Judgement(ok, cmps[0].rel_error, tol_o, reason, details)
 
+    @contextlib.contextmanager
     def _spent(self, part):
-        return _Stopwatch(self.judge_seconds, part)
-
-
-class _Stopwatch:
-    """Adds the seconds of a `with` block (GPU work included: it synchronises) to totals[part]."""
-
-    def __init__(self, totals, part):
-        self.totals, self.part = totals, part
-
-    def __enter__(self):
-        self.t0 = time.perf_counter()
-
-    def __exit__(self, *exc):
-        torch = _torch()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.synchronize()
-        self.totals[self.part] = self.totals.get(self.part, 0.0) + time.perf_counter() - self.t0
+        """Adds the seconds of the block (its GPU work included: it synchronises) to judge_seconds[part]."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            torch = _torch()
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+            self.judge_seconds[part] = self.judge_seconds.get(part, 0.0) + time.perf_counter() - t0
 
 
 SPOT_FRACTION = 8                # a spot check compares 1 query row in 8 ...
