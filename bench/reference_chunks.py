@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from gpu_harness.tasks.attention_fwd import REFERENCE_CHUNK_ELEMS, _sc, compare_torch, reference  # noqa: E402
+from gpu_harness.tasks.attention_fwd import _sc, compare_torch  # noqa: E402
+from gpu_harness.tasks.attention_reference import REFERENCE_CHUNK_ELEMS, reference  # noqa: E402
 
 SHAPES = [("bf16", 1, 16384, 16384, 16, 16, 128, False), ("bf16", 1, 16384, 16384, 16, 16, 128, True),
           ("fp16", 4, 4096, 4096, 8, 8, 256, False), ("bf16", 8, 2048, 2048, 32, 4, 128, True),

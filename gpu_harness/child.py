@@ -168,7 +168,7 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
     t_reps = time.perf_counter()
     cand_ms, base_ms, checked = [], {n: [] for n in runnable}, []
     # the last timed call is always checked (catches "honest for the first N calls"), plus random others
-    p_check = min(1.0, (cmd["checks"] - 1) / max(reps, 1))
+    p_check = min(1.0, (cmd["checks"] - 1) / max(min(reps, cmd.get("early_min") or reps), 1))
     for rep in range(reps):
         # fresh inputs for every timed call: caching outputs between calls gains nothing
         seed = derive_seed(sc["seed_a"], "timed", rep)
@@ -186,14 +186,20 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
                 if err:
                     ch.send(ev="device_error", sid=sc["id"], run=f"timed call {rep}", error=err)
                     raise SystemExit(3)
-                last = rep == reps - 1
-                if last or (_fresh_fraction() < p_check and len(checked) < cmd["checks"] - 1):
+                if _fresh_fraction() < p_check and len(checked) < cmd["checks"] - 1:
                     slot = ch.take_slot()
                     task.export_outputs(outputs, slot)
                     checked.append({"seed": seed, "slot": slot, "rep": rep})
             else:
                 base_ms[name].append(task.time_call(lambda f=fns[name]: baselines.call(sc["id"], f)))
+        last = rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd)
+        if last and not (checked and checked[-1]["rep"] == rep):
+            slot = ch.take_slot()         # the baselines' calls since then write only their own outputs
+            task.export_outputs(outputs, slot)
+            checked.append({"seed": seed, "slot": slot, "rep": rep})
         del inputs, outputs, fns
+        if last:
+            break
     ch.send(ev="timed", sid=sc["id"], cand_ms=cand_ms, base_ms=base_ms, notes=notes, checked=checked,
             estimate_ms=est, seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps})
 
@@ -216,6 +222,14 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
         ch.send(ev="batch_done", sid=sc["id"], n=n, error=err, inproc_ms=inproc)
         if err:
             raise SystemExit(3)
+
+
+def _settled(series: list[list[float]], cmd: dict) -> bool:
+    """Enough timed calls: every implementation's median is known to within cmd["ci_rel"] (early_min calls at
+    least; verdict.median_settled says how)."""
+    from .verdict import median_settled
+    early_min, ci_rel = cmd.get("early_min"), cmd.get("ci_rel")
+    return bool(early_min and ci_rel) and all(median_settled(xs, early_min, ci_rel) for xs in series)
 
 
 def _repeats(est_ms: float, cmd: dict) -> int:

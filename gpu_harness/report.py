@@ -53,5 +53,7 @@ def render_table(r: "EvalResult", max_rows: int | None = None) -> str:
         lines.append(f"  {s.id}: {s.reason}")
     if len(failures) > 20:
         lines.append(f"  ... {len(failures) - 20} more notes")
+    if r.reference:
+        lines.append(f"judged against: {r.reference}")
     lines.append(summary_line(r))
     return "\n".join(lines)

@@ -55,6 +55,7 @@ class EvalResult:
     # seconds spent in each part of this evaluation: build_s, setup_s (the judge's imports and peak
     # measurement), start_s (the child's start and load), correctness_s, timing_s, judge_s (inside the two)
     phases: dict = field(default_factory=dict)
+    reference: str = ""                  # what the outputs were judged against (e.g. "fused fp32 kernel")
 
     @property
     def all_correct(self) -> bool:

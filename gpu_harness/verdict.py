@@ -86,6 +86,16 @@ def adaptive_repeats(estimate_ms: float, budget_ms: float, lo: int, hi: int) -> 
     return max(lo, min(hi, int(budget_ms / estimate_ms)))
 
 
+def median_settled(samples: list[float], min_n: int, rel: float) -> bool:
+    """True when at least min_n samples pin the median down to within `rel` of itself: the half-width of its
+    approximate 95% confidence interval, 1.57 * IQR / sqrt(n) (the notch of a box plot), is at most
+    rel * median. Timing stops there instead of running every repeat of its budget."""
+    if len(samples) < max(min_n, 4):
+        return False
+    med, iqr = median_and_spread(samples)
+    return med > 0 and 1.57 * iqr / math.sqrt(len(samples)) <= rel * med
+
+
 @dataclass(frozen=True)
 class TimingLimits:
     peak_tflops: float | None = None     # measured dense matrix rate of the device (None: not checked)

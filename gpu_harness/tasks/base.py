@@ -184,6 +184,14 @@ class Task:
         return {}
 
     # ---- parent side ----
+    def parent_prepare(self) -> None:
+        """Start the judge's slow one-time preparations in the background (called before the candidate is
+        built, so that the two overlap)."""
+
+    def reference_note(self) -> str:
+        """What the outputs are judged against (shown with the result)."""
+        return ""
+
     def parent_setup(self) -> dict:
         """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
         return {}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gpu_harness.verdict import (TimingLimits, adaptive_repeats, compare_numpy, geomean_speedups, judge_outputs,
-                                 median_and_spread, timing_suspicion, tolerance_from_vendor)
+                                 median_and_spread, median_settled, timing_suspicion, tolerance_from_vendor)
 
 
 def test_unwritten_element_fails_even_when_error_is_tiny():
@@ -49,6 +49,16 @@ def test_slow_kernels_get_few_repeats_fast_ones_many():
     assert adaptive_repeats(500.0, 120.0, 3, 25) == 3
     assert adaptive_repeats(0.01, 120.0, 3, 25) == 25
     assert adaptive_repeats(10.0, 120.0, 3, 25) == 12
+
+
+def test_timing_stops_early_only_when_the_median_is_pinned_down():
+    tight = [1.000, 1.001, 0.999, 1.002, 1.000]
+    assert median_settled(tight, 5, 0.005)
+    assert not median_settled(tight[:4], 5, 0.005)                 # too few calls yet
+    noisy = [1.0, 1.05, 0.95, 1.1, 0.9, 1.02]
+    assert not median_settled(noisy, 5, 0.005)
+    # the same spread settles with enough calls (the interval narrows as 1/sqrt(n))
+    assert median_settled(noisy * 200, 5, 0.005)
 
 
 def test_host_clock_far_above_events_is_suspect():
