@@ -80,6 +80,7 @@ class Agent:
         self._sinks = sinks
         self.task_info = task_info or task_facts(config.task)
         tools = self.policy.tools
+        self._owns_evaluator = evaluator is None      # ours to close when the run ends (a harness process)
         self.evaluator = evaluator or HarnessEvaluator(timeout_s=float(tools["evaluate_timeout_s"]),
                                                        extra_env=extra_env)
         self.shell = ShellTool(self.workspace, timeout_s=tools["shell_timeout_s"],
@@ -121,6 +122,8 @@ class Agent:
             self._finish("failed", "internal_error", f"{type(exc).__name__}: {exc}")
         finally:
             self._sync()
+            if self._owns_evaluator and hasattr(self.evaluator, "close"):
+                self.evaluator.close()
         return Outcome(self.state.status, self.state.final_reason or "", self.state.best_speedup, self.state.steps,
                        self.emitter.next_seq)
 

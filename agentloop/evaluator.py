@@ -2,17 +2,22 @@
 
 Why a separate process: the harness runs the candidate (code the model wrote) in its own child, which inherits
 its parent's environment; starting the harness from a process that holds no secrets keeps the API key and the
-worker token out of the candidate's reach. Why a snapshot: the file the verdict names is the file judged, even
-if something rewrites the workspace meanwhile.
+worker token out of the candidate's reach. Why a process that stays (gpu_harness/service.py): what a fresh one
+pays for every time (torch's import, the device's peaks, the baselines' timings, the candidate process's start)
+is paid once a run. Why a snapshot: the file the verdict names is the file judged, even if something rewrites
+the workspace meanwhile.
 """
 from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -31,6 +36,12 @@ class Evaluator(Protocol):
 
 
 class HarnessEvaluator:
+    """Evaluations through one long-lived harness process (python -m gpu_harness.service), started at the first
+    call from a scrubbed environment and kept for the next: it keeps the baselines' timings, the device's
+    peaks and a candidate process booted ahead, so that a quick evaluation costs seconds, not a fresh start.
+    A harness that dies or overruns its time is stopped, and the next call starts a new one. `close()` ends it.
+    """
+
     def __init__(self, timeout_s: float = 1800, progress: Callable[[str], None] | None = None,
                  extra_env: dict[str, str] | None = None):
         self.timeout_s = timeout_s
@@ -42,32 +53,112 @@ class HarnessEvaluator:
         if secrets:
             raise ValueError(f"the harness's environment may not carry secrets: {', '.join(secrets)}")
         self.extra_env = dict(extra_env or {})
+        self._proc: subprocess.Popen | None = None
+        self._home: str | None = None        # the harness's scratch folder: its log and the kernel snapshots
+        self._buf = b""
+        self._next_id = 0
 
     def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
-        with tempfile.TemporaryDirectory(prefix="kseek-snapshot-") as tmp:
+        self._ensure_started()
+        with tempfile.TemporaryDirectory(prefix="snapshot-", dir=self._home) as tmp:
             snapshot = Path(tmp) / Path(kernel_path).name
             shutil.copyfile(kernel_path, snapshot)
-            out = Path(tmp) / "result.json"
-            env = scrubbed_env(tmp)
-            env["PYTHONPATH"] = str(REPO_ROOT)
-            for name in ("KSEEK_CACHE_DIR",):  # the harness's build cache location, not a secret
-                if name in os.environ:
-                    env[name] = os.environ[name]
-            env["HOME"] = os.environ.get("HOME", tmp)  # the harness's build cache lives under HOME
-            env.update(self.extra_env)
-            argv = [sys.executable, "-m", "agentloop.eval_child", task, str(snapshot), json.dumps(scenarios),
-                    str(out), str(self.timeout_s)]
-            try:
-                proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True,
-                                      timeout=self.timeout_s + 60)
-            except subprocess.TimeoutExpired:
-                raise EvaluatorError(f"the harness did not finish within {self.timeout_s + 60:g} s") from None
-            if self.progress:
-                for line in proc.stderr.splitlines():
-                    self.progress(line)
-            if proc.returncode != 0 or not out.exists():
-                tail = (proc.stderr or proc.stdout).strip()[-2000:]
-                raise EvaluatorError(f"the harness failed (exit code {proc.returncode}): {tail}")
-            result = json.loads(out.read_text())
+            self._next_id += 1
+            rid = self._next_id
+            self._send({"id": rid, "task": task, "kernel": str(snapshot), "scenarios": scenarios,
+                        "timeout_s": self.timeout_s})
+            deadline = time.monotonic() + self.timeout_s + 60
+            while True:
+                msg = self._receive(deadline)
+                if msg.get("id") != rid:
+                    continue
+                if "progress" in msg:
+                    if self.progress:
+                        self.progress(str(msg["progress"]))
+                    continue
+                if "error" in msg:
+                    raise EvaluatorError(f"the harness refused the request: {msg['error']}")
+                result = msg.get("result")
+                if not isinstance(result, dict):
+                    self.close()
+                    raise EvaluatorError(f"the harness answered without a result: {str(msg)[:300]}")
+                break
         result["kernel_path"] = str(kernel_path)
         return result
+
+    def _ensure_started(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self.close()
+        self._home = tempfile.mkdtemp(prefix="kseek-harness-")
+        env = scrubbed_env(self._home)
+        env["PYTHONPATH"] = str(REPO_ROOT)
+        for name in ("KSEEK_CACHE_DIR",):  # the harness's build cache location, not a secret
+            if name in os.environ:
+                env[name] = os.environ[name]
+        env["HOME"] = os.environ.get("HOME", self._home)  # the harness's build cache lives under HOME
+        env.update(self.extra_env)
+        with open(Path(self._home) / "harness.log", "wb") as log:
+            self._proc = subprocess.Popen([sys.executable, "-m", "gpu_harness.service"], cwd=self._home, env=env,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                          start_new_session=True)
+        self._buf = b""
+
+    def _send(self, request: dict) -> None:
+        try:
+            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.flush()
+        except OSError as exc:
+            tail = self._log_tail()
+            self.close()
+            raise EvaluatorError(f"the harness process is gone ({exc}): {tail}") from None
+
+    def _receive(self, deadline: float) -> dict:
+        out = self._proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise EvaluatorError(f"the harness did not finish within {self.timeout_s + 60:g} s")
+            ready, _, _ = select.select([out], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(out, 1 << 20)
+            if not chunk:
+                code = self._proc.wait()
+                tail = self._log_tail()
+                self.close()
+                raise EvaluatorError(f"the harness failed (exit code {code}): {tail}")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            self.close()
+            raise EvaluatorError(f"the harness wrote an unreadable line: {line[:300]!r}") from None
+
+    def _log_tail(self) -> str:
+        try:
+            return (Path(self._home) / "harness.log").read_text(errors="replace").strip()[-2000:]
+        except (OSError, TypeError):
+            return ""
+
+    def close(self) -> None:
+        """Stop the harness process (and, with it, the candidate process it had booted ahead)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()           # the harness ends when its input closes ...
+                proc.wait(timeout=15)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)   # ... and whatever is left of its process group goes
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
+        if self._home:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None

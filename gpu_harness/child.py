@@ -1,4 +1,5 @@
-"""The candidate's process. Started fresh by the parent for each evaluation (python -m gpu_harness.child).
+"""The candidate's process. A fresh one for each evaluation (python -m gpu_harness.child TASK), booted before
+its job arrives on the command pipe (gpu_harness/runner.py), so that its start overlaps the parent's work.
 
 It loads the candidate library, makes inputs from the seeds the parent chose, poisons outputs, calls the
 candidate, puts the outputs into an output slot the parent reads (gpu_harness/exchange.py), and times calls
@@ -12,6 +13,7 @@ Protocol: JSON lines. Child -> parent on --msg-fd, parent -> child on --cmd-fd.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -51,16 +53,37 @@ class Channel:
         return self.slots.take(self._read)
 
 
+class _Stopwatch:
+    """spent("part") as a context manager adds the block's wall time to seconds["part"]."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, part: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[part] = self.seconds.get(part, 0.0) + time.perf_counter() - t0
+
+
 def _fresh_fraction() -> float:
     # decided after each timed call, from the OS: the candidate cannot know beforehand whether a call is checked
     return int.from_bytes(os.urandom(4), "little") / 2**32
 
 
-def run(job: dict, ch: Channel) -> None:
+def run(task_name: str, ch: Channel) -> None:
     from .tasks import derive_seed, get_task
-    task = get_task(job["task"])
+    task = get_task(task_name)
     facts = task.child_setup()
     ch.send(ev="ready", **facts)
+    cmd = ch.recv()                  # booted ahead of its job: wait for it (or for the parent to let us go)
+    if cmd.get("cmd") == "exit":
+        return
+    if cmd.get("cmd") != "job":
+        raise ValueError(f"expected a job, got {cmd.get('cmd')!r}")
+    job = cmd["job"]
 
     lib = ctypes.CDLL(job["lib"], mode=os.RTLD_LOCAL)
     fn = task.bind(lib)
@@ -73,33 +96,40 @@ def run(job: dict, ch: Channel) -> None:
 
     try:
         # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
+        spent = _Stopwatch()          # where this phase's time goes on this side (diagnostics for the parent)
         for sc in job["scenarios"]:
             params = sc["params"]
             for run_name in ("a", "a2", "b"):
                 seed = sc["seed_b"] if run_name == "b" else sc["seed_a"]
-                inputs = task.make_inputs(params, seed)
-                outputs = task.new_outputs(params)
-                err = task.sync_error()
+                with spent("inputs"):
+                    inputs = task.make_inputs(params, seed)
+                    outputs = task.new_outputs(params)
+                    err = task.sync_error()
                 if err:
                     ch.send(ev="device_error", sid=sc["id"], run=run_name, error="before the call: " + err)
                     return
                 ch.send(ev="calling", sid=sc["id"], run=run_name)
-                rc = task.invoke(fn, inputs, outputs, params)
-                err = task.sync_error()
+                with spent("calls"):
+                    rc = task.invoke(fn, inputs, outputs, params)
+                    err = task.sync_error()
                 if err:
                     ch.send(ev="device_error", sid=sc["id"], run=run_name, error=err)
                     return
                 if rc != 0:
                     ch.send(ev="unsupported", sid=sc["id"], run=run_name, rc=rc)
                     break
-                slot = ch.take_slot()
-                task.export_outputs(outputs, slot)
+                with spent("slot_wait"):
+                    slot = ch.take_slot()
+                with spent("export"):
+                    task.export_outputs(outputs, slot)
                 ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, slot=slot)
                 del inputs, outputs
             else:
-                _warm_baselines(task, sc, job.get("baselines", []), base_libs, derive_seed, baselines)
-        baselines.finish_warming()
-        ch.send(ev="checked")
+                with spent("warm_submit"):
+                    _warm_baselines(task, sc, job.get("baselines", []), base_libs, derive_seed, baselines)
+        with spent("warm_wait"):
+            baselines.finish_warming()
+        ch.send(ev="checked", seconds=spent.seconds)
 
         # ---- timing, scenario by scenario, as the parent asks ----
         while True:
@@ -239,15 +269,13 @@ def _repeats(est_ms: float, cmd: dict) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("job")
+    ap.add_argument("task")
     ap.add_argument("--msg-fd", type=int, required=True)
     ap.add_argument("--cmd-fd", type=int, required=True)
     args = ap.parse_args(argv)
     ch = Channel(args.msg_fd, args.cmd_fd)
-    with open(args.job) as f:
-        job = json.load(f)
     try:
-        run(job, ch)
+        run(args.task, ch)
     except SystemExit:
         raise
     except BaseException as e:  # report, then die: the parent decides what it means

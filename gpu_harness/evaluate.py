@@ -8,12 +8,11 @@ time a batch of calls with this process's own clock.
 """
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
 import hashlib
 import os
-import shutil
 import socket
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -52,9 +51,13 @@ def _new_seed() -> int:
 def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = "quick",
              baselines: list[str] | None = None, seed: int | None = None,
              progress: Callable[[str], None] | None = None, timeout_s: float | None = None,
-             arch: str | None = None, baseline_cache: bool = True, timing: bool = True) -> EvalResult:
+             arch: str | None = None, baseline_cache: bool = True, timing: bool = True,
+             spare_child: bool = False) -> EvalResult:
     """Judge a candidate kernel. Raises ValueError only for a bad task name or scenario list (caller errors);
-    everything the kernel does wrong ends up in the returned EvalResult."""
+    everything the kernel does wrong ends up in the returned EvalResult.
+
+    `spare_child`: when done, boot the next evaluation's child process now (a process that evaluates again
+    and again, like the harness service, then skips the child's start of ~4 s on a GPU host)."""
     say = progress or (lambda _msg: None)
     t_start = time.monotonic()
     deadline = None if timeout_s is None else t_start + timeout_s
@@ -63,7 +66,8 @@ def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = 
     res = EvalResult(task=t.name, kernel_sha256="", kernel_source="", status="error", host=socket.gethostname(),
                      started_at=_now(), kernel_path=str(kernel))
     try:
-        _evaluate_into(res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache, timing)
+        _evaluate_into(res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache, timing,
+                       spare_child)
     finally:
         res.finished_at = _now()
         res.wall_s = round(time.monotonic() - t_start, 3)
@@ -71,12 +75,31 @@ def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = 
     return res
 
 
-def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arch, baseline_cache, timing) -> None:
+def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arch, baseline_cache, timing,
+                   spare_child) -> None:
     try:
         source = kernel.read_text()
     except (OSError, UnicodeDecodeError) as e:
         res.reason = f"cannot read kernel {kernel}: {e}"
         return
+    why = t.runtime_unavailable()
+    # the candidate's process starts now (or was started ahead): its imports and CUDA start overlap the build
+    session = None if why else _take_child(t)
+    try:
+        _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache,
+                      timing, session, why)
+    finally:
+        if session is not None:
+            if spare_child and not session.started:
+                _SPARES.setdefault(_spare_key(t), session)     # never given a job: still as good as new
+            else:
+                session.close()
+        if spare_child and not why:
+            _boot_spare(t)
+
+
+def _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache, timing,
+                  session, why) -> None:
     res.kernel_source = source
     res.kernel_sha256 = hashlib.sha256(source.encode()).hexdigest()
     names = list(t.default_baselines if baselines is None else baselines)
@@ -98,7 +121,6 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
         if b.log:
             res.build["log"] = b.log[-3000:]
         return
-    why = t.runtime_unavailable()
     if why:
         res.status = "compiled"
         res.reason = why
@@ -120,14 +142,42 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
         res.reason = str(e)
         return
 
-    workdir = tempfile.mkdtemp(prefix="kseek-eval-")   # job file, child log, the CPU task's output files
     try:
-        _run_child(res, t, b.lib_path, selected, runnable, libs, seed, say, deadline, limits, workdir,
-                   facts, baseline_cache, timing)
+        _run_child(res, t, session, b.lib_path, selected, runnable, libs, seed, say, deadline, limits, facts,
+                   baseline_cache, timing)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
         res.reference = t.reference_note()
     _finish(res, selected, names)
+
+
+# (task, the child's environment) -> a child process booted ahead for this process's next evaluation
+_SPARES: dict[tuple, ChildSession] = {}
+
+
+def _spare_key(t) -> tuple:
+    return t.name, ChildSession.environment_key(t.child_env())
+
+
+def _take_child(t) -> ChildSession:
+    spare = _SPARES.pop(_spare_key(t), None)
+    if spare is not None and spare.alive():
+        return spare
+    if spare is not None:
+        spare.close()
+    return ChildSession(t.name, t.child_env())
+
+
+def _boot_spare(t) -> None:
+    key = _spare_key(t)
+    if key not in _SPARES:
+        _SPARES[key] = ChildSession(t.name, t.child_env())
+
+
+@atexit.register
+def close_spares() -> None:
+    """Stop the children booted ahead (they would also stop by themselves once this process is gone)."""
+    while _SPARES:
+        _SPARES.popitem()[1].close()
 
 
 def _left(deadline, stage_s):
@@ -136,9 +186,9 @@ def _left(deadline, stage_s):
     return max(0.0, min(stage_s, deadline - time.monotonic()))
 
 
-def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed, say, deadline, limits, workdir,
-               facts, baseline_cache, timing=True) -> None:
-    outdir = os.path.join(workdir, "out")
+def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario], runnable, libs, seed, say,
+               deadline, limits, facts, baseline_cache, timing=True) -> None:
+    outdir = os.path.join(session.workdir, "out")
     os.makedirs(outdir)
     by_id = {s.id: s for s in selected}
     outcome = {o.id: o for o in res.scenarios}
@@ -149,12 +199,12 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
         (t.name, s.id, device, versions, n) not in _BASELINE_CACHE for s in selected)]
     job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs,
            "baselines": uncached if timing else []}      # for the child to warm up while we judge
-    session = ChildSession(job, workdir, t.child_env())
     current, current_sid = "starting the candidate's process", None
     phases = res.phases
     phases["judge_s"] = 0.0
     t_phase = time.monotonic()
     try:
+        session.start(job)
         ready = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)
         if ready.get("ev") == "exception":
             raise ChildFailed("crash", ready.get("error", "child failed to start"))
@@ -195,7 +245,9 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
         done_count = 0
         timeout_next = STAGE_TIMEOUT_S
         while True:
+            t_wait = time.monotonic()
             msg = session.recv(_left(deadline, timeout_next), current)
+            phases["wait_child_s"] = phases.get("wait_child_s", 0.0) + time.monotonic() - t_wait
             ev = msg.get("ev")
             if ev == "calling":
                 sc = by_id[msg["sid"]]
@@ -204,6 +256,9 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
                 continue
             timeout_next = STAGE_TIMEOUT_S
             if ev == "checked":
+                for part, secs in (msg.get("seconds") or {}).items():      # the child's word: diagnostics only
+                    if isinstance(secs, (int, float)):
+                        phases[f"child_{part}_s"] = secs
                 break
             if ev in ("device_error", "exception"):
                 stop_reason = f"{msg.get('sid', '')} ({msg.get('run', '')}): {msg.get('error')}"
@@ -220,7 +275,9 @@ def _run_child(res, t, lib_path, selected: list[Scenario], runnable, libs, seed,
             if ev != "outputs":
                 raise ChildFailed("protocol", f"unexpected message {ev!r}")
             run = msg["run"]
+            t_take = time.monotonic()
             outputs = take(by_id[sid].params, msg["slot"])
+            phases["take_s"] = phases.get("take_s", 0.0) + time.monotonic() - t_take
             if run == "a2":
                 same = t.identical(first_run.pop(sid), outputs)
                 verdicts[sid].append((same, None if same else

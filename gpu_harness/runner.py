@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,27 +25,50 @@ class ChildFailed(Exception):
 
 
 class ChildSession:
-    def __init__(self, job: dict, workdir: str, extra_env: dict | None = None):
-        self.workdir = workdir
-        job_path = os.path.join(workdir, "job.json")
-        with open(job_path, "w") as f:
-            json.dump(job, f)
-        self.log_path = os.path.join(workdir, "child.log")
+    """The candidate's process, booted before its job is known: its imports, CUDA start and the task's setup
+    overlap the build (or wait, started ahead, for the next evaluation); `start(job)` then hands it the job
+    over the command pipe. It owns a scratch folder (its log, the CPU task's output files) that `close`
+    removes."""
+
+    def __init__(self, task: str, extra_env: dict | None = None):
+        self.task = task
+        self.started = False                 # given a job
+        child_env = self.environment(extra_env)
+        self.env_key = self.environment_key(extra_env)
+        self.workdir = tempfile.mkdtemp(prefix="kseek-eval-")
+        self.log_path = os.path.join(self.workdir, "child.log")
         msg_r, msg_w = os.pipe()
         cmd_r, cmd_w = os.pipe()
-        child_env = {**os.environ, **(extra_env or {})}
-        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), child_env.get("PYTHONPATH")) if p)
-        child_env["PYTHONUNBUFFERED"] = "1"
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gpu_harness.child", job_path, "--msg-fd", str(msg_w), "--cmd-fd", str(cmd_r)],
-                pass_fds=(msg_w, cmd_r), stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=workdir,
+                [sys.executable, "-m", "gpu_harness.child", task, "--msg-fd", str(msg_w), "--cmd-fd", str(cmd_r)],
+                pass_fds=(msg_w, cmd_r), stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.workdir,
                 env=child_env, start_new_session=True)
         os.close(msg_w)
         os.close(cmd_r)
         self._msg = msg_r
         self._cmd = cmd_w
         self._buf = b""
+        self._closed = False
+
+    @staticmethod
+    def environment(extra_env: dict | None = None) -> dict:
+        env = {**os.environ, **(extra_env or {})}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    @classmethod
+    def environment_key(cls, extra_env: dict | None = None) -> int:
+        """Equal for two sessions started with the same environment (a spare is used only then)."""
+        return hash(tuple(sorted(cls.environment(extra_env).items())))
+
+    def alive(self) -> bool:
+        return not self._closed and self.proc.poll() is None
+
+    def start(self, job: dict) -> None:
+        self.started = True
+        self.send(cmd="job", job=job)
 
     def log_tail(self, n: int = 1500) -> str:
         try:
@@ -74,12 +99,17 @@ class ChildSession:
             raise ChildFailed("protocol", f"unreadable message from the child: {e}") from e
 
     def send(self, **cmd) -> None:
+        data = (json.dumps(cmd) + "\n").encode()
         try:
-            os.write(self._cmd, (json.dumps(cmd) + "\n").encode())
+            while data:               # a job is larger than a pipe's buffer: written as the child reads it
+                data = data[os.write(self._cmd, data):]
         except (BrokenPipeError, OSError) as e:
             raise ChildFailed("crash", f"the candidate's process is gone ({e})") from e
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.send(cmd="exit")
         except ChildFailed:
@@ -94,6 +124,7 @@ class ChildSession:
                 os.close(fd)
             except OSError:
                 pass
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def _describe_exit(code: int | None) -> str:

@@ -1,0 +1,61 @@
+"""The loop's evaluator keeps one harness process for a run (gpu_harness/service.py), and survives losing it."""
+import os
+import shutil
+import signal
+
+import pytest
+
+from agentloop.evaluator import EvaluatorError, HarnessEvaluator
+from tests.agentloop.helpers import NAIVE
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+SMALL = ["m7_n13_k5"]
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    path = tmp_path / "kernel.cpp"
+    path.write_text(NAIVE)
+    return path
+
+
+def test_evaluations_of_a_run_share_one_harness_process_and_report_progress(kernel):
+    lines = []
+    evaluator = HarnessEvaluator(timeout_s=300, progress=lines.append)
+    try:
+        first = evaluator("matmul_cpu", kernel, SMALL)
+        pid = evaluator._proc.pid
+        second = evaluator("matmul_cpu", kernel, SMALL)
+        assert evaluator._proc.pid == pid
+    finally:
+        evaluator.close()
+    for result in (first, second):
+        assert result["status"] == "correct" and result["kernel_path"] == str(kernel)
+    assert first["seed"] != second["seed"]                   # a fresh seed every time
+    assert any(line.startswith("building") for line in lines)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)                                       # close() ended it
+
+
+def test_a_harness_that_died_is_started_again_on_the_next_call(kernel):
+    evaluator = HarnessEvaluator(timeout_s=300)
+    try:
+        evaluator("matmul_cpu", kernel, SMALL)
+        os.killpg(evaluator._proc.pid, signal.SIGKILL)
+        evaluator._proc.wait()
+        again = evaluator("matmul_cpu", kernel, SMALL)
+        assert again["status"] == "correct"
+    finally:
+        evaluator.close()
+
+
+def test_a_bad_request_is_an_evaluator_error_and_the_harness_stays(kernel):
+    evaluator = HarnessEvaluator(timeout_s=300)
+    try:
+        with pytest.raises(EvaluatorError, match="no_such_scenario"):
+            evaluator("matmul_cpu", kernel, ["no_such_scenario"])
+        pid = evaluator._proc.pid
+        assert evaluator("matmul_cpu", kernel, SMALL)["status"] == "correct"
+        assert evaluator._proc.pid == pid
+    finally:
+        evaluator.close()
