@@ -78,9 +78,7 @@ def run(task_name: str, ch: Channel) -> None:
     task = get_task(task_name)
     facts = task.child_setup()
     ch.send(ev="ready", **facts)
-    cmd = ch.recv()                  # booted ahead of its job: wait for it (or for the parent to let us go)
-    if cmd.get("cmd") == "exit":
-        return
+    cmd = ch.recv()                  # booted ahead of its job: wait for it (the parent kills us when done)
     if cmd.get("cmd") != "job":
         raise ValueError(f"expected a job, got {cmd.get('cmd')!r}")
     job = cmd["job"]
@@ -134,8 +132,6 @@ def run(task_name: str, ch: Channel) -> None:
         # ---- timing, scenario by scenario, as the parent asks ----
         while True:
             cmd = ch.recv()
-            if cmd["cmd"] == "exit":
-                return
             if cmd["cmd"] != "time":
                 raise ValueError(f"unknown command {cmd!r}")
             sc = cmd["scenario"]

@@ -82,9 +82,15 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
     except (OSError, UnicodeDecodeError) as e:
         res.reason = f"cannot read kernel {kernel}: {e}"
         return
+    # the candidate's process starts now (or was started ahead): its imports and CUDA start overlap this
+    # process's own imports (the runtime check imports torch) and the build
+    session = _take_child(t) if t.may_run_here() else None
+    t0 = time.monotonic()
     why = t.runtime_unavailable()
-    # the candidate's process starts now (or was started ahead): its imports and CUDA start overlap the build
-    session = None if why else _take_child(t)
+    res.phases["runtime_check_s"] = round(time.monotonic() - t0, 2)
+    if why and session is not None:
+        session.close()
+        session = None
     try:
         _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache,
                       timing, session, why)

@@ -33,7 +33,8 @@ constexpr int BC = 64;                 // keys per tile
 constexpr int WARPS = 8;
 constexpr int THREADS = WARPS * 32;
 constexpr int WARP_ROWS = BR / WARPS;  // 8: two row groups of 4
-constexpr int P_STRIDE = BC + 4;       // padding: the two row groups' P rows fall in different banks
+constexpr int P_STRIDE = BC;           // no padding: 4 more floats a row would cost 1 KB a block, and two
+                                       // blocks of 112 KB (D = 128) would no longer fit on one SM
 
 __device__ inline float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ inline float to_float(__half x) { return __half2float(x); }
@@ -69,7 +70,9 @@ constexpr size_t smem_bytes() {       // Q^T, K^T, V tiles and the warps' P buff
     return (size_t(D) * BR + size_t(D) * BC + size_t(BC) * D + size_t(WARPS) * WARP_ROWS * P_STRIDE) * 4;
 }
 
-// Two blocks per SM up to D = 128 (112 KB of shared memory each), one above.
+// Two blocks per SM up to D = 128 (112 KB of shared memory each, 127 registers a thread), one above. With one
+// block of 8 warps an SM issued on 58% of its cycles (ncu, D = 128 on an H200), too few warps to hide the
+// shared-memory latency.
 template <typename T, int D>
 __global__ void __launch_bounds__(THREADS, D <= 128 ? 2 : 1)
 attention_reference(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -124,6 +127,9 @@ attention_reference(const T* __restrict__ q, const T* __restrict__ k, const T* _
         for (int i = 0; i < COLS; ++i) acc[r][i] = 0.f;
     }
     float* my_p = pbuf + warp * WARP_ROWS * P_STRIDE;
+    // The two row groups read their P rows 4 * P_STRIDE floats apart, in the same banks: the second group's
+    // columns are XOR-ed by 16 so that its float4 falls in other banks (one shared-memory pass, not two).
+    const int swizzle = rg * 16;
 
     for (int j0 = 0; j0 < key_end; j0 += BC) {
         __syncthreads();                   // every warp is done with the previous tile (and Q is stored)
@@ -188,7 +194,7 @@ attention_reference(const T* __restrict__ q, const T* __restrict__ k, const T* _
             m[r] = m_new;
 #pragma unroll
             for (int i = 0; i < COLS; ++i) acc[r][i] *= alpha;
-            *reinterpret_cast<float4*>(my_p + (rg * 4 + r) * P_STRIDE + cg * 4) =
+            *reinterpret_cast<float4*>(my_p + (rg * 4 + r) * P_STRIDE + ((cg * 4) ^ swizzle)) =
                 make_float4(s[r][0], s[r][1], s[r][2], s[r][3]);
         }
         __syncwarp();
@@ -199,7 +205,8 @@ attention_reference(const T* __restrict__ q, const T* __restrict__ k, const T* _
         for (int j = 0; j < BC; j += 4) {
             float4 p4[4];
 #pragma unroll
-            for (int r = 0; r < 4; ++r) p4[r] = *reinterpret_cast<const float4*>(pw + r * P_STRIDE + j);
+            for (int r = 0; r < 4; ++r)
+                p4[r] = *reinterpret_cast<const float4*>(pw + r * P_STRIDE + (j ^ swizzle));
 #pragma unroll
             for (int jj = 0; jj < 4; ++jj) {
                 const float* vrow = vs + (j + jj) * D + 2 * cg;

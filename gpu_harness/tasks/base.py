@@ -83,6 +83,11 @@ class Task:
         return self.call_timeout_base_s + sc.flops / self.call_timeout_min_rate
 
     # ---- environment ----
+    def may_run_here(self) -> bool:
+        """A cheap guess, before the (slower) runtime check, that candidates can run on this machine: if so,
+        the candidate's process is started at once."""
+        return not self.needs_gpu or os.path.exists("/dev/nvidiactl")
+
     def runtime_unavailable(self) -> str | None:
         """None when candidates can run here; else why not (e.g. no GPU)."""
         return None
