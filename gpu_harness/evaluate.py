@@ -91,6 +91,8 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
     if why and session is not None:
         session.close()
         session = None
+    elif not why and session is None:          # the guess was wrong: candidates can run here after all
+        session = _take_child(t)
     try:
         _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache,
                       timing, session, why)
