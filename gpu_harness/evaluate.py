@@ -206,7 +206,8 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
     uncached = [n for n in runnable if not baseline_cache or any(
         (t.name, s.id, device, versions, n) not in _BASELINE_CACHE for s in selected)]
     job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs,
-           "baselines": uncached if timing else []}      # for the child to warm up while we judge
+           # for the child to call once per scenario while we judge (see Task.baselines_to_warm)
+           "baselines": [n for n in uncached if n in t.baselines_to_warm] if timing else []}
     current, current_sid = "starting the candidate's process", None
     phases = res.phases
     phases["judge_s"] = 0.0

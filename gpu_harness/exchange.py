@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import ctypes
 
-SLOTS = 4                     # >= the timed calls judged per scenario (TIMING["checks"]) + 1
+# How many outputs the child may run ahead of the judge (>= the timed calls judged per scenario + 1). With 4,
+# in a full attention grid on an H200 the child waited 12 s for a slot and the judge 10 s for the child, of a
+# 25 s correctness phase: each was busy while the other waited. 8 slots of the largest output are 512 MB.
+SLOTS = 8
 ALIGN = 256                   # each tensor in a slot starts on this boundary
 
 
