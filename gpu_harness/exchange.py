@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import ctypes
 
-# How many outputs the child may run ahead of the judge (>= the timed calls judged per scenario + 1). With 4,
-# in a full attention grid on an H200 the child waited 12 s for a slot and the judge 10 s for the child, of a
-# 25 s correctness phase: each was busy while the other waited. 8 slots of the largest output are 512 MB.
-SLOTS = 8
+# How many outputs the child may run ahead of the judge (>= the timed calls judged per scenario + 1). In a full
+# attention grid on an H200 the child waits ~12 s for a slot and the judge ~10 s for the child, of a 25 s
+# correctness phase; 8 slots did not change that (14 s and 8 s, on a machine slower in everything that day),
+# so the two take turns for another reason (they share the GPU by time slices), and 4 stay.
+SLOTS = 4
 ALIGN = 256                   # each tensor in a slot starts on this boundary
 
 
