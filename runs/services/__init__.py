@@ -1,0 +1,64 @@
+"""Every write to runs, steps, questions, kernels, evaluations and worker hosts.
+
+Each function keeps one invariant that a plain `save()` would not, and says which. Views, consumers and
+commands call these (`from runs.services import run_start`); nothing else writes these models. One module
+per thing written:
+
+    errors         ServiceError and its kinds
+    tasks          task_upsert
+    runs           queue, claim, status transitions, pause/resume/stop, a person's message, a worker's assignment
+    steps          step_record: each event of a run stored exactly once
+    questions      proposed, decided once by a reviewer, asked by a person
+    kernels        kernel_record, kernel_release, evaluation_record (a verdict and its per-scenario rows)
+    workers        worker hosts and their hashed tokens, hello, the runs a host lost
+    directives     instructions for the worker holding a run, kept until it acknowledges them
+    worker_events  one event from a worker, with what it implies
+    event_batches  many worker events in one transaction
+    trace_import   a browsable run made from a trace file
+"""
+
+from runs.services.directives import (
+    directive_acknowledge,
+    directive_mark_sent,
+    directive_send,
+    directive_wire_message,
+    directives_pending_for,
+    worker_group,
+)
+from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict
+from runs.services.event_batches import EventOutcome, worker_events_record
+from runs.services.kernels import evaluation_record, kernel_record, kernel_release, sha256_text
+from runs.services.questions import (
+    question_ask_human,
+    question_by_ref,
+    question_decide,
+    question_propose,
+    question_ref_of,
+    question_review,
+)
+from runs.services.runs import run_assignment, run_claim, run_control, run_send_human_message, run_set_status, run_start
+from runs.services.steps import StepRecorded, step_record
+from runs.services.tasks import task_upsert
+from runs.services.trace_import import trace_import
+from runs.services.worker_events import apply_step_effects, worker_event_record
+from runs.services.workers import (
+    HELD_STATUSES,
+    hash_token,
+    worker_hello,
+    worker_host_authenticate,
+    worker_host_create,
+    worker_host_revoke,
+    worker_host_rotate_token,
+    worker_runs_reconcile,
+)
+
+__all__ = [
+    "HELD_STATUSES", "EventOutcome", "QuestionAlreadyDecided", "ServiceError", "StepConflict", "StepRecorded",
+    "apply_step_effects", "directive_acknowledge", "directive_mark_sent", "directive_send", "directive_wire_message",
+    "directives_pending_for", "evaluation_record", "hash_token", "kernel_record", "kernel_release",
+    "question_ask_human", "question_by_ref", "question_decide", "question_propose", "question_ref_of",
+    "question_review", "run_assignment", "run_claim", "run_control", "run_send_human_message", "run_set_status",
+    "run_start", "sha256_text", "step_record", "task_upsert", "trace_import", "worker_event_record",
+    "worker_events_record", "worker_group", "worker_hello", "worker_host_authenticate", "worker_host_create",
+    "worker_host_revoke", "worker_host_rotate_token", "worker_runs_reconcile",
+]

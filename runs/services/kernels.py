@@ -1,0 +1,91 @@
+"""Writes to kernels and evaluations (a harness verdict with its per-scenario rows)."""
+
+import hashlib
+
+from django.db import transaction
+
+from runs.events import publish_after_commit
+from runs.models import Evaluation, EvaluationStatus, Kernel, Run, ScenarioResult, Step, Task
+from runs.services.errors import ServiceError
+from runs.services.steps import as_datetime
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def kernel_record(
+    *, source: str, task: Task | None = None, language: str = "cuda", target_arch: str = "", filename: str = "",
+    parent: Kernel | None = None, run: Run | None = None, step: Step | None = None,
+) -> Kernel:
+    """Store a kernel's source. Within one run the same source is one kernel, however often it is evaluated."""
+    digest = sha256_text(source)
+    if run is not None:
+        existing = Kernel.objects.filter(run=run, sha256=digest).first()
+        if existing:
+            return existing
+    return Kernel.objects.create(
+        source=source, sha256=digest, task=task, language=language, target_arch=target_arch, filename=filename,
+        parent=parent, run=run, step=step,
+    )
+
+
+def kernel_release(*, kernel: Kernel, name: str) -> Kernel:
+    if not name:
+        raise ServiceError("a released kernel needs a name")
+    with transaction.atomic():
+        Kernel.objects.filter(released=True, release_name=name).exclude(pk=kernel.pk).update(released=False)
+        kernel.released, kernel.release_name = True, name
+        kernel.save(update_fields=["released", "release_name"])
+    return kernel
+
+
+def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, step: Step | None = None) -> Evaluation:
+    """Store a harness verdict (`EvalResult.to_dict()`) with its per-scenario rows, all or nothing.
+
+    When the evaluation is correct on every scenario it ran and beats the run's best over the run's goal
+    baseline, the run's best speedups move with it.
+    """
+    status = result.get("status")
+    if status not in EvaluationStatus.values:
+        raise ServiceError(f"unknown evaluation status {status!r}")
+    scenarios = result.get("scenarios") or []
+    with transaction.atomic():
+        evaluation = Evaluation.objects.create(
+            kernel=kernel, run=run, step=step, host=result.get("host") or "", gpu_name=result.get("device_name") or "",
+            status=status, reason=result.get("reason") or "", scenario_set=str(result.get("scenario_set") or "")[:40],
+            geomean=result.get("geomean") or {},
+            started_at=as_datetime(result["started_at"]) if result.get("started_at") else None,
+            finished_at=as_datetime(result["finished_at"]) if result.get("finished_at") else None,
+        )
+        ScenarioResult.objects.bulk_create(
+            ScenarioResult(
+                evaluation=evaluation, scenario_id=s["id"], params=s.get("params") or {}, correct=bool(s.get("correct")),
+                error=s.get("error"), reason=s.get("reason") or "", time_ms=s.get("time_ms"), tflops=s.get("tflops"),
+                speedups=s.get("speedup") or {},
+            )
+            for s in scenarios
+        )
+        if run is not None and status == EvaluationStatus.CORRECT:
+            _raise_run_best(run, evaluation)
+    return evaluation
+
+
+def _raise_run_best(run: Run, evaluation: Evaluation) -> None:
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    best = dict(run.best_speedups)
+    for baseline, figures in evaluation.geomean.items():
+        speedup = (figures or {}).get("speedup")
+        if speedup is not None and speedup > best.get(baseline, 0):
+            best[baseline] = speedup
+    goal = evaluation.speedup_over(run.goal[0])
+    fields = []
+    if best != run.best_speedups:
+        run.best_speedups = best
+        fields.append("best_speedups")
+    if goal is not None and (run.best_speedup is None or goal > run.best_speedup):
+        run.best_speedup = goal
+        fields.append("best_speedup")
+    if fields:
+        run.save(update_fields=fields + ["updated_at"])
+        publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)

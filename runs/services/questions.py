@@ -1,0 +1,99 @@
+"""Writes to questions: proposed (by the agent or the bank), decided by a reviewer once, asked by a person."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from questionbank.models import BankQuestion
+from runs.events import publish_after_commit
+from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatus, Run, Step, StepKind
+from runs.services.directives import directive_send
+from runs.services.errors import QuestionAlreadyDecided, ServiceError
+
+
+def question_propose(
+    *, run: Run, text: str, source: str, decision_point: str = "", category: str = "", reason: str = "",
+    bank_entry: BankQuestion | None = None, step: Step | None = None,
+) -> Question:
+    if source not in QuestionSource.values:
+        raise ServiceError(f"unknown question source {source!r}")
+    if not text.strip():
+        raise ServiceError("a question needs text")
+    with transaction.atomic():
+        question = Question.objects.create(
+            run=run, text=text.strip(), source=source, decision_point=decision_point,
+            category=category or (bank_entry.category if bank_entry else ""), reason=reason,
+            bank_entry=bank_entry, step=step,
+        )
+        publish_after_commit(
+            run.pk, {"type": "question.changed", "run_id": run.pk, "question_id": question.pk, "status": question.status},
+            to_all_runs=True,
+        )
+    return question
+
+
+def question_decide(*, question: Question, reviewer, action: str, text: str | None = None) -> Question:
+    """A reviewer's decision on a proposed question: approve, edit (approve a new text) or veto. Once only."""
+    if action not in ("approve", "edit", "veto"):
+        raise ServiceError(f"unknown decision {action!r}: use approve, edit or veto")
+    if action == "edit" and not (text and text.strip()):
+        raise ServiceError("an edit needs the new text")
+    with transaction.atomic():
+        question = Question.objects.select_for_update().get(pk=question.pk)
+        if question.status != QuestionStatus.PROPOSED:
+            raise QuestionAlreadyDecided(f"question {question.pk} was already {question.status}")
+        if action == "edit":
+            question.original_text, question.text = question.text, text.strip()
+        question.status = {"approve": QuestionStatus.APPROVED, "edit": QuestionStatus.EDITED, "veto": QuestionStatus.VETOED}[action]
+        question.reviewer = reviewer
+        question.decided_at = timezone.now()
+        question.save(update_fields=["status", "text", "original_text", "reviewer", "decided_at"])
+        publish_after_commit(
+            question.run_id,
+            {"type": "question.changed", "run_id": question.run_id, "question_id": question.pk, "status": question.status},
+            to_all_runs=True,
+        )
+    return question
+
+
+def question_ask_human(*, run: Run, author, text: str) -> Question:
+    """A question a reviewer writes themselves: approved as it is written."""
+    with transaction.atomic():
+        question = question_propose(run=run, text=text, source=QuestionSource.HUMAN)
+        return question_decide(question=question, reviewer=author, action="approve")
+
+
+def question_ref_of(question: Question) -> str:
+    """The agent's name for a question (the `question_ref` of its `question_proposed` event), or ''."""
+    if question.step is None:
+        return ""
+    return str((question.step.payload or {}).get("question_ref") or "")
+
+
+def question_review(*, question: Question, reviewer, decision: str, text: str | None = None) -> Question:
+    """A reviewer decides a proposed question, and the run's agent is told (a `question_decision` directive).
+
+    `replace` (the reviewer writes their own question) is stored like an edit: the proposal is kept as
+    `original_text`; the agent is told it was a replacement.
+    """
+    if decision not in ("approve", "edit", "veto", "replace"):
+        raise ServiceError(f"unknown decision {decision!r}: use approve, edit, veto or replace")
+    with transaction.atomic():
+        decided = question_decide(
+            question=question, reviewer=reviewer, action="edit" if decision == "replace" else decision, text=text
+        )
+        ref = question_ref_of(decided)
+        if ref:
+            fields = {"question_ref": ref, "decision": decision}
+            if decision in ("edit", "replace"):
+                fields["text"] = decided.text
+            if reviewer is not None:
+                fields["reviewer"] = reviewer.get_username()
+            directive_send(run=decided.run, action=DirectiveAction.QUESTION_DECISION, fields=fields, user=reviewer)
+    return decided
+
+
+def question_by_ref(run: Run, ref: str) -> Question | None:
+    return (
+        Question.objects.filter(run=run, step__kind=StepKind.QUESTION_PROPOSED, step__payload__question_ref=ref)
+        .select_related("step").first()
+    )

@@ -1,0 +1,159 @@
+"""Writes to runs: queue, claim, status changes (with the transitions a run may make), the controls a person
+uses, and the assignment a worker receives."""
+
+import logging
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs.events import publish_after_commit
+from runs.models import FINISHED_STATUSES, DirectiveAction, Directive, ReviewMode, Run, RunStatus, Task, WorkerHost
+from runs.services.directives import directive_send
+from runs.services.errors import ServiceError
+
+_log = logging.getLogger(__name__)
+
+
+def run_start(
+    *, task: Task, model: str, started_by=None, starting_kernel: str | None = None,
+    review_mode: str = ReviewMode.REVIEW, review_timeout_s: int | None = None,
+    goal_baseline: str = "", goal_speedup: float | None = None,
+    budget_steps: int | None = None, budget_tokens: int | None = None, budget_cost_usd: Decimal | None = None,
+    budget_wall_s: int | None = None, budget_evaluations: int | None = None,
+) -> Run:
+    """Queue a run; a worker claims it with `run_claim`."""
+    if review_mode == ReviewMode.REVIEW_TIMEOUT and not review_timeout_s:
+        raise ServiceError("review mode 'review_timeout' needs review_timeout_s")
+    with transaction.atomic():
+        run = Run.objects.create(
+            task=task, model=model, started_by=started_by,
+            starting_kernel=starting_kernel if starting_kernel is not None else task.starting_kernel,
+            review_mode=review_mode, review_timeout_s=review_timeout_s, goal_baseline=goal_baseline,
+            goal_speedup=goal_speedup, budget_steps=budget_steps,
+            budget_tokens=budget_tokens, budget_cost_usd=budget_cost_usd, budget_wall_s=budget_wall_s,
+            budget_evaluations=budget_evaluations,
+        )
+        publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+    return run
+
+
+def run_claim(*, worker: WorkerHost) -> Run | None:
+    """Give the oldest queued run to `worker`. Two workers asking at once never get the same run."""
+    with transaction.atomic():
+        # skip_locked lets concurrent claims on PostgreSQL pass each other; SQLite serialises writers anyway.
+        run = (
+            Run.objects.select_for_update(skip_locked=True)
+            .filter(status=RunStatus.QUEUED, worker__isnull=True)
+            .order_by("created_at", "pk")
+            .first()
+        )
+        if run is None:
+            return None
+        run.worker = worker
+        run.status = RunStatus.RUNNING
+        run.started_at = run.started_at or timezone.now()
+        run.save(update_fields=["worker", "status", "started_at", "updated_at"])
+        publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+    return run
+
+
+_ALLOWED_TRANSITIONS = {
+    RunStatus.QUEUED: {RunStatus.RUNNING, RunStatus.STOPPED, RunStatus.FAILED},
+    RunStatus.RUNNING: {RunStatus.WAITING_REVIEW, RunStatus.PAUSED, *FINISHED_STATUSES},
+    RunStatus.WAITING_REVIEW: {RunStatus.RUNNING, RunStatus.PAUSED, *FINISHED_STATUSES},
+    RunStatus.PAUSED: {RunStatus.RUNNING, RunStatus.QUEUED, *FINISHED_STATUSES},
+}
+
+
+def run_set_status(*, run: Run, status: str) -> Run:
+    """Move a run to `status`. A finished run stays finished; a run does not go back to queued from running."""
+    if status not in RunStatus.values:
+        raise ServiceError(f"unknown run status {status!r}")
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status == status:
+            return run
+        if status not in _ALLOWED_TRANSITIONS.get(run.status, set()):
+            raise ServiceError(f"a run that is {run.status} cannot become {status}")
+        run.status = status
+        fields = ["status", "updated_at"]
+        if status in FINISHED_STATUSES:
+            run.finished_at = timezone.now()
+            fields.append("finished_at")
+        run.save(update_fields=fields)
+        publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": status}, to_all_runs=True)
+    return run
+
+
+_CONTROL_STATUS = {"pause": RunStatus.PAUSED, "resume": RunStatus.RUNNING, "stop": RunStatus.STOPPED}
+
+
+def run_control(*, run: Run, action: str, user=None) -> Run:
+    """Pause, resume or stop a run: its status changes now, and its worker (if any) is told.
+
+    A queued run that no worker holds is simply stopped; pausing it is refused (nothing is running).
+    """
+    if action not in _CONTROL_STATUS:
+        raise ServiceError(f"unknown control {action!r}: use pause, resume or stop")
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.is_finished:
+            raise ServiceError(f"run {run.pk} has finished ({run.status}); it cannot be {action}d")
+        if action == "resume" and run.status != RunStatus.PAUSED:
+            raise ServiceError(f"only a paused run can be resumed; run {run.pk} is {run.status}")
+        if action == "pause" and run.status not in (RunStatus.RUNNING, RunStatus.WAITING_REVIEW):
+            raise ServiceError(f"only a running run can be paused; run {run.pk} is {run.status}")
+        run = run_set_status(run=run, status=_CONTROL_STATUS[action])
+        if run.worker_id is not None:
+            directive_send(run=run, action=action, user=user)
+    return run
+
+
+def run_send_human_message(*, run: Run, user, text: str) -> Directive:
+    text = (text or "").strip()
+    if not text:
+        raise ServiceError("the message is empty")
+    if run.is_finished:
+        raise ServiceError(f"run {run.pk} has finished; nobody would read the message")
+    author = user.get_username() if user is not None else ""
+    return directive_send(run=run, action=DirectiveAction.HUMAN_MESSAGE, fields={"text": text, "author": author}, user=user)
+
+
+def run_assignment(run: Run) -> dict:
+    """The `run` object of an `assign` message (docs/protocol.md 2.3), with the question bank the agent asks from
+    (the active entries, reviewers' own included) and the figures of how each question worked in earlier runs."""
+    task = run.task
+    assignment = {
+        "id": run.pk, "task": task.name, "model": run.model, "starting_kernel": run.starting_kernel,
+        "starting_kernel_name": task.starting_kernel_name or None,
+        "goal": dict(zip(("baseline", "speedup"), run.goal)),
+        "budgets": {
+            "steps": run.budget_steps, "tokens": run.budget_tokens,
+            "cost_usd": float(run.budget_cost_usd) if run.budget_cost_usd is not None else None,
+            "wall_s": run.budget_wall_s, "evaluations": run.budget_evaluations,
+        },
+        "review_mode": run.review_mode, "review_timeout_s": run.review_timeout_s,
+    }
+    return assignment | _assignment_questions()
+
+
+def _assignment_questions() -> dict:
+    """`bank` and `question_stats` for an assignment. The run is already claimed when this runs, so a failure
+    here must not lose the assignment: the fields are optional, and without them the worker uses its bank file."""
+    from questionbank.selectors import bank_entries, selection_stats
+
+    questions = {}
+    try:
+        questions["bank"] = [
+            {"key": e.key, "text": e.text, "category": e.category, "triggers": list(e.triggers), "active": e.active}
+            for e in bank_entries()
+        ]
+    except Exception:  # noqa: BLE001 - see the docstring: the assignment goes out without the bank
+        _log.exception("assignment without the question bank: it could not be read")
+        return questions
+    try:
+        questions["question_stats"] = selection_stats()
+    except Exception:  # noqa: BLE001 - the figures are a help to the agent, not a condition of the run
+        _log.exception("assignment without question stats: they could not be computed")
+    return questions

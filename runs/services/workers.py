@@ -1,0 +1,82 @@
+"""Writes to worker hosts: tokens (stored hashed), hello, and the runs a host lost."""
+
+import hashlib
+import secrets
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs.events import publish_after_commit
+from runs.models import Run, RunStatus, WorkerHost
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def worker_host_create(*, name: str, gpus: list[str] | None = None) -> tuple[WorkerHost, str]:
+    """Register a GPU host. Returns the host and its token; only the token's hash is stored."""
+    token = "kst_" + secrets.token_urlsafe(32)
+    host = WorkerHost.objects.create(name=name, gpus=gpus or [], token_hash=hash_token(token), token_prefix=token[:12])
+    return host, token
+
+
+def worker_host_authenticate(token: str) -> WorkerHost | None:
+    """The active host this token belongs to, or None. Revoked tokens authenticate nobody."""
+    if not token:
+        return None
+    host = WorkerHost.objects.filter(token_hash=hash_token(token), revoked_at__isnull=True).first()
+    if host is not None:
+        WorkerHost.objects.filter(pk=host.pk).update(last_seen=timezone.now())
+    return host
+
+
+def worker_host_rotate_token(*, host: WorkerHost) -> tuple[WorkerHost, str]:
+    """Give a host a new token (the old one stops working at once) and lift a revocation. Returns the token."""
+    token = "kst_" + secrets.token_urlsafe(32)
+    host.token_hash, host.token_prefix, host.revoked_at = hash_token(token), token[:12], None
+    host.save(update_fields=["token_hash", "token_prefix", "revoked_at"])
+    return host, token
+
+
+def worker_host_revoke(*, host: WorkerHost) -> WorkerHost:
+    host.revoked_at = timezone.now()
+    host.save(update_fields=["revoked_at"])
+    return host
+
+
+def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
+    if isinstance(gpus, list) and all(isinstance(g, str) for g in gpus) and gpus != worker.gpus:
+        worker.gpus = gpus[:64]
+        worker.save(update_fields=["gpus"])
+    return worker
+
+
+HELD_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_REVIEW, RunStatus.PAUSED)
+
+
+def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> dict[int, str]:
+    """Runs this worker holds here but did not list in its `hello` (docs/protocol.md 2.4): it has lost them
+    (a wiped state folder, a new machine under the old name), so no event of theirs will come.
+
+    A run with no stored event was never started there (the `assign` may have been lost with the connection):
+    it goes back to the queue for any worker. A run that has events is failed, with the reason, rather than
+    started afresh elsewhere, where a second copy could mix its events with the first's. Returns run id -> new
+    status.
+    """
+    changed = {}
+    with transaction.atomic():
+        held = Run.objects.select_for_update().filter(worker=worker, status__in=HELD_STATUSES)
+        for run in held:
+            if str(run.pk) in active_run_ids:
+                continue
+            if run.step_count == 0:
+                run.status, run.worker, run.started_at = RunStatus.QUEUED, None, None
+                run.status_reason = f"re-queued: worker {worker.name} reconnected without it before it started"
+            else:
+                run.status, run.finished_at = RunStatus.FAILED, timezone.now()
+                run.status_reason = f"worker {worker.name} reconnected without this run: its state is lost"
+            run.save(update_fields=["status", "worker", "started_at", "finished_at", "status_reason", "updated_at"])
+            publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+            changed[run.pk] = run.status
+    return changed
