@@ -109,3 +109,19 @@ def test_service_passes_baselines_and_seed_on(extra):
         proc.wait(timeout=60)
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_a_wrong_guess_that_candidates_cannot_run_here_still_gets_a_child(monkeypatch):
+    from gpu_harness.tasks.matmul_cpu import MatmulCpu
+    monkeypatch.setattr(MatmulCpu, "may_run_here", lambda self: False)
+    r = evaluate("matmul_cpu", NAIVE, scenarios=SMALL)
+    assert r.status == "correct", r.table()
+
+
+def test_timing_stops_early_only_when_every_implementation_is_settled():
+    from gpu_harness.child import _settled
+    cmd = {"early_min": 5, "ci_rel": 0.005}
+    tight, noisy = [1.0, 1.001, 0.999, 1.0, 1.0], [1.0, 1.2, 0.8, 1.1, 0.9]
+    assert _settled([tight, tight], cmd)
+    assert not _settled([tight, noisy], cmd)               # a baseline still moving keeps everyone going
+    assert not _settled([tight], {"early_min": None, "ci_rel": 0.005})   # early stopping switched off
