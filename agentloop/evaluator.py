@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from agentloop.sandbox import is_secret_name, scrubbed_env
+from gpu_harness.runner import LineReader
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +55,7 @@ class HarnessEvaluator:
         self.extra_env = dict(extra_env or {})
         self._proc: subprocess.Popen | None = None
         self._home: str | None = None        # the harness's scratch folder: its log and the kernel snapshots
-        self._buf = b""
+        self._answers: LineReader | None = None
         self._next_id = 0
 
     def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
@@ -102,7 +102,7 @@ class HarnessEvaluator:
             self._proc = subprocess.Popen([sys.executable, "-m", "gpu_harness.service"], cwd=self._home, env=env,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                           start_new_session=True)
-        self._buf = b""
+        self._answers = LineReader(self._proc.stdout.fileno(), chunk=1 << 20)
 
     def _send(self, request: dict) -> None:
         try:
@@ -114,23 +114,16 @@ class HarnessEvaluator:
             raise EvaluatorError(f"the harness process is gone ({exc}): {tail}") from None
 
     def _receive(self, deadline: float) -> dict:
-        out = self._proc.stdout.fileno()
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.close()
-                raise EvaluatorError(f"the harness did not finish within {self.timeout_s + 60:g} s")
-            ready, _, _ = select.select([out], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(out, 1 << 20)
-            if not chunk:
-                code = self._proc.wait()
-                tail = self._log_tail()
-                self.close()
-                raise EvaluatorError(f"the harness failed (exit code {code}): {tail}")
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            line = self._answers.line(deadline)
+        except TimeoutError:
+            self.close()
+            raise EvaluatorError(f"the harness did not finish within {self.timeout_s + 60:g} s") from None
+        if line is None:
+            code = self._proc.wait()
+            tail = self._log_tail()
+            self.close()
+            raise EvaluatorError(f"the harness failed (exit code {code}): {tail}")
         try:
             return json.loads(line)
         except ValueError:

@@ -17,20 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from bench.gpu_timing import best_ms  # noqa: E402
+
 from gpu_harness import get_task  # noqa: E402
 from gpu_harness.tasks.attention_fwd import compare_torch  # noqa: E402
 from gpu_harness.tasks.attention_reference import FusedReference, reference  # noqa: E402
-
-
-def timed(fn, reps):
-    best, out = float("inf"), None
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        out = fn()
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3, out
 
 
 def main(argv=None) -> int:
@@ -54,14 +45,14 @@ def main(argv=None) -> int:
         p = sc.params
         inp = task.make_inputs(p, 1234)
         a = (inp["q"], inp["k"], inp["v"], p["causal"], p["softmax_scale"])
-        t_ms, (ro, rl) = timed(lambda: reference(*a), 1)
-        f_ms, (fo, fl) = timed(lambda: fused(*a, p["dtype"]), 3)
+        t_ms, (ro, rl) = best_ms(lambda: reference(*a), 1)
+        f_ms, (fo, fl) = best_ms(lambda: fused(*a, p["dtype"]), 3)
         co, cl = compare_torch("O", fo, ro), compare_torch("LSE", fl, rl)
         g = torch.Generator().manual_seed(5)
         n = max(1, p["seqlen_q"] // 8)
         rows = torch.randperm(p["seqlen_q"], generator=g)[:n].sort().values.cuda()
-        tr_ms, (rro, rrl) = timed(lambda: reference(*a, rows=rows), 1)
-        fr_ms, (fro, frl) = timed(lambda: fused(*a, p["dtype"], rows=rows), 3)
+        tr_ms, (rro, rrl) = best_ms(lambda: reference(*a, rows=rows), 1)
+        fr_ms, (fro, frl) = best_ms(lambda: fused(*a, p["dtype"], rows=rows), 3)
         cro, crl = compare_torch("O", fro, ro[:, rows]), compare_torch("LSE", frl, rl[:, :, rows])
         bad = co.bad_nonfinite + co.mismatched_special + cl.bad_nonfinite + cl.mismatched_special + \
             cro.bad_nonfinite + cro.mismatched_special + crl.bad_nonfinite + crl.mismatched_special

@@ -7,12 +7,13 @@ difference from the default's result (chunking changes only the GEMM shapes, not
     python3 bench/reference_chunks.py            # on a GPU host
 """
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+
+from bench.gpu_timing import best_ms  # noqa: E402
 
 from gpu_harness.tasks.attention_fwd import _sc, compare_torch  # noqa: E402
 from gpu_harness.tasks.attention_reference import REFERENCE_CHUNK_ELEMS, reference  # noqa: E402
@@ -21,17 +22,6 @@ SHAPES = [("bf16", 1, 16384, 16384, 16, 16, 128, False), ("bf16", 1, 16384, 1638
           ("fp16", 4, 4096, 4096, 8, 8, 256, False), ("bf16", 8, 2048, 2048, 32, 4, 128, True),
           ("fp16", 32, 512, 512, 32, 32, 64, False)]
 CHUNKS = [1 << 28, 1 << 26, 1 << 24, 1 << 22]
-
-
-def best_ms(fn, reps=3):
-    best, out = float("inf"), None
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        out = fn()
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3, out
 
 
 def main() -> dict[int, float]:

@@ -13,7 +13,6 @@ Protocol: JSON lines. Child -> parent on --msg-fd, parent -> child on --cmd-fd.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
 import json
 import os
@@ -23,6 +22,7 @@ import traceback
 
 from .baseline_threads import BaselineThreads
 from .exchange import SLOTS, SlotRing
+from .stopwatch import Stopwatch
 
 
 class Channel:
@@ -53,21 +53,6 @@ class Channel:
         return self.slots.take(self._read)
 
 
-class _Stopwatch:
-    """spent("part") as a context manager adds the block's wall time to seconds["part"]."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def __call__(self, part: str):
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[part] = self.seconds.get(part, 0.0) + time.perf_counter() - t0
-
-
 def _fresh_fraction() -> float:
     # decided after each timed call, from the OS: the candidate cannot know beforehand whether a call is checked
     return int.from_bytes(os.urandom(4), "little") / 2**32
@@ -94,7 +79,7 @@ def run(task_name: str, ch: Channel) -> None:
 
     try:
         # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
-        spent = _Stopwatch()          # where this phase's time goes on this side (diagnostics for the parent)
+        spent = Stopwatch()           # where this phase's time goes on this side (diagnostics for the parent)
         for sc in job["scenarios"]:
             params = sc["params"]
             for run_name in ("a", "a2", "b"):

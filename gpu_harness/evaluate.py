@@ -1,7 +1,8 @@
 """evaluate(): the parent process, which is the judge.
 
-Order of work: read and hash the source; build it (cached) and check its dependencies; pick a fresh seed;
-start the child; take a private copy of each output the child puts into an output slot (exchange.py), free the
+Order of work: read and hash the source; start the child (or take one booted ahead), whose start overlaps
+the rest; build the source (cached) and check its dependencies; pick a fresh seed and give the child its job;
+take a private copy of each output the child puts into an output slot (exchange.py), free the
 slot, and judge the copy against a reference computed here from the same seed; then ask the child to time each
 correct scenario (interleaved with the baselines), judge the outputs of randomly chosen timed calls too, and
 time a batch of calls with this process's own clock.
@@ -21,6 +22,7 @@ from . import verdict
 from .build import build
 from .exchange import SLOTS
 from .result import EvalResult, ScenarioOutcome
+from .stopwatch import Stopwatch
 from .runner import ChildFailed, ChildSession
 from .tasks import Scenario, derive_seed, get_task
 
@@ -211,6 +213,7 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
     current, current_sid = "starting the candidate's process", None
     phases = res.phases
     phases["judge_s"] = 0.0
+    spent = Stopwatch(phases)
     t_phase = time.monotonic()
     try:
         session.start(job)
@@ -238,11 +241,8 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
             return got
 
         def judge(params, seed, outputs, tolerance=None, spot_check=False):
-            t0 = time.monotonic()
-            try:
+            with spent("judge_s"):
                 return t.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
-            finally:
-                phases["judge_s"] += time.monotonic() - t0
 
         # ---- correctness ----
         t_phase = time.monotonic()
@@ -254,9 +254,8 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
         done_count = 0
         timeout_next = STAGE_TIMEOUT_S
         while True:
-            t_wait = time.monotonic()
-            msg = session.recv(_left(deadline, timeout_next), current)
-            phases["wait_child_s"] = phases.get("wait_child_s", 0.0) + time.monotonic() - t_wait
+            with spent("wait_child_s"):
+                msg = session.recv(_left(deadline, timeout_next), current)
             ev = msg.get("ev")
             if ev == "calling":
                 sc = by_id[msg["sid"]]
@@ -284,9 +283,8 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
             if ev != "outputs":
                 raise ChildFailed("protocol", f"unexpected message {ev!r}")
             run = msg["run"]
-            t_take = time.monotonic()
-            outputs = take(by_id[sid].params, msg["slot"])
-            phases["take_s"] = phases.get("take_s", 0.0) + time.monotonic() - t_take
+            with spent("take_s"):
+                outputs = take(by_id[sid].params, msg["slot"])
             if run == "a2":
                 same = t.identical(first_run.pop(sid), outputs)
                 verdicts[sid].append((same, None if same else
@@ -365,17 +363,16 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
 
             # the parent's clock against the in-process timer over the same batch of calls; a disagreement
             # is looked at again (a burst of load on the machine is not a cheat) before it counts
-            t_batch = time.monotonic()
-            for attempt in range(HOST_BATCHES):
-                host, inproc = _host_clock_ms(session, deadline, per_call, current, o, again=attempt > 0)
-                host_net = max(0.0, host - limits.batch_latency_ms / session.batch_n)
-                suspect = verdict.timing_suspicion(inproc, host_net, 0, 0, limits)
-                if attempt == 0 or host / max(inproc, 1e-9) < o.host_ms / max(o.details["inproc_ms"], 1e-9):
-                    o.host_ms, o.details["inproc_ms"] = host, inproc
-                if not suspect:
-                    break
-            session.send(cmd="next")
-            phases["timing_batch_s"] = phases.get("timing_batch_s", 0.0) + time.monotonic() - t_batch
+            with spent("timing_batch_s"):
+                for attempt in range(HOST_BATCHES):
+                    host, inproc = _host_clock_ms(session, deadline, per_call, current, o, again=attempt > 0)
+                    host_net = max(0.0, host - limits.batch_latency_ms / session.batch_n)
+                    suspect = verdict.timing_suspicion(inproc, host_net, 0, 0, limits)
+                    if attempt == 0 or host / max(inproc, 1e-9) < o.host_ms / max(o.details["inproc_ms"], 1e-9):
+                        o.host_ms, o.details["inproc_ms"] = host, inproc
+                    if not suspect:
+                        break
+                session.send(cmd="next")
             suspect = suspect or verdict.timing_suspicion(med, None, sc.flops, sc.bytes, limits)
             if suspect:
                 o.correct = False

@@ -24,6 +24,31 @@ class ChildFailed(Exception):
         self.kind = kind
 
 
+class LineReader:
+    """Lines from a pipe, each waited for until a deadline (the parent's end of the child's message pipe; the
+    agent loop's end of the harness service's answers)."""
+
+    def __init__(self, fd: int, chunk: int = 1 << 16):
+        self.fd, self._chunk, self._buf = fd, chunk, b""
+
+    def line(self, deadline: float) -> bytes | None:
+        """The next line without its newline; None when the writer has closed the pipe. Raises TimeoutError
+        once `deadline` (time.monotonic()) passes with no whole line in."""
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, self._chunk)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+
 class ChildSession:
     """The candidate's process, booted before its job is known: its imports, CUDA start and the task's setup
     overlap the build (or wait, started ahead, for the next evaluation); `start(job)` then hands it the job
@@ -31,10 +56,8 @@ class ChildSession:
     removes."""
 
     def __init__(self, task: str, extra_env: dict | None = None):
-        self.task = task
         self.started = False                 # given a job
         child_env = self.environment(extra_env)
-        self.env_key = self.environment_key(extra_env)
         self.workdir = tempfile.mkdtemp(prefix="kseek-eval-")
         self.log_path = os.path.join(self.workdir, "child.log")
         msg_r, msg_w = os.pipe()
@@ -48,7 +71,7 @@ class ChildSession:
         os.close(cmd_r)
         self._msg = msg_r
         self._cmd = cmd_w
-        self._buf = b""
+        self._lines = LineReader(msg_r)
         self._closed = False
 
     @staticmethod
@@ -78,21 +101,14 @@ class ChildSession:
             return ""
 
     def recv(self, timeout_s: float, waiting_for: str) -> dict:
-        deadline = time.monotonic() + max(0.0, timeout_s)
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ChildFailed("timeout", f"no answer within {timeout_s:.0f}s while {waiting_for}")
-            ready, _, _ = select.select([self._msg], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self._msg, 1 << 16)
-            if not chunk:
-                code = self.proc.wait(timeout=30)
-                raise ChildFailed("crash", f"the candidate's process died ({_describe_exit(code)}) while "
-                                           f"{waiting_for}; its output ends: {self.log_tail(600)!r}")
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            line = self._lines.line(time.monotonic() + max(0.0, timeout_s))
+        except TimeoutError:
+            raise ChildFailed("timeout", f"no answer within {timeout_s:.0f}s while {waiting_for}") from None
+        if line is None:
+            code = self.proc.wait(timeout=30)
+            raise ChildFailed("crash", f"the candidate's process died ({_describe_exit(code)}) while "
+                                       f"{waiting_for}; its output ends: {self.log_tail(600)!r}")
         try:
             return json.loads(line)
         except ValueError as e:

@@ -19,9 +19,9 @@ import ctypes
 import math
 import os
 import threading
-import time
 
 from ..exchange import DeviceExchange, aligned
+from ..stopwatch import Stopwatch
 from ..verdict import Comparison, TimingLimits, judge_outputs, tolerance_from_vendor
 from .attention_reference import FusedReference, reference
 from .base import REPO_ROOT, Judgement, Scenario, Task
@@ -135,6 +135,12 @@ QUICK = [
 def _torch():
     import torch
     return torch
+
+
+def _synchronize():
+    torch = _torch()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def compare_torch(name: str, cand, ref) -> Comparison:
@@ -431,17 +437,9 @@ class AttentionFwd(Task):
             details["rows_checked"] = rows.numel()
         return Judgement(ok, cmps[0].rel_error, tol_o, reason, details)
 
-    @contextlib.contextmanager
     def _spent(self, part):
         """Adds the seconds of the block (its GPU work included: it synchronises) to judge_seconds[part]."""
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            torch = _torch()
-            if torch.cuda.is_available() and torch.cuda.is_initialized():
-                torch.cuda.synchronize()
-            self.judge_seconds[part] = self.judge_seconds.get(part, 0.0) + time.perf_counter() - t0
+        return Stopwatch(self.judge_seconds, settle=_synchronize)(part)
 
 
 SPOT_FRACTION = 8                # a spot check compares 1 query row in 8 ...

@@ -21,6 +21,15 @@ async def claimed_run(socket, **run_fields):
     return run
 
 
+async def two_hosts():
+    """Sockets of two worker hosts, and a run the first one holds."""
+    _, token_a = await sync_to_async(make_worker)("gpu-a")
+    _, token_b = await sync_to_async(make_worker)("gpu-b")
+    socket_a = await connected_worker(token_a)
+    theirs = await claimed_run(socket_a)
+    return socket_a, await connected_worker(token_b), theirs
+
+
 async def test_a_socket_without_a_token_is_closed_with_4401():
     socket = worker_socket(None)
     connected, code = await socket.connect()
@@ -74,11 +83,7 @@ async def test_a_different_event_under_a_used_seq_is_nacked_without_retry():
 
 
 async def test_an_event_for_another_workers_run_is_refused():
-    _, token_a = await sync_to_async(make_worker)("gpu-a")
-    _, token_b = await sync_to_async(make_worker)("gpu-b")
-    socket_a = await connected_worker(token_a)
-    run = await claimed_run(socket_a)
-    socket_b = await connected_worker(token_b)
+    socket_a, socket_b, run = await two_hosts()
     await socket_b.send_json_to(event(run.pk, 0, "note", {"text": "not mine"}))
     reply = await socket_b.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False
@@ -341,11 +346,7 @@ async def test_a_refused_event_in_a_batch_is_nacked_alone_and_the_others_are_ack
 
 
 async def test_events_for_a_run_the_sender_does_not_hold_are_refused_inside_a_batch():
-    _, token_a = await sync_to_async(make_worker)("gpu-a")
-    _, token_b = await sync_to_async(make_worker)("gpu-b")
-    socket_a = await connected_worker(token_a)
-    theirs = await claimed_run(socket_a)
-    socket_b = await connected_worker(token_b)
+    socket_a, socket_b, theirs = await two_hosts()
     mine = await claimed_run(socket_b)
     await socket_b.send_json_to(batch(event(mine.pk, 0, "note", {"text": "mine"}),
                                       event(theirs.pk, 0, "status", {"status": "stopped", "reason": "stopped_by_human"}),
