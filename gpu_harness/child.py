@@ -78,8 +78,13 @@ def run(task_name: str, ch: Channel) -> None:
     ch.send(ev="loaded", exchange=exchange)
 
     try:
-        # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
         spent = Stopwatch()           # where this phase's time goes on this side (diagnostics for the parent)
+        # every scenario's baseline warm-up is queued now, on its owner thread: they run beside the
+        # correctness runs below and are done (or nearly) by the time those are
+        with spent("warm_submit"):
+            for sc in job["scenarios"]:
+                _warm_baselines(task, sc, job.get("baselines", []), base_libs, derive_seed, baselines)
+        # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
         for sc in job["scenarios"]:
             params = sc["params"]
             for run_name in ("a", "a2", "b"):
@@ -107,9 +112,6 @@ def run(task_name: str, ch: Channel) -> None:
                     task.export_outputs(outputs, slot)
                 ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, slot=slot)
                 del inputs, outputs
-            else:
-                with spent("warm_submit"):
-                    _warm_baselines(task, sc, job.get("baselines", []), base_libs, derive_seed, baselines)
         with spent("warm_wait"):
             baselines.finish_warming()
         ch.send(ev="checked", seconds=spent.seconds)
@@ -126,9 +128,10 @@ def run(task_name: str, ch: Channel) -> None:
 
 
 def _warm_baselines(task, sc, names, base_libs, derive_seed, baselines: BaselineThreads) -> None:
-    """Call each baseline once on this scenario's shape, on the thread that will time it, while the parent
-    is busy judging: a library's first call of a shape is slow (cuDNN builds and compiles a plan), and this
-    way that cost overlaps the judging instead of adding to the timing phase."""
+    """Queue one call of each baseline on this scenario's shape, on the thread that will time it, to run
+    during the correctness phase: a library's first call of a shape is slow (cuDNN builds and compiles a
+    plan), and this way that cost overlaps the correctness runs and the judging instead of adding to the
+    timing phase."""
     if not names:
         return
     params = sc["params"]

@@ -20,6 +20,7 @@ import math
 import os
 import threading
 
+from ..ahead import Ahead
 from ..exchange import DeviceExchange, aligned
 from ..stopwatch import Stopwatch
 from ..verdict import Comparison, TimingLimits, judge_outputs, tolerance_from_vendor
@@ -55,7 +56,7 @@ def scenario_id(dtype, b, sq, sk, hq, hkv, d, causal) -> str:
 
 
 def _ahead_key(params: dict, seed: int) -> str:
-    """Which scenario and inputs a cuDNN output computed ahead (VendorAhead) belongs to."""
+    """Which scenario and inputs a result computed ahead of the judge (gpu_harness/ahead.py) belongs to."""
     return scenario_id(params["dtype"], params["batch"], params["seqlen_q"], params["seqlen_k"], params["heads_q"],
                        params["heads_kv"], params["head_dim"], params["causal"]) + f":{seed}"
 
@@ -137,30 +138,36 @@ def _torch():
     return torch
 
 
-def _synchronize():
+def _synchronize_stream():
     torch = _torch()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
+        torch.cuda.current_stream().synchronize()
 
 
 def compare_torch(name: str, cand, ref) -> Comparison:
-    """Comparison in float64 on the tensors' device; the four figures come back in one transfer (one wait for
-    the device instead of four: a judge makes hundreds of these)."""
+    """Comparison in float64 on the tensors' device (the definition; the judge uses the same figures from
+    one fused kernel where it can, FusedReference.compare); the four figures come back in one transfer."""
     torch = _torch()
     c = cand.double()
     r = ref.double()
     fin = torch.isfinite(r)
     good = fin & torch.isfinite(c)
     zero = torch.zeros((), dtype=torch.float64, device=r.device)
-    bad, special, num2, den2 = torch.stack([
+    figures = torch.stack([
         (fin & ~good).sum().double(),
         (~fin & (c != r) & ~(torch.isnan(c) & torch.isnan(r))).sum().double(),
         torch.where(good, c - r, zero).square().sum(),
         torch.where(good, r, zero).square().sum(),
     ]).tolist()
+    return comparison(name, figures, c.numel())
+
+
+def comparison(name: str, figures, count: int) -> Comparison:
+    """A Comparison from [missed, specials, sum (c - r)^2, sum r^2] over `count` elements."""
+    bad, special, num2, den2 = figures
     num, den = math.sqrt(num2), math.sqrt(den2)
     rel = (0.0 if num == 0.0 else math.inf) if den == 0.0 else num / den
-    return Comparison(name, rel, int(bad), int(special), c.numel())
+    return Comparison(name, rel, int(bad), int(special), count)
 
 
 class AttentionFwd(Task):
@@ -337,7 +344,8 @@ class AttentionFwd(Task):
         for name, dt, shape, offset in self._layout(params):
             n = math.prod(shape) * (2 if name == "o" else 4)
             out[name] = self._exchange.slot(slot, offset, n).clone().view(dt).reshape(shape)
-        _torch().cuda.synchronize()      # the copy is done before the child may reuse the slot
+        # the copy is done before the child may reuse the slot (this stream only: not the work ahead)
+        _torch().cuda.current_stream().synchronize()
         return out
 
     def exchange_close(self):
@@ -383,6 +391,12 @@ class AttentionFwd(Task):
             return {"device": "cpu"}
         if self._peaks is None:
             self._peaks = measure_peaks()
+        # This thread's GPU work (copying outputs out of their slots, comparing them) goes on a stream of the
+        # highest priority: the reference and cuDNN's outputs computed ahead (judge_ahead) run on streams of
+        # the default, lowest priority, so a comparison's blocks get the next free SM before their next block.
+        if getattr(self, "_judge_stream", None) is None:
+            self._judge_stream = torch.cuda.Stream(priority=-100)     # torch maps it to the highest there is
+        torch.cuda.set_stream(self._judge_stream)
         return {"device": torch.cuda.get_device_name(), "peak_tflops": self._peaks.peak_tflops,
                 "peak_gbps": self._peaks.peak_gbps}
 
@@ -391,13 +405,48 @@ class AttentionFwd(Task):
 
     def judge_ahead(self, items):
         self.judge_done()
-        if self._device_name != "cpu" and items:
-            self._ahead = VendorAhead(self, [(_ahead_key(p, seed), p, seed) for p, seed in items])
+        if self._device_name == "cpu" or not items:
+            return
+        torch = _torch()
+
+        def own_stream():
+            # a stream of its own, created without the legacy default stream's implicit waits: the work
+            # ahead runs beside the judge's comparisons instead of queueing behind them (or they behind it)
+            return torch.cuda.stream(torch.cuda.Stream())
+
+        # the references: GPU-bound, so one thread; both seeds of each scenario, in the order they are judged
+        self._references = Ahead([(_ahead_key(p, seed), (p, seed)) for p, seed, _ in items], self._reference_ahead,
+                                 depth=REFERENCE_DEPTH, threads=1, name="reference-ahead",
+                                 thread_context=own_stream)
+        # cuDNN's outputs where the tolerance is set: mostly CPU time (its plans), so several threads
+        self._vendor = Ahead([(_ahead_key(p, seed), (p, seed)) for p, seed, sets_tolerance in items if sets_tolerance],
+                             self._cudnn_ahead, depth=VENDOR_DEPTH, threads=VENDOR_THREADS, name="vendor-ahead",
+                             thread_context=own_stream)
+
+    def _reference_ahead(self, payload):
+        params, seed = payload
+        inp = self.make_inputs(params, seed)
+        ref = self._reference(inp, params)
+        _torch().cuda.current_stream().synchronize()
+        return inp, ref
+
+    def _cudnn_ahead(self, payload):
+        params, seed = payload
+        out = _baseline("cudnn", params, self.make_inputs(params, seed))()
+        _torch().cuda.current_stream().synchronize()
+        return out
 
     def judge_done(self):
-        ahead, self._ahead = getattr(self, "_ahead", None), None
-        if ahead is not None:
-            ahead.stop()
+        for name in ("_references", "_vendor"):
+            ahead = getattr(self, name, None)
+            setattr(self, name, None)
+            if ahead is not None:
+                ahead.stop()
+
+    def _reference(self, inp, params, rows=None):
+        args = (inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
+        fused = self._fused(*args, params["dtype"], rows=rows) if self._device_name != "cpu" else None
+        return fused if fused is not None else reference(*args, rows=rows)
 
     def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
         torch = _torch()
@@ -409,37 +458,78 @@ class AttentionFwd(Task):
             return Judgement(False, None, tol_o, "output shape mismatch")
         if o.dtype != (torch.bfloat16 if dtype == "bf16" else torch.float16) or lse.dtype != torch.float32:
             return Judgement(False, None, tol_o, f"output dtypes {o.dtype}, {lse.dtype}")
-        with self._spent("inputs"):
-            inp = self.make_inputs(params, seed)
         # a spot check (a timed call's output) compares random query rows, chosen now, after the call
         rows = _random_rows(Sq, self._dev) if spot_check else None
+        key = _ahead_key(params, seed)
         with self._spent("reference"):
-            args = (inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
-            fused = self._fused(*args, dtype, rows=rows) if self._device_name != "cpu" else None
-            ref_o, ref_lse = fused if fused is not None else reference(*args, rows=rows)
+            ahead = None if spot_check else _take_ahead(getattr(self, "_references", None), key)
+        if ahead is None:
+            with self._spent("inputs"):
+                inp = self.make_inputs(params, seed)
+            with self._spent("reference"):
+                ref_o, ref_lse = self._reference(inp, params, rows=rows)
+        else:
+            inp, (ref_o, ref_lse) = ahead
         vendor = vendor_name = None
         if tolerance is None:
             with self._spent("vendor"):
-                key, ahead = _ahead_key(params, seed), getattr(self, "_ahead", None)
-                cudnn_out = ahead.take(key) if ahead is not None and ahead.has(key) else None
-                vendor, vendor_name = vendor_error(inp, params, ref_o, cudnn_out)
+                cudnn_out = _take_ahead(getattr(self, "_vendor", None), key)
+                vendor, vendor_name = vendor_error(inp, params, ref_o, cudnn_out, compare=self._compare)
             tol_o = tolerance_from_vendor(vendor, DEFAULT_VENDOR_ERROR[dtype], O_FLOOR[dtype])
         with self._spent("compare"):
             if rows is None:
-                cmps = [compare_torch("O", o, ref_o), compare_torch("LSE", lse, ref_lse)]
+                cmps = [self._compare("O", o, ref_o), self._compare("LSE", lse, ref_lse)]
             else:      # errors on the sampled rows; unwritten or misplaced -inf anywhere in the whole output
                 whole = _unwritten(o, lse, params)
-                cmps = [_with_whole(compare_torch("O", o[:, rows], ref_o), whole["O"], o.numel()),
-                        _with_whole(compare_torch("LSE", lse[:, :, rows], ref_lse), whole["LSE"], lse.numel())]
+                cmps = [_with_whole(self._compare("O", o[:, rows], ref_o), whole["O"], o.numel()),
+                        _with_whole(self._compare("LSE", lse[:, :, rows], ref_lse), whole["LSE"], lse.numel())]
             ok, reason = judge_outputs(cmps, {"O": tol_o, "LSE": LSE_TOL})
         details = {"lse_error": cmps[1].rel_error, "vendor_error": vendor, "vendor": vendor_name}
         if rows is not None:
             details["rows_checked"] = rows.numel()
         return Judgement(ok, cmps[0].rel_error, tol_o, reason, details)
 
+    def _compare(self, name, cand, ref) -> Comparison:
+        figures = self._fused.compare(cand, ref) if self._device_name != "cpu" else None
+        return compare_torch(name, cand, ref) if figures is None else comparison(name, figures, cand.numel())
+
     def _spent(self, part):
-        """Adds the seconds of the block (its GPU work included: it synchronises) to judge_seconds[part]."""
-        return Stopwatch(self.judge_seconds, settle=_synchronize)(part)
+        """Adds the seconds of the block (the GPU work it queued on this thread's stream included: it
+        synchronises that stream, not the device, so as not to wait for the work ahead) to judge_seconds."""
+        return Stopwatch(self.judge_seconds, settle=_synchronize_stream)(part)
+
+
+# How far ahead of the judge the background work may run (items held at once: each holds GPU memory, for the
+# largest scenario ~0.2 GB of inputs and ~0.15 GB of reference), and cuDNN's threads (torch keeps cuDNN plans
+# per thread; each shape's plan is built by the thread that takes it).
+REFERENCE_DEPTH = 4
+VENDOR_DEPTH = 12
+VENDOR_THREADS = 8
+
+
+def _take_ahead(ahead, key):
+    """The result computed ahead for `key`, marked as used on this thread's stream (so that its memory is not
+    handed to the background stream's next allocation while this stream still reads it); None if there is
+    none."""
+    if ahead is None or not ahead.has(key):
+        return None
+    out = ahead.take(key)
+    if out is not None:
+        stream = _torch().cuda.current_stream()
+        for t in _tensors(out):
+            t.record_stream(stream)
+    return out
+
+
+def _tensors(obj):
+    if hasattr(obj, "record_stream"):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors(v)
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            yield from _tensors(v)
 
 
 SPOT_FRACTION = 8                # a spot check compares 1 query row in 8 ...
@@ -579,89 +669,20 @@ def _baseline(name, params, inputs):
 _FLASH_ATTN_LOCK = threading.Lock()
 
 
-def vendor_error(inputs, params, ref_o, cudnn_out=None) -> tuple[float | None, str | None]:
+def vendor_error(inputs, params, ref_o, cudnn_out=None,
+                 compare=compare_torch) -> tuple[float | None, str | None]:
     """cuDNN's relative error on O on these inputs (the flash backend's if cuDNN cannot run them).
-    `cudnn_out`: cuDNN's output on these inputs, when it was computed ahead (VendorAhead)."""
+    `cudnn_out`: cuDNN's output on these inputs, when it was computed ahead of the judge. `compare`: how
+    (compare_torch, or the judge's fused kernel)."""
     for name in ("cudnn", "flash"):
         try:
             out = cudnn_out if name == "cudnn" and cudnn_out is not None else _baseline(name, params, inputs)()
         except Exception:
             continue
-        cmp = compare_torch("O", out.transpose(1, 2), ref_o)
+        cmp = compare("O", out.transpose(1, 2), ref_o)
         if cmp.bad_nonfinite == 0 and cmp.rel_error <= VENDOR_SANITY * DEFAULT_VENDOR_ERROR[params["dtype"]]:
             return cmp.rel_error, name
     return None, None
-
-
-class VendorAhead:
-    """cuDNN's outputs on each scenario's seed-a inputs, computed by background threads ahead of the judge.
-
-    cuDNN's first call of a shape builds and compiles a plan: mostly CPU time (0.1 to 0.2 s a shape on an
-    H200 host with a cold compile cache), during which torch releases the GIL. Done here, by a few threads in
-    scenario order and at most `depth` scenarios ahead of the judge, it overlaps the reference computations of
-    the main thread. (torch keeps cuDNN plans per thread; each shape is built by one thread.)"""
-
-    def __init__(self, task, items: list[tuple[str, dict, int]], depth: int = 12, threads: int = 8):
-        self._task, self._items, self._depth = task, items, depth
-        self._order = {key: i for i, (key, _, _) in enumerate(items)}
-        self._ready: dict[str, object] = {}
-        self._next = 0                   # the next item a thread takes
-        self._busy = 0                   # items being computed now
-        self._cv = threading.Condition()
-        self._stopped = False
-        self._threads = [threading.Thread(target=self._work, name=f"kseek-vendor-ahead-{i}", daemon=True)
-                         for i in range(threads)]
-        for t in self._threads:
-            t.start()
-
-    def _work(self):
-        torch = _torch()
-        while True:
-            with self._cv:
-                self._cv.wait_for(lambda: self._stopped or len(self._ready) + self._busy < self._depth)
-                if self._stopped or self._next >= len(self._items):
-                    return
-                key, params, seed = self._items[self._next]
-                self._next += 1
-                self._busy += 1
-            try:
-                out = _baseline("cudnn", params, self._task.make_inputs(params, seed))()
-                torch.cuda.current_stream().synchronize()
-            except Exception:    # noqa: BLE001 (cuDNN cannot run it: the judge falls back to the flash backend)
-                out = None
-            with self._cv:
-                self._busy -= 1
-                if not self._stopped:
-                    self._ready[key] = out
-                self._cv.notify_all()
-
-    def take(self, key: str, timeout_s: float = 300.0):
-        """cuDNN's output for `key`; None when it could not run or did not come in time (the judge then runs
-        cuDNN itself)."""
-        def arrived():
-            # scenarios before this one that were never judged (the candidate refused them) make room
-            for skipped in [k for k in self._ready if self._order[k] < self._order[key]]:
-                del self._ready[skipped]
-                self._cv.notify_all()
-            return key in self._ready
-
-        with self._cv:
-            if not self._cv.wait_for(arrived, timeout=timeout_s):
-                return None
-            out = self._ready.pop(key)
-            self._cv.notify_all()
-            return out
-
-    def has(self, key: str) -> bool:
-        return key in self._order
-
-    def stop(self):
-        with self._cv:
-            self._stopped = True
-            self._ready.clear()
-            self._cv.notify_all()
-        for t in self._threads:
-            t.join(timeout=60)
 
 
 def measure_peaks() -> TimingLimits:

@@ -18,6 +18,11 @@
 //   softmax     row max and row sum over the 16 lanes of a row group by shuffles
 //   O += P V    P goes through a warp-private shared buffer; each lane 4 rows x D/16 columns (float2 pairs)
 //
+// The same library holds the judge's comparison (kseek_reference_compare, at the end): the four figures of
+// one output against its reference in a single pass. Its torch equivalent (compare_torch) is about twenty
+// small kernels, and each of them waits for a free SM while a reference computed ahead on another stream
+// holds the GPU; one kernel waits once.
+//
 // Built and loaded by the judging process only (never by a candidate's process), through the same build
 // cache as candidates.
 #include <cuda_bf16.h>
@@ -288,4 +293,83 @@ extern "C" int kseek_reference_attention_fwd(const void* q, const void* k, const
         return dispatch<__half>(head_dim, q, k, v, o, lse, rows, n_rows, batch, seqlen_q, seqlen_k, heads_q,
                                 heads_kv, causal, softmax_scale, stream);
     return -1;
+}
+
+// ---- the comparison ----
+namespace {
+
+constexpr int CMP_THREADS = 256;
+constexpr int CMP_MAX_BLOCKS = 1024;
+
+__device__ inline float cand_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ inline float cand_float(__half x) { return __half2float(x); }
+__device__ inline float cand_float(float x) { return x; }
+
+// figures[0] += elements where the reference is finite and the candidate is not
+// figures[1] += elements where the reference is not finite (-inf for a row that sees no key) and the candidate
+//               differs from it (NaN against NaN counts as the same)
+// figures[2] += sum of (c - r)^2 and figures[3] += sum of r^2, both in fp64, over the elements where both are
+//               finite
+template <typename T>
+__global__ void __launch_bounds__(CMP_THREADS) compare_outputs(const T* __restrict__ cand,
+                                                               const float* __restrict__ ref, long long n,
+                                                               double* figures) {
+    double bad = 0.0, special = 0.0, num2 = 0.0, den2 = 0.0;
+    for (long long i = blockIdx.x * (long long)CMP_THREADS + threadIdx.x; i < n;
+         i += (long long)gridDim.x * CMP_THREADS) {
+        const float r = ref[i];
+        const float c = cand_float(cand[i]);
+        if (isfinite(r)) {
+            if (isfinite(c)) {
+                const double d = double(c) - double(r);
+                num2 += d * d;
+                den2 += double(r) * double(r);
+            } else {
+                bad += 1.0;
+            }
+        } else if (!(c == r) && !(isnan(c) && isnan(r))) {
+            special += 1.0;
+        }
+    }
+    double v[4] = {bad, special, num2, den2};
+    __shared__ double partial[CMP_THREADS / 32][4];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int f = 0; f < 4; ++f) {
+        for (int off = 16; off > 0; off /= 2) v[f] += __shfl_down_sync(0xffffffffu, v[f], off);
+        if (lane == 0) partial[warp][f] = v[f];
+    }
+    __syncthreads();
+    if (threadIdx.x < 4) {
+        double total = 0.0;
+        for (int w = 0; w < CMP_THREADS / 32; ++w) total += partial[w][threadIdx.x];
+        atomicAdd(figures + threadIdx.x, total);
+    }
+}
+
+template <typename T>
+int launch_compare(const void* cand, const float* ref, long long n, double* figures, cudaStream_t stream) {
+    cudaError_t err = cudaMemsetAsync(figures, 0, 4 * sizeof(double), stream);
+    if (err != cudaSuccess) return int(err);
+    if (n > 0) {
+        const long long want = (n + CMP_THREADS - 1) / CMP_THREADS;
+        const int blocks = int(want < CMP_MAX_BLOCKS ? want : CMP_MAX_BLOCKS);
+        compare_outputs<T><<<blocks, CMP_THREADS, 0, stream>>>(static_cast<const T*>(cand), ref, n, figures);
+    }
+    return int(cudaGetLastError());
+}
+
+}  // namespace
+
+// The candidate's n elements (cand_dtype 0 = bf16, 1 = fp16, 2 = fp32) against the reference's n fp32 elements,
+// both contiguous and in the same order. Writes figures[0..4) = (finite where due: missed, specials that
+// differ, sum of squared differences, sum of squared reference values), the last two over the elements where
+// both are finite. Returns 0, -1 for an unknown dtype, or a CUDA error code.
+extern "C" int kseek_reference_compare(const void* cand, int cand_dtype, const float* ref, long long n,
+                                       double* figures, cudaStream_t stream) {
+    switch (cand_dtype) {
+        case 0: return launch_compare<__nv_bfloat16>(cand, ref, n, figures, stream);
+        case 1: return launch_compare<__half>(cand, ref, n, figures, stream);
+        case 2: return launch_compare<float>(cand, ref, n, figures, stream);
+        default: return -1;
+    }
 }

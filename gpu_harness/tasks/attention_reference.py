@@ -77,12 +77,14 @@ class FusedReference:
 
     `start()` begins the build; `__call__` waits for it and returns (O, LSE) like `reference()` (O
     [B, n, Hq, D] and LSE [B, Hq, n] in fp32), or None where the kernel cannot serve (no build, a head_dim it
-    does not instantiate): the caller then uses `reference()`. `note` says which one is in use and why."""
+    does not instantiate): the caller then uses `reference()`. `note` says which one is in use and why.
+    `compare` is the same library's one-pass comparison of an output with its reference."""
 
     def __init__(self, source: Path = FUSED_SOURCE):
         self._source = source
         self._thread: threading.Thread | None = None
         self._fn = None
+        self._compare = None
         self.note = "fused fp32 kernel: not built"
         self.build_s: float | None = None
 
@@ -103,7 +105,10 @@ class FusedReference:
             vp, ci = ctypes.c_void_p, ctypes.c_int
             fn.argtypes = [vp] * 6 + [ci] * 9 + [ctypes.c_float, vp]
             fn.restype = ci
-            self._fn = fn
+            compare = ctypes.CDLL(b.lib_path, mode=ctypes.RTLD_LOCAL).kseek_reference_compare
+            compare.argtypes = [vp, ci, vp, ctypes.c_longlong, vp, vp]
+            compare.restype = ci
+            self._fn, self._compare = fn, compare
             self.note = "fused fp32 kernel" + (" (cached build)" if b.cache_hit else "")
         except Exception as e:    # noqa: BLE001 (any failure here leaves the torch reference in charge)
             self.note = f"torch fp32 (the fused reference kernel could not be loaded: {type(e).__name__}: {e})"
@@ -133,3 +138,20 @@ class FusedReference:
         if rc != 0:
             raise RuntimeError(f"the fused reference kernel failed with CUDA error {rc}")
         return o, lse
+
+    def compare(self, cand, ref) -> list[float] | None:
+        """[missed, specials, sum (c - r)^2, sum r^2] of the output `cand` (bf16, fp16 or fp32) against the fp32
+        reference `ref` of the same shape, as compare_torch defines them, from one kernel on torch's current
+        stream; None where the kernel cannot serve (the caller then compares with torch)."""
+        torch = _torch()
+        code = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}.get(cand.dtype)
+        if (code is None or not cand.is_cuda or ref.device != cand.device or ref.dtype != torch.float32
+                or cand.shape != ref.shape or not self.ready() or self._compare is None):
+            return None
+        cand, ref = cand.contiguous(), ref.contiguous()
+        figures = torch.empty(4, dtype=torch.float64, device=cand.device)
+        rc = self._compare(cand.data_ptr(), code, ref.data_ptr(), cand.numel(), figures.data_ptr(),
+                           torch.cuda.current_stream(cand.device).cuda_stream)
+        if rc != 0:
+            raise RuntimeError(f"the fused comparison kernel failed with CUDA error {rc}")
+        return figures.tolist()

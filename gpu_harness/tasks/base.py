@@ -204,9 +204,10 @@ class Task:
         """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
         return {}
 
-    def judge_ahead(self, items: list[tuple[dict, int]]) -> None:
-        """The (params, seed) pairs `judge` will be asked to set a tolerance for, in order: a task may start
-        work for them in the background. `judge_done` ends it."""
+    def judge_ahead(self, items: list[tuple[dict, int, bool]]) -> None:
+        """The (params, seed, sets_tolerance) that `judge` will be called with, in order (sets_tolerance: the
+        call has no tolerance yet and measures one): a task may start work for them in the background (the
+        reference, a vendor's output). `judge_done` ends it."""
 
     def judge_done(self) -> None:
         pass

@@ -1,8 +1,10 @@
-"""The judge's fused fp32 reference kernel (gpu_harness/tasks/attention_fwd_reference.cu).
+"""The judge's fused fp32 reference kernel and its one-pass comparison
+(gpu_harness/tasks/attention_fwd_reference.cu).
 
 On any machine with nvcc: it builds through the candidates' build path, passes the same dependency checks,
 and does not spill. On a GPU host (marker gpu): it agrees with the torch reference, the definition, on every
-head dim, both dtypes and masks, GQA, odd lengths, rows that see no key, and chosen rows.
+head dim, both dtypes and masks, GQA, odd lengths, rows that see no key, and chosen rows; the comparison gives
+compare_torch's figures, special values included.
 """
 import pytest
 
@@ -16,7 +18,8 @@ from .conftest import needs_nvcc
 def test_fused_reference_builds_clean_with_every_head_dim_and_no_spills():
     b = build(FUSED_SOURCE, "cuda")
     assert b.ok, b.reason
-    assert len(b.kernels) == 2 * len(FUSED_HEAD_DIMS), b.kernels          # bf16 and fp16 for each head dim
+    # bf16 and fp16 for each head dim, and the comparison for bf16, fp16 and fp32 outputs
+    assert len(b.kernels) == 2 * len(FUSED_HEAD_DIMS) + 3, b.kernels
     for name, k in b.kernels.items():
         assert k.get("spill_stores", 0) == 0 and k.get("spill_loads", 0) == 0, (name, k)
     assert "kseek_reference_attention_fwd" not in " ".join(b.undefined_symbols)
@@ -66,3 +69,38 @@ def test_fused_reference_declines_a_head_dim_it_does_not_instantiate():
     from gpu_harness.tasks.attention_reference import FusedReference
     q = torch.randn((1, 16, 2, 32), device="cuda", dtype=torch.bfloat16)
     assert FusedReference()(q, q, q, False, 0.1, "bf16") is None       # the judge falls back to torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_fused_comparison_gives_the_figures_of_compare_torch(dtype):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from gpu_harness.tasks.attention_fwd import compare_torch, comparison
+    from gpu_harness.tasks.attention_reference import FusedReference
+    fused = FusedReference()
+    assert fused.ready(), fused.note
+    g = torch.Generator(device="cuda").manual_seed(3)
+    ref = torch.randn((3, 1001, 5, 64), device="cuda", generator=g)
+    ref[0, :7] = float("-inf")                     # rows that see no key
+    ref[1, 3, 2, 5] = float("nan")
+    cand = (ref + 1e-3 * torch.randn(ref.shape, device="cuda", generator=g)).to(getattr(torch, dtype))
+    cases = {"honest": cand.clone()}
+    bad = cand.clone()
+    bad[2, 10, 1, 1] = float("nan")                # missed: finite where due
+    bad[2, 11, 1, 2] = float("inf")
+    bad[0, 2, 0, 0] = 0.0                          # a special that differs
+    bad[1, 3, 2, 5] = 1.0                          # NaN in the reference, a number here
+    cases["bad"] = bad
+    cases["zero reference"] = torch.zeros_like(cand)
+    for name, c in cases.items():
+        r = torch.zeros_like(ref) if name == "zero reference" else ref
+        want = compare_torch("O", c, r)
+        got = comparison("O", fused.compare(c, r), c.numel())
+        assert (got.bad_nonfinite, got.mismatched_special, got.count) == \
+               (want.bad_nonfinite, want.mismatched_special, want.count), (name, got, want)
+        assert got.rel_error == pytest.approx(want.rel_error, rel=1e-9, abs=0), (name, got, want)
+    assert comparison("O", fused.compare(bad, ref), bad.numel()).bad_nonfinite == 2
+    assert fused.compare(cand[:, :10], ref) is None                       # shapes differ: torch compares
+    assert fused.compare(cand.cpu(), ref.cpu()) is None
