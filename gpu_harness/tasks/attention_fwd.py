@@ -175,7 +175,11 @@ class AttentionFwd(Task):
     language = "cuda"
     symbol = "kseek_attention_fwd"
     output_names = ("o", "lse")
-    baseline_threads = 8             # cuDNN's plans are built per thread: eight threads build them in parallel
+    # threads of the child that own baseline calls. cuDNN's first call of a shape (its plan) runs mostly one at
+    # a time inside a process (48 shapes: 2.5 s on 1 thread and on 8, H200), but the rest of a warm-up
+    # overlaps: with 2 threads instead of 8 the child waited 7.7 s instead of 2.7 s for its warm-ups at the
+    # end of the correctness phase (docs/device-runs/2026-11-30_harness_work_ahead.txt)
+    baseline_threads = 8
     # cuDNN builds a plan per shape, flash-attn-4 compiles one (CuTe DSL); torch's flash backend (FA2) and
     # FA3 are compiled ahead, so their first call costs no more than the timing's own warm-up call
     baselines_to_warm = ("cudnn", "fa4")
@@ -418,7 +422,7 @@ class AttentionFwd(Task):
         self._references = Ahead([(_ahead_key(p, seed), (p, seed)) for p, seed, _ in items], self._reference_ahead,
                                  depth=REFERENCE_DEPTH, threads=1, name="reference-ahead",
                                  thread_context=own_stream)
-        # cuDNN's outputs where the tolerance is set: mostly CPU time (its plans), so several threads
+        # cuDNN's outputs where the tolerance is set: mostly CPU time (its plans), on VENDOR_THREADS threads
         self._vendor = Ahead([(_ahead_key(p, seed), (p, seed)) for p, seed, sets_tolerance in items if sets_tolerance],
                              self._cudnn_ahead, depth=VENDOR_DEPTH, threads=VENDOR_THREADS, name="vendor-ahead",
                              thread_context=own_stream)
@@ -500,8 +504,9 @@ class AttentionFwd(Task):
 
 
 # How far ahead of the judge the background work may run (items held at once: each holds GPU memory, for the
-# largest scenario ~0.2 GB of inputs and ~0.15 GB of reference), and cuDNN's threads (torch keeps cuDNN plans
-# per thread; each shape's plan is built by the thread that takes it).
+# largest scenario ~0.2 GB of inputs and ~0.15 GB of reference), and cuDNN's threads (its first call of a
+# shape, ~50 ms of building a plan, runs mostly one at a time in a process; the threads overlap the rest:
+# inputs, the calls, the waits for the GPU. 2 instead of 8 made the judge wait 10.9 s instead of 9.3 s).
 REFERENCE_DEPTH = 4
 VENDOR_DEPTH = 12
 VENDOR_THREADS = 8

@@ -2,8 +2,9 @@
 
 `reference()` is plain torch (fp32 products, chunks of query rows, about six passes over each chunk's
 scores): it runs on any device and is the definition the tests check. `FusedReference` computes the same thing
-in one CUDA kernel (attention_fwd_reference.cu: fp32 FMA, online softmax, causal tiles skipped); the judge
-uses it on the GPU when it builds, and the torch function otherwise. A GPU test holds the two to each other.
+in one CUDA kernel (attention_fwd_reference.cu: exact products on tensor cores, fp32 sums, online softmax,
+causal tiles skipped); the judge uses it on the GPU when it builds, and the torch function otherwise. A GPU
+test holds the two to each other.
 
 torch is imported lazily: the scenario list and counts work without it.
 """
