@@ -506,7 +506,8 @@ class AttentionFwd(Task):
 # How far ahead of the judge the background work may run (items held at once: each holds GPU memory, for the
 # largest scenario ~0.2 GB of inputs and ~0.15 GB of reference), and cuDNN's threads (its first call of a
 # shape, ~50 ms of building a plan, runs mostly one at a time in a process; the threads overlap the rest:
-# inputs, the calls, the waits for the GPU. 2 instead of 8 made the judge wait 10.9 s instead of 9.3 s).
+# inputs, the calls, the waits for the GPU: with 2 instead of 8, here and in the child, the judge waited
+# 10.9 s for cuDNN's outputs over the full grid instead of 9.3 s).
 REFERENCE_DEPTH = 4
 VENDOR_DEPTH = 12
 VENDOR_THREADS = 8

@@ -261,23 +261,18 @@ attention_reference(const T* __restrict__ q, const T* __restrict__ k, const T* _
         l_lo += __shfl_xor_sync(0xffffffffu, l_lo, off);
         l_hi += __shfl_xor_sync(0xffffffffu, l_hi, off);
     }
-    const int i_lo = row0 + r_lo, i_hi = row0 + r_hi;
-    const bool any_lo = l_lo > 0.f, any_hi = l_hi > 0.f;
-    if (i_lo < n_rows) {
-        float* orow = o + ((size_t(b) * n_rows + i_lo) * Hq + h) * D;
+    // this thread's two rows: O divided by the row's sum (zeros for a row that saw no key), and the LSE
 #pragma unroll
-        for (int i = 0; i < DT; ++i)
-            *reinterpret_cast<float2*>(orow + i * 8 + 2 * t) =
-                any_lo ? make_float2(acc[i][0] / l_lo, acc[i][1] / l_lo) : make_float2(0.f, 0.f);
-        if (t == 0) lse[(size_t(b) * Hq + h) * n_rows + i_lo] = any_lo ? m_lo + logf(l_lo) : -INFINITY;
-    }
-    if (i_hi < n_rows) {
-        float* orow = o + ((size_t(b) * n_rows + i_hi) * Hq + h) * D;
+    for (int half = 0; half < 2; ++half) {
+        const int i = row0 + (half ? r_hi : r_lo);
+        const float l = half ? l_hi : l_lo, m = half ? m_hi : m_lo;
+        if (i >= n_rows) continue;
+        float* orow = o + ((size_t(b) * n_rows + i) * Hq + h) * D;
 #pragma unroll
-        for (int i = 0; i < DT; ++i)
-            *reinterpret_cast<float2*>(orow + i * 8 + 2 * t) =
-                any_hi ? make_float2(acc[i][2] / l_hi, acc[i][3] / l_hi) : make_float2(0.f, 0.f);
-        if (t == 0) lse[(size_t(b) * Hq + h) * n_rows + i_hi] = any_hi ? m_hi + logf(l_hi) : -INFINITY;
+        for (int c = 0; c < DT; ++c)
+            *reinterpret_cast<float2*>(orow + c * 8 + 2 * t) =
+                l > 0.f ? make_float2(acc[c][2 * half] / l, acc[c][2 * half + 1] / l) : make_float2(0.f, 0.f);
+        if (t == 0) lse[(size_t(b) * Hq + h) * n_rows + i] = l > 0.f ? m + logf(l) : -INFINITY;
     }
 }
 

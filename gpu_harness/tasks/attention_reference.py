@@ -102,11 +102,12 @@ class FusedReference:
             if not b.ok:
                 self.note = f"torch fp32 (the fused reference kernel did not build: {b.reason})"
                 return
-            fn = ctypes.CDLL(b.lib_path, mode=ctypes.RTLD_LOCAL).kseek_reference_attention_fwd
+            lib = ctypes.CDLL(b.lib_path, mode=ctypes.RTLD_LOCAL)
+            fn = lib.kseek_reference_attention_fwd
             vp, ci = ctypes.c_void_p, ctypes.c_int
             fn.argtypes = [vp] * 6 + [ci] * 9 + [ctypes.c_float, vp]
             fn.restype = ci
-            compare = ctypes.CDLL(b.lib_path, mode=ctypes.RTLD_LOCAL).kseek_reference_compare
+            compare = lib.kseek_reference_compare
             compare.argtypes = [vp, ci, vp, ctypes.c_longlong, vp, vp]
             compare.restype = ci
             self._fn, self._compare = fn, compare
