@@ -83,7 +83,7 @@ def run(task_name: str, ch: Channel) -> None:
         # correctness runs below and are done (or nearly) by the time those are
         with spent("warm_submit"):
             for sc in job["scenarios"]:
-                _warm_baselines(task, sc, job.get("baselines", []), base_libs, derive_seed, baselines)
+                _warm_baselines(task, sc, sc.get("warm", []), base_libs, derive_seed, baselines)
         # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
         for sc in job["scenarios"]:
             params = sc["params"]

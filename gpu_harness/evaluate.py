@@ -205,14 +205,19 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
     os.makedirs(outdir)
     by_id = {s.id: s for s in selected}
     outcome = {o.id: o for o in res.scenarios}
-    jobs = [{"id": s.id, "params": s.params, "seed_a": derive_seed(seed, s.id, "a"),
-             "seed_b": derive_seed(seed, s.id, "b")} for s in selected]
     device, versions = facts.get("device", ""), t.versions()
-    uncached = [n for n in runnable if not baseline_cache or any(
-        (t.name, s.id, device, versions, n) not in _BASELINE_CACHE for s in selected)]
-    job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs,
-           # for the child to call once per scenario while we judge (see Task.baselines_to_warm)
-           "baselines": [n for n in uncached if n in t.baselines_to_warm] if timing else []}
+
+    def to_warm(s: Scenario) -> list[str]:
+        """The baselines the child calls once on this scenario while we judge (see Task.baselines_to_warm):
+        those it will time, i.e. whose median for this scenario is not cached yet."""
+        if not timing:
+            return []
+        return [n for n in runnable if n in t.baselines_to_warm
+                and (not baseline_cache or (t.name, s.id, device, versions, n) not in _BASELINE_CACHE)]
+
+    jobs = [{"id": s.id, "params": s.params, "seed_a": derive_seed(seed, s.id, "a"),
+             "seed_b": derive_seed(seed, s.id, "b"), "warm": to_warm(s)} for s in selected]
+    job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs}
     current, current_sid = "starting the candidate's process", None
     phases = res.phases
     phases["judge_s"] = 0.0

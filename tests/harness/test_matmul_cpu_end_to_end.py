@@ -146,3 +146,35 @@ def test_a_malformed_outputs_message_is_a_protocol_error_not_a_crash(monkeypatch
     r = evaluate("matmul_cpu", NAIVE, scenarios=["m7_n13_k5"], timeout_s=30)
     assert r.status == "error" and r.reason.startswith("protocol error"), r.reason
     assert not r.all_correct
+
+
+def test_the_child_warms_only_baselines_whose_medians_are_not_cached_yet(monkeypatch):
+    """A baseline's warm-up call (Task.baselines_to_warm) is for its first timing: in a process that evaluates
+    again (the service), a scenario whose median is cached gets none, and neither does an evaluation without
+    timing."""
+    import importlib
+
+    from gpu_harness.runner import ChildSession
+    from gpu_harness.tasks.matmul_cpu import MatmulCpu
+
+    jobs = []
+    start = ChildSession.start
+
+    def recording_start(self, job):
+        jobs.append(job)
+        start(self, job)
+
+    monkeypatch.setattr(ChildSession, "start", recording_start)
+    monkeypatch.setattr(MatmulCpu, "baselines_to_warm", ("numpy",))
+    # the cache is in the module gpu_harness.evaluate (the package exports a function of that name)
+    monkeypatch.setattr(importlib.import_module("gpu_harness.evaluate"), "_BASELINE_CACHE", {})
+    warm = lambda job: {sc["id"]: sc["warm"] for sc in job["scenarios"]}    # noqa: E731
+
+    assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL[:1]).status == "correct"
+    assert warm(jobs[-1]) == {SMALL[0]: ["numpy"]}
+    assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL).status == "correct"
+    assert warm(jobs[-1]) == {SMALL[0]: [], SMALL[1]: ["numpy"]}          # the first one's median is cached
+    assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL, baseline_cache=False).status == "correct"
+    assert warm(jobs[-1]) == {SMALL[0]: ["numpy"], SMALL[1]: ["numpy"]}
+    assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL, timing=False).status == "correct"
+    assert warm(jobs[-1]) == {SMALL[0]: [], SMALL[1]: []}
