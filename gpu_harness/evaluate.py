@@ -207,13 +207,19 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
     outcome = {o.id: o for o in res.scenarios}
     device, versions = facts.get("device", ""), t.versions()
 
+    def cache_key(s: Scenario, name: str) -> tuple:
+        return t.name, s.id, device, versions, name
+
+    def cached_median(s: Scenario, name: str) -> float | None:
+        """The baseline's median on this scenario from an earlier evaluation; None: it is timed in this one."""
+        return _BASELINE_CACHE.get(cache_key(s, name)) if baseline_cache else None
+
     def to_warm(s: Scenario) -> list[str]:
         """The baselines the child calls once on this scenario while we judge (see Task.baselines_to_warm):
         those it will time, i.e. whose median for this scenario is not cached yet."""
         if not timing:
             return []
-        return [n for n in runnable if n in t.baselines_to_warm
-                and (not baseline_cache or (t.name, s.id, device, versions, n) not in _BASELINE_CACHE)]
+        return [n for n in runnable if n in t.baselines_to_warm and cached_median(s, n) is None]
 
     jobs = [{"id": s.id, "params": s.params, "seed_a": derive_seed(seed, s.id, "a"),
              "seed_b": derive_seed(seed, s.id, "b"), "warm": to_warm(s)} for s in selected]
@@ -328,9 +334,7 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
         to_time = [s for s in selected if outcome[s.id].correct] if timing else []
         for i, sc in enumerate(to_time):
             o = outcome[sc.id]
-            key = (t.name, sc.id, device, versions)
-            cached = {n: _BASELINE_CACHE[key + (n,)] for n in runnable
-                      if baseline_cache and key + (n,) in _BASELINE_CACHE}
+            cached = {n: m for n in runnable if (m := cached_median(sc, n)) is not None}
             base_names = [n for n in runnable if n not in cached]
             job_sc = next(j for j in jobs if j["id"] == sc.id)
             current, current_sid = f"timing {sc.id}", sc.id
@@ -364,7 +368,7 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
                 if samples:
                     m, _ = verdict.median_and_spread(samples)
                     cached[n] = m
-                    _BASELINE_CACHE[key + (n,)] = m
+                    _BASELINE_CACHE[cache_key(sc, n)] = m
             for n, note in msg["notes"].items():
                 o.details[f"{n}_na"] = note
             o.baseline_ms = {n: cached.get(n) for n in res.baselines}

@@ -52,7 +52,8 @@ class Task:
     output_names: tuple[str, ...] = ()   # the outputs of one call, in the order they are judged
     baseline_threads: int = 0     # threads of the child that own baseline calls (gpu_harness/baseline_threads.py)
     # baselines whose first call of a shape is slow (a plan to build, a kernel to compile): the child calls them
-    # once per scenario during the correctness phase, so that this cost overlaps the judging
+    # once on each scenario it will time them on (their median not cached yet) during the correctness phase,
+    # so that this cost overlaps the judging
     baselines_to_warm: tuple[str, ...] = ()
     # per-call time bound in the child: base seconds + flops / this rate
     call_timeout_base_s: float = 20.0
