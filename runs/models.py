@@ -85,7 +85,7 @@ class Run(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     status_reason = models.CharField(max_length=200, blank=True, help_text="Why the run has its status, when it says")
-    model = models.CharField(max_length=120, help_text="Model id, e.g. claude-sonnet-4-5 or replay:FILE")
+    model = models.CharField(max_length=120, help_text="Model id, e.g. claude-sonnet-4-6 or replay:FILE")
     starting_kernel = models.TextField(help_text="Source this run starts from (a copy: the task may change)")
     # The goal, when this run's differs from its task's (blank: the task's goal).
     goal_baseline = models.CharField(max_length=80, blank=True)

@@ -48,14 +48,14 @@ class ScriptedEvaluator:
 
 
 def make_config(goal_speedup=2.0, budgets=None, review_mode="auto", review_timeout_s=None, kernel=NAIVE,
-                model="claude-sonnet-4-5"):
+                model="claude-sonnet-4-6"):
     return RunConfig(task="matmul_cpu", goal=Goal("naive", goal_speedup), model=model, starting_kernel=kernel,
                      kernel_filename="kernel.cpp", budgets=budgets or Budgets(steps=30), review_mode=review_mode,
                      review_timeout_s=review_timeout_s)
 
 
 def anthropic_model(server, stream=True):
-    return AnthropicModel("claude-sonnet-4-5", settings={"api_key": "sk-test", "base_url": server.url,
+    return AnthropicModel("claude-sonnet-4-6", settings={"api_key": "sk-test", "base_url": server.url,
                                                          "stream": stream, "backoff_base_s": 0.01})
 
 

@@ -23,7 +23,7 @@ class Reply:
     output_tokens: int = 20
     cache_read: int = 0
     cache_write: int = 0
-    model: str = "claude-sonnet-4-5-20250929"
+    model: str = "claude-sonnet-4-6"
 
     def message(self, ident: str) -> dict:
         stop = self.stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn")

@@ -10,7 +10,7 @@ TOOLS = [{"name": "shell", "description": "run", "input_schema": {"type": "objec
 
 
 def model(server, notes=None, stream=True, **settings):
-    return AnthropicModel("claude-sonnet-4-5", notify=(notes.append if notes is not None else None),
+    return AnthropicModel("claude-sonnet-4-6", notify=(notes.append if notes is not None else None),
                           settings={"api_key": "sk-test", "base_url": server.url, "stream": stream,
                                     "backoff_base_s": 0.01, **settings})
 
@@ -70,7 +70,7 @@ def test_cost_counts_cached_tokens_at_their_price():
     with MessagesServer(Script([reply])) as s:
         usage = model(s).query("system", MESSAGES, TOOLS, "turn").usage
     assert usage.tokens_in == 13000 and usage.cache_read_tokens == 10000 and usage.cache_write_tokens == 2000
-    # claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million tokens
+    # claude-sonnet-4-6: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million tokens
     assert usage.cost_usd == pytest.approx((1000 * 3 + 100 * 15 + 10000 * 0.30 + 2000 * 3.75) / 1e6)
 
 
@@ -83,11 +83,11 @@ def test_an_unknown_model_has_an_unknown_cost_not_a_guess():
 def test_the_api_key_comes_from_the_environment_and_a_missing_key_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ModelFailed, match="ANTHROPIC_API_KEY"):
-        AnthropicModel("claude-sonnet-4-5")
+        AnthropicModel("claude-sonnet-4-6")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
     with MessagesServer(Script([Reply([text("ok")])])) as s:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", s.url)
-        AnthropicModel("claude-sonnet-4-5", settings={"stream": False}).query("s", MESSAGES, TOOLS, "turn")
+        AnthropicModel("claude-sonnet-4-6", settings={"stream": False}).query("s", MESSAGES, TOOLS, "turn")
     headers = {k.lower(): v for k, v in s.requests[0]["headers"].items()}
     # This SDK version may send the key as x-api-key or as a bearer token; either way it is the environment's key.
     assert "sk-from-env" in (headers.get("x-api-key", ""), headers.get("authorization", "").removeprefix("Bearer "))

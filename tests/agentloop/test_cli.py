@@ -57,5 +57,5 @@ def test_bad_arguments_get_a_clear_error_not_a_traceback(tmp_path):
     assert proc.returncode == 2 and "unknown task 'no_such_task'" in proc.stderr and "Traceback" not in proc.stderr
     proc = agentloop("run", "--model", f"replay:{tmp_path / 'missing.jsonl'}", cwd=tmp_path, timeout=120)
     assert proc.returncode == 2 and "cannot read trace" in proc.stderr
-    proc = agentloop("run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-5", cwd=tmp_path, timeout=120)
+    proc = agentloop("run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6", cwd=tmp_path, timeout=120)
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr

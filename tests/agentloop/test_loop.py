@@ -171,7 +171,7 @@ def test_the_budgets_end_the_run(tmp_path):
                              config=make_config(budgets=Budgets(evaluations=2)))
     assert outcome.reason == "budget_evaluations" and len(payloads(events, "evaluation")) == 2
 
-    # claude-sonnet-4-5 at $3/$15 per million: 100k input tokens are $0.30 per turn.
+    # claude-sonnet-4-6 at $3/$15 per million: 100k input tokens are $0.30 per turn.
     outcome, events, _ = run(tmp_path / "cost", [Reply([evaluate()], input_tokens=100_000, output_tokens=0)] * 5,
                              config=make_config(budgets=Budgets(cost_usd=0.5)))
     assert (outcome.reason, outcome.steps) == ("budget_cost", 2)

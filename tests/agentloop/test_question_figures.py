@@ -130,7 +130,7 @@ def test_a_bad_stats_file_is_a_clear_error(tmp_path):
 def test_a_worker_offers_the_servers_bank_with_its_figures_including_a_reviewers_question(tmp_path):
     bank = [REVIEWER_ENTRY, {"key": "limit-no-stopping", "text": BANK["limit-no-stopping"].text,
                              "category": "limit", "triggers": ["claimed-limit", "stopped-short"], "active": True}]
-    assignment = {"id": 11, "task": "matmul_cpu", "model": "claude-sonnet-4-5", "starting_kernel": NAIVE,
+    assignment = {"id": 11, "task": "matmul_cpu", "model": "claude-sonnet-4-6", "starting_kernel": NAIVE,
                   "starting_kernel_name": "kernel.cpp", "goal": {"baseline": "naive", "speedup": 2.0},
                   "budgets": {"steps": 1, "tokens": None, "cost_usd": None, "wall_s": None, "evaluations": None},
                   "review_mode": "auto", "review_timeout_s": None, "bank": bank,
@@ -187,7 +187,7 @@ def test_a_standalone_run_shows_figures_from_an_exported_file(tmp_path):
                                [Reply([text("QUESTION: limit-someone-passed-it\nREASON: it worked before")])])) as s:
         env.update({"PYTHONPATH": str(REPO), "KSEEK_AGENT_RUNS": str(tmp_path / "runs"), "ANTHROPIC_API_KEY": "sk-t"})
         proc = subprocess.run(
-            [sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-5",
+            [sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6",
              "--base-url", s.url, "--max-steps", "1", "--question-stats", str(stats_file), "--no-bwrap", "--quiet",
              "--trace", str(tmp_path / "trace.jsonl")], cwd=tmp_path, env=env, capture_output=True, text=True,
             timeout=300)
@@ -200,12 +200,12 @@ def test_a_standalone_run_shows_figures_from_an_exported_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     proc = subprocess.run([sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model",
-                           "claude-sonnet-4-5", "--question-stats", str(bad)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           "claude-sonnet-4-6", "--question-stats", str(bad)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "question stats" in proc.stderr and "Traceback" not in proc.stderr
     bad_bank = tmp_path / "bank.toml"
     bad_bank.write_text('[[question]]\nkey = "x"\ntext = "Why?"\ncategory = "gossip"\ntriggers = ["plateau"]\n')
     proc = subprocess.run([sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model",
-                           "claude-sonnet-4-5", "--bank", str(bad_bank)], cwd=tmp_path, env=env, capture_output=True,
+                           "claude-sonnet-4-6", "--bank", str(bad_bank)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and "unknown category 'gossip'" in proc.stderr and "Traceback" not in proc.stderr

@@ -28,7 +28,7 @@ def test_a_replayed_run_keeps_the_recorded_kernel_file_name_that_its_tool_calls_
     worker = Worker(server="ws://127.0.0.1:1", token=TOKEN, gpus=[0], state_dir=tmp_path)
     assert worker._assignment(demo_assignment()).kernel_filename == "kernel.cpp"
     # Any other model gets the name the server sent.
-    assert worker._assignment({**demo_assignment(), "model": "claude-sonnet-4-5"}).kernel_filename == "naive.cpp"
+    assert worker._assignment({**demo_assignment(), "model": "claude-sonnet-4-6"}).kernel_filename == "naive.cpp"
 
 
 def start_worker(server, state_dir, token=TOKEN):
