@@ -224,6 +224,7 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
     jobs = [{"id": s.id, "params": s.params, "seed_a": derive_seed(seed, s.id, "a"),
              "seed_b": derive_seed(seed, s.id, "b"), "warm": to_warm(s)} for s in selected]
     job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs}
+    job_by_id = {j["id"]: j for j in jobs}
     current, current_sid = "starting the candidate's process", None
     phases = res.phases
     phases["judge_s"] = 0.0
@@ -336,9 +337,9 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
             o = outcome[sc.id]
             cached = {n: m for n in runnable if (m := cached_median(sc, n)) is not None}
             base_names = [n for n in runnable if n not in cached]
-            job_sc = next(j for j in jobs if j["id"] == sc.id)
             current, current_sid = f"timing {sc.id}", sc.id
-            session.send(cmd="time", scenario=job_sc, baselines=base_names, **{**TIMING, **t.timing_overrides})
+            session.send(cmd="time", scenario=job_by_id[sc.id], baselines=base_names,
+                         **{**TIMING, **t.timing_overrides})
             per_call = t.call_timeout_s(sc)
             msg = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)       # calling (warm-up)
             _expect(msg, "calling")
