@@ -282,11 +282,18 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         self.group = services.worker_group(self.worker.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        await database_sync_to_async(services.worker_connected)(worker=self.worker, connection=self.channel_name)
 
     async def disconnect(self, code):
         self.closed = True
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            try:
+                await database_sync_to_async(services.worker_disconnected)(worker=self.worker,
+                                                                            connection=self.channel_name)
+            except DatabaseError as passing:
+                # Shown connected until its next socket opens: a wrong "connected" on a page, nothing lost.
+                log.warning("worker %s disconnected; not recorded, the database failed: %s", self.worker.name, passing)
 
     async def send_message(self, message: dict) -> None:
         await self.send(text_data=json.dumps({"v": PROTOCOL_VERSION, **message}, default=str))

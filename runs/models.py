@@ -49,6 +49,13 @@ class WorkerHost(models.Model):
     token_prefix = models.CharField(max_length=12, help_text="First characters of the token, to tell tokens apart")
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
+    # Whether the host is connected now, for the people watching its runs. A host has one socket at a time, but
+    # a reconnecting host may open its new socket before the server has noticed that the old one died: only the
+    # socket named here can mark the host disconnected, so a late close of an old socket changes nothing.
+    connection = models.CharField(max_length=200, blank=True, default="",
+                                  help_text="Channel name of the socket the host is connected through; empty when none")
+    connected_at = models.DateTimeField(null=True, blank=True)
+    disconnected_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -60,6 +67,12 @@ class WorkerHost(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    @property
+    def is_connected(self) -> bool:
+        """As far as the server knows: a server process killed outright leaves its sockets marked connected until
+        their hosts connect again (each new socket replaces the name)."""
+        return bool(self.connection)
 
 
 class RunStatus(models.TextChoices):
@@ -73,6 +86,8 @@ class RunStatus(models.TextChoices):
 
 
 FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED)
+# A worker host holds a run in these (waiting on a reviewer or paused, it still has the run and its state).
+HELD_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_REVIEW, RunStatus.PAUSED)
 
 
 class ReviewMode(models.TextChoices):
@@ -137,6 +152,12 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_STATUSES
+
+    @property
+    def host_offline(self) -> bool:
+        """Held by a host that is not connected now: the run moves again when its host reconnects (it resumes
+        from its trace), or ends when an operator stops it."""
+        return self.worker is not None and self.status in HELD_STATUSES and not self.worker.is_connected
 
     @property
     def goal(self) -> tuple[str, float]:

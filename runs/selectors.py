@@ -51,7 +51,7 @@ def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
 from django.db.models import TextField  # noqa: E402
 from django.db.models.functions import Cast  # noqa: E402
 
-from runs.models import Directive, RunStatus, ScenarioResult, StepKind, WorkerHost  # noqa: E402,F401
+from runs.models import HELD_STATUSES, ScenarioResult, WorkerHost  # noqa: E402
 
 FEED_PAGE_MAX = 500
 
@@ -199,5 +199,5 @@ def trace_export_records(run: Run):
 
 def worker_hosts() -> QuerySet[WorkerHost]:
     return WorkerHost.objects.annotate(
-        active_runs=Count("runs", filter=Q(runs__status__in=[RunStatus.RUNNING, RunStatus.WAITING_REVIEW, RunStatus.PAUSED]))
+        active_runs=Count("runs", filter=Q(runs__status__in=HELD_STATUSES))
     ).order_by("name")

@@ -134,6 +134,10 @@ def run_summary_json(run: Run) -> dict:
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "pending_questions": run.questions.filter(status="proposed").count(),
         "worker": run.worker.name if run.worker else None,
+        # When the host holding the unfinished run lost its connection ("" if not known); null while it is
+        # connected or when the run needs no host.
+        "worker_offline_since": ((run.worker.disconnected_at.isoformat() if run.worker.disconnected_at else "")
+                                 if run.host_offline else None),
     }
 
 

@@ -10,7 +10,7 @@ per thing written:
     steps          step_record: each event of a run stored exactly once
     questions      proposed, decided once by a reviewer, asked by a person
     kernels        kernel_record, kernel_release, evaluation_record (a verdict and its per-scenario rows)
-    workers        worker hosts and their hashed tokens, hello, the runs a host lost
+    workers        worker hosts and their hashed tokens, connected or not, hello, the runs a host lost
     directives     instructions for the worker holding a run, kept until it acknowledges them
     worker_events  one event from a worker, with what it implies
     event_batches  many worker events in one transaction
@@ -44,6 +44,8 @@ from runs.services.worker_events import apply_step_effects, worker_event_record
 from runs.services.workers import (
     HELD_STATUSES,
     hash_token,
+    worker_connected,
+    worker_disconnected,
     worker_hello,
     worker_host_authenticate,
     worker_host_create,
@@ -58,7 +60,8 @@ __all__ = [
     "directives_pending_for", "evaluation_record", "hash_token", "kernel_record", "kernel_release",
     "question_ask_human", "question_by_ref", "question_decide", "question_propose", "question_ref_of",
     "question_review", "run_assignment", "run_claim", "run_control", "run_send_human_message", "run_set_status",
-    "run_start", "sha256_text", "step_record", "task_upsert", "trace_import", "worker_event_record",
-    "worker_events_record", "worker_group", "worker_hello", "worker_host_authenticate", "worker_host_create",
-    "worker_host_revoke", "worker_host_rotate_token", "worker_runs_reconcile",
+    "run_start", "sha256_text", "step_record", "task_upsert", "trace_import", "worker_connected",
+    "worker_disconnected", "worker_event_record", "worker_events_record", "worker_group", "worker_hello",
+    "worker_host_authenticate", "worker_host_create", "worker_host_revoke", "worker_host_rotate_token",
+    "worker_runs_reconcile",
 ]

@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.events import publish_after_commit
-from runs.models import Run, RunStatus, WorkerHost
+from runs.models import HELD_STATUSES, Run, RunStatus, WorkerHost
 
 
 def hash_token(token: str) -> str:
@@ -52,7 +52,28 @@ def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
     return worker
 
 
-HELD_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_REVIEW, RunStatus.PAUSED)
+def worker_connected(*, worker: WorkerHost, connection: str) -> None:
+    """The host's socket `connection` (a channel name) is open: the host is shown connected, through it."""
+    with transaction.atomic():
+        WorkerHost.objects.filter(pk=worker.pk).update(connection=connection, connected_at=timezone.now())
+        _announce_to_held_runs(worker)
+
+
+def worker_disconnected(*, worker: WorkerHost, connection: str) -> bool:
+    """The socket `connection` closed. The host is shown offline only if that was its newest socket (a new one may
+    have opened before the old one's close was noticed). Returns whether the host is now shown offline."""
+    with transaction.atomic():
+        changed = WorkerHost.objects.filter(pk=worker.pk, connection=connection).update(
+            connection="", disconnected_at=timezone.now())
+        if changed:
+            _announce_to_held_runs(worker)
+    return bool(changed)
+
+
+def _announce_to_held_runs(worker: WorkerHost) -> None:
+    # The pages of the runs this host holds show whether it is connected; they re-read their summary.
+    for run_id in Run.objects.filter(worker=worker, status__in=HELD_STATUSES).values_list("pk", flat=True):
+        publish_after_commit(run_id, {"type": "run.changed", "run_id": run_id, "worker_changed": True})
 
 
 def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> dict[int, str]:

@@ -198,6 +198,11 @@
     document.getElementById("run-tokens").textContent = s.tokens_in + " / " + s.tokens_out;
     document.getElementById("run-cost").textContent = "$" + s.cost_usd.toFixed(4);
     document.getElementById("run-worker").textContent = s.worker || "no worker yet";
+    const offline = document.getElementById("run-worker-offline");
+    offline.hidden = s.worker_offline_since === null;
+    // The ISO time in UTC, as the server renders times: "2026-11-30 20:15:03".
+    const since = s.worker_offline_since ? " since " + s.worker_offline_since.slice(0, 19).replace("T", " ") : "";
+    offline.textContent = "offline" + since + ": the run waits for it";
     page.dataset.started = s.started_at || "";
     page.dataset.finished = s.finished_at || "";
     tickElapsed();

@@ -188,6 +188,22 @@ def test_a_run_started_from_the_page_streams_steps_live_from_a_worker(live_site,
         worker.close()
 
 
+def test_a_run_page_says_so_at_once_when_the_host_holding_the_run_goes_offline(live_site, login):
+    page = login("olga")
+    run_id = start_run_from_page(page, "replay:offline-demo")
+    page.wait_for_selector("#live-state.live-on")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        worker.event(run_id, 0, "status", {"status": "running", "reason": "started"})
+        page.wait_for_selector("#run-worker:has-text('live-worker')")
+        assert page.locator("#run-worker-offline").is_hidden()
+    finally:
+        worker.close()
+    page.wait_for_selector("#run-worker-offline:visible", timeout=15_000)
+    assert page.locator("#run-worker-offline").inner_text().startswith("offline since 20")
+
+
 def test_a_reviewer_approves_a_question_with_the_keyboard_and_the_worker_receives_it(live_site, login):
     operator = login("olga")
     run_id = start_run_from_page(operator, "replay:review-demo")

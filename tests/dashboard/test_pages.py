@@ -1,6 +1,7 @@
 """Every page renders for a viewer, and every action is refused to a role below the one it needs."""
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -8,6 +9,7 @@ from django.urls import reverse
 from runs.models import Directive, Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, WorkerHost
 from runs.services import (
     apply_step_effects, kernel_record, kernel_release, question_propose, run_claim, step_record, trace_import,
+    worker_connected, worker_disconnected,
 )
 from tests.dashboard.helpers import evaluation_payload, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run, make_task
@@ -156,6 +158,25 @@ def test_an_operator_creates_a_worker_token_shown_once_and_revokes_it(operator):
     operator.post(reverse("worker_revoke", args=[host.pk]))
     host.refresh_from_db()
     assert host.revoked_at is not None
+
+
+def test_the_workers_page_and_a_run_page_say_which_host_is_offline_since_when(operator):
+    run = worker_run()
+    host = run.worker
+    row = lambda: re.search(rf"<tr><td>{host.name}</td>.*?</tr>", operator.get(reverse("workers")).content.decode(),
+                            re.S).group(0)
+    assert "never connected" in row()
+    offline_note = re.compile(r'<span id="run-worker-offline"[^>]*>')
+    worker_connected(worker=host, connection="specific.abc")
+    assert "connected</span> since" in row()
+    assert "hidden" in offline_note.search(operator.get(reverse("run_detail", args=[run.pk])).content.decode()).group(0)
+
+    assert worker_disconnected(worker=host, connection="specific.abc")
+    host.refresh_from_db()
+    since = host.disconnected_at.strftime("%Y-%m-%d %H:%M:%S")
+    assert f"offline</span> since {since}" in row()
+    page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "hidden" not in offline_note.search(page).group(0) and f"offline since {since}" in page
 
 
 def test_the_kernel_download_is_the_source_with_a_cu_name():

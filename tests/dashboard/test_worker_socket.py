@@ -3,7 +3,9 @@
 import pytest
 from asgiref.sync import sync_to_async
 
-from runs.models import Directive, Evaluation, Question, QuestionStatus, Run, RunStatus, ScenarioResult, Step
+from runs.models import (
+    Directive, Evaluation, Question, QuestionStatus, Run, RunStatus, ScenarioResult, Step, WorkerHost,
+)
 from runs.services import question_review, run_control, run_send_human_message, worker_host_revoke
 from tests.dashboard.helpers import (
     connected_worker, event, evaluation_payload, make_user, make_worker, question_payload, worker_socket,
@@ -398,3 +400,46 @@ async def test_a_browser_following_the_run_hears_of_a_batch_once_stored(client):
                                                           "kind": "note", "last_seq": 2}
     await browser.disconnect()
     await worker.disconnect()
+
+
+# ---- whether a host is connected now (its runs' pages say when the host holding them is gone)
+async def host_state(host_id: int) -> WorkerHost:
+    return await sync_to_async(WorkerHost.objects.get)(pk=host_id)
+
+
+async def test_a_host_is_connected_while_its_socket_is_open_and_offline_since_it_closed():
+    host, token = await sync_to_async(make_worker)()
+    assert not (await host_state(host.pk)).is_connected
+    socket = await connected_worker(token)
+    while_open = await host_state(host.pk)
+    assert while_open.is_connected and while_open.connected_at is not None and while_open.disconnected_at is None
+    await socket.disconnect()
+    after = await host_state(host.pk)
+    assert not after.is_connected and after.disconnected_at >= while_open.connected_at
+
+
+async def test_the_late_close_of_an_old_socket_leaves_a_reconnected_host_connected():
+    # A worker whose link died reconnects before the server notices that the old socket is gone.
+    host, token = await sync_to_async(make_worker)()
+    old = await connected_worker(token)
+    new = await connected_worker(token)
+    await old.disconnect()
+    assert (await host_state(host.pk)).is_connected
+    await new.disconnect()
+    assert not (await host_state(host.pk)).is_connected
+
+
+async def test_the_pages_of_a_hosts_runs_hear_when_it_goes_offline_and_its_summary_says_since_when(client):
+    worker, run, browser = await worker_and_browser(client)
+    summary = (await sync_to_async(client.get)(f"/runs/{run.pk}/summary/")).json()
+    assert summary["worker"] == "gpu-a" and summary["worker_offline_since"] is None
+    await worker.disconnect()
+    changed = await browser.receive_json_from(timeout=5)
+    assert changed["type"] == "run.changed" and changed["run_id"] == run.pk, changed
+    summary = (await sync_to_async(client.get)(f"/runs/{run.pk}/summary/")).json()
+    host = await sync_to_async(lambda: Run.objects.select_related("worker").get(pk=run.pk).worker)()
+    assert summary["worker_offline_since"] == host.disconnected_at.isoformat()
+    # A finished run needs no host: its page does not call the host's absence out.
+    await sync_to_async(run_control)(run=run, action="stop")
+    assert (await sync_to_async(client.get)(f"/runs/{run.pk}/summary/")).json()["worker_offline_since"] is None
+    await browser.disconnect()
