@@ -64,11 +64,10 @@ class ScenarioResultAdmin(admin.ModelAdmin):
 
 @admin.register(WorkerHost)
 class WorkerHostAdmin(admin.ModelAdmin):
-    list_display = ["name", "token_prefix", "revoked_at", "is_connected", "connected_at", "disconnected_at", "last_seen",
-                    "created_at"]
+    list_display = ["name", "token_prefix", "revoked_at", "is_connected", "last_seen", "disconnected_at", "created_at"]
     # The hash is not secret but is useless to a person; tokens are made with `manage.py worker_token`.
     exclude = ["token_hash"]
-    readonly_fields = ["token_prefix", "connection", "connected_at", "disconnected_at", "last_seen", "created_at"]
+    readonly_fields = ["token_prefix", "connection", "last_seen", "disconnected_at", "created_at"]
 
     def has_add_permission(self, request):
         return False

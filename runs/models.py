@@ -48,13 +48,12 @@ class WorkerHost(models.Model):
     token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token")
     token_prefix = models.CharField(max_length=12, help_text="First characters of the token, to tell tokens apart")
     revoked_at = models.DateTimeField(null=True, blank=True)
-    last_seen = models.DateTimeField(null=True, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True, help_text="When its newest socket opened")
     # Whether the host is connected now, for the people watching its runs. A host has one socket at a time, but
     # a reconnecting host may open its new socket before the server has noticed that the old one died: only the
     # socket named here can mark the host disconnected, so a late close of an old socket changes nothing.
     connection = models.CharField(max_length=200, blank=True, default="",
                                   help_text="Channel name of the socket the host is connected through; empty when none")
-    connected_at = models.DateTimeField(null=True, blank=True)
     disconnected_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

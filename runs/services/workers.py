@@ -25,10 +25,7 @@ def worker_host_authenticate(token: str) -> WorkerHost | None:
     """The active host this token belongs to, or None. Revoked tokens authenticate nobody."""
     if not token:
         return None
-    host = WorkerHost.objects.filter(token_hash=hash_token(token), revoked_at__isnull=True).first()
-    if host is not None:
-        WorkerHost.objects.filter(pk=host.pk).update(last_seen=timezone.now())
-    return host
+    return WorkerHost.objects.filter(token_hash=hash_token(token), revoked_at__isnull=True).first()
 
 
 def worker_host_rotate_token(*, host: WorkerHost) -> tuple[WorkerHost, str]:
@@ -53,9 +50,10 @@ def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
 
 
 def worker_connected(*, worker: WorkerHost, connection: str) -> None:
-    """The host's socket `connection` (a channel name) is open: the host is shown connected, through it."""
+    """The host's socket `connection` (a channel name) is open: the host is shown connected through it, since now
+    (`last_seen`)."""
     with transaction.atomic():
-        WorkerHost.objects.filter(pk=worker.pk).update(connection=connection, connected_at=timezone.now())
+        WorkerHost.objects.filter(pk=worker.pk).update(connection=connection, last_seen=timezone.now())
         _announce_to_held_runs(worker)
 
 

@@ -412,10 +412,10 @@ async def test_a_host_is_connected_while_its_socket_is_open_and_offline_since_it
     assert not (await host_state(host.pk)).is_connected
     socket = await connected_worker(token)
     while_open = await host_state(host.pk)
-    assert while_open.is_connected and while_open.connected_at is not None and while_open.disconnected_at is None
+    assert while_open.is_connected and while_open.last_seen is not None and while_open.disconnected_at is None
     await socket.disconnect()
     after = await host_state(host.pk)
-    assert not after.is_connected and after.disconnected_at >= while_open.connected_at
+    assert not after.is_connected and after.disconnected_at >= while_open.last_seen
 
 
 async def test_the_late_close_of_an_old_socket_leaves_a_reconnected_host_connected():
