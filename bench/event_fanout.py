@@ -38,6 +38,7 @@ from websockets.asyncio.client import connect
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from agentloop.worker.window import MAX_FRAMES, SenderWindow  # noqa: E402
+from kseek_site.serving import daphne_argv  # noqa: E402
 
 SETUP = """
 import json, sys
@@ -63,8 +64,7 @@ print(json.dumps({"session": client.cookies["sessionid"].value, "workers": worke
 
 def server_command(server: str, port: int) -> list[str]:
     if server == "daphne":  # as `make run` serves (runs/management/commands/serve.py)
-        return [str(Path(sys.executable).with_name("daphne")), "-b", "127.0.0.1", "-p", str(port),
-                "kseek_site.asgi:application"]
+        return daphne_argv("127.0.0.1", port)
     # For comparison only (docs/benchmarks.md): uvicorn is not a dependency; put it on PYTHONPATH to try it.
     loop, http, ws = server.split(":")[1:] if ":" in server else ("uvloop", "httptools", "websockets-sansio")
     return [sys.executable, "-m", "uvicorn", "kseek_site.asgi:application", "--host", "127.0.0.1", "--port", str(port),

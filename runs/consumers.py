@@ -91,21 +91,24 @@ from channels.db import database_sync_to_async  # noqa: E402
 from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
 from django.db import DatabaseError, close_old_connections, connection  # noqa: E402
 
+from kseek_site import serving  # noqa: E402
 from runs import services  # noqa: E402
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 NO_WORK_RETRY_S = 5
-# The largest message the server stores. daphne has a limit of its own (--websocket-max-message-size, 1 MiB by
-# default): above it daphne closes the socket with 1009 before the consumer sees the message, so a deployment
-# runs daphne with a higher limit (docs/deployment.md) and a bigger event gets a clear, final nack from here.
-EVENT_MAX_BYTES = 2**20
+# The close code of a socket whose token was revoked while it was open.
+AUTH_REFUSED = 4401
+# The worker socket's size limits, which daphne's command line shares (kseek_site/serving.py): a message up to
+# MESSAGE_MAX_BYTES is read; an event over EVENT_MAX_BYTES gets a final nack that names its size.
+EVENT_MAX_BYTES = serving.EVENT_MAX_BYTES
+MESSAGE_MAX_BYTES = serving.MESSAGE_MAX_BYTES
 # The most events one transaction stores; more wait for the next batch.
 BATCH_MAX_EVENTS = 500
 # How long the event writer keeps its database connection with no batch to write.
 WRITER_IDLE_RELEASE_S = 1.0
-# The most events one `events` message may list (its size is bounded by EVENT_MAX_BYTES like any message's).
+# The most events one `events` message may list (its size is bounded by MESSAGE_MAX_BYTES like any message's).
 # The agentloop worker sends at most 256 (agentloop/worker/window.py).
 EVENTS_MAX_COUNT = 1000
 
@@ -194,7 +197,7 @@ class EventWriter:
             outcomes = None
         if outcomes is not None:
             await self._publish(outcomes)
-            replies = [(None, False) if o.stored else (o.error, False) for o in outcomes]
+            replies = [(None, False) if o.stored else (o.error, o.retry) for o in outcomes]
         # An event that came alone is answered alone (`ack`); those that came in `events` messages are
         # acknowledged in one `acks` per socket, after the batch's nacks. Either way only after the commit.
         acks: dict[WorkerConsumer, list] = {}
@@ -254,6 +257,21 @@ def events_problem(events) -> str | None:
     return None
 
 
+def text_bytes(text: str) -> int:
+    """The size of a text frame as sent (UTF-8). A text of n characters takes n to 4n bytes: only a text that
+    could be over the event limit is encoded to measure it."""
+    return len(text) if len(text) * 4 <= EVENT_MAX_BYTES else len(text.encode("utf-8", "surrogatepass"))
+
+
+def message_problem(raw: str) -> str | None:
+    """A message over the size this server reads. daphne drops such a frame itself (kseek_site/serving.py); this
+    holds behind a server that does not, so that no limit depends on how the application is served."""
+    size = text_bytes(raw)
+    if size > MESSAGE_MAX_BYTES:
+        return f"a message of {size} bytes is over the server's limit of {MESSAGE_MAX_BYTES} bytes"
+    return None
+
+
 def bearer_token(scope) -> str:
     for name, value in scope.get("headers", []):
         if name.lower() == b"authorization":
@@ -277,7 +295,8 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         self.sent_directives: set[int] = set()
         self.greeted = False
         if self.worker is None:
-            await self.close(code=4401)
+            # Refused at the handshake: the client sees HTTP 403 and no socket opens (docs/protocol.md 2.1).
+            await self.close()
             return
         self.group = services.worker_group(self.worker.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -299,10 +318,14 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps({"v": PROTOCOL_VERSION, **message}, default=str))
 
     async def receive(self, text_data=None, bytes_data=None):
-        raw = text_data if text_data is not None else (bytes_data or b"")
+        if text_data is None:
+            # docs/protocol.md 2.1: every message is a JSON text frame.
+            await self.send_message({"type": "error", "error": "binary frames are not read here: send each message "
+                                                              "as a JSON text frame"})
+            return
         try:
-            message = json.loads(raw if isinstance(raw, str) else raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError):
+            message = json.loads(text_data)
+        except (ValueError, RecursionError):
             await self.send_message({"type": "error", "error": "not a JSON text message"})
             return
         if not isinstance(message, dict):
@@ -311,26 +334,28 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         if message.get("v") != PROTOCOL_VERSION:
             await self.send_message({"type": "error", "error": f"protocol version {message.get('v')!r} is not spoken here (1 is)"})
             return
-        if len(raw) > EVENT_MAX_BYTES:
-            # Refused for good, so that the worker drops it (and says so in its run) rather than send it forever.
-            error = f"a message of {len(raw)} bytes is over the server's limit of {EVENT_MAX_BYTES}"
-            if message.get("type") == "event":
+        kind = message.get("type")
+        too_large = message_problem(text_data)
+        if too_large is not None:
+            if kind == "event":
                 await self.send_message({"type": "nack", "run_id": message.get("run_id"), "seq": message.get("seq"),
-                                         "error": error, "retry": False})
-            elif message.get("type") == "events":
-                # Not nacked: each event may be fine alone. The sender keeps them and sends smaller messages.
-                await self.send_message({"type": "error", "error": f"{error}; none of its events was stored"})
-            else:
-                await self.send_message({"type": "error", "error": error})
+                                         "error": too_large, "retry": False})
+            else:  # for `events`: each event may be fine alone, and the worker sends smaller messages
+                await self.send_message({"type": "error", "error": f"{too_large}; none of it was read"})
             return
         handler = {"hello": self.on_hello, "claim": self.on_claim, "event": self.on_event, "events": self.on_events,
-                   "directive_ack": self.on_directive_ack}.get(message.get("type"))
+                   "directive_ack": self.on_directive_ack}.get(kind)
         if handler is None:
-            await self.send_message({"type": "error", "error": f"unknown message type {message.get('type')!r}"})
+            await self.send_message({"type": "error", "error": f"unknown message type {kind!r}"})
             return
-        await handler(message)
+        if not self.greeted and kind != "hello":
+            # Until the hello the server does not know which runs the worker holds (2.4), so nothing is acted on;
+            # an event stays in the worker's spool and is sent again after its hello.
+            await self.send_message({"type": "error", "error": f"{kind!r} before hello: send hello first"})
+            return
+        await handler(message, text_data)
 
-    async def on_hello(self, message):
+    async def on_hello(self, message, _raw):
         self.worker = await database_sync_to_async(services.worker_hello)(worker=self.worker, gpus=message.get("gpus"))
         active = message.get("active_runs")
         # Only a well-formed list is taken as the worker's word on what it holds; a malformed one changes nothing.
@@ -341,13 +366,15 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
                 log.warning("worker %s reconnected without runs %s", self.worker.name, lost)
         # `accepts`: the optional messages this server reads (docs/protocol.md 2.8); a worker sends `events` only
         # to a server that lists it.
-        await self.send_message({"type": "welcome", "worker": self.worker.name, "accepts": ["events"]})
+        # `limits`: the largest message this server reads and the largest event it stores (2.1).
+        await self.send_message({"type": "welcome", "worker": self.worker.name, "accepts": ["events"],
+                                 "limits": {"message_bytes": MESSAGE_MAX_BYTES, "event_bytes": EVENT_MAX_BYTES}})
         self.greeted = True
         # A new hello means the worker may have restarted and forgotten what it got: send everything again.
         self.sent_directives.clear()
         await self.send_pending_directives()
 
-    async def on_claim(self, message):
+    async def on_claim(self, message, _raw):
         run = await database_sync_to_async(self._claim)()
         if run is None:
             await self.send_message({"type": "no_work", "retry_after_s": NO_WORK_RETRY_S})
@@ -358,19 +385,46 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         run = services.run_claim(worker=self.worker)
         return services.run_assignment(run) if run is not None else None
 
-    async def on_event(self, message):
+    async def on_event(self, message, raw):
+        size = text_bytes(raw)
+        if size > EVENT_MAX_BYTES:
+            await self.refuse_oversize(message, size)
+            return
         # Not awaited: the socket goes on reading while the writer stores this event with others; the ack
         # follows the commit.
         EventWriter.for_this_loop(self.channel_layer).submit(self, message)
 
-    async def on_events(self, message):
+    async def on_events(self, message, raw):
         events = message.get("events")
         problem = events_problem(events)
         if problem is not None:
             # The whole message is refused before any of it is queued: nothing of it is stored.
             await self.send_message({"type": "error", "error": f"events: {problem}; none of its events was stored"})
             return
-        EventWriter.for_this_loop(self.channel_layer).submit_many(self, events)
+        if text_bytes(raw) > EVENT_MAX_BYTES:
+            # Only a message over the event limit can hold an event over it: each is measured as its own message.
+            kept = []
+            for event in events:
+                size = text_bytes(json.dumps({"type": "event", "v": PROTOCOL_VERSION, **event}))
+                if size > EVENT_MAX_BYTES:
+                    await self.refuse_oversize(event, size)
+                else:
+                    kept.append(event)
+            events = kept
+        if events:
+            EventWriter.for_this_loop(self.channel_layer).submit_many(self, events)
+
+    async def refuse_oversize(self, event: dict, size: int) -> None:
+        """An event too large to store: a final nack that names its size, so the worker drops it (and says so in
+        its run) rather than send it forever, and the refusal kept on the run for its page."""
+        error = f"an event of {size} bytes is over the server's limit of {EVENT_MAX_BYTES} bytes"
+        try:
+            await database_sync_to_async(services.event_refusal_record)(worker=self.worker, event=event, error=error,
+                                                                         size_bytes=size)
+        except DatabaseError as passing:
+            log.warning("refusal of run %s #%s not recorded: %s", event.get("run_id"), event.get("seq"), passing)
+        await self.send_message({"type": "nack", "run_id": event.get("run_id"), "seq": event.get("seq"),
+                                 "error": error, "retry": False})
 
     async def send_reply(self, message: dict) -> None:
         """An ack or nack from the writer; the socket may have closed meanwhile (the worker re-sends)."""
@@ -381,10 +435,15 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         except Exception:  # noqa: BLE001 - a socket gone between the check and the send
             log.info("worker %s: reply %s not sent, the socket closed", self.worker.name, message.get("type"))
 
-    async def on_directive_ack(self, message):
+    async def on_directive_ack(self, message, _raw):
         known = await database_sync_to_async(services.directive_acknowledge)(worker=self.worker, wire_id=message.get("id"))
         if not known:
             await self.send_message({"type": "error", "error": f"no directive {message.get('id')!r} for this worker"})
+
+    async def worker_revoked(self, _message):
+        """The host's token was revoked (runs.services.worker_host_revoke): this socket closes now, and the host's
+        next handshake is refused."""
+        await self.close(code=AUTH_REFUSED)
 
     async def directives_available(self, _message):
         if self.greeted:

@@ -30,6 +30,11 @@ def _send(groups: list[str], message: dict) -> None:
             log.exception("could not publish %s to %s", message.get("type"), group)
 
 
+def send_to_group_after_commit(group: str, message: dict) -> None:
+    """Send `message` to one channel group once the current transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: _send([group], message))
+
+
 def publish_after_commit(run_id: int, message: dict, *, to_all_runs: bool = False) -> None:
     groups = [run_group(run_id)] + ([ALL_RUNS_GROUP] if to_all_runs else [])
     transaction.on_commit(lambda: _send(groups, message))

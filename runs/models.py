@@ -27,6 +27,9 @@ class Task(models.Model):
     starting_kernel_name = models.CharField(max_length=200, blank=True, help_text="File name of the starting kernel")
     goal_baseline = models.CharField(max_length=80, help_text="The baseline the goal is measured against")
     goal_speedup = models.FloatField(help_text="Geometric-mean speedup over the goal baseline that ends a run")
+    # The server's own list of what a full evaluation covers: a run is accepted as succeeded only on a stored
+    # evaluation that covers every one of these (runs.services.kernels.evaluation_meets_goal).
+    scenario_ids = models.JSONField(default=list, blank=True, help_text="Ids of the task's full scenario set")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -203,6 +206,26 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} #{self.seq} {self.kind}"
+
+
+class RefusedEvent(models.Model):
+    """An event of a run that the server refused for good (too large, a different event under a used seq, a
+    `succeeded` no stored evaluation confirms): the worker drops it, so the run's page says what is missing and
+    why. Kept once per (run, seq); a repeat updates it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="refused_events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=32, blank=True)
+    size_bytes = models.PositiveIntegerField(default=0, help_text="Size of the event as sent, in bytes")
+    error = models.TextField()
+    refused_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="refused_event_run_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} #{self.seq} refused"
 
 
 class QuestionSource(models.TextChoices):

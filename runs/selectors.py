@@ -201,3 +201,8 @@ def worker_hosts() -> QuerySet[WorkerHost]:
     return WorkerHost.objects.annotate(
         active_runs=Count("runs", filter=Q(runs__status__in=HELD_STATUSES))
     ).order_by("name")
+
+
+def held_runs_of(host: WorkerHost) -> QuerySet[Run]:
+    """The runs `host` holds now (running, waiting for review, paused), newest first."""
+    return Run.objects.filter(worker=host, status__in=HELD_STATUSES).select_related("task").order_by("-pk")

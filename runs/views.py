@@ -75,10 +75,12 @@ def run_start_view(request):
 @login_required
 def run_detail(request, run_id: int):
     run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by"), pk=run_id)
+    goal_baseline, goal_speedup = run.goal  # the run's own goal, which it is judged against
     return render(request, "runs/run_detail.html", {
         "run": run, "kinds": StepKind.choices, "message_form": MessageForm(),
         "evaluations": evaluations_for_run(run.pk).order_by("-created_at")[:20],
-        "baselines": sorted(run.best_speedups.items()),
+        "baselines": sorted(run.best_speedups.items()), "goal_baseline": goal_baseline, "goal_speedup": goal_speedup,
+        "refused_events": run.refused_events.all(),
     })
 
 

@@ -127,7 +127,8 @@ def run_step(request, run_id: int, seq: int):
 
 def run_summary_json(run: Run) -> dict:
     return {
-        "id": run.pk, "status": run.status, "status_label": run.get_status_display(), "best_speedup": run.best_speedup,
+        "id": run.pk, "status": run.status, "status_label": run.get_status_display(), "status_reason": run.status_reason,
+        "best_speedup": run.best_speedup,
         "best_speedups": run.best_speedups, "step_count": run.step_count, "last_seq": run.last_seq,
         "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost_usd": float(run.cost_usd),
         "started_at": run.started_at.isoformat() if run.started_at else None,
@@ -138,6 +139,7 @@ def run_summary_json(run: Run) -> dict:
         # connected or when the run needs no host.
         "worker_offline_since": ((run.worker.disconnected_at.isoformat() if run.worker.disconnected_at else "")
                                  if run.host_offline else None),
+        "worker_revoked": bool(run.worker and not run.worker.is_active),
     }
 
 

@@ -2,12 +2,12 @@
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods
 
 from runs.forms import WorkerHostForm
 from runs.models import WorkerHost
 from runs.permissions import OPERATOR, role_required
-from runs.selectors import worker_hosts
+from runs.selectors import held_runs_of, worker_hosts
 from runs.services import worker_host_create, worker_host_revoke
 
 
@@ -27,9 +27,16 @@ def workers(request):
 
 
 @role_required(OPERATOR)
-@require_POST
+@require_http_methods(["GET", "POST"])
 def worker_revoke(request, host_id: int):
+    """GET asks for a confirmation (what revoking does to this host and its runs); POST revokes."""
     host = get_object_or_404(WorkerHost, pk=host_id)
-    worker_host_revoke(host=host)
-    messages.success(request, f"Revoked the token of {host.name}.")
+    if request.method == "GET":
+        return render(request, "runs/worker_revoke.html", {"host": host, "held_runs": held_runs_of(host)})
+    if not host.is_active:
+        messages.info(request, f"The token of {host.name} was already revoked.")
+    else:
+        worker_host_revoke(host=host)
+        messages.success(request, f"Revoked the token of {host.name}: its sockets are closed and it is refused "
+                                  "from now on.")
     return redirect("workers")

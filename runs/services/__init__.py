@@ -9,10 +9,11 @@ per thing written:
     runs           queue, claim, status transitions, pause/resume/stop, a person's message, a worker's assignment
     steps          step_record: each event of a run stored exactly once
     questions      proposed, decided once by a reviewer, asked by a person
-    kernels        kernel_record, kernel_release, evaluation_record (a verdict and its per-scenario rows)
+    kernels        kernel_record, kernel_release, evaluation_record (a verdict and its per-scenario rows), whether
+                   a stored verdict confirms a run's goal
     workers        worker hosts and their hashed tokens, connected or not, hello, the runs a host lost
     directives     instructions for the worker holding a run, kept until it acknowledges them
-    worker_events  one event from a worker, with what it implies
+    worker_events  one event from a worker, with what it implies; the events the server refused, kept on their run
     event_batches  many worker events in one transaction
     trace_import   a browsable run made from a trace file
 """
@@ -25,9 +26,11 @@ from runs.services.directives import (
     directives_pending_for,
     worker_group,
 )
-from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict
+from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict, UnconfirmedSuccess
 from runs.services.event_batches import EventOutcome, worker_events_record
-from runs.services.kernels import evaluation_record, kernel_record, kernel_release, sha256_text
+from runs.services.kernels import (
+    evaluation_meets_goal, evaluation_record, kernel_record, kernel_release, run_goal_evaluation, sha256_text,
+)
 from runs.services.questions import (
     question_ask_human,
     question_by_ref,
@@ -40,7 +43,7 @@ from runs.services.runs import run_assignment, run_claim, run_control, run_send_
 from runs.services.steps import StepRecorded, step_record
 from runs.services.tasks import task_upsert
 from runs.services.trace_import import trace_import
-from runs.services.worker_events import apply_step_effects, worker_event_record
+from runs.services.worker_events import apply_step_effects, event_refusal_record, worker_event_record
 from runs.services.workers import (
     HELD_STATUSES,
     hash_token,
@@ -56,11 +59,12 @@ from runs.services.workers import (
 
 __all__ = [
     "HELD_STATUSES", "EventOutcome", "QuestionAlreadyDecided", "ServiceError", "StepConflict", "StepRecorded",
+    "UnconfirmedSuccess",
     "apply_step_effects", "directive_acknowledge", "directive_mark_sent", "directive_send", "directive_wire_message",
-    "directives_pending_for", "evaluation_record", "hash_token", "kernel_record", "kernel_release",
+    "directives_pending_for", "evaluation_meets_goal", "evaluation_record", "event_refusal_record", "hash_token", "kernel_record", "kernel_release",
     "question_ask_human", "question_by_ref", "question_decide", "question_propose", "question_ref_of",
     "question_review", "run_assignment", "run_claim", "run_control", "run_send_human_message", "run_set_status",
-    "run_start", "sha256_text", "step_record", "task_upsert", "trace_import", "worker_connected",
+    "run_goal_evaluation", "run_start", "sha256_text", "step_record", "task_upsert", "trace_import", "worker_connected",
     "worker_disconnected", "worker_event_record", "worker_events_record", "worker_group", "worker_hello",
     "worker_host_authenticate", "worker_host_create", "worker_host_revoke", "worker_host_rotate_token",
     "worker_runs_reconcile",

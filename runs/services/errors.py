@@ -9,5 +9,10 @@ class StepConflict(ServiceError):
     """A step with this (run, seq) is stored already with different content: the sender reused a number."""
 
 
+class UnconfirmedSuccess(ServiceError):
+    """A `succeeded` status event that no stored evaluation of the run confirms: the event is refused and the run
+    is failed with the reason (docs/protocol.md 1.2)."""
+
+
 class QuestionAlreadyDecided(ServiceError):
     pass

@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from runs.models import Run, Step, StepKind, WorkerHost
 from runs.services.errors import ServiceError
-from runs.services.steps import as_datetime, same_payload
-from runs.services.worker_events import int_field, usage_of, worker_event_record
+from runs.services.steps import as_datetime, same_event
+from runs.services.errors import UnconfirmedSuccess
+from runs.services.worker_events import event_refusal_record, int_field, usage_of, worker_event_record
 
 
 # Kinds whose events mean more than their row (a question, a kernel and its evaluation, a status change): these
@@ -27,6 +28,10 @@ class EventOutcome:
 
     stored: bool
     error: str = ""
+    # A refusal that may pass (the sender's token was revoked meanwhile: with a new token it may send it again).
+    retry: bool = False
+    # The refusal also ends the run failed (a `succeeded` that no stored evaluation confirms).
+    ends_run: bool = False
     # (run id, seq, kind) of a row this call inserted in bulk: the caller publishes it after the commit.
     # None for a re-delivery, a refusal, and an event stored through worker_event_record (published there).
     published_by_caller: tuple[int, int, str] | None = None
@@ -101,6 +106,8 @@ def _record_one(candidate: _Candidate) -> EventOutcome:
     try:
         with transaction.atomic():
             worker_event_record(worker=candidate.worker, event=candidate.event)
+    except UnconfirmedSuccess as refused:
+        return EventOutcome(stored=False, error=str(refused), ends_run=True)
     except ServiceError as refused:
         return EventOutcome(stored=False, error=str(refused))
     except DataError as rejected:
@@ -127,9 +134,16 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
             outcomes[index] = EventOutcome(stored=False, error=str(refused))
     with transaction.atomic():
         holders = dict(Run.objects.filter(pk__in={c.run_id for c in candidates}).values_list("pk", "worker_id"))
+        # A host whose token was revoked after its socket opened: nothing more of it is stored (its socket is being
+        # closed). Not refused for good: the events stay in its spool, for a new token to deliver.
+        revoked = set(WorkerHost.objects.filter(pk__in={c.worker.pk for c in candidates}, revoked_at__isnull=False)
+                      .values_list("pk", flat=True)) if candidates else set()
         held = []
         for c in candidates:
-            if c.run_id not in holders:
+            if c.worker.pk in revoked:
+                outcomes[c.index] = EventOutcome(stored=False, error=f"the token of worker {c.worker.name} is revoked",
+                                                 retry=True)
+            elif c.run_id not in holders:
                 outcomes[c.index] = EventOutcome(stored=False, error=f"there is no run {c.run_id}")
             elif holders[c.run_id] != c.worker.pk:
                 outcomes[c.index] = EventOutcome(stored=False, error=f"run {c.run_id} is not assigned to worker {c.worker.name}")
@@ -141,6 +155,12 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
         for c in fresh:
             if c.kind in _KINDS_WITH_EFFECTS:
                 outcomes[c.index] = _record_one(c)
+        for c in held:
+            outcome = outcomes[c.index]
+            if not outcome.stored and not outcome.retry:
+                # Refused for good on a run this host holds: the run's page says what is missing and why. Outside
+                # the event's own savepoint, which rolled back.
+                event_refusal_record(worker=c.worker, event=c.event, error=outcome.error, fail_run=outcome.ends_run)
     return outcomes
 
 
@@ -156,10 +176,10 @@ def _drop_repeats(held: list[_Candidate], outcomes: list) -> list[_Candidate]:
     stored = {}
     if repeats:
         stored = {
-            (run_id, seq): (kind, payload)
-            for run_id, seq, kind, payload in Step.objects.filter(
+            (run_id, seq): tuple(fields)
+            for run_id, seq, *fields in Step.objects.filter(
                 run_id__in={k[0] for k in repeats}, seq__in={k[1] for k in repeats}
-            ).values_list("run_id", "seq", "kind", "payload")
+            ).values_list("run_id", "seq", "kind", "payload", "created_at", "tokens_in", "tokens_out", "cost_usd")
             if (run_id, seq) in repeats
         }
     first_in_batch: dict[tuple[int, int], _Candidate] = {}
@@ -168,17 +188,20 @@ def _drop_repeats(held: list[_Candidate], outcomes: list) -> list[_Candidate]:
         key = (c.run_id, c.seq)
         earlier = stored.get(key)
         if earlier is None and key in first_in_batch:
-            earlier = (first_in_batch[key].kind, first_in_batch[key].payload)
+            earlier = _fields(first_in_batch[key])
         if earlier is not None:
-            kind, payload = earlier
-            if kind != c.kind or not same_payload(payload, c.payload):
-                outcomes[c.index] = EventOutcome(stored=False, error=f"run {c.run_id} already has a different step #{c.seq} ({kind})")
+            if not same_event(earlier, _fields(c)):
+                outcomes[c.index] = EventOutcome(stored=False, error=f"run {c.run_id} already has a different step #{c.seq} ({earlier[0]})")
             else:
                 outcomes[c.index] = EventOutcome(stored=True)
             continue
         first_in_batch[key] = c
         fresh.append(c)
     return fresh
+
+
+def _fields(c: _Candidate) -> tuple:
+    return (c.kind, c.payload, c.when, c.tokens_in, c.tokens_out, c.cost)
 
 
 def _insert_plain(plain: list[_Candidate], outcomes: list) -> None:

@@ -89,3 +89,27 @@ def _raise_run_best(run: Run, evaluation: Evaluation) -> None:
     if fields:
         run.save(update_fields=fields + ["updated_at"])
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+
+
+def evaluation_meets_goal(evaluation: Evaluation, run: Run) -> bool:
+    """Whether this stored evaluation confirms `run`'s goal, by the server's own reading of it (docs/protocol.md
+    1.2 `goal_met`): a correct verdict, every scenario correct, every scenario of the task's full set among them,
+    and the geometric-mean speedup over the run's goal baseline at least the run's target. The worker's own
+    `goal_met` is not taken on trust."""
+    baseline, target = run.goal
+    full = set(run.task.scenario_ids or [])
+    if evaluation.status != EvaluationStatus.CORRECT or not full:
+        return False
+    rows = list(evaluation.scenarios.values_list("scenario_id", "correct"))
+    if not rows or not all(correct for _, correct in rows) or not full <= {sid for sid, _ in rows}:
+        return False
+    speedup = evaluation.speedup_over(baseline)
+    return isinstance(speedup, (int, float)) and speedup >= target
+
+
+def run_goal_evaluation(run: Run) -> Evaluation | None:
+    """The run's stored evaluation that confirms its goal, or None."""
+    for evaluation in Evaluation.objects.filter(run=run, status=EvaluationStatus.CORRECT).order_by("-pk"):
+        if evaluation_meets_goal(evaluation, run):
+            return evaluation
+    return None

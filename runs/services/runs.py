@@ -39,8 +39,11 @@ def run_start(
 
 
 def run_claim(*, worker: WorkerHost) -> Run | None:
-    """Give the oldest queued run to `worker`. Two workers asking at once never get the same run."""
+    """Give the oldest queued run to `worker`. Two workers asking at once never get the same run, and a host whose
+    token was revoked (its socket may not have closed yet) gets none."""
     with transaction.atomic():
+        if not WorkerHost.objects.filter(pk=worker.pk, revoked_at__isnull=True).exists():
+            return None
         # skip_locked lets concurrent claims on PostgreSQL pass each other; SQLite serialises writers anyway.
         run = (
             Run.objects.select_for_update(skip_locked=True)
@@ -66,19 +69,24 @@ _ALLOWED_TRANSITIONS = {
 }
 
 
-def run_set_status(*, run: Run, status: str) -> Run:
-    """Move a run to `status`. A finished run stays finished; a run does not go back to queued from running."""
+def run_set_status(*, run: Run, status: str, reason: str | None = None) -> Run:
+    """Move a run to `status`. A finished run stays finished; a run does not go back to queued from running.
+    `reason` (when given) becomes the run's status_reason, which its page shows beside the status."""
     if status not in RunStatus.values:
         raise ServiceError(f"unknown run status {status!r}")
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
-        if run.status == status:
+        if run.status == status and (reason is None or reason == run.status_reason):
             return run
-        if status not in _ALLOWED_TRANSITIONS.get(run.status, set()):
+        if run.status != status and status not in _ALLOWED_TRANSITIONS.get(run.status, set()):
             raise ServiceError(f"a run that is {run.status} cannot become {status}")
+        changed = run.status != status
         run.status = status
         fields = ["status", "updated_at"]
-        if status in FINISHED_STATUSES:
+        if reason is not None:
+            run.status_reason = reason[:Run._meta.get_field("status_reason").max_length]
+            fields.append("status_reason")
+        if changed and status in FINISHED_STATUSES:
             run.finished_at = timezone.now()
             fields.append("finished_at")
         run.save(update_fields=fields)

@@ -38,6 +38,21 @@ def same_payload(a, b) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
+_COST_PLACES = Decimal(10) ** -Step._meta.get_field("cost_usd").decimal_places
+
+
+def same_event(stored: tuple, new: tuple) -> bool:
+    """Whether two events under one (run, seq) are the same event: (kind, payload, created_at, tokens_in,
+    tokens_out, cost_usd) all equal. docs/protocol.md 1.1: a re-sent event is byte-for-byte the same, so a re-send
+    that differs in anything, its usage or its time included, is another event under a used number and is refused
+    (it could otherwise change a run's totals or its history). The cost is compared as the column stores it."""
+    kind, payload, when, tokens_in, tokens_out, cost = stored
+    new_kind, new_payload, new_when, new_in, new_out, new_cost = new
+    return (kind == new_kind and when == new_when and (tokens_in, tokens_out) == (new_in, new_out)
+            and Decimal(cost).quantize(_COST_PLACES) == Decimal(new_cost).quantize(_COST_PLACES)
+            and same_payload(payload, new_payload))
+
+
 def step_record(
     *, run: Run, seq: int, kind: str, payload: dict, created_at=None,
     tokens_in: int = 0, tokens_out: int = 0, cost_usd: Decimal | float | str = 0,
@@ -72,7 +87,11 @@ def step_record(
         existing = Step.objects.filter(run=run, seq=seq).first()
         if existing is None:  # the integrity error was something else: let it be seen
             raise
-        if existing.kind != kind or not same_payload(existing.payload, payload):
+        # A caller that gives no time (not a worker: its events carry `ts`) is not held to the stored one.
+        compared_when = existing.created_at if created_at is None else when
+        if not same_event((existing.kind, existing.payload, existing.created_at, existing.tokens_in,
+                           existing.tokens_out, existing.cost_usd),
+                          (kind, payload, compared_when, tokens_in, tokens_out, cost)):
             raise StepConflict(f"run {run.pk} already has a different step #{seq} ({existing.kind})") from None
         return StepRecorded(existing, created=False)
     return StepRecorded(step, created=True)

@@ -9,11 +9,15 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from questionbank.models import BankQuestion, DecisionPoint, QuestionCategory
+from django.utils import timezone
+
+from runs.events import publish_after_commit
 from runs.models import (
-    Evaluation, Kernel, Question, QuestionSource, QuestionStatus, Run, RunStatus, Step, StepKind, Target, WorkerHost,
+    FINISHED_STATUSES, Evaluation, Kernel, Question, QuestionSource, QuestionStatus, RefusedEvent, Run, RunStatus,
+    Step, StepKind, Target, WorkerHost,
 )
-from runs.services.errors import ServiceError
-from runs.services.kernels import evaluation_record, kernel_record
+from runs.services.errors import ServiceError, UnconfirmedSuccess
+from runs.services.kernels import evaluation_record, kernel_record, run_goal_evaluation
 from runs.services.questions import question_by_ref, question_decide, question_propose
 from runs.services.runs import run_set_status
 from runs.services.steps import StepRecorded, step_record
@@ -82,12 +86,62 @@ def apply_step_effects(*, run: Run, step: Step) -> None:
     elif step.kind == StepKind.EVALUATION:
         _evaluation_from_event(run, step, payload)
     elif step.kind == StepKind.STATUS:
-        status = payload.get("status")
-        if status in RunStatus.values:
-            try:
-                run_set_status(run=run, status=status)
-            except ServiceError as refused:  # e.g. the worker catching up after an operator stopped the run
-                _log.info("run %s: status event %s not applied: %s", run.pk, status, refused)
+        _status_from_event(run, payload)
+
+
+def _status_from_event(run: Run, payload: dict) -> None:
+    """A worker's status change. A final status carries why the run ended (`reason`, `detail`): the run keeps it
+    as its status_reason, which its page shows in the header. `succeeded` is taken only when a stored evaluation
+    of the run confirms the goal by the server's own reading; otherwise the event is refused (UnconfirmedSuccess)."""
+    status = payload.get("status")
+    if status not in RunStatus.values:
+        return
+    if status == RunStatus.SUCCEEDED and run_goal_evaluation(run) is None:
+        baseline, target = run.goal
+        raise UnconfirmedSuccess(
+            f"a 'succeeded' status with no stored evaluation that confirms the goal (correct on every scenario of "
+            f"the task's full set, at least {target:g}x over {baseline})")
+    reason = None
+    if status in FINISHED_STATUSES:
+        reason = status_reason_text(payload)
+    elif status == RunStatus.RUNNING and payload.get("reason") in ("started", "resumed"):
+        reason = ""  # a reason from before (e.g. re-queued) no longer applies
+    try:
+        run_set_status(run=run, status=status, reason=reason)
+    except ServiceError as refused:  # e.g. the worker catching up after an operator stopped the run
+        _log.info("run %s: status event %s not applied: %s", run.pk, status, refused)
+
+
+def status_reason_text(payload: dict) -> str:
+    """`budget_cost: cost budget spent (...)` from a status event's reason and detail, as the run page shows it."""
+    reason = str(payload.get("reason") or "").strip()
+    detail = str(payload.get("detail") or "").strip()
+    text = f"{reason}: {detail}" if reason and detail and detail != reason else (reason or detail)
+    limit = Run._meta.get_field("status_reason").max_length
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def event_refusal_record(*, worker: WorkerHost, event: dict, error: str, size_bytes: int = 0,
+                         fail_run: bool = False) -> RefusedEvent | None:
+    """Keep on its run that an event was refused for good, so that the run's page says what is missing and why
+    (the worker drops a refused event). Only for a run this worker holds: nobody writes on another's run. With
+    `fail_run` (a `succeeded` nobody confirmed) the run also ends failed, with the refusal as its reason."""
+    try:
+        run_id, seq = int(event.get("run_id")), int_field(event.get("seq"), "seq")
+    except (TypeError, ValueError, OverflowError, ServiceError):
+        return None
+    run = Run.objects.select_related("task").filter(pk=run_id, worker=worker).first()
+    if run is None or seq > 2**31 - 1:
+        return None
+    kind = event.get("kind") if isinstance(event.get("kind"), str) else ""
+    refusal, _ = RefusedEvent.objects.update_or_create(
+        run=run, seq=seq, defaults={"kind": kind[:32], "size_bytes": min(size_bytes, 2**31 - 1),
+                                    "error": error[:2000], "refused_at": timezone.now()})
+    if fail_run and not run.is_finished:
+        run_set_status(run=run, status=RunStatus.FAILED, reason=f"refused: {error}")
+    else:
+        publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status})
+    return refusal
 
 
 def _question_from_event(run: Run, step: Step, payload: dict) -> Question:

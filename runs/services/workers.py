@@ -6,8 +6,9 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
-from runs.events import publish_after_commit
+from runs.events import publish_after_commit, send_to_group_after_commit
 from runs.models import HELD_STATUSES, Run, RunStatus, WorkerHost
+from runs.services.directives import worker_group
 
 
 def hash_token(token: str) -> str:
@@ -37,8 +38,16 @@ def worker_host_rotate_token(*, host: WorkerHost) -> tuple[WorkerHost, str]:
 
 
 def worker_host_revoke(*, host: WorkerHost) -> WorkerHost:
-    host.revoked_at = timezone.now()
-    host.save(update_fields=["revoked_at"])
+    """Withdraw a host's token: its next handshake is refused, and every socket it has open (on any server
+    process: the message goes through the channel layer) is closed at once with 4401. Until a socket has closed,
+    nothing it sends is acted on: its events are not stored (runs.services.event_batches) and its claims get no
+    run (run_claim). Its runs stay with it, shown as held by a host that went away, with the revocation as the
+    reason, until an operator stops them or the host comes back with a new token."""
+    with transaction.atomic():
+        WorkerHost.objects.filter(pk=host.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        host.refresh_from_db(fields=["revoked_at"])
+        send_to_group_after_commit(worker_group(host.pk), {"type": "worker.revoked"})
+        _announce_to_held_runs(host)
     return host
 
 

@@ -188,7 +188,14 @@
     if (!response.ok) return;
     const s = await response.json();
     const status = document.getElementById("run-status");
+    // Why the run has its status (a budget spent, a model error, a refused event), beside it as on first load.
     status.textContent = s.status_label;
+    if (s.status_reason) {
+      const reason = document.createElement("span");
+      reason.className = "status-reason";
+      reason.textContent = " (" + s.status_reason + ")";
+      status.append(" ", reason);
+    }
     status.className = "status-" + s.status;
     document.getElementById("run-best").textContent = s.best_speedup === null ? "—" : s.best_speedup.toFixed(3) + "×";
     const baselines = Object.entries(s.best_speedups).sort();
@@ -202,7 +209,9 @@
     offline.hidden = s.worker_offline_since === null;
     // The ISO time in UTC, as the server renders times: "2026-11-30 20:15:03".
     const since = s.worker_offline_since ? " since " + s.worker_offline_since.slice(0, 19).replace("T", " ") : "";
-    offline.textContent = "offline" + since + ": the run waits for it";
+    offline.textContent = "offline" + since + (s.worker_revoked
+      ? ": its token was revoked; the run waits until an operator stops it or the host returns with a new token"
+      : ": the run waits for it");
     page.dataset.started = s.started_at || "";
     page.dataset.finished = s.finished_at || "";
     tickElapsed();

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kseek_site.serving import daphne_argv
 from tests.live_server import free_port, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -46,9 +47,7 @@ def live_site(tmp_path_factory):
                             capture_output=True, text=True)
     seed = json.loads(seeded.stdout.strip().splitlines()[-1])
     port = free_port()
-    daphne = shutil.which("daphne", path=str(Path(python).parent)) or "daphne"
-    argv = [daphne, "-b", "127.0.0.1", "-p", str(port), "kseek_site.asgi:application"]
-    with serving(argv, port=port, env=env, log_path=data / "daphne.log", timeout_s=60) as base:
+    with serving(daphne_argv("127.0.0.1", port), port=port, env=env, log_path=data / "daphne.log", timeout_s=60) as base:
         yield {"base": base, "ws": f"ws://127.0.0.1:{port}", **seed}
 
 

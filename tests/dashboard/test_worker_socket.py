@@ -3,8 +3,12 @@
 import pytest
 from asgiref.sync import sync_to_async
 
+from decimal import Decimal
+
+from django.utils import timezone
+
 from runs.models import (
-    Directive, Evaluation, Question, QuestionStatus, Run, RunStatus, ScenarioResult, Step, WorkerHost,
+    Directive, Evaluation, Question, QuestionStatus, RefusedEvent, Run, RunStatus, ScenarioResult, Step, WorkerHost,
 )
 from runs.services import question_review, run_control, run_send_human_message, worker_host_revoke
 from tests.dashboard.helpers import (
@@ -32,17 +36,46 @@ async def two_hosts():
     return socket_a, await connected_worker(token_b), theirs
 
 
-async def test_a_socket_without_a_token_is_closed_with_4401():
+async def test_a_socket_without_a_token_is_refused_at_the_handshake():
     socket = worker_socket(None)
-    connected, code = await socket.connect()
-    assert not connected and code == 4401
+    connected, _ = await socket.connect()
+    assert not connected
 
 
 async def test_a_revoked_token_is_refused():
     host, token = await sync_to_async(make_worker)()
     await sync_to_async(worker_host_revoke)(host=host)
-    connected, code = await worker_socket(token).connect()
-    assert not connected and code == 4401
+    connected, _ = await worker_socket(token).connect()
+    assert not connected
+
+
+async def test_revoking_a_host_closes_its_open_socket_with_4401_and_stores_nothing_more_of_it():
+    host, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await sync_to_async(make_run)()  # queued: a claim after the revocation must not get it
+    await sync_to_async(worker_host_revoke)(host=host)
+    assert (await socket.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4401}
+    assert await sync_to_async(Run.objects.filter(status=RunStatus.QUEUED).count)() == 1
+
+
+async def test_a_revoked_hosts_events_and_claims_are_not_acted_on_before_its_socket_closes():
+    """Between the revocation and the close of its socket (another server process, a slow channel layer), what a
+    host sends is not acted on: its events are nacked for a later retry (they stay in its spool), its claim gets
+    no run."""
+    host, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    queued = await sync_to_async(make_run)()
+    await sync_to_async(WorkerHost.objects.filter(pk=host.pk).update)(revoked_at=timezone.now())  # no close sent
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "after the revocation"}))
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is True and "revoked" in reply["error"], reply
+    await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assert (await socket.receive_json_from(timeout=5))["type"] == "no_work"
+    assert not await sync_to_async(Step.objects.filter(run=run).exists)()
+    assert (await sync_to_async(Run.objects.get)(pk=queued.pk)).status == RunStatus.QUEUED
+    await socket.disconnect()
 
 
 async def test_a_claim_gets_the_queued_run_with_its_goal_and_budgets_or_no_work():
@@ -136,13 +169,80 @@ async def test_a_status_event_moves_the_run_and_a_refused_transition_is_still_st
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "status", {"status": "succeeded", "reason": "goal_met"}))
+    await socket.send_json_to(event(run.pk, 0, "evaluation", evaluation_payload(2.5) | {"scenario_set": "full"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    await socket.send_json_to(event(run.pk, 1, "status", {"status": "succeeded", "reason": "goal_met"}))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.SUCCEEDED
     # A finished run stays finished; the late event is kept as history.
-    await socket.send_json_to(event(run.pk, 1, "status", {"status": "running", "reason": "resumed"}))
+    await socket.send_json_to(event(run.pk, 2, "status", {"status": "running", "reason": "resumed"}))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.SUCCEEDED
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize("evidence", ["none", "too_slow", "one_scenario_wrong", "not_the_full_set"])
+async def test_a_succeeded_status_without_a_stored_evaluation_that_met_the_goal_is_refused_and_the_run_fails(evidence):
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)  # goal: 2x over naive on n256 and n512
+    seq = 0
+    if evidence != "none":
+        payload = {"too_slow": evaluation_payload(1.5), "one_scenario_wrong": evaluation_payload(2.5, failing="n512"),
+                   "not_the_full_set": evaluation_payload(2.5)}[evidence]
+        if evidence == "not_the_full_set":
+            payload["result"]["scenarios"] = payload["result"]["scenarios"][:1]
+        payload["goal_met"] = True  # the worker's own word, which the server does not take
+        await socket.send_json_to(event(run.pk, seq, "evaluation", payload))
+        assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+        seq += 1
+    await socket.send_json_to(event(run.pk, seq, "status", {"status": "succeeded", "reason": "goal_met",
+                                                            "goal_met": True}))
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is False and "confirms the goal" in reply["error"], reply
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert stored.status == RunStatus.FAILED and "succeeded" in stored.status_reason
+    assert not await sync_to_async(Step.objects.filter(run=run, kind="status").exists)()
+    assert await sync_to_async(RefusedEvent.objects.filter(run=run, seq=seq, kind="status").exists)()
+    await socket.disconnect()
+
+
+async def test_a_final_status_event_gives_the_run_its_reason():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket, budget_cost_usd=Decimal("0.02"))
+    await socket.send_json_to(event(run.pk, 0, "status", {
+        "status": "failed", "reason": "budget_cost", "detail": "cost budget spent: 0.0292 of 0.02"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert (stored.status, stored.status_reason) == (RunStatus.FAILED, "budget_cost: cost budget spent: 0.0292 of 0.02")
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize("field, value", [("usage", {"tokens_in": 999, "tokens_out": 0, "cost_usd": 5.0}),
+                                          ("ts", "2026-12-01T00:00:00+00:00")])
+@pytest.mark.parametrize("batched", [False, True])
+async def test_a_resent_event_that_differs_in_usage_or_time_is_refused_and_the_totals_do_not_move(field, value, batched):
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+
+    async def send(message):
+        if batched:
+            await socket.send_json_to({"type": "events", "v": 1,
+                                       "events": [{k: v for k, v in message.items() if k not in ("type", "v")}]})
+        else:
+            await socket.send_json_to(message)
+        return await socket.receive_json_from(timeout=5)
+
+    first = event(run.pk, 0, "usage", {"purpose": "turn", "tokens_in": 10, "tokens_out": 2}, tokens_in=10, tokens_out=2,
+                  cost_usd=0.01)
+    assert (await send(first))["type"] in ("ack", "acks")
+    assert (await send(first))["type"] in ("ack", "acks")  # the same event again: stored once, acked again
+    reply = await send(first | {field: value})
+    assert reply["type"] == "nack" and reply["retry"] is False and "different step #0" in reply["error"], reply
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert (stored.step_count, stored.tokens_in, stored.tokens_out, stored.cost_usd) == (1, 10, 2, Decimal("0.01"))
     await socket.disconnect()
 
 

@@ -19,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
+from kseek_site.serving import daphne_argv
 from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TRACE = ROOT / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
-DAPHNE = str(Path(sys.executable).with_name("daphne"))
 LIVE_REDIS_DB = 9
 
 
@@ -122,7 +122,7 @@ class LiveSite:
     def start_server(self, port: int | None = None, **env) -> int:
         port = port or free_port()
         log = open(self.folder / f"daphne-{port}.log", "a")
-        process = subprocess.Popen([DAPHNE, "-b", "127.0.0.1", "-p", str(port), "kseek_site.asgi:application"],
+        process = subprocess.Popen(daphne_argv("127.0.0.1", port),
                                    cwd=ROOT, env=self.env(**env), stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         self.servers[port] = process

@@ -23,13 +23,13 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from kseek_site.serving import daphne_argv
 from runs.models import ReviewMode, Run, Task, WorkerHost
 from runs.services import run_start, worker_host_create, worker_host_rotate_token
 
 LOCAL_WORKER = "local"
 DEMO_TRACE = Path("agentloop") / "replays" / "matmul_cpu_demo.jsonl"
 WORKER_RESTART_PAUSE_S = 5
-WORKER_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # the worker's own websocket limit
 
 
 def demo_config(trace_path: Path) -> dict:
@@ -86,10 +86,8 @@ class Command(BaseCommand):
 
     @staticmethod
     def server_argv(host: str, port: int) -> list[str]:
-        # daphne closes a socket whose message is over 1 MiB before the server can answer; with the worker's own
-        # limit the server reads it and refuses an oversize event with a final nack (docs/deployment.md).
-        return [str(Path(sys.executable).with_name("daphne")), "-b", host, "-p", str(port),
-                "--websocket-max-message-size", str(WORKER_MAX_MESSAGE_BYTES), "kseek_site.asgi:application"]
+        # With the worker socket's limits (kseek_site/serving.py): daphne's defaults drop a larger message unanswered.
+        return daphne_argv(host, port)
 
     def request_stop(self, signum, frame):
         self.stopping = True

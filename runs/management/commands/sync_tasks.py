@@ -44,5 +44,6 @@ class Command(BaseCommand):
                 name=name, target=target, title=name.replace("_", " "), description=task.abi,
                 starting_kernel=starting.read_text(), starting_kernel_name=starting.name,
                 goal_baseline=goal["baseline"], goal_speedup=float(goal["speedup"]),
+                scenario_ids=[scenario.id for scenario in task.scenarios()],
             )
             self.stdout.write(f"task {name}: {target}, goal {goal['speedup']}x over {goal['baseline']}")
