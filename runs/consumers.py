@@ -197,7 +197,7 @@ class EventWriter:
             outcomes = None
         if outcomes is not None:
             await self._publish(outcomes)
-            replies = [(None, False) if o.stored else (o.error, o.retry) for o in outcomes]
+            replies = [(None, False) if o.stored else (o.error, o.sender_revoked) for o in outcomes]
         # An event that came alone is answered alone (`ack`); those that came in `events` messages are
         # acknowledged in one `acks` per socket, after the batch's nacks. Either way only after the commit.
         acks: dict[WorkerConsumer, list] = {}
@@ -213,6 +213,10 @@ class EventWriter:
             await consumer.send_reply(reply)
         for consumer, items in acks.items():
             await consumer.send_reply({"type": "acks", "acks": items})
+        # A host revoked while its socket was open, where the revocation's message did not reach this process (it
+        # was revoked from another process with no shared channel layer): its socket closes after its nacks.
+        for consumer in {consumer for (consumer, _, _), o in zip(batch, outcomes or []) if o.sender_revoked}:
+            await consumer.close_revoked()
 
     async def _publish(self, outcomes: list[services.EventOutcome]) -> None:
         by_run: dict[int, list] = {}
@@ -375,6 +379,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await self.send_pending_directives()
 
     async def on_claim(self, message, _raw):
+        if await database_sync_to_async(services.worker_host_is_revoked)(worker=self.worker):
+            await self.close_revoked()  # revoked from a process whose message did not reach this one
+            return
         run = await database_sync_to_async(self._claim)()
         if run is None:
             await self.send_message({"type": "no_work", "retry_after_s": NO_WORK_RETRY_S})
@@ -443,7 +450,13 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
     async def worker_revoked(self, _message):
         """The host's token was revoked (runs.services.worker_host_revoke): this socket closes now, and the host's
         next handshake is refused."""
-        await self.close(code=AUTH_REFUSED)
+        await self.close_revoked()
+
+    async def close_revoked(self) -> None:
+        if not self.closed:
+            self.closed = True
+            log.warning("worker %s: its token is revoked; closing its socket", self.worker.name)
+            await self.close(code=AUTH_REFUSED)
 
     async def directives_available(self, _message):
         if self.greeted:

@@ -52,6 +52,7 @@ from runs.services.workers import (
     worker_hello,
     worker_host_authenticate,
     worker_host_create,
+    worker_host_is_revoked,
     worker_host_revoke,
     worker_host_rotate_token,
     worker_runs_reconcile,
@@ -66,6 +67,6 @@ __all__ = [
     "question_review", "run_assignment", "run_claim", "run_control", "run_send_human_message", "run_set_status",
     "run_goal_evaluation", "run_start", "sha256_text", "step_record", "task_upsert", "trace_import", "worker_connected",
     "worker_disconnected", "worker_event_record", "worker_events_record", "worker_group", "worker_hello",
-    "worker_host_authenticate", "worker_host_create", "worker_host_revoke", "worker_host_rotate_token",
+    "worker_host_authenticate", "worker_host_create", "worker_host_is_revoked", "worker_host_revoke", "worker_host_rotate_token",
     "worker_runs_reconcile",
 ]

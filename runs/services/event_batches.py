@@ -28,8 +28,9 @@ class EventOutcome:
 
     stored: bool
     error: str = ""
-    # A refusal that may pass (the sender's token was revoked meanwhile: with a new token it may send it again).
-    retry: bool = False
+    # Not stored because the sender's token was revoked after its socket opened: not refused for good (with a new
+    # token the host may deliver it), and the socket is closed.
+    sender_revoked: bool = False
     # The refusal also ends the run failed (a `succeeded` that no stored evaluation confirms).
     ends_run: bool = False
     # (run id, seq, kind) of a row this call inserted in bulk: the caller publishes it after the commit.
@@ -142,7 +143,7 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
         for c in candidates:
             if c.worker.pk in revoked:
                 outcomes[c.index] = EventOutcome(stored=False, error=f"the token of worker {c.worker.name} is revoked",
-                                                 retry=True)
+                                                 sender_revoked=True)
             elif c.run_id not in holders:
                 outcomes[c.index] = EventOutcome(stored=False, error=f"there is no run {c.run_id}")
             elif holders[c.run_id] != c.worker.pk:
@@ -157,7 +158,7 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
                 outcomes[c.index] = _record_one(c)
         for c in held:
             outcome = outcomes[c.index]
-            if not outcome.stored and not outcome.retry:
+            if not outcome.stored and not outcome.sender_revoked:
                 # Refused for good on a run this host holds: the run's page says what is missing and why. Outside
                 # the event's own savepoint, which rolled back.
                 event_refusal_record(worker=c.worker, event=c.event, error=outcome.error, fail_run=outcome.ends_run)

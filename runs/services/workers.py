@@ -51,6 +51,11 @@ def worker_host_revoke(*, host: WorkerHost) -> WorkerHost:
     return host
 
 
+def worker_host_is_revoked(*, worker: WorkerHost) -> bool:
+    """Whether the host's token has been revoked since `worker` was read (its socket may still be open)."""
+    return WorkerHost.objects.filter(pk=worker.pk, revoked_at__isnull=False).exists()
+
+
 def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
     if isinstance(gpus, list) and all(isinstance(g, str) for g in gpus) and gpus != worker.gpus:
         worker.gpus = gpus[:64]

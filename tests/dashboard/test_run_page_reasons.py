@@ -1,0 +1,67 @@
+"""What a run's page says about why: its status reason, a host whose token was revoked, the events the server
+refused; and the confirmation an operator gives before revoking a host."""
+
+import pytest
+from django.urls import reverse
+
+from runs.models import RefusedEvent, WorkerHost
+from runs.services import event_refusal_record, run_claim, worker_events_record
+from tests.dashboard.helpers import event, make_user, make_worker
+from tests.foundation.factories import make_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator(client):
+    client.force_login(make_user("olga", "operator"))
+    return client
+
+
+def held_run():
+    host, _ = make_worker()
+    make_run()
+    return host, run_claim(worker=host)
+
+
+def test_revoking_a_host_asks_first_and_says_what_it_does_to_its_runs(operator):
+    host, run = held_run()
+    workers_page = operator.get(reverse("workers")).content.decode()
+    assert f'href="{reverse("worker_revoke", args=[host.pk])}"' in workers_page  # a link to the question, no form
+    confirm = operator.get(reverse("worker_revoke", args=[host.pk])).content.decode()
+    host.refresh_from_db()
+    assert host.revoked_at is None, "looking at the confirmation revoked the host"
+    assert f"Revoke the token of {host.name}?" in confirm and f"#{run.pk}" in confirm
+    assert 'id="confirm-revoke"' in confirm
+    operator.post(reverse("worker_revoke", args=[host.pk]))
+    host.refresh_from_db()
+    assert host.revoked_at is not None
+    page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "its token was revoked" in page
+    summary = operator.get(reverse("run_summary", args=[run.pk])).json()
+    assert summary["worker_revoked"] is True
+
+
+def test_a_run_page_shows_why_it_ended_in_its_header_and_summary(operator):
+    host, run = held_run()
+    ended = event(run.pk, 0, "status", {"status": "failed", "reason": "model_error",
+                                        "detail": "the model API answered 400: bad request"})
+    [outcome] = worker_events_record(items=[(host, ended)])
+    assert outcome.stored
+    page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert '<span class="status-reason">(model_error: the model API answered 400: bad request)</span>' in page
+    assert operator.get(reverse("run_summary", args=[run.pk])).json()["status_reason"] == (
+        "model_error: the model API answered 400: bad request")
+
+
+def test_a_run_page_lists_the_events_the_server_refused(operator):
+    host, run = held_run()
+    event_refusal_record(worker=host, event=event(run.pk, 7, "evaluation", {}), size_bytes=5 * 2**20,
+                         error="an event of 5242880 bytes is over the server's limit of 4194304 bytes")
+    other, _ = make_worker("gpu-b")
+    # Another host cannot write on this run's page.
+    assert event_refusal_record(worker=other, event=event(run.pk, 8, "note", {}), error="x") is None
+    page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert 'id="refused-events"' in page and "#7 (evaluation, 5.0\xa0MB)" in page and "over the server" in page
+    assert list(RefusedEvent.objects.values_list("seq", flat=True)) == [7]
+    assert WorkerHost.objects.count() == 2

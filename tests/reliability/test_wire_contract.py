@@ -1,0 +1,121 @@
+"""docs/protocol.md section 2 as a client written from it sees it: real daphne, started as `make run` starts it,
+spoken to by hand (tests/reliability/wire.py) and by the real worker (`python -m agentloop worker`)."""
+
+import json
+import time
+import urllib.request
+
+import pytest
+import websockets
+from websockets.sync.client import connect
+
+from kseek_site.serving import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
+from tests.reliability.live import wait_until
+from tests.reliability.wire import WireWorker, note_event
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def sized_note(run_id: int, seq: int, size: int) -> dict:
+    """A note event whose `event` message is exactly `size` bytes of UTF-8."""
+    message = note_event(run_id, seq)
+    message["payload"]["text"] = ""
+    padding = size - len(json.dumps(message).encode())
+    message["payload"]["text"] = "x" * padding
+    assert len(json.dumps(message).encode()) == size
+    return message
+
+
+def test_a_wrong_token_is_refused_at_the_handshake_with_http_403(site):
+    port = site.start_server()
+    site.worker_token("gpu-a")
+    for header in ({}, {"Authorization": "Bearer kst_wrong"}):
+        with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+            with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers=header, open_timeout=10):
+                pass
+        assert refused.value.response.status_code == 403
+
+
+def test_nothing_before_hello_is_acted_on_and_binary_frames_are_refused(site):
+    port = site.start_server()
+    token = site.worker_token("gpu-a")
+    run_id = site.queue_demo_run()
+    with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers={"Authorization": f"Bearer {token}"},
+                 open_timeout=10) as ws:
+        for before in ({"type": "claim", "v": 1, "gpu": 0}, note_event(run_id, 0)):
+            ws.send(json.dumps(before))
+            reply = json.loads(ws.recv(timeout=10))
+            assert reply["type"] == "error" and "hello first" in reply["error"], reply
+        ws.send(b'{"type": "hello", "v": 1}')
+        reply = json.loads(ws.recv(timeout=10))
+        assert reply["type"] == "error" and "text frame" in reply["error"], reply
+        ws.send(json.dumps({"type": "hello", "v": 1, "host": "h", "gpus": [], "active_runs": []}))
+        welcome = json.loads(ws.recv(timeout=10))
+        assert welcome["type"] == "welcome"
+        assert welcome["limits"] == {"message_bytes": MESSAGE_MAX_BYTES, "event_bytes": EVENT_MAX_BYTES}
+        ws.send(json.dumps({"type": "claim", "v": 1}))  # `gpu` is optional: the server does not read it
+        assert json.loads(ws.recv(timeout=10))["type"] == "assign"
+    assert site.query("select count(*) from runs_step where run_id = ?", (run_id,))[0][0] == 0
+
+
+def test_the_largest_event_is_stored_the_next_byte_is_refused_for_good_and_later_events_still_arrive(site):
+    port = site.start_server()
+    worker = WireWorker(port, site.worker_token("gpu-a"))
+    site.queue_demo_run()
+    run_id = worker.claim()
+    # The audit's case first: an evaluation of a 600 KB kernel (its source once, in the result).
+    kernel = "// " + "x" * 600_000 + "\n"
+    result = {"status": "correct", "reason": None, "kernel_source": kernel, "kernel_sha256": "", "scenarios": [],
+              "geomean": {}, "host": "wire", "device_name": "cpu"}
+    evaluation = note_event(run_id, 0) | {"kind": "evaluation", "payload": {
+        "purpose": "tool", "scenario_set": "quick", "kernel_path": "kernel.cpp", "result": result}}
+    worker.send(evaluation)
+    assert worker.replies_for(1)[0]["type"] == "ack"
+    worker.send(sized_note(run_id, 1, EVENT_MAX_BYTES))
+    worker.send(sized_note(run_id, 2, EVENT_MAX_BYTES + 1))
+    worker.send(sized_note(run_id, 3, MESSAGE_MAX_BYTES - 1024))
+    worker.send(note_event(run_id, 4))
+    replies = {reply["seq"]: reply for reply in worker.replies_for(4)}
+    assert replies[1]["type"] == "ack" and replies[4]["type"] == "ack", replies
+    for seq in (2, 3):
+        assert replies[seq]["type"] == "nack" and replies[seq]["retry"] is False
+        assert f"over the server's limit of {EVENT_MAX_BYTES} bytes" in replies[seq]["error"]
+    worker.close()
+    assert [seq for seq, in site.query("select seq from runs_step where run_id = ? order by seq", (run_id,))] == [0, 1, 4]
+    refused = site.query("select seq, kind, size_bytes from runs_refusedevent where run_id = ? order by seq", (run_id,))
+    assert refused == [(2, "note", EVENT_MAX_BYTES + 1), (3, "note", MESSAGE_MAX_BYTES - 1024)]
+
+
+def test_revoking_a_connected_worker_ends_its_connection_and_refuses_it_while_its_run_says_why(site, tmp_path):
+    port = site.start_server()
+    token = site.worker_token("gpu-revoked")
+    run_id = site.queue_demo_run()
+    state_dir = tmp_path / "worker"
+    worker = site.start_worker(port, token, state_dir)
+    assert wait_until(lambda: site.query("select step_count from runs_run where id = ?", (run_id,))[0][0] > 0, 120,
+                      while_alive=worker), site.worker_log(state_dir)
+    revoked_at = time.monotonic()
+    site.django("from runs.models import WorkerHost\nfrom runs.services import worker_host_revoke\n"
+                "result = str(worker_host_revoke(host=WorkerHost.objects.get(name='gpu-revoked')).revoked_at)")
+    # The worker hears 4401 on its open socket and stops (exit status 3: its token is refused).
+    assert worker.wait(timeout=30) == 3, site.worker_log(state_dir)
+    assert time.monotonic() - revoked_at < 30
+    assert "refused the worker token" in site.worker_log(state_dir)
+    steps_then = site.query("select step_count from runs_run where id = ?", (run_id,))[0][0]
+    # Its next handshake is refused, and a run queued now is nobody's.
+    with pytest.raises(websockets.exceptions.InvalidStatus):
+        with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers={"Authorization": f"Bearer {token}"},
+                     open_timeout=10):
+            pass
+    queued = site.queue_demo_run()
+    time.sleep(1)
+    assert site.query("select status, worker_id from runs_run where id = ?", (queued,))[0] == ("queued", None)
+    assert site.query("select step_count from runs_run where id = ?", (run_id,))[0][0] == steps_then
+    # Its run is held by a host that went away, and its page says why.
+    assert wait_until(lambda: site.query("select connection from runs_workerhost where name = 'gpu-revoked'")[0][0] == "",
+                      10)
+    session = site.session_for("olive", "viewer")
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/runs/{run_id}/",
+                                     headers={"Cookie": f"sessionid={session}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert "its token was revoked" in response.read().decode()
