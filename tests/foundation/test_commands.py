@@ -42,6 +42,11 @@ def test_worker_token_prints_a_token_that_authenticates_until_revoked():
         call_command("worker_token", "gpu-node-1", stdout=io.StringIO())
     call_command("worker_token", "gpu-node-1", "--revoke", stdout=io.StringIO())
     assert worker_host_authenticate(token) is None
+    # A revoked host comes back with a new token; the old one stays dead.
+    out = io.StringIO()
+    call_command("worker_token", "gpu-node-1", "--rotate", stdout=out)
+    new_token = out.getvalue().strip().splitlines()[-1]
+    assert worker_host_authenticate(new_token).name == "gpu-node-1" and worker_host_authenticate(token) is None
 
 
 def test_bootstrap_is_idempotent(monkeypatch):

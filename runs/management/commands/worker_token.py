@@ -1,20 +1,30 @@
-"""Register a GPU worker host and print its token (once), or revoke a host's token."""
+"""Register a GPU worker host and print its token (once), give a host a new token, or revoke a host's token."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import WorkerHost
-from runs.services import worker_host_create, worker_host_revoke
+from runs.services import worker_host_create, worker_host_revoke, worker_host_rotate_token
 
 
 class Command(BaseCommand):
-    help = "Create a worker host and print its token, or revoke one with --revoke."
+    help = "Create a worker host and print its token, give it a new one with --rotate, or revoke it with --revoke."
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the host's name, e.g. gpu-node-1")
         parser.add_argument("--gpus", default="", help="comma-separated GPU names")
-        parser.add_argument("--revoke", action="store_true", help="revoke the host's token instead")
+        action = parser.add_mutually_exclusive_group()
+        action.add_argument("--revoke", action="store_true", help="revoke the host's token instead")
+        action.add_argument("--rotate", action="store_true",
+                            help="give an existing host a new token (the old one stops working; a revocation is lifted)")
 
-    def handle(self, *args, name, gpus, revoke, **options):
+    def handle(self, *args, name, gpus, revoke, rotate, **options):
+        if rotate:
+            host = WorkerHost.objects.filter(name=name).first()
+            if host is None:
+                raise CommandError(f"no worker host named {name!r}")
+            _, token = worker_host_rotate_token(host=host)
+            self.stdout.write(f"Worker host {name} has a new token (shown once, stored only hashed):\n{token}")
+            return
         if revoke:
             host = WorkerHost.objects.filter(name=name).first()
             if host is None:
@@ -23,6 +33,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Revoked the token of {name}.")
             return
         if WorkerHost.objects.filter(name=name).exists():
-            raise CommandError(f"a worker host named {name!r} exists; revoke it or choose another name")
+            raise CommandError(f"a worker host named {name!r} exists; give it a new token with --rotate, or "
+                               "choose another name")
         host, token = worker_host_create(name=name, gpus=[g for g in gpus.split(",") if g])
         self.stdout.write(f"Worker host {host.name} created. Its token (shown once, stored only hashed):\n{token}")
