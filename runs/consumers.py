@@ -339,6 +339,11 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             await self.send_message({"type": "error", "error": f"protocol version {message.get('v')!r} is not spoken here (1 is)"})
             return
         kind = message.get("type")
+        if kind == "error":
+            # The worker could not read something the server sent (docs/protocol.md 2.2): logged, never answered,
+            # so that two sides that misread each other do not trade errors forever.
+            log.warning("worker %s could not read a message: %.300s", self.worker.name, message.get("error"))
+            return
         too_large = message_problem(text_data)
         if too_large is not None:
             if kind == "event":

@@ -545,3 +545,13 @@ async def test_the_pages_of_a_hosts_runs_hear_when_it_goes_offline_and_its_summa
     await sync_to_async(run_control)(run=run, action="stop")
     assert (await sync_to_async(client.get)(f"/runs/{run.pk}/summary/")).json()["worker_offline_since"] is None
     await browser.disconnect()
+
+
+async def test_a_workers_error_message_is_logged_not_answered():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    await socket.send_json_to({"type": "error", "v": 1, "error": "could not read an assign without id"})
+    assert await socket.receive_nothing(timeout=0.5)
+    await socket.send_json_to({"type": "claim", "v": 1})
+    assert (await socket.receive_json_from(timeout=5))["type"] == "no_work"
+    await socket.disconnect()
