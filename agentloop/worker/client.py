@@ -411,7 +411,7 @@ class Worker:
                 raise Malformed(f"nack of {key}: `retry` must be true or false (the event stays in the spool)")
             if not msg["retry"]:
                 self._refuse_for_good(key, str(msg.get("error") or "no reason given"))
-            else:
+            elif self.spool.holds(*key):  # (a late answer for an event answered before changes nothing)
                 self._last_sent[_key(*key)] = time.monotonic() - RESEND_AFTER_S + 2
             self._settle([key])
         elif kind == "assign":

@@ -132,6 +132,9 @@ class Spool:
         with self._lock:  # run threads add while the socket's thread reads
             return [self._pending[k] for k in sorted(self._pending)]
 
+    def holds(self, run_id, seq) -> bool:
+        return _key(run_id, seq) in self._pending
+
     def __len__(self) -> int:
         return len(self._pending)
 

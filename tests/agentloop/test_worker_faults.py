@@ -148,8 +148,8 @@ def test_a_refusal_after_the_run_has_finished_is_logged_only_and_its_final_statu
 def test_runs_that_cannot_start_end_failed_with_the_reason_and_the_worker_takes_the_next_run(tmp_path, monkeypatch):
     from agentloop.agent import Agent
 
-    runs = [{k: v for k, v in assignment(41).items() if k != "task"}, assignment(42, model="nobody-knows-me"), assignment(43, model="explodes"),
-            assignment(44)]
+    no_task = {k: v for k, v in assignment(41).items() if k != "task"}
+    runs = [no_task, assignment(42, model="nobody-knows-me"), assignment(43, model="explodes"), assignment(44)]
     real_finish = Agent._finish
 
     def finish(agent, status, reason, message):
