@@ -46,7 +46,8 @@ class Emitter:
         self.next_seq = next_seq
         self._sinks = list(sinks)
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: emit_unless_finished emits while holding it
+        self.finished = False           # a finished status was emitted (it stays the run's last event)
         self._listeners: list[Callable[[dict], None]] = []
 
     def add_listener(self, fn: Callable[[dict], None]) -> None:
@@ -57,8 +58,15 @@ class Emitter:
         with self._lock:
             event = make_event(self.run_id, self.next_seq, kind, payload, usage, ts=self._clock())
             self.next_seq += 1
+            self.finished = self.finished or (kind == "status" and payload.get("status") in FINISHED_STATUSES)
             for sink in self._sinks:
                 (sink.write if hasattr(sink, "write") else sink)(event)
             for fn in self._listeners:
                 fn(event)
         return event
+
+    def emit_unless_finished(self, kind: str, payload: dict) -> dict | None:
+        """Emit from another thread (the worker reporting a refused event), unless the run's finished status is out
+        already; None then."""
+        with self._lock:
+            return None if self.finished else self.emit(kind, payload)

@@ -5,12 +5,19 @@ events to the sender window under a lock. Every event is written to the spool be
 connection or a killed worker loses none: after a reconnect or a restart the spool is re-sent first (the server
 stores each (run, seq) once). Runs whose traces are unfinished when the worker starts are resumed from their
 traces. The window (`window.py`) sends an event at once while the link is idle and batches what accumulates
-while frames await their answer, when the server's welcome offers `events`.
+while frames await their answer, when the server's welcome offers `events`; it never sends a message over the
+server's limit (`welcome.limits`).
+
+An event refused for good (a final nack, or too large to send) is dropped from the spool and reported in a `note`
+of its run, which the socket's thread emits through the run's own emitter while the run is still running here.
+A run that cannot start ends with a `failed` status (`cannot_start`) in its own events. A server message the
+worker cannot act on is logged and answered with `error`; the worker goes on serving.
 """
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import random
 import socket
 import threading
@@ -26,9 +33,10 @@ from agentloop.bank_source import bank_from_wire, stats_from_wire
 from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError
+from agentloop.events import Emitter
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.spool import Spool
-from agentloop.worker.window import SenderWindow
+from agentloop.worker.window import Limits, SenderWindow
 
 log = logging.getLogger("agentloop.worker")
 RESEND_AFTER_S = 15.0
@@ -37,6 +45,10 @@ AUTH_REFUSED = 4401
 
 class AuthRefused(Exception):
     pass
+
+
+class Malformed(ValueError):
+    """A server message the worker cannot act on: logged and answered with `error` (docs/protocol.md 2.2)."""
 
 
 def worker_url(server: str) -> str:
@@ -55,6 +67,7 @@ class RunHandle:
     gpu: int
     thread: threading.Thread
     inbox: ControlInbox
+    emitter: Emitter | None = None  # the agent's, once it is built: the socket's thread emits refusal notes with it
 
 
 class SeenDirectives:
@@ -97,7 +110,8 @@ class Worker:
         self._ws = None
         # Until the server's welcome says whether it reads `events`, nothing is offered (the spool holds it all).
         self._window: SenderWindow | None = None
-        self._last_sent: dict[tuple[str, int], float] = {}
+        self._last_sent: dict[tuple[str, int], float] = {}  # pending events only: pruned when answered
+        self._refusals: queue.SimpleQueue = queue.SimpleQueue()  # (event, error): refused for good, to report
         self._claiming = False
         self._next_claim = 0.0
         self.stop = threading.Event()
@@ -130,8 +144,43 @@ class Worker:
 
     def _offer(self, events: list[dict]) -> None:
         with self._send_lock:
-            if self._window is not None:
-                self._send_frames(self._window.offer(*(_envelope(e) for e in events)))
+            if self._window is None:
+                return
+            self._send_frames(self._window.offer(*(_envelope(e) for e in events)))
+            refused, limit = self._window.take_refused(), self._window.limits.message_bytes
+        # Too large for any message the server reads: sent, it would only drop the connection, again and again.
+        for key, size in refused:
+            self._refuse_for_good(key, f"not sent: its event message of {size} bytes is over the server's message "
+                                       f"limit of {limit} bytes")
+
+    def _refuse_for_good(self, key, error: str) -> None:
+        """Drop an event from the spool for good; the socket's thread reports it (`_report_refusals`)."""
+        event = self.spool.drop(*key)
+        self._last_sent.pop(_key(*key), None)
+        if event is not None:
+            self._refusals.put((event, error))
+
+    def _report_refusals(self) -> None:
+        """A refused event is reported in a `note` of its run, emitted through the run's own emitter (thread-safe;
+        never after the run's finished status). A run not running here (finished, or not started yet) has it
+        logged only, and so has a refused note that reported a refusal itself (no note about that note)."""
+        while True:
+            try:
+                event, error = self._refusals.get_nowait()
+            except queue.Empty:
+                return
+            size = len(json.dumps(_envelope(event), separators=(",", ":"), default=str))
+            text = f"the server refused event #{event['seq']} ({event['kind']}, {size} bytes): {error}"
+            log.error("run %s: %s", event["run_id"], text)
+            if event["kind"] == "note" and "refused_seq" in event["payload"]:
+                log.error("run %s: event #%s reported a refusal itself; not reported again", event["run_id"],
+                          event["seq"])
+                continue
+            handle = self.runs.get(str(event["run_id"]))
+            note = {"text": text, "level": "error", "refused_seq": event["seq"]}
+            if handle is None or handle.emitter is None or handle.emitter.emit_unless_finished("note", note) is None:
+                log.warning("run %s is not running in this worker: the refusal of event #%s is logged only",
+                            event["run_id"], event["seq"])
 
     def _settle(self, keys: list[tuple]) -> None:
         """The server answered these (run_id, seq): their frames' places in the window are free again."""
@@ -195,31 +244,57 @@ class Worker:
         run_dir = self._run_dir(run_id)
         inbox = ControlInbox()
         agent_kwargs = {**self._question_kwargs(run_id), **self.agent_kwargs}
-        spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
-        mode = config or RunConfig.from_dict(resume_events[0]["payload"]["config"])
 
         def work():
-            trace = None
+            trace = agent = spec = None
             try:
                 trace = TraceWriter(run_dir / "trace.jsonl")
+                spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
+                mode = config or RunConfig.from_dict(resume_events[0]["payload"]["config"])
                 model = self.model_factory(spec, {})
                 agent = Agent(run_id=run_id, config=config, resume_events=resume_events,
                               workspace=run_dir / "workspace", model=model, sinks=[trace, self._event_sink],
                               inbox=inbox, reviewer=InboxReviewer(mode.review_timeout_s), shell_hidden=self.shell_hidden,
                               use_bwrap=self.use_bwrap, extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
                               **agent_kwargs)
+                handle.emitter = agent.emitter
                 outcome = agent.run()
                 log.info("run %s ended: %s (%s)", run_id, outcome.status, outcome.reason)
-            except Exception:  # noqa: BLE001 - one broken run must not take the worker down
+            except Exception as exc:  # noqa: BLE001 - one broken run must not take the worker down
                 log.exception("run %s could not run", run_id)
+                # The run must not stay "running" with the reason only in this log: it ends failed, in its events.
+                problem = f"{type(exc).__name__}: {exc}" + (f" (model {spec})" if spec else "")
+                if agent is None:
+                    sinks = [trace, self._event_sink] if trace is not None else [self._event_sink]
+                    self._fail_run(Emitter(run_id, sinks, next_seq=len(resume_events or [])), "cannot_start",
+                                   f"the worker cannot start this run: {problem}")
+                else:
+                    self._fail_run(agent.emitter, "internal_error", f"the agent stopped with an error: {problem}")
             finally:
                 if trace is not None:
                     trace.close()
 
         thread = threading.Thread(target=work, name=f"run-{run_id}", daemon=True)
+        handle = RunHandle(run_id, gpu, thread, inbox)
         with self._lock:
-            self.runs[str(run_id)] = RunHandle(run_id, gpu, thread, inbox)
+            self.runs[str(run_id)] = handle
         thread.start()
+
+    def _fail_run(self, emitter: Emitter, reason: str, detail: str) -> None:
+        """End a run failed, with the reason, through its events (trace and spool), unless it has ended already."""
+        log.error("run %s failed (%s): %s", emitter.run_id, reason, detail)
+        try:
+            emitter.emit_unless_finished("status", {"status": "failed", "reason": reason, "detail": detail})
+        except Exception:  # noqa: BLE001 - a disk that refuses the trace: the log is all that is left
+            log.exception("run %s: its failure could not be recorded", emitter.run_id)
+
+    def _cannot_start(self, run_id, detail: str) -> None:
+        """An assignment the worker cannot run: its first and last event says why (seq 0: nothing was emitted)."""
+        trace = TraceWriter(self._run_dir(run_id) / "trace.jsonl")
+        try:
+            self._fail_run(Emitter(run_id, [trace, self._event_sink]), "cannot_start", detail)
+        finally:
+            trace.close()
 
     def resume_unfinished(self) -> None:
         """Runs this worker was running when it stopped: resume each from its trace."""
@@ -255,7 +330,9 @@ class Worker:
                                                         if v is not None}),
                              review_mode=run.get("review_mode") or "review",
                              review_timeout_s=run.get("review_timeout_s"))
-        except (KeyError, ValueError) as exc:
+        except KeyError as exc:
+            raise ConfigError(f"unusable assignment: no {exc.args[0]!r}") from None
+        except (ValueError, TypeError, AttributeError) as exc:
             raise ConfigError(f"unusable assignment: {exc}") from None
 
     # ------------------------------------------------------------------------------- the socket
@@ -267,44 +344,108 @@ class Worker:
             self._claiming = True
             self._claim_gpu = free[0]
 
+    def _receive(self, raw) -> None:
+        """One message from the server. A message the worker cannot act on (not a JSON text object, an unknown
+        type, a field missing or of the wrong type) is logged and answered with `error`; it changes nothing else,
+        and the worker goes on serving."""
+        try:
+            if not isinstance(raw, str):
+                raise Malformed("a binary frame (every message is a JSON text frame)")
+            try:
+                msg = json.loads(raw)
+            except (ValueError, RecursionError):
+                raise Malformed(f"not JSON: {raw:.200}") from None
+            if not isinstance(msg, dict):
+                raise Malformed(f"not a JSON object: {raw:.200}")
+            if msg.get("v") != SCHEMA_VERSION:
+                raise Malformed(f"protocol version {msg.get('v')!r:.50} is not spoken here ({SCHEMA_VERSION} is)")
+            self._handle(msg)
+        except Malformed as exc:
+            self._answer_error(str(exc))
+        except Exception:  # noqa: BLE001 - one message the worker fails on must not take it down
+            log.exception("a server message could not be handled: %.200s", raw)
+            self._answer_error(f"the worker failed on this message: {str(raw)[:200]}")
+
+    def _answer_error(self, problem: str) -> None:
+        log.error("a server message was not acted on: %s", problem)
+        self._send({"type": "error", "error": problem})
+
     def _handle(self, msg: dict) -> None:
         kind = msg.get("type")
         if kind == "welcome":
             # A server that reads `events` gets batches; an older one gets every event at once, alone.
             accepts = msg.get("accepts")
+            limits, problem = Limits.from_welcome(msg)
             with self._send_lock:
-                self._window = SenderWindow(batching=isinstance(accepts, list) and "events" in accepts)
+                self._window = SenderWindow(batching=isinstance(accepts, list) and "events" in accepts, limits=limits)
             self._offer(self.spool.pending())
+            if problem:
+                raise Malformed(f"{problem}; sending within {limits.message_bytes} bytes a message")
         elif kind == "ack":
-            self.spool.ack(msg["run_id"], msg["seq"])
-            self._settle([(msg["run_id"], msg["seq"])])
+            key = _answer_key(msg)
+            self.spool.ack(*key)
+            self._last_sent.pop(_key(*key), None)
+            self._settle([key])
         elif kind == "acks":  # the events of `events` messages that one transaction stored
-            keys = [tuple(item) for item in msg.get("acks") or [] if isinstance(item, list) and len(item) == 2]
+            items = msg.get("acks")
+            if not isinstance(items, list):
+                raise Malformed(f"acks: `acks` must be a list, not {items!r:.100}")
+            keys, junk = [], []
+            for item in items:
+                try:
+                    if not isinstance(item, list) or len(item) != 2:
+                        raise Malformed("not a [run_id, seq] pair")
+                    keys.append(_answer_key({"run_id": item[0], "seq": item[1]}))
+                except Malformed:
+                    junk.append(item)
             self.spool.ack_many(keys)
+            for key in keys:
+                self._last_sent.pop(_key(*key), None)
             self._settle(keys)
+            if junk:
+                raise Malformed(f"acks: {len(junk)} item(s) are not [run_id, seq] pairs (the others were taken): "
+                                f"{junk!r:.200}")
         elif kind == "nack":
-            if not msg.get("retry"):
-                log.error("server refused event %s/%s for good: %s", msg.get("run_id"), msg.get("seq"),
-                          msg.get("error"))
-                self.spool.ack(msg["run_id"], msg["seq"])
-            else:
-                self._last_sent[(str(msg["run_id"]), int(msg["seq"]))] = time.monotonic() - RESEND_AFTER_S + 2
-            self._settle([(msg["run_id"], msg["seq"])])
+            key = _answer_key(msg)
+            if not isinstance(msg.get("retry"), bool):
+                raise Malformed(f"nack of {key}: `retry` must be true or false (the event stays in the spool)")
+            if not msg["retry"]:
+                self._refuse_for_good(key, str(msg.get("error") or "no reason given"))
+            elif self.spool.holds(*key):  # (a late answer for an event answered before changes nothing)
+                self._last_sent[_key(*key)] = time.monotonic() - RESEND_AFTER_S + 2
+            self._settle([key])
         elif kind == "assign":
-            self._claiming = False
-            run = msg.get("run") or {}
+            claimed, self._claiming = self._claiming, False
+            run = msg.get("run")
+            if not isinstance(run, dict) or not _is_id(run.get("id")):
+                self._next_claim = time.monotonic() + 5  # a server that keeps sending these is not asked at once
+                raise Malformed(f"assign: `run` must be an object with an `id`, not {run!r:.200}")
+            if str(run["id"]) in {r for r, h in self.runs.items() if h.thread.is_alive()}:
+                raise Malformed(f"assign: run {run['id']} is running here already")
+            gpu = self._claim_gpu if claimed else next(iter(self._free_gpus()), None)
+            if gpu is None:
+                raise Malformed(f"assign: run {run['id']} was not claimed and no GPU is free for it")
             try:
                 config = self._assignment(run)
             except ConfigError as exc:
-                log.error("%s", exc)
+                self._cannot_start(run["id"], str(exc))
                 return
             self._save_questions(run["id"], run)
-            self._start_run(run["id"], self._claim_gpu, config, None)
+            self._start_run(run["id"], gpu, config, None)
         elif kind == "no_work":
             self._claiming = False
-            self._next_claim = time.monotonic() + float(msg.get("retry_after_s") or 5)
+            wait = msg.get("retry_after_s")
+            ok = isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 < wait < 3600
+            self._next_claim = time.monotonic() + (float(wait) if ok else 5)
+            if not ok:
+                raise Malformed(f"no_work: `retry_after_s` must be a number of seconds, not {wait!r:.50} "
+                                "(claiming again in 5 s)")
         elif kind == "directive":
             ident = msg.get("id")
+            if ident is not None and not (isinstance(ident, str) and ident):
+                raise Malformed(f"directive: `id` must be a string, not {ident!r:.50}")
+            if not _is_id(msg.get("run_id")):
+                raise Malformed(f"directive {ident}: `run_id` must be a string or an integer (not acknowledged)")
             if ident and ident in self.seen.ids:
                 self._send({"type": "directive_ack", "id": ident})
                 return
@@ -317,7 +458,9 @@ class Worker:
                 self.seen.add(ident)
                 self._send({"type": "directive_ack", "id": ident})
         elif kind == "error":
-            log.error("server: %s", msg.get("error"))
+            log.error("server: %s", msg.get("error"))  # never answered with an `error`: no ping-pong
+        else:
+            raise Malformed(f"unknown message type {kind!r:.50}")
 
     def _session(self, ws) -> None:
         with self._send_lock:
@@ -334,16 +477,13 @@ class Worker:
         while not self.stop.is_set():
             self._claim_if_free()
             self._resend_unanswered()
+            self._report_refusals()
             try:
                 raw = ws.recv(timeout=0.5)
             except TimeoutError:
                 continue
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                log.error("not JSON from the server: %.200s", raw)
-                continue
-            self._handle(msg)
+            self._receive(raw)
+            self._report_refusals()
 
     def _resend_unanswered(self) -> None:
         """Events the server has not answered for RESEND_AFTER_S (a lost frame, an `error` reply, a retry nack
@@ -388,6 +528,22 @@ class Worker:
                 break
             backoff = min(30.0, backoff * 2)
         return 0
+
+
+def _key(run_id, seq) -> tuple[str, int]:
+    return (str(run_id), int(seq))
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _answer_key(msg: dict) -> tuple:
+    """The (run_id, seq) an ack or nack answers; Malformed when it names no event."""
+    run_id, seq = msg.get("run_id"), msg.get("seq")
+    if not _is_id(run_id) or not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise Malformed(f"{msg.get('type')}: `run_id` and `seq` must name an event, not {run_id!r:.50}/{seq!r:.50}")
+    return (run_id, seq)
 
 
 def _envelope(event: dict) -> dict:

@@ -1,7 +1,9 @@
 """The spool: events written to local disk before they are sent, forgotten only when the server acknowledges them.
 
-An append-only JSONL file of `{"event": ...}` and `{"ack": [run_id, seq]}` lines, compacted on open. A worker
-that dies keeps its unacknowledged events here and re-sends them when it starts again.
+An append-only JSONL file of `{"event": ...}` and `{"ack": [run_id, seq]}` lines, compacted on open and whenever
+its acknowledged part grows past the pending part (by more than `COMPACT_SLACK` lines), so that a long-lived
+worker's spool stays proportional to what is pending. A worker that dies keeps its unacknowledged events here and
+re-sends them when it starts again.
 """
 from __future__ import annotations
 
@@ -9,6 +11,10 @@ import json
 import os
 import threading
 from pathlib import Path
+
+# Lines beyond twice the pending events (and the marks) before the file is rewritten: each compaction then writes
+# at most the pending events after at least this many appended lines, so rewriting costs O(1) a line.
+COMPACT_SLACK = 1000
 
 
 def _key(run_id, seq) -> tuple[str, int]:
@@ -19,14 +25,14 @@ class Spool:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # compaction reads `pending()` under it
         self._pending: dict[tuple[str, int], dict] = {}
         # Highest seq ever spooled per run, kept through compaction: on a restart, the trace's events above it
         # were written to the trace but never spooled (the worker died in between) and must be spooled now.
         self.marks: dict[str, int] = {}
         self._load()
+        self._file = None
         self._compact()
-        self._file = open(self.path, "a", encoding="utf-8")
 
     def _load(self) -> None:
         if not self.path.exists():
@@ -46,6 +52,8 @@ class Spool:
                 self._pending.pop(_key(*record["ack"]), None)
 
     def _compact(self) -> None:
+        """Rewrite the file as the marks and the pending events. Crash-safe: the new file is complete and on disk
+        before it replaces the old one in one rename, so a crash at any point leaves one of the two, whole."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             for run_id, seq in sorted(self.marks.items()):
@@ -54,12 +62,22 @@ class Spool:
                 f.write(json.dumps({"event": e}, separators=(",", ":")) + "\n")
             f.flush()
             os.fsync(f.fileno())
+        if self._file is not None:
+            self._file.close()
         os.replace(tmp, self.path)
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the rename itself survives a power loss
+        finally:
+            os.close(directory)
+        self._file = open(self.path, "a", encoding="utf-8")
+        self._lines = len(self.marks) + len(self._pending)
 
     def _append(self, record: dict) -> None:
         self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
+        self._lines += 1
 
     def _mark(self, run_id, seq) -> None:
         run_id = str(run_id)
@@ -85,18 +103,37 @@ class Spool:
 
     def ack_many(self, keys) -> int:
         """Forget these (run_id, seq), with one write and one fsync for all; returns how many were pending."""
+        return len(self._forget(keys))
+
+    def drop(self, run_id, seq) -> dict | None:
+        """Forget an event refused for good; returns it (None when it was not pending)."""
+        dropped = self._forget([(run_id, seq)])
+        return dropped[0] if dropped else None
+
+    def _forget(self, keys) -> list[dict]:
         with self._lock:
-            lines = [json.dumps({"ack": [run_id, seq]}, separators=(",", ":")) + "\n"
-                     for run_id, seq in keys if self._pending.pop(_key(run_id, seq), None) is not None]
+            forgotten, lines = [], []
+            for run_id, seq in keys:
+                event = self._pending.pop(_key(run_id, seq), None)
+                if event is not None:
+                    forgotten.append(event)
+                    lines.append(json.dumps({"ack": [run_id, seq]}, separators=(",", ":")) + "\n")
             if lines:
                 self._file.write("".join(lines))
                 self._file.flush()
                 os.fsync(self._file.fileno())
-            return len(lines)
+                self._lines += len(lines)
+                if self._lines > 2 * len(self._pending) + len(self.marks) + COMPACT_SLACK:
+                    self._compact()
+            return forgotten
 
     def pending(self) -> list[dict]:
         """Unacknowledged events in (run, seq) order."""
-        return [self._pending[k] for k in sorted(self._pending)]
+        with self._lock:  # run threads add while the socket's thread reads
+            return [self._pending[k] for k in sorted(self._pending)]
+
+    def holds(self, run_id, seq) -> bool:
+        return _key(run_id, seq) in self._pending
 
     def __len__(self) -> int:
         return len(self._pending)

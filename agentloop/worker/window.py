@@ -10,6 +10,10 @@ Pure Python, no I/O and no lock: the worker client (`client.py`) and the benchma
 (`bench/event_fanout.py`) both drive it, so the benchmark measures the policy the product uses. The caller sends
 the frames it is handed, in order, and reports every answer (`settle`). What is sent is still kept in the spool
 until acknowledged: the window only decides when, and forgets everything on `reset` (a new connection).
+
+No frame is ever over the server's message limit (`Limits`, from its welcome): an event whose `event` message
+would be over it is not sent at all; the window lists it in `take_refused()`, and the caller drops it for good
+(the server could only drop the connection, and the event would be sent again forever, holding back the rest).
 """
 from __future__ import annotations
 
@@ -17,14 +21,40 @@ import json
 import time
 from dataclasses import dataclass, field
 
-# What the server accepts (runs/consumers.py): any message up to 1 MiB. A frame stays well below, so a frame of
-# events never meets the limit; an event bigger than `max_bytes` travels alone as an `event` message, where the
-# server's answer to an oversize event is a final nack (docs/protocol.md 2.4), not an error for the whole frame.
+# A frame of events holds at most this much (or the server's message limit, when that is smaller): a batch never
+# meets the limit; an event bigger than `max_bytes` travels alone as an `event` message, where the server's answer
+# to an event over its event limit is a final nack (docs/protocol.md 2.4), not an error for the whole frame.
 MAX_EVENTS = 256
 MAX_BYTES = 256 * 1024
+# What a server whose welcome has no `limits` accepts (daphne's default frame and message limit).
+OLD_SERVER_MESSAGE_BYTES = 2**20
+_EVENTS_OVERHEAD = len('{"type":"events","v":1,"events":[]}')
 # One frame in flight (stop and wait): fuller frames, and at 2,000 events/s a lower p99 than with two frames in
 # flight (79 and 87 ms against 102 and 113 ms, docs/benchmarks.md "Events"). An idle link still sends at once.
 MAX_FRAMES = 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The server's size limits (docs/protocol.md 2.3, `welcome`): `message_bytes`, the largest websocket message
+    it reads (a bigger one drops the connection); `event_bytes`, the largest event it stores (a bigger one within
+    `message_bytes` gets a final nack)."""
+
+    message_bytes: int = OLD_SERVER_MESSAGE_BYTES
+    event_bytes: int = OLD_SERVER_MESSAGE_BYTES
+
+    @classmethod
+    def from_welcome(cls, welcome: dict) -> tuple["Limits", str | None]:
+        """The limits a welcome announces, and what was wrong with them if anything (then the old server's 1 MiB
+        holds: the smallest limit a version-1 server has had)."""
+        if "limits" not in welcome:
+            return cls(), None
+        limits = welcome["limits"]
+        sizes = [limits.get(name) if isinstance(limits, dict) else None for name in ("message_bytes", "event_bytes")]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes):
+            return cls(), f"the welcome's limits are not two positive byte counts: {limits!r:.200}"
+        message, event = sizes
+        return cls(message, min(event, message)), None
 
 
 def event_key(event: dict) -> tuple[str, int]:
@@ -52,17 +82,20 @@ class SenderWindow:
     sends every event at once in its own `event` message, as workers did before batching."""
 
     def __init__(self, *, batching: bool = True, max_frames: int = MAX_FRAMES, max_events: int = MAX_EVENTS,
-                 max_bytes: int = MAX_BYTES, clock=time.monotonic):
+                 max_bytes: int = MAX_BYTES, limits: Limits | None = None, clock=time.monotonic):
         if max_frames < 1 or max_events < 1:
             raise ValueError("a window needs room for one frame of one event")
         self.batching = batching
         self.max_frames = max_frames
         self.max_events = max_events
-        self.max_bytes = max_bytes
+        self.limits = limits or Limits()
+        # The events of one `events` message, so that the message with its envelope stays within the limit.
+        self.max_bytes = min(max_bytes, self.limits.message_bytes - _EVENTS_OVERHEAD)
         self.clock = clock
         self._waiting: dict[tuple[str, int], str] = {}     # key -> encoded event, in offer order
         self._in_flight: dict[int, Frame] = {}            # id(frame) -> frame, oldest first
         self._frame_of: dict[tuple[str, int], Frame] = {}
+        self._refused: list[tuple[tuple[str, int], int]] = []
 
     # ------------------------------------------------------------------------------------------ state
     @property
@@ -77,14 +110,26 @@ class SenderWindow:
     def holds(self, key: tuple[str, int]) -> bool:
         return key in self._waiting or key in self._frame_of
 
+    def take_refused(self) -> list[tuple[tuple[str, int], int]]:
+        """The events offered since the last call that no message may carry: (key, size of their `event` message
+        in bytes). They were not queued; the caller refuses them for good."""
+        refused, self._refused = self._refused, []
+        return refused
+
     # ------------------------------------------------------------------------------------------ input
     def offer(self, *events: dict) -> list[Frame]:
-        """Queue events (an event already waiting or in flight is not queued twice); return the frames to send
-        now, in order."""
+        """Queue events (an event already waiting or in flight is not queued twice, one over the message limit is
+        not queued but refused: `take_refused`); return the frames to send now, in order."""
         for event in events:
             key = event_key(event)
             if not self.holds(key):
-                self._waiting[key] = json.dumps(event, separators=(",", ":"), default=str)
+                # ASCII (json.dumps escapes the rest), so its length is its size in bytes on the wire.
+                text = json.dumps(event, separators=(",", ":"), default=str)
+                size = len(Frame([text], [key], True).text())
+                if size > self.limits.message_bytes:
+                    self._refused.append((key, size))
+                else:
+                    self._waiting[key] = text
         return self._fill()
 
     def settle(self, run_id, seq) -> list[Frame]:
@@ -120,6 +165,7 @@ class SenderWindow:
         self._waiting.clear()
         self._in_flight.clear()
         self._frame_of.clear()
+        self._refused.clear()
 
     # ------------------------------------------------------------------------------------------ output
     def _fill(self) -> list[Frame]:

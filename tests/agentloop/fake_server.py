@@ -1,6 +1,7 @@
 """A stand-in for the dashboard's side of the worker protocol (docs/protocol.md, section 2), for tests:
 token check, hello/welcome, claim/assign, events stored once by (run, seq) and acknowledged (one `event` a message,
-or `events` in batches when it offers them), directives."""
+or `events` in batches when it offers them), directives. It can announce size limits (and, as daphne does, drop
+the connection on a message over them), refuse chosen events for good, and send raw frames after its welcome."""
 from __future__ import annotations
 
 import asyncio
@@ -11,18 +12,29 @@ from websockets.asyncio.server import serve
 
 
 class FakeServer:
-    def __init__(self, token: str, runs: list[dict], *, accepts_events: bool = False, drop_frames: int = 0):
+    def __init__(self, token: str, runs: list[dict], *, accepts_events: bool = False, drop_frames: int = 0,
+                 limits: dict | None = None, refuse=None, after_welcome: list | None = None):
         """accepts_events: the welcome offers `events` (as runs.consumers does). drop_frames: the first that many
-        event frames are received, left unanswered, and their connection closed (a server that went away)."""
+        event frames are received, left unanswered, and their connection closed (a server that went away).
+        limits: the welcome's `limits`; a message over its `message_bytes` closes the connection unanswered.
+        refuse(event) -> error or None: events answered with a final nack. after_welcome: frames (text or
+        bytes) sent as they are after each welcome."""
         self.token = token
         self.accepts_events = accepts_events
         self.drop_frames = drop_frames
+        self.limits = limits
+        self.refuse = refuse or (lambda event: None)
+        self.after_welcome = list(after_welcome or [])
+        self.errors: list[str] = []               # the worker's `error` messages
+        self.largest_message = 0
+        self.oversize_messages = 0
         self.frames: list[tuple[str, list]] = []  # ("event" | "events", [(run_id, seq), ...]) as received
         self.ack_delay_s = 0.0
         self.queue = list(runs)
         self.steps: dict[tuple, dict] = {}        # (run_id, seq) -> event
         self.deliveries: list[tuple] = []         # every event message received, duplicates included
         self.conflicts: list[tuple] = []
+        self.refusals: list[tuple] = []           # events answered with a final nack by `refuse`
         self.hellos: list[dict] = []
         self.directive_acks: list[str] = []
         self.outbox: list[dict] = []              # directives to send (re-sent until acked)
@@ -51,6 +63,11 @@ class FakeServer:
 
     async def _handler(self, ws):
         async for raw in ws:
+            self.largest_message = max(self.largest_message, len(raw))
+            if self.limits and len(raw) > self.limits["message_bytes"]:
+                self.oversize_messages += 1
+                await ws.close()  # as daphne does over its limit: no answer
+                return
             msg = json.loads(raw)
             assert msg["v"] == 1
             kind = msg["type"]
@@ -59,9 +76,15 @@ class FakeServer:
                 welcome = {"type": "welcome", "v": 1, "worker": msg["host"]}
                 if self.accepts_events:
                     welcome["accepts"] = ["events"]
+                if self.limits is not None:
+                    welcome["limits"] = self.limits
                 await ws.send(json.dumps(welcome))
+                for frame in self.after_welcome:
+                    await ws.send(frame)
                 for d in list(self.outbox):
                     await ws.send(json.dumps(d))
+            elif kind == "error":
+                self.errors.append(msg["error"])
             elif kind == "claim":
                 if self.queue:
                     await ws.send(json.dumps({"type": "assign", "v": 1, "run": self.queue.pop(0)}))
@@ -80,6 +103,12 @@ class FakeServer:
                     key = (e["run_id"], e["seq"])
                     self.deliveries.append(key)
                     event = {k: e[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
+                    refusal = self.refuse(event)
+                    if refusal:
+                        self.refusals.append(key)
+                        await ws.send(json.dumps({"type": "nack", "v": 1, "run_id": key[0], "seq": key[1],
+                                                  "error": refusal, "retry": False}))
+                        continue
                     if key in self.steps and self.steps[key] != event:
                         self.conflicts.append(key)
                         await ws.send(json.dumps({"type": "nack", "v": 1, "run_id": key[0], "seq": key[1],

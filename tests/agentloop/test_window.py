@@ -125,3 +125,47 @@ def test_after_a_reset_the_spool_offered_again_goes_out_in_order_in_one_frame():
 def test_a_window_needs_room_for_a_frame():
     with pytest.raises(ValueError):
         SenderWindow(max_frames=0)
+
+
+def test_an_event_whose_event_message_is_over_the_servers_limit_is_refused_not_sent_and_the_rest_goes_on():
+    from agentloop.worker.window import Limits
+
+    window = SenderWindow(max_frames=1, limits=Limits(message_bytes=2000, event_bytes=1000))
+    empty = len(json.dumps(note(2, text="y"), separators=(",", ":"))) - 1
+    # Too large for an `events` message (2000 bytes with its envelope), small enough for an `event` message.
+    big, fits = note(1, text="x" * 2000), note(2, text="y" * (1970 - empty))
+    frames = window.offer(note(0), big, fits)
+    assert [seqs(f) for f in frames] == [[0]]
+    (key, size), = window.take_refused()
+    assert key == ("7", 1) and size == len(json.dumps({"type": "event", "v": 1, **big}, separators=(",", ":")))
+    assert window.take_refused() == [] and not window.holds(("7", 1))
+    # An event over the batch budget but within the limit goes alone, as `event`, and stays within the limit.
+    alone, = window.settle(7, 0)
+    assert wire(alone) == {"type": "event", "v": 1, **fits} and len(alone.text()) <= 2000
+
+
+def test_a_batch_stays_within_the_servers_message_limit_when_that_is_below_256_kib():
+    from agentloop.worker.window import Limits
+
+    window = SenderWindow(max_frames=1, limits=Limits(message_bytes=1500, event_bytes=1500))
+    window.offer(note(0))
+    window.offer(*(note(seq, text="z" * 100) for seq in range(1, 40)))
+    sizes, frames = [], window.settle(7, 0)
+    while frames:
+        sizes.append(len(frames[0].text()))
+        frames = [f for seq in seqs(frames[0]) for f in window.settle(7, seq)]
+    assert len(sizes) > 3 and max(sizes) <= 1500 and max(sizes) > 1200
+
+
+def test_the_limits_come_from_the_welcome_and_an_older_or_garbled_welcome_gets_1_mib():
+    from agentloop.worker.window import Limits
+
+    assert Limits.from_welcome({"type": "welcome"}) == (Limits(2**20, 2**20), None)
+    assert Limits.from_welcome({"limits": {"message_bytes": 8 * 2**20, "event_bytes": 4 * 2**20}}) == (
+        Limits(8 * 2**20, 4 * 2**20), None)
+    assert Limits.from_welcome({"limits": {"message_bytes": 2**20, "event_bytes": 2**30}})[0] == Limits(2**20, 2**20)
+    for garbled in (None, [], {"message_bytes": "8 MiB", "event_bytes": 1}, {"message_bytes": 0, "event_bytes": 0},
+                    {"message_bytes": True, "event_bytes": True}, {"event_bytes": 2**22}):
+        limits, problem = Limits.from_welcome({"limits": garbled})
+        assert limits == Limits(2**20, 2**20) and problem.startswith("the welcome's limits are not")
+    assert SenderWindow().limits == Limits(2**20, 2**20) and SenderWindow().max_bytes == 256 * 1024
