@@ -10,7 +10,7 @@ from runs import permissions
 from runs.forms import MessageForm, StartRunForm
 from runs.models import Run, RunStatus, StepKind, Task
 from runs.permissions import OPERATOR, REVIEWER, role_required
-from runs.selectors import evaluations_for_run, run_list
+from runs.selectors import evaluations_for_run, run_list, run_sandbox
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_SHOWN = 200
@@ -78,7 +78,7 @@ def run_detail(request, run_id: int):
     return render(request, "runs/run_detail.html", {
         "run": run, "kinds": StepKind.choices, "message_form": MessageForm(),
         "evaluations": evaluations_for_run(run.pk).order_by("-created_at")[:20],
-        "baselines": sorted(run.best_speedups.items()),
+        "baselines": sorted(run.best_speedups.items()), "sandbox": run_sandbox(run.pk),
     })
 
 
