@@ -153,25 +153,24 @@ class Agent:
         if not (self.workspace / self.config.kernel_filename).exists():
             raise RunEnded(f"cannot resume: the workspace has no {self.config.kernel_filename}")
         paused = self.state.status == "paused"
-        self.emitter.emit("status", {"status": "paused" if paused else "running", "reason": "resumed",
-                                     "sandbox": self.sandbox.mode})
-        self._sandbox_note()
+        self.emitter.emit("status", {"status": "paused" if paused else "running", "reason": "resumed"})
         for block in list(self.state.open_tool_calls):  # a tool call the crash cut off: the model must hear of it
             self.emitter.emit("tool_result", {
                 "call_id": block["id"], "name": block.get("name"), "is_error": True, "interrupted": True,
                 "output": "[this tool call was interrupted by a restart of the worker; its effect is unknown]",
                 "truncated_chars": 0, "duration_s": 0})
+        self._sandbox_note()   # this life's sandbox may not be the one the run started in
         pending = self.state.pending_question
         if pending is not None and not self.questions.review(pending):
             self.questions.ask(Firing(pending["decision_point"], "asked again after a veto"))
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:
-            self.emitter.emit("note", {"level": "warning", "text": "unsandboxed: the operator started this run with "
-                                       "--unsandboxed; its commands and kernels run as the worker's user, with no "
-                                       "isolation, and can read the worker's secrets (docs/protocol.md, section 3)"})
+            self.emitter.emit("note", {"level": "warning", "sandbox": NONE, "text": (
+                "unsandboxed: the operator started this worker with --unsandboxed; the model's commands and kernels "
+                "run as the worker's user with no isolation and can read its secrets (docs/protocol.md, section 3)")})
         elif self.sandbox.mode == REFUSED:
-            self.emitter.emit("note", {"level": "error", "text": self.sandbox.refusal})
+            self.emitter.emit("note", {"level": "error", "sandbox": REFUSED, "text": self.sandbox.refusal})
 
     def step(self) -> None:
         try:

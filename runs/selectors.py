@@ -29,13 +29,14 @@ def steps_after(*, run_id: int, after_seq: int = -1, limit: int = 200, kinds: li
 
 
 def run_sandbox(run_id: int) -> str | None:
-    """Where the run's agent commands ran (docs/protocol.md, section 3): "none" when any start or resume of it
-    was unsandboxed, else what its start recorded ("bubblewrap", or "refused": nothing ran); None when its
-    worker recorded nothing (older workers)."""
-    statuses = Step.objects.filter(run_id=run_id, kind=StepKind.STATUS)
-    if statuses.filter(Q(payload__config__sandbox="none") | Q(payload__sandbox="none")).exists():
+    """Where the run's agent commands ran (docs/protocol.md, section 3): "none" when it started or was resumed
+    unsandboxed (its `started` config, or the note a resume under --unsandboxed writes), else what its start
+    recorded ("bubblewrap", or "refused": nothing ran); None when its worker recorded nothing (older workers)."""
+    steps = Step.objects.filter(run_id=run_id)
+    if steps.filter(Q(kind=StepKind.STATUS, payload__config__sandbox="none")
+                    | Q(kind=StepKind.NOTE, payload__sandbox="none")).exists():
         return "none"
-    return (statuses.filter(payload__config__sandbox__isnull=False).order_by("seq")
+    return (steps.filter(kind=StepKind.STATUS, payload__config__sandbox__isnull=False).order_by("seq")
             .values_list("payload__config__sandbox", flat=True).first())
 
 

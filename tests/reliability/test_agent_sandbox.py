@@ -159,3 +159,26 @@ def test_without_a_working_sandbox_a_standalone_run_does_not_start(tmp_path):
     assert done.returncode == 3, done.stderr
     assert "apt-get install bubblewrap" in done.stderr and "--unsandboxed" in done.stderr
     assert not (tmp_path / "runs").exists()   # no trace, no workspace: nothing ran
+
+
+def test_serve_without_a_working_sandbox_serves_the_dashboard_without_a_worker_and_says_what_to_do(site, tmp_path):
+    # `make run`'s last step on a host where bubblewrap cannot work.
+    from tests.live_server import free_port
+
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        serve = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"], cwd=ROOT,
+                                 env=site.env(PATH=failing_bwrap(tmp_path / "bin")), stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        said = wait_until(lambda: "Serving the dashboard without a worker" in log_path.read_text()
+                          and log_path.read_text(), 120, while_alive=serve)
+        assert said, log_path.read_text()[-3000:]
+        assert "apt-get install bubblewrap" in said and "manage.py serve --unsandboxed" in said
+        assert "restarting it" not in said      # the worker is not started again and again
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=30)
+        assert page.status == 200 and serve.poll() is None
+    finally:
+        os.killpg(serve.pid, 15)
+        serve.wait(timeout=60)
