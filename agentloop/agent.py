@@ -25,6 +25,7 @@ from agentloop.goal import covers, goal_met, meets_target, speedup_over, verifie
 from agentloop.models import Model, ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
+from agentloop.sandbox import NONE, REFUSED, Sandbox
 from agentloop.review import AutoApprove, InboxReviewer, Reviewer
 from agentloop.state import RunState, api_messages
 from agentloop.tools import ToolInputError, ToolResult
@@ -80,12 +81,14 @@ class Agent:
         self._sinks = sinks
         self.task_info = task_info or task_facts(config.task)
         tools = self.policy.tools
+        # Where the model's commands and kernels run (agentloop/sandbox.py); use_bwrap=False: --unsandboxed.
+        self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=shell_hidden or [])
         self._owns_evaluator = evaluator is None      # ours to close when the run ends (a harness process)
         self.evaluator = evaluator or HarnessEvaluator(timeout_s=float(tools["evaluate_timeout_s"]),
-                                                       extra_env=extra_env)
+                                                       extra_env=extra_env, sandbox=self.sandbox)
         self.shell = ShellTool(self.workspace, timeout_s=tools["shell_timeout_s"],
                                timeout_max_s=tools["shell_timeout_max_s"], output_limit=tools["output_limit_chars"],
-                               hidden=shell_hidden, use_bwrap=use_bwrap, extra_env=extra_env)
+                               extra_env=extra_env, sandbox=self.sandbox)
         self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
         if reviewer is None or config.review_mode == "auto":
             reviewer = AutoApprove() if config.review_mode == "auto" else InboxReviewer(config.review_timeout_s)
@@ -138,8 +141,9 @@ class Agent:
             goal_speedup=f"{self.config.goal.speedup:g}", goal_baseline=self.config.goal.baseline,
             starting_kernel=self.config.starting_kernel.rstrip("\n"))
         config = self.config.to_dict() | {"system_prompt": self.policy.system_prompt, "task_prompt": task_prompt,
-                                          "agentloop_version": __version__}
+                                          "agentloop_version": __version__, "sandbox": self.sandbox.mode}
         self.emitter.emit("status", {"status": "running", "reason": "started", "config": config})
+        self._sandbox_note()
         if "start" in self.policy.detectors.enabled:
             self._decision_points([Firing("start", "the run is starting")])
 
@@ -155,9 +159,18 @@ class Agent:
                 "call_id": block["id"], "name": block.get("name"), "is_error": True, "interrupted": True,
                 "output": "[this tool call was interrupted by a restart of the worker; its effect is unknown]",
                 "truncated_chars": 0, "duration_s": 0})
+        self._sandbox_note()   # this life's sandbox may not be the one the run started in
         pending = self.state.pending_question
         if pending is not None and not self.questions.review(pending):
             self.questions.ask(Firing(pending["decision_point"], "asked again after a veto"))
+
+    def _sandbox_note(self) -> None:
+        if self.sandbox.mode == NONE:
+            self.emitter.emit("note", {"level": "warning", "sandbox": NONE, "text": (
+                "unsandboxed: the operator started this worker with --unsandboxed; the model's commands and kernels "
+                "run as the worker's user with no isolation and can read its secrets (docs/protocol.md, section 3)")})
+        elif self.sandbox.mode == REFUSED:
+            self.emitter.emit("note", {"level": "error", "sandbox": REFUSED, "text": self.sandbox.refusal})
 
     def step(self) -> None:
         try:

@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="the model's base URL (default: $ANTHROPIC_BASE_URL, or $OPENAI_BASE_URL "
                                         "for openai:MODEL)")
     run.add_argument("--no-stream", action="store_true", help="do not stream model responses")
-    run.add_argument("--no-bwrap", action="store_true", help="do not use bubblewrap for the shell even if installed")
+    _unsandboxed_flag(run)
     run.add_argument("--quiet", action="store_true")
 
     worker = sub.add_parser("worker", help="serve a dashboard: take queued runs, stream their events")
@@ -53,19 +53,33 @@ def _parser() -> argparse.ArgumentParser:
                         help="worker token (default: $KSEEK_WORKER_TOKEN)")
     worker.add_argument("--gpus", default="0", help="comma-separated GPU indices, one run per GPU (default: 0)")
     worker.add_argument("--state-dir", help="spool, traces and workspaces (default: under $KSEEK_AGENT_RUNS)")
-    worker.add_argument("--no-bwrap", action="store_true")
+    _unsandboxed_flag(worker)
     worker.add_argument("--hide", action="append", default=[], metavar="DIR",
                         help="a folder the agent's shell must not see under bubblewrap, e.g. a dashboard's data "
                              "folder on the same host (repeatable; the worker's state folder is always hidden)")
     return parser
 
 
+def _unsandboxed_flag(parser) -> None:
+    parser.add_argument("--unsandboxed", "--no-bwrap", action="store_true",
+                        help="run the agent's commands and kernels without bubblewrap, as this user with no "
+                             "isolation: they can then read this process's secrets (the API key, the worker "
+                             "token). Without this flag they run only under a working bubblewrap, and agentloop "
+                             "refuses to start where there is none (docs/protocol.md, section 3). --no-bwrap is "
+                             "its older name")
+
+
 def main(argv: list[str] | None = None) -> int:
+    from agentloop.sandbox import EXIT_NO_SANDBOX, SandboxUnavailable
+
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
             return run_command(args)
         return worker_command(args)
+    except SandboxUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NO_SANDBOX
     except (ConfigError, ModelFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -78,8 +92,11 @@ def run_command(args) -> int:
     from agentloop.models import make_model
     from agentloop.policy import default_policy
     from agentloop.review import AutoApprove, TerminalReviewer, TraceReviewer
+    from agentloop.sandbox import Sandbox
     from agentloop.trace import TraceError, TraceWriter, read_trace
 
+    # Before anything is written: a run whose commands could not run is not started (fail closed).
+    Sandbox.choose(unsandboxed=args.unsandboxed).require()
     model_spec = args.model or os.environ.get("KSEEK_MODEL") or DEFAULT_MODEL
     bank, stats = _questions_from_args(args)
     recorded = None
@@ -120,7 +137,7 @@ def run_command(args) -> int:
         sinks.append(ConsoleSink())
     model = make_model(model_spec, settings, notify=None)
     agent = Agent(run_id=run_id, config=config, resume_events=resume_events, workspace=workspace, model=model,
-                  sinks=sinks, reviewer=reviewer, use_bwrap=False if args.no_bwrap else None,
+                  sinks=sinks, reviewer=reviewer, use_bwrap=False if args.unsandboxed else None,
                   shell_hidden=[runs_dir()], bank=bank, question_stats=stats)
     print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)
     outcome = agent.run()
@@ -195,4 +212,4 @@ def worker_command(args) -> int:
     gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
     state_dir = Path(args.state_dir) if args.state_dir else runs_dir() / "worker"
     return run_worker(server=args.server, token=args.token, gpus=gpus, state_dir=state_dir,
-                      use_bwrap=False if args.no_bwrap else None, hidden=[Path(p) for p in args.hide])
+                      use_bwrap=False if args.unsandboxed else None, hidden=[Path(p) for p in args.hide])

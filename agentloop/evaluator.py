@@ -1,8 +1,11 @@
-"""Runs the harness on a snapshot of the agent's kernel, in a separate process with a scrubbed environment.
+"""Runs the harness on a snapshot of the agent's kernel, in a separate process with a scrubbed environment, in
+the run's sandbox.
 
-Why a separate process: the harness runs the candidate (code the model wrote) in its own child, which inherits
-its parent's environment; starting the harness from a process that holds no secrets keeps the API key and the
-worker token out of the candidate's reach. Why a process that stays (gpu_harness/service.py): what a fresh one
+Why a separate process: the harness compiles and runs the candidate (code the model wrote) in its own child,
+which inherits its parent's environment; starting the harness from a process that holds no secrets keeps the API
+key and the worker token out of the candidate's environment. Why in the sandbox (agentloop/sandbox.py): the
+candidate runs as our user, and a process of our user can read /proc/<our pid>/environ; in bubblewrap's PID
+namespace it cannot see us. Why a process that stays (gpu_harness/service.py): what a fresh one
 pays for every time (torch's import, the device's peaks, the baselines' timings, the candidate process's start)
 is paid once a run. Why a snapshot: the file the verdict names is the file judged, even if something rewrites
 the workspace meanwhile.
@@ -20,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Callable, Protocol
 
-from agentloop.sandbox import is_secret_name, scrubbed_env
+from agentloop.sandbox import Sandbox, is_secret_name, scrubbed_env
+from gpu_harness.build import cache_dir
 from gpu_harness.runner import LineReader
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,10 +44,13 @@ class HarnessEvaluator:
     call from a scrubbed environment and kept for the next: it keeps the baselines' timings, the device's
     peaks and a candidate process booted ahead, so that a quick evaluation costs seconds, not a fresh start.
     A harness that dies or overruns its time is stopped, and the next call starts a new one. `close()` ends it.
+    Where the sandbox is `refused`, every call fails with its reason and nothing is started.
     """
 
+    service_argv = [sys.executable, "-m", "gpu_harness.service"]
+
     def __init__(self, timeout_s: float = 1800, progress: Callable[[str], None] | None = None,
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None, sandbox: Sandbox | None = None):
         self.timeout_s = timeout_s
         self.progress = progress
         # e.g. CUDA_VISIBLE_DEVICES of the run's GPU. A secret's name is refused even here: the harness passes its
@@ -53,12 +60,15 @@ class HarnessEvaluator:
         if secrets:
             raise ValueError(f"the harness's environment may not carry secrets: {', '.join(secrets)}")
         self.extra_env = dict(extra_env or {})
+        self.sandbox = sandbox or Sandbox.choose()
         self._proc: subprocess.Popen | None = None
         self._home: str | None = None        # the harness's scratch folder: its log and the kernel snapshots
         self._answers: LineReader | None = None
         self._next_id = 0
 
     def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
+        if self.sandbox.mode == "refused":
+            raise EvaluatorError(self.sandbox.refusal)
         self._ensure_started()
         with tempfile.TemporaryDirectory(prefix="snapshot-", dir=self._home) as tmp:
             snapshot = Path(tmp) / Path(kernel_path).name
@@ -98,8 +108,12 @@ class HarnessEvaluator:
                 env[name] = os.environ[name]
         env["HOME"] = os.environ.get("HOME", self._home)  # the harness's build cache lives under HOME
         env.update(self.extra_env)
+        # The build cache is the one folder outside its scratch that the harness writes (gpu_harness/build.py).
+        cache = cache_dir()
+        cache.mkdir(parents=True, exist_ok=True)
+        argv = self.sandbox.harness_argv(Path(self._home), [cache], env, list(self.service_argv))
         with open(Path(self._home) / "harness.log", "wb") as log:
-            self._proc = subprocess.Popen([sys.executable, "-m", "gpu_harness.service"], cwd=self._home, env=env,
+            self._proc = subprocess.Popen(argv, cwd=self._home, env=env,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                           start_new_session=True)
         self._answers = LineReader(self._proc.stdout.fileno(), chunk=1 << 20)
@@ -146,7 +160,9 @@ class HarnessEvaluator:
             except (OSError, subprocess.TimeoutExpired):
                 pass
             try:
-                os.killpg(proc.pid, signal.SIGKILL)   # ... and whatever is left of its process group goes
+                # ... and whatever is left of its process group goes (under bubblewrap: bwrap, whose death
+                # takes the sandbox's PID 1 and every process of its namespace with it)
+                os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()

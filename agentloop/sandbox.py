@@ -1,13 +1,22 @@
-"""What the agent's shell runs in: a scrubbed environment, its workspace as cwd, and bubblewrap when installed.
+"""Where agent-written code runs: the shell's commands and the harness that compiles and runs the kernel.
 
-Secrets live in this process's environment (the API key, the worker token, KSEEK_* settings); none of them is
-passed on. docs/protocol.md, section 3, says what holds with and without bubblewrap.
+Secrets live in this process's environment (the API key, the worker token, KSEEK_* settings). A scrubbed
+environment keeps them out of what we start, but not out of reach: a process of the same user can read
+/proc/<our pid>/environ. So agent code runs only where it cannot see our processes: under bubblewrap, in PID,
+mount and IPC namespaces of its own. Without a working bubblewrap it does not run at all, unless the operator
+asked for exactly that (`--unsandboxed`); the run then records `"sandbox": "none"` and its page says
+"unsandboxed". docs/protocol.md, section 3, says what holds in each mode.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+
+from agentloop.errors import ConfigError
 
 # Passed through when set; everything else is dropped.
 PASSED_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
@@ -15,6 +24,18 @@ PASSED_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME
 # Never passed, even if a future edit adds them above by a broader rule.
 SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "KSEEK_", "AWS_", "GITHUB_", "HF_", "HUGGING")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "CREDENTIAL")
+
+BUBBLEWRAP, NONE, REFUSED = "bubblewrap", "none", "refused"
+UNSANDBOXED_FLAG = "--unsandboxed"
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)"
+EXIT_NO_SANDBOX = 4   # `agentloop run` and `agentloop worker` exit with it (3 is a refused token); `manage.py serve` reads it
+
+# The namespaces every sandboxed process gets; the probe uses the same ones.
+NAMESPACES = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+
+
+class SandboxUnavailable(ConfigError):
+    """No working sandbox on this host, and the operator did not allow running without one."""
 
 
 def is_secret_name(name: str) -> bool:
@@ -35,16 +56,86 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+@functools.lru_cache(maxsize=1)
+def working_bwrap() -> tuple[str | None, str]:
+    """(path, "") when bubblewrap can make its namespaces here, else (None, why not). Probed once a process: an
+    installed bwrap fails where user namespaces are off (some containers, some hardened kernels)."""
+    path = bwrap_path()
+    if path is None:
+        return None, "`bwrap` is not on PATH"
+    argv = [path, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    try:
+        probe = subprocess.run(argv, env=scrubbed_env("/"), stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"`{path}` could not be run: {exc}"
+    if probe.returncode != 0:
+        said = probe.stderr.decode(errors="replace").strip()[-300:]
+        return None, f"`{path}` is installed but cannot make its namespaces here (exit {probe.returncode}: {said})"
+    return path, ""
+
+
 def bwrap_argv(bwrap: str, workspace: Path, hidden: list[Path], env: dict[str, str], argv: list[str]) -> list[str]:
-    """The bubblewrap command line: read-only root, private /tmp and /proc, the workspace writable, `hidden`
-    directories (the worker's state, the repository with the harness) replaced by empty ones."""
-    cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-           "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    workspace = workspace.resolve()
+    """The shell's bubblewrap command line: read-only root, private /tmp, /proc and /dev, the workspace writable,
+    `hidden` directories (the worker's state, folders named with --hide) replaced by empty ones."""
+    return _bwrap(bwrap, hidden, [workspace], workspace, env, argv, devices=False)
+
+
+def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], *, devices: bool):
+    # devices: the host's /dev (the GPUs) for the harness; the shell gets a minimal one.
+    cmd = [bwrap, *NAMESPACES, "--ro-bind", "/", "/"]
+    cmd += ["--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"] if devices else ["--dev", "/dev"]
+    cmd += ["--proc", "/proc", "--tmpfs", "/tmp"]
     for path in hidden:
-        cmd += ["--tmpfs", str(path.resolve())]
-    # After the hiding mounts, so that a workspace inside a hidden directory is visible again.
-    cmd += ["--bind", str(workspace), str(workspace), "--chdir", str(workspace), "--clearenv"]
+        cmd += ["--tmpfs", str(Path(path).resolve())]
+    # After the hiding mounts, so that a writable folder inside a hidden one is visible again.
+    for path in writable:
+        path = str(Path(path).resolve())
+        cmd += ["--bind", path, path]
+    cmd += ["--chdir", str(Path(cwd).resolve()), "--clearenv"]
     for name, value in sorted(env.items()):
         cmd += ["--setenv", name, value]
     return cmd + ["--"] + argv
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How one run's agent code runs, decided once: `bubblewrap`; `none` (the operator passed --unsandboxed:
+    plain processes of this user, which can read its secrets); or `refused` (no working bubblewrap and no such
+    flag: the shell and the harness refuse to start anything, with `refusal` as the reason)."""
+
+    mode: str
+    hidden: tuple[Path, ...] = ()   # folders agent code must not see (the worker's state, --hide folders)
+    bwrap: str | None = None
+    why: str = ""                   # why bubblewrap does not work here (mode `refused`)
+
+    @classmethod
+    def choose(cls, *, unsandboxed: bool = False, hidden=()) -> "Sandbox":
+        hidden = tuple(Path(p) for p in hidden)
+        if unsandboxed:
+            return cls(NONE, hidden)
+        path, why = working_bwrap()
+        return cls(BUBBLEWRAP, hidden, path) if path else cls(REFUSED, hidden, why=why)
+
+    @property
+    def refusal(self) -> str:
+        return (f"agent commands do not run on this host: it has no working sandbox ({self.why}), and without one "
+                f"a command could read the API key and the worker token from this agent's own processes. To fix: "
+                f"{INSTALL_HINT}, or, to run them as this user with no isolation at all, start agentloop with "
+                f"{UNSANDBOXED_FLAG} (docs/protocol.md, section 3)")
+
+    def require(self) -> None:
+        if self.mode == REFUSED:
+            raise SandboxUnavailable(self.refusal)
+
+    def shell_argv(self, workspace: Path, env: dict[str, str], argv: list[str]) -> list[str]:
+        if self.mode == BUBBLEWRAP:
+            return bwrap_argv(self.bwrap, workspace, list(self.hidden), env, argv)
+        return argv
+
+    def harness_argv(self, home: Path, writable: list[Path], env: dict[str, str], argv: list[str]) -> list[str]:
+        """The harness's command line: under bubblewrap with the host's devices (the GPUs), its scratch folder
+        and build cache writable, the hidden folders hidden, nothing else writable."""
+        if self.mode == BUBBLEWRAP:
+            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, devices=True)
+        return argv

@@ -2,7 +2,7 @@
 
 from django.db.models import Count, Q, QuerySet
 
-from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, Step
+from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, Step, StepKind
 
 
 def run_list(*, status: str | None = None, task_name: str | None = None) -> QuerySet[Run]:
@@ -26,6 +26,18 @@ def steps_after(*, run_id: int, after_seq: int = -1, limit: int = 200, kinds: li
     if kinds:
         steps = steps.filter(kind__in=kinds)
     return list(steps.order_by("seq")[: max(1, min(limit, 1000))])
+
+
+def run_sandbox(run_id: int) -> str | None:
+    """Where the run's agent commands ran (docs/protocol.md, section 3): "none" when it started or was resumed
+    unsandboxed (its `started` config, or the note a resume under --unsandboxed writes), else what its start
+    recorded ("bubblewrap", or "refused": nothing ran); None when its worker recorded nothing (older workers)."""
+    steps = Step.objects.filter(run_id=run_id)
+    if steps.filter(Q(kind=StepKind.STATUS, payload__config__sandbox="none")
+                    | Q(kind=StepKind.NOTE, payload__sandbox="none")).exists():
+        return "none"
+    return (steps.filter(kind=StepKind.STATUS, payload__config__sandbox__isnull=False).order_by("seq")
+            .values_list("payload__config__sandbox", flat=True).first())
 
 
 def questions_pending() -> QuerySet[Question]:

@@ -10,7 +10,7 @@ from runs import permissions
 from runs.forms import MessageForm, StartRunForm
 from runs.models import Run, RunStatus, StepKind, Task
 from runs.permissions import OPERATOR, REVIEWER, role_required
-from runs.selectors import evaluations_for_run, run_list
+from runs.selectors import evaluations_for_run, run_list, run_sandbox
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_SHOWN = 200
@@ -80,7 +80,7 @@ def run_detail(request, run_id: int):
         "run": run, "kinds": StepKind.choices, "message_form": MessageForm(),
         "evaluations": evaluations_for_run(run.pk).order_by("-created_at")[:20],
         "baselines": sorted(run.best_speedups.items()), "goal_baseline": goal_baseline, "goal_speedup": goal_speedup,
-        "refused_events": run.refused_events.all(),
+        "refused_events": run.refused_events.all(), "sandbox": run_sandbox(run.pk),
     })
 
 

@@ -1,14 +1,26 @@
-"""The shell tool: one bash command in the workspace, a scrubbed environment, a time limit, truncated output."""
+"""The shell tool: one bash command in the workspace, in the run's sandbox (agentloop/sandbox.py), with a
+scrubbed environment, a time limit that every process the command started obeys, and output read in bounded
+memory (what the model is shown is kept, the rest counted)."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from agentloop.sandbox import bwrap_argv, bwrap_path, scrubbed_env
-from agentloop.tools import ToolResult, require, truncate
+from agentloop.sandbox import BUBBLEWRAP, NONE, Sandbox, scrubbed_env
+from agentloop.tools import OutputKeeper, ToolResult, require
+
+SUPERVISOR = Path(__file__).with_name("supervisor.py")
+READ_CHUNK = 1 << 16
+# After the command's own process has ended: how long output still buffered in the pipe may take to drain.
+# Nothing of the command is left alive by then (the sandbox or the supervisor killed it), so this is never a wait
+# for a process, only for bytes already written.
+DRAIN_S = 2.0
+STOP_GRACE_S = 5.0   # for the supervisor to kill what is below it after SIGTERM
 
 SCHEMA = {
     "name": "shell",
@@ -34,29 +46,32 @@ class ShellTool:
 
     def __init__(self, workspace: Path, timeout_s: float = 120, timeout_max_s: float = 600,
                  output_limit: int = 10000, hidden: list[Path] | None = None, use_bwrap: bool | None = None,
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None, sandbox: Sandbox | None = None):
+        """`sandbox` decides where commands run; without one it is chosen here: `use_bwrap=False` is the
+        operator's --unsandboxed, anything else asks for bubblewrap and refuses commands where it does not work."""
         self.extra_env = dict(extra_env or {})
         self.workspace = Path(workspace)
         self.timeout_s = timeout_s
         self.timeout_max_s = timeout_max_s
         self.output_limit = output_limit
-        self.hidden = list(hidden or [])
-        self.bwrap = bwrap_path() if use_bwrap in (None, True) else None
-        if use_bwrap and not self.bwrap:
-            raise RuntimeError("bubblewrap was required but `bwrap` is not on PATH")
+        self.sandbox = sandbox or Sandbox.choose(unsandboxed=use_bwrap is False, hidden=hidden or [])
 
     def argv(self, command: str) -> tuple[list[str], dict]:
         """The command line and the environment to start it with. Under bubblewrap the command's environment is
         set inside the sandbox (--clearenv/--setenv), and bwrap itself also starts with the scrubbed one: it is
-        PID 1 of the sandbox, so its /proc/1/environ is readable from inside."""
+        PID 1 of the sandbox, so its /proc/1/environ is readable from inside. Without a sandbox the command runs
+        below the supervisor, which kills whatever it leaves behind."""
         env = scrubbed_env(self.workspace) | self.extra_env
         inner = ["bash", "-c", command]
-        if self.bwrap:
-            return bwrap_argv(self.bwrap, self.workspace, self.hidden, env, inner), env
-        return inner, env
+        if self.sandbox.mode == NONE:
+            return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), "--", *inner], env
+        return self.sandbox.shell_argv(self.workspace, env, inner), env
 
     def __call__(self, tool_input: dict) -> ToolResult:
         command = require(tool_input, "command")
+        if self.sandbox.mode not in (BUBBLEWRAP, NONE):
+            return ToolResult(output=f"[not run] {self.sandbox.refusal}", is_error=True,
+                              extra={"exit_code": None, "timed_out": False, "duration_s": 0})
         timeout = tool_input.get("timeout_s", self.timeout_s)
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             timeout = self.timeout_s
@@ -65,15 +80,17 @@ class ShellTool:
         started = time.monotonic()
         proc = subprocess.Popen(argv, cwd=self.workspace, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        timed_out = False
+        output = OutputKeeper(self.output_limit)
         try:
-            raw, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            raw, _ = proc.communicate()
-        text = raw.decode("utf-8", errors="replace")
-        shown, cut = truncate(text, self.output_limit)
+            timed_out = _read(proc, output, started + timeout)
+            if timed_out:
+                self._stop(proc)
+        finally:
+            proc.stdout.close()   # whatever may still hold the pipe's other end, we read no more of it
+            if proc.poll() is None:
+                _kill_group(proc)
+                proc.wait()
+        shown, cut = output.result()
         status = (f"[timed out after {timeout:g} s; the command and its children were killed]" if timed_out
                   else f"[exit code {proc.returncode}]")
         return ToolResult(
@@ -83,9 +100,53 @@ class ShellTool:
                    "duration_s": round(time.monotonic() - started, 3)},
         )
 
+    def _stop(self, proc: subprocess.Popen) -> None:
+        """At the time limit. Under bubblewrap, killing bwrap kills the sandbox's PID 1 (--die-with-parent), and
+        with it every process of the namespace. Without, the supervisor is asked to kill all below it first."""
+        if self.sandbox.mode == NONE:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        _kill_group(proc)
+        proc.wait()
+
+
+def _read(proc: subprocess.Popen, output: OutputKeeper, deadline: float) -> bool:
+    """Feed the command's output to `output` until the started process has ended and the pipe is closed; True
+    if the deadline came first. After the process has ended, the pipe is read for DRAIN_S more at most: a
+    process that escaped both the sandbox and the supervisor may hold it open, and we do not wait for that."""
+    fd = proc.stdout.fileno()
+    pipe_open, drain_until = True, None
+    while True:
+        now = time.monotonic()
+        if proc.poll() is not None:
+            if not pipe_open:
+                return False
+            drain_until = drain_until or now + DRAIN_S
+            if now >= drain_until:
+                return False
+        elif now >= deadline:
+            return True
+        # Short waits: the end of the process is noticed within 0.2 s even while the pipe stays open.
+        wait = max(0.0, min(0.2, (drain_until or deadline) - now))
+        if not pipe_open:      # the command closed its output but runs on: wait for it, not for the pipe
+            try:
+                proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                pass
+        elif select.select([fd], [], [], wait)[0]:
+            chunk = os.read(fd, READ_CHUNK)
+            if chunk:
+                output.feed(chunk)
+            else:
+                pipe_open = False
+
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    # The command may have started children (make, a stuck binary): kill the whole process group.
+    # Whatever is left in the started process's group (bwrap and its PID 1; the supervisor).
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

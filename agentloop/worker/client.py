@@ -34,6 +34,7 @@ from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError
 from agentloop.events import Emitter
+from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.spool import Spool
 from agentloop.worker.window import Limits, SenderWindow
@@ -101,7 +102,8 @@ class Worker:
         self.shell_hidden = [self.state_dir, *(Path(p) for p in hidden or [])]
         self.spool = Spool(self.state_dir / "spool.jsonl")
         self.seen = SeenDirectives(self.state_dir / "directives_seen.json")
-        self.use_bwrap = use_bwrap
+        self.use_bwrap = use_bwrap   # False: the operator's --unsandboxed
+        self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=self.shell_hidden)
         self.model_factory = model_factory or make_model
         self.agent_kwargs = agent_kwargs or {}
         self.runs: dict[str, RunHandle] = {}
@@ -571,6 +573,11 @@ def run_worker(*, server: str, token: str, gpus: list[int], state_dir: Path, use
                hidden: list[Path] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     worker = Worker(server=server, token=token, gpus=gpus, state_dir=state_dir, use_bwrap=use_bwrap, hidden=hidden)
+    # Fail closed before taking any run: its agent's commands and kernels would have nowhere safe to run.
+    worker.sandbox.require()
+    if worker.sandbox.mode == "none":
+        log.warning("unsandboxed (--unsandboxed): the agents' commands and kernels run as this user with no "
+                    "isolation and can read this worker's token and API key")
     try:
         return worker.serve()
     except KeyboardInterrupt:

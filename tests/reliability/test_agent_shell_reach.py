@@ -1,4 +1,5 @@
-"""The agent's shell cannot read the worker token, the API key, or the server's database (issue 7, security).
+"""The agent's shell cannot read the worker token, the API key, or the server's database (issue 7, security), and
+where no sandbox works it runs nothing (issue 15, finding 1).
 
 The shell is built as the worker builds it (agentloop/worker/client.py: hidden = the worker's state directory
 plus the folders named with --hide) for `make run`'s layout, where the local worker's state lives inside the
@@ -7,13 +8,15 @@ server's data folder (DATA_DIR/local-worker) beside the SQLite database and the 
 bubblewrap gives the shell a private /tmp, which would hide a test folder there whatever the sandbox did.
 """
 
+import os
 import secrets
 import shutil
 from pathlib import Path
 
 import pytest
 
-from agentloop.sandbox import bwrap_path
+from agentloop.evaluator import EvaluatorError, HarnessEvaluator
+from agentloop.sandbox import working_bwrap
 from agentloop.tools.shell import ShellTool
 
 SECRET_ENV = {"ANTHROPIC_API_KEY": "sk-ant-rel-do-not-leak", "KSEEK_WORKER_TOKEN": "kst_rel_do_not_leak",
@@ -37,27 +40,31 @@ def layout(monkeypatch):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def shell_output(workspace, state, command):
+BWRAP_WORKS = working_bwrap()[0] is not None
+
+
+def worker_sandbox(state):
+    """The sandbox the worker decides for its runs, with no flag given."""
     from agentloop.worker.client import Worker
 
-    data = state.parent
-    worker = Worker(server="ws://127.0.0.1:9", token="unused", gpus=[0], state_dir=state, hidden=[data])
-    tool = ShellTool(workspace, hidden=worker.shell_hidden, use_bwrap=bwrap_path() is not None)
-    return tool({"command": command}).output
+    return Worker(server="ws://127.0.0.1:9", token="unused", gpus=[0], state_dir=state, hidden=[state.parent]).sandbox
 
 
+def shell_output(workspace, state, command):
+    return ShellTool(workspace, sandbox=worker_sandbox(state))({"command": command}).output
+
+
+@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
 def test_the_shells_environment_holds_no_secret_and_the_worker_state_is_hidden(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, f"env; cat {state}/spool.jsonl")
     for value in SECRET_ENV.values():
         assert value not in output
     assert "HOME=" in output  # the command ran
-    if bwrap_path():
-        assert "SPOOL-CONTENT" not in output
+    assert "SPOOL-CONTENT" not in output
 
 
-@pytest.mark.skipif(bwrap_path() is None, reason="without bubblewrap the shell sees the user's processes: "
-                                                 "docs/protocol.md section 3 says so")
+@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
 def test_no_process_the_shell_can_see_holds_a_secret(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, "for p in /proc/[0-9]*; do tr '\\000' '\\n' < $p/environ; done")
@@ -66,9 +73,35 @@ def test_no_process_the_shell_can_see_holds_a_secret(layout):
         assert value not in output
 
 
-@pytest.mark.skipif(bwrap_path() is None, reason="without bubblewrap the shell runs as the worker's user and can "
-                                                 "read its files: docs/protocol.md section 3 says so")
+@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
 def test_the_shell_cannot_read_the_servers_database_or_secret_key(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, f"cat {data}/kernelseek.sqlite3 {data}/secret_key")
     assert "SQLITE-DATABASE-CONTENT" not in output and "SECRET-KEY-CONTENT" not in output
+
+
+@pytest.fixture
+def no_working_bwrap(tmp_path, monkeypatch):
+    """This process sees a `bwrap` that is installed but cannot make namespaces (user namespaces off)."""
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    working_bwrap.cache_clear()
+    yield
+    working_bwrap.cache_clear()   # the next probe sees the real PATH again
+
+
+def test_without_a_working_sandbox_the_shell_and_the_harness_run_nothing_and_say_what_to_install(
+        layout, no_working_bwrap):
+    data, state, workspace = layout
+    sandbox = worker_sandbox(state)
+    assert sandbox.mode == "refused"
+    result = ShellTool(workspace, sandbox=sandbox)({"command": "touch ran; cat /proc/[0-9]*/environ"})
+    assert result.is_error and not (workspace / "ran").exists()
+    assert "apt-get install bubblewrap" in result.output and "--unsandboxed" in result.output
+    assert not any(value in result.output for value in SECRET_ENV.values())
+    (workspace / "kernel.cpp").write_text("int x;")
+    with pytest.raises(EvaluatorError, match="apt-get install bubblewrap"):
+        HarnessEvaluator(sandbox=sandbox)("matmul_cpu", workspace / "kernel.cpp", "quick")

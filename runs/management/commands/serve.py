@@ -2,8 +2,10 @@
 
 - The local worker is the worker host named `local`. Its token is made anew at every start and handed to the
   worker process through its environment (never argv, which other users can read in `ps`), so no token is
-  ever written to disk. Its agents' shells hide the server's data folder (the SQLite database, the secret
-  key); bubblewrap enforces that where it is installed.
+  ever written to disk. Its agents' commands and kernels run under bubblewrap, which hides the server's data
+  folder (the SQLite database, the secret key) from them. Where bubblewrap does not work, the worker refuses to
+  start (exit status 4, with what to install) and the dashboard is served without it, unless `--unsandboxed`
+  lets the worker run agents with no isolation (docs/protocol.md, section 3).
 - On a site with no runs yet, a demo run is queued: the CPU task, driven by the replay model from
   agentloop/replays/matmul_cpu_demo.jsonl, with the goal and starting kernel recorded in that trace. Its tools
   and evaluations run for real, so the dashboard shows a run streaming live right after the first start.
@@ -23,6 +25,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from agentloop.sandbox import EXIT_NO_SANDBOX
 from kseek_site.serving import daphne_argv
 from runs.models import ReviewMode, Run, Task, WorkerHost
 from runs.services import run_start, worker_host_create, worker_host_rotate_token
@@ -30,6 +33,7 @@ from runs.services import run_start, worker_host_create, worker_host_rotate_toke
 LOCAL_WORKER = "local"
 DEMO_TRACE = Path("agentloop") / "replays" / "matmul_cpu_demo.jsonl"
 WORKER_RESTART_PAUSE_S = 5
+WORKER_NO_SANDBOX = EXIT_NO_SANDBOX  # the worker's exit status where it has no working sandbox
 
 
 def demo_config(trace_path: Path) -> dict:
@@ -50,8 +54,11 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-worker", action="store_true", help="serve only; run no local worker")
         parser.add_argument("--no-demo", action="store_true", help="do not queue the demo run on an empty site")
+        parser.add_argument("--unsandboxed", action="store_true",
+                            help="let the local worker run agents without bubblewrap: their commands and kernels "
+                                 "can then read its token and this host's files")
 
-    def handle(self, *args, host, port, no_worker, no_demo, **options):
+    def handle(self, *args, host, port, no_worker, no_demo, unsandboxed=False, **options):
         base_dir = Path(settings.BASE_DIR)
         if not no_demo and not Run.objects.exists():
             self.queue_demo_run(base_dir)
@@ -67,11 +74,18 @@ class Command(BaseCommand):
             while not self.stopping:
                 if server.poll() is not None:
                     raise CommandError(f"the server exited with status {server.returncode}")
+                if not no_worker and worker is not None and worker.poll() == WORKER_NO_SANDBOX:
+                    self.stderr.write(
+                        "the local worker cannot run agents here: there is no working sandbox (its message above "
+                        "says why). Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and start again, "
+                        "or start `.venv/bin/python manage.py serve --unsandboxed` to run agents with no isolation. "
+                        "Serving the dashboard without a worker; queued runs wait.")
+                    no_worker = True
                 if not no_worker and (worker is None or worker.poll() is not None):
                     if worker is not None:
                         self.stderr.write(f"the local worker exited with status {worker.returncode}; restarting it")
                         time.sleep(WORKER_RESTART_PAUSE_S)
-                    worker = self.start_worker(base_dir, host, port)
+                    worker = self.start_worker(base_dir, host, port, unsandboxed)
                 time.sleep(0.5)
         finally:
             for process in (worker, server):
@@ -104,19 +118,20 @@ class Command(BaseCommand):
                 time.sleep(0.2)
         raise CommandError(f"the server did not listen on {host}:{port} within {timeout_s} s")
 
-    def start_worker(self, base_dir: Path, host: str, port: int) -> subprocess.Popen:
+    def start_worker(self, base_dir: Path, host: str, port: int, unsandboxed: bool = False) -> subprocess.Popen:
         existing = WorkerHost.objects.filter(name=LOCAL_WORKER).first()
         _, token = worker_host_rotate_token(host=existing) if existing else worker_host_create(name=LOCAL_WORKER)
         env = {**os.environ, "KSEEK_WORKER_TOKEN": token}
         state_dir = Path(settings.DATA_DIR) / "local-worker"
         self.stdout.write(f"local worker: state in {state_dir}")
-        return subprocess.Popen(self.worker_argv(host, port, state_dir), cwd=base_dir, env=env)
+        return subprocess.Popen(self.worker_argv(host, port, state_dir, unsandboxed), cwd=base_dir, env=env)
 
     @staticmethod
-    def worker_argv(host: str, port: int, state_dir: Path) -> list[str]:
+    def worker_argv(host: str, port: int, state_dir: Path, unsandboxed: bool = False) -> list[str]:
         # The agent's shell must not read the server's database or secret key beside the worker's state.
         return [sys.executable, "-m", "agentloop", "worker", "--server", f"ws://{host}:{port}", "--gpus", "0",
-                "--state-dir", str(state_dir), "--hide", str(settings.DATA_DIR)]
+                "--state-dir", str(state_dir), "--hide", str(settings.DATA_DIR),
+                *(["--unsandboxed"] if unsandboxed else [])]
 
     def queue_demo_run(self, base_dir: Path) -> None:
         config = demo_config(base_dir / DEMO_TRACE)
