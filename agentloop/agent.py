@@ -155,9 +155,29 @@ class Agent:
                 "call_id": block["id"], "name": block.get("name"), "is_error": True, "interrupted": True,
                 "output": "[this tool call was interrupted by a restart of the worker; its effect is unknown]",
                 "truncated_chars": 0, "duration_s": 0})
-        pending = self.state.pending_question
-        if pending is not None and not self.questions.review(pending):
-            self.questions.ask(Firing(pending["decision_point"], "asked again after a veto"))
+        if self.state.goal_met:
+            raise GoalMet("goal confirmed by a full evaluation before the restart")
+        self._finish_cut_step()
+
+    def _finish_cut_step(self) -> None:
+        """Do what the step the crash cut off had left to do, from the state alone: the goal check a verdict asked
+        for, the decision points (looked for again only when none was recorded: detection is a function of the
+        state), the question of an open decision point, and the note when the model would have the last word."""
+        s = self.state
+        if s.goal_check_due is not None:
+            self._goal_check(self.editor.resolve(s.goal_check_due), s.goal_check_due)
+        pending = s.pending_question
+        point = s.open_decision or (pending or {}).get("decision_point")
+        if point is not None:
+            if pending is None or not self.questions.review(pending):
+                self.questions.ask(Firing(point, "asked after a restart"), first_attempt=s.open_attempts)
+        elif not s.turn_fired:
+            if s.last_turn is not None:
+                self._after_turn()
+            elif "start" in self.policy.detectors.enabled:
+                self._decision_points([Firing("start", "the run is starting")])
+        if s.model_has_last_word:
+            self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
 
     def step(self) -> None:
         try:
@@ -165,18 +185,24 @@ class Agent:
             self._check_budgets()
             reply = self._call_model("turn", self.state.system_prompt, api_messages(self.state.messages),
                                      self.tool_schemas)
-            new_evaluations = 0
             for block in reply.tool_uses:
-                new_evaluations += self._run_tool(block)
-            ended = not reply.tool_uses
-            if ended:
-                self._goal_check_at_end()
-            asked = self._decision_points(detect(self.state, Turn(reply.text, ended, new_evaluations),
-                                                 self.policy.detectors, self.policy.limit_patterns))
-            if ended and not asked:
-                self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
+                self._run_tool(block)
+            self._after_turn()
         finally:
             self._sync()
+
+    def _after_turn(self) -> None:
+        """The rest of a step once the turn's tools ran: the goal check when the model ended its turn, decision
+        points and their question, and the note when the model would keep the last word. It reads only the state
+        (the last turn, the evaluations since), so a resumed run finishes a step cut off here the same way."""
+        turn = ModelReply(content=self.state.last_turn.get("content") or [], stop_reason="", model="")
+        ended = not turn.tool_uses
+        if ended:
+            self._goal_check_at_end()
+        self._decision_points(detect(self.state, Turn(turn.text, ended, self.state.turn_evaluations),
+                                     self.policy.detectors, self.policy.limit_patterns))
+        if self.state.model_has_last_word:
+            self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
 
     # ------------------------------------------------------------------------------- turn boundaries
     def _turn_boundary(self) -> None:
@@ -246,12 +272,11 @@ class Agent:
         self.emitter.emit("note", {"text": text, "level": "info", "to_model": True})
 
     # ------------------------------------------------------------------------------------- the tools
-    def _run_tool(self, block: dict) -> int:
-        """Run one tool call and record it. Returns the number of evaluations it made (0 or 1)."""
+    def _run_tool(self, block: dict) -> None:
+        """Run one tool call and record it."""
         call_id, name, tool_input = block["id"], block.get("name"), block.get("input") or {}
         self.emitter.emit("tool_call", {"call_id": call_id, "name": name, "input": tool_input})
         started = time.monotonic()
-        evaluations = 0
         follow_up = None
         try:
             if name == "shell":
@@ -260,7 +285,6 @@ class Agent:
                 result = self.editor(tool_input)
             elif name == "evaluate":
                 result, follow_up = self._evaluate_tool(call_id, tool_input)
-                evaluations = 1
             else:
                 result = ToolResult(f"unknown tool {name!r}: use shell, editor or evaluate", is_error=True)
         except ToolInputError as exc:
@@ -272,7 +296,6 @@ class Agent:
         self.emitter.emit("tool_result", payload)
         if follow_up is not None:
             follow_up()
-        return evaluations
 
     def _evaluate_tool(self, call_id: str, tool_input: dict):
         scenarios, kernel = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
@@ -361,11 +384,12 @@ class Agent:
                 f"{goal.baseline}, target {goal.speedup:g}x on a full evaluation with every scenario correct")
 
     # ----------------------------------------------------------------------------- decision points
-    def _decision_points(self, fired: list[Firing]) -> bool:
+    def _decision_points(self, fired: list[Firing]) -> None:
         for firing in fired:
             self.emitter.emit("decision_point", {"name": firing.name, "detail": firing.detail,
                                                  "evidence": firing.evidence})
-        return bool(fired) and self.questions.ask(fired[0])
+        if fired:
+            self.questions.ask(fired[0])
 
     # ---------------------------------------------------------------------------------- the ending
     def _finish(self, status: str, reason: str, message: str) -> None:
