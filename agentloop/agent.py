@@ -182,7 +182,6 @@ class Agent:
     def step(self) -> None:
         try:
             self._turn_boundary()
-            self._check_budgets()
             reply = self._call_model("turn", self.state.system_prompt, api_messages(self.state.messages),
                                      self.tool_schemas)
             for block in reply.tool_uses:
@@ -248,6 +247,7 @@ class Agent:
 
     # ------------------------------------------------------------------------------------- the model
     def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
+        self._check_budgets()  # before a call of any purpose (a turn, a question selection): none once one is spent
         reply = self.model.query(system, messages, tools, purpose)
         self.emitter.emit("model_message", {"purpose": purpose, "model": reply.model, "stop_reason": reply.stop_reason,
                                             "content": reply.content})

@@ -80,10 +80,11 @@ def test_a_claimed_limit_is_detected_and_comes_first(tmp_path):
     outcome, events, server = run(tmp_path, [
         Reply([evaluate()]),
         Reply([text("This is the hardware limit; it cannot go any faster.")]),
+        Reply([text("ok")]),
     ], selections=[Reply([text("QUESTION: limit-evidence\nREASON: a limit was claimed")])],
-        evaluator=ScriptedEvaluator(default=("correct", 1.1)), config=make_config(budgets=Budgets(steps=2)))
+        evaluator=ScriptedEvaluator(default=("correct", 1.1)), config=make_config(budgets=Budgets(steps=3)))
     fired = payloads(events, "decision_point")
-    assert [f["name"] for f in fired] == ["claimed-limit", "stopped-short"]
+    assert [f["name"] for f in fired][:2] == ["claimed-limit", "stopped-short"]
     assert "hardware limit" in fired[0]["evidence"]["phrase"]
     assert payloads(events, "question_proposed")[0]["decision_point"] == "claimed-limit"
 
@@ -180,6 +181,19 @@ def test_the_budgets_end_the_run(tmp_path):
     outcome, events, _ = run(tmp_path / "wall", [Reply([tool_use("shell", {"command": "sleep 1.2"})])] * 5,
                              config=make_config(budgets=Budgets(wall_s=1.0)))
     assert (outcome.reason, outcome.steps) == ("budget_wall", 1)
+
+
+def test_no_model_call_starts_once_a_budget_is_spent_not_even_a_question_selection(tmp_path):
+    # claude-sonnet-4-6 at $3 per million input tokens: the first turn costs $0.03 of a $0.02 budget, and ends
+    # short of the goal, a decision point whose question would take one more call.
+    outcome, events, server = run(tmp_path, [Reply([text("I am done.")], input_tokens=10_000, output_tokens=0)],
+                                  selections=[Reply([text("QUESTION: limit-no-stopping\nREASON: stopped")])],
+                                  config=make_config(budgets=Budgets(cost_usd=0.02)))
+    assert (outcome.status, outcome.reason) == ("failed", "budget_cost")
+    assert payloads(events, "decision_point")[0]["name"] == "stopped-short"
+    assert [bool(r["body"].get("tools")) for r in server.requests] == [True]   # the turn, and no selection
+    assert [(u["purpose"], u["totals"]["cost_usd"]) for u in payloads(events, "usage")] == [("turn", 0.03)]
+    assert not payloads(events, "question_proposed")
 
 
 def test_human_messages_pause_and_stop_take_effect_at_turn_boundaries(tmp_path):
