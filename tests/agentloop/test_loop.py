@@ -1,6 +1,8 @@
 """The loop end to end: the real `anthropic` client against a local Messages-API server plays the model's turns;
 the evaluator returns scripted verdicts in the harness's own result type (test_cli.py, test_worker.py and
 test_harness_env.py run the real harness)."""
+import json
+
 from questionbank.bank import load_bank
 
 from agentloop.config import Budgets
@@ -50,12 +52,24 @@ def test_agent_edits_the_kernel_and_the_run_succeeds_only_on_the_harness_full_ve
     evals = payloads(events, "evaluation")
     assert [(e["purpose"], e["scenario_set"], e["goal_met"]) for e in evals] == [
         ("tool", "quick", False), ("goal_check", "full", True)]
-    assert evals[-1]["kernel_source"].startswith("// v2")
+    assert evals[-1]["result"]["kernel_source"].startswith("// v2")
     assert (tmp_path / "ws" / "kernel.cpp").read_text().startswith("// v2")
     shell_result = payloads(events, "tool_result")[0]
     assert shell_result["name"] == "shell" and "kseek_matmul" in shell_result["output"]
     assert events[-1]["payload"]["status"] == "succeeded"
     assert [e["seq"] for e in events] == list(range(len(events)))
+
+
+def test_an_evaluation_event_carries_the_kernel_source_once_inside_its_result(tmp_path):
+    big = "// v2\n" + "// padding\n" * 20_000 + FAST
+    outcome, events, server = run(tmp_path, [
+        Reply([tool_use("editor", {"command": "create", "path": "kernel.cpp", "file_text": big})]),
+        Reply([evaluate("quick")]),
+    ], config=make_config(budgets=Budgets(steps=2)))
+    [event] = [e for e in events if e["kind"] == "evaluation"]
+    assert "kernel_source" not in event["payload"]
+    assert event["payload"]["result"]["kernel_source"] == big
+    assert json.dumps(event).count("// padding") == 20_000
 
 
 def test_a_false_i_am_done_is_refused_and_answered_with_a_question(tmp_path):
