@@ -18,7 +18,7 @@ from agentloop import __version__
 from agentloop.config import RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.detectors import Firing, Turn, detect
-from agentloop.errors import BudgetExhausted, GoalMet, RunEnded, StoppedByHuman
+from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, StoppedByHuman
 from agentloop.evaluator import Evaluator, EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
 from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
@@ -40,6 +40,24 @@ class Outcome:
     best_speedup: float | None
     steps: int
     events: int
+
+
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+              type(None): "null"}
+
+
+def invalid_input(block: dict) -> str | None:
+    """What is wrong with a tool call's input, as the model reads it; None when the input is a JSON object. The
+    model's mistake, answered as a tool error: the run goes on."""
+    name = block.get("name")
+    if "raw_input" in block:
+        return (f"error: your input for `{name}` was not valid JSON, so nothing was run (it began: "
+                f"{block['raw_input'][:300]!r}). Call the tool again with its parameters as one JSON object.")
+    if not isinstance(block.get("input"), dict):
+        kind = JSON_TYPES.get(type(block.get("input")), type(block.get("input")).__name__)
+        return (f"error: the input of `{name}` must be a JSON object of its parameters, not a JSON {kind}, so "
+                f"nothing was run. Call the tool again with its parameters as one JSON object.")
+    return None
 
 
 def task_facts(task_name: str) -> dict:
@@ -164,6 +182,7 @@ class Agent:
         for, the decision points (looked for again only when none was recorded: detection is a function of the
         state), the question of an open decision point, and the note when the model would have the last word."""
         s = self.state
+        self._check_tool_inputs()
         if s.goal_check_due is not None:
             self._goal_check(self.editor.resolve(s.goal_check_due), s.goal_check_due)
         pending = s.pending_question
@@ -186,6 +205,7 @@ class Agent:
                                      self.tool_schemas)
             for block in reply.tool_uses:
                 self._run_tool(block)
+            self._check_tool_inputs()
             self._after_turn()
         finally:
             self._sync()
@@ -224,6 +244,13 @@ class Agent:
             self.emitter.emit("status", {"status": "running", "reason": "resumed_by_human", **extra})
         elif d.action == "stop":
             raise StoppedByHuman("stopped by a human", directive_id=d.id)
+
+    def _check_tool_inputs(self) -> None:
+        limit = int(self.policy.tools["max_invalid_inputs"])
+        if self.state.invalid_inputs_in_a_row >= limit:
+            raise InvalidToolInputs(f"the model sent {self.state.invalid_inputs_in_a_row} tool calls in a row whose "
+                                    f"input was not a JSON object (max_invalid_inputs is {limit}); each was answered "
+                                    f"with an error and none was run")
 
     def _set_status(self, status: str, reason: str) -> None:
         if self.state.status != status:
@@ -274,12 +301,16 @@ class Agent:
     # ------------------------------------------------------------------------------------- the tools
     def _run_tool(self, block: dict) -> None:
         """Run one tool call and record it."""
-        call_id, name, tool_input = block["id"], block.get("name"), block.get("input") or {}
-        self.emitter.emit("tool_call", {"call_id": call_id, "name": name, "input": tool_input})
+        call_id, name, tool_input = block["id"], block.get("name"), block.get("input")
+        raw = {"raw_input": block["raw_input"]} if "raw_input" in block else {}
+        self.emitter.emit("tool_call", {"call_id": call_id, "name": name, "input": tool_input, **raw})
         started = time.monotonic()
         follow_up = None
+        problem = invalid_input(block)
         try:
-            if name == "shell":
+            if problem is not None:
+                result = ToolResult(problem, is_error=True, extra={"invalid_input": True})
+            elif name == "shell":
                 result = self.shell(tool_input)
             elif name == "editor":
                 result = self.editor(tool_input)

@@ -64,6 +64,7 @@ class RunState:
     open_decision: str | None = None           # the decision point being asked about, no question asked yet
     open_attempts: int = 0                     # proposals made at open_decision
     goal_check_due: str | None = None          # kernel path of a tool verdict that met the target, not yet checked
+    invalid_inputs_in_a_row: int = 0           # the model's latest tool calls whose input was not a JSON object
 
     # ---- derived ----
     @property
@@ -123,6 +124,10 @@ class RunState:
         self._user({"type": "tool_result", "tool_use_id": p["call_id"], "content": p.get("output", ""),
                     "is_error": bool(p.get("is_error"))})
         self.open_tool_calls = [b for b in self.open_tool_calls if b.get("id") != p["call_id"]]
+        if p.get("invalid_input"):
+            self.invalid_inputs_in_a_row += 1
+        elif not p.get("interrupted"):
+            self.invalid_inputs_in_a_row = 0
 
     def _on_evaluation(self, p: dict, event: dict) -> None:
         result = p.get("result") or {}

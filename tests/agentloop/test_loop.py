@@ -3,6 +3,7 @@ the evaluator returns scripted verdicts in the harness's own result type (test_c
 test_harness_env.py run the real harness)."""
 import json
 
+import pytest
 from questionbank.bank import load_bank
 
 from agentloop.config import Budgets
@@ -10,7 +11,7 @@ from agentloop.control import Directive
 from agentloop.review import Decision, ScriptedReviewer
 from agentloop.trace import read_trace
 from tests.agentloop.helpers import (ScriptedEvaluator, anthropic_model, make_agent, make_config, payloads)
-from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
+from tests.agentloop.messages_api import MessagesServer, Reply, Script, broken_tool_use, text, tool_use
 
 BANK = {e.key: e for e in load_bank()}
 FAST = "// fast version\nextern \"C\" int kseek_matmul(const float*, const float*, float*, int, int, int) { return 0; }\n"
@@ -70,6 +71,53 @@ def test_an_evaluation_event_carries_the_kernel_source_once_inside_its_result(tm
     assert "kernel_source" not in event["payload"]
     assert event["payload"]["result"]["kernel_source"] == big
     assert json.dumps(event).count("// padding") == 20_000
+
+
+def test_a_streamed_tool_input_that_is_not_json_is_answered_as_a_tool_error_and_the_run_goes_on(tmp_path):
+    cut_short = '{"command": "create", "path": "kernel.cpp", "file_text": "// v2\\n'   # the JSON ends mid-string
+    broken = broken_tool_use("editor", cut_short)
+    outcome, events, server = run(tmp_path, [Reply([text("Writing it."), broken]), Reply([edit_to("v2")]),
+                                             Reply([evaluate()])],
+                                  evaluator=ScriptedEvaluator({"v2": ("correct", 2.5)}))
+    assert (outcome.status, outcome.reason) == ("succeeded", "goal_met")
+    # The trace keeps what the model sent; nothing was run for it; the model was told, and read the error.
+    assert payloads(events, "model_message")[0]["content"][1]["raw_input"] == cut_short
+    assert payloads(events, "tool_call")[0] == {"call_id": broken["id"], "name": "editor", "input": {},
+                                                "raw_input": cut_short}
+    result = payloads(events, "tool_result")[0]
+    assert result["is_error"] and result["invalid_input"] and "was not valid JSON" in result["output"]
+    assert server.refusals == []
+    sent = server.turn_requests[1]["messages"]
+    assert sent[-2]["content"][-1] == {"type": "tool_use", "id": broken["id"], "name": "editor", "input": {}}
+    assert sent[-1]["content"][0]["tool_use_id"] == broken["id"] and sent[-1]["content"][0]["is_error"]
+    assert "was not valid JSON" in sent[-1]["content"][0]["content"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_input_that_is_not_an_object_is_answered_as_a_tool_error_and_never_sent_back(tmp_path, stream):
+    call = tool_use("shell", "cat kernel.cpp")
+    outcome, events, server = run(tmp_path, [Reply([call]), Reply([edit_to("v2")]), Reply([evaluate()])],
+                                  evaluator=ScriptedEvaluator({"v2": ("correct", 2.5)}), stream=stream)
+    assert (outcome.status, outcome.reason) == ("succeeded", "goal_met")
+    assert payloads(events, "tool_call")[0]["input"] == "cat kernel.cpp"   # as the model sent it
+    result = payloads(events, "tool_result")[0]
+    assert result["is_error"] and "must be a JSON object" in result["output"] and "not a JSON string" in result["output"]
+    assert server.refusals == []   # the API would have refused the string input sent back (HTTP 400)
+    assert server.turn_requests[1]["messages"][-2]["content"][0]["input"] == {}
+
+
+def test_tool_inputs_that_are_not_objects_end_the_run_after_the_policys_limit_in_a_row(tmp_path):
+    def broken(n):
+        return [broken_tool_use("shell", '{"command": ') for _ in range(n)]
+    # 4 in a row, a good call (the count starts again), then 3 and 2: the fifth in a row ends the run.
+    outcome, events, server = run(tmp_path, [Reply(broken(4)), Reply([tool_use("shell", {"command": "true"})]),
+                                             Reply(broken(3)), Reply(broken(2)), Reply([text("never asked")])])
+    assert (outcome.status, outcome.reason) == ("failed", "invalid_tool_input")
+    assert "5 tool calls in a row whose input was not a JSON object" in events[-1]["payload"]["detail"]
+    assert len(server.turn_requests) == 4
+    # Every call was answered, and only the good one ran.
+    assert len(payloads(events, "tool_result")) == len(payloads(events, "tool_call")) == 10
+    assert [r["is_error"] for r in payloads(events, "tool_result")].count(False) == 1
 
 
 def test_a_false_i_am_done_is_refused_and_answered_with_a_question(tmp_path):

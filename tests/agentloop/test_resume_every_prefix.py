@@ -15,15 +15,12 @@ from agentloop.config import Budgets
 from agentloop.review import Decision, ScriptedReviewer
 from agentloop.trace import TraceWriter, read_trace
 from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config
-from tests.agentloop.messages_api import Failure, MessagesServer, Reply, Script, text, tool_use
+from tests.agentloop.messages_api import Failure, MessagesServer, Reply, Script, api_refusal, text, tool_use
 from tests.agentloop.test_loop import edit_to, evaluate
 
 BANK = load_bank()
 SPEEDUPS = {"v2": ("correct", 1.5), "v3": ("correct", 1.4), "v4": ("correct", 1.45), "v5": ("correct", 1.3),
             "v6": ("correct", 2.2)}
-BLOCK_KEYS = {"text": {"type", "text", "cache_control", "citations"},
-              "tool_use": {"type", "id", "name", "input", "cache_control"},
-              "tool_result": {"type", "tool_use_id", "content", "is_error", "cache_control"}}
 
 
 def record(tmp_path):
@@ -56,28 +53,14 @@ def record(tmp_path):
 
 
 def assert_valid_messages_api_input(messages):
-    """What the Messages API requires of a conversation: it starts and ends with the user, roles alternate, every
-    tool_use is answered by a tool_result in the next message (those first in it) and no tool_result answers
-    nothing, every tool input is an object, no block is empty or carries fields the API does not know."""
-    assert messages and messages[0]["role"] == "user" and messages[-1]["role"] == "user", [m["role"] for m in messages]
-    for before, after in zip(messages, messages[1:]):
-        assert before["role"] != after["role"], "two adjacent messages of one role"
-    for i, m in enumerate(messages):
-        assert m["content"], f"message {i} is empty"
-        for block in m["content"]:
-            assert set(block) <= BLOCK_KEYS.get(block["type"], set(block)), block
-            if block["type"] == "text":
-                assert block["text"].strip(), f"message {i} has an empty text block"
-            if block["type"] == "tool_use":
-                assert isinstance(block["input"], dict), block
-        results = [b["tool_use_id"] for b in m["content"] if b["type"] == "tool_result"]
-        if m["role"] == "user":
-            asked = [b["id"] for b in messages[i - 1]["content"] if b["type"] == "tool_use"] if i else []
-            assert sorted(results) == sorted(asked), f"message {i} answers {results}, the model asked {asked}"
-            assert all(b["type"] == "tool_result" for b in m["content"][:len(results)]), \
-                f"message {i}: tool results must come first"
-        else:
-            assert not results
+    """What the Messages API accepts (api_refusal: tool results answer tool uses, first in their message; tool
+    inputs are objects; no empty or unknown block), and what the loop promises beyond it: roles alternate, so no
+    turn is merged into another, and the conversation ends with the user (the API would continue a last assistant
+    message instead of starting the model's next turn)."""
+    assert api_refusal({"messages": messages}) is None, api_refusal({"messages": messages})
+    roles = [m["role"] for m in messages]
+    assert roles[-1] == "user", roles
+    assert all(a != b for a, b in zip(roles, roles[1:])), roles
 
 
 def open_decision_point(events):
