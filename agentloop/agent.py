@@ -18,7 +18,7 @@ from agentloop import __version__
 from agentloop.config import RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.detectors import Firing, Turn, detect
-from agentloop.errors import BudgetExhausted, GoalMet, RunEnded, StoppedByHuman
+from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, StoppedByHuman
 from agentloop.evaluator import Evaluator, EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
 from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
@@ -41,6 +41,24 @@ class Outcome:
     best_speedup: float | None
     steps: int
     events: int
+
+
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+              type(None): "null"}
+
+
+def invalid_input(block: dict) -> str | None:
+    """What is wrong with a tool call's input, as the model reads it; None when the input is a JSON object. The
+    model's mistake, answered as a tool error: the run goes on."""
+    name = block.get("name")
+    if "raw_input" in block:
+        return (f"error: your input for `{name}` was not valid JSON, so nothing was run (it began: "
+                f"{block['raw_input'][:300]!r}). Call the tool again with its parameters as one JSON object.")
+    if not isinstance(block.get("input"), dict):
+        kind = JSON_TYPES.get(type(block.get("input")), type(block.get("input")).__name__)
+        return (f"error: the input of `{name}` must be a JSON object of its parameters, not a JSON {kind}, so "
+                f"nothing was run. Call the tool again with its parameters as one JSON object.")
+    return None
 
 
 def task_facts(task_name: str) -> dict:
@@ -160,9 +178,30 @@ class Agent:
                 "output": "[this tool call was interrupted by a restart of the worker; its effect is unknown]",
                 "truncated_chars": 0, "duration_s": 0})
         self._sandbox_note()   # this life's sandbox may not be the one the run started in
-        pending = self.state.pending_question
-        if pending is not None and not self.questions.review(pending):
-            self.questions.ask(Firing(pending["decision_point"], "asked again after a veto"))
+        if self.state.goal_met:
+            raise GoalMet("goal confirmed by a full evaluation before the restart")
+        self._finish_cut_step()
+
+    def _finish_cut_step(self) -> None:
+        """Do what the step the crash cut off had left to do, from the state alone: the goal check a verdict asked
+        for, the decision points (looked for again only when none was recorded: detection is a function of the
+        state), the question of an open decision point, and the note when the model would have the last word."""
+        s = self.state
+        self._check_tool_inputs()
+        if s.goal_check_due is not None:
+            self._goal_check(self.editor.resolve(s.goal_check_due), s.goal_check_due)
+        pending = s.pending_question
+        point = s.open_decision or (pending or {}).get("decision_point")
+        if point is not None:
+            if pending is None or not self.questions.review(pending):
+                self.questions.ask(Firing(point, "asked after a restart"), first_attempt=s.open_attempts)
+        elif not s.turn_fired:
+            if s.last_turn is not None:
+                self._after_turn()
+            elif "start" in self.policy.detectors.enabled:
+                self._decision_points([Firing("start", "the run is starting")])
+        if s.model_has_last_word:
+            self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:
@@ -175,21 +214,27 @@ class Agent:
     def step(self) -> None:
         try:
             self._turn_boundary()
-            self._check_budgets()
             reply = self._call_model("turn", self.state.system_prompt, api_messages(self.state.messages),
                                      self.tool_schemas)
-            new_evaluations = 0
             for block in reply.tool_uses:
-                new_evaluations += self._run_tool(block)
-            ended = not reply.tool_uses
-            if ended:
-                self._goal_check_at_end()
-            asked = self._decision_points(detect(self.state, Turn(reply.text, ended, new_evaluations),
-                                                 self.policy.detectors, self.policy.limit_patterns))
-            if ended and not asked:
-                self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
+                self._run_tool(block)
+            self._check_tool_inputs()
+            self._after_turn()
         finally:
             self._sync()
+
+    def _after_turn(self) -> None:
+        """The rest of a step once the turn's tools ran: the goal check when the model ended its turn, decision
+        points and their question, and the note when the model would keep the last word. It reads only the state
+        (the last turn, the evaluations since), so a resumed run finishes a step cut off here the same way."""
+        turn = ModelReply(content=self.state.last_turn.get("content") or [], stop_reason="", model="")
+        ended = not turn.tool_uses
+        if ended:
+            self._goal_check_at_end()
+        self._decision_points(detect(self.state, Turn(turn.text, ended, self.state.turn_evaluations),
+                                     self.policy.detectors, self.policy.limit_patterns))
+        if self.state.model_has_last_word:
+            self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
 
     # ------------------------------------------------------------------------------- turn boundaries
     def _turn_boundary(self) -> None:
@@ -213,6 +258,13 @@ class Agent:
         elif d.action == "stop":
             raise StoppedByHuman("stopped by a human", directive_id=d.id)
 
+    def _check_tool_inputs(self) -> None:
+        limit = int(self.policy.tools["max_invalid_inputs"])
+        if self.state.invalid_inputs_in_a_row >= limit:
+            raise InvalidToolInputs(f"the model sent {self.state.invalid_inputs_in_a_row} tool calls in a row whose "
+                                    f"input was not a JSON object (max_invalid_inputs is {limit}); each was answered "
+                                    f"with an error and none was run")
+
     def _set_status(self, status: str, reason: str) -> None:
         if self.state.status != status:
             self.emitter.emit("status", {"status": status, "reason": reason})
@@ -235,6 +287,7 @@ class Agent:
 
     # ------------------------------------------------------------------------------------- the model
     def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
+        self._check_budgets()  # before a call of any purpose (a turn, a question selection): none once one is spent
         reply = self.model.query(system, messages, tools, purpose)
         self.emitter.emit("model_message", {"purpose": purpose, "model": reply.model, "stop_reason": reply.stop_reason,
                                             "content": reply.content})
@@ -259,21 +312,23 @@ class Agent:
         self.emitter.emit("note", {"text": text, "level": "info", "to_model": True})
 
     # ------------------------------------------------------------------------------------- the tools
-    def _run_tool(self, block: dict) -> int:
-        """Run one tool call and record it. Returns the number of evaluations it made (0 or 1)."""
-        call_id, name, tool_input = block["id"], block.get("name"), block.get("input") or {}
-        self.emitter.emit("tool_call", {"call_id": call_id, "name": name, "input": tool_input})
+    def _run_tool(self, block: dict) -> None:
+        """Run one tool call and record it."""
+        call_id, name, tool_input = block["id"], block.get("name"), block.get("input")
+        raw = {"raw_input": block["raw_input"]} if "raw_input" in block else {}
+        self.emitter.emit("tool_call", {"call_id": call_id, "name": name, "input": tool_input, **raw})
         started = time.monotonic()
-        evaluations = 0
         follow_up = None
+        problem = invalid_input(block)
         try:
-            if name == "shell":
+            if problem is not None:
+                result = ToolResult(problem, is_error=True, extra={"invalid_input": True})
+            elif name == "shell":
                 result = self.shell(tool_input)
             elif name == "editor":
                 result = self.editor(tool_input)
             elif name == "evaluate":
                 result, follow_up = self._evaluate_tool(call_id, tool_input)
-                evaluations = 1
             else:
                 result = ToolResult(f"unknown tool {name!r}: use shell, editor or evaluate", is_error=True)
         except ToolInputError as exc:
@@ -285,7 +340,6 @@ class Agent:
         self.emitter.emit("tool_result", payload)
         if follow_up is not None:
             follow_up()
-        return evaluations
 
     def _evaluate_tool(self, call_id: str, tool_input: dict):
         scenarios, kernel = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
@@ -321,8 +375,9 @@ class Agent:
             best = verified
         met = goal_met(result, goal, self.task_info["full_ids"])
         payload = {
+            # The source travels once, inside `result` (a 600 KB kernel made a 1.2 MB event when it went twice).
             "purpose": purpose, "call_id": call_id, "scenario_set": scenarios, "kernel_path": kernel,
-            "kernel_source": result.get("kernel_source", ""), "kernel_sha256": result.get("kernel_sha256", ""),
+            "kernel_sha256": result.get("kernel_sha256", ""),
             "result": result, "goal": {"baseline": goal.baseline, "speedup": goal.speedup}, "speedup": speedup,
             "full": covers(result, self.task_info["full_ids"]), "goal_met": met, "best_speedup": best,
             "evaluations_used": len(self.state.tool_evaluations) + (1 if purpose == "tool" else 0),
@@ -374,11 +429,12 @@ class Agent:
                 f"{goal.baseline}, target {goal.speedup:g}x on a full evaluation with every scenario correct")
 
     # ----------------------------------------------------------------------------- decision points
-    def _decision_points(self, fired: list[Firing]) -> bool:
+    def _decision_points(self, fired: list[Firing]) -> None:
         for firing in fired:
             self.emitter.emit("decision_point", {"name": firing.name, "detail": firing.detail,
                                                  "evidence": firing.evidence})
-        return bool(fired) and self.questions.ask(fired[0])
+        if fired:
+            self.questions.ask(fired[0])
 
     # ---------------------------------------------------------------------------------- the ending
     def _finish(self, status: str, reason: str, message: str) -> None:

@@ -41,6 +41,12 @@ class ModelFailed(RunEnded):
     reason = "model_error"
 
 
+class InvalidToolInputs(ModelFailed):
+    """The model sent tool calls whose input was not a JSON object, more times in a row than the policy allows."""
+
+    reason = "invalid_tool_input"
+
+
 class ReplayExhausted(ModelFailed):
     """The replay model has no recorded turn left for this request: the replayed run went another way."""
 

@@ -36,22 +36,25 @@ class QuestionAsker:
         self.set_status = set_status
         self.stats = stats or {}   # bank key -> figures from earlier runs, shown in the selection prompt
 
-    def ask(self, firing: Firing) -> bool:
-        """Propose, review, repeat after vetoes. True when a question entered the conversation."""
-        for attempt in range(self.max_proposals):
+    def ask(self, firing: Firing, first_attempt: int = 0) -> bool:
+        """Propose, review, repeat after vetoes. True when a question entered the conversation. A resumed run
+        continues at `first_attempt` (the proposals already made at this decision point)."""
+        for attempt in range(first_attempt, self.max_proposals):
             proposal = self.propose(firing.name, attempt)
             if proposal is None:
                 return False
             if self.review(proposal):
                 return True
+        # The note names the decision point: it closes it (a resumed run does not ask there again).
         self.emit("note", {"text": f"no question asked at {firing.name}: {self.max_proposals} proposals vetoed",
-                           "level": "info"})
+                           "level": "info", "decision_point": firing.name})
         return False
 
     def propose(self, decision_point: str, attempt: int) -> dict | None:
         entries = eligible_entries(self.bank, decision_point, self.state.asked, self.state.steps, self.cooldown_steps)
         if not entries:
-            self.emit("note", {"text": f"no eligible bank question at {decision_point}", "level": "info"})
+            self.emit("note", {"text": f"no eligible bank question at {decision_point}", "level": "info",
+                               "decision_point": decision_point})
             return None
         prompt = build_selection_prompt(decision_point, trajectory_summary(self.state), entries, self.stats)
         selection = (parse_selection(self.ask_model(prompt), entries)

@@ -58,6 +58,13 @@ class RunState:
     last_fired: dict[str, int] = field(default_factory=dict)     # decision point -> tool evaluations when it fired
     questions_proposed: int = 0
     last_turn: dict | None = None                                # the last model_message payload (purpose turn)
+    # Where the step of the last turn stands (reset by each turn), so that a run cut off mid-step finishes it:
+    turn_evaluations: int = 0                  # the model's evaluations since the last turn
+    turn_fired: list[str] = field(default_factory=list)         # decision points fired since the last turn
+    open_decision: str | None = None           # the decision point being asked about, no question asked yet
+    open_attempts: int = 0                     # proposals made at open_decision
+    goal_check_due: str | None = None          # kernel path of a tool verdict that met the target, not yet checked
+    invalid_inputs_in_a_row: int = 0           # the model's latest tool calls whose input was not a JSON object
 
     # ---- derived ----
     @property
@@ -72,6 +79,11 @@ class RunState:
 
     def evaluated(self, sha256: str) -> list[EvalRecord]:
         return [e for e in self.evaluations if e.kernel_sha256 == sha256]
+
+    @property
+    def model_has_last_word(self) -> bool:
+        """The model ended its turn and nothing was said to it since: the conversation cannot be sent as it is."""
+        return bool(self.messages) and self.messages[-1]["role"] == "assistant"
 
     # ---- applying events ----
     def apply(self, event: dict) -> None:
@@ -102,15 +114,24 @@ class RunState:
         self.last_turn = p
         self.messages.append({"role": "assistant", "content": list(p.get("content") or [])})
         self.open_tool_calls = [b for b in p.get("content") or [] if b.get("type") == "tool_use"]
+        self.turn_evaluations, self.turn_fired, self.open_decision, self.open_attempts = 0, [], None, 0
+        self.goal_check_due = None
+
+    def _on_tool_call(self, p: dict, event: dict) -> None:
+        self.goal_check_due = None  # the loop checks a verdict's goal before it runs the next tool
 
     def _on_tool_result(self, p: dict, event: dict) -> None:
         self._user({"type": "tool_result", "tool_use_id": p["call_id"], "content": p.get("output", ""),
                     "is_error": bool(p.get("is_error"))})
         self.open_tool_calls = [b for b in self.open_tool_calls if b.get("id") != p["call_id"]]
+        if p.get("invalid_input"):
+            self.invalid_inputs_in_a_row += 1
+        elif not p.get("interrupted"):
+            self.invalid_inputs_in_a_row = 0
 
     def _on_evaluation(self, p: dict, event: dict) -> None:
         result = p.get("result") or {}
-        from agentloop.goal import all_correct
+        from agentloop.goal import all_correct, meets_target
         speedup = p.get("speedup")
         correct = all_correct(result)
         before = self.best_speedup
@@ -124,14 +145,25 @@ class RunState:
         ))
         if p.get("goal_met"):
             self.goal_met = True
+        if p.get("purpose", "tool") == "tool":
+            self.turn_evaluations += 1
+            due = self.config is not None and not p.get("goal_met") and meets_target(result, self.config.goal)
+            self.goal_check_due = (p.get("kernel_path") or self.config.kernel_filename) if due else None
+        else:
+            self.goal_check_due = None
 
     def _on_decision_point(self, p: dict, event: dict) -> None:
         self.last_fired[p["name"]] = len(self.tool_evaluations)
+        if not self.turn_fired:  # of decision points fired together, the first is the one asked about
+            self.open_decision, self.open_attempts = p["name"], 0
+        self.turn_fired.append(p["name"])
 
     def _on_question_proposed(self, p: dict, event: dict) -> None:
         self.questions_proposed += 1
         self.proposals[p["question_ref"]] = p
         self.pending_question = p
+        if p.get("decision_point") == self.open_decision:
+            self.open_attempts = int(p.get("attempt") or 0) + 1
 
     def _on_question_decided(self, p: dict, event: dict) -> None:
         proposal = self.proposals.get(p["question_ref"], {})
@@ -143,6 +175,8 @@ class RunState:
                                             step=self.steps, vetoed=vetoed))
         if not vetoed and p.get("text"):
             self._user({"type": "text", "text": p["text"]})
+        if not vetoed:
+            self.open_decision = None
 
     def _on_human_message(self, p: dict, event: dict) -> None:
         self._user({"type": "text", "text": p["text"]})
@@ -150,6 +184,8 @@ class RunState:
     def _on_note(self, p: dict, event: dict) -> None:
         if p.get("to_model"):
             self._user({"type": "text", "text": p["text"]})
+        if p.get("decision_point") and p["decision_point"] == self.open_decision:
+            self.open_decision = None  # the loop gave up asking at it (no eligible question, or all vetoed)
 
     def _on_usage(self, p: dict, event: dict) -> None:
         self.model_calls += 1
@@ -168,14 +204,32 @@ def state_from_events(events: list[dict]) -> RunState:
     return state
 
 
+def api_block(block: dict) -> dict | None:
+    """A content block as the Messages API accepts it back, or None to leave it out.
+
+    The trace keeps what the model sent; the API refuses a tool_use whose input is not an object or that carries
+    fields of ours (`raw_input`), and an empty text block."""
+    kind = block.get("type")
+    if kind == "tool_use":
+        tool_input = block.get("input")
+        return {"type": "tool_use", "id": block["id"], "name": block.get("name") or "",
+                "input": tool_input if isinstance(tool_input, dict) and "raw_input" not in block else {}}
+    if kind == "text" and not (block.get("text") or "").strip():
+        return None
+    return dict(block)
+
+
 def api_messages(messages: list[dict]) -> list[dict]:
-    """The conversation as the Messages API wants it: roles alternating, adjacent same-role turns merged, no
-    empty assistant turn."""
+    """The conversation as the Messages API wants it: roles alternating (adjacent same-role turns merged), tool
+    results first in their message, no empty turn."""
     out: list[dict] = []
     for m in messages:
-        content = [dict(b) for b in m["content"]] or [{"type": "text", "text": "(no text)"}]
+        content = [b for b in map(api_block, m["content"]) if b is not None]
         if out and out[-1]["role"] == m["role"]:
             out[-1]["content"].extend(content)
         else:
             out.append({"role": m["role"], "content": content})
+    for m in out:
+        m["content"].sort(key=lambda b: b.get("type") != "tool_result")  # stable: the rest keep their order
+        m["content"] = m["content"] or [{"type": "text", "text": "(no text)"}]
     return out

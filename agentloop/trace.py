@@ -1,7 +1,9 @@
-"""The local trace: a JSONL file, one event a line, appended and flushed as each event is emitted.
+"""The local trace: a JSONL file, one event a line, appended and fsynced as each event is emitted.
 
-`sync()` (called at the end of every step, in a `finally`) also fsyncs, so a machine crash loses at most the
-step in flight. Reading tolerates a last line cut short by a crash.
+The trace is the run's first sink: an event is durable in it before any other sink (the worker's spool, which
+sends it to the server) receives it, so after a machine crash the trace holds every event the spool or the server
+holds, and a resumed run never writes another event under a seq already sent. Reading tolerates a last line cut
+short by a crash.
 """
 from __future__ import annotations
 
@@ -14,8 +16,15 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.path.exists()
         self._repair_tail()
         self._file = open(self.path, "a", encoding="utf-8")
+        if created:  # the new file's name must survive a power loss as well as its lines
+            directory = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
 
     def _repair_tail(self) -> None:
         # A crash mid-write leaves a partial last line; appending after it would glue two events together.
@@ -30,7 +39,7 @@ class TraceWriter:
 
     def write(self, event: dict) -> None:
         self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
-        self._file.flush()
+        self.sync()  # durable before the next sink sees the event (docs/protocol.md 1.3)
 
     def sync(self) -> None:
         self._file.flush()

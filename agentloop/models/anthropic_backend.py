@@ -6,9 +6,14 @@ timeout_s.
 
 Prompt caching: the stable prefix (tools and system prompt) carries one cache breakpoint and the newest message
 another, so each turn re-reads the conversation so far from the cache instead of paying for it again.
+
+A streamed response is assembled here from the raw events, not by the SDK's helper, which raises on a tool input
+that is not valid JSON and loses the whole response: the model's mistake becomes a tool_use block with `input: {}`
+and the text it sent as `raw_input`, which the loop answers with an error the model can read.
 """
 from __future__ import annotations
 
+import json
 import os
 
 import anthropic
@@ -30,13 +35,54 @@ def classify(exc: Exception) -> tuple[bool, float | None, str]:
     return False, None, type(exc).__name__
 
 
-def block_to_dict(block) -> dict:
-    kind = getattr(block, "type", None)
+def block_to_dict(block: dict) -> dict:
+    """A response's content block (the API's JSON) as the trace keeps it."""
+    kind = block.get("type")
     if kind == "text":
-        return {"type": "text", "text": block.text}
+        return {"type": "text", "text": block.get("text", "")}
     if kind == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    return block.model_dump(mode="json", exclude_none=True)
+        out = {"type": "tool_use", "id": block["id"], "name": block.get("name", ""), "input": block.get("input")}
+        if "raw_input" in block:
+            out["raw_input"] = block["raw_input"]
+        return out
+    return block
+
+
+def read_stream(events) -> dict:
+    """The message a stream of raw server-sent events describes, as the API's JSON. Tool inputs are parsed whole,
+    at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`."""
+    message: dict = {}
+    blocks: list[dict] = []
+    raw_inputs: dict[int, str] = {}
+    for event in events:
+        if event.type == "message_start":
+            message = event.message.to_dict(mode="json", exclude_none=True)
+        elif event.type == "content_block_start":
+            blocks.append(event.content_block.to_dict(mode="json", exclude_none=True))
+        elif event.type == "content_block_delta":
+            block, delta = blocks[event.index], event.delta
+            if delta.type == "text_delta":
+                block["text"] = block.get("text", "") + delta.text
+            elif delta.type == "input_json_delta":
+                raw_inputs[event.index] = raw_inputs.get(event.index, "") + delta.partial_json
+            elif delta.type == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.thinking
+            elif delta.type == "signature_delta":
+                block["signature"] = delta.signature
+            elif delta.type == "citations_delta":
+                block.setdefault("citations", []).append(delta.citation.to_dict(mode="json", exclude_none=True))
+        elif event.type == "message_delta":
+            message["stop_reason"] = event.delta.stop_reason
+            # Usage on a message_delta is cumulative: it replaces what message_start said, field by field.
+            message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
+    for index, text in raw_inputs.items():
+        try:
+            blocks[index]["input"] = json.loads(text) if text.strip() else {}
+        except ValueError:
+            blocks[index]["input"] = {}
+            blocks[index]["raw_input"] = text
+    message["content"] = blocks
+    return message
 
 
 def with_cache_breakpoints(system: str, messages: list[dict], tools: list[dict]) -> tuple[list, list, list]:
@@ -81,11 +127,12 @@ class AnthropicModel:
         if tools:
             kwargs["tools"] = tools
 
-        def call():
+        def call() -> dict:
             if self.stream:
-                with self.client.messages.stream(**kwargs) as stream:
-                    return stream.get_final_message()
-            return self.client.messages.create(**kwargs)
+                with self.client.messages.create(**kwargs, stream=True) as events:
+                    return read_stream(events)
+            # The response's own JSON, not the SDK's typed message: it keeps a tool input that is not an object.
+            return self.client.messages.with_raw_response.create(**kwargs).json()
 
         try:
             message = self.retry.run(call, classify, self.notify)
@@ -93,14 +140,14 @@ class AnthropicModel:
             raise ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
         return self._reply(message)
 
-    def _reply(self, message) -> ModelReply:
-        u = message.usage
-        uncached = int(u.input_tokens or 0)
-        read = int(getattr(u, "cache_read_input_tokens", 0) or 0)
-        written = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
-        out = int(u.output_tokens or 0)
-        model = getattr(message, "model", None) or self.name
+    def _reply(self, message: dict) -> ModelReply:
+        u = message.get("usage") or {}
+        uncached = int(u.get("input_tokens") or 0)
+        read = int(u.get("cache_read_input_tokens") or 0)
+        written = int(u.get("cache_creation_input_tokens") or 0)
+        out = int(u.get("output_tokens") or 0)
+        model = message.get("model") or self.name
         usage = Usage(tokens_in=uncached + read + written, tokens_out=out, cache_read_tokens=read,
                       cache_write_tokens=written, cost_usd=cost_usd(model, uncached, out, read, written))
-        return ModelReply(content=[block_to_dict(b) for b in message.content],
-                          stop_reason=message.stop_reason or "end_turn", model=model, usage=usage)
+        return ModelReply(content=[block_to_dict(b) for b in message.get("content") or []],
+                          stop_reason=message.get("stop_reason") or "end_turn", model=model, usage=usage)

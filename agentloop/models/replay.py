@@ -33,12 +33,16 @@ class ReplayModel:
         return cls(read_trace(path), name=f"replay:{path}")
 
     def skip_played(self, events: list[dict]) -> None:
-        """Drop the recorded calls a resumed run already made (its trace's model messages and usage)."""
-        for event in events:
-            purpose = event["payload"].get("purpose", "turn")
-            queue = {"model_message": self.queues, "usage": self.usages}.get(event["kind"], {}).get(purpose)
-            if queue:
-                queue.popleft()
+        """Drop the recorded calls a resumed run already made. A turn was made once its model message is in the
+        trace; a question selection once the proposal it led to is: one whose proposal the crash lost is made
+        again by the resumed run, and gets the same recorded answer."""
+        played = {"turn": sum(e["kind"] == "model_message" and e["payload"].get("purpose", "turn") == "turn"
+                              for e in events),
+                  "select_question": sum(e["kind"] == "question_proposed" for e in events)}
+        for purpose, count in played.items():
+            for queue in (self.queues.get(purpose), self.usages.get(purpose)):
+                for _ in range(min(count, len(queue or ()))):
+                    queue.popleft()
 
     def remaining(self, purpose: str = "turn") -> int:
         return len(self.queues.get(purpose, ()))

@@ -1,5 +1,6 @@
 """A local server that speaks enough of Anthropic's Messages API for the real `anthropic` client: scripted
-responses, JSON or server-sent events (when the request asks to stream), and HTTP errors such as 429 and 529.
+responses, JSON or server-sent events (when the request asks to stream), HTTP errors such as 429 and 529, and the
+model's own mistakes (a streamed tool input that is not valid JSON, a tool input that is not an object).
 
     server = MessagesServer(responder)      # responder(request_json) -> Reply | Failure
     with server:
@@ -37,11 +38,12 @@ class Reply:
 class Failure:
     status: int                       # 429, 529, 500, 400, ...
     headers: dict = field(default_factory=dict)
+    message: str | None = None
 
     def body(self) -> dict:
         kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}.get(
             self.status, "api_error")
-        return {"type": "error", "error": {"type": kind, "message": f"scripted {self.status}"}}
+        return {"type": "error", "error": {"type": kind, "message": self.message or f"scripted {self.status}"}}
 
 
 def text(t: str) -> dict:
@@ -51,8 +53,13 @@ def text(t: str) -> dict:
 _ids = itertools.count(1)
 
 
-def tool_use(name: str, tool_input: dict, ident: str | None = None) -> dict:
+def tool_use(name: str, tool_input, ident: str | None = None) -> dict:
     return {"type": "tool_use", "id": ident or f"toolu_{next(_ids):04d}", "name": name, "input": tool_input}
+
+
+def broken_tool_use(name: str, streamed_input: str, ident: str | None = None) -> dict:
+    """A tool call whose streamed input is this text exactly (not valid JSON, say), as a model may send it."""
+    return dict(tool_use(name, {}, ident), streamed_input=streamed_input)
 
 
 class Script:
@@ -72,6 +79,53 @@ class Script:
         return queue.pop(0)
 
 
+BLOCK_FIELDS = {"text": {"type", "text", "cache_control", "citations"},
+                "tool_use": {"type", "id", "name", "input", "cache_control"},
+                "tool_result": {"type", "tool_use_id", "content", "is_error", "cache_control"}}
+
+
+def api_refusal(body: dict) -> str | None:
+    """Why the Messages API would answer this request with a 400, for the rules a conversation can break: the
+    first message is the user's; no block is an empty text or carries fields the API does not know; a tool input
+    is an object; every tool_use is answered by a tool_result in the next message, those first in it, and no
+    tool_result answers nothing. None when it would accept it. (Like the API, adjacent same-role messages and a
+    last assistant message, which the API continues, are accepted.)"""
+    messages = body.get("messages") or []
+    if not messages or messages[0].get("role") != "user":
+        return "messages: the first message must use the user role"
+    messages = [dict(m, content=[{"type": "text", "text": m["content"]}]) if isinstance(m.get("content"), str) else m
+                for m in messages]
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if not content:
+            return f"messages.{i}: the message is empty"
+        for j, block in enumerate(content):
+            unknown = set(block) - BLOCK_FIELDS.get(block.get("type"), set(block))
+            if unknown:
+                return f"messages.{i}.content.{j}.{sorted(unknown)[0]}: Extra inputs are not permitted"
+            if block.get("type") == "text" and not block.get("text", "").strip():
+                return f"messages.{i}.content.{j}: text content blocks must contain non-whitespace text"
+            if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+                return f"messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
+        asked = [b["id"] for b in messages[i - 1]["content"] if b.get("type") == "tool_use"] if i else []
+        answered = [b["tool_use_id"] for b in content if b.get("type") == "tool_result"]
+        if m.get("role") == "assistant" and answered:
+            return f"messages.{i}: tool_result blocks are only allowed in user messages"
+        if m.get("role") == "user" and (asked or answered):
+            if set(answered) - set(asked):
+                return f"messages.{i}: unexpected tool_use_id found in tool_result blocks: {sorted(set(answered) - set(asked))}"
+            if set(asked) - set(answered):
+                return (f"messages.{i}: tool_use ids were found without tool_result blocks immediately after: "
+                        f"{sorted(set(asked) - set(answered))}")
+            if any(b.get("type") != "tool_result" for b in content[:len(answered)]):
+                return f"messages.{i}: tool_result blocks must come first in the user message"
+    if messages[-1].get("role") == "assistant":
+        asked = [b["id"] for b in messages[-1]["content"] if b.get("type") == "tool_use"]
+        if asked:
+            return f"tool_use ids were found without tool_result blocks immediately after: {asked}"
+    return None
+
+
 def _sse(message: dict) -> bytes:
     events = []
     start = dict(message, content=[], stop_reason=None)
@@ -88,7 +142,7 @@ def _sse(message: dict) -> bytes:
         else:
             events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
                 "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
-            raw = json.dumps(block["input"])
+            raw = block.get("streamed_input", json.dumps(block["input"]))
             for piece in [raw[j:j + 11] for j in range(0, len(raw), 11)]:
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
                                                        "delta": {"type": "input_json_delta", "partial_json": piece}}))
@@ -105,6 +159,7 @@ class MessagesServer:
         self.responder = responder
         self.requests: list[dict] = []
         self.failures_served: list[int] = []
+        self.refusals: list[str] = []    # why requests were answered 400 as the API would (api_refusal)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,7 +172,12 @@ class MessagesServer:
                     self.send_error(404)
                     return
                 server.requests.append({"body": body, "headers": dict(self.headers)})
-                reply = server.responder(body)
+                refusal = api_refusal(body)
+                if refusal is not None:  # as the API would, before any model sees it
+                    server.refusals.append(refusal)
+                    reply = Failure(400, message=refusal)
+                else:
+                    reply = server.responder(body)
                 if isinstance(reply, Failure):
                     server.failures_served.append(reply.status)
                     data = json.dumps(reply.body()).encode()
@@ -137,7 +197,9 @@ class MessagesServer:
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
-                else:
+                else:  # a whole message: the server parsed every tool input, so none is left unparsed
+                    message["content"] = [{k: v for k, v in b.items() if k != "streamed_input"}
+                                          for b in message["content"]]
                     data = json.dumps(message).encode()
                     self.send_response(200)
                     self.send_header("content-type", "application/json")

@@ -3,7 +3,7 @@ import pytest
 
 from agentloop.errors import ModelFailed
 from agentloop.models.anthropic_backend import AnthropicModel
-from tests.agentloop.messages_api import Failure, MessagesServer, Reply, Script, text, tool_use
+from tests.agentloop.messages_api import Failure, MessagesServer, Reply, Script, broken_tool_use, text, tool_use
 
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "make it faster"}]}]
 TOOLS = [{"name": "shell", "description": "run", "input_schema": {"type": "object", "properties": {}}}]
@@ -25,6 +25,26 @@ def test_tool_use_reply_is_read_whole_streaming_or_not(stream):
     assert reply.stop_reason == "tool_use"
     assert (reply.usage.tokens_in, reply.usage.tokens_out) == (50, 9)
     assert s.requests[0]["body"].get("stream", False) is stream
+
+
+def test_a_streamed_tool_input_that_is_not_json_is_kept_as_sent_and_the_rest_of_the_reply_with_it():
+    broken = broken_tool_use("shell", '{"command": "ls" "-la"}')
+    good = tool_use("editor", {"command": "view", "path": "kernel.cpp"})
+    with MessagesServer(Script([Reply([text("Two things."), broken, good])])) as s:
+        reply = model(s).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.content == [
+        {"type": "text", "text": "Two things."},
+        {"type": "tool_use", "id": broken["id"], "name": "shell", "input": {}, "raw_input": '{"command": "ls" "-la"}'},
+        good]
+    assert reply.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_input_that_is_not_an_object_comes_back_as_the_model_sent_it(stream):
+    call = tool_use("shell", ["ls", "-la"])
+    with MessagesServer(Script([Reply([call])])) as s:
+        reply = model(s, stream=stream).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.tool_uses == [call]
 
 
 @pytest.mark.parametrize("status", [429, 529, 500])

@@ -1,6 +1,9 @@
 """The loop end to end: the real `anthropic` client against a local Messages-API server plays the model's turns;
 the evaluator returns scripted verdicts in the harness's own result type (test_cli.py, test_worker.py and
 test_harness_env.py run the real harness)."""
+import json
+
+import pytest
 from questionbank.bank import load_bank
 
 from agentloop.config import Budgets
@@ -8,7 +11,7 @@ from agentloop.control import Directive
 from agentloop.review import Decision, ScriptedReviewer
 from agentloop.trace import read_trace
 from tests.agentloop.helpers import (ScriptedEvaluator, anthropic_model, make_agent, make_config, payloads)
-from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
+from tests.agentloop.messages_api import MessagesServer, Reply, Script, broken_tool_use, text, tool_use
 
 BANK = {e.key: e for e in load_bank()}
 FAST = "// fast version\nextern \"C\" int kseek_matmul(const float*, const float*, float*, int, int, int) { return 0; }\n"
@@ -50,12 +53,71 @@ def test_agent_edits_the_kernel_and_the_run_succeeds_only_on_the_harness_full_ve
     evals = payloads(events, "evaluation")
     assert [(e["purpose"], e["scenario_set"], e["goal_met"]) for e in evals] == [
         ("tool", "quick", False), ("goal_check", "full", True)]
-    assert evals[-1]["kernel_source"].startswith("// v2")
+    assert evals[-1]["result"]["kernel_source"].startswith("// v2")
     assert (tmp_path / "ws" / "kernel.cpp").read_text().startswith("// v2")
     shell_result = payloads(events, "tool_result")[0]
     assert shell_result["name"] == "shell" and "kseek_matmul" in shell_result["output"]
     assert events[-1]["payload"]["status"] == "succeeded"
     assert [e["seq"] for e in events] == list(range(len(events)))
+
+
+def test_an_evaluation_event_carries_the_kernel_source_once_inside_its_result(tmp_path):
+    big = "// v2\n" + "// padding\n" * 20_000 + FAST
+    outcome, events, server = run(tmp_path, [
+        Reply([tool_use("editor", {"command": "create", "path": "kernel.cpp", "file_text": big})]),
+        Reply([evaluate("quick")]),
+    ], config=make_config(budgets=Budgets(steps=2)))
+    [event] = [e for e in events if e["kind"] == "evaluation"]
+    assert "kernel_source" not in event["payload"]
+    assert event["payload"]["result"]["kernel_source"] == big
+    assert json.dumps(event).count("// padding") == 20_000
+
+
+def test_a_streamed_tool_input_that_is_not_json_is_answered_as_a_tool_error_and_the_run_goes_on(tmp_path):
+    cut_short = '{"command": "create", "path": "kernel.cpp", "file_text": "// v2\\n'   # the JSON ends mid-string
+    broken = broken_tool_use("editor", cut_short)
+    outcome, events, server = run(tmp_path, [Reply([text("Writing it."), broken]), Reply([edit_to("v2")]),
+                                             Reply([evaluate()])],
+                                  evaluator=ScriptedEvaluator({"v2": ("correct", 2.5)}))
+    assert (outcome.status, outcome.reason) == ("succeeded", "goal_met")
+    # The trace keeps what the model sent; nothing was run for it; the model was told, and read the error.
+    assert payloads(events, "model_message")[0]["content"][1]["raw_input"] == cut_short
+    assert payloads(events, "tool_call")[0] == {"call_id": broken["id"], "name": "editor", "input": {},
+                                                "raw_input": cut_short}
+    result = payloads(events, "tool_result")[0]
+    assert result["is_error"] and result["invalid_input"] and "was not valid JSON" in result["output"]
+    assert server.refusals == []
+    sent = server.turn_requests[1]["messages"]
+    assert sent[-2]["content"][-1] == {"type": "tool_use", "id": broken["id"], "name": "editor", "input": {}}
+    assert sent[-1]["content"][0]["tool_use_id"] == broken["id"] and sent[-1]["content"][0]["is_error"]
+    assert "was not valid JSON" in sent[-1]["content"][0]["content"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_input_that_is_not_an_object_is_answered_as_a_tool_error_and_never_sent_back(tmp_path, stream):
+    call = tool_use("shell", "cat kernel.cpp")
+    outcome, events, server = run(tmp_path, [Reply([call]), Reply([edit_to("v2")]), Reply([evaluate()])],
+                                  evaluator=ScriptedEvaluator({"v2": ("correct", 2.5)}), stream=stream)
+    assert (outcome.status, outcome.reason) == ("succeeded", "goal_met")
+    assert payloads(events, "tool_call")[0]["input"] == "cat kernel.cpp"   # as the model sent it
+    result = payloads(events, "tool_result")[0]
+    assert result["is_error"] and "must be a JSON object" in result["output"] and "not a JSON string" in result["output"]
+    assert server.refusals == []   # the API would have refused the string input sent back (HTTP 400)
+    assert server.turn_requests[1]["messages"][-2]["content"][0]["input"] == {}
+
+
+def test_tool_inputs_that_are_not_objects_end_the_run_after_the_policys_limit_in_a_row(tmp_path):
+    def broken(n):
+        return [broken_tool_use("shell", '{"command": ') for _ in range(n)]
+    # 4 in a row, a good call (the count starts again), then 3 and 2: the fifth in a row ends the run.
+    outcome, events, server = run(tmp_path, [Reply(broken(4)), Reply([tool_use("shell", {"command": "true"})]),
+                                             Reply(broken(3)), Reply(broken(2)), Reply([text("never asked")])])
+    assert (outcome.status, outcome.reason) == ("failed", "invalid_tool_input")
+    assert "5 tool calls in a row whose input was not a JSON object" in events[-1]["payload"]["detail"]
+    assert len(server.turn_requests) == 4
+    # Every call was answered, and only the good one ran.
+    assert len(payloads(events, "tool_result")) == len(payloads(events, "tool_call")) == 10
+    assert [r["is_error"] for r in payloads(events, "tool_result")].count(False) == 1
 
 
 def test_a_false_i_am_done_is_refused_and_answered_with_a_question(tmp_path):
@@ -80,10 +142,11 @@ def test_a_claimed_limit_is_detected_and_comes_first(tmp_path):
     outcome, events, server = run(tmp_path, [
         Reply([evaluate()]),
         Reply([text("This is the hardware limit; it cannot go any faster.")]),
+        Reply([text("ok")]),
     ], selections=[Reply([text("QUESTION: limit-evidence\nREASON: a limit was claimed")])],
-        evaluator=ScriptedEvaluator(default=("correct", 1.1)), config=make_config(budgets=Budgets(steps=2)))
+        evaluator=ScriptedEvaluator(default=("correct", 1.1)), config=make_config(budgets=Budgets(steps=3)))
     fired = payloads(events, "decision_point")
-    assert [f["name"] for f in fired] == ["claimed-limit", "stopped-short"]
+    assert [f["name"] for f in fired][:2] == ["claimed-limit", "stopped-short"]
     assert "hardware limit" in fired[0]["evidence"]["phrase"]
     assert payloads(events, "question_proposed")[0]["decision_point"] == "claimed-limit"
 
@@ -180,6 +243,19 @@ def test_the_budgets_end_the_run(tmp_path):
     outcome, events, _ = run(tmp_path / "wall", [Reply([tool_use("shell", {"command": "sleep 1.2"})])] * 5,
                              config=make_config(budgets=Budgets(wall_s=1.0)))
     assert (outcome.reason, outcome.steps) == ("budget_wall", 1)
+
+
+def test_no_model_call_starts_once_a_budget_is_spent_not_even_a_question_selection(tmp_path):
+    # claude-sonnet-4-6 at $3 per million input tokens: the first turn costs $0.03 of a $0.02 budget, and ends
+    # short of the goal, a decision point whose question would take one more call.
+    outcome, events, server = run(tmp_path, [Reply([text("I am done.")], input_tokens=10_000, output_tokens=0)],
+                                  selections=[Reply([text("QUESTION: limit-no-stopping\nREASON: stopped")])],
+                                  config=make_config(budgets=Budgets(cost_usd=0.02)))
+    assert (outcome.status, outcome.reason) == ("failed", "budget_cost")
+    assert payloads(events, "decision_point")[0]["name"] == "stopped-short"
+    assert [bool(r["body"].get("tools")) for r in server.requests] == [True]   # the turn, and no selection
+    assert [(u["purpose"], u["totals"]["cost_usd"]) for u in payloads(events, "usage")] == [("turn", 0.03)]
+    assert not payloads(events, "question_proposed")
 
 
 def test_human_messages_pause_and_stop_take_effect_at_turn_boundaries(tmp_path):

@@ -31,6 +31,13 @@ REVIEWER_ENTRY = {"key": "reviewer-what-does-b-cost", "text": "What does each el
                   "category": "layer", "triggers": ["claimed-limit", "plateau"], "active": True}
 
 
+def two_turns() -> list[Reply]:
+    """A limit claimed in the first turn; the question asked there reaches the model in the second (no model call,
+    a question selection included, starts once the steps budget is spent)."""
+    return [Reply([text(LIMIT), tool_use("shell", {"command": "true"})]),
+            Reply([tool_use("shell", {"command": "true"})])]
+
+
 def selection_prompts(server) -> list[str]:
     return [r["body"]["messages"][0]["content"][0]["text"] for r in server.requests if not r["body"].get("tools")]
 
@@ -42,9 +49,9 @@ def entry_line(prompt: str, key: str) -> str:
 def test_the_selection_prompt_the_model_receives_shows_each_questions_figures(tmp_path):
     stats = {"limit-measured-against-bound": {"asked": 7, "mean_gain": 1.4321, "large_gain_rate": 3 / 7},
              "limit-no-stopping": {"asked": 2, "mean_gain": None, "large_gain_rate": None}}
-    outcome, events, server = run(tmp_path, [Reply([text(LIMIT), tool_use("shell", {"command": "true"})])],
+    outcome, events, server = run(tmp_path, two_turns(),
                                   selections=[Reply([text("QUESTION: limit-measured-against-bound\nREASON: x")])],
-                                  config=make_config(budgets=Budgets(steps=1)), question_stats=stats)
+                                  config=make_config(budgets=Budgets(steps=2)), question_stats=stats)
     prompt = selection_prompts(server)[0]
     assert "Decision point: claimed-limit" in prompt
     assert entry_line(prompt, "limit-measured-against-bound") == (
@@ -56,9 +63,9 @@ def test_the_selection_prompt_the_model_receives_shows_each_questions_figures(tm
 
 
 def test_without_figures_every_question_is_shown_as_not_asked_before(tmp_path):
-    _, _, server = run(tmp_path, [Reply([text(LIMIT), tool_use("shell", {"command": "true"})])],
+    _, _, server = run(tmp_path, two_turns(),
                        selections=[Reply([text("QUESTION: limit-no-stopping")])],
-                       config=make_config(budgets=Budgets(steps=1)))
+                       config=make_config(budgets=Budgets(steps=2)))
     prompt = selection_prompts(server)[0]
     assert "asked 7 times" not in prompt
     assert entry_line(prompt, "limit-measured-against-bound").endswith("(not asked in earlier runs)")
@@ -71,8 +78,8 @@ def test_when_the_model_names_no_question_the_rule_uses_the_figures_too(tmp_path
     picks = []
     for name, stats in (("plain", None), ("figures", {first: {"asked": 9, "mean_gain": 1.01,
                                                                 "large_gain_rate": 0.0}})):
-        _, events, _ = run(tmp_path / name, [Reply([text(LIMIT), tool_use("shell", {"command": "true"})])],
-                           selections=[Reply([text("no idea")])], config=make_config(budgets=Budgets(steps=1)),
+        _, events, _ = run(tmp_path / name, two_turns(),
+                           selections=[Reply([text("no idea")])], config=make_config(budgets=Budgets(steps=2)),
                            question_stats=stats)
         proposed = payloads(events, "question_proposed")[0]
         assert proposed["by"] == "rule"
@@ -132,11 +139,11 @@ def test_a_worker_offers_the_servers_bank_with_its_figures_including_a_reviewers
                              "category": "limit", "triggers": ["claimed-limit", "stopped-short"], "active": True}]
     assignment = {"id": 11, "task": "matmul_cpu", "model": "claude-sonnet-4-6", "starting_kernel": NAIVE,
                   "starting_kernel_name": "kernel.cpp", "goal": {"baseline": "naive", "speedup": 2.0},
-                  "budgets": {"steps": 1, "tokens": None, "cost_usd": None, "wall_s": None, "evaluations": None},
+                  "budgets": {"steps": 2, "tokens": None, "cost_usd": None, "wall_s": None, "evaluations": None},
                   "review_mode": "auto", "review_timeout_s": None, "bank": bank,
                   "question_stats": {REVIEWER_ENTRY["key"]: {"asked": 3, "mean_gain": 1.8, "large_gain_rate": 1.0},
                                      "limit-no-stopping": {"asked": 12, "mean_gain": 1.02, "large_gain_rate": 0.0}}}
-    messages = MessagesServer(Script([Reply([text(LIMIT), tool_use("shell", {"command": "true"})])],
+    messages = MessagesServer(Script(two_turns(),
                                      [Reply([text(f"QUESTION: {REVIEWER_ENTRY['key']}\nREASON: it helped")])]))
     with messages, FakeServer("tok", [assignment]) as server:
         worker = Worker(server=server.url, token="tok", gpus=[0], state_dir=tmp_path / "state", use_bwrap=False,
@@ -183,12 +190,12 @@ def test_a_standalone_run_shows_figures_from_an_exported_file(tmp_path):
     stats_file.write_text(json.dumps({"questions": [
         {"key": "limit-someone-passed-it", "asked": 5, "mean_gain": 2.5, "large_gain_rate": 0.8}]}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_", "OPENAI_"))}
-    with MessagesServer(Script([Reply([text(LIMIT), tool_use("shell", {"command": "true"})])],
+    with MessagesServer(Script(two_turns(),
                                [Reply([text("QUESTION: limit-someone-passed-it\nREASON: it worked before")])])) as s:
         env.update({"PYTHONPATH": str(REPO), "KSEEK_AGENT_RUNS": str(tmp_path / "runs"), "ANTHROPIC_API_KEY": "sk-t"})
         proc = subprocess.run(
             [sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6",
-             "--base-url", s.url, "--max-steps", "1", "--question-stats", str(stats_file), "--no-bwrap", "--quiet",
+             "--base-url", s.url, "--max-steps", "2", "--question-stats", str(stats_file), "--no-bwrap", "--quiet",
              "--trace", str(tmp_path / "trace.jsonl")], cwd=tmp_path, env=env, capture_output=True, text=True,
             timeout=300)
     assert "budget_steps" in proc.stderr, proc.stderr[-3000:]

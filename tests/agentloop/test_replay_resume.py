@@ -133,3 +133,26 @@ def test_a_run_cut_off_mid_step_resumes_from_its_trace(tmp_path):
     results = [b for b in third["messages"][-1]["content"] if b["type"] == "tool_result"]
     assert "interrupted by a restart" in json.dumps(results)
     assert third["messages"][0]["content"][0]["text"].startswith("Task: matmul_cpu")
+
+
+def test_a_replayed_run_resumed_after_a_selection_whose_proposal_was_lost_replays_that_selection(tmp_path):
+    outcome, recorded, _ = recorded_run(tmp_path / "rec")
+    # The crash came after the first question selection was made and recorded, before its proposal was written.
+    cut = 1 + next(i for i, e in enumerate(recorded)
+                   if e["kind"] == "model_message" and e["payload"]["purpose"] == "select_question")
+    edits = [e["payload"]["input"] for e in recorded[:cut] if e["kind"] == "tool_call" and e["payload"]["name"] == "editor"]
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "kernel.cpp").write_text(edits[-1]["file_text"])
+    trace = TraceWriter(tmp_path / "trace.jsonl")
+    for event in recorded[:cut]:
+        trace.write(event)
+    reviewer = ScriptedReviewer([Decision("veto", reviewer="r"), Decision("edit", text="Why is it slow?")])
+    resumed = Agent(run_id="t1", resume_events=recorded[:cut], workspace=tmp_path / "ws", model=ReplayModel(recorded),
+                    sinks=[trace], evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
+                    reviewer=reviewer, use_bwrap=False)
+    assert resumed.run().status == "succeeded"
+    trace.close()
+
+    def proposals(events):
+        return [(e["payload"]["bank_key"], e["payload"]["by"]) for e in events if e["kind"] == "question_proposed"]
+    assert proposals(read_trace(tmp_path / "trace.jsonl")) == proposals(recorded)
