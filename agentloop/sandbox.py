@@ -13,10 +13,13 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Passed through when set; everything else is dropped.
 PASSED_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
@@ -81,11 +84,17 @@ def bwrap_argv(bwrap: str, workspace: Path, hidden: list[Path], env: dict[str, s
     return _bwrap(bwrap, hidden, [workspace], workspace, env, argv, devices=False)
 
 
-def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], *, devices: bool):
+def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], *, devices: bool,
+           readable=()):
     # devices: the host's /dev (the GPUs) for the harness; the shell gets a minimal one.
     cmd = [bwrap, *NAMESPACES, "--ro-bind", "/", "/"]
     cmd += ["--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"] if devices else ["--dev", "/dev"]
     cmd += ["--proc", "/proc", "--tmpfs", "/tmp"]
+    # Read-only again over the private /tmp: what the command itself runs from (a checkout and its virtualenv may
+    # live under /tmp, as in CI). Before the hiding mounts, so that nothing hidden comes back with them.
+    for path in dict.fromkeys(str(Path(p).resolve()) for p in readable):
+        if Path(path).exists():
+            cmd += ["--ro-bind", path, path]
     for path in hidden:
         cmd += ["--tmpfs", str(Path(path).resolve())]
     # After the hiding mounts, so that a writable folder inside a hidden one is visible again.
@@ -96,6 +105,11 @@ def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: l
     for name, value in sorted(env.items()):
         cmd += ["--setenv", name, value]
     return cmd + ["--"] + argv
+
+
+def harness_sources() -> list[Path]:
+    """What the harness runs from: this checkout (gpu_harness, kernels) and the Python it runs on."""
+    return [REPO_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
 
 
 @dataclass(frozen=True)
@@ -137,5 +151,6 @@ class Sandbox:
         """The harness's command line: under bubblewrap with the host's devices (the GPUs), its scratch folder
         and build cache writable, the hidden folders hidden, nothing else writable."""
         if self.mode == BUBBLEWRAP:
-            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, devices=True)
+            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, devices=True,
+                          readable=harness_sources())
         return argv

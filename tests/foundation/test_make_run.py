@@ -84,12 +84,14 @@ def test_the_local_worker_hides_the_servers_data_folder_from_its_agents():
     assert argv[argv.index("--hide") + 1] == str(settings.DATA_DIR)
 
 
-def test_the_server_reads_worker_messages_up_to_the_workers_own_limit():
+def test_the_server_reads_every_frame_and_message_up_to_the_limit_it_announces_to_workers():
     import subprocess as sp
 
+    from kseek_site.serving import MESSAGE_MAX_BYTES
     from runs.management.commands.serve import Command
 
     argv = Command.server_argv("127.0.0.1", 8000)
-    assert argv[argv.index("--websocket-max-message-size") + 1] == str(64 * 1024 * 1024)
-    # the option is one daphne knows (a misspelt one makes daphne exit at start)
-    assert "--websocket-max-message-size" in sp.run([argv[0], "--help"], capture_output=True, text=True).stdout
+    for option in ("--websocket-max-frame-size", "--websocket-max-message-size"):
+        assert argv[argv.index(option) + 1] == str(MESSAGE_MAX_BYTES)
+        # an option daphne knows (a misspelt one makes daphne exit at start)
+        assert option in sp.run([argv[0], "--help"], capture_output=True, text=True).stdout
