@@ -11,6 +11,7 @@ CSRF_TRUSTED_ORIGINS  comma-separated origins, for a deployment behind a proxy
 KSEEK_TRUSTED_PROXIES  how many proxies stand in front and append to X-Forwarded-For (default 0: it is not read)
 KSEEK_LOGIN_FAILURE_LIMIT, KSEEK_LOGIN_COOLOFF_MINUTES  wrong passwords per (username, address) before that pair
                is locked out (5), and for how long (15)
+KSEEK_TRACE_UPLOAD_MAX_BYTES  the largest trace file the import takes (32 MiB)
 """
 
 import os
@@ -113,6 +114,13 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = os.environ.get("KSEEK_STATIC_ROOT") or None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# Uploads: a file part above FILE_UPLOAD_MAX_MEMORY_SIZE is written to a temporary file as it arrives (never held
+# in memory); DATA_UPLOAD_MAX_MEMORY_SIZE bounds the other fields (file parts do not count towards it). The trace
+# import refuses a file above KSEEK_TRACE_UPLOAD_MAX_BYTES before reading it, and reads the rest line by line.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default, 2.5 MiB, stated: the import relies on it
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+KSEEK_TRACE_UPLOAD_MAX_BYTES = env_int("KSEEK_TRACE_UPLOAD_MAX_BYTES", 32 * 1024 * 1024, minimum=1)
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the dashboard's small scripts read it for their POSTs

@@ -90,9 +90,10 @@ def test_a_huge_payload_is_left_out_of_the_page_and_served_on_its_own(viewer):
     assert len(full["payload"]["output"]) == 50_000
 
 
-def test_a_bad_paging_parameter_is_a_404_not_a_crash(viewer):
+def test_a_bad_paging_parameter_is_a_400_with_the_reason_not_a_crash(viewer):
     run = make_run()
-    assert viewer.get(reverse("run_steps", args=[run.pk]), {"after": "x"}).status_code == 404
+    response = viewer.get(reverse("run_steps", args=[run.pk]), {"after": "x"})
+    assert response.status_code == 400 and "after must be a whole number" in response.json()["error"]
 
 
 def test_the_chart_series_has_points_best_line_and_questions(viewer):
