@@ -285,31 +285,27 @@ START_FORM_MAX = {"budget_steps": 1_000_000, "budget_tokens": 10**12, "budget_wa
 
 
 @pytest.mark.parametrize("field", sorted(START_FORM_MAX))
-@pytest.mark.parametrize("value", ["99999999999999999999", "9223372036854775808", "2147483648", "just over", "0", "-3"])
-def test_a_budget_or_timeout_out_of_range_is_a_form_error_on_the_start_form(operator, field, value):
+@pytest.mark.parametrize("value", ["99999999999999999999", "9223372036854775808", "2147483648"])
+def test_a_budget_or_timeout_too_large_for_its_column_is_a_form_error_on_the_start_form(operator, field, value):
     if value == "2147483648" and field == "budget_tokens":
         pytest.skip("tokens are a 64-bit column, and 2**31 tokens a budget the form takes")
-    if value == "just over":
-        value = str(START_FORM_MAX[field] + 1)
-    if value == "0" and field == "budget_cost_usd":
-        value = "-0.01"  # a zero cost budget is allowed (a run that may make no paid call)
     task = make_task()
     form = {"task": task.name, "model": "m", "review_mode": "review_timeout", "review_timeout_s": "60", field: value}
     response = operator.post(reverse("run_start"), form)
     assert response.status_code == 400 and not Run.objects.exists()
-    page = response.content.decode()
-    assert re.search(r'class="error">Ensure (this value is (less|greater) than or equal to|that there are no more)', page), page
+    assert f'class="error">Ensure this value is less than or equal to {START_FORM_MAX[field]}' in response.content.decode()
 
 
-def test_the_largest_budgets_the_form_allows_are_stored_on_either_database(operator):
+def test_each_budget_is_taken_up_to_its_ceiling_and_refused_above_it_on_either_database(operator):
     task = make_task()
-    response = operator.post(reverse("run_start"), {
-        "task": task.name, "model": "m", "review_mode": "review_timeout", "review_timeout_s": str(7 * 86_400),
-        "budget_steps": "1000000", "budget_tokens": str(10**12), "budget_wall_s": str(30 * 86_400),
-        "budget_evaluations": "100000", "budget_cost_usd": "100000",
-    })
+    at_ceiling = {field: str(ceiling) for field, ceiling in START_FORM_MAX.items()}
+    form = {"task": task.name, "model": "m", "review_mode": "review_timeout"}
+    for field, ceiling in START_FORM_MAX.items():
+        response = operator.post(reverse("run_start"), {**form, **at_ceiling, field: str(ceiling + 1)})
+        assert response.status_code == 400 and not Run.objects.exists(), field
+    response = operator.post(reverse("run_start"), {**form, **at_ceiling})
     assert response.status_code == 302, response.content.decode()[-2000:]
-    assert Run.objects.get().budget_tokens == 10**12
+    assert (Run.objects.get().budget_tokens, Run.objects.get().budget_steps) == (10**12, 1_000_000)
 
 
 @pytest.mark.parametrize("query, reason", [
@@ -326,14 +322,6 @@ def test_the_steps_api_answers_a_bad_query_parameter_with_400_and_the_reason(vie
     response = viewer.get(reverse("run_steps", args=[run.pk]) + "?" + query)
     assert response.status_code == 400 and response["Content-Type"] == "application/json"
     assert reason in response.json()["error"]
-
-
-def test_the_steps_api_takes_its_whole_range_of_parameters(viewer):
-    run = make_run()
-    record(run, 0, "note", {"text": "first"})
-    for query in ("after=-1", "before=2147483647", "around=0", "limit=1", "limit=500", "kind=note", "q=first"):
-        response = viewer.get(reverse("run_steps", args=[run.pk]) + "?" + query)
-        assert response.status_code == 200 and [s["seq"] for s in response.json()["steps"]] == [0], query
 
 
 def test_a_kernel_diff_with_an_id_that_is_not_a_number_is_a_bad_request(viewer):
@@ -372,15 +360,8 @@ def test_a_trace_over_the_upload_limit_is_refused_naming_the_limit_and_nothing_i
     page = " ".join(response.content.decode().split())
     assert "the import takes at most 4.0 KiB (KSEEK_TRACE_UPLOAD_MAX_BYTES=4096)" in page
     assert not Run.objects.exists()
-    # A file within the limit is taken.
-    response = operator.post(reverse("trace_import"), {"trace": upload("small.jsonl", (NOTE_LINE + "\n").encode())})
-    assert response.status_code == 302 and Run.objects.count() == 1
-
-
-def test_a_trace_upload_is_imported_from_a_temporary_file_in_batches(operator, settings):
-    """Over FILE_UPLOAD_MAX_MEMORY_SIZE the upload is a temporary file, which the import reads line by line."""
-    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
-    make_task()
+    # A file within the limit is taken; one over FILE_UPLOAD_MAX_MEMORY_SIZE from its temporary file, line by line.
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 2**20, 1024
     lines = [NOTE_LINE] + [json.dumps({"seq": seq, "kind": "note", "ts": "2026-11-30T12:00:01+00:00",
                                        "payload": {"text": f"note {seq}"}, "usage": {"tokens_in": 1, "tokens_out": 2}})
                            for seq in range(1, 2500)]
