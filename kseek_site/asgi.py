@@ -8,7 +8,10 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from kseek_site.daphne_uploads import install as daphne_keeps_uploads_on_disk
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kseek_site.settings")
+daphne_keeps_uploads_on_disk()  # the server process loads this module: its requests leave form bodies unparsed
 # Django must be set up before anything imports models (the routing below does).
 django_asgi_app = get_asgi_application()
 

@@ -43,6 +43,21 @@ def env_float(name: str, default: float, minimum: float | None = None) -> float:
     return value
 
 
+def env_int(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a whole number") from None
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}={raw!r} must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}={raw!r} must be at most {maximum}")
+    return value
+
+
 def secret_key_from(data_dir: Path) -> str:
     """SECRET_KEY from the environment, else one generated once and kept in the data folder.
 

@@ -8,12 +8,19 @@ KSEEK_DATA_DIR where SQLite, the secret key and uploaded traces live (default: .
 DEBUG          off unless set to 1/true
 ALLOWED_HOSTS  comma-separated (default: localhost, 127.0.0.1, [::1])
 CSRF_TRUSTED_ORIGINS  comma-separated origins, for a deployment behind a proxy
+KSEEK_TRUSTED_PROXIES  how many proxies stand in front and append to X-Forwarded-For (default 0: it is not read)
+KSEEK_LOGIN_FAILURE_LIMIT, KSEEK_LOGIN_COOLOFF_MINUTES  wrong passwords per (username, address) before that pair
+               is locked out (5), and for how long (15)
+KSEEK_TRACE_UPLOAD_MAX_BYTES  the largest trace file the import takes (32 MiB)
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
-from kseek_site.envconfig import channel_layers_config, database_config, env_bool, env_float, env_list, secret_key_from
+from kseek_site.envconfig import (
+    channel_layers_config, database_config, env_bool, env_float, env_int, env_list, secret_key_from,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("KSEEK_DATA_DIR", BASE_DIR / "data")).resolve()
@@ -32,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
     "runs",
     "questionbank",
 ]
@@ -45,6 +53,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires: it turns a lockout into the lockout page
 ]
 
 ROOT_URLCONF = "kseek_site.urls"
@@ -75,6 +84,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Every password check (the login page, the admin's) goes through django-axes first: it refuses a locked-out
+# (username, address) pair before the password is looked at, and records each failure in the database.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("KSEEK_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("KSEEK_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # one user's typos lock neither other users nor other places
+AXES_RESET_ON_SUCCESS = True  # a right password clears that pair's count
+# Tries made while locked out are refused without being counted, so the lock ends at the time the page says.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_CALLABLE = "kseek_site.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "kseek_site.login_throttle.client_ip"
+# Behind a proxy, REMOTE_ADDR is the proxy's: set this to the number of proxies that append to X-Forwarded-For.
+KSEEK_TRUSTED_PROXIES = env_int("KSEEK_TRUSTED_PROXIES", 0, minimum=0)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -91,6 +114,13 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = os.environ.get("KSEEK_STATIC_ROOT") or None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# Uploads: a file part above FILE_UPLOAD_MAX_MEMORY_SIZE is written to a temporary file as it arrives (never held
+# in memory); DATA_UPLOAD_MAX_MEMORY_SIZE bounds the other fields (file parts do not count towards it). The trace
+# import refuses a file above KSEEK_TRACE_UPLOAD_MAX_BYTES before reading it, and reads the rest line by line.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default, 2.5 MiB, stated: the import relies on it
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+KSEEK_TRACE_UPLOAD_MAX_BYTES = env_int("KSEEK_TRACE_UPLOAD_MAX_BYTES", 32 * 1024 * 1024, minimum=1)
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the dashboard's small scripts read it for their POSTs

@@ -1,6 +1,7 @@
 """Forms of the dashboard. They check shapes; the services check what the data allows."""
 
 from django import forms
+from django.conf import settings
 
 from questionbank.models import DecisionPoint, QuestionCategory
 from runs.models import Kernel, ReviewMode, Task
@@ -15,12 +16,16 @@ class StartRunForm(forms.Form):
     model = forms.CharField(max_length=120, initial="claude-sonnet-4-6",
                             help_text="a model id, or replay:FILE to play a recorded run back")
     review_mode = forms.ChoiceField(choices=ReviewMode.choices, initial=ReviewMode.REVIEW)
-    review_timeout_s = forms.IntegerField(min_value=1, required=False, label="Review timeout (s)")
-    budget_steps = forms.IntegerField(min_value=1, required=False, label="Steps")
-    budget_tokens = forms.IntegerField(min_value=1, required=False, label="Tokens")
-    budget_cost_usd = forms.DecimalField(min_value=0, max_digits=10, decimal_places=4, required=False, label="Cost (USD)")
-    budget_wall_s = forms.IntegerField(min_value=1, required=False, label="Wall time (s)")
-    budget_evaluations = forms.IntegerField(min_value=1, required=False, label="Evaluations")
+    # Each number has a ceiling far above any real run and far below what its column holds (2,147,483,647 for a
+    # PositiveIntegerField on PostgreSQL; 64 bits on SQLite), so a value too large is a form error on either
+    # database rather than an overflow at the insert.
+    review_timeout_s = forms.IntegerField(min_value=1, max_value=7 * 86_400, required=False, label="Review timeout (s)")
+    budget_steps = forms.IntegerField(min_value=1, max_value=1_000_000, required=False, label="Steps")
+    budget_tokens = forms.IntegerField(min_value=1, max_value=10**12, required=False, label="Tokens")
+    budget_cost_usd = forms.DecimalField(min_value=0, max_value=100_000, max_digits=10, decimal_places=4, required=False,
+                                         label="Cost (USD)")
+    budget_wall_s = forms.IntegerField(min_value=1, max_value=30 * 86_400, required=False, label="Wall time (s)")
+    budget_evaluations = forms.IntegerField(min_value=1, max_value=100_000, required=False, label="Evaluations")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -54,8 +59,30 @@ class DecisionForm(forms.Form):
         return data
 
 
+def _size(size: int) -> str:
+    if size >= 2**20:
+        return f"{size / 2**20:.1f} MiB"
+    return f"{size / 2**10:.1f} KiB" if size >= 2**10 else f"{size} bytes"
+
+
 class TraceImportForm(forms.Form):
     trace = forms.FileField(help_text="JSONL: an export from here, an agent-loop trace, or a harness --trace file")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["trace"].help_text += f"; at most {_size(settings.KSEEK_TRACE_UPLOAD_MAX_BYTES)}"
+
+    def clean_trace(self):
+        # The upload lies in a temporary file by now (FILE_UPLOAD_MAX_MEMORY_SIZE): its size is known unread.
+        upload = self.cleaned_data["trace"]
+        limit = settings.KSEEK_TRACE_UPLOAD_MAX_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"the file is {_size(upload.size)}; the import takes at most {_size(limit)} (KSEEK_TRACE_UPLOAD_MAX_BYTES="
+                f"{limit}): split the trace, or ask the administrator to raise the limit",
+                code="too_large",
+            )
+        return upload
 
 
 class WorkerHostForm(forms.Form):

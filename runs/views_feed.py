@@ -7,11 +7,11 @@ so what a browser shows always comes from committed rows, and a reconnect resume
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
 from runs.models import Run, Step, StepKind
-from runs.selectors import questions_pending_count, run_speedup_series, steps_page
+from runs.selectors import FEED_PAGE_MAX, questions_pending_count, run_speedup_series, steps_page
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
 LINE_MAX = 240
@@ -94,25 +94,48 @@ def step_json(step: Step, *, full: bool = False) -> dict:
     }
 
 
-def _int_param(request, name):
+SEQ_MAX = 2**31 - 1  # Step.seq's column (a PositiveIntegerField) holds no more
+
+
+class BadParameter(ValueError):
+    """A query parameter a client got wrong: answered 400 with the reason, as JSON."""
+
+
+def _int_param(request, name: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:
     value = request.GET.get(name)
     if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise Http404(f"{name} must be an integer") from None
+        return default
+    # ASCII digits and an optional minus only (int() would also take " 7", "7_000" and "٧"); more than 12 digits
+    # is out of range before int() has to read them.
+    digits = value[1:] if value.startswith("-") else value
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 12 or not minimum <= int(value) <= maximum:
+        raise BadParameter(f"{name} must be a whole number from {minimum} to {maximum}, not {value[:40]!r}")
+    return int(value)
+
+
+def _steps_query(request) -> dict:
+    kinds = request.GET.getlist("kind")
+    unknown = [k for k in kinds if k not in StepKind.values]
+    if unknown:
+        raise BadParameter(f"unknown kind {unknown[0][:40]!r}: one of {', '.join(StepKind.values)}")
+    # after=-1 is "from the start" (the page asks for the steps after seq - 1 to fetch seq 0).
+    seq = {"minimum": -1, "maximum": SEQ_MAX}
+    return {
+        "after": _int_param(request, "after", **seq), "before": _int_param(request, "before", **seq),
+        "around": _int_param(request, "around", **seq),
+        "limit": _int_param(request, "limit", minimum=1, maximum=FEED_PAGE_MAX, default=200),
+        "kinds": kinds, "text": (request.GET.get("q") or "").strip() or None,
+    }
 
 
 @login_required
 def run_steps(request, run_id: int):
     run = get_object_or_404(Run, pk=run_id)
-    kinds = [k for k in request.GET.getlist("kind") if k in StepKind.values]
-    page = steps_page(
-        run_id=run.pk, after=_int_param(request, "after"), before=_int_param(request, "before"),
-        around=_int_param(request, "around"), limit=_int_param(request, "limit") or 200, kinds=kinds,
-        text=(request.GET.get("q") or "").strip() or None,
-    )
+    try:
+        query = _steps_query(request)
+    except BadParameter as bad:
+        return JsonResponse({"error": str(bad)}, status=400)
+    page = steps_page(run_id=run.pk, **query)
     return JsonResponse({
         "run_id": run.pk, "run_last_seq": run.last_seq, "has_older": page["has_older"], "has_newer": page["has_newer"],
         "steps": [step_json(s) for s in page["steps"]],

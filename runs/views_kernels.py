@@ -3,7 +3,7 @@
 import difflib
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -60,11 +60,10 @@ def kernel_download(request, kernel_id: int):
 
 @login_required
 def kernel_diff(request):
-    try:
-        a = get_object_or_404(Kernel, pk=int(request.GET.get("a", "")))
-        b = get_object_or_404(Kernel, pk=int(request.GET.get("b", "")))
-    except ValueError:
-        raise Http404("pick two kernels: ?a=<id>&b=<id>") from None
+    ids = [request.GET.get(name, "") for name in ("a", "b")]
+    if not all(i.isascii() and i.isdigit() for i in ids):
+        return HttpResponseBadRequest("pick two kernels by id: ?a=<id>&b=<id>", content_type="text/plain")
+    a, b = (get_object_or_404(Kernel, pk=int(i)) for i in ids)
     lines = list(difflib.unified_diff(
         a.source.splitlines(keepends=True), b.source.splitlines(keepends=True),
         fromfile=_kernel_label(a), tofile=_kernel_label(b),

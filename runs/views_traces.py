@@ -29,12 +29,12 @@ def trace_import_view(request):
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["trace"]
         try:
+            # Handed over as the open file: the import reads it line by line, never whole.
             run = trace_import(lines=upload.open("rb"), name=upload.name, user=request.user)
         except ServiceError as refused:
             form.add_error("trace", str(refused))
-        except UnicodeDecodeError:
-            form.add_error("trace", "the file is not UTF-8 text")
         else:
             messages.success(request, f"Imported {upload.name} as run {run.pk} ({run.step_count} steps).")
             return redirect("run_detail", run_id=run.pk)
-    return render(request, "runs/trace_import.html", {"form": form}, status=400 if form.errors else 200)
+    status = 413 if form.has_error("trace", "too_large") else 400 if form.errors else 200
+    return render(request, "runs/trace_import.html", {"form": form}, status=status)

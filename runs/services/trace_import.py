@@ -1,38 +1,79 @@
 """A browsable run made from a trace file: this dashboard's export, an agent-loop trace, a harness `--trace`."""
 
+import hashlib
 import json
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import DataError, transaction
 
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
 from runs.services.errors import ServiceError
+from runs.services.event_batches import _STEP_COST_LIMIT, _STEP_KINDS, _bounded
 from runs.services.steps import as_datetime
 from runs.services.worker_events import apply_step_effects, usage_of
 
 
 _IMPORT_BATCH = 1000
+# Far deeper than any event KernelSeek writes (a few levels), and shallow enough that storing, exporting and
+# showing a payload never meets Python's recursion limit. json.loads itself raises RecursionError near 1,000.
+NESTING_MAX = 64
 
 
-def _trace_records(lines) -> list[dict]:
-    """Parse JSONL; a last line cut short (a crash mid-write) is dropped, a broken line elsewhere is an error."""
-    raw = [line.decode("utf-8") if isinstance(line, bytes) else line for line in lines]
-    raw = [line for line in raw if line.strip()]
-    records = []
-    for number, line in enumerate(raw, start=1):
+def _too_deep(value, limit: int = NESTING_MAX) -> bool:
+    """Whether a parsed JSON value nests deeper than `limit` (walked with a stack of its own, not recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _rewind(lines):
+    """The trace as something that can be read twice: an uploaded or opened file is read again from its start
+    (never held whole); a list is itself; any other iterable is made into a list."""
+    if hasattr(lines, "seek"):
+        def again():
+            lines.seek(0)
+            return lines
+        return again
+    kept = lines if isinstance(lines, (list, tuple)) else list(lines)
+    return lambda: kept
+
+
+def _trace_records(lines):
+    """Parse JSONL line by line, yielding (line number, record); a last line cut short (a crash mid-write) is
+    dropped, a broken line elsewhere is an error."""
+    broken = None  # (number, reason) of an unreadable line, fatal only if another line follows it
+    number = 0
+    for line in lines:
+        number += 1
         try:
-            record = json.loads(line)
+            text = line.decode("utf-8") if isinstance(line, bytes) else line
+        except UnicodeDecodeError:
+            raise ServiceError(f"line {number} is not UTF-8 text") from None
+        if not text.strip():
+            continue
+        if broken is not None:
+            raise ServiceError(broken[1])
+        try:
+            record = json.loads(text)
         except ValueError:
-            if number == len(raw):
-                break
-            raise ServiceError(f"line {number} is not JSON") from None
+            broken = (number, f"line {number} is not JSON")
+            continue
+        except RecursionError:
+            broken = (number, f"line {number} nests deeper than {NESTING_MAX} levels")
+            continue
         if not isinstance(record, dict):
             raise ServiceError(f"line {number} is not a JSON object")
-        records.append(record)
-    if not records:
-        raise ServiceError("the trace holds no events")
-    return records
+        if _too_deep(record):
+            raise ServiceError(f"line {number} nests deeper than {NESTING_MAX} levels")
+        yield number, record
 
 
 def _is_harness_line(record: dict) -> bool:
@@ -49,74 +90,134 @@ def _harness_line_as_event(record: dict, seq: int) -> dict:
     return {"seq": seq, "kind": StepKind.EVALUATION, "ts": record.get("finished_at") or None, "payload": payload}
 
 
+def _events(records, harness: bool):
+    """The run events of a trace's records: a harness trace's lines numbered as events, or the envelopes."""
+    seq = 0
+    for number, record in records:
+        if harness:
+            if _is_harness_line(record):
+                yield number, _harness_line_as_event(record, seq)
+                seq += 1
+        elif "seq" in record and "kind" in record and "type" not in record:
+            yield number, record
+
+
+def _scan(records) -> dict:
+    """A first reading of the whole trace for what the run is made from, keeping none of its events."""
+    found = {"meta": None, "config": None, "evaluation_task": None, "harness": False, "events": False}
+    count = 0
+    for _, record in records:
+        count += 1
+        if record.get("type") == "run" and found["meta"] is None:
+            found["meta"] = record
+        if _is_harness_line(record):
+            found["harness"] = True
+            found["evaluation_task"] = found["evaluation_task"] or record.get("task")
+        elif "seq" in record and "kind" in record and "type" not in record:
+            found["events"] = True
+            payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+            if record.get("kind") == StepKind.STATUS and payload.get("config") and found["config"] is None:
+                found["config"] = payload["config"] if isinstance(payload["config"], dict) else {}
+            result = payload.get("result")
+            if record.get("kind") == StepKind.EVALUATION and isinstance(result, dict):
+                found["evaluation_task"] = found["evaluation_task"] or result.get("task")
+    if not count:
+        raise ServiceError("the trace holds no events")
+    return found
+
+
+def _step_of(run: Run, number: int, event: dict) -> Step:
+    seq, kind, payload = event.get("seq"), event.get("kind"), event.get("payload")
+    known_kind = isinstance(kind, str) and kind in _STEP_KINDS
+    if not known_kind or isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise ServiceError(f"line {number}: an event needs a known kind and a non-negative seq")
+    _bounded(seq, f"line {number}: seq")
+    if not isinstance(payload, dict):
+        raise ServiceError(f"line {number} (seq {seq}): payload must be a JSON object")
+    try:
+        tokens_in, tokens_out, cost = usage_of(event.get("usage"))
+        _bounded(tokens_in, "usage.tokens_in")
+        _bounded(tokens_out, "usage.tokens_out")
+        if not cost.is_finite() or not 0 <= cost < _STEP_COST_LIMIT:
+            raise ServiceError(f"usage.cost_usd must be a number from 0 to {_STEP_COST_LIMIT}, not {cost}")
+        created_at = as_datetime(event.get("ts"))
+    except ServiceError as refused:
+        raise ServiceError(f"line {number} (seq {seq}): {refused}") from None
+    except (ValueError, OverflowError):  # well-formed but impossible, e.g. month 13
+        raise ServiceError(f"line {number} (seq {seq}): not a valid timestamp: {event.get('ts')!r}") from None
+    return Step(run=run, seq=seq, kind=kind, payload=payload, created_at=created_at,
+                tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost)
+
+
 def trace_import(*, lines, name: str, user=None) -> Run:
     """Make a browsable run from a trace: this dashboard's export, an agent-loop trace, or a harness `--trace` file.
 
-    Steps are stored in bulk (a trace may hold tens of thousands); questions, kernels and evaluations are
-    derived from their events as if a worker had sent them. The run ends in the trace's last finished status,
-    or `stopped` when the trace stops before one (an imported run never runs on).
+    `lines` is an open file (read twice from its start, line by line: a first pass finds the task and the
+    format, the second stores the steps) or a list of lines. Steps are stored in batches, so memory holds one
+    batch and a digest per seq, not the trace; questions, kernels and evaluations are derived from their events
+    as if a worker had sent them. The run ends in the trace's last finished status, or `stopped` when the trace
+    stops before one (an imported run never runs on). Anything refused stores nothing.
     """
-    records = _trace_records(lines)
-    meta = next((r for r in records if r.get("type") == "run"), {})
-    if any(_is_harness_line(r) for r in records):
-        events = [_harness_line_as_event(r, seq) for seq, r in enumerate(r for r in records if _is_harness_line(r))]
-    else:
-        events = [r for r in records if "seq" in r and "kind" in r and "type" not in r]
-    if not events:
+    again = _rewind(lines)
+    found = _scan(_trace_records(again()))
+    meta, config = found["meta"] or {}, found["config"] or {}
+    if not (found["harness"] or found["events"]):
         raise ServiceError("the trace holds no run events")
-    config = next(
-        (e["payload"].get("config") for e in events
-         if e.get("kind") == StepKind.STATUS and isinstance(e.get("payload"), dict) and e["payload"].get("config")),
-        None,
-    ) or {}
-    task_name = meta.get("task") or config.get("task") or next(
-        (e["payload"]["result"].get("task") for e in events if e.get("kind") == StepKind.EVALUATION
-         and isinstance(e.get("payload"), dict) and isinstance(e["payload"].get("result"), dict)), None)
-    task = Task.objects.filter(name=task_name).first() if task_name else None
-    if task is None:
-        raise ServiceError(f"the trace's task {task_name!r} is not known here" if task_name else "the trace names no task")
+    task_name = meta.get("task") or config.get("task") or found["evaluation_task"]
+    try:
+        with transaction.atomic():
+            task = Task.objects.filter(name=task_name).first() if isinstance(task_name, str) and task_name else None
+            if task is None:
+                raise ServiceError(f"the trace's task {task_name!r} is not known here" if task_name
+                                   else "the trace names no task")
+            run = _import_steps(again, found["harness"], task=task, meta=meta, config=config, name=name, user=user)
+    except DataError as rejected:  # e.g. PostgreSQL cannot hold a NUL character in a text or JSON value
+        raise ServiceError(f"the database cannot store this trace: {str(rejected).strip().splitlines()[0][:200]}") from None
+    return run
 
-    with transaction.atomic():
-        run = Run.objects.create(
-            task=task, model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
-            starting_kernel=config.get("starting_kernel") or task.starting_kernel, started_by=user,
-            review_mode=meta.get("review_mode") if meta.get("review_mode") in ReviewMode.values else ReviewMode.AUTO,
-        )
-        steps, seen = [], {}
-        for number, event in enumerate(events, start=1):
-            seq, kind, payload = event.get("seq"), event.get("kind"), event.get("payload")
-            if kind not in StepKind.values or isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-                raise ServiceError(f"event {number}: needs a known kind and a non-negative seq")
-            if not isinstance(payload, dict):
-                raise ServiceError(f"event {number} (seq {seq}): payload must be a JSON object")
-            if seq in seen:
-                if seen[seq] != (kind, json.dumps(payload, sort_keys=True)):
-                    raise ServiceError(f"seq {seq} appears twice with different events")
-                continue
-            seen[seq] = (kind, json.dumps(payload, sort_keys=True))
-            tokens_in, tokens_out, cost = usage_of(event.get("usage"))
-            steps.append(Step(run=run, seq=seq, kind=kind, payload=payload, created_at=as_datetime(event.get("ts")),
-                              tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost))
-        steps.sort(key=lambda s: s.seq)
-        for start in range(0, len(steps), _IMPORT_BATCH):
-            Step.objects.bulk_create(steps[start:start + _IMPORT_BATCH])
-        final_status = RunStatus.STOPPED
-        for step in steps:
-            if step.kind == StepKind.STATUS and step.payload.get("status") in FINISHED_STATUSES:
-                final_status = step.payload["status"]
-        Run.objects.filter(pk=run.pk).update(
-            last_seq=steps[-1].seq, step_count=len(steps), status=final_status,
-            tokens_in=sum(s.tokens_in for s in steps), tokens_out=sum(s.tokens_out for s in steps),
-            cost_usd=sum((s.cost_usd for s in steps), Decimal(0)),
-            started_at=steps[0].created_at, finished_at=steps[-1].created_at,
-        )
-        run.refresh_from_db()
-        effect_kinds = [StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION]
-        for step in Step.objects.filter(run=run, kind__in=effect_kinds).order_by("seq"):
-            try:
-                apply_step_effects(run=run, step=step)
-            except (KeyError, TypeError, ValueError, AttributeError) as malformed:
-                raise ServiceError(f"seq {step.seq}: a {step.kind} event of the wrong shape: {malformed!r}") from None
-        run.refresh_from_db()  # the effects moved its best speedups
-        publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+
+def _import_steps(again, harness: bool, *, task: Task, meta: dict, config: dict, name: str, user) -> Run:
+    run = Run.objects.create(
+        task=task, model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
+        starting_kernel=config.get("starting_kernel") or task.starting_kernel, started_by=user,
+        review_mode=meta.get("review_mode") if meta.get("review_mode") in ReviewMode.values else ReviewMode.AUTO,
+    )
+    seen: dict[int, bytes] = {}  # seq -> digest of (kind, payload): a repeat must be the same event
+    batch, first, last, final = [], None, None, None
+    totals = {"tokens_in": 0, "tokens_out": 0, "cost_usd": Decimal(0)}
+    for number, event in _events(_trace_records(again()), harness):
+        step = _step_of(run, number, event)
+        digest = hashlib.sha256(json.dumps([step.kind, step.payload], sort_keys=True).encode()).digest()
+        if step.seq in seen:
+            if seen[step.seq] != digest:
+                raise ServiceError(f"seq {step.seq} appears twice with different events")
+            continue
+        seen[step.seq] = digest
+        totals["tokens_in"] += step.tokens_in
+        totals["tokens_out"] += step.tokens_out
+        totals["cost_usd"] += step.cost_usd
+        first = step if first is None or step.seq < first.seq else first
+        last = step if last is None or step.seq > last.seq else last
+        if step.kind == StepKind.STATUS and step.payload.get("status") in FINISHED_STATUSES:
+            final = step if final is None or step.seq > final.seq else final
+        batch.append(step)
+        if len(batch) >= _IMPORT_BATCH:
+            Step.objects.bulk_create(batch)
+            batch = []
+    Step.objects.bulk_create(batch)
+    if last is None:
+        raise ServiceError("the trace holds no run events")
+    Run.objects.filter(pk=run.pk).update(
+        last_seq=last.seq, step_count=len(seen), status=final.payload["status"] if final else RunStatus.STOPPED,
+        started_at=first.created_at, finished_at=last.created_at, **totals,
+    )
+    run.refresh_from_db()
+    effect_kinds = [StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION]
+    for step in Step.objects.filter(run=run, kind__in=effect_kinds).order_by("seq").iterator():
+        try:
+            apply_step_effects(run=run, step=step)
+        except (KeyError, TypeError, ValueError, AttributeError) as malformed:
+            raise ServiceError(f"seq {step.seq}: a {step.kind} event of the wrong shape: {malformed!r}") from None
+    run.refresh_from_db()  # the effects moved its best speedups
+    publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run

@@ -288,3 +288,37 @@ def test_the_feed_keeps_a_bounded_window_of_steps(live_site, login):
     assert page.locator("#feed-newer").is_visible()
     page.click("#feed-newer")
     page.wait_for_selector("#step-11999")
+
+
+def test_wrong_passwords_lock_the_login_with_a_page_saying_for_how_long(live_site, chromium, login):
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        for _ in range(20):
+            page.goto(live_site["base"] + "/accounts/login/")
+            page.fill("input[name=username]", "mallory")
+            page.fill("input[name=password]", "guess-" + "x" * 8)
+            page.click("button[type=submit]")
+            if page.locator("h1:has-text('Login locked')").count():
+                break
+        locked = page.locator("#locked-out")
+        assert "mallory" in locked.inner_text() and "locked for 15 minutes" in locked.inner_text()
+        assert "axes_reset_username mallory" in page.inner_text("main")
+    finally:
+        context.close()
+    login("olga")  # another user from the same address still gets in
+
+
+def test_a_budget_too_large_is_refused_by_the_form_before_it_is_sent(live_site, login):
+    page = login("olga")
+    field = "#start-run input[name=budget_steps]"
+    page.select_option("#start-run select[name=task]", "matmul_cpu")
+    page.fill(field, "99999999999999999999")
+    page.click("#start-run-button")
+    # The field carries its bounds (max="1000000"): the browser keeps the form and says why; the server refuses
+    # the same value with a form error when a client sends it anyway (tests/dashboard/test_pages.py).
+    assert page.get_attribute(field, "max") == "1000000"
+    assert page.eval_on_selector(field, "el => el.validity.rangeOverflow") is True
+    assert page.eval_on_selector(field, "el => el.validationMessage")
+    assert page.locator("#run-page").count() == 0

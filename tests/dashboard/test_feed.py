@@ -90,9 +90,13 @@ def test_a_huge_payload_is_left_out_of_the_page_and_served_on_its_own(viewer):
     assert len(full["payload"]["output"]) == 50_000
 
 
-def test_a_bad_paging_parameter_is_a_404_not_a_crash(viewer):
+def test_a_bad_paging_parameter_is_a_400_with_the_reason_not_a_crash(viewer):
     run = make_run()
-    assert viewer.get(reverse("run_steps", args=[run.pk]), {"after": "x"}).status_code == 404
+    response = viewer.get(reverse("run_steps", args=[run.pk]), {"after": "x"})
+    assert response.status_code == 400 and "after must be a whole number" in response.json()["error"]
+    # Every value in range is taken, ends included (after=-1: from the start).
+    for query in ({"after": -1}, {"before": 2**31 - 1}, {"around": 0}, {"limit": 1}, {"limit": 500}, {"kind": "note"}):
+        assert viewer.get(reverse("run_steps", args=[run.pk]), query).status_code == 200, query
 
 
 def test_the_chart_series_has_points_best_line_and_questions(viewer):

@@ -272,3 +272,100 @@ def test_a_trace_of_an_unknown_task_is_refused():
 
     with pytest.raises(ServiceError, match="not known"):
         trace_import(lines=[json.dumps({"kind": "evaluation", "note": "", "task": "nope", "scenarios": []})], name="x")
+
+
+# Bad input answered as bad input (issue 15, finding 18): a form error or a 400 with the reason, never a 500.
+
+NOTE_LINE = json.dumps({"seq": 0, "kind": "status", "ts": "2026-11-30T12:00:00+00:00",
+                        "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}}})
+
+
+START_FORM_MAX = {"budget_steps": 1_000_000, "budget_tokens": 10**12, "budget_wall_s": 30 * 86_400,
+                  "budget_evaluations": 100_000, "review_timeout_s": 7 * 86_400, "budget_cost_usd": 100_000}
+
+
+@pytest.mark.parametrize("field", sorted(START_FORM_MAX))
+@pytest.mark.parametrize("value", ["99999999999999999999", "9223372036854775808", "2147483648"])
+def test_a_budget_or_timeout_too_large_for_its_column_is_a_form_error_on_the_start_form(operator, field, value):
+    if value == "2147483648" and field == "budget_tokens":
+        pytest.skip("tokens are a 64-bit column, and 2**31 tokens a budget the form takes")
+    task = make_task()
+    form = {"task": task.name, "model": "m", "review_mode": "review_timeout", "review_timeout_s": "60", field: value}
+    response = operator.post(reverse("run_start"), form)
+    assert response.status_code == 400 and not Run.objects.exists()
+    assert f'class="error">Ensure this value is less than or equal to {START_FORM_MAX[field]}' in response.content.decode()
+
+
+def test_each_budget_is_taken_up_to_its_ceiling_and_refused_above_it_on_either_database(operator):
+    task = make_task()
+    at_ceiling = {field: str(ceiling) for field, ceiling in START_FORM_MAX.items()}
+    form = {"task": task.name, "model": "m", "review_mode": "review_timeout"}
+    for field, ceiling in START_FORM_MAX.items():
+        response = operator.post(reverse("run_start"), {**form, **at_ceiling, field: str(ceiling + 1)})
+        assert response.status_code == 400 and not Run.objects.exists(), field
+    response = operator.post(reverse("run_start"), {**form, **at_ceiling})
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert (Run.objects.get().budget_tokens, Run.objects.get().budget_steps) == (10**12, 1_000_000)
+
+
+@pytest.mark.parametrize("query, reason", [
+    ("limit=abc", "limit must be a whole number from 1 to 500, not 'abc'"),
+    ("limit=0", "limit must be"), ("limit=-5", "limit must be"), ("limit=501", "limit must be"),
+    ("limit=99999999999999999999", "limit must be"), ("limit=1e3", "limit must be"), ("limit=%207", "limit must be"),
+    ("after=abc", "after must be a whole number from -1 to 2147483647"), ("after=-2", "after must be"),
+    ("after=2147483648", "after must be"), ("after=" + "9" * 5000, "after must be"),
+    ("before=1.5", "before must be"), ("around=-99999999999999999999", "around must be"),
+    ("kind=bogus", "unknown kind 'bogus'"),
+])
+def test_the_steps_api_answers_a_bad_query_parameter_with_400_and_the_reason(viewer, query, reason):
+    run = make_run()
+    response = viewer.get(reverse("run_steps", args=[run.pk]) + "?" + query)
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert reason in response.json()["error"]
+
+
+def test_a_kernel_diff_with_an_id_that_is_not_a_number_is_a_bad_request(viewer):
+    response = viewer.get(reverse("kernel_diff") + "?a=abc&b=1")
+    assert response.status_code == 400 and "pick two kernels" in response.content.decode()
+
+
+def upload(name: str, content: bytes):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, content)
+
+
+@pytest.mark.parametrize("bad_line, reason", [
+    (b"[" * 100_000 + b"]" * 100_000, "line 1 nests deeper than 64 levels"),
+    (json.dumps({"seq": 0, "kind": "note", "payload": {"deep": json.loads("[" * 500 + "]" * 500)}}).encode(),
+     "line 1 nests deeper than 64 levels"),
+    (json.dumps({"seq": 2**31, "kind": "note", "payload": {}}).encode(), "seq must be at most 2147483647"),
+    (json.dumps({"seq": 1, "kind": "note", "payload": {}, "usage": {"tokens_in": 2**40}}).encode(),
+     "usage.tokens_in must be at most 2147483647"),
+    (json.dumps({"seq": 1, "kind": "note", "payload": {}, "ts": "2026-13-45T99:00:00"}).encode(), "timestamp"),
+    (b"\xff\xfe not utf-8", "line 1 is not UTF-8 text"),
+])
+def test_a_trace_line_the_import_cannot_take_is_refused_on_the_form_and_nothing_is_stored(operator, bad_line, reason):
+    make_task()
+    response = operator.post(reverse("trace_import"), {"trace": upload("bad.jsonl", bad_line + b"\n" + NOTE_LINE.encode())})
+    assert response.status_code == 400 and reason in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_a_trace_over_the_upload_limit_is_refused_naming_the_limit_and_nothing_is_stored(operator, settings):
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES = 4096
+    make_task()
+    response = operator.post(reverse("trace_import"), {"trace": upload("big.jsonl", ((NOTE_LINE + "\n") * 100).encode())})
+    assert response.status_code == 413
+    page = " ".join(response.content.decode().split())
+    assert "the import takes at most 4.0 KiB (KSEEK_TRACE_UPLOAD_MAX_BYTES=4096)" in page
+    assert not Run.objects.exists()
+    # A file within the limit is taken; one over FILE_UPLOAD_MAX_MEMORY_SIZE from its temporary file, line by line.
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 2**20, 1024
+    lines = [NOTE_LINE] + [json.dumps({"seq": seq, "kind": "note", "ts": "2026-11-30T12:00:01+00:00",
+                                       "payload": {"text": f"note {seq}"}, "usage": {"tokens_in": 1, "tokens_out": 2}})
+                           for seq in range(1, 2500)]
+    response = operator.post(reverse("trace_import"), {"trace": upload("long.jsonl", "\n".join(lines).encode())})
+    run = Run.objects.get()
+    assert response.status_code == 302
+    assert (run.step_count, run.last_seq, run.tokens_in, run.tokens_out, run.status) == (2500, 2499, 2499, 4998, "stopped")

@@ -32,6 +32,9 @@ print(json.dumps({
     "hosts": settings.ALLOWED_HOSTS,
     "first_app": settings.INSTALLED_APPS[0],
     "large_gain_ratio": settings.KSEEK_LARGE_GAIN_RATIO,
+    "login_failure_limit": settings.AXES_FAILURE_LIMIT,
+    "login_cooloff_s": settings.AXES_COOLOFF_TIME.total_seconds(),
+    "trusted_proxies": settings.KSEEK_TRUSTED_PROXIES,
 }))
 """
 
@@ -118,3 +121,20 @@ def test_the_large_gain_ratio_comes_from_the_environment_and_is_checked(tmp_path
     env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path), "KSEEK_LARGE_GAIN_RATIO": "0.5"})
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "must be at least 1.0" in done.stderr
+
+
+def probe_fails(tmp_path: Path, **env_overrides) -> str:
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="kseek_site.settings", KSEEK_DATA_DIR=str(tmp_path), **env_overrides)
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    return done.stderr
+
+
+def test_the_login_throttle_comes_from_the_environment_and_is_checked(tmp_path):
+    found = probe_settings(tmp_path)
+    assert (found["login_failure_limit"], found["login_cooloff_s"], found["trusted_proxies"]) == (5, 900, 0)
+    found = probe_settings(tmp_path, KSEEK_LOGIN_FAILURE_LIMIT="10", KSEEK_LOGIN_COOLOFF_MINUTES="2",
+                           KSEEK_TRUSTED_PROXIES="1")
+    assert (found["login_failure_limit"], found["login_cooloff_s"], found["trusted_proxies"]) == (10, 120, 1)
+    assert "KSEEK_LOGIN_FAILURE_LIMIT='0' must be at least 1" in probe_fails(tmp_path, KSEEK_LOGIN_FAILURE_LIMIT="0")
+    assert "KSEEK_TRUSTED_PROXIES='one' is not a whole number" in probe_fails(tmp_path, KSEEK_TRUSTED_PROXIES="one")
