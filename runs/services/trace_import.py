@@ -10,8 +10,9 @@ from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
 from runs.services.errors import ServiceError
 from runs.services.event_batches import _STEP_COST_LIMIT, _STEP_KINDS, _bounded
+from runs.services.kernels import run_goal_evaluation
 from runs.services.steps import as_datetime
-from runs.services.worker_events import apply_step_effects, usage_of
+from runs.services.worker_events import apply_step_effects, status_reason_text, usage_of
 
 
 _IMPORT_BATCH = 1000
@@ -156,7 +157,8 @@ def trace_import(*, lines, name: str, user=None) -> Run:
     format, the second stores the steps) or a list of lines. Steps are stored in batches, so memory holds one
     batch and a digest per seq, not the trace; questions, kernels and evaluations are derived from their events
     as if a worker had sent them. The run ends in the trace's last finished status, or `stopped` when the trace
-    stops before one (an imported run never runs on). Anything refused stores nothing.
+    stops before one (an imported run never runs on); a `succeeded` that no evaluation in the trace confirms is
+    shown `failed`, with that as its reason. Anything refused stores nothing.
     """
     again = _rewind(lines)
     found = _scan(_trace_records(again()))
@@ -219,5 +221,13 @@ def _import_steps(again, harness: bool, *, task: Task, meta: dict, config: dict,
         except (KeyError, TypeError, ValueError, AttributeError) as malformed:
             raise ServiceError(f"seq {step.seq}: a {step.kind} event of the wrong shape: {malformed!r}") from None
     run.refresh_from_db()  # the effects moved its best speedups
+    # The trace's own word is not enough for `succeeded`, as it is not for a worker (docs/protocol.md 1.2): an
+    # evaluation in the trace must confirm the goal, or the imported run says why it is shown failed.
+    reason = status_reason_text(final.payload) if final else "imported: the trace has no final status"
+    if run.status == RunStatus.SUCCEEDED and run_goal_evaluation(run) is None:
+        run.status = RunStatus.FAILED
+        reason = "imported: the trace says succeeded, but no evaluation in it confirms the goal"
+    run.status_reason = reason[:Run._meta.get_field("status_reason").max_length]
+    run.save(update_fields=["status", "status_reason", "updated_at"])
     publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run

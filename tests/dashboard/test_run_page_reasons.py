@@ -5,8 +5,8 @@ import pytest
 from django.urls import reverse
 
 from runs.models import RefusedEvent, WorkerHost
-from runs.services import event_refusal_record, run_claim, worker_events_record
-from tests.dashboard.helpers import event, make_user, make_worker
+from runs.services import event_refusal_record, run_claim, trace_import, worker_events_record
+from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker
 from tests.foundation.factories import make_run
 
 pytestmark = pytest.mark.django_db
@@ -65,3 +65,18 @@ def test_a_run_page_lists_the_events_the_server_refused(operator):
     assert 'id="refused-events"' in page and "#7 (evaluation, 5.0\xa0MB)" in page and "over the server" in page
     assert list(RefusedEvent.objects.values_list("seq", flat=True)) == [7]
     assert WorkerHost.objects.count() == 2
+
+
+@pytest.mark.parametrize("speedup, status", [(2.5, "succeeded"), (1.5, "failed")])
+def test_an_imported_trace_that_says_succeeded_is_shown_succeeded_only_when_an_evaluation_in_it_confirms_it(
+        speedup, status):
+    import json
+
+    task = make_run().task
+    events = [event(1, 0, "status", {"status": "running", "reason": "started", "config": {"task": task.name}}),
+              event(1, 1, "evaluation", evaluation_payload(speedup) | {"scenario_set": "full"}),
+              event(1, 2, "status", {"status": "succeeded", "reason": "goal_met"})]
+    run = trace_import(lines=[json.dumps({k: v for k, v in e.items() if k != "type"}) for e in events], name="t")
+    assert run.status == status
+    if status == "failed":
+        assert "no evaluation in it confirms the goal" in run.status_reason
