@@ -10,6 +10,7 @@ asked for exactly that (`--unsandboxed`); the run then records `"sandbox": "none
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import subprocess
@@ -81,14 +82,22 @@ def working_bwrap() -> tuple[str | None, str]:
 def bwrap_argv(bwrap: str, workspace: Path, hidden: list[Path], env: dict[str, str], argv: list[str]) -> list[str]:
     """The shell's bubblewrap command line: read-only root, private /tmp, /proc and /dev, the workspace writable,
     `hidden` directories (the worker's state, folders named with --hide) replaced by empty ones."""
-    return _bwrap(bwrap, hidden, [workspace], workspace, env, argv, devices=False)
+    return _bwrap(bwrap, hidden, [workspace], workspace, env, argv)
 
 
-def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], *, devices: bool,
-           readable=()):
-    # devices: the host's /dev (the GPUs) for the harness; the shell gets a minimal one.
-    cmd = [bwrap, *NAMESPACES, "--ro-bind", "/", "/"]
-    cmd += ["--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"] if devices else ["--dev", "/dev"]
+def gpu_device_nodes() -> list[str]:
+    """The NVIDIA driver's device nodes (/dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-caps, ...):
+    what CUDA needs of /dev, and all that a sandbox adds to its minimal one. None on a host without the driver."""
+    return sorted(glob.glob("/dev/nvidia*"))
+
+
+def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], readable=()):
+    # A minimal /dev (null, zero, random, tty, a private shm, ...) plus the GPUs, for the harness and for the
+    # model's own commands alike (it may run its test programs): not the host's /dev, whose other devices (disks,
+    # memory, ...) a root-owned worker would hand its sandbox.
+    cmd = [bwrap, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev"]
+    for node in gpu_device_nodes():
+        cmd += ["--dev-bind", node, node]
     cmd += ["--proc", "/proc", "--tmpfs", "/tmp"]
     # Read-only again over the private /tmp: what the command itself runs from (a checkout and its virtualenv may
     # live under /tmp, as in CI). Before the hiding mounts, so that nothing hidden comes back with them.
@@ -148,9 +157,8 @@ class Sandbox:
         return argv
 
     def harness_argv(self, home: Path, writable: list[Path], env: dict[str, str], argv: list[str]) -> list[str]:
-        """The harness's command line: under bubblewrap with the host's devices (the GPUs), its scratch folder
+        """The harness's command line: under bubblewrap with the GPUs, its scratch folder
         and build cache writable, the hidden folders hidden, nothing else writable."""
         if self.mode == BUBBLEWRAP:
-            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, devices=True,
-                          readable=harness_sources())
+            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, readable=harness_sources())
         return argv

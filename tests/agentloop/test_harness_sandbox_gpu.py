@@ -1,5 +1,6 @@
 """The harness as the agent's `evaluate` starts it, under bubblewrap, on a GPU: its own PID namespace must not cost
-the judge its device, its CUDA IPC with the candidate's process, or any of its refusals.
+the judge its device, its CUDA IPC with the candidate's process, or any of its refusals. And the model's own shell
+commands, under bubblewrap too, still reach the run's GPU.
 
 Run on a GPU host with bubblewrap: `python3 -m pytest -m gpu tests/agentloop/test_harness_sandbox_gpu.py`.
 """
@@ -9,6 +10,7 @@ import pytest
 
 from agentloop.evaluator import HarnessEvaluator
 from agentloop.sandbox import BUBBLEWRAP, Sandbox
+from agentloop.tools.shell import ShellTool
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(900)]
@@ -34,3 +36,12 @@ def test_a_correct_kernel_is_judged_correct_on_every_quick_scenario_under_bubble
 def test_a_cheat_is_still_refused_for_its_reason_under_bubblewrap(sandboxed_harness):
     result = sandboxed_harness("attention_fwd", ROOT / "kernels/cheats/attention_fwd/other_stream.cu", "quick")
     assert result["status"] == "error" and "cudaStreamCreateWithFlags" in result["reason"]
+
+
+def test_a_shell_command_under_bubblewrap_runs_on_the_runs_gpu(tmp_path):
+    sandbox = Sandbox.choose()
+    assert sandbox.mode == BUBBLEWRAP, sandbox.why
+    shell = ShellTool(tmp_path, sandbox=sandbox, extra_env={"CUDA_VISIBLE_DEVICES": "0"})
+    result = shell({"command": "python3 -c 'import torch; print(torch.cuda.device_count(), torch.ones(4, device=\"cuda\").sum().item())'",
+                    "timeout_s": 120})
+    assert not result.is_error and "1 4.0" in result.output, result.output
