@@ -128,7 +128,10 @@ class FakeServer:
         self.outbox.append({"type": "directive", "v": 1, **directive})
 
     def events(self, run_id) -> list[dict]:
-        return [self.steps[k] for k in sorted(k for k in self.steps if k[0] == run_id)]
+        # A copy first: the server's thread adds steps while a test reads them (list() of a dict is one C call
+        # under the GIL; iterating the dict itself raised "dictionary changed size during iteration").
+        steps = list(self.steps.items())
+        return [event for key, event in sorted(steps, key=lambda item: item[0]) if key[0] == run_id]
 
     def finished(self, run_id) -> bool:
         return any(e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed", "stopped")
