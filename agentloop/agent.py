@@ -77,7 +77,7 @@ class Agent:
                  inbox: ControlInbox | None = None, bank=None, question_stats: dict[str, dict] | None = None,
                  policy: Policy | None = None,
                  task_info: dict | None = None, shell_hidden: list[Path] | None = None, use_bwrap: bool | None = None,
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None, sandbox: Sandbox | None = None):
         if (config is None) == (resume_events is None):
             raise ValueError("give either a config (a new run) or resume_events (a resumed run)")
         self.run_id = run_id
@@ -100,7 +100,7 @@ class Agent:
         self.task_info = task_info or task_facts(config.task)
         tools = self.policy.tools
         # Where the model's commands and kernels run (agentloop/sandbox.py); use_bwrap=False: --unsandboxed.
-        self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=shell_hidden or [])
+        self.sandbox = sandbox or Sandbox.choose(unsandboxed=use_bwrap is False, hidden=shell_hidden or [])
         self._owns_evaluator = evaluator is None      # ours to close when the run ends (a harness process)
         self.evaluator = evaluator or HarnessEvaluator(timeout_s=float(tools["evaluate_timeout_s"]),
                                                        extra_env=extra_env, sandbox=self.sandbox)

@@ -102,7 +102,6 @@ class Worker:
         self.shell_hidden = [self.state_dir, *(Path(p) for p in hidden or [])]
         self.spool = Spool(self.state_dir / "spool.jsonl")
         self.seen = SeenDirectives(self.state_dir / "directives_seen.json")
-        self.use_bwrap = use_bwrap   # False: the operator's --unsandboxed
         self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=self.shell_hidden)
         self.model_factory = model_factory or make_model
         self.agent_kwargs = agent_kwargs or {}
@@ -257,7 +256,7 @@ class Worker:
                 agent = Agent(run_id=run_id, config=config, resume_events=resume_events,
                               workspace=run_dir / "workspace", model=model, sinks=[trace, self._event_sink],
                               inbox=inbox, reviewer=InboxReviewer(mode.review_timeout_s), shell_hidden=self.shell_hidden,
-                              use_bwrap=self.use_bwrap, extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
+                              sandbox=self.sandbox, extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
                               **agent_kwargs)
                 handle.emitter = agent.emitter
                 outcome = agent.run()

@@ -11,7 +11,7 @@ from runs.models import Run, Step, StepKind, WorkerHost
 from runs.services.errors import ServiceError
 from runs.services.steps import as_datetime, same_event
 from runs.services.errors import UnconfirmedSuccess
-from runs.services.worker_events import event_refusal_record, int_field, usage_of, worker_event_record
+from runs.services.worker_events import INT_COLUMN_MAX, event_refusal_record, int_field, usage_of, worker_event_record
 
 
 # Kinds whose events mean more than their row (a question, a kernel and its evaluation, a status change): these
@@ -55,7 +55,7 @@ class _Candidate:
 
 # The columns' limits (positive integer; decimal(10, 6)), checked here so that no database sees a value it
 # would refuse or, on SQLite, store wrongly.
-_INT_COLUMN_MAX = 2**31 - 1
+_INT_COLUMN_MAX = INT_COLUMN_MAX
 _STEP_COST_LIMIT = Decimal(10_000)
 
 

@@ -25,6 +25,10 @@ from runs.services.steps import StepRecorded, step_record
 _log = logging.getLogger(__name__)
 
 
+# The largest value of the integer columns (PositiveIntegerField: 32-bit signed on PostgreSQL).
+INT_COLUMN_MAX = 2**31 - 1
+
+
 def int_field(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ServiceError(f"{name} must be a non-negative integer, not {value!r}")
@@ -131,11 +135,11 @@ def event_refusal_record(*, worker: WorkerHost, event: dict, error: str, size_by
     except (TypeError, ValueError, OverflowError, ServiceError):
         return None
     run = Run.objects.select_related("task").filter(pk=run_id, worker=worker).first()
-    if run is None or seq > 2**31 - 1:
+    if run is None or seq > INT_COLUMN_MAX:
         return None
     kind = event.get("kind") if isinstance(event.get("kind"), str) else ""
     refusal, _ = RefusedEvent.objects.update_or_create(
-        run=run, seq=seq, defaults={"kind": kind[:32], "size_bytes": min(size_bytes, 2**31 - 1),
+        run=run, seq=seq, defaults={"kind": kind[:32], "size_bytes": min(size_bytes, INT_COLUMN_MAX),
                                     "error": error[:2000], "refused_at": timezone.now()})
     if fail_run and not run.is_finished:
         run_set_status(run=run, status=RunStatus.FAILED, reason=f"refused: {error}")
