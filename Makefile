@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test serve check-python
+.PHONY: run test lint serve check-python
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "KernelSeek needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -31,3 +31,9 @@ run: $(BIN)/.base-installed
 
 test: $(BIN)/.dev-installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Lint and format check (ruff, configured in pyproject.toml); CI runs it before the tests. `ruff format .` and
+# `ruff check --fix .` repair most of what it finds.
+lint: $(BIN)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .

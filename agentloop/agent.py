@@ -4,6 +4,7 @@ for, look for decision points, and ask a question at one. The run ends by except
     agent = Agent(run_id=..., config=..., workspace=..., model=..., sinks=[TraceWriter(path)])
     outcome = agent.run()
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -11,8 +12,6 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-
-from questionbank.bank import load_bank
 
 from agentloop import __version__
 from agentloop.config import RunConfig
@@ -25,13 +24,14 @@ from agentloop.goal import covers, goal_met, meets_target, speedup_over, verifie
 from agentloop.models import Model, ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
-from agentloop.sandbox import NONE, REFUSED, Sandbox
 from agentloop.review import AutoApprove, InboxReviewer, Reviewer
+from agentloop.sandbox import NONE, REFUSED, Sandbox
 from agentloop.state import RunState, api_messages
 from agentloop.tools import ToolInputError, ToolResult
 from agentloop.tools import evaluate as evaluate_tool
 from agentloop.tools.editor import EditorTool
 from agentloop.tools.shell import ShellTool
+from questionbank.bank import load_bank
 
 
 @dataclass
@@ -43,8 +43,15 @@ class Outcome:
     events: int
 
 
-JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
-              type(None): "null"}
+JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 def invalid_input(block: dict) -> str | None:
@@ -52,32 +59,56 @@ def invalid_input(block: dict) -> str | None:
     model's mistake, answered as a tool error: the run goes on."""
     name = block.get("name")
     if "raw_input" in block:
-        return (f"error: your input for `{name}` was not valid JSON, so nothing was run (it began: "
-                f"{block['raw_input'][:300]!r}). Call the tool again with its parameters as one JSON object.")
+        return (
+            f"error: your input for `{name}` was not valid JSON, so nothing was run (it began: "
+            f"{block['raw_input'][:300]!r}). Call the tool again with its parameters as one JSON object."
+        )
     if not isinstance(block.get("input"), dict):
         kind = JSON_TYPES.get(type(block.get("input")), type(block.get("input")).__name__)
-        return (f"error: the input of `{name}` must be a JSON object of its parameters, not a JSON {kind}, so "
-                f"nothing was run. Call the tool again with its parameters as one JSON object.")
+        return (
+            f"error: the input of `{name}` must be a JSON object of its parameters, not a JSON {kind}, so "
+            f"nothing was run. Call the tool again with its parameters as one JSON object."
+        )
     return None
 
 
 def task_facts(task_name: str) -> dict:
     """What the task statement shows the model about a harness task (its ABI, scenarios, baselines)."""
     from gpu_harness import get_task
+
     task = get_task(task_name)
     full = [s.id for s in task.scenarios()]
-    return {"language": task.language, "abi": task.abi, "full_ids": full, "quick_ids": list(task.quick_ids()),
-            "baselines": list(task.default_baselines)}
+    return {
+        "language": task.language,
+        "abi": task.abi,
+        "full_ids": full,
+        "quick_ids": list(task.quick_ids()),
+        "baselines": list(task.default_baselines),
+    }
 
 
 class Agent:
-    def __init__(self, *, run_id, workspace: str | Path, model: Model, sinks: list,
-                 config: RunConfig | None = None, resume_events: list[dict] | None = None,
-                 evaluator: Evaluator | None = None, reviewer: Reviewer | None = None,
-                 inbox: ControlInbox | None = None, bank=None, question_stats: dict[str, dict] | None = None,
-                 policy: Policy | None = None,
-                 task_info: dict | None = None, shell_hidden: list[Path] | None = None, use_bwrap: bool | None = None,
-                 extra_env: dict[str, str] | None = None, sandbox: Sandbox | None = None):
+    def __init__(
+        self,
+        *,
+        run_id,
+        workspace: str | Path,
+        model: Model,
+        sinks: list,
+        config: RunConfig | None = None,
+        resume_events: list[dict] | None = None,
+        evaluator: Evaluator | None = None,
+        reviewer: Reviewer | None = None,
+        inbox: ControlInbox | None = None,
+        bank=None,
+        question_stats: dict[str, dict] | None = None,
+        policy: Policy | None = None,
+        task_info: dict | None = None,
+        shell_hidden: list[Path] | None = None,
+        use_bwrap: bool | None = None,
+        extra_env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+    ):
         if (config is None) == (resume_events is None):
             raise ValueError("give either a config (a new run) or resume_events (a resumed run)")
         self.run_id = run_id
@@ -101,12 +132,18 @@ class Agent:
         tools = self.policy.tools
         # Where the model's commands and kernels run (agentloop/sandbox.py); use_bwrap=False: --unsandboxed.
         self.sandbox = sandbox or Sandbox.choose(unsandboxed=use_bwrap is False, hidden=shell_hidden or [])
-        self._owns_evaluator = evaluator is None      # ours to close when the run ends (a harness process)
-        self.evaluator = evaluator or HarnessEvaluator(timeout_s=float(tools["evaluate_timeout_s"]),
-                                                       extra_env=extra_env, sandbox=self.sandbox)
-        self.shell = ShellTool(self.workspace, timeout_s=tools["shell_timeout_s"],
-                               timeout_max_s=tools["shell_timeout_max_s"], output_limit=tools["output_limit_chars"],
-                               extra_env=extra_env, sandbox=self.sandbox)
+        self._owns_evaluator = evaluator is None  # ours to close when the run ends (a harness process)
+        self.evaluator = evaluator or HarnessEvaluator(
+            timeout_s=float(tools["evaluate_timeout_s"]), extra_env=extra_env, sandbox=self.sandbox
+        )
+        self.shell = ShellTool(
+            self.workspace,
+            timeout_s=tools["shell_timeout_s"],
+            timeout_max_s=tools["shell_timeout_max_s"],
+            output_limit=tools["output_limit_chars"],
+            extra_env=extra_env,
+            sandbox=self.sandbox,
+        )
         self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
         if reviewer is None or config.review_mode == "auto":
             reviewer = AutoApprove() if config.review_mode == "auto" else InboxReviewer(config.review_timeout_s)
@@ -114,9 +151,18 @@ class Agent:
         self.bank = load_bank() if bank is None else bank
         settings = self.policy.detectors
         self.questions = QuestionAsker(
-            state=self.state, emit=self.emitter.emit, ask_model=self._select_question, bank=self.bank,
-            reviewer=self.reviewer, inbox=self.inbox, run_id=run_id, cooldown_steps=settings.cooldown_steps,
-            max_proposals=settings.max_proposals, set_status=self._set_status, stats=question_stats)
+            state=self.state,
+            emit=self.emitter.emit,
+            ask_model=self._select_question,
+            bank=self.bank,
+            reviewer=self.reviewer,
+            inbox=self.inbox,
+            run_id=run_id,
+            cooldown_steps=settings.cooldown_steps,
+            max_proposals=settings.max_proposals,
+            set_status=self._set_status,
+            stats=question_stats,
+        )
         self._cost_warned = False
         self.tool_schemas = [self.shell.schema, self.editor.schema, evaluate_tool.SCHEMA]
         if resume_events and hasattr(model, "skip_played"):
@@ -138,28 +184,44 @@ class Agent:
             self._finish(end.status, end.reason, str(end))
         except KeyboardInterrupt:
             self._finish("stopped", "stopped_by_human", "interrupted from the terminal")
-        except Exception as exc:  # noqa: BLE001 - recorded in the trace, then the run fails cleanly
+        except Exception as exc:
             self.emitter.emit("note", {"text": "".join(traceback.format_exception(exc))[-4000:], "level": "error"})
             self._finish("failed", "internal_error", f"{type(exc).__name__}: {exc}")
         finally:
             self._sync()
             if self._owns_evaluator and hasattr(self.evaluator, "close"):
                 self.evaluator.close()
-        return Outcome(self.state.status, self.state.final_reason or "", self.state.best_speedup, self.state.steps,
-                       self.emitter.next_seq)
+        return Outcome(
+            self.state.status,
+            self.state.final_reason or "",
+            self.state.best_speedup,
+            self.state.steps,
+            self.emitter.next_seq,
+        )
 
     def _start(self) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)
         (self.workspace / self.config.kernel_filename).write_text(self.config.starting_kernel, encoding="utf-8")
         info = self.task_info
         task_prompt = self.policy.task_template.format(
-            task=self.config.task, language=info["language"], kernel_filename=self.config.kernel_filename,
-            abi=info["abi"], scenario_count=len(info["full_ids"]), quick_count=len(info["quick_ids"]),
-            scenario_ids=", ".join(info["full_ids"]), baselines=", ".join(info["baselines"]),
-            goal_speedup=f"{self.config.goal.speedup:g}", goal_baseline=self.config.goal.baseline,
-            starting_kernel=self.config.starting_kernel.rstrip("\n"))
-        config = self.config.to_dict() | {"system_prompt": self.policy.system_prompt, "task_prompt": task_prompt,
-                                          "agentloop_version": __version__, "sandbox": self.sandbox.mode}
+            task=self.config.task,
+            language=info["language"],
+            kernel_filename=self.config.kernel_filename,
+            abi=info["abi"],
+            scenario_count=len(info["full_ids"]),
+            quick_count=len(info["quick_ids"]),
+            scenario_ids=", ".join(info["full_ids"]),
+            baselines=", ".join(info["baselines"]),
+            goal_speedup=f"{self.config.goal.speedup:g}",
+            goal_baseline=self.config.goal.baseline,
+            starting_kernel=self.config.starting_kernel.rstrip("\n"),
+        )
+        config = self.config.to_dict() | {
+            "system_prompt": self.policy.system_prompt,
+            "task_prompt": task_prompt,
+            "agentloop_version": __version__,
+            "sandbox": self.sandbox.mode,
+        }
         self.emitter.emit("status", {"status": "running", "reason": "started", "config": config})
         self._sandbox_note()
         if "start" in self.policy.detectors.enabled:
@@ -173,11 +235,19 @@ class Agent:
         paused = self.state.status == "paused"
         self.emitter.emit("status", {"status": "paused" if paused else "running", "reason": "resumed"})
         for block in list(self.state.open_tool_calls):  # a tool call the crash cut off: the model must hear of it
-            self.emitter.emit("tool_result", {
-                "call_id": block["id"], "name": block.get("name"), "is_error": True, "interrupted": True,
-                "output": "[this tool call was interrupted by a restart of the worker; its effect is unknown]",
-                "truncated_chars": 0, "duration_s": 0})
-        self._sandbox_note()   # this life's sandbox may not be the one the run started in
+            self.emitter.emit(
+                "tool_result",
+                {
+                    "call_id": block["id"],
+                    "name": block.get("name"),
+                    "is_error": True,
+                    "interrupted": True,
+                    "output": "[this tool call was interrupted by a restart of the worker; its effect is unknown]",
+                    "truncated_chars": 0,
+                    "duration_s": 0,
+                },
+            )
+        self._sandbox_note()  # this life's sandbox may not be the one the run started in
         if self.state.goal_met:
             raise GoalMet("goal confirmed by a full evaluation before the restart")
         self._finish_cut_step()
@@ -205,17 +275,26 @@ class Agent:
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:
-            self.emitter.emit("note", {"level": "warning", "sandbox": NONE, "text": (
-                "unsandboxed: the operator started this worker with --unsandboxed; the model's commands and kernels "
-                "run as the worker's user with no isolation and can read its secrets (docs/protocol.md, section 3)")})
+            self.emitter.emit(
+                "note",
+                {
+                    "level": "warning",
+                    "sandbox": NONE,
+                    "text": (
+                        "unsandboxed: the operator started this worker with --unsandboxed; the model's commands and kernels "
+                        "run as the worker's user with no isolation and can read its secrets (docs/protocol.md, section 3)"
+                    ),
+                },
+            )
         elif self.sandbox.mode == REFUSED:
             self.emitter.emit("note", {"level": "error", "sandbox": REFUSED, "text": self.sandbox.refusal})
 
     def step(self) -> None:
         try:
             self._turn_boundary()
-            reply = self._call_model("turn", self.state.system_prompt, api_messages(self.state.messages),
-                                     self.tool_schemas)
+            reply = self._call_model(
+                "turn", self.state.system_prompt, api_messages(self.state.messages), self.tool_schemas
+            )
             for block in reply.tool_uses:
                 self._run_tool(block)
             self._check_tool_inputs()
@@ -231,8 +310,14 @@ class Agent:
         ended = not turn.tool_uses
         if ended:
             self._goal_check_at_end()
-        self._decision_points(detect(self.state, Turn(turn.text, ended, self.state.turn_evaluations),
-                                     self.policy.detectors, self.policy.limit_patterns))
+        self._decision_points(
+            detect(
+                self.state,
+                Turn(turn.text, ended, self.state.turn_evaluations),
+                self.policy.detectors,
+                self.policy.limit_patterns,
+            )
+        )
         if self.state.model_has_last_word:
             self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
 
@@ -261,9 +346,11 @@ class Agent:
     def _check_tool_inputs(self) -> None:
         limit = int(self.policy.tools["max_invalid_inputs"])
         if self.state.invalid_inputs_in_a_row >= limit:
-            raise InvalidToolInputs(f"the model sent {self.state.invalid_inputs_in_a_row} tool calls in a row whose "
-                                    f"input was not a JSON object (max_invalid_inputs is {limit}); each was answered "
-                                    f"with an error and none was run")
+            raise InvalidToolInputs(
+                f"the model sent {self.state.invalid_inputs_in_a_row} tool calls in a row whose "
+                f"input was not a JSON object (max_invalid_inputs is {limit}); each was answered "
+                f"with an error and none was run"
+            )
 
     def _set_status(self, status: str, reason: str) -> None:
         if self.state.status != status:
@@ -278,8 +365,14 @@ class Agent:
         if b.cost_usd is not None:
             if not s.cost_known and not self._cost_warned:
                 self._cost_warned = True
-                self.emitter.emit("note", {"level": "warning", "text": "the cost budget cannot be enforced: the "
-                                           "price of this model is unknown (see agentloop/prices.toml)"})
+                self.emitter.emit(
+                    "note",
+                    {
+                        "level": "warning",
+                        "text": "the cost budget cannot be enforced: the "
+                        "price of this model is unknown (see agentloop/prices.toml)",
+                    },
+                )
             if s.cost_known and s.cost_usd >= b.cost_usd:
                 raise BudgetExhausted("cost", round(s.cost_usd, 4), b.cost_usd)
         if b.wall_s is not None and s.wall_s() >= b.wall_s:
@@ -289,19 +382,32 @@ class Agent:
     def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
         self._check_budgets()  # before a call of any purpose (a turn, a question selection): none once one is spent
         reply = self.model.query(system, messages, tools, purpose)
-        self.emitter.emit("model_message", {"purpose": purpose, "model": reply.model, "stop_reason": reply.stop_reason,
-                                            "content": reply.content})
+        self.emitter.emit(
+            "model_message",
+            {"purpose": purpose, "model": reply.model, "stop_reason": reply.stop_reason, "content": reply.content},
+        )
         u = reply.usage
         s = self.state
         totals_cost = None if (not s.cost_known or u.cost_usd is None) else round(s.cost_usd + u.cost_usd, 8)
         self.emitter.emit(
             "usage",
-            {"purpose": purpose, "model": reply.model, "tokens_in": u.tokens_in, "tokens_out": u.tokens_out,
-             "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens,
-             "cost_usd": u.cost_usd,
-             "totals": {"tokens_in": s.tokens_in + u.tokens_in, "tokens_out": s.tokens_out + u.tokens_out,
-                        "cost_usd": totals_cost, "model_calls": s.model_calls + 1}},
-            usage={"tokens_in": u.tokens_in, "tokens_out": u.tokens_out, "cost_usd": u.cost_usd})
+            {
+                "purpose": purpose,
+                "model": reply.model,
+                "tokens_in": u.tokens_in,
+                "tokens_out": u.tokens_out,
+                "cache_read_tokens": u.cache_read_tokens,
+                "cache_write_tokens": u.cache_write_tokens,
+                "cost_usd": u.cost_usd,
+                "totals": {
+                    "tokens_in": s.tokens_in + u.tokens_in,
+                    "tokens_out": s.tokens_out + u.tokens_out,
+                    "cost_usd": totals_cost,
+                    "model_calls": s.model_calls + 1,
+                },
+            },
+            usage={"tokens_in": u.tokens_in, "tokens_out": u.tokens_out, "cost_usd": u.cost_usd},
+        )
         return reply
 
     def _select_question(self, prompt: str) -> str:
@@ -333,10 +439,14 @@ class Agent:
                 result = ToolResult(f"unknown tool {name!r}: use shell, editor or evaluate", is_error=True)
         except ToolInputError as exc:
             result = ToolResult(f"error: {exc}", is_error=True)
-        payload = {"call_id": call_id, "name": name, "output": result.output, "is_error": result.is_error,
-                   "truncated_chars": result.truncated_chars,
-                   "duration_s": round(time.monotonic() - started, 3)} | {
-                       k: v for k, v in result.extra.items() if k != "duration_s"}
+        payload = {
+            "call_id": call_id,
+            "name": name,
+            "output": result.output,
+            "is_error": result.is_error,
+            "truncated_chars": result.truncated_chars,
+            "duration_s": round(time.monotonic() - started, 3),
+        } | {k: v for k, v in result.extra.items() if k != "duration_s"}
         self.emitter.emit("tool_result", payload)
         if follow_up is not None:
             follow_up()
@@ -358,11 +468,14 @@ class Agent:
         output = self._verdict_text(result, event["payload"])
         follow_up = None
         if event["payload"]["goal_met"]:
+
             def follow_up():
                 raise GoalMet(f"goal met on a full evaluation of {kernel}")
         elif meets_target(result, self.config.goal):
-            output += ("\nThis meets the target on the scenarios it ran; the loop now runs a fresh full evaluation "
-                       "to confirm the goal.")
+            output += (
+                "\nThis meets the target on the scenarios it ran; the loop now runs a fresh full evaluation "
+                "to confirm the goal."
+            )
             follow_up = lambda: self._goal_check(path, kernel)  # noqa: E731
         return ToolResult(output, is_error=result.get("status") != "correct"), follow_up
 
@@ -376,10 +489,17 @@ class Agent:
         met = goal_met(result, goal, self.task_info["full_ids"])
         payload = {
             # The source travels once, inside `result` (a 600 KB kernel made a 1.2 MB event when it went twice).
-            "purpose": purpose, "call_id": call_id, "scenario_set": scenarios, "kernel_path": kernel,
+            "purpose": purpose,
+            "call_id": call_id,
+            "scenario_set": scenarios,
+            "kernel_path": kernel,
             "kernel_sha256": result.get("kernel_sha256", ""),
-            "result": result, "goal": {"baseline": goal.baseline, "speedup": goal.speedup}, "speedup": speedup,
-            "full": covers(result, self.task_info["full_ids"]), "goal_met": met, "best_speedup": best,
+            "result": result,
+            "goal": {"baseline": goal.baseline, "speedup": goal.speedup},
+            "speedup": speedup,
+            "full": covers(result, self.task_info["full_ids"]),
+            "goal_met": met,
+            "best_speedup": best,
             "evaluations_used": len(self.state.tool_evaluations) + (1 if purpose == "tool" else 0),
         }
         return self.emitter.emit("evaluation", payload)
@@ -387,15 +507,18 @@ class Agent:
     def _verdict_text(self, result: dict, payload: dict) -> str:
         try:
             from gpu_harness import EvalResult
+
             table = EvalResult.from_dict(result).table()
-        except Exception as exc:  # noqa: BLE001 - a table that cannot render must not lose the verdict
+        except Exception as exc:
             table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
         goal = self.config.goal
         best = payload["best_speedup"]
-        return (f"{table}\nGoal: {goal.speedup:g}x over {goal.baseline} on the full set, every scenario correct. "
-                f"This evaluation: {'n/a' if payload['speedup'] is None else format(payload['speedup'], '.3g') + 'x'}"
-                f" ({'full' if payload['full'] else 'not the full set'}). Best verified so far: "
-                f"{'none' if best is None else format(best, '.3g') + 'x'}.")
+        return (
+            f"{table}\nGoal: {goal.speedup:g}x over {goal.baseline} on the full set, every scenario correct. "
+            f"This evaluation: {'n/a' if payload['speedup'] is None else format(payload['speedup'], '.3g') + 'x'}"
+            f" ({'full' if payload['full'] else 'not the full set'}). Best verified so far: "
+            f"{'none' if best is None else format(best, '.3g') + 'x'}."
+        )
 
     # ------------------------------------------------------------------------------------ the goal
     def _goal_check(self, path: Path, kernel: str) -> None:
@@ -417,22 +540,28 @@ class Agent:
         except (OSError, UnicodeDecodeError):
             return
         for e in self.state.evaluated(sha):
-            if e.purpose == "goal_check" or e.full or not (e.all_correct and e.speedup is not None
-                                                            and e.speedup >= self.config.goal.speedup):
+            if (
+                e.purpose == "goal_check"
+                or e.full
+                or not (e.all_correct and e.speedup is not None and e.speedup >= self.config.goal.speedup)
+            ):
                 return
         self._goal_check(path, self.config.kernel_filename)
 
     def _goal_status(self) -> str:
         best = self.state.best_speedup
         goal = self.config.goal
-        return (f"best verified speedup {'none yet' if best is None else format(best, '.3g') + 'x'} over "
-                f"{goal.baseline}, target {goal.speedup:g}x on a full evaluation with every scenario correct")
+        return (
+            f"best verified speedup {'none yet' if best is None else format(best, '.3g') + 'x'} over "
+            f"{goal.baseline}, target {goal.speedup:g}x on a full evaluation with every scenario correct"
+        )
 
     # ----------------------------------------------------------------------------- decision points
     def _decision_points(self, fired: list[Firing]) -> None:
         for firing in fired:
-            self.emitter.emit("decision_point", {"name": firing.name, "detail": firing.detail,
-                                                 "evidence": firing.evidence})
+            self.emitter.emit(
+                "decision_point", {"name": firing.name, "detail": firing.detail, "evidence": firing.evidence}
+            )
         if fired:
             self.questions.ask(fired[0])
 
@@ -440,8 +569,16 @@ class Agent:
     def _finish(self, status: str, reason: str, message: str) -> None:
         if self.state.finished:
             return
-        self.emitter.emit("status", {"status": status, "reason": reason, "detail": message,
-                                     "best_speedup": self.state.best_speedup, "goal_met": self.state.goal_met})
+        self.emitter.emit(
+            "status",
+            {
+                "status": status,
+                "reason": reason,
+                "detail": message,
+                "best_speedup": self.state.best_speedup,
+                "goal_met": self.state.goal_met,
+            },
+        )
 
     def _sync(self) -> None:
         for sink in self._sinks:

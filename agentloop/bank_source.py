@@ -9,15 +9,15 @@
 Figures are shown to the model in the selection prompt (questionbank.selection), so that the bank learns which
 questions help. Anything malformed from outside is dropped entry by entry with a stated reason, never a crash.
 """
+
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
 
-from questionbank.bank import BankEntry, entry_problems
-
 from agentloop.errors import ConfigError
+from questionbank.bank import BankEntry, entry_problems
 
 STAT_FIELDS = ("asked", "mean_gain", "large_gain_rate")
 
@@ -47,14 +47,26 @@ def bank_from_wire(items) -> tuple[list[BankEntry], list[str]]:
             problems.extend(found)
             continue
         seen.add(key)
-        entries.append(BankEntry(key=key, text=" ".join(item["text"].split()), category=item["category"],
-                                 triggers=tuple(item["triggers"]), active=active))
+        entries.append(
+            BankEntry(
+                key=key,
+                text=" ".join(item["text"].split()),
+                category=item["category"],
+                triggers=tuple(item["triggers"]),
+                active=active,
+            )
+        )
     return entries, problems
 
 
 def _number(value, *, minimum: float, maximum: float | None = None) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and value >= minimum and (maximum is None or value <= maximum))
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= minimum
+        and (maximum is None or value <= maximum)
+    )
 
 
 def _stat_problem(stat) -> str | None:
@@ -94,8 +106,11 @@ def stats_from_wire(data) -> tuple[dict[str, dict], list[str]]:
         if problem:
             problems.append(f"question stats for {key}: {problem}")
             continue
-        stats[key] = {"asked": int(stat.get("asked", 0)), "mean_gain": stat.get("mean_gain"),
-                      "large_gain_rate": stat.get("large_gain_rate")}
+        stats[key] = {
+            "asked": int(stat.get("asked", 0)),
+            "mean_gain": stat.get("mean_gain"),
+            "large_gain_rate": stat.get("large_gain_rate"),
+        }
     return stats, problems
 
 

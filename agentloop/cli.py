@@ -1,4 +1,5 @@
 """`python -m agentloop run ...` (one run, standalone) and `python -m agentloop worker ...` (a dashboard's worker)."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="one run, standalone (no server)")
     run.add_argument("--task", help="harness task, e.g. matmul_cpu (default with a replay: the recorded task)")
     run.add_argument("--kernel", help="starting kernel file (default: the task's starting kernel)")
-    run.add_argument("--model", help=f"Anthropic model id, openai:MODEL, or replay:TRACE (default: $KSEEK_MODEL "
-                     f"or {DEFAULT_MODEL})")
+    run.add_argument(
+        "--model", help=f"Anthropic model id, openai:MODEL, or replay:TRACE (default: $KSEEK_MODEL or {DEFAULT_MODEL})"
+    )
     run.add_argument("--trace", help="trace file to write (default: under $KSEEK_AGENT_RUNS)")
     run.add_argument("--workspace", help="the agent's working directory (default: next to the trace)")
     run.add_argument("--resume", metavar="TRACE", help="resume the run recorded in TRACE (its workspace must exist)")
@@ -35,38 +37,55 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-cost", type=float, help="US dollars")
     run.add_argument("--max-wall-s", type=float)
     run.add_argument("--max-evaluations", type=int)
-    run.add_argument("--review", choices=["auto", "terminal", "trace"],
-                     help="who decides self-asked questions (default: trace for a replay, else auto)")
+    run.add_argument(
+        "--review",
+        choices=["auto", "terminal", "trace"],
+        help="who decides self-asked questions (default: trace for a replay, else auto)",
+    )
     run.add_argument("--bank", metavar="FILE", help="question bank file (default: questionbank/bank.toml)")
-    run.add_argument("--question-stats", metavar="FILE",
-                     help="effectiveness figures shown when the agent picks a question: the JSON of "
-                          "`manage.py export_effectiveness`, or {KEY: {asked, mean_gain, large_gain_rate}}")
-    run.add_argument("--base-url", help="the model's base URL (default: $ANTHROPIC_BASE_URL, or $OPENAI_BASE_URL "
-                                        "for openai:MODEL)")
+    run.add_argument(
+        "--question-stats",
+        metavar="FILE",
+        help="effectiveness figures shown when the agent picks a question: the JSON of "
+        "`manage.py export_effectiveness`, or {KEY: {asked, mean_gain, large_gain_rate}}",
+    )
+    run.add_argument(
+        "--base-url", help="the model's base URL (default: $ANTHROPIC_BASE_URL, or $OPENAI_BASE_URL for openai:MODEL)"
+    )
     run.add_argument("--no-stream", action="store_true", help="do not stream model responses")
     _unsandboxed_flag(run)
     run.add_argument("--quiet", action="store_true")
 
     worker = sub.add_parser("worker", help="serve a dashboard: take queued runs, stream their events")
     worker.add_argument("--server", required=True, help="ws(s)://HOST[:PORT] or http(s)://… of the dashboard")
-    worker.add_argument("--token", default=os.environ.get("KSEEK_WORKER_TOKEN"),
-                        help="worker token (default: $KSEEK_WORKER_TOKEN)")
+    worker.add_argument(
+        "--token", default=os.environ.get("KSEEK_WORKER_TOKEN"), help="worker token (default: $KSEEK_WORKER_TOKEN)"
+    )
     worker.add_argument("--gpus", default="0", help="comma-separated GPU indices, one run per GPU (default: 0)")
     worker.add_argument("--state-dir", help="spool, traces and workspaces (default: under $KSEEK_AGENT_RUNS)")
     _unsandboxed_flag(worker)
-    worker.add_argument("--hide", action="append", default=[], metavar="DIR",
-                        help="a folder the agent's shell must not see under bubblewrap, e.g. a dashboard's data "
-                             "folder on the same host (repeatable; the worker's state folder is always hidden)")
+    worker.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder the agent's shell must not see under bubblewrap, e.g. a dashboard's data "
+        "folder on the same host (repeatable; the worker's state folder is always hidden)",
+    )
     return parser
 
 
 def _unsandboxed_flag(parser) -> None:
-    parser.add_argument("--unsandboxed", "--no-bwrap", action="store_true",
-                        help="run the agent's commands and kernels without bubblewrap, as this user with no "
-                             "isolation: they can then read this process's secrets (the API key, the worker "
-                             "token). Without this flag they run only under a working bubblewrap, and agentloop "
-                             "refuses to start where there is none (docs/protocol.md, section 3). --no-bwrap is "
-                             "its older name")
+    parser.add_argument(
+        "--unsandboxed",
+        "--no-bwrap",
+        action="store_true",
+        help="run the agent's commands and kernels without bubblewrap, as this user with no "
+        "isolation: they can then read this process's secrets (the API key, the worker "
+        "token). Without this flag they run only under a working bubblewrap, and agentloop "
+        "refuses to start where there is none (docs/protocol.md, section 3). --no-bwrap is "
+        "its older name",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +121,7 @@ def run_command(args) -> int:
     recorded = None
     if model_spec.startswith("replay:"):
         try:
-            recorded = read_trace(model_spec[len("replay:"):])
+            recorded = read_trace(model_spec[len("replay:") :])
         except TraceError as exc:
             raise ConfigError(str(exc)) from None
     resume_events = None
@@ -136,15 +155,28 @@ def run_command(args) -> int:
     if not args.quiet:
         sinks.append(ConsoleSink())
     model = make_model(model_spec, settings, notify=None)
-    agent = Agent(run_id=run_id, config=config, resume_events=resume_events, workspace=workspace, model=model,
-                  sinks=sinks, reviewer=reviewer, use_bwrap=False if args.unsandboxed else None,
-                  shell_hidden=[runs_dir()], bank=bank, question_stats=stats)
+    agent = Agent(
+        run_id=run_id,
+        config=config,
+        resume_events=resume_events,
+        workspace=workspace,
+        model=model,
+        sinks=sinks,
+        reviewer=reviewer,
+        use_bwrap=False if args.unsandboxed else None,
+        shell_hidden=[runs_dir()],
+        bank=bank,
+        question_stats=stats,
+    )
     print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)
     outcome = agent.run()
     sinks[0].close()
     best = "none" if outcome.best_speedup is None else f"{outcome.best_speedup:.3g}x"
-    print(f"run {run_id}: {outcome.status} ({outcome.reason}); best verified speedup {best}; "
-          f"{outcome.steps} steps; trace {trace_path}", file=sys.stderr)
+    print(
+        f"run {run_id}: {outcome.status} ({outcome.reason}); best verified speedup {best}; "
+        f"{outcome.steps} steps; trace {trace_path}",
+        file=sys.stderr,
+    )
     return 0 if outcome.status == "succeeded" else 1
 
 
@@ -172,6 +204,7 @@ def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, poli
     if not task:
         raise ConfigError("--task is required (e.g. --task matmul_cpu)")
     from gpu_harness import get_task
+
     try:
         harness_task = get_task(task)
     except ValueError as exc:
@@ -193,15 +226,27 @@ def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, poli
     speedup = args.goal_speedup or (default_goal or {}).get("speedup")
     if not baseline or not speedup:
         raise ConfigError(f"no default goal for task {task}: give --goal-baseline and --goal-speedup")
-    budgets = Budgets(steps=args.max_steps or (None if base else 50), tokens=args.max_tokens, cost_usd=args.max_cost,
-                      wall_s=args.max_wall_s, evaluations=args.max_evaluations)
+    budgets = Budgets(
+        steps=args.max_steps or (None if base else 50),
+        tokens=args.max_tokens,
+        cost_usd=args.max_cost,
+        wall_s=args.max_wall_s,
+        evaluations=args.max_evaluations,
+    )
     if base and not any((args.max_steps, args.max_tokens, args.max_cost, args.max_wall_s, args.max_evaluations)):
         budgets = Budgets.from_dict(base.get("budgets"))
     # A replay keeps the recorded review mode, so that the recorded decisions fall where they fell.
     review_mode = (base or {}).get("review_mode", "auto") if base else "auto"
-    return RunConfig(task=task, goal=Goal(baseline, float(speedup)), model=model_spec, starting_kernel=source,
-                     kernel_filename=filename, budgets=budgets, review_mode=review_mode,
-                     review_timeout_s=(base or {}).get("review_timeout_s"))
+    return RunConfig(
+        task=task,
+        goal=Goal(baseline, float(speedup)),
+        model=model_spec,
+        starting_kernel=source,
+        kernel_filename=filename,
+        budgets=budgets,
+        review_mode=review_mode,
+        review_timeout_s=(base or {}).get("review_timeout_s"),
+    )
 
 
 def worker_command(args) -> int:
@@ -211,5 +256,11 @@ def worker_command(args) -> int:
         raise ConfigError("a worker token is required: --token or $KSEEK_WORKER_TOKEN")
     gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
     state_dir = Path(args.state_dir) if args.state_dir else runs_dir() / "worker"
-    return run_worker(server=args.server, token=args.token, gpus=gpus, state_dir=state_dir,
-                      use_bwrap=False if args.unsandboxed else None, hidden=[Path(p) for p in args.hide])
+    return run_worker(
+        server=args.server,
+        token=args.token,
+        gpus=gpus,
+        state_dir=state_dir,
+        use_bwrap=False if args.unsandboxed else None,
+        hidden=[Path(p) for p in args.hide],
+    )

@@ -1,5 +1,6 @@
 """A run's settings: task, goal, model, budgets, review mode. Stored in the run's first event, so that a run
 can be resumed from its trace alone."""
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,7 @@ class Budgets:
                 raise ConfigError(f"budget {name} must be a positive number or unset, not {value!r}")
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> "Budgets":
+    def from_dict(cls, d: dict | None) -> Budgets:
         d = d or {}
         unknown = set(d) - set(BUDGET_NAMES)
         if unknown:
@@ -53,7 +54,7 @@ class RunConfig:
     task: str
     goal: Goal
     model: str
-    starting_kernel: str                 # source text
+    starting_kernel: str  # source text
     kernel_filename: str
     budgets: Budgets = field(default_factory=Budgets)
     review_mode: str = "auto"
@@ -71,12 +72,17 @@ class RunConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
+    def from_dict(cls, d: dict) -> RunConfig:
         try:
             return cls(
-                task=d["task"], goal=Goal(**d["goal"]), model=d["model"], starting_kernel=d["starting_kernel"],
-                kernel_filename=d["kernel_filename"], budgets=Budgets.from_dict(d.get("budgets")),
-                review_mode=d.get("review_mode", "auto"), review_timeout_s=d.get("review_timeout_s"),
+                task=d["task"],
+                goal=Goal(**d["goal"]),
+                model=d["model"],
+                starting_kernel=d["starting_kernel"],
+                kernel_filename=d["kernel_filename"],
+                budgets=Budgets.from_dict(d.get("budgets")),
+                review_mode=d.get("review_mode", "auto"),
+                review_timeout_s=d.get("review_timeout_s"),
             )
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"incomplete run settings: {exc}") from None

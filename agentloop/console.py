@@ -1,4 +1,5 @@
 """One line per event on the terminal, for `python -m agentloop run`."""
+
 from __future__ import annotations
 
 import sys
@@ -21,9 +22,11 @@ def describe(event: dict) -> str:
         return f"{p['name']} -> {'ERROR ' if p.get('is_error') else ''}{_short(p.get('output', ''), 140)}"
     if kind == "evaluation":
         speed = p.get("speedup")
-        return (f"{p['purpose']} ({p['scenario_set']}): {p['result'].get('status')}, "
-                f"{'n/a' if speed is None else format(speed, '.3g') + 'x'} over {p['goal']['baseline']}"
-                f"{' GOAL MET' if p.get('goal_met') else ''}")
+        return (
+            f"{p['purpose']} ({p['scenario_set']}): {p['result'].get('status')}, "
+            f"{'n/a' if speed is None else format(speed, '.3g') + 'x'} over {p['goal']['baseline']}"
+            f"{' GOAL MET' if p.get('goal_met') else ''}"
+        )
     if kind == "decision_point":
         return f"{p['name']}: {p.get('detail', '')}"
     if kind == "question_proposed":

@@ -3,6 +3,7 @@
 Anything may put a directive in at any time (a terminal thread, the worker's socket); the loop takes them out
 only at turn boundaries, and a reviewer waits here for its decision. Directives with an id are acted on once.
 """
+
 from __future__ import annotations
 
 import threading
@@ -20,7 +21,7 @@ class Directive:
     text: str | None = None
     author: str | None = None
     question_ref: str | None = None
-    decision: str | None = None     # for question_decision
+    decision: str | None = None  # for question_decision
     reviewer: str | None = None
 
     def problem(self) -> str | None:
@@ -38,9 +39,16 @@ class Directive:
         return None
 
     @classmethod
-    def from_wire(cls, msg: dict) -> "Directive":
-        return cls(action=msg.get("action", ""), id=msg.get("id"), text=msg.get("text"), author=msg.get("author"),
-                   question_ref=msg.get("question_ref"), decision=msg.get("decision"), reviewer=msg.get("reviewer"))
+    def from_wire(cls, msg: dict) -> Directive:
+        return cls(
+            action=msg.get("action", ""),
+            id=msg.get("id"),
+            text=msg.get("text"),
+            author=msg.get("author"),
+            question_ref=msg.get("question_ref"),
+            decision=msg.get("decision"),
+            reviewer=msg.get("reviewer"),
+        )
 
 
 class ControlInbox:

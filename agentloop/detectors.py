@@ -3,6 +3,7 @@
 Each returns a Firing or None. They are edge-triggered: a plateau or a failure streak fires once, then needs a
 full new window of evaluations before it fires again, so one long plateau does not ask a question every step.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,9 +17,9 @@ from agentloop.state import RunState
 class Turn:
     """What the loop saw in one step."""
 
-    text: str                   # the model's text in this turn
-    ended: bool                 # the model ended its turn without a tool call
-    new_evaluations: int        # evaluations the model ran in this step
+    text: str  # the model's text in this turn
+    ended: bool  # the model ended its turn without a tool call
+    new_evaluations: int  # evaluations the model ran in this step
 
 
 @dataclass(frozen=True)
@@ -32,20 +33,27 @@ def stopped_short(state: RunState, turn: Turn, settings: DetectorSettings, **_) 
     if not turn.ended or state.goal_met:
         return None
     best = "none yet" if state.best_speedup is None else f"{state.best_speedup:.3g}x"
-    return Firing("stopped-short", f"the model ended its turn before the goal was confirmed (best verified: {best})",
-                  {"best_speedup": state.best_speedup})
+    return Firing(
+        "stopped-short",
+        f"the model ended its turn before the goal was confirmed (best verified: {best})",
+        {"best_speedup": state.best_speedup},
+    )
 
 
-def claimed_limit(state: RunState, turn: Turn, settings: DetectorSettings,
-                  patterns: tuple[re.Pattern, ...] = (), **_) -> Firing | None:
+def claimed_limit(
+    state: RunState, turn: Turn, settings: DetectorSettings, patterns: tuple[re.Pattern, ...] = (), **_
+) -> Firing | None:
     if state.goal_met:
         return None
     for pattern in patterns:
         match = pattern.search(turn.text or "")
         if match:
             start = max(0, match.start() - 80)
-            return Firing("claimed-limit", f"the model claimed a limit: \"{match.group(0)}\"",
-                          {"phrase": match.group(0), "context": turn.text[start:match.end() + 80]})
+            return Firing(
+                "claimed-limit",
+                f'the model claimed a limit: "{match.group(0)}"',
+                {"phrase": match.group(0), "context": turn.text[start : match.end() + 80]},
+            )
     return None
 
 
@@ -61,8 +69,11 @@ def plateau(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Fir
     window = evals[-k:]
     if any(e.gain for e in window):
         return None
-    return Firing("plateau", f"no gain in the best verified speedup over the last {k} evaluations",
-                  {"best_speedup": state.best_speedup, "window": [e.speedup for e in window]})
+    return Firing(
+        "plateau",
+        f"no gain in the best verified speedup over the last {k} evaluations",
+        {"best_speedup": state.best_speedup, "window": [e.speedup for e in window]},
+    )
 
 
 def failure_streak(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Firing | None:
@@ -73,8 +84,11 @@ def failure_streak(state: RunState, turn: Turn, settings: DetectorSettings, **_)
     window = evals[-n:]
     if not all(e.failed for e in window):
         return None
-    return Firing("failure-streak", f"the last {n} evaluations failed to compile, were incorrect or errored",
-                  {"statuses": [e.status for e in window]})
+    return Firing(
+        "failure-streak",
+        f"the last {n} evaluations failed to compile, were incorrect or errored",
+        {"statuses": [e.status for e in window]},
+    )
 
 
 def regression(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Firing | None:
@@ -84,8 +98,12 @@ def regression(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> 
 
     def regressed(e) -> bool:
         best_before = e.best_after  # a regression never raises the best, so best_after is the best before it
-        return (e.all_correct and e.speedup is not None and best_before is not None
-                and e.speedup < best_before * settings.regression_ratio)
+        return (
+            e.all_correct
+            and e.speedup is not None
+            and best_before is not None
+            and e.speedup < best_before * settings.regression_ratio
+        )
 
     latest = evals[-1]
     if not regressed(latest):
@@ -93,8 +111,11 @@ def regression(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> 
     previous_correct = [e for e in evals[:-1] if e.all_correct]
     if previous_correct and regressed(previous_correct[-1]):
         return None  # still the same regression: asked about already
-    return Firing("regression", f"the latest correct kernel runs at {latest.speedup:.3g}x, below the best "
-                  f"{latest.best_after:.3g}x", {"speedup": latest.speedup, "best_speedup": latest.best_after})
+    return Firing(
+        "regression",
+        f"the latest correct kernel runs at {latest.speedup:.3g}x, below the best {latest.best_after:.3g}x",
+        {"speedup": latest.speedup, "best_speedup": latest.best_after},
+    )
 
 
 DETECTORS = {

@@ -10,6 +10,7 @@ pays for every time (torch's import, the device's peaks, the baselines' timings,
 is paid once a run. Why a snapshot: the file the verdict names is the file judged, even if something rewrites
 the workspace meanwhile.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from agentloop.sandbox import Sandbox, is_secret_name, scrubbed_env
 from gpu_harness.build import cache_dir
@@ -49,8 +51,13 @@ class HarnessEvaluator:
 
     service_argv = [sys.executable, "-m", "gpu_harness.service"]
 
-    def __init__(self, timeout_s: float = 1800, progress: Callable[[str], None] | None = None,
-                 extra_env: dict[str, str] | None = None, sandbox: Sandbox | None = None):
+    def __init__(
+        self,
+        timeout_s: float = 1800,
+        progress: Callable[[str], None] | None = None,
+        extra_env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+    ):
         self.timeout_s = timeout_s
         self.progress = progress
         # e.g. CUDA_VISIBLE_DEVICES of the run's GPU. A secret's name is refused even here: the harness passes its
@@ -62,7 +69,7 @@ class HarnessEvaluator:
         self.extra_env = dict(extra_env or {})
         self.sandbox = sandbox or Sandbox.choose()
         self._proc: subprocess.Popen | None = None
-        self._home: str | None = None        # the harness's scratch folder: its log and the kernel snapshots
+        self._home: str | None = None  # the harness's scratch folder: its log and the kernel snapshots
         self._answers: LineReader | None = None
         self._next_id = 0
 
@@ -75,8 +82,9 @@ class HarnessEvaluator:
             shutil.copyfile(kernel_path, snapshot)
             self._next_id += 1
             rid = self._next_id
-            self._send({"id": rid, "task": task, "kernel": str(snapshot), "scenarios": scenarios,
-                        "timeout_s": self.timeout_s})
+            self._send(
+                {"id": rid, "task": task, "kernel": str(snapshot), "scenarios": scenarios, "timeout_s": self.timeout_s}
+            )
             deadline = time.monotonic() + self.timeout_s + 60
             while True:
                 msg = self._receive(deadline)
@@ -113,9 +121,15 @@ class HarnessEvaluator:
         cache.mkdir(parents=True, exist_ok=True)
         argv = self.sandbox.harness_argv(Path(self._home), [cache], env, list(self.service_argv))
         with open(Path(self._home) / "harness.log", "wb") as log:
-            self._proc = subprocess.Popen(argv, cwd=self._home, env=env,
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                          start_new_session=True)
+            self._proc = subprocess.Popen(
+                argv,
+                cwd=self._home,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
         self._answers = LineReader(self._proc.stdout.fileno(), chunk=1 << 20)
 
     def _send(self, request: dict) -> None:
@@ -155,7 +169,7 @@ class HarnessEvaluator:
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
-                proc.stdin.close()           # the harness ends when its input closes ...
+                proc.stdin.close()  # the harness ends when its input closes ...
                 proc.wait(timeout=15)
             except (OSError, subprocess.TimeoutExpired):
                 pass

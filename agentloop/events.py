@@ -3,17 +3,28 @@
 Every event goes to every sink the moment it is emitted (the trace file first), so that a crash between two
 events loses nothing that was emitted.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
 import threading
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from agentloop import SCHEMA_VERSION
 
 KINDS = (
-    "model_message", "tool_call", "tool_result", "evaluation", "decision_point", "question_proposed",
-    "question_decided", "human_message", "status", "usage", "note",
+    "model_message",
+    "tool_call",
+    "tool_result",
+    "evaluation",
+    "decision_point",
+    "question_proposed",
+    "question_decided",
+    "human_message",
+    "status",
+    "usage",
+    "note",
 )
 RUN_STATUSES = ("queued", "running", "waiting_review", "paused", "succeeded", "failed", "stopped")
 FINISHED_STATUSES = ("succeeded", "failed", "stopped")
@@ -21,15 +32,20 @@ ZERO_USAGE = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}
 
 
 def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+    return _dt.datetime.now(_dt.UTC).isoformat()
 
 
 def make_event(run_id, seq: int, kind: str, payload: dict, usage: dict | None = None, ts: str | None = None) -> dict:
     if kind not in KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
     return {
-        "v": SCHEMA_VERSION, "run_id": run_id, "seq": seq, "kind": kind, "ts": ts or utc_now(),
-        "payload": payload, "usage": dict(usage or ZERO_USAGE),
+        "v": SCHEMA_VERSION,
+        "run_id": run_id,
+        "seq": seq,
+        "kind": kind,
+        "ts": ts or utc_now(),
+        "payload": payload,
+        "usage": dict(usage or ZERO_USAGE),
     }
 
 
@@ -40,14 +56,15 @@ class Sink(Protocol):
 class Emitter:
     """Numbers events of one run and hands each to the sinks in order. Thread-safe (a reviewer thread may emit)."""
 
-    def __init__(self, run_id, sinks: list[Sink | Callable[[dict], None]], next_seq: int = 0,
-                 clock: Callable[[], str] = utc_now):
+    def __init__(
+        self, run_id, sinks: list[Sink | Callable[[dict], None]], next_seq: int = 0, clock: Callable[[], str] = utc_now
+    ):
         self.run_id = run_id
         self.next_seq = next_seq
         self._sinks = list(sinks)
         self._clock = clock
         self._lock = threading.RLock()  # reentrant: emit_unless_finished emits while holding it
-        self.finished = False           # a finished status was emitted (it stays the run's last event)
+        self.finished = False  # a finished status was emitted (it stays the run's last event)
         self._listeners: list[Callable[[dict], None]] = []
 
     def add_listener(self, fn: Callable[[dict], None]) -> None:

@@ -3,6 +3,7 @@
 The model's words never enter here. A run succeeds only on a verdict that is correct on every scenario of the
 task's full set and at least the target speedup over the goal baseline.
 """
+
 from __future__ import annotations
 
 from agentloop.config import Goal

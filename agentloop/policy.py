@@ -1,4 +1,5 @@
 """Loads policy.toml: prompts, claimed-limit phrases, detector settings, tool limits, default goals."""
+
 from __future__ import annotations
 
 import re
@@ -45,9 +46,12 @@ def load_policy(path: str | Path | None = None) -> Policy:
         not_done_template=_strip(data["prompts"]["not_done"]),
         limit_patterns=tuple(re.compile(p, re.IGNORECASE) for p in data["limits"]["claimed_limit_patterns"]),
         detectors=DetectorSettings(
-            enabled=tuple(d["enabled"]), plateau_window=int(d["plateau_window"]),
-            failure_streak=int(d["failure_streak"]), regression_ratio=float(d["regression_ratio"]),
-            cooldown_steps=int(d["cooldown_steps"]), max_proposals=int(d["max_proposals"]),
+            enabled=tuple(d["enabled"]),
+            plateau_window=int(d["plateau_window"]),
+            failure_streak=int(d["failure_streak"]),
+            regression_ratio=float(d["regression_ratio"]),
+            cooldown_steps=int(d["cooldown_steps"]),
+            max_proposals=int(d["max_proposals"]),
             priority=tuple(d["priority"]),
         ),
         tools=dict(data["tools"]),

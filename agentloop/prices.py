@@ -1,4 +1,5 @@
 """Cost of a model call from the price table (prices.toml). Unknown model -> None, never a guess."""
+
 from __future__ import annotations
 
 import re
@@ -22,12 +23,16 @@ def price_for(model: str, prices: dict | None = None) -> dict[str, float] | None
     return prices.get(base)
 
 
-def cost_usd(model: str, uncached_in: int, out: int, cache_read: int = 0, cache_write: int = 0,
-             prices: dict | None = None) -> float | None:
+def cost_usd(
+    model: str, uncached_in: int, out: int, cache_read: int = 0, cache_write: int = 0, prices: dict | None = None
+) -> float | None:
     price = price_for(model, prices)
     if price is None:
         return None
-    total = (uncached_in * price["input"] + out * price["output"]
-             + cache_read * price.get("cache_read", price["input"])
-             + cache_write * price.get("cache_write", price["input"]))
+    total = (
+        uncached_in * price["input"]
+        + out * price["output"]
+        + cache_read * price.get("cache_read", price["input"])
+        + cache_write * price.get("cache_write", price["input"])
+    )
     return round(total / 1e6, 8)

@@ -6,24 +6,36 @@ approves, edits, vetoes, or writes their own. After a veto the agent proposes ag
 vetoed at this decision point; after `max_proposals` it gives up. Only an approved text reaches the
 conversation, as a user message with nothing added.
 """
+
 from __future__ import annotations
 
-from typing import Callable
-
-from questionbank.bank import BankEntry
-from questionbank.selection import build_selection_prompt, eligible_entries, fallback_selection, parse_selection
+from collections.abc import Callable
 
 from agentloop.detectors import Firing
 from agentloop.errors import StoppedByHuman
 from agentloop.review import Reviewer
 from agentloop.state import RunState
 from agentloop.summary import trajectory_summary
+from questionbank.bank import BankEntry
+from questionbank.selection import build_selection_prompt, eligible_entries, fallback_selection, parse_selection
 
 
 class QuestionAsker:
-    def __init__(self, *, state: RunState, emit: Callable, ask_model: Callable[[str], str], bank: list[BankEntry],
-                 reviewer: Reviewer, inbox, run_id, cooldown_steps: int, max_proposals: int,
-                 set_status: Callable[[str, str], None], stats: dict[str, dict] | None = None):
+    def __init__(
+        self,
+        *,
+        state: RunState,
+        emit: Callable,
+        ask_model: Callable[[str], str],
+        bank: list[BankEntry],
+        reviewer: Reviewer,
+        inbox,
+        run_id,
+        cooldown_steps: int,
+        max_proposals: int,
+        set_status: Callable[[str, str], None],
+        stats: dict[str, dict] | None = None,
+    ):
         self.state = state
         self.emit = emit
         self.ask_model = ask_model
@@ -34,7 +46,7 @@ class QuestionAsker:
         self.cooldown_steps = cooldown_steps
         self.max_proposals = max_proposals
         self.set_status = set_status
-        self.stats = stats or {}   # bank key -> figures from earlier runs, shown in the selection prompt
+        self.stats = stats or {}  # bank key -> figures from earlier runs, shown in the selection prompt
 
     def ask(self, firing: Firing, first_attempt: int = 0) -> bool:
         """Propose, review, repeat after vetoes. True when a question entered the conversation. A resumed run
@@ -46,24 +58,44 @@ class QuestionAsker:
             if self.review(proposal):
                 return True
         # The note names the decision point: it closes it (a resumed run does not ask there again).
-        self.emit("note", {"text": f"no question asked at {firing.name}: {self.max_proposals} proposals vetoed",
-                           "level": "info", "decision_point": firing.name})
+        self.emit(
+            "note",
+            {
+                "text": f"no question asked at {firing.name}: {self.max_proposals} proposals vetoed",
+                "level": "info",
+                "decision_point": firing.name,
+            },
+        )
         return False
 
     def propose(self, decision_point: str, attempt: int) -> dict | None:
         entries = eligible_entries(self.bank, decision_point, self.state.asked, self.state.steps, self.cooldown_steps)
         if not entries:
-            self.emit("note", {"text": f"no eligible bank question at {decision_point}", "level": "info",
-                               "decision_point": decision_point})
+            self.emit(
+                "note",
+                {
+                    "text": f"no eligible bank question at {decision_point}",
+                    "level": "info",
+                    "decision_point": decision_point,
+                },
+            )
             return None
         prompt = build_selection_prompt(decision_point, trajectory_summary(self.state), entries, self.stats)
-        selection = (parse_selection(self.ask_model(prompt), entries)
-                     or fallback_selection(decision_point, entries, self.stats))
+        selection = parse_selection(self.ask_model(prompt), entries) or fallback_selection(
+            decision_point, entries, self.stats
+        )
         entry = next(e for e in entries if e.key == selection.key)
         ref = f"q-{self.run_id}-{self.state.questions_proposed}"
-        proposal = {"question_ref": ref, "bank_key": entry.key, "text": entry.text, "category": entry.category,
-                    "reason": selection.reason, "decision_point": decision_point, "by": selection.by,
-                    "attempt": attempt}
+        proposal = {
+            "question_ref": ref,
+            "bank_key": entry.key,
+            "text": entry.text,
+            "category": entry.category,
+            "reason": selection.reason,
+            "decision_point": decision_point,
+            "by": selection.by,
+            "attempt": attempt,
+        }
         self.emit("question_proposed", proposal)
         return proposal
 
@@ -76,8 +108,12 @@ class QuestionAsker:
         if decision is None:
             raise StoppedByHuman("stopped while a question waited for review")
         asked_text = {"approve": proposal["text"], "veto": None}.get(decision.action, decision.text)
-        payload = {"question_ref": proposal["question_ref"], "action": decision.action, "text": asked_text,
-                   "by": decision.by}
+        payload = {
+            "question_ref": proposal["question_ref"],
+            "action": decision.action,
+            "text": asked_text,
+            "by": decision.by,
+        }
         if decision.action in ("edit", "replace"):
             payload["original_text"] = proposal["text"]
         if decision.reviewer:
@@ -88,4 +124,3 @@ class QuestionAsker:
         if interactive:
             self.set_status("running", "review_decided")
         return decision.action != "veto"
-

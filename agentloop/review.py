@@ -8,21 +8,23 @@
 - TraceReviewer: the decisions recorded in a trace, in order (replays).
 A reviewer returns None only when the run is being stopped while it waits.
 """
+
 from __future__ import annotations
 
 import sys
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol, TextIO
+from typing import Protocol, TextIO
 
 from agentloop.control import ControlInbox
 
 
 @dataclass(frozen=True)
 class Decision:
-    action: str                     # approve | edit | veto | replace
-    text: str | None = None         # the text asked (edit, replace); None for approve and veto
-    by: str = "reviewer"            # reviewer | auto | timeout
+    action: str  # approve | edit | veto | replace
+    text: str | None = None  # the text asked (edit, replace); None for approve and veto
+    by: str = "reviewer"  # reviewer | auto | timeout
     reviewer: str | None = None
     directive_id: str | None = None
 
@@ -49,6 +51,7 @@ class InboxReviewer:
 
     def decide(self, proposal, inbox):
         import time
+
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         while True:
             wait = self.poll_s if deadline is None else max(0.0, min(self.poll_s, deadline - time.monotonic()))
@@ -88,8 +91,12 @@ class TraceReviewer:
         if not self.decisions:
             return Decision("approve", by="auto")
         p = self.decisions.popleft()
-        return Decision(p["action"], text=p.get("text") if p["action"] in ("edit", "replace") else None,
-                        by=p.get("by", "reviewer"), reviewer=p.get("reviewer"))
+        return Decision(
+            p["action"],
+            text=p.get("text") if p["action"] in ("edit", "replace") else None,
+            by=p.get("by", "reviewer"),
+            reviewer=p.get("reviewer"),
+        )
 
 
 class TerminalReviewer:
@@ -109,7 +116,8 @@ class TerminalReviewer:
     def decide(self, proposal, inbox):
         self.stdout.write(
             f"\n--- question proposed at {proposal['decision_point']} ({proposal.get('category', '')}) ---\n"
-            f"{proposal['text']}\nwhy: {proposal.get('reason', '')}\n")
+            f"{proposal['text']}\nwhy: {proposal.get('reason', '')}\n"
+        )
         while True:
             choice = self._ask("[a]pprove, [e]dit, [v]eto, [w]rite your own? ").lower()[:1]
             if choice == "a":

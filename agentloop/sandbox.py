@@ -7,6 +7,7 @@ mount and IPC namespaces of its own. Without a working bubblewrap it does not ru
 asked for exactly that (`--unsandboxed`); the run then records `"sandbox": "none"` and its page says
 "unsandboxed". docs/protocol.md, section 3, says what holds in each mode.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,8 +24,17 @@ from agentloop.errors import ConfigError
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Passed through when set; everything else is dropped.
-PASSED_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
-                    "NVIDIA_VISIBLE_DEVICES", "TZ")
+PASSED_VARIABLES = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "LD_LIBRARY_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+    "TZ",
+)
 # Never passed, even if a future edit adds them above by a broader rule.
 SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "KSEEK_", "AWS_", "GITHUB_", "HF_", "HUGGING")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "CREDENTIAL")
@@ -32,7 +42,9 @@ SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "CREDENTIAL"
 BUBBLEWRAP, NONE, REFUSED = "bubblewrap", "none", "refused"
 UNSANDBOXED_FLAG = "--unsandboxed"
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)"
-EXIT_NO_SANDBOX = 4   # `agentloop run` and `agentloop worker` exit with it (3 is a refused token); `manage.py serve` reads it
+EXIT_NO_SANDBOX = (
+    4  # `agentloop run` and `agentloop worker` exit with it (3 is a refused token); `manage.py serve` reads it
+)
 
 # The namespaces every sandboxed process gets; the probe uses the same ones.
 NAMESPACES = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
@@ -51,8 +63,16 @@ def scrubbed_env(workspace: str | os.PathLike, source: dict | None = None) -> di
     source = os.environ if source is None else source
     env = {name: source[name] for name in PASSED_VARIABLES if name in source and not is_secret_name(name)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.update({"HOME": str(workspace), "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "TMPDIR": "/tmp",
-                "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(
+        {
+            "HOME": str(workspace),
+            "TERM": "dumb",
+            "PAGER": "cat",
+            "GIT_PAGER": "cat",
+            "TMPDIR": "/tmp",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     return env
 
 
@@ -69,8 +89,7 @@ def working_bwrap() -> tuple[str | None, str]:
         return None, "`bwrap` is not on PATH"
     argv = [path, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
     try:
-        probe = subprocess.run(argv, env=scrubbed_env("/"), stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=30)
+        probe = subprocess.run(argv, env=scrubbed_env("/"), stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"`{path}` could not be run: {exc}"
     if probe.returncode != 0:
@@ -128,12 +147,12 @@ class Sandbox:
     flag: the shell and the harness refuse to start anything, with `refusal` as the reason)."""
 
     mode: str
-    hidden: tuple[Path, ...] = ()   # folders agent code must not see (the worker's state, --hide folders)
+    hidden: tuple[Path, ...] = ()  # folders agent code must not see (the worker's state, --hide folders)
     bwrap: str | None = None
-    why: str = ""                   # why bubblewrap does not work here (mode `refused`)
+    why: str = ""  # why bubblewrap does not work here (mode `refused`)
 
     @classmethod
-    def choose(cls, *, unsandboxed: bool = False, hidden=()) -> "Sandbox":
+    def choose(cls, *, unsandboxed: bool = False, hidden=()) -> Sandbox:
         hidden = tuple(Path(p) for p in hidden)
         if unsandboxed:
             return cls(NONE, hidden)
@@ -142,10 +161,12 @@ class Sandbox:
 
     @property
     def refusal(self) -> str:
-        return (f"agent commands do not run on this host: it has no working sandbox ({self.why}), and without one "
-                f"a command could read the API key and the worker token from this agent's own processes. To fix: "
-                f"{INSTALL_HINT}, or, to run them as this user with no isolation at all, start agentloop with "
-                f"{UNSANDBOXED_FLAG} (docs/protocol.md, section 3)")
+        return (
+            f"agent commands do not run on this host: it has no working sandbox ({self.why}), and without one "
+            f"a command could read the API key and the worker token from this agent's own processes. To fix: "
+            f"{INSTALL_HINT}, or, to run them as this user with no isolation at all, start agentloop with "
+            f"{UNSANDBOXED_FLAG} (docs/protocol.md, section 3)"
+        )
 
     def require(self) -> None:
         if self.mode == REFUSED:

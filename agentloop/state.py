@@ -4,28 +4,28 @@ detectors look at, the questions asked.
 The loop keeps this object by applying every event it emits (`apply`); resuming a run applies the events of its
 trace. One code path for both means a resumed run continues exactly where the trace says it was.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
 
-from questionbank.selection import AskedQuestion
-
 from agentloop.config import RunConfig
+from questionbank.selection import AskedQuestion
 
 
 @dataclass
 class EvalRecord:
-    number: int                 # 1-based among all evaluations of the run
-    purpose: str                # "tool" or "goal_check"
+    number: int  # 1-based among all evaluations of the run
+    purpose: str  # "tool" or "goal_check"
     status: str
     all_correct: bool
-    speedup: float | None       # over the goal baseline, when measured
+    speedup: float | None  # over the goal baseline, when measured
     full: bool
     goal_met: bool
     kernel_sha256: str
-    best_after: float | None    # the run's best verified speedup after this one
-    gain: bool                  # it raised the best verified speedup
+    best_after: float | None  # the run's best verified speedup after this one
+    gain: bool  # it raised the best verified speedup
 
     @property
     def failed(self) -> bool:
@@ -39,8 +39,8 @@ class RunState:
     status: str = "queued"
     started_ts: str | None = None
     last_ts: str | None = None
-    messages: list[dict] = field(default_factory=list)   # {"role", "content": [blocks]}, adjacent roles unmerged
-    steps: int = 0                                       # model turns taken
+    messages: list[dict] = field(default_factory=list)  # {"role", "content": [blocks]}, adjacent roles unmerged
+    steps: int = 0  # model turns taken
     model_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -52,19 +52,19 @@ class RunState:
     finished: bool = False
     final_reason: str | None = None
     asked: list[AskedQuestion] = field(default_factory=list)
-    proposals: dict[str, dict] = field(default_factory=dict)     # question_ref -> question_proposed payload
-    pending_question: dict | None = None                         # proposed, not yet decided
-    open_tool_calls: list[dict] = field(default_factory=list)    # tool_use blocks of the last turn without result
-    last_fired: dict[str, int] = field(default_factory=dict)     # decision point -> tool evaluations when it fired
+    proposals: dict[str, dict] = field(default_factory=dict)  # question_ref -> question_proposed payload
+    pending_question: dict | None = None  # proposed, not yet decided
+    open_tool_calls: list[dict] = field(default_factory=list)  # tool_use blocks of the last turn without result
+    last_fired: dict[str, int] = field(default_factory=dict)  # decision point -> tool evaluations when it fired
     questions_proposed: int = 0
-    last_turn: dict | None = None                                # the last model_message payload (purpose turn)
+    last_turn: dict | None = None  # the last model_message payload (purpose turn)
     # Where the step of the last turn stands (reset by each turn), so that a run cut off mid-step finishes it:
-    turn_evaluations: int = 0                  # the model's evaluations since the last turn
-    turn_fired: list[str] = field(default_factory=list)         # decision points fired since the last turn
-    open_decision: str | None = None           # the decision point being asked about, no question asked yet
-    open_attempts: int = 0                     # proposals made at open_decision
-    goal_check_due: str | None = None          # kernel path of a tool verdict that met the target, not yet checked
-    invalid_inputs_in_a_row: int = 0           # the model's latest tool calls whose input was not a JSON object
+    turn_evaluations: int = 0  # the model's evaluations since the last turn
+    turn_fired: list[str] = field(default_factory=list)  # decision points fired since the last turn
+    open_decision: str | None = None  # the decision point being asked about, no question asked yet
+    open_attempts: int = 0  # proposals made at open_decision
+    goal_check_due: str | None = None  # kernel path of a tool verdict that met the target, not yet checked
+    invalid_inputs_in_a_row: int = 0  # the model's latest tool calls whose input was not a JSON object
 
     # ---- derived ----
     @property
@@ -74,7 +74,7 @@ class RunState:
     def wall_s(self, now: _dt.datetime | None = None) -> float:
         if not self.started_ts:
             return 0.0
-        now = now or _dt.datetime.now(_dt.timezone.utc)
+        now = now or _dt.datetime.now(_dt.UTC)
         return (now - _dt.datetime.fromisoformat(self.started_ts)).total_seconds()
 
     def evaluated(self, sha256: str) -> list[EvalRecord]:
@@ -121,8 +121,14 @@ class RunState:
         self.goal_check_due = None  # the loop checks a verdict's goal before it runs the next tool
 
     def _on_tool_result(self, p: dict, event: dict) -> None:
-        self._user({"type": "tool_result", "tool_use_id": p["call_id"], "content": p.get("output", ""),
-                    "is_error": bool(p.get("is_error"))})
+        self._user(
+            {
+                "type": "tool_result",
+                "tool_use_id": p["call_id"],
+                "content": p.get("output", ""),
+                "is_error": bool(p.get("is_error")),
+            }
+        )
         self.open_tool_calls = [b for b in self.open_tool_calls if b.get("id") != p["call_id"]]
         if p.get("invalid_input"):
             self.invalid_inputs_in_a_row += 1
@@ -132,17 +138,26 @@ class RunState:
     def _on_evaluation(self, p: dict, event: dict) -> None:
         result = p.get("result") or {}
         from agentloop.goal import all_correct, meets_target
+
         speedup = p.get("speedup")
         correct = all_correct(result)
         before = self.best_speedup
         if correct and speedup is not None and (before is None or speedup > before):
             self.best_speedup = speedup
-        self.evaluations.append(EvalRecord(
-            number=len(self.evaluations) + 1, purpose=p.get("purpose", "tool"), status=result.get("status", "error"),
-            all_correct=correct, speedup=speedup, full=bool(p.get("full")), goal_met=bool(p.get("goal_met")),
-            kernel_sha256=p.get("kernel_sha256") or result.get("kernel_sha256", ""), best_after=self.best_speedup,
-            gain=self.best_speedup != before,
-        ))
+        self.evaluations.append(
+            EvalRecord(
+                number=len(self.evaluations) + 1,
+                purpose=p.get("purpose", "tool"),
+                status=result.get("status", "error"),
+                all_correct=correct,
+                speedup=speedup,
+                full=bool(p.get("full")),
+                goal_met=bool(p.get("goal_met")),
+                kernel_sha256=p.get("kernel_sha256") or result.get("kernel_sha256", ""),
+                best_after=self.best_speedup,
+                gain=self.best_speedup != before,
+            )
+        )
         if p.get("goal_met"):
             self.goal_met = True
         if p.get("purpose", "tool") == "tool":
@@ -171,8 +186,14 @@ class RunState:
             self.pending_question = None
         vetoed = p["action"] == "veto"
         if proposal.get("bank_key"):
-            self.asked.append(AskedQuestion(key=proposal["bank_key"], decision_point=proposal.get("decision_point", ""),
-                                            step=self.steps, vetoed=vetoed))
+            self.asked.append(
+                AskedQuestion(
+                    key=proposal["bank_key"],
+                    decision_point=proposal.get("decision_point", ""),
+                    step=self.steps,
+                    vetoed=vetoed,
+                )
+            )
         if not vetoed and p.get("text"):
             self._user({"type": "text", "text": p["text"]})
         if not vetoed:
@@ -212,8 +233,12 @@ def api_block(block: dict) -> dict | None:
     kind = block.get("type")
     if kind == "tool_use":
         tool_input = block.get("input")
-        return {"type": "tool_use", "id": block["id"], "name": block.get("name") or "",
-                "input": tool_input if isinstance(tool_input, dict) and "raw_input" not in block else {}}
+        return {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block.get("name") or "",
+            "input": tool_input if isinstance(tool_input, dict) and "raw_input" not in block else {},
+        }
     if kind == "text" and not (block.get("text") or "").strip():
         return None
     return dict(block)

@@ -1,4 +1,5 @@
 """A short text account of a run so far: what the question-selection call sees instead of the whole conversation."""
+
 from __future__ import annotations
 
 import json
@@ -16,15 +17,19 @@ def trajectory_summary(state: RunState, turns: int = 6, evaluations: int = 8) ->
     goal = state.config.goal if state.config else None
     if goal:
         best = "none yet" if state.best_speedup is None else f"{state.best_speedup:.3g}x"
-        lines.append(f"Goal: {goal.speedup:g}x over {goal.baseline}, every scenario correct. "
-                     f"Best verified so far: {best}. Steps taken: {state.steps}.")
+        lines.append(
+            f"Goal: {goal.speedup:g}x over {goal.baseline}, every scenario correct. "
+            f"Best verified so far: {best}. Steps taken: {state.steps}."
+        )
     evals = state.evaluations[-evaluations:]
     if evals:
         lines.append("Recent evaluations (oldest first):")
         for e in evals:
             speed = "n/a" if e.speedup is None else f"{e.speedup:.3g}x"
-            lines.append(f"  #{e.number} {e.purpose} {'full' if e.full else 'quick'}: {e.status}"
-                         f"{'' if e.all_correct or e.status != 'correct' else ' (not all correct)'}, {speed}")
+            lines.append(
+                f"  #{e.number} {e.purpose} {'full' if e.full else 'quick'}: {e.status}"
+                f"{'' if e.all_correct or e.status != 'correct' else ' (not all correct)'}, {speed}"
+            )
     recent = [m for m in state.messages if m["role"] == "assistant"][-turns:]
     if recent:
         lines.append("Recent turns (oldest first):")
@@ -34,6 +39,8 @@ def trajectory_summary(state: RunState, turns: int = 6, evaluations: int = 8) ->
                 if block.get("type") == "text" and block.get("text", "").strip():
                     parts.append(_clip(block["text"], 300))
                 elif block.get("type") == "tool_use":
-                    parts.append(f"[{block.get('name')} {_clip(json.dumps(block.get('input'), ensure_ascii=False), 160)}]")
+                    parts.append(
+                        f"[{block.get('name')} {_clip(json.dumps(block.get('input'), ensure_ascii=False), 160)}]"
+                    )
             lines.append("  - " + " ".join(parts) if parts else "  - (empty turn)")
     return "\n".join(lines)

@@ -5,6 +5,7 @@ sends it to the server) receives it, so after a machine crash the trace holds ev
 holds, and a resumed run never writes another event under a seq already sent. Reading tolerates a last line cut
 short by a crash.
 """
+
 from __future__ import annotations
 
 import json

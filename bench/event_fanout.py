@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from websockets.asyncio.client import connect
@@ -67,9 +67,29 @@ def server_command(server: str, port: int) -> list[str]:
         return daphne_argv("127.0.0.1", port)
     # For comparison only (docs/benchmarks.md): uvicorn is not a dependency; put it on PYTHONPATH to try it.
     loop, http, ws = server.split(":")[1:] if ":" in server else ("uvloop", "httptools", "websockets-sansio")
-    return [sys.executable, "-m", "uvicorn", "kseek_site.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-            "--loop", loop, "--http", http, "--ws", ws, "--ws-per-message-deflate", "false", "--log-level", "warning",
-            "--no-access-log", "--lifespan", "off"]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "kseek_site.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--loop",
+        loop,
+        "--http",
+        http,
+        "--ws",
+        ws,
+        "--ws-per-message-deflate",
+        "false",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+        "--lifespan",
+        "off",
+    ]
 
 
 def free_port() -> int:
@@ -86,8 +106,9 @@ def manage(env, *args, stdin=None) -> str:
 
 
 def reset_postgres(database_url: str) -> None:
-    import psycopg
     from urllib.parse import urlparse
+
+    import psycopg
 
     parsed = urlparse(database_url)
     name = parsed.path.lstrip("/")
@@ -127,7 +148,7 @@ async def browser(port, session, run_id, measure: Measure, stop: asyncio.Event, 
         while not stop.is_set():
             try:
                 raw = await asyncio.wait_for(ws.recv(), timeout=0.5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             now = time.perf_counter()
             message = json.loads(raw)
@@ -144,14 +165,24 @@ async def browser(port, session, run_id, measure: Measure, stop: asyncio.Event, 
 async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, args):
     headers = {"Authorization": f"Bearer {token}"}
     async with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers=headers, max_queue=None) as ws:
-        await ws.send(json.dumps({"type": "hello", "v": 1, "host": "bench", "gpus": [],
-                                  # The run is ours: a hello that did not list it would hand it back to the queue.
-                                  "active_runs": [{"run_id": run_id, "last_seq": None}],
-                                  "agentloop_version": "bench"}))
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "v": 1,
+                    "host": "bench",
+                    "gpus": [],
+                    # The run is ours: a hello that did not list it would hand it back to the queue.
+                    "active_runs": [{"run_id": run_id, "last_seq": None}],
+                    "agentloop_version": "bench",
+                }
+            )
+        )
         welcome = json.loads(await ws.recv())
         # As the worker client decides (agentloop/worker/client.py): batches only to a server that offers them.
-        window = SenderWindow(batching=args.batch and "events" in (welcome.get("accepts") or []),
-                              max_frames=args.frames)
+        window = SenderWindow(
+            batching=args.batch and "events" in (welcome.get("accepts") or []), max_frames=args.frames
+        )
         room = asyncio.Event()
         seq = 0
 
@@ -189,8 +220,14 @@ async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, arg
                 while window.unsettled >= args.backlog:
                     room.clear()
                     await room.wait()
-                event = {"run_id": run_id, "seq": seq, "kind": "note", "ts": datetime.now(timezone.utc).isoformat(),
-                         "payload": {"text": f"event {seq}"}, "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
+                event = {
+                    "run_id": run_id,
+                    "seq": seq,
+                    "kind": "note",
+                    "ts": datetime.now(UTC).isoformat(),
+                    "payload": {"text": f"event {seq}"},
+                    "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+                }
                 measure.sent_at[(run_id, seq)] = time.perf_counter()
                 await send(window.offer(event))
                 seq += 1
@@ -205,8 +242,17 @@ async def drive(args, ports, fixtures) -> Measure:
     workers = fixtures["workers"]
     counter = [0, args.browsers]
     browsers = [
-        asyncio.create_task(browser(ports[j % len(ports)], fixtures["session"], workers[j % len(workers)]["run_id"],
-                                    measure, stop, ready, counter))
+        asyncio.create_task(
+            browser(
+                ports[j % len(ports)],
+                fixtures["session"],
+                workers[j % len(workers)]["run_id"],
+                measure,
+                stop,
+                ready,
+                counter,
+            )
+        )
         for j in range(args.browsers)
     ]
     await asyncio.wait_for(ready.wait(), timeout=60)
@@ -234,22 +280,39 @@ def main() -> None:
     parser.add_argument("--browsers", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--warmup", type=float, default=3)
-    parser.add_argument("--backlog", type=int, default=8,
-                        help="most events a worker holds unacknowledged (waiting or in flight); it waits beyond")
+    parser.add_argument(
+        "--backlog",
+        type=int,
+        default=8,
+        help="most events a worker holds unacknowledged (waiting or in flight); it waits beyond",
+    )
     parser.add_argument("--frames", type=int, default=MAX_FRAMES, help="frames a worker keeps in flight (the window)")
-    parser.add_argument("--no-batch", dest="batch", action="store_false",
-                        help="every event alone in an `event` message, sent at once (a worker of before batching)")
-    parser.add_argument("--rate", type=float, default=0,
-                        help="events/s each worker offers (0: as fast as acknowledgements allow)")
-    parser.add_argument("--server", default="daphne",
-                        help="daphne, or uvicorn[:LOOP:HTTP:WS] (default uvicorn:uvloop:httptools:websockets-sansio)")
+    parser.add_argument(
+        "--no-batch",
+        dest="batch",
+        action="store_false",
+        help="every event alone in an `event` message, sent at once (a worker of before batching)",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=0, help="events/s each worker offers (0: as fast as acknowledgements allow)"
+    )
+    parser.add_argument(
+        "--server",
+        default="daphne",
+        help="daphne, or uvicorn[:LOOP:HTTP:WS] (default uvicorn:uvloop:httptools:websockets-sansio)",
+    )
     parser.add_argument("--processes", type=int, default=1, help="daphne processes (more than 1 needs REDIS_URL)")
     args = parser.parse_args()
     if args.processes > 1 and not os.environ.get("REDIS_URL"):
         sys.exit("--processes > 1 needs REDIS_URL: the in-memory channel layer does not cross processes")
 
     data_dir = tempfile.mkdtemp(prefix="kseek-bench-")
-    env = {**os.environ, "KSEEK_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "kseek_site.settings", "LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "KSEEK_DATA_DIR": data_dir,
+        "DJANGO_SETTINGS_MODULE": "kseek_site.settings",
+        "LOG_LEVEL": "WARNING",
+    }
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
         reset_postgres(os.environ["DATABASE_URL"])
     manage(env, "manage.py", "migrate", "--noinput")
@@ -257,11 +320,18 @@ def main() -> None:
 
     ports = [free_port() for _ in range(args.processes)]
     servers = [
-        subprocess.Popen(server_command(args.server, port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+        subprocess.Popen(
+            server_command(args.server, port),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         for port in ports
     ]
     try:
+
         async def run():
             for port in ports:
                 await wait_for_port(port, time.monotonic() + 60)
@@ -285,11 +355,15 @@ def main() -> None:
     offered = f"{args.rate * args.workers:.0f}" if args.rate else "max"
     sending = f"batched, {args.frames} frame(s)" if args.batch else "one event a frame"
     per_frame = measure.acked / measure.frames if measure.frames else float("nan")
-    print("| server | database | layer | processes | workers | browsers | sending | offered/s | events stored/s | events/frame "
-          "| nacks | deliveries | median ms | p99 ms |")
+    print(
+        "| server | database | layer | processes | workers | browsers | sending | offered/s | events stored/s | events/frame "
+        "| nacks | deliveries | median ms | p99 ms |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    print(f"| {args.server} | {database} | {layer} | {args.processes} | {args.workers} | {args.browsers} | {sending} | {offered} | "
-          f"{rate:.0f} | {per_frame:.1f} | {measure.nacked} | {len(lat)} | {median:.1f} | {p99:.1f} |")
+    print(
+        f"| {args.server} | {database} | {layer} | {args.processes} | {args.workers} | {args.browsers} | {sending} | {offered} | "
+        f"{rate:.0f} | {per_frame:.1f} | {measure.nacked} | {len(lat)} | {median:.1f} | {p99:.1f} |"
+    )
     print(f"stored/s vs target 2000: {rate / 2000:.2f}x; p99 vs target 100 ms: {p99 / 100:.2f}x")
 
 

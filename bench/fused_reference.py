@@ -7,6 +7,7 @@ outputs). Prints a row per scenario, the totals and their ratio, and the largest
 
     python3 bench/fused_reference.py [--scenarios full|quick|ID,...] [--json FILE]    # on a GPU host
 """
+
 import argparse
 import json
 import sys
@@ -15,13 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from bench.gpu_timing import best_ms  # noqa: E402
-
-from gpu_harness import get_task  # noqa: E402
-from gpu_harness.tasks.attention_fwd import compare_torch  # noqa: E402
-from gpu_harness.tasks.attention_reference import FusedReference, reference  # noqa: E402
+from bench.gpu_timing import best_ms
+from gpu_harness import get_task
+from gpu_harness.tasks.attention_fwd import compare_torch
+from gpu_harness.tasks.attention_reference import FusedReference, reference
 
 
 def main(argv=None) -> int:
@@ -54,29 +54,59 @@ def main(argv=None) -> int:
         tr_ms, (rro, rrl) = best_ms(lambda: reference(*a, rows=rows), 1)
         fr_ms, (fro, frl) = best_ms(lambda: fused(*a, p["dtype"], rows=rows), 3)
         cro, crl = compare_torch("O", fro, ro[:, rows]), compare_torch("LSE", frl, rl[:, :, rows])
-        bad = co.bad_nonfinite + co.mismatched_special + cl.bad_nonfinite + cl.mismatched_special + \
-            cro.bad_nonfinite + cro.mismatched_special + crl.bad_nonfinite + crl.mismatched_special
+        bad = (
+            co.bad_nonfinite
+            + co.mismatched_special
+            + cl.bad_nonfinite
+            + cl.mismatched_special
+            + cro.bad_nonfinite
+            + cro.mismatched_special
+            + crl.bad_nonfinite
+            + crl.mismatched_special
+        )
         for key, val in (("torch_ms", t_ms), ("fused_ms", f_ms), ("torch_rows_ms", tr_ms), ("fused_rows_ms", fr_ms)):
             tot[key] += val
         worst["o"], worst["lse"] = max(worst["o"], co.rel_error), max(worst["lse"], cl.rel_error)
         worst["o_rows"], worst["lse_rows"] = max(worst["o_rows"], cro.rel_error), max(worst["lse_rows"], crl.rel_error)
         worst["bad"] += bad
-        rows_out.append({"id": sc.id, "torch_ms": t_ms, "fused_ms": f_ms, "torch_rows_ms": tr_ms,
-                         "fused_rows_ms": fr_ms, "o_diff": co.rel_error, "lse_diff": cl.rel_error,
-                         "o_rows_diff": cro.rel_error, "lse_rows_diff": crl.rel_error, "special_mismatch": bad,
-                         "fused_tflops": sc.flops / (f_ms * 1e-3) / 1e12})
-        print(f"{sc.id:48}{t_ms:10.2f}{f_ms:10.2f}{t_ms / f_ms:7.2f}{co.rel_error:10.1e}{cl.rel_error:10.1e}"
-              + (f"  {bad} -inf/NaN placements differ" if bad else ""))
+        rows_out.append(
+            {
+                "id": sc.id,
+                "torch_ms": t_ms,
+                "fused_ms": f_ms,
+                "torch_rows_ms": tr_ms,
+                "fused_rows_ms": fr_ms,
+                "o_diff": co.rel_error,
+                "lse_diff": cl.rel_error,
+                "o_rows_diff": cro.rel_error,
+                "lse_rows_diff": crl.rel_error,
+                "special_mismatch": bad,
+                "fused_tflops": sc.flops / (f_ms * 1e-3) / 1e12,
+            }
+        )
+        print(
+            f"{sc.id:48}{t_ms:10.2f}{f_ms:10.2f}{t_ms / f_ms:7.2f}{co.rel_error:10.1e}{cl.rel_error:10.1e}"
+            + (f"  {bad} -inf/NaN placements differ" if bad else "")
+        )
         del inp, ro, rl, fo, fl, rro, rrl, fro, frl
-    print(f"\ntotal, whole outputs: torch {tot['torch_ms'] / 1e3:.2f} s, fused {tot['fused_ms'] / 1e3:.2f} s, "
-          f"x{tot['torch_ms'] / tot['fused_ms']:.2f}")
-    print(f"total, 1 row in 8:    torch {tot['torch_rows_ms'] / 1e3:.2f} s, fused {tot['fused_rows_ms'] / 1e3:.2f} s, "
-          f"x{tot['torch_rows_ms'] / tot['fused_rows_ms']:.2f}")
-    print(f"largest difference fused vs torch: O {worst['o']:.2e}, LSE {worst['lse']:.2e}; on sampled rows: "
-          f"O {worst['o_rows']:.2e}, LSE {worst['lse_rows']:.2e}; -inf/NaN placements that differ: {worst['bad']}")
+    print(
+        f"\ntotal, whole outputs: torch {tot['torch_ms'] / 1e3:.2f} s, fused {tot['fused_ms'] / 1e3:.2f} s, "
+        f"x{tot['torch_ms'] / tot['fused_ms']:.2f}"
+    )
+    print(
+        f"total, 1 row in 8:    torch {tot['torch_rows_ms'] / 1e3:.2f} s, fused {tot['fused_rows_ms'] / 1e3:.2f} s, "
+        f"x{tot['torch_rows_ms'] / tot['fused_rows_ms']:.2f}"
+    )
+    print(
+        f"largest difference fused vs torch: O {worst['o']:.2e}, LSE {worst['lse']:.2e}; on sampled rows: "
+        f"O {worst['o_rows']:.2e}, LSE {worst['lse_rows']:.2e}; -inf/NaN placements that differ: {worst['bad']}"
+    )
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": torch.cuda.get_device_name(), "totals": tot,
-                                               "worst": worst, "scenarios": rows_out}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {"device": torch.cuda.get_device_name(), "totals": tot, "worst": worst, "scenarios": rows_out}, indent=1
+            )
+        )
     return 0 if worst["bad"] == 0 else 1
 
 

@@ -1,4 +1,5 @@
 """Best-of-n wall time of a GPU computation, for the benchmark scripts in this folder."""
+
 import time
 
 import torch

@@ -6,21 +6,25 @@ difference from the default's result (chunking changes only the GEMM shapes, not
 
     python3 bench/reference_chunks.py            # on a GPU host
 """
+
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from bench.gpu_timing import best_ms  # noqa: E402
+from bench.gpu_timing import best_ms
+from gpu_harness.tasks.attention_fwd import _sc, compare_torch
+from gpu_harness.tasks.attention_reference import REFERENCE_CHUNK_ELEMS, reference
 
-from gpu_harness.tasks.attention_fwd import _sc, compare_torch  # noqa: E402
-from gpu_harness.tasks.attention_reference import REFERENCE_CHUNK_ELEMS, reference  # noqa: E402
-
-SHAPES = [("bf16", 1, 16384, 16384, 16, 16, 128, False), ("bf16", 1, 16384, 16384, 16, 16, 128, True),
-          ("fp16", 4, 4096, 4096, 8, 8, 256, False), ("bf16", 8, 2048, 2048, 32, 4, 128, True),
-          ("fp16", 32, 512, 512, 32, 32, 64, False)]
+SHAPES = [
+    ("bf16", 1, 16384, 16384, 16, 16, 128, False),
+    ("bf16", 1, 16384, 16384, 16, 16, 128, True),
+    ("fp16", 4, 4096, 4096, 8, 8, 256, False),
+    ("bf16", 8, 2048, 2048, 32, 4, 128, True),
+    ("fp16", 32, 512, 512, 32, 32, 64, False),
+]
 CHUNKS = [1 << 28, 1 << 26, 1 << 24, 1 << 22]
 
 
@@ -28,7 +32,7 @@ def main() -> dict[int, float]:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     totals = {c: 0.0 for c in CHUNKS}
-    print(f"{'scenario':46}" + "".join(f"{'2^%d ms' % (c.bit_length() - 1):>11}" for c in CHUNKS) + "   max diff")
+    print(f"{'scenario':46}" + "".join(f"{f'2^{c.bit_length() - 1} ms':>11}" for c in CHUNKS) + "   max diff")
     for shape in SHAPES:
         p = _sc(*shape).params
         g = torch.Generator(device="cuda").manual_seed(1)
@@ -48,8 +52,10 @@ def main() -> dict[int, float]:
                 diff = max(diff, compare_torch("O", o, ref[0]).rel_error, compare_torch("L", lse, ref[1]).rel_error)
         print(f"{_sc(*shape).id:46}" + "".join(f"{ms:11.1f}" for ms in cells) + f"   {diff:.1e}")
     base = totals[REFERENCE_CHUNK_ELEMS]
-    print("total ms " + "  ".join(f"2^{c.bit_length() - 1}: {t:.1f} (x{base / t:.2f} vs default)"
-                                   for c, t in totals.items()))
+    print(
+        "total ms "
+        + "  ".join(f"2^{c.bit_length() - 1}: {t:.1f} (x{base / t:.2f} vs default)" for c, t in totals.items())
+    )
     return totals
 
 

@@ -8,6 +8,7 @@ leaves its session to outlive a 3 s limit. In each sandbox mode this host offers
 
     .venv/bin/python bench/shell_tool.py
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,12 @@ print(json.dumps({"wall_s": wall, "peak_kb": peak, "cut": result.truncated_chars
 
 def probe(mode: str, command: str) -> dict:
     with tempfile.TemporaryDirectory() as workspace:
-        done = subprocess.run([sys.executable, "-c", PROBE, str(ROOT), workspace, mode, command],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, str(ROOT), workspace, mode, command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     if done.returncode != 0:
         raise SystemExit(f"{mode}: {command!r} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -64,13 +69,17 @@ def main() -> None:
     for mode in modes:
         floor = probe(mode, "true")
         big = probe(mode, "yes | head -c 400000000")
-        print(f"{mode:<11} {'peak memory, 400 MB of output (kB)':<40} {big['peak_kb']:>12,} {floor['peak_kb']:>12,} "
-              f"{big['peak_kb'] / floor['peak_kb']:>7.2f}")
+        print(
+            f"{mode:<11} {'peak memory, 400 MB of output (kB)':<40} {big['peak_kb']:>12,} {floor['peak_kb']:>12,} "
+            f"{big['peak_kb'] / floor['peak_kb']:>7.2f}"
+        )
         print(f"{mode:<11} {'  characters cut from what is shown':<40} {big['cut']:>12,}")
         for command in ("setsid sleep 25.0417 & echo started", "setsid sleep 25.0417 & sleep 30"):
             run = probe(mode, command)
-            print(f"{mode:<11} {command + ' (s)':<40} {run['wall_s']:>12.2f} {'3 (limit)':>12} {run['wall_s'] / 3:>7.2f}"
-                  f"   sleep alive after: {run['sleep_alive']}")
+            print(
+                f"{mode:<11} {command + ' (s)':<40} {run['wall_s']:>12.2f} {'3 (limit)':>12} {run['wall_s'] / 3:>7.2f}"
+                f"   sleep alive after: {run['sleep_alive']}"
+            )
 
 
 if __name__ == "__main__":

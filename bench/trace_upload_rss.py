@@ -31,14 +31,35 @@ def memory_kib(pid: int) -> dict:
 
 def write_trace(path: Path, megabytes: float) -> int:
     with path.open("w") as out:
-        out.write(json.dumps({"seq": 0, "kind": "status", "ts": "2026-11-30T12:00:00+00:00",
-                              "payload": {"status": "running", "reason": "started",
-                                          "config": {"task": "matmul_cpu", "model": "bench"}}}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "seq": 0,
+                    "kind": "status",
+                    "ts": "2026-11-30T12:00:00+00:00",
+                    "payload": {
+                        "status": "running",
+                        "reason": "started",
+                        "config": {"task": "matmul_cpu", "model": "bench"},
+                    },
+                }
+            )
+            + "\n"
+        )
         seq, size = 1, 0
         while size < megabytes * 1e6:
-            line = json.dumps({"seq": seq, "kind": "note", "ts": "2026-11-30T12:00:01+00:00",
-                               "payload": {"text": f"note {seq} " + "x" * 320, "level": "info"},
-                               "usage": {"tokens_in": 1, "tokens_out": 1, "cost_usd": 0}}) + "\n"
+            line = (
+                json.dumps(
+                    {
+                        "seq": seq,
+                        "kind": "note",
+                        "ts": "2026-11-30T12:00:01+00:00",
+                        "payload": {"text": f"note {seq} " + "x" * 320, "level": "info"},
+                        "usage": {"tokens_in": 1, "tokens_out": 1, "cost_usd": 0},
+                    }
+                )
+                + "\n"
+            )
             out.write(line)
             size += len(line)
             seq += 1
@@ -64,12 +85,24 @@ def main() -> None:
             trace = Path(folder) / "big.jsonl"
             size = write_trace(trace, args.mb)
             boundary = "kseekbenchboundary"
-            body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"csrfmiddlewaretoken\"\r\n\r\n{csrf}\r\n"
-                    f"--{boundary}\r\nContent-Disposition: form-data; name=\"trace\"; filename=\"big.jsonl\"\r\n"
-                    "Content-Type: application/x-ndjson\r\n\r\n").encode() + trace.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+            body = (
+                (
+                    f'--{boundary}\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"\r\n\r\n{csrf}\r\n'
+                    f'--{boundary}\r\nContent-Disposition: form-data; name="trace"; filename="big.jsonl"\r\n'
+                    "Content-Type: application/x-ndjson\r\n\r\n"
+                ).encode()
+                + trace.read_bytes()
+                + f"\r\n--{boundary}--\r\n".encode()
+            )
             before = memory_kib(pid)
-            request = urllib.request.Request(base + "/traces/import/", data=body, headers={
-                "Cookie": f"{cookies}; csrftoken={csrf}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+            request = urllib.request.Request(
+                base + "/traces/import/",
+                data=body,
+                headers={
+                    "Cookie": f"{cookies}; csrftoken={csrf}",
+                    "Content-Type": f"multipart/form-data; boundary={boundary}",
+                },
+            )
             started = time.monotonic()
             try:
                 with urllib.request.urlopen(request, timeout=1800) as answer:
@@ -79,8 +112,10 @@ def main() -> None:
             elapsed = time.monotonic() - started
             after = memory_kib(pid)
             steps = site.query("SELECT COUNT(*) FROM runs_step")[0][0]
-            print(f"upload {size / 1e6:.1f} MB: HTTP {status} in {elapsed:.1f} s, {steps} steps stored; daphne RSS "
-                  f"{before['VmRSS'] / 1024:.0f} MiB before (peak {before['VmHWM'] / 1024:.0f}), peak {after['VmHWM'] / 1024:.0f} MiB")
+            print(
+                f"upload {size / 1e6:.1f} MB: HTTP {status} in {elapsed:.1f} s, {steps} steps stored; daphne RSS "
+                f"{before['VmRSS'] / 1024:.0f} MiB before (peak {before['VmHWM'] / 1024:.0f}), peak {after['VmHWM'] / 1024:.0f} MiB"
+            )
         finally:
             site.close()
 

@@ -7,6 +7,7 @@ logic, compile checks and the CPU task work where torch is absent.
     result = evaluate("matmul_cpu", "kernels/matmul_cpu/naive.cpp", scenarios="quick")
     print(result.table())
 """
+
 from .evaluate import evaluate
 from .result import EvalResult, ScenarioOutcome
 from .tasks import get_task, list_tasks

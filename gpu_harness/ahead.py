@@ -9,28 +9,39 @@ the results in the same order.
 Items the consumer never asks for (the candidate refused that scenario) are dropped when a later one is
 taken, so they never block the items after them.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Callable, ContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
 
 
 class Ahead:
-    def __init__(self, items: list[tuple[str, object]], work: Callable[[object], object], *, depth: int,
-                 threads: int, name: str, thread_context: Callable[[], ContextManager] | None = None):
+    def __init__(
+        self,
+        items: list[tuple[str, object]],
+        work: Callable[[object], object],
+        *,
+        depth: int,
+        threads: int,
+        name: str,
+        thread_context: Callable[[], ContextManager] | None = None,
+    ):
         """`items`: (key, payload) in the order they will be taken. `work(payload)` returns the result;
         an exception makes the result None (the consumer then does the work itself, and sees the error).
         `thread_context`: entered once by each thread around all its work (e.g. a CUDA stream of its own)."""
         self._items, self._work, self._depth = items, work, depth
         self._order = {key: i for i, (key, _) in enumerate(items)}
         self._ready: dict[str, object] = {}
-        self._next = 0                   # the next item a thread takes
-        self._busy = 0                   # items being computed now
+        self._next = 0  # the next item a thread takes
+        self._busy = 0  # items being computed now
         self._cv = threading.Condition()
         self._stopped = False
         self._context = thread_context
-        self._threads = [threading.Thread(target=self._run, name=f"kseek-{name}-{i}", daemon=True)
-                         for i in range(threads)]
+        self._threads = [
+            threading.Thread(target=self._run, name=f"kseek-{name}-{i}", daemon=True) for i in range(threads)
+        ]
         for t in self._threads:
             t.start()
 
@@ -52,7 +63,7 @@ class Ahead:
                 self._busy += 1
             try:
                 out = self._work(payload)
-            except Exception:    # noqa: BLE001 (the consumer does the work itself and meets the error there)
+            except Exception:
                 out = None
             with self._cv:
                 self._busy -= 1
@@ -65,6 +76,7 @@ class Ahead:
 
     def take(self, key: str, timeout_s: float = 300.0):
         """The result for `key` (waiting for it); None when its work failed or did not finish in time."""
+
         def arrived():
             # items before this one that were never taken make room
             for skipped in [k for k in self._ready if self._order[k] < self._order[key]]:

@@ -10,6 +10,7 @@ the call is handed over, as it does for a launch.
 
 With `threads=0` (the CPU task, whose timer is the host clock around the call) calls run on the main thread.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,15 +18,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 class BaselineThreads:
     def __init__(self, threads: int):
-        self._pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kseek-baseline-{i}")
-                       for i in range(threads)]
+        self._pools = [
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kseek-baseline-{i}") for i in range(threads)
+        ]
         self._owner: dict[str, int] = {}
         self._warming: list[Future] = []
 
     def _pool(self, scenario_id: str) -> ThreadPoolExecutor | None:
         if not self._pools:
             return None
-        if scenario_id not in self._owner:            # round robin, in the order scenarios come
+        if scenario_id not in self._owner:  # round robin, in the order scenarios come
             self._owner[scenario_id] = len(self._owner) % len(self._pools)
         return self._pools[self._owner[scenario_id]]
 
@@ -57,5 +59,5 @@ class BaselineThreads:
 def _quietly(work) -> None:
     try:
         work()
-    except Exception:    # noqa: BLE001 (see warm)
+    except Exception:
         pass

@@ -3,6 +3,7 @@
 The compiler runs in its own process group with a hard timeout. Every build, cached or not, passes the
 dependency checks (depcheck) before anyone loads it.
 """
+
 from __future__ import annotations
 
 import glob
@@ -16,13 +17,13 @@ import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from . import depcheck
 from .procs import run_bounded
 
-BUILD_RECIPE_VERSION = "3"   # bump when flags or checks change meaning, to invalidate the cache
+BUILD_RECIPE_VERSION = "3"  # bump when flags or checks change meaning, to invalidate the cache
 DEFAULT_ARCH = "sm_90a"
 
 
@@ -35,12 +36,12 @@ class BuildResult:
     ok: bool
     language: str
     lib_path: str | None = None
-    reason: str | None = None          # why it failed (compile error, refused headers/symbols, timeout)
-    log: str = ""                      # compiler output (trimmed)
+    reason: str | None = None  # why it failed (compile error, refused headers/symbols, timeout)
+    log: str = ""  # compiler output (trimmed)
     cache_hit: bool = False
     compile_s: float = 0.0
     arch: str | None = None
-    kernels: dict = field(default_factory=dict)   # per kernel: registers, spill bytes, smem, stack
+    kernels: dict = field(default_factory=dict)  # per kernel: registers, spill bytes, smem, stack
     undefined_symbols: list[str] = field(default_factory=list)
     source_sha256: str = ""
 
@@ -50,9 +51,11 @@ class BuildResult:
     def resource_lines(self) -> list[str]:
         lines = []
         for name, k in sorted(self.kernels.items()):
-            lines.append(f"{_short(name)}: {k.get('registers', '?')} registers, "
-                         f"{k.get('spill_stores', 0)}/{k.get('spill_loads', 0)} bytes spill stores/loads, "
-                         f"{k.get('smem', 0)} bytes static smem, {k.get('stack', 0)} bytes stack")
+            lines.append(
+                f"{_short(name)}: {k.get('registers', '?')} registers, "
+                f"{k.get('spill_stores', 0)}/{k.get('spill_loads', 0)} bytes spill stores/loads, "
+                f"{k.get('smem', 0)} bytes static smem, {k.get('stack', 0)} bytes stack"
+            )
         return lines
 
 
@@ -68,7 +71,7 @@ def _short(name: str, n: int = 70) -> str:
     return name if len(name) <= n else name[: n - 3] + "..."
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tool_version(tool: str) -> str:
     try:
         out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
@@ -77,7 +80,7 @@ def _tool_version(tool: str) -> str:
         return "missing"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cpu_model() -> str:
     # -march=native makes the binary depend on the CPU: the cache key must too.
     try:
@@ -102,8 +105,12 @@ def cuda_home() -> str | None:
 def _libcuda_dir() -> str | None:
     """Where a libcuda.so lies for linking tensor-map calls (absent on machines without a driver)."""
     home = cuda_home() or "/usr/local/cuda"
-    for pattern in (f"{home}/lib64/stubs/libcuda.so", "/usr/lib/x86_64-linux-gnu/libcuda.so*",
-                    "/usr/lib64/libcuda.so*", "/usr/local/nvidia/lib64/libcuda.so*"):
+    for pattern in (
+        f"{home}/lib64/stubs/libcuda.so",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so*",
+        "/usr/lib64/libcuda.so*",
+        "/usr/local/nvidia/lib64/libcuda.so*",
+    ):
         hits = glob.glob(pattern)
         if hits:
             return str(Path(hits[0]).parent)
@@ -120,23 +127,58 @@ def arch_flags(arch: str) -> list[str]:
 
 def compile_command(language: str, src: Path, out: Path, arch: str | None) -> list[str]:
     if language == "cuda":
-        cmd = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
-               *arch_flags(arch or DEFAULT_ARCH), "-Xptxas", "-v", "-lineinfo",
-               "-Xlinker", "-z,now", "-Xlinker", "-z,relro", "-o", str(out), str(src)]
+        cmd = [
+            "nvcc",
+            "-O3",
+            "-std=c++17",
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-cudart",
+            "shared",
+            *arch_flags(arch or DEFAULT_ARCH),
+            "-Xptxas",
+            "-v",
+            "-lineinfo",
+            "-Xlinker",
+            "-z,now",
+            "-Xlinker",
+            "-z,relro",
+            "-o",
+            str(out),
+            str(src),
+        ]
         libdir = _libcuda_dir()
         if libdir:
             cmd += ["-Xlinker", "--as-needed", f"-L{libdir}", "-lcuda"]
         return cmd
     if language == "cpp":
-        return ["g++", "-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-Wl,-z,now", "-Wl,-z,relro",
-                "-o", str(out), str(src)]
+        return [
+            "g++",
+            "-O3",
+            "-march=native",
+            "-std=c++17",
+            "-shared",
+            "-fPIC",
+            "-Wl,-z,now",
+            "-Wl,-z,relro",
+            "-o",
+            str(out),
+            str(src),
+        ]
     raise ValueError(f"unknown language {language!r}")
 
 
 def cache_key(source: str, language: str, arch: str | None) -> str:
     tool = "nvcc" if language == "cuda" else "g++"
-    parts = [BUILD_RECIPE_VERSION, language, arch or "", _tool_version(tool), source,
-             " ".join(compile_command(language, Path("src"), Path("out"), arch))]
+    parts = [
+        BUILD_RECIPE_VERSION,
+        language,
+        arch or "",
+        _tool_version(tool),
+        source,
+        " ".join(compile_command(language, Path("src"), Path("out"), arch)),
+    ]
     if language == "cpp":
         parts.append(_cpu_model())
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
@@ -172,8 +214,9 @@ def parse_ptxas(log: str) -> dict:
     return {k: v for k, v in kernels.items() if "registers" in v}
 
 
-def build(source_path: str | os.PathLike, language: str, arch: str | None = None,
-          timeout_s: float = 300.0) -> BuildResult:
+def build(
+    source_path: str | os.PathLike, language: str, arch: str | None = None, timeout_s: float = 300.0
+) -> BuildResult:
     src_path = Path(source_path)
     try:
         source = src_path.read_text()
@@ -222,20 +265,34 @@ def _compile(source: str, language: str, arch: str | None, timeout_s: float, ent
     log = (done.stdout + done.stderr).replace(str(work) + "/", "")
     if done.timed_out:
         shutil.rmtree(work, ignore_errors=True)
-        return BuildResult(False, language, reason=f"compile timed out after {timeout_s:.0f}s", log=log[-4000:],
-                           compile_s=elapsed, arch=arch)
+        return BuildResult(
+            False,
+            language,
+            reason=f"compile timed out after {timeout_s:.0f}s",
+            log=log[-4000:],
+            compile_s=elapsed,
+            arch=arch,
+        )
     if done.returncode != 0 or not out.exists():
         shutil.rmtree(work, ignore_errors=True)
         first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.strip()[-300:])
-        return BuildResult(False, language, reason=f"compile failed: {first.strip()}", log=log[-8000:],
-                           compile_s=elapsed, arch=arch)
-    result = BuildResult(True, language, lib_path=str(entry / "lib.so"), log=log[-8000:], compile_s=elapsed,
-                         arch=arch, kernels=parse_ptxas(log) if language == "cuda" else {})
+        return BuildResult(
+            False, language, reason=f"compile failed: {first.strip()}", log=log[-8000:], compile_s=elapsed, arch=arch
+        )
+    result = BuildResult(
+        True,
+        language,
+        lib_path=str(entry / "lib.so"),
+        log=log[-8000:],
+        compile_s=elapsed,
+        arch=arch,
+        kernels=parse_ptxas(log) if language == "cuda" else {},
+    )
     meta = result.to_dict()
     (work / "build.json").write_text(json.dumps(meta))
     src.unlink()
     try:
-        os.replace(work, entry)        # atomic publish; a concurrent identical build may have won
+        os.replace(work, entry)  # atomic publish; a concurrent identical build may have won
     except OSError:
         shutil.rmtree(work, ignore_errors=True)
     return result

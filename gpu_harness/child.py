@@ -10,6 +10,7 @@ clock.
 
 Protocol: JSON lines. Child -> parent on --msg-fd, parent -> child on --cmd-fd.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,7 @@ class Channel:
     def _read(self) -> dict:
         line = self._in.readline()
         if not line:
-            raise SystemExit(0)          # the parent is gone
+            raise SystemExit(0)  # the parent is gone
         return json.loads(line)
 
     def recv(self) -> dict:
@@ -60,10 +61,11 @@ def _fresh_fraction() -> float:
 
 def run(task_name: str, ch: Channel) -> None:
     from .tasks import derive_seed, get_task
+
     task = get_task(task_name)
     facts = task.child_setup()
     ch.send(ev="ready", **facts)
-    cmd = ch.recv()                  # booted ahead of its job: wait for it (the parent kills us when done)
+    cmd = ch.recv()  # booted ahead of its job: wait for it (the parent kills us when done)
     if cmd.get("cmd") != "job":
         raise ValueError(f"expected a job, got {cmd.get('cmd')!r}")
     job = cmd["job"]
@@ -78,7 +80,7 @@ def run(task_name: str, ch: Channel) -> None:
     ch.send(ev="loaded", exchange=exchange)
 
     try:
-        spent = Stopwatch()           # where this phase's time goes on this side (diagnostics for the parent)
+        spent = Stopwatch()  # where this phase's time goes on this side (diagnostics for the parent)
         # every scenario's baseline warm-up is queued now, on its owner thread: they run beside the
         # correctness runs below and are done (or nearly) by the time those are
         with spent("warm_submit"):
@@ -124,7 +126,7 @@ def run(task_name: str, ch: Channel) -> None:
             sc = cmd["scenario"]
             _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines)
     finally:
-        baselines.close()         # at most the call in progress on each thread finishes
+        baselines.close()  # at most the call in progress on each thread finishes
 
 
 def _warm_baselines(task, sc, names, base_libs, derive_seed, baselines: BaselineThreads) -> None:
@@ -142,9 +144,10 @@ def _warm_baselines(task, sc, names, base_libs, derive_seed, baselines: Baseline
             if callable(f):
                 try:
                     f()
-                except Exception:    # noqa: BLE001 (the timing phase calls it again and records why it is n/a)
+                except Exception:
                     pass
         task.sync_error()
+
     baselines.warm(sc["id"], work)
 
 
@@ -173,7 +176,7 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
             err = task.sync_error()
             if err:
                 raise RuntimeError(err)
-        except Exception as e:   # a baseline that cannot run this scenario is n/a there, not a failure
+        except Exception as e:  # a baseline that cannot run this scenario is n/a there, not a failure
             notes[n] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
             runnable.remove(n)
     del inputs, outputs
@@ -191,7 +194,7 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
         fns = task.baseline_callables(runnable, params, inputs, base_libs)
         order = ["__candidate__"] + runnable
         if rep % 2:
-            order.reverse()              # A/B then B/A: no impl always runs right after the flush of another
+            order.reverse()  # A/B then B/A: no impl always runs right after the flush of another
         for name in order:
             task.flush_cache()
             if name == "__candidate__":
@@ -208,14 +211,22 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
                 base_ms[name].append(task.time_call(lambda f=fns[name]: baselines.call(sc["id"], f)))
         last = rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd)
         if last and not (checked and checked[-1]["rep"] == rep):
-            slot = ch.take_slot()         # the baselines' calls since then write only their own outputs
+            slot = ch.take_slot()  # the baselines' calls since then write only their own outputs
             task.export_outputs(outputs, slot)
             checked.append({"seed": seed, "slot": slot, "rep": rep})
         del inputs, outputs, fns
         if last:
             break
-    ch.send(ev="timed", sid=sc["id"], cand_ms=cand_ms, base_ms=base_ms, notes=notes, checked=checked,
-            estimate_ms=est, seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps})
+    ch.send(
+        ev="timed",
+        sid=sc["id"],
+        cand_ms=cand_ms,
+        base_ms=base_ms,
+        notes=notes,
+        checked=checked,
+        estimate_ms=est,
+        seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps},
+    )
 
     # host-clock cross-check: the parent times this batch with its own clock
     n = max(1, min(cmd["batch_max"], int(cmd["batch_ms"] / max(est, 1e-3))))
@@ -224,7 +235,7 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
     outputs = task.new_outputs(params)
     task.sync_error()
     ch.send(ev="batch_ready", sid=sc["id"], n=n)
-    while True:                      # the parent asks for batches until it is satisfied ("next")
+    while True:  # the parent asks for batches until it is satisfied ("next")
         cmd = ch.recv()
         if cmd.get("cmd") == "next":
             return
@@ -242,12 +253,14 @@ def _settled(series: list[list[float]], cmd: dict) -> bool:
     """Enough timed calls: every implementation's median is known to within cmd["ci_rel"] (early_min calls at
     least; verdict.median_settled says how)."""
     from .verdict import median_settled
+
     early_min, ci_rel = cmd.get("early_min"), cmd.get("ci_rel")
     return bool(early_min and ci_rel) and all(median_settled(xs, early_min, ci_rel) for xs in series)
 
 
 def _repeats(est_ms: float, cmd: dict) -> int:
     from .verdict import adaptive_repeats
+
     return adaptive_repeats(est_ms, cmd["budget_ms"], cmd["min_reps"], cmd["max_reps"])
 
 

@@ -3,6 +3,7 @@
 Progress goes to stderr, the table to stdout. Exit status: 0 when the verdict is 'correct' (eval) or the
 build passes its checks (compile), 1 otherwise, 2 for bad arguments.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,20 @@ def _progress(line: str) -> None:
 
 def cmd_eval(args) -> int:
     from .evaluate import evaluate
+
     scenarios = args.scenarios
     baselines = None if args.baselines is None else [b for b in args.baselines.split(",") if b]
-    result = evaluate(args.task, args.kernel, scenarios=scenarios, baselines=baselines, seed=args.seed,
-                      progress=_progress, timeout_s=args.timeout, arch=args.arch, timing=not args.no_timing)
+    result = evaluate(
+        args.task,
+        args.kernel,
+        scenarios=scenarios,
+        baselines=baselines,
+        seed=args.seed,
+        progress=_progress,
+        timeout_s=args.timeout,
+        arch=args.arch,
+        timing=not args.no_timing,
+    )
     print(result.table())
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=1))
@@ -48,6 +59,7 @@ def language_of(path: str) -> str:
 
 def cmd_compile(args) -> int:
     from .build import build
+
     status = 0
     for kernel in args.kernels:
         try:
@@ -60,15 +72,17 @@ def cmd_compile(args) -> int:
         head = f"{kernel}: {'OK' if b.ok else 'REFUSED' if b.lib_path or 'refused' in (b.reason or '') else 'FAILED'}"
         print(head + ("" if b.ok else f": {b.reason}"))
         if b.lib_path or b.kernels:
-            print(f"  {'cached build' if b.cache_hit else f'compiled in {b.compile_s:.1f}s'}"
-                  + (f" for {b.arch}" if b.arch else ""))
+            print(
+                f"  {'cached build' if b.cache_hit else f'compiled in {b.compile_s:.1f}s'}"
+                + (f" for {b.arch}" if b.arch else "")
+            )
             for line in b.resource_lines():
                 print("  " + line)
             spills = sum(k.get("spill_stores", 0) + k.get("spill_loads", 0) for k in b.kernels.values())
             if spills:
                 print(f"  warning: {spills} bytes of register spills")
             if b.undefined_symbols:
-                print("  imports: " + " ".join(sorted({s.split('@')[0] for s in b.undefined_symbols})))
+                print("  imports: " + " ".join(sorted({s.split("@")[0] for s in b.undefined_symbols})))
         if not b.ok and b.log and args.verbose:
             print(b.log)
         if not b.ok:
@@ -78,6 +92,7 @@ def cmd_compile(args) -> int:
 
 def cmd_scenarios(args) -> int:
     from .tasks import get_task
+
     t = get_task(args.task)
     items = t.select("quick" if args.quick else "full")
     for s in items:
@@ -88,6 +103,7 @@ def cmd_scenarios(args) -> int:
 
 def cmd_tasks(args) -> int:
     from .tasks import get_task, list_tasks
+
     for name in list_tasks():
         t = get_task(name)
         print(f"{name}\t{t.language}\t{len(t.scenarios())} scenarios ({len(t.quick_ids())} quick)\t{t.abi}")
@@ -128,6 +144,6 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as e:          # bad task name, scenario id, ...: a clear message, not a traceback
+    except ValueError as e:  # bad task name, scenario id, ...: a clear message, not a traceback
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ Three checks, each defending something different (docs/harness.md has the threat
 3. the host code's machine instructions: no raw system calls (`syscall`, `sysenter`, `int 0x80`, `svc`),
    which would bypass the symbol check entirely.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,26 +22,30 @@ from dataclasses import dataclass, field
 # C and C++ standard headers a kernel may reasonably need. Deliberately absent: <thread>, <mutex>, <future>,
 # <atomic> (host threads), <chrono>/<ctime> (clocks), <fstream>/<iostream> (files), <cstdio> is allowed for
 # printf debugging (fopen is refused by the symbol check).
-STD_HEADERS = frozenset("""
+STD_HEADERS = frozenset(
+    """
 algorithm array bit bitset cassert cfloat cinttypes climits cmath complex cstddef cstdint cstdio cstdlib
 cstring functional initializer_list iterator limits memory new numeric optional tuple type_traits utility
 vector span concepts
 assert.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h
-""".split())
+""".split()
+)
 
 # Top-level CUDA toolkit headers that are part of the runtime or device programming model.
-CUDA_HEADERS = frozenset("""
+CUDA_HEADERS = frozenset(
+    """
 cuda.h cuda_runtime.h cuda_runtime_api.h cuda_bf16.h cuda_fp16.h cuda_fp8.h cuda_fp6.h cuda_fp4.h
 cuda_pipeline.h cuda_pipeline_primitives.h cuda_awbarrier.h cuda_awbarrier_primitives.h
 cooperative_groups.h mma.h device_launch_parameters.h vector_types.h cudaTypedefs.h
 cuda_device_runtime_api.h driver_types.h builtin_types.h sm_90_rt.h
-""".split())
+""".split()
+)
 # Header folders of the toolkit that are device-side building blocks, not libraries.
 CUDA_HEADER_DIRS = ("cooperative_groups/", "cuda/")
 
 CPP_ONLY_HEADERS = STD_HEADERS  # the CPU task: the standard library, nothing else
 
-_INCLUDE = re.compile(r'^\s*#\s*(include|include_next|import)\b\s*(.*)$')
+_INCLUDE = re.compile(r"^\s*#\s*(include|include_next|import)\b\s*(.*)$")
 
 
 @dataclass
@@ -72,7 +77,7 @@ def _strip_comments(src: str) -> str:
             j = i + 1
             while j < n and src[j] != '"' and src[j] != "\n":
                 j += 2 if src[j] == "\\" else 1
-            out.append(src[i:j + 1])
+            out.append(src[i : j + 1])
             i = j + 1
         else:
             out.append(src[i])
@@ -91,7 +96,7 @@ def check_headers(source: str, language: str) -> HeaderReport:
         if directive != "include":
             refused.append(f"#{directive} {rest}")
             continue
-        hm = re.match(r'^<([^<>]+)>', rest)
+        hm = re.match(r"^<([^<>]+)>", rest)
         if not hm:
             refused.append(f"#include {rest} (only <system> headers; the kernel is one file)")
             continue
@@ -117,7 +122,8 @@ def _header_allowed(name: str, language: str) -> bool:
 # ---- symbols --------------------------------------------------------------------------------------------
 
 # Exact names a candidate library may import.
-ALLOWED_SYMBOLS = frozenset("""
+ALLOWED_SYMBOLS = frozenset(
+    """
 cudaLaunchKernel cudaLaunchKernelExC cudaLaunchCooperativeKernel cudaFuncSetAttribute cudaFuncGetAttributes
 cudaFuncSetCacheConfig cudaGetDevice cudaGetDeviceCount cudaGetDeviceProperties cudaGetDeviceProperties_v2
 cudaDeviceGetAttribute cudaGetLastError cudaPeekAtLastError cudaGetErrorString cudaGetErrorName
@@ -144,7 +150,9 @@ _ZSt9terminatev _ZSt17__throw_bad_allocv _ZSt20__throw_length_errorPKc _ZSt24__t
 _ZSt19__throw_logic_errorPKc _ZSt28__throw_bad_array_new_lengthv _ZSt20__throw_out_of_rangePKc
 _ZSt21__glibcxx_assert_failPKciS0_S0_ _ZSt25__throw_bad_function_callv
 _ZTVN10__cxxabiv117__class_type_infoE _ZTVN10__cxxabiv120__si_class_type_infoE
-""".split())
+""".split()
+)
+
 
 @dataclass
 class SymbolReport:
@@ -160,16 +168,34 @@ class SymbolReport:
             return self.tool_error
         parts = []
         if self.refused:
-            parts.append("refused symbols: " + ", ".join(self.refused[:12]) +
-                         (f" (+{len(self.refused) - 12} more)" if len(self.refused) > 12 else ""))
+            parts.append(
+                "refused symbols: "
+                + ", ".join(self.refused[:12])
+                + (f" (+{len(self.refused) - 12} more)" if len(self.refused) > 12 else "")
+            )
         if self.raw_syscalls:
             parts.append("raw system-call instructions in host code: " + "; ".join(self.raw_syscalls[:3]))
         return "; ".join(parts) or None
 
 
 # Refused even if a future allowlist entry matched them (belt and braces).
-HARD_DENY = ("dlopen", "dlsym", "dlvsym", "pthread", "fork", "syscall", "mprotect", "stream",
-             "entrypoint", "procaddress", "cublas", "cudnn", "cutlass", "exec", "ptrace")
+HARD_DENY = (
+    "dlopen",
+    "dlsym",
+    "dlvsym",
+    "pthread",
+    "fork",
+    "syscall",
+    "mprotect",
+    "stream",
+    "entrypoint",
+    "procaddress",
+    "cublas",
+    "cudnn",
+    "cutlass",
+    "exec",
+    "ptrace",
+)
 
 
 def symbol_allowed(name: str) -> bool:
@@ -190,12 +216,11 @@ def undefined_symbols(lib_path: str) -> list[str]:
     return names
 
 
-_SYSCALL_INSN = re.compile(r'\s(syscall|sysenter|svc\s+#?0x0|svc\s+#0|int\s+\$0x80)\b')
+_SYSCALL_INSN = re.compile(r"\s(syscall|sysenter|svc\s+#?0x0|svc\s+#0|int\s+\$0x80)\b")
 
 
 def raw_syscall_sites(lib_path: str) -> list[str]:
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise RuntimeError(f"objdump failed: {out.stderr.strip()}")
     return [line.strip() for line in out.stdout.splitlines() if _SYSCALL_INSN.search(line)]

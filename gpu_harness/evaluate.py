@@ -7,6 +7,7 @@ slot, and judge the copy against a reference computed here from the same seed; t
 correct scenario (interleaved with the baselines), judge the outputs of randomly chosen timed calls too, and
 time a batch of calls with this process's own clock.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -15,15 +16,15 @@ import hashlib
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from . import verdict
 from .build import build
 from .exchange import SLOTS
 from .result import EvalResult, ScenarioOutcome
-from .stopwatch import Stopwatch
 from .runner import ChildFailed, ChildSession
+from .stopwatch import Stopwatch
 from .tasks import Scenario, derive_seed, get_task
 
 # Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
@@ -34,11 +35,19 @@ from .tasks import Scenario, derive_seed, get_task
 # The host-clock batch is ~10 ms of back-to-back calls (25 ms before: 4.6 s of a 48 s full grid): the parent's
 # per-batch latency is subtracted (TimingLimits.batch_latency_ms), and what the check catches (work the events
 # do not see) adds a call's worth of time per call, whatever the batch's length.
-TIMING = {"budget_ms": 60.0, "min_reps": 3, "max_reps": 15, "early_min": 5, "ci_rel": 0.005, "checks": 2,
-          "batch_ms": 10.0, "batch_max": 200}
-HOST_BATCHES = 3                 # host-clock batches tried before a disagreement is called suspect
-STAGE_TIMEOUT_S = 120.0          # anything that is not a candidate call (start, input generation, ...)
-SAVE_MARGIN_S = 15.0             # after a call: copying its outputs into a slot
+TIMING = {
+    "budget_ms": 60.0,
+    "min_reps": 3,
+    "max_reps": 15,
+    "early_min": 5,
+    "ci_rel": 0.005,
+    "checks": 2,
+    "batch_ms": 10.0,
+    "batch_max": 200,
+}
+HOST_BATCHES = 3  # host-clock batches tried before a disagreement is called suspect
+STAGE_TIMEOUT_S = 120.0  # anything that is not a candidate call (start, input generation, ...)
+SAVE_MARGIN_S = 15.0  # after a call: copying its outputs into a slot
 assert TIMING["checks"] < SLOTS  # the child never waits for a slot in the middle of timing
 
 # (task, scenario id, device, versions, baseline) -> median ms; reused within one process run
@@ -46,18 +55,26 @@ _BASELINE_CACHE: dict[tuple, float] = {}
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def _new_seed() -> int:
     return int.from_bytes(os.urandom(8), "little") & ((1 << 62) - 1)
 
 
-def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = "quick",
-             baselines: list[str] | None = None, seed: int | None = None,
-             progress: Callable[[str], None] | None = None, timeout_s: float | None = None,
-             arch: str | None = None, baseline_cache: bool = True, timing: bool = True,
-             spare_child: bool = False) -> EvalResult:
+def evaluate(
+    task: str,
+    kernel: str | os.PathLike,
+    scenarios: str | list[str] = "quick",
+    baselines: list[str] | None = None,
+    seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    timeout_s: float | None = None,
+    arch: str | None = None,
+    baseline_cache: bool = True,
+    timing: bool = True,
+    spare_child: bool = False,
+) -> EvalResult:
     """Judge a candidate kernel. Raises ValueError only for a bad task name or scenario list (caller errors);
     everything the kernel does wrong ends up in the returned EvalResult.
 
@@ -68,11 +85,19 @@ def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = 
     deadline = None if timeout_s is None else t_start + timeout_s
     t = get_task(task)
     selected = t.select(scenarios)
-    res = EvalResult(task=t.name, kernel_sha256="", kernel_source="", status="error", host=socket.gethostname(),
-                     started_at=_now(), kernel_path=str(kernel))
+    res = EvalResult(
+        task=t.name,
+        kernel_sha256="",
+        kernel_source="",
+        status="error",
+        host=socket.gethostname(),
+        started_at=_now(),
+        kernel_path=str(kernel),
+    )
     try:
-        _evaluate_into(res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache, timing,
-                       spare_child)
+        _evaluate_into(
+            res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache, timing, spare_child
+        )
     finally:
         res.finished_at = _now()
         res.wall_s = round(time.monotonic() - t_start, 3)
@@ -80,8 +105,9 @@ def evaluate(task: str, kernel: str | os.PathLike, scenarios: str | list[str] = 
     return res
 
 
-def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arch, baseline_cache, timing,
-                   spare_child) -> None:
+def _evaluate_into(
+    res, t, kernel, selected, baselines, seed, say, deadline, arch, baseline_cache, timing, spare_child
+) -> None:
     try:
         source = kernel.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -96,23 +122,25 @@ def _evaluate_into(res, t, kernel, selected, baselines, seed, say, deadline, arc
     if why and session is not None:
         session.close()
         session = None
-    elif not why and session is None:          # the guess was wrong: candidates can run here after all
+    elif not why and session is None:  # the guess was wrong: candidates can run here after all
         session = _take_child(t)
     try:
-        _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache,
-                      timing, session, why)
+        _judge_source(
+            res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache, timing, session, why
+        )
     finally:
         if session is not None:
             if spare_child and not session.started:
-                _SPARES.setdefault(_spare_key(t), session)     # never given a job: still as good as new
+                _SPARES.setdefault(_spare_key(t), session)  # never given a job: still as good as new
             else:
                 session.close()
         if spare_child and not why:
             _boot_spare(t)
 
 
-def _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache, timing,
-                  session, why) -> None:
+def _judge_source(
+    res, t, kernel, source, selected, baselines, seed, say, deadline, arch, baseline_cache, timing, session, why
+) -> None:
     res.kernel_source = source
     res.kernel_sha256 = hashlib.sha256(source.encode()).hexdigest()
     names = list(t.default_baselines if baselines is None else baselines)
@@ -125,8 +153,7 @@ def _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadli
     t0 = time.monotonic()
     b = build(kernel, t.language, arch=arch)
     res.phases["build_s"] = round(time.monotonic() - t0, 2)
-    res.build = {"cache_hit": b.cache_hit, "compile_s": round(b.compile_s, 2), "kernels": b.kernels,
-                 "arch": b.arch}
+    res.build = {"cache_hit": b.cache_hit, "compile_s": round(b.compile_s, 2), "kernels": b.kernels, "arch": b.arch}
     if not b.ok:
         res.reason = b.reason
         for o in res.scenarios:
@@ -156,8 +183,22 @@ def _judge_source(res, t, kernel, source, selected, baselines, seed, say, deadli
         return
 
     try:
-        _run_child(res, t, session, b.lib_path, selected, runnable, libs, seed, say, deadline, limits, facts,
-                   baseline_cache, timing)
+        _run_child(
+            res,
+            t,
+            session,
+            b.lib_path,
+            selected,
+            runnable,
+            libs,
+            seed,
+            say,
+            deadline,
+            limits,
+            facts,
+            baseline_cache,
+            timing,
+        )
     finally:
         res.reference = t.reference_note()
     _finish(res, selected, names)
@@ -199,8 +240,22 @@ def _left(deadline, stage_s):
     return max(0.0, min(stage_s, deadline - time.monotonic()))
 
 
-def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario], runnable, libs, seed, say,
-               deadline, limits, facts, baseline_cache, timing=True) -> None:
+def _run_child(
+    res,
+    t,
+    session: ChildSession,
+    lib_path,
+    selected: list[Scenario],
+    runnable,
+    libs,
+    seed,
+    say,
+    deadline,
+    limits,
+    facts,
+    baseline_cache,
+    timing=True,
+) -> None:
     outdir = os.path.join(session.workdir, "out")
     os.makedirs(outdir)
     by_id = {s.id: s for s in selected}
@@ -221,8 +276,16 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
             return []
         return [n for n in runnable if n in t.baselines_to_warm and cached_median(s, n) is None]
 
-    jobs = [{"id": s.id, "params": s.params, "seed_a": derive_seed(seed, s.id, "a"),
-             "seed_b": derive_seed(seed, s.id, "b"), "warm": to_warm(s)} for s in selected]
+    jobs = [
+        {
+            "id": s.id,
+            "params": s.params,
+            "seed_a": derive_seed(seed, s.id, "a"),
+            "seed_b": derive_seed(seed, s.id, "b"),
+            "warm": to_warm(s),
+        }
+        for s in selected
+    ]
     job = {"task": t.name, "lib": lib_path, "baseline_libs": libs, "outdir": outdir, "scenarios": jobs}
     job_by_id = {j["id"]: j for j in jobs}
     current, current_sid = "starting the candidate's process", None
@@ -280,7 +343,7 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
                 continue
             timeout_next = STAGE_TIMEOUT_S
             if ev == "checked":
-                for part, secs in (msg.get("seconds") or {}).items():      # the child's word: diagnostics only
+                for part, secs in (msg.get("seconds") or {}).items():  # the child's word: diagnostics only
                     if isinstance(secs, (int, float)):
                         phases[f"child_{part}_s"] = secs
                 break
@@ -303,8 +366,9 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
                 outputs = take(by_id[sid].params, msg["slot"])
             if run == "a2":
                 same = t.identical(first_run.pop(sid), outputs)
-                verdicts[sid].append((same, None if same else
-                                      "outputs differ between two runs on identical inputs (a race?)"))
+                verdicts[sid].append(
+                    (same, None if same else "outputs differ between two runs on identical inputs (a race?)")
+                )
                 continue
             # cuDNN's error on the same inputs sets the bound once per scenario (seed a); seed b is held to it
             j = judge(by_id[sid].params, msg["seed"], outputs, tolerance=None if run == "a" else o.tolerance)
@@ -320,8 +384,10 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
                 o.correct = ok
                 o.reason = next((r for v, r in verdicts[sid] if not v), None)
                 err = "n/a" if o.error is None else f"{o.error:.2e}"
-                say(f"[{done_count}/{len(selected)}] {sid}: {'correct' if ok else 'WRONG: ' + str(o.reason)}"
-                    f" (error {err} / tolerance {o.tolerance:.1e})")
+                say(
+                    f"[{done_count}/{len(selected)}] {sid}: {'correct' if ok else 'WRONG: ' + str(o.reason)}"
+                    f" (error {err} / tolerance {o.tolerance:.1e})"
+                )
             del outputs
         first_run.clear()
         phases["correctness_s"] = time.monotonic() - t_phase
@@ -338,10 +404,11 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
             cached = {n: m for n in runnable if (m := cached_median(sc, n)) is not None}
             base_names = [n for n in runnable if n not in cached]
             current, current_sid = f"timing {sc.id}", sc.id
-            session.send(cmd="time", scenario=job_by_id[sc.id], baselines=base_names,
-                         **{**TIMING, **t.timing_overrides})
+            session.send(
+                cmd="time", scenario=job_by_id[sc.id], baselines=base_names, **{**TIMING, **t.timing_overrides}
+            )
             per_call = t.call_timeout_s(sc)
-            msg = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)       # calling (warm-up)
+            msg = session.recv(_left(deadline, STAGE_TIMEOUT_S), current)  # calling (warm-up)
             _expect(msg, "calling")
             budget = per_call * (TIMING["max_reps"] + 2) * (1 + len(base_names)) + STAGE_TIMEOUT_S
             msg = session.recv(_left(deadline, budget), current)
@@ -350,12 +417,11 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
                 o.reason = f"device error while timing: {msg.get('error')}"
                 raise ChildFailed("crash", f"{sc.id}: {msg.get('error')}")
             _expect(msg, "timed")
-            for part, secs in (msg.get("seconds") or {}).items():     # the child's word: diagnostics only
+            for part, secs in (msg.get("seconds") or {}).items():  # the child's word: diagnostics only
                 if part in ("warmup", "repeats") and isinstance(secs, (int, float)):
                     phases[f"timing_{part}_s"] = phases.get(f"timing_{part}_s", 0.0) + secs
             for chk in msg["checked"]:
-                j = judge(sc.params, chk["seed"], take(sc.params, chk["slot"]), tolerance=o.tolerance,
-                          spot_check=True)
+                j = judge(sc.params, chk["seed"], take(sc.params, chk["slot"]), tolerance=o.tolerance, spot_check=True)
                 if not j.correct:
                     o.correct = False
                     o.reason = f"output of timed call {chk['rep']} is wrong: {j.reason}"
@@ -391,8 +457,10 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
             if suspect:
                 o.correct = False
                 o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
-            say(f"[time {i + 1}/{len(to_time)}] {sc.id}: {med:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
-                + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in res.baselines if o.speedup.get(n)))
+            say(
+                f"[time {i + 1}/{len(to_time)}] {sc.id}: {med:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
+                + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in res.baselines if o.speedup.get(n))
+            )
         phases["timing_s"] = time.monotonic() - t_phase
         res.status = "correct"
     except (ChildFailed, KeyError, TypeError) as e:
@@ -416,7 +484,7 @@ def _run_child(res, t, session: ChildSession, lib_path, selected: list[Scenario]
     finally:
         t.judge_done()
         phases.update({f"judge_{part}_s": s for part, s in t.judge_seconds.items()})
-        for name, seconds in phases.items():         # summed raw, rounded once
+        for name, seconds in phases.items():  # summed raw, rounded once
             phases[name] = round(seconds, 2)
         t.exchange_close()
         session.close()

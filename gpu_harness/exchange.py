@@ -13,6 +13,7 @@ small: the child waits for a free slot when the parent is behind, which is the f
 Before this, outputs went through .npy files: about 0.1 s per judged output of 64 MB on an H200 host
 (docs/benchmarks.md, "Where a timed evaluation spends its time").
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -22,7 +23,7 @@ import ctypes
 # correctness phase; 8 slots did not change that (14 s and 8 s, on a machine slower in everything that day),
 # so the two take turns for another reason (they share the GPU by time slices), and 4 stay.
 SLOTS = 4
-ALIGN = 256                   # each tensor in a slot starts on this boundary
+ALIGN = 256  # each tensor in a slot starts on this boundary
 
 
 def aligned(n: int) -> int:
@@ -30,7 +31,7 @@ def aligned(n: int) -> int:
 
 
 class _IpcHandle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * 64)]     # CUipcMemHandle
+    _fields_ = [("reserved", ctypes.c_char * 64)]  # CUipcMemHandle
 
 
 class ExchangeError(RuntimeError):
@@ -46,8 +47,13 @@ def _driver():
     lib.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(_IpcHandle), ctypes.c_uint64]
     lib.cuIpcOpenMemHandle_v2.argtypes = [ptr, _IpcHandle, ctypes.c_uint]
     lib.cuIpcCloseMemHandle.argtypes = [ctypes.c_uint64]
-    for f in (lib.cuMemAlloc_v2, lib.cuMemFree_v2, lib.cuIpcGetMemHandle, lib.cuIpcOpenMemHandle_v2,
-              lib.cuIpcCloseMemHandle):
+    for f in (
+        lib.cuMemAlloc_v2,
+        lib.cuMemFree_v2,
+        lib.cuIpcGetMemHandle,
+        lib.cuIpcOpenMemHandle_v2,
+        lib.cuIpcCloseMemHandle,
+    ):
         f.restype = ctypes.c_int
     return lib
 
@@ -61,12 +67,12 @@ class _DeviceBytes:
     """A raw device range as an object torch.as_tensor can view without copying."""
 
     def __init__(self, ptr: int, nbytes: int):
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
-                                         "version": 2}
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 2}
 
 
 def _view(ptr: int, nbytes: int):
     import torch
+
     return torch.as_tensor(_DeviceBytes(ptr, nbytes), device="cuda")
 
 
@@ -77,10 +83,10 @@ class DeviceExchange:
 
     def __init__(self, ptr: int, slot_bytes: int, slots: int, owned: bool):
         self._ptr, self.slot_bytes, self.slots, self._owned = ptr, slot_bytes, slots, owned
-        self.bytes = _view(ptr, slot_bytes * slots)        # uint8 tensor over the whole ring
+        self.bytes = _view(ptr, slot_bytes * slots)  # uint8 tensor over the whole ring
 
     @classmethod
-    def create(cls, slot_bytes: int, slots: int = SLOTS) -> tuple["DeviceExchange", str]:
+    def create(cls, slot_bytes: int, slots: int = SLOTS) -> tuple[DeviceExchange, str]:
         """Allocate the ring; returns it and the IPC handle (hex) for the parent."""
         drv = _driver()
         ptr = ctypes.c_uint64()
@@ -88,11 +94,11 @@ class DeviceExchange:
         _check(drv.cuMemAlloc_v2(ctypes.byref(ptr), slot_bytes * slots), "cuMemAlloc")
         handle = _IpcHandle()
         _check(drv.cuIpcGetMemHandle(ctypes.byref(handle), ptr.value), "cuIpcGetMemHandle")
-        raw = ctypes.string_at(ctypes.addressof(handle), 64)    # all 64 bytes: the handle may hold NULs
+        raw = ctypes.string_at(ctypes.addressof(handle), 64)  # all 64 bytes: the handle may hold NULs
         return cls(ptr.value, slot_bytes, slots, owned=True), raw.hex()
 
     @classmethod
-    def attach(cls, handle_hex: str, slot_bytes: int, slots: int = SLOTS) -> "DeviceExchange":
+    def attach(cls, handle_hex: str, slot_bytes: int, slots: int = SLOTS) -> DeviceExchange:
         """Map the child's ring. The sizes come from the parent's own computation, not from the child."""
         raw = bytes.fromhex(handle_hex)
         if len(raw) != 64:
@@ -110,7 +116,7 @@ class DeviceExchange:
         if offset < 0 or offset + nbytes > self.slot_bytes:
             raise ValueError(f"bytes {offset}..{offset + nbytes} do not fit a slot of {self.slot_bytes}")
         start = index * self.slot_bytes + offset
-        return self.bytes[start:start + nbytes]
+        return self.bytes[start : start + nbytes]
 
     def close(self) -> None:
         if self._ptr is None:

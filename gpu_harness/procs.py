@@ -1,4 +1,5 @@
 """Running other programs with a hard bound: each gets its own process group, killed whole on timeout."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 @dataclass
 class Completed:
-    returncode: int | None   # None when it was killed for the timeout
+    returncode: int | None  # None when it was killed for the timeout
     stdout: str
     stderr: str
     timed_out: bool
@@ -28,8 +29,17 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_bounded(cmd: list[str], timeout_s: float, cwd: str | None = None, env: dict | None = None) -> Completed:
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout_s)
         return Completed(proc.returncode, out, err, False)

@@ -1,4 +1,5 @@
 """Text rendering of an EvalResult: a compact table (one row a scenario) and a summary line."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +12,7 @@ def _num(x, fmt):
     return "n/a" if x is None else format(x, fmt)
 
 
-def summary_line(r: "EvalResult") -> str:
+def summary_line(r: EvalResult) -> str:
     n = len(r.scenarios)
     ok = sum(1 for s in r.scenarios if s.correct)
     parts = [f"{r.task}: {r.status.upper()}"]
@@ -30,18 +31,21 @@ def summary_line(r: "EvalResult") -> str:
     return " | ".join(parts)
 
 
-def render_table(r: "EvalResult", max_rows: int | None = None) -> str:
+def render_table(r: EvalResult, max_rows: int | None = None) -> str:
     head = ["scenario", "ok", "error", "tol", "ms", "TFLOP/s"] + [f"x {b}" for b in r.baselines]
     rows = []
     for s in r.scenarios:
-        rows.append([
-            s.id,
-            "yes" if s.correct else "NO",
-            _num(s.error, ".2e"),
-            _num(s.tolerance, ".1e"),
-            _num(s.time_ms, ".4g"),
-            _num(s.tflops, ".4g"),
-        ] + [_num(s.speedup.get(b), ".3f") for b in r.baselines])
+        rows.append(
+            [
+                s.id,
+                "yes" if s.correct else "NO",
+                _num(s.error, ".2e"),
+                _num(s.tolerance, ".1e"),
+                _num(s.time_ms, ".4g"),
+                _num(s.tflops, ".4g"),
+            ]
+            + [_num(s.speedup.get(b), ".3f") for b in r.baselines]
+        )
     shown = rows if max_rows is None or len(rows) <= max_rows else rows[:max_rows]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *shown)] if shown else [len(h) for h in head]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths))]

@@ -2,6 +2,7 @@
 
 The field names are a contract with the agent loop (see docs/harness.md); add fields, never rename.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,17 +18,17 @@ class ScenarioOutcome:
     id: str
     params: dict
     correct: bool
-    error: float | None = None          # relative error of the main output (O for attention, C for matmul)
-    reason: str | None = None           # why it is not correct, or why its timing is suspect
-    time_ms: float | None = None        # median of the timed calls (None when not timed)
+    error: float | None = None  # relative error of the main output (O for attention, C for matmul)
+    reason: str | None = None  # why it is not correct, or why its timing is suspect
+    time_ms: float | None = None  # median of the timed calls (None when not timed)
     tflops: float | None = None
     speedup: dict[str, float | None] = field(default_factory=dict)  # baseline -> baseline_ms / time_ms
     # Added fields (beyond the contract):
-    spread_ms: float | None = None      # interquartile range of the timed calls
+    spread_ms: float | None = None  # interquartile range of the timed calls
     repeats: int | None = None
-    tolerance: float | None = None      # the error bound this scenario was held to
+    tolerance: float | None = None  # the error bound this scenario was held to
     baseline_ms: dict[str, float | None] = field(default_factory=dict)
-    host_ms: float | None = None        # the parent's own wall clock over a batch, per call
+    host_ms: float | None = None  # the parent's own wall clock over a batch, per call
     details: dict = field(default_factory=dict)
 
 
@@ -36,7 +37,7 @@ class EvalResult:
     task: str
     kernel_sha256: str
     kernel_source: str
-    status: str                          # one of STATUSES
+    status: str  # one of STATUSES
     reason: str | None = None
     host: str = ""
     device_name: str = ""
@@ -55,7 +56,7 @@ class EvalResult:
     # seconds spent in each part of this evaluation: build_s, setup_s (the judge's imports and peak
     # measurement), start_s (the child's start and load), correctness_s, timing_s, judge_s (inside the two)
     phases: dict = field(default_factory=dict)
-    reference: str = ""                  # what the outputs were judged against (e.g. "fused fp32 kernel")
+    reference: str = ""  # what the outputs were judged against (e.g. "fused fp32 kernel")
 
     @property
     def all_correct(self) -> bool:
@@ -70,17 +71,19 @@ class EvalResult:
         return _json_safe(d)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EvalResult":
+    def from_dict(cls, d: dict) -> EvalResult:
         d = dict(d)
         d["scenarios"] = [ScenarioOutcome(**_known(ScenarioOutcome, s)) for s in d.get("scenarios", [])]
         return cls(**_known(cls, d))
 
     def table(self, max_rows: int | None = None) -> str:
         from .report import render_table
+
         return render_table(self, max_rows=max_rows)
 
     def summary(self) -> str:
         from .report import summary_line
+
         return summary_line(self)
 
 

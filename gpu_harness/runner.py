@@ -1,4 +1,5 @@
 """The parent's end of the child process: spawn it, talk to it with a deadline on every message, kill it."""
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,7 @@ class ChildSession:
     removes."""
 
     def __init__(self, task: str, extra_env: dict | None = None):
-        self.started = False                 # given a job
+        self.started = False  # given a job
         child_env = self.environment(extra_env)
         self.workdir = tempfile.mkdtemp(prefix="kseek-eval-")
         self.log_path = os.path.join(self.workdir, "child.log")
@@ -65,8 +66,14 @@ class ChildSession:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gpu_harness.child", task, "--msg-fd", str(msg_w), "--cmd-fd", str(cmd_r)],
-                pass_fds=(msg_w, cmd_r), stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.workdir,
-                env=child_env, start_new_session=True)
+                pass_fds=(msg_w, cmd_r),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.workdir,
+                env=child_env,
+                start_new_session=True,
+            )
         os.close(msg_w)
         os.close(cmd_r)
         self._msg = msg_r
@@ -107,8 +114,11 @@ class ChildSession:
             raise ChildFailed("timeout", f"no answer within {timeout_s:.0f}s while {waiting_for}") from None
         if line is None:
             code = self.proc.wait(timeout=30)
-            raise ChildFailed("crash", f"the candidate's process died ({_describe_exit(code)}) while "
-                                       f"{waiting_for}; its output ends: {self.log_tail(600)!r}")
+            raise ChildFailed(
+                "crash",
+                f"the candidate's process died ({_describe_exit(code)}) while "
+                f"{waiting_for}; its output ends: {self.log_tail(600)!r}",
+            )
         try:
             return json.loads(line)
         except ValueError as e:
@@ -117,8 +127,8 @@ class ChildSession:
     def send(self, **cmd) -> None:
         data = (json.dumps(cmd) + "\n").encode()
         try:
-            while data:               # a job is larger than a pipe's buffer: written as the child reads it
-                data = data[os.write(self._cmd, data):]
+            while data:  # a job is larger than a pipe's buffer: written as the child reads it
+                data = data[os.write(self._cmd, data) :]
         except (BrokenPipeError, OSError) as e:
             raise ChildFailed("crash", f"the candidate's process is gone ({e})") from e
 
@@ -143,6 +153,7 @@ def _describe_exit(code: int | None) -> str:
         return "still running"
     if code < 0:
         import signal
+
         try:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:

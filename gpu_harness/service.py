@@ -15,6 +15,7 @@ fresh seed; the candidate never runs in this process.
 
 Optional request fields: "baselines" (a list of names), "seed". The process ends when stdin closes.
 """
+
 from __future__ import annotations
 
 import json
@@ -70,11 +71,17 @@ def serve(requests, answers) -> None:
                 send(id=rid, error=why)
                 continue
             try:
-                result = evaluate(req["task"], req["kernel"], scenarios=req.get("scenarios", "quick"),
-                                  baselines=req.get("baselines"), seed=req.get("seed"),
-                                  timeout_s=req.get("timeout_s"), spare_child=True,
-                                  progress=lambda text: send(id=rid, progress=text))
-            except ValueError as e:          # a bad task name or scenario list
+                result = evaluate(
+                    req["task"],
+                    req["kernel"],
+                    scenarios=req.get("scenarios", "quick"),
+                    baselines=req.get("baselines"),
+                    seed=req.get("seed"),
+                    timeout_s=req.get("timeout_s"),
+                    spare_child=True,
+                    progress=lambda text: send(id=rid, progress=text),
+                )
+            except ValueError as e:  # a bad task name or scenario list
                 send(id=rid, error=str(e))
                 continue
             send(id=rid, result=result.to_dict())

@@ -3,17 +3,18 @@
 Used by the judge (EvalResult.phases), by the task's judging (its parts) and by the child (its own word, sent
 to the parent as diagnostics).
 """
+
 from __future__ import annotations
 
 import contextlib
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 class Stopwatch:
     def __init__(self, seconds: dict | None = None, settle: Callable[[], None] | None = None):
-        self.seconds = {} if seconds is None else seconds   # part -> seconds; may be a dict the caller keeps
-        self._settle = settle     # run before the clock stops: e.g. wait for the GPU work the block queued
+        self.seconds = {} if seconds is None else seconds  # part -> seconds; may be a dict the caller keeps
+        self._settle = settle  # run before the clock stops: e.g. wait for the GPU work the block queued
 
     @contextlib.contextmanager
     def __call__(self, part: str):

@@ -4,6 +4,7 @@ A task reduces each output to a `Comparison` (computed with numpy on the CPU or 
 `judge_outputs` turns comparisons and tolerances into a yes/no with a reason. Timing figures go through
 `timing_suspicion`, which says why a measurement cannot be trusted, or None.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,16 +15,18 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Comparison:
     """One output tensor against its reference."""
+
     name: str
-    rel_error: float          # ||cand - ref|| / ||ref|| over the elements where the reference is finite
-    bad_nonfinite: int        # NaN/Inf where the reference is finite (poison left = element never written)
-    mismatched_special: int   # where the reference is +-inf/NaN (e.g. LSE = -inf), elements that differ
+    rel_error: float  # ||cand - ref|| / ||ref|| over the elements where the reference is finite
+    bad_nonfinite: int  # NaN/Inf where the reference is finite (poison left = element never written)
+    mismatched_special: int  # where the reference is +-inf/NaN (e.g. LSE = -inf), elements that differ
     count: int
 
 
 def compare_numpy(name: str, cand, ref) -> Comparison:
     """Compare with numpy in float64 (the CPU task; small arrays)."""
     import numpy as np
+
     c = np.asarray(cand, dtype=np.float64)
     r = np.asarray(ref, dtype=np.float64)
     if c.shape != r.shape:
@@ -49,8 +52,10 @@ def judge_outputs(comparisons: list[Comparison], tolerances: dict[str, float]) -
     """True when every output is fully written, finite where the reference is, and within tolerance."""
     for c in comparisons:
         if c.bad_nonfinite:
-            return False, (f"{c.name}: {c.bad_nonfinite} of {c.count} elements are NaN/Inf where the reference is "
-                           f"finite (unwritten output keeps the NaN poison)")
+            return False, (
+                f"{c.name}: {c.bad_nonfinite} of {c.count} elements are NaN/Inf where the reference is "
+                f"finite (unwritten output keeps the NaN poison)"
+            )
         if c.mismatched_special:
             return False, f"{c.name}: {c.mismatched_special} elements differ where the reference is -inf/inf/NaN"
         tol = tolerances[c.name]
@@ -66,6 +71,7 @@ def tolerance_from_vendor(vendor_error: float | None, default_error: float, floo
 
 
 # ---- timing ---------------------------------------------------------------------------------------------
+
 
 def median_and_spread(samples: list[float]) -> tuple[float, float]:
     """Median and interquartile range (robust to the odd slow call)."""
@@ -98,16 +104,17 @@ def median_settled(samples: list[float], min_n: int, rel: float) -> bool:
 
 @dataclass(frozen=True)
 class TimingLimits:
-    peak_tflops: float | None = None     # measured dense matrix rate of the device (None: not checked)
-    peak_gbps: float | None = None       # measured copy bandwidth in GB/s (None: not checked)
-    slack: float = 1.15                  # results this much over a measured peak are suspect
-    host_ratio: float = 1.30             # parent's wall clock per call may exceed the in-process median by this
-    host_overhead_ms: float = 0.05       # plus this per call (Python + ctypes + launch)
-    batch_latency_ms: float = 2.0        # plus this per batch (waking both processes through the pipes)
+    peak_tflops: float | None = None  # measured dense matrix rate of the device (None: not checked)
+    peak_gbps: float | None = None  # measured copy bandwidth in GB/s (None: not checked)
+    slack: float = 1.15  # results this much over a measured peak are suspect
+    host_ratio: float = 1.30  # parent's wall clock per call may exceed the in-process median by this
+    host_overhead_ms: float = 0.05  # plus this per call (Python + ctypes + launch)
+    batch_latency_ms: float = 2.0  # plus this per batch (waking both processes through the pipes)
 
 
-def timing_suspicion(time_ms: float, host_ms: float | None, flops: float, bytes_moved: float,
-                     limits: TimingLimits) -> str | None:
+def timing_suspicion(
+    time_ms: float, host_ms: float | None, flops: float, bytes_moved: float, limits: TimingLimits
+) -> str | None:
     """Why a measured time cannot be believed, or None.
 
     - the parent's own wall clock over a batch of calls (which the candidate cannot reach) must not exceed
@@ -118,8 +125,10 @@ def timing_suspicion(time_ms: float, host_ms: float | None, flops: float, bytes_
     if not (time_ms > 0) or not math.isfinite(time_ms):
         return f"non-positive or non-finite time {time_ms!r} ms"
     if host_ms is not None and host_ms > limits.host_ratio * time_ms + limits.host_overhead_ms:
-        return (f"host clock {host_ms:.4g} ms/call disagrees with the in-process timer {time_ms:.4g} ms: "
-                f"work outside the timed region or a tampered timer")
+        return (
+            f"host clock {host_ms:.4g} ms/call disagrees with the in-process timer {time_ms:.4g} ms: "
+            f"work outside the timed region or a tampered timer"
+        )
     if limits.peak_tflops and flops > 0:
         tflops = flops / (time_ms * 1e-3) / 1e12
         if tflops > limits.slack * limits.peak_tflops:

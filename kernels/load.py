@@ -7,6 +7,7 @@ The first call compiles the kernel's single .cu file with nvcc (cached by source
 $KSEEK_CACHE_DIR or ~/.cache/kernelseek/released) and loads it with ctypes. Only the standard library
 and torch are needed; torch is imported lazily so that this module imports on machines without it.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -35,9 +36,13 @@ def _libcuda_dir() -> str | None:
     # cuTensorMapEncodeTiled lives in the driver library; the toolkit's stub is enough to link against.
     nvcc = shutil.which("nvcc")
     home = str(Path(nvcc).resolve().parent.parent) if nvcc else "/usr/local/cuda"
-    for pattern in (f"{home}/lib64/stubs/libcuda.so", f"{home}/targets/*/lib/stubs/libcuda.so",
-                    "/usr/lib/x86_64-linux-gnu/libcuda.so*", "/usr/lib64/libcuda.so*",
-                    "/usr/local/nvidia/lib64/libcuda.so*"):
+    for pattern in (
+        f"{home}/lib64/stubs/libcuda.so",
+        f"{home}/targets/*/lib/stubs/libcuda.so",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so*",
+        "/usr/lib64/libcuda.so*",
+        "/usr/local/nvidia/lib64/libcuda.so*",
+    ):
         hits = sorted(glob.glob(pattern))
         if hits:
             return str(Path(hits[0]).parent)
@@ -45,8 +50,22 @@ def _libcuda_dir() -> str | None:
 
 
 def compile_command(src: Path, out: Path, arch: str = "90a", extra: tuple[str, ...] = ()) -> list[str]:
-    cmd = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
-           f"-gencode=arch=compute_{arch},code=sm_{arch}", "-lineinfo", *extra, "-o", str(out), str(src)]
+    cmd = [
+        "nvcc",
+        "-O3",
+        "-std=c++17",
+        "-shared",
+        "-Xcompiler",
+        "-fPIC",
+        "-cudart",
+        "shared",
+        f"-gencode=arch=compute_{arch},code=sm_{arch}",
+        "-lineinfo",
+        *extra,
+        "-o",
+        str(out),
+        str(src),
+    ]
     libdir = _libcuda_dir()
     if libdir:
         cmd += [f"-L{libdir}", "-lcuda"]
@@ -88,8 +107,9 @@ class AttentionFwd:
             self._variant.argtypes = [ctypes.c_int] + self._ARGS
             self._variant.restype = ctypes.c_int
 
-    def __call__(self, q, k, v, causal: bool = False, softmax_scale: float | None = None, out=None, lse=None,
-                 variant: int = 0):
+    def __call__(
+        self, q, k, v, causal: bool = False, softmax_scale: float | None = None, out=None, lse=None, variant: int = 0
+    ):
         import torch
 
         _check_inputs(q, k, v)
@@ -103,11 +123,26 @@ class AttentionFwd:
             raise ValueError("out must be a contiguous tensor shaped and typed like q")
         if lse.shape != (B, Hq, Sq) or lse.dtype != torch.float32 or not lse.is_contiguous():
             raise ValueError("lse must be a contiguous float32 tensor of shape [B, Hq, Sq]")
-        scale = float(softmax_scale) if softmax_scale is not None else D ** -0.5
+        scale = float(softmax_scale) if softmax_scale is not None else D**-0.5
         dtype = 0 if q.dtype == torch.bfloat16 else 1
         stream = torch.cuda.current_stream(q.device).cuda_stream
-        args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr(),
-                B, Sq, Sk, Hq, Hkv, D, dtype, int(bool(causal)), scale, stream)
+        args = (
+            q.data_ptr(),
+            k.data_ptr(),
+            v.data_ptr(),
+            out.data_ptr(),
+            lse.data_ptr(),
+            B,
+            Sq,
+            Sk,
+            Hq,
+            Hkv,
+            D,
+            dtype,
+            int(bool(causal)),
+            scale,
+            stream,
+        )
         if variant:
             if self._variant is None:
                 raise KernelError("this library has no kseek_attention_fwd_variant entry point")
@@ -115,8 +150,10 @@ class AttentionFwd:
         else:
             status = self._fn(*args)
         if status != 0:
-            raise KernelError(f"kseek_attention_fwd returned {status} for B={B} Sq={Sq} Sk={Sk} Hq={Hq} "
-                              f"Hkv={Hkv} D={D} dtype={q.dtype}")
+            raise KernelError(
+                f"kseek_attention_fwd returned {status} for B={B} Sq={Sq} Sk={Sk} Hq={Hq} "
+                f"Hkv={Hkv} D={D} dtype={q.dtype}"
+            )
         return out, lse
 
 

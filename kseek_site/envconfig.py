@@ -74,7 +74,7 @@ def secret_key_from(data_dir: Path) -> str:
     except FileExistsError:
         key = key_file.read_text().strip()
         if not key:
-            raise RuntimeError(f"{key_file} is empty: delete it to have a new key generated")
+            raise RuntimeError(f"{key_file} is empty: delete it to have a new key generated") from None
         return key
     key = secrets.token_urlsafe(50)
     with os.fdopen(fd, "w") as handle:

@@ -34,8 +34,13 @@ def lockout_response(request, original_response=None, credentials=None):
     from axes.helpers import get_client_username, get_cool_off
 
     cool_off = get_cool_off(request)
-    return render(request, "registration/locked_out.html", {
-        "username": get_client_username(request, credentials) or "",
-        "failure_limit": settings.AXES_FAILURE_LIMIT,
-        "cooloff_minutes": round(cool_off.total_seconds() / 60) if cool_off else None,
-    }, status=settings.AXES_HTTP_RESPONSE_CODE)
+    return render(
+        request,
+        "registration/locked_out.html",
+        {
+            "username": get_client_username(request, credentials) or "",
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+            "cooloff_minutes": round(cool_off.total_seconds() / 60) if cool_off else None,
+        },
+        status=settings.AXES_HTTP_RESPONSE_CODE,
+    )

@@ -19,7 +19,15 @@ EVENT_MAX_BYTES = 4 * 2**20
 
 
 def daphne_argv(host: str, port: int) -> list[str]:
-    return [str(Path(sys.executable).with_name("daphne")), "-b", host, "-p", str(port),
-            "--websocket-max-frame-size", str(MESSAGE_MAX_BYTES),
-            "--websocket-max-message-size", str(MESSAGE_MAX_BYTES),
-            "kseek_site.asgi:application"]
+    return [
+        str(Path(sys.executable).with_name("daphne")),
+        "-b",
+        host,
+        "-p",
+        str(port),
+        "--websocket-max-frame-size",
+        str(MESSAGE_MAX_BYTES),
+        "--websocket-max-message-size",
+        str(MESSAGE_MAX_BYTES),
+        "kseek_site.asgi:application",
+    ]

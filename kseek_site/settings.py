@@ -19,7 +19,13 @@ from datetime import timedelta
 from pathlib import Path
 
 from kseek_site.envconfig import (
-    channel_layers_config, database_config, env_bool, env_float, env_int, env_list, secret_key_from,
+    channel_layers_config,
+    database_config,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    secret_key_from,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent

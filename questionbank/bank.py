@@ -12,7 +12,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-DECISION_POINTS: tuple[str, ...] = ("start", "stopped-short", "claimed-limit", "plateau", "failure-streak", "regression")
+DECISION_POINTS: tuple[str, ...] = (
+    "start",
+    "stopped-short",
+    "claimed-limit",
+    "plateau",
+    "failure-streak",
+    "regression",
+)
 CATEGORIES: tuple[str, ...] = ("layer", "limit", "hypothesis", "process", "information")
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "bank.toml"
@@ -36,7 +43,9 @@ class BankError(ValueError):
     def __init__(self, problems: list[str], source: str = ""):
         self.problems = list(problems)
         where = f" in {source}" if source else ""
-        super().__init__(f"question bank{where} refused ({len(self.problems)} problem(s)):\n  " + "\n  ".join(self.problems))
+        super().__init__(
+            f"question bank{where} refused ({len(self.problems)} problem(s)):\n  " + "\n  ".join(self.problems)
+        )
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,9 @@ def entry_problems(key, text, category, triggers, *, label: str) -> list[str]:
     if not isinstance(key, str) or not key:
         problems.append(f"{label}: needs a key (a non-empty string)")
     elif len(key) > KEY_MAX_LENGTH or not KEY_PATTERN.match(key):
-        problems.append(f"{label}: key {key!r} must be lower-case words joined by '-', at most {KEY_MAX_LENGTH} characters")
+        problems.append(
+            f"{label}: key {key!r} must be lower-case words joined by '-', at most {KEY_MAX_LENGTH} characters"
+        )
     if not isinstance(text, str) or not text.strip():
         problems.append(f"{label}: text is empty")
     elif len(text.strip()) > TEXT_MAX_LENGTH:
@@ -84,7 +95,11 @@ def parse_bank(text: str, source: str = "") -> list[BankEntry]:
     except tomllib.TOMLDecodeError as exc:
         raise BankError([f"not valid TOML: {exc}"], source) from None
     unknown_top = set(data) - {"question"}
-    problems = [f"unknown top-level table(s): {', '.join(sorted(unknown_top))} (entries are [[question]])"] if unknown_top else []
+    problems = (
+        [f"unknown top-level table(s): {', '.join(sorted(unknown_top))} (entries are [[question]])"]
+        if unknown_top
+        else []
+    )
     raw_entries = data.get("question", [])
     if not isinstance(raw_entries, list):
         raise BankError(["'question' must be an array of tables: write each entry as [[question]]"], source)
@@ -96,10 +111,14 @@ def parse_bank(text: str, source: str = "") -> list[BankEntry]:
         label = f"entry {number} ({key})" if isinstance(key, str) and key else f"entry {number}"
         extra = set(raw) - _ENTRY_FIELDS
         if extra:
-            problems.append(f"{label}: unknown field(s) {', '.join(sorted(extra))} (known: {', '.join(sorted(_ENTRY_FIELDS))})")
+            problems.append(
+                f"{label}: unknown field(s) {', '.join(sorted(extra))} (known: {', '.join(sorted(_ENTRY_FIELDS))})"
+            )
         found = entry_problems(key, raw.get("text"), raw.get("category"), raw.get("triggers"), label=label)
         if isinstance(key, str) and key.startswith(REVIEWER_KEY_PREFIX):
-            found.append(f"{label}: keys starting with {REVIEWER_KEY_PREFIX!r} are kept for questions added from the dashboard")
+            found.append(
+                f"{label}: keys starting with {REVIEWER_KEY_PREFIX!r} are kept for questions added from the dashboard"
+            )
         active = raw.get("active", True)
         if not isinstance(active, bool):
             found.append(f"{label}: active must be true or false")
@@ -110,8 +129,13 @@ def parse_bank(text: str, source: str = "") -> list[BankEntry]:
         problems.extend(found)
         if not found:
             entries.append(
-                BankEntry(key=key, text=" ".join(raw["text"].split()), category=raw["category"],
-                          triggers=tuple(raw["triggers"]), active=active)
+                BankEntry(
+                    key=key,
+                    text=" ".join(raw["text"].split()),
+                    category=raw["category"],
+                    triggers=tuple(raw["triggers"]),
+                    active=active,
+                )
             )
     if problems:
         raise BankError(problems, source)

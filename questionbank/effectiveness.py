@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 # A question is said to be followed by a large gain when the best verified speedup rose by 20% or more
 # before the next question.
@@ -117,7 +118,9 @@ def attribute_run(history: RunHistory, large_gain_ratio: float = DEFAULT_LARGE_G
     ratio = _check_ratio(large_gain_ratio)
     for m in history.measurements:
         if m.speedup is None or not math.isfinite(m.speedup) or m.speedup < 0:
-            raise ValueError(f"run {history.run_id}: a verified speedup must be a non-negative number, not {m.speedup!r}")
+            raise ValueError(
+                f"run {history.run_id}: a verified speedup must be a non-negative number, not {m.speedup!r}"
+            )
     asked = sorted((q for q in history.questions if q.outcome == ASKED), key=lambda q: q.position)
     measurements = sorted(history.measurements, key=lambda m: m.position)
 
@@ -126,22 +129,34 @@ def attribute_run(history: RunHistory, large_gain_ratio: float = DEFAULT_LARGE_G
         next_position = asked[i + 1].position if i + 1 < len(asked) else None
         before = _best(history.reference, *(m.speedup for m in measurements if m.position <= question.position))
         window = [
-            m.speedup for m in measurements
+            m.speedup
+            for m in measurements
             if m.position > question.position and (next_position is None or m.position <= next_position)
         ]
         after = _best(before, *window)
         gain = after / before if before is not None and before > 0 else None
-        attributions.append(Attribution(
-            run_id=history.run_id, question_id=question.question_id, key=question.key, category=question.category,
-            source=question.source, decision_point=question.decision_point, before=before, after=after, gain=gain,
-            # A tiny tolerance: a gain computed as exactly the ratio should not miss it by a rounding error.
-            large_gain=None if gain is None else gain >= ratio * (1 - 1e-12),
-            window_evaluations=len(window),
-        ))
+        attributions.append(
+            Attribution(
+                run_id=history.run_id,
+                question_id=question.question_id,
+                key=question.key,
+                category=question.category,
+                source=question.source,
+                decision_point=question.decision_point,
+                before=before,
+                after=after,
+                gain=gain,
+                # A tiny tolerance: a gain computed as exactly the ratio should not miss it by a rounding error.
+                large_gain=None if gain is None else gain >= ratio * (1 - 1e-12),
+                window_evaluations=len(window),
+            )
+        )
     return attributions
 
 
-def attribute_runs(histories: Iterable[RunHistory], large_gain_ratio: float = DEFAULT_LARGE_GAIN_RATIO) -> list[Attribution]:
+def attribute_runs(
+    histories: Iterable[RunHistory], large_gain_ratio: float = DEFAULT_LARGE_GAIN_RATIO
+) -> list[Attribution]:
     return [a for history in histories for a in attribute_run(history, large_gain_ratio)]
 
 
@@ -154,7 +169,9 @@ def geometric_mean(values: list[float]) -> float | None:
 
 
 def aggregate(
-    attributions: Iterable[Attribution], by: str = "key", vetoed: dict[str, int] | None = None,
+    attributions: Iterable[Attribution],
+    by: str = "key",
+    vetoed: dict[str, int] | None = None,
 ) -> dict[str, Aggregate]:
     """Figures per group, keyed and sorted by group; `by` is an Attribution field (key, category, source,
     decision_point). Attributions whose group is empty (a reviewer's own question has no key) are left out.
@@ -173,9 +190,14 @@ def aggregate(
         gains = [a.gain for a in members if a.gain is not None]
         large = sum(1 for a in members if a.large_gain)
         result[group] = Aggregate(
-            group=group, asked=len(members), attributed=len(gains), mean_gain=geometric_mean(gains),
-            large_gains=large, large_gain_rate=(large / len(gains)) if gains else None,
-            runs=len({a.run_id for a in members}), vetoed=vetoed.get(group, 0),
+            group=group,
+            asked=len(members),
+            attributed=len(gains),
+            mean_gain=geometric_mean(gains),
+            large_gains=large,
+            large_gain_rate=(large / len(gains)) if gains else None,
+            runs=len({a.run_id for a in members}),
+            vetoed=vetoed.get(group, 0),
         )
     return result
 
@@ -191,7 +213,9 @@ def veto_counts(histories: Iterable[RunHistory], by: str = "key") -> dict[str, i
 
 
 def effectiveness(
-    histories: Iterable[RunHistory], by: str = "key", large_gain_ratio: float = DEFAULT_LARGE_GAIN_RATIO,
+    histories: Iterable[RunHistory],
+    by: str = "key",
+    large_gain_ratio: float = DEFAULT_LARGE_GAIN_RATIO,
 ) -> dict[str, Aggregate]:
     """Attribution and aggregation in one call: the figures per `by` group over these runs."""
     histories = list(histories)

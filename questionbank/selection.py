@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from questionbank.bank import CATEGORIES, DECISION_POINTS, BankEntry
 
 __all__ = [
-    "DECISION_POINTS", "DEFAULT_COOLDOWN_STEPS", "MIN_EVIDENCE", "AskedQuestion", "Selection",
-    "eligible_entries", "build_selection_prompt", "parse_selection", "fallback_selection", "select_question",
+    "DECISION_POINTS",
+    "DEFAULT_COOLDOWN_STEPS",
+    "MIN_EVIDENCE",
+    "AskedQuestion",
+    "Selection",
+    "eligible_entries",
+    "build_selection_prompt",
+    "parse_selection",
+    "fallback_selection",
+    "select_question",
 ]
 
 # Steps (of the agent loop) before the same question may be asked again in one run.
@@ -69,7 +77,10 @@ def _check_decision_point(decision_point: str) -> None:
 
 
 def eligible_entries(
-    entries: Iterable[BankEntry], decision_point: str, history: list[AskedQuestion], now_step: int,
+    entries: Iterable[BankEntry],
+    decision_point: str,
+    history: list[AskedQuestion],
+    now_step: int,
     cooldown_steps: int = DEFAULT_COOLDOWN_STEPS,
 ) -> list[BankEntry]:
     """The entries that may be proposed now, in bank order.
@@ -84,8 +95,7 @@ def eligible_entries(
     vetoed_here = {h.key for h in history if h.vetoed and h.decision_point == decision_point}
     cooling = {h.key for h in history if not h.vetoed and now_step - h.step < cooldown_steps}
     return [
-        e for e in entries
-        if e.active and e.suits(decision_point) and e.key not in vetoed_here and e.key not in cooling
+        e for e in entries if e.active and e.suits(decision_point) and e.key not in vetoed_here and e.key not in cooling
     ]
 
 
@@ -101,7 +111,10 @@ def _figures(stat: dict | None) -> str:
 
 
 def build_selection_prompt(
-    decision_point: str, trajectory_summary: str, entries: list[BankEntry], stats: dict[str, dict] | None = None,
+    decision_point: str,
+    trajectory_summary: str,
+    entries: list[BankEntry],
+    stats: dict[str, dict] | None = None,
 ) -> str:
     """The message with which the agent picks its own question from `entries` (already the eligible ones)."""
     _check_decision_point(decision_point)
@@ -172,7 +185,9 @@ def _evidence_rank(stat: dict | None) -> tuple:
     return (1, 0, -float(gain))
 
 
-def fallback_selection(decision_point: str, entries: list[BankEntry], stats: dict[str, dict] | None = None) -> Selection:
+def fallback_selection(
+    decision_point: str, entries: list[BankEntry], stats: dict[str, dict] | None = None
+) -> Selection:
     """A deterministic pick among `entries` (the eligible ones) when the model named none.
 
     Category first, in the order that suits the decision point; within it, a question with too little
@@ -187,21 +202,30 @@ def fallback_selection(decision_point: str, entries: list[BankEntry], stats: dic
     # Prefer entries that suit the decision point and are active, if the caller passed others too.
     pool = [e for e in entries if e.active and e.suits(decision_point)] or list(entries)
     position = {e.key: i for i, e in enumerate(pool)}
-    chosen = min(pool, key=lambda e: (rank.get(e.category, len(CATEGORIES)), _evidence_rank(stats.get(e.key)), position[e.key]))
+    chosen = min(
+        pool, key=lambda e: (rank.get(e.category, len(CATEGORIES)), _evidence_rank(stats.get(e.key)), position[e.key])
+    )
     stat = stats.get(chosen.key) or {}
     if _evidence_rank(stat)[0] == 0:
         evidence = f"tried {int(stat.get('asked') or 0)} time(s) so far, fewer than {MIN_EVIDENCE}"
     else:
         evidence = f"best mean gain in its category (x{stat['mean_gain']:.2f})"
     return Selection(
-        key=chosen.key, by="rule",
+        key=chosen.key,
+        by="rule",
         reason=f"rule: a {chosen.category} question suits {decision_point}; {evidence}",
     )
 
 
 def select_question(
-    decision_point: str, trajectory_summary: str, entries: list[BankEntry], history: list[AskedQuestion],
-    now_step: int, ask_model: Callable[[str], str], *, cooldown_steps: int = DEFAULT_COOLDOWN_STEPS,
+    decision_point: str,
+    trajectory_summary: str,
+    entries: list[BankEntry],
+    history: list[AskedQuestion],
+    now_step: int,
+    ask_model: Callable[[str], str],
+    *,
+    cooldown_steps: int = DEFAULT_COOLDOWN_STEPS,
     stats: dict[str, dict] | None = None,
 ) -> Selection | None:
     """The whole choice in one call: eligible entries, the model's pick, the rule when the model's answer is unusable.
@@ -215,7 +239,9 @@ def select_question(
     prompt = build_selection_prompt(decision_point, trajectory_summary, eligible, stats)
     try:
         answer = ask_model(prompt)
-    except Exception as exc:  # noqa: BLE001 - a failed model call is covered by the rule, never a crash
+    except Exception as exc:
         rule = fallback_selection(decision_point, eligible, stats)
-        return Selection(key=rule.key, by=rule.by, reason=f"the model call failed ({type(exc).__name__}: {exc}); {rule.reason}")
+        return Selection(
+            key=rule.key, by=rule.by, reason=f"the model call failed ({type(exc).__name__}: {exc}); {rule.reason}"
+        )
     return parse_selection(answer, eligible) or fallback_selection(decision_point, eligible, stats)

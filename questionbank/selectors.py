@@ -75,15 +75,26 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
     questions = Question.objects.all()
     if run_ids is not None:
         questions = questions.filter(run_id__in=run_ids)
-    question_rows = list(questions.order_by("created_at", "pk").values(
-        "id", "run_id", "step__seq", "created_at", "bank_entry__key", "bank_entry__category", "category", "source",
-        "decision_point", "status",
-    ))
+    question_rows = list(
+        questions.order_by("created_at", "pk").values(
+            "id",
+            "run_id",
+            "step__seq",
+            "created_at",
+            "bank_entry__key",
+            "bank_entry__category",
+            "category",
+            "source",
+            "decision_point",
+            "status",
+        )
+    )
     ids = sorted({q["run_id"] for q in question_rows})
     runs = {r["id"]: r for r in Run.objects.filter(pk__in=ids).values("id", "task__goal_baseline", "starting_kernel")}
     evaluation_rows = list(
         Evaluation.objects.filter(run_id__in=ids, status=EvaluationStatus.CORRECT)
-        .order_by("created_at", "pk").values("run_id", "step__seq", "created_at", "geomean", "kernel__sha256")
+        .order_by("created_at", "pk")
+        .values("run_id", "step__seq", "created_at", "geomean", "kernel__sha256")
     )
 
     questions_by_run, evaluations_by_run = defaultdict(list), defaultdict(list)
@@ -110,17 +121,25 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
             measurements.append(eff.Measurement(position=position(e), speedup=speedup))
             if e["kernel__sha256"] == start_sha:
                 reference = speedup if reference is None else max(reference, speedup)
-        histories.append(eff.RunHistory(
-            run_id=run_id, reference=reference, measurements=sorted(measurements, key=lambda m: m.position),
-            questions=[
-                eff.QuestionEvent(
-                    question_id=q["id"], position=position(q), key=q["bank_entry__key"],
-                    category=q["category"] or q["bank_entry__category"] or "", source=q["source"],
-                    decision_point=q["decision_point"], outcome=_OUTCOME_OF_STATUS.get(q["status"], eff.PENDING),
-                )
-                for q in qs
-            ],
-        ))
+        histories.append(
+            eff.RunHistory(
+                run_id=run_id,
+                reference=reference,
+                measurements=sorted(measurements, key=lambda m: m.position),
+                questions=[
+                    eff.QuestionEvent(
+                        question_id=q["id"],
+                        position=position(q),
+                        key=q["bank_entry__key"],
+                        category=q["category"] or q["bank_entry__category"] or "",
+                        source=q["source"],
+                        decision_point=q["decision_point"],
+                        outcome=_OUTCOME_OF_STATUS.get(q["status"], eff.PENDING),
+                    )
+                    for q in qs
+                ],
+            )
+        )
     return histories
 
 
@@ -134,8 +153,15 @@ def attributions(run_ids: list[int] | None = None) -> list[eff.Attribution]:
 
 def _figures(agg: eff.Aggregate | None) -> dict:
     if agg is None:
-        return {"asked": 0, "attributed": 0, "mean_gain": None, "large_gains": 0, "large_gain_rate": None,
-                "runs": 0, "vetoed": 0}
+        return {
+            "asked": 0,
+            "attributed": 0,
+            "mean_gain": None,
+            "large_gains": 0,
+            "large_gain_rate": None,
+            "runs": 0,
+            "vetoed": 0,
+        }
     figures = agg.as_dict()
     figures.pop("group")
     return figures
@@ -147,8 +173,14 @@ def effectiveness_by_question() -> list[dict]:
     order = {c: i for i, c in enumerate(CATEGORIES)}
     rows = sorted(bank_questions(), key=lambda r: (order.get(r.category, len(order)), r.key))
     return [
-        {"key": row.key, "text": row.text, "category": row.category, "active": row.active,
-         "added_by": row.added_by.get_username() if row.added_by else "", **_figures(per_key.get(row.key))}
+        {
+            "key": row.key,
+            "text": row.text,
+            "category": row.category,
+            "active": row.active,
+            "added_by": row.added_by.get_username() if row.added_by else "",
+            **_figures(per_key.get(row.key)),
+        }
         for row in rows
     ]
 

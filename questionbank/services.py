@@ -59,13 +59,20 @@ def bank_sync(entries: list[BankEntry]) -> SyncReport:
         raise ServiceError(f"duplicate bank key(s): {', '.join(duplicates)}")
     reviewer_keys = [k for k in keys if k.startswith(REVIEWER_KEY_PREFIX)]
     if reviewer_keys:
-        raise ServiceError(f"keys starting with {REVIEWER_KEY_PREFIX!r} belong to the dashboard: {', '.join(reviewer_keys)}")
+        raise ServiceError(
+            f"keys starting with {REVIEWER_KEY_PREFIX!r} belong to the dashboard: {', '.join(reviewer_keys)}"
+        )
 
     report = SyncReport()
     with transaction.atomic():
         rows = {row.key: row for row in BankQuestion.objects.select_for_update()}
         for entry in entries:
-            wanted = {"text": entry.text, "category": entry.category, "triggers": list(entry.triggers), "active": entry.active}
+            wanted = {
+                "text": entry.text,
+                "category": entry.category,
+                "triggers": list(entry.triggers),
+                "active": entry.active,
+            }
             row = rows.get(entry.key)
             if row is None:
                 BankQuestion.objects.create(key=entry.key, **wanted)
@@ -123,7 +130,11 @@ def bank_question_add(text: str, category: str, triggers: list[str], added_by=No
             state = "" if same.active else " (inactive)"
             raise BankQuestionInvalid(f"this question is already in the bank as {same.key}{state}")
         return BankQuestion.objects.create(
-            key=_reviewer_key(text), text=text, category=category, triggers=triggers, active=True,
+            key=_reviewer_key(text),
+            text=text,
+            category=category,
+            triggers=triggers,
+            active=True,
             added_by=added_by if getattr(added_by, "pk", None) else None,
         )
 

@@ -5,8 +5,8 @@ what was stored (the run id, seq and kind) after the transaction commits, and pa
 HTTP by sequence number, so a reconnect resumes with nothing missed and nothing doubled.
 """
 
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.consumer import get_handler_name
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from runs.events import ALL_RUNS_GROUP, run_group
 
@@ -134,7 +134,7 @@ class EventWriter:
         self.channel_layer = channel_layer
         self._release_timer: asyncio.TimerHandle | None = None
         # (socket, event, came in an `events` message): such events are acknowledged together in `acks`.
-        self.queue: list[tuple["WorkerConsumer", dict, bool]] = []
+        self.queue: list[tuple[WorkerConsumer, dict, bool]] = []
         self.draining = False
 
     @classmethod
@@ -226,7 +226,9 @@ class EventWriter:
                 by_run.setdefault(run_id, []).append([seq, kind])
         for run_id, steps in by_run.items():
             try:
-                await self.channel_layer.group_send(run_group(run_id), {"type": "steps.stored", "run_id": run_id, "steps": steps})
+                await self.channel_layer.group_send(
+                    run_group(run_id), {"type": "steps.stored", "run_id": run_id, "steps": steps}
+                )
             except Exception:  # stored is stored: a page that missed the message catches up by seq
                 log.exception("could not publish %d step(s) of run %s", len(steps), run_id)
 
@@ -312,8 +314,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             try:
-                await database_sync_to_async(services.worker_disconnected)(worker=self.worker,
-                                                                            connection=self.channel_name)
+                await database_sync_to_async(services.worker_disconnected)(
+                    worker=self.worker, connection=self.channel_name
+                )
             except DatabaseError as passing:
                 # Shown connected until its next socket opens: a wrong "connected" on a page, nothing lost.
                 log.warning("worker %s disconnected; not recorded, the database failed: %s", self.worker.name, passing)
@@ -324,8 +327,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None):
         if text_data is None:
             # docs/protocol.md 2.1: every message is a JSON text frame.
-            await self.send_message({"type": "error", "error": "binary frames are not read here: send each message "
-                                                              "as a JSON text frame"})
+            await self.send_message(
+                {"type": "error", "error": "binary frames are not read here: send each message as a JSON text frame"}
+            )
             return
         try:
             message = json.loads(text_data)
@@ -336,7 +340,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             await self.send_message({"type": "error", "error": "a message must be a JSON object"})
             return
         if message.get("v") != PROTOCOL_VERSION:
-            await self.send_message({"type": "error", "error": f"protocol version {message.get('v')!r} is not spoken here (1 is)"})
+            await self.send_message(
+                {"type": "error", "error": f"protocol version {message.get('v')!r} is not spoken here (1 is)"}
+            )
             return
         kind = message.get("type")
         if kind == "error":
@@ -347,13 +353,25 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         too_large = message_problem(text_data)
         if too_large is not None:
             if kind == "event":
-                await self.send_message({"type": "nack", "run_id": message.get("run_id"), "seq": message.get("seq"),
-                                         "error": too_large, "retry": False})
+                await self.send_message(
+                    {
+                        "type": "nack",
+                        "run_id": message.get("run_id"),
+                        "seq": message.get("seq"),
+                        "error": too_large,
+                        "retry": False,
+                    }
+                )
             else:  # for `events`: each event may be fine alone, and the worker sends smaller messages
                 await self.send_message({"type": "error", "error": f"{too_large}; none of it was read"})
             return
-        handler = {"hello": self.on_hello, "claim": self.on_claim, "event": self.on_event, "events": self.on_events,
-                   "directive_ack": self.on_directive_ack}.get(kind)
+        handler = {
+            "hello": self.on_hello,
+            "claim": self.on_claim,
+            "event": self.on_event,
+            "events": self.on_events,
+            "directive_ack": self.on_directive_ack,
+        }.get(kind)
         if handler is None:
             await self.send_message({"type": "error", "error": f"unknown message type {kind!r}"})
             return
@@ -370,14 +388,21 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         # Only a well-formed list is taken as the worker's word on what it holds; a malformed one changes nothing.
         if isinstance(active, list) and all(isinstance(a, dict) and "run_id" in a for a in active):
             lost = await database_sync_to_async(services.worker_runs_reconcile)(
-                worker=self.worker, active_run_ids={str(a["run_id"]) for a in active})
+                worker=self.worker, active_run_ids={str(a["run_id"]) for a in active}
+            )
             if lost:
                 log.warning("worker %s reconnected without runs %s", self.worker.name, lost)
         # `accepts`: the optional messages this server reads (docs/protocol.md 2.8); a worker sends `events` only
         # to a server that lists it.
         # `limits`: the largest message this server reads and the largest event it stores (2.1).
-        await self.send_message({"type": "welcome", "worker": self.worker.name, "accepts": ["events"],
-                                 "limits": {"message_bytes": MESSAGE_MAX_BYTES, "event_bytes": EVENT_MAX_BYTES}})
+        await self.send_message(
+            {
+                "type": "welcome",
+                "worker": self.worker.name,
+                "accepts": ["events"],
+                "limits": {"message_bytes": MESSAGE_MAX_BYTES, "event_bytes": EVENT_MAX_BYTES},
+            }
+        )
         self.greeted = True
         # A new hello means the worker may have restarted and forgotten what it got: send everything again.
         self.sent_directives.clear()
@@ -431,12 +456,14 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         its run) rather than send it forever, and the refusal kept on the run for its page."""
         error = f"an event of {size} bytes is over the server's limit of {EVENT_MAX_BYTES} bytes"
         try:
-            await database_sync_to_async(services.event_refusal_record)(worker=self.worker, event=event, error=error,
-                                                                         size_bytes=size)
+            await database_sync_to_async(services.event_refusal_record)(
+                worker=self.worker, event=event, error=error, size_bytes=size
+            )
         except DatabaseError as passing:
             log.warning("refusal of run %s #%s not recorded: %s", event.get("run_id"), event.get("seq"), passing)
-        await self.send_message({"type": "nack", "run_id": event.get("run_id"), "seq": event.get("seq"),
-                                 "error": error, "retry": False})
+        await self.send_message(
+            {"type": "nack", "run_id": event.get("run_id"), "seq": event.get("seq"), "error": error, "retry": False}
+        )
 
     async def send_reply(self, message: dict) -> None:
         """An ack or nack from the writer; the socket may have closed meanwhile (the worker re-sends)."""
@@ -444,11 +471,13 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             return
         try:
             await self.send_message(message)
-        except Exception:  # noqa: BLE001 - a socket gone between the check and the send
+        except Exception:
             log.info("worker %s: reply %s not sent, the socket closed", self.worker.name, message.get("type"))
 
     async def on_directive_ack(self, message, _raw):
-        known = await database_sync_to_async(services.directive_acknowledge)(worker=self.worker, wire_id=message.get("id"))
+        known = await database_sync_to_async(services.directive_acknowledge)(
+            worker=self.worker, wire_id=message.get("id")
+        )
         if not known:
             await self.send_message({"type": "error", "error": f"no directive {message.get('id')!r} for this worker"})
 

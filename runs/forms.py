@@ -10,11 +10,14 @@ from runs.models import Kernel, ReviewMode, Task
 class StartRunForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.all(), to_field_name="name")
     starting_kernel = forms.ModelChoiceField(
-        queryset=Kernel.objects.none(), required=False, empty_label="the task's own starting kernel",
+        queryset=Kernel.objects.none(),
+        required=False,
+        empty_label="the task's own starting kernel",
         help_text="or a kernel stored here (released or from a run) of the same task",
     )
-    model = forms.CharField(max_length=120, initial="claude-sonnet-4-6",
-                            help_text="a model id, or replay:FILE to play a recorded run back")
+    model = forms.CharField(
+        max_length=120, initial="claude-sonnet-4-6", help_text="a model id, or replay:FILE to play a recorded run back"
+    )
     review_mode = forms.ChoiceField(choices=ReviewMode.choices, initial=ReviewMode.REVIEW)
     # Each number has a ceiling far above any real run and far below what its column holds (2,147,483,647 for a
     # PositiveIntegerField on PostgreSQL; 64 bits on SQLite), so a value too large is a form error on either
@@ -22,16 +25,20 @@ class StartRunForm(forms.Form):
     review_timeout_s = forms.IntegerField(min_value=1, max_value=7 * 86_400, required=False, label="Review timeout (s)")
     budget_steps = forms.IntegerField(min_value=1, max_value=1_000_000, required=False, label="Steps")
     budget_tokens = forms.IntegerField(min_value=1, max_value=10**12, required=False, label="Tokens")
-    budget_cost_usd = forms.DecimalField(min_value=0, max_value=100_000, max_digits=10, decimal_places=4, required=False,
-                                         label="Cost (USD)")
+    budget_cost_usd = forms.DecimalField(
+        min_value=0, max_value=100_000, max_digits=10, decimal_places=4, required=False, label="Cost (USD)"
+    )
     budget_wall_s = forms.IntegerField(min_value=1, max_value=30 * 86_400, required=False, label="Wall time (s)")
     budget_evaluations = forms.IntegerField(min_value=1, max_value=100_000, required=False, label="Evaluations")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["starting_kernel"].queryset = Kernel.objects.select_related("task").order_by("-released", "-created_at")
+        self.fields["starting_kernel"].queryset = Kernel.objects.select_related("task").order_by(
+            "-released", "-created_at"
+        )
         self.fields["starting_kernel"].label_from_instance = lambda k: (
-            f"{k.task.name if k.task else '?'} · {k.release_name or k.sha256[:12]}" + (f" (run {k.run_id})" if k.run_id else "")
+            f"{k.task.name if k.task else '?'} · {k.release_name or k.sha256[:12]}"
+            + (f" (run {k.run_id})" if k.run_id else "")
         )
 
     def clean(self):

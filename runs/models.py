@@ -55,8 +55,12 @@ class WorkerHost(models.Model):
     # Whether the host is connected now, for the people watching its runs. A host has one socket at a time, but
     # a reconnecting host may open its new socket before the server has noticed that the old one died: only the
     # socket named here can mark the host disconnected, so a late close of an old socket changes nothing.
-    connection = models.CharField(max_length=200, blank=True, default="",
-                                  help_text="Channel name of the socket the host is connected through; empty when none")
+    connection = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="Channel name of the socket the host is connected through; empty when none",
+    )
     disconnected_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -245,7 +249,11 @@ class QuestionStatus(models.TextChoices):
 class Question(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="questions")
     step = models.ForeignKey(
-        Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="questions",
+        Step,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="questions",
         help_text="The step at which it was asked",
     )
     source = models.CharField(max_length=10, choices=QuestionSource.choices)
@@ -303,7 +311,9 @@ class Kernel(models.Model):
                 condition=Q(released=False) | (Q(release_name__isnull=False) & ~Q(release_name="")),
                 name="kernel_released_has_name",
             ),
-            models.UniqueConstraint(fields=["release_name"], condition=Q(released=True), name="kernel_release_name_unique"),
+            models.UniqueConstraint(
+                fields=["release_name"], condition=Q(released=True), name="kernel_release_name_unique"
+            ),
         ]
 
     def __str__(self) -> str:

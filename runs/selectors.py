@@ -33,15 +33,24 @@ def run_sandbox(run_id: int) -> str | None:
     unsandboxed (its `started` config, or the note a resume under --unsandboxed writes), else what its start
     recorded ("bubblewrap", or "refused": nothing ran); None when its worker recorded nothing (older workers)."""
     steps = Step.objects.filter(run_id=run_id)
-    if steps.filter(Q(kind=StepKind.STATUS, payload__config__sandbox="none")
-                    | Q(kind=StepKind.NOTE, payload__sandbox="none")).exists():
+    if steps.filter(
+        Q(kind=StepKind.STATUS, payload__config__sandbox="none") | Q(kind=StepKind.NOTE, payload__sandbox="none")
+    ).exists():
         return "none"
-    return (steps.filter(kind=StepKind.STATUS, payload__config__sandbox__isnull=False).order_by("seq")
-            .values_list("payload__config__sandbox", flat=True).first())
+    return (
+        steps.filter(kind=StepKind.STATUS, payload__config__sandbox__isnull=False)
+        .order_by("seq")
+        .values_list("payload__config__sandbox", flat=True)
+        .first()
+    )
 
 
 def questions_pending() -> QuerySet[Question]:
-    return Question.objects.filter(status=QuestionStatus.PROPOSED).select_related("run", "run__task").order_by("created_at")
+    return (
+        Question.objects.filter(status=QuestionStatus.PROPOSED)
+        .select_related("run", "run__task")
+        .order_by("created_at")
+    )
 
 
 def questions_pending_count() -> int:
@@ -79,8 +88,14 @@ def _feed_filter(run_id: int, kinds: list[str] | None, text: str | None):
 
 
 def steps_page(
-    *, run_id: int, after: int | None = None, before: int | None = None, around: int | None = None,
-    limit: int = 200, kinds: list[str] | None = None, text: str | None = None,
+    *,
+    run_id: int,
+    after: int | None = None,
+    before: int | None = None,
+    around: int | None = None,
+    limit: int = 200,
+    kinds: list[str] | None = None,
+    text: str | None = None,
 ) -> dict:
     """One page of a run's feed, oldest first, under a kind/text filter; never more than FEED_PAGE_MAX steps.
 
@@ -123,19 +138,36 @@ def run_speedup_series(run: Run) -> dict:
         x = evaluation.step.seq if evaluation.step else None
         speedup = evaluation.speedup_over(baseline)
         correct = evaluation.status == "correct"
-        points.append({"x": x, "speedup": speedup, "status": evaluation.status, "evaluation_id": evaluation.pk,
-                       "kernel_id": evaluation.kernel_id})
+        points.append(
+            {
+                "x": x,
+                "speedup": speedup,
+                "status": evaluation.status,
+                "evaluation_id": evaluation.pk,
+                "kernel_id": evaluation.kernel_id,
+            }
+        )
         if correct and speedup is not None and (best is None or speedup > best):
             best = speedup
         if best is not None and x is not None:
             best_line.append({"x": x, "best": best})
     questions = [
-        {"x": q.step.seq if q.step else None, "text": q.text, "status": q.status, "category": q.category,
-         "question_id": q.pk}
+        {
+            "x": q.step.seq if q.step else None,
+            "text": q.text,
+            "status": q.status,
+            "category": q.category,
+            "question_id": q.pk,
+        }
         for q in Question.objects.filter(run=run).select_related("step").order_by("created_at", "pk")
     ]
-    return {"baseline": baseline, "goal": run.task.goal_speedup, "points": points, "best": best_line,
-            "questions": questions}
+    return {
+        "baseline": baseline,
+        "goal": run.task.goal_speedup,
+        "points": points,
+        "best": best_line,
+        "questions": questions,
+    }
 
 
 def review_queue(*, context_steps: int = 5) -> list[dict]:
@@ -170,7 +202,9 @@ def kernel_question_before(kernel: Kernel) -> Question | None:
     return (
         Question.objects.filter(run_id=kernel.run_id, step__seq__lt=kernel.step.seq)
         .exclude(status__in=[QuestionStatus.PROPOSED, QuestionStatus.VETOED])
-        .select_related("step").order_by("-step__seq").first()
+        .select_related("step")
+        .order_by("-step__seq")
+        .first()
     )
 
 
@@ -188,31 +222,70 @@ def evaluation_scenarios(evaluation: Evaluation) -> list[ScenarioResult]:
 
 def trace_export_records(run: Run):
     """The run as JSONL records: a run line, every step as its protocol event, then questions and evaluations."""
-    yield {"v": 1, "type": "run", "id": run.pk, "task": run.task.name, "model": run.model, "status": run.status,
-           "review_mode": run.review_mode, "best_speedup": run.best_speedup, "best_speedups": run.best_speedups,
-           "created_at": run.created_at.isoformat()}
+    yield {
+        "v": 1,
+        "type": "run",
+        "id": run.pk,
+        "task": run.task.name,
+        "model": run.model,
+        "status": run.status,
+        "review_mode": run.review_mode,
+        "best_speedup": run.best_speedup,
+        "best_speedups": run.best_speedups,
+        "created_at": run.created_at.isoformat(),
+    }
     for step in Step.objects.filter(run=run).order_by("seq").iterator(chunk_size=1000):
-        yield {"v": 1, "run_id": run.pk, "seq": step.seq, "kind": step.kind, "ts": step.created_at.isoformat(),
-               "payload": step.payload,
-               "usage": {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": float(step.cost_usd)}}
+        yield {
+            "v": 1,
+            "run_id": run.pk,
+            "seq": step.seq,
+            "kind": step.kind,
+            "ts": step.created_at.isoformat(),
+            "payload": step.payload,
+            "usage": {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": float(step.cost_usd)},
+        }
     for question in Question.objects.filter(run=run).select_related("step", "reviewer", "bank_entry").order_by("pk"):
-        yield {"v": 1, "type": "question", "id": question.pk, "seq": question.step.seq if question.step else None,
-               "source": question.source, "text": question.text, "original_text": question.original_text,
-               "category": question.category, "decision_point": question.decision_point, "status": question.status,
-               "bank_key": question.bank_entry.key if question.bank_entry else None,
-               "reviewer": question.reviewer.get_username() if question.reviewer else None,
-               "decided_at": question.decided_at.isoformat() if question.decided_at else None}
+        yield {
+            "v": 1,
+            "type": "question",
+            "id": question.pk,
+            "seq": question.step.seq if question.step else None,
+            "source": question.source,
+            "text": question.text,
+            "original_text": question.original_text,
+            "category": question.category,
+            "decision_point": question.decision_point,
+            "status": question.status,
+            "bank_key": question.bank_entry.key if question.bank_entry else None,
+            "reviewer": question.reviewer.get_username() if question.reviewer else None,
+            "decided_at": question.decided_at.isoformat() if question.decided_at else None,
+        }
     for evaluation in Evaluation.objects.filter(run=run).select_related("kernel", "step").order_by("pk"):
-        yield {"v": 1, "type": "evaluation", "id": evaluation.pk, "seq": evaluation.step.seq if evaluation.step else None,
-               "kernel_sha256": evaluation.kernel.sha256, "status": evaluation.status, "geomean": evaluation.geomean,
-               "scenarios": [{"id": s.scenario_id, "params": s.params, "correct": s.correct, "time_ms": s.time_ms,
-                              "speedup": s.speedups} for s in evaluation.scenarios.all()]}
+        yield {
+            "v": 1,
+            "type": "evaluation",
+            "id": evaluation.pk,
+            "seq": evaluation.step.seq if evaluation.step else None,
+            "kernel_sha256": evaluation.kernel.sha256,
+            "status": evaluation.status,
+            "geomean": evaluation.geomean,
+            "scenarios": [
+                {
+                    "id": s.scenario_id,
+                    "params": s.params,
+                    "correct": s.correct,
+                    "time_ms": s.time_ms,
+                    "speedup": s.speedups,
+                }
+                for s in evaluation.scenarios.all()
+            ],
+        }
 
 
 def worker_hosts() -> QuerySet[WorkerHost]:
-    return WorkerHost.objects.annotate(
-        active_runs=Count("runs", filter=Q(runs__status__in=HELD_STATUSES))
-    ).order_by("name")
+    return WorkerHost.objects.annotate(active_runs=Count("runs", filter=Q(runs__status__in=HELD_STATUSES))).order_by(
+        "name"
+    )
 
 
 def held_runs_of(host: WorkerHost) -> QuerySet[Run]:

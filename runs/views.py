@@ -26,8 +26,11 @@ def _list_context(request) -> dict:
         status = None
     task = request.GET.get("task") or None
     return {
-        "runs": run_list(status=status, task_name=task)[:RUNS_SHOWN], "status": status, "task": task,
-        "statuses": RunStatus.choices, "tasks": Task.objects.values_list("name", flat=True),
+        "runs": run_list(status=status, task_name=task)[:RUNS_SHOWN],
+        "status": status,
+        "task": task,
+        "statuses": RunStatus.choices,
+        "tasks": Task.objects.values_list("name", flat=True),
     }
 
 
@@ -57,11 +60,17 @@ def run_start_view(request):
     kernel = data["starting_kernel"]
     try:
         run = run_start(
-            task=data["task"], model=data["model"], started_by=request.user,
-            starting_kernel=kernel.source if kernel else None, review_mode=data["review_mode"],
-            review_timeout_s=data["review_timeout_s"], budget_steps=data["budget_steps"],
-            budget_tokens=data["budget_tokens"], budget_cost_usd=data["budget_cost_usd"],
-            budget_wall_s=data["budget_wall_s"], budget_evaluations=data["budget_evaluations"],
+            task=data["task"],
+            model=data["model"],
+            started_by=request.user,
+            starting_kernel=kernel.source if kernel else None,
+            review_mode=data["review_mode"],
+            review_timeout_s=data["review_timeout_s"],
+            budget_steps=data["budget_steps"],
+            budget_tokens=data["budget_tokens"],
+            budget_cost_usd=data["budget_cost_usd"],
+            budget_wall_s=data["budget_wall_s"],
+            budget_evaluations=data["budget_evaluations"],
         )
     except ServiceError as refused:
         form.add_error(None, str(refused))
@@ -76,12 +85,21 @@ def run_start_view(request):
 def run_detail(request, run_id: int):
     run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by"), pk=run_id)
     goal_baseline, goal_speedup = run.goal  # the run's own goal, which it is judged against
-    return render(request, "runs/run_detail.html", {
-        "run": run, "kinds": StepKind.choices, "message_form": MessageForm(),
-        "evaluations": evaluations_for_run(run.pk).order_by("-created_at")[:20],
-        "baselines": sorted(run.best_speedups.items()), "goal_baseline": goal_baseline, "goal_speedup": goal_speedup,
-        "refused_events": run.refused_events.all(), "sandbox": run_sandbox(run.pk),
-    })
+    return render(
+        request,
+        "runs/run_detail.html",
+        {
+            "run": run,
+            "kinds": StepKind.choices,
+            "message_form": MessageForm(),
+            "evaluations": evaluations_for_run(run.pk).order_by("-created_at")[:20],
+            "baselines": sorted(run.best_speedups.items()),
+            "goal_baseline": goal_baseline,
+            "goal_speedup": goal_speedup,
+            "refused_events": run.refused_events.all(),
+            "sandbox": run_sandbox(run.pk),
+        },
+    )
 
 
 def _done(request, run_id: int, *, ok: bool, message: str, status: int = 200):

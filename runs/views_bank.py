@@ -16,15 +16,24 @@ def bank(request, form=None):
     by_question = bank_selectors.effectiveness_by_question()
     by_category = bank_selectors.effectiveness_by_category()
     chart = {
-        "categories": [c["category"] for c in by_category], "category_gain": [c["mean_gain"] for c in by_category],
+        "categories": [c["category"] for c in by_category],
+        "category_gain": [c["mean_gain"] for c in by_category],
         "category_asked": [c["asked"] for c in by_category],
         "questions": [q["key"] for q in by_question if q["asked"]],
         "question_gain": [q["mean_gain"] for q in by_question if q["asked"]],
         "question_text": [q["text"] for q in by_question if q["asked"]],
     }
-    return render(request, "runs/bank.html", {
-        "questions": by_question, "categories": by_category, "chart": chart, "form": form or BankQuestionForm(),
-    }, status=400 if form is not None and form.errors else 200)
+    return render(
+        request,
+        "runs/bank.html",
+        {
+            "questions": by_question,
+            "categories": by_category,
+            "chart": chart,
+            "form": form or BankQuestionForm(),
+        },
+        status=400 if form is not None and form.errors else 200,
+    )
 
 
 @role_required(REVIEWER)
@@ -33,8 +42,12 @@ def bank_add(request):
     form = BankQuestionForm(request.POST)
     if form.is_valid():
         try:
-            entry = bank_question_add(form.cleaned_data["text"], form.cleaned_data["category"],
-                                      form.cleaned_data["triggers"], added_by=request.user)
+            entry = bank_question_add(
+                form.cleaned_data["text"],
+                form.cleaned_data["category"],
+                form.cleaned_data["triggers"],
+                added_by=request.user,
+            )
         except BankQuestionInvalid as refused:
             form.add_error(None, str(refused))
         else:

@@ -64,8 +64,10 @@ def step_summary(step: Step) -> str:
         goal = p.get("goal") or {}
         over = f" over {goal['baseline']}" if goal.get("baseline") else ""
         reason = f": {result['reason']}" if result.get("reason") else ""
-        return _clip(f"{result.get('status', '?')}, speedup {_speedup_text(p.get('speedup'))}{over} "
-                     f"({p.get('purpose', 'tool')}, {p.get('scenario_set', '')}){reason}")
+        return _clip(
+            f"{result.get('status', '?')}, speedup {_speedup_text(p.get('speedup'))}{over} "
+            f"({p.get('purpose', 'tool')}, {p.get('scenario_set', '')}){reason}"
+        )
     if kind == StepKind.DECISION_POINT:
         return _clip(f"{p.get('name', '?')}: {p.get('detail', '')}")
     if kind == StepKind.QUESTION_PROPOSED:
@@ -79,8 +81,10 @@ def step_summary(step: Step) -> str:
         return _clip(f"{p.get('status', '?')} ({p.get('reason', '')})")
     if kind == StepKind.USAGE:
         cost = p.get("cost_usd")
-        return _clip(f"{p.get('tokens_in', 0)} in, {p.get('tokens_out', 0)} out, "
-                     f"{'$%.4f' % cost if isinstance(cost, (int, float)) else 'cost unknown'} ({p.get('model', '')})")
+        return _clip(
+            f"{p.get('tokens_in', 0)} in, {p.get('tokens_out', 0)} out, "
+            f"{f'${cost:.4f}' if isinstance(cost, (int, float)) else 'cost unknown'} ({p.get('model', '')})"
+        )
     return _clip(f"[{p.get('level', 'info')}] {p.get('text', '')}" if "text" in p else json.dumps(p))
 
 
@@ -88,9 +92,14 @@ def step_json(step: Step, *, full: bool = False) -> dict:
     payload_text = json.dumps(step.payload, default=str)
     inline = full or len(payload_text) <= PAYLOAD_INLINE_MAX
     return {
-        "seq": step.seq, "kind": step.kind, "ts": step.created_at.isoformat(), "summary": step_summary(step),
-        "payload": step.payload if inline else None, "payload_chars": len(payload_text),
-        "tokens_in": step.tokens_in, "tokens_out": step.tokens_out,
+        "seq": step.seq,
+        "kind": step.kind,
+        "ts": step.created_at.isoformat(),
+        "summary": step_summary(step),
+        "payload": step.payload if inline else None,
+        "payload_chars": len(payload_text),
+        "tokens_in": step.tokens_in,
+        "tokens_out": step.tokens_out,
     }
 
 
@@ -121,10 +130,12 @@ def _steps_query(request) -> dict:
     # after=-1 is "from the start" (the page asks for the steps after seq - 1 to fetch seq 0).
     seq = {"minimum": -1, "maximum": SEQ_MAX}
     return {
-        "after": _int_param(request, "after", **seq), "before": _int_param(request, "before", **seq),
+        "after": _int_param(request, "after", **seq),
+        "before": _int_param(request, "before", **seq),
         "around": _int_param(request, "around", **seq),
         "limit": _int_param(request, "limit", minimum=1, maximum=FEED_PAGE_MAX, default=200),
-        "kinds": kinds, "text": (request.GET.get("q") or "").strip() or None,
+        "kinds": kinds,
+        "text": (request.GET.get("q") or "").strip() or None,
     }
 
 
@@ -136,10 +147,15 @@ def run_steps(request, run_id: int):
     except BadParameter as bad:
         return JsonResponse({"error": str(bad)}, status=400)
     page = steps_page(run_id=run.pk, **query)
-    return JsonResponse({
-        "run_id": run.pk, "run_last_seq": run.last_seq, "has_older": page["has_older"], "has_newer": page["has_newer"],
-        "steps": [step_json(s) for s in page["steps"]],
-    })
+    return JsonResponse(
+        {
+            "run_id": run.pk,
+            "run_last_seq": run.last_seq,
+            "has_older": page["has_older"],
+            "has_newer": page["has_newer"],
+            "steps": [step_json(s) for s in page["steps"]],
+        }
+    )
 
 
 @login_required
@@ -150,18 +166,26 @@ def run_step(request, run_id: int, seq: int):
 
 def run_summary_json(run: Run) -> dict:
     return {
-        "id": run.pk, "status": run.status, "status_label": run.get_status_display(), "status_reason": run.status_reason,
+        "id": run.pk,
+        "status": run.status,
+        "status_label": run.get_status_display(),
+        "status_reason": run.status_reason,
         "best_speedup": run.best_speedup,
-        "best_speedups": run.best_speedups, "step_count": run.step_count, "last_seq": run.last_seq,
-        "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost_usd": float(run.cost_usd),
+        "best_speedups": run.best_speedups,
+        "step_count": run.step_count,
+        "last_seq": run.last_seq,
+        "tokens_in": run.tokens_in,
+        "tokens_out": run.tokens_out,
+        "cost_usd": float(run.cost_usd),
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "pending_questions": run.questions.filter(status="proposed").count(),
         "worker": run.worker.name if run.worker else None,
         # When the host holding the unfinished run lost its connection ("" if not known); null while it is
         # connected or when the run needs no host.
-        "worker_offline_since": ((run.worker.disconnected_at.isoformat() if run.worker.disconnected_at else "")
-                                 if run.host_offline else None),
+        "worker_offline_since": (
+            (run.worker.disconnected_at.isoformat() if run.worker.disconnected_at else "") if run.host_offline else None
+        ),
         "worker_revoked": bool(run.worker and not run.worker.is_active),
     }
 

@@ -11,7 +11,12 @@ from pygments.lexers import DiffLexer
 
 from runs.models import Evaluation, Kernel
 from runs.selectors import (
-    evaluation_get, evaluation_scenarios, kernel_evaluations, kernel_get, kernel_list, kernel_question_before,
+    evaluation_get,
+    evaluation_scenarios,
+    kernel_evaluations,
+    kernel_get,
+    kernel_list,
+    kernel_question_before,
 )
 
 KERNELS_SHOWN = 300
@@ -25,10 +30,15 @@ def _kernel_label(kernel: Kernel) -> str:
 @login_required
 def kernel_index(request):
     task = request.GET.get("task") or None
-    return render(request, "runs/kernels.html", {
-        "released": kernel_list(released=True, task_name=task),
-        "produced": kernel_list(released=False, task_name=task)[:KERNELS_SHOWN], "task": task,
-    })
+    return render(
+        request,
+        "runs/kernels.html",
+        {
+            "released": kernel_list(released=True, task_name=task),
+            "produced": kernel_list(released=False, task_name=task)[:KERNELS_SHOWN],
+            "task": task,
+        },
+    )
 
 
 @login_required
@@ -37,16 +47,29 @@ def kernel_detail(request, kernel_id: int):
         kernel = kernel_get(kernel_id)
     except Kernel.DoesNotExist:
         raise Http404("no such kernel") from None
-    others = Kernel.objects.filter(task_id=kernel.task_id).exclude(pk=kernel.pk).select_related("step").order_by("-created_at")[:200]
-    return render(request, "runs/kernel_detail.html", {
-        "kernel": kernel, "evaluations": kernel_evaluations(kernel), "question": kernel_question_before(kernel),
-        "others": [(k.pk, _kernel_label(k)) for k in others],
-    })
+    others = (
+        Kernel.objects.filter(task_id=kernel.task_id)
+        .exclude(pk=kernel.pk)
+        .select_related("step")
+        .order_by("-created_at")[:200]
+    )
+    return render(
+        request,
+        "runs/kernel_detail.html",
+        {
+            "kernel": kernel,
+            "evaluations": kernel_evaluations(kernel),
+            "question": kernel_question_before(kernel),
+            "others": [(k.pk, _kernel_label(k)) for k in others],
+        },
+    )
 
 
 def kernel_filename(kernel: Kernel) -> str:
     suffix = ".cu" if kernel.language == "cuda" else ".cpp"
-    stem = kernel.release_name or (kernel.filename.rsplit(".", 1)[0] if kernel.filename else f"kernel-{kernel.sha256[:12]}")
+    stem = kernel.release_name or (
+        kernel.filename.rsplit(".", 1)[0] if kernel.filename else f"kernel-{kernel.sha256[:12]}"
+    )
     return f"{stem}{suffix}"
 
 
@@ -64,10 +87,14 @@ def kernel_diff(request):
     if not all(i.isascii() and i.isdigit() for i in ids):
         return HttpResponseBadRequest("pick two kernels by id: ?a=<id>&b=<id>", content_type="text/plain")
     a, b = (get_object_or_404(Kernel, pk=int(i)) for i in ids)
-    lines = list(difflib.unified_diff(
-        a.source.splitlines(keepends=True), b.source.splitlines(keepends=True),
-        fromfile=_kernel_label(a), tofile=_kernel_label(b),
-    ))
+    lines = list(
+        difflib.unified_diff(
+            a.source.splitlines(keepends=True),
+            b.source.splitlines(keepends=True),
+            fromfile=_kernel_label(a),
+            tofile=_kernel_label(b),
+        )
+    )
     diff_html = highlight("".join(lines), DiffLexer(), HtmlFormatter(cssclass="source")) if lines else ""
     return render(request, "runs/kernel_diff.html", {"a": a, "b": b, "diff_html": diff_html, "identical": not lines})
 
@@ -92,8 +119,11 @@ def scenario_chart_data(evaluation: Evaluation, scenarios) -> dict:
         groups.append(" ".join(f"{k}={s.params[k]}" for k in group_keys) or "all")
         labels.append(" ".join(f"{k}={s.params[k]}" for k in label_keys) or s.scenario_id)
     return {
-        "groups": groups, "labels": labels, "ids": [s.scenario_id for s in rows],
-        "correct": [s.correct for s in rows], "reasons": [s.reason for s in rows],
+        "groups": groups,
+        "labels": labels,
+        "ids": [s.scenario_id for s in rows],
+        "correct": [s.correct for s in rows],
+        "reasons": [s.reason for s in rows],
         "speedups": {b: [(s.speedups or {}).get(b) for s in rows] for b in baselines},
     }
 
@@ -105,7 +135,13 @@ def evaluation_detail(request, evaluation_id: int):
     except Evaluation.DoesNotExist:
         raise Http404("no such evaluation") from None
     scenarios = evaluation_scenarios(evaluation)
-    return render(request, "runs/evaluation_detail.html", {
-        "evaluation": evaluation, "scenarios": scenarios, "failing": [s for s in scenarios if not s.correct],
-        "chart": scenario_chart_data(evaluation, scenarios),
-    })
+    return render(
+        request,
+        "runs/evaluation_detail.html",
+        {
+            "evaluation": evaluation,
+            "scenarios": scenarios,
+            "failing": [s for s in scenarios if not s.correct],
+            "chart": scenario_chart_data(evaluation, scenarios),
+        },
+    )

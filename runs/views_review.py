@@ -46,7 +46,9 @@ def decide(request, question_id: int):
         return redirect("review_queue")
     try:
         decided = question_review(
-            question=question, reviewer=request.user, decision=form.cleaned_data["decision"],
+            question=question,
+            reviewer=request.user,
+            decision=form.cleaned_data["decision"],
             text=form.cleaned_data.get("text") or None,
         )
     except QuestionAlreadyDecided as late:
@@ -57,5 +59,7 @@ def decide(request, question_id: int):
         status, result = 200, {"ok": True, "status": decided.status, "question_id": decided.pk}
     if wants_json:
         return JsonResponse(result, status=status)
-    (messages.success if result["ok"] else messages.error)(request, result.get("error") or f"Question {question.pk}: {result['status']}")
+    (messages.success if result["ok"] else messages.error)(
+        request, result.get("error") or f"Question {question.pk}: {result['status']}"
+    )
     return redirect("review_queue")

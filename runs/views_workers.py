@@ -37,6 +37,7 @@ def worker_revoke(request, host_id: int):
         messages.info(request, f"The token of {host.name} was already revoked.")
     else:
         worker_host_revoke(host=host)
-        messages.success(request, f"Revoked the token of {host.name}: its sockets are closed and it is refused "
-                                  "from now on.")
+        messages.success(
+            request, f"Revoked the token of {host.name}: its sockets are closed and it is refused from now on."
+        )
     return redirect("workers")

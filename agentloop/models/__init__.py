@@ -4,15 +4,17 @@ server and the like), and replay of a recorded trace.
 Each takes the system prompt, the conversation (Messages-API shape) and the tool schemas, and returns a
 ModelReply: content blocks in Messages-API shape, the stop reason, and the call's usage.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 
 @dataclass
 class Usage:
-    tokens_in: int = 0            # every input token: uncached + cache reads + cache writes
+    tokens_in: int = 0  # every input token: uncached + cache reads + cache writes
     tokens_out: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
@@ -41,7 +43,7 @@ class Model(Protocol):
     def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply: ...
 
 
-Notify = Callable[[str], None]   # how a backend reports a retry or a warning (the loop turns it into a note)
+Notify = Callable[[str], None]  # how a backend reports a retry or a warning (the loop turns it into a note)
 
 
 def make_model(spec: str, settings: dict | None = None, notify: Notify | None = None) -> Model:
@@ -49,13 +51,16 @@ def make_model(spec: str, settings: dict | None = None, notify: Notify | None = 
     settings = settings or {}
     if spec.startswith("replay:"):
         from agentloop.models.replay import ReplayModel
-        return ReplayModel.from_trace(spec[len("replay:"):])
+
+        return ReplayModel.from_trace(spec[len("replay:") :])
     if spec.startswith("openai:"):
         from agentloop.errors import ConfigError
         from agentloop.models.openai_backend import OpenAIModel
-        name = spec[len("openai:"):]
+
+        name = spec[len("openai:") :]
         if not name:
             raise ConfigError("openai:MODEL needs the model's name as the server knows it, e.g. openai:qwen3-coder")
         return OpenAIModel(name, settings=settings, notify=notify)
     from agentloop.models.anthropic_backend import AnthropicModel
+
     return AnthropicModel(spec, settings=settings, notify=notify)

@@ -11,6 +11,7 @@ A streamed response is assembled here from the raw events, not by the SDK's help
 that is not valid JSON and loses the whole response: the model's mistake becomes a tool_use block with `input: {}`
 and the text it sent as `raw_input`, which the loop answers with an error the model can read.
 """
+
 from __future__ import annotations
 
 import json
@@ -107,16 +108,18 @@ class AnthropicModel:
         self.max_tokens = int(settings.get("max_tokens", 8192))
         self.stream = bool(settings.get("stream", True))
         self.notify = notify
-        self.retry = RetryPolicy(max_retries=int(settings.get("max_retries", 8)),
-                                 base_s=float(settings.get("backoff_base_s", 1.0)))
+        self.retry = RetryPolicy(
+            max_retries=int(settings.get("max_retries", 8)), base_s=float(settings.get("backoff_base_s", 1.0))
+        )
         if client is None:
             api_key = settings.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")
             if not api_key:
                 raise ModelFailed("no Anthropic API key: set ANTHROPIC_API_KEY or the run's api_key setting")
             base_url = settings.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None
             # Retries are ours (they are reported as notes and use our backoff), so the SDK's are off.
-            client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0,
-                                         timeout=float(settings.get("timeout_s", 600)))
+            client = anthropic.Anthropic(
+                api_key=api_key, base_url=base_url, max_retries=0, timeout=float(settings.get("timeout_s", 600))
+            )
         self.client = client
 
     def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
@@ -147,7 +150,16 @@ class AnthropicModel:
         written = int(u.get("cache_creation_input_tokens") or 0)
         out = int(u.get("output_tokens") or 0)
         model = message.get("model") or self.name
-        usage = Usage(tokens_in=uncached + read + written, tokens_out=out, cache_read_tokens=read,
-                      cache_write_tokens=written, cost_usd=cost_usd(model, uncached, out, read, written))
-        return ModelReply(content=[block_to_dict(b) for b in message.get("content") or []],
-                          stop_reason=message.get("stop_reason") or "end_turn", model=model, usage=usage)
+        usage = Usage(
+            tokens_in=uncached + read + written,
+            tokens_out=out,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
+            cost_usd=cost_usd(model, uncached, out, read, written),
+        )
+        return ModelReply(
+            content=[block_to_dict(b) for b in message.get("content") or []],
+            stop_reason=message.get("stop_reason") or "end_turn",
+            model=model,
+            usage=usage,
+        )

@@ -9,6 +9,7 @@ The loop speaks the Messages-API shape (content blocks, tool_use / tool_result);
 so the trace of a run on an OpenAI-compatible model has the same events as any other. Only the standard library
 is used for HTTP: one JSON POST per call, no streaming (a local server has no proxy cutting long requests).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,8 +24,13 @@ from agentloop.models import ModelReply, Notify, Usage
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from agentloop.prices import cost_usd
 
-FINISH_TO_STOP = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end_turn", "length": "max_tokens",
-                  "content_filter": "refusal"}
+FINISH_TO_STOP = {
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
 
 
 class HTTPFailure(Exception):
@@ -46,6 +52,7 @@ def classify(exc: Exception) -> tuple[bool, float | None, str]:
 
 # ------------------------------------------------------------------------------------ Messages API -> OpenAI
 
+
 def _text_of(content) -> str:
     """A tool result's content (a string or a list of blocks) as plain text."""
     if isinstance(content, str):
@@ -59,9 +66,15 @@ def to_openai_messages(system: str, messages: list[dict]) -> list[dict]:
         blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         if m["role"] == "assistant":
             texts = [b["text"] for b in blocks if b.get("type") == "text" and b.get("text")]
-            calls = [{"id": b["id"], "type": "function",
-                      "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})}}
-                     for b in blocks if b.get("type") == "tool_use"]
+            calls = [
+                {
+                    "id": b["id"],
+                    "type": "function",
+                    "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})},
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
             # No text beside tool calls is null, as the API has it; an empty turn is "" (some servers refuse null).
             message = {"role": "assistant", "content": "\n\n".join(texts) or (None if calls else "")}
             if calls:
@@ -83,9 +96,17 @@ def to_openai_messages(system: str, messages: list[dict]) -> list[dict]:
 
 
 def to_openai_tools(tools: list[dict]) -> list[dict]:
-    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                              "parameters": t.get("input_schema") or {"type": "object"}}}
-            for t in tools]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t.get("input_schema") or {"type": "object"},
+            },
+        }
+        for t in tools
+    ]
 
 
 # ------------------------------------------------------------------------------------ OpenAI -> Messages API
@@ -114,8 +135,14 @@ def from_openai_message(message: dict) -> list[dict]:
         content.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        content.append({"type": "tool_use", "id": call.get("id") or f"call_kseek_{next(_generated_ids)}",
-                        "name": function.get("name", ""), "input": _tool_input(function.get("arguments"))})
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id") or f"call_kseek_{next(_generated_ids)}",
+                "name": function.get("name", ""),
+                "input": _tool_input(function.get("arguments")),
+            }
+        )
     return content
 
 
@@ -125,15 +152,18 @@ class OpenAIModel:
         self.name = name
         base_url = settings.get("base_url") or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
-            raise ModelFailed("no base URL for the OpenAI-compatible model: set OPENAI_BASE_URL (for example "
-                              "http://localhost:8000/v1) or give --base-url")
+            raise ModelFailed(
+                "no base URL for the OpenAI-compatible model: set OPENAI_BASE_URL (for example "
+                "http://localhost:8000/v1) or give --base-url"
+            )
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key = settings.get("api_key") or os.environ.get("OPENAI_API_KEY") or ""
         self.max_tokens = int(settings.get("max_tokens", 8192))
         self.timeout_s = float(settings.get("timeout_s", 600))
         self.notify = notify
-        self.retry = RetryPolicy(max_retries=int(settings.get("max_retries", 8)),
-                                 base_s=float(settings.get("backoff_base_s", 1.0)))
+        self.retry = RetryPolicy(
+            max_retries=int(settings.get("max_retries", 8)), base_s=float(settings.get("backoff_base_s", 1.0))
+        )
 
     def _post(self, body: dict) -> dict:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -158,7 +188,7 @@ class OpenAIModel:
             body["tools"] = to_openai_tools(tools)
         try:
             answer = self.retry.run(lambda: self._post(body), classify, self.notify)
-        except (HTTPFailure, urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout) as exc:
+        except (HTTPFailure, urllib.error.URLError, ConnectionError, TimeoutError) as exc:
             raise ModelFailed(f"the model call failed: {exc}") from exc
         return self._reply(answer)
 
@@ -172,12 +202,16 @@ class OpenAIModel:
         finish = choice.get("finish_reason") or "stop"
         stop = FINISH_TO_STOP.get(finish, finish)
         if stop == "end_turn" and any(b["type"] == "tool_use" for b in content):
-            stop = "tool_use"   # some servers say "stop" even when they return tool calls
+            stop = "tool_use"  # some servers say "stop" even when they return tool calls
         u = answer.get("usage") or {}
         tokens_in = int(u.get("prompt_tokens") or 0)
         tokens_out = int(u.get("completion_tokens") or 0)
         cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
         model = answer.get("model") or self.name
-        usage = Usage(tokens_in=tokens_in, tokens_out=tokens_out, cache_read_tokens=cached,
-                      cost_usd=cost_usd(model, tokens_in - cached, tokens_out, cached))
+        usage = Usage(
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cache_read_tokens=cached,
+            cost_usd=cost_usd(model, tokens_in - cached, tokens_out, cached),
+        )
         return ModelReply(content=content, stop_reason=stop, model=model, usage=usage)

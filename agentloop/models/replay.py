@@ -4,6 +4,7 @@ Turns and question-selection calls are played from separate queues, so a run tha
 the same points replays exactly; one that goes another way runs out of recorded turns and ends (ReplayExhausted).
 Token counts are replayed as recorded (budgets behave as in the recording); the cost is 0: nothing was paid.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -29,16 +30,17 @@ class ReplayModel:
         self.recorded_model = next((e["payload"].get("model") for e in events if e["kind"] == "model_message"), None)
 
     @classmethod
-    def from_trace(cls, path: str | Path) -> "ReplayModel":
+    def from_trace(cls, path: str | Path) -> ReplayModel:
         return cls(read_trace(path), name=f"replay:{path}")
 
     def skip_played(self, events: list[dict]) -> None:
         """Drop the recorded calls a resumed run already made. A turn was made once its model message is in the
         trace; a question selection once the proposal it led to is: one whose proposal the crash lost is made
         again by the resumed run, and gets the same recorded answer."""
-        played = {"turn": sum(e["kind"] == "model_message" and e["payload"].get("purpose", "turn") == "turn"
-                              for e in events),
-                  "select_question": sum(e["kind"] == "question_proposed" for e in events)}
+        played = {
+            "turn": sum(e["kind"] == "model_message" and e["payload"].get("purpose", "turn") == "turn" for e in events),
+            "select_question": sum(e["kind"] == "question_proposed" for e in events),
+        }
         for purpose, count in played.items():
             for queue in (self.queues.get(purpose), self.usages.get(purpose)):
                 for _ in range(min(count, len(queue or ()))):
@@ -54,9 +56,16 @@ class ReplayModel:
         recorded = queue.popleft()
         usage_queue = self.usages.get(purpose)
         u = usage_queue.popleft() if usage_queue else {}
-        usage = Usage(tokens_in=int(u.get("tokens_in") or 0), tokens_out=int(u.get("tokens_out") or 0),
-                      cache_read_tokens=int(u.get("cache_read_tokens") or 0),
-                      cache_write_tokens=int(u.get("cache_write_tokens") or 0), cost_usd=0.0)
-        return ModelReply(content=[dict(b) for b in recorded.get("content") or []],
-                          stop_reason=recorded.get("stop_reason", "end_turn"),
-                          model=recorded.get("model") or self.name, usage=usage)
+        usage = Usage(
+            tokens_in=int(u.get("tokens_in") or 0),
+            tokens_out=int(u.get("tokens_out") or 0),
+            cache_read_tokens=int(u.get("cache_read_tokens") or 0),
+            cache_write_tokens=int(u.get("cache_write_tokens") or 0),
+            cost_usd=0.0,
+        )
+        return ModelReply(
+            content=[dict(b) for b in recorded.get("content") or []],
+            stop_reason=recorded.get("stop_reason", "end_turn"),
+            model=recorded.get("model") or self.name,
+            usage=usage,
+        )

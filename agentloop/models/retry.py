@@ -1,9 +1,11 @@
 """Retrying a model call on passing failures (rate limits, overload, 5xx, dropped connections) with backoff."""
+
 from __future__ import annotations
 
 import random
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -11,8 +13,13 @@ RETRY_STATUSES = (408, 409, 429, 500, 502, 503, 504, 529)
 
 
 class RetryPolicy:
-    def __init__(self, max_retries: int = 8, base_s: float = 1.0, cap_s: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        max_retries: int = 8,
+        base_s: float = 1.0,
+        cap_s: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.max_retries = max_retries
         self.base_s = base_s
         self.cap_s = cap_s
@@ -21,18 +28,22 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.cap_s)
-        backoff = min(self.cap_s, self.base_s * 2 ** attempt)
-        return backoff * (0.5 + random.random() / 2)   # jitter: workers that failed together do not retry together
+        backoff = min(self.cap_s, self.base_s * 2**attempt)
+        return backoff * (0.5 + random.random() / 2)  # jitter: workers that failed together do not retry together
 
-    def run(self, call: Callable[[], T], classify: Callable[[Exception], tuple[bool, float | None, str]],
-            notify: Callable[[str], None] | None = None) -> T:
+    def run(
+        self,
+        call: Callable[[], T],
+        classify: Callable[[Exception], tuple[bool, float | None, str]],
+        notify: Callable[[str], None] | None = None,
+    ) -> T:
         """Call `call`; on an exception that `classify` calls retryable, wait and call again, up to max_retries.
         `classify(exc)` -> (retryable, retry_after_s or None, short description)."""
         attempt = 0
         while True:
             try:
                 return call()
-            except Exception as exc:  # noqa: BLE001 - classify decides; anything not retryable is re-raised
+            except Exception as exc:
                 retryable, retry_after, what = classify(exc)
                 if not retryable or attempt >= self.max_retries:
                     raise

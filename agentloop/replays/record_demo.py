@@ -5,6 +5,7 @@ It exists so that `python -m agentloop run --model replay:agentloop/replays/matm
 whole machinery offline: tools, evaluations, a claimed limit caught, a self-asked question, the goal confirmed
 by a fresh full evaluation. Re-record with `python -m agentloop.replays.record_demo` after changing the event schema.
 """
+
 from __future__ import annotations
 
 import sys
@@ -94,19 +95,32 @@ def use(ident, name, tool_input):
 
 
 TURNS = [
-    [t("Let me look at the workspace and the kernel."), use("toolu_demo_01", "shell", {"command": "ls -l && cat kernel.cpp"})],
+    [
+        t("Let me look at the workspace and the kernel."),
+        use("toolu_demo_01", "shell", {"command": "ls -l && cat kernel.cpp"}),
+    ],
     [t("First, a baseline measurement."), use("toolu_demo_02", "evaluate", {"scenarios": "quick"})],
-    [t("The kernel is a plain triple loop; it is memory-bound, so there is little headroom and this is close to "
-       "the hardware limit. I will stop here.")],
-    [t("Fair question. It is waiting on memory, but not because memory is slow: the inner loop walks down columns "
-       "of A and C, so every multiply-add touches a new cache line and nothing vectorises. Walking rows of B and C "
-       "in the inner loop makes every access contiguous, and doing four rows of C at a time makes each row of B "
-       "feed four of them."),
-     use("toolu_demo_03", "editor", {"command": "create", "path": "kernel.cpp", "file_text": FAST})],
+    [
+        t(
+            "The kernel is a plain triple loop; it is memory-bound, so there is little headroom and this is close to "
+            "the hardware limit. I will stop here."
+        )
+    ],
+    [
+        t(
+            "Fair question. It is waiting on memory, but not because memory is slow: the inner loop walks down columns "
+            "of A and C, so every multiply-add touches a new cache line and nothing vectorises. Walking rows of B and C "
+            "in the inner loop makes every access contiguous, and doing four rows of C at a time makes each row of B "
+            "feed four of them."
+        ),
+        use("toolu_demo_03", "editor", {"command": "create", "path": "kernel.cpp", "file_text": FAST}),
+    ],
     [use("toolu_demo_04", "evaluate", {"scenarios": "quick"})],
 ]
-SELECTIONS = ["QUESTION: layer-memory-or-arithmetic\nREASON: The claim of a limit rests on no measurement of what "
-              "the loop is waiting on."]
+SELECTIONS = [
+    "QUESTION: layer-memory-or-arithmetic\nREASON: The claim of a limit rests on no measurement of what "
+    "the loop is waiting on."
+]
 
 
 class ScriptedModel:
@@ -126,13 +140,26 @@ class ScriptedModel:
 
 def main() -> int:
     OUT.unlink(missing_ok=True)
-    config = RunConfig(task="matmul_cpu", goal=GOAL, model="scripted-demo", starting_kernel=SLOW,
-                       kernel_filename="kernel.cpp", budgets=Budgets(steps=12, evaluations=6))
+    config = RunConfig(
+        task="matmul_cpu",
+        goal=GOAL,
+        model="scripted-demo",
+        starting_kernel=SLOW,
+        kernel_filename="kernel.cpp",
+        budgets=Budgets(steps=12, evaluations=6),
+    )
     import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         trace = TraceWriter(OUT)
-        agent = Agent(run_id="demo", config=config, workspace=Path(tmp) / "ws", model=ScriptedModel(),
-                      sinks=[trace, ConsoleSink()], use_bwrap=False)
+        agent = Agent(
+            run_id="demo",
+            config=config,
+            workspace=Path(tmp) / "ws",
+            model=ScriptedModel(),
+            sinks=[trace, ConsoleSink()],
+            use_bwrap=False,
+        )
         outcome = agent.run()
         trace.close()
     print(outcome, file=sys.stderr)

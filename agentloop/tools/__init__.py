@@ -1,5 +1,6 @@
 """The agent's tools: shell, editor, evaluate. Each returns a ToolResult whose `output` is exactly what the model
 sees; each tool's JSON schema is what the model is told."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ class ToolResult:
     output: str
     is_error: bool = False
     truncated_chars: int = 0
-    extra: dict = field(default_factory=dict)   # tool-specific payload fields (exit_code, timed_out, ...)
+    extra: dict = field(default_factory=dict)  # tool-specific payload fields (exit_code, timed_out, ...)
 
 
 class ToolInputError(ValueError):
@@ -23,14 +24,14 @@ def truncate(text: str, limit: int) -> tuple[str, int]:
         return text, 0
     cut = len(text) - limit
     head = limit // 2
-    return _shown(text[:head], text[len(text) - (limit - head):], cut), cut
+    return _shown(text[:head], text[len(text) - (limit - head) :], cut), cut
 
 
 def _shown(head: str, tail: str, cut: int) -> str:
     return head + f"\n[... {cut} characters cut from the middle of this output ...]\n" + tail
 
 
-_CONTINUATION = bytes(range(0x80, 0xC0))   # UTF-8 bytes that do not start a character
+_CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
 
 
 class OutputKeeper:
@@ -53,7 +54,7 @@ class OutputKeeper:
             self.head += chunk[:room]
             chunk = chunk[room:]
         self.tail += chunk
-        if len(self.tail) > 2 * self.keep:       # trimmed in batches: one copy per `keep` bytes, not per chunk
+        if len(self.tail) > 2 * self.keep:  # trimmed in batches: one copy per `keep` bytes, not per chunk
             drop = len(self.tail) - self.keep
             self.dropped_bytes += drop
             self.dropped_chars += len(self.tail[:drop].translate(None, _CONTINUATION))
@@ -68,7 +69,7 @@ class OutputKeeper:
         head = self.limit // 2
         tail = self.limit - head
         cut = len(head_text) - head + self.dropped_chars + len(tail_text) - tail
-        return _shown(head_text[:head], tail_text[max(0, len(tail_text) - tail):], cut), cut
+        return _shown(head_text[:head], tail_text[max(0, len(tail_text) - tail) :], cut), cut
 
 
 def require(tool_input: dict, name: str, kind: type | tuple = str):

@@ -1,4 +1,5 @@
 """The file editor tool: view, create, replace a unique string, insert lines. Paths stay inside the workspace."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -47,8 +48,12 @@ class EditorTool:
     def __call__(self, tool_input: dict) -> ToolResult:
         command = require(tool_input, "command")
         path = self.resolve(require(tool_input, "path"))
-        handler = {"view": self.view, "create": self.create, "str_replace": self.str_replace,
-                   "insert": self.insert}.get(command)
+        handler = {
+            "view": self.view,
+            "create": self.create,
+            "str_replace": self.str_replace,
+            "insert": self.insert,
+        }.get(command)
         if handler is None:
             raise ToolInputError(f"unknown command {command!r}: use view, create, str_replace or insert")
         output = handler(path, tool_input)
@@ -75,8 +80,11 @@ class EditorTool:
         first, last = 1, len(lines)
         view_range = tool_input.get("view_range")
         if view_range is not None:
-            if (not isinstance(view_range, list) or len(view_range) != 2
-                    or not all(isinstance(n, int) for n in view_range)):
+            if (
+                not isinstance(view_range, list)
+                or len(view_range) != 2
+                or not all(isinstance(n, int) for n in view_range)
+            ):
                 raise ToolInputError("view_range must be [first, last] line numbers (last may be -1)")
             first, last = view_range[0], (len(lines) if view_range[1] == -1 else view_range[1])
             if not 1 <= first <= last <= len(lines):
@@ -102,7 +110,10 @@ class EditorTool:
         if count != 1:
             raise ToolInputError(
                 f"old_str occurs {count} times in {self._name(path)}; it must occur exactly once "
-                "(include more surrounding lines to make it unique)" if old else "old_str is empty")
+                "(include more surrounding lines to make it unique)"
+                if old
+                else "old_str is empty"
+            )
         start_line = text[: text.index(old)].count("\n") + 1
         path.write_text(text.replace(old, new, 1), encoding="utf-8")
         return f"Replaced 1 occurrence in {self._name(path)} at line {start_line}."

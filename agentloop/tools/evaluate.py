@@ -1,4 +1,5 @@
 """The evaluate tool's schema and input checking; the loop runs the harness and records the verdict."""
+
 from __future__ import annotations
 
 from agentloop.tools import ToolInputError

@@ -1,6 +1,7 @@
 """The shell tool: one bash command in the workspace, in the run's sandbox (agentloop/sandbox.py), with a
 scrubbed environment, a time limit that every process the command started obeys, and output read in bounded
 memory (what the model is shown is kept, the rest counted)."""
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ READ_CHUNK = 1 << 16
 # Nothing of the command is left alive by then (the sandbox or the supervisor killed it), so this is never a wait
 # for a process, only for bytes already written.
 DRAIN_S = 2.0
-STOP_GRACE_S = 5.0   # for the supervisor to kill what is below it after SIGTERM
+STOP_GRACE_S = 5.0  # for the supervisor to kill what is below it after SIGTERM
 
 SCHEMA = {
     "name": "shell",
@@ -44,9 +45,17 @@ class ShellTool:
     name = "shell"
     schema = SCHEMA
 
-    def __init__(self, workspace: Path, timeout_s: float = 120, timeout_max_s: float = 600,
-                 output_limit: int = 10000, hidden: list[Path] | None = None, use_bwrap: bool | None = None,
-                 extra_env: dict[str, str] | None = None, sandbox: Sandbox | None = None):
+    def __init__(
+        self,
+        workspace: Path,
+        timeout_s: float = 120,
+        timeout_max_s: float = 600,
+        output_limit: int = 10000,
+        hidden: list[Path] | None = None,
+        use_bwrap: bool | None = None,
+        extra_env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+    ):
         """`sandbox` decides where commands run; without one it is chosen here: `use_bwrap=False` is the
         operator's --unsandboxed, anything else asks for bubblewrap and refuses commands where it does not work."""
         self.extra_env = dict(extra_env or {})
@@ -70,34 +79,51 @@ class ShellTool:
     def __call__(self, tool_input: dict) -> ToolResult:
         command = require(tool_input, "command")
         if self.sandbox.mode not in (BUBBLEWRAP, NONE):
-            return ToolResult(output=f"[not run] {self.sandbox.refusal}", is_error=True,
-                              extra={"exit_code": None, "timed_out": False, "duration_s": 0})
+            return ToolResult(
+                output=f"[not run] {self.sandbox.refusal}",
+                is_error=True,
+                extra={"exit_code": None, "timed_out": False, "duration_s": 0},
+            )
         timeout = tool_input.get("timeout_s", self.timeout_s)
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             timeout = self.timeout_s
         timeout = min(float(timeout), self.timeout_max_s)
         argv, env = self.argv(command)
         started = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=self.workspace, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=self.workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         output = OutputKeeper(self.output_limit)
         try:
             timed_out = _read(proc, output, started + timeout)
             if timed_out:
                 self._stop(proc)
         finally:
-            proc.stdout.close()   # whatever may still hold the pipe's other end, we read no more of it
+            proc.stdout.close()  # whatever may still hold the pipe's other end, we read no more of it
             if proc.poll() is None:
                 _kill_group(proc)
                 proc.wait()
         shown, cut = output.result()
-        status = (f"[timed out after {timeout:g} s; the command and its children were killed]" if timed_out
-                  else f"[exit code {proc.returncode}]")
+        status = (
+            f"[timed out after {timeout:g} s; the command and its children were killed]"
+            if timed_out
+            else f"[exit code {proc.returncode}]"
+        )
         return ToolResult(
-            output=f"{status}\n{shown}" if shown else status, is_error=timed_out or proc.returncode != 0,
+            output=f"{status}\n{shown}" if shown else status,
+            is_error=timed_out or proc.returncode != 0,
             truncated_chars=cut,
-            extra={"exit_code": None if timed_out else proc.returncode, "timed_out": timed_out,
-                   "duration_s": round(time.monotonic() - started, 3)},
+            extra={
+                "exit_code": None if timed_out else proc.returncode,
+                "timed_out": timed_out,
+                "duration_s": round(time.monotonic() - started, 3),
+            },
         )
 
     def _stop(self, proc: subprocess.Popen) -> None:
@@ -132,7 +158,7 @@ def _read(proc: subprocess.Popen, output: OutputKeeper, deadline: float) -> bool
             return True
         # Short waits: the end of the process is noticed within 0.2 s even while the pipe stays open.
         wait = max(0.0, min(0.2, (drain_until or deadline) - now))
-        if not pipe_open:      # the command closed its output but runs on: wait for it, not for the pipe
+        if not pipe_open:  # the command closed its output but runs on: wait for it, not for the pipe
             try:
                 proc.wait(timeout=wait)
             except subprocess.TimeoutExpired:

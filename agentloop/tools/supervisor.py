@@ -13,6 +13,7 @@ closes that (docs/protocol.md, section 3).
 
 Standard library only, started with -I -S: it must run from any working directory, before any site setup.
 """
+
 import ctypes
 import os
 import signal
@@ -42,7 +43,7 @@ def descendants(root: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        ppid = int(stat.rsplit(b")", 1)[1].split()[1])   # after the command name, which may hold spaces
+        ppid = int(stat.rsplit(b")", 1)[1].split()[1])  # after the command name, which may hold spaces
         children.setdefault(ppid, []).append(int(entry))
     found, todo = [], [root]
     while todo:
@@ -68,25 +69,27 @@ def kill_all() -> None:
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
-            pass   # the rest are still someone else's zombies for a moment; the next scan sees them
+            pass  # the rest are still someone else's zombies for a moment; the next scan sees them
 
 
 def main(argv: list[str]) -> int:
-    parent, command = int(argv[0]), argv[argv.index("--") + 1:]
+    parent, command = int(argv[0]), argv[argv.index("--") + 1 :]
     libc = ctypes.CDLL(None, use_errno=True)
     signal.signal(signal.SIGTERM, _stop)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 or libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM,
-                                                                          0, 0, 0) != 0:
+    if (
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0
+        or libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0
+    ):
         print(f"[supervisor: prctl failed: {os.strerror(ctypes.get_errno())}]", flush=True)
         return 125
     code = 137
     try:
-        if os.getppid() != parent:      # the agent died before PDEATHSIG was set
+        if os.getppid() != parent:  # the agent died before PDEATHSIG was set
             return code
         # A session of its own: a command that signals its own group does not reach this process.
         proc = subprocess.Popen(command, start_new_session=True)
         while True:
-            pid, status = os.wait()     # our command, or an orphan of it that came to us
+            pid, status = os.wait()  # our command, or an orphan of it that came to us
             if pid == proc.pid:
                 code = os.waitstatus_to_exitcode(status)
                 code = 128 - code if code < 0 else code

@@ -13,6 +13,7 @@ of its run, which the socket's thread emits through the run's own emitter while 
 A run that cannot start ends with a `failed` status (`cannot_start`) in its own events. A server message the
 worker cannot act on is logged and answered with `error`; the worker goes on serving.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,7 @@ def worker_url(server: str) -> str:
     url = server.rstrip("/")
     for old, new in (("http://", "ws://"), ("https://", "wss://")):
         if url.startswith(old):
-            url = new + url[len(old):]
+            url = new + url[len(old) :]
     if not url.startswith(("ws://", "wss://")):
         url = "ws://" + url
     return url if url.endswith("/ws/worker") else url + "/ws/worker/"
@@ -89,9 +90,20 @@ class SeenDirectives:
 
 
 class Worker:
-    def __init__(self, *, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None,
-                 model_factory=None, agent_kwargs: dict | None = None, hidden: list[Path] | None = None):
+    def __init__(
+        self,
+        *,
+        server: str,
+        token: str,
+        gpus: list[int],
+        state_dir: Path,
+        use_bwrap: bool | None = None,
+        model_factory=None,
+        agent_kwargs: dict | None = None,
+        hidden: list[Path] | None = None,
+    ):
         from agentloop.models import make_model
+
         self.url = worker_url(server)
         self.token = token
         self.gpus = list(gpus)
@@ -151,8 +163,9 @@ class Worker:
             refused, limit = self._window.take_refused(), self._window.limits.message_bytes
         # Too large for any message the server reads: sent, it would only drop the connection, again and again.
         for key, size in refused:
-            self._refuse_for_good(key, f"not sent: its event message of {size} bytes is over the server's message "
-                                       f"limit of {limit} bytes")
+            self._refuse_for_good(
+                key, f"not sent: its event message of {size} bytes is over the server's message limit of {limit} bytes"
+            )
 
     def _refuse_for_good(self, key, error: str) -> None:
         """Drop an event from the spool for good; the socket's thread reports it (`_report_refusals`)."""
@@ -174,14 +187,18 @@ class Worker:
             text = f"the server refused event #{event['seq']} ({event['kind']}, {size} bytes): {error}"
             log.error("run %s: %s", event["run_id"], text)
             if event["kind"] == "note" and "refused_seq" in event["payload"]:
-                log.error("run %s: event #%s reported a refusal itself; not reported again", event["run_id"],
-                          event["seq"])
+                log.error(
+                    "run %s: event #%s reported a refusal itself; not reported again", event["run_id"], event["seq"]
+                )
                 continue
             handle = self.runs.get(str(event["run_id"]))
             note = {"text": text, "level": "error", "refused_seq": event["seq"]}
             if handle is None or handle.emitter is None or handle.emitter.emit_unless_finished("note", note) is None:
-                log.warning("run %s is not running in this worker: the refusal of event #%s is logged only",
-                            event["run_id"], event["seq"])
+                log.warning(
+                    "run %s is not running in this worker: the refusal of event #%s is logged only",
+                    event["run_id"],
+                    event["seq"],
+                )
 
     def _settle(self, keys: list[tuple]) -> None:
         """The server answered these (run_id, seq): their frames' places in the window are free again."""
@@ -253,22 +270,34 @@ class Worker:
                 spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
                 mode = config or RunConfig.from_dict(resume_events[0]["payload"]["config"])
                 model = self.model_factory(spec, {})
-                agent = Agent(run_id=run_id, config=config, resume_events=resume_events,
-                              workspace=run_dir / "workspace", model=model, sinks=[trace, self._event_sink],
-                              inbox=inbox, reviewer=InboxReviewer(mode.review_timeout_s), shell_hidden=self.shell_hidden,
-                              sandbox=self.sandbox, extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
-                              **agent_kwargs)
+                agent = Agent(
+                    run_id=run_id,
+                    config=config,
+                    resume_events=resume_events,
+                    workspace=run_dir / "workspace",
+                    model=model,
+                    sinks=[trace, self._event_sink],
+                    inbox=inbox,
+                    reviewer=InboxReviewer(mode.review_timeout_s),
+                    shell_hidden=self.shell_hidden,
+                    sandbox=self.sandbox,
+                    extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
+                    **agent_kwargs,
+                )
                 handle.emitter = agent.emitter
                 outcome = agent.run()
                 log.info("run %s ended: %s (%s)", run_id, outcome.status, outcome.reason)
-            except Exception as exc:  # noqa: BLE001 - one broken run must not take the worker down
+            except Exception as exc:
                 log.exception("run %s could not run", run_id)
                 # The run must not stay "running" with the reason only in this log: it ends failed, in its events.
                 problem = f"{type(exc).__name__}: {exc}" + (f" (model {spec})" if spec else "")
                 if agent is None:
                     sinks = [trace, self._event_sink] if trace is not None else [self._event_sink]
-                    self._fail_run(Emitter(run_id, sinks, next_seq=len(resume_events or [])), "cannot_start",
-                                   f"the worker cannot start this run: {problem}")
+                    self._fail_run(
+                        Emitter(run_id, sinks, next_seq=len(resume_events or [])),
+                        "cannot_start",
+                        f"the worker cannot start this run: {problem}",
+                    )
                 else:
                     self._fail_run(agent.emitter, "internal_error", f"the agent stopped with an error: {problem}")
             finally:
@@ -286,7 +315,7 @@ class Worker:
         log.error("run %s failed (%s): %s", emitter.run_id, reason, detail)
         try:
             emitter.emit_unless_finished("status", {"status": "failed", "reason": reason, "detail": detail})
-        except Exception:  # noqa: BLE001 - a disk that refuses the trace: the log is all that is left
+        except Exception:
             log.exception("run %s: its failure could not be recorded", emitter.run_id)
 
     def _cannot_start(self, run_id, detail: str) -> None:
@@ -307,10 +336,14 @@ class Worker:
                 continue
             missing = self.spool.add_missing(events)
             if missing:
-                log.info("spooled %d event(s) of run %s that its trace had but the spool had not", missing,
-                         events[0]["run_id"] if events else "?")
-            if not events or any(e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed",
-                                                                                         "stopped") for e in events):
+                log.info(
+                    "spooled %d event(s) of run %s that its trace had but the spool had not",
+                    missing,
+                    events[0]["run_id"] if events else "?",
+                )
+            if not events or any(
+                e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed", "stopped") for e in events
+            ):
                 continue
             free = self._free_gpus()
             if not free:
@@ -321,16 +354,24 @@ class Worker:
 
     def _assignment(self, run: dict) -> RunConfig:
         from gpu_harness import get_task
+
         try:
-            filename = (_recorded_kernel_filename(run) or run.get("starting_kernel_name")
-                        or Path(get_task(run["task"]).starting_kernel).name)
+            filename = (
+                _recorded_kernel_filename(run)
+                or run.get("starting_kernel_name")
+                or Path(get_task(run["task"]).starting_kernel).name
+            )
             goal = run.get("goal") or {}
-            return RunConfig(task=run["task"], goal=Goal(goal.get("baseline", ""), goal.get("speedup", 0)),
-                             model=run["model"], starting_kernel=run["starting_kernel"], kernel_filename=filename,
-                             budgets=Budgets.from_dict({k: v for k, v in (run.get("budgets") or {}).items()
-                                                        if v is not None}),
-                             review_mode=run.get("review_mode") or "review",
-                             review_timeout_s=run.get("review_timeout_s"))
+            return RunConfig(
+                task=run["task"],
+                goal=Goal(goal.get("baseline", ""), goal.get("speedup", 0)),
+                model=run["model"],
+                starting_kernel=run["starting_kernel"],
+                kernel_filename=filename,
+                budgets=Budgets.from_dict({k: v for k, v in (run.get("budgets") or {}).items() if v is not None}),
+                review_mode=run.get("review_mode") or "review",
+                review_timeout_s=run.get("review_timeout_s"),
+            )
         except KeyError as exc:
             raise ConfigError(f"unusable assignment: no {exc.args[0]!r}") from None
         except (ValueError, TypeError, AttributeError) as exc:
@@ -363,7 +404,7 @@ class Worker:
             self._handle(msg)
         except Malformed as exc:
             self._answer_error(str(exc))
-        except Exception:  # noqa: BLE001 - one message the worker fails on must not take it down
+        except Exception:
             log.exception("a server message could not be handled: %.200s", raw)
             self._answer_error(f"the worker failed on this message: {str(raw)[:200]}")
 
@@ -404,8 +445,9 @@ class Worker:
                 self._last_sent.pop(_key(*key), None)
             self._settle(keys)
             if junk:
-                raise Malformed(f"acks: {len(junk)} item(s) are not [run_id, seq] pairs (the others were taken): "
-                                f"{junk!r:.200}")
+                raise Malformed(
+                    f"acks: {len(junk)} item(s) are not [run_id, seq] pairs (the others were taken): {junk!r:.200}"
+                )
         elif kind == "nack":
             key = _answer_key(msg)
             if not isinstance(msg.get("retry"), bool):
@@ -439,8 +481,9 @@ class Worker:
             ok = isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 < wait < 3600
             self._next_claim = time.monotonic() + (float(wait) if ok else 5)
             if not ok:
-                raise Malformed(f"no_work: `retry_after_s` must be a number of seconds, not {wait!r:.50} "
-                                "(claiming again in 5 s)")
+                raise Malformed(
+                    f"no_work: `retry_after_s` must be a number of seconds, not {wait!r:.50} (claiming again in 5 s)"
+                )
         elif kind == "directive":
             ident = msg.get("id")
             if ident is not None and not (isinstance(ident, str) and ident):
@@ -473,8 +516,15 @@ class Worker:
         running = {h.run_id for h in self.runs.values() if h.thread.is_alive()}
         spooled = {event["run_id"] for event in self.spool.pending()}
         active = [{"run_id": run_id, "last_seq": None} for run_id in sorted(running | spooled, key=str)]
-        self._send({"type": "hello", "host": socket.gethostname(), "gpus": [f"gpu {g}" for g in self.gpus],
-                    "active_runs": active, "agentloop_version": __version__})
+        self._send(
+            {
+                "type": "hello",
+                "host": socket.gethostname(),
+                "gpus": [f"gpu {g}" for g in self.gpus],
+                "active_runs": active,
+                "agentloop_version": __version__,
+            }
+        )
         while not self.stop.is_set():
             self._claim_if_free()
             self._resend_unanswered()
@@ -494,8 +544,11 @@ class Worker:
                 return
             self._send_frames(self._window.expire(RESEND_AFTER_S))
         now = time.monotonic()
-        due = [e for e in self.spool.pending()
-               if now - self._last_sent.get((str(e["run_id"]), int(e["seq"])), 0) > RESEND_AFTER_S]
+        due = [
+            e
+            for e in self.spool.pending()
+            if now - self._last_sent.get((str(e["run_id"]), int(e["seq"])), 0) > RESEND_AFTER_S
+        ]
         if due:
             self._offer(due)
 
@@ -504,8 +557,12 @@ class Worker:
         backoff = 1.0
         while not self.stop.is_set():
             try:
-                with connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"},
-                             max_size=64 * 2**20, open_timeout=10) as ws:
+                with connect(
+                    self.url,
+                    additional_headers={"Authorization": f"Bearer {self.token}"},
+                    max_size=64 * 2**20,
+                    open_timeout=10,
+                ) as ws:
                     backoff = 1.0
                     log.info("connected to %s", self.url)
                     self._session(ws)
@@ -560,23 +617,34 @@ def _recorded_kernel_filename(run: dict) -> str | None:
     if not spec.startswith("replay:"):
         return None
     try:
-        events = read_trace(spec[len("replay:"):])
+        events = read_trace(spec[len("replay:") :])
     except TraceError:
         return None  # the replay model reports the unreadable trace itself
-    config = next((e["payload"].get("config") for e in events if e["kind"] == "status"
-                   and e["payload"].get("config")), None) or {}
+    config = (
+        next((e["payload"].get("config") for e in events if e["kind"] == "status" and e["payload"].get("config")), None)
+        or {}
+    )
     return config.get("kernel_filename") if config.get("task") == run.get("task") else None
 
 
-def run_worker(*, server: str, token: str, gpus: list[int], state_dir: Path, use_bwrap: bool | None = None,
-               hidden: list[Path] | None = None) -> int:
+def run_worker(
+    *,
+    server: str,
+    token: str,
+    gpus: list[int],
+    state_dir: Path,
+    use_bwrap: bool | None = None,
+    hidden: list[Path] | None = None,
+) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     worker = Worker(server=server, token=token, gpus=gpus, state_dir=state_dir, use_bwrap=use_bwrap, hidden=hidden)
     # Fail closed before taking any run: its agent's commands and kernels would have nowhere safe to run.
     worker.sandbox.require()
     if worker.sandbox.mode == "none":
-        log.warning("unsandboxed (--unsandboxed): the agents' commands and kernels run as this user with no "
-                    "isolation and can read this worker's token and API key")
+        log.warning(
+            "unsandboxed (--unsandboxed): the agents' commands and kernels run as this user with no "
+            "isolation and can read this worker's token and API key"
+        )
     try:
         return worker.serve()
     except KeyboardInterrupt:

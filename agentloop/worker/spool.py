@@ -5,6 +5,7 @@ its acknowledged part grows past the pending part (by more than `COMPACT_SLACK` 
 worker's spool stays proportional to what is pending. A worker that dies keeps its unacknowledged events here and
 re-sends them when it starts again.
 """
+
 from __future__ import annotations
 
 import json

@@ -15,6 +15,7 @@ No frame is ever over the server's message limit (`Limits`, from its welcome): a
 would be over it is not sent at all; the window lists it in `take_refused()`, and the caller drops it for good
 (the server could only drop the connection, and the event would be sent again forever, holding back the rest).
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ class Limits:
     event_bytes: int = OLD_SERVER_MESSAGE_BYTES
 
     @classmethod
-    def from_welcome(cls, welcome: dict) -> tuple["Limits", str | None]:
+    def from_welcome(cls, welcome: dict) -> tuple[Limits, str | None]:
         """The limits a welcome announces, and what was wrong with them if anything (then the old server's 1 MiB
         holds: the smallest limit a version-1 server has had)."""
         if "limits" not in welcome:
@@ -65,7 +66,7 @@ def event_key(event: dict) -> tuple[str, int]:
 class Frame:
     """One websocket message: a plain `event` when `single`, else an `events` message listing the events."""
 
-    encoded: list[str]              # each event's envelope as JSON, without `type` and `v`
+    encoded: list[str]  # each event's envelope as JSON, without `type` and `v`
     keys: list[tuple[str, int]]
     single: bool
     sent_at: float = 0.0
@@ -81,8 +82,16 @@ class SenderWindow:
     """Decides which events to send now. `batching=False` (a server that did not offer `events` in its welcome)
     sends every event at once in its own `event` message, as workers did before batching."""
 
-    def __init__(self, *, batching: bool = True, max_frames: int = MAX_FRAMES, max_events: int = MAX_EVENTS,
-                 max_bytes: int = MAX_BYTES, limits: Limits | None = None, clock=time.monotonic):
+    def __init__(
+        self,
+        *,
+        batching: bool = True,
+        max_frames: int = MAX_FRAMES,
+        max_events: int = MAX_EVENTS,
+        max_bytes: int = MAX_BYTES,
+        limits: Limits | None = None,
+        clock=time.monotonic,
+    ):
         if max_frames < 1 or max_events < 1:
             raise ValueError("a window needs room for one frame of one event")
         self.batching = batching
@@ -92,8 +101,8 @@ class SenderWindow:
         # The events of one `events` message, so that the message with its envelope stays within the limit.
         self.max_bytes = min(max_bytes, self.limits.message_bytes - _EVENTS_OVERHEAD)
         self.clock = clock
-        self._waiting: dict[tuple[str, int], str] = {}     # key -> encoded event, in offer order
-        self._in_flight: dict[int, Frame] = {}            # id(frame) -> frame, oldest first
+        self._waiting: dict[tuple[str, int], str] = {}  # key -> encoded event, in offer order
+        self._in_flight: dict[int, Frame] = {}  # id(frame) -> frame, oldest first
         self._frame_of: dict[tuple[str, int], Frame] = {}
         self._refused: list[tuple[tuple[str, int], int]] = []
 

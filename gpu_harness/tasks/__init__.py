@@ -1,4 +1,5 @@
 """The task registry. Task modules import torch lazily, so listing and reading tasks works without it."""
+
 from __future__ import annotations
 
 from .base import Judgement, Scenario, Task, derive_seed
@@ -19,6 +20,7 @@ def get_task(name: str) -> Task:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(list_tasks())}")
     if name not in _INSTANCES:
         import importlib
+
         module, cls = _FACTORIES[name]
         _INSTANCES[name] = getattr(importlib.import_module(module), cls)()
     return _INSTANCES[name]

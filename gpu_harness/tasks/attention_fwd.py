@@ -12,6 +12,7 @@ reference has none, and -inf exactly where the reference has it (rows that see n
 
 torch is imported lazily: the scenario list and counts work without it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,12 +44,12 @@ DTYPES = {"bf16": 0, "fp16": 1}
 DEFAULT_VENDOR_ERROR = {"bf16": 2.3e-3, "fp16": 2.9e-4}
 O_FLOOR = {"bf16": 2e-4, "fp16": 3e-5}
 LSE_TOL = 1e-4
-FLUSH_BYTES = 256 << 20          # > 4x the H200's 60 MB L2
-SLEEP_CYCLES = 1_000_000         # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
-                                 # start event runs, so CPU launch overhead is not counted (for anyone). 0.1 ms
-                                 # was too short for torch's cuDNN path (H200, 2026-11-30: 495 vs 591 TFLOP/s)
-VENDOR_SANITY = 4.0              # a vendor error above this many times the anchors' level means the vendor
-                                 # cannot do this configuration (cuDNN with Sq > Sk causal): not a tolerance
+FLUSH_BYTES = 256 << 20  # > 4x the H200's 60 MB L2
+SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
+# start event runs, so CPU launch overhead is not counted (for anyone). 0.1 ms
+# was too short for torch's cuDNN path (H200, 2026-11-30: 495 vs 591 TFLOP/s)
+VENDOR_SANITY = 4.0  # a vendor error above this many times the anchors' level means the vendor
+# cannot do this configuration (cuDNN with Sq > Sk causal): not a tolerance
 
 
 def scenario_id(dtype, b, sq, sk, hq, hkv, d, causal) -> str:
@@ -57,8 +58,19 @@ def scenario_id(dtype, b, sq, sk, hq, hkv, d, causal) -> str:
 
 def _ahead_key(params: dict, seed: int) -> str:
     """Which scenario and inputs a result computed ahead of the judge (gpu_harness/ahead.py) belongs to."""
-    return scenario_id(params["dtype"], params["batch"], params["seqlen_q"], params["seqlen_k"], params["heads_q"],
-                       params["heads_kv"], params["head_dim"], params["causal"]) + f":{seed}"
+    return (
+        scenario_id(
+            params["dtype"],
+            params["batch"],
+            params["seqlen_q"],
+            params["seqlen_k"],
+            params["heads_q"],
+            params["heads_kv"],
+            params["head_dim"],
+            params["causal"],
+        )
+        + f":{seed}"
+    )
 
 
 def attention_flops(b, sq, sk, hq, d, causal) -> float:
@@ -72,10 +84,23 @@ def attention_bytes(b, sq, sk, hq, hkv, d) -> float:
 
 
 def _sc(dtype, b, sq, sk, hq, hkv, d, causal) -> Scenario:
-    params = {"dtype": dtype, "batch": b, "seqlen_q": sq, "seqlen_k": sk, "heads_q": hq, "heads_kv": hkv,
-              "head_dim": d, "causal": bool(causal), "softmax_scale": 1.0 / math.sqrt(d)}
-    return Scenario(scenario_id(dtype, b, sq, sk, hq, hkv, d, causal), params,
-                    attention_flops(b, sq, sk, hq, d, causal), attention_bytes(b, sq, sk, hq, hkv, d))
+    params = {
+        "dtype": dtype,
+        "batch": b,
+        "seqlen_q": sq,
+        "seqlen_k": sk,
+        "heads_q": hq,
+        "heads_kv": hkv,
+        "head_dim": d,
+        "causal": bool(causal),
+        "softmax_scale": 1.0 / math.sqrt(d),
+    }
+    return Scenario(
+        scenario_id(dtype, b, sq, sk, hq, hkv, d, causal),
+        params,
+        attention_flops(b, sq, sk, hq, d, causal),
+        attention_bytes(b, sq, sk, hq, hkv, d),
+    )
 
 
 def build_scenarios() -> list[Scenario]:
@@ -100,8 +125,14 @@ def build_scenarios() -> list[Scenario]:
             for causal in (False, True):
                 out.append(_sc(dtype, b, s, s, 16, 16, 128, causal))
         # Sq != Sk: short queries against long keys; and Sq > Sk, where causal rows may see no key
-        for sq, sk, b in ((1, 4096, 8), (128, 8192, 4), (256, 8192, 2), (2048, 8192, 2), (113, 3001, 4),
-                          (1000, 113, 8)):
+        for sq, sk, b in (
+            (1, 4096, 8),
+            (128, 8192, 4),
+            (256, 8192, 2),
+            (2048, 8192, 2),
+            (113, 3001, 4),
+            (1000, 113, 8),
+        ):
             for causal in (False, True):
                 out.append(_sc(dtype, b, sq, sk, 16, 16, 128, causal))
         # large batch / few heads and few batch / many heads
@@ -135,6 +166,7 @@ QUICK = [
 
 def _torch():
     import torch
+
     return torch
 
 
@@ -153,12 +185,14 @@ def compare_torch(name: str, cand, ref) -> Comparison:
     fin = torch.isfinite(r)
     good = fin & torch.isfinite(c)
     zero = torch.zeros((), dtype=torch.float64, device=r.device)
-    figures = torch.stack([
-        (fin & ~good).sum().double(),
-        (~fin & (c != r) & ~(torch.isnan(c) & torch.isnan(r))).sum().double(),
-        torch.where(good, c - r, zero).square().sum(),
-        torch.where(good, r, zero).square().sum(),
-    ]).tolist()
+    figures = torch.stack(
+        [
+            (fin & ~good).sum().double(),
+            (~fin & (c != r) & ~(torch.isnan(c) & torch.isnan(r))).sum().double(),
+            torch.where(good, c - r, zero).square().sum(),
+            torch.where(good, r, zero).square().sum(),
+        ]
+    ).tolist()
     return comparison(name, figures, c.numel())
 
 
@@ -188,14 +222,14 @@ class AttentionFwd(Task):
     default_baselines = ("cudnn", "flash", "fa3", "fa4")
     needs_gpu = True
     call_timeout_base_s = 20.0
-    call_timeout_min_rate = 2e11     # 0.2 TFLOP/s: a call slower than this is treated as a hang
+    call_timeout_min_rate = 2e11  # 0.2 TFLOP/s: a call slower than this is treated as a hang
 
     def __init__(self, device: str = "cuda"):
         self._scenarios = build_scenarios()
         self._peaks: TimingLimits | None = None
-        self._device_name = device       # "cpu" only in tests of the judge
+        self._device_name = device  # "cpu" only in tests of the judge
         self.judge_seconds = {}
-        self._fused = FusedReference()   # the judge's reference on the GPU (torch's where it cannot serve)
+        self._fused = FusedReference()  # the judge's reference on the GPU (torch's where it cannot serve)
 
     def scenarios(self):
         return list(self._scenarios)
@@ -240,7 +274,7 @@ class AttentionFwd(Task):
     # ---- child side ----
     def child_setup(self):
         torch = _torch()
-        try:   # the driver's symbols, for candidates that encode tensor maps (cuTensorMapEncodeTiled)
+        try:  # the driver's symbols, for candidates that encode tensor maps (cuTensorMapEncodeTiled)
             ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
         except OSError:
             pass
@@ -286,10 +320,25 @@ class AttentionFwd(Task):
     def invoke(self, fn, inputs, outputs, params):
         # stream 0 is the legacy default stream: it waits for, and is waited on by, every blocking stream,
         # so the events recorded on it cover work the candidate might push to other (blocking) streams.
-        return int(fn(inputs["q"].data_ptr(), inputs["k"].data_ptr(), inputs["v"].data_ptr(),
-                      outputs["o"].data_ptr(), outputs["lse"].data_ptr(), params["batch"], params["seqlen_q"],
-                      params["seqlen_k"], params["heads_q"], params["heads_kv"], params["head_dim"],
-                      DTYPES[params["dtype"]], int(params["causal"]), params["softmax_scale"], None))
+        return int(
+            fn(
+                inputs["q"].data_ptr(),
+                inputs["k"].data_ptr(),
+                inputs["v"].data_ptr(),
+                outputs["o"].data_ptr(),
+                outputs["lse"].data_ptr(),
+                params["batch"],
+                params["seqlen_q"],
+                params["seqlen_k"],
+                params["heads_q"],
+                params["heads_kv"],
+                params["head_dim"],
+                DTYPES[params["dtype"]],
+                int(params["causal"]),
+                params["softmax_scale"],
+                None,
+            )
+        )
 
     def sync_error(self):
         torch = _torch()
@@ -330,7 +379,7 @@ class AttentionFwd(Task):
 
     def export_outputs(self, outputs, slot):
         torch = _torch()
-        offset = 0                       # packed as _layout says: each output on an ALIGN boundary
+        offset = 0  # packed as _layout says: each output on an ALIGN boundary
         for name in self.output_names:
             raw = outputs[name].reshape(-1).view(torch.uint8)
             self._exchange.slot(slot, offset, raw.numel()).copy_(raw)
@@ -361,17 +410,22 @@ class AttentionFwd(Task):
     def identical(self, outputs_a, outputs_b):
         torch = _torch()
         as_int = {2: torch.int16, 4: torch.int32}
-        return all(outputs_a[n].shape == outputs_b[n].shape and outputs_a[n].dtype == outputs_b[n].dtype
-                   and torch.equal(outputs_a[n].view(as_int[outputs_a[n].element_size()]),
-                                   outputs_b[n].view(as_int[outputs_b[n].element_size()]))
-                   for n in self.output_names)
+        return all(
+            outputs_a[n].shape == outputs_b[n].shape
+            and outputs_a[n].dtype == outputs_b[n].dtype
+            and torch.equal(
+                outputs_a[n].view(as_int[outputs_a[n].element_size()]),
+                outputs_b[n].view(as_int[outputs_b[n].element_size()]),
+            )
+            for n in self.output_names
+        )
 
     def baseline_callables(self, names, params, inputs, libs):
         out = {}
         for n in names:
             try:
                 out[n] = _baseline(n, params, inputs)
-            except Exception as e:      # the library is missing or refuses this configuration
+            except Exception as e:  # the library is missing or refuses this configuration
                 out[n] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         return out
 
@@ -386,11 +440,11 @@ class AttentionFwd(Task):
 
     def parent_setup(self):
         torch = _torch()
-        torch.backends.cuda.matmul.allow_tf32 = False     # the reference is true fp32
+        torch.backends.cuda.matmul.allow_tf32 = False  # the reference is true fp32
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
         self._dev = torch.device(self._device_name)
-        self.judge_seconds = {}          # part of judging -> seconds, for EvalResult.phases
+        self.judge_seconds = {}  # part of judging -> seconds, for EvalResult.phases
         if self._device_name == "cpu":
             return {"device": "cpu"}
         if self._peaks is None:
@@ -399,10 +453,13 @@ class AttentionFwd(Task):
         # highest priority: the reference and cuDNN's outputs computed ahead (judge_ahead) run on streams of
         # the default, lowest priority, so a comparison's blocks get the next free SM before their next block.
         if getattr(self, "_judge_stream", None) is None:
-            self._judge_stream = torch.cuda.Stream(priority=-100)     # torch maps it to the highest there is
+            self._judge_stream = torch.cuda.Stream(priority=-100)  # torch maps it to the highest there is
         torch.cuda.set_stream(self._judge_stream)
-        return {"device": torch.cuda.get_device_name(), "peak_tflops": self._peaks.peak_tflops,
-                "peak_gbps": self._peaks.peak_gbps}
+        return {
+            "device": torch.cuda.get_device_name(),
+            "peak_tflops": self._peaks.peak_tflops,
+            "peak_gbps": self._peaks.peak_gbps,
+        }
 
     def timing_limits(self):
         return self._peaks or TimingLimits()
@@ -419,13 +476,23 @@ class AttentionFwd(Task):
             return torch.cuda.stream(torch.cuda.Stream())
 
         # the references: GPU-bound, so one thread; both seeds of each scenario, in the order they are judged
-        self._references = Ahead([(_ahead_key(p, seed), (p, seed)) for p, seed, _ in items], self._reference_ahead,
-                                 depth=REFERENCE_DEPTH, threads=1, name="reference-ahead",
-                                 thread_context=own_stream)
+        self._references = Ahead(
+            [(_ahead_key(p, seed), (p, seed)) for p, seed, _ in items],
+            self._reference_ahead,
+            depth=REFERENCE_DEPTH,
+            threads=1,
+            name="reference-ahead",
+            thread_context=own_stream,
+        )
         # cuDNN's outputs where the tolerance is set: mostly CPU time (its plans), on VENDOR_THREADS threads
-        self._vendor = Ahead([(_ahead_key(p, seed), (p, seed)) for p, seed, sets_tolerance in items if sets_tolerance],
-                             self._cudnn_ahead, depth=VENDOR_DEPTH, threads=VENDOR_THREADS, name="vendor-ahead",
-                             thread_context=own_stream)
+        self._vendor = Ahead(
+            [(_ahead_key(p, seed), (p, seed)) for p, seed, sets_tolerance in items if sets_tolerance],
+            self._cudnn_ahead,
+            depth=VENDOR_DEPTH,
+            threads=VENDOR_THREADS,
+            name="vendor-ahead",
+            thread_context=own_stream,
+        )
 
     def _reference_ahead(self, payload):
         params, seed = payload
@@ -483,10 +550,12 @@ class AttentionFwd(Task):
         with self._spent("compare"):
             if rows is None:
                 cmps = [self._compare("O", o, ref_o), self._compare("LSE", lse, ref_lse)]
-            else:      # errors on the sampled rows; unwritten or misplaced -inf anywhere in the whole output
+            else:  # errors on the sampled rows; unwritten or misplaced -inf anywhere in the whole output
                 whole = _unwritten(o, lse, params)
-                cmps = [_with_whole(self._compare("O", o[:, rows], ref_o), whole["O"], o.numel()),
-                        _with_whole(self._compare("LSE", lse[:, :, rows], ref_lse), whole["LSE"], lse.numel())]
+                cmps = [
+                    _with_whole(self._compare("O", o[:, rows], ref_o), whole["O"], o.numel()),
+                    _with_whole(self._compare("LSE", lse[:, :, rows], ref_lse), whole["LSE"], lse.numel()),
+                ]
             ok, reason = judge_outputs(cmps, {"O": tol_o, "LSE": LSE_TOL})
         details = {"lse_error": cmps[1].rel_error, "vendor_error": vendor, "vendor": vendor_name}
         if rows is not None:
@@ -538,8 +607,8 @@ def _tensors(obj):
             yield from _tensors(v)
 
 
-SPOT_FRACTION = 8                # a spot check compares 1 query row in 8 ...
-SPOT_MIN_ROWS = 64               # ... and at least this many (all rows of short sequences)
+SPOT_FRACTION = 8  # a spot check compares 1 query row in 8 ...
+SPOT_MIN_ROWS = 64  # ... and at least this many (all rows of short sequences)
 
 
 def _random_rows(sq: int, device):
@@ -568,8 +637,13 @@ def _unwritten(o, lse, params) -> dict[str, tuple[int, int]]:
 
 
 def _with_whole(sample: Comparison, whole: tuple[int, int], count: int) -> Comparison:
-    return Comparison(sample.name, sample.rel_error, max(sample.bad_nonfinite, whole[0]),
-                      max(sample.mismatched_special, whole[1]), count)
+    return Comparison(
+        sample.name,
+        sample.rel_error,
+        max(sample.bad_nonfinite, whole[0]),
+        max(sample.mismatched_special, whole[1]),
+        count,
+    )
 
 
 def _import_note(module: str) -> str | None:
@@ -582,7 +656,7 @@ def _import_note(module: str) -> str | None:
 
 def _sdpa_args(params, inputs):
     torch = _torch()
-    q, k, v = (inputs[n].transpose(1, 2) for n in ("q", "k", "v"))     # B, H, S, D views
+    q, k, v = (inputs[n].transpose(1, 2) for n in ("q", "k", "v"))  # B, H, S, D views
     kwargs = {"scale": params["softmax_scale"]}
     if params["heads_q"] != params["heads_kv"]:
         kwargs["enable_gqa"] = True
@@ -591,6 +665,7 @@ def _sdpa_args(params, inputs):
             kwargs["is_causal"] = True
         else:
             from torch.nn.attention.bias import causal_lower_right
+
             kwargs["attn_mask"] = causal_lower_right(params["seqlen_q"], params["seqlen_k"])
     return torch, q, k, v, kwargs
 
@@ -633,8 +708,12 @@ _SDPA_BACKENDS = ("cudnn", "flash", "mem_efficient", "math")
 
 def _sdpa_flags() -> dict[str, bool]:
     cuda = _torch().backends.cuda
-    return {"cudnn": cuda.cudnn_sdp_enabled(), "flash": cuda.flash_sdp_enabled(),
-            "mem_efficient": cuda.mem_efficient_sdp_enabled(), "math": cuda.math_sdp_enabled()}
+    return {
+        "cudnn": cuda.cudnn_sdp_enabled(),
+        "flash": cuda.flash_sdp_enabled(),
+        "mem_efficient": cuda.mem_efficient_sdp_enabled(),
+        "math": cuda.math_sdp_enabled(),
+    }
 
 
 def _set_sdpa_flags(flags: dict[str, bool]) -> None:
@@ -654,8 +733,9 @@ def _baseline(name, params, inputs):
         F = torch.nn.functional
 
         def run():
-            with SDPA_LOCK.hold(name):       # only this backend is enabled while the call picks one
+            with SDPA_LOCK.hold(name):  # only this backend is enabled while the call picks one
                 return F.scaled_dot_product_attention(q, k, v, **kwargs)
+
         return run
     if name in ("fa3", "fa4"):
         if name == "fa3":
@@ -666,8 +746,14 @@ def _baseline(name, params, inputs):
         def run_flash_attn():
             # one call at a time: flash-attn-4 compiles each new shape (CuTe DSL), not known to be thread-safe
             with _FLASH_ATTN_LOCK:
-                return flash_attn_func(inputs["q"], inputs["k"], inputs["v"], softmax_scale=params["softmax_scale"],
-                                       causal=params["causal"])
+                return flash_attn_func(
+                    inputs["q"],
+                    inputs["k"],
+                    inputs["v"],
+                    softmax_scale=params["softmax_scale"],
+                    causal=params["causal"],
+                )
+
         return run_flash_attn
     raise ValueError(f"unknown baseline {name!r}")
 
@@ -675,8 +761,7 @@ def _baseline(name, params, inputs):
 _FLASH_ATTN_LOCK = threading.Lock()
 
 
-def vendor_error(inputs, params, ref_o, cudnn_out=None,
-                 compare=compare_torch) -> tuple[float | None, str | None]:
+def vendor_error(inputs, params, ref_o, cudnn_out=None, compare=compare_torch) -> tuple[float | None, str | None]:
     """cuDNN's relative error on O on these inputs (the flash backend's if cuDNN cannot run them).
     `cudnn_out`: cuDNN's output on these inputs, when it was computed ahead of the judge. `compare`: how
     (compare_torch, or the judge's fused kernel)."""
@@ -704,11 +789,18 @@ def measure_peaks() -> TimingLimits:
         torch.matmul(a, b)
     best_mm = best_cp = math.inf
     for _ in range(5):
-        start.record(); torch.matmul(a, b); end.record(); end.synchronize()
+        start.record()
+        torch.matmul(a, b)
+        end.record()
+        end.synchronize()
         best_mm = min(best_mm, start.elapsed_time(end))
-        start.record(); dst.copy_(src); end.record(); end.synchronize()
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
         best_cp = min(best_cp, start.elapsed_time(end))
     del a, b, src, dst
     torch.cuda.empty_cache()
-    return TimingLimits(peak_tflops=2 * n ** 3 / (best_mm * 1e-3) / 1e12,
-                        peak_gbps=2 * (1 << 30) / (best_cp * 1e-3) / 1e9)
+    return TimingLimits(
+        peak_tflops=2 * n**3 / (best_mm * 1e-3) / 1e12, peak_gbps=2 * (1 << 30) / (best_cp * 1e-3) / 1e9
+    )

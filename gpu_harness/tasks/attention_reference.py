@@ -8,6 +8,7 @@ test holds the two to each other.
 
 torch is imported lazily: the scenario list and counts work without it.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -15,15 +16,16 @@ import threading
 from pathlib import Path
 
 FUSED_SOURCE = Path(__file__).with_name("attention_fwd_reference.cu")
-FUSED_HEAD_DIMS = (64, 96, 128, 192, 256)     # instantiated in the kernel; others use the torch reference
+FUSED_HEAD_DIMS = (64, 96, 128, 192, 256)  # instantiated in the kernel; others use the torch reference
 
 
 def _torch():
     import torch
+
     return torch
 
 
-REFERENCE_CHUNK_ELEMS = 1 << 28   # scores held at once by the reference (1 GiB of fp32)
+REFERENCE_CHUNK_ELEMS = 1 << 28  # scores held at once by the reference (1 GiB of fp32)
 
 
 def reference(q, k, v, causal: bool, scale: float, budget_elems: int | None = None, rows=None):
@@ -44,7 +46,7 @@ def reference(q, k, v, causal: bool, scale: float, budget_elems: int | None = No
     if rows is not None:
         q = q[:, positions]
     n = positions.numel()
-    qf = q.permute(0, 2, 1, 3).float()                              # B, Hq, n, D
+    qf = q.permute(0, 2, 1, 3).float()  # B, Hq, n, D
     kf = k.permute(0, 2, 1, 3).float().repeat_interleave(rep, dim=1)  # B, Hq, Sk, D
     vf = v.permute(0, 2, 1, 3).float().repeat_interleave(rep, dim=1)
     o = torch.empty((B, Hq, n, D), dtype=torch.float32, device=q.device)
@@ -55,21 +57,19 @@ def reference(q, k, v, causal: bool, scale: float, budget_elems: int | None = No
     for i0 in range(0, n, chunk):
         i1 = min(n, i0 + chunk)
         # in place where possible: the passes over the scores, not the products, are most of the cost
-        s = torch.matmul(qf[:, :, i0:i1], kt).mul_(scale)           # B, Hq, c, Sk
+        s = torch.matmul(qf[:, :, i0:i1], kt).mul_(scale)  # B, Hq, c, Sk
         if causal:
             hidden = cols[None, :] > (positions[i0:i1, None] + (Sk - Sq))
             s.masked_fill_(hidden, float("-inf"))
-        m = s.amax(dim=-1)                                          # -inf for rows that see nothing
+        m = s.amax(dim=-1)  # -inf for rows that see nothing
         safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-        p = s.sub_(safe[..., None]).exp_()                          # exp(-inf) = 0 on hidden keys
-        total = p.sum(dim=-1)                                       # 0 for rows that see nothing
+        p = s.sub_(safe[..., None]).exp_()  # exp(-inf) = 0 on hidden keys
+        total = p.sum(dim=-1)  # 0 for rows that see nothing
         out = torch.matmul(p, vf)
         del s, p
         o[:, :, i0:i1] = torch.where(total[..., None] > 0, out / total[..., None], torch.zeros_like(out))
-        lse[:, :, i0:i1] = safe + torch.log(total)                  # log 0 = -inf for rows that see nothing
+        lse[:, :, i0:i1] = safe + torch.log(total)  # log 0 = -inf for rows that see nothing
     return o.permute(0, 2, 1, 3), lse
-
-
 
 
 class FusedReference:
@@ -96,6 +96,7 @@ class FusedReference:
 
     def _build(self) -> None:
         from ..build import build
+
         try:
             b = build(self._source, "cuda")
             self.build_s = b.compile_s
@@ -112,7 +113,7 @@ class FusedReference:
             compare.restype = ci
             self._fn, self._compare = fn, compare
             self.note = "fused fp32 kernel" + (" (cached build)" if b.cache_hit else "")
-        except Exception as e:    # noqa: BLE001 (any failure here leaves the torch reference in charge)
+        except Exception as e:
             self.note = f"torch fp32 (the fused reference kernel could not be loaded: {type(e).__name__}: {e})"
 
     def ready(self, timeout_s: float | None = None) -> bool:
@@ -131,10 +132,25 @@ class FusedReference:
         lse = torch.empty((B, Hq, n), dtype=torch.float32, device=q.device)
         rows32 = None if rows is None else rows.to(device=q.device, dtype=torch.int32).contiguous()
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        rc = self._fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
-                      None if rows32 is None else rows32.data_ptr(), n, B, Sq, Sk, Hq, Hkv, D,
-                      0 if dtype == "bf16" else 1, int(bool(causal)), float(scale),
-                      torch.cuda.current_stream(q.device).cuda_stream)
+        rc = self._fn(
+            q.data_ptr(),
+            k.data_ptr(),
+            v.data_ptr(),
+            o.data_ptr(),
+            lse.data_ptr(),
+            None if rows32 is None else rows32.data_ptr(),
+            n,
+            B,
+            Sq,
+            Sk,
+            Hq,
+            Hkv,
+            D,
+            0 if dtype == "bf16" else 1,
+            int(bool(causal)),
+            float(scale),
+            torch.cuda.current_stream(q.device).cuda_stream,
+        )
         if rc == -1:
             return None
         if rc != 0:
@@ -147,13 +163,26 @@ class FusedReference:
         stream; None where the kernel cannot serve (the caller then compares with torch)."""
         torch = _torch()
         code = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}.get(cand.dtype)
-        if (code is None or not cand.is_cuda or ref.device != cand.device or ref.dtype != torch.float32
-                or cand.shape != ref.shape or not self.ready() or self._compare is None):
+        if (
+            code is None
+            or not cand.is_cuda
+            or ref.device != cand.device
+            or ref.dtype != torch.float32
+            or cand.shape != ref.shape
+            or not self.ready()
+            or self._compare is None
+        ):
             return None
         cand, ref = cand.contiguous(), ref.contiguous()
         figures = torch.empty(4, dtype=torch.float64, device=cand.device)
-        rc = self._compare(cand.data_ptr(), code, ref.data_ptr(), cand.numel(), figures.data_ptr(),
-                           torch.cuda.current_stream(cand.device).cuda_stream)
+        rc = self._compare(
+            cand.data_ptr(),
+            code,
+            ref.data_ptr(),
+            cand.numel(),
+            figures.data_ptr(),
+            torch.cuda.current_stream(cand.device).cuda_stream,
+        )
         if rc != 0:
             raise RuntimeError(f"the fused comparison kernel failed with CUDA error {rc}")
         return figures.tolist()

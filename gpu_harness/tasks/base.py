@@ -7,6 +7,7 @@ A task object is used on both sides of the process boundary:
 - in the parent (the judge): copy the outputs out of the slot, regenerate the same inputs from the same seed,
   compute the reference itself, and compare.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +22,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class Scenario:
     id: str
     params: dict
-    flops: float          # useful floating-point operations of one call
-    bytes: float          # compulsory device-memory traffic of one call (inputs read once, outputs written once)
+    flops: float  # useful floating-point operations of one call
+    bytes: float  # compulsory device-memory traffic of one call (inputs read once, outputs written once)
 
 
 @dataclass
@@ -42,15 +43,15 @@ def derive_seed(seed: int, *parts) -> int:
 
 class Task:
     name: str = ""
-    language: str = ""            # "cuda" or "cpp"
-    symbol: str = ""              # the exported C function
-    abi: str = ""                 # the C declaration, shown to agents
+    language: str = ""  # "cuda" or "cpp"
+    symbol: str = ""  # the exported C function
+    abi: str = ""  # the C declaration, shown to agents
     starting_kernel: Path | None = None
     default_baselines: tuple[str, ...] = ()
     needs_gpu: bool = False
-    timing_overrides: dict = {}   # replaces entries of evaluate.TIMING for this task
-    output_names: tuple[str, ...] = ()   # the outputs of one call, in the order they are judged
-    baseline_threads: int = 0     # threads of the child that own baseline calls (gpu_harness/baseline_threads.py)
+    timing_overrides: dict = {}  # replaces entries of evaluate.TIMING for this task
+    output_names: tuple[str, ...] = ()  # the outputs of one call, in the order they are judged
+    baseline_threads: int = 0  # threads of the child that own baseline calls (gpu_harness/baseline_threads.py)
     # baselines whose first call of a shape is slow (a plan to build, a kernel to compile): the child calls them
     # once on each scenario it will time them on (their median not cached yet) during the correctness phase,
     # so that this cost overlaps the judging
@@ -77,8 +78,10 @@ class Task:
             which = [w.strip() for w in which.split(",") if w.strip()]
         unknown = [w for w in which if w not in by_id]
         if unknown:
-            raise ValueError(f"unknown scenario id(s) for task {self.name}: {', '.join(unknown[:5])}"
-                             f" (see `python -m gpu_harness scenarios {self.name}`)")
+            raise ValueError(
+                f"unknown scenario id(s) for task {self.name}: {', '.join(unknown[:5])}"
+                f" (see `python -m gpu_harness scenarios {self.name}`)"
+            )
         if not which:
             raise ValueError("no scenarios selected")
         return [by_id[w] for w in which]
@@ -159,6 +162,7 @@ class Task:
     def export_outputs(self, outputs, slot: int) -> None:
         """Child: put one call's outputs into slot `slot`, completely, before returning."""
         import numpy as np
+
         for name, arr in outputs.items():
             path = os.path.join(self._exchange_folder, f"slot{slot}_{name}.npy")
             np.save(path + ".tmp.npy", arr)
@@ -173,6 +177,7 @@ class Task:
         """Parent: a private copy of the outputs in slot `slot`; raises ValueError when they are unreadable.
         After it returns, the child may reuse the slot."""
         import numpy as np
+
         if not (isinstance(slot, int) and 0 <= slot < self._exchange_slots):
             raise ValueError(f"no output slot {slot!r}")
         out = {}
@@ -213,10 +218,11 @@ class Task:
     def judge_done(self) -> None:
         pass
 
-    judge_seconds: dict = {}      # the parent's judging time by part (inputs, reference, ...), when measured
+    judge_seconds: dict = {}  # the parent's judging time by part (inputs, reference, ...), when measured
 
-    def judge(self, params: dict, seed: int, outputs, tolerance: float | None = None,
-              spot_check: bool = False) -> Judgement:
+    def judge(
+        self, params: dict, seed: int, outputs, tolerance: float | None = None, spot_check: bool = False
+    ) -> Judgement:
         """Regenerate the inputs from `seed`, compute the reference, compare the candidate's outputs (as
         `import_outputs` returned them). `spot_check`: a timed call's output, which a task may judge on a
         random sample (chosen here, after the call) where a full reference would cost too much.
@@ -226,10 +232,15 @@ class Task:
     def identical(self, outputs_a, outputs_b) -> bool:
         """Bit for bit the same (numpy arrays; a GPU task compares on the device)."""
         import numpy as np
-        return all(outputs_a[n].shape == outputs_b[n].shape and outputs_a[n].dtype == outputs_b[n].dtype
-                   and np.array_equal(outputs_a[n].view(np.uint8), outputs_b[n].view(np.uint8))
-                   for n in outputs_a)
+
+        return all(
+            outputs_a[n].shape == outputs_b[n].shape
+            and outputs_a[n].dtype == outputs_b[n].dtype
+            and np.array_equal(outputs_a[n].view(np.uint8), outputs_b[n].view(np.uint8))
+            for n in outputs_a
+        )
 
     def timing_limits(self):
         from ..verdict import TimingLimits
+
         return TimingLimits()

@@ -9,9 +9,11 @@ bit. time: triton's do_bench median (25 ms warm-up, 100 ms of repeats), TFLOP/s 
 causal as 4*B*Hq*Sq*avg_Sk*D with avg_Sk = (max(0, Sk-Sq) + Sk)/2 (the harness's and anchors' count). This is my working bench; the
 release figures come from `python -m gpu_harness eval`.
 """
+
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -22,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from kernels.load import AttentionFwd  # noqa: E402
+from kernels.load import AttentionFwd
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -44,10 +46,10 @@ def reference(q, k, v, causal, scale, batches, heads, chunk=2048):
                 if causal:
                     rows = torch.arange(r0, r1, device=q.device)[:, None]
                     s = s.masked_fill(cols[None, :] > rows + (Sk - Sq), float("-inf"))
-                l = torch.logsumexp(s, dim=-1)
-                p = torch.exp(s - l[:, None]).nan_to_num(0.0)
+                row_lse = torch.logsumexp(s, dim=-1)
+                p = torch.exp(s - row_lse[:, None]).nan_to_num(0.0)
                 o[bi, r0:r1, hi] = p @ vh
-                lse[bi, hi, r0:r1] = l
+                lse[bi, hi, r0:r1] = row_lse
     return o, lse
 
 
@@ -80,7 +82,7 @@ def make_inputs(B, Sq, Sk, Hq, Hkv, D, dtype, seed):
 def check_one(kern, variant, B, Sq, Sk, Hq, Hkv, D, causal, dtype_name, seed):
     dtype = DTYPES[dtype_name]
     q, k, v = make_inputs(B, Sq, Sk, Hq, Hkv, D, dtype, seed)
-    scale = D ** -0.5
+    scale = D**-0.5
     o = torch.full_like(q, float("nan"))
     lse = torch.full((B, Hq, Sq), float("nan"), device="cuda")
     kern(q, k, v, causal=causal, softmax_scale=scale, out=o, lse=lse, variant=variant)
@@ -102,21 +104,31 @@ def check_one(kern, variant, B, Sq, Sk, Hq, Hkv, D, causal, dtype_name, seed):
     try:
         ob = sdpa(q, k, v, causal, scale, "cudnn")
         res["err_o_cudnn"] = rel(ob[batches][:, :, heads].float(), ro)
-    except Exception as e:  # noqa: BLE001 - a baseline that cannot run a shape is reported, not fatal
+    except Exception as e:
         res["err_o_cudnn"] = None
         res["cudnn_error"] = str(e)[:200]
     base = res["err_o_cudnn"] if res["err_o_cudnn"] is not None else (8e-3 if dtype_name == "bf16" else 1e-3)
-    res["ok"] = (not res["nan"]) and res["deterministic"] and res["inf_match"] and \
-        res["err_o"] <= 2 * base + 1e-4 and res["err_lse"] <= 1e-3
+    res["ok"] = (
+        (not res["nan"])
+        and res["deterministic"]
+        and res["inf_match"]
+        and res["err_o"] <= 2 * base + 1e-4
+        and res["err_lse"] <= 1e-3
+    )
     return res
 
 
-CHECK_SHAPES = (
-    [(2, 1024, 1024, 8, 8, d) for d in (64, 96, 128, 192, 256)]
-    + [(3, 113, 113, 4, 4, 128), (2, 1000, 1000, 4, 2, 64), (1, 3001, 3001, 2, 2, 256), (4, 1, 1, 4, 4, 64),
-       (2, 1, 4096, 8, 2, 128), (2, 256, 2048, 4, 4, 128), (2, 2048, 256, 4, 4, 96), (1, 777, 1531, 8, 1, 192),
-       (2, 4096, 4096, 16, 4, 128)]
-)
+CHECK_SHAPES = [(2, 1024, 1024, 8, 8, d) for d in (64, 96, 128, 192, 256)] + [
+    (3, 113, 113, 4, 4, 128),
+    (2, 1000, 1000, 4, 2, 64),
+    (1, 3001, 3001, 2, 2, 256),
+    (4, 1, 1, 4, 4, 64),
+    (2, 1, 4096, 8, 2, 128),
+    (2, 256, 2048, 4, 4, 128),
+    (2, 2048, 256, 4, 4, 96),
+    (1, 777, 1531, 8, 1, 192),
+    (2, 4096, 4096, 16, 4, 128),
+]
 
 
 def cmd_check(a):
@@ -130,11 +142,14 @@ def cmd_check(a):
                 r = check_one(kern, a.variant, *shp, causal, dtype_name, seed)
                 r["variant"] = a.variant
                 out.append(r)
-                print(f"{'OK ' if r['ok'] else 'BAD'} v{a.variant} {dtype_name} B{r['B']} Sq{r['Sq']} Sk{r['Sk']} "
-                      f"H{r['Hq']}:{r['Hkv']} D{r['D']} c{int(causal)} err_o {r['err_o']:.2e} "
-                      f"(cudnn {r['err_o_cudnn'] if r['err_o_cudnn'] is None else format(r['err_o_cudnn'], '.2e')}) "
-                      f"err_lse {r['err_lse']:.1e} det {r['deterministic']} nan {r['nan']} "
-                      f"inf {r['inf_match']} {time.time() - t0:.1f}s", flush=True)
+                print(
+                    f"{'OK ' if r['ok'] else 'BAD'} v{a.variant} {dtype_name} B{r['B']} Sq{r['Sq']} Sk{r['Sk']} "
+                    f"H{r['Hq']}:{r['Hkv']} D{r['D']} c{int(causal)} err_o {r['err_o']:.2e} "
+                    f"(cudnn {r['err_o_cudnn'] if r['err_o_cudnn'] is None else format(r['err_o_cudnn'], '.2e')}) "
+                    f"err_lse {r['err_lse']:.1e} det {r['deterministic']} nan {r['nan']} "
+                    f"inf {r['inf_match']} {time.time() - t0:.1f}s",
+                    flush=True,
+                )
                 Path(a.out).write_text(json.dumps(out, indent=1))
     bad = [r for r in out if not r["ok"]]
     print(f"check v{a.variant}: {len(out) - len(bad)}/{len(out)} ok")
@@ -149,31 +164,65 @@ def flops(B, Sq, Sk, Hq, D, causal):
 
 def grid_shapes(name):
     if name == "fa":
-        return [(16384 // S, S, S, 2048 // D, 2048 // D, D) for D in (64, 128, 256)
-                for S in (512, 1024, 2048, 4096, 8192, 16384)]
+        return [
+            (16384 // S, S, S, 2048 // D, 2048 // D, D)
+            for D in (64, 128, 256)
+            for S in (512, 1024, 2048, 4096, 8192, 16384)
+        ]
     if name == "extra":  # the harness's full-grid scenarios beyond the FA grid (gpu_harness/tasks/attention_fwd.py)
         out = [(16384 // S, S, S, 2048 // D, 2048 // D, D) for D in (96, 192) for S in (1024, 4096, 16384)]
         out += [(16384 // S, S, S, hq, hkv, 128) for hq, hkv in ((32, 8), (32, 4), (32, 1)) for S in (2048, 8192)]
         out += [(b, s, s, 16, 16, 128) for s, b in ((1, 64), (113, 32), (1000, 16), (3001, 4))]
-        out += [(b, sq, sk, 16, 16, 128) for sq, sk, b in ((1, 4096, 8), (128, 8192, 4), (256, 8192, 2),
-                                                          (2048, 8192, 2), (113, 3001, 4), (1000, 113, 8))]
-        out += [(b, s, s, h, h, d) for b, s, h, d in ((128, 512, 4, 128), (256, 256, 2, 64), (1, 4096, 128, 64),
-                                                       (2, 8192, 32, 128))]
+        out += [
+            (b, sq, sk, 16, 16, 128)
+            for sq, sk, b in (
+                (1, 4096, 8),
+                (128, 8192, 4),
+                (256, 8192, 2),
+                (2048, 8192, 2),
+                (113, 3001, 4),
+                (1000, 113, 8),
+            )
+        ]
+        out += [
+            (b, s, s, h, h, d)
+            for b, s, h, d in ((128, 512, 4, 128), (256, 256, 2, 64), (1, 4096, 128, 64), (2, 8192, 32, 128))
+        ]
         out += [(4, 4096, 4096, 16, 2, 256)]
         return out
     if name == "small":  # where v4 lost to FA2 in the harness, plus the short end of the FA grid
-        return [(64, 1, 1, 16, 16, 128), (32, 113, 113, 16, 16, 128), (8, 1000, 113, 16, 16, 128),
-                (256, 256, 256, 2, 2, 64), (8, 1, 4096, 16, 16, 128), (4, 128, 8192, 16, 16, 128),
-                (32, 512, 512, 32, 32, 64), (16, 1024, 1024, 32, 32, 64), (32, 512, 512, 16, 16, 128),
-                (128, 512, 512, 4, 4, 128), (32, 512, 512, 8, 8, 256), (16, 1000, 1000, 16, 16, 128)]
+        return [
+            (64, 1, 1, 16, 16, 128),
+            (32, 113, 113, 16, 16, 128),
+            (8, 1000, 113, 16, 16, 128),
+            (256, 256, 256, 2, 2, 64),
+            (8, 1, 4096, 16, 16, 128),
+            (4, 128, 8192, 16, 16, 128),
+            (32, 512, 512, 32, 32, 64),
+            (16, 1024, 1024, 32, 32, 64),
+            (32, 512, 512, 16, 16, 128),
+            (128, 512, 512, 4, 4, 128),
+            (32, 512, 512, 8, 8, 256),
+            (16, 1000, 1000, 16, 16, 128),
+        ]
     if name == "harness":
         return grid_shapes("fa") + grid_shapes("extra")
     if name == "cover":
-        return [(4, 4096, 4096, 16, 16, 128), (4, 4096, 4096, 32, 8, 128), (4, 4096, 4096, 32, 1, 128),
-                (16, 1000, 1000, 16, 16, 128), (8, 3001, 3001, 8, 8, 256), (32, 113, 113, 16, 16, 64),
-                (2, 256, 8192, 16, 16, 128), (2, 2048, 8192, 16, 16, 128), (8, 1, 4096, 32, 8, 128),
-                (4, 4096, 4096, 16, 16, 96), (4, 4096, 4096, 8, 8, 192), (128, 512, 512, 4, 4, 128),
-                (1, 16384, 16384, 64, 64, 64)]
+        return [
+            (4, 4096, 4096, 16, 16, 128),
+            (4, 4096, 4096, 32, 8, 128),
+            (4, 4096, 4096, 32, 1, 128),
+            (16, 1000, 1000, 16, 16, 128),
+            (8, 3001, 3001, 8, 8, 256),
+            (32, 113, 113, 16, 16, 64),
+            (2, 256, 8192, 16, 16, 128),
+            (2, 2048, 8192, 16, 16, 128),
+            (8, 1, 4096, 32, 8, 128),
+            (4, 4096, 4096, 16, 16, 96),
+            (4, 4096, 4096, 8, 8, 192),
+            (128, 512, 512, 4, 4, 128),
+            (1, 16384, 16384, 64, 64, 64),
+        ]
     raise SystemExit(f"unknown grid {name}")
 
 
@@ -185,44 +234,55 @@ def cmd_time(a):
     out = []
     for dtype_name in a.dtypes.split(","):
         dtype = DTYPES[dtype_name]
-        for (B, Sq, Sk, Hq, Hkv, D) in grid_shapes(a.grid):
+        for B, Sq, Sk, Hq, Hkv, D in grid_shapes(a.grid):
             for causal in (False, True):
                 q, k, v = make_inputs(B, Sq, Sk, Hq, Hkv, D, dtype, 7)
-                scale = D ** -0.5
+                scale = D**-0.5
                 fl = flops(B, Sq, Sk, Hq, D, causal)
-                row = {"dtype": dtype_name, "B": B, "Sq": Sq, "Sk": Sk, "Hq": Hq, "Hkv": Hkv, "D": D,
-                       "causal": causal}
+                row = {"dtype": dtype_name, "B": B, "Sq": Sq, "Sk": Sk, "Hq": Hq, "Hkv": Hkv, "D": D, "causal": causal}
                 o = torch.empty_like(q)
                 lse = torch.empty((B, Hq, Sq), device="cuda")
                 for var in variants:
-                    fn = lambda: kern(q, k, v, causal=causal, softmax_scale=scale, out=o, lse=lse, variant=var)  # noqa: E731
+                    fn = functools.partial(
+                        kern, q, k, v, causal=causal, softmax_scale=scale, out=o, lse=lse, variant=var
+                    )
                     ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
                     row[f"v{var}"] = fl / ms / 1e9
                     row[f"v{var}_us"] = ms * 1e3
                 for be in ("flash", "cudnn"):
                     try:
-                        ms = do_bench(lambda: sdpa(q, k, v, causal, scale, be), warmup=25, rep=100,
-                                      return_mode="median")
+                        fn = functools.partial(sdpa, q, k, v, causal, scale, be)
+                        ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
                         row[be] = fl / ms / 1e9
-                    except Exception as e:  # noqa: BLE001
+                    except Exception as e:
                         row[be] = None
                         row[be + "_error"] = str(e)[:120]
                 out.append(row)
                 vs = " ".join(f"v{x} {row[f'v{x}']:6.1f} ({row[f'v{x}_us']:.1f}us)" for x in variants)
                 fa = row["flash"] and f"{row['flash']:6.1f}"
                 cu = row["cudnn"] and f"{row['cudnn']:6.1f}"
-                print(f"{dtype_name} B{B:<3} Sq{Sq:<5} Sk{Sk:<5} H{Hq}:{Hkv} D{D:<3} c{int(causal)} | {vs} | "
-                      f"FA2 {fa} cuDNN {cu}", flush=True)
+                print(
+                    f"{dtype_name} B{B:<3} Sq{Sq:<5} Sk{Sk:<5} H{Hq}:{Hkv} D{D:<3} c{int(causal)} | {vs} | "
+                    f"FA2 {fa} cuDNN {cu}",
+                    flush=True,
+                )
                 Path(a.out).write_text(json.dumps(out, indent=1))
                 del q, k, v, o, lse
-    groups = {"all": lambda r: True, "d64": lambda r: r["D"] == 64, "d128": lambda r: r["D"] == 128,
-              "d256": lambda r: r["D"] == 256, "d96/192": lambda r: r["D"] in (96, 192)}
+    groups = {
+        "all": lambda r: True,
+        "d64": lambda r: r["D"] == 64,
+        "d128": lambda r: r["D"] == 128,
+        "d256": lambda r: r["D"] == 256,
+        "d96/192": lambda r: r["D"] in (96, 192),
+    }
     for var in variants:
         for g, sel in groups.items():
             for be in ("flash", "cudnn"):
                 r = [row[f"v{var}"] / row[be] for row in out if row.get(be) and sel(row)]
                 if r:
-                    print(f"v{var} {g:8s} geomean vs {be}: {math.exp(sum(map(math.log, r)) / len(r)):.3f} over {len(r)}")
+                    print(
+                        f"v{var} {g:8s} geomean vs {be}: {math.exp(sum(map(math.log, r)) / len(r)):.3f} over {len(r)}"
+                    )
     for var in []:
         for be in ("flash", "cudnn"):
             r = [row[f"v{var}"] / row[be] for row in out if row.get(be)]

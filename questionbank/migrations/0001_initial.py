@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,21 +14,52 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='BankQuestion',
+            name="BankQuestion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(help_text='Stable id from bank.toml', max_length=80, unique=True)),
-                ('text', models.TextField()),
-                ('category', models.CharField(choices=[('layer', 'Move to another layer'), ('limit', 'Reject a claimed limit'), ('hypothesis', 'Test a hypothesis'), ('process', 'Process'), ('information', 'Supplies information (kept for comparison)')], max_length=20)),
-                ('triggers', models.JSONField(blank=True, default=list, help_text='Decision points this question suits')),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('added_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.SlugField(help_text="Stable id from bank.toml", max_length=80, unique=True)),
+                ("text", models.TextField()),
+                (
+                    "category",
+                    models.CharField(
+                        choices=[
+                            ("layer", "Move to another layer"),
+                            ("limit", "Reject a claimed limit"),
+                            ("hypothesis", "Test a hypothesis"),
+                            ("process", "Process"),
+                            ("information", "Supplies information (kept for comparison)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "triggers",
+                    models.JSONField(blank=True, default=list, help_text="Decision points this question suits"),
+                ),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "added_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['key'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('category__in', ['layer', 'limit', 'hypothesis', 'process', 'information'])), name='bankquestion_category_valid')],
+                "ordering": ["key"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("category__in", ["layer", "limit", "hypothesis", "process", "information"])
+                        ),
+                        name="bankquestion_category_valid",
+                    )
+                ],
             },
         ),
     ]

@@ -6,258 +6,575 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('questionbank', '0001_initial'),
+        ("questionbank", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkerHost',
+            name="WorkerHost",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=80, unique=True)),
-                ('gpus', models.JSONField(blank=True, default=list, help_text='GPU names, one per device')),
-                ('token_hash', models.CharField(help_text='sha256 of the token', max_length=64, unique=True)),
-                ('token_prefix', models.CharField(help_text='First characters of the token, to tell tokens apart', max_length=12)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('last_seen', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=80, unique=True)),
+                ("gpus", models.JSONField(blank=True, default=list, help_text="GPU names, one per device")),
+                ("token_hash", models.CharField(help_text="sha256 of the token", max_length=64, unique=True)),
+                (
+                    "token_prefix",
+                    models.CharField(help_text="First characters of the token, to tell tokens apart", max_length=12),
+                ),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("last_seen", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('waiting_review', 'Waiting for review'), ('paused', 'Paused'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('stopped', 'Stopped')], default='queued', max_length=20)),
-                ('model', models.CharField(help_text='Model id, e.g. claude-sonnet-4-5 or replay:FILE', max_length=120)),
-                ('starting_kernel', models.TextField(help_text='Source this run starts from (a copy: the task may change)')),
-                ('budget_steps', models.PositiveIntegerField(blank=True, null=True)),
-                ('budget_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('budget_cost_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True)),
-                ('budget_wall_s', models.PositiveIntegerField(blank=True, null=True)),
-                ('budget_evaluations', models.PositiveIntegerField(blank=True, null=True)),
-                ('review_mode', models.CharField(choices=[('auto', 'Self-asked questions are approved automatically'), ('review', 'A reviewer decides every self-asked question'), ('review_timeout', 'A reviewer decides, or it is approved after a timeout')], default='review', max_length=20)),
-                ('review_timeout_s', models.PositiveIntegerField(blank=True, null=True)),
-                ('best_speedup', models.FloatField(blank=True, null=True)),
-                ('best_speedups', models.JSONField(blank=True, default=dict)),
-                ('last_seq', models.IntegerField(default=-1, help_text='Highest stored step sequence number')),
-                ('step_count', models.PositiveIntegerField(default=0)),
-                ('tokens_in', models.PositiveBigIntegerField(default=0)),
-                ('tokens_out', models.PositiveBigIntegerField(default=0)),
-                ('cost_usd', models.DecimalField(decimal_places=6, default=0, max_digits=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('started_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs_started', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("waiting_review", "Waiting for review"),
+                            ("paused", "Paused"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("stopped", "Stopped"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "model",
+                    models.CharField(help_text="Model id, e.g. claude-sonnet-4-5 or replay:FILE", max_length=120),
+                ),
+                (
+                    "starting_kernel",
+                    models.TextField(help_text="Source this run starts from (a copy: the task may change)"),
+                ),
+                ("budget_steps", models.PositiveIntegerField(blank=True, null=True)),
+                ("budget_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("budget_cost_usd", models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True)),
+                ("budget_wall_s", models.PositiveIntegerField(blank=True, null=True)),
+                ("budget_evaluations", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "review_mode",
+                    models.CharField(
+                        choices=[
+                            ("auto", "Self-asked questions are approved automatically"),
+                            ("review", "A reviewer decides every self-asked question"),
+                            ("review_timeout", "A reviewer decides, or it is approved after a timeout"),
+                        ],
+                        default="review",
+                        max_length=20,
+                    ),
+                ),
+                ("review_timeout_s", models.PositiveIntegerField(blank=True, null=True)),
+                ("best_speedup", models.FloatField(blank=True, null=True)),
+                ("best_speedups", models.JSONField(blank=True, default=dict)),
+                ("last_seq", models.IntegerField(default=-1, help_text="Highest stored step sequence number")),
+                ("step_count", models.PositiveIntegerField(default=0)),
+                ("tokens_in", models.PositiveBigIntegerField(default=0)),
+                ("tokens_out", models.PositiveBigIntegerField(default=0)),
+                ("cost_usd", models.DecimalField(decimal_places=6, default=0, max_digits=12)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "started_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="runs_started",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Step',
+            name="Step",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('model_message', 'Model message'), ('tool_call', 'Tool call'), ('tool_result', 'Tool result'), ('evaluation', 'Evaluation'), ('decision_point', 'Decision point'), ('question_proposed', 'Question proposed'), ('question_decided', 'Question decided'), ('human_message', 'Human message'), ('status', 'Status change'), ('usage', 'Usage'), ('note', 'Note')], max_length=32)),
-                ('payload', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(help_text="When the event happened, by the sender's clock")),
-                ('stored_at', models.DateTimeField(auto_now_add=True)),
-                ('tokens_in', models.PositiveIntegerField(default=0)),
-                ('tokens_out', models.PositiveIntegerField(default=0)),
-                ('cost_usd', models.DecimalField(decimal_places=6, default=0, max_digits=10)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='runs.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveIntegerField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("model_message", "Model message"),
+                            ("tool_call", "Tool call"),
+                            ("tool_result", "Tool result"),
+                            ("evaluation", "Evaluation"),
+                            ("decision_point", "Decision point"),
+                            ("question_proposed", "Question proposed"),
+                            ("question_decided", "Question decided"),
+                            ("human_message", "Human message"),
+                            ("status", "Status change"),
+                            ("usage", "Usage"),
+                            ("note", "Note"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("payload", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(help_text="When the event happened, by the sender's clock")),
+                ("stored_at", models.DateTimeField(auto_now_add=True)),
+                ("tokens_in", models.PositiveIntegerField(default=0)),
+                ("tokens_out", models.PositiveIntegerField(default=0)),
+                ("cost_usd", models.DecimalField(decimal_places=6, default=0, max_digits=10)),
+                (
+                    "run",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="runs.run"),
+                ),
             ],
             options={
-                'ordering': ['run', 'seq'],
+                "ordering": ["run", "seq"],
             },
         ),
         migrations.CreateModel(
-            name='Question',
+            name="Question",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(choices=[('human', 'Written by a human'), ('bank', 'Picked from the bank by rule'), ('self', 'Picked from the bank by the agent')], max_length=10)),
-                ('decision_point', models.CharField(blank=True, choices=[('start', 'Start'), ('stopped-short', 'Stopped short of the goal'), ('claimed-limit', 'Claimed a limit'), ('plateau', 'Plateau'), ('failure-streak', 'Streak of failures'), ('regression', 'Regression')], max_length=20)),
-                ('text', models.TextField()),
-                ('original_text', models.TextField(blank=True, help_text='The proposed text, when a reviewer edited it')),
-                ('category', models.CharField(blank=True, choices=[('layer', 'Move to another layer'), ('limit', 'Reject a claimed limit'), ('hypothesis', 'Test a hypothesis'), ('process', 'Process'), ('information', 'Supplies information (kept for comparison)')], max_length=20)),
-                ('reason', models.TextField(blank=True, help_text='Why the agent picked it')),
-                ('status', models.CharField(choices=[('proposed', 'Proposed'), ('approved', 'Approved'), ('edited', 'Edited and approved'), ('vetoed', 'Vetoed'), ('answered', 'Answered')], default='proposed', max_length=10)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('bank_entry', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='asked', to='questionbank.bankquestion')),
-                ('reviewer', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='questions_decided', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='questions', to='runs.run')),
-                ('step', models.ForeignKey(blank=True, help_text='The step at which it was asked', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='questions', to='runs.step')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("human", "Written by a human"),
+                            ("bank", "Picked from the bank by rule"),
+                            ("self", "Picked from the bank by the agent"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "decision_point",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("start", "Start"),
+                            ("stopped-short", "Stopped short of the goal"),
+                            ("claimed-limit", "Claimed a limit"),
+                            ("plateau", "Plateau"),
+                            ("failure-streak", "Streak of failures"),
+                            ("regression", "Regression"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("text", models.TextField()),
+                (
+                    "original_text",
+                    models.TextField(blank=True, help_text="The proposed text, when a reviewer edited it"),
+                ),
+                (
+                    "category",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("layer", "Move to another layer"),
+                            ("limit", "Reject a claimed limit"),
+                            ("hypothesis", "Test a hypothesis"),
+                            ("process", "Process"),
+                            ("information", "Supplies information (kept for comparison)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True, help_text="Why the agent picked it")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("proposed", "Proposed"),
+                            ("approved", "Approved"),
+                            ("edited", "Edited and approved"),
+                            ("vetoed", "Vetoed"),
+                            ("answered", "Answered"),
+                        ],
+                        default="proposed",
+                        max_length=10,
+                    ),
+                ),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "bank_entry",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="asked",
+                        to="questionbank.bankquestion",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="questions_decided",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="questions", to="runs.run"
+                    ),
+                ),
+                (
+                    "step",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The step at which it was asked",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="questions",
+                        to="runs.step",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Kernel',
+            name="Kernel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.TextField()),
-                ('sha256', models.CharField(db_index=True, max_length=64)),
-                ('filename', models.CharField(blank=True, max_length=200)),
-                ('language', models.CharField(default='cuda', help_text='cuda or cpp', max_length=20)),
-                ('target_arch', models.CharField(blank=True, help_text='e.g. sm_90a; blank for CPU kernels', max_length=20)),
-                ('released', models.BooleanField(default=False)),
-                ('release_name', models.SlugField(blank=True, max_length=120, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='runs.kernel')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='kernels', to='runs.run')),
-                ('step', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='kernels', to='runs.step')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source", models.TextField()),
+                ("sha256", models.CharField(db_index=True, max_length=64)),
+                ("filename", models.CharField(blank=True, max_length=200)),
+                ("language", models.CharField(default="cuda", help_text="cuda or cpp", max_length=20)),
+                (
+                    "target_arch",
+                    models.CharField(blank=True, help_text="e.g. sm_90a; blank for CPU kernels", max_length=20),
+                ),
+                ("released", models.BooleanField(default=False)),
+                ("release_name", models.SlugField(blank=True, max_length=120, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="children",
+                        to="runs.kernel",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="kernels",
+                        to="runs.run",
+                    ),
+                ),
+                (
+                    "step",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="kernels",
+                        to="runs.step",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Evaluation',
+            name="Evaluation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('host', models.CharField(blank=True, max_length=120)),
-                ('gpu_name', models.CharField(blank=True, max_length=120)),
-                ('status', models.CharField(choices=[('compiled', 'Compiled (not run)'), ('incorrect', 'Incorrect'), ('correct', 'Correct'), ('error', 'Error')], max_length=10)),
-                ('reason', models.TextField(blank=True, help_text='Why it failed, when it did')),
-                ('scenario_set', models.CharField(blank=True, help_text='quick, full, or a list of ids', max_length=40)),
-                ('geomean', models.JSONField(blank=True, default=dict)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('kernel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='runs.kernel')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='evaluations', to='runs.run')),
-                ('step', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='evaluations', to='runs.step')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("host", models.CharField(blank=True, max_length=120)),
+                ("gpu_name", models.CharField(blank=True, max_length=120)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("compiled", "Compiled (not run)"),
+                            ("incorrect", "Incorrect"),
+                            ("correct", "Correct"),
+                            ("error", "Error"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True, help_text="Why it failed, when it did")),
+                (
+                    "scenario_set",
+                    models.CharField(blank=True, help_text="quick, full, or a list of ids", max_length=40),
+                ),
+                ("geomean", models.JSONField(blank=True, default=dict)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "kernel",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="evaluations", to="runs.kernel"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="evaluations",
+                        to="runs.run",
+                    ),
+                ),
+                (
+                    "step",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="evaluations",
+                        to="runs.step",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Task',
+            name="Task",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text="The harness's task name", max_length=80, unique=True)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('target', models.CharField(choices=[('cuda-sm90', 'CUDA, Hopper (sm_90a)'), ('cpu', 'CPU (C++)')], max_length=20)),
-                ('description', models.TextField(blank=True)),
-                ('starting_kernel', models.TextField(help_text='Source of the kernel a run starts from')),
-                ('starting_kernel_name', models.CharField(blank=True, help_text='File name of the starting kernel', max_length=200)),
-                ('goal_baseline', models.CharField(help_text='The baseline the goal is measured against', max_length=80)),
-                ('goal_speedup', models.FloatField(help_text='Geometric-mean speedup over the goal baseline that ends a run')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(help_text="The harness's task name", max_length=80, unique=True)),
+                ("title", models.CharField(blank=True, max_length=200)),
+                (
+                    "target",
+                    models.CharField(
+                        choices=[("cuda-sm90", "CUDA, Hopper (sm_90a)"), ("cpu", "CPU (C++)")], max_length=20
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("starting_kernel", models.TextField(help_text="Source of the kernel a run starts from")),
+                (
+                    "starting_kernel_name",
+                    models.CharField(blank=True, help_text="File name of the starting kernel", max_length=200),
+                ),
+                (
+                    "goal_baseline",
+                    models.CharField(help_text="The baseline the goal is measured against", max_length=80),
+                ),
+                (
+                    "goal_speedup",
+                    models.FloatField(help_text="Geometric-mean speedup over the goal baseline that ends a run"),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('target__in', ['cuda-sm90', 'cpu'])), name='task_target_valid'), models.CheckConstraint(condition=models.Q(('goal_speedup__gt', 0)), name='task_goal_speedup_positive')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("target__in", ["cuda-sm90", "cpu"])), name="task_target_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("goal_speedup__gt", 0)), name="task_goal_speedup_positive"
+                    ),
+                ],
             },
         ),
         migrations.AddField(
-            model_name='run',
-            name='task',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='runs.task'),
+            model_name="run",
+            name="task",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="runs", to="runs.task"),
         ),
         migrations.AddField(
-            model_name='kernel',
-            name='task',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='kernels', to='runs.task'),
+            model_name="kernel",
+            name="task",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="kernels",
+                to="runs.task",
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='worker',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='runs.workerhost'),
+            model_name="run",
+            name="worker",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="runs",
+                to="runs.workerhost",
+            ),
         ),
         migrations.CreateModel(
-            name='ScenarioResult',
+            name="ScenarioResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scenario_id', models.CharField(max_length=120)),
-                ('params', models.JSONField(default=dict)),
-                ('correct', models.BooleanField()),
-                ('error', models.FloatField(blank=True, help_text='Relative error against the reference', null=True)),
-                ('reason', models.TextField(blank=True)),
-                ('time_ms', models.FloatField(blank=True, null=True)),
-                ('tflops', models.FloatField(blank=True, null=True)),
-                ('speedups', models.JSONField(blank=True, default=dict, help_text='Baseline name -> speedup (null: n/a)')),
-                ('evaluation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scenarios', to='runs.evaluation')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("scenario_id", models.CharField(max_length=120)),
+                ("params", models.JSONField(default=dict)),
+                ("correct", models.BooleanField()),
+                ("error", models.FloatField(blank=True, help_text="Relative error against the reference", null=True)),
+                ("reason", models.TextField(blank=True)),
+                ("time_ms", models.FloatField(blank=True, null=True)),
+                ("tflops", models.FloatField(blank=True, null=True)),
+                (
+                    "speedups",
+                    models.JSONField(blank=True, default=dict, help_text="Baseline name -> speedup (null: n/a)"),
+                ),
+                (
+                    "evaluation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="scenarios", to="runs.evaluation"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['evaluation', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('evaluation', 'scenario_id'), name='scenario_result_unique'), models.CheckConstraint(condition=models.Q(('time_ms__isnull', True), ('time_ms__gt', 0), _connector='OR'), name='scenario_result_time_positive')],
+                "ordering": ["evaluation", "id"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("evaluation", "scenario_id"), name="scenario_result_unique"),
+                    models.CheckConstraint(
+                        condition=models.Q(("time_ms__isnull", True), ("time_ms__gt", 0), _connector="OR"),
+                        name="scenario_result_time_positive",
+                    ),
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='step',
-            index=models.Index(fields=['run', 'kind', 'seq'], name='runs_step_run_id_2e718c_idx'),
+            model_name="step",
+            index=models.Index(fields=["run", "kind", "seq"], name="runs_step_run_id_2e718c_idx"),
         ),
         migrations.AddConstraint(
-            model_name='step',
-            constraint=models.UniqueConstraint(fields=('run', 'seq'), name='step_run_seq_unique'),
+            model_name="step",
+            constraint=models.UniqueConstraint(fields=("run", "seq"), name="step_run_seq_unique"),
         ),
         migrations.AddConstraint(
-            model_name='step',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['model_message', 'tool_call', 'tool_result', 'evaluation', 'decision_point', 'question_proposed', 'question_decided', 'human_message', 'status', 'usage', 'note'])), name='step_kind_valid'),
+            model_name="step",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "kind__in",
+                        [
+                            "model_message",
+                            "tool_call",
+                            "tool_result",
+                            "evaluation",
+                            "decision_point",
+                            "question_proposed",
+                            "question_decided",
+                            "human_message",
+                            "status",
+                            "usage",
+                            "note",
+                        ],
+                    )
+                ),
+                name="step_kind_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='question',
-            index=models.Index(fields=['status', 'created_at'], name='runs_questi_status_02fab6_idx'),
+            model_name="question",
+            index=models.Index(fields=["status", "created_at"], name="runs_questi_status_02fab6_idx"),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.CheckConstraint(condition=models.Q(('source__in', ['human', 'bank', 'self'])), name='question_source_valid'),
+            model_name="question",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("source__in", ["human", "bank", "self"])), name="question_source_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['proposed', 'approved', 'edited', 'vetoed', 'answered'])), name='question_status_valid'),
+            model_name="question",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["proposed", "approved", "edited", "vetoed", "answered"])),
+                name="question_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'proposed'), ('decided_at__isnull', False), _connector='OR'), name='question_decided_has_time'),
+            model_name="question",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status", "proposed"), ("decided_at__isnull", False), _connector="OR"),
+                name="question_decided_has_time",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evaluation',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['compiled', 'incorrect', 'correct', 'error'])), name='evaluation_status_valid'),
+            model_name="evaluation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["compiled", "incorrect", "correct", "error"])),
+                name="evaluation_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='kernel',
-            constraint=models.CheckConstraint(condition=models.Q(('sha256__regex', '^[0-9a-f]{64}$')), name='kernel_sha256_hex'),
+            model_name="kernel",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("sha256__regex", "^[0-9a-f]{64}$")), name="kernel_sha256_hex"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='kernel',
-            constraint=models.CheckConstraint(condition=models.Q(('released', False), models.Q(('release_name__isnull', False), models.Q(('release_name', ''), _negated=True)), _connector='OR'), name='kernel_released_has_name'),
+            model_name="kernel",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("released", False),
+                    models.Q(("release_name__isnull", False), models.Q(("release_name", ""), _negated=True)),
+                    _connector="OR",
+                ),
+                name="kernel_released_has_name",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='kernel',
-            constraint=models.UniqueConstraint(condition=models.Q(('released', True)), fields=('release_name',), name='kernel_release_name_unique'),
+            model_name="kernel",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("released", True)), fields=("release_name",), name="kernel_release_name_unique"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['status', '-created_at'], name='runs_run_status_f151c0_idx'),
+            model_name="run",
+            index=models.Index(fields=["status", "-created_at"], name="runs_run_status_f151c0_idx"),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'waiting_review', 'paused', 'succeeded', 'failed', 'stopped'])), name='run_status_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ["queued", "running", "waiting_review", "paused", "succeeded", "failed", "stopped"])
+                ),
+                name="run_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('review_mode__in', ['auto', 'review', 'review_timeout'])), name='run_review_mode_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("review_mode__in", ["auto", "review", "review_timeout"])),
+                name="run_review_mode_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('best_speedup__isnull', True), ('best_speedup__gte', 0), _connector='OR'), name='run_best_speedup_nonnegative'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("best_speedup__isnull", True), ("best_speedup__gte", 0), _connector="OR"),
+                name="run_best_speedup_nonnegative",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('last_seq__gte', -1)), name='run_last_seq_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(condition=models.Q(("last_seq__gte", -1)), name="run_last_seq_valid"),
         ),
     ]

@@ -6,30 +6,65 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0001_initial'),
+        ("runs", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Directive',
+            name="Directive",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(choices=[('pause', 'Pause'), ('resume', 'Resume'), ('stop', 'Stop'), ('human_message', 'Human message'), ('question_decision', 'Question decision')], max_length=20)),
-                ('fields', models.JSONField(blank=True, default=dict, help_text="The action's extra fields, sent as they are")),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('sent_count', models.PositiveIntegerField(default=0)),
-                ('last_sent_at', models.DateTimeField(blank=True, null=True)),
-                ('acked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='directives', to='runs.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("pause", "Pause"),
+                            ("resume", "Resume"),
+                            ("stop", "Stop"),
+                            ("human_message", "Human message"),
+                            ("question_decision", "Question decision"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "fields",
+                    models.JSONField(blank=True, default=dict, help_text="The action's extra fields, sent as they are"),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("sent_count", models.PositiveIntegerField(default=0)),
+                ("last_sent_at", models.DateTimeField(blank=True, null=True)),
+                ("acked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="directives", to="runs.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
-                'indexes': [models.Index(fields=['acked_at', 'run'], name='runs_direct_acked_a_18c237_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('action__in', ['pause', 'resume', 'stop', 'human_message', 'question_decision'])), name='directive_action_valid')],
+                "ordering": ["created_at", "pk"],
+                "indexes": [models.Index(fields=["acked_at", "run"], name="runs_direct_acked_a_18c237_idx")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("action__in", ["pause", "resume", "stop", "human_message", "question_decision"])
+                        ),
+                        name="directive_action_valid",
+                    )
+                ],
             },
         ),
     ]

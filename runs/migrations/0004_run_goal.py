@@ -5,25 +5,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0003_roles'),
+        ("runs", "0003_roles"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='goal_baseline',
+            model_name="run",
+            name="goal_baseline",
             field=models.CharField(blank=True, max_length=80),
         ),
         migrations.AddField(
-            model_name='run',
-            name='goal_speedup',
+            model_name="run",
+            name="goal_speedup",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('goal_speedup__isnull', True), ('goal_speedup__gt', 0), _connector='OR'), name='run_goal_speedup_positive'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("goal_speedup__isnull", True), ("goal_speedup__gt", 0), _connector="OR"),
+                name="run_goal_speedup_positive",
+            ),
         ),
     ]

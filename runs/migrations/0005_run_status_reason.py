@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0004_run_goal'),
+        ("runs", "0004_run_goal"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='status_reason',
-            field=models.CharField(blank=True, help_text='Why the run has its status, when it says', max_length=200),
+            model_name="run",
+            name="status_reason",
+            field=models.CharField(blank=True, help_text="Why the run has its status, when it says", max_length=200),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0005_run_status_reason'),
+        ("runs", "0005_run_status_reason"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='run',
-            name='model',
-            field=models.CharField(help_text='Model id, e.g. claude-sonnet-4-6 or replay:FILE', max_length=120),
+            model_name="run",
+            name="model",
+            field=models.CharField(help_text="Model id, e.g. claude-sonnet-4-6 or replay:FILE", max_length=120),
         ),
     ]

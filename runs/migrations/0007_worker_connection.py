@@ -4,25 +4,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0006_model_help_text'),
+        ("runs", "0006_model_help_text"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='workerhost',
-            name='connection',
-            field=models.CharField(blank=True, default='', help_text='Channel name of the socket the host is connected through; empty when none', max_length=200),
+            model_name="workerhost",
+            name="connection",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Channel name of the socket the host is connected through; empty when none",
+                max_length=200,
+            ),
         ),
         migrations.AddField(
-            model_name='workerhost',
-            name='disconnected_at',
+            model_name="workerhost",
+            name="disconnected_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='workerhost',
-            name='last_seen',
-            field=models.DateTimeField(blank=True, help_text='When its newest socket opened', null=True),
+            model_name="workerhost",
+            name="last_seen",
+            field=models.DateTimeField(blank=True, help_text="When its newest socket opened", null=True),
         ),
     ]

@@ -5,31 +5,35 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0007_worker_connection'),
+        ("runs", "0007_worker_connection"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='task',
-            name='scenario_ids',
+            model_name="task",
+            name="scenario_ids",
             field=models.JSONField(blank=True, default=list, help_text="Ids of the task's full scenario set"),
         ),
         migrations.CreateModel(
-            name='RefusedEvent',
+            name="RefusedEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('kind', models.CharField(blank=True, max_length=32)),
-                ('size_bytes', models.PositiveIntegerField(default=0, help_text='Size of the event as sent, in bytes')),
-                ('error', models.TextField()),
-                ('refused_at', models.DateTimeField()),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='refused_events', to='runs.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveIntegerField()),
+                ("kind", models.CharField(blank=True, max_length=32)),
+                ("size_bytes", models.PositiveIntegerField(default=0, help_text="Size of the event as sent, in bytes")),
+                ("error", models.TextField()),
+                ("refused_at", models.DateTimeField()),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="refused_events", to="runs.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'seq'), name='refused_event_run_seq_unique')],
+                "ordering": ["run", "seq"],
+                "constraints": [models.UniqueConstraint(fields=("run", "seq"), name="refused_event_run_seq_unique")],
             },
         ),
     ]

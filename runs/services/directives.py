@@ -70,5 +70,11 @@ def directive_acknowledge(*, worker: WorkerHost, wire_id: str) -> bool:
 
 def directive_wire_message(directive: Directive) -> dict:
     """The `directive` message of docs/protocol.md 2.3 for this row."""
-    return {"type": "directive", "v": 1, "id": directive.wire_id, "run_id": directive.run_id,
-            "action": directive.action, **directive.fields}
+    return {
+        "type": "directive",
+        "v": 1,
+        "id": directive.wire_id,
+        "run_id": directive.run_id,
+        "action": directive.action,
+        **directive.fields,
+    }

@@ -4,22 +4,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db import DataError, DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from runs.models import Run, Step, StepKind, WorkerHost
-from runs.services.errors import ServiceError
+from runs.services.errors import ServiceError, UnconfirmedSuccess
 from runs.services.steps import as_datetime, same_event
-from runs.services.errors import UnconfirmedSuccess
 from runs.services.worker_events import INT_COLUMN_MAX, event_refusal_record, int_field, usage_of, worker_event_record
-
 
 # Kinds whose events mean more than their row (a question, a kernel and its evaluation, a status change): these
 # go one by one through worker_event_record. Every other kind is a row and a contribution to the run's totals.
 # StepKind.values builds a new list on each use: a set, for the batch path's check of every event.
 _STEP_KINDS = frozenset(StepKind.values)
-_KINDS_WITH_EFFECTS = frozenset({StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION,
-                                 StepKind.STATUS})
+_KINDS_WITH_EFFECTS = frozenset(
+    {StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION, StepKind.STATUS}
+)
 
 
 @dataclass(frozen=True)
@@ -137,17 +136,27 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
         holders = dict(Run.objects.filter(pk__in={c.run_id for c in candidates}).values_list("pk", "worker_id"))
         # A host whose token was revoked after its socket opened: nothing more of it is stored (its socket is being
         # closed). Not refused for good: the events stay in its spool, for a new token to deliver.
-        revoked = set(WorkerHost.objects.filter(pk__in={c.worker.pk for c in candidates}, revoked_at__isnull=False)
-                      .values_list("pk", flat=True)) if candidates else set()
+        revoked = (
+            set(
+                WorkerHost.objects.filter(
+                    pk__in={c.worker.pk for c in candidates}, revoked_at__isnull=False
+                ).values_list("pk", flat=True)
+            )
+            if candidates
+            else set()
+        )
         held = []
         for c in candidates:
             if c.worker.pk in revoked:
-                outcomes[c.index] = EventOutcome(stored=False, error=f"the token of worker {c.worker.name} is revoked",
-                                                 sender_revoked=True)
+                outcomes[c.index] = EventOutcome(
+                    stored=False, error=f"the token of worker {c.worker.name} is revoked", sender_revoked=True
+                )
             elif c.run_id not in holders:
                 outcomes[c.index] = EventOutcome(stored=False, error=f"there is no run {c.run_id}")
             elif holders[c.run_id] != c.worker.pk:
-                outcomes[c.index] = EventOutcome(stored=False, error=f"run {c.run_id} is not assigned to worker {c.worker.name}")
+                outcomes[c.index] = EventOutcome(
+                    stored=False, error=f"run {c.run_id} is not assigned to worker {c.worker.name}"
+                )
             else:
                 held.append(c)
         fresh = _drop_repeats(held, outcomes)
@@ -172,8 +181,11 @@ def _drop_repeats(held: list[_Candidate], outcomes: list) -> list[_Candidate]:
     # Keys first: the filter matches every stored (run, seq) of the batch's runs and seqs crossed, which under load
     # (runs at neighbouring seqs) is many rows that are no repeat; only true repeats have their payload read.
     wanted = {(c.run_id, c.seq) for c in held}
-    repeats = wanted & set(Step.objects.filter(run_id__in={k[0] for k in wanted}, seq__in={k[1] for k in wanted})
-                           .values_list("run_id", "seq"))
+    repeats = wanted & set(
+        Step.objects.filter(run_id__in={k[0] for k in wanted}, seq__in={k[1] for k in wanted}).values_list(
+            "run_id", "seq"
+        )
+    )
     stored = {}
     if repeats:
         stored = {
@@ -192,7 +204,9 @@ def _drop_repeats(held: list[_Candidate], outcomes: list) -> list[_Candidate]:
             earlier = _fields(first_in_batch[key])
         if earlier is not None:
             if not same_event(earlier, _fields(c)):
-                outcomes[c.index] = EventOutcome(stored=False, error=f"run {c.run_id} already has a different step #{c.seq} ({earlier[0]})")
+                outcomes[c.index] = EventOutcome(
+                    stored=False, error=f"run {c.run_id} already has a different step #{c.seq} ({earlier[0]})"
+                )
             else:
                 outcomes[c.index] = EventOutcome(stored=True)
             continue
@@ -233,9 +247,17 @@ def _insert_steps(rows: list[_Candidate]) -> None:
     fields = {name: Step._meta.get_field(name) for name in ("payload", "created_at", "stored_at", "cost_usd")}
     now = fields["stored_at"].get_db_prep_save(timezone.now(), connection)
     values = [
-        (c.run_id, c.seq, c.kind, fields["payload"].get_db_prep_save(c.payload, connection),
-         fields["created_at"].get_db_prep_save(c.when, connection), now, c.tokens_in, c.tokens_out,
-         fields["cost_usd"].get_db_prep_save(c.cost, connection))
+        (
+            c.run_id,
+            c.seq,
+            c.kind,
+            fields["payload"].get_db_prep_save(c.payload, connection),
+            fields["created_at"].get_db_prep_save(c.when, connection),
+            now,
+            c.tokens_in,
+            c.tokens_out,
+            fields["cost_usd"].get_db_prep_save(c.cost, connection),
+        )
         for c in rows
     ]
     with connection.cursor() as cursor:
@@ -257,8 +279,15 @@ def _add_to_run_totals(stored: list[_Candidate]) -> None:
         by_run.setdefault(c.run_id, []).append(c)
     now = timezone.now()
     rows = [
-        (max(c.seq for c in steps), len(steps), sum(c.tokens_in for c in steps), sum(c.tokens_out for c in steps),
-         str(sum((c.cost for c in steps), Decimal(0))), now, run_id)
+        (
+            max(c.seq for c in steps),
+            len(steps),
+            sum(c.tokens_in for c in steps),
+            sum(c.tokens_out for c in steps),
+            str(sum((c.cost for c in steps), Decimal(0))),
+            now,
+            run_id,
+        )
         for run_id, steps in by_run.items()
     ]
     greatest, cost = ("GREATEST", "%s") if connection.vendor == "postgresql" else ("MAX", "CAST(%s AS NUMERIC)")

@@ -15,8 +15,15 @@ def sha256_text(text: str) -> str:
 
 
 def kernel_record(
-    *, source: str, task: Task | None = None, language: str = "cuda", target_arch: str = "", filename: str = "",
-    parent: Kernel | None = None, run: Run | None = None, step: Step | None = None,
+    *,
+    source: str,
+    task: Task | None = None,
+    language: str = "cuda",
+    target_arch: str = "",
+    filename: str = "",
+    parent: Kernel | None = None,
+    run: Run | None = None,
+    step: Step | None = None,
 ) -> Kernel:
     """Store a kernel's source. Within one run the same source is one kernel, however often it is evaluated."""
     digest = sha256_text(source)
@@ -25,8 +32,15 @@ def kernel_record(
         if existing:
             return existing
     return Kernel.objects.create(
-        source=source, sha256=digest, task=task, language=language, target_arch=target_arch, filename=filename,
-        parent=parent, run=run, step=step,
+        source=source,
+        sha256=digest,
+        task=task,
+        language=language,
+        target_arch=target_arch,
+        filename=filename,
+        parent=parent,
+        run=run,
+        step=step,
     )
 
 
@@ -52,16 +66,28 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
     scenarios = result.get("scenarios") or []
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
-            kernel=kernel, run=run, step=step, host=result.get("host") or "", gpu_name=result.get("device_name") or "",
-            status=status, reason=result.get("reason") or "", scenario_set=str(result.get("scenario_set") or "")[:40],
+            kernel=kernel,
+            run=run,
+            step=step,
+            host=result.get("host") or "",
+            gpu_name=result.get("device_name") or "",
+            status=status,
+            reason=result.get("reason") or "",
+            scenario_set=str(result.get("scenario_set") or "")[:40],
             geomean=result.get("geomean") or {},
             started_at=as_datetime(result["started_at"]) if result.get("started_at") else None,
             finished_at=as_datetime(result["finished_at"]) if result.get("finished_at") else None,
         )
         ScenarioResult.objects.bulk_create(
             ScenarioResult(
-                evaluation=evaluation, scenario_id=s["id"], params=s.get("params") or {}, correct=bool(s.get("correct")),
-                error=s.get("error"), reason=s.get("reason") or "", time_ms=s.get("time_ms"), tflops=s.get("tflops"),
+                evaluation=evaluation,
+                scenario_id=s["id"],
+                params=s.get("params") or {},
+                correct=bool(s.get("correct")),
+                error=s.get("error"),
+                reason=s.get("reason") or "",
+                time_ms=s.get("time_ms"),
+                tflops=s.get("tflops"),
                 speedups=s.get("speedup") or {},
             )
             for s in scenarios

@@ -11,8 +11,15 @@ from runs.services.errors import QuestionAlreadyDecided, ServiceError
 
 
 def question_propose(
-    *, run: Run, text: str, source: str, decision_point: str = "", category: str = "", reason: str = "",
-    bank_entry: BankQuestion | None = None, step: Step | None = None,
+    *,
+    run: Run,
+    text: str,
+    source: str,
+    decision_point: str = "",
+    category: str = "",
+    reason: str = "",
+    bank_entry: BankQuestion | None = None,
+    step: Step | None = None,
 ) -> Question:
     if source not in QuestionSource.values:
         raise ServiceError(f"unknown question source {source!r}")
@@ -20,12 +27,18 @@ def question_propose(
         raise ServiceError("a question needs text")
     with transaction.atomic():
         question = Question.objects.create(
-            run=run, text=text.strip(), source=source, decision_point=decision_point,
-            category=category or (bank_entry.category if bank_entry else ""), reason=reason,
-            bank_entry=bank_entry, step=step,
+            run=run,
+            text=text.strip(),
+            source=source,
+            decision_point=decision_point,
+            category=category or (bank_entry.category if bank_entry else ""),
+            reason=reason,
+            bank_entry=bank_entry,
+            step=step,
         )
         publish_after_commit(
-            run.pk, {"type": "question.changed", "run_id": run.pk, "question_id": question.pk, "status": question.status},
+            run.pk,
+            {"type": "question.changed", "run_id": run.pk, "question_id": question.pk, "status": question.status},
             to_all_runs=True,
         )
     return question
@@ -43,13 +56,22 @@ def question_decide(*, question: Question, reviewer, action: str, text: str | No
             raise QuestionAlreadyDecided(f"question {question.pk} was already {question.status}")
         if action == "edit":
             question.original_text, question.text = question.text, text.strip()
-        question.status = {"approve": QuestionStatus.APPROVED, "edit": QuestionStatus.EDITED, "veto": QuestionStatus.VETOED}[action]
+        question.status = {
+            "approve": QuestionStatus.APPROVED,
+            "edit": QuestionStatus.EDITED,
+            "veto": QuestionStatus.VETOED,
+        }[action]
         question.reviewer = reviewer
         question.decided_at = timezone.now()
         question.save(update_fields=["status", "text", "original_text", "reviewer", "decided_at"])
         publish_after_commit(
             question.run_id,
-            {"type": "question.changed", "run_id": question.run_id, "question_id": question.pk, "status": question.status},
+            {
+                "type": "question.changed",
+                "run_id": question.run_id,
+                "question_id": question.pk,
+                "status": question.status,
+            },
             to_all_runs=True,
         )
     return question
@@ -95,5 +117,6 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
 def question_by_ref(run: Run, ref: str) -> Question | None:
     return (
         Question.objects.filter(run=run, step__kind=StepKind.QUESTION_PROPOSED, step__payload__question_ref=ref)
-        .select_related("step").first()
+        .select_related("step")
+        .first()
     )

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.events import publish_after_commit
-from runs.models import FINISHED_STATUSES, DirectiveAction, Directive, ReviewMode, Run, RunStatus, Task, WorkerHost
+from runs.models import FINISHED_STATUSES, Directive, DirectiveAction, ReviewMode, Run, RunStatus, Task, WorkerHost
 from runs.services.directives import directive_send
 from runs.services.errors import ServiceError
 
@@ -16,22 +16,38 @@ _log = logging.getLogger(__name__)
 
 
 def run_start(
-    *, task: Task, model: str, started_by=None, starting_kernel: str | None = None,
-    review_mode: str = ReviewMode.REVIEW, review_timeout_s: int | None = None,
-    goal_baseline: str = "", goal_speedup: float | None = None,
-    budget_steps: int | None = None, budget_tokens: int | None = None, budget_cost_usd: Decimal | None = None,
-    budget_wall_s: int | None = None, budget_evaluations: int | None = None,
+    *,
+    task: Task,
+    model: str,
+    started_by=None,
+    starting_kernel: str | None = None,
+    review_mode: str = ReviewMode.REVIEW,
+    review_timeout_s: int | None = None,
+    goal_baseline: str = "",
+    goal_speedup: float | None = None,
+    budget_steps: int | None = None,
+    budget_tokens: int | None = None,
+    budget_cost_usd: Decimal | None = None,
+    budget_wall_s: int | None = None,
+    budget_evaluations: int | None = None,
 ) -> Run:
     """Queue a run; a worker claims it with `run_claim`."""
     if review_mode == ReviewMode.REVIEW_TIMEOUT and not review_timeout_s:
         raise ServiceError("review mode 'review_timeout' needs review_timeout_s")
     with transaction.atomic():
         run = Run.objects.create(
-            task=task, model=model, started_by=started_by,
+            task=task,
+            model=model,
+            started_by=started_by,
             starting_kernel=starting_kernel if starting_kernel is not None else task.starting_kernel,
-            review_mode=review_mode, review_timeout_s=review_timeout_s, goal_baseline=goal_baseline,
-            goal_speedup=goal_speedup, budget_steps=budget_steps,
-            budget_tokens=budget_tokens, budget_cost_usd=budget_cost_usd, budget_wall_s=budget_wall_s,
+            review_mode=review_mode,
+            review_timeout_s=review_timeout_s,
+            goal_baseline=goal_baseline,
+            goal_speedup=goal_speedup,
+            budget_steps=budget_steps,
+            budget_tokens=budget_tokens,
+            budget_cost_usd=budget_cost_usd,
+            budget_wall_s=budget_wall_s,
             budget_evaluations=budget_evaluations,
         )
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
@@ -84,7 +100,7 @@ def run_set_status(*, run: Run, status: str, reason: str | None = None) -> Run:
         run.status = status
         fields = ["status", "updated_at"]
         if reason is not None:
-            run.status_reason = reason[:Run._meta.get_field("status_reason").max_length]
+            run.status_reason = reason[: Run._meta.get_field("status_reason").max_length]
             fields.append("status_reason")
         if changed and status in FINISHED_STATUSES:
             run.finished_at = timezone.now()
@@ -125,7 +141,9 @@ def run_send_human_message(*, run: Run, user, text: str) -> Directive:
     if run.is_finished:
         raise ServiceError(f"run {run.pk} has finished; nobody would read the message")
     author = user.get_username() if user is not None else ""
-    return directive_send(run=run, action=DirectiveAction.HUMAN_MESSAGE, fields={"text": text, "author": author}, user=user)
+    return directive_send(
+        run=run, action=DirectiveAction.HUMAN_MESSAGE, fields={"text": text, "author": author}, user=user
+    )
 
 
 def run_assignment(run: Run) -> dict:
@@ -133,15 +151,21 @@ def run_assignment(run: Run) -> dict:
     (the active entries, reviewers' own included) and the figures of how each question worked in earlier runs."""
     task = run.task
     assignment = {
-        "id": run.pk, "task": task.name, "model": run.model, "starting_kernel": run.starting_kernel,
+        "id": run.pk,
+        "task": task.name,
+        "model": run.model,
+        "starting_kernel": run.starting_kernel,
         "starting_kernel_name": task.starting_kernel_name or None,
         "goal": dict(zip(("baseline", "speedup"), run.goal)),
         "budgets": {
-            "steps": run.budget_steps, "tokens": run.budget_tokens,
+            "steps": run.budget_steps,
+            "tokens": run.budget_tokens,
             "cost_usd": float(run.budget_cost_usd) if run.budget_cost_usd is not None else None,
-            "wall_s": run.budget_wall_s, "evaluations": run.budget_evaluations,
+            "wall_s": run.budget_wall_s,
+            "evaluations": run.budget_evaluations,
         },
-        "review_mode": run.review_mode, "review_timeout_s": run.review_timeout_s,
+        "review_mode": run.review_mode,
+        "review_timeout_s": run.review_timeout_s,
     }
     return assignment | _assignment_questions()
 
@@ -157,11 +181,11 @@ def _assignment_questions() -> dict:
             {"key": e.key, "text": e.text, "category": e.category, "triggers": list(e.triggers), "active": e.active}
             for e in bank_entries()
         ]
-    except Exception:  # noqa: BLE001 - see the docstring: the assignment goes out without the bank
+    except Exception:
         _log.exception("assignment without the question bank: it could not be read")
         return questions
     try:
         questions["question_stats"] = selection_stats()
-    except Exception:  # noqa: BLE001 - the figures are a help to the agent, not a condition of the run
+    except Exception:
         _log.exception("assignment without question stats: they could not be computed")
     return questions

@@ -48,14 +48,25 @@ def same_event(stored: tuple, new: tuple) -> bool:
     (it could otherwise change a run's totals or its history). The cost is compared as the column stores it."""
     kind, payload, when, tokens_in, tokens_out, cost = stored
     new_kind, new_payload, new_when, new_in, new_out, new_cost = new
-    return (kind == new_kind and when == new_when and (tokens_in, tokens_out) == (new_in, new_out)
-            and Decimal(cost).quantize(_COST_PLACES) == Decimal(new_cost).quantize(_COST_PLACES)
-            and same_payload(payload, new_payload))
+    return (
+        kind == new_kind
+        and when == new_when
+        and (tokens_in, tokens_out) == (new_in, new_out)
+        and Decimal(cost).quantize(_COST_PLACES) == Decimal(new_cost).quantize(_COST_PLACES)
+        and same_payload(payload, new_payload)
+    )
 
 
 def step_record(
-    *, run: Run, seq: int, kind: str, payload: dict, created_at=None,
-    tokens_in: int = 0, tokens_out: int = 0, cost_usd: Decimal | float | str = 0,
+    *,
+    run: Run,
+    seq: int,
+    kind: str,
+    payload: dict,
+    created_at=None,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    cost_usd: Decimal | float | str = 0,
 ) -> StepRecorded:
     """Store one event of a run, exactly once.
 
@@ -74,13 +85,22 @@ def step_record(
     try:
         with transaction.atomic():
             step = Step.objects.create(
-                run=run, seq=seq, kind=kind, payload=payload, created_at=when,
-                tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
+                run=run,
+                seq=seq,
+                kind=kind,
+                payload=payload,
+                created_at=when,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                cost_usd=cost,
             )
             Run.objects.filter(pk=run.pk).update(
-                last_seq=Greatest(F("last_seq"), seq), step_count=F("step_count") + 1,
-                tokens_in=F("tokens_in") + tokens_in, tokens_out=F("tokens_out") + tokens_out,
-                cost_usd=F("cost_usd") + cost, updated_at=timezone.now(),
+                last_seq=Greatest(F("last_seq"), seq),
+                step_count=F("step_count") + 1,
+                tokens_in=F("tokens_in") + tokens_in,
+                tokens_out=F("tokens_out") + tokens_out,
+                cost_usd=F("cost_usd") + cost,
+                updated_at=timezone.now(),
             )
             publish_after_commit(run.pk, {"type": "step.stored", "run_id": run.pk, "seq": seq, "kind": kind})
     except IntegrityError:
@@ -89,9 +109,17 @@ def step_record(
             raise
         # A caller that gives no time (not a worker: its events carry `ts`) is not held to the stored one.
         compared_when = existing.created_at if created_at is None else when
-        if not same_event((existing.kind, existing.payload, existing.created_at, existing.tokens_in,
-                           existing.tokens_out, existing.cost_usd),
-                          (kind, payload, compared_when, tokens_in, tokens_out, cost)):
+        if not same_event(
+            (
+                existing.kind,
+                existing.payload,
+                existing.created_at,
+                existing.tokens_in,
+                existing.tokens_out,
+                existing.cost_usd,
+            ),
+            (kind, payload, compared_when, tokens_in, tokens_out, cost),
+        ):
             raise StepConflict(f"run {run.pk} already has a different step #{seq} ({existing.kind})") from None
         return StepRecorded(existing, created=False)
     return StepRecorded(step, created=True)

@@ -14,7 +14,6 @@ from runs.services.kernels import run_goal_evaluation
 from runs.services.steps import as_datetime
 from runs.services.worker_events import apply_step_effects, status_reason_text, usage_of
 
-
 _IMPORT_BATCH = 1000
 # Far deeper than any event KernelSeek writes (a few levels), and shallow enough that storing, exporting and
 # showing a payload never meets Python's recursion limit. json.loads itself raises RecursionError near 1,000.
@@ -39,9 +38,11 @@ def _rewind(lines):
     """The trace as something that can be read twice: an uploaded or opened file is read again from its start
     (never held whole); a list is itself; any other iterable is made into a list."""
     if hasattr(lines, "seek"):
+
         def again():
             lines.seek(0)
             return lines
+
         return again
     kept = lines if isinstance(lines, (list, tuple)) else list(lines)
     return lambda: kept
@@ -84,8 +85,12 @@ def _is_harness_line(record: dict) -> bool:
 
 def _harness_line_as_event(record: dict, seq: int) -> dict:
     result = {k: v for k, v in record.items() if k not in ("kind", "note", "summary")}
-    payload = {"purpose": "tool", "kernel_source": record.get("kernel_source") or "",
-               "kernel_path": record.get("kernel_path") or "", "result": result}
+    payload = {
+        "purpose": "tool",
+        "kernel_source": record.get("kernel_source") or "",
+        "kernel_path": record.get("kernel_path") or "",
+        "result": result,
+    }
     if record.get("note"):
         payload["note"] = record["note"]
     return {"seq": seq, "kind": StepKind.EVALUATION, "ts": record.get("finished_at") or None, "payload": payload}
@@ -146,8 +151,16 @@ def _step_of(run: Run, number: int, event: dict) -> Step:
         raise ServiceError(f"line {number} (seq {seq}): {refused}") from None
     except (ValueError, OverflowError):  # well-formed but impossible, e.g. month 13
         raise ServiceError(f"line {number} (seq {seq}): not a valid timestamp: {event.get('ts')!r}") from None
-    return Step(run=run, seq=seq, kind=kind, payload=payload, created_at=created_at,
-                tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost)
+    return Step(
+        run=run,
+        seq=seq,
+        kind=kind,
+        payload=payload,
+        created_at=created_at,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=cost,
+    )
 
 
 def trace_import(*, lines, name: str, user=None) -> Run:
@@ -170,18 +183,23 @@ def trace_import(*, lines, name: str, user=None) -> Run:
         with transaction.atomic():
             task = Task.objects.filter(name=task_name).first() if isinstance(task_name, str) and task_name else None
             if task is None:
-                raise ServiceError(f"the trace's task {task_name!r} is not known here" if task_name
-                                   else "the trace names no task")
+                raise ServiceError(
+                    f"the trace's task {task_name!r} is not known here" if task_name else "the trace names no task"
+                )
             run = _import_steps(again, found["harness"], task=task, meta=meta, config=config, name=name, user=user)
     except DataError as rejected:  # e.g. PostgreSQL cannot hold a NUL character in a text or JSON value
-        raise ServiceError(f"the database cannot store this trace: {str(rejected).strip().splitlines()[0][:200]}") from None
+        raise ServiceError(
+            f"the database cannot store this trace: {str(rejected).strip().splitlines()[0][:200]}"
+        ) from None
     return run
 
 
 def _import_steps(again, harness: bool, *, task: Task, meta: dict, config: dict, name: str, user) -> Run:
     run = Run.objects.create(
-        task=task, model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
-        starting_kernel=config.get("starting_kernel") or task.starting_kernel, started_by=user,
+        task=task,
+        model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
+        starting_kernel=config.get("starting_kernel") or task.starting_kernel,
+        started_by=user,
         review_mode=meta.get("review_mode") if meta.get("review_mode") in ReviewMode.values else ReviewMode.AUTO,
     )
     seen: dict[int, bytes] = {}  # seq -> digest of (kind, payload): a repeat must be the same event
@@ -210,8 +228,12 @@ def _import_steps(again, harness: bool, *, task: Task, meta: dict, config: dict,
     if last is None:
         raise ServiceError("the trace holds no run events")
     Run.objects.filter(pk=run.pk).update(
-        last_seq=last.seq, step_count=len(seen), status=final.payload["status"] if final else RunStatus.STOPPED,
-        started_at=first.created_at, finished_at=last.created_at, **totals,
+        last_seq=last.seq,
+        step_count=len(seen),
+        status=final.payload["status"] if final else RunStatus.STOPPED,
+        started_at=first.created_at,
+        finished_at=last.created_at,
+        **totals,
     )
     run.refresh_from_db()
     effect_kinds = [StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION]
@@ -227,7 +249,7 @@ def _import_steps(again, harness: bool, *, task: Task, meta: dict, config: dict,
     if run.status == RunStatus.SUCCEEDED and run_goal_evaluation(run) is None:
         run.status = RunStatus.FAILED
         reason = "imported: the trace says succeeded, but no evaluation in it confirms the goal"
-    run.status_reason = reason[:Run._meta.get_field("status_reason").max_length]
+    run.status_reason = reason[: Run._meta.get_field("status_reason").max_length]
     run.save(update_fields=["status", "status_reason", "updated_at"])
     publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run

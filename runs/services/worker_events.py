@@ -7,14 +7,24 @@ from pathlib import PurePosixPath
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-
-from questionbank.models import BankQuestion, DecisionPoint, QuestionCategory
 from django.utils import timezone
 
+from questionbank.models import BankQuestion, DecisionPoint, QuestionCategory
 from runs.events import publish_after_commit
 from runs.models import (
-    FINISHED_STATUSES, Evaluation, Kernel, Question, QuestionSource, QuestionStatus, RefusedEvent, Run, RunStatus,
-    Step, StepKind, Target, WorkerHost,
+    FINISHED_STATUSES,
+    Evaluation,
+    Kernel,
+    Question,
+    QuestionSource,
+    QuestionStatus,
+    RefusedEvent,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+    Target,
+    WorkerHost,
 )
 from runs.services.errors import ServiceError, UnconfirmedSuccess
 from runs.services.kernels import evaluation_record, kernel_record, run_goal_evaluation
@@ -44,8 +54,11 @@ def usage_of(usage) -> tuple[int, int, Decimal]:
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
         raise ServiceError(f"usage.cost_usd must be a number or null, not {cost!r}")
     # An unknown price is null in the protocol; a total adds nothing for it (the run's cost is then a floor).
-    return (int_field(usage.get("tokens_in", 0), "usage.tokens_in"),
-            int_field(usage.get("tokens_out", 0), "usage.tokens_out"), Decimal(str(cost or 0)))
+    return (
+        int_field(usage.get("tokens_in", 0), "usage.tokens_in"),
+        int_field(usage.get("tokens_out", 0), "usage.tokens_out"),
+        Decimal(str(cost or 0)),
+    )
 
 
 def worker_event_record(*, worker: WorkerHost, event: dict) -> StepRecorded:
@@ -68,8 +81,14 @@ def worker_event_record(*, worker: WorkerHost, event: dict) -> StepRecorded:
     tokens_in, tokens_out, cost = usage_of(event.get("usage"))
     with transaction.atomic():
         recorded = step_record(
-            run=run, seq=seq, kind=event.get("kind"), payload=event.get("payload"), created_at=event.get("ts"),
-            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
+            run=run,
+            seq=seq,
+            kind=event.get("kind"),
+            payload=event.get("payload"),
+            created_at=event.get("ts"),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=cost,
         )
         if recorded.created:
             try:
@@ -104,7 +123,8 @@ def _status_from_event(run: Run, payload: dict) -> None:
         baseline, target = run.goal
         raise UnconfirmedSuccess(
             f"a 'succeeded' status with no stored evaluation that confirms the goal (correct on every scenario of "
-            f"the task's full set, at least {target:g}x over {baseline})")
+            f"the task's full set, at least {target:g}x over {baseline})"
+        )
     reason = None
     if status in FINISHED_STATUSES:
         reason = status_reason_text(payload)
@@ -122,11 +142,12 @@ def status_reason_text(payload: dict) -> str:
     detail = str(payload.get("detail") or "").strip()
     text = f"{reason}: {detail}" if reason and detail and detail != reason else (reason or detail)
     limit = Run._meta.get_field("status_reason").max_length
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def event_refusal_record(*, worker: WorkerHost, event: dict, error: str, size_bytes: int = 0,
-                         fail_run: bool = False) -> RefusedEvent | None:
+def event_refusal_record(
+    *, worker: WorkerHost, event: dict, error: str, size_bytes: int = 0, fail_run: bool = False
+) -> RefusedEvent | None:
     """Keep on its run that an event was refused for good, so that the run's page says what is missing and why
     (the worker drops a refused event). Only for a run this worker holds: nobody writes on another's run. With
     `fail_run` (a `succeeded` nobody confirmed) the run also ends failed, with the refusal as its reason."""
@@ -139,8 +160,15 @@ def event_refusal_record(*, worker: WorkerHost, event: dict, error: str, size_by
         return None
     kind = event.get("kind") if isinstance(event.get("kind"), str) else ""
     refusal, _ = RefusedEvent.objects.update_or_create(
-        run=run, seq=seq, defaults={"kind": kind[:32], "size_bytes": min(size_bytes, INT_COLUMN_MAX),
-                                    "error": error[:2000], "refused_at": timezone.now()})
+        run=run,
+        seq=seq,
+        defaults={
+            "kind": kind[:32],
+            "size_bytes": min(size_bytes, INT_COLUMN_MAX),
+            "error": error[:2000],
+            "refused_at": timezone.now(),
+        },
+    )
     if fail_run and not run.is_finished:
         run_set_status(run=run, status=RunStatus.FAILED, reason=f"refused: {error}")
     else:
@@ -158,8 +186,14 @@ def _question_from_event(run: Run, step: Step, payload: dict) -> Question:
     category = payload.get("category") if payload.get("category") in QuestionCategory.values else ""
     source = QuestionSource.SELF if payload.get("by", "model") == "model" else QuestionSource.BANK
     return question_propose(
-        run=run, text=text, source=source, decision_point=decision_point, category=category,
-        reason=str(payload.get("reason") or ""), bank_entry=bank_entry, step=step,
+        run=run,
+        text=text,
+        source=source,
+        decision_point=decision_point,
+        category=category,
+        reason=str(payload.get("reason") or ""),
+        bank_entry=bank_entry,
+        step=step,
     )
 
 
@@ -175,7 +209,9 @@ def _decision_from_event(run: Run, payload: dict) -> None:
     if payload.get("by") == "reviewer" and payload.get("reviewer"):
         reviewer = get_user_model().objects.filter(username=payload["reviewer"]).first()
     question_decide(
-        question=question, reviewer=reviewer, action="edit" if action == "replace" else action,
+        question=question,
+        reviewer=reviewer,
+        action="edit" if action == "replace" else action,
         text=payload.get("text"),
     )
 
@@ -191,8 +227,14 @@ def _evaluation_from_event(run: Run, step: Step, payload: dict) -> Evaluation:
     previous = Kernel.objects.filter(run=run).order_by("-created_at", "-pk").first()
     filename = PurePosixPath(str(payload.get("kernel_path") or result.get("kernel_path") or "")).name
     kernel = kernel_record(
-        source=source, task=run.task, language="cpp" if cpu else "cuda", target_arch="" if cpu else "sm_90a",
-        filename=filename, parent=previous, run=run, step=step,
+        source=source,
+        task=run.task,
+        language="cpp" if cpu else "cuda",
+        target_arch="" if cpu else "sm_90a",
+        filename=filename,
+        parent=previous,
+        run=run,
+        step=step,
     )
     result = dict(result)
     if payload.get("scenario_set") is not None and not result.get("scenario_set"):

@@ -76,7 +76,8 @@ def worker_disconnected(*, worker: WorkerHost, connection: str) -> bool:
     have opened before the old one's close was noticed). Returns whether the host is now shown offline."""
     with transaction.atomic():
         changed = WorkerHost.objects.filter(pk=worker.pk, connection=connection).update(
-            connection="", disconnected_at=timezone.now())
+            connection="", disconnected_at=timezone.now()
+        )
         if changed:
             _announce_to_held_runs(worker)
     return bool(changed)
@@ -110,6 +111,8 @@ def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> di
                 run.status, run.finished_at = RunStatus.FAILED, timezone.now()
                 run.status_reason = f"worker {worker.name} reconnected without this run: its state is lost"
             run.save(update_fields=["status", "worker", "started_at", "finished_at", "status_reason", "updated_at"])
-            publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
+            publish_after_commit(
+                run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True
+            )
             changed[run.pk] = run.status
     return changed

@@ -43,7 +43,11 @@ def highlight(source: str, language: str = "cuda") -> str:
     from pygments.lexers import CppLexer, CudaLexer
 
     lexer = CudaLexer() if language == "cuda" else CppLexer()
-    return mark_safe(pygmentize(source or "", lexer, HtmlFormatter(linenos="table", cssclass="source", anchorlinenos=True, lineanchors="L")))
+    return mark_safe(
+        pygmentize(
+            source or "", lexer, HtmlFormatter(linenos="table", cssclass="source", anchorlinenos=True, lineanchors="L")
+        )
+    )
 
 
 @register.filter

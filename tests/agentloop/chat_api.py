@@ -5,6 +5,7 @@ server do): scripted answers with tool calls, and HTTP errors such as 429 and 50
     with server:
         OpenAIModel("qwen", settings={"base_url": server.url})
 """
+
 from __future__ import annotations
 
 import itertools
@@ -20,28 +21,44 @@ _ids = itertools.count(1)
 class Failure:
     status: int
     headers: dict = field(default_factory=dict)
-    body: str | None = None      # raw body; default: an OpenAI-style error object
+    body: str | None = None  # raw body; default: an OpenAI-style error object
 
 
 def call(name: str, arguments: dict | str, ident: str | None = None) -> dict:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"id": ident if ident is not None else f"call_{next(_ids):04d}", "type": "function",
-            "function": {"name": name, "arguments": raw}}
+    return {
+        "id": ident if ident is not None else f"call_{next(_ids):04d}",
+        "type": "function",
+        "function": {"name": name, "arguments": raw},
+    }
 
 
-def answer(text: str | None = None, calls=(), finish: str | None = None, prompt_tokens=120, completion_tokens=30,
-           cached_tokens=0, model="qwen3-coder") -> dict:
+def answer(
+    text: str | None = None,
+    calls=(),
+    finish: str | None = None,
+    prompt_tokens=120,
+    completion_tokens=30,
+    cached_tokens=0,
+    model="qwen3-coder",
+) -> dict:
     message = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = list(calls)
-    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-             "total_tokens": prompt_tokens + completion_tokens}
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
     if cached_tokens:
         usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
-    return {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": finish or ("tool_calls" if calls else "stop")}],
-            "usage": usage}
+    return {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish or ("tool_calls" if calls else "stop")}],
+        "usage": usage,
+    }
 
 
 class ChatServer:
@@ -72,8 +89,11 @@ class ChatServer:
                 reply = queue.pop(0)
                 if isinstance(reply, Failure):
                     server.failures_served.append(reply.status)
-                    raw = reply.body if reply.body is not None else json.dumps(
-                        {"error": {"message": f"scripted {reply.status}", "type": "server_error"}})
+                    raw = (
+                        reply.body
+                        if reply.body is not None
+                        else json.dumps({"error": {"message": f"scripted {reply.status}", "type": "server_error"}})
+                    )
                     self._send(reply.status, raw, reply.headers)
                     return
                 self._send(200, reply)

@@ -2,6 +2,7 @@
 token check, hello/welcome, claim/assign, events stored once by (run, seq) and acknowledged (one `event` a message,
 or `events` in batches when it offers them), directives. It can announce size limits (and, as daphne does, drop
 the connection on a message over them), refuse chosen events for good, and send raw frames after its welcome."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +13,17 @@ from websockets.asyncio.server import serve
 
 
 class FakeServer:
-    def __init__(self, token: str, runs: list[dict], *, accepts_events: bool = False, drop_frames: int = 0,
-                 limits: dict | None = None, refuse=None, after_welcome: list | None = None):
+    def __init__(
+        self,
+        token: str,
+        runs: list[dict],
+        *,
+        accepts_events: bool = False,
+        drop_frames: int = 0,
+        limits: dict | None = None,
+        refuse=None,
+        after_welcome: list | None = None,
+    ):
         """accepts_events: the welcome offers `events` (as runs.consumers does). drop_frames: the first that many
         event frames are received, left unanswered, and their connection closed (a server that went away).
         limits: the welcome's `limits`; a message over its `message_bytes` closes the connection unanswered.
@@ -25,19 +35,19 @@ class FakeServer:
         self.limits = limits
         self.refuse = refuse or (lambda event: None)
         self.after_welcome = list(after_welcome or [])
-        self.errors: list[str] = []               # the worker's `error` messages
+        self.errors: list[str] = []  # the worker's `error` messages
         self.largest_message = 0
         self.oversize_messages = 0
         self.frames: list[tuple[str, list]] = []  # ("event" | "events", [(run_id, seq), ...]) as received
         self.ack_delay_s = 0.0
         self.queue = list(runs)
-        self.steps: dict[tuple, dict] = {}        # (run_id, seq) -> event
-        self.deliveries: list[tuple] = []         # every event message received, duplicates included
+        self.steps: dict[tuple, dict] = {}  # (run_id, seq) -> event
+        self.deliveries: list[tuple] = []  # every event message received, duplicates included
         self.conflicts: list[tuple] = []
-        self.refusals: list[tuple] = []           # events answered with a final nack by `refuse`
+        self.refusals: list[tuple] = []  # events answered with a final nack by `refuse`
         self.hellos: list[dict] = []
         self.directive_acks: list[str] = []
-        self.outbox: list[dict] = []              # directives to send (re-sent until acked)
+        self.outbox: list[dict] = []  # directives to send (re-sent until acked)
         self.refused = 0
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -48,8 +58,9 @@ class FakeServer:
         self._loop.run_until_complete(self._serve())
 
     async def _serve(self):
-        async with serve(self._handler, "127.0.0.1", 0, process_request=self._check_token,
-                         max_size=64 * 2**20) as server:
+        async with serve(
+            self._handler, "127.0.0.1", 0, process_request=self._check_token, max_size=64 * 2**20
+        ) as server:
             self.port = server.sockets[0].getsockname()[1]
             self._stop = asyncio.Event()
             self._ready.set()
@@ -106,13 +117,33 @@ class FakeServer:
                     refusal = self.refuse(event)
                     if refusal:
                         self.refusals.append(key)
-                        await ws.send(json.dumps({"type": "nack", "v": 1, "run_id": key[0], "seq": key[1],
-                                                  "error": refusal, "retry": False}))
+                        await ws.send(
+                            json.dumps(
+                                {
+                                    "type": "nack",
+                                    "v": 1,
+                                    "run_id": key[0],
+                                    "seq": key[1],
+                                    "error": refusal,
+                                    "retry": False,
+                                }
+                            )
+                        )
                         continue
                     if key in self.steps and self.steps[key] != event:
                         self.conflicts.append(key)
-                        await ws.send(json.dumps({"type": "nack", "v": 1, "run_id": key[0], "seq": key[1],
-                                                  "error": "different event under a used seq", "retry": False}))
+                        await ws.send(
+                            json.dumps(
+                                {
+                                    "type": "nack",
+                                    "v": 1,
+                                    "run_id": key[0],
+                                    "seq": key[1],
+                                    "error": "different event under a used seq",
+                                    "retry": False,
+                                }
+                            )
+                        )
                         continue
                     self.steps[key] = event
                     acked.append(list(key))
@@ -134,8 +165,10 @@ class FakeServer:
         return [event for key, event in sorted(steps, key=lambda item: item[0]) if key[0] == run_id]
 
     def finished(self, run_id) -> bool:
-        return any(e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed", "stopped")
-                   for e in self.events(run_id))
+        return any(
+            e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed", "stopped")
+            for e in self.events(run_id)
+        )
 
     def __enter__(self):
         self._thread.start()

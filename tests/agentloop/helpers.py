@@ -1,16 +1,16 @@
 """Shared pieces for the agent-loop tests: a run built around the real `anthropic` client and a local
 Messages-API server, and an evaluator that returns scripted verdicts in the harness's own result type."""
+
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
 
-from gpu_harness import EvalResult, ScenarioOutcome, get_task
-
 from agentloop.agent import Agent
 from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.models.anthropic_backend import AnthropicModel
 from agentloop.trace import TraceWriter
+from gpu_harness import EvalResult, ScenarioOutcome, get_task
 
 NAIVE = (Path(__file__).resolve().parents[2] / "kernels" / "matmul_cpu" / "naive.cpp").read_text()
 TASK = get_task("matmul_cpu")
@@ -22,13 +22,25 @@ def verdict(kernel_path, scenarios, speedup: float | None, status: str = "correc
     """A verdict as gpu_harness.EvalResult.to_dict() shapes it: every scenario at `speedup` over naive."""
     ids = FULL_IDS if scenarios == "full" else QUICK_IDS
     source = Path(kernel_path).read_text()
-    outcomes = [ScenarioOutcome(i, {}, correct=status == "correct", time_ms=1.0,
-                                speedup={"naive": speedup, "numpy": speedup}) for i in ids]
-    geo = {} if status != "correct" else {"naive": {"speedup": speedup, "count": len(ids)},
-                                         "numpy": {"speedup": speedup, "count": len(ids)}}
-    return EvalResult(task="matmul_cpu", kernel_sha256=hashlib.sha256(source.encode()).hexdigest(),
-                      kernel_source=source, status=status, reason=None if status == "correct" else "scripted failure",
-                      host="test", scenarios=outcomes, geomean=geo).to_dict()
+    outcomes = [
+        ScenarioOutcome(i, {}, correct=status == "correct", time_ms=1.0, speedup={"naive": speedup, "numpy": speedup})
+        for i in ids
+    ]
+    geo = (
+        {}
+        if status != "correct"
+        else {"naive": {"speedup": speedup, "count": len(ids)}, "numpy": {"speedup": speedup, "count": len(ids)}}
+    )
+    return EvalResult(
+        task="matmul_cpu",
+        kernel_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        kernel_source=source,
+        status=status,
+        reason=None if status == "correct" else "scripted failure",
+        host="test",
+        scenarios=outcomes,
+        geomean=geo,
+    ).to_dict()
 
 
 class ScriptedEvaluator:
@@ -47,22 +59,40 @@ class ScriptedEvaluator:
         return verdict(kernel_path, scenarios, speedup, status)
 
 
-def make_config(goal_speedup=2.0, budgets=None, review_mode="auto", review_timeout_s=None, kernel=NAIVE,
-                model="claude-sonnet-4-6"):
-    return RunConfig(task="matmul_cpu", goal=Goal("naive", goal_speedup), model=model, starting_kernel=kernel,
-                     kernel_filename="kernel.cpp", budgets=budgets or Budgets(steps=30), review_mode=review_mode,
-                     review_timeout_s=review_timeout_s)
+def make_config(
+    goal_speedup=2.0, budgets=None, review_mode="auto", review_timeout_s=None, kernel=NAIVE, model="claude-sonnet-4-6"
+):
+    return RunConfig(
+        task="matmul_cpu",
+        goal=Goal("naive", goal_speedup),
+        model=model,
+        starting_kernel=kernel,
+        kernel_filename="kernel.cpp",
+        budgets=budgets or Budgets(steps=30),
+        review_mode=review_mode,
+        review_timeout_s=review_timeout_s,
+    )
 
 
 def anthropic_model(server, stream=True):
-    return AnthropicModel("claude-sonnet-4-6", settings={"api_key": "sk-test", "base_url": server.url,
-                                                         "stream": stream, "backoff_base_s": 0.01})
+    return AnthropicModel(
+        "claude-sonnet-4-6",
+        settings={"api_key": "sk-test", "base_url": server.url, "stream": stream, "backoff_base_s": 0.01},
+    )
 
 
 def make_agent(tmp_path, model, config=None, evaluator=None, run_id="t1", extra_sinks=(), **kwargs):
     trace = TraceWriter(tmp_path / "trace.jsonl")
-    agent = Agent(run_id=run_id, config=config or make_config(), workspace=tmp_path / "ws", model=model,
-                  sinks=[trace, *extra_sinks], evaluator=evaluator or ScriptedEvaluator(), use_bwrap=False, **kwargs)
+    agent = Agent(
+        run_id=run_id,
+        config=config or make_config(),
+        workspace=tmp_path / "ws",
+        model=model,
+        sinks=[trace, *extra_sinks],
+        evaluator=evaluator or ScriptedEvaluator(),
+        use_bwrap=False,
+        **kwargs,
+    )
     return agent, trace
 
 

@@ -2,6 +2,7 @@
 /proc/*/environ and /proc/*/cmdline it can, and the folder named on its command line, looking for secrets.
 HarnessEvaluator starts it exactly as it starts the real harness (tests/agentloop/test_harness_env.py); it answers
 each request with what it found, in the service's protocol (one JSON line per answer). Standard library only."""
+
 import json
 import os
 import re

@@ -6,14 +6,15 @@ model's own mistakes (a streamed tool input that is not valid JSON, a tool input
     with server:
         client = anthropic.Anthropic(api_key="test", base_url=server.url)
 """
+
 from __future__ import annotations
 
 import itertools
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 @dataclass
@@ -28,21 +29,33 @@ class Reply:
 
     def message(self, ident: str) -> dict:
         stop = self.stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn")
-        return {"id": ident, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
-                "stop_reason": stop, "stop_sequence": None,
-                "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                          "cache_read_input_tokens": self.cache_read, "cache_creation_input_tokens": self.cache_write}}
+        return {
+            "id": ident,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": self.content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "cache_read_input_tokens": self.cache_read,
+                "cache_creation_input_tokens": self.cache_write,
+            },
+        }
 
 
 @dataclass
 class Failure:
-    status: int                       # 429, 529, 500, 400, ...
+    status: int  # 429, 529, 500, 400, ...
     headers: dict = field(default_factory=dict)
     message: str | None = None
 
     def body(self) -> dict:
         kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}.get(
-            self.status, "api_error")
+            self.status, "api_error"
+        )
         return {"type": "error", "error": {"type": kind, "message": self.message or f"scripted {self.status}"}}
 
 
@@ -79,9 +92,11 @@ class Script:
         return queue.pop(0)
 
 
-BLOCK_FIELDS = {"text": {"type", "text", "cache_control", "citations"},
-                "tool_use": {"type", "id", "name", "input", "cache_control"},
-                "tool_result": {"type", "tool_use_id", "content", "is_error", "cache_control"}}
+BLOCK_FIELDS = {
+    "text": {"type", "text", "cache_control", "citations"},
+    "tool_use": {"type", "id", "name", "input", "cache_control"},
+    "tool_result": {"type", "tool_use_id", "content", "is_error", "cache_control"},
+}
 
 
 def api_refusal(body: dict) -> str | None:
@@ -93,8 +108,10 @@ def api_refusal(body: dict) -> str | None:
     messages = body.get("messages") or []
     if not messages or messages[0].get("role") != "user":
         return "messages: the first message must use the user role"
-    messages = [dict(m, content=[{"type": "text", "text": m["content"]}]) if isinstance(m.get("content"), str) else m
-                for m in messages]
+    messages = [
+        dict(m, content=[{"type": "text", "text": m["content"]}]) if isinstance(m.get("content"), str) else m
+        for m in messages
+    ]
     for i, m in enumerate(messages):
         content = m.get("content")
         if not content:
@@ -115,9 +132,11 @@ def api_refusal(body: dict) -> str | None:
             if set(answered) - set(asked):
                 return f"messages.{i}: unexpected tool_use_id found in tool_result blocks: {sorted(set(answered) - set(asked))}"
             if set(asked) - set(answered):
-                return (f"messages.{i}: tool_use ids were found without tool_result blocks immediately after: "
-                        f"{sorted(set(asked) - set(answered))}")
-            if any(b.get("type") != "tool_result" for b in content[:len(answered)]):
+                return (
+                    f"messages.{i}: tool_use ids were found without tool_result blocks immediately after: "
+                    f"{sorted(set(asked) - set(answered))}"
+                )
+            if any(b.get("type") != "tool_result" for b in content[: len(answered)]):
                 return f"messages.{i}: tool_result blocks must come first in the user message"
     if messages[-1].get("role") == "assistant":
         asked = [b["id"] for b in messages[-1]["content"] if b.get("type") == "tool_use"]
@@ -133,23 +152,54 @@ def _sse(message: dict) -> bytes:
     events.append(("message_start", {"type": "message_start", "message": start}))
     for i, block in enumerate(message["content"]):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {"type": "text", "text": ""}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                )
+            )
             t = block["text"]
-            for piece in [t[j:j + 7] for j in range(0, len(t), 7)] or [""]:
-                events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                       "delta": {"type": "text_delta", "text": piece}}))
+            for piece in [t[j : j + 7] for j in range(0, len(t), 7)] or [""]:
+                events.append(
+                    (
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}},
+                    )
+                )
         else:
-            events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
-                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}},
+                    },
+                )
+            )
             raw = block.get("streamed_input", json.dumps(block["input"]))
-            for piece in [raw[j:j + 11] for j in range(0, len(raw), 11)]:
-                events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                       "delta": {"type": "input_json_delta", "partial_json": piece}}))
+            for piece in [raw[j : j + 11] for j in range(0, len(raw), 11)]:
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": piece},
+                        },
+                    )
+                )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                     "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
 
@@ -159,7 +209,7 @@ class MessagesServer:
         self.responder = responder
         self.requests: list[dict] = []
         self.failures_served: list[int] = []
-        self.refusals: list[str] = []    # why requests were answered 400 as the API would (api_refusal)
+        self.refusals: list[str] = []  # why requests were answered 400 as the API would (api_refusal)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -198,8 +248,9 @@ class MessagesServer:
                     self.end_headers()
                     self.wfile.write(data)
                 else:  # a whole message: the server parsed every tool input, so none is left unparsed
-                    message["content"] = [{k: v for k, v in b.items() if k != "streamed_input"}
-                                          for b in message["content"]]
+                    message["content"] = [
+                        {k: v for k, v in b.items() if k != "streamed_input"} for b in message["content"]
+                    ]
                     data = json.dumps(message).encode()
                     self.send_response(200)
                     self.send_header("content-type", "application/json")

@@ -1,4 +1,5 @@
 """The Anthropic backend with the real `anthropic` client against a local Messages-API server."""
+
 import pytest
 
 from agentloop.errors import ModelFailed
@@ -10,9 +11,11 @@ TOOLS = [{"name": "shell", "description": "run", "input_schema": {"type": "objec
 
 
 def model(server, notes=None, stream=True, **settings):
-    return AnthropicModel("claude-sonnet-4-6", notify=(notes.append if notes is not None else None),
-                          settings={"api_key": "sk-test", "base_url": server.url, "stream": stream,
-                                    "backoff_base_s": 0.01, **settings})
+    return AnthropicModel(
+        "claude-sonnet-4-6",
+        notify=(notes.append if notes is not None else None),
+        settings={"api_key": "sk-test", "base_url": server.url, "stream": stream, "backoff_base_s": 0.01, **settings},
+    )
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -35,7 +38,8 @@ def test_a_streamed_tool_input_that_is_not_json_is_kept_as_sent_and_the_rest_of_
     assert reply.content == [
         {"type": "text", "text": "Two things."},
         {"type": "tool_use", "id": broken["id"], "name": "shell", "input": {}, "raw_input": '{"command": "ls" "-la"}'},
-        good]
+        good,
+    ]
     assert reply.stop_reason == "tool_use"
 
 
@@ -73,8 +77,10 @@ def test_a_bad_request_is_not_retried():
 
 
 def test_the_stable_prefix_and_the_newest_message_carry_cache_breakpoints():
-    messages = MESSAGES + [{"role": "assistant", "content": [text("hi")]},
-                           {"role": "user", "content": [text("first"), text("second")]}]
+    messages = MESSAGES + [
+        {"role": "assistant", "content": [text("hi")]},
+        {"role": "user", "content": [text("first"), text("second")]},
+    ]
     with MessagesServer(Script([Reply([text("ok")])])) as s:
         model(s).query("the system prompt", messages, TOOLS, "turn")
     body = s.requests[0]["body"]

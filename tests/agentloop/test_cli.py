@@ -1,9 +1,9 @@
 """`python -m agentloop run` on the CPU task with the replay model: the whole system offline, real harness."""
+
 import os
 import subprocess
 import sys
 from pathlib import Path
-
 
 from agentloop.trace import read_trace
 
@@ -14,14 +14,19 @@ DEMO = REPO / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
 def agentloop(*args, cwd, env_extra=None, timeout=600):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_"))}
     env.update({"PYTHONPATH": str(REPO), "KSEEK_AGENT_RUNS": str(cwd / "runs"), **(env_extra or {})})
-    return subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "agentloop", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def suspect_timing(events) -> bool:
     """Whether the harness refused a timing of this run as suspect (a burst of load on a shared machine)."""
-    return any("suspect timing" in (s.get("reason") or "") for e in events if e["kind"] == "evaluation"
-               for s in e["payload"]["result"].get("scenarios", []))
+    return any(
+        "suspect timing" in (s.get("reason") or "")
+        for e in events
+        if e["kind"] == "evaluation"
+        for s in e["payload"]["result"].get("scenarios", [])
+    )
 
 
 def test_the_demo_replay_runs_offline_with_the_real_harness(tmp_path):
@@ -35,8 +40,19 @@ def test_the_demo_replay_runs_offline_with_the_real_harness(tmp_path):
     # a second attempt; every other failure fails the test at once.
     for attempt in range(2):
         trace = tmp_path / f"trace{attempt}.jsonl"
-        proc = agentloop("run", "--task", "matmul_cpu", "--model", f"replay:{DEMO}", "--trace", str(trace),
-                         "--workspace", str(tmp_path / f"workspace{attempt}"), "--quiet", cwd=tmp_path)
+        proc = agentloop(
+            "run",
+            "--task",
+            "matmul_cpu",
+            "--model",
+            f"replay:{DEMO}",
+            "--trace",
+            str(trace),
+            "--workspace",
+            str(tmp_path / f"workspace{attempt}"),
+            "--quiet",
+            cwd=tmp_path,
+        )
         events = read_trace(trace)
         if proc.returncode == 0 or not suspect_timing(events):
             break
@@ -45,8 +61,10 @@ def test_the_demo_replay_runs_offline_with_the_real_harness(tmp_path):
     evaluations = [e["payload"] for e in events if e["kind"] == "evaluation"]
     # Measured now, by the harness, not copied from the recording.
     assert evaluations[-1]["purpose"] == "goal_check" and evaluations[-1]["goal_met"]
-    assert evaluations[-1]["result"]["started_at"] != [e["payload"] for e in recorded
-                                                       if e["kind"] == "evaluation"][-1]["result"]["started_at"]
+    assert (
+        evaluations[-1]["result"]["started_at"]
+        != [e["payload"] for e in recorded if e["kind"] == "evaluation"][-1]["result"]["started_at"]
+    )
     assert evaluations[0]["speedup"] < goal["speedup"] <= evaluations[-1]["speedup"]
     assert (tmp_path / f"workspace{attempt}" / "kernel.cpp").read_text().startswith("// i-k-j order")
     assert "succeeded (goal_met)" in proc.stderr

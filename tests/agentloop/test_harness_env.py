@@ -12,6 +12,7 @@ by HarnessEvaluator exactly as the real one is: a real kernel cannot even try, s
 check refuses file access and system calls in its library (gpu_harness/depcheck.py), and the assembler's
 `.incbin` of a /proc file reads nothing (its size is 0). So the stand-in does it in Python.
 """
+
 import json
 import os
 import subprocess
@@ -80,8 +81,9 @@ class ChildEnvironments:
                     continue
                 if raw and _descends_from_us(pid):
                     self.pid_namespaces.add(namespace)
-                    self.seen[pid] = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0")
-                                          if "=" in item)
+                    self.seen[pid] = dict(
+                        item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
+                    )
             self._stop.wait(0.005)
 
     def __enter__(self):
@@ -94,24 +96,35 @@ class ChildEnvironments:
 
 
 def leaked(environments: dict[int, dict[str, str]]) -> set[str]:
-    return {name for env in environments.values() for name, value in env.items()
-            if name in SECRETS or value in SECRETS.values()}
+    return {
+        name
+        for env in environments.values()
+        for name, value in env.items()
+        if name in SECRETS or value in SECRETS.values()
+    }
 
 
-@pytest.mark.parametrize("sandboxed", [pytest.param(True, id="bubblewrap", marks=BWRAP),
-                                       pytest.param(False, id="unsandboxed")])
-def test_a_kernel_evaluated_through_the_evaluate_tool_cannot_see_the_api_key_or_the_worker_token(tmp_path,
-                                                                                                 monkeypatch,
-                                                                                                 sandboxed):
+@pytest.mark.parametrize(
+    "sandboxed", [pytest.param(True, id="bubblewrap", marks=BWRAP), pytest.param(False, id="unsandboxed")]
+)
+def test_a_kernel_evaluated_through_the_evaluate_tool_cannot_see_the_api_key_or_the_worker_token(
+    tmp_path, monkeypatch, sandboxed
+):
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     turns = [Reply([tool_use("evaluate", {"scenarios": "quick"})])]
     with MessagesServer(Script(turns)) as server, ChildEnvironments() as children:
         trace = TraceWriter(tmp_path / "trace.jsonl")
         # The real harness (the loop's default evaluator), as a worker runs it: with the run's GPU in extra_env.
-        agent = Agent(run_id="env", config=make_config(budgets=Budgets(steps=1)), workspace=tmp_path / "ws",
-                      model=anthropic_model(server), sinks=[trace], use_bwrap=None if sandboxed else False,
-                      extra_env={"CUDA_VISIBLE_DEVICES": "0"})
+        agent = Agent(
+            run_id="env",
+            config=make_config(budgets=Budgets(steps=1)),
+            workspace=tmp_path / "ws",
+            model=anthropic_model(server),
+            sinks=[trace],
+            use_bwrap=None if sandboxed else False,
+            extra_env={"CUDA_VISIBLE_DEVICES": "0"},
+        )
         agent.run()
         trace.close()
     events = read_trace(tmp_path / "trace.jsonl")
@@ -161,9 +174,21 @@ def evaluate_with_the_stand_in(tmp_path, state_folder, unsandboxed: bool) -> dic
     kernel = tmp_path / "kernel.cpp"
     kernel.write_text(NAIVE)
     env = {**os.environ, **SECRETS, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", DRIVER, str(Path(__file__).with_name("hostile_harness.py")),
-                           str(state_folder), "1" if unsandboxed else "0", str(kernel)],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            DRIVER,
+            str(Path(__file__).with_name("hostile_harness.py")),
+            str(state_folder),
+            "1" if unsandboxed else "0",
+            str(kernel),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -171,7 +196,7 @@ def evaluate_with_the_stand_in(tmp_path, state_folder, unsandboxed: bool) -> dic
 @BWRAP
 def test_code_the_harness_runs_reads_no_secret_from_any_process_and_not_the_worker_state(tmp_path, state_folder):
     seen = evaluate_with_the_stand_in(tmp_path, state_folder, unsandboxed=False)
-    assert seen["readable"] > 0          # it could read the environments of what it can see: its own sandbox
+    assert seen["readable"] > 0  # it could read the environments of what it can see: its own sandbox
     assert seen["found"] == [] and seen["folder_files"] == []
 
 
@@ -185,11 +210,14 @@ def test_control_the_harness_started_with_secrets_hands_them_to_the_kernels_proc
     kernel = tmp_path / "kernel.cpp"
     kernel.write_text(NAIVE)
     env = {**os.environ, **SECRETS, "PYTHONPATH": str(REPO)}
-    code = ("import sys; from gpu_harness import evaluate; "
-            f"print(evaluate('matmul_cpu', sys.argv[1], scenarios={SCENARIO!r}).status)")
+    code = (
+        "import sys; from gpu_harness import evaluate; "
+        f"print(evaluate('matmul_cpu', sys.argv[1], scenarios={SCENARIO!r}).status)"
+    )
     with ChildEnvironments() as children:
-        proc = subprocess.run([sys.executable, "-c", code, str(kernel)], env=env, capture_output=True, text=True,
-                              timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(kernel)], env=env, capture_output=True, text=True, timeout=600
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert children.seen and leaked(children.seen) == set(SECRETS)
 

@@ -1,4 +1,5 @@
 """The loop's evaluator keeps one harness process for a run (gpu_harness/service.py), and survives losing it."""
+
 import os
 import shutil
 import signal
@@ -31,10 +32,10 @@ def test_evaluations_of_a_run_share_one_harness_process_and_report_progress(kern
         evaluator.close()
     for result in (first, second):
         assert result["status"] == "correct" and result["kernel_path"] == str(kernel)
-    assert first["seed"] != second["seed"]                   # a fresh seed every time
+    assert first["seed"] != second["seed"]  # a fresh seed every time
     assert any(line.startswith("building") for line in lines)
     with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)                                       # close() ended it
+        os.kill(pid, 0)  # close() ended it
 
 
 def test_a_harness_that_died_is_started_again_on_the_next_call(kernel):

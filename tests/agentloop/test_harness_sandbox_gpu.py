@@ -4,6 +4,7 @@ commands, under bubblewrap too, still reach the run's GPU.
 
 Run on a GPU host with bubblewrap: `python3 -m pytest -m gpu tests/agentloop/test_harness_sandbox_gpu.py`.
 """
+
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ def sandboxed_harness():
     evaluator.close()
 
 
-@pytest.mark.parametrize("kernel", ["kernels/attention_fwd/naive.cu", "kernels/attention_fwd_sm90/attention_fwd_sm90.cu"])
+@pytest.mark.parametrize(
+    "kernel", ["kernels/attention_fwd/naive.cu", "kernels/attention_fwd_sm90/attention_fwd_sm90.cu"]
+)
 def test_a_correct_kernel_is_judged_correct_on_every_quick_scenario_under_bubblewrap(sandboxed_harness, kernel):
     result = sandboxed_harness("attention_fwd", ROOT / kernel, "quick")
     assert result["status"] == "correct", result.get("reason")
@@ -42,6 +45,10 @@ def test_a_shell_command_under_bubblewrap_runs_on_the_runs_gpu(tmp_path):
     sandbox = Sandbox.choose()
     assert sandbox.mode == BUBBLEWRAP, sandbox.why
     shell = ShellTool(tmp_path, sandbox=sandbox, extra_env={"CUDA_VISIBLE_DEVICES": "0"})
-    result = shell({"command": "python3 -c 'import torch; print(torch.cuda.device_count(), torch.ones(4, device=\"cuda\").sum().item())'",
-                    "timeout_s": 120})
+    result = shell(
+        {
+            "command": "python3 -c 'import torch; print(torch.cuda.device_count(), torch.ones(4, device=\"cuda\").sum().item())'",
+            "timeout_s": 120,
+        }
+    )
     assert not result.is_error and "1 4.0" in result.output, result.output

@@ -1,5 +1,6 @@
 """The OpenAI-compatible backend (`openai:MODEL`) against a local server speaking `/v1/chat/completions`: the
 translation both ways, retries, errors, and a whole run of the loop on it."""
+
 import os
 import subprocess
 import sys
@@ -18,30 +19,55 @@ from tests.agentloop.test_loop import FAST
 
 REPO = Path(__file__).resolve().parents[2]
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "make it faster"}]}]
-TOOLS = [{"name": "shell", "description": "run a command",
-          "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+TOOLS = [
+    {
+        "name": "shell",
+        "description": "run a command",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+    }
+]
 
 
 def model(server, notes=None, **settings):
-    return OpenAIModel("qwen3-coder", notify=(notes.append if notes is not None else None),
-                       settings={"base_url": server.url, "backoff_base_s": 0.01, **settings})
+    return OpenAIModel(
+        "qwen3-coder",
+        notify=(notes.append if notes is not None else None),
+        settings={"base_url": server.url, "backoff_base_s": 0.01, **settings},
+    )
 
 
 def test_a_tool_call_comes_back_as_a_tool_use_block_with_usage():
-    with ChatServer([answer("Looking first.", [call("shell", {"command": "ls -la"}, "call_1")],
-                            prompt_tokens=500, completion_tokens=40, cached_tokens=300)]) as s:
+    with ChatServer(
+        [
+            answer(
+                "Looking first.",
+                [call("shell", {"command": "ls -la"}, "call_1")],
+                prompt_tokens=500,
+                completion_tokens=40,
+                cached_tokens=300,
+            )
+        ]
+    ) as s:
         reply = model(s, api_key="sk-local").query("the system", MESSAGES, TOOLS, "turn")
-    assert reply.content == [{"type": "text", "text": "Looking first."},
-                             {"type": "tool_use", "id": "call_1", "name": "shell", "input": {"command": "ls -la"}}]
+    assert reply.content == [
+        {"type": "text", "text": "Looking first."},
+        {"type": "tool_use", "id": "call_1", "name": "shell", "input": {"command": "ls -la"}},
+    ]
     assert reply.stop_reason == "tool_use" and reply.model == "qwen3-coder"
     assert (reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.cache_read_tokens) == (500, 40, 300)
-    assert reply.usage.cost_usd is None                      # a model of one's own has no price in the table
+    assert reply.usage.cost_usd is None  # a model of one's own has no price in the table
     body = s.requests[0]["body"]
     assert body["model"] == "qwen3-coder" and "stream" not in body
-    assert body["messages"] == [{"role": "system", "content": "the system"},
-                                {"role": "user", "content": "make it faster"}]
-    assert body["tools"] == [{"type": "function", "function": {
-        "name": "shell", "description": "run a command", "parameters": TOOLS[0]["input_schema"]}}]
+    assert body["messages"] == [
+        {"role": "system", "content": "the system"},
+        {"role": "user", "content": "make it faster"},
+    ]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "shell", "description": "run a command", "parameters": TOOLS[0]["input_schema"]},
+        }
+    ]
     assert {k.lower(): v for k, v in s.requests[0]["headers"].items()}["authorization"] == "Bearer sk-local"
 
 
@@ -56,22 +82,39 @@ def test_without_a_key_no_authorization_is_sent_and_a_question_selection_sends_n
 
 def test_the_conversation_is_translated_tool_results_first_then_text():
     conversation = MESSAGES + [
-        {"role": "assistant", "content": [{"type": "text", "text": "Two things."},
-                                          {"type": "tool_use", "id": "call_a", "name": "shell", "input": {"command": "a"}},
-                                          {"type": "tool_use", "id": "call_b", "name": "shell", "input": {"command": "b"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_a", "content": "out a"},
-                                     {"type": "tool_result", "tool_use_id": "call_b", "content": "boom", "is_error": True},
-                                     {"type": "text", "text": "A human: try blocking."}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Two things."},
+                {"type": "tool_use", "id": "call_a", "name": "shell", "input": {"command": "a"}},
+                {"type": "tool_use", "id": "call_b", "name": "shell", "input": {"command": "b"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "call_a", "content": "out a"},
+                {"type": "tool_result", "tool_use_id": "call_b", "content": "boom", "is_error": True},
+                {"type": "text", "text": "A human: try blocking."},
+            ],
+        },
     ]
     with ChatServer([answer("ok")]) as s:
         model(s).query("sys", conversation, TOOLS, "turn")
     sent = s.requests[0]["body"]["messages"]
-    assert sent[2] == {"role": "assistant", "content": "Two things.", "tool_calls": [
-        {"id": "call_a", "type": "function", "function": {"name": "shell", "arguments": '{"command": "a"}'}},
-        {"id": "call_b", "type": "function", "function": {"name": "shell", "arguments": '{"command": "b"}'}}]}
-    assert sent[3:] == [{"role": "tool", "tool_call_id": "call_a", "content": "out a"},
-                        {"role": "tool", "tool_call_id": "call_b", "content": "[error] boom"},
-                        {"role": "user", "content": "A human: try blocking."}]
+    assert sent[2] == {
+        "role": "assistant",
+        "content": "Two things.",
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "shell", "arguments": '{"command": "a"}'}},
+            {"id": "call_b", "type": "function", "function": {"name": "shell", "arguments": '{"command": "b"}'}},
+        ],
+    }
+    assert sent[3:] == [
+        {"role": "tool", "tool_call_id": "call_a", "content": "out a"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "[error] boom"},
+        {"role": "user", "content": "A human: try blocking."},
+    ]
 
 
 def test_arguments_that_are_not_a_json_object_reach_the_tool_as_raw_text():
@@ -82,8 +125,10 @@ def test_arguments_that_are_not_a_json_object_reach_the_tool_as_raw_text():
     assert second["input"] == {"_raw_arguments": "[1]"}
 
 
-@pytest.mark.parametrize("failure", [Failure(429, {"retry-after": "0"}), Failure(503), Failure(529),
-                                     Failure(200, body="<html>bad gateway</html>")])
+@pytest.mark.parametrize(
+    "failure",
+    [Failure(429, {"retry-after": "0"}), Failure(503), Failure(529), Failure(200, body="<html>bad gateway</html>")],
+)
 def test_passing_failures_are_retried_with_a_note(failure):
     notes = []
     with ChatServer([failure, failure, answer("ok")]) as s:
@@ -111,8 +156,9 @@ def test_an_unreachable_server_is_retried_then_a_clear_failure():
     with ChatServer([]) as s:
         url = s.url
     with pytest.raises(ModelFailed, match="the model call failed"):
-        OpenAIModel("m", notify=notes.append, settings={"base_url": url, "max_retries": 1,
-                                                         "backoff_base_s": 0.01}).query("s", MESSAGES, TOOLS, "turn")
+        OpenAIModel(
+            "m", notify=notes.append, settings={"base_url": url, "max_retries": 1, "backoff_base_s": 0.01}
+        ).query("s", MESSAGES, TOOLS, "turn")
     assert len(notes) == 1
 
 
@@ -137,22 +183,32 @@ def test_a_run_of_the_loop_on_an_openai_compatible_model(tmp_path):
         answer(None, [call("evaluate", {"scenarios": "quick"}, "call_v")]),
     ]
     with ChatServer(script) as s:
-        agent, trace = make_agent(tmp_path, make_model("openai:qwen3-coder", {"base_url": s.url,
-                                                                              "backoff_base_s": 0.01}),
-                                  config=make_config(model="openai:qwen3-coder", budgets=Budgets(steps=10)),
-                                  evaluator=evaluator)
+        agent, trace = make_agent(
+            tmp_path,
+            make_model("openai:qwen3-coder", {"base_url": s.url, "backoff_base_s": 0.01}),
+            config=make_config(model="openai:qwen3-coder", budgets=Budgets(steps=10)),
+            evaluator=evaluator,
+        )
         outcome = agent.run()
         trace.close()
     events = read_trace(tmp_path / "trace.jsonl")
     assert (outcome.status, outcome.reason) == ("succeeded", "goal_met")
-    assert [(e["purpose"], e["goal_met"]) for e in payloads(events, "evaluation")] == [("tool", False),
-                                                                                      ("goal_check", True)]
+    assert [(e["purpose"], e["goal_met"]) for e in payloads(events, "evaluation")] == [
+        ("tool", False),
+        ("goal_check", True),
+    ]
     assert (tmp_path / "ws" / "kernel.cpp").read_text() == FAST
     # Each retry is a note in the trace; usage is counted with an unknown cost.
     assert [n["text"].split(";")[0] for n in payloads(events, "note") if "retry" in n["text"]] == [
-        "model call failed (HTTP 429)", "model call failed (HTTP 503)"]
-    assert payloads(events, "usage")[-1]["totals"] == {"tokens_in": 360, "tokens_out": 90, "cost_usd": None,
-                                                       "model_calls": 3}
+        "model call failed (HTTP 429)",
+        "model call failed (HTTP 503)",
+    ]
+    assert payloads(events, "usage")[-1]["totals"] == {
+        "tokens_in": 360,
+        "tokens_out": 90,
+        "cost_usd": None,
+        "model_calls": 3,
+    }
     # The second turn's request carried the shell's output as the answer to its call.
     second = s.turn_requests[2]["messages"]
     assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "call_r"
@@ -164,6 +220,12 @@ def test_the_cli_refuses_openai_without_a_base_url_clearly(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_", "OPENAI_"))}
     env.update({"PYTHONPATH": str(REPO), "KSEEK_AGENT_RUNS": str(tmp_path / "runs")})
     for spec, message in (("openai:qwen3-coder", "OPENAI_BASE_URL"), ("openai:", "needs the model's name")):
-        proc = subprocess.run([sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model", spec],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model", spec],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

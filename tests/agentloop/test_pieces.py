@@ -1,4 +1,5 @@
 """The small named pieces, each on its own: tools, sandbox, trace, detectors, goal check, prices."""
+
 import shutil
 import time
 
@@ -74,8 +75,10 @@ def test_under_bubblewrap_the_shell_cannot_see_hidden_directories(tmp_path):
 def test_the_editor_views_creates_replaces_and_inserts(tmp_path):
     ed = EditorTool(tmp_path)
     ed({"command": "create", "path": "k.cpp", "file_text": "a\nb\nc"})
-    assert "Replaced 1 occurrence in k.cpp at line 2" in ed({"command": "str_replace", "path": "k.cpp",
-                                                             "old_str": "b", "new_str": "B"}).output
+    assert (
+        "Replaced 1 occurrence in k.cpp at line 2"
+        in ed({"command": "str_replace", "path": "k.cpp", "old_str": "b", "new_str": "B"}).output
+    )
     ed({"command": "insert", "path": "k.cpp", "insert_line": 0, "insert_text": "top"})
     assert (tmp_path / "k.cpp").read_text() == "top\na\nB\nc"
     assert ed({"command": "view", "path": "k.cpp", "view_range": [2, 3]}).output == "     2\ta\n     3\tB"
@@ -104,7 +107,7 @@ def test_the_trace_survives_a_crash_mid_line_and_refuses_gaps(tmp_path):
     with open(path, "a") as f:
         f.write('{"v": 1, "seq": 3, "ki')
     assert [e["seq"] for e in read_trace(path)] == [0, 1, 2]
-    w = TraceWriter(path)                      # appending after the cut line does not glue two events
+    w = TraceWriter(path)  # appending after the cut line does not glue two events
     w.write(make_event("r", 3, "note", {"text": "3"}))
     w.close()
     assert [e["seq"] for e in read_trace(path)] == [0, 1, 2, 3]
@@ -126,31 +129,39 @@ def state_with(speedups, statuses=None):
 
 def test_plateau_fires_once_per_window_without_a_gain():
     turn = Turn("", ended=False, new_evaluations=1)
-    assert plateau(state_with([1.5, 1.4, 1.3]), turn, SETTINGS) is None          # the first one was a gain
+    assert plateau(state_with([1.5, 1.4, 1.3]), turn, SETTINGS) is None  # the first one was a gain
     state = state_with([1.5, 1.4, 1.3, 1.45])
     assert plateau(state, turn, SETTINGS).evidence["window"] == [1.4, 1.3, 1.45]
     state.apply(make_event("r", 9, "decision_point", {"name": "plateau"}))
-    assert plateau(state, turn, SETTINGS) is None                                 # asked already
-    assert plateau(state_with([1.5, 1.4, 1.3, 1.6]), turn, SETTINGS) is None     # a gain resets it
+    assert plateau(state, turn, SETTINGS) is None  # asked already
+    assert plateau(state_with([1.5, 1.4, 1.3, 1.6]), turn, SETTINGS) is None  # a gain resets it
     assert plateau(state_with([1.5, 1.4, 1.3, 1.45]), Turn("", False, 0), SETTINGS) is None
 
 
 def test_failure_streak_counts_only_failures_in_a_row():
     turn = Turn("", ended=False, new_evaluations=1)
-    assert failure_streak(state_with([None] * 3, ["error", "incorrect", "error"]), turn, SETTINGS).name == \
-        "failure-streak"
+    assert (
+        failure_streak(state_with([None] * 3, ["error", "incorrect", "error"]), turn, SETTINGS).name == "failure-streak"
+    )
     assert failure_streak(state_with([None, 1.0, None], ["error", "correct", "error"]), turn, SETTINGS) is None
 
 
 def test_regression_fires_when_a_correct_kernel_falls_below_the_best():
     turn = Turn("", ended=False, new_evaluations=1)
     assert regression(state_with([2.0, 1.5]), turn, SETTINGS).evidence == {"speedup": 1.5, "best_speedup": 2.0}
-    assert regression(state_with([2.0, 1.95]), turn, SETTINGS) is None            # within 10%
-    assert regression(state_with([2.0, 1.5, 1.4]), turn, SETTINGS) is None       # the same regression
+    assert regression(state_with([2.0, 1.95]), turn, SETTINGS) is None  # within 10%
+    assert regression(state_with([2.0, 1.5, 1.4]), turn, SETTINGS) is None  # the same regression
 
 
-@pytest.mark.parametrize("text", ["This is the hardware limit.", "It cannot go any faster.",
-                                  "We are at the roofline already.", "There is no further room for improvement."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "This is the hardware limit.",
+        "It cannot go any faster.",
+        "We are at the roofline already.",
+        "There is no further room for improvement.",
+    ],
+)
 def test_claimed_limits_are_recognised(text):
     assert claimed_limit(RunState(), Turn(text, True, 0), SETTINGS, patterns=PATTERNS).name == "claimed-limit"
 
@@ -174,8 +185,9 @@ def test_the_goal_needs_the_full_set_every_scenario_correct_and_the_target(tmp_p
     kernel.write_text("x")
     goal = Goal("naive", 2.0)
     assert goal_met(verdict(kernel, "full", 2.1), goal, FULL_IDS)
-    assert not goal_met(verdict(kernel, "quick", 2.1), goal, FULL_IDS) and meets_target(verdict(kernel, "quick", 2.1),
-                                                                                         goal)
+    assert not goal_met(verdict(kernel, "quick", 2.1), goal, FULL_IDS) and meets_target(
+        verdict(kernel, "quick", 2.1), goal
+    )
     assert not goal_met(verdict(kernel, "full", 1.9), goal, FULL_IDS)
     wrong = verdict(kernel, "full", 2.1)
     wrong["scenarios"][3]["correct"] = False

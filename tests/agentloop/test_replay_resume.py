@@ -1,4 +1,5 @@
 """A trace replays to the same events, and a run cut off mid-way resumes from its trace."""
+
 import json
 
 from agentloop.agent import Agent
@@ -16,12 +17,14 @@ VOLATILE = {"ts", "duration_s", "cost_usd", "totals"}
 def comparable(events):
     """Events without what legitimately differs between a recording and its replay: times, and the cost (a
     replay pays nothing)."""
+
     def strip(x):
         if isinstance(x, dict):
             return {k: strip(v) for k, v in x.items() if k not in VOLATILE}
         if isinstance(x, list):
             return [strip(v) for v in x]
         return x
+
     out = []
     for e in events:
         e = strip(e)
@@ -38,15 +41,24 @@ def comparable(events):
 def recorded_run(tmp_path):
     evaluator = ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)})
     reviewer = ScriptedReviewer([Decision("veto", reviewer="r"), Decision("edit", text="Why is it slow?")])
-    turns = [Reply([text("Reading."), tool_use("shell", {"command": "wc -l kernel.cpp"})]),
-             Reply([edit_to("v2")]), Reply([evaluate()]),
-             Reply([text("I think this is as fast as it can get.")]),
-             Reply([edit_to("v3")]), Reply([evaluate()])]
+    turns = [
+        Reply([text("Reading."), tool_use("shell", {"command": "wc -l kernel.cpp"})]),
+        Reply([edit_to("v2")]),
+        Reply([evaluate()]),
+        Reply([text("I think this is as fast as it can get.")]),
+        Reply([edit_to("v3")]),
+        Reply([evaluate()]),
+    ]
     selections = [Reply([text("QUESTION: limit-evidence\nREASON: a")]), Reply([text("QUESTION: limit-no-stopping")])]
     server = MessagesServer(Script(turns, selections))
     with server:
-        agent, trace = make_agent(tmp_path, anthropic_model(server), evaluator=evaluator, reviewer=reviewer,
-                                  config=make_config(review_mode="review", budgets=Budgets(steps=20)))
+        agent, trace = make_agent(
+            tmp_path,
+            anthropic_model(server),
+            evaluator=evaluator,
+            reviewer=reviewer,
+            config=make_config(review_mode="review", budgets=Budgets(steps=20)),
+        )
         outcome = agent.run()
         trace.close()
     return outcome, read_trace(tmp_path / "trace.jsonl"), evaluator
@@ -59,11 +71,17 @@ def test_a_trace_replays_to_the_same_events(tmp_path):
 
     replay_dir = tmp_path / "replay"
     trace = TraceWriter(replay_dir / "trace.jsonl")
-    agent = Agent(run_id="t1", resume_events=None, config=make_config(review_mode="review",
-                                                                      budgets=Budgets(steps=20)),
-                  workspace=replay_dir / "ws", model=ReplayModel(recorded), sinks=[trace],
-                  evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
-                  reviewer=TraceReviewer(recorded), use_bwrap=False)
+    agent = Agent(
+        run_id="t1",
+        resume_events=None,
+        config=make_config(review_mode="review", budgets=Budgets(steps=20)),
+        workspace=replay_dir / "ws",
+        model=ReplayModel(recorded),
+        sinks=[trace],
+        evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
+        reviewer=TraceReviewer(recorded),
+        use_bwrap=False,
+    )
     replay_outcome = agent.run()
     trace.close()
     replayed = read_trace(replay_dir / "trace.jsonl")
@@ -77,17 +95,29 @@ def test_a_replay_that_goes_another_way_ends_cleanly(tmp_path):
     outcome, recorded, _ = recorded_run(tmp_path / "rec")
     trace = TraceWriter(tmp_path / "replay.jsonl")
     # The harness now says v3 is no faster: the recording has no turn for what follows.
-    agent = Agent(run_id="t1", config=make_config(budgets=Budgets(steps=20)), workspace=tmp_path / "ws2",
-                  model=ReplayModel(recorded), sinks=[trace], evaluator=ScriptedEvaluator(),
-                  reviewer=TraceReviewer(recorded), use_bwrap=False)
+    agent = Agent(
+        run_id="t1",
+        config=make_config(budgets=Budgets(steps=20)),
+        workspace=tmp_path / "ws2",
+        model=ReplayModel(recorded),
+        sinks=[trace],
+        evaluator=ScriptedEvaluator(),
+        reviewer=TraceReviewer(recorded),
+        use_bwrap=False,
+    )
     out = agent.run()
     assert (out.status, out.reason) == ("failed", "replay_exhausted")
 
 
 def test_a_run_cut_off_mid_step_resumes_from_its_trace(tmp_path):
     evaluator = ScriptedEvaluator({"v2": ("correct", 2.5)})
-    turns = [Reply([tool_use("shell", {"command": "echo one > one.txt"})]), Reply([edit_to("v2")]),
-             Reply([edit_to("v2")]), Reply([evaluate()])]
+    turns = [
+        Reply([tool_use("shell", {"command": "echo one > one.txt"})]),
+        Reply([edit_to("v2")]),
+        Reply([edit_to("v2")]),
+        Reply([evaluate()]),
+    ]
+
     # First life: crash (an exception the loop does not expect, like a killed process) while the second turn's
     # tool call runs, after its tool_call event was written.
     class Crash(BaseException):
@@ -117,8 +147,15 @@ def test_a_run_cut_off_mid_step_resumes_from_its_trace(tmp_path):
         resuming = True
         events = read_trace(tmp_path / "trace.jsonl")
         trace = TraceWriter(tmp_path / "trace.jsonl")
-        resumed = Agent(run_id="t1", resume_events=events, workspace=tmp_path / "ws", model=anthropic_model(server),
-                        sinks=[trace], evaluator=evaluator, use_bwrap=False)
+        resumed = Agent(
+            run_id="t1",
+            resume_events=events,
+            workspace=tmp_path / "ws",
+            model=anthropic_model(server),
+            sinks=[trace],
+            evaluator=evaluator,
+            use_bwrap=False,
+        )
         outcome = resumed.run()
         trace.close()
     final = read_trace(tmp_path / "trace.jsonl")
@@ -138,21 +175,34 @@ def test_a_run_cut_off_mid_step_resumes_from_its_trace(tmp_path):
 def test_a_replayed_run_resumed_after_a_selection_whose_proposal_was_lost_replays_that_selection(tmp_path):
     outcome, recorded, _ = recorded_run(tmp_path / "rec")
     # The crash came after the first question selection was made and recorded, before its proposal was written.
-    cut = 1 + next(i for i, e in enumerate(recorded)
-                   if e["kind"] == "model_message" and e["payload"]["purpose"] == "select_question")
-    edits = [e["payload"]["input"] for e in recorded[:cut] if e["kind"] == "tool_call" and e["payload"]["name"] == "editor"]
+    cut = 1 + next(
+        i
+        for i, e in enumerate(recorded)
+        if e["kind"] == "model_message" and e["payload"]["purpose"] == "select_question"
+    )
+    edits = [
+        e["payload"]["input"] for e in recorded[:cut] if e["kind"] == "tool_call" and e["payload"]["name"] == "editor"
+    ]
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "kernel.cpp").write_text(edits[-1]["file_text"])
     trace = TraceWriter(tmp_path / "trace.jsonl")
     for event in recorded[:cut]:
         trace.write(event)
     reviewer = ScriptedReviewer([Decision("veto", reviewer="r"), Decision("edit", text="Why is it slow?")])
-    resumed = Agent(run_id="t1", resume_events=recorded[:cut], workspace=tmp_path / "ws", model=ReplayModel(recorded),
-                    sinks=[trace], evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
-                    reviewer=reviewer, use_bwrap=False)
+    resumed = Agent(
+        run_id="t1",
+        resume_events=recorded[:cut],
+        workspace=tmp_path / "ws",
+        model=ReplayModel(recorded),
+        sinks=[trace],
+        evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
+        reviewer=reviewer,
+        use_bwrap=False,
+    )
     assert resumed.run().status == "succeeded"
     trace.close()
 
     def proposals(events):
         return [(e["payload"]["bank_key"], e["payload"]["by"]) for e in events if e["kind"] == "question_proposed"]
+
     assert proposals(read_trace(tmp_path / "trace.jsonl")) == proposals(recorded)

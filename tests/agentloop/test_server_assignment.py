@@ -2,14 +2,22 @@
 included, a retired entry left out) and the figures of earlier runs, worked out here by hand.
 
 Runs through the real worker consumer (WebsocketCommunicator against the ASGI application)."""
+
 import pytest
 from asgiref.sync import sync_to_async
 
 from questionbank.bank import BankEntry
 from questionbank.models import BankQuestion
 from questionbank.services import bank_question_add, bank_sync
-from runs.services import (evaluation_record, kernel_record, question_decide, question_propose, run_assignment,
-                           run_claim, step_record)
+from runs.services import (
+    evaluation_record,
+    kernel_record,
+    question_decide,
+    question_propose,
+    run_assignment,
+    run_claim,
+    step_record,
+)
 from tests.dashboard.helpers import connected_worker, make_worker
 from tests.foundation.factories import make_run, make_task
 
@@ -31,15 +39,19 @@ def earlier_run_history(task, reviewer_key: str) -> None:
     def evaluate(source, speedup):
         step = step_record(run=run, seq=next(seq), kind="evaluation", payload={}).step
         kernel = kernel_record(source=source, run=run, task=task, language="cpp", step=step)
-        evaluation_record(kernel=kernel, run=run, step=step,
-                          result={"status": "correct", "geomean": {"naive": {"speedup": speedup, "count": 3}},
-                                  "scenarios": []})
+        evaluation_record(
+            kernel=kernel,
+            run=run,
+            step=step,
+            result={"status": "correct", "geomean": {"naive": {"speedup": speedup, "count": 3}}, "scenarios": []},
+        )
 
     def ask(key, action):
         step = step_record(run=run, seq=next(seq), kind="question_proposed", payload={}).step
         entry = BankQuestion.objects.get(key=key)
-        question = question_propose(run=run, text=entry.text, source="self", decision_point="plateau",
-                                    bank_entry=entry, step=step)
+        question = question_propose(
+            run=run, text=entry.text, source="self", decision_point="plateau", bank_entry=entry, step=step
+        )
         question_decide(question=question, reviewer=None, action=action)
 
     evaluate(run.starting_kernel, 1.0)
@@ -64,9 +76,14 @@ async def test_the_assignment_carries_the_active_bank_with_a_reviewers_question_
     await socket.disconnect()
     assert assign["type"] == "assign" and assign["run"]["id"] == run.pk
     bank = {e["key"]: e for e in assign["run"]["bank"]}
-    assert set(bank) == {"layer-reuse", "limit-evidence", reviewer.key}          # the retired entry is left out
-    assert bank[reviewer.key] == {"key": reviewer.key, "text": "What does each element of B cost you?",
-                                  "category": "layer", "triggers": ["plateau", "claimed-limit"], "active": True}
+    assert set(bank) == {"layer-reuse", "limit-evidence", reviewer.key}  # the retired entry is left out
+    assert bank[reviewer.key] == {
+        "key": reviewer.key,
+        "text": "What does each element of B cost you?",
+        "category": "layer",
+        "triggers": ["plateau", "claimed-limit"],
+        "active": True,
+    }
     stats = assign["run"]["question_stats"]
     # By hand: asked once, before x1.0 (the starting kernel), after x1.5: gain x1.5 >= x1.2, a large gain.
     assert stats[reviewer.key] == {"asked": 1, "mean_gain": pytest.approx(1.5), "large_gain_rate": 1.0}

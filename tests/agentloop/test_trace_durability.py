@@ -1,6 +1,7 @@
 """The trace is durable no later than the spool: the real worker fsyncs each event to the run's trace before its
 spool holds it, so after a machine crash the server never holds a seq the trace lost (a resumed run would write
 another event under it)."""
+
 import json
 import os
 import threading
@@ -18,8 +19,8 @@ def seqs_in(data: bytes) -> set[int]:
 
 def test_every_event_is_fsynced_to_the_trace_before_the_worker_spools_it(tmp_path, monkeypatch):
     trace_path = tmp_path / "state" / "runs" / "4" / "trace.jsonl"
-    durable: dict[str, int] = {}              # file -> how many of its bytes an fsync has made durable
-    spooled: list[tuple[int, bool]] = []      # (seq, whether the trace held it durably when the spool's fsync did)
+    durable: dict[str, int] = {}  # file -> how many of its bytes an fsync has made durable
+    spooled: list[tuple[int, bool]] = []  # (seq, whether the trace held it durably when the spool's fsync did)
     finished = threading.Event()
     real_fsync = os.fsync
 
@@ -39,15 +40,35 @@ def test_every_event_is_fsynced_to_the_trace_before_the_worker_spools_it(tmp_pat
                     finished.set()
 
     monkeypatch.setattr(os, "fsync", observed_fsync)
-    assignment = {"id": 4, "task": "matmul_cpu", "model": "claude-sonnet-4-6", "starting_kernel": NAIVE,
-                  "starting_kernel_name": "kernel.cpp", "goal": {"baseline": "naive", "speedup": 2.0},
-                  "budgets": {"steps": 2}, "review_mode": "auto", "review_timeout_s": None}
-    messages = MessagesServer(Script([Reply([text("Looking."), tool_use("shell", {"command": "true"})]),
-                                      Reply([tool_use("evaluate", {"scenarios": "quick"})])]))
+    assignment = {
+        "id": 4,
+        "task": "matmul_cpu",
+        "model": "claude-sonnet-4-6",
+        "starting_kernel": NAIVE,
+        "starting_kernel_name": "kernel.cpp",
+        "goal": {"baseline": "naive", "speedup": 2.0},
+        "budgets": {"steps": 2},
+        "review_mode": "auto",
+        "review_timeout_s": None,
+    }
+    messages = MessagesServer(
+        Script(
+            [
+                Reply([text("Looking."), tool_use("shell", {"command": "true"})]),
+                Reply([tool_use("evaluate", {"scenarios": "quick"})]),
+            ]
+        )
+    )
     with messages, FakeServer("tok", [assignment]) as server:
-        worker = Worker(server=server.url, token="tok", gpus=[0], state_dir=tmp_path / "state", use_bwrap=False,
-                        model_factory=lambda spec, settings: anthropic_model(messages),
-                        agent_kwargs={"evaluator": ScriptedEvaluator()})
+        worker = Worker(
+            server=server.url,
+            token="tok",
+            gpus=[0],
+            state_dir=tmp_path / "state",
+            use_bwrap=False,
+            model_factory=lambda spec, settings: anthropic_model(messages),
+            agent_kwargs={"evaluator": ScriptedEvaluator()},
+        )
         thread = threading.Thread(target=worker.serve, daemon=True)
         thread.start()
         try:

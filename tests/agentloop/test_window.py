@@ -1,4 +1,5 @@
 """The sender window (agentloop/worker/window.py): when the worker puts events on the wire, and how many per frame."""
+
 import json
 
 import pytest
@@ -7,8 +8,14 @@ from agentloop.worker.window import SenderWindow
 
 
 def note(seq, run_id=7, text=None):
-    return {"run_id": run_id, "seq": seq, "kind": "note", "ts": "2026-11-30T12:00:00+00:00",
-            "payload": {"text": text or f"note {seq}"}, "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
+    return {
+        "run_id": run_id,
+        "seq": seq,
+        "kind": "note",
+        "ts": "2026-11-30T12:00:00+00:00",
+        "payload": {"text": text or f"note {seq}"},
+        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+    }
 
 
 def wire(frame) -> dict:
@@ -119,7 +126,14 @@ def test_after_a_reset_the_spool_offered_again_goes_out_in_order_in_one_frame():
     spool = [note(seq, run_id=run) for run in (7, 8) for seq in range(3)]
     frames = window.offer(*spool)
     assert len(frames) == 1
-    assert [(e["run_id"], e["seq"]) for e in wire(frames[0])["events"]] == [(7, 0), (7, 1), (7, 2), (8, 0), (8, 1), (8, 2)]
+    assert [(e["run_id"], e["seq"]) for e in wire(frames[0])["events"]] == [
+        (7, 0),
+        (7, 1),
+        (7, 2),
+        (8, 0),
+        (8, 1),
+        (8, 2),
+    ]
 
 
 def test_a_window_needs_room_for_a_frame():
@@ -136,11 +150,11 @@ def test_an_event_whose_event_message_is_over_the_servers_limit_is_refused_not_s
     big, fits = note(1, text="x" * 2000), note(2, text="y" * (1970 - empty))
     frames = window.offer(note(0), big, fits)
     assert [seqs(f) for f in frames] == [[0]]
-    (key, size), = window.take_refused()
+    ((key, size),) = window.take_refused()
     assert key == ("7", 1) and size == len(json.dumps({"type": "event", "v": 1, **big}, separators=(",", ":")))
     assert window.take_refused() == [] and not window.holds(("7", 1))
     # An event over the batch budget but within the limit goes alone, as `event`, and stays within the limit.
-    alone, = window.settle(7, 0)
+    (alone,) = window.settle(7, 0)
     assert wire(alone) == {"type": "event", "v": 1, **fits} and len(alone.text()) <= 2000
 
 
@@ -162,10 +176,18 @@ def test_the_limits_come_from_the_welcome_and_an_older_or_garbled_welcome_gets_1
 
     assert Limits.from_welcome({"type": "welcome"}) == (Limits(2**20, 2**20), None)
     assert Limits.from_welcome({"limits": {"message_bytes": 8 * 2**20, "event_bytes": 4 * 2**20}}) == (
-        Limits(8 * 2**20, 4 * 2**20), None)
+        Limits(8 * 2**20, 4 * 2**20),
+        None,
+    )
     assert Limits.from_welcome({"limits": {"message_bytes": 2**20, "event_bytes": 2**30}})[0] == Limits(2**20, 2**20)
-    for garbled in (None, [], {"message_bytes": "8 MiB", "event_bytes": 1}, {"message_bytes": 0, "event_bytes": 0},
-                    {"message_bytes": True, "event_bytes": True}, {"event_bytes": 2**22}):
+    for garbled in (
+        None,
+        [],
+        {"message_bytes": "8 MiB", "event_bytes": 1},
+        {"message_bytes": 0, "event_bytes": 0},
+        {"message_bytes": True, "event_bytes": True},
+        {"event_bytes": 2**22},
+    ):
         limits, problem = Limits.from_welcome({"limits": garbled})
         assert limits == Limits(2**20, 2**20) and problem.startswith("the welcome's limits are not")
     assert SenderWindow().limits == Limits(2**20, 2**20) and SenderWindow().max_bytes == 256 * 1024

@@ -1,4 +1,5 @@
 """The worker against a stand-in server: a worker killed mid-run and started again leaves every step stored once."""
+
 import os
 import signal
 import subprocess
@@ -19,9 +20,17 @@ TOKEN = "kst_test_token"
 def demo_assignment(run_id=7):
     """The demo run as `make run` queues it: the task's starting kernel name (naive.cpp), the recorded goal."""
     config = read_trace(DEMO)[0]["payload"]["config"]
-    return {"id": run_id, "task": "matmul_cpu", "model": f"replay:{DEMO}", "starting_kernel": config["starting_kernel"],
-            "starting_kernel_name": "naive.cpp", "goal": config["goal"], "budgets": config["budgets"],
-            "review_mode": "auto", "review_timeout_s": None}
+    return {
+        "id": run_id,
+        "task": "matmul_cpu",
+        "model": f"replay:{DEMO}",
+        "starting_kernel": config["starting_kernel"],
+        "starting_kernel_name": "naive.cpp",
+        "goal": config["goal"],
+        "budgets": config["budgets"],
+        "review_mode": "auto",
+        "review_timeout_s": None,
+    }
 
 
 def test_a_replayed_run_keeps_the_recorded_kernel_file_name_that_its_tool_calls_name(tmp_path):
@@ -34,9 +43,26 @@ def test_a_replayed_run_keeps_the_recorded_kernel_file_name_that_its_tool_calls_
 def start_worker(server, state_dir, token=TOKEN):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_"))}
     env["PYTHONPATH"] = str(REPO)
-    return subprocess.Popen([sys.executable, "-m", "agentloop", "worker", "--server", server.url, "--token", token,
-                             "--state-dir", str(state_dir), "--no-bwrap"], env=env, cwd=state_dir.parent,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentloop",
+            "worker",
+            "--server",
+            server.url,
+            "--token",
+            token,
+            "--state-dir",
+            str(state_dir),
+            "--no-bwrap",
+        ],
+        env=env,
+        cwd=state_dir.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def wait_for(condition, timeout, proc=None):
@@ -92,8 +118,8 @@ def test_a_worker_killed_mid_run_and_restarted_leaves_every_step_stored_once(tmp
         assert done, log2[-3000:]
 
     events = server.events(7)
-    assert [e["seq"] for e in events] == list(range(len(events)))    # every step, none missing
-    assert server.conflicts == []                                    # never two different events under one seq
+    assert [e["seq"] for e in events] == list(range(len(events)))  # every step, none missing
+    assert server.conflicts == []  # never two different events under one seq
     assert len(events) > stored_before
     resumed = [e for e in events if e["kind"] == "status" and e["payload"].get("reason") == "resumed"]
     assert len(resumed) == 1
@@ -147,15 +173,22 @@ def test_trace_events_that_never_reached_the_spool_are_spooled_on_restart(tmp_pa
     spool.ack(7, 0)
     spool.ack(7, 1)
     spool.close()
-    again = Spool(tmp_path / "spool.jsonl")   # compacted: nothing pending, but the mark survives
+    again = Spool(tmp_path / "spool.jsonl")  # compacted: nothing pending, but the mark survives
     assert again.pending() == [] and again.marks == {"7": 1}
     assert again.add_missing(events) == 2
     assert [e["seq"] for e in again.pending()] == [2, 3]
 
 
 def note_event(seq, run_id=7):
-    return {"v": 1, "run_id": run_id, "seq": seq, "kind": "note", "ts": "2026-11-30T12:00:00+00:00",
-            "payload": {"text": f"note {seq}"}, "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}
+    return {
+        "v": 1,
+        "run_id": run_id,
+        "seq": seq,
+        "kind": "note",
+        "ts": "2026-11-30T12:00:00+00:00",
+        "payload": {"text": f"note {seq}"},
+        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+    }
 
 
 def serving(worker: Worker):

@@ -4,6 +4,7 @@ event the server refuses for good, a run that cannot start, a server message it 
 Runs here are real agent runs in the real worker: the real `anthropic` client against the local Messages-API
 server (tests/agentloop/messages_api.py), the stand-in dashboard of fake_server.py, scripted harness verdicts.
 """
+
 import logging
 import threading
 
@@ -20,9 +21,17 @@ VIEW = {"command": "view", "path": "kernel.cpp"}
 
 
 def assignment(run_id, **changes):
-    run = {"id": run_id, "task": "matmul_cpu", "model": "claude-sonnet-4-6", "starting_kernel": NAIVE,
-           "starting_kernel_name": "kernel.cpp", "goal": {"baseline": "naive", "speedup": 2.0},
-           "budgets": {"steps": 2}, "review_mode": "auto", "review_timeout_s": None}
+    run = {
+        "id": run_id,
+        "task": "matmul_cpu",
+        "model": "claude-sonnet-4-6",
+        "starting_kernel": NAIVE,
+        "starting_kernel_name": "kernel.cpp",
+        "goal": {"baseline": "naive", "speedup": 2.0},
+        "budgets": {"steps": 2},
+        "review_mode": "auto",
+        "review_timeout_s": None,
+    }
     return {**run, **changes}
 
 
@@ -42,11 +51,19 @@ class GatedScript(Script):
 
 def scripted_worker(server, messages, state_dir, **kwargs):
     def model_factory(spec, settings):
-        return AnthropicModel(spec, settings={"api_key": "sk-test", "base_url": messages.url, "stream": True,
-                                              "backoff_base_s": 0.01})
+        return AnthropicModel(
+            spec, settings={"api_key": "sk-test", "base_url": messages.url, "stream": True, "backoff_base_s": 0.01}
+        )
 
-    return Worker(server=server.url, token=TOKEN, gpus=[0], state_dir=state_dir, model_factory=model_factory,
-                  agent_kwargs={"evaluator": ScriptedEvaluator()}, **kwargs)
+    return Worker(
+        server=server.url,
+        token=TOKEN,
+        gpus=[0],
+        state_dir=state_dir,
+        model_factory=model_factory,
+        agent_kwargs={"evaluator": ScriptedEvaluator()},
+        **kwargs,
+    )
 
 
 def trace_of(state_dir, run_id):
@@ -61,8 +78,10 @@ def refusal_notes(events):
 def test_an_event_over_the_servers_message_limit_is_not_sent_but_reported_in_a_note_and_the_rest_arrives(tmp_path):
     limits = {"message_bytes": 32 * 1024, "event_bytes": 16 * 1024}
     script = GatedScript([Reply([text("x" * 60_000), tool_use("editor", VIEW)]), Reply([tool_use("editor", VIEW)])])
-    with MessagesServer(script) as messages, \
-            FakeServer(TOKEN, [assignment(31)], accepts_events=True, limits=limits) as server:
+    with (
+        MessagesServer(script) as messages,
+        FakeServer(TOKEN, [assignment(31)], accepts_events=True, limits=limits) as server,
+    ):
         worker = scripted_worker(server, messages, tmp_path / "state")
         thread = serving(worker)
         try:
@@ -80,7 +99,7 @@ def test_an_event_over_the_servers_message_limit_is_not_sent_but_reported_in_a_n
     assert server.oversize_messages == 0 and server.largest_message <= limits["message_bytes"]
     assert len(server.hellos) == 1
     assert [e["seq"] for e in stored] == [e["seq"] for e in local if e["seq"] != big["seq"]]
-    note, = refusal_notes(stored)
+    (note,) = refusal_notes(stored)
     assert note["payload"]["refused_seq"] == big["seq"] and note["payload"]["level"] == "error"
     assert note["payload"]["text"].startswith(f"the server refused event #{big['seq']} (model_message, ")
     assert "over the server's message limit of 32768 bytes" in note["payload"]["text"]
@@ -88,7 +107,8 @@ def test_an_event_over_the_servers_message_limit_is_not_sent_but_reported_in_a_n
 
 
 def test_a_final_nack_is_reported_in_a_note_of_the_running_run_and_a_refused_report_is_not_reported_again(
-        tmp_path, caplog):
+    tmp_path, caplog
+):
     def refuse(event):
         if event["kind"] == "tool_call" and event["payload"]["call_id"] == "toolu_first":
             return "the test refuses this tool call"
@@ -98,8 +118,10 @@ def test_a_final_nack_is_reported_in_a_note_of_the_running_run_and_a_refused_rep
 
     script = GatedScript([Reply([tool_use("editor", VIEW, "toolu_first")]), Reply([tool_use("editor", VIEW)])])
     caplog.set_level(logging.INFO, logger="agentloop.worker")
-    with MessagesServer(script) as messages, \
-            FakeServer(TOKEN, [assignment(32)], accepts_events=True, refuse=refuse) as server:
+    with (
+        MessagesServer(script) as messages,
+        FakeServer(TOKEN, [assignment(32)], accepts_events=True, refuse=refuse) as server,
+    ):
         worker = scripted_worker(server, messages, tmp_path / "state")
         thread = serving(worker)
         try:
@@ -111,7 +133,7 @@ def test_a_final_nack_is_reported_in_a_note_of_the_running_run_and_a_refused_rep
             thread.join(10)
     local = trace_of(tmp_path / "state", 32)
     call = next(e for e in local if e["kind"] == "tool_call")
-    note, = refusal_notes(local)  # one report, none about the refused report
+    (note,) = refusal_notes(local)  # one report, none about the refused report
     assert note["payload"]["refused_seq"] == call["seq"] and note["payload"]["level"] == "error"
     assert note["payload"]["text"].startswith(f"the server refused event #{call['seq']} (tool_call, ")
     assert note["payload"]["text"].endswith(" bytes): the test refuses this tool call")
@@ -127,8 +149,10 @@ def test_a_refusal_after_the_run_has_finished_is_logged_only_and_its_final_statu
         return "the test refuses the final status" if finished else None
 
     caplog.set_level(logging.INFO, logger="agentloop.worker")
-    with MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 2)) as messages, \
-            FakeServer(TOKEN, [assignment(33)], accepts_events=True, refuse=refuse) as server:
+    with (
+        MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 2)) as messages,
+        FakeServer(TOKEN, [assignment(33)], accepts_events=True, refuse=refuse) as server,
+    ):
         worker = scripted_worker(server, messages, tmp_path / "state")
         thread = serving(worker)
         try:
@@ -140,8 +164,9 @@ def test_a_refusal_after_the_run_has_finished_is_logged_only_and_its_final_statu
     local = trace_of(tmp_path / "state", 33)
     assert local[-1]["kind"] == "status" and local[-1]["payload"]["status"] == "failed"
     assert refusal_notes(local) == [] and server.refusals == [(33, local[-1]["seq"])]
-    assert f"run 33 is not running in this worker: the refusal of event #{local[-1]['seq']} is logged only" \
-        in caplog.text
+    assert (
+        f"run 33 is not running in this worker: the refusal of event #{local[-1]['seq']} is logged only" in caplog.text
+    )
 
 
 # ------------------------------------------------------------------------------------------ cannot start
@@ -158,8 +183,10 @@ def test_runs_that_cannot_start_end_failed_with_the_reason_and_the_worker_takes_
         return real_finish(agent, status, reason, message)
 
     monkeypatch.setattr(Agent, "_finish", finish)
-    with MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 4)) as messages, \
-            FakeServer(TOKEN, runs, accepts_events=True) as server:
+    with (
+        MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 4)) as messages,
+        FakeServer(TOKEN, runs, accepts_events=True) as server,
+    ):
         worker = scripted_worker(server, messages, tmp_path / "state")
         make = worker.model_factory
 
@@ -176,21 +203,28 @@ def test_runs_that_cannot_start_end_failed_with_the_reason_and_the_worker_takes_
             worker.stop.set()
             thread.join(10)
 
-    unusable, = server.events(41)
+    (unusable,) = server.events(41)
     assert (unusable["seq"], unusable["kind"]) == (0, "status")
-    assert unusable["payload"] == {"status": "failed", "reason": "cannot_start",
-                                   "detail": "unusable assignment: no 'task'"}
-    no_model, = server.events(42)
+    assert unusable["payload"] == {
+        "status": "failed",
+        "reason": "cannot_start",
+        "detail": "unusable assignment: no 'task'",
+    }
+    (no_model,) = server.events(42)
     assert no_model["seq"] == 0 and no_model["payload"]["reason"] == "cannot_start"
-    assert no_model["payload"]["detail"] == ("the worker cannot start this run: ConfigError: no model named "
-                                             "nobody-knows-me: set ANTHROPIC_API_KEY or pick another model "
-                                             "(model nobody-knows-me)")
+    assert no_model["payload"]["detail"] == (
+        "the worker cannot start this run: ConfigError: no model named "
+        "nobody-knows-me: set ANTHROPIC_API_KEY or pick another model "
+        "(model nobody-knows-me)"
+    )
     assert trace_of(tmp_path / "state", 42) == [dict(no_model, v=1)]
     crashed = server.events(43)
     assert [e["payload"].get("reason") for e in crashed if e["kind"] == "status"] == ["started", "internal_error"]
-    assert crashed[-1]["payload"]["detail"] == "the agent stopped with an error: OSError: the disk is full " \
-                                               "(model explodes)"
-    assert server.events(44)[-1]["payload"]["reason"] == "budget_steps"   # and the next run ran as usual
+    assert (
+        crashed[-1]["payload"]["detail"] == "the agent stopped with an error: OSError: the disk is full "
+        "(model explodes)"
+    )
+    assert server.events(44)[-1]["payload"]["reason"] == "budget_steps"  # and the next run ran as usual
 
 
 # ------------------------------------------------------------------------------------------ malformed messages
@@ -207,24 +241,28 @@ MALFORMED = [
     '{"type":"welcome","v":1,"worker":"x","limits":{"message_bytes":"big"}}',
     '{"type":"mystery","v":1}',
     '{"type":"ack","v":2,"run_id":7,"seq":0}',
-    '42',
+    "42",
     '"a string"',
     '[{"type":"ack","v":1,"run_id":7,"seq":0}]',
-    'not json at all',
+    "not json at all",
     b'{"type":"ack","v":1,"run_id":7,"seq":0}',
 ]
 
 
 def test_malformed_server_messages_are_logged_and_answered_with_error_and_the_worker_acts_on_the_valid_ones(
-        tmp_path, caplog):
+    tmp_path, caplog
+):
     state_dir = tmp_path / "state"
     from agentloop.worker.spool import Spool
+
     spool = Spool(state_dir / "spool.jsonl")
     spool.add(note_event(0, run_id=7))
     spool.close()
     caplog.set_level(logging.INFO, logger="agentloop.worker")
-    with MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 2)) as messages, \
-            FakeServer(TOKEN, [assignment(51)], accepts_events=True, after_welcome=MALFORMED) as server:
+    with (
+        MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 2)) as messages,
+        FakeServer(TOKEN, [assignment(51)], accepts_events=True, after_welcome=MALFORMED) as server,
+    ):
         worker = scripted_worker(server, messages, state_dir)
         thread = serving(worker)
         try:
@@ -235,12 +273,12 @@ def test_malformed_server_messages_are_logged_and_answered_with_error_and_the_wo
         finally:
             worker.stop.set()
             thread.join(10)
-    assert len(server.hellos) == 1                      # never reconnected either
+    assert len(server.hellos) == 1  # never reconnected either
     assert len(server.errors) == len(MALFORMED), server.errors
     assert (7, 0) in server.steps and server.events(51)[-1]["payload"]["reason"] == "budget_steps"
     assert "a binary frame" in server.errors[-1] and "not a JSON object" in server.errors[12]
     assert any("sending within 1048576 bytes a message" in e for e in server.errors)
-    assert "a server message could not be handled" not in caplog.text   # each was understood as malformed
+    assert "a server message could not be handled" not in caplog.text  # each was understood as malformed
 
 
 # ------------------------------------------------------------------------------------------ a long life
@@ -261,8 +299,8 @@ def test_a_long_lived_worker_keeps_its_send_times_and_spool_file_proportional_to
             thread.join(10)
     assert worker._last_sent == {}
     lines = (tmp_path / "spool.jsonl").read_text().splitlines()
-    assert len(lines) <= COMPACT_SLACK + 2, len(lines)    # not the 2 x 3,000 lines of every event and its ack
-    again = Spool(tmp_path / "spool.jsonl")                # and what it says is still whole
+    assert len(lines) <= COMPACT_SLACK + 2, len(lines)  # not the 2 x 3,000 lines of every event and its ack
+    again = Spool(tmp_path / "spool.jsonl")  # and what it says is still whole
     assert again.pending() == [] and again.marks == {"9": count - 1}
 
 
@@ -274,8 +312,8 @@ def test_a_compacted_spool_keeps_its_pending_events_and_marks_across_a_restart(t
         spool.add(note_event(seq))
     spool.ack_many([(7, seq) for seq in range(2 * COMPACT_SLACK) if seq % 100])  # all but every 100th
     lines = (tmp_path / "spool.jsonl").read_text().splitlines()
-    assert len(lines) == 1 + 2 * COMPACT_SLACK // 100     # compacted: the mark and what is pending
-    spool.add(note_event(2 * COMPACT_SLACK))              # appends go to the new file
+    assert len(lines) == 1 + 2 * COMPACT_SLACK // 100  # compacted: the mark and what is pending
+    spool.add(note_event(2 * COMPACT_SLACK))  # appends go to the new file
     spool.close()
     again = Spool(tmp_path / "spool.jsonl")
     assert [e["seq"] for e in again.pending()] == [*range(0, 2 * COMPACT_SLACK, 100), 2 * COMPACT_SLACK]

@@ -17,7 +17,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kseek_site.settings")
 if "KSEEK_DATA_DIR" not in os.environ:
     sys.exit("set KSEEK_DATA_DIR to an empty folder: this benchmark writes a database there")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -31,19 +31,38 @@ from runs.services import task_upsert, trace_import  # noqa: E402
 def main(steps: int) -> None:
     call_command("migrate", verbosity=0)
     task_upsert(name="matmul_cpu", target="cpu", starting_kernel="//\n", goal_baseline="naive", goal_speedup=2.0)
-    lines = [json.dumps({"seq": 0, "kind": "status", "ts": "2026-11-30T12:00:00+00:00",
-                         "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}}})]
-    lines += [json.dumps({"seq": s, "kind": "tool_result", "ts": "2026-11-30T12:00:00+00:00",
-                          "payload": {"name": "shell", "output": f"output line {s}\n" * 20, "exit_code": 0}})
-              for s in range(1, steps)]
+    lines = [
+        json.dumps(
+            {
+                "seq": 0,
+                "kind": "status",
+                "ts": "2026-11-30T12:00:00+00:00",
+                "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}},
+            }
+        )
+    ]
+    lines += [
+        json.dumps(
+            {
+                "seq": s,
+                "kind": "tool_result",
+                "ts": "2026-11-30T12:00:00+00:00",
+                "payload": {"name": "shell", "output": f"output line {s}\n" * 20, "exit_code": 0},
+            }
+        )
+        for s in range(1, steps)
+    ]
     started = time.perf_counter()
     run = trace_import(lines=lines, name="bench.jsonl")
     print(f"import of {steps} steps: {time.perf_counter() - started:.2f} s")
     client = Client(HTTP_HOST="localhost")
     client.force_login(get_user_model().objects.create_superuser("bench", password="bench-pw-12345"))
-    for label, url in [("run page", f"/runs/{run.pk}/"), ("last 200 steps", f"/runs/{run.pk}/steps/"),
-                       ("200 steps before 6000", f"/runs/{run.pk}/steps/?before=6000"),
-                       ("text search", f"/runs/{run.pk}/steps/?q=line%205999")]:
+    for label, url in [
+        ("run page", f"/runs/{run.pk}/"),
+        ("last 200 steps", f"/runs/{run.pk}/steps/"),
+        ("200 steps before 6000", f"/runs/{run.pk}/steps/?before=6000"),
+        ("text search", f"/runs/{run.pk}/steps/?q=line%205999"),
+    ]:
         times = []
         for _ in range(20):
             t0 = time.perf_counter()

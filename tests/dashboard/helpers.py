@@ -1,6 +1,6 @@
 """Builders shared by the dashboard tests: users with roles, worker sockets, protocol events."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
@@ -37,11 +37,14 @@ def _runs_held_by(token: str) -> list[int]:
     from runs.models import Run
     from runs.services import HELD_STATUSES, hash_token
 
-    return list(Run.objects.filter(worker__token_hash=hash_token(token), status__in=HELD_STATUSES)
-                .values_list("pk", flat=True))
+    return list(
+        Run.objects.filter(worker__token_hash=hash_token(token), status__in=HELD_STATUSES).values_list("pk", flat=True)
+    )
 
 
-async def connected_worker(token: str, *, hello: bool = True, holding: list[int] | None = None) -> WebsocketCommunicator:
+async def connected_worker(
+    token: str, *, hello: bool = True, holding: list[int] | None = None
+) -> WebsocketCommunicator:
     """A worker socket, greeted. Its hello lists the runs it still has (`holding`), by default every run the
     server gave this host, as a worker that lost nothing says (runs.services.worker_runs_reconcile)."""
     socket = worker_socket(token)
@@ -50,18 +53,33 @@ async def connected_worker(token: str, *, hello: bool = True, holding: list[int]
     if holding is None:
         holding = await sync_to_async(_runs_held_by)(token)
     if hello:
-        await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": ["NVIDIA H200"],
-                                   "active_runs": [{"run_id": run_id, "last_seq": None} for run_id in holding]})
+        await socket.send_json_to(
+            {
+                "type": "hello",
+                "v": 1,
+                "host": "gpu-a",
+                "gpus": ["NVIDIA H200"],
+                "active_runs": [{"run_id": run_id, "last_seq": None} for run_id in holding],
+            }
+        )
         assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
     return socket
 
 
 def event(run_id, seq: int, kind: str, payload: dict, **usage) -> dict:
     return {
-        "type": "event", "v": 1, "run_id": run_id, "seq": seq, "kind": kind,
-        "ts": datetime(2026, 11, 30, 12, 0, seq % 60, tzinfo=timezone.utc).isoformat(), "payload": payload,
-        "usage": {"tokens_in": usage.get("tokens_in", 0), "tokens_out": usage.get("tokens_out", 0),
-                  "cost_usd": usage.get("cost_usd", 0)},
+        "type": "event",
+        "v": 1,
+        "run_id": run_id,
+        "seq": seq,
+        "kind": kind,
+        "ts": datetime(2026, 11, 30, 12, 0, seq % 60, tzinfo=UTC).isoformat(),
+        "payload": payload,
+        "usage": {
+            "tokens_in": usage.get("tokens_in", 0),
+            "tokens_out": usage.get("tokens_out", 0),
+            "cost_usd": usage.get("cost_usd", 0),
+        },
     }
 
 
@@ -70,25 +88,57 @@ def eval_result(speedup: float | None, *, correct: bool = True, source: str = "/
     scenarios = []
     for sid, n in (("n256", 256), ("n512", 512)):
         ok = correct and sid != failing
-        scenarios.append({"id": sid, "params": {"n": n, "dtype": "float32"}, "correct": ok, "error": 1e-6 if ok else 0.5,
-                          "reason": None if ok else "wrong values", "time_ms": 1.5, "tflops": 0.1,
-                          "speedup": {"naive": speedup}})
+        scenarios.append(
+            {
+                "id": sid,
+                "params": {"n": n, "dtype": "float32"},
+                "correct": ok,
+                "error": 1e-6 if ok else 0.5,
+                "reason": None if ok else "wrong values",
+                "time_ms": 1.5,
+                "tflops": 0.1,
+                "speedup": {"naive": speedup},
+            }
+        )
     status = "correct" if correct and failing is None else "incorrect"
-    return {"task": "matmul_cpu", "kernel_sha256": "", "kernel_source": source, "status": status, "reason": None,
-            "host": "gpu-a", "device_name": "cpu", "scenarios": scenarios,
-            "geomean": {"naive": {"speedup": speedup if status == "correct" else None, "count": 2}},
-            "started_at": "2026-11-30T12:00:00+00:00", "finished_at": "2026-11-30T12:00:05+00:00"}
+    return {
+        "task": "matmul_cpu",
+        "kernel_sha256": "",
+        "kernel_source": source,
+        "status": status,
+        "reason": None,
+        "host": "gpu-a",
+        "device_name": "cpu",
+        "scenarios": scenarios,
+        "geomean": {"naive": {"speedup": speedup if status == "correct" else None, "count": 2}},
+        "started_at": "2026-11-30T12:00:00+00:00",
+        "finished_at": "2026-11-30T12:00:05+00:00",
+    }
 
 
 def evaluation_payload(speedup, **kwargs) -> dict:
     result = eval_result(speedup, **kwargs)
-    return {"purpose": "tool", "scenario_set": "quick", "kernel_path": "kernel.cpp",
-            "kernel_source": result["kernel_source"], "result": result, "speedup": speedup}
+    return {
+        "purpose": "tool",
+        "scenario_set": "quick",
+        "kernel_path": "kernel.cpp",
+        "kernel_source": result["kernel_source"],
+        "result": result,
+        "speedup": speedup,
+    }
 
 
 def question_payload(ref: str, text: str = "What limits the kernel now?") -> dict:
-    return {"question_ref": ref, "bank_key": "", "text": text, "category": "limit", "reason": "it plateaued",
-            "decision_point": "plateau", "by": "model", "attempt": 0}
+    return {
+        "question_ref": ref,
+        "bank_key": "",
+        "text": text,
+        "category": "limit",
+        "reason": "it plateaued",
+        "decision_point": "plateau",
+        "by": "model",
+        "attempt": 0,
+    }
 
 
 async def login_cookie(client, user) -> str:

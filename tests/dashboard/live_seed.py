@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kseek_site.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -29,18 +29,48 @@ def user(name: str, role: str):
 
 
 def long_trace(steps: int) -> list[str]:
-    lines = [json.dumps({"v": 1, "run_id": "local-big", "seq": 0, "kind": "status", "ts": "2026-11-30T12:00:00+00:00",
-                         "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu", "model": "replay:long"}},
-                         "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}})]
+    lines = [
+        json.dumps(
+            {
+                "v": 1,
+                "run_id": "local-big",
+                "seq": 0,
+                "kind": "status",
+                "ts": "2026-11-30T12:00:00+00:00",
+                "payload": {
+                    "status": "running",
+                    "reason": "started",
+                    "config": {"task": "matmul_cpu", "model": "replay:long"},
+                },
+                "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+            }
+        )
+    ]
     for seq in range(1, steps):
-        lines.append(json.dumps({"v": 1, "run_id": "local-big", "seq": seq, "kind": "note", "ts": "2026-11-30T12:00:01+00:00",
-                                 "payload": {"text": f"long-run note {seq}", "level": "info"},
-                                 "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}}))
+        lines.append(
+            json.dumps(
+                {
+                    "v": 1,
+                    "run_id": "local-big",
+                    "seq": seq,
+                    "kind": "note",
+                    "ts": "2026-11-30T12:00:01+00:00",
+                    "payload": {"text": f"long-run note {seq}", "level": "info"},
+                    "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+                }
+            )
+        )
     return lines
 
 
-task_upsert(name="matmul_cpu", target="cpu", starting_kernel="// naive\n", goal_baseline="naive", goal_speedup=2.0,
-            title="float32 matrix product")
+task_upsert(
+    name="matmul_cpu",
+    target="cpu",
+    starting_kernel="// naive\n",
+    goal_baseline="naive",
+    goal_speedup=2.0,
+    title="float32 matrix product",
+)
 user("olga", "operator")
 user("rita", "reviewer")
 _, token = worker_host_create(name="live-worker", gpus=["cpu"])

@@ -21,8 +21,14 @@ from tests.live_server import free_port, serving
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str:
@@ -43,11 +49,14 @@ def live_site(tmp_path_factory):
     env.update(KSEEK_DATA_DIR=str(data / "data"), PYTHONPATH=str(ROOT))
     python = sys.executable
     subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
-    seeded = subprocess.run([python, "tests/dashboard/live_seed.py"], cwd=ROOT, env=env, check=True,
-                            capture_output=True, text=True)
+    seeded = subprocess.run(
+        [python, "tests/dashboard/live_seed.py"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
     seed = json.loads(seeded.stdout.strip().splitlines()[-1])
     port = free_port()
-    with serving(daphne_argv("127.0.0.1", port), port=port, env=env, log_path=data / "daphne.log", timeout_s=60) as base:
+    with serving(
+        daphne_argv("127.0.0.1", port), port=port, env=env, log_path=data / "daphne.log", timeout_s=60
+    ) as base:
         yield {"base": base, "ws": f"ws://127.0.0.1:{port}", **seed}
 
 
@@ -90,11 +99,14 @@ class ScriptedWorker:
         from websockets.sync.client import connect
 
         # Entered by hand: the connection lives across a test's steps and is closed by close().
-        self._opened = connect(live_site["ws"] + "/ws/worker/",
-                               additional_headers={"Authorization": f"Bearer {live_site['token']}"})
+        self._opened = connect(
+            live_site["ws"] + "/ws/worker/", additional_headers={"Authorization": f"Bearer {live_site['token']}"}
+        )
         self.connection = self._opened.__enter__()
         self.directives = []
-        self.send({"type": "hello", "host": "live-worker", "gpus": ["cpu"], "active_runs": [], "agentloop_version": "test"})
+        self.send(
+            {"type": "hello", "host": "live-worker", "gpus": ["cpu"], "active_runs": [], "agentloop_version": "test"}
+        )
         assert self.receive()["type"] == "welcome"
 
     def send(self, message: dict) -> None:
@@ -114,8 +126,17 @@ class ScriptedWorker:
         return reply["run"]
 
     def event(self, run_id: int, seq: int, kind: str, payload: dict) -> None:
-        self.send({"type": "event", "run_id": run_id, "seq": seq, "kind": kind, "ts": "2026-11-30T12:00:00+00:00",
-                   "payload": payload, "usage": {"tokens_in": 5, "tokens_out": 3, "cost_usd": 0.001}})
+        self.send(
+            {
+                "type": "event",
+                "run_id": run_id,
+                "seq": seq,
+                "kind": kind,
+                "ts": "2026-11-30T12:00:00+00:00",
+                "payload": payload,
+                "usage": {"tokens_in": 5, "tokens_out": 3, "cost_usd": 0.001},
+            }
+        )
         reply = self.receive()
         assert reply == {"type": "ack", "v": 1, "run_id": run_id, "seq": seq}, reply
 
@@ -152,13 +173,32 @@ def start_run_from_page(page, model: str, review_mode: str = "review") -> int:
 
 
 def eval_payload(speedup, correct=True, failing=None):
-    scenarios = [{"id": sid, "params": {"n": n, "dtype": "float32"}, "correct": correct and sid != failing,
-                  "time_ms": 1.0, "speedup": {"naive": speedup}} for sid, n in (("n256", 256), ("n512", 512))]
+    scenarios = [
+        {
+            "id": sid,
+            "params": {"n": n, "dtype": "float32"},
+            "correct": correct and sid != failing,
+            "time_ms": 1.0,
+            "speedup": {"naive": speedup},
+        }
+        for sid, n in (("n256", 256), ("n512", 512))
+    ]
     status = "correct" if correct and not failing else "incorrect"
-    result = {"task": "matmul_cpu", "status": status, "kernel_source": f"// v{speedup}\n", "scenarios": scenarios,
-              "geomean": {"naive": {"speedup": speedup if status == "correct" else None, "count": 2}}}
-    return {"purpose": "tool", "scenario_set": "quick", "kernel_path": "kernel.cpp", "kernel_source": result["kernel_source"],
-            "result": result, "speedup": speedup}
+    result = {
+        "task": "matmul_cpu",
+        "status": status,
+        "kernel_source": f"// v{speedup}\n",
+        "scenarios": scenarios,
+        "geomean": {"naive": {"speedup": speedup if status == "correct" else None, "count": 2}},
+    }
+    return {
+        "purpose": "tool",
+        "scenario_set": "quick",
+        "kernel_path": "kernel.cpp",
+        "kernel_source": result["kernel_source"],
+        "result": result,
+        "speedup": speedup,
+    }
 
 
 def test_a_run_started_from_the_page_streams_steps_live_from_a_worker(live_site, login):
@@ -179,7 +219,9 @@ def test_a_run_started_from_the_page_streams_steps_live_from_a_worker(live_site,
         page.fill("#message-form textarea", "Try blocking the loops.")
         page.click("#message-form button[type=submit]")
         message = worker.directive("human_message")
-        assert message["run_id"] == run_id and message["text"] == "Try blocking the loops." and message["author"] == "olga"
+        assert (
+            message["run_id"] == run_id and message["text"] == "Try blocking the loops." and message["author"] == "olga"
+        )
 
         page.click("#btn-pause")
         assert worker.directive("pause")["run_id"] == run_id
@@ -212,10 +254,21 @@ def test_a_reviewer_approves_a_question_with_the_keyboard_and_the_worker_receive
         reviewer = login("rita")
         reviewer.goto(live_site["base"] + "/review/")
         reviewer.wait_for_selector("#live-state.live-on")
-        worker.event(run_id, 0, "question_proposed", {
-            "question_ref": "q-live-0", "bank_key": "", "text": "Which loop order touches memory contiguously?",
-            "category": "hypothesis", "reason": "three evaluations without gain", "decision_point": "plateau",
-            "by": "model", "attempt": 0})
+        worker.event(
+            run_id,
+            0,
+            "question_proposed",
+            {
+                "question_ref": "q-live-0",
+                "bank_key": "",
+                "text": "Which loop order touches memory contiguously?",
+                "category": "hypothesis",
+                "reason": "three evaluations without gain",
+                "decision_point": "plateau",
+                "by": "model",
+                "attempt": 0,
+            },
+        )
         reviewer.wait_for_selector(".review-item.selected:has-text('Which loop order')")
         reviewer.wait_for_selector("#pending-count:has-text('1')")
         reviewer.keyboard.press("?")
@@ -224,7 +277,11 @@ def test_a_reviewer_approves_a_question_with_the_keyboard_and_the_worker_receive
         reviewer.keyboard.press("a")
         decision = worker.directive("question_decision")
         assert (decision["run_id"], decision["question_ref"], decision["decision"], decision["reviewer"]) == (
-            run_id, "q-live-0", "approve", "rita")
+            run_id,
+            "q-live-0",
+            "approve",
+            "rita",
+        )
         reviewer.wait_for_selector(".review-item:has-text('Which loop order')", state="detached")
         reviewer.wait_for_selector("#pending-count:has-text('0')")
     finally:
@@ -238,8 +295,18 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
     try:
         assert worker.claim()["id"] == run_id
         worker.event(run_id, 0, "evaluation", eval_payload(1.25))
-        worker.event(run_id, 1, "question_proposed", {"question_ref": "q-c", "text": "Is the inner loop vectorised?",
-                                                      "category": "hypothesis", "decision_point": "plateau", "by": "model"})
+        worker.event(
+            run_id,
+            1,
+            "question_proposed",
+            {
+                "question_ref": "q-c",
+                "text": "Is the inner loop vectorised?",
+                "category": "hypothesis",
+                "decision_point": "plateau",
+                "by": "model",
+            },
+        )
         worker.event(run_id, 2, "evaluation", eval_payload(None, correct=False))
         page.reload()
         page.wait_for_selector("#speedup-chart[data-points='2']")
@@ -283,7 +350,7 @@ def test_the_feed_keeps_a_bounded_window_of_steps(live_site, login):
     page.eval_on_selector("#feed", "feed => { feed.scrollTop = 0; }")
     page.wait_for_selector("#step-11799")
     assert page.evaluate("KSeekRun.held()") == 300
-    assert page.evaluate("KSeekRun.range()") == [11600, 11899]        # the 100 newest left the page
+    assert page.evaluate("KSeekRun.range()") == [11600, 11899]  # the 100 newest left the page
     assert page.locator("#step-11999").count() == 0 and page.locator("#feed-list > li").count() == 300
     assert page.locator("#feed-newer").is_visible()
     page.click("#feed-newer")

@@ -18,14 +18,31 @@ def big_run(steps: int):
     lines = []
     for seq in range(steps):
         kind = kinds[seq % len(kinds)]
-        payload = {"content": [{"type": "text", "text": f"thought {seq}"}]} if kind == "model_message" else {"text": f"line {seq}"}
+        payload = (
+            {"content": [{"type": "text", "text": f"thought {seq}"}]}
+            if kind == "model_message"
+            else {"text": f"line {seq}"}
+        )
         if seq == 0:  # every agent-loop trace starts with its configuration
-            kind, payload = "status", {"status": "running", "reason": "started", "config": {"task": "matmul_cpu", "model": "replay:big"}}
+            kind, payload = (
+                "status",
+                {"status": "running", "reason": "started", "config": {"task": "matmul_cpu", "model": "replay:big"}},
+            )
         elif kind == "tool_call":
             payload = {"call_id": f"c{seq}", "name": "shell", "input": {"command": f"make run-{seq}"}}
-        lines.append(json.dumps({"v": 1, "run_id": "local-1", "seq": seq, "kind": kind,
-                                 "ts": "2026-11-30T12:00:00+00:00", "payload": payload,
-                                 "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": None}}))
+        lines.append(
+            json.dumps(
+                {
+                    "v": 1,
+                    "run_id": "local-1",
+                    "seq": seq,
+                    "kind": kind,
+                    "ts": "2026-11-30T12:00:00+00:00",
+                    "payload": payload,
+                    "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": None},
+                }
+            )
+        )
     return trace_import(lines=lines, name="big.jsonl")
 
 
@@ -41,7 +58,9 @@ def steps(client, run, **params):
     return response.json()
 
 
-def test_a_12000_step_run_page_renders_no_steps_and_the_feed_opens_on_its_last_page(viewer, django_assert_max_num_queries):
+def test_a_12000_step_run_page_renders_no_steps_and_the_feed_opens_on_its_last_page(
+    viewer, django_assert_max_num_queries
+):
     run = big_run(12_000)
     with django_assert_max_num_queries(12):
         page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
@@ -106,9 +125,12 @@ def test_the_chart_series_has_points_best_line_and_questions(viewer):
     host, _ = make_worker()
     make_run()
     run = run_claim(worker=host)
-    for seq, kind, payload in [(0, "evaluation", evaluation_payload(1.2)), (1, "question_proposed", question_payload("q")),
-                               (2, "evaluation", evaluation_payload(None, correct=False)),
-                               (3, "evaluation", evaluation_payload(1.9, source="// v3\n"))]:
+    for seq, kind, payload in [
+        (0, "evaluation", evaluation_payload(1.2)),
+        (1, "question_proposed", question_payload("q")),
+        (2, "evaluation", evaluation_payload(None, correct=False)),
+        (3, "evaluation", evaluation_payload(1.9, source="// v3\n")),
+    ]:
         apply_step_effects(run=run, step=step_record(run=run, seq=seq, kind=kind, payload=payload).step)
     chart = viewer.get(reverse("run_chart", args=[run.pk])).json()
     assert [(p["x"], p["status"]) for p in chart["points"]] == [(0, "correct"), (2, "incorrect"), (3, "correct")]

@@ -38,7 +38,7 @@ def test_twenty_wrong_passwords_lock_that_user_at_that_address_out_with_a_page_s
     answers = [log_in(client, "olga", "wrong-password").status_code for _ in range(20)]
     # The form's own "didn't match" answer up to the limit; locked (429) from the limit on.
     assert answers[: settings.AXES_FAILURE_LIMIT - 1] == [200] * (settings.AXES_FAILURE_LIMIT - 1)
-    assert set(answers[settings.AXES_FAILURE_LIMIT:]) == {429}
+    assert set(answers[settings.AXES_FAILURE_LIMIT :]) == {429}
 
     response = log_in(client, "olga")
     assert response.status_code == 429
@@ -64,8 +64,9 @@ def test_the_right_password_works_again_once_the_cool_off_has_passed(client):
     lock(client, "olga")
     assert log_in(client, "olga").status_code == 429
     # The clock moves on: the failures are now older than the cool-off.
-    AccessAttempt.objects.update(attempt_time=AccessAttempt.objects.get().attempt_time - settings.AXES_COOLOFF_TIME
-                                 - timedelta(seconds=1))
+    AccessAttempt.objects.update(
+        attempt_time=AccessAttempt.objects.get().attempt_time - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    )
     assert logged_in(log_in(client, "olga"))
 
 

@@ -8,8 +8,15 @@ from django.urls import reverse
 
 from runs.models import Directive, Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, WorkerHost
 from runs.services import (
-    apply_step_effects, kernel_record, kernel_release, question_propose, run_claim, step_record, trace_import,
-    worker_connected, worker_disconnected,
+    apply_step_effects,
+    kernel_record,
+    kernel_release,
+    question_propose,
+    run_claim,
+    step_record,
+    trace_import,
+    worker_connected,
+    worker_disconnected,
 )
 from tests.dashboard.helpers import evaluation_payload, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run, make_task
@@ -19,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 def worker_run(**fields):
     host, _ = make_worker()
-    run = make_run(**fields)
+    make_run(**fields)
     return run_claim(worker=host)
 
 
@@ -95,7 +102,10 @@ def test_a_viewer_may_not_decide_message_start_or_stop(viewer):
     assert viewer.post(reverse("review_decide", args=[question.pk]), {"decision": "approve"}).status_code == 403
     assert viewer.post(reverse("run_message", args=[run.pk]), {"text": "hi"}).status_code == 403
     assert viewer.post(reverse("run_control", args=[run.pk]), {"action": "stop"}).status_code == 403
-    assert viewer.post(reverse("run_start"), {"task": run.task.name, "model": "m", "review_mode": "auto"}).status_code == 403
+    assert (
+        viewer.post(reverse("run_start"), {"task": run.task.name, "model": "m", "review_mode": "auto"}).status_code
+        == 403
+    )
     question.refresh_from_db()
     assert question.status == QuestionStatus.PROPOSED and not Directive.objects.exists()
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
@@ -105,9 +115,13 @@ def test_a_reviewer_may_decide_and_message_but_not_control_runs(reviewer):
     run = worker_run()
     record(run, 0, "question_proposed", question_payload("q-1"))
     question = Question.objects.get(run=run)
-    response = reviewer.post(reverse("review_decide", args=[question.pk]), {"decision": "veto"}, HTTP_ACCEPT="application/json")
+    response = reviewer.post(
+        reverse("review_decide", args=[question.pk]), {"decision": "veto"}, HTTP_ACCEPT="application/json"
+    )
     assert response.json() == {"ok": True, "status": "vetoed", "question_id": question.pk}
-    again = reviewer.post(reverse("review_decide", args=[question.pk]), {"decision": "approve"}, HTTP_ACCEPT="application/json")
+    again = reviewer.post(
+        reverse("review_decide", args=[question.pk]), {"decision": "approve"}, HTTP_ACCEPT="application/json"
+    )
     assert again.status_code == 409
     assert reviewer.post(reverse("run_message", args=[run.pk]), {"text": "look at the cache"}).status_code == 302
     assert [d.action for d in Directive.objects.order_by("pk")] == ["question_decision", "human_message"]
@@ -118,16 +132,24 @@ def test_an_edit_without_text_is_refused_with_a_message(reviewer):
     run = worker_run()
     record(run, 0, "question_proposed", question_payload("q-1"))
     question = Question.objects.get(run=run)
-    response = reviewer.post(reverse("review_decide", args=[question.pk]), {"decision": "edit", "text": " "},
-                             HTTP_ACCEPT="application/json")
+    response = reviewer.post(
+        reverse("review_decide", args=[question.pk]), {"decision": "edit", "text": " "}, HTTP_ACCEPT="application/json"
+    )
     assert response.status_code == 400 and "text" in response.json()["error"]
 
 
 def test_an_operator_starts_a_run_from_the_page_with_budgets(operator):
     task = make_task()
-    response = operator.post(reverse("run_start"), {
-        "task": task.name, "model": "replay:demo", "review_mode": "review", "budget_steps": "40", "budget_cost_usd": "1.5",
-    })
+    response = operator.post(
+        reverse("run_start"),
+        {
+            "task": task.name,
+            "model": "replay:demo",
+            "review_mode": "review",
+            "budget_steps": "40",
+            "budget_cost_usd": "1.5",
+        },
+    )
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("run_detail", args=[run.pk])
     assert (run.status, run.budget_steps, run.started_by.username) == (RunStatus.QUEUED, 40, "olga")
@@ -145,7 +167,9 @@ def test_an_operator_pauses_resumes_and_stops_a_run_and_a_stopped_run_cannot_res
     for action, status in (("pause", "paused"), ("resume", "running"), ("stop", "stopped")):
         operator.post(reverse("run_control", args=[run.pk]), {"action": action})
         assert Run.objects.get(pk=run.pk).status == status
-    response = operator.post(reverse("run_control", args=[run.pk]), {"action": "resume"}, HTTP_ACCEPT="application/json")
+    response = operator.post(
+        reverse("run_control", args=[run.pk]), {"action": "resume"}, HTTP_ACCEPT="application/json"
+    )
     assert response.status_code == 409 and "finished" in response.json()["message"]
     assert list(Directive.objects.values_list("action", flat=True)) == ["pause", "resume", "stop"]
 
@@ -163,8 +187,11 @@ def test_an_operator_creates_a_worker_token_shown_once_and_revokes_it(operator):
 def test_the_workers_page_and_a_run_page_say_which_host_is_offline_since_when(operator):
     run = worker_run()
     host = run.worker
-    row = lambda: re.search(rf"<tr><td>{host.name}</td>.*?</tr>", operator.get(reverse("workers")).content.decode(),
-                            re.S).group(0)
+
+    def row():
+        page = operator.get(reverse("workers")).content.decode()
+        return re.search(rf"<tr><td>{host.name}</td>.*?</tr>", page, re.S).group(0)
+
     assert "never connected" in row()
     offline_note = re.compile(r'<span id="run-worker-offline"[^>]*>')
     worker_connected(worker=host, connection="specific.abc")
@@ -233,7 +260,16 @@ def test_a_trace_export_imports_back_as_an_equal_run(operator):
     record(run, 4, "status", {"status": "succeeded", "reason": "goal_met"})
     exported = b"".join(operator.get(reverse("trace_export", args=[run.pk])).streaming_content).decode().splitlines()
     kinds = [json.loads(line).get("kind") or json.loads(line)["type"] for line in exported]
-    assert kinds == ["run", "status", "question_proposed", "question_decided", "evaluation", "status", "question", "evaluation"]
+    assert kinds == [
+        "run",
+        "status",
+        "question_proposed",
+        "question_decided",
+        "evaluation",
+        "status",
+        "question",
+        "evaluation",
+    ]
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -243,15 +279,21 @@ def test_a_trace_export_imports_back_as_an_equal_run(operator):
     assert response.status_code == 302 and response["Location"] == reverse("run_detail", args=[imported.pk])
     assert (imported.step_count, imported.status, imported.best_speedup) == (5, "succeeded", pytest.approx(2.4))
     question = Question.objects.get(run=imported)
-    assert (question.status, question.text, question.original_text) == ("edited", "Better?", "What limits the kernel now?")
+    assert (question.status, question.text, question.original_text) == (
+        "edited",
+        "Better?",
+        "What limits the kernel now?",
+    )
 
 
 def test_a_harness_trace_imports_as_a_run_of_evaluations():
     from tests.dashboard.helpers import eval_result
 
     make_task()
-    lines = [json.dumps({"kind": "evaluation", "note": "first", "summary": "x", **eval_result(1.2)}),
-             json.dumps({"kind": "evaluation", "note": "", "summary": "y", **eval_result(2.4, source="// v2\n")})]
+    lines = [
+        json.dumps({"kind": "evaluation", "note": "first", "summary": "x", **eval_result(1.2)}),
+        json.dumps({"kind": "evaluation", "note": "", "summary": "y", **eval_result(2.4, source="// v2\n")}),
+    ]
     run = trace_import(lines=lines, name="matmul.trace")
     assert run.step_count == 2 and run.best_speedup == pytest.approx(2.4) and run.model == "import:matmul.trace"
     assert Evaluation.objects.filter(run=run).count() == 2
@@ -276,12 +318,24 @@ def test_a_trace_of_an_unknown_task_is_refused():
 
 # Bad input answered as bad input (issue 15, finding 18): a form error or a 400 with the reason, never a 500.
 
-NOTE_LINE = json.dumps({"seq": 0, "kind": "status", "ts": "2026-11-30T12:00:00+00:00",
-                        "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}}})
+NOTE_LINE = json.dumps(
+    {
+        "seq": 0,
+        "kind": "status",
+        "ts": "2026-11-30T12:00:00+00:00",
+        "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}},
+    }
+)
 
 
-START_FORM_MAX = {"budget_steps": 1_000_000, "budget_tokens": 10**12, "budget_wall_s": 30 * 86_400,
-                  "budget_evaluations": 100_000, "review_timeout_s": 7 * 86_400, "budget_cost_usd": 100_000}
+START_FORM_MAX = {
+    "budget_steps": 1_000_000,
+    "budget_tokens": 10**12,
+    "budget_wall_s": 30 * 86_400,
+    "budget_evaluations": 100_000,
+    "review_timeout_s": 7 * 86_400,
+    "budget_cost_usd": 100_000,
+}
 
 
 @pytest.mark.parametrize("field", sorted(START_FORM_MAX))
@@ -293,7 +347,9 @@ def test_a_budget_or_timeout_too_large_for_its_column_is_a_form_error_on_the_sta
     form = {"task": task.name, "model": "m", "review_mode": "review_timeout", "review_timeout_s": "60", field: value}
     response = operator.post(reverse("run_start"), form)
     assert response.status_code == 400 and not Run.objects.exists()
-    assert f'class="error">Ensure this value is less than or equal to {START_FORM_MAX[field]}' in response.content.decode()
+    assert (
+        f'class="error">Ensure this value is less than or equal to {START_FORM_MAX[field]}' in response.content.decode()
+    )
 
 
 def test_each_budget_is_taken_up_to_its_ceiling_and_refused_above_it_on_either_database(operator):
@@ -308,15 +364,25 @@ def test_each_budget_is_taken_up_to_its_ceiling_and_refused_above_it_on_either_d
     assert (Run.objects.get().budget_tokens, Run.objects.get().budget_steps) == (10**12, 1_000_000)
 
 
-@pytest.mark.parametrize("query, reason", [
-    ("limit=abc", "limit must be a whole number from 1 to 500, not 'abc'"),
-    ("limit=0", "limit must be"), ("limit=-5", "limit must be"), ("limit=501", "limit must be"),
-    ("limit=99999999999999999999", "limit must be"), ("limit=1e3", "limit must be"), ("limit=%207", "limit must be"),
-    ("after=abc", "after must be a whole number from -1 to 2147483647"), ("after=-2", "after must be"),
-    ("after=2147483648", "after must be"), ("after=" + "9" * 5000, "after must be"),
-    ("before=1.5", "before must be"), ("around=-99999999999999999999", "around must be"),
-    ("kind=bogus", "unknown kind 'bogus'"),
-])
+@pytest.mark.parametrize(
+    "query, reason",
+    [
+        ("limit=abc", "limit must be a whole number from 1 to 500, not 'abc'"),
+        ("limit=0", "limit must be"),
+        ("limit=-5", "limit must be"),
+        ("limit=501", "limit must be"),
+        ("limit=99999999999999999999", "limit must be"),
+        ("limit=1e3", "limit must be"),
+        ("limit=%207", "limit must be"),
+        ("after=abc", "after must be a whole number from -1 to 2147483647"),
+        ("after=-2", "after must be"),
+        ("after=2147483648", "after must be"),
+        ("after=" + "9" * 5000, "after must be"),
+        ("before=1.5", "before must be"),
+        ("around=-99999999999999999999", "around must be"),
+        ("kind=bogus", "unknown kind 'bogus'"),
+    ],
+)
 def test_the_steps_api_answers_a_bad_query_parameter_with_400_and_the_reason(viewer, query, reason):
     run = make_run()
     response = viewer.get(reverse("run_steps", args=[run.pk]) + "?" + query)
@@ -335,19 +401,28 @@ def upload(name: str, content: bytes):
     return SimpleUploadedFile(name, content)
 
 
-@pytest.mark.parametrize("bad_line, reason", [
-    (b"[" * 100_000 + b"]" * 100_000, "line 1 nests deeper than 64 levels"),
-    (json.dumps({"seq": 0, "kind": "note", "payload": {"deep": json.loads("[" * 500 + "]" * 500)}}).encode(),
-     "line 1 nests deeper than 64 levels"),
-    (json.dumps({"seq": 2**31, "kind": "note", "payload": {}}).encode(), "seq must be at most 2147483647"),
-    (json.dumps({"seq": 1, "kind": "note", "payload": {}, "usage": {"tokens_in": 2**40}}).encode(),
-     "usage.tokens_in must be at most 2147483647"),
-    (json.dumps({"seq": 1, "kind": "note", "payload": {}, "ts": "2026-13-45T99:00:00"}).encode(), "timestamp"),
-    (b"\xff\xfe not utf-8", "line 1 is not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "bad_line, reason",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "line 1 nests deeper than 64 levels"),
+        (
+            json.dumps({"seq": 0, "kind": "note", "payload": {"deep": json.loads("[" * 500 + "]" * 500)}}).encode(),
+            "line 1 nests deeper than 64 levels",
+        ),
+        (json.dumps({"seq": 2**31, "kind": "note", "payload": {}}).encode(), "seq must be at most 2147483647"),
+        (
+            json.dumps({"seq": 1, "kind": "note", "payload": {}, "usage": {"tokens_in": 2**40}}).encode(),
+            "usage.tokens_in must be at most 2147483647",
+        ),
+        (json.dumps({"seq": 1, "kind": "note", "payload": {}, "ts": "2026-13-45T99:00:00"}).encode(), "timestamp"),
+        (b"\xff\xfe not utf-8", "line 1 is not UTF-8 text"),
+    ],
+)
 def test_a_trace_line_the_import_cannot_take_is_refused_on_the_form_and_nothing_is_stored(operator, bad_line, reason):
     make_task()
-    response = operator.post(reverse("trace_import"), {"trace": upload("bad.jsonl", bad_line + b"\n" + NOTE_LINE.encode())})
+    response = operator.post(
+        reverse("trace_import"), {"trace": upload("bad.jsonl", bad_line + b"\n" + NOTE_LINE.encode())}
+    )
     assert response.status_code == 400 and reason in response.content.decode()
     assert not Run.objects.exists()
 
@@ -355,17 +430,34 @@ def test_a_trace_line_the_import_cannot_take_is_refused_on_the_form_and_nothing_
 def test_a_trace_over_the_upload_limit_is_refused_naming_the_limit_and_nothing_is_stored(operator, settings):
     settings.KSEEK_TRACE_UPLOAD_MAX_BYTES = 4096
     make_task()
-    response = operator.post(reverse("trace_import"), {"trace": upload("big.jsonl", ((NOTE_LINE + "\n") * 100).encode())})
+    response = operator.post(
+        reverse("trace_import"), {"trace": upload("big.jsonl", ((NOTE_LINE + "\n") * 100).encode())}
+    )
     assert response.status_code == 413
     page = " ".join(response.content.decode().split())
     assert "the import takes at most 4.0 KiB (KSEEK_TRACE_UPLOAD_MAX_BYTES=4096)" in page
     assert not Run.objects.exists()
     # A file within the limit is taken; one over FILE_UPLOAD_MAX_MEMORY_SIZE from its temporary file, line by line.
     settings.KSEEK_TRACE_UPLOAD_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 2**20, 1024
-    lines = [NOTE_LINE] + [json.dumps({"seq": seq, "kind": "note", "ts": "2026-11-30T12:00:01+00:00",
-                                       "payload": {"text": f"note {seq}"}, "usage": {"tokens_in": 1, "tokens_out": 2}})
-                           for seq in range(1, 2500)]
+    lines = [NOTE_LINE] + [
+        json.dumps(
+            {
+                "seq": seq,
+                "kind": "note",
+                "ts": "2026-11-30T12:00:01+00:00",
+                "payload": {"text": f"note {seq}"},
+                "usage": {"tokens_in": 1, "tokens_out": 2},
+            }
+        )
+        for seq in range(1, 2500)
+    ]
     response = operator.post(reverse("trace_import"), {"trace": upload("long.jsonl", "\n".join(lines).encode())})
     run = Run.objects.get()
     assert response.status_code == 302
-    assert (run.step_count, run.last_seq, run.tokens_in, run.tokens_out, run.status) == (2500, 2499, 2499, 4998, "stopped")
+    assert (run.step_count, run.last_seq, run.tokens_in, run.tokens_out, run.status) == (
+        2500,
+        2499,
+        2499,
+        4998,
+        "stopped",
+    )

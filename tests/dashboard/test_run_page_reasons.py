@@ -44,20 +44,29 @@ def test_revoking_a_host_asks_first_and_says_what_it_does_to_its_runs(operator):
 
 def test_a_run_page_shows_why_it_ended_in_its_header_and_summary(operator):
     host, run = held_run()
-    ended = event(run.pk, 0, "status", {"status": "failed", "reason": "model_error",
-                                        "detail": "the model API answered 400: bad request"})
+    ended = event(
+        run.pk,
+        0,
+        "status",
+        {"status": "failed", "reason": "model_error", "detail": "the model API answered 400: bad request"},
+    )
     [outcome] = worker_events_record(items=[(host, ended)])
     assert outcome.stored
     page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert '<span class="status-reason">(model_error: the model API answered 400: bad request)</span>' in page
     assert operator.get(reverse("run_summary", args=[run.pk])).json()["status_reason"] == (
-        "model_error: the model API answered 400: bad request")
+        "model_error: the model API answered 400: bad request"
+    )
 
 
 def test_a_run_page_lists_the_events_the_server_refused(operator):
     host, run = held_run()
-    event_refusal_record(worker=host, event=event(run.pk, 7, "evaluation", {}), size_bytes=5 * 2**20,
-                         error="an event of 5242880 bytes is over the server's limit of 4194304 bytes")
+    event_refusal_record(
+        worker=host,
+        event=event(run.pk, 7, "evaluation", {}),
+        size_bytes=5 * 2**20,
+        error="an event of 5242880 bytes is over the server's limit of 4194304 bytes",
+    )
     other, _ = make_worker("gpu-b")
     # Another host cannot write on this run's page.
     assert event_refusal_record(worker=other, event=event(run.pk, 8, "note", {}), error="x") is None
@@ -69,13 +78,16 @@ def test_a_run_page_lists_the_events_the_server_refused(operator):
 
 @pytest.mark.parametrize("speedup, status", [(2.5, "succeeded"), (1.5, "failed")])
 def test_an_imported_trace_that_says_succeeded_is_shown_succeeded_only_when_an_evaluation_in_it_confirms_it(
-        speedup, status):
+    speedup, status
+):
     import json
 
     task = make_run().task
-    events = [event(1, 0, "status", {"status": "running", "reason": "started", "config": {"task": task.name}}),
-              event(1, 1, "evaluation", evaluation_payload(speedup) | {"scenario_set": "full"}),
-              event(1, 2, "status", {"status": "succeeded", "reason": "goal_met"})]
+    events = [
+        event(1, 0, "status", {"status": "running", "reason": "started", "config": {"task": task.name}}),
+        event(1, 1, "evaluation", evaluation_payload(speedup) | {"scenario_set": "full"}),
+        event(1, 2, "status", {"status": "succeeded", "reason": "goal_met"}),
+    ]
     run = trace_import(lines=[json.dumps({k: v for k, v in e.items() if k != "type"}) for e in events], name="t")
     assert run.status == status
     if status == "failed":

@@ -1,18 +1,32 @@
 """The worker socket (docs/protocol.md section 2): token auth, events stored once and acked, directives delivered."""
 
-import pytest
-from asgiref.sync import sync_to_async
-
 from decimal import Decimal
 
+import pytest
+from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from runs.models import (
-    Directive, Evaluation, Question, QuestionStatus, RefusedEvent, Run, RunStatus, ScenarioResult, Step, WorkerHost,
+    Directive,
+    Evaluation,
+    Question,
+    QuestionStatus,
+    RefusedEvent,
+    Run,
+    RunStatus,
+    ScenarioResult,
+    Step,
+    WorkerHost,
 )
 from runs.services import question_review, run_control, run_send_human_message, worker_host_revoke
 from tests.dashboard.helpers import (
-    connected_worker, event, evaluation_payload, make_user, make_worker, question_payload, worker_socket,
+    connected_worker,
+    evaluation_payload,
+    event,
+    make_user,
+    make_worker,
+    question_payload,
+    worker_socket,
 )
 from tests.foundation.factories import make_run
 
@@ -52,7 +66,7 @@ async def test_a_revoked_token_is_refused():
 async def test_revoking_a_host_closes_its_open_socket_with_4401_and_stores_nothing_more_of_it():
     host, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
-    run = await claimed_run(socket)
+    await claimed_run(socket)
     await sync_to_async(make_run)()  # queued: a claim after the revocation must not get it
     await sync_to_async(worker_host_revoke)(host=host)
     assert (await socket.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4401}
@@ -190,16 +204,20 @@ async def test_a_succeeded_status_without_a_stored_evaluation_that_met_the_goal_
     run = await claimed_run(socket)  # goal: 2x over naive on n256 and n512
     seq = 0
     if evidence != "none":
-        payload = {"too_slow": evaluation_payload(1.5), "one_scenario_wrong": evaluation_payload(2.5, failing="n512"),
-                   "not_the_full_set": evaluation_payload(2.5)}[evidence]
+        payload = {
+            "too_slow": evaluation_payload(1.5),
+            "one_scenario_wrong": evaluation_payload(2.5, failing="n512"),
+            "not_the_full_set": evaluation_payload(2.5),
+        }[evidence]
         if evidence == "not_the_full_set":
             payload["result"]["scenarios"] = payload["result"]["scenarios"][:1]
         payload["goal_met"] = True  # the worker's own word, which the server does not take
         await socket.send_json_to(event(run.pk, seq, "evaluation", payload))
         assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
         seq += 1
-    await socket.send_json_to(event(run.pk, seq, "status", {"status": "succeeded", "reason": "goal_met",
-                                                            "goal_met": True}))
+    await socket.send_json_to(
+        event(run.pk, seq, "status", {"status": "succeeded", "reason": "goal_met", "goal_met": True})
+    )
     reply = await socket.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False and "confirms the goal" in reply["error"], reply
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
@@ -213,32 +231,50 @@ async def test_a_final_status_event_gives_the_run_its_reason():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket, budget_cost_usd=Decimal("0.02"))
-    await socket.send_json_to(event(run.pk, 0, "status", {
-        "status": "failed", "reason": "budget_cost", "detail": "cost budget spent: 0.0292 of 0.02"}))
+    await socket.send_json_to(
+        event(
+            run.pk,
+            0,
+            "status",
+            {"status": "failed", "reason": "budget_cost", "detail": "cost budget spent: 0.0292 of 0.02"},
+        )
+    )
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
     assert (stored.status, stored.status_reason) == (RunStatus.FAILED, "budget_cost: cost budget spent: 0.0292 of 0.02")
     await socket.disconnect()
 
 
-@pytest.mark.parametrize("field, value", [("usage", {"tokens_in": 999, "tokens_out": 0, "cost_usd": 5.0}),
-                                          ("ts", "2026-12-01T00:00:00+00:00")])
+@pytest.mark.parametrize(
+    "field, value",
+    [("usage", {"tokens_in": 999, "tokens_out": 0, "cost_usd": 5.0}), ("ts", "2026-12-01T00:00:00+00:00")],
+)
 @pytest.mark.parametrize("batched", [False, True])
-async def test_a_resent_event_that_differs_in_usage_or_time_is_refused_and_the_totals_do_not_move(field, value, batched):
+async def test_a_resent_event_that_differs_in_usage_or_time_is_refused_and_the_totals_do_not_move(
+    field, value, batched
+):
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
 
     async def send(message):
         if batched:
-            await socket.send_json_to({"type": "events", "v": 1,
-                                       "events": [{k: v for k, v in message.items() if k not in ("type", "v")}]})
+            await socket.send_json_to(
+                {"type": "events", "v": 1, "events": [{k: v for k, v in message.items() if k not in ("type", "v")}]}
+            )
         else:
             await socket.send_json_to(message)
         return await socket.receive_json_from(timeout=5)
 
-    first = event(run.pk, 0, "usage", {"purpose": "turn", "tokens_in": 10, "tokens_out": 2}, tokens_in=10, tokens_out=2,
-                  cost_usd=0.01)
+    first = event(
+        run.pk,
+        0,
+        "usage",
+        {"purpose": "turn", "tokens_in": 10, "tokens_out": 2},
+        tokens_in=10,
+        tokens_out=2,
+        cost_usd=0.01,
+    )
     assert (await send(first))["type"] in ("ack", "acks")
     assert (await send(first))["type"] in ("ack", "acks")  # the same event again: stored once, acked again
     reply = await send(first | {field: value})
@@ -258,11 +294,17 @@ async def test_a_reviewers_decision_reaches_the_worker_as_a_directive_and_is_not
     question = await sync_to_async(Question.objects.get)(run=run)
     assert question.status == QuestionStatus.PROPOSED and question.decision_point == "plateau"
 
-    await sync_to_async(question_review)(question=question, reviewer=reviewer, decision="edit", text="Profile it first?")
+    await sync_to_async(question_review)(
+        question=question, reviewer=reviewer, decision="edit", text="Profile it first?"
+    )
     directive = await socket.receive_json_from(timeout=5)
     assert directive["type"] == "directive" and directive["action"] == "question_decision"
     assert (directive["question_ref"], directive["decision"], directive["text"], directive["reviewer"]) == (
-        "q-1", "edit", "Profile it first?", "rita")
+        "q-1",
+        "edit",
+        "Profile it first?",
+        "rita",
+    )
     await socket.send_json_to({"type": "directive_ack", "v": 1, "id": directive["id"]})
     await socket.disconnect()
 
@@ -306,7 +348,9 @@ async def test_an_auto_approval_reported_by_the_worker_decides_the_question():
     run = await claimed_run(socket)
     await socket.send_json_to(event(run.pk, 0, "question_proposed", question_payload("q-9")))
     await socket.receive_json_from(timeout=5)
-    await socket.send_json_to(event(run.pk, 1, "question_decided", {"question_ref": "q-9", "action": "approve", "by": "timeout"}))
+    await socket.send_json_to(
+        event(run.pk, 1, "question_decided", {"question_ref": "q-9", "action": "approve", "by": "timeout"})
+    )
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     question = await sync_to_async(Question.objects.get)(run=run)
     assert question.status == QuestionStatus.APPROVED and question.reviewer_id is None
@@ -325,8 +369,9 @@ async def worker_and_browser(client):
     worker = await connected_worker(token)
     run = await claimed_run(worker)
     session = await login_cookie(client, viewer)
-    browser = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/",
-                                    headers=BROWSER_HEADERS + [(b"cookie", f"sessionid={session}".encode())])
+    browser = WebsocketCommunicator(
+        application, f"/ws/runs/{run.pk}/", headers=BROWSER_HEADERS + [(b"cookie", f"sessionid={session}".encode())]
+    )
     assert (await browser.connect())[0]
     return worker, run, browser
 
@@ -335,7 +380,12 @@ async def test_a_browser_following_the_run_hears_of_a_worker_event_after_it_is_s
     worker, run, browser = await worker_and_browser(client)
     await worker.send_json_to(event(run.pk, 0, "note", {"text": "hi"}))
     assert (await worker.receive_json_from(timeout=5))["type"] == "ack"
-    assert await browser.receive_json_from(timeout=5) == {"type": "step.stored", "run_id": run.pk, "seq": 0, "kind": "note"}
+    assert await browser.receive_json_from(timeout=5) == {
+        "type": "step.stored",
+        "run_id": run.pk,
+        "seq": 0,
+        "kind": "note",
+    }
     await browser.disconnect()
     await worker.disconnect()
 
@@ -353,7 +403,9 @@ async def test_a_reconnecting_worker_that_no_longer_holds_its_runs_gets_them_req
     # It comes back holding only `kept` (say its state folder was wiped and one run resumed from elsewhere).
     again = worker_socket(token)
     assert (await again.connect())[0]
-    await again.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": [{"run_id": kept.pk}]})
+    await again.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": [{"run_id": kept.pk}]}
+    )
     assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
     get = sync_to_async(Run.objects.get)
     assert (await get(pk=kept.pk)).status == RunStatus.RUNNING
@@ -379,10 +431,14 @@ async def test_a_hello_without_a_readable_list_of_runs_changes_no_run():
 
 # ------------------------------------------------------------------------- events in batches (`events`, `acks`)
 
+
 def batch(*events: dict) -> dict:
     """An `events` message of these `event` messages (each loses its type and v, which are the message's)."""
-    return {"type": "events", "v": 1,
-            "events": [{k: v for k, v in e.items() if k not in ("type", "v")} for e in events]}
+    return {
+        "type": "events",
+        "v": 1,
+        "events": [{k: v for k, v in e.items() if k not in ("type", "v")} for e in events],
+    }
 
 
 async def answers_for(socket, count: int) -> tuple[list, list]:
@@ -416,12 +472,21 @@ async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplica
     await socket.send_json_to(event(run.pk, 0, "note", {"text": "zero"}, tokens_in=5))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     # seq 0 was stored before; seq 1 comes twice in the batch.
-    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "zero"}, tokens_in=5),
-                                    event(run.pk, 1, "note", {"text": "one"}, tokens_in=5),
-                                    event(run.pk, 2, "note", {"text": "two"}, tokens_in=5),
-                                    event(run.pk, 1, "note", {"text": "one"}, tokens_in=5)))
+    await socket.send_json_to(
+        batch(
+            event(run.pk, 0, "note", {"text": "zero"}, tokens_in=5),
+            event(run.pk, 1, "note", {"text": "one"}, tokens_in=5),
+            event(run.pk, 2, "note", {"text": "two"}, tokens_in=5),
+            event(run.pk, 1, "note", {"text": "one"}, tokens_in=5),
+        )
+    )
     reply = await socket.receive_json_from(timeout=5)
-    assert reply["type"] == "acks" and sorted(map(tuple, reply["acks"])) == [(run.pk, 0), (run.pk, 1), (run.pk, 1), (run.pk, 2)]
+    assert reply["type"] == "acks" and sorted(map(tuple, reply["acks"])) == [
+        (run.pk, 0),
+        (run.pk, 1),
+        (run.pk, 1),
+        (run.pk, 2),
+    ]
     steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
     assert steps == [(0, {"text": "zero"}), (1, {"text": "one"}), (2, {"text": "two"})]
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
@@ -435,10 +500,14 @@ async def test_a_refused_event_in_a_batch_is_nacked_alone_and_the_others_are_ack
     run = await claimed_run(socket)
     await socket.send_json_to(event(run.pk, 0, "note", {"text": "first"}))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
-    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "a different first"}),
-                                    event(run.pk, 1, "evaluation", {"result": "not an object"}),
-                                    event(run.pk, 2, "note", {"text": "fine"}),
-                                    event(run.pk, 3, "evaluation", evaluation_payload(1.5))))
+    await socket.send_json_to(
+        batch(
+            event(run.pk, 0, "note", {"text": "a different first"}),
+            event(run.pk, 1, "evaluation", {"result": "not an object"}),
+            event(run.pk, 2, "note", {"text": "fine"}),
+            event(run.pk, 3, "evaluation", evaluation_payload(1.5)),
+        )
+    )
     acked, nacks = await answers_for(socket, 4)
     assert sorted(acked) == [(run.pk, 2), (run.pk, 3)]
     assert sorted((n["seq"], n["retry"]) for n in nacks) == [(0, False), (1, False)]
@@ -452,9 +521,13 @@ async def test_a_refused_event_in_a_batch_is_nacked_alone_and_the_others_are_ack
 async def test_events_for_a_run_the_sender_does_not_hold_are_refused_inside_a_batch():
     socket_a, socket_b, theirs = await two_hosts()
     mine = await claimed_run(socket_b)
-    await socket_b.send_json_to(batch(event(mine.pk, 0, "note", {"text": "mine"}),
-                                      event(theirs.pk, 0, "status", {"status": "stopped", "reason": "stopped_by_human"}),
-                                      event(10**9, 0, "note", {"text": "no such run"})))
+    await socket_b.send_json_to(
+        batch(
+            event(mine.pk, 0, "note", {"text": "mine"}),
+            event(theirs.pk, 0, "status", {"status": "stopped", "reason": "stopped_by_human"}),
+            event(10**9, 0, "note", {"text": "no such run"}),
+        )
+    )
     acked, nacks = await answers_for(socket_b, 3)
     assert acked == [(mine.pk, 0)]
     assert sorted(n["run_id"] for n in nacks) == [theirs.pk, 10**9] and not any(n["retry"] for n in nacks)
@@ -498,8 +571,13 @@ async def test_a_browser_following_the_run_hears_of_a_batch_once_stored(client):
     worker, run, browser = await worker_and_browser(client)
     await worker.send_json_to(batch(*(event(run.pk, seq, "note", {"text": str(seq)}) for seq in range(3))))
     assert (await worker.receive_json_from(timeout=5))["type"] == "acks"
-    assert await browser.receive_json_from(timeout=5) == {"type": "step.stored", "run_id": run.pk, "seq": 0,
-                                                          "kind": "note", "last_seq": 2}
+    assert await browser.receive_json_from(timeout=5) == {
+        "type": "step.stored",
+        "run_id": run.pk,
+        "seq": 0,
+        "kind": "note",
+        "last_seq": 2,
+    }
     await browser.disconnect()
     await worker.disconnect()
 

@@ -30,7 +30,8 @@ async def signed_in_socket(client, path: str, origin: bytes = b"http://localhost
     user = await sync_to_async(get_user_model().objects.create_user)("viewer", password="pw-123456789")
     session = await sync_to_async(_login_cookie)(client, user)
     return WebsocketCommunicator(
-        application, path,
+        application,
+        path,
         headers=[(b"cookie", f"sessionid={session}".encode()), (b"origin", origin), (b"host", b"localhost")],
     )
 
@@ -49,7 +50,9 @@ async def test_a_signed_in_browser_hears_of_a_stored_step(client):
 
 @pytest.mark.django_db(transaction=True)
 async def test_an_anonymous_socket_is_refused():
-    socket = WebsocketCommunicator(application, "/ws/runs/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")])
+    socket = WebsocketCommunicator(
+        application, "/ws/runs/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")]
+    )
     connected, code = await socket.connect()
     assert not connected
 
@@ -92,8 +95,9 @@ async def test_a_worker_without_an_origin_header_reaches_its_socket_through_the_
     )
     connected, _ = await socket.connect()
     assert connected
-    await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-node-1", "gpus": [], "active_runs": [],
-                               "agentloop_version": "test"})
+    await socket.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-node-1", "gpus": [], "active_runs": [], "agentloop_version": "test"}
+    )
     assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
     await socket.disconnect()
 
@@ -104,14 +108,15 @@ async def test_the_single_process_layer_drops_a_message_only_for_a_full_member()
     import asyncio
 
     from kseek_site.layers import LocalChannelLayer
+
     layer = LocalChannelLayer(capacity=1)
     slow, quick = await layer.new_channel(), await layer.new_channel()
     for channel in (slow, quick):
         await layer.group_add("members", channel)
     await layer.group_send("members", {"type": "probe", "n": 1, "items": [1]})
     first = await layer.receive(quick)
-    first["items"].append(2)                                    # a receiver's copy is its own
-    await layer.group_send("members", {"type": "probe", "n": 2})   # slow's queue is full: its copy is dropped
+    first["items"].append(2)  # a receiver's copy is its own
+    await layer.group_send("members", {"type": "probe", "n": 2})  # slow's queue is full: its copy is dropped
     assert (await layer.receive(quick))["n"] == 2
     assert await layer.receive(slow) == {"type": "probe", "n": 1, "items": [1]}
     with pytest.raises(asyncio.TimeoutError):
@@ -120,11 +125,12 @@ async def test_the_single_process_layer_drops_a_message_only_for_a_full_member()
 
 async def test_the_single_process_layer_still_expires_old_messages(monkeypatch):
     from kseek_site import layers
+
     layer = layers.LocalChannelLayer(expiry=1)
     channel = await layer.new_channel()
     await layer.send(channel, {"type": "old"})
     clock = layers.time.time() + 5
     monkeypatch.setattr(layers.time, "time", lambda: clock)
-    layer._cleaned_at = 0.0                                        # the once-a-second walk is due
+    layer._cleaned_at = 0.0  # the once-a-second walk is due
     await layer.send(channel, {"type": "new"})
     assert (await layer.receive(channel))["type"] == "new"

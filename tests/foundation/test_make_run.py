@@ -49,7 +49,9 @@ def test_make_run_serves_the_runs_page_to_a_signed_in_user_and_redirects_anonymo
     form = urllib.parse.urlencode(
         {"username": "admin", "password": "served-site-password", "csrfmiddlewaretoken": token, "next": "/"}
     ).encode()
-    request = urllib.request.Request(served_site + "/accounts/login/", data=form, headers={"Referer": served_site + "/accounts/login/"})
+    request = urllib.request.Request(
+        served_site + "/accounts/login/", data=form, headers={"Referer": served_site + "/accounts/login/"}
+    )
     page = browser.open(request).read().decode()
     assert "<h1>Runs</h1>" in page
     assert browser.open(served_site + "/static/css/kseek.css").status == 200
@@ -60,7 +62,9 @@ def test_make_run_loads_the_bank_and_released_kernels_and_its_local_worker_strea
 
     database = sqlite3.connect(data_dir / "kernelseek.sqlite3", timeout=20)
     assert database.execute("select count(*) from questionbank_bankquestion where active").fetchone()[0] >= 40
-    assert database.execute("select release_name from runs_kernel where released").fetchall() == [("attention-fwd-sm90",)]
+    assert database.execute("select release_name from runs_kernel where released").fetchall() == [
+        ("attention-fwd-sm90",)
+    ]
     deadline = time.monotonic() + 120
     steps = 0
     while time.monotonic() < deadline:

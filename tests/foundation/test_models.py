@@ -8,8 +8,8 @@ from django.db import IntegrityError, transaction
 from questionbank.models import BankQuestion
 from runs.models import Evaluation, Kernel, Question, Run, Step, Task
 from runs.services import (
-    StepConflict,
     ServiceError,
+    StepConflict,
     kernel_record,
     kernel_release,
     sha256_text,
@@ -123,7 +123,9 @@ def test_evaluation_status_outside_the_verdicts_is_refused():
 def test_deleting_a_run_removes_its_steps_and_questions_but_keeps_its_kernels():
     run = make_run()
     step = step_record(run=run, seq=0, kind="note", payload={}).step
-    Question.objects.create(run=run, step=step, source="human", text="?", status="approved", decided_at="2026-11-30T10:00:00Z")
+    Question.objects.create(
+        run=run, step=step, source="human", text="?", status="approved", decided_at="2026-11-30T10:00:00Z"
+    )
     kernel = kernel_record(source="k", run=run, step=step)
     run.delete()
     assert not Step.objects.exists() and not Question.objects.exists()

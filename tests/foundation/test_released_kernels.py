@@ -29,8 +29,12 @@ def load(kernels_dir):
 
 def test_a_released_kernel_is_loaded_once_with_its_results(tmp_path):
     source = "__global__ void k() {}\n"
-    result = {"status": "correct", "kernel_sha256": sha256_text(source), "geomean": {"flash": {"speedup": 1.2, "count": 1}},
-              "scenarios": [{"id": "s1", "params": {}, "correct": True, "speedup": {"flash": 1.2}, "time_ms": 1.0}]}
+    result = {
+        "status": "correct",
+        "kernel_sha256": sha256_text(source),
+        "geomean": {"flash": {"speedup": 1.2, "count": 1}},
+        "scenarios": [{"id": "s1", "params": {}, "correct": True, "speedup": {"flash": 1.2}, "time_ms": 1.0}],
+    }
     write_release(tmp_path / "demo", source, result)
     assert "released" in load(tmp_path)
     assert "up to date" in load(tmp_path)
@@ -48,7 +52,9 @@ def test_a_changed_source_takes_over_the_release_name(tmp_path):
 
 
 def test_results_recorded_for_another_source_are_refused(tmp_path):
-    write_release(tmp_path / "demo", "// v2\n", {"status": "correct", "kernel_sha256": sha256_text("// v1\n"), "scenarios": []})
+    write_release(
+        tmp_path / "demo", "// v2\n", {"status": "correct", "kernel_sha256": sha256_text("// v1\n"), "scenarios": []}
+    )
     with pytest.raises(CommandError, match="re-run the evaluation"):
         load(tmp_path)
     assert not Kernel.objects.exists()

@@ -1,6 +1,7 @@
 """The write services: status transitions, questions, evaluations, worker tokens."""
 
 import pytest
+from django.db import IntegrityError
 
 from runs.models import EvaluationStatus, QuestionStatus, ScenarioResult, WorkerHost
 from runs.selectors import questions_pending_count, run_list, steps_after
@@ -47,7 +48,9 @@ def test_a_reviewer_decides_a_proposed_question_once():
 
     reviewer = get_user_model().objects.create_user("rev", password="pw-123456789")
     run = make_run()
-    question = question_propose(run=run, text="Which measurement proves that limit?", source="self", decision_point="claimed-limit")
+    question = question_propose(
+        run=run, text="Which measurement proves that limit?", source="self", decision_point="claimed-limit"
+    )
     assert questions_pending_count() == 1
     edited = question_decide(question=question, reviewer=reviewer, action="edit", text="What does the profiler say?")
     assert edited.status == QuestionStatus.EDITED
@@ -68,12 +71,29 @@ def test_a_human_question_is_approved_as_written():
 def test_a_correct_evaluation_raises_the_runs_best_speedup_and_an_incorrect_one_does_not():
     run = make_run()
     kernel = kernel_record(source="k1", run=run, language="cpp")
-    scenario = {"id": "m512", "params": {"m": 512}, "correct": True, "error": 1e-6, "time_ms": 2.0, "tflops": 0.1,
-                "speedup": {"naive": 3.0}}
-    evaluation_record(kernel=kernel, run=run, result={"status": "correct", "geomean": {"naive": {"speedup": 3.0, "count": 1}},
-                                                     "scenarios": [scenario]})
-    evaluation_record(kernel=kernel, run=run, result={"status": "incorrect", "geomean": {"naive": {"speedup": 9.0, "count": 1}},
-                                                     "scenarios": [dict(scenario, correct=False)]})
+    scenario = {
+        "id": "m512",
+        "params": {"m": 512},
+        "correct": True,
+        "error": 1e-6,
+        "time_ms": 2.0,
+        "tflops": 0.1,
+        "speedup": {"naive": 3.0},
+    }
+    evaluation_record(
+        kernel=kernel,
+        run=run,
+        result={"status": "correct", "geomean": {"naive": {"speedup": 3.0, "count": 1}}, "scenarios": [scenario]},
+    )
+    evaluation_record(
+        kernel=kernel,
+        run=run,
+        result={
+            "status": "incorrect",
+            "geomean": {"naive": {"speedup": 9.0, "count": 1}},
+            "scenarios": [dict(scenario, correct=False)],
+        },
+    )
     run.refresh_from_db()
     assert run.best_speedup == 3.0 and run.best_speedups == {"naive": 3.0}
     assert ScenarioResult.objects.filter(evaluation__run=run).count() == 2
@@ -89,8 +109,10 @@ def test_an_evaluation_with_an_unknown_status_stores_nothing():
 def test_an_evaluation_whose_rows_fail_leaves_no_half_written_state():
     kernel = kernel_record(source="k")
     duplicate = {"id": "same", "correct": True}
-    with pytest.raises(Exception):
-        evaluation_record(kernel=kernel, result={"status": EvaluationStatus.CORRECT, "scenarios": [duplicate, duplicate]})
+    with pytest.raises(IntegrityError):
+        evaluation_record(
+            kernel=kernel, result={"status": EvaluationStatus.CORRECT, "scenarios": [duplicate, duplicate]}
+        )
     assert not kernel.evaluations.exists()
 
 
@@ -128,9 +150,15 @@ def test_a_run_takes_its_tasks_goal_unless_it_names_its_own():
     assert task_goal_run.goal == ("naive", 2.0)
     assert run_assignment(own_goal_run)["goal"] == {"baseline": "numpy", "speedup": 0.7}
     kernel = kernel_record(source="k", run=own_goal_run, language="cpp")
-    evaluation_record(kernel=kernel, run=own_goal_run, result={
-        "status": "correct", "geomean": {"naive": {"speedup": 3.0, "count": 1}, "numpy": {"speedup": 0.5, "count": 1}},
-        "scenarios": []})
+    evaluation_record(
+        kernel=kernel,
+        run=own_goal_run,
+        result={
+            "status": "correct",
+            "geomean": {"naive": {"speedup": 3.0, "count": 1}, "numpy": {"speedup": 0.5, "count": 1}},
+            "scenarios": [],
+        },
+    )
     own_goal_run.refresh_from_db()
     assert own_goal_run.best_speedup == 0.5  # measured against the run's own baseline
 

@@ -40,7 +40,11 @@ print(json.dumps({
 
 
 def probe_settings(tmp_path: Path, **env_overrides) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"}
+    }
     env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path)})
     env.update(env_overrides)
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
@@ -118,7 +122,13 @@ def test_the_large_gain_ratio_comes_from_the_environment_and_is_checked(tmp_path
     assert probe_settings(tmp_path)["large_gain_ratio"] == 1.2
     assert probe_settings(tmp_path, KSEEK_LARGE_GAIN_RATIO="1.5")["large_gain_ratio"] == 1.5
     env = {k: v for k, v in os.environ.items()}
-    env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path), "KSEEK_LARGE_GAIN_RATIO": "0.5"})
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "kseek_site.settings",
+            "KSEEK_DATA_DIR": str(tmp_path),
+            "KSEEK_LARGE_GAIN_RATIO": "0.5",
+        }
+    )
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "must be at least 1.0" in done.stderr
 
@@ -133,8 +143,9 @@ def probe_fails(tmp_path: Path, **env_overrides) -> str:
 def test_the_login_throttle_comes_from_the_environment_and_is_checked(tmp_path):
     found = probe_settings(tmp_path)
     assert (found["login_failure_limit"], found["login_cooloff_s"], found["trusted_proxies"]) == (5, 900, 0)
-    found = probe_settings(tmp_path, KSEEK_LOGIN_FAILURE_LIMIT="10", KSEEK_LOGIN_COOLOFF_MINUTES="2",
-                           KSEEK_TRUSTED_PROXIES="1")
+    found = probe_settings(
+        tmp_path, KSEEK_LOGIN_FAILURE_LIMIT="10", KSEEK_LOGIN_COOLOFF_MINUTES="2", KSEEK_TRUSTED_PROXIES="1"
+    )
     assert (found["login_failure_limit"], found["login_cooloff_s"], found["trusted_proxies"]) == (10, 120, 1)
     assert "KSEEK_LOGIN_FAILURE_LIMIT='0' must be at least 1" in probe_fails(tmp_path, KSEEK_LOGIN_FAILURE_LIMIT="0")
     assert "KSEEK_TRUSTED_PROXIES='one' is not a whole number" in probe_fails(tmp_path, KSEEK_TRUSTED_PROXIES="one")

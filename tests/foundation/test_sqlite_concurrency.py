@@ -51,12 +51,21 @@ def test_four_processes_writing_steps_at_once_all_succeed(tmp_path):
     env.update(DJANGO_SETTINGS_MODULE="kseek_site.settings", KSEEK_DATA_DIR=str(tmp_path))
 
     def python(code, *args, **kwargs):
-        return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120, **kwargs)
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            **kwargs,
+        )
 
     run_id = python(SETUP).stdout.strip()
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, run_id, str(n)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, run_id, str(n)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
+        )
         for n in range(4)
     ]
     errors = [w.communicate(timeout=120)[1] for w in writers]

@@ -8,6 +8,7 @@
 4. with the time left, naive.cu on the full grid (correctness only, bounded so the call ends in time).
 Writes results.json and a log under DIR; prints a short summary last. Needs no Django and no pytest.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ from gpu_harness.build import build  # noqa: E402
 NAIVE = REPO / "kernels" / "attention_fwd" / "naive.cu"
 CHEATS = sorted((REPO / "kernels" / "cheats" / "attention_fwd").glob("*.cu"))
 CHEAT_SCENARIOS = ["bf16_b32_sq113_sk113_h16x16_d128_causal", "fp16_b8_sq1_sk4096_h16x16_d128_causal"]
-LAST = ("illegal_address", "hang")     # they disturb the GPU: run them after the others
+LAST = ("illegal_address", "hang")  # they disturb the GPU: run them after the others
 
 
 def expected(path: Path) -> str:
@@ -43,15 +44,31 @@ def anchors_compare(r, say) -> None:
         rows = data["rows"] if isinstance(data, dict) else data
         for row in rows:
             if "dtype" in row:
-                key = ("bf16" if row["dtype"] == "bfloat16" else "fp16", row["B"], row["Sq"], row["Sk"], row["Hq"],
-                       row["Hkv"], row["D"], row["causal"])
+                key = (
+                    "bf16" if row["dtype"] == "bfloat16" else "fp16",
+                    row["B"],
+                    row["Sq"],
+                    row["Sk"],
+                    row["Hq"],
+                    row["Hkv"],
+                    row["D"],
+                    row["causal"],
+                )
             else:
                 key = ("bf16", row["b"], row["s"], row["s"], row["h"], row["h"], row["d"], row["causal"])
             anchors.setdefault(key, {}).update({k: row[k] for k in ("cudnn", "flash", "fa4") if k in row})
     for s in r.scenarios:
         p = s.params
-        key = (p["dtype"], p["batch"], p["seqlen_q"], p["seqlen_k"], p["heads_q"], p["heads_kv"], p["head_dim"],
-               p["causal"])
+        key = (
+            p["dtype"],
+            p["batch"],
+            p["seqlen_q"],
+            p["seqlen_k"],
+            p["heads_q"],
+            p["heads_kv"],
+            p["head_dim"],
+            p["causal"],
+        )
         if key in anchors and s.time_ms and s.tflops:
             here = {b: round(s.tflops * s.time_ms / ms, 1) for b, ms in s.baseline_ms.items() if ms}
             line = f"anchor check {s.id}: here {here} anchors {anchors[key]}"
@@ -115,13 +132,25 @@ def main() -> int:
         if not static[p.name]["ok"]:
             said, status = static[p.name]["reason"] or "", "error"
         else:
-            cr = evaluate("attention_fwd", p, scenarios=CHEAT_SCENARIOS, baselines=[], progress=say,
-                          timeout_s=30 if p.stem == "hang" else 120)
+            cr = evaluate(
+                "attention_fwd",
+                p,
+                scenarios=CHEAT_SCENARIOS,
+                baselines=[],
+                progress=say,
+                timeout_s=30 if p.stem == "hang" else 120,
+            )
             said = " ".join([cr.reason or ""] + [s.reason or "" for s in cr.scenarios])
             status = cr.status
         rejected = status in ("error", "incorrect")
-        verdicts[p.stem] = {"status": status, "rejected": rejected, "expected": exp, "right_reason": exp in said,
-                            "reason": said[:400], "s": round(time.monotonic() - t, 1)}
+        verdicts[p.stem] = {
+            "status": status,
+            "rejected": rejected,
+            "expected": exp,
+            "right_reason": exp in said,
+            "reason": said[:400],
+            "s": round(time.monotonic() - t, 1),
+        }
         say(f"cheat {p.stem}: {status}, right reason: {exp in said}")
         results["cheats"] = verdicts
         save()
@@ -130,20 +159,29 @@ def main() -> int:
     left = args.budget_s - (time.monotonic() - t0)
     if not args.skip_full and left > 60:
         t = time.monotonic()
-        fr = evaluate("attention_fwd", NAIVE, scenarios="full", baselines=[], timing=False, progress=say,
-                      timeout_s=left - 15)
+        fr = evaluate(
+            "attention_fwd", NAIVE, scenarios="full", baselines=[], timing=False, progress=say, timeout_s=left - 15
+        )
         results["steps"]["naive_full_correctness_s"] = round(time.monotonic() - t, 1)
-        results["naive_full"] = {"status": fr.status, "reason": fr.reason, "summary": fr.summary(),
-                                 "correct": sum(s.correct for s in fr.scenarios), "total": len(fr.scenarios),
-                                 "max_error_over_tol": max((s.error / s.tolerance for s in fr.scenarios
-                                                            if s.error is not None and s.tolerance), default=None)}
+        results["naive_full"] = {
+            "status": fr.status,
+            "reason": fr.reason,
+            "summary": fr.summary(),
+            "correct": sum(s.correct for s in fr.scenarios),
+            "total": len(fr.scenarios),
+            "max_error_over_tol": max(
+                (s.error / s.tolerance for s in fr.scenarios if s.error is not None and s.tolerance), default=None
+            ),
+        }
         (out / "naive_full.json").write_text(json.dumps(fr.to_dict(), indent=1))
         save()
     # summary
     print("\n== summary")
     print(f"naive quick: {results['naive_quick']['summary']}")
     for name, v in verdicts.items():
-        print(f"cheat {name:20s} {v['status']:9s} rejected={v['rejected']} right_reason={v['right_reason']} ({v['s']}s)")
+        print(
+            f"cheat {name:20s} {v['status']:9s} rejected={v['rejected']} right_reason={v['right_reason']} ({v['s']}s)"
+        )
     if "naive_full" in results:
         print(f"naive full (correctness only): {results['naive_full']['summary']}")
     print("steps:", json.dumps(results["steps"]))

@@ -1,4 +1,5 @@
 """gpu_harness/ahead.py: work done ahead of the judge, taken in order (no GPU needed)."""
+
 import threading
 import time
 
@@ -13,6 +14,7 @@ def _recording_work(log, lock, delay=0.0):
         with lock:
             log.append(payload)
         return payload * 10
+
     return work
 
 
@@ -20,7 +22,7 @@ def test_results_come_back_in_order_and_the_work_stays_within_depth():
     log, lock = [], threading.Lock()
     ahead = Ahead([(f"k{i}", i) for i in range(8)], _recording_work(log, lock), depth=2, threads=2, name="t")
     try:
-        time.sleep(0.3)                   # nobody takes anything: at most `depth` items are computed
+        time.sleep(0.3)  # nobody takes anything: at most `depth` items are computed
         with lock:
             assert len(log) == 2
         assert [ahead.take(f"k{i}", timeout_s=10) for i in range(8)] == [i * 10 for i in range(8)]
@@ -33,8 +35,8 @@ def test_items_never_taken_do_not_stall_the_ones_after_them():
     ahead = Ahead([(f"k{i}", i) for i in range(6)], lambda p: p, depth=2, threads=1, name="t")
     t0 = time.monotonic()
     try:
-        assert ahead.take("k2", timeout_s=20) == 2         # k0 and k1 dropped
-        assert ahead.take("k5", timeout_s=20) == 5         # k3 and k4 dropped
+        assert ahead.take("k2", timeout_s=20) == 2  # k0 and k1 dropped
+        assert ahead.take("k5", timeout_s=20) == 5  # k3 and k4 dropped
         assert time.monotonic() - t0 < 20
         assert ahead.has("k3") and not ahead.has("k9")
     finally:
@@ -46,6 +48,7 @@ def test_failed_work_gives_none_and_the_rest_goes_on():
         if p == 1:
             raise RuntimeError("cannot run this one")
         return p
+
     ahead = Ahead([(f"k{i}", i) for i in range(3)], work, depth=3, threads=1, name="t")
     try:
         assert [ahead.take(f"k{i}", timeout_s=10) for i in range(3)] == [0, None, 2]
@@ -55,6 +58,7 @@ def test_failed_work_gives_none_and_the_rest_goes_on():
 
 def test_each_thread_runs_its_work_inside_its_own_context():
     import contextlib
+
     entered = []
 
     @contextlib.contextmanager
@@ -63,8 +67,14 @@ def test_each_thread_runs_its_work_inside_its_own_context():
         yield
 
     seen = []
-    ahead = Ahead([(f"k{i}", i) for i in range(4)], lambda p: seen.append(threading.current_thread().name) or p,
-                  depth=4, threads=2, name="ctx", thread_context=context)
+    ahead = Ahead(
+        [(f"k{i}", i) for i in range(4)],
+        lambda p: seen.append(threading.current_thread().name) or p,
+        depth=4,
+        threads=2,
+        name="ctx",
+        thread_context=context,
+    )
     try:
         for i in range(4):
             ahead.take(f"k{i}", timeout_s=10)
@@ -76,15 +86,16 @@ def test_each_thread_runs_its_work_inside_its_own_context():
 
 def test_stop_waits_for_work_in_progress_and_takes_no_more():
     log, lock = [], threading.Lock()
-    ahead = Ahead([(f"k{i}", i) for i in range(10)], _recording_work(log, lock, delay=0.2), depth=10, threads=1,
-                  name="t")
+    ahead = Ahead(
+        [(f"k{i}", i) for i in range(10)], _recording_work(log, lock, delay=0.2), depth=10, threads=1, name="t"
+    )
     time.sleep(0.05)
     ahead.stop()
     with lock:
         done = len(log)
     time.sleep(0.4)
     with lock:
-        assert len(log) == done <= 1      # the item in progress finished; nothing started after stop
+        assert len(log) == done <= 1  # the item in progress finished; nothing started after stop
     assert ahead.take("k9", timeout_s=0.1) is None
 
 

@@ -1,4 +1,5 @@
 """The attention reference and comparison, on the CPU with torch (skipped where torch is absent)."""
+
 import math
 
 import pytest
@@ -28,17 +29,23 @@ def direct(q, k, v, causal, scale):
     return o, lse
 
 
-@pytest.mark.parametrize("B,Sq,Sk,Hq,Hkv,D,causal", [
-    (2, 5, 5, 2, 2, 8, False), (2, 7, 7, 4, 2, 8, True), (1, 3, 11, 4, 1, 16, True), (1, 9, 4, 2, 2, 8, True),
-    (1, 1, 1, 1, 1, 4, True),
-])
+@pytest.mark.parametrize(
+    "B,Sq,Sk,Hq,Hkv,D,causal",
+    [
+        (2, 5, 5, 2, 2, 8, False),
+        (2, 7, 7, 4, 2, 8, True),
+        (1, 3, 11, 4, 1, 16, True),
+        (1, 9, 4, 2, 2, 8, True),
+        (1, 1, 1, 1, 1, 4, True),
+    ],
+)
 def test_chunked_reference_matches_textbook_attention(B, Sq, Sk, Hq, Hkv, D, causal):
     g = torch.Generator().manual_seed(0)
     q = torch.randn(B, Sq, Hq, D, generator=g).bfloat16()
     k = torch.randn(B, Sk, Hkv, D, generator=g).bfloat16()
     v = torch.randn(B, Sk, Hkv, D, generator=g).bfloat16()
     scale = 1 / math.sqrt(D)
-    o, lse = reference(q, k, v, causal, scale, budget_elems=7)   # tiny budget: many chunks
+    o, lse = reference(q, k, v, causal, scale, budget_elems=7)  # tiny budget: many chunks
     eo, else_ = direct(q, k, v, causal, scale)
     assert torch.allclose(o.double(), eo, atol=1e-5)
     assert torch.equal(torch.isinf(lse), torch.isinf(else_))
@@ -79,6 +86,7 @@ def cpu_judge_and_reference(shape: tuple, seed: int):
     """The judge on the CPU, a scenario of `shape` (the arguments of attention_fwd._sc) and the fp32 reference on
     the inputs of `seed`: (task, scenario, O, LSE)."""
     from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
+
     task = AttentionFwd(device="cpu")
     task.parent_setup()
     sc = _sc(*shape)
@@ -93,8 +101,8 @@ def test_judge_accepts_rounded_reference_and_rejects_poisoned_outputs():
     good = {"o": o.bfloat16(), "lse": lse}
     j = task.judge(sc.params, 1234, good)
     assert j.correct, j.reason
-    assert 2e-3 < j.tolerance < 7e-3      # twice a vendor's bf16 error (torch's CPU flash path here) + floor
-    other_seed = task.judge(sc.params, 999, good)             # outputs for other inputs
+    assert 2e-3 < j.tolerance < 7e-3  # twice a vendor's bf16 error (torch's CPU flash path here) + floor
+    other_seed = task.judge(sc.params, 999, good)  # outputs for other inputs
     assert not other_seed.correct and "above tolerance" in other_seed.reason
     poisoned = o.bfloat16().clone()
     poisoned[0, -1] = float("nan")
@@ -116,6 +124,7 @@ def test_identical_is_bitwise_not_numeric():
     """-0.0 == 0.0 numerically, but a moving sign bit is a moving answer; NaN != NaN numerically, but the
     same NaN twice is the same output."""
     from gpu_harness.tasks.attention_fwd import AttentionFwd
+
     task = AttentionFwd(device="cpu")
     o = torch.zeros(2, 3, 4, 8, dtype=torch.bfloat16)
     lse = torch.full((2, 4, 3), float("-inf"))
@@ -131,7 +140,7 @@ def test_identical_is_bitwise_not_numeric():
 def test_reference_on_chosen_rows_equals_those_rows_of_the_full_reference():
     q, k, v = (torch.randn(2, n, 4, 16, dtype=torch.float16) for n in (50, 30, 30))
     rows = torch.tensor([0, 3, 19, 20, 21, 49])
-    for causal in (False, True):           # Sq > Sk causal: rows 0..19 see no key
+    for causal in (False, True):  # Sq > Sk causal: rows 0..19 see no key
         o, lse = reference(q, k, v, causal, 0.25)
         o_rows, lse_rows = reference(q, k, v, causal, 0.25, rows=rows)
         assert torch.equal(o[:, rows], o_rows) and torch.equal(lse[:, :, rows], lse_rows)
@@ -140,14 +149,17 @@ def test_reference_on_chosen_rows_equals_those_rows_of_the_full_reference():
 def test_spot_check_judges_sampled_rows_and_the_whole_output_for_poison():
     """A timed call's output is judged on random rows; poison or a misplaced -inf anywhere still fails."""
     from gpu_harness.tasks import attention_fwd as af
-    task, sc, o, lse = cpu_judge_and_reference(("bf16", 2, 300, 200, 4, 2, 32, True), 5)   # rows 0..99 see no key
+
+    task, sc, o, lse = cpu_judge_and_reference(("bf16", 2, 300, 200, 4, 2, 32, True), 5)  # rows 0..99 see no key
     honest = {"o": o.bfloat16(), "lse": lse}
     j = task.judge(sc.params, 5, honest, tolerance=5e-3, spot_check=True)
     assert j.correct, j.reason
-    assert j.details["rows_checked"] == af.SPOT_MIN_ROWS      # 300 / 8 < 64
-    for name, index, value, words in (("o", (1, 150, 3, 7), float("nan"), "NaN"),
-                                      ("lse", (0, 2, 10), 0.5, "-inf"),        # a row that sees no key
-                                      ("lse", (0, 2, 250), float("-inf"), "NaN/Inf")):
+    assert j.details["rows_checked"] == af.SPOT_MIN_ROWS  # 300 / 8 < 64
+    for name, index, value, words in (
+        ("o", (1, 150, 3, 7), float("nan"), "NaN"),
+        ("lse", (0, 2, 10), 0.5, "-inf"),  # a row that sees no key
+        ("lse", (0, 2, 250), float("-inf"), "NaN/Inf"),
+    ):
         bad = {"o": honest["o"].clone(), "lse": honest["lse"].clone()}
         bad[name][index] = value
         # whichever rows are drawn, the whole output is checked for these
@@ -160,6 +172,7 @@ def test_spot_check_judges_sampled_rows_and_the_whole_output_for_poison():
 
 def test_spot_check_rows_are_fresh_each_time():
     from gpu_harness.tasks.attention_fwd import _random_rows
+
     draws = {tuple(_random_rows(16384, "cpu").tolist()) for _ in range(5)}
     assert len(draws) == 5 and all(len(d) == 2048 and list(d) == sorted(set(d)) for d in draws)
     assert _random_rows(40, "cpu").tolist() == list(range(40))

@@ -1,4 +1,5 @@
 """Every cheating CPU kernel in kernels/cheats/matmul_cpu must be rejected, for the reason its header names."""
+
 import re
 from pathlib import Path
 

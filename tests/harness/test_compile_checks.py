@@ -1,5 +1,6 @@
 """`python -m gpu_harness compile` on every kernel of kernels/ (nvcc needed; CI has it), and the cheats that
 the dependency checks must refuse before anything runs."""
+
 import re
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from .conftest import needs_nvcc
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = sorted(p for p in (REPO / "kernels").rglob("*") if p.suffix in (".cu", ".cpp") and "cheats" not in p.parts)
 GPU_CHEATS = sorted((REPO / "kernels" / "cheats" / "attention_fwd").glob("*.cu"))
-STATIC = "refused"   # cheats whose expected reason is a static refusal
+STATIC = "refused"  # cheats whose expected reason is a static refusal
 
 
 def expected(path: Path) -> str:
@@ -35,8 +36,13 @@ ptxas info    : Used 128 registers, used 1 barriers, 49152 bytes smem, 400 bytes
 def test_every_kernel_builds_and_passes_the_dependency_checks(path):
     if path.suffix == ".cu" and not _has_nvcc():
         pytest.skip("needs nvcc")
-    p = subprocess.run([sys.executable, "-m", "gpu_harness", "compile", str(path), "--arch", "sm_90a"], cwd=REPO,
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "gpu_harness", "compile", str(path), "--arch", "sm_90a"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert ": OK" in p.stdout
     if path.suffix == ".cu":
@@ -51,8 +57,7 @@ def test_naive_attention_kernel_has_no_spills_and_no_tensor_core_dependency():
 
 
 @needs_nvcc
-@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" in expected(p)],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" in expected(p)], ids=lambda p: p.stem)
 def test_gpu_cheat_is_refused_before_it_runs(path):
     b = build(path, "cuda", arch="sm_90a")
     assert not b.ok
@@ -60,8 +65,7 @@ def test_gpu_cheat_is_refused_before_it_runs(path):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" not in expected(p)],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" not in expected(p)], ids=lambda p: p.stem)
 def test_gpu_cheats_caught_at_run_time_do_build(path):
     # these must get past the static checks: it is the run-time checks (on a GPU) that reject them
     b = build(path, "cuda", arch="sm_90a")
@@ -69,11 +73,17 @@ def test_gpu_cheats_caught_at_run_time_do_build(path):
 
 
 def test_bad_arch_is_a_clear_error():
-    p = subprocess.run([sys.executable, "-m", "gpu_harness", "compile", str(KERNELS[0]), "--arch", "volta"],
-                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "gpu_harness", "compile", str(KERNELS[0]), "--arch", "volta"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode != 0 and "Traceback" not in p.stderr
 
 
 def _has_nvcc():
     import shutil
+
     return shutil.which("nvcc") is not None

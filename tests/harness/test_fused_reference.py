@@ -6,13 +6,13 @@ and does not spill. On a GPU host (marker gpu): it agrees with the torch referen
 head dim, both dtypes and masks, GQA, odd lengths, rows that see no key, and chosen rows; the comparison gives
 compare_torch's figures, special values included.
 """
+
 import pytest
 
 from gpu_harness.build import build
 from gpu_harness.tasks.attention_reference import FUSED_HEAD_DIMS, FUSED_SOURCE
 
 from .conftest import needs_nvcc
-
 
 # At D = 256 the O accumulator alone takes 128 of a thread's 255 registers, and ptxas spills a register:
 # 4 bytes stored, 16 loaded. In the SASS (cuobjdump -sass on an H200 host, 2026-11-30;
@@ -37,7 +37,7 @@ def test_fused_reference_builds_clean_with_every_head_dim_and_no_spills_in_its_l
 SHAPES = [  # dtype, B, Sq, Sk, Hq, Hkv, D, causal
     ("bf16", 2, 113, 113, 4, 1, 64, True),
     ("fp16", 1, 1, 1000, 8, 2, 96, True),
-    ("bf16", 1, 300, 200, 2, 2, 128, True),        # rows 0..99 see no key
+    ("bf16", 1, 300, 200, 2, 2, 128, True),  # rows 0..99 see no key
     ("fp16", 2, 257, 3001, 4, 4, 128, False),
     ("bf16", 1, 200, 77, 3, 1, 192, False),
     ("fp16", 1, 130, 129, 2, 2, 256, True),
@@ -52,6 +52,7 @@ def test_fused_reference_agrees_with_the_torch_reference(shape):
         pytest.skip("needs a CUDA GPU")
     from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc, compare_torch
     from gpu_harness.tasks.attention_reference import FusedReference, reference
+
     torch.backends.cuda.matmul.allow_tf32 = False
     sc = _sc(*shape)
     p = sc.params
@@ -63,8 +64,12 @@ def test_fused_reference_agrees_with_the_torch_reference(shape):
     got_o, got_lse = fused(*args, p["dtype"])
     rows = torch.tensor(sorted({0, p["seqlen_q"] // 3, p["seqlen_q"] - 1}), device="cuda")
     rows_o, rows_lse = fused(*args, p["dtype"], rows=rows)
-    for name, got, want in (("O", got_o, want_o), ("LSE", got_lse, want_lse),
-                            ("O rows", rows_o, want_o[:, rows]), ("LSE rows", rows_lse, want_lse[:, :, rows])):
+    for name, got, want in (
+        ("O", got_o, want_o),
+        ("LSE", got_lse, want_lse),
+        ("O rows", rows_o, want_o[:, rows]),
+        ("LSE rows", rows_lse, want_lse[:, :, rows]),
+    ):
         c = compare_torch(name, got, want)
         assert c.bad_nonfinite == 0 and c.mismatched_special == 0, c
         assert c.rel_error < 1e-5, c
@@ -76,8 +81,9 @@ def test_fused_reference_declines_a_head_dim_it_does_not_instantiate():
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     from gpu_harness.tasks.attention_reference import FusedReference
+
     q = torch.randn((1, 16, 2, 32), device="cuda", dtype=torch.bfloat16)
-    assert FusedReference()(q, q, q, False, 0.1, "bf16") is None       # the judge falls back to torch
+    assert FusedReference()(q, q, q, False, 0.1, "bf16") is None  # the judge falls back to torch
 
 
 @pytest.mark.gpu
@@ -88,28 +94,32 @@ def test_fused_comparison_gives_the_figures_of_compare_torch(dtype):
         pytest.skip("needs a CUDA GPU")
     from gpu_harness.tasks.attention_fwd import compare_torch, comparison
     from gpu_harness.tasks.attention_reference import FusedReference
+
     fused = FusedReference()
     assert fused.ready(), fused.note
     g = torch.Generator(device="cuda").manual_seed(3)
     ref = torch.randn((3, 1001, 5, 64), device="cuda", generator=g)
-    ref[0, :7] = float("-inf")                     # rows that see no key
+    ref[0, :7] = float("-inf")  # rows that see no key
     ref[1, 3, 2, 5] = float("nan")
     cand = (ref + 1e-3 * torch.randn(ref.shape, device="cuda", generator=g)).to(getattr(torch, dtype))
     cases = {"honest": cand.clone()}
     bad = cand.clone()
-    bad[2, 10, 1, 1] = float("nan")                # missed: finite where due
+    bad[2, 10, 1, 1] = float("nan")  # missed: finite where due
     bad[2, 11, 1, 2] = float("inf")
-    bad[0, 2, 0, 0] = 0.0                          # a special that differs
-    bad[1, 3, 2, 5] = 1.0                          # NaN in the reference, a number here
+    bad[0, 2, 0, 0] = 0.0  # a special that differs
+    bad[1, 3, 2, 5] = 1.0  # NaN in the reference, a number here
     cases["bad"] = bad
     cases["zero reference"] = torch.zeros_like(cand)
     for name, c in cases.items():
         r = torch.zeros_like(ref) if name == "zero reference" else ref
         want = compare_torch("O", c, r)
         got = comparison("O", fused.compare(c, r), c.numel())
-        assert (got.bad_nonfinite, got.mismatched_special, got.count) == \
-               (want.bad_nonfinite, want.mismatched_special, want.count), (name, got, want)
+        assert (got.bad_nonfinite, got.mismatched_special, got.count) == (
+            want.bad_nonfinite,
+            want.mismatched_special,
+            want.count,
+        ), (name, got, want)
         assert got.rel_error == pytest.approx(want.rel_error, rel=1e-9, abs=0), (name, got, want)
     assert comparison("O", fused.compare(bad, ref), bad.numel()).bad_nonfinite == 2
-    assert fused.compare(cand[:, :10], ref) is None                       # shapes differ: torch compares
+    assert fused.compare(cand[:, :10], ref) is None  # shapes differ: torch compares
     assert fused.compare(cand.cpu(), ref.cpu()) is None

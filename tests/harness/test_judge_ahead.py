@@ -1,6 +1,7 @@
 """The attention judge with its reference and cuDNN's outputs computed ahead (gpu_harness/ahead.py), on the
 GPU: the same verdicts and errors as a judge that computes everything when the outputs arrive, with the work
 ahead really used, and a scenario never judged (the candidate refused it) skipped without a stall."""
+
 import pytest
 
 pytestmark = pytest.mark.gpu
@@ -9,13 +10,14 @@ SHAPES = [  # dtype, B, Sq, Sk, Hq, Hkv, D, causal
     ("bf16", 2, 257, 257, 4, 1, 64, True),
     ("fp16", 1, 130, 1000, 8, 2, 128, False),
     ("bf16", 1, 513, 513, 4, 4, 128, False),
-    ("fp16", 1, 300, 200, 2, 2, 96, True),          # rows 0..99 see no key
+    ("fp16", 1, 300, 200, 2, 2, 96, True),  # rows 0..99 see no key
 ]
 
 
 def _outputs(task, params, seed, torch, wrong=False):
     """An honest answer (the fp32 reference rounded to the dtype), or one with a wrong row."""
     from gpu_harness.tasks.attention_reference import reference
+
     inp = task.make_inputs(params, seed)
     o, lse = reference(inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
     o = o.to(inp["q"].dtype).contiguous()
@@ -29,6 +31,7 @@ def test_judging_with_work_ahead_matches_judging_without_it():
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
+
     ahead, inline = AttentionFwd(), AttentionFwd()
     ahead.parent_prepare()
     for t in (ahead, inline):
@@ -39,7 +42,7 @@ def test_judging_with_work_ahead_matches_judging_without_it():
     try:
         for n, sc in enumerate(scenarios):
             if n == 2:
-                continue                 # never judged: the ones after it must still arrive
+                continue  # never judged: the ones after it must still arrive
             tol = None
             for run in "ab":
                 seed = seeds[sc.id, run]

@@ -1,4 +1,5 @@
 """The CPU task through the whole flow: build, child process, judge, timing, result, CLI."""
+
 import json
 import subprocess
 import sys
@@ -95,18 +96,30 @@ def test_missing_symbol_is_an_error(tmp_path):
 
 
 def _cli(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "gpu_harness", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "gpu_harness", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_eval_prints_table_writes_json_and_appends_trace(tmp_path):
     js, trace = tmp_path / "r.json", tmp_path / "trace.jsonl"
     for note in ("first", "second"):
-        p = _cli("eval", "matmul_cpu", str(NAIVE), "--scenarios", "m7_n13_k5", "--json", str(js),
-                 "--trace", str(trace), "--note", note)
+        p = _cli(
+            "eval",
+            "matmul_cpu",
+            str(NAIVE),
+            "--scenarios",
+            "m7_n13_k5",
+            "--json",
+            str(js),
+            "--trace",
+            str(trace),
+            "--note",
+            note,
+        )
         assert p.returncode == 0, p.stdout + p.stderr
     assert "m7_n13_k5" in p.stdout and "CORRECT" in p.stdout
-    assert "checking" in p.stderr                      # progress goes to stderr
+    assert "checking" in p.stderr  # progress goes to stderr
     assert EvalResult.from_dict(json.loads(js.read_text())).all_correct
     lines = [json.loads(x) for x in trace.read_text().splitlines()]
     assert [x["note"] for x in lines] == ["first", "second"]
@@ -129,6 +142,7 @@ def test_cli_compile_reports_imports_for_a_cpu_kernel():
 def test_a_malformed_outputs_message_is_a_protocol_error_not_a_crash(monkeypatch, forge):
     """The candidate can write to the child's message pipe; whatever arrives there, the harness carries on."""
     from gpu_harness import runner
+
     real_recv = runner.ChildSession.recv
 
     def recv(self, timeout_s, waiting_for):
@@ -168,12 +182,12 @@ def test_the_child_warms_only_baselines_whose_medians_are_not_cached_yet(monkeyp
     monkeypatch.setattr(MatmulCpu, "baselines_to_warm", ("numpy",))
     # the cache is in the module gpu_harness.evaluate (the package exports a function of that name)
     monkeypatch.setattr(importlib.import_module("gpu_harness.evaluate"), "_BASELINE_CACHE", {})
-    warm = lambda job: {sc["id"]: sc["warm"] for sc in job["scenarios"]}    # noqa: E731
+    warm = lambda job: {sc["id"]: sc["warm"] for sc in job["scenarios"]}  # noqa: E731
 
     assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL[:1]).status == "correct"
     assert warm(jobs[-1]) == {SMALL[0]: ["numpy"]}
     assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL).status == "correct"
-    assert warm(jobs[-1]) == {SMALL[0]: [], SMALL[1]: ["numpy"]}          # the first one's median is cached
+    assert warm(jobs[-1]) == {SMALL[0]: [], SMALL[1]: ["numpy"]}  # the first one's median is cached
     assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL, baseline_cache=False).status == "correct"
     assert warm(jobs[-1]) == {SMALL[0]: ["numpy"], SMALL[1]: ["numpy"]}
     assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL, timing=False).status == "correct"

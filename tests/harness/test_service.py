@@ -1,4 +1,5 @@
 """The harness as a long-lived process (gpu_harness/service.py) and the child booted ahead for it."""
+
 import json
 import subprocess
 import sys
@@ -19,7 +20,8 @@ pytestmark = needs_gxx
 
 def _evaluate_module():
     import importlib
-    return importlib.import_module("gpu_harness.evaluate")    # the package's `evaluate` name is the function
+
+    return importlib.import_module("gpu_harness.evaluate")  # the package's `evaluate` name is the function
 
 
 def test_each_evaluation_gets_a_fresh_child_booted_ahead_and_spares_are_stopped():
@@ -30,7 +32,7 @@ def test_each_evaluation_gets_a_fresh_child_booted_ahead_and_spares_are_stopped(
     assert spare.alive() and not spare.started
     second = evaluate("matmul_cpu", NAIVE, scenarios=SMALL, spare_child=True)
     assert second.status == "correct", second.table()
-    assert spare.started and not spare.alive()              # the second evaluation ran in it, then it ended
+    assert spare.started and not spare.alive()  # the second evaluation ran in it, then it ended
     (next_spare,) = ev._SPARES.values()
     assert next_spare is not spare and next_spare.alive()
     ev.close_spares()
@@ -49,15 +51,21 @@ def test_a_spare_that_died_is_replaced_not_used():
 
 
 def _service():
-    return subprocess.Popen([sys.executable, "-m", "gpu_harness.service"], cwd=REPO, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpu_harness.service"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _answers(proc, rid):
     """Every answer to request `rid`, up to its result or error."""
     got = []
     for line in proc.stdout:
-        msg = json.loads(line)                   # every line on stdout is protocol
+        msg = json.loads(line)  # every line on stdout is protocol
         if msg.get("id") == rid:
             got.append(msg)
             if "result" in msg or "error" in msg:
@@ -68,10 +76,14 @@ def _answers(proc, rid):
 def test_service_answers_bad_requests_with_errors_and_keeps_serving():
     proc = _service()
     try:
-        for line in ("this is not json", json.dumps([1, 2]), json.dumps({"id": 1, "task": "matmul_cpu"}),
-                     json.dumps({"id": 2, "task": "no_such_task", "kernel": str(NAIVE)}),
-                     json.dumps({"id": 3, "task": "matmul_cpu", "kernel": str(NAIVE), "scenarios": ["nope"]}),
-                     json.dumps({"id": 4, "task": "matmul_cpu", "kernel": str(NAIVE), "timeout_s": -1})):
+        for line in (
+            "this is not json",
+            json.dumps([1, 2]),
+            json.dumps({"id": 1, "task": "matmul_cpu"}),
+            json.dumps({"id": 2, "task": "no_such_task", "kernel": str(NAIVE)}),
+            json.dumps({"id": 3, "task": "matmul_cpu", "kernel": str(NAIVE), "scenarios": ["nope"]}),
+            json.dumps({"id": 4, "task": "matmul_cpu", "kernel": str(NAIVE), "timeout_s": -1}),
+        ):
             proc.stdin.write(line + "\n")
         proc.stdin.flush()
         errors = [_answers(proc, rid)[-1] for rid in (None, None, 1, 2, 3, 4)]
@@ -86,7 +98,7 @@ def test_service_answers_bad_requests_with_errors_and_keeps_serving():
         assert answers[-1]["result"]["status"] == "correct"
     finally:
         proc.stdin.close()
-        assert proc.wait(timeout=60) == 0                 # stdin closed: it ends, and its spare child with it
+        assert proc.wait(timeout=60) == 0  # stdin closed: it ends, and its spare child with it
         proc.stdout.close()
         proc.stderr.close()
 
@@ -95,8 +107,9 @@ def test_service_answers_bad_requests_with_errors_and_keeps_serving():
 def test_service_passes_baselines_and_seed_on(extra):
     proc = _service()
     try:
-        proc.stdin.write(json.dumps({"id": "a", "task": "matmul_cpu", "kernel": str(NAIVE), "scenarios": SMALL,
-                                     **extra}) + "\n")
+        proc.stdin.write(
+            json.dumps({"id": "a", "task": "matmul_cpu", "kernel": str(NAIVE), "scenarios": SMALL, **extra}) + "\n"
+        )
         proc.stdin.flush()
         result = _answers(proc, "a")[-1]["result"]
         assert result["status"] == "correct"
@@ -113,6 +126,7 @@ def test_service_passes_baselines_and_seed_on(extra):
 
 def test_a_wrong_guess_that_candidates_cannot_run_here_still_gets_a_child(monkeypatch):
     from gpu_harness.tasks.matmul_cpu import MatmulCpu
+
     monkeypatch.setattr(MatmulCpu, "may_run_here", lambda self: False)
     r = evaluate("matmul_cpu", NAIVE, scenarios=SMALL)
     assert r.status == "correct", r.table()
@@ -120,8 +134,9 @@ def test_a_wrong_guess_that_candidates_cannot_run_here_still_gets_a_child(monkey
 
 def test_timing_stops_early_only_when_every_implementation_is_settled():
     from gpu_harness.child import _settled
+
     cmd = {"early_min": 5, "ci_rel": 0.005}
     tight, noisy = [1.0, 1.001, 0.999, 1.0, 1.0], [1.0, 1.2, 0.8, 1.1, 0.9]
     assert _settled([tight, tight], cmd)
-    assert not _settled([tight, noisy], cmd)               # a baseline still moving keeps everyone going
-    assert not _settled([tight], {"early_min": None, "ci_rel": 0.005})   # early stopping switched off
+    assert not _settled([tight, noisy], cmd)  # a baseline still moving keeps everyone going
+    assert not _settled([tight], {"early_min": None, "ci_rel": 0.005})  # early stopping switched off

@@ -1,4 +1,5 @@
 """Task definitions: scenario lists, ids, counts, FLOP formulas (no GPU, no torch)."""
+
 import math
 import sys
 
@@ -31,10 +32,16 @@ def test_attention_has_about_180_scenarios_with_unique_ids():
 
 def test_attention_grid_is_16k_tokens_and_2048_channels():
     sc = get_task("attention_fwd").scenarios()
-    grid = [s.params for s in sc if s.params["head_dim"] in (64, 128, 256) and
-            s.params["heads_q"] == s.params["heads_kv"] and s.params["seqlen_q"] == s.params["seqlen_k"] and
-            s.params["seqlen_q"] >= 512 and s.params["batch"] * s.params["seqlen_q"] == 16384 and
-            s.params["heads_q"] * s.params["head_dim"] == 2048]
+    grid = [
+        s.params
+        for s in sc
+        if s.params["head_dim"] in (64, 128, 256)
+        and s.params["heads_q"] == s.params["heads_kv"]
+        and s.params["seqlen_q"] == s.params["seqlen_k"]
+        and s.params["seqlen_q"] >= 512
+        and s.params["batch"] * s.params["seqlen_q"] == 16384
+        and s.params["heads_q"] * s.params["head_dim"] == 2048
+    ]
     seqlens = {p["seqlen_q"] for p in grid}
     assert seqlens == {512, 1024, 2048, 4096, 8192, 16384}
     assert len(grid) == 2 * 3 * 6 * 2
@@ -47,7 +54,7 @@ def test_attention_scenarios_cover_every_axis():
     assert {p["heads_q"] // p["heads_kv"] for p in ps} >= {1, 4, 8, 32}
     assert {1, 113, 1000, 3001} <= {p["seqlen_q"] for p in ps}
     assert any(p["seqlen_q"] < p["seqlen_k"] and p["causal"] for p in ps)
-    assert any(p["seqlen_q"] > p["seqlen_k"] and p["causal"] for p in ps)   # rows that see no key
+    assert any(p["seqlen_q"] > p["seqlen_k"] and p["causal"] for p in ps)  # rows that see no key
 
 
 def test_quick_subset_is_small_and_covers_every_axis():

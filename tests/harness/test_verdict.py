@@ -1,11 +1,21 @@
 """The verdict logic, on plain numbers."""
+
 import math
 
 import numpy as np
 import pytest
 
-from gpu_harness.verdict import (TimingLimits, adaptive_repeats, compare_numpy, geomean_speedups, judge_outputs,
-                                 median_and_spread, median_settled, timing_suspicion, tolerance_from_vendor)
+from gpu_harness.verdict import (
+    TimingLimits,
+    adaptive_repeats,
+    compare_numpy,
+    geomean_speedups,
+    judge_outputs,
+    median_and_spread,
+    median_settled,
+    timing_suspicion,
+    tolerance_from_vendor,
+)
 
 
 def test_unwritten_element_fails_even_when_error_is_tiny():
@@ -54,7 +64,7 @@ def test_slow_kernels_get_few_repeats_fast_ones_many():
 def test_timing_stops_early_only_when_the_median_is_pinned_down():
     tight = [1.000, 1.001, 0.999, 1.002, 1.000]
     assert median_settled(tight, 5, 0.005)
-    assert not median_settled(tight[:4], 5, 0.005)                 # too few calls yet
+    assert not median_settled(tight[:4], 5, 0.005)  # too few calls yet
     noisy = [1.0, 1.05, 0.95, 1.1, 0.9, 1.02]
     assert not median_settled(noisy, 5, 0.005)
     # the same spread settles with enough calls (the interval narrows as 1/sqrt(n))
@@ -73,14 +83,14 @@ def test_host_clock_with_launch_overhead_is_not_suspect():
 
 def test_rate_above_measured_peak_is_suspect():
     limits = TimingLimits(peak_tflops=800.0, peak_gbps=4300.0)
-    why = timing_suspicion(1.0, 1.0, 1.0e12, 0, limits)     # 1000 TFLOP/s
+    why = timing_suspicion(1.0, 1.0, 1.0e12, 0, limits)  # 1000 TFLOP/s
     assert why and "above the measured peak" in why
-    assert timing_suspicion(2.0, 2.0, 1.0e12, 0, limits) is None   # 500 TFLOP/s
+    assert timing_suspicion(2.0, 2.0, 1.0e12, 0, limits) is None  # 500 TFLOP/s
 
 
 def test_bandwidth_above_measured_peak_is_suspect():
     limits = TimingLimits(peak_tflops=None, peak_gbps=4000.0)
-    why = timing_suspicion(0.1, 0.1, 0, 1e9, limits)    # 10 TB/s
+    why = timing_suspicion(0.1, 0.1, 0, 1e9, limits)  # 10 TB/s
     assert why and "bandwidth" in why
 
 

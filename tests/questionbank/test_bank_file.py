@@ -59,7 +59,9 @@ def test_shipped_questions_are_short_open_questions():
 
 
 def test_shipped_questions_name_no_particular_operator():
-    operator_words = re.compile(r"\b(matmul|gemm|attention|softmax|convolution|conv|reduction|scan|transpose|fft)\b", re.I)
+    operator_words = re.compile(
+        r"\b(matmul|gemm|attention|softmax|convolution|conv|reduction|scan|transpose|fft)\b", re.I
+    )
     for e in load_bank():
         assert not operator_words.search(e.text), e.key
 

@@ -22,8 +22,15 @@ from questionbank.effectiveness import (
 
 
 def q(qid, position, key, category, outcome=ASKED, source="self", point="plateau"):
-    return QuestionEvent(question_id=qid, position=position, key=key, category=category, source=source,
-                         decision_point=point, outcome=outcome)
+    return QuestionEvent(
+        question_id=qid,
+        position=position,
+        key=key,
+        category=category,
+        source=source,
+        decision_point=point,
+        outcome=outcome,
+    )
 
 
 def m(position, speedup):
@@ -32,7 +39,8 @@ def m(position, speedup):
 
 # Run A: the starting kernel is measured first (x1.0), and it is the run's reference.
 RUN_A = RunHistory(
-    run_id="A", reference=1.0,
+    run_id="A",
+    reference=1.0,
     measurements=[m(1, 1.0), m(3, 1.5), m(4, 1.2), m(6, 2.4), m(8, 2.0), m(10, 3.0)],
     questions=[
         q(1, 2, "layer-x", "layer", point="start"),
@@ -99,8 +107,11 @@ def test_a_measurement_at_the_questions_own_position_counts_before_it():
 
 
 def test_events_are_ordered_by_position_not_by_list_order():
-    history = RunHistory(run_id="E", measurements=[m(9, 2.0), m(1, 1.0)],
-                         questions=[q(2, 5, "limit-y", "limit"), q(1, 2, "layer-x", "layer")])
+    history = RunHistory(
+        run_id="E",
+        measurements=[m(9, 2.0), m(1, 1.0)],
+        questions=[q(2, 5, "limit-y", "limit"), q(1, 2, "layer-x", "layer")],
+    )
     a = by_id(attribute_run(history))
     # Q1 at 2: before 1.0; window (2, 5] is empty -> gain 1.0. Q2 at 5: before 1.0; window (5, end] -> 2.0.
     assert a[1].gain == 1.0 and a[1].window_evaluations == 0 and a[2].gain == 2.0

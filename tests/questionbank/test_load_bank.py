@@ -51,7 +51,9 @@ def test_loading_twice_creates_once_and_then_reports_nothing_changed(tmp_path):
 def test_an_entry_removed_from_the_file_is_deactivated_and_keeps_its_history(tmp_path):
     bank = write_bank(tmp_path / "bank.toml", A, B)
     load(bank)
-    asked = question_propose(run=make_run(), text=B["text"], source="self", bank_entry=BankQuestion.objects.get(key="limit-b"))
+    asked = question_propose(
+        run=make_run(), text=B["text"], source="self", bank_entry=BankQuestion.objects.get(key="limit-b")
+    )
     out = load(write_bank(bank, A))
     assert "deactivated: limit-b" in out
     row = BankQuestion.objects.get(key="limit-b")
@@ -86,7 +88,12 @@ def test_a_bad_file_is_refused_whole_and_nothing_is_written(tmp_path):
     bank = write_bank(tmp_path / "bank.toml", A, B)
     load(bank)
     before = list(BankQuestion.objects.order_by("key").values_list("key", "text", "category", "active"))
-    write_bank(bank, dict(A, text="A new text that must not land?"), dict(B, category="trivia"), {"key": "process-c", "category": "process", "text": "Next?"})
+    write_bank(
+        bank,
+        dict(A, text="A new text that must not land?"),
+        dict(B, category="trivia"),
+        {"key": "process-c", "category": "process", "text": "Next?"},
+    )
     with pytest.raises(CommandError, match=r"entry 2 \(limit-b\): unknown category 'trivia'"):
         load(bank)
     assert list(BankQuestion.objects.order_by("key").values_list("key", "text", "category", "active")) == before

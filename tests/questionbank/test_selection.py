@@ -30,7 +30,11 @@ def keys(entries):
 
 def test_only_active_entries_that_suit_the_decision_point_are_eligible():
     assert keys(eligible_entries(BANK, "plateau", [], now_step=0, cooldown_steps=10)) == [
-        "layer-grid", "limit-evidence", "process-common", "information-unroll"]
+        "layer-grid",
+        "limit-evidence",
+        "process-common",
+        "information-unroll",
+    ]
     assert keys(eligible_entries(BANK, "claimed-limit", [], now_step=0, cooldown_steps=10)) == ["limit-evidence"]
 
 
@@ -52,7 +56,10 @@ def test_an_asked_question_waits_out_the_cooldown_before_it_is_asked_again():
 
 
 def test_the_latest_ask_starts_the_cooldown():
-    history = [AskedQuestion("limit-evidence", "plateau", 0, False), AskedQuestion("limit-evidence", "plateau", 40, False)]
+    history = [
+        AskedQuestion("limit-evidence", "plateau", 0, False),
+        AskedQuestion("limit-evidence", "plateau", 40, False),
+    ]
     assert "limit-evidence" not in keys(eligible_entries(BANK, "plateau", history, now_step=45, cooldown_steps=30))
 
 
@@ -102,11 +109,15 @@ def test_a_prompt_without_questions_is_refused():
     ],
 )
 def test_the_question_line_names_the_pick(answer):
-    assert parse_selection(answer, [LAYER, LIMIT]) == Selection("limit-evidence", "the limit was never measured", "model")
+    assert parse_selection(answer, [LAYER, LIMIT]) == Selection(
+        "limit-evidence", "the limit was never measured", "model"
+    )
 
 
 def test_an_answer_that_names_one_key_anywhere_counts():
-    assert parse_selection("I'd go with limit-evidence here.", [LAYER, LIMIT]) == Selection("limit-evidence", "", "model")
+    assert parse_selection("I'd go with limit-evidence here.", [LAYER, LIMIT]) == Selection(
+        "limit-evidence", "", "model"
+    )
 
 
 @pytest.mark.parametrize(
@@ -142,8 +153,11 @@ def test_the_rule_tries_untested_questions_first_then_the_best_mean_gain():
     a = BankEntry("layer-a", "A?", "layer", ("plateau",))
     b = BankEntry("layer-b", "B?", "layer", ("plateau",))
     c = BankEntry("layer-c", "C?", "layer", ("plateau",))
-    well_tested = {"layer-a": {"asked": 5, "mean_gain": 1.05}, "layer-b": {"asked": 9, "mean_gain": 1.30},
-                   "layer-c": {"asked": 4, "mean_gain": 1.10}}
+    well_tested = {
+        "layer-a": {"asked": 5, "mean_gain": 1.05},
+        "layer-b": {"asked": 9, "mean_gain": 1.30},
+        "layer-c": {"asked": 4, "mean_gain": 1.10},
+    }
     assert fallback_selection("plateau", [a, b, c], well_tested).key == "layer-b"
     thin = dict(well_tested, **{"layer-c": {"asked": 1, "mean_gain": 1.0}})
     pick = fallback_selection("plateau", [a, b, c], thin)

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from questionbank.bank import BankEntry
+from questionbank.models import BankQuestion
 from questionbank.selectors import (
     attributions,
     effectiveness_by_category,
@@ -18,7 +19,6 @@ from questionbank.selectors import (
     selection_stats,
 )
 from questionbank.services import bank_sync
-from questionbank.models import BankQuestion
 from runs.services import evaluation_record, kernel_record, question_decide, question_propose, step_record
 from tests.foundation.factories import make_run, make_task
 
@@ -47,16 +47,20 @@ class RunBuilder:
     def evaluate(self, source, status, geomean):
         step = self._step("evaluation")
         kernel = kernel_record(source=source, run=self.run, task=self.run.task, language="cpp", step=step)
-        evaluation_record(kernel=kernel, run=self.run, step=step,
-                          result={"status": status, "geomean": geomean, "scenarios": []})
+        evaluation_record(
+            kernel=kernel, run=self.run, step=step, result={"status": status, "geomean": geomean, "scenarios": []}
+        )
 
     def ask(self, key, action):
         step = self._step("question_proposed")
         entry = BankQuestion.objects.get(key=key)
-        question = question_propose(run=self.run, text=entry.text, source="self", decision_point="plateau",
-                                    bank_entry=entry, step=step)
+        question = question_propose(
+            run=self.run, text=entry.text, source="self", decision_point="plateau", bank_entry=entry, step=step
+        )
         if action:
-            question_decide(question=question, reviewer=None, action=action, text="Edited?" if action == "edit" else None)
+            question_decide(
+                question=question, reviewer=None, action=action, text="Edited?" if action == "edit" else None
+            )
         return question
 
 
@@ -93,21 +97,27 @@ def test_histories_keep_only_verified_speedups_over_the_goal_baseline(history):
     assert by_run[one.pk].reference == 1.0 and by_run[two.pk].reference is None
     assert [(m.position, m.speedup) for m in by_run[one.pk].measurements] == [(0, 1.0), (2, 1.6), (6, 2.0)]
     outcomes = [(q.key, q.position, q.outcome) for q in sorted(by_run[one.pk].questions, key=lambda q: q.position)]
-    assert outcomes == [("layer-reuse", 1, "asked"), ("limit-evidence", 4, "vetoed"),
-                        ("limit-evidence", 5, "asked"), ("process-plan", 8, "pending")]
+    assert outcomes == [
+        ("layer-reuse", 1, "asked"),
+        ("limit-evidence", 4, "vetoed"),
+        ("limit-evidence", 5, "asked"),
+        ("process-plan", 8, "pending"),
+    ]
 
 
 def test_each_asked_question_is_attributed_by_hand(history):
     one, two = history
     rows = sorted((a.run_id, a.key, a.before, a.after, round(a.gain, 6), a.large_gain) for a in attributions())
-    assert rows == sorted([
-        # layer-reuse at 1: before 1.0 (reference); window (1, 5] has 1.6 (the incorrect x5.0 is ignored).
-        (one.pk, "layer-reuse", 1.0, 1.6, 1.6, True),
-        # limit-evidence (edited) at 5: before 1.6; window (5, end] has 2.0 (the numpy-only one is ignored).
-        (one.pk, "limit-evidence", 1.6, 2.0, 1.25, True),
-        # run 2: before 1.0, after 1.1.
-        (two.pk, "limit-evidence", 1.0, 1.1, 1.1, False),
-    ])
+    assert rows == sorted(
+        [
+            # layer-reuse at 1: before 1.0 (reference); window (1, 5] has 1.6 (the incorrect x5.0 is ignored).
+            (one.pk, "layer-reuse", 1.0, 1.6, 1.6, True),
+            # limit-evidence (edited) at 5: before 1.6; window (5, end] has 2.0 (the numpy-only one is ignored).
+            (one.pk, "limit-evidence", 1.6, 2.0, 1.25, True),
+            # run 2: before 1.0, after 1.1.
+            (two.pk, "limit-evidence", 1.0, 1.1, 1.1, False),
+        ]
+    )
 
 
 def test_figures_per_question_cover_every_entry(history):
@@ -116,9 +126,15 @@ def test_figures_per_question_cover_every_entry(history):
     assert rows["layer-reuse"]["mean_gain"] == pytest.approx(1.6) and rows["layer-reuse"]["large_gain_rate"] == 1.0
     limit = rows["limit-evidence"]
     # Gains 1.25 and 1.1: geometric mean sqrt(1.375); one large of two; one veto; two runs.
-    assert limit["mean_gain"] == pytest.approx(1.375 ** 0.5)
-    assert (limit["asked"], limit["attributed"], limit["large_gains"], limit["large_gain_rate"], limit["vetoed"],
-            limit["runs"]) == (2, 2, 1, 0.5, 1, 2)
+    assert limit["mean_gain"] == pytest.approx(1.375**0.5)
+    assert (
+        limit["asked"],
+        limit["attributed"],
+        limit["large_gains"],
+        limit["large_gain_rate"],
+        limit["vetoed"],
+        limit["runs"],
+    ) == (2, 2, 1, 0.5, 1, 2)
     plan = rows["process-plan"]
     assert (plan["asked"], plan["mean_gain"], plan["text"], plan["active"]) == (0, None, "What is your plan?", True)
 
@@ -126,7 +142,9 @@ def test_figures_per_question_cover_every_entry(history):
 def test_figures_per_category_list_every_category(history):
     rows = {r["category"]: r for r in effectiveness_by_category()}
     assert list(rows) == ["layer", "limit", "hypothesis", "process", "information"]
-    assert rows["limit"]["mean_gain"] == pytest.approx(1.375 ** 0.5) and rows["limit"]["label"] == "Reject a claimed limit"
+    assert (
+        rows["limit"]["mean_gain"] == pytest.approx(1.375**0.5) and rows["limit"]["label"] == "Reject a claimed limit"
+    )
     assert rows["hypothesis"]["asked"] == 0 and rows["process"]["asked"] == 0
 
 
@@ -164,14 +182,14 @@ def test_json_export_holds_every_table_with_the_same_figures(history):
     assert set(document) == {"generated_at", "large_gain_ratio", "questions", "categories", "sources", "asked"}
     assert document["large_gain_ratio"] == 1.2
     limit = next(r for r in document["questions"] if r["key"] == "limit-evidence")
-    assert limit["mean_gain"] == pytest.approx(1.375 ** 0.5)
+    assert limit["mean_gain"] == pytest.approx(1.375**0.5)
     assert sorted(round(a["gain"], 6) for a in document["asked"]) == [1.1, 1.25, 1.6]
 
 
 def test_csv_export_writes_one_table(history, tmp_path):
     rows = list(csv.DictReader(io.StringIO(export("--format", "csv", "--table", "categories"))))
     assert [r["category"] for r in rows] == ["layer", "limit", "hypothesis", "process", "information"]
-    assert float(rows[1]["mean_gain"]) == pytest.approx(1.375 ** 0.5)
+    assert float(rows[1]["mean_gain"]) == pytest.approx(1.375**0.5)
     target = tmp_path / "asked.csv"
     assert export("--format", "csv", "--table", "asked", "--output", str(target)) == ""
     asked = list(csv.DictReader(target.open()))

@@ -3,10 +3,10 @@
 import pytest
 from django.contrib.auth import get_user_model
 
+from questionbank.bank import BankEntry
 from questionbank.models import BankQuestion
 from questionbank.selectors import bank_entries
 from questionbank.services import BankQuestionInvalid, bank_question_add, bank_question_set_active, bank_sync
-from questionbank.bank import BankEntry
 from runs.services import ServiceError
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,12 @@ def test_a_reviewers_question_joins_the_bank_active_with_its_author(reviewer):
     row = bank_question_add("  What does the  profiler say first?  ", "layer", ["plateau", "start"], reviewer)
     assert row.key == "reviewer-what-does-the-profiler-say-first"
     assert (row.text, row.category, row.triggers, row.active, row.added_by) == (
-        "What does the profiler say first?", "layer", ["plateau", "start"], True, reviewer)
+        "What does the profiler say first?",
+        "layer",
+        ["plateau", "start"],
+        True,
+        reviewer,
+    )
     assert BankEntry(row.key, row.text, "layer", ("plateau", "start")) in bank_entries()
 
 
@@ -70,4 +75,6 @@ def test_sync_refuses_reviewer_keys_and_duplicates():
     with pytest.raises(ServiceError, match="belong to the dashboard"):
         bank_sync([BankEntry("reviewer-x", "X?", "layer", ("plateau",))])
     with pytest.raises(ServiceError, match="duplicate bank key"):
-        bank_sync([BankEntry("layer-x", "X?", "layer", ("plateau",)), BankEntry("layer-x", "Y?", "layer", ("plateau",))])
+        bank_sync(
+            [BankEntry("layer-x", "X?", "layer", ("plateau",)), BankEntry("layer-x", "Y?", "layer", ("plateau",))]
+        )

@@ -21,7 +21,7 @@ class FeedFollower:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
 
-    def start(self) -> "FeedFollower":
+    def start(self) -> FeedFollower:
         self._thread.start()
         return self
 
@@ -50,18 +50,19 @@ class FeedFollower:
         backoff = 0.5
         while not self._stop.is_set():
             try:
-                async with connect(f"ws://127.0.0.1:{self.port}/ws/runs/{self.run_id}/", additional_headers=headers,
-                                   open_timeout=5) as ws:
+                async with connect(
+                    f"ws://127.0.0.1:{self.port}/ws/runs/{self.run_id}/", additional_headers=headers, open_timeout=5
+                ) as ws:
                     self.connections += 1
                     backoff = 0.5
                     await asyncio.to_thread(self._catch_up)
                     while not self._stop.is_set():
                         try:
                             message = json.loads(await asyncio.wait_for(ws.recv(), timeout=0.5))
-                        except asyncio.TimeoutError:
+                        except TimeoutError:
                             continue
                         if message.get("type") == "step.stored" and message["seq"] not in self.held:
                             await asyncio.to_thread(self._catch_up)
-            except Exception:  # noqa: BLE001 - the server is down or restarting: try again
+            except Exception:
                 await asyncio.sleep(backoff)
                 backoff = min(5.0, backoff * 2)

@@ -67,8 +67,12 @@ class LiveSite:
     # ------------------------------------------------------------------------------------------ the site
     def env(self, **extra) -> dict:
         env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "SECRET_KEY", "DEBUG"}}
-        env.update(KSEEK_DATA_DIR=str(self.data_dir), DJANGO_SETTINGS_MODULE="kseek_site.settings",
-                   LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT))
+        env.update(
+            KSEEK_DATA_DIR=str(self.data_dir),
+            DJANGO_SETTINGS_MODULE="kseek_site.settings",
+            LOG_LEVEL="WARNING",
+            PYTHONPATH=str(ROOT),
+        )
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
         if env.get("REDIS_URL"):
@@ -78,7 +82,7 @@ class LiveSite:
         env.update(extra)
         return env
 
-    def setup(self) -> "LiveSite":
+    def setup(self) -> LiveSite:
         if self.pg_name:
             import psycopg
 
@@ -89,21 +93,27 @@ class LiveSite:
         return self
 
     def manage(self, *args) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env(), capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr[-3000:]}"
         return done.stdout
 
     def django(self, code: str, **variables):
         """Run `code` with Django set up against this site; it must assign `result`, which comes back as JSON."""
-        script = ("import django, json, sys\ndjango.setup()\n" + "\n".join(
-            f"{name} = json.loads({json.dumps(json.dumps(value))})" for name, value in variables.items())
-            + "\n" + code + "\nprint('RESULT ' + json.dumps(result, default=str))\n")
-        done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=self.env(), capture_output=True,
-                              text=True, timeout=120)
+        script = (
+            "import django, json, sys\ndjango.setup()\n"
+            + "\n".join(f"{name} = json.loads({json.dumps(json.dumps(value))})" for name, value in variables.items())
+            + "\n"
+            + code
+            + "\nprint('RESULT ' + json.dumps(result, default=str))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script], cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, f"snippet failed:\n{done.stderr[-3000:]}"
-        line = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")][-1]
-        return json.loads(line[len("RESULT "):])
+        line = [out for out in done.stdout.splitlines() if out.startswith("RESULT ")][-1]
+        return json.loads(line[len("RESULT ") :])
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Read the site's database directly (fast: no Django start)."""
@@ -122,9 +132,14 @@ class LiveSite:
     def start_server(self, port: int | None = None, **env) -> int:
         port = port or free_port()
         log = open(self.folder / f"daphne-{port}.log", "a")
-        process = subprocess.Popen(daphne_argv("127.0.0.1", port),
-                                   cwd=ROOT, env=self.env(**env), stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            daphne_argv("127.0.0.1", port),
+            cwd=ROOT,
+            env=self.env(**env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.servers[port] = process
 
         def listening():
@@ -152,7 +167,8 @@ class LiveSite:
     # ------------------------------------------------------------------------------------------- workers
     def worker_token(self, name: str) -> str:
         return self.django(
-            "from runs.services import worker_host_create\n_, result = worker_host_create(name=name)", name=name)
+            "from runs.services import worker_host_create\n_, result = worker_host_create(name=name)", name=name
+        )
 
     def session_for(self, username: str, role: str | None = None) -> str:
         """A signed-in session (cookie value) for a new user with `role` (a group name), or none."""
@@ -162,7 +178,9 @@ class LiveSite:
             "user = get_user_model().objects.create_user(username, password='pw-123456789')\n"
             "if role: user.groups.add(Group.objects.get_or_create(name=role)[0])\n"
             "client = Client()\nclient.force_login(user)\nresult = client.cookies['sessionid'].value",
-            username=username, role=role)
+            username=username,
+            role=role,
+        )
 
     def start_worker(self, port: int, token: str, state_dir: Path) -> subprocess.Popen:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_"))}
@@ -170,9 +188,25 @@ class LiveSite:
         state_dir.mkdir(parents=True, exist_ok=True)
         log = open(state_dir.parent / f"{state_dir.name}.log", "a")
         process = subprocess.Popen(
-            [sys.executable, "-m", "agentloop", "worker", "--server", f"ws://127.0.0.1:{port}", "--gpus", "0",
-             "--state-dir", str(state_dir), "--no-bwrap"],
-            cwd=state_dir.parent, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "agentloop",
+                "worker",
+                "--server",
+                f"ws://127.0.0.1:{port}",
+                "--gpus",
+                "0",
+                "--state-dir",
+                str(state_dir),
+                "--no-bwrap",
+            ],
+            cwd=state_dir.parent,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.workers.append(process)
         return process
 
@@ -191,7 +225,10 @@ class LiveSite:
             " starting_kernel=config['starting_kernel'], goal_baseline=config['goal']['baseline'],"
             " goal_speedup=config['goal']['speedup'], review_mode=review_mode, budget_steps=200)\n"
             "result = run.pk",
-            config=config, trace=str(DEMO_TRACE), review_mode=review_mode)
+            config=config,
+            trace=str(DEMO_TRACE),
+            review_mode=review_mode,
+        )
 
     # ------------------------------------------------------------------------------------------ teardown
     def close(self) -> None:

@@ -30,14 +30,15 @@ FOUND = "FOUND "
 
 def hostile_command(state_dir: Path) -> str:
     return (
-        "n=0; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat \"$f\" >/dev/null 2>&1 && n=$((n+1)); "
-        "done; echo \"readable: $n\"; "
+        'n=0; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f" >/dev/null 2>&1 && n=$((n+1)); '
+        'done; echo "readable: $n"; '
         "cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' "
         "| grep -a -o -E '(ANTHROPIC_API_KEY|KSEEK_WORKER_TOKEN)=[^ ]*|sk-ant-[A-Za-z0-9_-]+|kst_[A-Za-z0-9_-]+' "
         f"| sort -u | sed 's/^/{FOUND}/'; "
         f"grep -r -a -h -o -E 'sk-ant-[A-Za-z0-9_-]+|kst_[A-Za-z0-9_-]+' {state_dir} 2>/dev/null "
         f"| sort -u | sed 's/^/{FOUND}/'; "
-        f"ls -A {state_dir} 2>/dev/null | sed 's/^/STATE /'")
+        f"ls -A {state_dir} 2>/dev/null | sed 's/^/STATE /'"
+    )
 
 
 def failing_bwrap(folder: Path) -> str:
@@ -49,17 +50,39 @@ def failing_bwrap(folder: Path) -> str:
     return f"{folder}:{os.environ['PATH']}"
 
 
-def start_worker(site, port: int, token: str, state_dir: Path, *flags, model_url: str = "http://127.0.0.1:9",
-                 path: str | None = None) -> subprocess.Popen:
+def start_worker(
+    site, port: int, token: str, state_dir: Path, *flags, model_url: str = "http://127.0.0.1:9", path: str | None = None
+) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_"))}
-    env.update(PYTHONPATH=str(ROOT), KSEEK_WORKER_TOKEN=token, ANTHROPIC_API_KEY=API_KEY,
-               ANTHROPIC_BASE_URL=model_url, PATH=path or env["PATH"])
+    env.update(
+        PYTHONPATH=str(ROOT),
+        KSEEK_WORKER_TOKEN=token,
+        ANTHROPIC_API_KEY=API_KEY,
+        ANTHROPIC_BASE_URL=model_url,
+        PATH=path or env["PATH"],
+    )
     state_dir.mkdir(parents=True, exist_ok=True)
     log = open(state_dir.parent / f"{state_dir.name}.log", "a")
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentloop", "worker", "--server", f"ws://127.0.0.1:{port}", "--gpus", "0",
-         "--state-dir", str(state_dir), *flags],
-        cwd=state_dir.parent, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "agentloop",
+            "worker",
+            "--server",
+            f"ws://127.0.0.1:{port}",
+            "--gpus",
+            "0",
+            "--state-dir",
+            str(state_dir),
+            *flags,
+        ],
+        cwd=state_dir.parent,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     site.workers.append(process)
     return process
 
@@ -70,7 +93,8 @@ def queue_run(site) -> int:
         "task = Task.objects.get(name='matmul_cpu')\n"
         "run = run_start(task=task, model='claude-sonnet-4-6', starting_kernel=task.starting_kernel,"
         " goal_baseline=task.goal_baseline, goal_speedup=task.goal_speedup, review_mode='auto', budget_steps=1)\n"
-        "result = run.pk")
+        "result = run.pk"
+    )
 
 
 def payloads(site, run_id: int, kind: str) -> list[dict]:
@@ -80,7 +104,9 @@ def payloads(site, run_id: int, kind: str) -> list[dict]:
 
 def run_page(site, port: int, run_id: int) -> str:
     session = site.session_for("watcher", "viewer")
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/runs/{run_id}/", headers={"Cookie": f"sessionid={session}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/runs/{run_id}/", headers={"Cookie": f"sessionid={session}"}
+    )
     return urllib.request.urlopen(request, timeout=30).read().decode()
 
 
@@ -103,8 +129,11 @@ def hostile_run(site, state: Path, *flags) -> tuple[dict, int, str, int]:
     script = Script([Reply([tool_use("shell", {"command": hostile_command(state)})]), Reply([text("done")])])
     with MessagesServer(script) as model:
         worker = start_worker(site, port, token, state, *flags, model_url=model.url)
-        finished = wait_until(lambda: site.query("select 1 from runs_run where id = ? and finished_at is not null",
-                                                 (run_id,)), 180, while_alive=worker)
+        finished = wait_until(
+            lambda: site.query("select 1 from runs_run where id = ? and finished_at is not null", (run_id,)),
+            180,
+            while_alive=worker,
+        )
         assert finished, f"the run did not finish:\n{site.worker_log(state)}"
     results = payloads(site, run_id, "tool_result")
     assert results, f"no tool result:\n{site.worker_log(state)}"
@@ -112,10 +141,11 @@ def hostile_run(site, state: Path, *flags) -> tuple[dict, int, str, int]:
 
 
 def test_a_hostile_command_finds_neither_the_api_key_nor_the_worker_token_in_any_process_or_the_worker_state(
-        site, state):
+    site, state
+):
     result, run_id, token, port = hostile_run(site, state)
     output = result["output"]
-    assert "readable: " in output and "readable: 0" not in output, output   # it did read environments
+    assert "readable: " in output and "readable: 0" not in output, output  # it did read environments
     assert FOUND not in output and API_KEY not in output and token not in output, output
     # The worker's state folder is hidden: an empty folder in its place, with only the path down to this run's
     # workspace bound back (no spool, no directives, no other run).
@@ -152,14 +182,31 @@ def test_without_a_working_sandbox_the_worker_takes_no_run_and_says_what_to_inst
 
 
 def test_without_a_working_sandbox_a_standalone_run_does_not_start(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": failing_bwrap(tmp_path / "bin"),
-           "KSEEK_AGENT_RUNS": str(tmp_path / "runs")}
-    done = subprocess.run([sys.executable, "-m", "agentloop", "run", "--model",
-                           f"replay:{ROOT / 'agentloop' / 'replays' / 'matmul_cpu_demo.jsonl'}", "--quiet"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PATH": failing_bwrap(tmp_path / "bin"),
+        "KSEEK_AGENT_RUNS": str(tmp_path / "runs"),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentloop",
+            "run",
+            "--model",
+            f"replay:{ROOT / 'agentloop' / 'replays' / 'matmul_cpu_demo.jsonl'}",
+            "--quiet",
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == EXIT_NO_SANDBOX, done.stderr
     assert "apt-get install bubblewrap" in done.stderr and "--unsandboxed" in done.stderr
-    assert not (tmp_path / "runs").exists()   # no trace, no workspace: nothing ran
+    assert not (tmp_path / "runs").exists()  # no trace, no workspace: nothing ran
 
 
 def test_serve_without_a_working_sandbox_serves_the_dashboard_without_a_worker_and_says_what_to_do(site, tmp_path):
@@ -169,15 +216,23 @@ def test_serve_without_a_working_sandbox_serves_the_dashboard_without_a_worker_a
     port = free_port()
     log_path = tmp_path / "serve.log"
     with open(log_path, "w") as log:
-        serve = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"], cwd=ROOT,
-                                 env=site.env(PATH=failing_bwrap(tmp_path / "bin")), stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"],
+            cwd=ROOT,
+            env=site.env(PATH=failing_bwrap(tmp_path / "bin")),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
-        said = wait_until(lambda: "Serving the dashboard without a worker" in log_path.read_text()
-                          and log_path.read_text(), 120, while_alive=serve)
+        said = wait_until(
+            lambda: "Serving the dashboard without a worker" in log_path.read_text() and log_path.read_text(),
+            120,
+            while_alive=serve,
+        )
         assert said, log_path.read_text()[-3000:]
         assert "apt-get install bubblewrap" in said and "manage.py serve --unsandboxed" in said
-        assert "restarting it" not in said      # the worker is not started again and again
+        assert "restarting it" not in said  # the worker is not started again and again
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=30)
         assert page.status == 200 and serve.poll() is None
     finally:

@@ -19,8 +19,11 @@ from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.sandbox import working_bwrap
 from agentloop.tools.shell import ShellTool
 
-SECRET_ENV = {"ANTHROPIC_API_KEY": "sk-ant-rel-do-not-leak", "KSEEK_WORKER_TOKEN": "kst_rel_do_not_leak",
-              "KSEEK_ADMIN_PASSWORD": "admin-rel-do-not-leak"}
+SECRET_ENV = {
+    "ANTHROPIC_API_KEY": "sk-ant-rel-do-not-leak",
+    "KSEEK_WORKER_TOKEN": "kst_rel_do_not_leak",
+    "KSEEK_ADMIN_PASSWORD": "admin-rel-do-not-leak",
+}
 
 
 @pytest.fixture
@@ -90,11 +93,12 @@ def no_working_bwrap(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     working_bwrap.cache_clear()
     yield
-    working_bwrap.cache_clear()   # the next probe sees the real PATH again
+    working_bwrap.cache_clear()  # the next probe sees the real PATH again
 
 
 def test_without_a_working_sandbox_the_shell_and_the_harness_run_nothing_and_say_what_to_install(
-        layout, no_working_bwrap):
+    layout, no_working_bwrap
+):
     data, state, workspace = layout
     sandbox = worker_sandbox(state)
     assert sandbox.mode == "refused"

@@ -4,7 +4,7 @@ socket stays up, and nothing is half-written: the stored rows are exactly those 
 count them once and no question, kernel or evaluation whose event was refused."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -21,51 +21,83 @@ from tests.foundation.factories import make_run
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 KINDS = ["note", "status", "evaluation", "question_proposed", "question_decided", "tool_result", "usage"]
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
-                      st.text(max_size=20), st.just("nul \x00 inside"))
-json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                             st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                          max_leaves=12)
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.just("nul \x00 inside"),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def event_messages(run_id: int, other_run_id: int):
     """Mostly well-formed envelopes with one or more fields replaced by something wrong."""
-    good_payloads = st.sampled_from([{"text": "hi"}, evaluation_payload(1.3), evaluation_payload(None, correct=False),
-                                     question_payload("q-gen"), {"status": "running", "reason": "resumed"},
-                                     {"question_ref": "q-gen", "action": "approve", "by": "timeout"}])
-    return st.fixed_dictionaries({
-        "type": st.sampled_from(["event", "event", "event", "claim", "directive_ack", "hello", "dance", None]),
-        "v": st.sampled_from([1, 1, 1, 2, "1", None]),
-        "run_id": st.one_of(st.just(run_id), st.just(run_id), st.just(other_run_id), st.just(10**9),
-                            st.just(str(run_id)), json_leaf),
-        "seq": st.one_of(st.integers(0, 12), st.integers(0, 12), st.integers(-5, -1), st.just(2**31),
-                         st.just(2**64), json_leaf),
-        "kind": st.one_of(st.sampled_from(KINDS), st.text(max_size=12), json_leaf),
-        "ts": st.one_of(st.just("2026-11-30T12:00:00+00:00"), st.just("2026-13-45T99:00:00"), st.text(max_size=30),
-                        json_leaf),
-        "payload": st.one_of(good_payloads, good_payloads, st.dictionaries(st.text(max_size=8), json_value, max_size=4),
-                             json_value),
-        "usage": st.one_of(st.just({"tokens_in": 3, "tokens_out": 4, "cost_usd": 0.01}),
-                           st.fixed_dictionaries({"tokens_in": json_leaf, "tokens_out": json_leaf, "cost_usd": json_leaf}),
-                           json_value),
-        "id": json_leaf,
-    }).map(lambda m: {k: v for k, v in m.items() if v is not None or k in ("payload", "usage")})
+    good_payloads = st.sampled_from(
+        [
+            {"text": "hi"},
+            evaluation_payload(1.3),
+            evaluation_payload(None, correct=False),
+            question_payload("q-gen"),
+            {"status": "running", "reason": "resumed"},
+            {"question_ref": "q-gen", "action": "approve", "by": "timeout"},
+        ]
+    )
+    return st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["event", "event", "event", "claim", "directive_ack", "hello", "dance", None]),
+            "v": st.sampled_from([1, 1, 1, 2, "1", None]),
+            "run_id": st.one_of(
+                st.just(run_id), st.just(run_id), st.just(other_run_id), st.just(10**9), st.just(str(run_id)), json_leaf
+            ),
+            "seq": st.one_of(
+                st.integers(0, 12), st.integers(0, 12), st.integers(-5, -1), st.just(2**31), st.just(2**64), json_leaf
+            ),
+            "kind": st.one_of(st.sampled_from(KINDS), st.text(max_size=12), json_leaf),
+            "ts": st.one_of(
+                st.just("2026-11-30T12:00:00+00:00"), st.just("2026-13-45T99:00:00"), st.text(max_size=30), json_leaf
+            ),
+            "payload": st.one_of(
+                good_payloads, good_payloads, st.dictionaries(st.text(max_size=8), json_value, max_size=4), json_value
+            ),
+            "usage": st.one_of(
+                st.just({"tokens_in": 3, "tokens_out": 4, "cost_usd": 0.01}),
+                st.fixed_dictionaries({"tokens_in": json_leaf, "tokens_out": json_leaf, "cost_usd": json_leaf}),
+                json_value,
+            ),
+            "id": json_leaf,
+        }
+    ).map(lambda m: {k: v for k, v in m.items() if v is not None or k in ("payload", "usage")})
 
 
 def batch_messages(run_id: int, other_run_id: int):
     """`events` messages: mostly a list of generated envelopes (each as `event_messages` makes them, so some are
     wrong inside), sometimes something that is not a list of objects at all."""
-    generated = event_messages(run_id, other_run_id).map(lambda m: {k: v for k, v in m.items() if k not in ("type", "v")})
+    generated = event_messages(run_id, other_run_id).map(
+        lambda m: {k: v for k, v in m.items() if k not in ("type", "v")}
+    )
     # Well-formed notes at seqs the generated events rarely reach, so that some events of a batch are stored.
-    fresh = st.integers(13, 10**6).map(lambda seq: {k: v for k, v in note(run_id, seq, f"batched {seq}").items()
-                                                   if k not in ("type", "v")})
+    fresh = st.integers(13, 10**6).map(
+        lambda seq: {k: v for k, v in note(run_id, seq, f"batched {seq}").items() if k not in ("type", "v")}
+    )
     envelopes = st.one_of(generated, generated, fresh)
-    return st.fixed_dictionaries({
-        "type": st.just("events"),
-        "v": st.sampled_from([1, 1, 1, 2]),
-        "events": st.one_of(st.lists(envelopes, min_size=1, max_size=5), st.lists(envelopes, min_size=1, max_size=5),
-                            st.lists(st.one_of(envelopes, json_leaf), min_size=1, max_size=3), json_value),
-    })
+    return st.fixed_dictionaries(
+        {
+            "type": st.just("events"),
+            "v": st.sampled_from([1, 1, 1, 2]),
+            "events": st.one_of(
+                st.lists(envelopes, min_size=1, max_size=5),
+                st.lists(envelopes, min_size=1, max_size=5),
+                st.lists(st.one_of(envelopes, json_leaf), min_size=1, max_size=3),
+                json_value,
+            ),
+        }
+    )
 
 
 def answers_expected(frame) -> int:
@@ -78,8 +110,13 @@ def answers_expected(frame) -> int:
     return 1
 
 
-raw_frames = st.one_of(st.text(max_size=200), st.just("[" * 100_000 + "]" * 100_000), st.just('{"type": "event", "v": 1'),
-                       st.binary(max_size=200), json_value.map(json.dumps))
+raw_frames = st.one_of(
+    st.text(max_size=200),
+    st.just("[" * 100_000 + "]" * 100_000),
+    st.just('{"type": "event", "v": 1'),
+    st.binary(max_size=200),
+    json_value.map(json.dumps),
+)
 
 
 async def exchange(token: str, frames: list) -> list[dict]:
@@ -100,7 +137,9 @@ async def exchange(token: str, frames: list) -> list[dict]:
             reply = await socket.receive_json_from(timeout=20)
             if reply["type"] == "acks":  # one answer for each event it lists
                 assert reply["acks"], reply
-                answers += [{"type": "ack", "run_id": run_id, "seq": seq, "in_acks": True} for run_id, seq in reply["acks"]]
+                answers += [
+                    {"type": "ack", "run_id": run_id, "seq": seq, "in_acks": True} for run_id, seq in reply["acks"]
+                ]
             else:
                 answers.append(reply)
         assert len(answers) == answers_expected(frame), (frame, answers)
@@ -119,8 +158,9 @@ def assert_nothing_half_written(run, acked: dict):
     assert run.step_count == len(steps)
     assert run.last_seq == max(steps, default=-1)
     assert run.tokens_in == sum(s.tokens_in for s in steps.values())
-    assert Question.objects.filter(run=run).count() == sum(s.kind == "question_proposed" and bool(s.payload.get("text"))
-                                                           for s in steps.values())
+    assert Question.objects.filter(run=run).count() == sum(
+        s.kind == "question_proposed" and bool(s.payload.get("text")) for s in steps.values()
+    )
     assert not Question.objects.filter(run=run, step__isnull=True).exists()
     assert Evaluation.objects.filter(run=run).count() == sum(s.kind == "evaluation" for s in steps.values())
     assert Kernel.objects.filter(run=run, step__isnull=True).count() == 0
@@ -137,12 +177,30 @@ def test_generated_bad_messages_get_clear_answers_and_leave_only_what_was_acknow
     acked_in_batches = []
 
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.lists(st.one_of(event_messages(run.pk, other.pk), batch_messages(run.pk, other.pk), raw_frames),
-                    min_size=1, max_size=6))
+    @given(
+        st.lists(
+            st.one_of(event_messages(run.pk, other.pk), batch_messages(run.pk, other.pk), raw_frames),
+            min_size=1,
+            max_size=6,
+        )
+    )
     # Always among the examples: a batch of a well-formed event, one refused inside, and one for another's run.
-    @example([{"type": "events", "v": 1, "events": [
-        {k: v for k, v in note(run_id, seq, text).items() if k not in ("type", "v")}
-        for run_id, seq, text in ((run.pk, 10**7, "kept"), (run.pk, -1, "bad seq"), (other.pk, 0, "not mine"))]}])
+    @example(
+        [
+            {
+                "type": "events",
+                "v": 1,
+                "events": [
+                    {k: v for k, v in note(run_id, seq, text).items() if k not in ("type", "v")}
+                    for run_id, seq, text in (
+                        (run.pk, 10**7, "kept"),
+                        (run.pk, -1, "bad seq"),
+                        (other.pk, 0, "not mine"),
+                    )
+                ],
+            }
+        ]
+    )
     def check(frames):
         replies = async_to_sync(exchange)(token, frames)
         for reply in replies:
@@ -167,9 +225,17 @@ def test_generated_bad_messages_get_clear_answers_and_leave_only_what_was_acknow
 
 
 def note(run_id, seq, text="n", **fields):
-    return {"type": "event", "v": 1, "run_id": run_id, "seq": seq, "kind": "note",
-            "ts": datetime(2026, 11, 30, tzinfo=timezone.utc).isoformat(), "payload": {"text": text},
-            "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}, **fields}
+    return {
+        "type": "event",
+        "v": 1,
+        "run_id": run_id,
+        "seq": seq,
+        "kind": "note",
+        "ts": datetime(2026, 11, 30, tzinfo=UTC).isoformat(),
+        "payload": {"text": text},
+        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+        **fields,
+    }
 
 
 async def test_sequence_numbers_that_skip_go_backwards_and_repeat_are_stored_once_each():
@@ -180,7 +246,14 @@ async def test_sequence_numbers_that_skip_go_backwards_and_repeat_are_stored_onc
     for seq, text in [(0, "a"), (5, "f"), (2, "c"), (5, "f"), (2, "C!"), (1, "b")]:
         await socket.send_json_to(note(run.pk, seq, text))
     replies = [await socket.receive_json_from(timeout=10) for _ in range(6)]
-    assert [(r["type"], r["seq"]) for r in replies] == [("ack", 0), ("ack", 5), ("ack", 2), ("ack", 5), ("nack", 2), ("ack", 1)]
+    assert [(r["type"], r["seq"]) for r in replies] == [
+        ("ack", 0),
+        ("ack", 5),
+        ("ack", 2),
+        ("ack", 5),
+        ("nack", 2),
+        ("ack", 1),
+    ]
     assert "different" in replies[4]["error"] and replies[4]["retry"] is False
     steps = await sync_to_async(list)(Step.objects.filter(run=run).values_list("seq", "payload"))
     assert steps == [(0, {"text": "a"}), (1, {"text": "b"}), (2, {"text": "c"}), (5, {"text": "f"})]
@@ -196,7 +269,9 @@ async def test_an_oversize_event_is_refused_for_good_with_its_size_kept_on_the_r
     socket = await connected_worker(token)
     await socket.send_json_to(note(run.pk, 0, "x" * (EVENT_MAX_BYTES + 1000)))
     reply = await socket.receive_json_from(timeout=10)
-    assert reply["type"] == "nack" and reply["retry"] is False and f"limit of {EVENT_MAX_BYTES}" in reply["error"], reply
+    assert reply["type"] == "nack" and reply["retry"] is False and f"limit of {EVENT_MAX_BYTES}" in reply["error"], (
+        reply
+    )
     refused = await sync_to_async(RefusedEvent.objects.get)(run=run, seq=0)
     assert refused.kind == "note" and refused.size_bytes > EVENT_MAX_BYTES and "limit" in refused.error
     await socket.send_json_to(note(run.pk, 0, "small"))
@@ -211,8 +286,14 @@ async def test_a_batch_over_the_message_limit_is_refused_whole_and_one_over_the_
     socket = await connected_worker(token)
 
     def batch(*sized):
-        return {"type": "events", "v": 1, "events": [
-            {k: v for k, v in note(run.pk, seq, "x" * size).items() if k not in ("type", "v")} for seq, size in sized]}
+        return {
+            "type": "events",
+            "v": 1,
+            "events": [
+                {k: v for k, v in note(run.pk, seq, "x" * size).items() if k not in ("type", "v")}
+                for seq, size in sized
+            ],
+        }
 
     # Over the message limit (daphne would drop it; behind another server this answers): nothing of it is read.
     await socket.send_json_to(batch((0, MESSAGE_MAX_BYTES // 2), (1, MESSAGE_MAX_BYTES // 2 + 10)))

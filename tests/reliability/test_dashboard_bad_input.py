@@ -15,8 +15,14 @@ from hypothesis import strategies as st
 
 pytestmark = pytest.mark.timeout(300)
 
-STATUS_LINE = json.dumps({"seq": 0, "kind": "status", "ts": "2026-11-30T12:00:00+00:00",
-                          "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}}})
+STATUS_LINE = json.dumps(
+    {
+        "seq": 0,
+        "kind": "status",
+        "ts": "2026-11-30T12:00:00+00:00",
+        "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}},
+    }
+)
 
 
 class Browser:
@@ -51,9 +57,15 @@ class Browser:
 
     def upload_trace(self, content: bytes) -> tuple[int, str]:
         boundary = "kseek-test-boundary"
-        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"csrfmiddlewaretoken\"\r\n\r\n{self.csrf}\r\n"
-                f"--{boundary}\r\nContent-Disposition: form-data; name=\"trace\"; filename=\"trace.jsonl\"\r\n"
-                "Content-Type: application/x-ndjson\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        body = (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"\r\n\r\n{self.csrf}\r\n'
+                f'--{boundary}\r\nContent-Disposition: form-data; name="trace"; filename="trace.jsonl"\r\n'
+                "Content-Type: application/x-ndjson\r\n\r\n"
+            ).encode()
+            + content
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
         return self.send(self.request("/traces/import/", body, f"multipart/form-data; boundary={boundary}"))
 
 
@@ -61,8 +73,10 @@ def test_bad_input_on_a_live_server_gets_a_form_error_or_a_400_with_the_reason_a
     port = site.start_server(KSEEK_TRACE_UPLOAD_MAX_BYTES=str(2**20))
     browser = Browser(site, port)
 
-    status, page = browser.post_form("/runs/start/", {"task": "matmul_cpu", "model": "m", "review_mode": "auto",
-                                                      "budget_steps": "99999999999999999999"})
+    status, page = browser.post_form(
+        "/runs/start/",
+        {"task": "matmul_cpu", "model": "m", "review_mode": "auto", "budget_steps": "99999999999999999999"},
+    )
     assert status == 400 and "Ensure this value is less than or equal to 1000000" in page
 
     run_id = site.queue_demo_run()
@@ -92,8 +106,17 @@ def test_a_large_trace_upload_costs_the_server_about_its_size_in_memory_not_ten_
     port = site.start_server()
     pid = site.servers[port].pid
     browser = Browser(site, port)
-    lines = [STATUS_LINE] + [json.dumps({"seq": seq, "kind": "note", "ts": "2026-11-30T12:00:01+00:00",
-                                         "payload": {"text": f"note {seq} " + "x" * 320}}) for seq in range(1, 40_000)]
+    lines = [STATUS_LINE] + [
+        json.dumps(
+            {
+                "seq": seq,
+                "kind": "note",
+                "ts": "2026-11-30T12:00:01+00:00",
+                "payload": {"text": f"note {seq} " + "x" * 320},
+            }
+        )
+        for seq in range(1, 40_000)
+    ]
     trace = "\n".join(lines).encode()  # about 15 MB
     before = resident_kib(pid)
     status, _ = browser.upload_trace(trace)
@@ -103,34 +126,68 @@ def test_a_large_trace_upload_costs_the_server_about_its_size_in_memory_not_ten_
     assert grown_kib * 1024 < 3 * len(trace), f"the server grew by {grown_kib // 1024} MiB for {len(trace) >> 20} MiB"
 
 
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
-                      st.text(max_size=12), st.just("nul \x00 inside"))
-json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                             st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-                          max_leaves=10)
-kinds = st.sampled_from(["status", "note", "evaluation", "question_proposed", "question_decided", "model_message",
-                         "bogus"])
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.just("nul \x00 inside"),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=10,
+)
+kinds = st.sampled_from(
+    ["status", "note", "evaluation", "question_proposed", "question_decided", "model_message", "bogus"]
+)
 
 
 def trace_lines():
     """Lines of a trace: mostly envelopes of the right shape with fields swapped for something wrong, some run
     headers and harness lines, some that are not JSON or nest too deeply."""
-    envelope = st.fixed_dictionaries({
-        "seq": st.one_of(st.integers(0, 20), st.integers(-3, 2**40), json_leaf),
-        "kind": st.one_of(kinds, json_value),
-        "payload": st.one_of(st.just({"status": "succeeded"}), st.just({"text": "q?", "category": "limit"}),
-                             st.dictionaries(st.sampled_from(["result", "text", "status", "action", "question_ref",
-                                                              "config", "kernel_source"]), json_value, max_size=4),
-                             json_value),
-    }, optional={"ts": st.one_of(st.just("2026-11-30T12:00:00+00:00"), st.text(max_size=20), json_leaf),
-                 "usage": st.one_of(st.fixed_dictionaries({"tokens_in": json_leaf, "cost_usd": json_leaf}), json_value)})
-    header = st.fixed_dictionaries({"type": st.just("run"), "task": st.one_of(st.just("matmul_cpu"), json_leaf),
-                                    "model": json_leaf, "review_mode": json_leaf})
-    harness = st.fixed_dictionaries({"kind": st.just("evaluation"), "scenarios": json_value,
-                                     "task": st.just("matmul_cpu")}, optional={"status": json_leaf})
+    envelope = st.fixed_dictionaries(
+        {
+            "seq": st.one_of(st.integers(0, 20), st.integers(-3, 2**40), json_leaf),
+            "kind": st.one_of(kinds, json_value),
+            "payload": st.one_of(
+                st.just({"status": "succeeded"}),
+                st.just({"text": "q?", "category": "limit"}),
+                st.dictionaries(
+                    st.sampled_from(["result", "text", "status", "action", "question_ref", "config", "kernel_source"]),
+                    json_value,
+                    max_size=4,
+                ),
+                json_value,
+            ),
+        },
+        optional={
+            "ts": st.one_of(st.just("2026-11-30T12:00:00+00:00"), st.text(max_size=20), json_leaf),
+            "usage": st.one_of(st.fixed_dictionaries({"tokens_in": json_leaf, "cost_usd": json_leaf}), json_value),
+        },
+    )
+    header = st.fixed_dictionaries(
+        {
+            "type": st.just("run"),
+            "task": st.one_of(st.just("matmul_cpu"), json_leaf),
+            "model": json_leaf,
+            "review_mode": json_leaf,
+        }
+    )
+    harness = st.fixed_dictionaries(
+        {"kind": st.just("evaluation"), "scenarios": json_value, "task": st.just("matmul_cpu")},
+        optional={"status": json_leaf},
+    )
     as_json = st.one_of(envelope, envelope, header, harness).map(json.dumps)
-    return st.one_of(as_json, as_json, as_json, st.just("not json {"), st.just("[" * 3000 + "]" * 3000),
-                     st.just(json.dumps({"seq": 1, "kind": "note", "payload": {"a": json.loads("[" * 70 + "]" * 70)}})))
+    return st.one_of(
+        as_json,
+        as_json,
+        as_json,
+        st.just("not json {"),
+        st.just("[" * 3000 + "]" * 3000),
+        st.just(json.dumps({"seq": 1, "kind": "note", "payload": {"a": json.loads("[" * 70 + "]" * 70)}})),
+    )
 
 
 @pytest.mark.django_db

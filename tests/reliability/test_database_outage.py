@@ -80,6 +80,8 @@ def test_events_sent_while_the_database_is_down_are_nacked_for_retry_then_stored
     worker.close()
 
     rows = site.query("select seq from runs_step where run_id = ? order by seq", (run_id,))
-    assert [seq for seq, in rows] == list(range(8))
-    (count, last, tokens_in), = site.query("select step_count, last_seq, tokens_in from runs_run where id = ?", (run_id,))
+    assert [seq for (seq,) in rows] == list(range(8))
+    ((count, last, tokens_in),) = site.query(
+        "select step_count, last_seq, tokens_in from runs_run where id = ?", (run_id,)
+    )
     assert (count, last, tokens_in) == (8, 7, 8)

@@ -26,8 +26,9 @@ def log_in(base: str, username: str, password: str, client_address: str) -> tupl
     page = browser.open(urllib.request.Request(base + "/accounts/login/", headers=headers), timeout=30).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
     form = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token}).encode()
-    request = urllib.request.Request(base + "/accounts/login/", data=form,
-                                     headers={"Referer": base + "/accounts/login/", **headers})
+    request = urllib.request.Request(
+        base + "/accounts/login/", data=form, headers={"Referer": base + "/accounts/login/", **headers}
+    )
     try:
         with browser.open(request, timeout=30) as response:
             return response.status, response.read().decode()

@@ -16,8 +16,10 @@ from tests.reliability.wire import WireWorker, note_event
 
 pytestmark = [
     pytest.mark.timeout(180),
-    pytest.mark.skipif(not (postgres_url() and os.environ.get("REDIS_URL")),
-                       reason="needs DATABASE_URL=postgres://... and REDIS_URL (several processes share events there)"),
+    pytest.mark.skipif(
+        not (postgres_url() and os.environ.get("REDIS_URL")),
+        reason="needs DATABASE_URL=postgres://... and REDIS_URL (several processes share events there)",
+    ),
 ]
 
 
@@ -29,8 +31,10 @@ def test_a_browser_on_one_process_sees_the_events_a_worker_sends_to_another(site
     headers = {"Cookie": f"sessionid={session}", "Origin": f"http://127.0.0.1:{second}"}
     worker = WireWorker(first, token)
     run_id = worker.claim()
-    with connect(f"ws://127.0.0.1:{second}/ws/runs/{run_id}/", additional_headers=headers) as browser, \
-            connect(f"ws://127.0.0.1:{second}/ws/runs/", additional_headers=headers) as all_runs:
+    with (
+        connect(f"ws://127.0.0.1:{second}/ws/runs/{run_id}/", additional_headers=headers) as browser,
+        connect(f"ws://127.0.0.1:{second}/ws/runs/", additional_headers=headers) as all_runs,
+    ):
         for seq in range(20):
             worker.send(note_event(run_id, seq))
         assert all(r["type"] == "ack" for r in worker.replies_for(20))
@@ -42,7 +46,9 @@ def test_a_browser_on_one_process_sees_the_events_a_worker_sends_to_another(site
         assert announced == set(range(20))
 
         # A run-level change made through the first process (a status event) reaches the all-runs feed too.
-        worker.send({**note_event(run_id, 20), "kind": "status", "payload": {"status": "stopped", "reason": "stopped_by_human"}})
+        worker.send(
+            {**note_event(run_id, 20), "kind": "status", "payload": {"status": "stopped", "reason": "stopped_by_human"}}
+        )
         assert worker.replies_for(1)[0]["type"] == "ack"
         while True:
             message = json.loads(all_runs.recv(timeout=10))

@@ -4,7 +4,6 @@ A "worker" here is a request carrying a worker host's token (and no session): it
 nothing else. Denied requests are checked to have changed nothing.
 """
 
-
 import pytest
 from channels.db import database_sync_to_async as sync_to_async  # closes its connection: PostgreSQL test databases drop
 from channels.testing import WebsocketCommunicator
@@ -13,7 +12,15 @@ from django.test import Client
 from kseek_site.asgi import application
 from runs.models import Directive, Question, Run, RunStatus, Step, WorkerHost
 from runs.services import run_claim, worker_event_record
-from tests.dashboard.helpers import BROWSER_HEADERS, WORKER_HEADERS, event, evaluation_payload, make_user, make_worker, question_payload
+from tests.dashboard.helpers import (
+    BROWSER_HEADERS,
+    WORKER_HEADERS,
+    evaluation_payload,
+    event,
+    make_user,
+    make_worker,
+    question_payload,
+)
 from tests.foundation.factories import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,13 +34,24 @@ def world():
     host, token = make_worker("gpu-a")
     run = make_run()
     run_claim(worker=host)
-    for seq, (kind, payload) in enumerate([("note", {"text": "hi"}), ("evaluation", evaluation_payload(1.4)),
-                                           ("question_proposed", question_payload("q-1"))]):
+    for seq, (kind, payload) in enumerate(
+        [
+            ("note", {"text": "hi"}),
+            ("evaluation", evaluation_payload(1.4)),
+            ("question_proposed", question_payload("q-1")),
+        ]
+    ):
         worker_event_record(worker=host, event=event(run.pk, seq, kind, payload))
     run.refresh_from_db()
     kernel = run.kernels.get()
-    return {"host": host, "token": token, "run": run, "question": Question.objects.get(run=run),
-            "evaluation": run.evaluations.get(), "kernel": kernel}
+    return {
+        "host": host,
+        "token": token,
+        "run": run,
+        "question": Question.objects.get(run=run),
+        "evaluation": run.evaluations.get(),
+        "kernel": kernel,
+    }
 
 
 def client_for(role: str, token: str) -> Client:
@@ -72,7 +90,12 @@ ENDPOINTS = [
     ("get", "/traces/import/", "operator", None),
     ("post", "/review/{question}/decide/", "reviewer", {"decision": "approve"}),
     ("post", "/runs/{run}/message/", "reviewer", {"text": "try tiling"}),
-    ("post", "/bank/add/", "reviewer", {"text": "What does the roofline say?", "category": "limit", "triggers": ["plateau"]}),
+    (
+        "post",
+        "/bank/add/",
+        "reviewer",
+        {"text": "What does the roofline say?", "category": "limit", "triggers": ["plateau"]},
+    ),
     ("post", "/runs/{run}/control/", "operator", {"action": "pause"}),
     ("post", "/runs/start/", "operator", {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto"}),
     ("post", "/workers/{host}/revoke/", "operator", {}),
@@ -81,10 +104,14 @@ ENDPOINTS = [
 
 def state(world) -> dict:
     """What a denied request must leave as it was."""
-    return {"runs": Run.objects.count(), "status": Run.objects.get(pk=world["run"].pk).status,
-            "question": Question.objects.get(pk=world["question"].pk).status, "directives": Directive.objects.count(),
-            "revoked": WorkerHost.objects.get(pk=world["host"].pk).revoked_at,
-            "bank": __import__("questionbank.models", fromlist=["BankQuestion"]).BankQuestion.objects.count()}
+    return {
+        "runs": Run.objects.count(),
+        "status": Run.objects.get(pk=world["run"].pk).status,
+        "question": Question.objects.get(pk=world["question"].pk).status,
+        "directives": Directive.objects.count(),
+        "revoked": WorkerHost.objects.get(pk=world["host"].pk).revoked_at,
+        "bank": __import__("questionbank.models", fromlist=["BankQuestion"]).BankQuestion.objects.count(),
+    }
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -94,8 +121,13 @@ def test_each_role_can_do_exactly_what_it_allows_on_every_page_form_and_api(worl
     # Reads first, then the writes a role may make, in an order where no allowed write undoes a later check
     # (the revoke and the pause come last).
     for method, template, least, data in ENDPOINTS:
-        url = template.format(run=world["run"].pk, kernel=world["kernel"].pk, evaluation=world["evaluation"].pk,
-                              question=world["question"].pk, host=world["host"].pk)
+        url = template.format(
+            run=world["run"].pk,
+            kernel=world["kernel"].pk,
+            evaluation=world["evaluation"].pk,
+            question=world["question"].pk,
+            host=world["host"].pk,
+        )
         before = state(world)
         response = client.get(url) if method == "get" else client.post(url, data)
         allowed = RANK[role] >= RANK[least]
@@ -113,8 +145,11 @@ def test_each_role_can_do_exactly_what_it_allows_on_every_page_form_and_api(worl
     assert wrong == []
 
 
-@pytest.mark.parametrize("method,template,least,data", [e for e in ENDPOINTS if e[0] == "post"],
-                         ids=[t for m, t, _, _ in ENDPOINTS if m == "post"])
+@pytest.mark.parametrize(
+    "method,template,least,data",
+    [e for e in ENDPOINTS if e[0] == "post"],
+    ids=[t for m, t, _, _ in ENDPOINTS if m == "post"],
+)
 def test_a_form_post_without_the_csrf_token_is_refused_and_changes_nothing(world, method, template, least, data):
     url = template.format(run=world["run"].pk, question=world["question"].pk, host=world["host"].pk)
     client = Client(enforce_csrf_checks=True)
@@ -136,7 +171,9 @@ async def feed_socket(path, role, token):
         headers = list(WORKER_HEADERS) + [(b"authorization", f"Bearer {token}".encode())]
     elif role != "anonymous":
         client = Client()
-        user = await sync_to_async(make_user)(f"s-{role}-{path.strip('/').replace('/', '-')}", None if role == "viewer" else role)
+        user = await sync_to_async(make_user)(
+            f"s-{role}-{path.strip('/').replace('/', '-')}", None if role == "viewer" else role
+        )
         await sync_to_async(client.force_login)(user)
         headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
     return WebsocketCommunicator(application, path, headers=headers)
@@ -152,8 +189,19 @@ async def test_feed_sockets_open_for_signed_in_users_only_and_the_worker_socket_
             # The feed only tells; it takes no orders, and no events.
             await socket.send_json_to({"type": "directive", "action": "stop"})
             assert (await socket.receive_json_from(timeout=5))["type"] == "error"
-            await socket.send_json_to({"type": "events", "v": 1, "events": [
-                {k: v for k, v in event(world["run"].pk, 50, "note", {"text": "from a page"}).items() if k not in ("type", "v")}]})
+            await socket.send_json_to(
+                {
+                    "type": "events",
+                    "v": 1,
+                    "events": [
+                        {
+                            k: v
+                            for k, v in event(world["run"].pk, 50, "note", {"text": "from a page"}).items()
+                            if k not in ("type", "v")
+                        }
+                    ],
+                }
+            )
             assert (await socket.receive_json_from(timeout=5))["type"] == "error"
         await socket.disconnect()
     worker_path_socket = await feed_socket("/ws/worker/", role, world["token"])
@@ -168,7 +216,9 @@ async def test_a_browser_socket_from_another_sites_page_is_refused(world):
     await sync_to_async(client.force_login)(await sync_to_async(make_user)("eve-victim", "operator"))
     cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
     for origin in (b"http://evil.example", b"null", b"http://localhost.evil.example"):
-        socket = WebsocketCommunicator(application, "/ws/runs/", headers=[(b"origin", origin), (b"host", b"localhost"), cookie])
+        socket = WebsocketCommunicator(
+            application, "/ws/runs/", headers=[(b"origin", origin), (b"host", b"localhost"), cookie]
+        )
         connected, _ = await socket.connect()
         assert not connected, origin
 
@@ -179,8 +229,9 @@ async def test_a_worker_token_is_scoped_to_its_hosts_runs_and_stored_only_as_a_h
     for token_hash, prefix in hosts:
         assert world["token"] not in (token_hash, prefix) and other_token not in (token_hash, prefix)
         assert len(token_hash) == 64
-    socket = WebsocketCommunicator(application, "/ws/worker/",
-                                   headers=WORKER_HEADERS + [(b"authorization", f"Bearer {other_token}".encode())])
+    socket = WebsocketCommunicator(
+        application, "/ws/worker/", headers=WORKER_HEADERS + [(b"authorization", f"Bearer {other_token}".encode())]
+    )
     assert (await socket.connect())[0]
     await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-b", "gpus": [], "active_runs": []})
     assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
@@ -188,9 +239,14 @@ async def test_a_worker_token_is_scoped_to_its_hosts_runs_and_stored_only_as_a_h
     reply = await socket.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False and "not assigned" in reply["error"]
     # The same events in a batch (`events`) are refused one by one, with the same reason.
-    stop = {k: v for k, v in event(world["run"].pk, 9, "status", {"status": "stopped", "reason": "stopped_by_human"}).items()
-            if k not in ("type", "v")}
-    note = {k: v for k, v in event(world["run"].pk, 10, "note", {"text": "not yours"}).items() if k not in ("type", "v")}
+    stop = {
+        k: v
+        for k, v in event(world["run"].pk, 9, "status", {"status": "stopped", "reason": "stopped_by_human"}).items()
+        if k not in ("type", "v")
+    }
+    note = {
+        k: v for k, v in event(world["run"].pk, 10, "note", {"text": "not yours"}).items() if k not in ("type", "v")
+    }
     await socket.send_json_to({"type": "events", "v": 1, "events": [stop, note]})
     replies = [await socket.receive_json_from(timeout=5) for _ in range(2)]
     assert sorted(r["seq"] for r in replies) == [9, 10]
@@ -206,7 +262,8 @@ async def test_a_revoked_token_stops_working_at_once_even_for_an_open_socket_on_
     from runs.services import worker_host_revoke
 
     await sync_to_async(worker_host_revoke)(host=world["host"])
-    socket = WebsocketCommunicator(application, "/ws/worker/",
-                                   headers=WORKER_HEADERS + [(b"authorization", f"Bearer {world['token']}".encode())])
+    socket = WebsocketCommunicator(
+        application, "/ws/worker/", headers=WORKER_HEADERS + [(b"authorization", f"Bearer {world['token']}".encode())]
+    )
     connected, _ = await socket.connect()
     assert not connected

@@ -40,8 +40,9 @@ def test_nothing_before_hello_is_acted_on_and_binary_frames_are_refused(site):
     port = site.start_server()
     token = site.worker_token("gpu-a")
     run_id = site.queue_demo_run()
-    with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers={"Authorization": f"Bearer {token}"},
-                 open_timeout=10) as ws:
+    with connect(
+        f"ws://127.0.0.1:{port}/ws/worker/", additional_headers={"Authorization": f"Bearer {token}"}, open_timeout=10
+    ) as ws:
         for before in ({"type": "claim", "v": 1, "gpu": 0}, note_event(run_id, 0)):
             ws.send(json.dumps(before))
             reply = json.loads(ws.recv(timeout=10))
@@ -65,10 +66,20 @@ def test_the_largest_event_is_stored_the_next_byte_is_refused_for_good_and_later
     run_id = worker.claim()
     # The audit's case first: an evaluation of a 600 KB kernel (its source once, in the result).
     kernel = "// " + "x" * 600_000 + "\n"
-    result = {"status": "correct", "reason": None, "kernel_source": kernel, "kernel_sha256": "", "scenarios": [],
-              "geomean": {}, "host": "wire", "device_name": "cpu"}
-    evaluation = note_event(run_id, 0) | {"kind": "evaluation", "payload": {
-        "purpose": "tool", "scenario_set": "quick", "kernel_path": "kernel.cpp", "result": result}}
+    result = {
+        "status": "correct",
+        "reason": None,
+        "kernel_source": kernel,
+        "kernel_sha256": "",
+        "scenarios": [],
+        "geomean": {},
+        "host": "wire",
+        "device_name": "cpu",
+    }
+    evaluation = note_event(run_id, 0) | {
+        "kind": "evaluation",
+        "payload": {"purpose": "tool", "scenario_set": "quick", "kernel_path": "kernel.cpp", "result": result},
+    }
     worker.send(evaluation)
     assert worker.replies_for(1)[0]["type"] == "ack"
     worker.send(sized_note(run_id, 1, EVENT_MAX_BYTES))
@@ -81,7 +92,11 @@ def test_the_largest_event_is_stored_the_next_byte_is_refused_for_good_and_later
         assert replies[seq]["type"] == "nack" and replies[seq]["retry"] is False
         assert f"over the server's limit of {EVENT_MAX_BYTES} bytes" in replies[seq]["error"]
     worker.close()
-    assert [seq for seq, in site.query("select seq from runs_step where run_id = ? order by seq", (run_id,))] == [0, 1, 4]
+    assert [seq for (seq,) in site.query("select seq from runs_step where run_id = ? order by seq", (run_id,))] == [
+        0,
+        1,
+        4,
+    ]
     refused = site.query("select seq, kind, size_bytes from runs_refusedevent where run_id = ? order by seq", (run_id,))
     assert refused == [(2, "note", EVENT_MAX_BYTES + 1), (3, "note", MESSAGE_MAX_BYTES - 1024)]
 
@@ -92,11 +107,14 @@ def test_revoking_a_connected_worker_ends_its_connection_and_refuses_it_while_it
     run_id = site.queue_demo_run()
     state_dir = tmp_path / "worker"
     worker = site.start_worker(port, token, state_dir)
-    assert wait_until(lambda: site.query("select step_count from runs_run where id = ?", (run_id,))[0][0] > 0, 120,
-                      while_alive=worker), site.worker_log(state_dir)
+    assert wait_until(
+        lambda: site.query("select step_count from runs_run where id = ?", (run_id,))[0][0] > 0, 120, while_alive=worker
+    ), site.worker_log(state_dir)
     revoked_at = time.monotonic()
-    site.django("from runs.models import WorkerHost\nfrom runs.services import worker_host_revoke\n"
-                "result = str(worker_host_revoke(host=WorkerHost.objects.get(name='gpu-revoked')).revoked_at)")
+    site.django(
+        "from runs.models import WorkerHost\nfrom runs.services import worker_host_revoke\n"
+        "result = str(worker_host_revoke(host=WorkerHost.objects.get(name='gpu-revoked')).revoked_at)"
+    )
     # The worker hears 4401 on its open socket and stops (exit status 3: its token is refused).
     assert worker.wait(timeout=30) == 3, site.worker_log(state_dir)
     assert time.monotonic() - revoked_at < 30
@@ -104,18 +122,23 @@ def test_revoking_a_connected_worker_ends_its_connection_and_refuses_it_while_it
     steps_then = site.query("select step_count from runs_run where id = ?", (run_id,))[0][0]
     # Its next handshake is refused, and a run queued now is nobody's.
     with pytest.raises(websockets.exceptions.InvalidStatus):
-        with connect(f"ws://127.0.0.1:{port}/ws/worker/", additional_headers={"Authorization": f"Bearer {token}"},
-                     open_timeout=10):
+        with connect(
+            f"ws://127.0.0.1:{port}/ws/worker/",
+            additional_headers={"Authorization": f"Bearer {token}"},
+            open_timeout=10,
+        ):
             pass
     queued = site.queue_demo_run()
     time.sleep(1)
     assert site.query("select status, worker_id from runs_run where id = ?", (queued,))[0] == ("queued", None)
     assert site.query("select step_count from runs_run where id = ?", (run_id,))[0][0] == steps_then
     # Its run is held by a host that went away, and its page says why.
-    assert wait_until(lambda: site.query("select connection from runs_workerhost where name = 'gpu-revoked'")[0][0] == "",
-                      10)
+    assert wait_until(
+        lambda: site.query("select connection from runs_workerhost where name = 'gpu-revoked'")[0][0] == "", 10
+    )
     session = site.session_for("olive", "viewer")
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/runs/{run_id}/",
-                                     headers={"Cookie": f"sessionid={session}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/runs/{run_id}/", headers={"Cookie": f"sessionid={session}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert "its token was revoked" in response.read().decode()

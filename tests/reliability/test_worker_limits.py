@@ -23,11 +23,16 @@ def queue_run(site, model="claude-sonnet-4-6", budget_steps=2):
         "from runs.models import Task\nfrom runs.services import run_start\n"
         "run = run_start(task=Task.objects.get(name='matmul_cpu'), model=model, starting_kernel=kernel,"
         " goal_baseline='naive', goal_speedup=2.0, review_mode='auto', budget_steps=budget_steps)\n"
-        "result = run.pk", model=model, kernel=NAIVE, budget_steps=budget_steps)
+        "result = run.pk",
+        model=model,
+        kernel=NAIVE,
+        budget_steps=budget_steps,
+    )
 
 
 def test_an_event_larger_than_the_servers_messages_gets_a_note_and_the_run_still_ends_on_the_server(
-        site, tmp_path, caplog):
+    site, tmp_path, caplog
+):
     port = site.start_server()
     token = site.worker_token("gpu-large")
     run_id = queue_run(site)
@@ -47,15 +52,22 @@ def test_an_event_larger_than_the_servers_messages_gets_a_note_and_the_run_still
 
     caplog.set_level(logging.INFO, logger="agentloop.worker")
     with MessagesServer(responder) as messages:
-        worker = Worker(server=f"ws://127.0.0.1:{port}", token=token, gpus=[0], state_dir=state_dir,
-                        model_factory=lambda spec, settings: AnthropicModel(spec, settings={
-                            "api_key": "sk-test", "base_url": messages.url, "stream": False, "backoff_base_s": 0.01}),
-                        agent_kwargs={"evaluator": ScriptedEvaluator()})
+        worker = Worker(
+            server=f"ws://127.0.0.1:{port}",
+            token=token,
+            gpus=[0],
+            state_dir=state_dir,
+            model_factory=lambda spec, settings: AnthropicModel(
+                spec, settings={"api_key": "sk-test", "base_url": messages.url, "stream": False, "backoff_base_s": 0.01}
+            ),
+            agent_kwargs={"evaluator": ScriptedEvaluator()},
+        )
         thread = threading.Thread(target=worker.serve, daemon=True)
         thread.start()
         try:
-            noted = wait_until(lambda: [p for _, kind, p in stored_steps(site, run_id)
-                                        if kind == "note" and "refused_seq" in p], 120)
+            noted = wait_until(
+                lambda: [p for _, kind, p in stored_steps(site, run_id) if kind == "note" and "refused_seq" in p], 120
+            )
             assert noted, site.server_log(port) + caplog.text[-3000:]
             may_go_on.set()
             finished = wait_until(lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 120)
@@ -74,8 +86,12 @@ def test_an_event_larger_than_the_servers_messages_gets_a_note_and_the_run_still
     assert steps[-1][1] == "status" and steps[-1][2]["reason"] == "budget_steps"
     note = noted[0]
     assert note["refused_seq"] == big["seq"] and note["level"] == "error"
-    size = len(json.dumps({"type": "event", "v": 1, **{k: big[k] for k in ("run_id", "seq", "kind", "ts", "payload",
-                                                                            "usage")}}, separators=(",", ":")))
+    size = len(
+        json.dumps(
+            {"type": "event", "v": 1, **{k: big[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}},
+            separators=(",", ":"),
+        )
+    )
     assert f"not sent: its event message of {size} bytes is over the server's message limit" in note["text"]
     assert "connection lost" not in caplog.text
 
@@ -83,7 +99,7 @@ def test_an_event_larger_than_the_servers_messages_gets_a_note_and_the_run_still
 def test_a_run_the_worker_cannot_start_ends_failed_with_the_reason_and_the_worker_takes_the_next_run(site, tmp_path):
     port = site.start_server()
     token = site.worker_token("gpu-nokey")
-    no_key = queue_run(site)                        # the form's default model; the worker has no API key
+    no_key = queue_run(site)  # the form's default model; the worker has no API key
     demo = site.queue_demo_run()
     state_dir = tmp_path / "worker"
     worker = site.start_worker(port, token, state_dir)
@@ -94,7 +110,7 @@ def test_a_run_the_worker_cannot_start_ends_failed_with_the_reason_and_the_worke
         assert started, site.worker_log(state_dir)
     finally:
         kill(worker)
-    (seq, kind, payload), = stored_steps(site, no_key)
+    ((seq, kind, payload),) = stored_steps(site, no_key)
     assert (seq, kind, payload["status"], payload["reason"]) == (0, "status", "failed", "cannot_start")
     assert "ANTHROPIC_API_KEY" in payload["detail"] and "claude-sonnet-4-6" in payload["detail"]
     assert started[0][2]["reason"] == "started"

@@ -38,10 +38,11 @@ def assert_trace_stored_exactly(site, state_dir, run_id):
     steps = stored_steps(site, run_id)
     assert [s[0] for s in steps] == list(range(len(steps))), "stored seqs have gaps"
     assert [(s[0], s[1]) for s in steps] == [(e["seq"], e["kind"]) for e in events]
-    for (seq, kind, payload), event in zip(steps, events):
+    for (seq, _kind, payload), event in zip(steps, events):
         assert json.dumps(payload, sort_keys=True) == json.dumps(event["payload"], sort_keys=True), seq
-    (step_count, last_seq, tokens_in, tokens_out), = site.query(
-        "select step_count, last_seq, tokens_in, tokens_out from runs_run where id = ?", (run_id,))
+    ((step_count, last_seq, tokens_in, tokens_out),) = site.query(
+        "select step_count, last_seq, tokens_in, tokens_out from runs_run where id = ?", (run_id,)
+    )
     assert (step_count, last_seq) == (len(steps), len(steps) - 1)
     assert tokens_in == sum(e["usage"]["tokens_in"] for e in events)
     assert tokens_out == sum(e["usage"]["tokens_out"] for e in events)
@@ -59,15 +60,17 @@ def test_a_worker_killed_mid_run_resumes_from_its_trace_and_every_step_is_stored
     state_dir = tmp_path / "worker"
 
     first = site.start_worker(port, token, state_dir)
-    evaluated = wait_until(lambda: any(kind == "evaluation" for _, kind, _ in stored_steps(site, run_id)), 240,
-                           while_alive=first)
+    evaluated = wait_until(
+        lambda: any(kind == "evaluation" for _, kind, _ in stored_steps(site, run_id)), 240, while_alive=first
+    )
     kill(first)
     assert evaluated, site.worker_log(state_dir)
     assert run_status(site, run_id) == "running", "the kill came too late: the run had finished"
 
     second = site.start_worker(port, token, state_dir)
-    finished = wait_until(lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300,
-                          while_alive=second)
+    finished = wait_until(
+        lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300, while_alive=second
+    )
     assert finished, site.worker_log(state_dir)
     # The last acks land after the status change is stored; give the spool a moment to empty.
     wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
@@ -98,13 +101,16 @@ def test_a_server_killed_while_a_worker_streams_loses_and_doubles_nothing_and_fe
     follower = FeedFollower(port, site.session_for("vera"), run_id).start()
     worker = site.start_worker(port, token, state_dir)
     try:
-        assert wait_until(lambda: len(stored_steps(site, run_id)) >= 3, 120, while_alive=worker), site.worker_log(state_dir)
+        assert wait_until(lambda: len(stored_steps(site, run_id)) >= 3, 120, while_alive=worker), site.worker_log(
+            state_dir
+        )
         site.kill_server(port)  # SIGKILL: no goodbye to the sockets, whatever was in flight is lost in flight
         stored_at_kill = len(stored_steps(site, run_id))
         time.sleep(3)
         site.start_server(port)
-        finished = wait_until(lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300,
-                              while_alive=worker)
+        finished = wait_until(
+            lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300, while_alive=worker
+        )
         assert finished, site.worker_log(state_dir)
         wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
         all_seqs = [s[0] for s in stored_steps(site, run_id)]
@@ -129,8 +135,11 @@ def test_a_reviewers_decision_for_an_offline_worker_is_delivered_when_it_reconne
     state_dir = tmp_path / "worker"
     reviewer = site.session_for("rita", "reviewer")  # noqa: F841 - the user the decision is made by
     first = site.start_worker(port, token, state_dir)
-    proposed = wait_until(lambda: site.query("select id from runs_question where run_id = ? and status = 'proposed'",
-                                             (run_id,)), 240, while_alive=first)
+    proposed = wait_until(
+        lambda: site.query("select id from runs_question where run_id = ? and status = 'proposed'", (run_id,)),
+        240,
+        while_alive=first,
+    )
     assert proposed, site.worker_log(state_dir)
     kill(first)  # the worker is offline while the reviewer decides
 
@@ -139,13 +148,16 @@ def test_a_reviewers_decision_for_an_offline_worker_is_delivered_when_it_reconne
         "from runs.services import question_review\n"
         "q = Question.objects.get(pk=question_id)\n"
         "question_review(question=q, reviewer=get_user_model().objects.get(username='rita'), decision='approve')\n"
-        "result = True", question_id=proposed[0][0])
-    (directive_id, acked), = site.query("select id, acked_at from runs_directive where run_id = ?", (run_id,))
+        "result = True",
+        question_id=proposed[0][0],
+    )
+    ((directive_id, acked),) = site.query("select id, acked_at from runs_directive where run_id = ?", (run_id,))
     assert acked is None
 
     second = site.start_worker(port, token, state_dir)
-    finished = wait_until(lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300,
-                          while_alive=second)
+    finished = wait_until(
+        lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300, while_alive=second
+    )
     assert finished, site.worker_log(state_dir)
     wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
     kill(second)
@@ -155,7 +167,7 @@ def test_a_reviewers_decision_for_an_offline_worker_is_delivered_when_it_reconne
     assert len(decided) == 1, decided
     assert decided[0]["by"] == "reviewer" and decided[0]["action"] == "approve" and decided[0]["reviewer"] == "rita"
     assert decided[0].get("directive_id") == f"d-{directive_id}"
-    (acked,), = site.query("select acked_at from runs_directive where id = ?", (directive_id,))
+    ((acked,),) = site.query("select acked_at from runs_directive where id = ?", (directive_id,))
     assert acked is not None
     assert site.query("select status from runs_question where run_id = ?", (run_id,)) == [("approved",)]
     assert_finished_as_the_replay_allows(events)

@@ -4,21 +4,32 @@ each ack and nack."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from websockets.sync.client import connect
 
 
 def note_event(run_id: int, seq: int, text: str | None = None) -> dict:
-    return {"type": "event", "v": 1, "run_id": run_id, "seq": seq, "kind": "note",
-            "ts": datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc).isoformat(),
-            "payload": {"text": text or f"note {seq}"}, "usage": {"tokens_in": 1, "tokens_out": 2, "cost_usd": 0.001}}
+    return {
+        "type": "event",
+        "v": 1,
+        "run_id": run_id,
+        "seq": seq,
+        "kind": "note",
+        "ts": datetime(2026, 11, 30, 12, 0, tzinfo=UTC).isoformat(),
+        "payload": {"text": text or f"note {seq}"},
+        "usage": {"tokens_in": 1, "tokens_out": 2, "cost_usd": 0.001},
+    }
 
 
 class WireWorker:
     def __init__(self, port: int, token: str):
-        self._connection = connect(f"ws://127.0.0.1:{port}/ws/worker/", open_timeout=10, max_size=None,
-                                   additional_headers={"Authorization": f"Bearer {token}"})
+        self._connection = connect(
+            f"ws://127.0.0.1:{port}/ws/worker/",
+            open_timeout=10,
+            max_size=None,
+            additional_headers={"Authorization": f"Bearer {token}"},
+        )
         self.ws = self._connection.__enter__()
         self.send({"type": "hello", "v": 1, "host": "wire", "gpus": ["cpu"], "active_runs": []})
         assert self.recv()["type"] == "welcome"

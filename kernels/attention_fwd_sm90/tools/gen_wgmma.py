@@ -3,8 +3,9 @@
 One wrapper per (shape, dtype, operand source): the accumulator is passed as a float array so that
 every register stays a compile-time name. Run: python gen_wgmma.py > /tmp/wg.inc
 """
-SS_N = [64, 96, 128, 176, 192]       # S = Q K^T: N = BLOCK_N, A and B from shared memory
-RS_N = [64, 128, 192, 256]       # O += P V: N = padded head dim, A (P) from registers, B (V) N-major
+
+SS_N = [64, 96, 128, 176, 192]  # S = Q K^T: N = BLOCK_N, A and B from shared memory
+RS_N = [64, 128, 192, 256]  # O += P V: N = padded head dim, A (P) from registers, B (V) N-major
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 
@@ -18,25 +19,25 @@ def acc_operands(n):
 
 def ss(n, t):
     na = n // 2
-    return f'''__device__ __forceinline__ void wgmma_ss_n{n}_{t}(float (&d)[{na}], uint64_t da, uint64_t db, int accumulate) {{
+    return f"""__device__ __forceinline__ void wgmma_ss_n{n}_{t}(float (&d)[{na}], uint64_t da, uint64_t db, int accumulate) {{
   asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{na + 2}, 0;\\n"
     "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs(0, na)}}}, %{na}, %{na + 1}, p, 1, 1, 0, 0;\\n}}\\n"
     : {acc_operands(n)}
     : "l"(da), "l"(db), "r"(accumulate));
 }}
-'''
+"""
 
 
 def rs(n, t):
     # scale-d is a predicate operand; the last immediate (1) marks B as N-major (V is stored [key][d]).
     na = n // 2
-    return f'''__device__ __forceinline__ void wgmma_rs_n{n}_{t}(float (&d)[{na}], const uint32_t (&a)[4], uint64_t db, int accumulate) {{
+    return f"""__device__ __forceinline__ void wgmma_rs_n{n}_{t}(float (&d)[{na}], const uint32_t (&a)[4], uint64_t db, int accumulate) {{
   asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{na + 5}, 0;\\n"
     "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs(0, na)}}}, {{%{na}, %{na + 1}, %{na + 2}, %{na + 3}}}, %{na + 4}, p, 1, 1, 1;\\n}}\\n"
     : {acc_operands(n)}
     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }}
-'''
+"""
 
 
 def main():

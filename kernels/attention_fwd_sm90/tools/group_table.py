@@ -1,4 +1,5 @@
 """Per-group table (markdown) of a harness eval JSON: python tools/group_table.py results/eval_full_v4_h200.json"""
+
 import json
 import math
 import sys
@@ -40,15 +41,21 @@ def main(path):
             r[k].append(fl / ms if (fl and ms) else None)
         r["xfa"].append((s.get("speedup") or {}).get("flash"))
         r["xcu"].append((s.get("speedup") or {}).get("cudnn"))
-    print("| group | dtype | scenarios (correct) | ours TFLOP/s | FA2 TFLOP/s | cuDNN TFLOP/s | x vs FA2 | x vs cuDNN |")
+    print(
+        "| group | dtype | scenarios (correct) | ours TFLOP/s | FA2 TFLOP/s | cuDNN TFLOP/s | x vs FA2 | x vs cuDNN |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for (g, dt), r in sorted(rows.items()):
-        print(f"| {g} | {dt} | {r['n']} ({r['ok']}) | {gm(r['t']):.0f} | {gm(r['fa']):.0f} | {gm(r['cu']):.0f} | "
-              f"{gm(r['xfa']):.2f} | {gm(r['xcu']):.2f} |")
+        print(
+            f"| {g} | {dt} | {r['n']} ({r['ok']}) | {gm(r['t']):.0f} | {gm(r['fa']):.0f} | {gm(r['cu']):.0f} | "
+            f"{gm(r['xfa']):.2f} | {gm(r['xcu']):.2f} |"
+        )
     g = d["geomean"]
-    print(f"\nAll {len(d['scenarios'])} scenarios: status {d['status']}, geomean {d['geomean_tflops']:.1f} TFLOP/s, "
-          f"x{g['flash']['speedup']:.3f} vs FA2 (flash) over {g['flash']['count']}, "
-          f"x{g['cudnn']['speedup']:.3f} vs cuDNN over {g['cudnn']['count']}.")
+    print(
+        f"\nAll {len(d['scenarios'])} scenarios: status {d['status']}, geomean {d['geomean_tflops']:.1f} TFLOP/s, "
+        f"x{g['flash']['speedup']:.3f} vs FA2 (flash) over {g['flash']['count']}, "
+        f"x{g['cudnn']['speedup']:.3f} vs cuDNN over {g['cudnn']['count']}."
+    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ import csv
 import dataclasses
 import io
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -35,8 +35,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--format", choices=["json", "csv"], default="json")
-        parser.add_argument("--table", choices=sorted(TABLES), default=None,
-                            help="the table to write (CSV: default questions; JSON: default all of them)")
+        parser.add_argument(
+            "--table",
+            choices=sorted(TABLES),
+            default=None,
+            help="the table to write (CSV: default questions; JSON: default all of them)",
+        )
         parser.add_argument("--output", "-o", default="-", help="file to write (default: standard output)")
 
     def handle(self, *args, format, table, output, **options):
@@ -46,7 +50,7 @@ class Command(BaseCommand):
         else:
             names = [table] if table else sorted(TABLES)
             document = {
-                "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "large_gain_ratio": selectors.large_gain_ratio(),
                 **{name: TABLES[name]() for name in names},
             }

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from questionbank.bank import BankError, DEFAULT_PATH, load_bank
+from questionbank.bank import DEFAULT_PATH, BankError, load_bank
 from questionbank.services import bank_sync
 from runs.services import ServiceError
 
@@ -23,7 +23,11 @@ class Command(BaseCommand):
         except (BankError, ServiceError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"question bank: {len(entries)} entries in {path}; {report.summary()}")
-        for label, keys in (("created", report.created), ("updated", report.updated),
-                            ("reactivated", report.reactivated), ("deactivated", report.deactivated)):
+        for label, keys in (
+            ("created", report.created),
+            ("updated", report.updated),
+            ("reactivated", report.reactivated),
+            ("deactivated", report.deactivated),
+        ):
             if keys:
                 self.stdout.write(f"  {label}: {', '.join(keys)}")

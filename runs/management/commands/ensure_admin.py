@@ -27,7 +27,9 @@ class Command(BaseCommand):
         if os.environ.get("KSEEK_ADMIN_PASSWORD"):
             self.stdout.write(self.style.SUCCESS(f"Created admin account {username!r} with KSEEK_ADMIN_PASSWORD."))
         else:
-            self.stdout.write(self.style.SUCCESS(
-                f"Created admin account {username!r} with password: {password}\n"
-                "  (shown this once; change it in the admin, or set KSEEK_ADMIN_PASSWORD before the first run)"
-            ))
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Created admin account {username!r} with password: {password}\n"
+                    "  (shown this once; change it in the admin, or set KSEEK_ADMIN_PASSWORD before the first run)"
+                )
+            )

@@ -71,7 +71,10 @@ class Command(BaseCommand):
         task = Task.objects.filter(name=manifest["task"]).first()
         language = "cpp" if manifest["source_path"].suffix in (".cpp", ".cc") else "cuda"
         kernel = kernel_record(
-            source=source, task=task, language=language, target_arch=manifest.get("target_arch", ""),
+            source=source,
+            task=task,
+            language=language,
+            target_arch=manifest.get("target_arch", ""),
             filename=manifest["source_path"].name,
         )
         kernel_release(kernel=kernel, name=manifest["name"])

@@ -54,9 +54,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-worker", action="store_true", help="serve only; run no local worker")
         parser.add_argument("--no-demo", action="store_true", help="do not queue the demo run on an empty site")
-        parser.add_argument("--unsandboxed", action="store_true",
-                            help="let the local worker run agents without bubblewrap: their commands and kernels "
-                                 "can then read its token and this host's files")
+        parser.add_argument(
+            "--unsandboxed",
+            action="store_true",
+            help="let the local worker run agents without bubblewrap: their commands and kernels "
+            "can then read its token and this host's files",
+        )
 
     def handle(self, *args, host, port, no_worker, no_demo, unsandboxed=False, **options):
         base_dir = Path(settings.BASE_DIR)
@@ -79,7 +82,8 @@ class Command(BaseCommand):
                         "the local worker cannot run agents here: there is no working sandbox (its message above "
                         "says why). Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and start again, "
                         "or start `.venv/bin/python manage.py serve --unsandboxed` to run agents with no isolation. "
-                        "Serving the dashboard without a worker; queued runs wait.")
+                        "Serving the dashboard without a worker; queued runs wait."
+                    )
                     no_worker = True
                 if not no_worker and (worker is None or worker.poll() is not None):
                     if worker is not None:
@@ -129,9 +133,21 @@ class Command(BaseCommand):
     @staticmethod
     def worker_argv(host: str, port: int, state_dir: Path, unsandboxed: bool = False) -> list[str]:
         # The agent's shell must not read the server's database or secret key beside the worker's state.
-        return [sys.executable, "-m", "agentloop", "worker", "--server", f"ws://{host}:{port}", "--gpus", "0",
-                "--state-dir", str(state_dir), "--hide", str(settings.DATA_DIR),
-                *(["--unsandboxed"] if unsandboxed else [])]
+        return [
+            sys.executable,
+            "-m",
+            "agentloop",
+            "worker",
+            "--server",
+            f"ws://{host}:{port}",
+            "--gpus",
+            "0",
+            "--state-dir",
+            str(state_dir),
+            "--hide",
+            str(settings.DATA_DIR),
+            *(["--unsandboxed"] if unsandboxed else []),
+        ]
 
     def queue_demo_run(self, base_dir: Path) -> None:
         config = demo_config(base_dir / DEMO_TRACE)
@@ -139,8 +155,12 @@ class Command(BaseCommand):
         if task is None:
             raise CommandError(f"the demo needs task {config['task']}: run `manage.py sync_tasks` first")
         run = run_start(
-            task=task, model=f"replay:{DEMO_TRACE}", starting_kernel=config["starting_kernel"],
-            goal_baseline=config["goal"]["baseline"], goal_speedup=config["goal"]["speedup"],
-            review_mode=ReviewMode.AUTO, budget_steps=200,
+            task=task,
+            model=f"replay:{DEMO_TRACE}",
+            starting_kernel=config["starting_kernel"],
+            goal_baseline=config["goal"]["baseline"],
+            goal_speedup=config["goal"]["speedup"],
+            review_mode=ReviewMode.AUTO,
+            budget_steps=200,
         )
         self.stdout.write(f"queued demo run {run.pk} ({task.name}, replay model)")

@@ -41,9 +41,14 @@ class Command(BaseCommand):
                 raise CommandError(f"task {name}: no target for kernel language {task.language!r}")
             starting = Path(task.starting_kernel)
             task_upsert(
-                name=name, target=target, title=name.replace("_", " "), description=task.abi,
-                starting_kernel=starting.read_text(), starting_kernel_name=starting.name,
-                goal_baseline=goal["baseline"], goal_speedup=float(goal["speedup"]),
+                name=name,
+                target=target,
+                title=name.replace("_", " "),
+                description=task.abi,
+                starting_kernel=starting.read_text(),
+                starting_kernel_name=starting.name,
+                goal_baseline=goal["baseline"],
+                goal_speedup=float(goal["speedup"]),
                 scenario_ids=[scenario.id for scenario in task.scenarios()],
             )
             self.stdout.write(f"task {name}: {target}, goal {goal['speedup']}x over {goal['baseline']}")

@@ -14,8 +14,11 @@ class Command(BaseCommand):
         parser.add_argument("--gpus", default="", help="comma-separated GPU names")
         action = parser.add_mutually_exclusive_group()
         action.add_argument("--revoke", action="store_true", help="revoke the host's token instead")
-        action.add_argument("--rotate", action="store_true",
-                            help="give an existing host a new token (the old one stops working; a revocation is lifted)")
+        action.add_argument(
+            "--rotate",
+            action="store_true",
+            help="give an existing host a new token (the old one stops working; a revocation is lifted)",
+        )
 
     def handle(self, *args, name, gpus, revoke, rotate, **options):
         if rotate:
@@ -33,7 +36,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Revoked the token of {name}.")
             return
         if WorkerHost.objects.filter(name=name).exists():
-            raise CommandError(f"a worker host named {name!r} exists; give it a new token with --rotate, or "
-                               "choose another name")
+            raise CommandError(
+                f"a worker host named {name!r} exists; give it a new token with --rotate, or choose another name"
+            )
         host, token = worker_host_create(name=name, gpus=[g for g in gpus.split(",") if g])
         self.stdout.write(f"Worker host {host.name} created. Its token (shown once, stored only hashed):\n{token}")
