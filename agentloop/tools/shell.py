@@ -136,8 +136,16 @@ class ShellTool:
                 return
             except subprocess.TimeoutExpired:
                 pass
+            _kill_group(proc)
+            proc.wait()
+            return
+        # The sandbox's PID 1 is bwrap's child, in a session of its own: it dies because bwrap does, and the
+        # kernel then kills the rest of its namespace, all after bwrap has been reaped. Waiting for PID 1 to be
+        # gone (or a zombie) is waiting for every process of the namespace to be gone.
+        inits = _children(proc.pid)
         _kill_group(proc)
         proc.wait()
+        _wait_ended(inits, time.monotonic() + STOP_GRACE_S)
 
 
 def _read(proc: subprocess.Popen, output: OutputKeeper, deadline: float) -> bool:
@@ -169,6 +177,33 @@ def _read(proc: subprocess.Popen, output: OutputKeeper, deadline: float) -> bool
                 output.feed(chunk)
             else:
                 pipe_open = False
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (read from /proc, which every Linux has)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _wait_ended(pids: list[int], deadline: float) -> None:
+    """Until each of `pids` has exited (gone, or a zombie its new parent has not reaped yet), or the deadline."""
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                break
+            if state in ("Z", "X"):
+                break
+            time.sleep(0.01)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
