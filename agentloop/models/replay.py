@@ -11,11 +11,12 @@ from collections import deque
 from pathlib import Path
 
 from agentloop.errors import ReplayExhausted
+from agentloop.interfaces import Model
 from agentloop.models import ModelReply, Usage
 from agentloop.trace import read_trace
 
 
-class ReplayModel:
+class ReplayModel(Model):
     def __init__(self, events: list[dict], name: str = "replay"):
         self.name = name
         self.queues: dict[str, deque] = {}

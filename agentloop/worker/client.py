@@ -256,12 +256,12 @@ class Worker:
         return kwargs
 
     def _start_run(self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None) -> None:
-        from agentloop.agent import Agent
+        from agentloop.agent import Agent, Host, Oversight
         from agentloop.review import InboxReviewer
 
         run_dir = self._run_dir(run_id)
         inbox = ControlInbox()
-        agent_kwargs = {**self._question_kwargs(run_id), **self.agent_kwargs}
+        questions = self._question_kwargs(run_id)
 
         def work():
             trace = agent = spec = None
@@ -274,15 +274,11 @@ class Worker:
                     run_id=run_id,
                     config=config,
                     resume_events=resume_events,
-                    workspace=run_dir / "workspace",
                     model=model,
                     sinks=[trace, self._event_sink],
-                    inbox=inbox,
-                    reviewer=InboxReviewer(mode.review_timeout_s),
-                    shell_hidden=self.shell_hidden,
-                    sandbox=self.sandbox,
-                    extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
-                    **agent_kwargs,
+                    host=Host(run_dir / "workspace", self.sandbox, {"CUDA_VISIBLE_DEVICES": str(gpu)}),
+                    oversight=Oversight(InboxReviewer(mode.review_timeout_s), inbox, **questions),
+                    **self.agent_kwargs,
                 )
                 handle.emitter = agent.emitter
                 outcome = agent.run()
