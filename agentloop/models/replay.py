@@ -47,9 +47,6 @@ class ReplayModel(Model):
                 for _ in range(min(count, len(queue or ()))):
                     queue.popleft()
 
-    def remaining(self, purpose: str = "turn") -> int:
-        return len(self.queues.get(purpose, ()))
-
     def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
         queue = self.queues.get(purpose)
         if not queue:

@@ -45,10 +45,6 @@ RESEND_AFTER_S = 15.0
 AUTH_REFUSED = 4401
 
 
-class AuthRefused(Exception):
-    pass
-
-
 class Malformed(ValueError):
     """A server message the worker cannot act on: logged and answered with `error` (docs/protocol.md 2.2)."""
 
@@ -111,10 +107,10 @@ class Worker:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         # What the agent's shell must not see (under bubblewrap): this worker's state (spool, other runs' traces)
         # and whatever the operator names, such as a dashboard's data folder on the same host.
-        self.shell_hidden = [self.state_dir, *(Path(p) for p in hidden or [])]
+        shell_hidden = [self.state_dir, *(Path(p) for p in hidden or [])]
         self.spool = Spool(self.state_dir / "spool.jsonl")
         self.seen = SeenDirectives(self.state_dir / "directives_seen.json")
-        self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=self.shell_hidden)
+        self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=shell_hidden)
         self.model_factory = model_factory or make_model
         self.agent_kwargs = agent_kwargs or {}
         self.runs: dict[str, RunHandle] = {}
