@@ -4,7 +4,8 @@ Each is a `typing.Protocol`: any object of that shape will do (the tests hand th
 also subclass its protocol to inherit the defaults written here, which is how the loop calls every model the same
 way instead of asking which hooks it has.
 
-This module imports nothing of agentloop at run time, so every part can import it.
+This module imports nothing of agentloop at run time, so every part can import it. The reviewer of questions,
+which only the question asker talks to, is declared beside its kinds in agentloop/review.py.
 """
 
 from __future__ import annotations
