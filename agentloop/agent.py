@@ -1,8 +1,12 @@
 """The loop. One step: take the humans' directives, check the budgets, ask the model, run the tools it asked
 for, look for decision points, and ask a question at one. The run ends by exception (agentloop.errors).
 
-    agent = Agent(run_id=..., config=..., workspace=..., model=..., sinks=[TraceWriter(path)])
+    agent = Agent(run_id=..., config=..., model=..., sinks=[TraceWriter(path)], host=Host(workspace, sandbox))
     outcome = agent.run()
+
+What it talks to is declared in agentloop/interfaces.py (the model, the tools, the evaluator, the sinks); the
+verdicts, the goal and the evaluation budget are kept by agentloop/scoreboard.py, the questions by
+agentloop/questions.py.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentloop import __version__
@@ -18,20 +22,21 @@ from agentloop.config import RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.detectors import Firing, Turn, detect
 from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, StoppedByHuman
-from agentloop.evaluator import Evaluator, EvaluatorError, HarnessEvaluator
+from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
-from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
-from agentloop.models import Model, ModelReply
+from agentloop.interfaces import Evaluator, Model, Sink, Tool
+from agentloop.models import ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
 from agentloop.review import AutoApprove, InboxReviewer, Reviewer
 from agentloop.sandbox import NONE, REFUSED, Sandbox
+from agentloop.scoreboard import EVALUATIONS, Scoreboard
 from agentloop.state import RunState, api_messages
 from agentloop.tools import ToolInputError, ToolResult
 from agentloop.tools import evaluate as evaluate_tool
 from agentloop.tools.editor import EditorTool
 from agentloop.tools.shell import ShellTool
-from questionbank.bank import load_bank
+from questionbank.bank import BankEntry, load_bank
 
 
 @dataclass
@@ -87,32 +92,50 @@ def task_facts(task_name: str) -> dict:
     }
 
 
+@dataclass
+class Host:
+    """Where a run's tools run, as the worker or the CLI set it up for it: the folder the model works in, the
+    sandbox its commands and kernels run in (agentloop/sandbox.py), and what their environment adds (the run's
+    GPU: CUDA_VISIBLE_DEVICES)."""
+
+    workspace: Path
+    sandbox: Sandbox
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Oversight:
+    """The humans' side of a run: their directives (pause, stop, a message), the reviewer of its questions (None:
+    as its config's review mode says), and the bank the questions come from (None: questionbank/bank.toml) with
+    each question's figures from earlier runs."""
+
+    reviewer: Reviewer | None = None
+    inbox: ControlInbox = field(default_factory=ControlInbox)
+    bank: list[BankEntry] | None = None
+    question_stats: dict[str, dict] | None = None
+
+
 class Agent:
     def __init__(
         self,
         *,
         run_id,
-        workspace: str | Path,
         model: Model,
-        sinks: list,
+        sinks: list[Sink],
+        host: Host,
         config: RunConfig | None = None,
         resume_events: list[dict] | None = None,
         evaluator: Evaluator | None = None,
-        reviewer: Reviewer | None = None,
-        inbox: ControlInbox | None = None,
-        bank=None,
-        question_stats: dict[str, dict] | None = None,
+        oversight: Oversight | None = None,
         policy: Policy | None = None,
-        task_info: dict | None = None,
-        shell_hidden: list[Path] | None = None,
-        use_bwrap: bool | None = None,
-        extra_env: dict[str, str] | None = None,
-        sandbox: Sandbox | None = None,
     ):
+        """A new run from its `config`, or the run whose trace is `resume_events`. `evaluator` None: the task's
+        harness, in a process the agent starts in the host's sandbox and ends with the run."""
         if (config is None) == (resume_events is None):
             raise ValueError("give either a config (a new run) or resume_events (a resumed run)")
         self.run_id = run_id
-        self.workspace = Path(workspace).resolve()
+        self.workspace = Path(host.workspace).resolve()
+        self.sandbox = host.sandbox
         self.model = model
         self.policy = policy or default_policy()
         self.state = RunState()
@@ -124,31 +147,36 @@ class Agent:
             if config is None:
                 raise ValueError("the trace has no 'started' event: nothing to resume")
         self.config = config
-        self.inbox = inbox or ControlInbox()
+        oversight = oversight or Oversight()
+        self.inbox = oversight.inbox
         self.emitter = Emitter(run_id, sinks, next_seq=len(resume_events or []))
         self.emitter.add_listener(self.state.apply)
-        self._sinks = sinks
-        self.task_info = task_info or task_facts(config.task)
+        self.task_info = task_facts(config.task)
         tools = self.policy.tools
-        # Where the model's commands and kernels run (agentloop/sandbox.py); use_bwrap=False: --unsandboxed.
-        self.sandbox = sandbox or Sandbox.choose(unsandboxed=use_bwrap is False, hidden=shell_hidden or [])
-        self._owns_evaluator = evaluator is None  # ours to close when the run ends (a harness process)
-        self.evaluator = evaluator or HarnessEvaluator(
-            timeout_s=float(tools["evaluate_timeout_s"]), extra_env=extra_env, sandbox=self.sandbox
-        )
-        self.shell = ShellTool(
+        # Ours to close when the run ends (a harness process); an evaluator given to us is the giver's.
+        self._own_evaluator = None
+        if evaluator is None:
+            evaluator = self._own_evaluator = HarnessEvaluator(
+                timeout_s=float(tools["evaluate_timeout_s"]), extra_env=host.extra_env, sandbox=self.sandbox
+            )
+        self.evaluator = evaluator
+        self.scoreboard = Scoreboard(self.state, config, self.task_info["full_ids"], self.emitter.emit)
+        self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
+        shell = ShellTool(
             self.workspace,
             timeout_s=tools["shell_timeout_s"],
             timeout_max_s=tools["shell_timeout_max_s"],
             output_limit=tools["output_limit_chars"],
-            extra_env=extra_env,
+            extra_env=host.extra_env,
             sandbox=self.sandbox,
         )
-        self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
+        self.tools: dict[str, Tool] = {tool.name: tool for tool in (shell, self.editor)}  # evaluate: the loop's own
+        self.tool_schemas = [shell.schema, self.editor.schema, evaluate_tool.SCHEMA]
+        reviewer = oversight.reviewer
         if reviewer is None or config.review_mode == "auto":
             reviewer = AutoApprove() if config.review_mode == "auto" else InboxReviewer(config.review_timeout_s)
         self.reviewer = reviewer
-        self.bank = load_bank() if bank is None else bank
+        self.bank = load_bank() if oversight.bank is None else oversight.bank
         settings = self.policy.detectors
         self.questions = QuestionAsker(
             state=self.state,
@@ -161,14 +189,12 @@ class Agent:
             cooldown_steps=settings.cooldown_steps,
             max_proposals=settings.max_proposals,
             set_status=self._set_status,
-            stats=question_stats,
+            stats=oversight.question_stats,
         )
         self._cost_warned = False
-        self.tool_schemas = [self.shell.schema, self.editor.schema, evaluate_tool.SCHEMA]
-        if resume_events and hasattr(model, "skip_played"):
+        if resume_events:
             model.skip_played(resume_events)
-        if hasattr(model, "notify"):  # retries and warnings of the model backend become notes in the trace
-            model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
+        model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
         self.inbox.mark_seen(e["payload"].get("directive_id") for e in resume_events or [])
 
     # ------------------------------------------------------------------------------------------ the run
@@ -188,9 +214,8 @@ class Agent:
             self.emitter.emit("note", {"text": "".join(traceback.format_exception(exc))[-4000:], "level": "error"})
             self._finish("failed", "internal_error", f"{type(exc).__name__}: {exc}")
         finally:
-            self._sync()
-            if self._owns_evaluator and hasattr(self.evaluator, "close"):
-                self.evaluator.close()
+            if self._own_evaluator is not None:
+                self._own_evaluator.close()
         return Outcome(
             self.state.status,
             self.state.final_reason or "",
@@ -271,7 +296,7 @@ class Agent:
             elif "start" in self.policy.detectors.enabled:
                 self._decision_points([Firing("start", "the run is starting")])
         if s.model_has_last_word:
-            self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
+            self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:
@@ -290,17 +315,12 @@ class Agent:
             self.emitter.emit("note", {"level": "error", "sandbox": REFUSED, "text": self.sandbox.refusal})
 
     def step(self) -> None:
-        try:
-            self._turn_boundary()
-            reply = self._call_model(
-                "turn", self.state.system_prompt, api_messages(self.state.messages), self.tool_schemas
-            )
-            for block in reply.tool_uses:
-                self._run_tool(block)
-            self._check_tool_inputs()
-            self._after_turn()
-        finally:
-            self._sync()
+        self._turn_boundary()
+        reply = self._call_model("turn", self.state.system_prompt, api_messages(self.state.messages), self.tool_schemas)
+        for block in reply.tool_uses:
+            self._run_tool(block)
+        self._check_tool_inputs()
+        self._after_turn()
 
     def _after_turn(self) -> None:
         """The rest of a step once the turn's tools ran: the goal check when the model ended its turn, decision
@@ -319,7 +339,7 @@ class Agent:
             )
         )
         if self.state.model_has_last_word:
-            self._tell_model(self.policy.not_done_template.format(goal_status=self._goal_status()))
+            self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
 
     # ------------------------------------------------------------------------------- turn boundaries
     def _turn_boundary(self) -> None:
@@ -328,7 +348,6 @@ class Agent:
                 self._apply(directive)
             if self.state.status != "paused":
                 return
-            self._sync()
             self._check_budgets()
             self.inbox.wait(1.0)
 
@@ -377,6 +396,7 @@ class Agent:
                 raise BudgetExhausted("cost", round(s.cost_usd, 4), b.cost_usd)
         if b.wall_s is not None and s.wall_s() >= b.wall_s:
             raise BudgetExhausted("wall", round(s.wall_s()), b.wall_s)
+        self.scoreboard.check_budget()
 
     # ------------------------------------------------------------------------------------- the model
     def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
@@ -429,10 +449,8 @@ class Agent:
         try:
             if problem is not None:
                 result = ToolResult(problem, is_error=True, extra={"invalid_input": True})
-            elif name == "shell":
-                result = self.shell(tool_input)
-            elif name == "editor":
-                result = self.editor(tool_input)
+            elif name in self.tools:
+                result = self.tools[name](tool_input)
             elif name == "evaluate":
                 result, follow_up = self._evaluate_tool(call_id, tool_input)
             else:
@@ -456,69 +474,27 @@ class Agent:
         path = self.editor.resolve(kernel)
         if not path.is_file():
             raise ToolInputError(f"no file {kernel} in the workspace")
-        b = self.config.budgets
-        used = len(self.state.tool_evaluations)
-        if b.evaluations is not None and used >= b.evaluations:
-            raise BudgetExhausted("evaluations", used, b.evaluations)
+        refusal = self.scoreboard.refusal()
+        if refusal is not None:  # answered like any call, so that the trace stays a whole conversation
+            return ToolResult(refusal, is_error=True, extra={"budget_spent": EVALUATIONS}), None
         try:
             result = self.evaluator(self.config.task, path, scenarios)
         except EvaluatorError as exc:
             return ToolResult(f"the harness could not evaluate {kernel}: {exc}", is_error=True), None
-        event = self._record_evaluation(result, "tool", scenarios, kernel, call_id)
-        output = self._verdict_text(result, event["payload"])
+        payload = self.scoreboard.record(result, "tool", scenarios, kernel, call_id)
+        output = self.scoreboard.verdict_text(result, payload)
         follow_up = None
-        if event["payload"]["goal_met"]:
+        if payload["goal_met"]:
 
             def follow_up():
                 raise GoalMet(f"goal met on a full evaluation of {kernel}")
-        elif meets_target(result, self.config.goal):
+        elif self.scoreboard.worth_confirming(result):
             output += (
                 "\nThis meets the target on the scenarios it ran; the loop now runs a fresh full evaluation "
                 "to confirm the goal."
             )
             follow_up = lambda: self._goal_check(path, kernel)  # noqa: E731
         return ToolResult(output, is_error=result.get("status") != "correct"), follow_up
-
-    def _record_evaluation(self, result: dict, purpose: str, scenarios, kernel: str, call_id: str | None) -> dict:
-        goal = self.config.goal
-        speedup = speedup_over(result, goal.baseline)
-        verified = verified_speedup(result, goal)
-        best = self.state.best_speedup
-        if verified is not None and (best is None or verified > best):
-            best = verified
-        met = goal_met(result, goal, self.task_info["full_ids"])
-        payload = {
-            # The source travels once, inside `result` (a 600 KB kernel made a 1.2 MB event when it went twice).
-            "purpose": purpose,
-            "call_id": call_id,
-            "scenario_set": scenarios,
-            "kernel_path": kernel,
-            "kernel_sha256": result.get("kernel_sha256", ""),
-            "result": result,
-            "goal": {"baseline": goal.baseline, "speedup": goal.speedup},
-            "speedup": speedup,
-            "full": covers(result, self.task_info["full_ids"]),
-            "goal_met": met,
-            "best_speedup": best,
-            "evaluations_used": len(self.state.tool_evaluations) + (1 if purpose == "tool" else 0),
-        }
-        return self.emitter.emit("evaluation", payload)
-
-    def _verdict_text(self, result: dict, payload: dict) -> str:
-        try:
-            from gpu_harness import EvalResult
-
-            table = EvalResult.from_dict(result).table()
-        except Exception as exc:
-            table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
-        goal = self.config.goal
-        best = payload["best_speedup"]
-        return (
-            f"{table}\nGoal: {goal.speedup:g}x over {goal.baseline} on the full set, every scenario correct. "
-            f"This evaluation: {'n/a' if payload['speedup'] is None else format(payload['speedup'], '.3g') + 'x'}"
-            f" ({'full' if payload['full'] else 'not the full set'}). Best verified so far: "
-            f"{'none' if best is None else format(best, '.3g') + 'x'}."
-        )
 
     # ------------------------------------------------------------------------------------ the goal
     def _goal_check(self, path: Path, kernel: str) -> None:
@@ -528,8 +504,7 @@ class Agent:
         except EvaluatorError as exc:
             self.emitter.emit("note", {"text": f"the goal check could not run: {exc}", "level": "error"})
             return
-        event = self._record_evaluation(result, "goal_check", "full", kernel, None)
-        if event["payload"]["goal_met"]:
+        if self.scoreboard.record(result, "goal_check", "full", kernel, None)["goal_met"]:
             raise GoalMet(f"goal confirmed by a fresh full evaluation of {kernel}")
 
     def _goal_check_at_end(self) -> None:
@@ -539,22 +514,8 @@ class Agent:
             sha = hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
         except (OSError, UnicodeDecodeError):
             return
-        for e in self.state.evaluated(sha):
-            if (
-                e.purpose == "goal_check"
-                or e.full
-                or not (e.all_correct and e.speedup is not None and e.speedup >= self.config.goal.speedup)
-            ):
-                return
-        self._goal_check(path, self.config.kernel_filename)
-
-    def _goal_status(self) -> str:
-        best = self.state.best_speedup
-        goal = self.config.goal
-        return (
-            f"best verified speedup {'none yet' if best is None else format(best, '.3g') + 'x'} over "
-            f"{goal.baseline}, target {goal.speedup:g}x on a full evaluation with every scenario correct"
-        )
+        if self.scoreboard.check_due_at_end(sha):
+            self._goal_check(path, self.config.kernel_filename)
 
     # ----------------------------------------------------------------------------- decision points
     def _decision_points(self, fired: list[Firing]) -> None:
@@ -579,8 +540,3 @@ class Agent:
                 "goal_met": self.state.goal_met,
             },
         )
-
-    def _sync(self) -> None:
-        for sink in self._sinks:
-            if hasattr(sink, "sync"):
-                sink.sync()

@@ -19,8 +19,6 @@ from pathlib import Path
 from agentloop.errors import ConfigError
 from questionbank.bank import BankEntry, entry_problems
 
-STAT_FIELDS = ("asked", "mean_gain", "large_gain_rate")
-
 
 def bank_from_wire(items) -> tuple[list[BankEntry], list[str]]:
     """BankEntry values from the `bank` list of an assignment, and the problems of the entries left out.

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args) -> int:
-    from agentloop.agent import Agent
+    from agentloop.agent import Agent, Host, Oversight
     from agentloop.config import Budgets, Goal, RunConfig
     from agentloop.console import ConsoleSink
     from agentloop.models import make_model
@@ -159,14 +159,11 @@ def run_command(args) -> int:
         run_id=run_id,
         config=config,
         resume_events=resume_events,
-        workspace=workspace,
         model=model,
         sinks=sinks,
-        reviewer=reviewer,
-        use_bwrap=False if args.unsandboxed else None,
-        shell_hidden=[runs_dir()],
-        bank=bank,
-        question_stats=stats,
+        # Under bubblewrap the model's shell does not see the other runs' traces and workspaces.
+        host=Host(workspace, Sandbox.choose(unsandboxed=args.unsandboxed, hidden=[runs_dir()])),
+        oversight=Oversight(reviewer=reviewer, bank=bank, question_stats=stats),
     )
     print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)
     outcome = agent.run()

@@ -23,7 +23,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from agentloop.sandbox import Sandbox, is_secret_name, scrubbed_env
 from gpu_harness.build import cache_dir
@@ -36,12 +35,7 @@ class EvaluatorError(RuntimeError):
     """The harness itself could not produce a verdict (not: the kernel was wrong; that is a verdict)."""
 
 
-class Evaluator(Protocol):
-    def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
-        """EvalResult.to_dict() of the verdict on the kernel file."""
-
-
-class HarnessEvaluator:
+class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
     """Evaluations through one long-lived harness process (python -m gpu_harness.service), started at the first
     call from a scrubbed environment and kept for the next: it keeps the baselines' timings, the device's
     peaks and a candidate process booted ahead, so that a quick evaluation costs seconds, not a fresh start.

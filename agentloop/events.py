@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 from collections.abc import Callable
-from typing import Protocol
 
 from agentloop import SCHEMA_VERSION
+from agentloop.interfaces import Sink
 
 KINDS = (
     "model_message",
@@ -47,10 +47,6 @@ def make_event(run_id, seq: int, kind: str, payload: dict, usage: dict | None = 
         "payload": payload,
         "usage": dict(usage or ZERO_USAGE),
     }
-
-
-class Sink(Protocol):
-    def write(self, event: dict) -> None: ...
 
 
 class Emitter:

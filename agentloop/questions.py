@@ -101,7 +101,7 @@ class QuestionAsker:
 
     def review(self, proposal: dict) -> bool:
         """Decide `proposal`; True when a question was asked (False after a veto)."""
-        interactive = getattr(self.reviewer, "interactive", False)
+        interactive = self.reviewer.interactive  # declared by every Reviewer (agentloop/review.py)
         if interactive:
             self.set_status("waiting_review", "waiting_for_review")
         decision = self.reviewer.decide(proposal, self.inbox)

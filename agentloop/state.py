@@ -65,6 +65,7 @@ class RunState:
     open_attempts: int = 0  # proposals made at open_decision
     goal_check_due: str | None = None  # kernel path of a tool verdict that met the target, not yet checked
     invalid_inputs_in_a_row: int = 0  # the model's latest tool calls whose input was not a JSON object
+    budget_spent: str | None = None  # a budget a tool call was refused for ("evaluations"): the run ends on it
 
     # ---- derived ----
     @property
@@ -130,6 +131,8 @@ class RunState:
             }
         )
         self.open_tool_calls = [b for b in self.open_tool_calls if b.get("id") != p["call_id"]]
+        if p.get("budget_spent"):
+            self.budget_spent = p["budget_spent"]
         if p.get("invalid_input"):
             self.invalid_inputs_in_a_row += 1
         elif not p.get("interrupted"):
@@ -216,13 +219,6 @@ class RunState:
             self.cost_known = False
         else:
             self.cost_usd += float(p["cost_usd"])
-
-
-def state_from_events(events: list[dict]) -> RunState:
-    state = RunState()
-    for event in events:
-        state.apply(event)
-    return state
 
 
 def api_block(block: dict) -> dict | None:

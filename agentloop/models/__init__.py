@@ -2,14 +2,15 @@
 server and the like), and replay of a recorded trace.
 
 Each takes the system prompt, the conversation (Messages-API shape) and the tool schemas, and returns a
-ModelReply: content blocks in Messages-API shape, the stop reason, and the call's usage.
+ModelReply: content blocks in Messages-API shape, the stop reason, and the call's usage. The interface they
+share, `Model`, is declared in agentloop/interfaces.py; each backend subclasses it for its defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+
+from agentloop.interfaces import Model, Notify
 
 
 @dataclass
@@ -35,15 +36,6 @@ class ModelReply:
     @property
     def tool_uses(self) -> list[dict]:
         return [b for b in self.content if b.get("type") == "tool_use"]
-
-
-class Model(Protocol):
-    name: str
-
-    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply: ...
-
-
-Notify = Callable[[str], None]  # how a backend reports a retry or a warning (the loop turns it into a note)
 
 
 def make_model(spec: str, settings: dict | None = None, notify: Notify | None = None) -> Model:

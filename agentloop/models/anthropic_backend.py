@@ -20,7 +20,8 @@ import os
 import anthropic
 
 from agentloop.errors import ModelFailed
-from agentloop.models import ModelReply, Notify, Usage
+from agentloop.interfaces import Model, Notify
+from agentloop.models import ModelReply, Usage
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from agentloop.prices import cost_usd
 
@@ -101,7 +102,7 @@ def with_cache_breakpoints(system: str, messages: list[dict], tools: list[dict])
     return system_blocks, messages, tools
 
 
-class AnthropicModel:
+class AnthropicModel(Model):
     def __init__(self, name: str, settings: dict | None = None, notify: Notify | None = None, client=None):
         settings = settings or {}
         self.name = name

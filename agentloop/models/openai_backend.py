@@ -20,7 +20,8 @@ import urllib.error
 import urllib.request
 
 from agentloop.errors import ModelFailed
-from agentloop.models import ModelReply, Notify, Usage
+from agentloop.interfaces import Model, Notify
+from agentloop.models import ModelReply, Usage
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from agentloop.prices import cost_usd
 
@@ -146,7 +147,7 @@ def from_openai_message(message: dict) -> list[dict]:
     return content
 
 
-class OpenAIModel:
+class OpenAIModel(Model):
     def __init__(self, name: str, settings: dict | None = None, notify: Notify | None = None):
         settings = settings or {}
         self.name = name

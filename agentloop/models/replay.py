@@ -11,11 +11,12 @@ from collections import deque
 from pathlib import Path
 
 from agentloop.errors import ReplayExhausted
+from agentloop.interfaces import Model
 from agentloop.models import ModelReply, Usage
 from agentloop.trace import read_trace
 
 
-class ReplayModel:
+class ReplayModel(Model):
     def __init__(self, events: list[dict], name: str = "replay"):
         self.name = name
         self.queues: dict[str, deque] = {}
@@ -45,9 +46,6 @@ class ReplayModel:
             for queue in (self.queues.get(purpose), self.usages.get(purpose)):
                 for _ in range(min(count, len(queue or ()))):
                     queue.popleft()
-
-    def remaining(self, purpose: str = "turn") -> int:
-        return len(self.queues.get(purpose, ()))
 
     def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
         queue = self.queues.get(purpose)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agentloop.agent import Agent
+from agentloop.agent import Agent, Host
 from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.console import ConsoleSink
+from agentloop.interfaces import Model
 from agentloop.models import ModelReply, Usage
+from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceWriter
 
 HERE = Path(__file__).resolve().parent
@@ -123,7 +125,7 @@ SELECTIONS = [
 ]
 
 
-class ScriptedModel:
+class ScriptedModel(Model):
     name = "scripted-demo"
 
     def __init__(self):
@@ -155,10 +157,9 @@ def main() -> int:
         agent = Agent(
             run_id="demo",
             config=config,
-            workspace=Path(tmp) / "ws",
             model=ScriptedModel(),
             sinks=[trace, ConsoleSink()],
-            use_bwrap=False,
+            host=Host(Path(tmp) / "ws", Sandbox.choose(unsandboxed=True)),
         )
         outcome = agent.run()
         trace.close()

@@ -1,5 +1,6 @@
 """The agent's tools: shell, editor, evaluate. Each returns a ToolResult whose `output` is exactly what the model
-sees; each tool's JSON schema is what the model is told."""
+sees; each tool's JSON schema is what the model is told. Shell and editor are `agentloop.interfaces.Tool`s; the
+evaluate tool is run by the loop itself (its verdict is recorded, and may end the run)."""
 
 from __future__ import annotations
 

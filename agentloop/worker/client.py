@@ -45,10 +45,6 @@ RESEND_AFTER_S = 15.0
 AUTH_REFUSED = 4401
 
 
-class AuthRefused(Exception):
-    pass
-
-
 class Malformed(ValueError):
     """A server message the worker cannot act on: logged and answered with `error` (docs/protocol.md 2.2)."""
 
@@ -111,10 +107,10 @@ class Worker:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         # What the agent's shell must not see (under bubblewrap): this worker's state (spool, other runs' traces)
         # and whatever the operator names, such as a dashboard's data folder on the same host.
-        self.shell_hidden = [self.state_dir, *(Path(p) for p in hidden or [])]
+        shell_hidden = [self.state_dir, *(Path(p) for p in hidden or [])]
         self.spool = Spool(self.state_dir / "spool.jsonl")
         self.seen = SeenDirectives(self.state_dir / "directives_seen.json")
-        self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=self.shell_hidden)
+        self.sandbox = Sandbox.choose(unsandboxed=use_bwrap is False, hidden=shell_hidden)
         self.model_factory = model_factory or make_model
         self.agent_kwargs = agent_kwargs or {}
         self.runs: dict[str, RunHandle] = {}
@@ -256,12 +252,12 @@ class Worker:
         return kwargs
 
     def _start_run(self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None) -> None:
-        from agentloop.agent import Agent
+        from agentloop.agent import Agent, Host, Oversight
         from agentloop.review import InboxReviewer
 
         run_dir = self._run_dir(run_id)
         inbox = ControlInbox()
-        agent_kwargs = {**self._question_kwargs(run_id), **self.agent_kwargs}
+        questions = self._question_kwargs(run_id)
 
         def work():
             trace = agent = spec = None
@@ -274,15 +270,11 @@ class Worker:
                     run_id=run_id,
                     config=config,
                     resume_events=resume_events,
-                    workspace=run_dir / "workspace",
                     model=model,
                     sinks=[trace, self._event_sink],
-                    inbox=inbox,
-                    reviewer=InboxReviewer(mode.review_timeout_s),
-                    shell_hidden=self.shell_hidden,
-                    sandbox=self.sandbox,
-                    extra_env={"CUDA_VISIBLE_DEVICES": str(gpu)},
-                    **agent_kwargs,
+                    host=Host(run_dir / "workspace", self.sandbox, {"CUDA_VISIBLE_DEVICES": str(gpu)}),
+                    oversight=Oversight(InboxReviewer(mode.review_timeout_s), inbox, **questions),
+                    **self.agent_kwargs,
                 )
                 handle.emitter = agent.emitter
                 outcome = agent.run()

@@ -6,9 +6,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from agentloop.agent import Agent
+from agentloop.agent import Agent, Host, Oversight
 from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.models.anthropic_backend import AnthropicModel
+from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceWriter
 from gpu_harness import EvalResult, ScenarioOutcome, get_task
 
@@ -81,17 +82,23 @@ def anthropic_model(server, stream=True):
     )
 
 
-def make_agent(tmp_path, model, config=None, evaluator=None, run_id="t1", extra_sinks=(), **kwargs):
+def unsandboxed(workspace) -> Host:
+    """The tests' host: the workspace, no sandbox (the sandbox's own tests run it), no extra environment."""
+    return Host(workspace, Sandbox.choose(unsandboxed=True))
+
+
+def make_agent(tmp_path, model, config=None, evaluator=None, run_id="t1", extra_sinks=(), **oversight):
+    """A new run in tmp_path/ws, its trace in tmp_path/trace.jsonl; `oversight`: Oversight's fields (reviewer,
+    inbox, bank, question_stats)."""
     trace = TraceWriter(tmp_path / "trace.jsonl")
     agent = Agent(
         run_id=run_id,
         config=config or make_config(),
-        workspace=tmp_path / "ws",
         model=model,
         sinks=[trace, *extra_sinks],
+        host=unsandboxed(tmp_path / "ws"),
         evaluator=evaluator or ScriptedEvaluator(),
-        use_bwrap=False,
-        **kwargs,
+        oversight=Oversight(**oversight),
     )
     return agent, trace
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.agent import Agent
+from agentloop.agent import Agent, Host
 from agentloop.config import Budgets
 from agentloop.evaluator import HarnessEvaluator
-from agentloop.sandbox import working_bwrap
+from agentloop.sandbox import Sandbox, working_bwrap
 from agentloop.trace import TraceWriter, read_trace
 from tests.agentloop.helpers import NAIVE, anthropic_model, make_config, payloads
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, tool_use
@@ -119,11 +119,11 @@ def test_a_kernel_evaluated_through_the_evaluate_tool_cannot_see_the_api_key_or_
         agent = Agent(
             run_id="env",
             config=make_config(budgets=Budgets(steps=1)),
-            workspace=tmp_path / "ws",
             model=anthropic_model(server),
             sinks=[trace],
-            use_bwrap=None if sandboxed else False,
-            extra_env={"CUDA_VISIBLE_DEVICES": "0"},
+            host=Host(
+                tmp_path / "ws", Sandbox.choose(unsandboxed=not sandboxed), extra_env={"CUDA_VISIBLE_DEVICES": "0"}
+            ),
         )
         agent.run()
         trace.close()

@@ -2,12 +2,12 @@
 
 import json
 
-from agentloop.agent import Agent
+from agentloop.agent import Agent, Oversight
 from agentloop.config import Budgets
 from agentloop.models.replay import ReplayModel
 from agentloop.review import Decision, ScriptedReviewer, TraceReviewer
 from agentloop.trace import TraceWriter, read_trace
-from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config
+from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config, unsandboxed
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
 from tests.agentloop.test_loop import edit_to, evaluate
 
@@ -75,12 +75,11 @@ def test_a_trace_replays_to_the_same_events(tmp_path):
         run_id="t1",
         resume_events=None,
         config=make_config(review_mode="review", budgets=Budgets(steps=20)),
-        workspace=replay_dir / "ws",
+        host=unsandboxed(replay_dir / "ws"),
         model=ReplayModel(recorded),
         sinks=[trace],
         evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
-        reviewer=TraceReviewer(recorded),
-        use_bwrap=False,
+        oversight=Oversight(reviewer=TraceReviewer(recorded)),
     )
     replay_outcome = agent.run()
     trace.close()
@@ -98,12 +97,11 @@ def test_a_replay_that_goes_another_way_ends_cleanly(tmp_path):
     agent = Agent(
         run_id="t1",
         config=make_config(budgets=Budgets(steps=20)),
-        workspace=tmp_path / "ws2",
+        host=unsandboxed(tmp_path / "ws2"),
         model=ReplayModel(recorded),
         sinks=[trace],
         evaluator=ScriptedEvaluator(),
-        reviewer=TraceReviewer(recorded),
-        use_bwrap=False,
+        oversight=Oversight(reviewer=TraceReviewer(recorded)),
     )
     out = agent.run()
     assert (out.status, out.reason) == ("failed", "replay_exhausted")
@@ -150,11 +148,10 @@ def test_a_run_cut_off_mid_step_resumes_from_its_trace(tmp_path):
         resumed = Agent(
             run_id="t1",
             resume_events=events,
-            workspace=tmp_path / "ws",
+            host=unsandboxed(tmp_path / "ws"),
             model=anthropic_model(server),
             sinks=[trace],
             evaluator=evaluator,
-            use_bwrap=False,
         )
         outcome = resumed.run()
         trace.close()
@@ -192,12 +189,11 @@ def test_a_replayed_run_resumed_after_a_selection_whose_proposal_was_lost_replay
     resumed = Agent(
         run_id="t1",
         resume_events=recorded[:cut],
-        workspace=tmp_path / "ws",
+        host=unsandboxed(tmp_path / "ws"),
         model=ReplayModel(recorded),
         sinks=[trace],
         evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
-        reviewer=reviewer,
-        use_bwrap=False,
+        oversight=Oversight(reviewer=reviewer),
     )
     assert resumed.run().status == "succeeded"
     trace.close()

@@ -9,12 +9,12 @@ workspace is as it was when the k-th event was written, and a fresh Agent resume
 
 import json
 
-from agentloop.agent import Agent
+from agentloop.agent import Agent, Oversight
 from agentloop.config import Budgets
 from agentloop.review import Decision, ScriptedReviewer
 from agentloop.trace import TraceWriter, read_trace
 from questionbank.bank import load_bank
-from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config
+from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config, unsandboxed
 from tests.agentloop.messages_api import Failure, MessagesServer, Reply, Script, api_refusal, text, tool_use
 from tests.agentloop.test_loop import edit_to, evaluate
 
@@ -113,13 +113,11 @@ def resume(tmp_path, server, prefix: list[str], cut_line: str, files: dict):
     agent = Agent(
         run_id="t1",
         resume_events=events,
-        workspace=tmp_path / "ws",
         model=anthropic_model(server),
         sinks=[trace],
+        host=unsandboxed(tmp_path / "ws"),
         evaluator=ScriptedEvaluator(SPEEDUPS),
-        reviewer=ScriptedReviewer([]),
-        bank=BANK,
-        use_bwrap=False,
+        oversight=Oversight(reviewer=ScriptedReviewer([]), bank=BANK),
     )
     outcome = agent.run()
     trace.close()

@@ -1,0 +1,114 @@
+"""The run's standing against its goal, kept from the harness's verdicts: each verdict recorded as an `evaluation`
+event with the figures derived from it (agentloop/goal.py), the best verified speedup, whether the goal is met,
+whether a verdict calls for the loop's own full check, and the evaluation budget.
+
+The loop calls it; it never runs the harness. What it knows it reads from the run's state (agentloop/state.py),
+which the events it emits keep, so a resumed run stands exactly where its trace left it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentloop.config import RunConfig
+from agentloop.errors import BudgetExhausted
+from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
+from agentloop.state import RunState
+
+EVALUATIONS = "evaluations"  # the budget a refused evaluate call names (tool_result's `budget_spent`)
+
+
+class Scoreboard:
+    def __init__(self, state: RunState, config: RunConfig, full_ids: list[str], emit: Callable[..., dict]):
+        self.state = state
+        self.goal = config.goal
+        self.evaluation_budget = config.budgets.evaluations  # the model's evaluate calls; None: no limit
+        self.full_ids = full_ids  # the task's full scenario set: the goal is judged on it
+        self.emit = emit
+
+    # ---------------------------------------------------------------------------- the evaluation budget
+    def refusal(self) -> str | None:
+        """The answer to one more evaluate call once the model's calls have used the budget; None while some is
+        left. The call is answered with it (so the conversation stays whole) and the run then ends on the budget
+        (`check_budget`), before the next model call."""
+        used, limit = len(self.state.tool_evaluations), self.evaluation_budget
+        if limit is None or used < limit:
+            return None
+        return (
+            f"error: nothing was evaluated: the run's evaluation budget is spent ({used} of {limit} used). "
+            f"The run ends on it."
+        )
+
+    def check_budget(self) -> None:
+        """Ends the run once an evaluate call was refused for the budget (from the state: a resumed run too)."""
+        if self.state.budget_spent == EVALUATIONS:
+            raise BudgetExhausted(EVALUATIONS, len(self.state.tool_evaluations), self.evaluation_budget)
+
+    # ------------------------------------------------------------------------------------ the verdicts
+    def record(self, result: dict, purpose: str, scenarios, kernel: str, call_id: str | None) -> dict:
+        """Emit the `evaluation` event of a verdict (`purpose` "tool" or "goal_check"); its payload."""
+        goal = self.goal
+        verified = verified_speedup(result, goal)
+        best = self.state.best_speedup
+        if verified is not None and (best is None or verified > best):
+            best = verified
+        payload = {
+            # The source travels once, inside `result` (a 600 KB kernel made a 1.2 MB event when it went twice).
+            "purpose": purpose,
+            "call_id": call_id,
+            "scenario_set": scenarios,
+            "kernel_path": kernel,
+            "kernel_sha256": result.get("kernel_sha256", ""),
+            "result": result,
+            "goal": {"baseline": goal.baseline, "speedup": goal.speedup},
+            "speedup": speedup_over(result, goal.baseline),
+            "full": covers(result, self.full_ids),
+            "goal_met": goal_met(result, goal, self.full_ids),
+            "best_speedup": best,
+            "evaluations_used": len(self.state.tool_evaluations) + (1 if purpose == "tool" else 0),
+        }
+        self.emit("evaluation", payload)
+        return payload
+
+    def worth_confirming(self, result: dict) -> bool:
+        """A verdict that meets the target on the scenarios it ran: the loop confirms it by a full check of its own
+        (a quick verdict never ends a run by itself)."""
+        return meets_target(result, self.goal)
+
+    def check_due_at_end(self, kernel_sha256: str) -> bool:
+        """The model ended its turn with this source: check it, unless the verdicts on it already rule the goal
+        out (a goal check, a full verdict, or one short of the target). A source never judged is checked."""
+        return all(
+            e.purpose != "goal_check"
+            and not e.full
+            and e.all_correct
+            and e.speedup is not None
+            and e.speedup >= self.goal.speedup
+            for e in self.state.evaluated(kernel_sha256)
+        )
+
+    # ---------------------------------------------------------------------------------- what is said
+    def verdict_text(self, result: dict, payload: dict) -> str:
+        """What the evaluate tool answers: the harness's table, then the verdict against the goal."""
+        try:
+            from gpu_harness import EvalResult
+
+            table = EvalResult.from_dict(result).table()
+        except Exception as exc:
+            table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
+        goal = self.goal
+        best = payload["best_speedup"]
+        return (
+            f"{table}\nGoal: {goal.speedup:g}x over {goal.baseline} on the full set, every scenario correct. "
+            f"This evaluation: {'n/a' if payload['speedup'] is None else format(payload['speedup'], '.3g') + 'x'}"
+            f" ({'full' if payload['full'] else 'not the full set'}). Best verified so far: "
+            f"{'none' if best is None else format(best, '.3g') + 'x'}."
+        )
+
+    def goal_status(self) -> str:
+        """The run's standing in a line, for the note that tells the model the task is not finished."""
+        best = self.state.best_speedup
+        return (
+            f"best verified speedup {'none yet' if best is None else format(best, '.3g') + 'x'} over "
+            f"{self.goal.baseline}, target {self.goal.speedup:g}x on a full evaluation with every scenario correct"
+        )

@@ -1,0 +1,66 @@
+"""The scoreboard alone: what it records of each verdict, the best verified speedup, the goal, when a verdict
+calls for the loop's own check, and the evaluation budget, all kept in the run's state by the events it emits."""
+
+import pytest
+
+from agentloop.config import Budgets
+from agentloop.errors import BudgetExhausted
+from agentloop.events import Emitter
+from agentloop.scoreboard import EVALUATIONS, Scoreboard
+from agentloop.state import RunState
+from tests.agentloop.helpers import FULL_IDS, make_config, verdict
+
+
+def board(tmp_path, evaluations=None):
+    state = RunState()
+    events = []
+    emitter = Emitter("t1", [events.append])
+    emitter.add_listener(state.apply)
+    config = make_config(goal_speedup=2.0, budgets=Budgets(evaluations=evaluations))
+    kernel = tmp_path / "kernel.cpp"
+    kernel.write_text("// a kernel\n")
+    return Scoreboard(state, config, FULL_IDS, emitter.emit), state, events, kernel
+
+
+def test_each_verdict_is_recorded_with_its_figures_and_the_best_counts_only_correct_ones(tmp_path):
+    scores, state, events, kernel = board(tmp_path)
+    first = scores.record(verdict(kernel, "quick", 1.5), "tool", "quick", "kernel.cpp", "toolu_1")
+    wrong = scores.record(verdict(kernel, "quick", 3.0, status="incorrect"), "tool", "quick", "kernel.cpp", "toolu_2")
+    assert [e["kind"] for e in events] == ["evaluation", "evaluation"] and events[0]["payload"] == first
+    assert (first["speedup"], first["full"], first["goal_met"], first["best_speedup"]) == (1.5, False, False, 1.5)
+    assert (wrong["best_speedup"], wrong["evaluations_used"]) == (1.5, 2)  # a wrong kernel's speed is no record
+    assert state.best_speedup == 1.5 and not state.goal_met
+    assert "Best verified so far: 1.5x." in scores.verdict_text(verdict(kernel, "quick", 1.5), first)
+    assert scores.goal_status().startswith("best verified speedup 1.5x over naive, target 2x")
+
+
+def test_a_quick_verdict_at_the_target_asks_for_a_full_check_and_only_a_full_one_meets_the_goal(tmp_path):
+    scores, state, _, kernel = board(tmp_path)
+    quick = verdict(kernel, "quick", 2.5)
+    assert scores.worth_confirming(quick) and not scores.worth_confirming(verdict(kernel, "quick", 1.9))
+    sha = quick["kernel_sha256"]
+    assert scores.check_due_at_end(sha)  # never judged: checked when the model ends its turn
+    assert not scores.record(quick, "tool", "quick", "kernel.cpp", "toolu_1")["goal_met"]
+    assert scores.check_due_at_end(sha)  # a quick verdict at the target: still worth the full check
+    check = scores.record(verdict(kernel, "full", 2.5), "goal_check", "full", "kernel.cpp", None)
+    assert check["goal_met"] and check["full"] and check["evaluations_used"] == 1  # the loop's check is free
+    assert state.goal_met and not scores.check_due_at_end(sha)  # judged in full: no second check
+
+
+def test_the_evaluation_budget_refuses_the_call_after_the_last_and_then_ends_the_run(tmp_path):
+    scores, state, _, kernel = board(tmp_path, evaluations=1)
+    assert scores.refusal() is None
+    scores.record(verdict(kernel, "quick", 1.2), "tool", "quick", "kernel.cpp", "toolu_1")
+    scores.check_budget()  # used up, not yet exceeded: the model may still edit and end its turn
+    assert "evaluation budget is spent (1 of 1 used)" in scores.refusal()
+    state.apply({"kind": "tool_result", "payload": {"call_id": "toolu_2", "budget_spent": EVALUATIONS}})
+    with pytest.raises(BudgetExhausted) as ended:
+        scores.check_budget()
+    assert ended.value.reason == "budget_evaluations"
+
+
+def test_without_an_evaluation_budget_nothing_is_refused(tmp_path):
+    scores, _, _, kernel = board(tmp_path)
+    for n in range(5):
+        scores.record(verdict(kernel, "quick", 1.0), "tool", "quick", "kernel.cpp", f"toolu_{n}")
+    assert scores.refusal() is None
