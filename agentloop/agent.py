@@ -507,8 +507,9 @@ class Agent:
     def _verdict_text(self, result: dict, payload: dict) -> str:
         try:
             from gpu_harness import EvalResult
+            from gpu_harness.report import render_table
 
-            table = EvalResult.from_dict(result).table()
+            table = render_table(EvalResult.from_dict(result))
         except Exception as exc:
             table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
         goal = self.config.goal
