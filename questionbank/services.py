@@ -36,10 +36,6 @@ class SyncReport:
     deactivated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.created or self.updated or self.reactivated or self.deactivated)
-
     def summary(self) -> str:
         return (
             f"created {len(self.created)}, updated {len(self.updated)}, reactivated {len(self.reactivated)}, "
