@@ -92,8 +92,9 @@ class Scoreboard:
         """What the evaluate tool answers: the harness's table, then the verdict against the goal."""
         try:
             from gpu_harness import EvalResult
+            from gpu_harness.report import render_table
 
-            table = EvalResult.from_dict(result).table()
+            table = render_table(EvalResult.from_dict(result))
         except Exception as exc:
             table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
         goal = self.goal

@@ -141,12 +141,12 @@ class RunState:
     def _on_evaluation(self, p: dict, event: dict) -> None:
         result = p.get("result") or {}
         from agentloop.goal import all_correct, meets_target
+        from gpu_harness.figures import best_so_far
 
-        speedup = p.get("speedup")
+        speedup = p.get("speedup")  # over the run's goal baseline, as the loop measured it
         correct = all_correct(result)
         before = self.best_speedup
-        if correct and speedup is not None and (before is None or speedup > before):
-            self.best_speedup = speedup
+        self.best_speedup = best_so_far(before, speedup if correct else None)
         self.evaluations.append(
             EvalRecord(
                 number=len(self.evaluations) + 1,

@@ -4,8 +4,9 @@ Plain Python (no Django); torch is imported lazily, only by the GPU tasks, so ta
 logic, compile checks and the CPU task work where torch is absent.
 
     from gpu_harness import evaluate
+    from gpu_harness.report import render_table
     result = evaluate("matmul_cpu", "kernels/matmul_cpu/naive.cpp", scenarios="quick")
-    print(result.table())
+    print(render_table(result))
 """
 
 from .evaluate import evaluate

@@ -243,6 +243,9 @@ def build(
         result.source_sha256 = sha
         if not result.ok:
             return result
+    # The arch it was compiled for, also when the default was used (a cached build from before kept None): the
+    # verdict carries it (`build.arch`), and the dashboard shows it on the kernel.
+    result.arch = (arch or DEFAULT_ARCH) if language == "cuda" else arch
     symbols = depcheck.check_library(result.lib_path)
     result.undefined_symbols = symbols.undefined
     if not symbols.ok:

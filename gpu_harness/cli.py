@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from .report import render_table, summary_line
+
 
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
@@ -32,7 +34,7 @@ def cmd_eval(args) -> int:
         arch=args.arch,
         timing=not args.no_timing,
     )
-    print(result.table())
+    print(render_table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=1))
     if args.trace:
@@ -43,7 +45,7 @@ def cmd_eval(args) -> int:
 def append_trace(path: str, result, note: str | None) -> None:
     """One JSON line per evaluation, so that a kernel's history can be replayed in the dashboard."""
     d = result.to_dict()
-    line = {"kind": "evaluation", "note": note or "", "summary": result.summary(), **d}
+    line = {"kind": "evaluation", "note": note or "", "summary": summary_line(result), **d}
     with open(path, "a") as f:
         f.write(json.dumps(line) + "\n")
 

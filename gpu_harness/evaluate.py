@@ -22,6 +22,7 @@ from pathlib import Path
 from . import verdict
 from .build import build
 from .exchange import SLOTS
+from .report import summary_line
 from .result import EvalResult, ScenarioOutcome
 from .runner import ChildFailed, ChildSession
 from .stopwatch import Stopwatch
@@ -101,7 +102,7 @@ def evaluate(
     finally:
         res.finished_at = _now()
         res.wall_s = round(time.monotonic() - t_start, 3)
-    say(res.summary())
+    say(summary_line(res))
     return res
 
 

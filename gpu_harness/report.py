@@ -1,11 +1,13 @@
-"""Text rendering of an EvalResult: a compact table (one row a scenario) and a summary line."""
+"""Text rendering of an EvalResult: a compact table (one row a scenario) and a summary line.
+
+This module sits above `result.py` (it imports the verdict type; the verdict knows nothing of its rendering):
+`render_table(result)`, `summary_line(result)`.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .result import EvalResult
+from .figures import format_speedup, speedup_over
+from .result import EvalResult
 
 
 def _num(x, fmt):
@@ -21,12 +23,13 @@ def summary_line(r: EvalResult) -> str:
     parts.append(f"{ok}/{n} scenarios correct")
     if r.geomean_tflops is not None:
         parts.append(f"geomean {r.geomean_tflops:.4g} TFLOP/s")
+    verdict = {"geomean": r.geomean}
     for name in r.baselines:
-        g = r.geomean.get(name) or {}
-        if g.get("speedup") is None:
+        speedup = speedup_over(verdict, name)
+        if speedup is None:
             parts.append(f"vs {name}: n/a" + (f" ({r.baseline_notes[name]})" if name in r.baseline_notes else ""))
         else:
-            parts.append(f"vs {name}: {g['speedup']:.3f}x over {g['count']}")
+            parts.append(f"vs {name}: {format_speedup(speedup)} over {r.geomean[name].get('count')}")
     parts.append(f"{r.wall_s:.1f}s")
     return " | ".join(parts)
 

@@ -1,6 +1,8 @@
 """The typed verdict of one evaluation: what the agent loop, the CLI and the dashboard read.
 
-The field names are a contract with the agent loop (see docs/harness.md); add fields, never rename.
+The field names are a contract with the agent loop (see docs/harness.md); add fields, never rename. The figures
+derived from a verdict (all correct, speedup over a baseline, goal met, best so far) live in `figures.py`, on the
+verdict's dict; its text rendering in `report.py`, which imports this module (never the other way round).
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import figures
 
 STATUSES = ("compiled", "incorrect", "correct", "error")
 
@@ -60,11 +64,12 @@ class EvalResult:
 
     @property
     def all_correct(self) -> bool:
-        return bool(self.scenarios) and all(s.correct for s in self.scenarios) and self.status == "correct"
+        """`gpu_harness.figures.all_correct` of this verdict's dict: the one rule, on the typed form."""
+        return figures.all_correct(self.to_dict())
 
     def speedup_over(self, baseline: str) -> float | None:
-        entry = self.geomean.get(baseline)
-        return None if entry is None else entry.get("speedup")
+        """`gpu_harness.figures.speedup_over` of this verdict's dict."""
+        return figures.speedup_over(self.to_dict(), baseline)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -75,16 +80,6 @@ class EvalResult:
         d = dict(d)
         d["scenarios"] = [ScenarioOutcome(**_known(ScenarioOutcome, s)) for s in d.get("scenarios", [])]
         return cls(**_known(cls, d))
-
-    def table(self, max_rows: int | None = None) -> str:
-        from .report import render_table
-
-        return render_table(self, max_rows=max_rows)
-
-    def summary(self) -> str:
-        from .report import summary_line
-
-        return summary_line(self)
 
 
 def _known(cls, d: dict) -> dict:

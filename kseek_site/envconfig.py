@@ -124,5 +124,6 @@ def channel_layers_config(redis_url: str | None) -> dict:
                 "CONFIG": {"hosts": [redis_url]},
             }
         }
-    # One process: channels' in-memory layer, with a cheaper expiry walk and group_send (kseek_site/layers.py).
+    # One process: an in-memory layer like channels' own, with a cheaper expiry walk and group_send
+    # (kseek_site/layers.py).
     return {"default": {"BACKEND": "kseek_site.layers.LocalChannelLayer", "CONFIG": {"capacity": 5000}}}

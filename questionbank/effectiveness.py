@@ -2,7 +2,7 @@
 
 For every question that was asked in a run (approved or edited, not vetoed, not still pending):
 
-- `before`: the best verified speedup over the task's goal baseline at the moment it was asked, counting the
+- `before`: the best verified speedup over the run's goal baseline at the moment it was asked, counting the
   run's reference (the starting kernel's own speedup, when it was measured) and every verified evaluation
   at or before the question;
 - `after`: the best verified speedup at the end of its window, which runs from the question up to the next

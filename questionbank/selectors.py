@@ -1,30 +1,17 @@
-"""Every read of the question bank and of the evidence of which questions help.
+"""Every read of the question bank's own rows.
 
-The maths lives in `questionbank.effectiveness` (plain data, no Django); this module only turns rows into
-`RunHistory` values and its results into rows for pages and exports.
+The evidence of which questions help is read from runs' rows, so it lives above this app, in
+`runs.selectors_bank` (questionbank is the lower layer: it imports nothing from `runs`).
 """
 
 from __future__ import annotations
-
-import hashlib
-import math
-from collections import defaultdict
 
 from django.conf import settings
 from django.db.models import QuerySet
 
 from questionbank import effectiveness as eff
-from questionbank.bank import CATEGORIES, BankEntry
-from questionbank.models import BankQuestion, QuestionCategory
-from runs.models import Evaluation, EvaluationStatus, Question, QuestionStatus, Run
-
-_OUTCOME_OF_STATUS = {
-    QuestionStatus.APPROVED: eff.ASKED,
-    QuestionStatus.EDITED: eff.ASKED,
-    QuestionStatus.ANSWERED: eff.ASKED,
-    QuestionStatus.VETOED: eff.VETOED,
-    QuestionStatus.PROPOSED: eff.PENDING,
-}
+from questionbank.bank import BankEntry
+from questionbank.models import BankQuestion
 
 
 def large_gain_ratio() -> float:
@@ -50,158 +37,3 @@ def bank_entries(*, active_only: bool = True) -> list[BankEntry]:
         BankEntry(key=row.key, text=row.text, category=row.category, triggers=tuple(row.triggers), active=row.active)
         for row in bank_questions(active=True if active_only else None)
     ]
-
-
-# ------------------------------------------------------------------------------------------------ histories
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _finite_speedup(geomean: dict, baseline: str) -> float | None:
-    value = ((geomean or {}).get(baseline) or {}).get("speedup")
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-        return float(value)
-    return None
-
-
-def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
-    """The question and verified-evaluation history of each run that has questions (or of `run_ids`).
-
-    Events are ordered by their step's sequence number when every question and evaluation of the run has a
-    step, and otherwise by the time the server stored them, so that one run never mixes the two orders.
-    """
-    questions = Question.objects.all()
-    if run_ids is not None:
-        questions = questions.filter(run_id__in=run_ids)
-    question_rows = list(
-        questions.order_by("created_at", "pk").values(
-            "id",
-            "run_id",
-            "step__seq",
-            "created_at",
-            "bank_entry__key",
-            "bank_entry__category",
-            "category",
-            "source",
-            "decision_point",
-            "status",
-        )
-    )
-    ids = sorted({q["run_id"] for q in question_rows})
-    runs = {r["id"]: r for r in Run.objects.filter(pk__in=ids).values("id", "task__goal_baseline", "starting_kernel")}
-    evaluation_rows = list(
-        Evaluation.objects.filter(run_id__in=ids, status=EvaluationStatus.CORRECT)
-        .order_by("created_at", "pk")
-        .values("run_id", "step__seq", "created_at", "geomean", "kernel__sha256")
-    )
-
-    questions_by_run, evaluations_by_run = defaultdict(list), defaultdict(list)
-    for q in question_rows:
-        questions_by_run[q["run_id"]].append(q)
-    for e in evaluation_rows:
-        evaluations_by_run[e["run_id"]].append(e)
-
-    histories = []
-    for run_id in ids:
-        run = runs[run_id]
-        qs, es = questions_by_run[run_id], evaluations_by_run[run_id]
-        by_seq = all(row["step__seq"] is not None for row in qs + es)
-
-        def position(row, by_seq=by_seq):
-            return row["step__seq"] if by_seq else row["created_at"]
-
-        baseline, start_sha = run["task__goal_baseline"], _sha256(run["starting_kernel"])
-        measurements, reference = [], None
-        for e in es:
-            speedup = _finite_speedup(e["geomean"], baseline)
-            if speedup is None:
-                continue
-            measurements.append(eff.Measurement(position=position(e), speedup=speedup))
-            if e["kernel__sha256"] == start_sha:
-                reference = speedup if reference is None else max(reference, speedup)
-        histories.append(
-            eff.RunHistory(
-                run_id=run_id,
-                reference=reference,
-                measurements=sorted(measurements, key=lambda m: m.position),
-                questions=[
-                    eff.QuestionEvent(
-                        question_id=q["id"],
-                        position=position(q),
-                        key=q["bank_entry__key"],
-                        category=q["category"] or q["bank_entry__category"] or "",
-                        source=q["source"],
-                        decision_point=q["decision_point"],
-                        outcome=_OUTCOME_OF_STATUS.get(q["status"], eff.PENDING),
-                    )
-                    for q in qs
-                ],
-            )
-        )
-    return histories
-
-
-# ------------------------------------------------------------------------------------------------ figures
-
-
-def attributions(run_ids: list[int] | None = None) -> list[eff.Attribution]:
-    """One row per asked question: best verified speedup before and after it, its gain, whether large."""
-    return eff.attribute_runs(run_histories(run_ids), large_gain_ratio())
-
-
-def _figures(agg: eff.Aggregate | None) -> dict:
-    if agg is None:
-        return {
-            "asked": 0,
-            "attributed": 0,
-            "mean_gain": None,
-            "large_gains": 0,
-            "large_gain_rate": None,
-            "runs": 0,
-            "vetoed": 0,
-        }
-    figures = agg.as_dict()
-    figures.pop("group")
-    return figures
-
-
-def effectiveness_by_question() -> list[dict]:
-    """Every bank entry, asked or not, with its figures across all runs; in category order, then key."""
-    per_key = eff.effectiveness(run_histories(), by="key", large_gain_ratio=large_gain_ratio())
-    order = {c: i for i, c in enumerate(CATEGORIES)}
-    rows = sorted(bank_questions(), key=lambda r: (order.get(r.category, len(order)), r.key))
-    return [
-        {
-            "key": row.key,
-            "text": row.text,
-            "category": row.category,
-            "active": row.active,
-            "added_by": row.added_by.get_username() if row.added_by else "",
-            **_figures(per_key.get(row.key)),
-        }
-        for row in rows
-    ]
-
-
-def effectiveness_by_category() -> list[dict]:
-    """Every category, asked or not, with its figures across all runs (reviewers' own questions count under the
-    category they were given when asked from the bank; a free-text question without a category is left out)."""
-    per_category = eff.effectiveness(run_histories(), by="category", large_gain_ratio=large_gain_ratio())
-    labels = dict(QuestionCategory.choices)
-    return [
-        {"category": category, "label": labels.get(category, category), **_figures(per_category.get(category))}
-        for category in CATEGORIES
-    ]
-
-
-def effectiveness_by_source() -> list[dict]:
-    """The same figures per source: a human's question, a rule's pick from the bank, the agent's own pick."""
-    per_source = eff.effectiveness(run_histories(), by="source", large_gain_ratio=large_gain_ratio())
-    return [{"source": source, **_figures(agg)} for source, agg in per_source.items()]
-
-
-def selection_stats() -> dict[str, dict]:
-    """key -> {"asked", "mean_gain", "large_gain_rate"}: what the selection prompt shows the agent."""
-    return eff.selection_stats(eff.effectiveness(run_histories(), by="key", large_gain_ratio=large_gain_ratio()))

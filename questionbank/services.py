@@ -15,10 +15,14 @@ from django.utils.text import slugify
 
 from questionbank.bank import KEY_MAX_LENGTH, REVIEWER_KEY_PREFIX, BankEntry, entry_problems
 from questionbank.models import BankQuestion
-from runs.services import ServiceError
 
 
-class BankQuestionInvalid(ServiceError):
+class BankServiceError(Exception):
+    """A request that the bank's data does not allow; the message is meant for the user. The bank's own error
+    (not `runs.services.ServiceError`): questionbank is the lower layer and imports nothing from `runs`."""
+
+
+class BankQuestionInvalid(BankServiceError):
     """A reviewer's question that the bank cannot take; the message says why."""
 
 
@@ -31,10 +35,6 @@ class SyncReport:
     reactivated: list[str] = field(default_factory=list)
     deactivated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.created or self.updated or self.reactivated or self.deactivated)
 
     def summary(self) -> str:
         return (
@@ -56,10 +56,10 @@ def bank_sync(entries: list[BankEntry]) -> SyncReport:
     keys = [e.key for e in entries]
     if len(set(keys)) != len(keys):
         duplicates = sorted({k for k in keys if keys.count(k) > 1})
-        raise ServiceError(f"duplicate bank key(s): {', '.join(duplicates)}")
+        raise BankServiceError(f"duplicate bank key(s): {', '.join(duplicates)}")
     reviewer_keys = [k for k in keys if k.startswith(REVIEWER_KEY_PREFIX)]
     if reviewer_keys:
-        raise ServiceError(
+        raise BankServiceError(
             f"keys starting with {REVIEWER_KEY_PREFIX!r} belong to the dashboard: {', '.join(reviewer_keys)}"
         )
 
@@ -143,9 +143,9 @@ def bank_question_set_active(key: str, active: bool) -> BankQuestion:
     """Retire (or bring back) a reviewer's question. Entries from the file are retired by editing the file."""
     row = BankQuestion.objects.filter(key=key).first()
     if row is None:
-        raise ServiceError(f"no bank question {key!r}")
+        raise BankServiceError(f"no bank question {key!r}")
     if not key.startswith(REVIEWER_KEY_PREFIX):
-        raise ServiceError(f"{key} comes from bank.toml: retire it there (set active = false or remove it)")
+        raise BankServiceError(f"{key} comes from bank.toml: retire it there (set active = false or remove it)")
     if row.active != active:
         row.active = active
         row.save(update_fields=["active", "updated_at"])

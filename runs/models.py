@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from gpu_harness import figures
 from questionbank.models import DecisionPoint, QuestionCategory
 
 
@@ -119,7 +120,8 @@ class Run(models.Model):
     budget_evaluations = models.PositiveIntegerField(null=True, blank=True)
     review_mode = models.CharField(max_length=20, choices=ReviewMode.choices, default=ReviewMode.REVIEW)
     review_timeout_s = models.PositiveIntegerField(null=True, blank=True)
-    # Best verified speedup over the task's goal baseline, and over every baseline measured (name -> speedup).
+    # Best verified speedup over the run's goal baseline (`goal`), and over every baseline measured (name ->
+    # speedup): kept by runs.services.kernels through gpu_harness.figures.
     best_speedup = models.FloatField(null=True, blank=True)
     best_speedups = models.JSONField(default=dict, blank=True)
     # Running totals kept by step_record, so that list pages need no aggregate over 12,000 steps.
@@ -167,7 +169,8 @@ class Run(models.Model):
 
     @property
     def goal(self) -> tuple[str, float]:
-        """(baseline, speedup) this run must reach: its own when set, else its task's."""
+        """(baseline, speedup) this run must reach: its own when set, else its task's. Every page, chart and figure
+        of a run reads its goal here, never from the task."""
         return (self.goal_baseline or self.task.goal_baseline, self.goal_speedup or self.task.goal_speedup)
 
 
@@ -351,8 +354,18 @@ class Evaluation(models.Model):
     def __str__(self) -> str:
         return f"evaluation {self.pk} of {self.kernel} ({self.status})"
 
+    def verdict(self) -> dict:
+        """The stored verdict in the shape the harness sent it (`EvalResult.to_dict()`), as far as the figures
+        need it: status, geomean and each scenario's id and correctness (from prefetched rows when there are)."""
+        return {
+            "status": self.status,
+            "geomean": self.geomean,
+            "scenarios": [{"id": s.scenario_id, "correct": s.correct} for s in self.scenarios.all()],
+        }
+
     def speedup_over(self, baseline: str) -> float | None:
-        return (self.geomean.get(baseline) or {}).get("speedup")
+        # The speedup reads only the geomean: no need to load the scenario rows.
+        return figures.speedup_over({"geomean": self.geomean}, baseline)
 
 
 class ScenarioResult(models.Model):

@@ -2,6 +2,7 @@
 
 from django.db.models import Count, Q, QuerySet
 
+from gpu_harness import figures
 from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, Step, StepKind
 
 
@@ -14,18 +15,6 @@ def run_list(*, status: str | None = None, task_name: str | None = None) -> Quer
     if task_name:
         runs = runs.filter(task__name=task_name)
     return runs.order_by("-created_at")
-
-
-def run_get(run_id: int) -> Run:
-    return Run.objects.select_related("task", "worker", "started_by").get(pk=run_id)
-
-
-def steps_after(*, run_id: int, after_seq: int = -1, limit: int = 200, kinds: list[str] | None = None) -> list[Step]:
-    """Steps with seq > after_seq, oldest first: how a feed pages forward and resumes after a reconnect."""
-    steps = Step.objects.filter(run_id=run_id, seq__gt=after_seq)
-    if kinds:
-        steps = steps.filter(kind__in=kinds)
-    return list(steps.order_by("seq")[: max(1, min(limit, 1000))])
 
 
 def run_sandbox(run_id: int) -> str | None:
@@ -55,10 +44,6 @@ def questions_pending() -> QuerySet[Question]:
 
 def questions_pending_count() -> int:
     return Question.objects.filter(status=QuestionStatus.PROPOSED).count()
-
-
-def kernels_released() -> QuerySet[Kernel]:
-    return Kernel.objects.filter(released=True).select_related("task").order_by("release_name")
 
 
 def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
@@ -126,29 +111,29 @@ def steps_page(
     return {"steps": page, "has_older": has_older, "has_newer": has_newer}
 
 
-def step_get(*, run_id: int, seq: int) -> Step:
-    return Step.objects.get(run_id=run_id, seq=seq)
-
-
 def run_speedup_series(run: Run) -> dict:
-    """Every evaluation of a run as a point (x = its step's seq), the best-so-far line, and its questions."""
-    baseline = run.task.goal_baseline
-    points, best_line, best = [], [], None
-    for evaluation in Evaluation.objects.filter(run=run).select_related("step").order_by("created_at", "pk"):
+    """Every evaluation of a run as a point (x = its step's seq), the best-so-far line, and its questions, all
+    over the run's own goal (`Run.goal`), the one it is judged against."""
+    baseline, target = run.goal
+    evaluations = list(
+        Evaluation.objects.filter(run=run)
+        .select_related("step")
+        .prefetch_related("scenarios")
+        .order_by("created_at", "pk")
+    )
+    bests = figures.best_series([e.verdict() for e in evaluations], baseline)
+    points, best_line = [], []
+    for evaluation, best in zip(evaluations, bests):
         x = evaluation.step.seq if evaluation.step else None
-        speedup = evaluation.speedup_over(baseline)
-        correct = evaluation.status == "correct"
         points.append(
             {
                 "x": x,
-                "speedup": speedup,
+                "speedup": evaluation.speedup_over(baseline),
                 "status": evaluation.status,
                 "evaluation_id": evaluation.pk,
                 "kernel_id": evaluation.kernel_id,
             }
         )
-        if correct and speedup is not None and (best is None or speedup > best):
-            best = speedup
         if best is not None and x is not None:
             best_line.append({"x": x, "best": best})
     questions = [
@@ -163,7 +148,7 @@ def run_speedup_series(run: Run) -> dict:
     ]
     return {
         "baseline": baseline,
-        "goal": run.task.goal_speedup,
+        "goal": target,
         "points": points,
         "best": best_line,
         "questions": questions,

@@ -1,12 +1,12 @@
-"""The question bank with its effectiveness figures (from questionbank.selectors), and reviewers' additions."""
+"""The question bank with its effectiveness figures (from runs.selectors_bank), and reviewers' additions."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from questionbank import selectors as bank_selectors
 from questionbank.services import BankQuestionInvalid, bank_question_add
+from runs import selectors_bank as bank_selectors
 from runs.forms import BankQuestionForm
 from runs.permissions import REVIEWER, role_required
 

@@ -4,6 +4,7 @@ import hashlib
 
 from django.db import transaction
 
+from gpu_harness import figures
 from runs.events import publish_after_commit
 from runs.models import Evaluation, EvaluationStatus, Kernel, Run, ScenarioResult, Step, Task
 from runs.services.errors import ServiceError
@@ -57,8 +58,8 @@ def kernel_release(*, kernel: Kernel, name: str) -> Kernel:
 def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, step: Step | None = None) -> Evaluation:
     """Store a harness verdict (`EvalResult.to_dict()`) with its per-scenario rows, all or nothing.
 
-    When the evaluation is correct on every scenario it ran and beats the run's best over the run's goal
-    baseline, the run's best speedups move with it.
+    When the evaluation is correct on every scenario it ran (`gpu_harness.figures.all_correct`) and beats the
+    run's best over the run's goal baseline, the run's best speedups move with it.
     """
     status = result.get("status")
     if status not in EvaluationStatus.values:
@@ -92,25 +93,21 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
             )
             for s in scenarios
         )
-        if run is not None and status == EvaluationStatus.CORRECT:
-            _raise_run_best(run, evaluation)
+        if run is not None and figures.all_correct(result):
+            _raise_run_best(run, result)
     return evaluation
 
 
-def _raise_run_best(run: Run, evaluation: Evaluation) -> None:
+def _raise_run_best(run: Run, verdict: dict) -> None:
     run = Run.objects.select_for_update().get(pk=run.pk)
-    best = dict(run.best_speedups)
-    for baseline, figures in evaluation.geomean.items():
-        speedup = (figures or {}).get("speedup")
-        if speedup is not None and speedup > best.get(baseline, 0):
-            best[baseline] = speedup
-    goal = evaluation.speedup_over(run.goal[0])
+    best = figures.best_per_baseline(run.best_speedups, verdict)
+    best_over_goal = figures.best_so_far(run.best_speedup, figures.verified_speedup(verdict, run.goal[0]))
     fields = []
     if best != run.best_speedups:
         run.best_speedups = best
         fields.append("best_speedups")
-    if goal is not None and (run.best_speedup is None or goal > run.best_speedup):
-        run.best_speedup = goal
+    if best_over_goal != run.best_speedup:
+        run.best_speedup = best_over_goal
         fields.append("best_speedup")
     if fields:
         run.save(update_fields=fields + ["updated_at"])
@@ -123,14 +120,7 @@ def evaluation_meets_goal(evaluation: Evaluation, run: Run) -> bool:
     and the geometric-mean speedup over the run's goal baseline at least the run's target. The worker's own
     `goal_met` is not taken on trust."""
     baseline, target = run.goal
-    full = set(run.task.scenario_ids or [])
-    if evaluation.status != EvaluationStatus.CORRECT or not full:
-        return False
-    rows = list(evaluation.scenarios.values_list("scenario_id", "correct"))
-    if not rows or not all(correct for _, correct in rows) or not full <= {sid for sid, _ in rows}:
-        return False
-    speedup = evaluation.speedup_over(baseline)
-    return isinstance(speedup, (int, float)) and speedup >= target
+    return figures.goal_met(evaluation.verdict(), baseline, target, list(run.task.scenario_ids or []))
 
 
 def run_goal_evaluation(run: Run) -> Evaluation | None:

@@ -173,7 +173,8 @@ def run_assignment(run: Run) -> dict:
 def _assignment_questions() -> dict:
     """`bank` and `question_stats` for an assignment. The run is already claimed when this runs, so a failure
     here must not lose the assignment: the fields are optional, and without them the worker uses its bank file."""
-    from questionbank.selectors import bank_entries, selection_stats
+    from questionbank.selectors import bank_entries
+    from runs.selectors_bank import selection_stats
 
     questions = {}
     try:

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from gpu_harness import figures
 from questionbank.models import BankQuestion, DecisionPoint, QuestionCategory
 from runs.events import publish_after_commit
 from runs.models import (
@@ -230,7 +231,7 @@ def _evaluation_from_event(run: Run, step: Step, payload: dict) -> Evaluation:
         source=source,
         task=run.task,
         language="cpp" if cpu else "cuda",
-        target_arch="" if cpu else "sm_90a",
+        target_arch=figures.build_arch(result),  # what its build was compiled for (blank for a CPU build)
         filename=filename,
         parent=previous,
         run=run,

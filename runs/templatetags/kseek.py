@@ -5,6 +5,7 @@ import json
 from django import template
 from django.utils.safestring import mark_safe
 
+from gpu_harness.figures import format_speedup
 from runs import permissions
 from runs.selectors import questions_pending_count
 
@@ -23,7 +24,7 @@ def pending_questions() -> int:
 
 @register.filter
 def speedup(value) -> str:
-    return f"{value:.3f}×" if isinstance(value, (int, float)) else "—"
+    return format_speedup(value, digits=".3f", times="×", missing="—")
 
 
 @register.filter
@@ -52,4 +53,5 @@ def highlight(source: str, language: str = "cuda") -> str:
 
 @register.filter
 def speedup_over(evaluation, baseline: str):
+    """A stored evaluation's speedup over `baseline`; pages pass the run's own goal baseline (`Run.goal`)."""
     return evaluation.speedup_over(baseline)

@@ -43,7 +43,11 @@ def earlier_run_history(task, reviewer_key: str) -> None:
             kernel=kernel,
             run=run,
             step=step,
-            result={"status": "correct", "geomean": {"naive": {"speedup": speedup, "count": 3}}, "scenarios": []},
+            result={
+                "status": "correct",
+                "geomean": {"naive": {"speedup": speedup, "count": 3}},
+                "scenarios": [{"id": "n256", "correct": True}],
+            },
         )
 
     def ask(key, action):
@@ -98,7 +102,7 @@ def test_an_assignment_goes_out_without_figures_when_they_cannot_be_computed(mon
     def broken():
         raise RuntimeError("a row the figures cannot read")
 
-    monkeypatch.setattr("questionbank.selectors.selection_stats", broken)
+    monkeypatch.setattr("runs.selectors_bank.selection_stats", broken)
     assignment = run_assignment(run)
     assert assignment["id"] == run.pk and "question_stats" not in assignment
     assert isinstance(assignment["bank"], list)

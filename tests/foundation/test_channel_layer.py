@@ -134,3 +134,57 @@ async def test_the_single_process_layer_still_expires_old_messages(monkeypatch):
     layer._cleaned_at = 0.0  # the once-a-second walk is due
     await layer.send(channel, {"type": "new"})
     assert (await layer.receive(channel))["type"] == "new"
+
+
+def test_the_single_process_layer_stands_on_channels_public_base_only():
+    """kseek_site/layers.py subclasses channels' documented BaseChannelLayer, not its in-memory layer, so that no
+    private name of channels can change under it; and it uses no private attribute of channels or asyncio."""
+    import ast
+    from pathlib import Path
+
+    from channels.layers import BaseChannelLayer, InMemoryChannelLayer
+
+    from kseek_site import layers
+
+    assert BaseChannelLayer in layers.LocalChannelLayer.__mro__
+    assert InMemoryChannelLayer not in layers.LocalChannelLayer.__mro__
+    tree = ast.parse(Path(layers.__file__).read_text())
+    ours = {"_inboxes", "_groups", "_cleaned_at", "_inbox", "_put", "_clean_expired"}
+    private = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+    }
+    assert private <= ours, private - ours
+
+
+async def test_the_single_process_layer_keeps_the_group_api():
+    """What the feed and worker sockets rely on: a discarded member hears nothing more, a member whose message
+    expired unread leaves its groups, flush forgets everything, and names are checked as channels checks them."""
+    from kseek_site import layers
+
+    layer = layers.LocalChannelLayer(expiry=60)
+    stays, leaves = await layer.new_channel(), await layer.new_channel()
+    for channel in (stays, leaves):
+        await layer.group_add("run-7", channel)
+    await layer.group_discard("run-7", leaves)
+    await layer.group_send("run-7", {"type": "probe", "n": 1})
+    assert (await layer.receive(stays))["n"] == 1
+    await layer.send(leaves, {"type": "direct"})  # a channel's own messages still arrive
+    assert (await layer.receive(leaves))["type"] == "direct"
+    with pytest.raises(TypeError):
+        await layer.group_add("not a valid name!", stays)
+
+    layer.expiry = -1  # a message expires as it is sent
+    await layer.send(stays, {"type": "unread"})
+    layer._cleaned_at = 0.0  # the once-a-second walk is due
+    layer._clean_expired()
+    assert stays not in layer._groups.get("run-7", {})
+    layer.expiry = 60
+    await layer.group_add("run-7", stays)
+    await layer.flush()
+    await layer.group_send("run-7", {"type": "after flush"})
+    import asyncio
+
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(layer.receive(stays), 0.1)

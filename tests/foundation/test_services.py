@@ -4,7 +4,7 @@ import pytest
 from django.db import IntegrityError
 
 from runs.models import EvaluationStatus, QuestionStatus, ScenarioResult, WorkerHost
-from runs.selectors import questions_pending_count, run_list, steps_after
+from runs.selectors import questions_pending_count, run_list
 from runs.services import (
     QuestionAlreadyDecided,
     ServiceError,
@@ -15,7 +15,6 @@ from runs.services import (
     question_propose,
     run_claim,
     run_set_status,
-    step_record,
     worker_host_authenticate,
     worker_host_create,
     worker_host_revoke,
@@ -127,14 +126,6 @@ def test_worker_tokens_are_stored_hashed_and_revocable():
     assert worker_host_authenticate(token) is None
 
 
-def test_steps_after_pages_forward_from_a_sequence_number():
-    run = make_run()
-    for seq in range(10):
-        step_record(run=run, seq=seq, kind="note", payload={"n": seq})
-    page = steps_after(run_id=run.pk, after_seq=3, limit=4)
-    assert [s.seq for s in page] == [4, 5, 6, 7]
-
-
 def test_the_run_list_counts_pending_questions():
     run = make_run()
     question_propose(run=run, text="What would the roofline say?", source="self")
@@ -156,7 +147,7 @@ def test_a_run_takes_its_tasks_goal_unless_it_names_its_own():
         result={
             "status": "correct",
             "geomean": {"naive": {"speedup": 3.0, "count": 1}, "numpy": {"speedup": 0.5, "count": 1}},
-            "scenarios": [],
+            "scenarios": [{"id": "m512", "correct": True}],
         },
     )
     own_goal_run.refresh_from_db()

@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from gpu_harness import evaluate  # noqa: E402
 from gpu_harness.build import build  # noqa: E402
+from gpu_harness.report import render_table, summary_line  # noqa: E402
 
 NAIVE = REPO / "kernels" / "attention_fwd" / "naive.cu"
 CHEATS = sorted((REPO / "kernels" / "cheats" / "attention_fwd").glob("*.cu"))
@@ -114,10 +115,10 @@ def main() -> int:
     r = evaluate("attention_fwd", NAIVE, scenarios="quick", progress=say)
     results["steps"]["naive_quick_s"] = round(time.monotonic() - t, 1)
     (out / "naive_quick.json").write_text(json.dumps(r.to_dict(), indent=1))
-    (out / "naive_quick.txt").write_text(r.table())
-    results["naive_quick"] = {"status": r.status, "summary": r.summary(), "geomean": r.geomean}
+    (out / "naive_quick.txt").write_text(render_table(r))
+    results["naive_quick"] = {"status": r.status, "summary": summary_line(r), "geomean": r.geomean}
     save()
-    print(r.table())
+    print(render_table(r))
 
     anchors_compare(r, say)
 
@@ -166,7 +167,7 @@ def main() -> int:
         results["naive_full"] = {
             "status": fr.status,
             "reason": fr.reason,
-            "summary": fr.summary(),
+            "summary": summary_line(fr),
             "correct": sum(s.correct for s in fr.scenarios),
             "total": len(fr.scenarios),
             "max_error_over_tol": max(

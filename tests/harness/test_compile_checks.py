@@ -87,3 +87,13 @@ def _has_nvcc():
     import shutil
 
     return shutil.which("nvcc") is not None
+
+
+@needs_nvcc
+def test_a_build_records_the_arch_it_was_compiled_for_also_the_default():
+    """The verdict carries `build.arch` and the dashboard shows it on the kernel: the default arch is named too."""
+    from gpu_harness.build import DEFAULT_ARCH
+
+    naive = REPO / "kernels" / "attention_fwd" / "naive.cu"
+    assert build(naive, "cuda").arch == DEFAULT_ARCH
+    assert build(naive, "cuda").arch == DEFAULT_ARCH  # from the cache as well

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness import EvalResult, evaluate
+from gpu_harness.report import render_table
 
 from .conftest import needs_gxx
 
@@ -27,7 +28,7 @@ def naive_result():
 
 
 def test_naive_kernel_is_correct_on_every_quick_scenario(naive_result):
-    assert naive_result.status == "correct", naive_result.table()
+    assert naive_result.status == "correct", render_table(naive_result)
     assert naive_result.all_correct
     assert all(s.time_ms and s.time_ms > 0 for s in naive_result.scenarios)
 
@@ -54,7 +55,7 @@ def test_result_round_trips_through_json(naive_result):
 
 
 def test_table_has_a_row_per_scenario_and_a_summary(naive_result):
-    table = naive_result.table()
+    table = render_table(naive_result)
     for s in naive_result.scenarios:
         assert s.id in table
     assert "CORRECT" in table.splitlines()[-1] and "vs numpy" in table.splitlines()[-1]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness import evaluate
+from gpu_harness.report import render_table
 
 from .conftest import needs_gxx
 
@@ -27,11 +28,11 @@ def _evaluate_module():
 def test_each_evaluation_gets_a_fresh_child_booted_ahead_and_spares_are_stopped():
     ev = _evaluate_module()
     first = evaluate("matmul_cpu", NAIVE, scenarios=SMALL, spare_child=True)
-    assert first.status == "correct", first.table()
+    assert first.status == "correct", render_table(first)
     (spare,) = ev._SPARES.values()
     assert spare.alive() and not spare.started
     second = evaluate("matmul_cpu", NAIVE, scenarios=SMALL, spare_child=True)
-    assert second.status == "correct", second.table()
+    assert second.status == "correct", render_table(second)
     assert spare.started and not spare.alive()  # the second evaluation ran in it, then it ended
     (next_spare,) = ev._SPARES.values()
     assert next_spare is not spare and next_spare.alive()
@@ -46,7 +47,7 @@ def test_a_spare_that_died_is_replaced_not_used():
     spare.proc.kill()
     spare.proc.wait()
     again = evaluate("matmul_cpu", NAIVE, scenarios=SMALL, spare_child=True)
-    assert again.status == "correct", again.table()
+    assert again.status == "correct", render_table(again)
     ev.close_spares()
 
 
@@ -129,7 +130,7 @@ def test_a_wrong_guess_that_candidates_cannot_run_here_still_gets_a_child(monkey
 
     monkeypatch.setattr(MatmulCpu, "may_run_here", lambda self: False)
     r = evaluate("matmul_cpu", NAIVE, scenarios=SMALL)
-    assert r.status == "correct", r.table()
+    assert r.status == "correct", render_table(r)
 
 
 def test_timing_stops_early_only_when_every_implementation_is_settled():

@@ -10,7 +10,8 @@ from django.core.management.base import CommandError
 
 from questionbank.bank import BankEntry
 from questionbank.models import BankQuestion
-from questionbank.selectors import (
+from questionbank.services import bank_sync
+from runs.selectors_bank import (
     attributions,
     effectiveness_by_category,
     effectiveness_by_question,
@@ -18,7 +19,6 @@ from questionbank.selectors import (
     run_histories,
     selection_stats,
 )
-from questionbank.services import bank_sync
 from runs.services import evaluation_record, kernel_record, question_decide, question_propose, step_record
 from tests.foundation.factories import make_run, make_task
 
@@ -47,8 +47,13 @@ class RunBuilder:
     def evaluate(self, source, status, geomean):
         step = self._step("evaluation")
         kernel = kernel_record(source=source, run=self.run, task=self.run.task, language="cpp", step=step)
+        # One scenario, correct when the verdict is: a verified speedup needs a verdict correct on what it ran.
+        scenarios = [{"id": "n256", "correct": status == "correct"}]
         evaluation_record(
-            kernel=kernel, run=self.run, step=step, result={"status": status, "geomean": geomean, "scenarios": []}
+            kernel=kernel,
+            run=self.run,
+            step=step,
+            result={"status": status, "geomean": geomean, "scenarios": scenarios},
         )
 
     def ask(self, key, action):

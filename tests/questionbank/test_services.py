@@ -6,8 +6,13 @@ from django.contrib.auth import get_user_model
 from questionbank.bank import BankEntry
 from questionbank.models import BankQuestion
 from questionbank.selectors import bank_entries
-from questionbank.services import BankQuestionInvalid, bank_question_add, bank_question_set_active, bank_sync
-from runs.services import ServiceError
+from questionbank.services import (
+    BankQuestionInvalid,
+    BankServiceError,
+    bank_question_add,
+    bank_question_set_active,
+    bank_sync,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -65,16 +70,16 @@ def test_a_reviewers_question_can_be_retired_but_a_file_entry_only_in_the_file(r
     assert bank_question_set_active(row.key, False).active is False
     assert row.key not in [e.key for e in bank_entries()]
     bank_sync([BankEntry("layer-time", "Where does the time go?", "layer", ("plateau",))])
-    with pytest.raises(ServiceError, match="comes from bank.toml"):
+    with pytest.raises(BankServiceError, match="comes from bank.toml"):
         bank_question_set_active("layer-time", False)
-    with pytest.raises(ServiceError, match="no bank question"):
+    with pytest.raises(BankServiceError, match="no bank question"):
         bank_question_set_active("reviewer-nothing", False)
 
 
 def test_sync_refuses_reviewer_keys_and_duplicates():
-    with pytest.raises(ServiceError, match="belong to the dashboard"):
+    with pytest.raises(BankServiceError, match="belong to the dashboard"):
         bank_sync([BankEntry("reviewer-x", "X?", "layer", ("plateau",))])
-    with pytest.raises(ServiceError, match="duplicate bank key"):
+    with pytest.raises(BankServiceError, match="duplicate bank key"):
         bank_sync(
             [BankEntry("layer-x", "X?", "layer", ("plateau",)), BankEntry("layer-x", "Y?", "layer", ("plateau",))]
         )

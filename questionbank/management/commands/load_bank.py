@@ -3,8 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from questionbank.bank import DEFAULT_PATH, BankError, load_bank
-from questionbank.services import bank_sync
-from runs.services import ServiceError
+from questionbank.services import BankServiceError, bank_sync
 
 
 class Command(BaseCommand):
@@ -20,7 +19,7 @@ class Command(BaseCommand):
         try:
             entries = load_bank(path)
             report = bank_sync(entries)
-        except (BankError, ServiceError) as exc:
+        except (BankError, BankServiceError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"question bank: {len(entries)} entries in {path}; {report.summary()}")
         for label, keys in (

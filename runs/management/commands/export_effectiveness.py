@@ -1,4 +1,6 @@
-"""Export the question-effectiveness figures as JSON or CSV, for analysis outside the dashboard."""
+"""Export the question-effectiveness figures as JSON or CSV, for analysis outside the dashboard.
+
+A command of `runs`, not of the bank: the figures are read from runs' rows (runs.selectors_bank)."""
 
 import csv
 import dataclasses
@@ -9,7 +11,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from questionbank import effectiveness, selectors
+from questionbank import effectiveness
+from questionbank.selectors import large_gain_ratio
+from runs import selectors_bank as selectors
 
 TABLES = {
     "questions": selectors.effectiveness_by_question,
@@ -51,7 +55,7 @@ class Command(BaseCommand):
             names = [table] if table else sorted(TABLES)
             document = {
                 "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "large_gain_ratio": selectors.large_gain_ratio(),
+                "large_gain_ratio": large_gain_ratio(),
                 **{name: TABLES[name]() for name in names},
             }
             text = json.dumps(document, indent=2, default=str) + "\n"

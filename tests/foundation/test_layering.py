@@ -1,0 +1,128 @@
+"""The layers of docs/architecture.md, read from the source with ast (every import, also those inside functions
+and under TYPE_CHECKING), so that a new import against them fails here and not in production:
+
+    gpu_harness  <  questionbank  <  runs, kseek_site
+    gpu_harness  <  agentloop            (agentloop may use questionbank's Django-free modules only)
+
+and no module of gpu_harness imports, directly or through others, a module that imports it back.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("gpu_harness", "agentloop", "questionbank", "runs", "kseek_site")
+BANK_PURE = {"questionbank", "questionbank.bank", "questionbank.selection", "questionbank.effectiveness"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The modules `path` imports, absolute (a relative import resolved against its package); for `from X
+    import name` both X and X.name, since `name` may be a submodule."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            found.add(source)
+            found.update(f"{source}.{alias.name}" for alias in node.names)
+    return found
+
+
+def sources(package: str):
+    for path in sorted((REPO / package).rglob("*.py")):
+        if "migrations" not in path.parts:
+            yield path
+
+
+GRAPH = {module_name(path): imports_of(path) for package in PACKAGES for path in sources(package)}
+
+
+def offenders(package: str, forbidden) -> list[str]:
+    return sorted(
+        f"{module} imports {name}"
+        for module, names in GRAPH.items()
+        if module == package or module.startswith(package + ".")
+        for name in names
+        if forbidden(name)
+    )
+
+
+def top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_the_graph_sees_imports_inside_functions_and_relative_ones():
+    # The readers of these rules: if the parser missed these, every test below would pass for nothing.
+    assert "questionbank.selectors" in GRAPH["runs.services.runs"]  # an import inside a function
+    assert "gpu_harness.result" in GRAPH["gpu_harness.report"]  # a relative import
+    assert "django.db" in GRAPH["runs.models"]
+
+
+def test_questionbank_imports_nothing_from_runs():
+    assert offenders("questionbank", lambda name: top(name) in ("runs", "kseek_site", "agentloop")) == []
+
+
+@pytest.mark.parametrize("package", ["gpu_harness", "agentloop"])
+def test_the_gpu_host_packages_import_no_django(package):
+    assert offenders(package, lambda name: top(name) in ("django", "channels", "runs", "kseek_site")) == []
+
+
+def test_agentloop_uses_only_the_django_free_modules_of_the_bank():
+    def impure(name: str) -> bool:  # `questionbank.bank.load_bank` is a name of a pure module
+        return top(name) == "questionbank" and name not in BANK_PURE and name.rpartition(".")[0] not in BANK_PURE
+
+    assert offenders("agentloop", impure) == []
+
+
+def test_gpu_harness_is_the_lowest_layer():
+    assert offenders("gpu_harness", lambda name: top(name) in ("agentloop", "questionbank", "runs")) == []
+
+
+def test_the_dashboard_never_imports_torch():
+    for package in ("runs", "questionbank", "kseek_site"):
+        assert offenders(package, lambda name: top(name) == "torch") == []
+
+
+def test_no_module_of_gpu_harness_is_part_of_an_import_cycle():
+    # Edges between modules; the package itself (its __init__) is left out as a target, since every submodule
+    # is imported through it (`from . import verdict` names it) without using what it defines.
+    harness = {
+        m: {n for n in names if n in GRAPH and top(n) == "gpu_harness" and n != "gpu_harness"}
+        for m, names in GRAPH.items()
+    }
+    harness = {m: names for m, names in harness.items() if top(m) == "gpu_harness"}
+
+    def reaches(start: str, target: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            for name in harness.get(todo.pop(), ()):
+                if name == target:
+                    return True
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return False
+
+    cycles = sorted(f"{m} -> {n} -> ... -> {m}" for m, names in harness.items() for n in names if reaches(n, m))
+    assert cycles == []
+
+
+def test_report_sits_above_result():
+    assert "gpu_harness.result" in GRAPH["gpu_harness.report"]
+    assert not {"gpu_harness.report", "gpu_harness.report.render_table"} & GRAPH["gpu_harness.result"]

@@ -1,0 +1,107 @@
+"""gpu_harness.figures: the one rule for each figure of a verdict, on the dict that travels and is stored."""
+
+import math
+
+import pytest
+
+from gpu_harness import EvalResult, figures
+from gpu_harness.result import ScenarioOutcome
+
+
+def verdict(speedup=1.5, *, status="correct", correct=(True, True), ids=("a", "b"), baseline="naive") -> dict:
+    return {
+        "status": status,
+        "scenarios": [{"id": i, "correct": c} for i, c in zip(ids, correct)],
+        "geomean": {baseline: {"speedup": speedup, "count": len(ids)}},
+    }
+
+
+def test_all_correct_needs_the_status_at_least_one_scenario_and_none_failed():
+    assert figures.all_correct(verdict())
+    assert not figures.all_correct(verdict(correct=(True, False)))
+    assert not figures.all_correct(verdict(status="incorrect"))
+    assert not figures.all_correct(verdict(ids=(), correct=()))  # a correct status over nothing verifies nothing
+    assert not figures.all_correct({})
+
+
+@pytest.mark.parametrize("value", [None, "1.5", True, math.nan, math.inf])
+def test_a_speedup_that_is_not_a_finite_number_is_not_a_measurement(value):
+    assert figures.speedup_over(verdict(value), "naive") is None
+
+
+def test_speedup_over_reads_the_geomean_of_its_baseline_only():
+    v = verdict(2, baseline="naive")
+    assert figures.speedup_over(v, "naive") == 2.0 and isinstance(figures.speedup_over(v, "naive"), float)
+    assert figures.speedup_over(v, "numpy") is None
+    assert figures.speedup_over({"geomean": {"naive": None}}, "naive") is None
+
+
+def test_a_speedup_counts_as_verified_only_from_a_verdict_correct_on_everything_it_ran():
+    assert figures.verified_speedup(verdict(3.0), "naive") == 3.0
+    assert figures.verified_speedup(verdict(3.0, correct=(True, False)), "naive") is None
+
+
+def test_exactly_at_the_target_counts_as_met():
+    assert figures.meets_target(verdict(2.0), "naive", 2.0)
+    assert not figures.meets_target(verdict(1.9999), "naive", 2.0)
+    assert not figures.meets_target(verdict(5.0, correct=(False, True)), "naive", 2.0)
+    assert not figures.meets_target(verdict(None), "naive", 0.1)
+
+
+def test_the_goal_needs_the_target_and_the_full_set():
+    assert figures.goal_met(verdict(2.0), "naive", 2.0, ["a", "b"])
+    assert not figures.goal_met(verdict(2.0), "naive", 2.0, ["a", "b", "c"])  # c was not run
+    assert not figures.goal_met(verdict(2.0), "naive", 2.0, [])  # an empty full set is never covered
+    assert figures.covers(verdict(), ["b"]) and not figures.covers(verdict(), [])
+
+
+def test_the_best_so_far_only_rises():
+    assert figures.best_so_far(None, None) is None
+    assert figures.best_so_far(None, 1.2) == 1.2
+    assert figures.best_so_far(1.5, 1.2) == 1.5
+    assert figures.best_so_far(1.5, None) == 1.5
+    assert figures.best_so_far(1.5, 1.7) == 1.7
+
+
+def test_the_best_per_baseline_moves_each_baseline_with_a_verified_verdict_only():
+    both = {
+        "status": "correct",
+        "scenarios": [{"id": "a", "correct": True}],
+        "geomean": {"naive": {"speedup": 3.0}, "numpy": {"speedup": 0.5}, "torch": {"speedup": None}},
+    }
+    best = {"naive": 4.0, "numpy": 0.2}
+    assert figures.best_per_baseline(best, both) == {"naive": 4.0, "numpy": 0.5}
+    assert best == {"naive": 4.0, "numpy": 0.2}  # not changed in place
+    assert figures.best_per_baseline(best, dict(both, status="incorrect")) == best
+
+
+def test_the_best_series_holds_the_best_verified_speedup_after_each_verdict():
+    verdicts = [verdict(None), verdict(1.2), verdict(9.0, correct=(True, False)), verdict(1.1), verdict(1.4)]
+    assert figures.best_series(verdicts, "naive") == [None, 1.2, 1.2, 1.2, 1.4]
+
+
+def test_the_build_arch_is_the_verdicts_own():
+    assert figures.build_arch({"build": {"arch": "sm_100a"}}) == "sm_100a"
+    assert figures.build_arch({"build": {"arch": None}}) == "" and figures.build_arch({}) == ""
+
+
+def test_one_formatter_for_a_speedup():
+    assert figures.format_speedup(1.23456) == "1.235x"
+    assert figures.format_speedup(None) == "n/a"
+    assert figures.format_speedup(2, digits=".3f", times="×", missing="—") == "2.000×"
+    assert figures.format_speedup(None, missing="—") == "—"
+
+
+def test_the_typed_verdict_gives_the_same_figures_as_its_dict():
+    r = EvalResult(
+        task="matmul_cpu",
+        kernel_sha256="",
+        kernel_source="",
+        status="correct",
+        scenarios=[ScenarioOutcome(id="a", params={}, correct=True)],
+        geomean={"naive": {"speedup": 1.5, "count": 1}},
+    )
+    assert r.all_correct == figures.all_correct(r.to_dict()) is True
+    assert r.speedup_over("naive") == figures.speedup_over(r.to_dict(), "naive") == 1.5
+    r.scenarios[0].correct = False
+    assert r.all_correct is False
