@@ -1,4 +1,4 @@
-"""Command line: `python -m gpu_harness eval|compile|scenarios|tasks ...`.
+"""Command line: `python -m gpu_harness eval|compile|scenarios|tasks|task ...`.
 
 Progress goes to stderr, the table to stdout. Exit status: 0 when the verdict is 'correct' (eval) or the
 build passes its checks (compile), 1 otherwise, 2 for bad arguments.
@@ -16,8 +16,17 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _task_name(arg: str) -> str:
+    """A task's name, or a task folder's path (made findable by name, for this process and its children)."""
+    from .tasks import use_folder
+
+    return use_folder(arg) if Path(arg, "task.toml").is_file() else arg
+
+
 def cmd_eval(args) -> int:
     from .evaluate import evaluate
+
+    args.task = _task_name(args.task)
 
     scenarios = args.scenarios
     baselines = None if args.baselines is None else [b for b in args.baselines.split(",") if b]
@@ -93,7 +102,7 @@ def cmd_compile(args) -> int:
 def cmd_scenarios(args) -> int:
     from .tasks import get_task
 
-    t = get_task(args.task)
+    t = get_task(_task_name(args.task))
     items = t.select("quick" if args.quick else "full")
     for s in items:
         print(f"{s.id}\t{json.dumps(s.params)}\t{s.flops / 1e9:.4g} GFLOP")
@@ -110,11 +119,51 @@ def cmd_tasks(args) -> int:
     return 0
 
 
+def cmd_task_new(args) -> int:
+    from .taskscaffold import scaffold
+
+    folder = scaffold(args.name, args.dir)
+    print(f"wrote {folder}/: task.toml, reference.py, kernel.cpp (a stub that says 'not supported')")
+    print(f"next: edit them, then `python -m gpu_harness task check {folder}`")
+    return 0
+
+
+def cmd_task_check(args) -> int:
+    """Validate a task folder: the spec, then its reference and function baselines on the smallest scenario."""
+    from .tasks import TaskError, load_folder_task
+    from .taskspec import TaskSpecError
+
+    try:
+        task = load_folder_task(args.folder)
+        facts = task.self_check()
+    except TaskSpecError as e:
+        print(f"{args.folder}: NOT a valid task ({len(e.problems)} problem(s))", file=sys.stderr)
+        for p in e.problems:
+            print(f"  {p}", file=sys.stderr)
+        return 2
+    except TaskError as e:
+        print(f"{args.folder}: NOT a valid task: task error: {e}", file=sys.stderr)
+        return 2
+    spec = task.spec
+    print(f"{spec.folder}: OK, task {spec.name!r} ({spec.target.name}, {task.language})")
+    print(f"  symbol     {task.abi}")
+    print(f"  scenarios  {len(spec.scenarios)} ({len(spec.quick_ids)} quick)")
+    print(f"  baselines  {', '.join(b.describe(spec.folder) for b in spec.baselines.values())}")
+    print(f"             default: {', '.join(spec.default_baselines) or 'none'}")
+    print(f"  tolerance  {spec.tolerance.describe()}")
+    print(f"  goal       {spec.goal_speedup:g}x over {spec.goal_baseline}")
+    print(f"  starting   {task.starting_kernel}")
+    if spec.cheats:
+        print(f"  cheats     {len(list(p for p in spec.cheats.iterdir() if p.is_file()))} in {spec.cheats}")
+    print(f"  reference  ran on {facts['scenario']}: outputs of the right shape and dtype")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m gpu_harness", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("eval", help="judge a kernel: correctness on every scenario, then speed vs baselines")
-    e.add_argument("task")
+    e.add_argument("task", help="a task's name, or a task folder")
     e.add_argument("kernel")
     e.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")
     e.add_argument("--baselines", default=None, help="comma-separated; default: the task's defaults")
@@ -137,6 +186,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_scenarios)
     t = sub.add_parser("tasks", help="list the tasks")
     t.set_defaults(func=cmd_tasks)
+    k = sub.add_parser("task", help="write or check a task folder (docs/tasks.md)")
+    ksub = k.add_subparsers(dest="task_cmd", required=True)
+    n = ksub.add_parser("new", help="scaffold a commented task folder NAME (in --dir)")
+    n.add_argument("name")
+    n.add_argument("--dir", default=".", help="the folder to create it in (default: here)")
+    n.set_defaults(func=cmd_task_new)
+    c = ksub.add_parser("check", help="validate a task folder (exit 0, or 2 with every problem found)")
+    c.add_argument("folder")
+    c.set_defaults(func=cmd_task_check)
     return ap
 
 
