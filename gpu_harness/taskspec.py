@@ -416,7 +416,8 @@ class _SpecReader:
         }
         for key in self.data:
             if key not in known:
-                self.problem(key, f"unknown field (known: {', '.join(sorted(known))})", self.lines.key(key))
+                line = self.lines.header(key) or self.lines.key(key)
+                self.problem(key, f"unknown field (known: {', '.join(sorted(known))})", line)
         target = self.read_target()
         symbol, starting = self.read_kernel(target)
         args = self.read_args(target)
