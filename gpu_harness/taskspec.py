@@ -877,32 +877,47 @@ class _SpecReader:
     def check_symbols(self, args: list[Arg], scenarios: list[ScenarioSpec]) -> None:
         if not scenarios:
             return
-        users = []  # (field, line, symbols)
+        users = []  # (field, line, symbols, the formula to compute on every scenario)
         for i, a in enumerate(args):
             line = self.lines.header("args", i)
             if a.is_tensor:
-                users.append(
-                    (f"args.{a.name}.shape", self.lines.key("shape", line), {d for d in a.shape if isinstance(d, str)})
-                )
+                syms = {d for d in a.shape if isinstance(d, str)}
+                users.append((f"args.{a.name}.shape", self.lines.key("shape", line), syms, None))
             else:
-                users.append((f"args.{a.name}.value", self.lines.key("value", line), set(a.value.symbols)))
+                users.append((f"args.{a.name}.value", self.lines.key("value", line), set(a.value.symbols), a.value))
         f = self.data.get("formulas", {}) if isinstance(self.data.get("formulas"), dict) else {}
         head = self.lines.header("formulas")
         for key in ("flops", "bytes"):
             try:
-                syms = parse_formula(f[key]).symbols if key in f else set()
+                formula = parse_formula(f[key]) if key in f else None
             except FormulaError:
                 continue
-            users.append((f"formulas.{key}", self.lines.key(key, head), set(syms)))
-        for fieldname, line, syms in users:
+            if formula is not None:
+                users.append((f"formulas.{key}", self.lines.key(key, head), set(formula.symbols), formula))
+        for fieldname, line, syms, formula in users:
+            lacking_any = False
             for s in sorted(syms):
                 lacking = [sc.id for sc in scenarios if s not in sc.params]
+                lacking_any = lacking_any or bool(lacking)
                 if len(lacking) == len(scenarios):
                     self.problem(fieldname, f"symbol {s!r} is defined by no scenario", line)
                 elif lacking:
                     self.problem(
                         fieldname, f"symbol {s!r} is not defined by scenario(s) {', '.join(lacking[:3])}", line
                     )
+            if formula is None or lacking_any:
+                continue
+            for sc in scenarios:  # a formula that cannot be computed on a scenario is the spec's error, found now
+                try:
+                    value = formula(sc.params)
+                    ok = type(value) in (int, float) and math.isfinite(value)
+                except (ArithmeticError, TypeError, ValueError) as e:
+                    value, ok = f"{type(e).__name__}: {e}", False
+                if not ok or (fieldname.startswith("formulas.") and value < 0):
+                    self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {value!r} is not a number >= 0"
+                                 if fieldname.startswith("formulas.") else
+                                 f"{formula.text!r} on scenario {sc.id}: {value!r} is not a number", line)  # fmt: skip
+                    break
         for a in args:
             if not a.is_tensor:
                 continue

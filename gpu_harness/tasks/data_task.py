@@ -208,13 +208,13 @@ class DataTask(Task):
             result[o.name] = arr.astype(np.float64) if kind == "float" else arr
         return result
 
-    def self_check(self, params: dict | None = None) -> dict:
+    def self_check(self) -> dict:
         """Run the reference (and each function baseline) on the smallest scenario: a broken task is found
         before any candidate is judged against it. Returns facts for `task check`."""
         import numpy as np
 
         sc = self.spec.smallest_scenario()
-        params = params or sc.params
+        params = sc.params
         inputs = self.make_inputs(params, 12345)
         self.reference_outputs(params, inputs)
         facts = {"scenario": sc.id}
@@ -278,11 +278,14 @@ class DataTask(Task):
         return outs
 
     def poison(self, outputs):
+        import numpy as np
+
+        # NaN for floats (judge_outputs names what is left of it); a value a kernel rarely writes for integers
         for arr in outputs.values():
             if arr.dtype.kind == "f":
                 arr.fill(float("nan"))
             else:
-                arr.fill(-1 if arr.dtype.kind == "i" else arr.dtype.type(-1))  # a value a kernel rarely writes
+                arr.fill(np.iinfo(arr.dtype).min if arr.dtype.kind == "i" else np.iinfo(arr.dtype).max)
 
     def invoke(self, fn, inputs, outputs, params):
         scalars = self.scalar_values(params)
