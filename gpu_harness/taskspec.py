@@ -121,8 +121,16 @@ _BINOPS = {
     ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b,
     ast.FloorDiv: lambda a, b: a // b,
-    ast.Pow: lambda a, b: a**b,
+    ast.Pow: lambda a, b: _power(a, b),
 }
+
+
+def _power(a, b):
+    if abs(b) > 64:  # a spec's formula counts operations; "9**9**9" would only stall the loader
+        raise ValueError(f"exponent {b} is too large")
+    return a**b
+
+
 _FUNCS = {"min": min, "max": max}
 FORMULA_HELP = "numbers, scenario symbols, + - * / // ** ( ) and min()/max()"
 
@@ -785,9 +793,12 @@ class _SpecReader:
                 )
             self.only(t, head, {"baseline", "factor", "floor", "default_error"})
             return Tolerance(
-                "baseline", baseline=str(name), factor=factor, floor=number("floor", 0.0),
+                "baseline",
+                baseline=str(name),
+                factor=factor,
+                floor=number("floor", 0.0),
                 default_error=number("default_error", 1e-6),
-            )  # fmt: skip
+            )
         if "rel_l2" in t:
             self.only(t, head, {"rel_l2"})
             return Tolerance("rel_l2", rel_l2=number("rel_l2"))
@@ -801,17 +812,21 @@ class _SpecReader:
         for key in table:
             if key not in allowed:
                 self.problem(
-                    f"tolerance.{key}", f"not used with this rule (its fields: {', '.join(sorted(allowed))})",
+                    f"tolerance.{key}",
+                    f"not used with this rule (its fields: {', '.join(sorted(allowed))})",
                     self.lines.key(key, head),
-                )  # fmt: skip
+                )
 
     def read_goal(self, baselines: dict) -> tuple[str, float]:
         g = self.table("goal")
         head = self.lines.header("goal")
         base, speedup = g.get("baseline"), g.get("speedup")
         if base not in baselines:
-            self.problem("goal.baseline", f"{base!r} is not a baseline (known: {', '.join(baselines)})",
-                         self.lines.key("baseline", head) or head)  # fmt: skip
+            self.problem(
+                "goal.baseline",
+                f"{base!r} is not a baseline (known: {', '.join(baselines)})",
+                self.lines.key("baseline", head) or head,
+            )
         if isinstance(speedup, bool) or not isinstance(speedup, (int, float)) or not speedup > 0:
             self.problem(
                 "goal.speedup", f"expected a number > 0, got {speedup!r}", self.lines.key("speedup", head) or head
@@ -856,8 +871,11 @@ class _SpecReader:
             if not isinstance(v, str) or not re.match(r"^[A-Z_][A-Z0-9_]*$", k):
                 self.problem(f"child.env.{k}", "names are UPPER_CASE, values strings", self.lines.key(k, head))
             elif k.startswith(FORBIDDEN_ENV_PREFIXES):
-                self.problem(f"child.env.{k}", "a task may not set this variable (the loader's or the harness's own)",
-                             self.lines.key(k, head))  # fmt: skip
+                self.problem(
+                    f"child.env.{k}",
+                    "a task may not set this variable (the loader's or the harness's own)",
+                    self.lines.key(k, head),
+                )
             else:
                 out[k] = v
         return out
@@ -913,10 +931,10 @@ class _SpecReader:
                     ok = type(value) in (int, float) and math.isfinite(value)
                 except (ArithmeticError, TypeError, ValueError) as e:
                     value, ok = f"{type(e).__name__}: {e}", False
-                if not ok or (fieldname.startswith("formulas.") and value < 0):
-                    self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {value!r} is not a number >= 0"
-                                 if fieldname.startswith("formulas.") else
-                                 f"{formula.text!r} on scenario {sc.id}: {value!r} is not a number", line)  # fmt: skip
+                counts = fieldname.startswith("formulas.")  # FLOP and byte counts are never negative
+                if not ok or (counts and value < 0):
+                    want = "a number >= 0" if counts else "a number"
+                    self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {value!r} is not {want}", line)
                     break
         for a in args:
             if not a.is_tensor:

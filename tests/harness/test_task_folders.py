@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness import evaluate, get_task, list_tasks
+from gpu_harness.tasks import load_folder_task
 
 from .conftest import needs_gxx
 
@@ -160,3 +161,16 @@ def test_folder_tasks_are_found_in_every_kseek_tasks_dir_and_the_first_of_a_name
     assert get_task("only_two").abi.startswith('extern "C" int kseek_only_two(')
     p = _cli("tasks")
     assert p.returncode == 0 and "matmul_cpu" in p.stdout and "kseek_only_two" in p.stdout
+
+
+@needs_gxx
+def test_without_a_starting_kernel_the_task_starts_from_a_stub_that_builds_and_declines(folder):
+    from gpu_harness.build import build
+
+    path = folder / "task.toml"
+    path.write_text(path.read_text().replace('starting = "kernel.cpp"', "# no starting kernel"))
+    (folder / "kernel.cpp").unlink()
+    task = load_folder_task(folder)
+    stub = task.starting_kernel.read_text()
+    assert task.starting_kernel.parent != folder and task.abi[:-1] in stub and "return 1;" in stub
+    assert build(task.starting_kernel, "cpp").ok

@@ -78,6 +78,7 @@ BAD_SPECS = [
     ('bytes = "3*4*rows*cols"', 'bytes = "open(rows)"', "formulas.bytes", 'bytes = "open', "not allowed"),
     ('bytes = "3*4*rows*cols"', 'bytes = "rows / (cols - cols)"', "formulas.bytes", "bytes = \"rows /",
      "ZeroDivisionError"),
+    ('flops = "2*rows*cols"', 'flops = "9**9**9"', "formulas.flops", 'flops = "9**', "is too large"),
     ('bytes = "3*4*rows*cols"', 'bytes = "rows - 2*rows"', "formulas.bytes", "bytes = \"rows -", "not a number >= 0"),
     ('id = "r{rows}_c{cols}_s{scale}"', 'id = "r{rows}_s{scale}"', "scenarios.id", "[[scenarios.product]]",
      "duplicate scenario id 'r7_s0.5'"),
