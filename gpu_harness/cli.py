@@ -145,6 +145,10 @@ def cmd_task_check(args) -> int:
         print(f"{args.folder}: NOT a valid task: task error: {e}", file=sys.stderr)
         return 2
     spec = task.spec
+    built = _check_kernels_build(task)
+    if built is not None and built.startswith("error"):
+        print(f"{args.folder}: NOT a valid task: {built}", file=sys.stderr)
+        return 2
     print(f"{spec.folder}: OK, task {spec.name!r} ({spec.target.name}, {task.language})")
     print(f"  symbol     {task.abi}")
     print(f"  scenarios  {len(spec.scenarios)} ({len(spec.quick_ids)} quick)")
@@ -152,11 +156,32 @@ def cmd_task_check(args) -> int:
     print(f"             default: {', '.join(spec.default_baselines) or 'none'}")
     print(f"  tolerance  {spec.tolerance.describe()}")
     print(f"  goal       {spec.goal_speedup:g}x over {spec.goal_baseline}")
-    print(f"  starting   {task.starting_kernel}")
+    print(f"  starting   {task.starting_kernel} ({built or 'not built'})")
     if spec.cheats:
         print(f"  cheats     {len(list(p for p in spec.cheats.iterdir() if p.is_file()))} in {spec.cheats}")
     print(f"  reference  ran on {facts['scenario']}: outputs of the right shape and dtype")
     return 0
+
+
+def _check_kernels_build(task) -> str | None:
+    """Build the starting kernel and the kernel baselines as candidates are built (dependency checks
+    included) and look for the task's symbol in each; None where the compiler is missing."""
+    import ctypes
+    import shutil
+
+    from .build import build
+
+    if shutil.which("g++" if task.language == "cpp" else "nvcc") is None:
+        return None
+    kernels = [("the starting kernel", task.starting_kernel)]
+    kernels += [(f"baseline {n}", b.kernel) for n, b in task.spec.baselines.items() if b.kernel is not None]
+    for label, path in kernels:
+        b = build(path, task.language)
+        if not b.ok:
+            return f"error: {label} ({path}) does not build: {b.reason}"
+        if not hasattr(ctypes.CDLL(b.lib_path, mode=ctypes.RTLD_LOCAL), task.symbol):
+            return f"error: {label} ({path}) does not export {task.symbol}"
+    return f"builds and exports {task.symbol}" + (", as do the kernel baselines" if len(kernels) > 1 else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

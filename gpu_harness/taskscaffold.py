@@ -30,7 +30,7 @@ starting = "$stub"  # optional: without it the agent starts from a stub that say
 # dtype: float32, float64, int8, uint8, int32, int64 (float16, bfloat16: cuda-sm90 only).
 # shape: one scenario symbol (or a number) per dimension.
 # init: {dist = "normal", mean, std} | {dist = "uniform", low, high} | {dist = "integers", low, high} (high
-# excluded).
+# excluded) | {function = "make_x"}: reference.py's make_x(rng, shape, params) returns the array.
 [[args]]
 name = "x"
 kind = "input"

@@ -197,9 +197,10 @@ def _compile(node, src: str, symbols: set):
 
 @dataclass(frozen=True)
 class InputInit:
-    dist: str  # "normal", "uniform" or "integers"
+    dist: str  # "normal", "uniform", "integers", or "function" (reference.py makes it)
     a: float  # mean (normal) or low
     b: float  # std (normal) or high
+    function: str = ""  # dist "function": name(rng, shape, params) in reference.py returns the array
 
 
 @dataclass(frozen=True)
@@ -587,9 +588,18 @@ class _SpecReader:
         if not isinstance(init, dict):
             self.problem(f"{where}.init", 'how the input is made from the seed, e.g. {dist = "normal"}', line)
             return None
+        if "function" in init:
+            fn = init["function"]
+            if not isinstance(fn, str) or not fn.isidentifier() or set(init) != {"function"}:
+                self.problem(f"{where}.init", 'a function of reference.py alone: {function = "make_x"}', line)
+                return None
+            return InputInit("function", 0.0, 0.0, function=fn)
         dist = init.get("dist")
         if dist not in DISTRIBUTIONS:
-            self.problem(f"{where}.init.dist", f"{dist!r}: expected one of {', '.join(DISTRIBUTIONS)}", line)
+            known = ", ".join(DISTRIBUTIONS)
+            self.problem(
+                f"{where}.init.dist", f"{dist!r}: expected one of {known} (or init = {{function = ...}})", line
+            )
             return None
         if dist == "integers" and dtype.kind != "int" or dist != "integers" and dtype.kind != "float":
             self.problem(f"{where}.init.dist", f"{dist} does not make {dtype.name} values", line)

@@ -265,10 +265,28 @@ class DataTask(Task):
                     x = x * gen_dtype.type(init.b) + gen_dtype.type(init.a)
             elif init.dist == "uniform":
                 x = rng.uniform(init.a, init.b, shape)
-            else:
+            elif init.dist == "integers":
                 x = rng.integers(int(init.a), int(init.b), shape, endpoint=False)
+            else:
+                x = self._made_by_function(a.name, init.function, rng, shape, params)
             out[a.name] = np.ascontiguousarray(x, dtype=dtype)
         return out
+
+    def _made_by_function(self, name: str, function: str, rng, shape: tuple, params: dict):
+        """An input made by reference.py (e.g. a well-conditioned matrix), from the judge's generator."""
+        import numpy as np
+
+        try:
+            x = np.asarray(self.function(function)(rng, shape, dict(params)))
+        except TaskError:
+            raise
+        except Exception as e:
+            raise TaskError(
+                f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
+            ) from e
+        if x.shape != shape or x.dtype.kind not in "fiub":
+            raise TaskError(f"{function} made input {name} of shape {x.shape} {x.dtype}, the ABI says {shape}")
+        return x
 
     def new_outputs(self, params):
         import numpy as np

@@ -174,3 +174,49 @@ def test_without_a_starting_kernel_the_task_starts_from_a_stub_that_builds_and_d
     stub = task.starting_kernel.read_text()
     assert task.starting_kernel.parent != folder and task.abi[:-1] in stub and "return 1;" in stub
     assert build(task.starting_kernel, "cpp").ok
+
+
+def _input_from_function(folder: Path, body: str) -> None:
+    path = folder / "task.toml"
+    path.write_text(path.read_text().replace('{ dist = "uniform", low = -1.0, high = 1.0 }', '{ function = "make_y" }'))
+    with open(folder / "reference.py", "a") as f:
+        f.write(f"\n\ndef make_y(rng, shape, params):\n{body}")
+
+
+@needs_gxx
+def test_an_input_made_by_a_reference_py_function_is_regenerated_by_the_judge(registered, tmp_path):
+    _input_from_function(registered, "    return rng.permutation(shape[0] * shape[1]).reshape(shape) / 1000.0\n")
+    assert _cli("task", "check", str(registered)).returncode == 0
+    kernel = tmp_path / "good.cpp"
+    kernel.write_text(GOOD)
+    r = evaluate("demo_op", kernel, scenarios="quick")
+    assert r.status == "correct", r.table()
+    wrong = tmp_path / "ignores_y.cpp"  # y is not a constant: a kernel that ignores it fails
+    wrong.write_text(GOOD.replace("+ y[i]", "+ 0.0f"))
+    assert evaluate("demo_op", wrong, scenarios=["r7_c33_s0.5"]).status == "incorrect"
+
+
+def test_an_input_function_of_the_wrong_shape_is_a_task_error(folder):
+    _input_from_function(folder, "    return np.zeros(3)\n")
+    p = _cli("task", "check", str(folder))
+    assert p.returncode == 2 and "make_y made input y of shape (3,)" in p.stderr, p.stderr
+
+
+@needs_gxx
+def test_task_check_refuses_a_starting_kernel_that_does_not_build_or_export_the_symbol(folder):
+    stub = folder / "kernel.cpp"
+    stub.write_text(stub.read_text().replace("kseek_demo_op", "kseek_other_name"))
+    p = _cli("task", "check", str(folder))
+    assert p.returncode == 2 and "does not export kseek_demo_op" in p.stderr, p.stderr
+    stub.write_text("int broken( {\n")
+    p = _cli("task", "check", str(folder))
+    assert p.returncode == 2 and "the starting kernel" in p.stderr and "does not build" in p.stderr, p.stderr
+
+
+def test_every_built_in_task_folder_passes_task_check():
+    folders = sorted(p.parent for p in (REPO / "tasks").glob("*/task.toml"))
+    assert [f.name for f in folders] == ["matmul_cpu"]
+    for f in folders:
+        p = _cli("task", "check", str(f))
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert "15 (6 quick)" in p.stdout and "kernels/cheats/matmul_cpu" in p.stdout
