@@ -150,6 +150,8 @@ def cmd_task_check(args) -> int:
         print(f"{args.folder}: NOT a valid task: {built}", file=sys.stderr)
         return 2
     print(f"{spec.folder}: OK, task {spec.name!r} ({spec.target.name}, {task.language})")
+    if spec.description:
+        print(f"  does       {spec.description}")
     print(f"  symbol     {task.abi}")
     print(f"  scenarios  {len(spec.scenarios)} ({len(spec.quick_ids)} quick)")
     print(f"  baselines  {', '.join(b.describe(spec.folder) for b in spec.baselines.values())}")
@@ -161,6 +163,39 @@ def cmd_task_check(args) -> int:
         print(f"  cheats     {len(list(p for p in spec.cheats.iterdir() if p.is_file()))} in {spec.cheats}")
     print(f"  reference  ran on {facts['scenario']}: outputs of the right shape and dtype")
     return 0
+
+
+def cmd_task_cheats(args) -> int:
+    """Evaluate each kernel of the task's cheats folder: every one must be rejected for the reason its
+    `expect: <reason>` line names (exit 0), else exit 1."""
+    import re
+
+    from .evaluate import evaluate
+    from .tasks import get_task
+
+    name = _task_name(args.task)
+    task = get_task(name)
+    folder = getattr(task, "cheats_dir", None)
+    suffix = ".cu" if task.language == "cuda" else ".cpp"
+    cheats = sorted(folder.glob(f"*{suffix}")) if folder else []
+    if not cheats:
+        raise ValueError(f"task {name} has no cheats (a cheats/ folder of {suffix} files)")
+    failed = 0
+    for path in cheats:
+        m = re.search(r"expect: (.+)", path.read_text())
+        if not m:
+            print(f"{path.name}: no 'expect: <reason>' line")
+            failed += 1
+            continue
+        r = evaluate(name, path, scenarios=args.scenarios, timeout_s=args.timeout)
+        said = " ".join([r.reason or ""] + [s.reason or "" for s in r.scenarios])
+        rejected = r.status in ("error", "incorrect") and not r.all_correct
+        ok = rejected and m.group(1).strip() in said
+        failed += not ok
+        verdict = "rejected as expected" if ok else ("rejected for another reason" if rejected else "ACCEPTED")
+        print(f"{path.name}: {verdict}" + ("" if ok else f" (expected {m.group(1).strip()!r}; got: {said[:300]})"))
+    print(f"{len(cheats) - failed}/{len(cheats)} cheats rejected for their reason")
+    return 1 if failed else 0
 
 
 def _check_kernels_build(task) -> str | None:
@@ -220,6 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = ksub.add_parser("check", help="validate a task folder (exit 0, or 2 with every problem found)")
     c.add_argument("folder")
     c.set_defaults(func=cmd_task_check)
+    ch = ksub.add_parser("cheats", help="evaluate the task's cheats: each must be rejected for its reason")
+    ch.add_argument("task", help="a task's name, or a task folder")
+    ch.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")
+    ch.add_argument("--timeout", type=float, default=60.0, help="bound per cheat in seconds")
+    ch.set_defaults(func=cmd_task_cheats)
     return ap
 
 

@@ -220,3 +220,15 @@ def test_every_built_in_task_folder_passes_task_check():
         p = _cli("task", "check", str(f))
         assert p.returncode == 0, p.stdout + p.stderr
     assert "15 (6 quick)" in p.stdout and "kernels/cheats/matmul_cpu" in p.stdout
+
+
+@needs_gxx
+def test_task_cheats_evaluates_a_folders_cheats_and_fails_on_one_that_is_accepted(folder):
+    cheats = folder / "cheats"
+    cheats.mkdir()
+    (cheats / "half.cpp").write_text("// expect: NaN poison\n" + GOOD.replace("i < n;", "i < n / 2;"))
+    p = _cli("task", "cheats", str(folder))
+    assert p.returncode == 0 and "half.cpp: rejected as expected" in p.stdout, p.stdout + p.stderr
+    (cheats / "honest.cpp").write_text("// expect: NaN poison\n" + GOOD)
+    p = _cli("task", "cheats", str(folder))
+    assert p.returncode == 1 and "honest.cpp: ACCEPTED" in p.stdout and "1/2 cheats rejected" in p.stdout
