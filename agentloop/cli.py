@@ -218,7 +218,9 @@ def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, poli
     else:
         source = Path(harness_task.starting_kernel).read_text(encoding="utf-8")
         filename = Path(harness_task.starting_kernel).name
-    default_goal = (base or {}).get("goal") if base and base.get("task") == task else policy.goals.get(task)
+    default_goal = (
+        (base or {}).get("goal") if base and base.get("task") == task else policy.goals.get(task, harness_task.goal)
+    )
     baseline = args.goal_baseline or (default_goal or {}).get("baseline")
     speedup = args.goal_speedup or (default_goal or {}).get("speedup")
     if not baseline or not speedup:

@@ -105,7 +105,8 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
         self._home = tempfile.mkdtemp(prefix="kseek-harness-")
         env = scrubbed_env(self._home)
         env["PYTHONPATH"] = str(REPO_ROOT)
-        for name in ("KSEEK_CACHE_DIR",):  # the harness's build cache location, not a secret
+        # the harness's build cache and the task folders it reads (gpu_harness/tasks): locations, not secrets
+        for name in ("KSEEK_CACHE_DIR", "KSEEK_TASKS_DIR"):
             if name in os.environ:
                 env[name] = os.environ[name]
         env["HOME"] = os.environ.get("HOME", self._home)  # the harness's build cache lives under HOME

@@ -1,4 +1,4 @@
-"""Command line: `python -m gpu_harness eval|compile|scenarios|tasks ...`.
+"""Command line: `python -m gpu_harness eval|compile|scenarios|tasks|task ...`.
 
 Progress goes to stderr, the table to stdout. Exit status: 0 when the verdict is 'correct' (eval) or the
 build passes its checks (compile), 1 otherwise, 2 for bad arguments.
@@ -18,8 +18,17 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _task_name(arg: str) -> str:
+    """A task's name, or a task folder's path (made findable by name, for this process and its children)."""
+    from .tasks import use_folder
+
+    return use_folder(arg) if Path(arg, "task.toml").is_file() else arg
+
+
 def cmd_eval(args) -> int:
     from .evaluate import evaluate
+
+    args.task = _task_name(args.task)
 
     scenarios = args.scenarios
     baselines = None if args.baselines is None else [b for b in args.baselines.split(",") if b]
@@ -95,7 +104,7 @@ def cmd_compile(args) -> int:
 def cmd_scenarios(args) -> int:
     from .tasks import get_task
 
-    t = get_task(args.task)
+    t = get_task(_task_name(args.task))
     items = t.select("quick" if args.quick else "full")
     for s in items:
         print(f"{s.id}\t{json.dumps(s.params)}\t{s.flops / 1e9:.4g} GFLOP")
@@ -112,11 +121,111 @@ def cmd_tasks(args) -> int:
     return 0
 
 
+def cmd_task_new(args) -> int:
+    from .taskscaffold import scaffold
+
+    folder = scaffold(args.name, args.dir)
+    print(f"wrote {folder}/: task.toml, reference.py, kernel.cpp (a stub that says 'not supported')")
+    print(f"next: edit them, then `python -m gpu_harness task check {folder}`")
+    return 0
+
+
+def cmd_task_check(args) -> int:
+    """Validate a task folder: the spec, then its reference and function baselines on the smallest scenario."""
+    from .tasks import TaskError, load_folder_task
+    from .taskspec import TaskSpecError
+
+    try:
+        task = load_folder_task(args.folder)
+        facts = task.self_check()
+    except TaskSpecError as e:
+        print(f"{args.folder}: NOT a valid task ({len(e.problems)} problem(s))", file=sys.stderr)
+        for p in e.problems:
+            print(f"  {p}", file=sys.stderr)
+        return 2
+    except TaskError as e:
+        print(f"{args.folder}: NOT a valid task: task error: {e}", file=sys.stderr)
+        return 2
+    spec = task.spec
+    built = _check_kernels_build(task)
+    if built is not None and built.startswith("error"):
+        print(f"{args.folder}: NOT a valid task: {built}", file=sys.stderr)
+        return 2
+    print(f"{spec.folder}: OK, task {spec.name!r} ({spec.target.name}, {task.language})")
+    if spec.description:
+        print(f"  does       {spec.description}")
+    print(f"  symbol     {task.abi}")
+    print(f"  scenarios  {len(spec.scenarios)} ({len(spec.quick_ids)} quick)")
+    print(f"  baselines  {', '.join(b.describe(spec.folder) for b in spec.baselines.values())}")
+    print(f"             default: {', '.join(spec.default_baselines) or 'none'}")
+    print(f"  tolerance  {spec.tolerance.describe()}")
+    print(f"  goal       {spec.goal_speedup:g}x over {spec.goal_baseline}")
+    print(f"  starting   {task.starting_kernel} ({built or 'not built'})")
+    if spec.cheats:
+        print(f"  cheats     {len(list(p for p in spec.cheats.iterdir() if p.is_file()))} in {spec.cheats}")
+    print(f"  reference  ran on {facts['scenario']}: outputs of the right shape and dtype")
+    return 0
+
+
+def cmd_task_cheats(args) -> int:
+    """Evaluate each kernel of the task's cheats folder: every one must be rejected for the reason its
+    `expect: <reason>` line names (exit 0), else exit 1."""
+    import re
+
+    from .evaluate import evaluate
+    from .tasks import get_task
+
+    name = _task_name(args.task)
+    task = get_task(name)
+    folder = getattr(task, "cheats_dir", None)
+    suffix = ".cu" if task.language == "cuda" else ".cpp"
+    cheats = sorted(folder.glob(f"*{suffix}")) if folder else []
+    if not cheats:
+        raise ValueError(f"task {name} has no cheats (a cheats/ folder of {suffix} files)")
+    failed = 0
+    for path in cheats:
+        m = re.search(r"expect: (.+)", path.read_text())
+        if not m:
+            print(f"{path.name}: no 'expect: <reason>' line")
+            failed += 1
+            continue
+        r = evaluate(name, path, scenarios=args.scenarios, timeout_s=args.timeout)
+        said = " ".join([r.reason or ""] + [s.reason or "" for s in r.scenarios])
+        rejected = r.status in ("error", "incorrect") and not r.all_correct
+        ok = rejected and m.group(1).strip() in said
+        failed += not ok
+        verdict = "rejected as expected" if ok else ("rejected for another reason" if rejected else "ACCEPTED")
+        print(f"{path.name}: {verdict}" + ("" if ok else f" (expected {m.group(1).strip()!r}; got: {said[:300]})"))
+    print(f"{len(cheats) - failed}/{len(cheats)} cheats rejected for their reason")
+    return 1 if failed else 0
+
+
+def _check_kernels_build(task) -> str | None:
+    """Build the starting kernel and the kernel baselines as candidates are built (dependency checks
+    included) and look for the task's symbol in each; None where the compiler is missing."""
+    import ctypes
+    import shutil
+
+    from .build import build
+
+    if shutil.which("g++" if task.language == "cpp" else "nvcc") is None:
+        return None
+    kernels = [("the starting kernel", task.starting_kernel)]
+    kernels += [(f"baseline {n}", b.kernel) for n, b in task.spec.baselines.items() if b.kernel is not None]
+    for label, path in kernels:
+        b = build(path, task.language)
+        if not b.ok:
+            return f"error: {label} ({path}) does not build: {b.reason}"
+        if not hasattr(ctypes.CDLL(b.lib_path, mode=ctypes.RTLD_LOCAL), task.symbol):
+            return f"error: {label} ({path}) does not export {task.symbol}"
+    return f"builds and exports {task.symbol}" + (", as do the kernel baselines" if len(kernels) > 1 else "")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m gpu_harness", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("eval", help="judge a kernel: correctness on every scenario, then speed vs baselines")
-    e.add_argument("task")
+    e.add_argument("task", help="a task's name, or a task folder")
     e.add_argument("kernel")
     e.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")
     e.add_argument("--baselines", default=None, help="comma-separated; default: the task's defaults")
@@ -139,6 +248,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_scenarios)
     t = sub.add_parser("tasks", help="list the tasks")
     t.set_defaults(func=cmd_tasks)
+    k = sub.add_parser("task", help="write or check a task folder (docs/tasks.md)")
+    ksub = k.add_subparsers(dest="task_cmd", required=True)
+    n = ksub.add_parser("new", help="scaffold a commented task folder NAME (in --dir)")
+    n.add_argument("name")
+    n.add_argument("--dir", default=".", help="the folder to create it in (default: here)")
+    n.set_defaults(func=cmd_task_new)
+    c = ksub.add_parser("check", help="validate a task folder (exit 0, or 2 with every problem found)")
+    c.add_argument("folder")
+    c.set_defaults(func=cmd_task_check)
+    ch = ksub.add_parser("cheats", help="evaluate the task's cheats: each must be rejected for its reason")
+    ch.add_argument("task", help="a task's name, or a task folder")
+    ch.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")
+    ch.add_argument("--timeout", type=float, default=60.0, help="bound per cheat in seconds")
+    ch.set_defaults(func=cmd_task_cheats)
     return ap
 
 

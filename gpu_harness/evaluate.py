@@ -26,7 +26,7 @@ from .report import summary_line
 from .result import EvalResult, ScenarioOutcome
 from .runner import ChildFailed, ChildSession
 from .stopwatch import Stopwatch
-from .tasks import Scenario, derive_seed, get_task
+from .tasks import Scenario, TaskError, derive_seed, get_task
 
 # Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
 # 60 ms / 15 gave the same geometric means as 120 ms / 25 over the full attention grid on an H200 (0.902x vs
@@ -99,6 +99,8 @@ def evaluate(
         _evaluate_into(
             res, t, Path(kernel), selected, baselines, seed, say, deadline, arch, baseline_cache, timing, spare_child
         )
+    except TaskError as e:  # the task's reference or baseline broke: an error of the task, never the candidate's
+        res.status, res.reason = "error", f"task error: {e}"
     finally:
         res.finished_at = _now()
         res.wall_s = round(time.monotonic() - t_start, 3)

@@ -1,29 +1,100 @@
-"""The task registry. Task modules import torch lazily, so listing and reading tasks works without it."""
+"""The task registry: class tasks (attention_fwd) and folder tasks (`tasks/<name>/task.toml`).
+
+Folder tasks are found in the repository's top-level `tasks/` folder, then in each folder named by
+KSEEK_TASKS_DIR (os.pathsep-separated), in that order; the first folder of a name wins. The child process
+inherits the environment, so it finds the same folders. Task modules import torch lazily, so listing and
+reading tasks works without it.
+"""
 
 from __future__ import annotations
 
-from .base import Judgement, Scenario, Task, derive_seed
+import os
+from pathlib import Path
 
-_FACTORIES = {
+from ..taskspec import SPEC_FILE, load_spec
+from .base import REPO_ROOT, Judgement, Scenario, Task, TaskError, derive_seed
+
+BUILTIN_TASKS_DIR = REPO_ROOT / "tasks"
+TASKS_DIR_ENV = "KSEEK_TASKS_DIR"
+
+_CLASS_TASKS = {
     "attention_fwd": ("gpu_harness.tasks.attention_fwd", "AttentionFwd"),
-    "matmul_cpu": ("gpu_harness.tasks.matmul_cpu", "MatmulCpu"),
 }
-_INSTANCES: dict[str, Task] = {}
+_INSTANCES: dict[object, Task] = {}  # name (class tasks) or resolved folder (folder tasks) -> the task
+
+
+def task_roots() -> list[Path]:
+    """Where folder tasks are looked for, in order."""
+    extra = [Path(p) for p in os.environ.get(TASKS_DIR_ENV, "").split(os.pathsep) if p]
+    return [BUILTIN_TASKS_DIR, *extra]
+
+
+def task_folders() -> dict[str, Path]:
+    """name -> folder of every folder task (a subfolder holding task.toml); the first of a name wins and a
+    folder task never hides a class task."""
+    found: dict[str, Path] = {}
+    for root in task_roots():
+        try:
+            entries = sorted(root.iterdir())
+        except OSError:
+            continue
+        for folder in entries:
+            if (folder / SPEC_FILE).is_file() and folder.name not in found and folder.name not in _CLASS_TASKS:
+                found[folder.name] = folder.resolve()
+    return found
 
 
 def list_tasks() -> list[str]:
-    return sorted(_FACTORIES)
+    return sorted({*_CLASS_TASKS, *task_folders()})
 
 
 def get_task(name: str) -> Task:
-    if name not in _FACTORIES:
+    """The task of that name; ValueError (a TaskSpecError for a broken folder) when there is none."""
+    if name in _CLASS_TASKS:
+        if name not in _INSTANCES:
+            import importlib
+
+            module, cls = _CLASS_TASKS[name]
+            _INSTANCES[name] = getattr(importlib.import_module(module), cls)()
+        return _INSTANCES[name]
+    folder = task_folders().get(name)
+    if folder is None:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(list_tasks())}")
-    if name not in _INSTANCES:
-        import importlib
-
-        module, cls = _FACTORIES[name]
-        _INSTANCES[name] = getattr(importlib.import_module(module), cls)()
-    return _INSTANCES[name]
+    if folder not in _INSTANCES:
+        _INSTANCES[folder] = load_folder_task(folder)
+    return _INSTANCES[folder]
 
 
-__all__ = ["Judgement", "Scenario", "Task", "derive_seed", "get_task", "list_tasks"]
+def load_folder_task(folder: str | Path) -> Task:
+    """A folder task, read afresh (not cached): what `task check` uses."""
+    from .data_task import DataTask
+
+    return DataTask(load_spec(folder))
+
+
+def use_folder(folder: str | Path) -> str:
+    """Make a task folder findable by name, in this process and the children it starts (KSEEK_TASKS_DIR);
+    returns its name."""
+    folder = Path(folder).resolve()
+    if not (folder / SPEC_FILE).is_file():
+        raise ValueError(f"{folder} is not a task folder (it has no {SPEC_FILE})")
+    roots = [str(folder.parent), *(p for p in os.environ.get(TASKS_DIR_ENV, "").split(os.pathsep) if p)]
+    os.environ[TASKS_DIR_ENV] = os.pathsep.join(dict.fromkeys(roots))
+    found = task_folders().get(folder.name)
+    if found != folder:
+        raise ValueError(f"task {folder.name!r} is already defined by {found}")
+    return folder.name
+
+
+__all__ = [
+    "Judgement",
+    "Scenario",
+    "Task",
+    "TaskError",
+    "derive_seed",
+    "get_task",
+    "list_tasks",
+    "load_folder_task",
+    "task_folders",
+    "use_folder",
+]

@@ -35,6 +35,11 @@ class Judgement:
     details: dict = field(default_factory=dict)
 
 
+class TaskError(RuntimeError):
+    """The task's own code failed (its reference raised or returned the wrong shape, a baseline broke): the
+    evaluation ends as an error of the task, never as the candidate's fault."""
+
+
 def derive_seed(seed: int, *parts) -> int:
     """A per-scenario/per-run seed, derived so that the parent can regenerate exactly what the child made."""
     text = ":".join(str(p) for p in (seed, *parts))
@@ -59,6 +64,7 @@ class Task:
     # per-call time bound in the child: base seconds + flops / this rate
     call_timeout_base_s: float = 20.0
     call_timeout_min_rate: float = 1e9
+    goal: dict | None = None  # {"baseline": name, "speedup": x} when the task states its own goal
 
     # ---- scenario lists (pure data; work everywhere) ----
     def scenarios(self) -> list[Scenario]:

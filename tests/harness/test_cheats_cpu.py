@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_harness import evaluate
+from gpu_harness import evaluate, get_task
 from gpu_harness.report import render_table
 
 from .conftest import needs_gxx
@@ -22,6 +22,10 @@ def expected_reason(path: Path) -> str:
 
 def test_there_are_cheats_to_run():
     assert len(CHEATS) >= 10
+
+
+def test_the_task_folder_names_these_cheats():
+    assert get_task("matmul_cpu").cheats_dir == CHEATS[0].parent  # tasks/matmul_cpu/task.toml's `cheats`
 
 
 @needs_gxx

@@ -169,8 +169,8 @@ def test_the_child_warms_only_baselines_whose_medians_are_not_cached_yet(monkeyp
     timing."""
     import importlib
 
+    from gpu_harness import get_task
     from gpu_harness.runner import ChildSession
-    from gpu_harness.tasks.matmul_cpu import MatmulCpu
 
     jobs = []
     start = ChildSession.start
@@ -180,7 +180,7 @@ def test_the_child_warms_only_baselines_whose_medians_are_not_cached_yet(monkeyp
         start(self, job)
 
     monkeypatch.setattr(ChildSession, "start", recording_start)
-    monkeypatch.setattr(MatmulCpu, "baselines_to_warm", ("numpy",))
+    monkeypatch.setattr(get_task("matmul_cpu"), "baselines_to_warm", ("numpy",))
     # the cache is in the module gpu_harness.evaluate (the package exports a function of that name)
     monkeypatch.setattr(importlib.import_module("gpu_harness.evaluate"), "_BASELINE_CACHE", {})
     warm = lambda job: {sc["id"]: sc["warm"] for sc in job["scenarios"]}  # noqa: E731

@@ -126,9 +126,9 @@ def test_service_passes_baselines_and_seed_on(extra):
 
 
 def test_a_wrong_guess_that_candidates_cannot_run_here_still_gets_a_child(monkeypatch):
-    from gpu_harness.tasks.matmul_cpu import MatmulCpu
+    from gpu_harness import get_task
 
-    monkeypatch.setattr(MatmulCpu, "may_run_here", lambda self: False)
+    monkeypatch.setattr(get_task("matmul_cpu"), "may_run_here", lambda: False)
     r = evaluate("matmul_cpu", NAIVE, scenarios=SMALL)
     assert r.status == "correct", render_table(r)
 

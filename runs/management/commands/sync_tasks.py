@@ -2,7 +2,8 @@
 
 The harness defines what a task is (ABI, scenarios, starting kernel); the default goal of each task lives in
 agentloop/policy.toml's [goals] table, the same goal `python -m agentloop run` uses. A task without a goal there
-is refused by name rather than given an invented one.
+is refused by name rather than given an invented one; a task folder's own [goal] (task.toml) is used when
+policy.toml names none.
 """
 
 import tomllib
@@ -32,8 +33,12 @@ class Command(BaseCommand):
 
         goals = default_goals(Path(settings.BASE_DIR) / "agentloop" / "policy.toml")
         for name in list_tasks():
-            task = get_task(name)
-            goal = goals.get(name)
+            try:
+                task = get_task(name)
+            except ValueError as error:  # a broken task folder (KSEEK_TASKS_DIR) is skipped, not fatal to the rest
+                self.stderr.write(f"task {name}: skipped: {error}")
+                continue
+            goal = goals.get(name) or task.goal  # policy.toml first; else the task folder's own [goal]
             if not goal or "baseline" not in goal or "speedup" not in goal:
                 raise CommandError(f"task {name} has no default goal in agentloop/policy.toml [goals.{name}]")
             target = TARGET_OF_LANGUAGE.get(task.language)

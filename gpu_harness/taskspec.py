@@ -1,0 +1,956 @@
+"""A task as data: read `tasks/<name>/task.toml`, check it, and hold it in frozen dataclasses.
+
+This module only parses and validates (standard library only: tomllib, ast, string); running a task's
+reference and judging a candidate is gpu_harness/tasks/data_task.py's job. Every problem found is reported
+with the file, the field and, where the text shows it, the line, all at once (`TaskSpecError`), so that a
+task author fixes a spec in one pass. docs/tasks.md describes the format field by field.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import re
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPEC_FILE = "task.toml"
+REFERENCE_FILE = "reference.py"
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+# ---- problems ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpecProblem:
+    file: str
+    field: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.field}: {self.message}"
+
+
+class TaskSpecError(ValueError):
+    """A task folder that cannot be used; `problems` says every reason (file, field, line)."""
+
+    def __init__(self, problems: list[SpecProblem]):
+        self.problems = list(problems)
+        super().__init__("invalid task:\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
+# ---- the vocabulary: targets and dtypes -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    language: str  # what gpu_harness.build compiles: "cpp" or "cuda"
+    needs_gpu: bool
+    supported: bool  # whether the generic task (data_task.py) can run it yet
+    source_suffix: str
+
+
+TARGETS = {
+    "cpu": Target("cpu", "cpp", needs_gpu=False, supported=True, source_suffix=".cpp"),
+    # declared so that a spec for it parses and checks; the generic task does not run it yet
+    "cuda-sm90": Target("cuda-sm90", "cuda", needs_gpu=True, supported=False, source_suffix=".cu"),
+}
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    c_type: str  # as written in the generated C declaration
+    numpy: str | None  # numpy's name for it (None: no numpy type, e.g. bfloat16)
+    itemsize: int
+    kind: str  # "float" or "int"
+    targets: tuple[str, ...]  # where it may be a tensor's element type
+
+
+DTYPES = {
+    d.name: d
+    for d in (
+        DType("float32", "float", "float32", 4, "float", ("cpu", "cuda-sm90")),
+        DType("float64", "double", "float64", 8, "float", ("cpu", "cuda-sm90")),
+        DType("float16", "__half", "float16", 2, "float", ("cuda-sm90",)),
+        DType("bfloat16", "__nv_bfloat16", None, 2, "float", ("cuda-sm90",)),
+        DType("int8", "int8_t", "int8", 1, "int", ("cpu", "cuda-sm90")),
+        DType("uint8", "uint8_t", "uint8", 1, "int", ("cpu", "cuda-sm90")),
+        DType("int32", "int32_t", "int32", 4, "int", ("cpu", "cuda-sm90")),
+        DType("int64", "int64_t", "int64", 8, "int", ("cpu", "cuda-sm90")),
+    )
+}
+# scalars are passed by value; `int` and `float` read as the C declaration every kernel writer expects
+SCALAR_C_TYPES = {"int32": "int", "int64": "int64_t", "float32": "float", "float64": "double"}
+DISTRIBUTIONS = {"normal": ("mean", "std"), "uniform": ("low", "high"), "integers": ("low", "high")}
+
+# what a task may change of the harness's timing, and within which bounds: a task tunes for its machine's
+# noise, it never switches a check off (the bounds keep the host clock, the spot checks and the repeats)
+TIMING_KEYS = {  # key of gpu_harness/evaluate.py's TIMING -> (lowest, highest)
+    "budget_ms": (1.0, 2000.0),
+    "min_reps": (1, 100),
+    "max_reps": (1, 200),
+    "early_min": (3, 100),
+    "ci_rel": (0.001, 0.05),
+    "checks": (1, 3),  # < exchange.SLOTS: the child never waits for a slot in the middle of timing
+    "batch_ms": (1.0, 500.0),
+    "batch_max": (10, 10000),
+}
+HOST_CLOCK_KEYS = {  # verdict.TimingLimits field -> (lowest, highest)
+    "host_ratio": (1.0, 2.0),
+    "host_overhead_ms": (0.0, 1.0),
+    "batch_latency_ms": (0.0, 50.0),
+}
+CALL_TIMEOUT_KEYS = {"base_s": (1.0, 600.0), "min_rate": (1e6, 1e15)}
+# the child's environment: a task may add variables, never these (the loader, Python, the harness's own)
+FORBIDDEN_ENV_PREFIXES = ("LD_", "PYTHON", "KSEEK_", "CUDA_", "NVIDIA_", "PATH")
+
+
+# ---- formulas: arithmetic on scenario symbols, parsed with ast, never eval'd ------------------------------
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Pow: lambda a, b: _power(a, b),
+}
+
+
+def _power(a, b):
+    if abs(b) > 64:  # a spec's formula counts operations; "9**9**9" would only stall the loader
+        raise ValueError(f"exponent {b} is too large")
+    return a**b
+
+
+_FUNCS = {"min": min, "max": max}
+FORMULA_HELP = "numbers, scenario symbols, + - * / // ** ( ) and min()/max()"
+
+
+@dataclass(frozen=True, eq=False)
+class Formula:
+    """An arithmetic expression of scenario symbols, e.g. "2*m*n*k"."""
+
+    text: str
+    symbols: frozenset[str]
+    _fn: object = field(repr=False, compare=False)
+
+    def __call__(self, params: dict):
+        return self._fn(params)
+
+
+class FormulaError(ValueError):
+    pass
+
+
+def parse_formula(text) -> Formula:
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise FormulaError(f"expected a formula (a string or a number), got {type(text).__name__}")
+    src = str(text)
+    try:
+        tree = ast.parse(src.strip(), mode="eval")
+    except SyntaxError as e:
+        raise FormulaError(f"{src!r} does not parse: {e.msg}") from None
+    symbols: set[str] = set()
+    fn = _compile(tree.body, src, symbols)
+    return Formula(src, frozenset(symbols), fn)
+
+
+def _compile(node, src: str, symbols: set):
+    """The node as a closure over params (a tree of small functions: fast to call, nothing eval'd)."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        value = node.value
+        return lambda p: value
+    if isinstance(node, ast.Name):
+        name = node.id
+        symbols.add(name)
+        return lambda p: p[name]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        op, left, right = _BINOPS[type(node.op)], _compile(node.left, src, symbols), _compile(node.right, src, symbols)
+        return lambda p: op(left(p), right(p))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner, sign = _compile(node.operand, src, symbols), -1 if isinstance(node.op, ast.USub) else 1
+        return lambda p: sign * inner(p)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCS
+        and node.args
+        and not node.keywords
+    ):
+        f, args = _FUNCS[node.func.id], [_compile(a, src, symbols) for a in node.args]
+        return lambda p: f(*(a(p) for a in args))
+    piece = ast.get_source_segment(src.strip(), node) or type(node).__name__
+    raise FormulaError(f"{src!r}: {piece!r} is not allowed (a formula may use {FORMULA_HELP})")
+
+
+# ---- the spec --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputInit:
+    dist: str  # "normal", "uniform", "integers", or "function" (reference.py makes it)
+    a: float  # mean (normal) or low
+    b: float  # std (normal) or high
+    function: str = ""  # dist "function": name(rng, shape, params) in reference.py returns the array
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of the exported C function, in order."""
+
+    name: str
+    kind: str  # "input", "output" or "scalar"
+    dtype: str
+    shape: tuple[str, ...] = ()  # tensors: a symbol or a number per dimension
+    init: InputInit | None = None  # inputs
+    value: Formula | None = None  # scalars: bound to the scenario's symbols
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind in ("input", "output")
+
+    def c_declaration(self) -> str:
+        if self.kind == "scalar":
+            return f"{SCALAR_C_TYPES[self.dtype]} {self.name}"
+        const = "const " if self.kind == "input" else ""
+        return f"{const}{DTYPES[self.dtype].c_type}* {self.name}"
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    id: str
+    params: dict
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rule: str  # "baseline" (k x a baseline's own error + floor), "rel_l2" (a fixed bound), "allclose"
+    baseline: str = ""
+    factor: float = 2.0
+    floor: float = 0.0
+    default_error: float = 1e-6  # used when the baseline's own error could not be measured
+    rel_l2: float = 0.0
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    def describe(self) -> str:
+        if self.rule == "baseline":
+            return f"{self.factor:g} x {self.baseline}'s own error + {self.floor:g}"
+        if self.rule == "rel_l2":
+            return f"relative L2 error <= {self.rel_l2:g}"
+        return f"|out - ref| <= {self.atol:g} + {self.rtol:g} x |ref|, element by element"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    function: str = ""  # a function of reference.py, called like the kernel (writes the outputs)
+    kernel: Path | None = None  # a source the harness compiles like a candidate
+    warm: bool = False  # its first call of a shape is slow: the child calls it once while the judge works
+
+    def describe(self, folder: Path) -> str:
+        if self.function:
+            return f"{self.name} (reference.py:{self.function})"
+        return f"{self.name} (kernel {_relative(self.kernel, folder)})"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    folder: Path
+    description: str
+    target: Target
+    symbol: str
+    args: tuple[Arg, ...]
+    starting_kernel: Path | None
+    reference_function: str
+    scenarios: tuple[ScenarioSpec, ...]
+    quick_ids: tuple[str, ...]
+    tolerance: Tolerance
+    baselines: dict  # name -> Baseline, in the order written
+    default_baselines: tuple[str, ...]
+    flops: Formula
+    bytes: Formula | None  # None: inputs read once + outputs written once, from the ABI
+    goal_baseline: str
+    goal_speedup: float
+    timing: dict  # overrides of evaluate.TIMING
+    host_clock: dict  # overrides of verdict.TimingLimits
+    call_timeout_base_s: float
+    call_timeout_min_rate: float
+    child_env: dict
+    cheats: Path | None
+
+    @property
+    def inputs(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.kind == "input")
+
+    @property
+    def outputs(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.kind == "output")
+
+    @property
+    def scalars(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.kind == "scalar")
+
+    @property
+    def reference_path(self) -> Path:
+        return self.folder / REFERENCE_FILE
+
+    def abi(self) -> str:
+        """The exported symbol's C declaration: what the agent is shown and the kernel must define."""
+        return f'extern "C" int {self.symbol}({", ".join(a.c_declaration() for a in self.args)});'
+
+    def shape(self, arg: Arg, params: dict) -> tuple[int, ...]:
+        return tuple(int(params[d]) if isinstance(d, str) else int(d) for d in arg.shape)
+
+    def smallest_scenario(self) -> ScenarioSpec:
+        """The scenario with the fewest tensor elements (where the reference is tried first)."""
+
+        def size(sc):
+            return sum(math.prod(self.shape(a, sc.params)) for a in self.args if a.is_tensor)
+
+        return min(self.scenarios, key=size)
+
+
+def _relative(path: Path | None, folder: Path) -> str:
+    if path is None:
+        return "-"
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        import os
+
+        return os.path.relpath(path, folder)
+
+
+# ---- finding lines: tomllib gives none, so the text is scanned for the key ----------------------------------
+
+
+class _Lines:
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+
+    def header(self, name: str, index: int = 0) -> int | None:
+        """Line of the index-th `[name]` or `[[name]]` header."""
+        pat = re.compile(r"^\s*\[\[?\s*" + re.escape(name) + r"\s*\]\]?\s*(#.*)?$")
+        hits = [i + 1 for i, line in enumerate(self.lines) if pat.match(line)]
+        return hits[index] if index < len(hits) else None
+
+    def key(self, key: str, after: int | None = 0, containing: str | None = None) -> int | None:
+        """First line at or after `after` that sets `key` (as `key =` or `key = ...` inline) and contains
+        `containing`; None when not found."""
+        pat = re.compile(r"(^|[\s{,])" + re.escape(key) + r"\s*=")
+        start = after or 0
+        for i in range(max(0, start - 1), len(self.lines)):
+            line = self.lines[i]
+            if pat.search(line.split("#", 1)[0]) and (containing is None or containing in line):
+                return i + 1
+        return after or None
+
+    def containing(self, text: str, after: int | None = 0) -> int | None:
+        for i in range(max(0, (after or 0) - 1), len(self.lines)):
+            if text in self.lines[i]:
+                return i + 1
+        return after or None
+
+
+# ---- loading ---------------------------------------------------------------------------------------------
+
+
+def load_spec(folder: str | Path) -> TaskSpec:
+    """Read and check the task folder; raises TaskSpecError naming every problem found."""
+    folder = Path(folder).resolve()
+    path = folder / SPEC_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TaskSpecError([SpecProblem(str(path), "task.toml", f"cannot read it: {e}")]) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise TaskSpecError(
+            [SpecProblem(str(path), "task.toml", f"not valid TOML: {e}", int(m.group(1)) if m else None)]
+        ) from None
+    return _SpecReader(folder, path, text, data).read()
+
+
+class _SpecReader:
+    """One pass over the parsed TOML, collecting problems rather than stopping at the first."""
+
+    def __init__(self, folder: Path, path: Path, text: str, data: dict):
+        self.folder, self.path, self.data = folder, path, data
+        self.lines = _Lines(text)
+        self.problems: list[SpecProblem] = []
+
+    def problem(self, fieldname: str, message: str, line: int | None = None) -> None:
+        self.problems.append(SpecProblem(str(self.path), fieldname, message, line))
+
+    def table(self, key: str) -> dict:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict):
+            self.problem(key, f"must be a table ([{key}])", self.lines.key(key))
+            return {}
+        return value
+
+    def read(self) -> TaskSpec:
+        name = self.folder.name
+        if not NAME_RE.match(name):
+            self.problem("name", f"the folder's name {name!r} is the task's name: use lowercase letters, digits, _")
+        known = {
+            "description",
+            "target",
+            "kernel",
+            "args",
+            "reference",
+            "scenarios",
+            "tolerance",
+            "baselines",
+            "formulas",
+            "goal",
+            "timing",
+            "host_clock",
+            "call_timeout",
+            "child",
+            "cheats",
+        }
+        for key in self.data:
+            if key not in known:
+                line = self.lines.header(key) or self.lines.key(key)
+                self.problem(key, f"unknown field (known: {', '.join(sorted(known))})", line)
+        target = self.read_target()
+        symbol, starting = self.read_kernel(target)
+        args = self.read_args(target)
+        reference_function = self.read_reference()
+        scenarios, quick = self.read_scenarios(args)
+        flops, nbytes = self.read_formulas(scenarios)
+        baselines, defaults = self.read_baselines()
+        tolerance = self.read_tolerance(baselines)
+        goal_baseline, goal_speedup = self.read_goal(baselines)
+        timing, host_clock, (base_s, min_rate) = self.read_timing()
+        child_env = self.read_child()
+        cheats = self.read_cheats()
+        self.check_symbols(args, scenarios)
+        if self.problems:
+            raise TaskSpecError(self.problems)
+        return TaskSpec(
+            name=name,
+            folder=self.folder,
+            description=str(self.data.get("description", "")),
+            target=target,
+            symbol=symbol,
+            args=tuple(args),
+            starting_kernel=starting,
+            reference_function=reference_function,
+            scenarios=tuple(scenarios),
+            quick_ids=tuple(quick),
+            tolerance=tolerance,
+            baselines=baselines,
+            default_baselines=tuple(defaults),
+            flops=flops,
+            bytes=nbytes,
+            goal_baseline=goal_baseline,
+            goal_speedup=goal_speedup,
+            timing=timing,
+            host_clock=host_clock,
+            call_timeout_base_s=base_s,
+            call_timeout_min_rate=min_rate,
+            child_env=child_env,
+            cheats=cheats,
+        )
+
+    # -- target and kernel --
+    def read_target(self) -> Target:
+        value = self.data.get("target")
+        if value not in TARGETS:
+            self.problem("target", f"{value!r} is not a target (known: {', '.join(TARGETS)})", self.lines.key("target"))
+            return TARGETS["cpu"]
+        return TARGETS[value]
+
+    def read_kernel(self, target: Target) -> tuple[str, Path | None]:
+        kernel = self.table("kernel")
+        line = self.lines.header("kernel")
+        symbol = kernel.get("symbol")
+        if not isinstance(symbol, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", symbol or ""):
+            self.problem("kernel.symbol", f"{symbol!r} is not a C identifier", self.lines.key("symbol", line) or line)
+            symbol = "kernel"
+        starting = kernel.get("starting")
+        if starting is None:
+            return symbol, None
+        path = self.file_field("kernel.starting", starting, self.lines.key("starting", line))
+        if path is not None and path.suffix != target.source_suffix:
+            self.problem(
+                "kernel.starting",
+                f"{path.name}: a {target.name} kernel is a {target.source_suffix} file",
+                self.lines.key("starting", line),
+            )
+        return symbol, path
+
+    def file_field(self, fieldname: str, value, line) -> Path | None:
+        if not isinstance(value, str) or not value:
+            self.problem(fieldname, f"expected a path (relative to the task folder), got {value!r}", line)
+            return None
+        path = (self.folder / value).resolve()
+        if not path.is_file():
+            self.problem(fieldname, f"{value}: no such file ({path})", line)
+            return None
+        return path
+
+    # -- the ABI --
+    def read_args(self, target: Target) -> list[Arg]:
+        raw = self.data.get("args")
+        if not isinstance(raw, list) or not raw:
+            self.problem("args", "the kernel's arguments, in order, as [[args]] tables: none given", None)
+            return []
+        out, seen = [], set()
+        for i, item in enumerate(raw):
+            line = self.lines.header("args", i)
+            where = f"args[{i}]"
+            if not isinstance(item, dict):
+                self.problem(where, "must be a table", line)
+                continue
+            name = item.get("name")
+            if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+                self.problem(f"{where}.name", f"{name!r} is not a C identifier", self.lines.key("name", line))
+                continue
+            where = f"args.{name}"
+            if name in seen:
+                self.problem(f"{where}.name", "a second argument of this name", self.lines.key("name", line))
+            seen.add(name)
+            for key in item:
+                if key not in ("name", "kind", "dtype", "shape", "init", "value"):
+                    self.problem(f"{where}.{key}", "unknown field", self.lines.key(key, line))
+            kind = item.get("kind")
+            if kind not in ("input", "output", "scalar"):
+                self.problem(
+                    f"{where}.kind", f"{kind!r}: expected input, output or scalar", self.lines.key("kind", line)
+                )
+                continue
+            dtype = item.get("dtype")
+            dline = self.lines.key("dtype", line)
+            if kind == "scalar":
+                if dtype not in SCALAR_C_TYPES:
+                    self.problem(
+                        f"{where}.dtype", f"unknown scalar dtype {dtype!r} (known: {', '.join(SCALAR_C_TYPES)})", dline
+                    )
+                    continue
+                vline = self.lines.key("value", line)
+                if "value" not in item:
+                    self.problem(f"{where}.value", "a scalar needs a value (a formula of the scenario's symbols)", line)
+                    continue
+                try:
+                    value = parse_formula(item["value"])
+                except FormulaError as e:
+                    self.problem(f"{where}.value", str(e), vline)
+                    continue
+                out.append(Arg(name, kind, dtype, value=value))
+                continue
+            if dtype not in DTYPES:
+                self.problem(f"{where}.dtype", f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})", dline)
+                continue
+            if target.name not in DTYPES[dtype].targets:
+                self.problem(f"{where}.dtype", f"{dtype} is not available on target {target.name}", dline)
+                continue
+            shape = item.get("shape")
+            sline = self.lines.key("shape", line)
+            if not isinstance(shape, list) or not all(
+                (isinstance(d, str) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", d)) or (type(d) is int and d >= 0)
+                for d in shape
+            ):
+                self.problem(
+                    f"{where}.shape", f'{shape!r}: expected a list of symbols or sizes, e.g. ["m", "k"]', sline
+                )
+                continue
+            init = None
+            if kind == "input":
+                init = self.read_init(where, item.get("init"), DTYPES[dtype], self.lines.key("init", line) or line)
+                if init is None:
+                    continue
+            elif "init" in item:
+                self.problem(f"{where}.init", "an output is not made from the seed (it is poisoned)", line)
+            out.append(Arg(name, kind, dtype, shape=tuple(shape), init=init))
+        if out and not any(a.kind == "output" for a in out):
+            self.problem("args", "no argument is an output: there would be nothing to judge", None)
+        return out
+
+    def read_init(self, where: str, init, dtype: DType, line) -> InputInit | None:
+        if init is None:
+            init = {"dist": "normal"} if dtype.kind == "float" else None
+        if not isinstance(init, dict):
+            self.problem(f"{where}.init", 'how the input is made from the seed, e.g. {dist = "normal"}', line)
+            return None
+        if "function" in init:
+            fn = init["function"]
+            if not isinstance(fn, str) or not fn.isidentifier() or set(init) != {"function"}:
+                self.problem(f"{where}.init", 'a function of reference.py alone: {function = "make_x"}', line)
+                return None
+            return InputInit("function", 0.0, 0.0, function=fn)
+        dist = init.get("dist")
+        if dist not in DISTRIBUTIONS:
+            known = ", ".join(DISTRIBUTIONS)
+            self.problem(
+                f"{where}.init.dist", f"{dist!r}: expected one of {known} (or init = {{function = ...}})", line
+            )
+            return None
+        if dist == "integers" and dtype.kind != "int" or dist != "integers" and dtype.kind != "float":
+            self.problem(f"{where}.init.dist", f"{dist} does not make {dtype.name} values", line)
+            return None
+        a_key, b_key = DISTRIBUTIONS[dist]
+        defaults = {"normal": (0.0, 1.0), "uniform": (0.0, 1.0), "integers": (None, None)}[dist]
+        vals = []
+        for key, default in zip((a_key, b_key), defaults, strict=True):
+            v = init.get(key, default)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                self.problem(f"{where}.init.{key}", f"expected a number, got {v!r}", line)
+                return None
+            vals.append(float(v))
+        for key in init:
+            if key not in ("dist", a_key, b_key):
+                self.problem(f"{where}.init.{key}", f"unknown field for dist = {dist!r}", line)
+        if dist == "normal" and not vals[1] > 0 or dist != "normal" and not vals[0] < vals[1]:
+            self.problem(f"{where}.init", f"an empty range: {a_key} = {vals[0]:g}, {b_key} = {vals[1]:g}", line)
+            return None
+        return InputInit(dist, vals[0], vals[1])
+
+    def read_reference(self) -> str:
+        ref = self.table("reference")
+        fn = ref.get("function", "reference")
+        if not isinstance(fn, str) or not fn.isidentifier():
+            self.problem("reference.function", f"{fn!r} is not a function name", self.lines.key("function"))
+        if not (self.folder / REFERENCE_FILE).is_file():
+            self.problem("reference", f"{REFERENCE_FILE} is missing from {self.folder}", None)
+        return fn if isinstance(fn, str) else "reference"
+
+    # -- scenarios --
+    def read_scenarios(self, args: list[Arg]) -> tuple[list[ScenarioSpec], list[str]]:
+        sc = self.table("scenarios")
+        head = self.lines.header("scenarios")
+        template = sc.get("id")
+        tline = self.lines.key("id", head)
+        fields = None
+        if not isinstance(template, str) or not template:
+            self.problem("scenarios.id", 'an id template such as "m{m}_n{n}" is needed (stable ids)', tline or head)
+        else:
+            try:
+                fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+            except ValueError as e:
+                self.problem("scenarios.id", f"{template!r}: {e}", tline)
+            if fields is not None and (not fields or not all(f.isidentifier() for f in fields)):
+                self.problem("scenarios.id", f"{template!r}: each {{field}} must be one symbol's name", tline)
+                fields = None
+        params_list: list[tuple[dict, int | None]] = []
+        listed = sc.get("list", [])
+        lline = self.lines.key("list", head)
+        if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+            self.problem("scenarios.list", "expected a list of tables, e.g. [{m = 1, n = 2}]", lline)
+            listed = []
+        params_list += [(dict(p), lline) for p in listed]
+        products = sc.get("product", [])
+        if isinstance(products, dict):
+            products = [products]
+        if not isinstance(products, list):
+            self.problem("scenarios.product", "expected [[scenarios.product]] tables of axes", None)
+            products = []
+        for i, axes in enumerate(products):
+            pline = self.lines.header("scenarios.product", i) or lline
+            if not isinstance(axes, dict) or not axes or not all(isinstance(v, list) and v for v in axes.values()):
+                self.problem(f"scenarios.product[{i}]", "each axis is a non-empty list of values", pline)
+                continue
+            keys = list(axes)
+            params_list += [(dict(zip(keys, combo, strict=True)), pline) for combo in itertools.product(*axes.values())]
+        if not params_list:
+            self.problem("scenarios", "no scenarios: give scenarios.list and/or [[scenarios.product]]", head)
+        out, where_id = [], {}
+        for params, line in params_list:
+            bad = [k for k, v in params.items() if isinstance(v, bool) or not isinstance(v, (int, float, str))]
+            if bad or not all(isinstance(k, str) and k.isidentifier() for k in params):
+                self.problem("scenarios", f"{params!r}: values must be numbers or strings keyed by symbol", line)
+                continue
+            if fields is None:
+                continue
+            missing = [f for f in fields if f not in params]
+            if missing:
+                self.problem("scenarios.id", f"{template!r} needs {', '.join(missing)}, which {params} lacks", tline)
+                continue
+            try:
+                sid = template.format(**params)
+            except (ValueError, TypeError) as e:
+                self.problem("scenarios.id", f"{template!r} with {params}: {e}", tline)
+                continue
+            if sid in where_id:
+                self.problem(
+                    "scenarios.id",
+                    f"duplicate scenario id {sid!r} ({params} and {where_id[sid]}): the template must tell them apart",
+                    line,
+                )
+                continue
+            where_id[sid] = params
+            out.append(ScenarioSpec(sid, params))
+        quick = sc.get("quick", [])
+        qline = self.lines.key("quick", head)
+        if not isinstance(quick, list) or not all(isinstance(q, str) for q in quick) or not quick:
+            self.problem("scenarios.quick", "a non-empty list of scenario ids (the quick subset)", qline or head)
+            quick = []
+        for q in quick:
+            if fields is not None and q not in where_id:
+                self.problem(
+                    "scenarios.quick", f"{q!r} is not a scenario id", self.lines.containing(f'"{q}"', qline) or qline
+                )
+        if len(set(quick)) != len(quick):
+            self.problem("scenarios.quick", "an id is listed twice", qline)
+        return out, quick
+
+    def read_formulas(self, scenarios) -> tuple[Formula, Formula | None]:
+        f = self.table("formulas")
+        head = self.lines.header("formulas")
+        parsed = {}
+        for key in ("flops", "bytes"):
+            line = self.lines.key(key, head)
+            if key not in f:
+                if key == "flops":
+                    self.problem("formulas.flops", 'the useful operations of one call, e.g. "2*m*n*k"', head)
+                parsed[key] = None
+                continue
+            try:
+                parsed[key] = parse_formula(f[key])
+            except FormulaError as e:
+                self.problem(f"formulas.{key}", str(e), line)
+                parsed[key] = None
+        for key in f:
+            if key not in ("flops", "bytes"):
+                self.problem(f"formulas.{key}", "unknown field (known: flops, bytes)", self.lines.key(key, head))
+        flops = parsed["flops"] or parse_formula("0")
+        return flops, parsed["bytes"]
+
+    # -- judging --
+    def read_baselines(self) -> tuple[dict, list[str]]:
+        b = self.table("baselines")
+        head = self.lines.header("baselines")
+        out = {}
+        for name, item in b.items():
+            if name == "default":
+                continue
+            line = self.lines.key(name, head) or self.lines.header(f"baselines.{name}")
+            where = f"baselines.{name}"
+            if not isinstance(item, dict):
+                self.problem(where, 'expected a table: {function = "..."} or {kernel = "file"}', line)
+                continue
+            unknown = [k for k in item if k not in ("function", "kernel", "warm")]
+            if unknown:
+                self.problem(where, f"unknown field(s) {', '.join(unknown)}", line)
+            if ("function" in item) == ("kernel" in item):
+                self.problem(where, "give exactly one of function (in reference.py) or kernel (a source file)", line)
+                continue
+            warm = item.get("warm", False)
+            if not isinstance(warm, bool):
+                self.problem(f"{where}.warm", "true or false", line)
+                warm = False
+            if "function" in item:
+                fn = item["function"]
+                if not isinstance(fn, str) or not fn.isidentifier():
+                    self.problem(f"{where}.function", f"{fn!r} is not a function name", line)
+                    continue
+                out[name] = Baseline(name, function=fn, warm=warm)
+            else:
+                path = self.file_field(f"{where}.kernel", item["kernel"], line)
+                if path is not None:
+                    out[name] = Baseline(name, kernel=path, warm=warm)
+        defaults = b.get("default", list(out))
+        dline = self.lines.key("default", head)
+        if not isinstance(defaults, list) or not all(isinstance(d, str) for d in defaults):
+            self.problem("baselines.default", "a list of baseline names", dline)
+            defaults = []
+        for d in defaults:
+            if d not in out:
+                self.problem("baselines.default", f"{d!r} is not a baseline (known: {', '.join(out)})", dline)
+        return out, defaults
+
+    def read_tolerance(self, baselines: dict) -> Tolerance:
+        t = self.table("tolerance")
+        head = self.lines.header("tolerance")
+
+        def number(key, default=None):
+            v = t.get(key, default)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                self.problem(
+                    f"tolerance.{key}", f"expected a number >= 0, got {v!r}", self.lines.key(key, head) or head
+                )
+                return 0.0
+            return float(v)
+
+        if "baseline" in t:
+            name = t["baseline"]
+            if name not in baselines or not baselines[name].function:
+                self.problem(
+                    "tolerance.baseline",
+                    f"{name!r} is not a function baseline (known: "
+                    f"{', '.join(n for n, b in baselines.items() if b.function) or 'none'})",
+                    self.lines.key("baseline", head),
+                )
+            factor = number("factor", 2.0)
+            if factor < 1.0:
+                self.problem(
+                    "tolerance.factor", "below 1: the baseline itself would fail", self.lines.key("factor", head)
+                )
+            self.only(t, head, {"baseline", "factor", "floor", "default_error"})
+            return Tolerance(
+                "baseline",
+                baseline=str(name),
+                factor=factor,
+                floor=number("floor", 0.0),
+                default_error=number("default_error", 1e-6),
+            )
+        if "rel_l2" in t:
+            self.only(t, head, {"rel_l2"})
+            return Tolerance("rel_l2", rel_l2=number("rel_l2"))
+        if "atol" in t or "rtol" in t:
+            self.only(t, head, {"atol", "rtol"})
+            return Tolerance("allclose", atol=number("atol", 0.0), rtol=number("rtol", 0.0))
+        self.problem("tolerance", "give baseline (+ factor, floor), rel_l2, or atol/rtol", head)
+        return Tolerance("rel_l2", rel_l2=0.0)
+
+    def only(self, table: dict, head, allowed: set) -> None:
+        for key in table:
+            if key not in allowed:
+                self.problem(
+                    f"tolerance.{key}",
+                    f"not used with this rule (its fields: {', '.join(sorted(allowed))})",
+                    self.lines.key(key, head),
+                )
+
+    def read_goal(self, baselines: dict) -> tuple[str, float]:
+        g = self.table("goal")
+        head = self.lines.header("goal")
+        base, speedup = g.get("baseline"), g.get("speedup")
+        if base not in baselines:
+            self.problem(
+                "goal.baseline",
+                f"{base!r} is not a baseline (known: {', '.join(baselines)})",
+                self.lines.key("baseline", head) or head,
+            )
+        if isinstance(speedup, bool) or not isinstance(speedup, (int, float)) or not speedup > 0:
+            self.problem(
+                "goal.speedup", f"expected a number > 0, got {speedup!r}", self.lines.key("speedup", head) or head
+            )
+            speedup = 1.0
+        return str(base), float(speedup)
+
+    def read_timing(self) -> tuple[dict, dict, tuple[float, float]]:
+        def bounded(section: str, allowed: dict) -> dict:
+            table = self.table(section)
+            head = self.lines.header(section)
+            out = {}
+            for key, v in table.items():
+                line = self.lines.key(key, head)
+                if key not in allowed:
+                    self.problem(f"{section}.{key}", f"unknown field (known: {', '.join(allowed)})", line)
+                    continue
+                lo, hi = allowed[key]
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+                    self.problem(f"{section}.{key}", f"{v!r}: must lie in [{lo:g}, {hi:g}]", line)
+                    continue
+                out[key] = type(lo)(v) if isinstance(lo, int) else float(v)
+            return out
+
+        timing = bounded("timing", TIMING_KEYS)
+        host = bounded("host_clock", HOST_CLOCK_KEYS)
+        call = bounded("call_timeout", CALL_TIMEOUT_KEYS)
+        return timing, host, (call.get("base_s", 20.0), call.get("min_rate", 1e9))
+
+    def read_child(self) -> dict:
+        child = self.table("child")
+        head = self.lines.header("child")
+        env = child.get("env", {})
+        for key in child:
+            if key != "env":
+                self.problem(f"child.{key}", "unknown field (known: env)", self.lines.key(key, head))
+        if not isinstance(env, dict):
+            self.problem("child.env", "a table of environment variables", self.lines.key("env", head))
+            return {}
+        out = {}
+        for k, v in env.items():
+            if not isinstance(v, str) or not re.match(r"^[A-Z_][A-Z0-9_]*$", k):
+                self.problem(f"child.env.{k}", "names are UPPER_CASE, values strings", self.lines.key(k, head))
+            elif k.startswith(FORBIDDEN_ENV_PREFIXES):
+                self.problem(
+                    f"child.env.{k}",
+                    "a task may not set this variable (the loader's or the harness's own)",
+                    self.lines.key(k, head),
+                )
+            else:
+                out[k] = v
+        return out
+
+    def read_cheats(self) -> Path | None:
+        value = self.data.get("cheats")
+        if value is None:
+            default = self.folder / "cheats"
+            return default if default.is_dir() else None
+        path = (self.folder / str(value)).resolve()
+        if not path.is_dir():
+            self.problem("cheats", f"{value}: no such folder", self.lines.key("cheats"))
+            return None
+        return path
+
+    # -- symbols: every symbol a shape, scalar or formula uses must be defined by every scenario --
+    def check_symbols(self, args: list[Arg], scenarios: list[ScenarioSpec]) -> None:
+        if not scenarios:
+            return
+        users = []  # (field, line, symbols, the formula to compute on every scenario)
+        for i, a in enumerate(args):
+            line = self.lines.header("args", i)
+            if a.is_tensor:
+                syms = {d for d in a.shape if isinstance(d, str)}
+                users.append((f"args.{a.name}.shape", self.lines.key("shape", line), syms, None))
+            else:
+                users.append((f"args.{a.name}.value", self.lines.key("value", line), set(a.value.symbols), a.value))
+        f = self.data.get("formulas", {}) if isinstance(self.data.get("formulas"), dict) else {}
+        head = self.lines.header("formulas")
+        for key in ("flops", "bytes"):
+            try:
+                formula = parse_formula(f[key]) if key in f else None
+            except FormulaError:
+                continue
+            if formula is not None:
+                users.append((f"formulas.{key}", self.lines.key(key, head), set(formula.symbols), formula))
+        for fieldname, line, syms, formula in users:
+            lacking_any = False
+            for s in sorted(syms):
+                lacking = [sc.id for sc in scenarios if s not in sc.params]
+                lacking_any = lacking_any or bool(lacking)
+                if len(lacking) == len(scenarios):
+                    self.problem(fieldname, f"symbol {s!r} is defined by no scenario", line)
+                elif lacking:
+                    self.problem(
+                        fieldname, f"symbol {s!r} is not defined by scenario(s) {', '.join(lacking[:3])}", line
+                    )
+            if formula is None or lacking_any:
+                continue
+            for sc in scenarios:  # a formula that cannot be computed on a scenario is the spec's error, found now
+                try:
+                    value = formula(sc.params)
+                    ok = type(value) in (int, float) and math.isfinite(value)
+                except (ArithmeticError, TypeError, ValueError) as e:
+                    value, ok = f"{type(e).__name__}: {e}", False
+                counts = fieldname.startswith("formulas.")  # FLOP and byte counts are never negative
+                if not ok or (counts and value < 0):
+                    want = "a number >= 0" if counts else "a number"
+                    self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {value!r} is not {want}", line)
+                    break
+        for a in args:
+            if not a.is_tensor:
+                continue
+            for sc in scenarios:
+                dims = [sc.params.get(d, 0) if isinstance(d, str) else d for d in a.shape]
+                if not all(type(d) is int and d >= 0 for d in dims):
+                    self.problem(f"args.{a.name}.shape", f"scenario {sc.id}: sizes must be integers >= 0, got {dims}")
+                    break

@@ -1,0 +1,27 @@
+"""sync_tasks with task folders from KSEEK_TASKS_DIR: a folder's own [goal] is used when policy.toml has none,
+and a broken folder is skipped with its reason instead of stopping the others."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from gpu_harness.taskscaffold import scaffold
+from runs.models import Task
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_folder_task_is_mirrored_with_its_own_goal_and_a_broken_one_is_skipped(tmp_path, monkeypatch):
+    scaffold("demo_op", tmp_path)
+    broken = scaffold("broken_op", tmp_path)
+    (broken / "task.toml").write_text((broken / "task.toml").read_text().replace('"float32"', '"float33"', 1))
+    monkeypatch.setenv("KSEEK_TASKS_DIR", str(tmp_path))
+    err = io.StringIO()
+    call_command("sync_tasks", stdout=io.StringIO(), stderr=err)
+    demo = Task.objects.get(name="demo_op")
+    assert demo.target == "cpu" and (demo.goal_baseline, demo.goal_speedup) == ("numpy", 1.0)
+    assert "kseek_demo_op" in demo.description and len(demo.scenario_ids) == 10
+    assert not Task.objects.filter(name="broken_op").exists()
+    assert "task broken_op: skipped" in err.getvalue() and "unknown dtype 'float33'" in err.getvalue()
+    assert Task.objects.filter(name="matmul_cpu").exists()
