@@ -15,6 +15,8 @@
 //    memory, softmax in registers, P converted in registers into the A operand of the second wgmma
 //    O += P V (V read N-major straight from its [key][d] tile), with S of the next block issued before
 //    the softmax of this one. setmaxnreg moves registers from the producer to the consumers.
+//    attn_wgmma_persistent_kernel runs the same loop with one CTA per SM walking the tiles, so that one
+//    tile's loads overlap the previous tile's end; it serves short non-causal key sequences (Sk <= 1024).
 //  * attn_mma_kernel (the portable fallback): FlashAttention-2 style, 4 warps x 16 rows, mma.sync
 //    m16n8k16 with ldmatrix from padded shared memory filled by cp.async.
 // The host side picks the kernel, builds the TMA descriptors (cuTensorMapEncodeTiled: link with -lcuda)
@@ -487,7 +489,8 @@ template <int D> struct WgShape {
   static constexpr int NCH = (D + 63) / 64, DP = NCH * 64;
   static constexpr int Q_BYTES = NCH * BM * 128;
   static constexpr int KV_BYTES = NCH * BN * 128;  // one K (or V) stage
-  static constexpr int SMEM = 1024 /*alignment slack*/ + Q_BYTES + 2 * ST * KV_BYTES + 8 * (1 + 4 * ST);
+  // barriers: q_full, k/v full/empty per stage, and q_empty (the persistent kernel's)
+  static constexpr int SMEM = 1024 /*alignment slack*/ + Q_BYTES + 2 * ST * KV_BYTES + 8 * (2 + 4 * ST);
 };
 
 template <int D, typename T>
@@ -649,6 +652,208 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
 }
 
 // ------------------------------------------------------------------------------------------------
+// Persistent variant of attn_wgmma_kernel, for short non-causal key sequences (see use_persistent). The
+// per-tile loop body is the same as above; the two stay separate functions because folding both launches into
+// one kernel (versions/v8_persistent_short.cu) made the one-tile-per-CTA path 2-3% slower on every shape
+// (0.973x of v5 over the 90 bf16 harness shapes, bench), for a reason not yet found.
+// ------------------------------------------------------------------------------------------------
+template <int D, typename T>
+__global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
+    attn_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                                 const __grid_constant__ CUtensorMap tmV, T* __restrict__ o, float* __restrict__ lse,
+                                 int B, int Sq, int Sk, int Hq, int Hkv, int causal, float scale_log2) {
+  using S = WgShape<D>;
+  constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, DP = S::DP;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t sQ = (raw + 1023) & ~1023u;  // the 128-byte swizzle pattern repeats every 1024 bytes
+  const uint32_t sK = sQ + S::Q_BYTES;
+  const uint32_t sV = sK + ST * S::KV_BYTES;
+  const uint32_t bar = sV + ST * S::KV_BYTES;
+  const uint32_t q_full = bar;
+  // Q's buffer is free again once every consumer warp has computed the tile's last S = Q K^T: the producer
+  // then brings the next tile's Q while the consumers finish the softmax, the last O += P V and the stores.
+  const uint32_t q_empty = bar + 8 * (1 + 4 * ST);
+  auto k_full = [&](int s) { return bar + 8 * (1 + s); };
+  auto v_full = [&](int s) { return bar + 8 * (1 + ST + s); };
+  // K and V slots are released separately: a K slot is free as soon as S = Q K^T has been computed, which
+  // lets the producer bring K(it+1) while O += P V(it-1) still reads V.
+  auto k_empty = [&](int s) { return bar + 8 * (1 + 2 * ST + s); };
+  auto v_empty = [&](int s) { return bar + 8 * (1 + 3 * ST + s); };
+
+  // Tiles: (query block, head, batch), query blocks fastest, so the CTAs running at one time share a head's
+  // K and V in L2. One CTA per SM takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the ring of K/V stages,
+  // and Q, run on from one tile into the next, so the next tile's loads overlap this one's last blocks and its
+  // stores instead of every CTA starting with an idle load.
+  const int nmb = (Sq + BM - 1) / BM;
+  const int ntiles = nmb * Hq * B;
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const int diag = Sk - Sq;
+  struct Tile { int m0, h, b, nblocks; };
+  auto tile_at = [&](int t) {
+    Tile x;
+    const int mb = t % nmb, bh = t / nmb;
+    x.h = bh % Hq;
+    x.b = bh / Hq;
+    x.m0 = (causal ? nmb - 1 - mb : mb) * BM;  // heaviest causal blocks first
+    const int n_end = causal ? min(Sk, x.m0 + BM + diag) : Sk;
+    x.nblocks = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+    return x;
+  };
+
+  if (tid == 0) {
+    mbar_init(q_full, 1);
+    mbar_init(q_empty, 4 * S::NCW);
+    for (int s = 0; s < ST; ++s) {
+      mbar_init(k_full(s), 1);
+      mbar_init(v_full(s), 1);
+      mbar_init(k_empty(s), 4 * S::NCW);  // one arrival per consumer warp
+      mbar_init(v_empty(s), 4 * S::NCW);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer warpgroup: gives its registers to the consumers, one thread issues every copy.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    if (tid == 0) {
+      int g = 0, ti = 0;  // K/V blocks and tiles with work issued so far: ring slot and barrier parities
+      for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const Tile x = tile_at(t);
+        if (x.nblocks == 0) continue;
+        const int hk = x.h / (Hq / Hkv);
+        mbar_wait(q_empty, (ti & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+        mbar_expect_tx(q_full, S::Q_BYTES);
+        for (int c = 0; c < NCH; ++c) tma_load_4d(sQ + c * BM * 128, &tmQ, q_full, c * 64, x.h, x.m0, x.b);
+        for (int it = 0; it < x.nblocks; ++it, ++g) {
+          const int s = g % ST, ph = (g / ST) & 1;
+          mbar_wait(k_empty(s), ph ^ 1);
+          mbar_expect_tx(k_full(s), S::KV_BYTES);
+          for (int c = 0; c < NCH; ++c)
+            tma_load_4d(sK + s * S::KV_BYTES + c * BN * 128, &tmK, k_full(s), c * 64, hk, it * BN, x.b);
+          mbar_wait(v_empty(s), ph ^ 1);
+          mbar_expect_tx(v_full(s), S::KV_BYTES);
+          for (int c = 0; c < NCH; ++c)
+            tma_load_4d(sV + s * S::KV_BYTES + c * BN * 128, &tmV, v_full(s), c * 64, hk, it * BN, x.b);
+        }
+        ++ti;
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(S::REG));
+    const int cw = wg - 1;  // which 64-row slice of the CTA's queries
+    const int wi = (tid >> 5) & 3, lane = tid & 31;
+
+    float oacc[DP / 2];
+    uint32_t pa[BN / 16][4];
+    float sacc[BN / 2];
+    int g = 0, ti = 0;  // as the producer counts them
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+      const Tile x = tile_at(t);
+      const int m0 = x.m0, nblocks = x.nblocks;
+      const int row0 = m0 + cw * 64 + wi * 16 + (lane >> 2);
+#pragma unroll
+      for (int i = 0; i < DP / 2; ++i) oacc[i] = 0.f;
+      float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+
+      // Software pipeline inside the warpgroup: while the softmax of block it runs on the CUDA cores,
+      // the tensor cores work on O += P(it-1) V(it-1), issued just before it. S(it) = Q K(it)^T is issued
+      // first, so it is ready when the softmax needs it.
+      auto issue_qk = [&](int st) {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          // K-major operands: stepping 16 elements along K inside a swizzled 128-byte row is +32 bytes
+          const uint64_t da = make_desc(sQ + (kk >> 2) * BM * 128 + cw * 64 * 128 + (kk & 3) * 32, 16, 1024);
+          const uint64_t db = make_desc(sK + st * S::KV_BYTES + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024);
+          wgmma_ss<BN, T>(sacc, da, db, kk > 0);
+        }
+      };
+      auto issue_pv = [&](int st) {
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          // V tile is [key][d]: N-major B. 16 keys = two 8-row groups = 2048 bytes; the next 64 columns
+          // of d sit in the next slab, BN*128 bytes on (LBO); 8-key groups are 1024 bytes apart (SBO).
+          const uint64_t db = make_desc(sV + st * S::KV_BYTES + kk * 2048, BN * 128, 1024);
+          wgmma_rs<DP, T>(oacc, pa[kk], db, 1);
+        }
+      };
+      // P in registers becomes the A operand: columns 16kk..16kk+15 of S are exactly the m64k16 A fragment.
+      auto pack_p = [&]() {
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) pa[kk][i] = pack2<T>(sacc[8 * kk + 2 * i], sacc[8 * kk + 2 * i + 1]);
+        }
+      };
+      auto mask_needed = [&](int it) {
+        const int n0 = it * BN;
+        return (n0 + BN > Sk) || (causal && n0 + BN - 1 > m0 + diag);
+      };
+
+      if (nblocks > 0) {
+        const int s0 = g % ST;
+        mbar_wait(q_full, ti & 1);
+        mbar_wait(k_full(s0), (g / ST) & 1);
+        wgmma_fence();
+        issue_qk(s0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        reg_fence(sacc);
+        if (lane == 0) {
+          mbar_arrive(k_empty(s0));
+          if (nblocks == 1) mbar_arrive(q_empty);
+        }
+        float alpha[2];
+        softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(0), row0, 2 * (lane & 3), Sk, causal,
+                               diag);
+        pack_p();
+      }
+      for (int it = 1; it < nblocks; ++it) {
+        const int gi = g + it, s = gi % ST, sp = (gi - 1) % ST;
+        mbar_wait(k_full(s), (gi / ST) & 1);
+        mbar_wait(v_full(sp), ((gi - 1) / ST) & 1);  // long since landed: V(it-1) came with K(it-1)
+        reg_fence(oacc);
+        wgmma_fence();  // no branch between here and the second issue, or ptxas adds its own fence
+        issue_qk(s);
+        wgmma_commit();
+        issue_pv(sp);
+        wgmma_commit();
+        wgmma_wait<1>();  // S(it) is complete; O += P(it-1) V(it-1) may still run
+        reg_fence(sacc);
+        if (lane == 0) {
+          mbar_arrive(k_empty(s));
+          if (it == nblocks - 1) mbar_arrive(q_empty);
+        }
+        float alpha[2];
+        softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(it), row0, it * BN + 2 * (lane & 3), Sk,
+                               causal, diag);
+        wgmma_wait<0>();
+        reg_fence(oacc);
+        if (lane == 0) mbar_arrive(v_empty(sp));
+        rescale_o<DP / 8>(oacc, alpha);
+        pack_p();
+      }
+      if (nblocks > 0) {
+        const int gi = g + nblocks - 1, sp = gi % ST;
+        mbar_wait(v_full(sp), (gi / ST) & 1);
+        reg_fence(oacc);
+        wgmma_fence();
+        issue_pv(sp);
+        wgmma_commit();
+        wgmma_wait<0>();
+        reg_fence(oacc);
+        if (lane == 0) mbar_arrive(v_empty(sp));
+        g += nblocks;
+        ++ti;
+      }
+      store_rows<DP / 8, T>(oacc, m, l, o + ((size_t)x.b * Sq * Hq + x.h) * D, lse + ((size_t)x.b * Hq + x.h) * Sq,
+                            row0, Sq, Hq, D, lane);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
 // Host side
 // ------------------------------------------------------------------------------------------------
 // [B, S, H, D] tensor seen as 4-d (D, H, S, B); box = 64 columns of d x 1 head x `rows` rows x 1 batch.
@@ -690,6 +895,13 @@ template <int D, typename T> static int launch_mma(const Args& a) {
   return cudaLaunchKernel((const void*)attn_mma_kernel<D, T>, grid, dim3(128), args, smem, a.stream) == cudaSuccess ? 0 : 4;
 }
 
+// Persistent grid (one CTA per SM walking the tiles) or one CTA per tile (the hardware hands tiles to SMs as
+// they free up). Persistent pays where tiles are short: harness full grid (v8, H200), the 24 non-causal
+// scenarios with 256 < Sk <= 1024 or d > 64 with Sk <= 256: 1.087x geomean (Sk 113: 1.26x, 512: 1.03 to 1.13x,
+// 1000/1024: 1.00 to 1.06x). It loses on causal masks (tiles of different lengths dealt out statically leave
+// SMs idle at the end: 0.53x to 0.66x at S 4096..16384, bench of v7) and does not gain on longer keys.
+static bool use_persistent(const Args& a) { return !a.causal && a.Sk <= 1024; }
+
 template <int D, typename T> static int launch_wgmma(const Args& a) {
   using S = WgShape<D>;
   CUtensorMap mq, mk, mv;
@@ -699,15 +911,34 @@ template <int D, typename T> static int launch_wgmma(const Args& a) {
   static bool configured = false;
   if (!configured) {
     if (cudaFuncSetAttribute(attn_wgmma_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM) !=
-        cudaSuccess)
+            cudaSuccess ||
+        cudaFuncSetAttribute(attn_wgmma_persistent_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             S::SMEM) != cudaSuccess)
       return 3;
     configured = true;
   }
-  dim3 grid((a.Sq + S::BM - 1) / S::BM, a.Hq, a.B);
   T* o = (T*)a.o;
   float* lse = a.lse;
-  int Sq = a.Sq, Sk = a.Sk, Hq = a.Hq, Hkv = a.Hkv, causal = a.causal;
+  int B = a.B, Sq = a.Sq, Sk = a.Sk, Hq = a.Hq, Hkv = a.Hkv, causal = a.causal;
   float sl2 = a.scale_log2;
+  if (use_persistent(a)) {
+    static int sms = 0;
+    if (!sms) {
+      int dev = 0;
+      if (cudaGetDevice(&dev) != cudaSuccess ||
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+        return 3;
+    }
+    const long long ntiles = (long long)((a.Sq + S::BM - 1) / S::BM) * a.Hq * a.B;
+    if (ntiles > 0x7fffffff) return 1;
+    dim3 grid((unsigned)(ntiles > sms ? sms : ntiles));
+    void* args[] = {&mq, &mk, &mv, &o, &lse, &B, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2};
+    return cudaLaunchKernel((const void*)attn_wgmma_persistent_kernel<D, T>, grid, dim3(S::THREADS), args, S::SMEM,
+                            a.stream) == cudaSuccess
+               ? 0
+               : 4;
+  }
+  dim3 grid((a.Sq + S::BM - 1) / S::BM, a.Hq, a.B);
   void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2};
   return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T>, grid, dim3(S::THREADS), args, S::SMEM, a.stream) ==
                  cudaSuccess

@@ -2,12 +2,14 @@
 
     python3 kernels/attention_fwd_sm90/bench.py check --lib LIB --variant 2 --out check.json
     python3 kernels/attention_fwd_sm90/bench.py time  --lib LIB --variants 2 --grid fa --out time.json
+    python3 kernels/attention_fwd_sm90/bench.py compare --libs v5=A.so,v9=B.so --grid harness --out cmp.json
 
 check: fresh random inputs per shape, outputs poisoned with NaN, O and LSE compared with an fp32 reference
 (computed in chunks), cuDNN's error on the same inputs beside it, and a second run that must agree bit for
 bit. time: triton's do_bench median (25 ms warm-up, 100 ms of repeats), TFLOP/s = 4*B*Hq*Sq*Sk*D, halved for
 causal as 4*B*Hq*Sq*avg_Sk*D with avg_Sk = (max(0, Sk-Sq) + Sk)/2 (the harness's and anchors' count). This is my working bench; the
-release figures come from `python -m gpu_harness eval`.
+release figures come from `python -m gpu_harness eval`. compare: several builds of the kernel and cuDNN on
+the same inputs in one process, per shape and then per head dim against the first build (device_compare.sh).
 """
 
 from __future__ import annotations
@@ -290,6 +292,64 @@ def cmd_time(a):
                 print(f"v{var} geomean vs {be}: {math.exp(sum(map(math.log, r)) / len(r)):.3f} over {len(r)}")
 
 
+def cmd_compare(a):
+    """Several builds of the kernel (label=path pairs) and cuDNN on the same inputs, in one process: per-shape
+    TFLOP/s, then per-head-dim geomeans of each build against the first one and against cuDNN."""
+    from triton.testing import do_bench
+
+    libs = [x.split("=", 1) for x in a.libs.split(",") if x]
+    kerns = [(label, AttentionFwd(path)) for label, path in libs]
+    out = []
+    for dtype_name in a.dtypes.split(","):
+        dtype = DTYPES[dtype_name]
+        for B, Sq, Sk, Hq, Hkv, D in grid_shapes(a.grid):
+            for causal in (False, True):
+                q, k, v = make_inputs(B, Sq, Sk, Hq, Hkv, D, dtype, 7)
+                scale = D**-0.5
+                fl = flops(B, Sq, Sk, Hq, D, causal)
+                row = {"dtype": dtype_name, "B": B, "Sq": Sq, "Sk": Sk, "Hq": Hq, "Hkv": Hkv, "D": D, "causal": causal}
+                o = torch.empty_like(q)
+                lse = torch.empty((B, Hq, Sq), device="cuda")
+                for label, kern in kerns:
+                    fn = functools.partial(kern, q, k, v, causal=causal, softmax_scale=scale, out=o, lse=lse)
+                    row[label] = fl / do_bench(fn, warmup=a.warmup, rep=a.rep, return_mode="median") / 1e9
+                try:
+                    fn = functools.partial(sdpa, q, k, v, causal, scale, "cudnn")
+                    row["cudnn"] = fl / do_bench(fn, warmup=a.warmup, rep=a.rep, return_mode="median") / 1e9
+                except Exception:
+                    row["cudnn"] = None
+                out.append(row)
+                cols = " ".join(f"{label} {row[label]:6.1f}" for label, _ in kerns)
+                cu = row["cudnn"] and f"{row['cudnn']:6.1f}"
+                print(
+                    f"{dtype_name} B{B:<3} Sq{Sq:<5} Sk{Sk:<5} H{Hq}:{Hkv} D{D:<3} c{int(causal)} | {cols} | cuDNN {cu}",
+                    flush=True,
+                )
+                Path(a.out).write_text(json.dumps(out, indent=1))
+                del q, k, v, o, lse
+
+    def gmean(xs):
+        return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+    base = kerns[0][0]
+    for g, sel in (
+        ("all", lambda r: True),
+        ("d64", lambda r: r["D"] == 64),
+        ("d128", lambda r: r["D"] == 128),
+        ("d256", lambda r: r["D"] == 256),
+        ("d96/192", lambda r: r["D"] in (96, 192)),
+        ("causal", lambda r: r["causal"]),
+        ("full", lambda r: not r["causal"]),
+    ):
+        rows = [r for r in out if sel(r)]
+        parts = []
+        for label, _ in kerns:
+            vs_base = gmean([r[label] / r[base] for r in rows])
+            vs_cu = gmean([r[label] / r["cudnn"] for r in rows if r["cudnn"]])
+            parts.append(f"{label} x{vs_base:.3f} vs {base}, x{vs_cu:.3f} vs cuDNN")
+        print(f"{g:8s} ({len(rows)}): " + " | ".join(parts))
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -303,9 +363,16 @@ def main():
     t.add_argument("--grid", default="fa")
     t.add_argument("--dtypes", default="bf16")
     t.add_argument("--out", required=True)
+    m = sub.add_parser("compare")
+    m.add_argument("--libs", required=True, help="label=path,label=path,... (the first is the base)")
+    m.add_argument("--grid", default="harness")
+    m.add_argument("--dtypes", default="bf16")
+    m.add_argument("--warmup", type=int, default=25)
+    m.add_argument("--rep", type=int, default=100)
+    m.add_argument("--out", required=True)
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    {"check": cmd_check, "time": cmd_time}[a.cmd](a)
+    {"check": cmd_check, "time": cmd_time, "compare": cmd_compare}[a.cmd](a)
 
 
 if __name__ == "__main__":

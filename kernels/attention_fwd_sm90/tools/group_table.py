@@ -1,8 +1,17 @@
-"""Per-group table (markdown) of a harness eval JSON: python tools/group_table.py results/eval_full_v4_h200.json"""
+"""Per-group table (markdown) of a harness eval JSON.
 
+    python tools/group_table.py results/eval_full_v9_h200.json [--base results/eval_full_v5_h200.json]
+
+Columns: our TFLOP/s and each baseline's (geomeans within the group; flash-attn-4 when the run had it), the
+geomean of per-scenario speed-ups against each baseline, and with --base the geomean of per-scenario ratios
+of our time against another evaluation of ours (an earlier version), matched by scenario parameters.
+"""
+
+import argparse
 import json
 import math
-import sys
+
+BASELINES = (("flash", "FA2"), ("cudnn", "cuDNN"), ("fa4", "FA4"))
 
 
 def group(p):
@@ -25,38 +34,56 @@ def gm(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
-def main(path):
+def scenario_key(s):
+    return json.dumps(s["params"], sort_keys=True)
+
+
+def main(path, base_path=None):
     d = json.load(open(path))
+    base = {}
+    if base_path:
+        base = {scenario_key(s): s for s in json.load(open(base_path))["scenarios"]}
+    present = [(be, name) for be, name in BASELINES if be in d.get("baselines", [])]
     rows = {}
     for s in d["scenarios"]:
         p = s["params"]
-        key = (group(p), p["dtype"])
-        r = rows.setdefault(key, {"n": 0, "ok": 0, "t": [], "fa": [], "cu": [], "xfa": [], "xcu": []})
+        r = rows.setdefault((group(p), p["dtype"]), {"n": 0, "ok": 0, "t": [], "base": []})
         r["n"] += 1
         r["ok"] += bool(s["correct"])
         fl = s["tflops"] * s["time_ms"] if s["tflops"] else None  # GFLOP-ish constant per scenario
         r["t"].append(s["tflops"])
-        for be, k in (("flash", "fa"), ("cudnn", "cu")):
+        for be, _ in present:
             ms = (s.get("baseline_ms") or {}).get(be)
-            r[k].append(fl / ms if (fl and ms) else None)
-        r["xfa"].append((s.get("speedup") or {}).get("flash"))
-        r["xcu"].append((s.get("speedup") or {}).get("cudnn"))
-    print(
-        "| group | dtype | scenarios (correct) | ours TFLOP/s | FA2 TFLOP/s | cuDNN TFLOP/s | x vs FA2 | x vs cuDNN |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+            r.setdefault(be, []).append(fl / ms if (fl and ms) else None)
+            r.setdefault("x" + be, []).append((s.get("speedup") or {}).get(be))
+        b = base.get(scenario_key(s))
+        if b and b.get("tflops") and s["tflops"]:
+            r["base"].append(s["tflops"] / b["tflops"])
+    head = ["group", "dtype", "scenarios (correct)", "ours TFLOP/s"]
+    head += [f"{name} TFLOP/s" for _, name in present] + [f"x vs {name}" for _, name in present]
+    if base:
+        head.append("x vs base")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
     for (g, dt), r in sorted(rows.items()):
-        print(
-            f"| {g} | {dt} | {r['n']} ({r['ok']}) | {gm(r['t']):.0f} | {gm(r['fa']):.0f} | {gm(r['cu']):.0f} | "
-            f"{gm(r['xfa']):.2f} | {gm(r['xcu']):.2f} |"
-        )
-    g = d["geomean"]
-    print(
-        f"\nAll {len(d['scenarios'])} scenarios: status {d['status']}, geomean {d['geomean_tflops']:.1f} TFLOP/s, "
-        f"x{g['flash']['speedup']:.3f} vs FA2 (flash) over {g['flash']['count']}, "
-        f"x{g['cudnn']['speedup']:.3f} vs cuDNN over {g['cudnn']['count']}."
-    )
+        cells = [g, dt, f"{r['n']} ({r['ok']})", f"{gm(r['t']):.0f}"]
+        cells += [f"{gm(r[be]):.0f}" for be, _ in present] + [f"{gm(r['x' + be]):.2f}" for be, _ in present]
+        if base:
+            cells.append(f"{gm(r['base']):.3f}")
+        print("| " + " | ".join(cells) + " |")
+    geo = d["geomean"]
+    parts = [f"x{geo[be]['speedup']:.3f} vs {name} over {geo[be]['count']}" for be, name in present if be in geo]
+    line = f"\nAll {len(d['scenarios'])} scenarios: status {d['status']}, geomean {d['geomean_tflops']:.1f} TFLOP/s, "
+    line += ", ".join(parts)
+    if base:
+        all_base = [x for r in rows.values() for x in r["base"]]
+        line += f"; x{gm(all_base):.3f} vs base over {len(all_base)}"
+    print(line + ".")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("eval_json")
+    ap.add_argument("--base", help="an earlier eval JSON of ours, for a per-group 'x vs base' column")
+    a = ap.parse_args()
+    main(a.eval_json, a.base)
