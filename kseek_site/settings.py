@@ -12,6 +12,9 @@ KSEEK_TRUSTED_PROXIES  how many proxies stand in front and append to X-Forwarded
 KSEEK_LOGIN_FAILURE_LIMIT, KSEEK_LOGIN_COOLOFF_MINUTES  wrong passwords per (username, address) before that pair
                is locked out (5), and for how long (15)
 KSEEK_TRACE_UPLOAD_MAX_BYTES  the largest trace file the import takes (32 MiB)
+KSEEK_BEHIND_TLS_PROXY  1 where a TLS proxy stands in front (docs/deployment.md): secure cookies, HSTS, the SSL
+               redirect, and the proxy's X-Forwarded-Proto trusted (default off: plain http, as `make run` serves)
+KSEEK_HSTS_SECONDS  with KSEEK_BEHIND_TLS_PROXY: how long browsers keep to https (default 31536000, one year)
 """
 
 import os
@@ -131,6 +134,21 @@ KSEEK_TRACE_UPLOAD_MAX_BYTES = env_int("KSEEK_TRACE_UPLOAD_MAX_BYTES", 32 * 1024
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the dashboard's small scripts read it for their POSTs
 X_FRAME_OPTIONS = "DENY"
+
+# Behind a TLS proxy (docs/deployment.md): one switch, so that a deployment cannot turn on half of it. Off, the
+# site serves plain http on loopback as `make run` does. On, the proxy's X-Forwarded-Proto says whether the
+# browser's request came over https (the proxy must set it, overwriting any the client sent, and daphne must be
+# reachable only through the proxy); plain http is redirected, the session and CSRF cookies are sent over https
+# only, and browsers are told to keep to https (HSTS). `manage.py check --deploy` is then clean.
+KSEEK_BEHIND_TLS_PROXY = env_bool("KSEEK_BEHIND_TLS_PROXY", False)
+if KSEEK_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("KSEEK_HSTS_SECONDS", 365 * 24 * 3600, minimum=1)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
 
 LOGGING = {
     "version": 1,
