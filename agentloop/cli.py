@@ -61,6 +61,20 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--token", default=os.environ.get("KSEEK_WORKER_TOKEN"), help="worker token (default: $KSEEK_WORKER_TOKEN)"
     )
+    worker.add_argument(
+        "--ca-file",
+        default=os.environ.get("KSEEK_WORKER_CA_FILE") or None,
+        metavar="PEM",
+        help="with wss://: verify the server's certificate against the CA certificates in this PEM file, e.g. "
+        "a team's own CA (default: $KSEEK_WORKER_CA_FILE, else the system's trusted CAs). A certificate that "
+        "does not verify is refused: the worker exits with status 5",
+    )
+    worker.add_argument(
+        "--insecure-plain-ws",
+        action="store_true",
+        help="allow plain ws:// to a host other than this one: the token then crosses the network in clear "
+        "text. Without it the worker refuses (status 2) and asks for wss://",
+    )
     worker.add_argument("--gpus", default="0", help="comma-separated GPU indices, one run per GPU (default: 0)")
     worker.add_argument("--state-dir", help="spool, traces and workspaces (default: under $KSEEK_AGENT_RUNS)")
     _unsandboxed_flag(worker)
@@ -262,4 +276,6 @@ def worker_command(args) -> int:
         state_dir=state_dir,
         use_bwrap=False if args.unsandboxed else None,
         hidden=[Path(p) for p in args.hide],
+        ca_file=args.ca_file,
+        allow_plain_ws=args.insecure_plain_ws,
     )

@@ -16,11 +16,13 @@ worker cannot act on is logged and answered with `error`; the worker goes on ser
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import queue
 import random
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -43,6 +45,10 @@ from agentloop.worker.window import Limits, SenderWindow
 log = logging.getLogger("agentloop.worker")
 RESEND_AFTER_S = 15.0
 AUTH_REFUSED = 4401
+EXIT_TOKEN_REFUSED = 3  # the server refused the token (403 at the handshake, or 4401)
+EXIT_CERTIFICATE_REFUSED = 5  # the server's TLS certificate did not verify (4 is EXIT_NO_SANDBOX)
+PLAIN_WS_FLAG = "--insecure-plain-ws"
+CA_FILE_ENV = "KSEEK_WORKER_CA_FILE"
 
 
 class Malformed(ValueError):
@@ -57,6 +63,46 @@ def worker_url(server: str) -> str:
     if not url.startswith(("ws://", "wss://")):
         url = "ws://" + url
     return url if url.endswith("/ws/worker") else url + "/ws/worker/"
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and the loopback addresses: the only hosts a token may travel to in clear text."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a name: it may resolve anywhere, so it counts as remote
+    # 0.0.0.0 and :: as a destination reach this host (`manage.py serve --host 0.0.0.0` starts its worker so).
+    return address.is_loopback or address.is_unspecified
+
+
+def tls_context(url: str, *, ca_file: str | None = None, allow_plain_ws: bool = False) -> ssl.SSLContext | None:
+    """The TLS context a worker connects to `url` with (None for ws://), refusing what would leak the token.
+
+    wss:// verifies the server's certificate and host name: against `ca_file` when given (a team's own CA),
+    else against the system's trust store. ws:// sends the token in clear text, so it is allowed only to a
+    loopback host, or where the operator says so explicitly (`allow_plain_ws`, the --insecure-plain-ws flag).
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme == "wss":
+        try:
+            context = ssl.create_default_context(cafile=ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"cannot read the CA file {ca_file}: {exc}") from None
+        return context
+    if ca_file:
+        raise ConfigError(f"a CA file was given ({ca_file}) but {url} is plain ws://: use wss:// (or https://)")
+    if not is_loopback(parts.hostname or "") and not allow_plain_ws:
+        raise ConfigError(
+            f"refusing to send the worker token in clear text to {parts.hostname} over plain ws://: connect with "
+            f"wss:// (or https://) through the dashboard's TLS proxy, giving its CA with --ca-file or "
+            f"${CA_FILE_ENV}; or, on a network you trust, pass {PLAIN_WS_FLAG}"
+        )
+    return None
 
 
 @dataclass
@@ -97,10 +143,15 @@ class Worker:
         model_factory=None,
         agent_kwargs: dict | None = None,
         hidden: list[Path] | None = None,
+        ca_file: str | None = None,
+        allow_plain_ws: bool = False,
     ):
         from agentloop.models import make_model
 
         self.url = worker_url(server)
+        # Before anything is sent anywhere: no token over plain ws:// to another host, no unverified wss://.
+        self.tls = tls_context(self.url, ca_file=ca_file, allow_plain_ws=allow_plain_ws)
+        self.ca_file = ca_file
         self.token = token
         self.gpus = list(gpus)
         self.state_dir = Path(state_dir)
@@ -554,6 +605,7 @@ class Worker:
                     additional_headers={"Authorization": f"Bearer {self.token}"},
                     max_size=64 * 2**20,
                     open_timeout=10,
+                    ssl=self.tls,
                 ) as ws:
                     backoff = 1.0
                     log.info("connected to %s", self.url)
@@ -561,13 +613,26 @@ class Worker:
             except websockets.exceptions.InvalidStatus as exc:
                 if exc.response.status_code in (401, 403):
                     log.error("the server refused the worker token (HTTP %s)", exc.response.status_code)
-                    return 3
+                    return EXIT_TOKEN_REFUSED
                 log.warning("connection refused: %s", exc)
             except websockets.exceptions.ConnectionClosed as exc:
                 if exc.rcvd is not None and exc.rcvd.code == AUTH_REFUSED:
                     log.error("the server refused the worker token")
-                    return 3
+                    return EXIT_TOKEN_REFUSED
                 log.warning("connection lost: %s", exc)
+            except ssl.SSLCertVerificationError as exc:
+                # Not a passing fault: the server is not the one this worker was told to trust (or the CA is the
+                # wrong one). Retrying would not help; the token was not sent (TLS fails before the handshake).
+                trusted = f"the CA in {self.ca_file}" if self.ca_file else "the system's trusted CAs"
+                log.error(
+                    "refusing %s: its TLS certificate does not verify against %s (%s); give the CA that signed "
+                    "the dashboard's certificate with --ca-file or $%s",
+                    self.url,
+                    trusted,
+                    exc.verify_message or exc.reason or exc,
+                    CA_FILE_ENV,
+                )
+                return EXIT_CERTIFICATE_REFUSED
             except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
                 log.warning("cannot reach %s: %s", self.url, exc)
             finally:
@@ -627,9 +692,20 @@ def run_worker(
     state_dir: Path,
     use_bwrap: bool | None = None,
     hidden: list[Path] | None = None,
+    ca_file: str | None = None,
+    allow_plain_ws: bool = False,
 ) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    worker = Worker(server=server, token=token, gpus=gpus, state_dir=state_dir, use_bwrap=use_bwrap, hidden=hidden)
+    worker = Worker(
+        server=server,
+        token=token,
+        gpus=gpus,
+        state_dir=state_dir,
+        use_bwrap=use_bwrap,
+        hidden=hidden,
+        ca_file=ca_file,
+        allow_plain_ws=allow_plain_ws,
+    )
     # Fail closed before taking any run: its agent's commands and kernels would have nowhere safe to run.
     worker.sandbox.require()
     if worker.sandbox.mode == "none":
