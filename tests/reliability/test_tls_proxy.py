@@ -104,6 +104,8 @@ def test_the_real_worker_takes_a_run_over_wss_through_the_proxy_and_every_event_
     run_id = site.queue_demo_run()
     worker, state_dir = start_worker(shape, "gpu-wss", "--ca-file", str(shape["certificate"].ca_file))
     try:
+        connected = wait_until(lambda: "connected to wss://" in worker_log(shape, "gpu-wss"), 60, while_alive=worker)
+        assert connected, worker_log(shape, "gpu-wss") + shape["proxy"].log()
         finished = wait_until(lambda: run_status(site, run_id) in FINISHED, 400, while_alive=worker)
         assert finished, worker_log(shape, "gpu-wss") + shape["proxy"].log()
         wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 30)
@@ -170,8 +172,8 @@ def test_a_browser_over_https_sees_a_live_run_through_the_proxy(shape):
             page.wait_for_selector("#live-state.live-on")  # the page's socket is open, through the proxy
 
             worker, _ = start_worker(shape, "gpu-browser", "--ca-file", str(shape["certificate"].ca_file))
+            # The page was loaded while the run was queued: what follows arrives over its socket, live.
             page.wait_for_selector("#step-1", timeout=120_000)
-            page.wait_for_selector("#run-status:has-text('Running')")
             finished = wait_until(lambda: run_status(site, run_id) in FINISHED, 400, while_alive=worker)
             assert finished, worker_log(shape, "gpu-browser")
             last_seq = stored_steps(site, run_id)[-1][0]
