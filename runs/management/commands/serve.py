@@ -9,6 +9,8 @@
 - On a site with no runs yet, a demo run is queued: the CPU task, driven by the replay model from
   agentloop/replays/matmul_cpu_demo.jsonl, with the goal and starting kernel recorded in that trace. Its tools
   and evaluations run for real, so the dashboard shows a run streaming live right after the first start.
+- Once the server listens, the generated admin password is printed again under the banner while it is still the
+  admin's (ensure_admin keeps it in the data folder until it is changed).
 - Ctrl-C (or SIGTERM) stops both processes. If the server dies, the command exits with its status; if the
   worker dies, the server keeps serving and the worker is started again after a pause.
 """
@@ -27,6 +29,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agentloop.sandbox import EXIT_NO_SANDBOX
 from kseek_site.serving import daphne_argv
+from runs.management.commands.ensure_admin import admin_password_notice
 from runs.models import ReviewMode, Run, Task, WorkerHost
 from runs.services import run_start, worker_host_create, worker_host_rotate_token
 
@@ -74,6 +77,10 @@ class Command(BaseCommand):
         try:
             self.wait_for_port(host, port, server)
             self.stdout.write(self.style.SUCCESS(f"KernelSeek on http://{host}:{port}/"))
+            # Again after daphne is up: the output of `bootstrap` scrolls away under its access log.
+            notice = admin_password_notice()
+            if notice:
+                self.stdout.write(self.style.SUCCESS(notice))
             while not self.stopping:
                 if server.poll() is not None:
                     raise CommandError(f"the server exited with status {server.returncode}")
