@@ -10,7 +10,7 @@ from runs import permissions
 from runs.forms import MessageForm, StartRunForm
 from runs.models import Run, RunStatus, StepKind, Task
 from runs.permissions import OPERATOR, REVIEWER, role_required
-from runs.selectors import evaluations_for_run, run_list, run_sandbox
+from runs.selectors import evaluations_for_run, run_list, run_queue_reason, run_sandbox
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_SHOWN = 200
@@ -98,6 +98,7 @@ def run_detail(request, run_id: int):
             "goal_speedup": goal_speedup,
             "refused_events": run.refused_events.all(),
             "sandbox": run_sandbox(run.pk),
+            "queue_reason": run_queue_reason(run),
         },
     )
 

@@ -17,6 +17,13 @@ def user_can(context, role: str) -> bool:
     return permissions.has_role(context["request"].user, role)
 
 
+@register.simple_tag(takes_context=True)
+def user_roles(context) -> list[str]:
+    """The roles the signed-in user holds, lowest first (the 403 page says them beside the one that was needed)."""
+    held = permissions.roles_of(context["request"].user)
+    return [role for role in permissions.ROLE_ORDER if role in held]
+
+
 @register.simple_tag
 def pending_questions() -> int:
     return questions_pending_count()
