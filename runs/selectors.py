@@ -1,6 +1,7 @@
 """Every read the pages, consumers and commands make of runs and their parts."""
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models.functions import Coalesce, Now
 
 from gpu_harness import figures
 from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, Step, StepKind
@@ -307,3 +308,32 @@ def run_queue_reason(run: Run) -> str | None:
     if ahead:
         return f"{ahead} queued run(s) are ahead of it"
     return "a worker with a free slot is connected: it takes the run at its next claim (within seconds)"
+
+
+RUN_SORTS = {
+    # name in the page's `sort` parameter -> (label, ordering)
+    "newest": ("newest first", ["-created_at", "-pk"]),
+    "oldest": ("oldest first", ["created_at", "pk"]),
+    "speedup": ("best speedup", [F("best_speedup").desc(nulls_last=True), "-pk"]),
+    "cost": ("cost", ["-cost_usd", "-pk"]),
+    "duration": ("duration", [F("duration").desc(nulls_last=True), "-pk"]),
+    "steps": ("steps", ["-step_count", "-pk"]),
+}
+
+
+def run_search(
+    *, status: str | None = None, task_name: str | None = None, query: str | None = None, sort: str = "newest"
+) -> QuerySet[Run]:
+    """The runs list under its filters: `query` matches the run's number, task, model or status (its label too),
+    `sort` is a key of RUN_SORTS. Each run carries `duration`: started to finished, or to now while unfinished."""
+    runs = run_list(status=status, task_name=task_name).annotate(
+        duration=ExpressionWrapper(Coalesce("finished_at", Now()) - F("started_at"), output_field=DurationField())
+    )
+    query = (query or "").strip()
+    if query:
+        labels = [value for value, label in RunStatus.choices if query.lower() in label.lower()]
+        match = Q(task__name__icontains=query) | Q(model__icontains=query) | Q(status__in=labels)
+        if query.lstrip("#").isdigit():
+            match |= Q(pk=int(query.lstrip("#")))
+        runs = runs.filter(match)
+    return runs.order_by(*RUN_SORTS.get(sort, RUN_SORTS["newest"])[1])

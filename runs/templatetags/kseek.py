@@ -35,6 +35,17 @@ def speedup(value) -> str:
 
 
 @register.filter
+def duration(value) -> str:
+    """A timedelta as the run page's clock shows it ("1h 02m 03s"); "—" for none (a run not started yet)."""
+    if value is None:
+        return "—"
+    seconds = max(0, int(value.total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m {seconds:02d}s" if hours else f"{minutes}m {seconds:02d}s"
+
+
+@register.filter
 def get_item(mapping, key):
     return (mapping or {}).get(key)
 
