@@ -50,3 +50,36 @@ def test_the_run_header_cells_do_not_overlap_with_a_long_model_name(live_site, l
     (left, top, right, bottom), (r_left, r_top, r_right, r_bottom) = boxes["text"], boxes["review"]
     overlaps = left < r_right and r_left < right and top < r_bottom and r_top < bottom
     assert not overlaps, boxes
+
+
+def page_scrolls_sideways(page) -> dict | None:
+    """The page's width beyond the viewport, with the widest element's tag, or None when it fits."""
+    return page.evaluate("""() => {
+        const width = document.documentElement.clientWidth;
+        if (document.documentElement.scrollWidth <= width) return null;
+        const wide = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > width + 1);
+        return {scrollWidth: document.documentElement.scrollWidth, width,
+                widest: wide.slice(0, 5).map((el) => el.tagName + '#' + el.id + '.' + el.className)};
+    }""")
+
+
+def test_the_pages_are_readable_at_390_px_wide_with_the_runs_table_scrolling_in_its_own_box(live_site, login):
+    page = login("olga")
+    start_run_from_page(page, LONG_MODEL)
+    page.set_viewport_size({"width": 390, "height": 844})
+    base = live_site["base"]
+    for path in ("/", "/runs/start/", f"/runs/{live_site['big_run']}/", "/review/", "/kernels/", "/workers/", "/bank/"):
+        page.goto(base + path)
+        page.wait_for_load_state("load")
+        assert page_scrolls_sideways(page) is None, (path, page_scrolls_sideways(page))
+    # Whatever the runs table needs beyond the screen, its own box scrolls, not the page.
+    page.goto(base + "/")
+    assert page.evaluate("getComputedStyle(document.querySelector('table.runs').parentElement).overflowX") == "auto"
+
+
+def test_the_pages_carry_a_favicon(live_site, login):
+    page = login("olga")
+    href = page.get_attribute("link[rel=icon]", "href")
+    response = page.request.get(live_site["base"] + href)
+    assert response.ok and response.headers["content-type"].startswith("image/svg+xml")
+    assert page.request.get(live_site["base"] + "/favicon.ico").ok  # the browsers' own guess leads to it
