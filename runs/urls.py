@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("runs/rows/", views.runs_table, name="runs_rows"),
     path("runs/start/", views.run_start_view, name="run_start"),
+    path("runs/demo/", views.demo_start_view, name="demo_start"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/control/", views.run_control_view, name="run_control"),
     path("runs/<int:run_id>/message/", views.run_message_view, name="run_message"),

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs import permissions
+from runs.demo import demo_run_start
 from runs.forms import MessageForm, StartRunForm
 from runs.model_options import recording_of
 from runs.models import Run, RunStatus, StepKind, Task
@@ -96,6 +97,19 @@ def run_start_view(request):
         form.add_error(None, str(refused))
         return render(request, "runs/start.html", {"start_form": form}, status=400)
     messages.success(request, f"Run {run.pk} is queued; a worker will pick it up.")
+    return redirect("run_detail", run_id=run.pk)
+
+
+@role_required(OPERATOR)
+@require_POST
+def demo_start_view(request):
+    """The demo run (runs/demo.py), started when someone is there to watch it stream."""
+    try:
+        run = demo_run_start(started_by=request.user)
+    except ServiceError as refused:
+        messages.error(request, f"The demo cannot start: {refused}")
+        return redirect("home")
+    messages.success(request, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
     return redirect("run_detail", run_id=run.pk)
 
 

@@ -14,6 +14,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 LONG_MODEL = "replay:agentloop/replays/" + "a_very_long_recorded_trace_name_" * 4 + ".jsonl"
 
 
+def stop_run(page, base: str, run_id: int) -> None:
+    """Stop a run a test left queued, so that the next test's worker claims that test's own run."""
+    page.goto(f"{base}/runs/{run_id}/")
+    page.click("#btn-stop")
+    page.wait_for_selector("#run-status:has-text('Stopped')")
+
+
 def test_load_older_and_newer_show_only_when_there_are_such_steps(live_site, login):
     page = login("olga")
     run_id = start_run_from_page(page, "replay:few-steps")
@@ -36,7 +43,7 @@ def test_load_older_and_newer_show_only_when_there_are_such_steps(live_site, log
 def test_the_run_header_cells_do_not_overlap_with_a_long_model_name(live_site, login):
     page = login("olga")
     page.set_viewport_size({"width": 1280, "height": 900})
-    start_run_from_page(page, LONG_MODEL)
+    run_id = start_run_from_page(page, LONG_MODEL)
     boxes = page.evaluate("""() => {
         const cells = [...document.querySelectorAll('.run-header dl > div')];
         const model = cells.find((c) => c.querySelector('dt').textContent.startsWith('Model'));
@@ -50,6 +57,7 @@ def test_the_run_header_cells_do_not_overlap_with_a_long_model_name(live_site, l
     (left, top, right, bottom), (r_left, r_top, r_right, r_bottom) = boxes["text"], boxes["review"]
     overlaps = left < r_right and r_left < right and top < r_bottom and r_top < bottom
     assert not overlaps, boxes
+    stop_run(page, live_site["base"], run_id)
 
 
 def page_scrolls_sideways(page) -> dict | None:
@@ -65,7 +73,7 @@ def page_scrolls_sideways(page) -> dict | None:
 
 def test_the_pages_are_readable_at_390_px_wide_with_the_runs_table_scrolling_in_its_own_box(live_site, login):
     page = login("olga")
-    start_run_from_page(page, LONG_MODEL)
+    run_id = start_run_from_page(page, LONG_MODEL)
     page.set_viewport_size({"width": 390, "height": 844})
     base = live_site["base"]
     for path in ("/", "/runs/start/", f"/runs/{live_site['big_run']}/", "/review/", "/kernels/", "/workers/", "/bank/"):
@@ -75,6 +83,7 @@ def test_the_pages_are_readable_at_390_px_wide_with_the_runs_table_scrolling_in_
     # Whatever the runs table needs beyond the screen, its own box scrolls, not the page.
     page.goto(base + "/")
     assert page.evaluate("getComputedStyle(document.querySelector('table.runs').parentElement).overflowX") == "auto"
+    stop_run(page, base, run_id)
 
 
 def test_the_pages_carry_a_favicon(live_site, login):
@@ -83,3 +92,31 @@ def test_the_pages_carry_a_favicon(live_site, login):
     response = page.request.get(live_site["base"] + href)
     assert response.ok and response.headers["content-type"].startswith("image/svg+xml")
     assert page.request.get(live_site["base"] + "/favicon.ico").ok  # the browsers' own guess leads to it
+
+
+def test_the_demo_starts_from_the_runs_list_says_what_it_waits_for_and_streams_live(live_site, login):
+    page = login("olga")
+    page.click("#start-demo-button")
+    page.wait_for_selector("#run-page")
+    run_id = int(page.get_attribute("#run-page", "data-run"))
+    assert "Queued" in page.inner_text("#run-status")
+    assert "no worker is online" in page.inner_text("#run-queue-reason")
+    assert page.locator("#btn-pause").is_hidden() and page.locator("#btn-stop").is_visible()
+    page.wait_for_selector("#live-state.live-on")
+    worker = ScriptedWorker(live_site)
+    try:
+        claimed = worker.claim()
+        assert claimed["id"] == run_id and claimed["model"] == "replay:agentloop/replays/matmul_cpu_demo.jsonl"
+        worker.event(run_id, 0, "status", {"status": "running", "reason": "started"})
+        worker.event(run_id, 1, "note", {"text": "the demo streams"})
+        page.wait_for_selector("#step-1:has-text('the demo streams')")
+        page.wait_for_selector("#run-status:has-text('Running')")
+        assert page.locator("#run-queue-reason").is_hidden()
+        page.wait_for_selector("#btn-pause:visible")
+        assert page.locator("#btn-resume").is_hidden()
+        page.click("#btn-stop")
+        assert worker.directive("stop")["run_id"] == run_id
+        page.wait_for_selector("#run-status:has-text('Stopped')")
+        page.wait_for_selector("#run-controls", state="hidden")
+    finally:
+        worker.close()
