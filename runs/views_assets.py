@@ -26,11 +26,17 @@ def _plotly_gzip() -> bytes:
 
 
 def _accepts_gzip(request) -> bool:
-    offered = request.headers.get("Accept-Encoding", "")
-    return any(
-        part.split(";")[0].strip().lower() == "gzip" and "q=0" not in part.replace(" ", "")
-        for part in offered.split(",")
-    )
+    """Whether Accept-Encoding lists gzip (or *) with a quality above zero ("gzip;q=0" refuses it)."""
+    for offer in request.headers.get("Accept-Encoding", "").split(","):
+        coding, *params = [part.strip() for part in offer.split(";")]
+        if coding.lower() not in ("gzip", "*"):
+            continue
+        quality = next((p[2:] for p in params if p.lower().startswith("q=")), "1")
+        try:
+            return float(quality) > 0
+        except ValueError:
+            return False
+    return False
 
 
 @cache_control(max_age=86400, public=True)

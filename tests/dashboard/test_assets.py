@@ -15,8 +15,9 @@ def body(response) -> bytes:
     return b"".join(response.streaming_content) if response.streaming else response.content
 
 
-def test_plotly_is_sent_gzip_compressed_to_a_browser_that_takes_gzip(client):
-    response = client.get(reverse("plotly_js"), headers={"accept-encoding": "gzip, deflate, br"})
+@pytest.mark.parametrize("offered", ["gzip, deflate, br", "br;q=1.0, gzip;q=0.5", "*"])
+def test_plotly_is_sent_gzip_compressed_to_a_browser_that_takes_gzip(client, offered):
+    response = client.get(reverse("plotly_js"), headers={"accept-encoding": offered})
     assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
     assert "Accept-Encoding" in response["Vary"] and "max-age=86400" in response["Cache-Control"]
     compressed = body(response)
@@ -25,7 +26,7 @@ def test_plotly_is_sent_gzip_compressed_to_a_browser_that_takes_gzip(client):
 
 
 def test_plotly_is_sent_as_it_is_to_a_client_that_takes_no_gzip(client):
-    for offered in (None, "identity", "gzip;q=0, br"):
+    for offered in (None, "identity", "gzip;q=0, br", "br"):
         headers = {"accept-encoding": offered} if offered else {}
         response = client.get(reverse("plotly_js"), headers=headers)
         assert response.status_code == 200 and not response.has_header("Content-Encoding"), offered
