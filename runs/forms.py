@@ -4,6 +4,7 @@ from django import forms
 from django.conf import settings
 
 from questionbank.models import DecisionPoint, QuestionCategory
+from runs.model_options import default_model, model_options, recording_of
 from runs.models import Kernel, ReviewMode, Task
 
 
@@ -16,7 +17,9 @@ class StartRunForm(forms.Form):
         help_text="or a kernel stored here (released or from a run) of the same task",
     )
     model = forms.CharField(
-        max_length=120, initial="claude-sonnet-4-6", help_text="a model id, or replay:FILE to play a recorded run back"
+        max_length=120,
+        widget=forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
+        help_text="one of the models below, an Anthropic model id, openai:MODEL, or replay:FILE",
     )
     review_mode = forms.ChoiceField(choices=ReviewMode.choices, initial=ReviewMode.REVIEW)
     # Each number has a ceiling far above any real run and far below what its column holds (2,147,483,647 for a
@@ -31,8 +34,11 @@ class StartRunForm(forms.Form):
     budget_wall_s = forms.IntegerField(min_value=1, max_value=30 * 86_400, required=False, label="Wall time (s)")
     budget_evaluations = forms.IntegerField(min_value=1, max_value=100_000, required=False, label="Evaluations")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, environ=None, **kwargs):
         super().__init__(*args, **kwargs)
+        # What can run here, and what each needs (the page lists them; the field suggests them).
+        self.model_options = model_options(environ)
+        self.fields["model"].initial = default_model(self.model_options)
         self.fields["starting_kernel"].queryset = Kernel.objects.select_related("task").order_by(
             "-released", "-created_at"
         )
@@ -46,6 +52,9 @@ class StartRunForm(forms.Form):
         kernel, task = data.get("starting_kernel"), data.get("task")
         if kernel is not None and task is not None and kernel.task_id not in (None, task.pk):
             self.add_error("starting_kernel", f"this kernel belongs to task {kernel.task}, not {task}")
+        recording = recording_of(data.get("model"), self.model_options)
+        if recording and task is not None and recording.get("task") not in (None, task.name):
+            self.add_error("model", f"this recording is of task {recording['task']}, not {task}: pick that task")
         if data.get("review_mode") == ReviewMode.REVIEW_TIMEOUT and not data.get("review_timeout_s"):
             self.add_error("review_timeout_s", "a timeout is needed for this review mode")
         return data

@@ -1,9 +1,10 @@
 """Every read the pages, consumers and commands make of runs and their parts."""
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models.functions import Coalesce, Now
 
 from gpu_harness import figures
-from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, Step, StepKind
+from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, Step, StepKind
 
 
 def run_list(*, status: str | None = None, task_name: str | None = None) -> QuerySet[Run]:
@@ -276,3 +277,63 @@ def worker_hosts() -> QuerySet[WorkerHost]:
 def held_runs_of(host: WorkerHost) -> QuerySet[Run]:
     """The runs `host` holds now (running, waiting for review, paused), newest first."""
     return Run.objects.filter(worker=host, status__in=HELD_STATUSES).select_related("task").order_by("-pk")
+
+
+def run_queue_reason(run: Run) -> str | None:
+    """Why a queued run has no worker yet, in the words its page shows; None when it is not waiting for one.
+
+    It reads what `run_claim` decides by (runs/services/runs.py): any connected host whose token is not revoked
+    gets the oldest queued run when it claims, and a worker claims only while it has a free GPU (one run per
+    GPU it offers in its hello, docs/protocol.md). `run_claim` does not match a task's target to a host, so
+    neither does this."""
+    if run.status != RunStatus.QUEUED or run.worker_id is not None:
+        return None
+    hosts = list(worker_hosts().filter(revoked_at__isnull=True))
+    connected = [host for host in hosts if host.is_connected]
+    if not connected:
+        if not hosts:
+            return (
+                "no worker host has a token yet: `manage.py serve` starts a local one, or give a GPU host a token "
+                "(`manage.py worker_token NAME`) and start `python -m agentloop worker` there"
+            )
+        names = ", ".join(host.name for host in hosts)
+        return f"no worker is online: none of the hosts with a token ({names}) is connected"
+    free_slots = sum(max(0, max(1, len(host.gpus)) - host.active_runs) for host in connected)
+    if free_slots == 0:
+        holding = Run.objects.filter(worker__in=connected, status__in=HELD_STATUSES).order_by("pk")
+        held = ", ".join(f"#{pk}" for pk in holding.values_list("pk", flat=True)[:10])
+        slots = sum(max(1, len(host.gpus)) for host in connected)
+        return f"all {slots} slot(s) of the connected workers are busy: runs {held} hold them"
+    ahead = Run.objects.filter(status=RunStatus.QUEUED, worker__isnull=True, created_at__lt=run.created_at).count()
+    if ahead:
+        return f"{ahead} queued run(s) are ahead of it"
+    return "a worker with a free slot is connected: it takes the run at its next claim (within seconds)"
+
+
+RUN_SORTS = {
+    # name in the page's `sort` parameter -> (label, ordering)
+    "newest": ("newest first", ["-created_at", "-pk"]),
+    "oldest": ("oldest first", ["created_at", "pk"]),
+    "speedup": ("best speedup", [F("best_speedup").desc(nulls_last=True), "-pk"]),
+    "cost": ("cost", ["-cost_usd", "-pk"]),
+    "duration": ("duration", [F("duration").desc(nulls_last=True), "-pk"]),
+    "steps": ("steps", ["-step_count", "-pk"]),
+}
+
+
+def run_search(
+    *, status: str | None = None, task_name: str | None = None, query: str | None = None, sort: str = "newest"
+) -> QuerySet[Run]:
+    """The runs list under its filters: `query` matches the run's number, task, model or status (its label too),
+    `sort` is a key of RUN_SORTS. Each run carries `duration`: started to finished, or to now while unfinished."""
+    runs = run_list(status=status, task_name=task_name).annotate(
+        duration=ExpressionWrapper(Coalesce("finished_at", Now()) - F("started_at"), output_field=DurationField())
+    )
+    query = (query or "").strip()
+    if query:
+        labels = [value for value, label in RunStatus.choices if query.lower() in label.lower()]
+        match = Q(task__name__icontains=query) | Q(model__icontains=query) | Q(status__in=labels)
+        if query.lstrip("#").isdigit():
+            match |= Q(pk=int(query.lstrip("#")))
+        runs = runs.filter(match)
+    return runs.order_by(*RUN_SORTS.get(sort, RUN_SORTS["newest"])[1])

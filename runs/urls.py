@@ -1,4 +1,6 @@
+from django.templatetags.static import static
 from django.urls import path
+from django.views.generic import RedirectView
 
 from runs import views, views_assets, views_bank, views_feed, views_kernels, views_review, views_traces, views_workers
 
@@ -6,6 +8,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("runs/rows/", views.runs_table, name="runs_rows"),
     path("runs/start/", views.run_start_view, name="run_start"),
+    path("runs/demo/", views.demo_start_view, name="demo_start"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/control/", views.run_control_view, name="run_control"),
     path("runs/<int:run_id>/message/", views.run_message_view, name="run_message"),
@@ -30,4 +33,6 @@ urlpatterns = [
     path("workers/<int:host_id>/revoke/", views_workers.worker_revoke, name="worker_revoke"),
     path("assets/plotly.min.js", views_assets.plotly_js, name="plotly_js"),
     path("assets/pygments.css", views_assets.pygments_css, name="pygments_css"),
+    # Browsers ask for /favicon.ico whatever the page says; the icon itself is a static file.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
 ]

@@ -1,19 +1,22 @@
-"""Runs: the list (with the start form) and one run's page, with the operators' and reviewers' actions."""
+"""Runs: the list (searched, sorted, paged), the start form, and one run's page, with the operators' and reviewers' actions."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs import permissions
+from runs.demo import demo_run_start
 from runs.forms import MessageForm, StartRunForm
+from runs.model_options import recording_of
 from runs.models import Run, RunStatus, StepKind, Task
 from runs.permissions import OPERATOR, REVIEWER, role_required
-from runs.selectors import evaluations_for_run, run_list, run_sandbox
+from runs.selectors import RUN_SORTS, evaluations_for_run, run_queue_reason, run_sandbox, run_search
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
-RUNS_SHOWN = 200
+RUNS_PER_PAGE = 50
 
 
 def _wants_json(request) -> bool:
@@ -25,10 +28,23 @@ def _list_context(request) -> dict:
     if status not in RunStatus.values:
         status = None
     task = request.GET.get("task") or None
+    query = (request.GET.get("q") or "").strip()[:200]
+    sort = request.GET.get("sort") if request.GET.get("sort") in RUN_SORTS else "newest"
+    page = Paginator(run_search(status=status, task_name=task, query=query, sort=sort), RUNS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    # The filters without the page number: the pager's links add their own.
+    keep = request.GET.copy()
+    keep.pop("page", None)
     return {
-        "runs": run_list(status=status, task_name=task)[:RUNS_SHOWN],
+        "runs": page.object_list,
+        "page": page,
+        "page_query": keep.urlencode(),
         "status": status,
         "task": task,
+        "query": query,
+        "sort": sort,
+        "sorts": [(key, label) for key, (label, _) in RUN_SORTS.items()],
         "statuses": RunStatus.choices,
         "tasks": Task.objects.values_list("name", flat=True),
     }
@@ -37,8 +53,7 @@ def _list_context(request) -> dict:
 @login_required
 def home(request):
     context = _list_context(request)
-    if permissions.has_role(request.user, OPERATOR):
-        context["start_form"] = StartRunForm()
+    context["can_start"] = permissions.has_role(request.user, OPERATOR)
     return render(request, "runs/home.html", context)
 
 
@@ -49,21 +64,27 @@ def runs_table(request):
 
 
 @role_required(OPERATOR)
-@require_POST
 def run_start_view(request):
+    """The start form on its own page (GET), and the start itself (POST): a list of 200 runs never buries it."""
+    if request.method != "POST":
+        return render(request, "runs/start.html", {"start_form": StartRunForm()})
     form = StartRunForm(request.POST)
     if not form.is_valid():
-        context = _list_context(request)
-        context["start_form"] = form
-        return render(request, "runs/home.html", context, status=400)
+        return render(request, "runs/start.html", {"start_form": form}, status=400)
     data = form.cleaned_data
     kernel = data["starting_kernel"]
+    # A recording found here replays best from where it was recorded: its own starting kernel and goal (as the
+    # demo of `serve` does), unless the operator picked a kernel.
+    recording = recording_of(data["model"], form.model_options) or {}
+    goal = recording.get("goal") or {}
     try:
         run = run_start(
             task=data["task"],
             model=data["model"],
             started_by=request.user,
-            starting_kernel=kernel.source if kernel else None,
+            starting_kernel=kernel.source if kernel else recording.get("starting_kernel"),
+            goal_baseline=goal.get("baseline") or "",
+            goal_speedup=goal.get("speedup") or None,
             review_mode=data["review_mode"],
             review_timeout_s=data["review_timeout_s"],
             budget_steps=data["budget_steps"],
@@ -74,10 +95,21 @@ def run_start_view(request):
         )
     except ServiceError as refused:
         form.add_error(None, str(refused))
-        context = _list_context(request)
-        context["start_form"] = form
-        return render(request, "runs/home.html", context, status=400)
+        return render(request, "runs/start.html", {"start_form": form}, status=400)
     messages.success(request, f"Run {run.pk} is queued; a worker will pick it up.")
+    return redirect("run_detail", run_id=run.pk)
+
+
+@role_required(OPERATOR)
+@require_POST
+def demo_start_view(request):
+    """The demo run (runs/demo.py), started when someone is there to watch it stream."""
+    try:
+        run = demo_run_start(started_by=request.user)
+    except ServiceError as refused:
+        messages.error(request, f"The demo cannot start: {refused}")
+        return redirect("home")
+    messages.success(request, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
     return redirect("run_detail", run_id=run.pk)
 
 
@@ -98,6 +130,7 @@ def run_detail(request, run_id: int):
             "goal_speedup": goal_speedup,
             "refused_events": run.refused_events.all(),
             "sandbox": run_sandbox(run.pk),
+            "queue_reason": run_queue_reason(run),
         },
     )
 

@@ -111,6 +111,7 @@ def run_set_status(*, run: Run, status: str, reason: str | None = None) -> Run:
 
 
 _CONTROL_STATUS = {"pause": RunStatus.PAUSED, "resume": RunStatus.RUNNING, "stop": RunStatus.STOPPED}
+_CONTROL_DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}  # for messages: "cannot be stopped"
 
 
 def run_control(*, run: Run, action: str, user=None) -> Run:
@@ -123,7 +124,7 @@ def run_control(*, run: Run, action: str, user=None) -> Run:
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if run.is_finished:
-            raise ServiceError(f"run {run.pk} has finished ({run.status}); it cannot be {action}d")
+            raise ServiceError(f"run {run.pk} has finished ({run.status}); it cannot be {_CONTROL_DONE[action]}")
         if action == "resume" and run.status != RunStatus.PAUSED:
             raise ServiceError(f"only a paused run can be resumed; run {run.pk} is {run.status}")
         if action == "pause" and run.status not in (RunStatus.RUNNING, RunStatus.WAITING_REVIEW):

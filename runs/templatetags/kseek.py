@@ -17,6 +17,13 @@ def user_can(context, role: str) -> bool:
     return permissions.has_role(context["request"].user, role)
 
 
+@register.simple_tag(takes_context=True)
+def user_roles(context) -> list[str]:
+    """The roles the signed-in user holds, lowest first (the 403 page says them beside the one that was needed)."""
+    held = permissions.roles_of(context["request"].user)
+    return [role for role in permissions.ROLE_ORDER if role in held]
+
+
 @register.simple_tag
 def pending_questions() -> int:
     return questions_pending_count()
@@ -25,6 +32,17 @@ def pending_questions() -> int:
 @register.filter
 def speedup(value) -> str:
     return format_speedup(value, digits=".3f", times="×", missing="—")
+
+
+@register.filter
+def duration(value) -> str:
+    """A timedelta as the run page's clock shows it ("1h 02m 03s"); "—" for none (a run not started yet)."""
+    if value is None:
+        return "—"
+    seconds = max(0, int(value.total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m {seconds:02d}s" if hours else f"{minutes}m {seconds:02d}s"
 
 
 @register.filter

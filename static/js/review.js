@@ -24,9 +24,11 @@
     select(all[Math.max(0, Math.min(all.length - 1, at < 0 ? 0 : at + delta))]);
   }
 
-  function editing(el) { return el && !el.querySelector("textarea").hidden; }
+  // A viewer's items carry no decide form (nor its textarea): the page offers no button they cannot use.
+  function editing(el) { const area = el && el.querySelector("textarea"); return !!area && !area.hidden; }
 
   function startEdit(el, replace) {
+    if (!canDecide) { state.textContent = "Deciding needs the reviewer role."; return; }
     const area = el.querySelector("textarea");
     area.hidden = false;
     area.dataset.mode = replace ? "replace" : "edit";

@@ -197,6 +197,9 @@
       status.append(" ", reason);
     }
     status.className = "status-" + s.status;
+    // The queue reason is the server's at page load; once the run leaves the queue it no longer applies.
+    if (s.status !== "queued") document.getElementById("run-queue-reason").hidden = true;
+    showControls(s.status);
     document.getElementById("run-best").textContent = s.best_speedup === null ? "—" : s.best_speedup.toFixed(3) + "×";
     const baselines = Object.entries(s.best_speedups).sort();
     document.getElementById("run-baselines").textContent = baselines.length
@@ -216,6 +219,16 @@
     page.dataset.finished = s.finished_at || "";
     tickElapsed();
   }, 300);
+
+  // The operator's controls the status allows: none on a finished run, pause while it runs, resume while paused.
+  function showControls(status) {
+    const controls = document.getElementById("run-controls");
+    if (!controls) return;
+    const finished = ["succeeded", "failed", "stopped"].includes(status);
+    controls.hidden = finished;
+    document.getElementById("btn-pause").hidden = !["running", "waiting_review"].includes(status);
+    document.getElementById("btn-resume").hidden = status !== "paused";
+  }
 
   function tickElapsed() {
     const el = document.getElementById("run-elapsed");

@@ -162,6 +162,7 @@ class ScriptedWorker:
 
 
 def start_run_from_page(page, model: str, review_mode: str = "review") -> int:
+    page.click("#start-run-link")  # the start form has its own page, linked above the runs list
     form = "#start-run "
     page.select_option(form + "select[name=task]", "matmul_cpu")
     page.fill(form + "input[name=model]", model)
@@ -379,6 +380,7 @@ def test_wrong_passwords_lock_the_login_with_a_page_saying_for_how_long(live_sit
 
 def test_a_budget_too_large_is_refused_by_the_form_before_it_is_sent(live_site, login):
     page = login("olga")
+    page.click("#start-run-link")
     field = "#start-run input[name=budget_steps]"
     page.select_option("#start-run select[name=task]", "matmul_cpu")
     page.fill(field, "99999999999999999999")

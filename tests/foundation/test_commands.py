@@ -11,7 +11,8 @@ from runs.services import worker_host_authenticate
 pytestmark = pytest.mark.django_db
 
 
-def test_ensure_admin_creates_one_admin_with_a_generated_password_printed_once(monkeypatch):
+def test_ensure_admin_creates_one_admin_with_a_generated_password_printed_once(monkeypatch, settings, tmp_path):
+    settings.DATA_DIR = tmp_path  # the generated password is kept there: not in this checkout's data folder
     monkeypatch.delenv("KSEEK_ADMIN_PASSWORD", raising=False)
     out = io.StringIO()
     call_command("ensure_admin", stdout=out)

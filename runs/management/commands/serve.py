@@ -6,14 +6,16 @@
   folder (the SQLite database, the secret key) from them. Where bubblewrap does not work, the worker refuses to
   start (exit status 4, with what to install) and the dashboard is served without it, unless `--unsandboxed`
   lets the worker run agents with no isolation (docs/protocol.md, section 3).
-- On a site with no runs yet, a demo run is queued: the CPU task, driven by the replay model from
+- On a site with no runs yet, a demo run is queued (runs/demo.py): the CPU task, driven by the replay model from
   agentloop/replays/matmul_cpu_demo.jsonl, with the goal and starting kernel recorded in that trace. Its tools
-  and evaluations run for real, so the dashboard shows a run streaming live right after the first start.
+  and evaluations run for real. It ends within half a minute; an operator starts another from the runs list
+  ("Start the demo") to watch one stream.
+- Once the server listens, the generated admin password is printed again under the banner while it is still the
+  admin's (ensure_admin keeps it in the data folder until it is changed).
 - Ctrl-C (or SIGTERM) stops both processes. If the server dies, the command exits with its status; if the
   worker dies, the server keeps serving and the worker is started again after a pause.
 """
 
-import json
 import os
 import signal
 import socket
@@ -27,23 +29,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agentloop.sandbox import EXIT_NO_SANDBOX
 from kseek_site.serving import daphne_argv
-from runs.models import ReviewMode, Run, Task, WorkerHost
-from runs.services import run_start, worker_host_create, worker_host_rotate_token
+from runs.demo import demo_run_start
+from runs.management.commands.ensure_admin import admin_password_notice
+from runs.models import Run, WorkerHost
+from runs.services import ServiceError, worker_host_create, worker_host_rotate_token
 
 LOCAL_WORKER = "local"
-DEMO_TRACE = Path("agentloop") / "replays" / "matmul_cpu_demo.jsonl"
 WORKER_RESTART_PAUSE_S = 5
 WORKER_NO_SANDBOX = EXIT_NO_SANDBOX  # the worker's exit status where it has no working sandbox
-
-
-def demo_config(trace_path: Path) -> dict:
-    """The run settings recorded in the demo trace's first event (docs/protocol.md, `status` with `config`)."""
-    with trace_path.open() as trace:
-        first = json.loads(trace.readline())
-    config = (first.get("payload") or {}).get("config")
-    if not config:
-        raise CommandError(f"{trace_path}: the first event carries no run config")
-    return config
 
 
 class Command(BaseCommand):
@@ -74,6 +67,10 @@ class Command(BaseCommand):
         try:
             self.wait_for_port(host, port, server)
             self.stdout.write(self.style.SUCCESS(f"KernelSeek on http://{host}:{port}/"))
+            # Again after daphne is up: the output of `bootstrap` scrolls away under its access log.
+            notice = admin_password_notice()
+            if notice:
+                self.stdout.write(self.style.SUCCESS(notice))
             while not self.stopping:
                 if server.poll() is not None:
                     raise CommandError(f"the server exited with status {server.returncode}")
@@ -150,17 +147,8 @@ class Command(BaseCommand):
         ]
 
     def queue_demo_run(self, base_dir: Path) -> None:
-        config = demo_config(base_dir / DEMO_TRACE)
-        task = Task.objects.filter(name=config["task"]).first()
-        if task is None:
-            raise CommandError(f"the demo needs task {config['task']}: run `manage.py sync_tasks` first")
-        run = run_start(
-            task=task,
-            model=f"replay:{DEMO_TRACE}",
-            starting_kernel=config["starting_kernel"],
-            goal_baseline=config["goal"]["baseline"],
-            goal_speedup=config["goal"]["speedup"],
-            review_mode=ReviewMode.AUTO,
-            budget_steps=200,
-        )
-        self.stdout.write(f"queued demo run {run.pk} ({task.name}, replay model)")
+        try:
+            run = demo_run_start()
+        except ServiceError as refused:
+            raise CommandError(str(refused)) from refused
+        self.stdout.write(f"queued demo run {run.pk} ({run.task.name}, replay model)")

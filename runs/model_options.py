@@ -1,0 +1,108 @@
+"""The models a run can use from this site, for the start form: which can run here, and what each needs.
+
+A model is named as the worker's `make_model` reads it (agentloop/models): `replay:FILE` plays a recorded run
+back and needs nothing; an Anthropic id needs ANTHROPIC_API_KEY; `openai:MODEL` needs OPENAI_BASE_URL (an
+OpenAI-compatible server). The keys are read where the agent runs, in the worker's environment. `make run`'s local
+worker inherits the server's, so what is set here is what the local worker has; a remote worker host may have
+its own, which this page cannot see.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from agentloop.cli import DEFAULT_MODEL
+
+REPLAY_FOLDER = Path("agentloop") / "replays"
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    spec: str  # what goes into the form's model field
+    label: str
+    needs: str  # what it needs to run, in words
+    ready: bool  # whether it can run on this site's local worker as things are set now
+    recording: dict | None = None  # a replay's recorded run config (task, goal, starting kernel)
+
+
+def recorded_config(path: Path) -> dict | None:
+    """The run config in a trace's first event (docs/protocol.md, `status` with `config`); None if it has none."""
+    try:
+        with path.open() as trace:
+            first = json.loads(trace.readline())
+    except (OSError, ValueError):
+        return None
+    config = (first.get("payload") or {}).get("config") if isinstance(first, dict) else None
+    return config if isinstance(config, dict) else None
+
+
+def replay_options() -> list[ModelOption]:
+    base = Path(settings.BASE_DIR)
+    options = []
+    for path in sorted((base / REPLAY_FOLDER).glob("*.jsonl")):
+        config = recorded_config(path) or {}
+        task = config.get("task")
+        options.append(
+            ModelOption(
+                spec=f"replay:{path.relative_to(base)}",
+                label=f"{path.stem} (recorded run{f' of {task}' if task else ''})",
+                needs="nothing: it plays the recorded model's replies back, with no API key; its commands and "
+                "evaluations run for real" + (f". Start it on task {task}" if task else ""),
+                ready=True,
+                recording=config or None,
+            )
+        )
+    return options
+
+
+def api_options(environ=None) -> list[ModelOption]:
+    environ = os.environ if environ is None else environ
+    anthropic_ready = bool(environ.get("ANTHROPIC_API_KEY"))
+    openai_ready = bool(environ.get("OPENAI_BASE_URL"))
+    chosen = environ.get("KSEEK_MODEL", "")
+    options = []
+    for spec in dict.fromkeys(m for m in (chosen, DEFAULT_MODEL) if m and not m.startswith(("openai:", "replay:"))):
+        options.append(
+            ModelOption(
+                spec=spec,
+                label=f"{spec} (Anthropic API)",
+                needs="ANTHROPIC_API_KEY in the worker's environment"
+                + (": set here" if anthropic_ready else ": not set here, so the local worker cannot run it"),
+                ready=anthropic_ready,
+            )
+        )
+    openai_spec = chosen if chosen.startswith("openai:") else "openai:MODEL"
+    options.append(
+        ModelOption(
+            spec=openai_spec,
+            label=f"{openai_spec} (an OpenAI-compatible server: vLLM, llama.cpp, ...)",
+            needs="OPENAI_BASE_URL in the worker's environment (and OPENAI_API_KEY if the server wants one)"
+            + (
+                f": set here ({environ['OPENAI_BASE_URL']})"
+                if openai_ready
+                else ": not set here, so the local worker cannot run it"
+            )
+            + ("" if openai_spec != "openai:MODEL" else "; write the model's name as that server knows it"),
+            ready=openai_ready,
+        )
+    )
+    return options
+
+
+def model_options(environ=None) -> list[ModelOption]:
+    """Every model the form offers: the replays found here first, then the API models; `ready` says which run."""
+    return replay_options() + api_options(environ)
+
+
+def default_model(options: list[ModelOption]) -> str:
+    """The first configured API model, else the first replay: a first run that works."""
+    ready = [option for option in options if option.ready]
+    api = [option for option in ready if option.recording is None and option.spec != "openai:MODEL"]
+    return (api or ready or options)[0].spec if options else DEFAULT_MODEL
+
+
+def recording_of(spec: str, options: list[ModelOption]) -> dict | None:
+    return next((option.recording for option in options if option.spec == spec), None)
