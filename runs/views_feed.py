@@ -11,6 +11,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
 from agentloop.protocol import event_summary
+from runs.event_parser import INT_COLUMN_MAX
 from runs.models import Run, Step, StepKind
 from runs.selectors import FEED_PAGE_MAX, questions_pending_count, run_speedup_series, steps_page
 
@@ -38,7 +39,7 @@ def step_json(step: Step, *, full: bool = False) -> dict:
     }
 
 
-SEQ_MAX = 2**31 - 1  # Step.seq's column (a PositiveIntegerField) holds no more
+SEQ_MAX = INT_COLUMN_MAX  # Step.seq's column (a PositiveIntegerField) holds no more
 
 
 class BadParameter(ValueError):
