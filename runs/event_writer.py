@@ -16,7 +16,7 @@ from typing import Protocol
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, close_old_connections, connection
 
-from runs import services
+from runs import events, services
 from runs.models import WorkerHost
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class EventWriter:
 
     async def _write(self, batch: list[tuple["EventSource", dict, bool]]) -> None:
         try:
-            outcomes = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
+            outcomes, announcements = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
                 [(consumer.worker, message) for consumer, message, _ in batch]
             )
         except DatabaseError as passing:
@@ -118,6 +118,7 @@ class EventWriter:
             replies = [("server error", True)] * len(batch)
             outcomes = None
         if outcomes is not None:
+            await events.send_collected(announcements)
             replies = [(None, False) if o.stored else (o.error, o.sender_revoked) for o in outcomes]
         # An event that came alone is answered alone (`ack`); those that came in `events` messages are
         # acknowledged in one `acks` per socket, after the batch's nacks. Either way only after the commit.
@@ -146,9 +147,11 @@ def _close_connection() -> None:
 
 
 def _store_batch(items):
-    """Store one batch on the writer's thread, on the connection the previous batch left open."""
+    """Store one batch on the writer's thread, on the connection the previous batch left open; return its outcomes
+    and what its commit announces (sent by the caller, on the event loop)."""
     try:
-        return services.worker_events_record(items=items)
+        with events.collected_announcements() as announcements:
+            return services.worker_events_record(items=items), announcements
     except DatabaseError:
         # The connection may be broken (a restarted database): drop it, the next batch connects afresh.
         connection.close()
