@@ -106,7 +106,8 @@ def events_store(events: list[ParsedEvent], *, effects: Effects) -> list[EventOu
     The caller has checked that each event's run exists and that its sender may write it. `effects`: what a kind
     implies beyond its row (step_effects.EFFECTS for a worker's events; a trace import leaves out the status's)."""
     outcomes: list[EventOutcome | None] = [None] * len(events)
-    with transaction.atomic():
+    # A transaction of its own, or the caller's (no savepoint: each part that may be refused has its own).
+    with transaction.atomic(savepoint=False):
         fresh = _drop_repeats(events, outcomes)
         plain = [i for i in fresh if events[i].kind not in effects]
         _store_plain(events, plain, outcomes)
