@@ -1,4 +1,5 @@
-"""Run events (docs/protocol.md, section 1): the envelope, the kinds, and the emitter that numbers them.
+"""Run events (docs/protocol.md, section 1): the envelope and the emitter that numbers them (the kinds and statuses
+are agentloop/protocol.py's).
 
 Every event goes to every sink the moment it is emitted (the trace file first), so that a crash between two
 events loses nothing that was emitted.
@@ -12,22 +13,8 @@ from collections.abc import Callable
 
 from agentloop import SCHEMA_VERSION
 from agentloop.interfaces import Sink
+from agentloop.protocol import FINISHED_STATUSES, KINDS
 
-KINDS = (
-    "model_message",
-    "tool_call",
-    "tool_result",
-    "evaluation",
-    "decision_point",
-    "question_proposed",
-    "question_decided",
-    "human_message",
-    "status",
-    "usage",
-    "note",
-)
-RUN_STATUSES = ("queued", "running", "waiting_review", "paused", "succeeded", "failed", "stopped")
-FINISHED_STATUSES = ("succeeded", "failed", "stopped")
 ZERO_USAGE = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}
 
 

@@ -11,6 +11,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 
 from agentloop.config import RunConfig
+from agentloop.protocol import FINISHED_STATUSES
 from questionbank.selection import AskedQuestion
 
 
@@ -104,7 +105,7 @@ class RunState:
             self.started_ts = event.get("ts")
             self._user({"type": "text", "text": p["config"].get("task_prompt", "")})
         self.status = p["status"]
-        if p["status"] in ("succeeded", "failed", "stopped"):
+        if p["status"] in FINISHED_STATUSES:
             self.finished = True
             self.final_reason = p.get("reason")
 

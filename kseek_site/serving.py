@@ -1,4 +1,4 @@
-"""How the dashboard is served: daphne's command line and the size limits of the worker socket, in one place.
+"""How the dashboard is served: daphne's command line, with the worker socket's size limits (the protocol's).
 
 The limits must agree end to end (docs/protocol.md 2.1): daphne drops a connection whose frame or message is over
 its own limit without a close frame or an answer, so the worker, which cannot tell that from a lost link, would
@@ -11,11 +11,10 @@ test sites, the benchmarks) takes its command line from `daphne_argv`; docs/depl
 import sys
 from pathlib import Path
 
-# The largest websocket message (and frame: a worker sends each message as one frame) the server reads.
-MESSAGE_MAX_BYTES = 8 * 2**20
-# The largest event the server stores: its `event` message, as UTF-8. An event between the two limits is read and
-# refused with a reason; a worker never sends a message over MESSAGE_MAX_BYTES.
-EVENT_MAX_BYTES = 4 * 2**20
+# The limits are the protocol's (agentloop/protocol.py), named here too for everything that starts daphne.
+from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
+
+__all__ = ["EVENT_MAX_BYTES", "MESSAGE_MAX_BYTES", "daphne_argv"]
 
 
 def daphne_argv(host: str, port: int) -> list[str]:

@@ -1,14 +1,27 @@
-"""Websocket consumers.
+"""Websocket consumers: transport only. What a message means is the services' (runs.services), what an event
+is the parser's (runs/event_parser.py), how events are written in batches the event writer's (runs/event_writer.py).
 
 RunFeedConsumer: a signed-in browser follows one run (`/ws/runs/<id>/`) or every run (`/ws/runs/`). It is told
-what was stored (the run id, seq and kind) after the transaction commits, and pages in the steps it lacks over
-HTTP by sequence number, so a reconnect resumes with nothing missed and nothing doubled.
+what was stored (runs/events.py: the run id, seq and kind) after the transaction commits, and pages in the steps
+it lacks over HTTP by sequence number, so a reconnect resumes with nothing missed and nothing doubled.
+
+WorkerConsumer: a GPU worker host's socket (docs/protocol.md section 2).
 """
 
-from channels.consumer import get_handler_name
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+import json
+import logging
 
+from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.db import DatabaseError
+
+from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
+from runs import services
+from runs.event_writer import EventWriter
 from runs.events import ALL_RUNS_GROUP, run_group
+
+log = logging.getLogger(__name__)
 
 
 class NoConnectionSweep:
@@ -23,17 +36,6 @@ class NoConnectionSweep:
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
-
-
-def consecutive_blocks(steps: list) -> list[tuple[int, int, str]]:
-    """[[seq, kind], ...] as (first seq, last seq, first kind) of each run of consecutive seqs, in seq order."""
-    blocks: list[list] = []
-    for seq, kind in sorted(steps):
-        if blocks and seq == blocks[-1][1] + 1:
-            blocks[-1][1] = seq
-        elif not blocks or seq != blocks[-1][1]:
-            blocks.append([seq, seq, kind])
-    return [tuple(block) for block in blocks]
 
 
 class RunFeedConsumer(NoConnectionSweep, AsyncJsonWebsocketConsumer):
@@ -55,21 +57,9 @@ class RunFeedConsumer(NoConnectionSweep, AsyncJsonWebsocketConsumer):
         # The feed is one-way; browsers act through forms, where permissions and CSRF are checked.
         await self.send_json({"type": "error", "error": "this socket only sends"})
 
-    # Handlers for the messages runs.events publishes; each is forwarded as it is.
+    # Handlers for the messages runs/events.py makes; each is forwarded as it is.
     async def step_stored(self, message):
         await self.send_json(message)
-
-    async def steps_stored(self, message):
-        # The event writer publishes one message per run and batch. Each block of consecutive seqs in it is
-        # announced once, as a step.stored of the block's first seq with `last_seq` added when the block is longer
-        # than one: a page at the tail fetches everything after what it holds, and a page missing a block below
-        # its newest step fetches from the block's first seq, so neither misses a step of the block.
-        run_id = message["run_id"]
-        for first, last, kind in consecutive_blocks(message["steps"]):
-            announcement = {"type": "step.stored", "run_id": run_id, "seq": first, "kind": kind}
-            if last != first:
-                announcement["last_seq"] = last
-            await self.send_json(announcement)
 
     async def run_changed(self, message):
         await self.send_json(message)
@@ -80,172 +70,15 @@ class RunFeedConsumer(NoConnectionSweep, AsyncJsonWebsocketConsumer):
 
 # ------------------------------------------------------------------------------------------------ workers
 
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
-import weakref  # noqa: E402
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
-
-from asgiref.sync import sync_to_async  # noqa: E402
-from channels.db import database_sync_to_async  # noqa: E402
-from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
-from django.db import DatabaseError, close_old_connections, connection  # noqa: E402
-
-from kseek_site import serving  # noqa: E402
-from runs import services  # noqa: E402
-
-log = logging.getLogger(__name__)
-
 PROTOCOL_VERSION = 1
 NO_WORK_RETRY_S = 5
 # The close code of a socket whose token was revoked while it was open.
 AUTH_REFUSED = 4401
-# The worker socket's size limits, which daphne's command line shares (kseek_site/serving.py): a message up to
-# MESSAGE_MAX_BYTES is read; an event over EVENT_MAX_BYTES gets a final nack that names its size.
-EVENT_MAX_BYTES = serving.EVENT_MAX_BYTES
-MESSAGE_MAX_BYTES = serving.MESSAGE_MAX_BYTES
-# The most events one transaction stores; more wait for the next batch.
-BATCH_MAX_EVENTS = 500
-# How long the event writer keeps its database connection with no batch to write.
-WRITER_IDLE_RELEASE_S = 1.0
+# The size limits are the protocol's (agentloop/protocol.py; daphne is started with them, kseek_site/serving.py):
+# a message up to MESSAGE_MAX_BYTES is read; an event over EVENT_MAX_BYTES gets a final nack that names its size.
 # The most events one `events` message may list (its size is bounded by MESSAGE_MAX_BYTES like any message's).
 # The agentloop worker sends at most 256 (agentloop/worker/window.py).
 EVENTS_MAX_COUNT = 1000
-
-
-class EventWriter:
-    """Stores the events of every worker socket of this process in batches: one transaction for what arrived
-    while the previous batch was being written (group commit), then an ack or nack for each, and one feed message
-    per run.
-
-    Writes run on one thread of their own, which keeps its database connection while batches follow each other
-    and releases it (close_old_connections, so as CONN_MAX_AGE says) once no batch has come for
-    WRITER_IDLE_RELEASE_S. Releasing after every batch that emptied the queue, as this did first, opened and
-    closed a connection per batch under a steady load (on SQLite the close also checkpoints the WAL): a third
-    of the writer's time in a profile at 2,000 events/s (docs/benchmarks.md). A batch that
-    the database cannot take (unreachable, locked) is nacked with retry: the worker keeps the events and sends
-    them again; nothing is acked before its transaction commits.
-    """
-
-    _thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kseek-event-writer")
-    _per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventWriter]" = weakref.WeakKeyDictionary()
-
-    def __init__(self, channel_layer):
-        self.channel_layer = channel_layer
-        self._release_timer: asyncio.TimerHandle | None = None
-        # (socket, event, came in an `events` message): such events are acknowledged together in `acks`.
-        self.queue: list[tuple[WorkerConsumer, dict, bool]] = []
-        self.draining = False
-
-    @classmethod
-    def for_this_loop(cls, channel_layer) -> "EventWriter":
-        loop = asyncio.get_running_loop()
-        writer = cls._per_loop.get(loop)
-        if writer is None:
-            writer = cls._per_loop[loop] = cls(channel_layer)
-        return writer
-
-    def submit(self, consumer: "WorkerConsumer", message: dict) -> None:
-        """One `event` message: answered alone, with an `ack` or a `nack`."""
-        self.queue.append((consumer, message, False))
-        self._start()
-
-    def submit_many(self, consumer: "WorkerConsumer", events: list[dict]) -> None:
-        """The events of one `events` message, queued together: they go into the same transaction unless the
-        batch is full, and the stored ones are acknowledged in one `acks` message per socket and batch."""
-        self.queue.extend((consumer, event, True) for event in events)
-        self._start()
-
-    def _start(self) -> None:
-        if not self.draining:
-            self.draining = True
-            asyncio.ensure_future(self._drain())
-
-    async def _drain(self) -> None:
-        if self._release_timer is not None:
-            self._release_timer.cancel()
-        while self.queue:
-            batch, self.queue = self.queue[:BATCH_MAX_EVENTS], self.queue[BATCH_MAX_EVENTS:]
-            await self._write(batch)
-        self.draining = False  # no await since the loop's test: a submit either sees the flag set or not
-        self._release_timer = asyncio.get_running_loop().call_later(WRITER_IDLE_RELEASE_S, self._release_if_idle)
-
-    def _release_if_idle(self) -> None:
-        self._release_timer = None
-        if not self.draining:
-            # Not awaited: the job runs on the writer thread after any batch already handed to it.
-            self._thread.submit(close_old_connections)
-
-    @classmethod
-    def release_connection(cls) -> None:
-        """Release the writer thread's connection now and wait for it. For an event loop that ends before the idle
-        release fires: tests call it after each test, so that PostgreSQL can drop the test database."""
-        cls._thread.submit(_close_connection).result()
-
-    async def _write(self, batch: list[tuple["WorkerConsumer", dict, bool]]) -> None:
-        try:
-            outcomes = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
-                [(consumer.worker, message) for consumer, message, _ in batch]
-            )
-        except DatabaseError as passing:
-            log.warning("%d event(s) not stored, the database failed: %s", len(batch), passing)
-            replies = [("database unavailable", True)] * len(batch)
-            outcomes = None
-        except Exception:  # a fault of ours: the workers keep the events rather than lose them
-            log.exception("%d event(s) not stored", len(batch))
-            replies = [("server error", True)] * len(batch)
-            outcomes = None
-        if outcomes is not None:
-            await self._publish(outcomes)
-            replies = [(None, False) if o.stored else (o.error, o.sender_revoked) for o in outcomes]
-        # An event that came alone is answered alone (`ack`); those that came in `events` messages are
-        # acknowledged in one `acks` per socket, after the batch's nacks. Either way only after the commit.
-        acks: dict[WorkerConsumer, list] = {}
-        for (consumer, message, batched), (error, retry) in zip(batch, replies):
-            reply = {"run_id": message.get("run_id"), "seq": message.get("seq")}
-            if error is None and batched:
-                acks.setdefault(consumer, []).append([reply["run_id"], reply["seq"]])
-                continue
-            if error is None:
-                reply["type"] = "ack"
-            else:
-                reply.update(type="nack", error=error, retry=retry)
-            await consumer.send_reply(reply)
-        for consumer, items in acks.items():
-            await consumer.send_reply({"type": "acks", "acks": items})
-        # A host revoked while its socket was open, where the revocation's message did not reach this process (it
-        # was revoked from another process with no shared channel layer): its socket closes after its nacks.
-        for consumer in {consumer for (consumer, _, _), o in zip(batch, outcomes or []) if o.sender_revoked}:
-            await consumer.close_revoked()
-
-    async def _publish(self, outcomes: list[services.EventOutcome]) -> None:
-        by_run: dict[int, list] = {}
-        for outcome in outcomes:
-            if outcome.published_by_caller is not None:
-                run_id, seq, kind = outcome.published_by_caller
-                by_run.setdefault(run_id, []).append([seq, kind])
-        for run_id, steps in by_run.items():
-            try:
-                await self.channel_layer.group_send(
-                    run_group(run_id), {"type": "steps.stored", "run_id": run_id, "steps": steps}
-                )
-            except Exception:  # stored is stored: a page that missed the message catches up by seq
-                log.exception("could not publish %d step(s) of run %s", len(steps), run_id)
-
-
-def _close_connection() -> None:
-    if connection.connection is not None:
-        connection.close()
-
-
-def _store_batch(items):
-    """Store one batch on the writer's thread, on the connection the previous batch left open."""
-    try:
-        return services.worker_events_record(items=items)
-    except DatabaseError:
-        # The connection may be broken (a restarted database): drop it, the next batch connects afresh.
-        connection.close()
-        raise
 
 
 def events_problem(events) -> str | None:
@@ -429,7 +262,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             return
         # Not awaited: the socket goes on reading while the writer stores this event with others; the ack
         # follows the commit.
-        EventWriter.for_this_loop(self.channel_layer).submit(self, message)
+        EventWriter.for_this_loop().submit(self, message)
 
     async def on_events(self, message, raw):
         events = message.get("events")
@@ -449,7 +282,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
                     kept.append(event)
             events = kept
         if events:
-            EventWriter.for_this_loop(self.channel_layer).submit_many(self, events)
+            EventWriter.for_this_loop().submit_many(self, events)
 
     async def refuse_oversize(self, event: dict, size: int) -> None:
         """An event too large to store: a final nack that names its size, so the worker drops it (and says so in

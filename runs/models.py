@@ -8,7 +8,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from agentloop.protocol import EVENT_KINDS, RUN_STATUSES
+from agentloop.protocol import FINISHED_STATUSES as protocol_finished_statuses
 from gpu_harness import figures
+from gpu_harness.result import STATUSES
 from questionbank.models import DecisionPoint, QuestionCategory
 
 
@@ -82,17 +85,11 @@ class WorkerHost(models.Model):
         return bool(self.connection)
 
 
-class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    WAITING_REVIEW = "waiting_review", "Waiting for review"
-    PAUSED = "paused", "Paused"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    STOPPED = "stopped", "Stopped"
+# Statuses and kinds are the protocol's (agentloop/protocol.py): each choice's name is its value in capitals
+# (RunStatus.WAITING_REVIEW == "waiting_review"), its label the protocol's.
+RunStatus = models.TextChoices("RunStatus", [(value.upper(), (value, label)) for value, label in RUN_STATUSES.items()])
 
-
-FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED)
+FINISHED_STATUSES = tuple(RunStatus(status) for status in protocol_finished_statuses)
 # A worker host holds a run in these (waiting on a reviewer or paused, it still has the run and its state).
 HELD_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_REVIEW, RunStatus.PAUSED)
 
@@ -174,20 +171,9 @@ class Run(models.Model):
         return (self.goal_baseline or self.task.goal_baseline, self.goal_speedup or self.task.goal_speedup)
 
 
-class StepKind(models.TextChoices):
-    """The event kinds of the agent protocol (docs/protocol.md)."""
-
-    MODEL_MESSAGE = "model_message", "Model message"
-    TOOL_CALL = "tool_call", "Tool call"
-    TOOL_RESULT = "tool_result", "Tool result"
-    EVALUATION = "evaluation", "Evaluation"
-    DECISION_POINT = "decision_point", "Decision point"
-    QUESTION_PROPOSED = "question_proposed", "Question proposed"
-    QUESTION_DECIDED = "question_decided", "Question decided"
-    HUMAN_MESSAGE = "human_message", "Human message"
-    STATUS = "status", "Status change"
-    USAGE = "usage", "Usage"
-    NOTE = "note", "Note"
+# The event kinds. A Step's kind is checked by the event parser (runs/event_parser.py), not by the database: a new
+# kind needs no migration.
+StepKind = models.TextChoices("StepKind", [(value.upper(), (value, label)) for value, label in EVENT_KINDS.items()])
 
 
 class Step(models.Model):
@@ -195,7 +181,7 @@ class Step(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
     seq = models.PositiveIntegerField()
-    kind = models.CharField(max_length=32, choices=StepKind.choices)
+    kind = models.CharField(max_length=32, help_text="One of agentloop.protocol.KINDS")
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(help_text="When the event happened, by the sender's clock")
     stored_at = models.DateTimeField(auto_now_add=True)
@@ -207,7 +193,6 @@ class Step(models.Model):
         ordering = ["run", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["run", "seq"], name="step_run_seq_unique"),
-            models.CheckConstraint(condition=Q(kind__in=StepKind.values), name="step_kind_valid"),
         ]
         indexes = [models.Index(fields=["run", "kind", "seq"])]
 
@@ -323,11 +308,12 @@ class Kernel(models.Model):
         return self.release_name or f"kernel {self.sha256[:12]}"
 
 
-class EvaluationStatus(models.TextChoices):
-    COMPILED = "compiled", "Compiled (not run)"
-    INCORRECT = "incorrect", "Incorrect"
-    CORRECT = "correct", "Correct"
-    ERROR = "error", "Error"
+# A verdict's statuses are the harness's (gpu_harness.result.STATUSES); these labels are the dashboard's.
+_EVALUATION_LABELS = {"compiled": "Compiled (not run)"}
+EvaluationStatus = models.TextChoices(
+    "EvaluationStatus",
+    [(value.upper(), (value, _EVALUATION_LABELS.get(value, value.capitalize()))) for value in STATUSES],
+)
 
 
 class Evaluation(models.Model):

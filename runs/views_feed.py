@@ -10,82 +10,18 @@ from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
+from agentloop.protocol import event_summary
+from runs.event_parser import INT_COLUMN_MAX
 from runs.models import Run, Step, StepKind
 from runs.selectors import FEED_PAGE_MAX, questions_pending_count, run_speedup_series, steps_page
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
-LINE_MAX = 240
-
-
-def _clip(text, limit: int = LINE_MAX) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _first_text(content) -> str:
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
-                return block["text"]
-    return ""
-
-
-def _tool_input_line(payload: dict) -> str:
-    tool_input = payload.get("input") or {}
-    if isinstance(tool_input, dict):
-        for key in ("command", "path", "kernel", "scenarios"):
-            if tool_input.get(key):
-                return f"{tool_input.get('action', '')} {tool_input[key]}".strip()
-    return json.dumps(tool_input)[:LINE_MAX]
-
-
-def _speedup_text(value) -> str:
-    return f"{value:.3f}×" if isinstance(value, (int, float)) else "—"
 
 
 def step_summary(step: Step) -> str:
-    """The one line a step is folded to in the feed."""
-    p = step.payload if isinstance(step.payload, dict) else {}
-    kind = step.kind
-    if kind == StepKind.MODEL_MESSAGE:
-        tools = [b.get("name") for b in p.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
-        text = _first_text(p.get("content"))
-        tail = f" → {', '.join(t for t in tools if t)}" if tools else ""
-        return _clip((text or f"({p.get('stop_reason', 'no text')})") + tail)
-    if kind == StepKind.TOOL_CALL:
-        return _clip(f"{p.get('name', 'tool')}: {_tool_input_line(p)}")
-    if kind == StepKind.TOOL_RESULT:
-        output = str(p.get("output") or "")
-        flags = " error" if p.get("is_error") else ""
-        exit_code = f" exit {p['exit_code']}" if p.get("exit_code") is not None else ""
-        return _clip(f"{p.get('name', 'tool')}{exit_code}{flags}, {len(output)} chars: {output.strip()[:200]}")
-    if kind == StepKind.EVALUATION:
-        result = p.get("result") if isinstance(p.get("result"), dict) else {}
-        goal = p.get("goal") or {}
-        over = f" over {goal['baseline']}" if goal.get("baseline") else ""
-        reason = f": {result['reason']}" if result.get("reason") else ""
-        return _clip(
-            f"{result.get('status', '?')}, speedup {_speedup_text(p.get('speedup'))}{over} "
-            f"({p.get('purpose', 'tool')}, {p.get('scenario_set', '')}){reason}"
-        )
-    if kind == StepKind.DECISION_POINT:
-        return _clip(f"{p.get('name', '?')}: {p.get('detail', '')}")
-    if kind == StepKind.QUESTION_PROPOSED:
-        return _clip(f"[{p.get('category') or '?'}] {p.get('text', '')}")
-    if kind == StepKind.QUESTION_DECIDED:
-        text = f": {p['text']}" if p.get("text") else ""
-        return _clip(f"{p.get('action', '?')} by {p.get('reviewer') or p.get('by') or '?'}{text}")
-    if kind == StepKind.HUMAN_MESSAGE:
-        return _clip(f"{p.get('author') or 'human'}: {p.get('text', '')}")
-    if kind == StepKind.STATUS:
-        return _clip(f"{p.get('status', '?')} ({p.get('reason', '')})")
-    if kind == StepKind.USAGE:
-        cost = p.get("cost_usd")
-        return _clip(
-            f"{p.get('tokens_in', 0)} in, {p.get('tokens_out', 0)} out, "
-            f"{f'${cost:.4f}' if isinstance(cost, (int, float)) else 'cost unknown'} ({p.get('model', '')})"
-        )
-    return _clip(f"[{p.get('level', 'info')}] {p.get('text', '')}" if "text" in p else json.dumps(p))
+    """The one line a step is folded to in the feed: the protocol's summary of its event (agentloop/protocol.py),
+    the same line the agent's terminal shows."""
+    return event_summary(step.kind, step.payload)
 
 
 def step_json(step: Step, *, full: bool = False) -> dict:
@@ -103,7 +39,7 @@ def step_json(step: Step, *, full: bool = False) -> dict:
     }
 
 
-SEQ_MAX = 2**31 - 1  # Step.seq's column (a PositiveIntegerField) holds no more
+SEQ_MAX = INT_COLUMN_MAX  # Step.seq's column (a PositiveIntegerField) holds no more
 
 
 class BadParameter(ValueError):

@@ -44,15 +44,15 @@ def _release_thread_connections():
     """Close the database connections that threads other than the test's own keep after a test, so that nothing
     holds the test database at the end (PostgreSQL cannot drop a database that has connections):
     - the worker socket's event writer keeps its thread's connection until it has been idle for a second
-      (runs/consumers.py); a test's event loop may end before that;
+      (runs/event_writer.py); a test's event loop may end before that;
     - an async test's `sync_to_async(...)` ORM calls run on asgiref's one shared thread, and plain sync_to_async
       (unlike channels' database_sync_to_async) never closes the connection it opened there."""
     yield
     import sys
 
-    consumers = sys.modules.get("runs.consumers")
-    if consumers is not None:
-        consumers.EventWriter.release_connection()
+    event_writer = sys.modules.get("runs.event_writer")
+    if event_writer is not None:
+        event_writer.EventWriter.release_connection()
     asgiref_sync = sys.modules.get("asgiref.sync")
     if asgiref_sync is not None and "django.db" in sys.modules:
         from django.db import connections

@@ -37,6 +37,7 @@ from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError
 from agentloop.events import Emitter
+from agentloop.protocol import FINISHED_STATUSES
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.spool import Spool
@@ -384,9 +385,7 @@ class Worker:
                     missing,
                     events[0]["run_id"] if events else "?",
                 )
-            if not events or any(
-                e["kind"] == "status" and e["payload"]["status"] in ("succeeded", "failed", "stopped") for e in events
-            ):
+            if not events or any(e["kind"] == "status" and e["payload"]["status"] in FINISHED_STATUSES for e in events):
                 continue
             free = self._free_gpus()
             if not free:

@@ -7,14 +7,16 @@ per thing written:
     errors         ServiceError and its kinds
     tasks          task_upsert
     runs           queue, claim, status transitions, pause/resume/stop, a person's message, a worker's assignment
-    steps          step_record: each event of a run stored exactly once
+    steps          the one store of events (events_store): each (run, seq) once, totals and effects with it,
+                   announced after the commit; step_record, one step without its effects
+    step_effects   what a stored event implies (a question, a decision, a kernel and its evaluation, a status)
     questions      proposed, decided once by a reviewer, asked by a person
     kernels        kernel_record, kernel_release, evaluation_record (a verdict and its per-scenario rows), whether
                    a stored verdict confirms a run's goal
     workers        worker hosts and their hashed tokens, connected or not, hello, the runs a host lost
     directives     instructions for the worker holding a run, kept until it acknowledges them
-    worker_events  one event from a worker, with what it implies; the events the server refused, kept on their run
-    event_batches  many worker events in one transaction
+    worker_events  a worker's events (one or a batch): parsed, checked against who holds their runs, stored; the
+                   events the server refused, kept on their run
     trace_import   a browsable run made from a trace file
 """
 
@@ -27,7 +29,6 @@ from runs.services.directives import (
     worker_group,
 )
 from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict, UnconfirmedSuccess
-from runs.services.event_batches import EventOutcome, worker_events_record
 from runs.services.kernels import (
     evaluation_meets_goal,
     evaluation_record,
@@ -45,10 +46,10 @@ from runs.services.questions import (
     question_review,
 )
 from runs.services.runs import run_assignment, run_claim, run_control, run_send_human_message, run_set_status, run_start
-from runs.services.steps import StepRecorded, step_record
+from runs.services.steps import EventOutcome, StepRecorded, events_store, step_record
 from runs.services.tasks import task_upsert
 from runs.services.trace_import import trace_import
-from runs.services.worker_events import apply_step_effects, event_refusal_record, worker_event_record
+from runs.services.worker_events import event_refusal_record, worker_event_record, worker_events_record
 from runs.services.workers import (
     HELD_STATUSES,
     hash_token,
@@ -71,7 +72,6 @@ __all__ = [
     "StepConflict",
     "StepRecorded",
     "UnconfirmedSuccess",
-    "apply_step_effects",
     "directive_acknowledge",
     "directive_mark_sent",
     "directive_send",
@@ -80,6 +80,7 @@ __all__ = [
     "evaluation_meets_goal",
     "evaluation_record",
     "event_refusal_record",
+    "events_store",
     "hash_token",
     "kernel_record",
     "kernel_release",

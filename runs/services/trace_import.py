@@ -2,17 +2,17 @@
 
 import hashlib
 import json
-from decimal import Decimal
 
 from django.db import DataError, transaction
+from django.utils import timezone
 
+from runs.event_parser import ParsedEvent, Refusal, parse_event
 from runs.events import publish_after_commit
-from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
+from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, StepKind, Task
 from runs.services.errors import ServiceError
-from runs.services.event_batches import _STEP_COST_LIMIT, _STEP_KINDS, _bounded
 from runs.services.kernels import run_goal_evaluation
-from runs.services.steps import as_datetime
-from runs.services.worker_events import apply_step_effects, status_reason_text, usage_of
+from runs.services.step_effects import IMPORT_EFFECTS, status_reason_text
+from runs.services.steps import events_store
 
 _IMPORT_BATCH = 1000
 # Far deeper than any event KernelSeek writes (a few levels), and shallow enough that storing, exporting and
@@ -132,35 +132,19 @@ def _scan(records) -> dict:
     return found
 
 
-def _step_of(run: Run, number: int, event: dict) -> Step:
-    seq, kind, payload = event.get("seq"), event.get("kind"), event.get("payload")
-    known_kind = isinstance(kind, str) and kind in _STEP_KINDS
-    if not known_kind or isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-        raise ServiceError(f"line {number}: an event needs a known kind and a non-negative seq")
-    _bounded(seq, f"line {number}: seq")
-    if not isinstance(payload, dict):
-        raise ServiceError(f"line {number} (seq {seq}): payload must be a JSON object")
-    try:
-        tokens_in, tokens_out, cost = usage_of(event.get("usage"))
-        _bounded(tokens_in, "usage.tokens_in")
-        _bounded(tokens_out, "usage.tokens_out")
-        if not cost.is_finite() or not 0 <= cost < _STEP_COST_LIMIT:
-            raise ServiceError(f"usage.cost_usd must be a number from 0 to {_STEP_COST_LIMIT}, not {cost}")
-        created_at = as_datetime(event.get("ts"))
-    except ServiceError as refused:
-        raise ServiceError(f"line {number} (seq {seq}): {refused}") from None
-    except (ValueError, OverflowError):  # well-formed but impossible, e.g. month 13
-        raise ServiceError(f"line {number} (seq {seq}): not a valid timestamp: {event.get('ts')!r}") from None
-    return Step(
-        run=run,
-        seq=seq,
-        kind=kind,
-        payload=payload,
-        created_at=created_at,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        cost_usd=cost,
-    )
+def _parsed(run: Run, number: int, event: dict) -> ParsedEvent:
+    parsed = parse_event(event, run_id=run.pk)
+    if isinstance(parsed, Refusal):
+        raise ServiceError(f"line {number}: {parsed.reason}")
+    return parsed
+
+
+def _store(batch: list[tuple[int, ParsedEvent]]) -> None:
+    """Store a batch of the trace's events through the one store, with their effects but the status's (the
+    import sets the run's status itself); anything refused refuses the whole import."""
+    for (number, event), outcome in zip(batch, events_store([e for _, e in batch], effects=IMPORT_EFFECTS)):
+        if not outcome.stored:
+            raise ServiceError(f"line {number} (seq {event.seq}): {outcome.error}")
 
 
 def trace_import(*, lines, name: str, user=None) -> Run:
@@ -204,44 +188,32 @@ def _import_steps(again, harness: bool, *, task: Task, meta: dict, config: dict,
     )
     seen: dict[int, bytes] = {}  # seq -> digest of (kind, payload): a repeat must be the same event
     batch, first, last, final = [], None, None, None
-    totals = {"tokens_in": 0, "tokens_out": 0, "cost_usd": Decimal(0)}
     for number, event in _events(_trace_records(again()), harness):
-        step = _step_of(run, number, event)
+        step = _parsed(run, number, event)
         digest = hashlib.sha256(json.dumps([step.kind, step.payload], sort_keys=True).encode()).digest()
         if step.seq in seen:
             if seen[step.seq] != digest:
                 raise ServiceError(f"seq {step.seq} appears twice with different events")
             continue
         seen[step.seq] = digest
-        totals["tokens_in"] += step.tokens_in
-        totals["tokens_out"] += step.tokens_out
-        totals["cost_usd"] += step.cost_usd
         first = step if first is None or step.seq < first.seq else first
         last = step if last is None or step.seq > last.seq else last
         if step.kind == StepKind.STATUS and step.payload.get("status") in FINISHED_STATUSES:
             final = step if final is None or step.seq > final.seq else final
-        batch.append(step)
+        batch.append((number, step))
         if len(batch) >= _IMPORT_BATCH:
-            Step.objects.bulk_create(batch)
+            _store(batch)
             batch = []
-    Step.objects.bulk_create(batch)
+    _store(batch)
     if last is None:
         raise ServiceError("the trace holds no run events")
+    # The store kept the totals; the run's status and times are the trace's.
+    now = timezone.now()
     Run.objects.filter(pk=run.pk).update(
-        last_seq=last.seq,
-        step_count=len(seen),
         status=final.payload["status"] if final else RunStatus.STOPPED,
-        started_at=first.created_at,
-        finished_at=last.created_at,
-        **totals,
+        started_at=first.created_at or now,
+        finished_at=last.created_at or now,
     )
-    run.refresh_from_db()
-    effect_kinds = [StepKind.QUESTION_PROPOSED, StepKind.QUESTION_DECIDED, StepKind.EVALUATION]
-    for step in Step.objects.filter(run=run, kind__in=effect_kinds).order_by("seq").iterator():
-        try:
-            apply_step_effects(run=run, step=step)
-        except (KeyError, TypeError, ValueError, AttributeError) as malformed:
-            raise ServiceError(f"seq {step.seq}: a {step.kind} event of the wrong shape: {malformed!r}") from None
     run.refresh_from_db()  # the effects moved its best speedups
     # The trace's own word is not enough for `succeeded`, as it is not for a worker (docs/protocol.md 1.2): an
     # evaluation in the trace must confirm the goal, or the imported run says why it is shown failed.

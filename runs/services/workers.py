@@ -40,7 +40,7 @@ def worker_host_rotate_token(*, host: WorkerHost) -> tuple[WorkerHost, str]:
 def worker_host_revoke(*, host: WorkerHost) -> WorkerHost:
     """Withdraw a host's token: its next handshake is refused, and every socket it has open (on any server
     process: the message goes through the channel layer) is closed at once with 4401. Until a socket has closed,
-    nothing it sends is acted on: its events are not stored (runs.services.event_batches) and its claims get no
+    nothing it sends is acted on: its events are not stored (runs.services.worker_events) and its claims get no
     run (run_claim). Its runs stay with it, shown as held by a host that went away, with the revocation as the
     reason, until an operator stops them or the host comes back with a new token."""
     with transaction.atomic():

@@ -1,7 +1,8 @@
 // One run's page: the paged live feed, the header and the speedup chart.
 //
 // The feed holds a contiguous window of steps (under the current filter), keyed by seq. The socket only says
-// "seq N was stored"; the page then asks the server for the steps after the highest seq it holds. After a
+// "seq N was stored" (runs/events.py: a `step.stored` names the first seq of the steps stored together, and its
+// kind); the page then asks the server for the steps after the highest seq it holds. After a
 // reconnect it asks the same question, so nothing is missed and, being keyed by seq, nothing is shown twice.
 // A run of 12,000 steps opens with its last page only; older pages load on demand (scrolling to the top).
 // The window holds at most MAX_HELD steps: following live, the oldest leave the page (they load again on

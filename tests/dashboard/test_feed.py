@@ -119,8 +119,8 @@ def test_a_bad_paging_parameter_is_a_400_with_the_reason_not_a_crash(viewer):
 
 
 def test_the_chart_series_has_points_best_line_and_questions(viewer):
-    from runs.services import apply_step_effects, run_claim, step_record
-    from tests.dashboard.helpers import evaluation_payload, make_worker, question_payload
+    from runs.services import run_claim, worker_events_record
+    from tests.dashboard.helpers import evaluation_payload, event, make_worker, question_payload
 
     host, _ = make_worker()
     make_run()
@@ -131,7 +131,8 @@ def test_the_chart_series_has_points_best_line_and_questions(viewer):
         (2, "evaluation", evaluation_payload(None, correct=False)),
         (3, "evaluation", evaluation_payload(1.9, source="// v3\n")),
     ]:
-        apply_step_effects(run=run, step=step_record(run=run, seq=seq, kind=kind, payload=payload).step)
+        [outcome] = worker_events_record(items=[(host, event(run.pk, seq, kind, payload))])
+        assert outcome.stored, outcome.error
     chart = viewer.get(reverse("run_chart", args=[run.pk])).json()
     assert [(p["x"], p["status"]) for p in chart["points"]] == [(0, "correct"), (2, "incorrect"), (3, "correct")]
     assert [(b["x"], b["best"]) for b in chart["best"]] == [(0, 1.2), (2, 1.2), (3, 1.9)]

@@ -8,17 +8,16 @@ from django.urls import reverse
 
 from runs.models import Directive, Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, WorkerHost
 from runs.services import (
-    apply_step_effects,
     kernel_record,
     kernel_release,
     question_propose,
     run_claim,
-    step_record,
     trace_import,
     worker_connected,
     worker_disconnected,
+    worker_events_record,
 )
-from tests.dashboard.helpers import evaluation_payload, make_user, make_worker, question_payload
+from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run, make_task
 
 pytestmark = pytest.mark.django_db
@@ -31,9 +30,9 @@ def worker_run(**fields):
 
 
 def record(run, seq, kind, payload):
-    step = step_record(run=run, seq=seq, kind=kind, payload=payload).step
-    apply_step_effects(run=run, step=step)
-    return step
+    """Store an event as the server stores its worker's: through the one store, with what it implies."""
+    [outcome] = worker_events_record(items=[(run.worker, event(run.pk, seq, kind, payload))])
+    assert outcome.stored, outcome.error
 
 
 @pytest.fixture

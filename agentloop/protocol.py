@@ -1,0 +1,134 @@
+"""The protocol's words (docs/protocol.md), in one place for both halves: the event kinds, the run statuses, the
+socket's size limits and the one line an event is shown as.
+
+The agent loop writes events with these kinds and statuses; the server (`runs`) derives its model choices, its
+parser's checks and its feed's lines from this module. It imports nothing, so that a GPU host (no Django) and the
+dashboard (no torch) can both import it. A new event kind is one line in EVENT_KINDS (docs/architecture.md, "How
+to add an event kind").
+"""
+
+from __future__ import annotations
+
+import json
+
+# Every event kind (docs/protocol.md 1.2), with the label the dashboard shows for it.
+EVENT_KINDS: dict[str, str] = {
+    "model_message": "Model message",
+    "tool_call": "Tool call",
+    "tool_result": "Tool result",
+    "evaluation": "Evaluation",
+    "decision_point": "Decision point",
+    "question_proposed": "Question proposed",
+    "question_decided": "Question decided",
+    "human_message": "Human message",
+    "status": "Status change",
+    "usage": "Usage",
+    "note": "Note",
+}
+KINDS = tuple(EVENT_KINDS)
+
+# A run's statuses (a `status` event's `status`, the server's Run.status), with their labels.
+RUN_STATUSES: dict[str, str] = {
+    "queued": "Queued",
+    "running": "Running",
+    "waiting_review": "Waiting for review",
+    "paused": "Paused",
+    "succeeded": "Succeeded",
+    "failed": "Failed",
+    "stopped": "Stopped",
+}
+# A run in one of these has ended: its finished status is its last event.
+FINISHED_STATUSES = ("succeeded", "failed", "stopped")
+
+# The worker socket's limits (docs/protocol.md 2.1, announced in `welcome`): the largest message (and frame: a
+# worker sends each message as one frame) the server reads, and the largest event it stores, as its `event`
+# message in UTF-8. An event between the two is read and refused with a reason; a worker never sends a message
+# over MESSAGE_MAX_BYTES. kseek_site/serving.py starts daphne with these.
+MESSAGE_MAX_BYTES = 8 * 2**20
+EVENT_MAX_BYTES = 4 * 2**20
+
+SUMMARY_MAX = 240  # characters of an event's one line
+
+
+def _clip(text, limit: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _first_text(content) -> str:
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
+                return block["text"]
+    return ""
+
+
+def _tool_input_line(payload: dict) -> str:
+    tool_input = payload.get("input") or {}
+    if isinstance(tool_input, dict):
+        for key in ("command", "path", "kernel", "scenarios"):
+            if tool_input.get(key):
+                return f"{tool_input.get('action', '')} {tool_input[key]}".strip()
+    return json.dumps(tool_input, default=str)[:SUMMARY_MAX]
+
+
+def _speedup_text(value) -> str:
+    return f"{value:.3f}×" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
+
+
+def _money(value) -> str:
+    return f"${value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "cost unknown"
+
+
+def event_summary(kind: str, payload, limit: int = SUMMARY_MAX) -> str:
+    """The one line an event is shown as: in the dashboard's feed and on the agent's terminal.
+
+    Written for any payload a sender may put under a kind (the server shows what a worker sent): a field that is
+    missing or of the wrong type is shown as `?` or left out, never raised on."""
+    p = payload if isinstance(payload, dict) else {}
+    if kind == "model_message":
+        content = p.get("content") if isinstance(p.get("content"), list) else []
+        tools = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        text = _first_text(content)
+        tail = f" → {', '.join(str(t) for t in tools if t)}" if tools else ""
+        return _clip((text or f"({p.get('stop_reason', 'no text')})") + tail, limit)
+    if kind == "tool_call":
+        return _clip(f"{p.get('name', 'tool')}: {_tool_input_line(p)}", limit)
+    if kind == "tool_result":
+        output = str(p.get("output") or "")
+        flags = " error" if p.get("is_error") else ""
+        exit_code = f" exit {p['exit_code']}" if p.get("exit_code") is not None else ""
+        return _clip(f"{p.get('name', 'tool')}{exit_code}{flags}, {len(output)} chars: {output.strip()[:200]}", limit)
+    if kind == "evaluation":
+        result = p.get("result") if isinstance(p.get("result"), dict) else {}
+        goal = p.get("goal") if isinstance(p.get("goal"), dict) else {}
+        over = f" over {goal['baseline']}" if goal.get("baseline") else ""
+        reason = f": {result['reason']}" if result.get("reason") else ""
+        met = " GOAL MET" if p.get("goal_met") is True else ""
+        return _clip(
+            f"{result.get('status', '?')}, speedup {_speedup_text(p.get('speedup'))}{over}{met} "
+            f"({p.get('purpose', 'tool')}, {p.get('scenario_set', '')}){reason}",
+            limit,
+        )
+    if kind == "decision_point":
+        return _clip(f"{p.get('name', '?')}: {p.get('detail', '')}", limit)
+    if kind == "question_proposed":
+        return _clip(f"[{p.get('category') or '?'}] {p.get('text', '')}", limit)
+    if kind == "question_decided":
+        text = f": {p['text']}" if p.get("text") else ""
+        return _clip(f"{p.get('action', '?')} by {p.get('reviewer') or p.get('by') or '?'}{text}", limit)
+    if kind == "human_message":
+        return _clip(f"{p.get('author') or 'human'}: {p.get('text', '')}", limit)
+    if kind == "status":
+        detail = f": {p['detail']}" if p.get("detail") else ""
+        return _clip(f"{p.get('status', '?')} ({p.get('reason', '')}){detail}", limit)
+    if kind == "usage":
+        return _clip(
+            f"{p.get('tokens_in', 0)} in, {p.get('tokens_out', 0)} out, {_money(p.get('cost_usd'))} "
+            f"({p.get('model', '')})",
+            limit,
+        )
+    # note, and a kind this reader does not know: its text, or its payload as JSON
+    if "text" in p:
+        return _clip(f"[{p.get('level', 'info')}] {p.get('text', '')}", limit)
+    return _clip(json.dumps(payload, default=str), limit)

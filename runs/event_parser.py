@@ -1,0 +1,125 @@
+"""The server's one reading of a run event (docs/protocol.md 1.1): a raw dict in, a parsed event or a refusal out.
+
+Every way an event reaches the server (the worker socket, alone or in batches, a trace import, the services'
+own step_record) goes through `parse_event` before anything is stored, so an event is held to one set of rules:
+its kind is one of the protocol's (agentloop/protocol.py; the database no longer checks it), its numbers fit the
+columns that hold them, its time is a real instant. Pure: no database, no clock, no side effect; what needs the
+database (does the run exist, does the sender hold it, is the seq used) is the store's to check
+(runs/services/steps.py).
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+
+from django.utils.dateparse import parse_datetime
+
+from agentloop.protocol import KINDS
+
+# The largest value of the integer columns (PositiveIntegerField: 32-bit signed on PostgreSQL), checked here so
+# that no database sees a value it would refuse or, on SQLite, store wrongly.
+INT_COLUMN_MAX = 2**31 - 1
+# A step's cost column is decimal(10, 6): below 10,000 (tests/dashboard/test_event_parser.py holds the two equal).
+STEP_COST_LIMIT = Decimal(10_000)
+
+_KINDS = frozenset(KINDS)
+
+
+@dataclass(frozen=True)
+class ParsedEvent:
+    run_id: int
+    seq: int
+    kind: str
+    payload: dict
+    # The sender's time; None when it gave none (then the store stamps the event with its own clock, and a repeat
+    # is not held to the stored time).
+    created_at: datetime | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: Decimal
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An event the server will not store, and why (sent to the worker in its `nack`, kept on its run)."""
+
+    reason: str
+
+
+class _Refused(Exception):
+    pass
+
+
+def parse_event(raw, *, run_id: int | None = None) -> ParsedEvent | Refusal:
+    """Read one event. `run_id`: the run the caller stores it in (a trace import, step_record); without it the
+    event's own `run_id` names it (a worker's event)."""
+    try:
+        if not isinstance(raw, dict):
+            raise _Refused("an event must be a JSON object")
+        run = run_id if run_id is not None else _run_id(raw.get("run_id"))
+        seq = _count(raw.get("seq"), "seq")
+        kind = raw.get("kind")
+        if not isinstance(kind, str) or kind not in _KINDS:
+            raise _Refused(f"unknown step kind {kind!r}")
+        payload = raw.get("payload")
+        if not isinstance(payload, dict):
+            raise _Refused("payload must be a JSON object")
+        tokens_in, tokens_out, cost = _usage(raw.get("usage"))
+        created_at = _instant(raw.get("ts"))
+    except _Refused as refused:
+        return Refusal(str(refused))
+    return ParsedEvent(run, seq, kind, payload, created_at, tokens_in, tokens_out, cost)
+
+
+def _run_id(value) -> int:
+    if isinstance(value, bool):
+        raise _Refused(f"run_id must be a server run's id, not {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _Refused(f"run_id must be a server run's id, not {value!r}") from None
+
+
+def _count(value, name: str) -> int:
+    """A non-negative integer that fits an integer column."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Refused(f"{name} must be a non-negative integer, not {value!r}")
+    if value > INT_COLUMN_MAX:
+        raise _Refused(f"{name} must be at most {INT_COLUMN_MAX}, not {value}")
+    return value
+
+
+def _usage(usage) -> tuple[int, int, Decimal]:
+    if usage is None:
+        return 0, 0, Decimal(0)
+    if not isinstance(usage, dict):
+        raise _Refused("usage must be a JSON object")
+    cost = usage.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+        raise _Refused(f"usage.cost_usd must be a number or null, not {cost!r}")
+    tokens_in = _count(usage.get("tokens_in", 0), "usage.tokens_in")
+    tokens_out = _count(usage.get("tokens_out", 0), "usage.tokens_out")
+    # An unknown price is null in the protocol; a total adds nothing for it (the run's cost is then a floor).
+    try:
+        amount = Decimal(str(cost or 0))
+    except InvalidOperation:
+        amount = Decimal("NaN")
+    if not amount.is_finite() or not 0 <= amount < STEP_COST_LIMIT:
+        raise _Refused(f"usage.cost_usd must be a number from 0 to {STEP_COST_LIMIT}, not {amount}")
+    return tokens_in, tokens_out, amount
+
+
+def _instant(value) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = parse_datetime(str(value))
+        except (ValueError, OverflowError):  # well-formed but impossible, e.g. month 13
+            raise _Refused(f"not a valid timestamp: {value!r}") from None
+        if parsed is None:
+            raise _Refused(f"not an ISO 8601 timestamp: {value!r}")
+    # A time without an offset is read as UTC (the protocol's times carry one).
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

@@ -1,0 +1,151 @@
+"""What a stored event means beyond its row: a question, a decision, a kernel and its evaluation, a status change.
+
+EFFECTS is the one list of kinds with effects: the store (runs/services/steps.py), given it by its caller, applies
+a kind's effect in the savepoint that inserts its step, so an event and its consequences are stored together or
+not at all. Every other kind is a row and a contribution to its run's totals.
+"""
+
+import logging
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+from django.contrib.auth import get_user_model
+
+from gpu_harness import figures
+from questionbank.models import BankQuestion, DecisionPoint, QuestionCategory
+from runs.models import (
+    FINISHED_STATUSES,
+    Evaluation,
+    Kernel,
+    Question,
+    QuestionSource,
+    QuestionStatus,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+    Target,
+)
+from runs.services.errors import ServiceError, UnconfirmedSuccess
+from runs.services.kernels import evaluation_record, kernel_record, run_goal_evaluation
+from runs.services.questions import question_by_ref, question_decide, question_propose
+from runs.services.runs import run_set_status
+
+_log = logging.getLogger(__name__)
+
+Effect = Callable[[Run, Step], object]  # called in the savepoint that stores its step (runs/services/steps.py)
+
+
+def _status_from_event(run: Run, step: Step) -> None:
+    """A worker's status change. A final status carries why the run ended (`reason`, `detail`): the run keeps it
+    as its status_reason, which its page shows in the header. `succeeded` is taken only when a stored evaluation
+    of the run confirms the goal by the server's own reading; otherwise the event is refused (UnconfirmedSuccess)."""
+    payload = step.payload
+    status = payload.get("status")
+    if status not in RunStatus.values:
+        return
+    if status == RunStatus.SUCCEEDED and run_goal_evaluation(run) is None:
+        baseline, target = run.goal
+        raise UnconfirmedSuccess(
+            f"a 'succeeded' status with no stored evaluation that confirms the goal (correct on every scenario of "
+            f"the task's full set, at least {target:g}x over {baseline})"
+        )
+    reason = None
+    if status in FINISHED_STATUSES:
+        reason = status_reason_text(payload)
+    elif status == RunStatus.RUNNING and payload.get("reason") in ("started", "resumed"):
+        reason = ""  # a reason from before (e.g. re-queued) no longer applies
+    try:
+        run_set_status(run=run, status=status, reason=reason)
+    except ServiceError as refused:  # e.g. the worker catching up after an operator stopped the run
+        _log.info("run %s: status event %s not applied: %s", run.pk, status, refused)
+
+
+def status_reason_text(payload: dict) -> str:
+    """`budget_cost: cost budget spent (...)` from a status event's reason and detail, as the run page shows it."""
+    reason = str(payload.get("reason") or "").strip()
+    detail = str(payload.get("detail") or "").strip()
+    text = f"{reason}: {detail}" if reason and detail and detail != reason else (reason or detail)
+    limit = Run._meta.get_field("status_reason").max_length
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _question_from_event(run: Run, step: Step) -> Question:
+    payload = step.payload
+    text = str(payload.get("text") or "").strip()
+    if not text:
+        raise ServiceError("a question_proposed event needs text")
+    bank_key = payload.get("bank_key")
+    bank_entry = BankQuestion.objects.filter(key=bank_key).first() if bank_key else None
+    decision_point = payload.get("decision_point") if payload.get("decision_point") in DecisionPoint.values else ""
+    category = payload.get("category") if payload.get("category") in QuestionCategory.values else ""
+    source = QuestionSource.SELF if payload.get("by", "model") == "model" else QuestionSource.BANK
+    return question_propose(
+        run=run,
+        text=text,
+        source=source,
+        decision_point=decision_point,
+        category=category,
+        reason=str(payload.get("reason") or ""),
+        bank_entry=bank_entry,
+        step=step,
+    )
+
+
+def _decision_from_event(run: Run, step: Step) -> None:
+    """The agent reports a decision: one the dashboard made (already stored) or an auto/timeout approval."""
+    payload = step.payload
+    question = question_by_ref(run, str(payload.get("question_ref") or ""))
+    if question is None or question.status != QuestionStatus.PROPOSED:
+        return
+    action = payload.get("action")
+    if action not in ("approve", "edit", "veto", "replace"):
+        return
+    reviewer = None
+    if payload.get("by") == "reviewer" and payload.get("reviewer"):
+        reviewer = get_user_model().objects.filter(username=payload["reviewer"]).first()
+    question_decide(
+        question=question,
+        reviewer=reviewer,
+        action="edit" if action == "replace" else action,
+        text=payload.get("text"),
+    )
+
+
+def _evaluation_from_event(run: Run, step: Step) -> Evaluation:
+    payload = step.payload
+    result = payload.get("result")
+    if not isinstance(result, dict):
+        raise ServiceError("an evaluation event needs a result object")
+    source = payload.get("kernel_source") or result.get("kernel_source")
+    if not isinstance(source, str) or not source:
+        raise ServiceError("an evaluation event needs the kernel source")
+    cpu = run.task.target == Target.CPU
+    previous = Kernel.objects.filter(run=run).order_by("-created_at", "-pk").first()
+    filename = PurePosixPath(str(payload.get("kernel_path") or result.get("kernel_path") or "")).name
+    kernel = kernel_record(
+        source=source,
+        task=run.task,
+        language="cpp" if cpu else "cuda",
+        target_arch=figures.build_arch(result),  # what its build was compiled for (blank for a CPU build)
+        filename=filename,
+        parent=previous,
+        run=run,
+        step=step,
+    )
+    result = dict(result)
+    if payload.get("scenario_set") is not None and not result.get("scenario_set"):
+        scenario_set = payload["scenario_set"]
+        result["scenario_set"] = ",".join(scenario_set) if isinstance(scenario_set, list) else scenario_set
+    return evaluation_record(kernel=kernel, result=result, run=run, step=step)
+
+
+# kind -> what its event implies. A worker's events have all of these; an imported trace all but the status
+# (the import settles the run's status from the trace's last one: IMPORT_EFFECTS).
+EFFECTS: dict[str, Effect] = {
+    StepKind.QUESTION_PROPOSED: _question_from_event,
+    StepKind.QUESTION_DECIDED: _decision_from_event,
+    StepKind.EVALUATION: _evaluation_from_event,
+    StepKind.STATUS: _status_from_event,
+}
+IMPORT_EFFECTS = {kind: effect for kind, effect in EFFECTS.items() if kind != StepKind.STATUS}

@@ -1,0 +1,156 @@
+"""The event path's single pieces: the parser's refusals, the one announcement shape, and the protocol's words held
+equal on both halves (agentloop/protocol.py, which the agent writes with, and the server's models and parser)."""
+
+import io
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from agentloop import protocol
+from agentloop.console import ConsoleSink
+from agentloop.events import make_event
+from gpu_harness.result import STATUSES as HARNESS_STATUSES
+from runs.event_parser import INT_COLUMN_MAX, STEP_COST_LIMIT, ParsedEvent, Refusal, parse_event
+from tests.dashboard.helpers import evaluation_payload, event, make_worker, question_payload
+
+
+def good(**fields) -> dict:
+    return {**event(7, 3, "note", {"text": "hi"}, tokens_in=5, tokens_out=2, cost_usd=0.25), **fields}
+
+
+# No django_db mark: the parser is pure, and a test that touched the database here would fail.
+def test_a_well_formed_event_is_parsed_with_every_field():
+    parsed = parse_event(good())
+    assert parsed == ParsedEvent(
+        run_id=7,
+        seq=3,
+        kind="note",
+        payload={"text": "hi"},
+        created_at=datetime(2026, 11, 30, 12, 0, 3, tzinfo=UTC),
+        tokens_in=5,
+        tokens_out=2,
+        cost_usd=Decimal("0.25"),
+    )
+    # The run named by the caller (a trace import) wins over the event's own; no time and no usage are allowed.
+    bare = parse_event({"seq": 0, "kind": "status", "payload": {}}, run_id=9)
+    assert (bare.run_id, bare.created_at, bare.tokens_in, bare.cost_usd) == (9, None, 0, 0)
+
+
+REFUSED = [
+    ("not an object", ["a", "list"], "an event must be a JSON object"),
+    ("run_id a word", good(run_id="seven"), "run_id must be a server run's id"),
+    ("run_id a boolean", good(run_id=True), "run_id must be a server run's id"),
+    ("seq negative", good(seq=-1), "seq must be a non-negative integer"),
+    ("seq a boolean", good(seq=False), "seq must be a non-negative integer"),
+    ("seq a float", good(seq=1.0), "seq must be a non-negative integer"),
+    ("seq over its column", good(seq=INT_COLUMN_MAX + 1), f"seq must be at most {INT_COLUMN_MAX}"),
+    ("kind unknown", good(kind="telepathy"), "unknown step kind 'telepathy'"),
+    ("kind not a string", good(kind=["note"]), "unknown step kind"),
+    ("payload a list", good(payload=[1]), "payload must be a JSON object"),
+    ("payload missing", {k: v for k, v in good().items() if k != "payload"}, "payload must be a JSON object"),
+    ("usage a number", good(usage=3), "usage must be a JSON object"),
+    ("tokens negative", good(usage={"tokens_in": -1}), "usage.tokens_in must be a non-negative integer"),
+    ("tokens over", good(usage={"tokens_out": 2**40}), f"usage.tokens_out must be at most {INT_COLUMN_MAX}"),
+    ("cost a string", good(usage={"cost_usd": "1"}), "usage.cost_usd must be a number or null"),
+    ("cost a boolean", good(usage={"cost_usd": True}), "usage.cost_usd must be a number or null"),
+    ("cost negative", good(usage={"cost_usd": -0.5}), "usage.cost_usd must be a number from 0 to 10000"),
+    ("cost over its column", good(usage={"cost_usd": 10_000}), "usage.cost_usd must be a number from 0 to 10000"),
+    ("cost not finite", good(usage={"cost_usd": float("inf")}), "usage.cost_usd must be a number from 0 to 10000"),
+    ("ts not a time", good(ts="yesterday"), "not an ISO 8601 timestamp: 'yesterday'"),
+    ("ts impossible", good(ts="2026-13-45T99:00:00"), "not a valid timestamp"),
+    ("ts a number", good(ts=1700000000), "not an ISO 8601 timestamp"),
+]
+
+
+@pytest.mark.parametrize("raw, reason", [case[1:] for case in REFUSED], ids=[case[0] for case in REFUSED])
+def test_the_parser_refuses_a_malformed_event_with_its_reason(raw, reason):
+    refused = parse_event(raw)
+    assert isinstance(refused, Refusal) and reason in refused.reason, refused
+
+
+def test_every_kind_the_agent_can_emit_is_accepted_by_the_parser_and_has_a_line():
+    for kind in protocol.KINDS:
+        emitted = make_event(7, 0, kind, {})
+        assert isinstance(parse_event(emitted), ParsedEvent), kind
+        assert protocol.event_summary(kind, {}), kind
+    with pytest.raises(ValueError):
+        make_event(7, 0, "telepathy", {})
+
+
+def test_the_summary_survives_any_payload_a_sender_may_put_under_a_kind():
+    odd_payloads = [None, [], "text", {"content": "not a list"}, {"result": [1]}, {"goal": "x", "speedup": True}]
+    for kind in (*protocol.KINDS, "a_kind_of_tomorrow"):
+        for payload in odd_payloads:
+            line = protocol.event_summary(kind, payload)
+            assert isinstance(line, str) and len(line) <= protocol.SUMMARY_MAX
+
+
+def test_the_terminal_shows_the_line_the_feed_shows():
+    out = io.StringIO()
+    payload = {"status": "failed", "reason": "budget_cost", "detail": "cost budget spent"}
+    ConsoleSink(out).write(make_event(7, 4, "status", payload))
+    assert out.getvalue().split(None, 2)[2].strip() == protocol.event_summary("status", payload)
+
+
+def test_the_servers_words_are_the_protocols():
+    from kseek_site import serving
+    from runs.models import FINISHED_STATUSES, EvaluationStatus, RunStatus, Step, StepKind
+
+    assert StepKind.values == list(protocol.KINDS)
+    assert [label for _, label in StepKind.choices] == list(protocol.EVENT_KINDS.values())
+    assert RunStatus.values == list(protocol.RUN_STATUSES)
+    assert RunStatus.WAITING_REVIEW.label == protocol.RUN_STATUSES["waiting_review"]
+    assert list(FINISHED_STATUSES) == list(protocol.FINISHED_STATUSES)
+    assert EvaluationStatus.values == list(HARNESS_STATUSES)
+    assert (serving.MESSAGE_MAX_BYTES, serving.EVENT_MAX_BYTES) == (
+        protocol.MESSAGE_MAX_BYTES,
+        protocol.EVENT_MAX_BYTES,
+    )
+    cost = Step._meta.get_field("cost_usd")
+    assert STEP_COST_LIMIT == Decimal(10) ** (cost.max_digits - cost.decimal_places)
+
+
+@pytest.mark.django_db
+def test_stored_steps_are_announced_after_the_commit_in_one_shape_per_block(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    from runs import events as announcements
+    from runs.services import run_claim, step_record, worker_events_record
+    from tests.foundation.factories import make_run
+
+    sent = []
+    monkeypatch.setattr(announcements, "_send", sent.extend)
+    host, _ = make_worker()
+    make_run()
+    run = run_claim(worker=host)
+    items = [
+        (0, "note", {"text": "a"}),
+        (1, "tool_call", {"name": "shell", "input": {"command": "ls"}}),
+        (2, "question_proposed", question_payload("q-1")),  # a step with effects begins a block of its own
+        (3, "note", {"text": "b"}),
+        (5, "evaluation", evaluation_payload(1.2)),  # after a gap
+        (6, "evaluation", {"result": "not an object"}),  # refused: not announced
+    ]
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        outcomes = worker_events_record(items=[(host, event(run.pk, seq, kind, p)) for seq, kind, p in items])
+    assert [o.stored for o in outcomes] == [True, True, True, True, True, False]
+    assert sent == []  # nothing before the commit
+    for callback in callbacks:
+        callback()
+    group = f"run.{run.pk}"
+    steps = [(g, m) for g, m in sent if m["type"] == "step.stored"]
+    assert steps == [
+        (group, {"type": "step.stored", "run_id": run.pk, "seq": 0, "last_seq": 1, "kind": "note"}),
+        (group, {"type": "step.stored", "run_id": run.pk, "seq": 2, "last_seq": 3, "kind": "question_proposed"}),
+        (group, {"type": "step.stored", "run_id": run.pk, "seq": 5, "kind": "evaluation"}),
+    ]
+    # A re-delivery is stored already and announced by nobody; a single step is announced in the same shape.
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        again = worker_events_record(items=[(host, event(run.pk, 0, "note", {"text": "a"}))])
+        step_record(run=run, seq=7, kind="note", payload={})
+    assert again[0].stored and not again[0].created
+    assert [m for _, m in sent if m["type"] == "step.stored"] == [
+        {"type": "step.stored", "run_id": run.pk, "seq": 7, "kind": "note"}
+    ]
