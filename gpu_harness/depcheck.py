@@ -266,8 +266,14 @@ def symbol_allowed(name: str) -> bool:
     return base in ALLOWED_SYMBOLS and not any(d in low for d in HARD_DENY)
 
 
+# How long nm or objdump may take on one library; a tool that hangs fails the check, never passes it.
+TOOL_TIMEOUT_S = 120.0
+
+
 def undefined_symbols(lib_path: str) -> list[str]:
-    out = subprocess.run(["nm", "-D", "--undefined-only", lib_path], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["nm", "-D", "--undefined-only", lib_path], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S
+    )
     if out.returncode != 0:
         raise RuntimeError(f"nm failed: {out.stderr.strip()}")
     names = []
@@ -282,7 +288,9 @@ _SYSCALL_INSN = re.compile(r"\s(syscall|sysenter|svc\s+#?0x0|svc\s+#0|int\s+\$0x
 
 
 def raw_syscall_sites(lib_path: str) -> list[str]:
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S
+    )
     if out.returncode != 0:
         raise RuntimeError(f"objdump failed: {out.stderr.strip()}")
     return [line.strip() for line in out.stdout.splitlines() if _SYSCALL_INSN.search(line)]

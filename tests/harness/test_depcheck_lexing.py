@@ -5,6 +5,7 @@ Each hiding place below is a source whose forbidden include the preprocessor rea
 refuse it. The legitimate look-alikes must pass: a check that refused everything would be no check.
 """
 
+import os
 import shutil
 import subprocess
 
@@ -137,3 +138,134 @@ def test_a_failing_binutils_tool_fails_closed(tmp_path, monkeypatch, tool):
         )
     report = depcheck.check_library(str(bogus))
     assert not report.ok and report.tool_error and f"{tool} failed" in report.reason
+
+
+# ---- the lexer's exact view: what each construct leaves for the directive scan --------------------------------
+
+# (source, what the header check scans): comments become one space, raw strings their quotes only, ordinary
+# literals stay on their line, line continuations are joined.
+LEXED = [
+    ("// tail without newline", ""),
+    ("a /* one */ b /* two */ c", "a   b   c"),
+    ("a/**/b", "a b"),
+    ('x = "abc" /*\ny */ z', 'x = "abc"   z'),
+    ('x = "a\\"b" y', 'x = "a\\"b" y'),
+    ("c = '\\'' d", "c = '\\'' d"),
+    ('x = "unterminated\nnext', 'x = "unterminated\nnext'),
+    ('x = "at end', 'x = "at end'),
+    ('R"(raw)" tail', 'R"" tail'),
+    ('R"()" tail', 'R"" tail'),
+    ('u8R"d(a)" b)d" tail', 'u8R"" tail'),
+    ('R"d(never closed\nline', 'R""'),
+    ('R"abcdefghijklmnop(x)abcdefghijklmnop" tail', 'R"" tail'),  # a 16-character delimiter, the most allowed
+    ('R"abcdefghijklmnopq(x)abcdefghijklmnopq" tail', 'R"abcdefghijklmnopq(x)abcdefghijklmnopq" tail'),  # 17: no
+    ('R"a b(x)a b" tail', 'R"a b(x)a b" tail'),  # a space is no delimiter character
+    ('R"abcdefghijklmnopqrstuvwxyz', 'R"abcdefghijklmnopqrstuvwxyz'),  # no "(" at all: no raw string
+    ("a\\\r\nb", "ab"),
+    ("a\\\nb", "ab"),
+    ("a\\\r\nb\\\r\nc", "abc"),
+    ("n = 0x1'0'0; m", "n = 0x1'0'0; m"),
+    ("n = 1'0; X = 'y'", "n = 1'0; X = 'y'"),
+    ('xR"(a)" b', 'xR"(a)" b'),  # xR is no raw-string prefix
+    ('R"(a)"x', 'R""x'),
+    ('"//" after', '"//" after'),
+    ("'/*' after", "'/*' after"),
+    ('R"(a)" R"(b)" end', 'R"" R"" end'),
+    ('R"x(one)x" mid )x" end', 'R"" mid )x" end'),
+]
+
+
+@pytest.mark.parametrize(("source", "scanned"), LEXED)
+def test_the_lexer_leaves_exactly_what_the_preprocessor_sees(source, scanned):
+    assert depcheck._strip_comments(source) == scanned
+
+
+@needs_gxx
+@pytest.mark.parametrize(
+    "source",
+    [
+        "/**/#include <thread>\n",  # an empty comment, then the directive: still first on its line
+        "// a line comment holding /*\n#include <thread>\n// */\n",
+        "int x = 0x1'0; /* a */ int y;\n#include <thread>\n",
+        'R"(a)"\n#include <thread>\n',  # a raw string at the very start of the file
+    ],
+)
+def test_more_includes_the_compiler_performs_are_refused(source, tmp_path):
+    assert "class thread" in preprocessed(source, tmp_path)
+    assert not depcheck.check_headers(source, "cpp").ok
+
+
+@needs_gxx
+@pytest.mark.parametrize(
+    "source",
+    [
+        "int a = 0x1'0; /*\n#include <thread>\n*/\n",  # a separator in a hexadecimal number
+        "int X = 1; /*\n#include <thread>\n*/\n",
+        'auto s = R"(a)"x; /*\n#include <thread>\n*/\n',
+    ],
+)
+def test_more_look_alikes_pass(source, tmp_path):
+    assert "class thread" not in preprocessed(source, tmp_path)
+    assert depcheck.check_headers(source, "cpp").ok
+
+
+def test_every_directive_is_read_after_a_refused_one():
+    report = depcheck.check_headers('#import <a>\n#include "b.h"\n#include <thread>\n#include <cstdint>\n', "cpp")
+    assert report.refused == [
+        "#import <a>",
+        '#include "b.h" (only <system> headers; the kernel is one file)',
+        "<thread>",
+    ]
+    assert report.includes == ["thread", "cstdint"]
+
+
+# ---- symbols ---------------------------------------------------------------------------------------------------
+
+
+def test_a_symbols_version_is_everything_after_its_first_at_sign():
+    assert depcheck.symbol_allowed("memcpy@GLIBC_2.14") and depcheck.symbol_allowed("memcpy@@GLIBC_2.14")
+    assert not depcheck.symbol_allowed("dlopen@GLIBC_2.34")
+
+
+def test_the_hard_deny_list_wins_over_the_allowlist_whatever_the_case(monkeypatch):
+    # belt and braces: a future allowlist entry naming a stream, a cuBLAS call or a thread stays refused
+    for name in ("cudaStreamCreate", "cublasSgemm_v2", "pthread_create", "DLOPEN"):
+        monkeypatch.setattr(depcheck, "ALLOWED_SYMBOLS", depcheck.ALLOWED_SYMBOLS | {name})
+        assert not depcheck.symbol_allowed(name), name
+
+
+@needs_binutils
+def test_refused_symbols_are_named_without_their_version(tmp_path):
+    src, lib = tmp_path / "k.cpp", tmp_path / "k.so"
+    src.write_text('#include <unistd.h>\nextern "C" int kseek_probe(int x) { return x + getpid(); }\n')
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True, timeout=120)
+    report = depcheck.check_library(str(lib))
+    assert report.ok is False and report.refused == ["getpid"]
+    assert any(s.startswith("getpid@") for s in report.undefined)
+
+
+@needs_binutils
+def test_syscall_bytes_in_data_are_not_code(tmp_path):
+    # 0f 05 is `syscall` when executed; as constant data it is harmless, and only code is disassembled
+    src, lib = tmp_path / "k.cpp", tmp_path / "k.so"
+    src.write_text(
+        'extern "C" const unsigned char blob[] = {0x0f, 0x05, 0xcd, 0x80};\n'
+        'extern "C" int kseek_probe(int x) { return x + blob[x & 3]; }\n'
+    )
+    subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True, timeout=120)
+    report = depcheck.check_library(str(lib))
+    assert report.ok is True and report.raw_syscalls == []
+
+
+@needs_binutils
+@pytest.mark.parametrize("tool", ["nm", "objdump"])
+def test_a_hanging_binutils_tool_fails_closed(tmp_path, monkeypatch, tool):
+    lib = shared_library(tmp_path, "x += 1;")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / tool).write_text("#!/bin/sh\nexec sleep 30\n")
+    (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(depcheck, "TOOL_TIMEOUT_S", 0.5)
+    report = depcheck.check_library(lib)
+    assert report.ok is False and "timed out" in report.reason
