@@ -119,7 +119,7 @@ def test_a_missing_binutils_tool_fails_closed(tmp_path, monkeypatch, tool):
     real_which = shutil.which
     monkeypatch.setattr(depcheck.shutil, "which", lambda name: None if name == tool else real_which(name))
     report = depcheck.check_library(lib)
-    assert not report.ok and f"'{tool}'" in report.reason
+    assert report.ok is False and f"'{tool}'" in report.reason
 
 
 @needs_binutils
@@ -172,6 +172,11 @@ LEXED = [
     ("'/*' after", "'/*' after"),
     ('R"(a)" R"(b)" end', 'R"" R"" end'),
     ('R"x(one)x" mid )x" end', 'R"" mid )x" end'),
+    ('"a"/* c */b', '"a" b'),  # the scan goes on right after a literal's closing quote
+    ('x = "abc\n/* c */ y', 'x = "abc\n  y'),  # an unterminated literal ends with its line
+    ('R" x(a) x" tail', 'R" x(a) x" tail'),  # a delimiter may not start with a space either
+    ('R"X(a)X" tail', 'R"" tail'),
+    ("a /* never closed", "a  "),
 ]
 
 

@@ -189,3 +189,9 @@ def test_a_rate_exactly_at_the_slack_bound_is_not_suspect():
     limits = TimingLimits(peak_tflops=100.0, peak_gbps=1000.0, slack=1.0)
     assert timing_suspicion(10.0, None, 1e12, 0, limits) is None  # exactly 100 TFLOP/s
     assert timing_suspicion(1.0, None, 0, 1e9, limits) is None  # exactly 1000 GB/s
+
+
+def test_any_positive_amount_of_work_is_held_to_the_peaks():
+    limits = TimingLimits(peak_tflops=100.0, peak_gbps=1000.0)
+    assert "TFLOP/s" in timing_suspicion(1e-12, None, 1.0, 0, limits)  # one flop in a femtosecond
+    assert "GB/s" in timing_suspicion(1e-12, None, 0, 1.0, limits)
