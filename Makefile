@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint serve check-python
+.PHONY: run test lint mutation serve check-python
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "KernelSeek needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -37,3 +37,9 @@ test: $(BIN)/.dev-installed
 lint: $(BIN)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# Mutation testing of the modules that decide verdicts (configured in pyproject.toml, [tool.mutmut]; the figures
+# and what they mean in docs/testing.md). Takes about ten minutes on two cores; not part of CI.
+mutation: $(BIN)/.dev-installed
+	$(BIN)/mutmut run || true
+	$(BIN)/python tests/mutation_report.py --survivors

@@ -14,6 +14,7 @@ Three checks, each defending something different (docs/harness.md has the threat
 
 from __future__ import annotations
 
+import bisect
 import re
 import shutil
 import subprocess
@@ -45,7 +46,12 @@ CUDA_HEADER_DIRS = ("cooperative_groups/", "cuda/")
 
 CPP_ONLY_HEADERS = STD_HEADERS  # the CPU task: the standard library, nothing else
 
-_INCLUDE = re.compile(r"^\s*#\s*(include|include_next|import)\b\s*(.*)$")
+# A directive line, as the preprocessor sees it: `#` or its digraph `%:` (or the trigraph `??=`, where a
+# compiler still reads trigraphs) first on the line. `include_next`, `import` and `embed` are refused outright.
+_INCLUDE = re.compile(r"^\s*(?:#|%:|\?\?=)\s*(include|include_next|import|embed)\b\s*(.*)$")
+
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+_RAW_PREFIXES = ("R", "u8R", "uR", "UR", "LR")
 
 
 @dataclass
@@ -61,26 +67,82 @@ class HeaderReport:
         return "refused includes: " + ", ".join(self.refused)
 
 
-def _strip_comments(src: str) -> str:
-    src = src.replace("\\\r\n", "").replace("\\\n", "")  # line continuations can hide a directive
-    out, i, n = [], 0, len(src)
+def _splice(src: str) -> tuple[str, list[int]]:
+    """The source with its line continuations (backslash-newline) removed, as the preprocessor's second phase
+    does, and for each remaining character its index in the source."""
+    chars, where, i, n = [], [], 0, len(src)
     while i < n:
-        if src.startswith("//", i):
-            j = src.find("\n", i)
+        if src.startswith("\\\n", i):
+            i += 2
+        elif src.startswith("\\\r\n", i):
+            i += 3
+        else:
+            chars.append(src[i])
+            where.append(i)
+            i += 1
+    return "".join(chars), where
+
+
+def _token_before(text: str, i: int) -> str:
+    """The identifier or number that ends right before position i ('' if none): a literal's prefix (u8, L, R)
+    or the digits in front of a C++14 digit separator."""
+    j = i
+    while j > 0 and text[j - 1] in _IDENT_CHARS:
+        j -= 1
+    return text[j:i]
+
+
+def _raw_string_end(src: str, start: int) -> int | None:
+    """In the unspliced source, the index just past the raw string R"delim( ... )delim" whose opening quote is
+    at `start`; None if no delimiter opens there. The compiler undoes line continuations inside a raw string,
+    so its end is looked for in the source as written: a continuation cannot fake or hide a terminator."""
+    open_paren = src.find("(", start + 1, start + 18)  # a delimiter has at most 16 characters
+    if open_paren < 0 or any(c in src[start + 1 : open_paren] for c in ' ()\\\t\n"'):
+        return None
+    end = src.find(")" + src[start + 1 : open_paren] + '"', open_paren + 1)
+    return len(src) if end < 0 else end + (open_paren - start) + 1
+
+
+def _ordinary_literal_end(text: str, i: int) -> int:
+    """Position just past the string or character literal starting at text[i]: its closing quote (backslash
+    escapes honoured) or, unterminated, the end of its line."""
+    quote, j, n = text[i], i + 1, len(text)
+    while j < n and text[j] != quote and text[j] != "\n":
+        j += 2 if text[j] == "\\" else 1
+    return j + 1 if j < n and text[j] == quote else j
+
+
+def _strip_comments(src: str) -> str:
+    """The source as the preprocessor splits it into lines, with comments replaced by a space and raw strings
+    emptied, so that a directive is seen exactly where the compiler sees one: not inside a comment or a
+    literal, and never hidden or revealed by a quote the compiler reads differently (a `'"'`, a raw string
+    holding `/*` or ending in a continuation, a digit separator)."""
+    text, where = _splice(src)
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
             i = n if j < 0 else j
-        elif src.startswith("/*", i):
-            j = src.find("*/", i + 2)
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
             out.append(" ")
             i = n if j < 0 else j + 2
-        elif src[i] == '"':
-            # skip string literals so that "//" inside one is not a comment; keep them in the output
-            j = i + 1
-            while j < n and src[j] != '"' and src[j] != "\n":
-                j += 2 if src[j] == "\\" else 1
-            out.append(src[i : j + 1])
-            i = j + 1
+        elif text[i] == "'" and _token_before(text, i)[:1].isdigit():  # 1'000'000: a digit separator
+            out.append(text[i])
+            i += 1
+        elif (
+            text[i] == '"'
+            and _token_before(text, i) in _RAW_PREFIXES
+            and ((end := _raw_string_end(src, where[i])) is not None)
+        ):
+            out.append('""')  # it may span lines holding anything; none of them is a directive
+            i = bisect.bisect_left(where, end)
+        elif text[i] in "\"'":
+            end = _ordinary_literal_end(text, i)
+            out.append(text[i:end])  # on one line; a quoted include's name reads better in the refusal
+            i = end
         else:
-            out.append(src[i])
+            out.append(text[i])
             i += 1
     return "".join(out)
 
@@ -204,8 +266,14 @@ def symbol_allowed(name: str) -> bool:
     return base in ALLOWED_SYMBOLS and not any(d in low for d in HARD_DENY)
 
 
+# How long nm or objdump may take on one library; a tool that hangs fails the check, never passes it.
+TOOL_TIMEOUT_S = 120.0
+
+
 def undefined_symbols(lib_path: str) -> list[str]:
-    out = subprocess.run(["nm", "-D", "--undefined-only", lib_path], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["nm", "-D", "--undefined-only", lib_path], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S
+    )
     if out.returncode != 0:
         raise RuntimeError(f"nm failed: {out.stderr.strip()}")
     names = []
@@ -220,7 +288,9 @@ _SYSCALL_INSN = re.compile(r"\s(syscall|sysenter|svc\s+#?0x0|svc\s+#0|int\s+\$0x
 
 
 def raw_syscall_sites(lib_path: str) -> list[str]:
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S
+    )
     if out.returncode != 0:
         raise RuntimeError(f"objdump failed: {out.stderr.strip()}")
     return [line.strip() for line in out.stdout.splitlines() if _SYSCALL_INSN.search(line)]
