@@ -245,14 +245,14 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         if await database_sync_to_async(services.worker_host_is_revoked)(worker=self.worker):
             await self.close_revoked()  # revoked from a process whose message did not reach this one
             return
-        run = await database_sync_to_async(self._claim)()
+        run = await database_sync_to_async(self._claim)(message.get("gpu"))
         if run is None:
             await self.send_message({"type": "no_work", "retry_after_s": NO_WORK_RETRY_S})
         else:
             await self.send_message({"type": "assign", "run": run})
 
-    def _claim(self):
-        run = services.run_claim(worker=self.worker)
+    def _claim(self, gpu):
+        run = services.run_claim(worker=self.worker, gpu=gpu)
         return services.run_assignment(run) if run is not None else None
 
     async def on_event(self, message, raw):

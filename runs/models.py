@@ -131,6 +131,9 @@ class Run(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs_started"
     )
     worker = models.ForeignKey(WorkerHost, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    # Which of its host's GPUs the run holds, as the worker's claim named it ("gpu 1", as in the host's `gpus`);
+    # blank before a claim, or when the worker's claim named none.
+    worker_gpu = models.CharField(max_length=20, blank=True, help_text="The GPU of its host the run holds, e.g. gpu 1")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -1,6 +1,6 @@
 """Every read the pages, consumers and commands make of runs and their parts."""
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
 
 from gpu_harness import figures
@@ -269,8 +269,12 @@ def trace_export_records(run: Run):
 
 
 def worker_hosts() -> QuerySet[WorkerHost]:
-    return WorkerHost.objects.annotate(active_runs=Count("runs", filter=Q(runs__status__in=HELD_STATUSES))).order_by(
-        "name"
+    """The hosts, each with `active_runs` (how many it holds) and `held_runs` (those runs, with their GPUs)."""
+    held = Prefetch("runs", queryset=Run.objects.filter(status__in=HELD_STATUSES).order_by("pk"), to_attr="held_runs")
+    return (
+        WorkerHost.objects.annotate(active_runs=Count("runs", filter=Q(runs__status__in=HELD_STATUSES)))
+        .prefetch_related(held)
+        .order_by("name")
     )
 
 

@@ -117,6 +117,7 @@ def run_summary_json(run: Run) -> dict:
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "pending_questions": run.questions.filter(status="proposed").count(),
         "worker": run.worker.name if run.worker else None,
+        "worker_gpu": run.worker_gpu if run.worker else "",  # which of the host's GPUs it holds ("gpu 1")
         # When the host holding the unfinished run lost its connection ("" if not known); null while it is
         # connected or when the run needs no host.
         "worker_offline_since": (

@@ -54,9 +54,11 @@ def run_start(
     return run
 
 
-def run_claim(*, worker: WorkerHost) -> Run | None:
+def run_claim(*, worker: WorkerHost, gpu=None) -> Run | None:
     """Give the oldest queued run to `worker`. Two workers asking at once never get the same run, and a host whose
-    token was revoked (its socket may not have closed yet) gets none."""
+    token was revoked (its socket may not have closed yet) gets none. `gpu`: the index the worker's claim named
+    (the GPU the run will use), recorded on the run as "gpu N" so that its pages can show it; anything else
+    records none."""
     with transaction.atomic():
         if not WorkerHost.objects.filter(pk=worker.pk, revoked_at__isnull=True).exists():
             return None
@@ -70,9 +72,10 @@ def run_claim(*, worker: WorkerHost) -> Run | None:
         if run is None:
             return None
         run.worker = worker
+        run.worker_gpu = f"gpu {gpu}" if isinstance(gpu, int) and not isinstance(gpu, bool) and 0 <= gpu < 1024 else ""
         run.status = RunStatus.RUNNING
         run.started_at = run.started_at or timezone.now()
-        run.save(update_fields=["worker", "status", "started_at", "updated_at"])
+        run.save(update_fields=["worker", "worker_gpu", "status", "started_at", "updated_at"])
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run
 

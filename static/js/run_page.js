@@ -209,6 +209,7 @@
     document.getElementById("run-tokens").textContent = s.tokens_in + " / " + s.tokens_out;
     document.getElementById("run-cost").textContent = "$" + s.cost_usd.toFixed(4);
     document.getElementById("run-worker").textContent = s.worker || "no worker yet";
+    document.getElementById("run-worker-gpu").textContent = s.worker && s.worker_gpu ? " · " + s.worker_gpu : "";
     const offline = document.getElementById("run-worker-offline");
     offline.hidden = s.worker_offline_since === null;
     // The ISO time in UTC, as the server renders times: "2026-11-30 20:15:03".

@@ -239,6 +239,7 @@ def test_a_run_page_says_so_at_once_when_the_host_holding_the_run_goes_offline(l
         assert worker.claim()["id"] == run_id
         worker.event(run_id, 0, "status", {"status": "running", "reason": "started"})
         page.wait_for_selector("#run-worker:has-text('live-worker')")
+        page.wait_for_selector("#run-worker-gpu:has-text('· gpu 0')")  # the GPU its claim named, live (issue 21)
         assert page.locator("#run-worker-offline").is_hidden()
     finally:
         worker.close()
