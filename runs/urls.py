@@ -2,13 +2,24 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from runs import views, views_assets, views_bank, views_feed, views_kernels, views_review, views_traces, views_workers
+from runs import (
+    views,
+    views_assets,
+    views_bank,
+    views_compare,
+    views_feed,
+    views_kernels,
+    views_review,
+    views_traces,
+    views_workers,
+)
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("runs/rows/", views.runs_table, name="runs_rows"),
     path("runs/start/", views.run_start_view, name="run_start"),
     path("runs/demo/", views.demo_start_view, name="demo_start"),
+    path("runs/compare/", views_compare.compare, name="run_compare"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/control/", views.run_control_view, name="run_control"),
     path("runs/<int:run_id>/message/", views.run_message_view, name="run_message"),

@@ -4,7 +4,11 @@
   const rows = document.getElementById("runs-rows");
   const refresh = KSeek.debounce(async () => {
     const response = await fetch(rows.dataset.url + location.search, {credentials: "same-origin"});
-    if (response.ok) rows.innerHTML = await response.text();
+    if (!response.ok) return;
+    // The rows are replaced: keep the runs picked for comparing picked.
+    const picked = [...rows.querySelectorAll("input[name=runs]:checked")].map((box) => box.value);
+    rows.innerHTML = await response.text();
+    rows.querySelectorAll("input[name=runs]").forEach((box) => { box.checked = picked.includes(box.value); });
   }, 300);
   setInterval(refresh, 10000);  // step counts: steps are announced to each run's own group only
   KSeek.onRunsEvent((message) => {

@@ -44,10 +44,12 @@ def world():
         worker_event_record(worker=host, event=event(run.pk, seq, kind, payload))
     run.refresh_from_db()
     kernel = run.kernels.get()
+    other = make_run(task=run.task)  # a second run, for the compare page
     return {
         "host": host,
         "token": token,
         "run": run,
+        "run2": other,
         "question": Question.objects.get(run=run),
         "evaluation": run.evaluations.get(),
         "kernel": kernel,
@@ -73,6 +75,7 @@ ENDPOINTS = [
     ("get", "/runs/{run}/summary/", "viewer", None),
     ("get", "/runs/{run}/chart/", "viewer", None),
     ("get", "/runs/{run}/trace.jsonl", "viewer", None),
+    ("get", "/runs/compare/?runs={run},{run2}", "viewer", None),
     ("get", "/review/", "viewer", None),
     ("get", "/review/items/", "viewer", None),
     ("get", "/review/pending/", "viewer", None),
@@ -123,6 +126,7 @@ def test_each_role_can_do_exactly_what_it_allows_on_every_page_form_and_api(worl
     for method, template, least, data in ENDPOINTS:
         url = template.format(
             run=world["run"].pk,
+            run2=world["run2"].pk,
             kernel=world["kernel"].pk,
             evaluation=world["evaluation"].pk,
             question=world["question"].pk,

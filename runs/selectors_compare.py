@@ -1,0 +1,157 @@
+"""The reads of the compare page: 2 to 8 runs side by side, their summary figures and their best-so-far lines.
+
+Every figure comes from where the rest of the dashboard takes it: a verdict's through `gpu_harness.figures`
+over the run's own goal (`Run.goal`), a question's gain through `runs.selectors_bank.attributions` (the bank's
+own attribution), so that the compare page cannot disagree with the run page or the bank's page.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from gpu_harness import figures
+from runs.models import Evaluation, Question, QuestionSource, QuestionStatus, Run, Step
+from runs.selectors_bank import attributions
+
+COMPARE_MIN, COMPARE_MAX = 2, 8
+
+ASKED_STATUSES = (QuestionStatus.APPROVED, QuestionStatus.EDITED, QuestionStatus.ANSWERED)
+
+# The summary's columns, in the order the table, the CSV and the JSON give them.
+SUMMARY_FIELDS = [
+    "run_id",
+    "task",
+    "model",
+    "status",
+    "goal_baseline",
+    "goal_speedup",
+    "goal_met",
+    "best_speedup",
+    "evaluations",
+    "evaluations_to_goal",
+    "steps",
+    "steps_to_goal",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "wall_s",
+    "questions_asked",
+    "questions_vetoed",
+    "questions_by_reviewers",
+    "largest_gain",
+    "largest_gain_question",
+]
+
+
+def compare_runs_get(run_ids: list[int]) -> tuple[list[Run], list[int]]:
+    """The runs of `run_ids` in the order asked, and the ids no run has."""
+    found = {run.pk: run for run in Run.objects.filter(pk__in=run_ids).select_related("task")}
+    return [found[i] for i in run_ids if i in found], [i for i in run_ids if i not in found]
+
+
+def _who_decided(question: Question) -> str:
+    if question.status == QuestionStatus.PROPOSED:
+        return "nobody yet"
+    if question.reviewer is not None:
+        return question.reviewer.get_username()
+    return "automatic"
+
+
+def _evaluation_number_at(question: Question, evaluations: list[Evaluation]) -> int:
+    """How many of the run's evaluations came before the question: by step number where both have a step, by
+    the time the server stored them otherwise (as the bank's attribution orders a run)."""
+    if question.step is not None and all(e.step is not None for e in evaluations):
+        return sum(1 for e in evaluations if e.step.seq <= question.step.seq)
+    return sum(1 for e in evaluations if e.created_at <= question.created_at)
+
+
+def _wall_s(run: Run) -> float | None:
+    if run.started_at is None:
+        return None
+    return round(((run.finished_at or timezone.now()) - run.started_at).total_seconds(), 1)
+
+
+def _largest_gain(run: Run, questions: list[Question]) -> tuple[float | None, str]:
+    """The largest gain the bank's attribution gives one of the run's questions, and that question's text."""
+    gains = [a for a in attributions([run.pk]) if a.gain is not None]
+    if not gains:
+        return None, ""
+    top = max(gains, key=lambda a: a.gain)
+    text = next((q.text for q in questions if q.pk == top.question_id), "")
+    return top.gain, text
+
+
+def run_comparison(runs: list[Run]) -> dict:
+    """{"summary": one row per run (SUMMARY_FIELDS), "series": one best-so-far line per run with its questions}."""
+    summary, series = [], []
+    for run in runs:
+        baseline, target = run.goal
+        evaluations = list(
+            Evaluation.objects.filter(run=run)
+            .select_related("step")
+            .prefetch_related("scenarios")
+            .order_by("created_at", "pk")
+        )
+        verdicts = [e.verdict() for e in evaluations]
+        bests = figures.best_series(verdicts, baseline)
+        full_set = list(run.task.scenario_ids or [])
+        goal_index = next(
+            (i for i, v in enumerate(verdicts) if figures.goal_met(v, baseline, target, full_set)),
+            None,
+        )
+        steps_to_goal = None
+        if goal_index is not None and evaluations[goal_index].step is not None:
+            steps_to_goal = Step.objects.filter(run=run, seq__lte=evaluations[goal_index].step.seq).count()
+        questions = list(
+            Question.objects.filter(run=run).select_related("step", "reviewer").order_by("created_at", "pk")
+        )
+        gain, gain_question = _largest_gain(run, questions)
+        summary.append(
+            {
+                "run_id": run.pk,
+                "task": run.task.name,
+                "model": run.model,
+                "status": run.status,
+                "goal_baseline": baseline,
+                "goal_speedup": target,
+                "goal_met": goal_index is not None,
+                "best_speedup": bests[-1] if bests else None,
+                "evaluations": len(evaluations),
+                "evaluations_to_goal": None if goal_index is None else goal_index + 1,
+                "steps": run.step_count,
+                "steps_to_goal": steps_to_goal,
+                "tokens_in": run.tokens_in,
+                "tokens_out": run.tokens_out,
+                "cost_usd": float(run.cost_usd),
+                "wall_s": _wall_s(run),
+                "questions_asked": sum(1 for q in questions if q.status in ASKED_STATUSES),
+                "questions_vetoed": sum(1 for q in questions if q.status == QuestionStatus.VETOED),
+                "questions_by_reviewers": sum(1 for q in questions if q.source == QuestionSource.HUMAN),
+                "largest_gain": gain,
+                "largest_gain_question": gain_question,
+            }
+        )
+        markers = []
+        for q in questions:
+            number = _evaluation_number_at(q, evaluations)
+            markers.append(
+                {
+                    "evaluation": number,
+                    "best": bests[number - 1] if number else None,
+                    "text": q.text,
+                    "decided_by": _who_decided(q),
+                    "decision": q.status,
+                }
+            )
+        series.append(
+            {
+                "run_id": run.pk,
+                "label": f"#{run.pk} {run.task.name} · {run.model}",
+                "baseline": baseline,
+                "goal": target,
+                "evaluations": list(range(1, len(evaluations) + 1)),
+                "best": bests,
+                "questions": markers,
+            }
+        )
+    return {"summary": summary, "series": series}

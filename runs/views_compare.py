@@ -1,0 +1,60 @@
+"""The compare page: 2 to 8 runs side by side (`/runs/compare/?runs=1,2,3`), and its CSV and JSON exports."""
+
+import csv
+import io
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from runs.selectors_compare import COMPARE_MAX, COMPARE_MIN, SUMMARY_FIELDS, compare_runs_get, run_comparison
+
+
+class _BadRequest(Exception):
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def _run_ids(request) -> list[int]:
+    """The ids of `runs`, given as one comma-separated value (a shared link) or repeated (the runs list's
+    checkboxes), each once, in the order given."""
+    words = [w.strip().lstrip("#") for value in request.GET.getlist("runs") for w in value.split(",")]
+    words = [w for w in words if w]
+    bad = [w for w in words if not w.isdigit()]
+    if bad:
+        raise _BadRequest(f"run ids are numbers: {', '.join(bad[:5])} is not")
+    ids = list(dict.fromkeys(int(w) for w in words))
+    if not COMPARE_MIN <= len(ids) <= COMPARE_MAX:
+        raise _BadRequest(f"pick {COMPARE_MIN} to {COMPARE_MAX} runs to compare ({len(ids)} given)")
+    return ids
+
+
+def _csv(summary: list[dict]) -> HttpResponse:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=SUMMARY_FIELDS)
+    writer.writeheader()
+    for row in summary:
+        writer.writerow({k: "" if row[k] is None else row[k] for k in SUMMARY_FIELDS})
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="compare.csv"'
+    return response
+
+
+@login_required
+def compare(request):
+    try:
+        ids = _run_ids(request)
+        runs, missing = compare_runs_get(ids)
+        if missing:
+            raise _BadRequest(f"no such run: {', '.join(f'#{i}' for i in missing)}", status=404)
+    except _BadRequest as bad:
+        return render(request, "runs/compare.html", {"error": str(bad)}, status=bad.status)
+    comparison = run_comparison(runs)
+    export = request.GET.get("format")
+    if export == "json":
+        return JsonResponse(comparison)
+    if export == "csv":
+        return _csv(comparison["summary"])
+    share = ",".join(str(i) for i in ids)
+    return render(request, "runs/compare.html", {"comparison": comparison, "share": share})
