@@ -57,10 +57,11 @@ def _who_decided(question: Question) -> str:
     return "automatic"
 
 
-def _evaluation_number_at(question: Question, evaluations: list[Evaluation]) -> int:
-    """How many of the run's evaluations came before the question: by step number where both have a step, by
-    the time the server stored them otherwise (as the bank's attribution orders a run)."""
-    if question.step is not None and all(e.step is not None for e in evaluations):
+def _evaluation_number_at(question: Question, evaluations: list[Evaluation], by_seq: bool) -> int:
+    """How many of the run's evaluations came before the question: by step number when every question and
+    evaluation of the run has a step, by the time the server stored them otherwise (the order the bank's
+    attribution reads a run in, so that a marker sits where its gain was measured from)."""
+    if by_seq:
         return sum(1 for e in evaluations if e.step.seq <= question.step.seq)
     return sum(1 for e in evaluations if e.created_at <= question.created_at)
 
@@ -131,9 +132,10 @@ def run_comparison(runs: list[Run]) -> dict:
                 "largest_gain_question": gain_question,
             }
         )
+        by_seq = all(row.step is not None for row in [*questions, *evaluations])
         markers = []
         for q in questions:
-            number = _evaluation_number_at(q, evaluations)
+            number = _evaluation_number_at(q, evaluations, by_seq)
             markers.append(
                 {
                     "evaluation": number,
