@@ -4,8 +4,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from questionbank.models import BankQuestion
+from runs import notify
 from runs.events import publish_after_commit
-from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatus, Run, Step, StepKind
+from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatus, ReviewMode, Run, Step, StepKind
 from runs.services.directives import directive_send
 from runs.services.errors import QuestionAlreadyDecided, ServiceError
 
@@ -41,6 +42,9 @@ def question_propose(
             {"type": "question.changed", "run_id": run.pk, "question_id": question.pk, "status": question.status},
             to_all_runs=True,
         )
+        # A question the agent asked itself waits on a person unless the run approves them automatically.
+        if source != QuestionSource.HUMAN and run.review_mode != ReviewMode.AUTO:
+            notify.notify_after_commit(notify.WAITING_REVIEW, run, question=question)
     return question
 
 
