@@ -17,11 +17,15 @@ from runs.models import QuestionSource, ReviewMode, RunStatus
 from runs.selectors import questions_pending, questions_pending_count, runs_waiting_on_review
 from runs.services import question_propose, run_claim, run_set_status
 from runs.services.worker_events import worker_events_record
+from tests.dashboard import test_browser as browser
 from tests.dashboard.helpers import event, make_user, make_worker, question_payload
+from tests.dashboard.test_browser import ScriptedWorker, start_run_from_page
 from tests.foundation.factories import make_run
 from tests.live_server import free_port
 
 SITE = "https://kseek.example.org"
+# The browser tests' fixtures (a live daphne server, chromium, a signed-in page), used by name.
+chromium, live_site, login = browser.chromium, browser.live_site, browser.login
 
 
 class Receiver:
@@ -214,3 +218,83 @@ def test_a_finished_runs_questions_leave_the_queue_the_badge_and_the_waiting_lis
     assert f'<tr data-run="{stopped.pk}">' not in page and "Of a stopped run?" not in page
     assert '<span id="pending-count" class="badge badge-on" title="questions waiting for a decision">2</span>' in page
     assert client.get(reverse("pending_count")).json() == {"pending": 2}
+
+
+# The opt-in browser notification, in a real browser against a live server (tests/dashboard/test_browser.py).
+# window.Notification is wrapped by an init script so that the test sees every notification the page shows;
+# the permission itself is the browser's, granted to the site in the context.
+RECORD_NOTIFICATIONS = """
+(() => {
+  const Real = window.Notification;
+  window.__notifications = [];
+  window.__tabHidden = false;
+  Object.defineProperty(Document.prototype, "hidden", {configurable: true, get: () => window.__tabHidden});
+  class Recording {
+    constructor(title, options) { window.__notifications.push({title, body: (options || {}).body}); }
+    close() {}
+    static get permission() { return Real.permission; }
+    static requestPermission() { return Real.requestPermission(); }
+  }
+  window.Notification = Recording;
+})();
+"""
+
+
+def signed_in_reviewer(context, live_site):
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(live_site["base"] + "/accounts/login/")
+    page.fill("input[name=username]", "rita")
+    page.fill("input[name=password]", live_site["password"])
+    page.click("button[type=submit]")
+    page.wait_for_selector("h1:has-text('Runs')")
+    page.goto(live_site["base"] + "/review/")
+    return page
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_a_hidden_review_tab_shows_a_browser_notification_when_a_question_arrives(live_site, chromium, login):
+    operator = login("olga")
+    run_id = start_run_from_page(operator, "replay:review-demo")
+    worker = ScriptedWorker(live_site)
+    context = chromium.new_context()
+    try:
+        assert worker.claim()["id"] == run_id
+        context.grant_permissions(["notifications"], origin=live_site["base"])
+        context.add_init_script(RECORD_NOTIFICATIONS)
+        reviewer = signed_in_reviewer(context, live_site)
+        reviewer.wait_for_selector("#live-state.live-on")
+        reviewer.wait_for_selector("#notify-state:has-text('Notifications on')")
+        assert reviewer.is_hidden("#notify-button")  # already allowed: nothing to ask
+
+        worker.event(run_id, 0, "question_proposed", question_payload("q-seen", "Seen on the page?"))
+        reviewer.wait_for_selector(".review-item:has-text('Seen on the page?')")
+        reviewer.wait_for_selector(f"#waiting-on-you tr[data-run='{run_id}']")
+        assert reviewer.evaluate("window.__notifications") == []  # the tab was visible: no notification
+
+        reviewer.evaluate("window.__tabHidden = true")
+        worker.event(run_id, 1, "question_proposed", question_payload("q-away", "Asked while away?"))
+        reviewer.wait_for_function("window.__notifications.length === 1")
+        shown = reviewer.evaluate("window.__notifications")[0]
+        assert shown["title"] == "KernelSeek: a question waits for review"
+        assert f"Run {run_id} proposed question" in shown["body"]
+    finally:
+        context.close()
+        worker.close()
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_the_notify_button_asks_the_browser_for_permission(live_site, chromium):
+    context = chromium.new_context()
+    try:
+        context.add_init_script(
+            "window.__asked = 0; const ask = Notification.requestPermission.bind(Notification);"
+            "Notification.requestPermission = () => { window.__asked += 1; return ask(); };"
+        )
+        page = signed_in_reviewer(context, live_site)
+        page.click("#notify-button")  # visible: the site was neither allowed nor blocked
+        page.wait_for_function("window.__asked === 1")
+    finally:
+        context.close()
