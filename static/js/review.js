@@ -118,7 +118,7 @@
 
   KSeek.onRunsEvent((message) => {
     if (message.type !== "question.changed") return;
-    if (message.status === "proposed") notifyNewQuestion(message);
+    if (message.status === "proposed" && message.needs_review) notifyNewQuestion(message);  // not auto-approved ones
     refresh();
   });
   select(items()[0] || null);

@@ -148,6 +148,25 @@ def test_a_rolled_back_change_and_a_site_without_the_setting_send_nothing(receiv
     assert hook.attempts == 0 and hook.bodies == []
 
 
+@pytest.mark.django_db
+def test_the_pages_are_told_which_new_questions_wait_on_a_reviewer(monkeypatch):
+    """The review page notifies only of `needs_review` questions: not an auto-approved run's, not a person's."""
+    from runs.services import questions
+
+    told = []
+    monkeypatch.setattr(questions, "publish_after_commit", lambda run_id, message, **kw: told.append(message))
+    _, reviewed = held_run(review_mode=ReviewMode.REVIEW)
+    _, auto = held_run(review_mode=ReviewMode.AUTO)
+    question_propose(run=reviewed, text="Waits?", source=QuestionSource.SELF)
+    question_propose(run=auto, text="Approved by itself", source=QuestionSource.SELF)
+    question_propose(run=reviewed, text="Written by a reviewer", source=QuestionSource.HUMAN)
+    assert [(m["run_id"], m["needs_review"]) for m in told if m["status"] == "proposed"] == [
+        (reviewed.pk, True),
+        (auto.pk, False),
+        (reviewed.pk, False),
+    ]
+
+
 def _batch_time(worker, run) -> float:
     """Seconds one event batch (a question and the run failing) takes through the worker sockets' store."""
     items = [
