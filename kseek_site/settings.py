@@ -15,6 +15,10 @@ KSEEK_TRACE_UPLOAD_MAX_BYTES  the largest trace file the import takes (32 MiB)
 KSEEK_BEHIND_TLS_PROXY  1 where a TLS proxy stands in front (docs/deployment.md): secure cookies, HSTS, the SSL
                redirect, and the proxy's X-Forwarded-Proto trusted (default off: plain http, as `make run` serves)
 KSEEK_HSTS_SECONDS  with KSEEK_BEHIND_TLS_PROXY: how long browsers keep to https (default 31536000, one year)
+KSEEK_WEBHOOK_URL  where a JSON POST (Slack-compatible) goes when a run waits for review, succeeds or fails
+               (default unset: none is sent; runs/notify.py)
+KSEEK_SITE_URL  the dashboard's public address (https://kseek.example.org), for absolute run links in the
+               webhook's notices (default unset: the links are paths)
 """
 
 import os
@@ -129,6 +133,10 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # import refuses a file above KSEEK_TRACE_UPLOAD_MAX_BYTES before reading it, and reads the rest line by line.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default, 2.5 MiB, stated: the import relies on it
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# The optional webhook (runs/notify.py) and the address its links start with.
+KSEEK_WEBHOOK_URL = os.environ.get("KSEEK_WEBHOOK_URL", "").strip()
+KSEEK_SITE_URL = os.environ.get("KSEEK_SITE_URL", "").strip().rstrip("/")
+
 KSEEK_TRACE_UPLOAD_MAX_BYTES = env_int("KSEEK_TRACE_UPLOAD_MAX_BYTES", 32 * 1024 * 1024, minimum=1)
 
 SESSION_COOKIE_HTTPONLY = True

@@ -35,16 +35,32 @@ def run_sandbox(run_id: int) -> str | None:
     )
 
 
+def _questions_waiting() -> QuerySet[Question]:
+    """Proposed questions a reviewer can still act on: a finished (succeeded, failed, stopped) run's questions
+    wait on nobody, so they leave the queue and the badge."""
+    from runs.models import FINISHED_STATUSES
+
+    return Question.objects.filter(status=QuestionStatus.PROPOSED).exclude(run__status__in=FINISHED_STATUSES)
+
+
 def questions_pending() -> QuerySet[Question]:
-    return (
-        Question.objects.filter(status=QuestionStatus.PROPOSED)
-        .select_related("run", "run__task")
-        .order_by("created_at")
-    )
+    return _questions_waiting().select_related("run", "run__task").order_by("created_at")
 
 
 def questions_pending_count() -> int:
-    return Question.objects.filter(status=QuestionStatus.PROPOSED).count()
+    return _questions_waiting().count()
+
+
+def runs_waiting_on_review() -> list[dict]:
+    """The runs whose questions wait on a reviewer, the longest-waiting first: each run with how many questions
+    wait and since when the oldest has (`waiting_since`)."""
+    from django.db.models import Min
+
+    rows = (
+        _questions_waiting().values("run_id").annotate(waiting=Count("pk"), since=Min("created_at")).order_by("since")
+    )
+    runs = Run.objects.select_related("task").in_bulk([row["run_id"] for row in rows])
+    return [{"run": runs[row["run_id"]], "waiting": row["waiting"], "waiting_since": row["since"]} for row in rows]
 
 
 def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 from runs.forms import DecisionForm
 from runs.models import Question
 from runs.permissions import REVIEWER, role_required
-from runs.selectors import review_queue
+from runs.selectors import review_queue, runs_waiting_on_review
 from runs.services import QuestionAlreadyDecided, ServiceError, question_review
 from runs.views_feed import step_summary
 
@@ -18,7 +18,7 @@ def _queue_context() -> dict:
     items = review_queue()
     for item in items:
         item["recent"] = [(s.seq, s.kind, step_summary(s)) for s in item["recent_steps"]]
-    return {"items": items}
+    return {"items": items, "waiting_runs": runs_waiting_on_review()}
 
 
 @login_required

@@ -4,8 +4,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from questionbank.models import BankQuestion
+from runs import notify
 from runs.events import publish_after_commit
-from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatus, Run, Step, StepKind
+from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatus, ReviewMode, Run, Step, StepKind
 from runs.services.directives import directive_send
 from runs.services.errors import QuestionAlreadyDecided, ServiceError
 
@@ -36,11 +37,22 @@ def question_propose(
             bank_entry=bank_entry,
             step=step,
         )
+        # A question the agent asked itself waits on a person unless the run approves them automatically: the
+        # webhook and the review page's browser notification (`needs_review`) tell reviewers of those only.
+        needs_review = source != QuestionSource.HUMAN and run.review_mode != ReviewMode.AUTO
         publish_after_commit(
             run.pk,
-            {"type": "question.changed", "run_id": run.pk, "question_id": question.pk, "status": question.status},
+            {
+                "type": "question.changed",
+                "run_id": run.pk,
+                "question_id": question.pk,
+                "status": question.status,
+                "needs_review": needs_review,
+            },
             to_all_runs=True,
         )
+        if needs_review:
+            notify.notify_after_commit(notify.WAITING_REVIEW, run, question=question)
     return question
 
 

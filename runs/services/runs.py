@@ -7,6 +7,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
+from runs import notify
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, Directive, DirectiveAction, ReviewMode, Run, RunStatus, Task, WorkerHost
 from runs.services.directives import directive_send
@@ -110,6 +111,8 @@ def run_set_status(*, run: Run, status: str, reason: str | None = None) -> Run:
             fields.append("finished_at")
         run.save(update_fields=fields)
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": status}, to_all_runs=True)
+        if changed and status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
+            notify.notify_after_commit(status, run)
     return run
 
 

@@ -93,6 +93,33 @@
     select(items().find((el) => el.dataset.question === keep) || items()[0] || null);
   }, 300);
 
-  KSeek.onRunsEvent((message) => { if (message.type === "question.changed") refresh(); });
+  // Opt-in browser notifications: after the reviewer allows them, a question proposed while this tab is hidden
+  // shows one (clicking it brings the tab back). Nothing is asked until the button is pressed.
+  const notifyButton = document.getElementById("notify-button");
+  const notifyState = document.getElementById("notify-state");
+  function showNotifyState() {
+    const granted = Notification.permission === "granted";
+    notifyButton.hidden = granted || Notification.permission === "denied";
+    notifyState.textContent = granted ? "Notifications on: a new question shows one while this tab is hidden."
+      : Notification.permission === "denied" ? "Notifications are blocked for this site in the browser." : "";
+  }
+  if ("Notification" in window) {
+    showNotifyState();
+    notifyButton.addEventListener("click", async () => { await Notification.requestPermission(); showNotifyState(); });
+  }
+  function notifyNewQuestion(message) {
+    if (!("Notification" in window) || Notification.permission !== "granted" || !document.hidden) return;
+    const shown = new Notification("KernelSeek: a question waits for review", {
+      body: "Run " + message.run_id + " proposed question " + message.question_id + ".",
+      tag: "kseek-question-" + message.question_id,
+    });
+    shown.onclick = () => { window.focus(); shown.close(); };
+  }
+
+  KSeek.onRunsEvent((message) => {
+    if (message.type !== "question.changed") return;
+    if (message.status === "proposed" && message.needs_review) notifyNewQuestion(message);  // not auto-approved ones
+    refresh();
+  });
   select(items()[0] || null);
 })();
