@@ -6,6 +6,7 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
+from runs import notify
 from runs.events import publish_after_commit, send_to_group_after_commit
 from runs.models import HELD_STATUSES, Run, RunStatus, WorkerHost
 from runs.services.directives import worker_group
@@ -114,5 +115,7 @@ def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> di
             publish_after_commit(
                 run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True
             )
+            if run.status == RunStatus.FAILED:
+                notify.notify_after_commit(RunStatus.FAILED, run)  # as run_set_status does for a failure
             changed[run.pk] = run.status
     return changed

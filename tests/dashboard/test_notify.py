@@ -317,3 +317,18 @@ def test_the_notify_button_asks_the_browser_for_permission(live_site, chromium):
         page.wait_for_function("window.__asked === 1")
     finally:
         context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_failed_because_its_worker_came_back_without_it_is_notified(receiver, settings):
+    from runs.services import worker_runs_reconcile
+
+    hook = receiver()
+    settings.KSEEK_WEBHOOK_URL = hook.url
+    worker, run = held_run()
+    [outcome] = worker_events_record(items=[(worker, event(run.pk, 0, "note", {"text": "started"}))])
+    assert outcome.stored
+    assert worker_runs_reconcile(worker=worker, active_run_ids=set()) == {run.pk: RunStatus.FAILED}
+    assert notify.wait_until_sent(30)
+    assert [(body["event"], body["run_id"]) for body in hook.bodies] == [("failed", run.pk)]
+    assert "reconnected without this run" in hook.bodies[0]["text"]
