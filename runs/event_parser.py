@@ -10,7 +10,7 @@ database (does the run exist, does the sender hold it, is the seq used) is the s
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.utils.dateparse import parse_datetime
 
@@ -100,10 +100,8 @@ def _usage(usage) -> tuple[int, int, Decimal]:
     tokens_in = _count(usage.get("tokens_in", 0), "usage.tokens_in")
     tokens_out = _count(usage.get("tokens_out", 0), "usage.tokens_out")
     # An unknown price is null in the protocol; a total adds nothing for it (the run's cost is then a floor).
-    try:
-        amount = Decimal(str(cost or 0))
-    except InvalidOperation:
-        amount = Decimal("NaN")
+    # str() of any int or float is a valid Decimal ("inf" and "nan" included: refused just below).
+    amount = Decimal(str(cost or 0))
     if not amount.is_finite() or not 0 <= amount < STEP_COST_LIMIT:
         raise _Refused(f"usage.cost_usd must be a number from 0 to {STEP_COST_LIMIT}, not {amount}")
     return tokens_in, tokens_out, amount

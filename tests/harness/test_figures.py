@@ -105,3 +105,8 @@ def test_the_typed_verdict_gives_the_same_figures_as_its_dict():
     assert r.speedup_over("naive") == figures.speedup_over(r.to_dict(), "naive") == 1.5
     r.scenarios[0].correct = False
     assert r.all_correct is False
+
+
+def test_a_speedup_that_is_not_finite_is_written_in_lower_case():
+    # the figures never carry one (speedup_over gives None), but the formatter is public: it writes what it gets
+    assert figures.format_speedup(float("inf")) == "infx"

@@ -1,0 +1,51 @@
+"""The event parser's edges, pinned: each test kills a change to runs/event_parser.py that the rest of the suite
+let through (a mutation run, docs/testing.md). Pure: no database."""
+
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+
+from runs.event_parser import INT_COLUMN_MAX, Refusal, parse_event
+from tests.dashboard.helpers import event
+
+
+def test_the_largest_value_a_column_holds_is_taken():
+    parsed = parse_event(event(1, INT_COLUMN_MAX, "note", {}, tokens_in=INT_COLUMN_MAX))
+    assert (parsed.seq, parsed.tokens_in) == (INT_COLUMN_MAX, INT_COLUMN_MAX)
+
+
+def test_a_time_without_an_offset_is_read_as_utc_and_one_with_an_offset_keeps_it():
+    naive = parse_event({**event(1, 0, "note", {}), "ts": "2026-12-01T10:00:00"})
+    assert naive.created_at == datetime(2026, 12, 1, 10, 0, tzinfo=UTC) and naive.created_at.tzinfo is UTC
+    offset = parse_event({**event(1, 0, "note", {}), "ts": "2026-12-01T10:00:00+02:00"})
+    assert offset.created_at.utcoffset() == timedelta(hours=2)
+    assert offset.created_at == datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+
+
+def test_a_datetime_given_by_a_caller_is_taken_as_it_is():
+    when = datetime(2026, 12, 1, 9, 30, tzinfo=timezone(timedelta(hours=-5)))
+    assert parse_event({**event(1, 0, "note", {}), "ts": when}).created_at == when
+    naive = datetime(2026, 12, 1, 9, 30)
+    assert parse_event({**event(1, 0, "note", {}), "ts": naive}).created_at == naive.replace(tzinfo=UTC)
+
+
+def test_missing_usage_and_missing_usage_fields_count_nothing():
+    for usage in (None, {}, {"cost_usd": None}):
+        parsed = parse_event({**event(1, 0, "note", {}), "usage": usage})
+        assert (parsed.tokens_in, parsed.tokens_out, parsed.cost_usd) == (0, 0, Decimal(0)), usage
+
+
+def test_a_not_a_number_cost_is_refused():
+    refused = parse_event({**event(1, 0, "note", {}), "usage": {"cost_usd": float("nan")}})
+    assert isinstance(refused, Refusal) and refused.reason == "usage.cost_usd must be a number from 0 to 10000, not NaN"
+
+
+def test_the_refusals_say_exactly_what_is_wrong():
+    ok = event(1, 0, "note", {})
+    cases = [
+        ("a list", "an event must be a JSON object"),
+        ({**ok, "payload": "text"}, "payload must be a JSON object"),
+        ({**ok, "usage": [1]}, "usage must be a JSON object"),
+    ]
+    for raw, reason in cases:
+        refused = parse_event(raw)
+        assert isinstance(refused, Refusal) and refused.reason == reason, (raw, refused)
