@@ -128,16 +128,22 @@ def steps_page(
     return {"steps": page, "has_older": has_older, "has_newer": has_newer}
 
 
-def run_speedup_series(run: Run) -> dict:
-    """Every evaluation of a run as a point (x = its step's seq), the best-so-far line, and its questions, all
-    over the run's own goal (`Run.goal`), the one it is judged against."""
-    baseline, target = run.goal
-    evaluations = list(
+def run_evaluations(run: Run) -> list[Evaluation]:
+    """A run's evaluations in the order they were stored, with their steps and scenario rows (`verdict()` reads
+    those), as the figures of its chart and of the compare page take them."""
+    return list(
         Evaluation.objects.filter(run=run)
         .select_related("step")
         .prefetch_related("scenarios")
         .order_by("created_at", "pk")
     )
+
+
+def run_speedup_series(run: Run) -> dict:
+    """Every evaluation of a run as a point (x = its step's seq), the best-so-far line, and its questions, all
+    over the run's own goal (`Run.goal`), the one it is judged against."""
+    baseline, target = run.goal
+    evaluations = run_evaluations(run)
     bests = figures.best_series([e.verdict() for e in evaluations], baseline)
     points, best_line = [], []
     for evaluation, best in zip(evaluations, bests):

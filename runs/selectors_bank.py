@@ -20,7 +20,8 @@ from questionbank.models import QuestionCategory
 from questionbank.selectors import bank_questions, large_gain_ratio
 from runs.models import Evaluation, EvaluationStatus, Question, QuestionStatus, Run, ScenarioResult
 
-_OUTCOME_OF_STATUS = {
+# A question's status as the bank's attribution reads it: asked (approved, edited, answered), vetoed, or pending.
+QUESTION_OUTCOME = {
     QuestionStatus.APPROVED: eff.ASKED,
     QuestionStatus.EDITED: eff.ASKED,
     QuestionStatus.ANSWERED: eff.ASKED,
@@ -117,7 +118,7 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
                         category=q["category"] or q["bank_entry__category"] or "",
                         source=q["source"],
                         decision_point=q["decision_point"],
-                        outcome=_OUTCOME_OF_STATUS.get(q["status"], eff.PENDING),
+                        outcome=QUESTION_OUTCOME.get(q["status"], eff.PENDING),
                     )
                     for q in qs
                 ],

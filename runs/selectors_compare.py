@@ -10,12 +10,12 @@ from __future__ import annotations
 from django.utils import timezone
 
 from gpu_harness import figures
+from questionbank import effectiveness as eff
 from runs.models import Evaluation, Question, QuestionSource, QuestionStatus, Run, Step
-from runs.selectors_bank import attributions
+from runs.selectors import run_evaluations
+from runs.selectors_bank import QUESTION_OUTCOME, attributions
 
 COMPARE_MIN, COMPARE_MAX = 2, 8
-
-ASKED_STATUSES = (QuestionStatus.APPROVED, QuestionStatus.EDITED, QuestionStatus.ANSWERED)
 
 # The summary's columns, in the order the table, the CSV and the JSON give them.
 SUMMARY_FIELDS = [
@@ -87,12 +87,7 @@ def run_comparison(runs: list[Run]) -> dict:
     summary, series = [], []
     for run in runs:
         baseline, target = run.goal
-        evaluations = list(
-            Evaluation.objects.filter(run=run)
-            .select_related("step")
-            .prefetch_related("scenarios")
-            .order_by("created_at", "pk")
-        )
+        evaluations = run_evaluations(run)
         verdicts = [e.verdict() for e in evaluations]
         bests = figures.best_series(verdicts, baseline)
         full_set = list(run.task.scenario_ids or [])
@@ -125,8 +120,8 @@ def run_comparison(runs: list[Run]) -> dict:
                 "tokens_out": run.tokens_out,
                 "cost_usd": float(run.cost_usd),
                 "wall_s": _wall_s(run),
-                "questions_asked": sum(1 for q in questions if q.status in ASKED_STATUSES),
-                "questions_vetoed": sum(1 for q in questions if q.status == QuestionStatus.VETOED),
+                "questions_asked": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.ASKED),
+                "questions_vetoed": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.VETOED),
                 "questions_by_reviewers": sum(1 for q in questions if q.source == QuestionSource.HUMAN),
                 "largest_gain": gain,
                 "largest_gain_question": gain_question,

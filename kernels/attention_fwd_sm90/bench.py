@@ -285,11 +285,6 @@ def cmd_time(a):
                     print(
                         f"v{var} {g:8s} geomean vs {be}: {math.exp(sum(map(math.log, r)) / len(r)):.3f} over {len(r)}"
                     )
-    for var in []:
-        for be in ("flash", "cudnn"):
-            r = [row[f"v{var}"] / row[be] for row in out if row.get(be)]
-            if r:
-                print(f"v{var} geomean vs {be}: {math.exp(sum(map(math.log, r)) / len(r)):.3f} over {len(r)}")
 
 
 def cmd_compare(a):

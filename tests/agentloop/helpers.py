@@ -82,6 +82,22 @@ def anthropic_model(server, stream=True):
     )
 
 
+def worker_assignment(run_id, **changes) -> dict:
+    """An `assign` message's run, as the server sends it to a worker: the CPU task from its naive kernel."""
+    run = {
+        "id": run_id,
+        "task": "matmul_cpu",
+        "model": "claude-sonnet-4-6",
+        "starting_kernel": NAIVE,
+        "starting_kernel_name": "kernel.cpp",
+        "goal": {"baseline": "naive", "speedup": 2.0},
+        "budgets": {"steps": 2},
+        "review_mode": "auto",
+        "review_timeout_s": None,
+    }
+    return {**run, **changes}
+
+
 def unsandboxed(workspace) -> Host:
     """The tests' host: the workspace, no sandbox (the sandbox's own tests run it), no extra environment."""
     return Host(workspace, Sandbox.choose(unsandboxed=True))

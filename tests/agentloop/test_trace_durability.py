@@ -9,7 +9,7 @@ import threading
 from agentloop.trace import read_trace
 from agentloop.worker.client import Worker
 from tests.agentloop.fake_server import FakeServer
-from tests.agentloop.helpers import NAIVE, ScriptedEvaluator, anthropic_model
+from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, worker_assignment
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
 
 
@@ -40,17 +40,7 @@ def test_every_event_is_fsynced_to_the_trace_before_the_worker_spools_it(tmp_pat
                     finished.set()
 
     monkeypatch.setattr(os, "fsync", observed_fsync)
-    assignment = {
-        "id": 4,
-        "task": "matmul_cpu",
-        "model": "claude-sonnet-4-6",
-        "starting_kernel": NAIVE,
-        "starting_kernel_name": "kernel.cpp",
-        "goal": {"baseline": "naive", "speedup": 2.0},
-        "budgets": {"steps": 2},
-        "review_mode": "auto",
-        "review_timeout_s": None,
-    }
+    assignment = worker_assignment(4)
     messages = MessagesServer(
         Script(
             [

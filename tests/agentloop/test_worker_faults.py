@@ -13,26 +13,12 @@ from agentloop.models.anthropic_backend import AnthropicModel
 from agentloop.trace import read_trace
 from agentloop.worker.client import Worker
 from tests.agentloop.fake_server import FakeServer
-from tests.agentloop.helpers import NAIVE, ScriptedEvaluator
+from tests.agentloop.helpers import ScriptedEvaluator
+from tests.agentloop.helpers import worker_assignment as assignment
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
 from tests.agentloop.test_worker import TOKEN, note_event, serving, wait_for
 
 VIEW = {"command": "view", "path": "kernel.cpp"}
-
-
-def assignment(run_id, **changes):
-    run = {
-        "id": run_id,
-        "task": "matmul_cpu",
-        "model": "claude-sonnet-4-6",
-        "starting_kernel": NAIVE,
-        "starting_kernel_name": "kernel.cpp",
-        "goal": {"baseline": "naive", "speedup": 2.0},
-        "budgets": {"steps": 2},
-        "review_mode": "auto",
-        "review_timeout_s": None,
-    }
-    return {**run, **changes}
 
 
 class GatedScript(Script):

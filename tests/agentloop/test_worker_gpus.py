@@ -16,26 +16,12 @@ from pathlib import Path
 from agentloop.evaluator import HarnessEvaluator
 from agentloop.worker.client import Worker
 from tests.agentloop.fake_server import FakeServer
-from tests.agentloop.helpers import NAIVE, anthropic_model
+from tests.agentloop.helpers import anthropic_model, worker_assignment
 from tests.agentloop.messages_api import MessagesServer, Reply, tool_use
+from tests.agentloop.test_worker import TOKEN
 
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "kst_test_token"
 STAND_IN = Path(__file__).with_name("gpu_harness_standin.py")
-
-
-def assignment(run_id: int) -> dict:
-    return {
-        "id": run_id,
-        "task": "matmul_cpu",
-        "model": "claude-sonnet-4-6",
-        "starting_kernel": NAIVE,
-        "starting_kernel_name": "kernel.cpp",
-        "goal": {"baseline": "naive", "speedup": 2.0},
-        "budgets": {"steps": 3},
-        "review_mode": "auto",
-        "review_timeout_s": None,
-    }
 
 
 def turns_taken(request: dict) -> int:
@@ -91,7 +77,10 @@ def test_a_worker_with_two_gpus_runs_two_at_once_each_on_its_own_gpu_and_a_third
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     gates = tmp_path / "gates"
     gates.mkdir()
-    with MessagesServer(script(gates)) as api, FakeServer(TOKEN, [assignment(i) for i in (1, 2, 3)]) as server:
+    with (
+        MessagesServer(script(gates)) as api,
+        FakeServer(TOKEN, [worker_assignment(i, budgets={"steps": 3}) for i in (1, 2, 3)]) as server,
+    ):
         worker = Worker(
             server=server.url,
             token=TOKEN,
