@@ -6,10 +6,10 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
-from runs import notify
 from runs.events import publish_after_commit, send_to_group_after_commit
 from runs.models import HELD_STATUSES, Run, RunStatus, WorkerHost
 from runs.services.directives import worker_group
+from runs.services.runs import run_set_status
 
 
 def hash_token(token: str) -> str:
@@ -106,16 +106,19 @@ def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> di
             if str(run.pk) in active_run_ids:
                 continue
             if run.step_count == 0:
+                # Back to the queue, unheld: not a transition run_set_status makes (a running run never goes back).
                 run.status, run.worker, run.started_at = RunStatus.QUEUED, None, None
                 run.status_reason = f"re-queued: worker {worker.name} reconnected without it before it started"
+                run.save(update_fields=["status", "worker", "started_at", "status_reason", "updated_at"])
+                publish_after_commit(
+                    run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True
+                )
             else:
-                run.status, run.finished_at = RunStatus.FAILED, timezone.now()
-                run.status_reason = f"worker {worker.name} reconnected without this run: its state is lost"
-            run.save(update_fields=["status", "worker", "started_at", "finished_at", "status_reason", "updated_at"])
-            publish_after_commit(
-                run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True
-            )
-            if run.status == RunStatus.FAILED:
-                notify.notify_after_commit(RunStatus.FAILED, run)  # as run_set_status does for a failure
+                # A failure like any other: its time, its announcement and its notice come with the transition.
+                run = run_set_status(
+                    run=run,
+                    status=RunStatus.FAILED,
+                    reason=f"worker {worker.name} reconnected without this run: its state is lost",
+                )
             changed[run.pk] = run.status
     return changed
