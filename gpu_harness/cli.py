@@ -124,20 +124,24 @@ def cmd_tasks(args) -> int:
 def cmd_task_new(args) -> int:
     from .taskscaffold import scaffold
 
-    folder = scaffold(args.name, args.dir)
-    print(f"wrote {folder}/: task.toml, reference.py, kernel.cpp (a stub that says 'not supported')")
+    folder = scaffold(args.name, args.dir, target=args.target)
+    kernel = "kernel.cu" if args.target == "cuda-sm90" else "kernel.cpp"
+    print(f"wrote {folder}/: task.toml, reference.py, {kernel} (a stub that says 'not supported')")
     print(f"next: edit them, then `python -m gpu_harness task check {folder}`")
     return 0
 
 
 def cmd_task_check(args) -> int:
     """Validate a task folder: the spec, then its reference and function baselines on the smallest scenario."""
-    from .tasks import TaskError, load_folder_task
-    from .taskspec import TaskSpecError
+    from .tasks import TaskError
+    from .tasks.data_task import data_task
+    from .taskspec import TaskSpecError, load_spec
 
     try:
-        task = load_folder_task(args.folder)
-        facts = task.self_check()
+        spec = load_spec(args.folder)
+        torch_task = spec.target.arrays == "torch"
+        task = data_task(spec, device=_judge_device_here() if torch_task else None)
+        facts = task.self_check() if not torch_task or _has_torch() else None
     except TaskSpecError as e:
         print(f"{args.folder}: NOT a valid task ({len(e.problems)} problem(s))", file=sys.stderr)
         for p in e.problems:
@@ -163,8 +167,26 @@ def cmd_task_check(args) -> int:
     print(f"  starting   {task.starting_kernel} ({built or 'not built'})")
     if spec.cheats:
         print(f"  cheats     {len(list(p for p in spec.cheats.iterdir() if p.is_file()))} in {spec.cheats}")
-    print(f"  reference  ran on {facts['scenario']}: outputs of the right shape and dtype")
+    if facts is None:
+        print("  reference  NOT run: torch is not installed here (install it to check the reference)")
+    else:
+        print(f"  reference  ran on {facts['scenario']} ({facts['device']}): outputs of the right shape and dtype")
     return 0
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def _judge_device_here() -> str | None:
+    """Where `task check` runs a cuda-sm90 task's reference: the GPU when there is one, else the CPU."""
+    if not _has_torch():
+        return None
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def cmd_task_cheats(args) -> int:
@@ -253,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     n = ksub.add_parser("new", help="scaffold a commented task folder NAME (in --dir)")
     n.add_argument("name")
     n.add_argument("--dir", default=".", help="the folder to create it in (default: here)")
+    n.add_argument("--target", default="cpu", help="cpu (a C++ kernel) or cuda-sm90 (a .cu kernel); default cpu")
     n.set_defaults(func=cmd_task_new)
     c = ksub.add_parser("check", help="validate a task folder (exit 0, or 2 with every problem found)")
     c.add_argument("folder")

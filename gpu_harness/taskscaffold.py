@@ -12,13 +12,13 @@ from string import Template
 
 from .taskspec import NAME_RE, REFERENCE_FILE, SPEC_FILE, TaskSpec
 
-STUB_FILE = "kernel.cpp"
+STUB_STEM = "kernel"  # the stub starting kernel: kernel.cpp (cpu) or kernel.cu (cuda-sm90)
 
 TASK_TOML = Template("""\
 # $name: a task for KernelSeek (docs/tasks.md explains every field). `python -m gpu_harness task check <this
 # folder>` validates it; `python -m gpu_harness eval <this folder> kernel.cpp` judges a kernel on it.
 description = "out[r, c] = x[r, c] * scale + y[r, c], float32, row-major"
-target = "cpu"  # "cpu": a C++ kernel compiled with g++ (cuda-sm90 is declared, not run by the generic task yet)
+target = "$target"  # "cpu": a C++ kernel built with g++; "cuda-sm90": a .cu kernel built with nvcc for Hopper
 
 [kernel]
 symbol = "kseek_$name"  # the exported C function; its declaration is generated from [[args]] below
@@ -30,7 +30,8 @@ starting = "$stub"  # optional: without it the agent starts from a stub that say
 # dtype: float32, float64, int8, uint8, int32, int64 (float16, bfloat16: cuda-sm90 only).
 # shape: one scenario symbol (or a number) per dimension.
 # init: {dist = "normal", mean, std} | {dist = "uniform", low, high} | {dist = "integers", low, high} (high
-# excluded) | {function = "make_x"}: reference.py's make_x(rng, shape, params) returns the array.
+# excluded) | {function = "make_x"}: reference.py's make_x(rng, shape, params) returns the array (rng: a numpy
+# Generator for cpu, a torch.Generator on the judge's device for cuda-sm90).
 [[args]]
 name = "x"
 kind = "input"
@@ -71,6 +72,7 @@ value = "cols"
 
 [reference]
 function = "reference"  # in reference.py: gets float64 copies of the inputs, returns the outputs
+# precision = "float32"  # float32 copies instead (TF32 off), where float64 is too slow on the GPU
 
 # Scenarios: an explicit list and/or products of axes. `id` makes each one's stable id from its symbols;
 # `quick` is the subset an agent checks often (ids that must exist).
@@ -90,26 +92,42 @@ scale = [0.5]
 flops = "2*rows*cols"
 bytes = "3*4*rows*cols"
 
-# The tolerance rule on each output's relative L2 error: here "factor x the numpy baseline's own error on the
+# The tolerance rule on each output's relative L2 error: here "factor x the $baseline baseline's own error on the
 # same inputs + floor"; or rel_l2 = 1e-5 (a fixed bound), or atol/rtol (element by element).
 [tolerance]
-baseline = "numpy"
+baseline = "$baseline"
 factor = 2.0
 floor = 1e-6
 
 # Baselines: functions of reference.py (called like the kernel: every argument by name, writing the outputs),
-# or compiled kernels, e.g. naive = { kernel = "naive.cpp" } once a correct simple kernel exists.
+# or compiled kernels, e.g. naive = { kernel = "naive$suffix" } once a correct simple kernel exists.
 [baselines]
-default = ["numpy"]
-numpy = { function = "numpy_scale_add" }
+default = ["$baseline"]
+$baseline = { function = "${baseline}_scale_add" }
 
 [goal]
-baseline = "numpy"
+baseline = "$baseline"
 speedup = 1.0
 
 # Optional, within bounds the harness keeps (docs/tasks.md): [timing] batch_ms = ..., [host_clock]
 # host_ratio = ..., [call_timeout] base_s = ..., [child.env] NAME = "value".
 """)
+
+CUDA_REFERENCE_PY = Template('''\
+"""$name: the reference and the baselines, as plain functions on torch tensors (the cuda-sm90 target)."""
+
+
+def reference(x, y, scale, rows, cols):
+    """What the kernel must compute, on float64 copies of the inputs (on the judge's device); returns the
+    output (or a tuple/dict of outputs, in the ABI's order)."""
+    return x * scale + y
+
+
+def torch_scale_add(x, y, out, scale, rows, cols):
+    """A baseline: called like the kernel (every argument by name, inputs in their own dtype on the GPU),
+    writing `out` in place."""
+    out.copy_(x * scale + y)
+''')
 
 REFERENCE_PY = Template('''\
 """$name: the reference and the baselines, as plain functions on numpy arrays (the cpu target)."""
@@ -133,26 +151,38 @@ def numpy_scale_add(x, y, out, scale, rows, cols):
 def stub_kernel(spec: TaskSpec) -> str:
     """A starting kernel that compiles and declines every shape (returns 1: "not supported")."""
     unused = "".join(f"    (void){a.name};\n" for a in spec.args)
+    headers = "#include <cstdint>\n"
+    if spec.target.language == "cuda":  # the ABI's __half and __nv_bfloat16
+        headers += "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"
     return (
         f'// {spec.name} starting kernel: a stub that says "not supported" (returns 1) for every shape, so\n'
         "// every scenario fails until it is written. Return 0 once the outputs are computed.\n"
-        "#include <cstdint>\n\n"
+        f"{headers}\n"
         f"{spec.abi()[:-1]} {{\n{unused}    return 1;  // not supported\n}}\n"
     )
 
 
-def scaffold(name: str, parent: str | Path = ".") -> Path:
-    """Write the folder `parent/name`; raises ValueError for a bad name or an existing folder."""
+def scaffold(name: str, parent: str | Path = ".", target: str = "cpu") -> Path:
+    """Write the folder `parent/name` for `target`; raises ValueError for a bad name or target, or an existing
+    folder."""
+    from .taskspec import TARGETS, load_spec
+
     if not NAME_RE.match(name):
         raise ValueError(f"task name {name!r}: use lowercase letters, digits and _ (it names a C symbol too)")
+    if target not in TARGETS:
+        raise ValueError(f"target {target!r}: known targets are {', '.join(TARGETS)}")
     folder = Path(parent) / name
     if folder.exists():
         raise ValueError(f"{folder} already exists")
+    suffix = TARGETS[target].source_suffix
+    stub = STUB_STEM + suffix
+    torch_arrays = TARGETS[target].arrays == "torch"
     folder.mkdir(parents=True)
-    (folder / SPEC_FILE).write_text(TASK_TOML.substitute(name=name, stub=STUB_FILE))
-    (folder / REFERENCE_FILE).write_text(REFERENCE_PY.substitute(name=name))
-    from .taskspec import load_spec
-
-    (folder / STUB_FILE).write_text("")  # the spec names it; its text comes from the spec's own ABI
-    (folder / STUB_FILE).write_text(stub_kernel(load_spec(folder)))
+    spec_text = TASK_TOML.substitute(
+        name=name, stub=stub, target=target, suffix=suffix, baseline="torch" if torch_arrays else "numpy"
+    )
+    (folder / SPEC_FILE).write_text(spec_text)
+    (folder / REFERENCE_FILE).write_text((CUDA_REFERENCE_PY if torch_arrays else REFERENCE_PY).substitute(name=name))
+    (folder / stub).write_text("")  # the spec names it; its text comes from the spec's own ABI
+    (folder / stub).write_text(stub_kernel(load_spec(folder)))
     return folder

@@ -53,15 +53,16 @@ class Target:
     name: str
     language: str  # what gpu_harness.build compiles: "cpp" or "cuda"
     needs_gpu: bool
-    supported: bool  # whether the generic task (data_task.py) can run it yet
     source_suffix: str
+    arrays: str  # what reference.py's functions get: "numpy" arrays or "torch" tensors
 
 
 TARGETS = {
-    "cpu": Target("cpu", "cpp", needs_gpu=False, supported=True, source_suffix=".cpp"),
-    # declared so that a spec for it parses and checks; the generic task does not run it yet
-    "cuda-sm90": Target("cuda-sm90", "cuda", needs_gpu=True, supported=False, source_suffix=".cu"),
+    "cpu": Target("cpu", "cpp", needs_gpu=False, source_suffix=".cpp", arrays="numpy"),
+    "cuda-sm90": Target("cuda-sm90", "cuda", needs_gpu=True, source_suffix=".cu", arrays="torch"),
 }
+# the precision the reference computes in: float inputs reach it as copies of this dtype
+REFERENCE_PRECISIONS = ("float64", "float32")
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,7 @@ class TaskSpec:
     args: tuple[Arg, ...]
     starting_kernel: Path | None
     reference_function: str
+    reference_precision: str  # "float64" or "float32": float inputs reach the reference as copies of it
     scenarios: tuple[ScenarioSpec, ...]
     quick_ids: tuple[str, ...]
     tolerance: Tolerance
@@ -430,7 +432,7 @@ class _SpecReader:
         target = self.read_target()
         symbol, starting = self.read_kernel(target)
         args = self.read_args(target)
-        reference_function = self.read_reference()
+        reference_function, reference_precision = self.read_reference()
         scenarios, quick = self.read_scenarios(args)
         flops, nbytes = self.read_formulas(scenarios)
         baselines, defaults = self.read_baselines()
@@ -451,6 +453,7 @@ class _SpecReader:
             args=tuple(args),
             starting_kernel=starting,
             reference_function=reference_function,
+            reference_precision=reference_precision,
             scenarios=tuple(scenarios),
             quick_ids=tuple(quick),
             tolerance=tolerance,
@@ -621,14 +624,24 @@ class _SpecReader:
             return None
         return InputInit(dist, vals[0], vals[1])
 
-    def read_reference(self) -> str:
+    def read_reference(self) -> tuple[str, str]:
         ref = self.table("reference")
+        head = self.lines.header("reference")
+        self.only(ref, head, {"function", "precision"}, section="reference", why="unknown field")
         fn = ref.get("function", "reference")
         if not isinstance(fn, str) or not fn.isidentifier():
-            self.problem("reference.function", f"{fn!r} is not a function name", self.lines.key("function"))
+            self.problem("reference.function", f"{fn!r} is not a function name", self.lines.key("function", head))
+        precision = ref.get("precision", "float64")
+        if precision not in REFERENCE_PRECISIONS:
+            self.problem(
+                "reference.precision",
+                f"{precision!r}: expected one of {', '.join(REFERENCE_PRECISIONS)}",
+                self.lines.key("precision", head),
+            )
+            precision = "float64"
         if not (self.folder / REFERENCE_FILE).is_file():
             self.problem("reference", f"{REFERENCE_FILE} is missing from {self.folder}", None)
-        return fn if isinstance(fn, str) else "reference"
+        return (fn if isinstance(fn, str) else "reference"), precision
 
     # -- scenarios --
     def read_scenarios(self, args: list[Arg]) -> tuple[list[ScenarioSpec], list[str]]:
@@ -818,12 +831,14 @@ class _SpecReader:
         self.problem("tolerance", "give baseline (+ factor, floor), rel_l2, or atol/rtol", head)
         return Tolerance("rel_l2", rel_l2=0.0)
 
-    def only(self, table: dict, head, allowed: set) -> None:
+    def only(
+        self, table: dict, head, allowed: set, section: str = "tolerance", why: str = "not used with this rule"
+    ) -> None:
         for key in table:
             if key not in allowed:
                 self.problem(
-                    f"tolerance.{key}",
-                    f"not used with this rule (its fields: {', '.join(sorted(allowed))})",
+                    f"{section}.{key}",
+                    f"{why} (its fields: {', '.join(sorted(allowed))})",
                     self.lines.key(key, head),
                 )
 

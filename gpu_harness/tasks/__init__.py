@@ -65,11 +65,12 @@ def get_task(name: str) -> Task:
     return _INSTANCES[folder]
 
 
-def load_folder_task(folder: str | Path) -> Task:
-    """A folder task, read afresh (not cached): what `task check` uses."""
-    from .data_task import DataTask
+def load_folder_task(folder: str | Path, device: str | None = None) -> Task:
+    """A folder task, read afresh (not cached): what `task check` uses. `device`: where a cuda-sm90 task's
+    judge computes ("cuda" by default; "cpu" to check a task on a machine without a GPU)."""
+    from .data_task import data_task
 
-    return DataTask(load_spec(folder))
+    return data_task(load_spec(folder), device=device)
 
 
 def use_folder(folder: str | Path) -> str:

@@ -22,11 +22,21 @@ import os
 import threading
 
 from ..ahead import Ahead
-from ..exchange import DeviceExchange, aligned
 from ..stopwatch import Stopwatch
 from ..verdict import Comparison, TimingLimits, judge_outputs, tolerance_from_vendor
 from .attention_reference import FusedReference, reference
 from .base import REPO_ROOT, Judgement, Scenario, Task
+from .cuda_device import (
+    CudaCalls,
+    DeviceOutputs,
+    compare_torch,
+    comparison,
+    cuda_unavailable,
+    identical_tensors,
+    measure_peaks,
+)
+from .cuda_device import synchronize_stream as _synchronize_stream
+from .cuda_device import torch_module as _torch
 
 ABI = """extern "C" int kseek_attention_fwd(
     const void* q, const void* k, const void* v,  // [B, Sq, Hq, D], [B, Sk, Hkv, D], [B, Sk, Hkv, D], contiguous
@@ -44,10 +54,6 @@ DTYPES = {"bf16": 0, "fp16": 1}
 DEFAULT_VENDOR_ERROR = {"bf16": 2.3e-3, "fp16": 2.9e-4}
 O_FLOOR = {"bf16": 2e-4, "fp16": 3e-5}
 LSE_TOL = 1e-4
-FLUSH_BYTES = 256 << 20  # > 4x the H200's 60 MB L2
-SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
-# start event runs, so CPU launch overhead is not counted (for anyone). 0.1 ms
-# was too short for torch's cuDNN path (H200, 2026-11-30: 495 vs 591 TFLOP/s)
 VENDOR_SANITY = 4.0  # a vendor error above this many times the anchors' level means the vendor
 # cannot do this configuration (cuDNN with Sq > Sk causal): not a tolerance
 
@@ -164,46 +170,6 @@ QUICK = [
 ]
 
 
-def _torch():
-    import torch
-
-    return torch
-
-
-def _synchronize_stream():
-    torch = _torch()
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.current_stream().synchronize()
-
-
-def compare_torch(name: str, cand, ref) -> Comparison:
-    """Comparison in float64 on the tensors' device (the definition; the judge uses the same figures from
-    one fused kernel where it can, FusedReference.compare); the four figures come back in one transfer."""
-    torch = _torch()
-    c = cand.double()
-    r = ref.double()
-    fin = torch.isfinite(r)
-    good = fin & torch.isfinite(c)
-    zero = torch.zeros((), dtype=torch.float64, device=r.device)
-    figures = torch.stack(
-        [
-            (fin & ~good).sum().double(),
-            (~fin & (c != r) & ~(torch.isnan(c) & torch.isnan(r))).sum().double(),
-            torch.where(good, c - r, zero).square().sum(),
-            torch.where(good, r, zero).square().sum(),
-        ]
-    ).tolist()
-    return comparison(name, figures, c.numel())
-
-
-def comparison(name: str, figures, count: int) -> Comparison:
-    """A Comparison from [missed, specials, sum (c - r)^2, sum r^2] over `count` elements."""
-    bad, special, num2, den2 = figures
-    num, den = math.sqrt(num2), math.sqrt(den2)
-    rel = (0.0 if num == 0.0 else math.inf) if den == 0.0 else num / den
-    return Comparison(name, rel, int(bad), int(special), count)
-
-
 class AttentionFwd(Task):
     name = "attention_fwd"
     language = "cuda"
@@ -239,13 +205,7 @@ class AttentionFwd(Task):
 
     # ---- environment ----
     def runtime_unavailable(self):
-        try:
-            torch = _torch()
-        except ImportError:
-            return "torch is not installed here: compiled and checked only"
-        if not torch.cuda.is_available():
-            return "no CUDA GPU here: compiled and checked only"
-        return None
+        return cuda_unavailable()
 
     def baseline_availability(self, names):
         out = {}
@@ -273,16 +233,10 @@ class AttentionFwd(Task):
 
     # ---- child side ----
     def child_setup(self):
-        torch = _torch()
-        try:  # the driver's symbols, for candidates that encode tensor maps (cuTensorMapEncodeTiled)
-            ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
-        except OSError:
-            pass
-        torch.cuda.init()
-        self._dev = torch.device("cuda")
-        self._flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=self._dev)
-        self._ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        return {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+        self._calls = CudaCalls()
+        facts = self._calls.setup()
+        self._dev = self._calls.device
+        return facts
 
     def bind(self, lib):
         fn = getattr(lib, self.symbol)
@@ -341,84 +295,47 @@ class AttentionFwd(Task):
         )
 
     def sync_error(self):
-        torch = _torch()
-        try:
-            torch.cuda.synchronize()
-        except RuntimeError as e:
-            return str(e).strip().splitlines()[0][:300]
-        return None
+        return self._calls.sync_error()
 
     def flush_cache(self):
-        self._flush.zero_()
-        _torch().cuda._sleep(SLEEP_CYCLES)
+        self._calls.flush_cache()
 
     def time_call(self, thunk):
-        start, end = self._ev
-        start.record()
-        thunk()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
+        return self._calls.time_call(thunk)
 
     # ---- outputs travel in device memory (gpu_harness/exchange.py) ----
     def _layout(self, params):
-        """(name, torch dtype, shape, byte offset in a slot) of each output, in output_names order."""
+        """(name, torch dtype, shape) of each output, in output_names order."""
         torch = _torch()
         dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
         B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
-        o_bytes = B * Sq * Hq * D * 2
-        return [("o", dt, (B, Sq, Hq, D), 0), ("lse", torch.float32, (B, Hq, Sq), aligned(o_bytes))]
+        return [("o", dt, (B, Sq, Hq, D)), ("lse", torch.float32, (B, Hq, Sq))]
+
+    def _outputs(self) -> DeviceOutputs:
+        if getattr(self, "_device_outputs", None) is None:
+            self._device_outputs = DeviceOutputs(self._layout)
+        return self._device_outputs
 
     def output_nbytes(self, params):
-        B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
-        return aligned(B * Sq * Hq * D * 2) + B * Hq * Sq * 4
+        return self._outputs().nbytes(params)
 
     def exchange_create(self, slot_bytes, slots, folder):
-        self._exchange, handle = DeviceExchange.create(slot_bytes, slots)
-        return {"ipc_handle": handle}
+        return self._outputs().create(slot_bytes, slots)
 
     def export_outputs(self, outputs, slot):
-        torch = _torch()
-        offset = 0  # packed as _layout says: each output on an ALIGN boundary
-        for name in self.output_names:
-            raw = outputs[name].reshape(-1).view(torch.uint8)
-            self._exchange.slot(slot, offset, raw.numel()).copy_(raw)
-            offset += aligned(raw.numel())
-        torch.cuda.synchronize()
+        self._outputs().export(outputs, self.output_names, slot)
 
     def exchange_attach(self, info, slot_bytes, slots, folder):
-        handle = info.get("ipc_handle") if isinstance(info, dict) else None
-        if not isinstance(handle, str):
-            raise ValueError("the child named no output exchange")
-        self._exchange = DeviceExchange.attach(handle, slot_bytes, slots)
+        self._outputs().attach(info, slot_bytes, slots)
 
     def import_outputs(self, params, slot):
-        out = {}
-        for name, dt, shape, offset in self._layout(params):
-            n = math.prod(shape) * (2 if name == "o" else 4)
-            out[name] = self._exchange.slot(slot, offset, n).clone().view(dt).reshape(shape)
-        # the copy is done before the child may reuse the slot (this stream only: not the work ahead)
-        _torch().cuda.current_stream().synchronize()
-        return out
+        return self._outputs().import_(params, slot)
 
     def exchange_close(self):
-        ex = getattr(self, "_exchange", None)
-        if ex is not None:
-            ex.close()
-            self._exchange = None
+        self._outputs().close()
 
     def identical(self, outputs_a, outputs_b):
-        torch = _torch()
-        as_int = {2: torch.int16, 4: torch.int32}
-        return all(
-            outputs_a[n].shape == outputs_b[n].shape
-            and outputs_a[n].dtype == outputs_b[n].dtype
-            and torch.equal(
-                outputs_a[n].view(as_int[outputs_a[n].element_size()]),
-                outputs_b[n].view(as_int[outputs_b[n].element_size()]),
-            )
-            for n in self.output_names
-        )
+        return all(identical_tensors(outputs_a[n], outputs_b[n]) for n in self.output_names)
 
     def baseline_callables(self, names, params, inputs, libs):
         out = {}
@@ -774,33 +691,3 @@ def vendor_error(inputs, params, ref_o, cudnn_out=None, compare=compare_torch) -
         if cmp.bad_nonfinite == 0 and cmp.rel_error <= VENDOR_SANITY * DEFAULT_VENDOR_ERROR[params["dtype"]]:
             return cmp.rel_error, name
     return None, None
-
-
-def measure_peaks() -> TimingLimits:
-    """The device's dense bf16 matrix rate and copy bandwidth, measured now (best of a few)."""
-    torch = _torch()
-    n = 8192
-    a = torch.randn((n, n), device="cuda", dtype=torch.bfloat16)
-    b = torch.randn((n, n), device="cuda", dtype=torch.bfloat16)
-    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        torch.matmul(a, b)
-    best_mm = best_cp = math.inf
-    for _ in range(5):
-        start.record()
-        torch.matmul(a, b)
-        end.record()
-        end.synchronize()
-        best_mm = min(best_mm, start.elapsed_time(end))
-        start.record()
-        dst.copy_(src)
-        end.record()
-        end.synchronize()
-        best_cp = min(best_cp, start.elapsed_time(end))
-    del a, b, src, dst
-    torch.cuda.empty_cache()
-    return TimingLimits(
-        peak_tflops=2 * n**3 / (best_mm * 1e-3) / 1e12, peak_gbps=2 * (1 << 30) / (best_cp * 1e-3) / 1e9
-    )

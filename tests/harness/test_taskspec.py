@@ -131,14 +131,15 @@ def test_every_problem_is_reported_at_once(folder):
     assert {p.field for p in info.value.problems} >= {"args.x.dtype", "formulas.flops"}
 
 
-def test_a_cuda_target_parses_but_the_generic_task_says_it_does_not_run_it_yet(folder):
+def test_a_cuda_target_is_judged_by_the_torch_task_and_needs_a_cu_kernel(folder):
     path = folder / "task.toml"
-    text = path.read_text().replace('target = "cpu"', 'target = "cuda-sm90"').replace("kernel.cpp", "kernel.cu")
-    path.write_text(text)
+    path.write_text(path.read_text().replace('target = "cpu"', 'target = "cuda-sm90"'))
+    with pytest.raises(TaskSpecError, match="a cuda-sm90 kernel is a .cu file"):
+        load_spec(folder)
+    path.write_text(path.read_text().replace("kernel.cpp", "kernel.cu"))
     (folder / "kernel.cu").write_text((folder / "kernel.cpp").read_text())
     assert load_spec(folder).target.language == "cuda"
-    with pytest.raises(TaskSpecError, match="not supported yet by the generic task"):
-        load_folder_task(folder)
+    assert type(load_folder_task(folder, device="cpu")).__name__ == "CudaDataTask"
 
 
 def test_a_folder_whose_name_is_not_an_identifier_is_refused(tmp_path):

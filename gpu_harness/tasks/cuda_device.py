@@ -1,0 +1,208 @@
+"""What every CUDA task does the same way: time a call, flush the cache, wait for the device, move outputs
+through the device exchange, compare on the device, measure the card's peaks.
+
+Used by attention_fwd (a class task) and the generic cuda-sm90 task (data_cuda.py). torch is imported lazily:
+importing this module costs nothing on a host without it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+
+from ..exchange import DeviceExchange, aligned
+from ..verdict import Comparison, TimingLimits
+
+FLUSH_BYTES = 256 << 20  # > 4x the H200's 60 MB L2
+SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
+# start event runs, so CPU launch overhead is not counted (for anyone). 0.1 ms
+# was too short for torch's cuDNN path (H200, 2026-11-30: 495 vs 591 TFLOP/s)
+
+
+def torch_module():
+    import torch
+
+    return torch
+
+
+def synchronize_stream() -> None:
+    """Wait for this thread's current stream (not the device: work queued ahead on other streams goes on)."""
+    torch = torch_module()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.current_stream().synchronize()
+
+
+def cuda_unavailable() -> str | None:
+    """None when candidates can run here; else why not."""
+    try:
+        torch = torch_module()
+    except ImportError:
+        return "torch is not installed here: compiled and checked only"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU here: compiled and checked only"
+    return None
+
+
+def compare_torch(name: str, cand, ref) -> Comparison:
+    """Comparison in float64 on the tensors' device (the definition; the attention judge uses the same figures
+    from one fused kernel where it can, FusedReference.compare); the four figures come back in one transfer."""
+    torch = torch_module()
+    c = cand.double()
+    r = ref.double()
+    fin = torch.isfinite(r)
+    good = fin & torch.isfinite(c)
+    zero = torch.zeros((), dtype=torch.float64, device=r.device)
+    figures = torch.stack(
+        [
+            (fin & ~good).sum().double(),
+            (~fin & (c != r) & ~(torch.isnan(c) & torch.isnan(r))).sum().double(),
+            torch.where(good, c - r, zero).square().sum(),
+            torch.where(good, r, zero).square().sum(),
+        ]
+    ).tolist()
+    return comparison(name, figures, c.numel())
+
+
+def comparison(name: str, figures, count: int) -> Comparison:
+    """A Comparison from [missed, specials, sum (c - r)^2, sum r^2] over `count` elements."""
+    bad, special, num2, den2 = figures
+    num, den = math.sqrt(num2), math.sqrt(den2)
+    rel = (0.0 if num == 0.0 else math.inf) if den == 0.0 else num / den
+    return Comparison(name, rel, int(bad), int(special), count)
+
+
+def identical_tensors(a, b) -> bool:
+    """Bit for bit the same (compared as integers of the element's width, so NaN payloads and -0.0 count)."""
+    torch = torch_module()
+    as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    return (
+        a.shape == b.shape
+        and a.dtype == b.dtype
+        and torch.equal(a.view(as_int[a.element_size()]), b.view(as_int[b.element_size()]))
+    )
+
+
+class CudaCalls:
+    """The child's side of a CUDA task: the device, the cache flush and the event timer."""
+
+    def setup(self) -> dict:
+        torch = torch_module()
+        try:  # the driver's symbols, for candidates that encode tensor maps (cuTensorMapEncodeTiled)
+            ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
+        except OSError:
+            pass
+        torch.cuda.init()
+        self.device = torch.device("cuda")
+        self._flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=self.device)
+        self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        return {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+    def flush_cache(self) -> None:
+        self._flush.zero_()
+        torch_module().cuda._sleep(SLEEP_CYCLES)
+
+    def time_call(self, thunk) -> float:
+        # events on the legacy default stream: it waits for, and is waited on by, every blocking stream, so
+        # they cover work the candidate might push to other (blocking) streams
+        start, end = self._events
+        start.record()
+        thunk()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    @staticmethod
+    def sync_error() -> str | None:
+        try:
+            torch_module().cuda.synchronize()
+        except RuntimeError as e:
+            return str(e).strip().splitlines()[0][:300]
+        return None
+
+
+class DeviceOutputs:
+    """One side of the output exchange for outputs laid out as `layout(params)` says: a list of (name, torch
+    dtype, shape), packed in that order, each on an `aligned` boundary (the parent computes the layout from
+    the scenario; the child's message names only the slot)."""
+
+    def __init__(self, layout):
+        self._layout = layout
+        self._exchange: DeviceExchange | None = None
+
+    def _placed(self, params):
+        torch = torch_module()
+        offset, out = 0, []
+        for name, dtype, shape in self._layout(params):
+            nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+            out.append((name, dtype, shape, offset, nbytes))
+            offset += aligned(nbytes)
+        return out
+
+    def nbytes(self, params) -> int:
+        placed = self._placed(params)
+        return placed[-1][3] + placed[-1][4] if placed else 0
+
+    def create(self, slot_bytes: int, slots: int) -> dict:
+        self._exchange, handle = DeviceExchange.create(slot_bytes, slots)
+        return {"ipc_handle": handle}
+
+    def export(self, outputs: dict, names, slot: int) -> None:
+        """Child: pack `outputs` (made by the task from the scenario, so shaped as the layout says) in the
+        order of `names`, each on an aligned boundary, as `_placed` lays them out."""
+        torch = torch_module()
+        offset = 0
+        for name in names:
+            raw = outputs[name].reshape(-1).view(torch.uint8)
+            self._exchange.slot(slot, offset, raw.numel()).copy_(raw)
+            offset += aligned(raw.numel())
+        torch.cuda.synchronize()
+
+    def attach(self, info, slot_bytes: int, slots: int) -> None:
+        handle = info.get("ipc_handle") if isinstance(info, dict) else None
+        if not isinstance(handle, str):
+            raise ValueError("the child named no output exchange")
+        self._exchange = DeviceExchange.attach(handle, slot_bytes, slots)
+
+    def import_(self, params, slot: int) -> dict:
+        out = {}
+        for name, dtype, shape, offset, nbytes in self._placed(params):
+            out[name] = self._exchange.slot(slot, offset, nbytes).clone().view(dtype).reshape(shape)
+        # the copy is done before the child may reuse the slot (this stream only: not the work ahead)
+        torch_module().cuda.current_stream().synchronize()
+        return out
+
+    def close(self) -> None:
+        if self._exchange is not None:
+            self._exchange.close()
+            self._exchange = None
+
+
+def measure_peaks() -> TimingLimits:
+    """The device's dense bf16 matrix rate and copy bandwidth, measured now (best of a few)."""
+    torch = torch_module()
+    n = 8192
+    a = torch.randn((n, n), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((n, n), device="cuda", dtype=torch.bfloat16)
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        torch.matmul(a, b)
+    best_mm = best_cp = math.inf
+    for _ in range(5):
+        start.record()
+        torch.matmul(a, b)
+        end.record()
+        end.synchronize()
+        best_mm = min(best_mm, start.elapsed_time(end))
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        best_cp = min(best_cp, start.elapsed_time(end))
+    del a, b, src, dst
+    torch.cuda.empty_cache()
+    return TimingLimits(
+        peak_tflops=2 * n**3 / (best_mm * 1e-3) / 1e12, peak_gbps=2 * (1 << 30) / (best_cp * 1e-3) / 1e9
+    )

@@ -1,0 +1,165 @@
+"""The generic task for the `cpu` target: numpy arrays, a C++ kernel built with g++, perf_counter timing.
+
+Outputs travel to the judge through the base Task's .npy files (a few MB at most); the judge computes on
+the CPU. reference.py's functions get numpy arrays (data_task.py's conventions).
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..taskspec import DTYPES
+from ..verdict import TimingLimits, compare_numpy
+from .data_task import DataTask, TaskError, _params, _where
+
+# The cpu target's own child environment: the candidate may not use threads (the dependency check refuses
+# them), so numpy's BLAS gets one too, and no spinning helper threads steal the core the candidate runs on.
+CPU_CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# A CPU timing on a shared box is noisier than CUDA events: its default host-clock agreement is looser.
+CPU_HOST_CLOCK = {"host_ratio": 1.5, "host_overhead_ms": 0.2, "batch_latency_ms": 30.0}
+FLUSH_BYTES = 16 * 1024 * 1024  # larger than the last-level cache share one core gets
+
+
+class CpuDataTask(DataTask):
+    # ---- environment ----
+    def child_env(self) -> dict[str, str]:
+        return {**self.spec.child_env, **CPU_CHILD_ENV}  # the target's own variables win
+
+    def timing_limits(self):
+        return TimingLimits(**{**CPU_HOST_CLOCK, **self.spec.host_clock})
+
+    def versions(self) -> str:
+        import numpy as np
+
+        return f"numpy {np.__version__}"
+
+    def judge_device(self) -> str:
+        return "cpu"
+
+    # ---- child side ----
+    def child_setup(self) -> dict:
+        import numpy as np
+
+        self._flush = np.empty(FLUSH_BYTES // 8)
+        return {"device": "cpu"}
+
+    def make_inputs(self, params, seed):
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        out = {}
+        for a in self.spec.inputs:
+            shape, dtype, init = self.spec.shape(a, params), np.dtype(DTYPES[a.dtype].numpy), a.init
+            if init.dist == "normal":
+                gen_dtype = dtype if dtype in (np.float32, np.float64) else np.float32
+                x = rng.standard_normal(shape, dtype=gen_dtype)
+                if init.a != 0.0 or init.b != 1.0:
+                    x = x * gen_dtype.type(init.b) + gen_dtype.type(init.a)
+            elif init.dist == "uniform":
+                x = rng.uniform(init.a, init.b, shape)
+            elif init.dist == "integers":
+                x = rng.integers(int(init.a), int(init.b), shape, endpoint=False)
+            else:
+                x = self._made_by_function(a.name, init.function, rng, shape, params)
+            out[a.name] = np.ascontiguousarray(x, dtype=dtype)
+        return out
+
+    def _made_by_function(self, name: str, function: str, rng, shape: tuple, params: dict):
+        """An input made by reference.py (e.g. a well-conditioned matrix), from the judge's generator."""
+        import numpy as np
+
+        try:
+            x = np.asarray(self.function(function)(rng, shape, dict(params)))
+        except TaskError:
+            raise
+        except Exception as e:
+            raise TaskError(
+                f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
+            ) from e
+        if x.shape != shape or x.dtype.kind not in "fiub":
+            raise TaskError(f"{function} made input {name} of shape {x.shape} {x.dtype}, the ABI says {shape}")
+        return x
+
+    def new_outputs(self, params):
+        import numpy as np
+
+        outs = {a.name: np.empty(self.spec.shape(a, params), dtype=DTYPES[a.dtype].numpy) for a in self.spec.outputs}
+        self.poison(outs)
+        return outs
+
+    def poison(self, outputs):
+        import numpy as np
+
+        # NaN for floats (judge_outputs names what is left of it); a value a kernel rarely writes for integers
+        for arr in outputs.values():
+            if arr.dtype.kind == "f":
+                arr.fill(float("nan"))
+            else:
+                arr.fill(np.iinfo(arr.dtype).min if arr.dtype.kind == "i" else np.iinfo(arr.dtype).max)
+
+    def flush_cache(self):
+        self._flush.fill(1.0)
+
+    def time_call(self, thunk) -> float:
+        t0 = time.perf_counter()
+        thunk()
+        return (time.perf_counter() - t0) * 1e3
+
+    # ---- parent side ----
+    def parent_setup(self) -> dict:
+        if not self._checked:
+            self.self_check()
+        return {"device": "cpu"}
+
+    # ---- arrays ----
+    def _reference_copy(self, arr):
+        import numpy as np
+
+        return arr.astype(np.dtype(self.spec.reference_precision)) if arr.dtype.kind == "f" else arr.copy()
+
+    def _as_array(self, value):
+        import numpy as np
+
+        return np.asarray(value)
+
+    def _is_float(self, arr) -> bool:
+        return arr.dtype.kind == "f"
+
+    def _is_integer(self, arr) -> bool:
+        return arr.dtype.kind in "iu"
+
+    def _widened(self, arr):
+        import numpy as np
+
+        return arr.astype(np.float64) if arr.dtype.kind == "f" else arr
+
+    def _any_nan(self, arr) -> bool:
+        import numpy as np
+
+        return bool(np.isnan(arr).any())
+
+    def _pointer(self, arr) -> int:
+        return arr.ctypes.data
+
+    def _not_like(self, cand, dtype, ref):
+        import numpy as np
+
+        if cand.shape != ref.shape or cand.dtype != np.dtype(DTYPES[dtype].numpy):
+            return f"shape {cand.shape} {cand.dtype}"
+        return None
+
+    def _compare(self, name, cand, ref):
+        return compare_numpy(name, cand, ref)
+
+    def _allclose_ratio(self, cand, ref, atol, rtol):
+        import numpy as np
+
+        c, r = np.asarray(cand, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+        fin = np.isfinite(r)
+        if not fin.any():
+            return 0.0
+        bound = atol + rtol * np.abs(r[fin])
+        diff = np.abs(c[fin] - r[fin])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(bound > 0, diff / np.where(bound > 0, bound, 1.0), np.where(diff > 0, np.inf, 0.0))
+        return float(ratio.max()) if ratio.size else 0.0

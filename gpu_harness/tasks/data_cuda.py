@@ -1,0 +1,231 @@
+"""The generic task for the `cuda-sm90` target: torch tensors on the GPU, a .cu kernel built with nvcc.
+
+The child makes the inputs on the GPU from the judge's seed (torch's CUDA generator: the parent regenerates
+them bit for bit), poisons the outputs (NaN, or an integer's extreme), calls the kernel on the legacy default
+stream and times it with CUDA events after flushing the L2; outputs travel to the judge through device
+memory (exchange.py). The judge computes the reference on the GPU at the spec's precision (float64 by
+default, TF32 off) and compares there. reference.py's functions get torch tensors (data_task.py's
+conventions). `device="cpu"` runs the judge's side on the CPU: tests of the judge on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+from ..verdict import TimingLimits
+from .cuda_device import (
+    CudaCalls,
+    DeviceOutputs,
+    compare_torch,
+    cuda_unavailable,
+    identical_tensors,
+    measure_peaks,
+    torch_module,
+)
+from .data_task import DataTask, TaskError, _params, _where
+
+TORCH_DTYPES = {  # taskspec dtype -> torch's attribute
+    "float32": "float32",
+    "float64": "float64",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int32": "int32",
+    "int64": "int64",
+}
+
+
+def torch_dtype(name: str):
+    return getattr(torch_module(), TORCH_DTYPES[name])
+
+
+class CudaDataTask(DataTask):
+    def __init__(self, spec, device: str = "cuda"):
+        super().__init__(spec)
+        self._device_name = device
+        self._peaks: TimingLimits | None = None
+        self._calls: CudaCalls | None = None
+        self._device_outputs = DeviceOutputs(self._layout)
+
+    def _device(self):
+        return torch_module().device(self._device_name)
+
+    # ---- environment ----
+    def runtime_unavailable(self):
+        return cuda_unavailable()
+
+    def child_env(self) -> dict[str, str]:
+        return dict(self.spec.child_env)
+
+    def versions(self) -> str:
+        torch = torch_module()
+        return f"torch {torch.__version__}, cuda {torch.version.cuda}"
+
+    def judge_device(self) -> str:
+        return self._device_name
+
+    def timing_limits(self):
+        peaks = self._peaks or TimingLimits()
+        return TimingLimits(peak_tflops=peaks.peak_tflops, peak_gbps=peaks.peak_gbps, **self.spec.host_clock)
+
+    # ---- child side ----
+    def child_setup(self) -> dict:
+        self._calls = CudaCalls()
+        return self._calls.setup()
+
+    def make_inputs(self, params, seed):
+        torch = torch_module()
+        dev = self._device()
+        g = torch.Generator(device=dev)
+        g.manual_seed(seed)
+        out = {}
+        for a in self.spec.inputs:
+            shape, dtype, init = self.spec.shape(a, params), torch_dtype(a.dtype), a.init
+            wide = dtype if dtype in (torch.float32, torch.float64) else torch.float32
+            if init.dist == "normal":
+                x = torch.randn(shape, generator=g, device=dev, dtype=wide)
+                if init.a != 0.0 or init.b != 1.0:
+                    x = x * init.b + init.a
+            elif init.dist == "uniform":
+                x = torch.rand(shape, generator=g, device=dev, dtype=wide) * (init.b - init.a) + init.a
+            elif init.dist == "integers":
+                x = torch.randint(int(init.a), int(init.b), shape, generator=g, device=dev, dtype=torch.int64)
+            else:
+                x = self._made_by_function(a.name, init.function, g, shape, params)
+            out[a.name] = x.to(device=dev, dtype=dtype).contiguous()
+        return out
+
+    def _made_by_function(self, name: str, function: str, generator, shape: tuple, params: dict):
+        """An input made by reference.py, from the judge's generator (on the judge's device)."""
+        torch = torch_module()
+        try:
+            x = self.function(function)(generator, shape, dict(params))
+        except TaskError:
+            raise
+        except Exception as e:
+            raise TaskError(
+                f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
+            ) from e
+        if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape or x.is_complex():
+            got = f"shape {tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TaskError(f"{function} made input {name} as {got}, the ABI says a tensor of shape {shape}")
+        return x
+
+    def new_outputs(self, params):
+        torch = torch_module()
+        outs = {
+            a.name: torch.empty(self.spec.shape(a, params), dtype=torch_dtype(a.dtype), device=self._device())
+            for a in self.spec.outputs
+        }
+        self.poison(outs)
+        return outs
+
+    def poison(self, outputs):
+        torch = torch_module()
+        # NaN for floats (judge_outputs names what is left of it); a value a kernel rarely writes for integers
+        for t in outputs.values():
+            if t.is_floating_point():
+                t.fill_(float("nan"))
+            else:
+                info = torch.iinfo(t.dtype)
+                t.fill_(info.min if info.min < 0 else info.max)
+
+    def sync_error(self):
+        return self._calls.sync_error()
+
+    def flush_cache(self):
+        self._calls.flush_cache()
+
+    def time_call(self, thunk):
+        return self._calls.time_call(thunk)
+
+    # ---- outputs travel in device memory ----
+    def _layout(self, params):
+        return [(a.name, torch_dtype(a.dtype), self.spec.shape(a, params)) for a in self.spec.outputs]
+
+    def output_nbytes(self, params):
+        return self._device_outputs.nbytes(params)
+
+    def exchange_create(self, slot_bytes, slots, folder):
+        return self._device_outputs.create(slot_bytes, slots)
+
+    def export_outputs(self, outputs, slot):
+        self._device_outputs.export(outputs, self.output_names, slot)
+
+    def exchange_attach(self, info, slot_bytes, slots, folder):
+        self._device_outputs.attach(info, slot_bytes, slots)
+
+    def import_outputs(self, params, slot):
+        return self._device_outputs.import_(params, slot)
+
+    def exchange_close(self):
+        self._device_outputs.close()
+
+    def identical(self, outputs_a, outputs_b):
+        return all(identical_tensors(outputs_a[n], outputs_b[n]) for n in self.output_names)
+
+    # ---- parent side ----
+    def parent_setup(self) -> dict:
+        torch = torch_module()
+        # the reference is computed at its stated precision: no TF32 behind a float32 reference's back
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        if not self._checked:
+            self.self_check()
+        if self._device_name == "cpu":
+            return {"device": "cpu"}
+        if self._peaks is None:
+            self._peaks = measure_peaks()
+        return {
+            "device": torch.cuda.get_device_name(),
+            "peak_tflops": self._peaks.peak_tflops,
+            "peak_gbps": self._peaks.peak_gbps,
+        }
+
+    # ---- tensors ----
+    def _reference_copy(self, t):
+        return t.to(torch_dtype(self.spec.reference_precision)) if t.is_floating_point() else t.clone()
+
+    def _as_array(self, value):
+        torch = torch_module()
+        if not isinstance(value, torch.Tensor):
+            raise TaskError(f"the reference returned a {type(value).__name__}, not a torch tensor")
+        return value.to(self._device())
+
+    def _is_float(self, t) -> bool:
+        return t.is_floating_point()
+
+    def _is_integer(self, t) -> bool:
+        return not t.is_floating_point() and not t.is_complex() and t.dtype != torch_module().bool
+
+    def _widened(self, t):
+        return t.double() if t.is_floating_point() else t
+
+    def _any_nan(self, t) -> bool:
+        return bool(t.isnan().any())
+
+    def _pointer(self, t) -> int:
+        return t.data_ptr()
+
+    def _not_like(self, cand, dtype, ref):
+        torch = torch_module()
+        if not isinstance(cand, torch.Tensor):
+            return type(cand).__name__
+        if tuple(cand.shape) != tuple(ref.shape) or cand.dtype != torch_dtype(dtype):
+            return f"shape {tuple(cand.shape)} {str(cand.dtype).removeprefix('torch.')}"
+        return None
+
+    def _compare(self, name, cand, ref):
+        return compare_torch(name, cand.to(ref.device), ref)
+
+    def _allclose_ratio(self, cand, ref, atol, rtol):
+        torch = torch_module()
+        c, r = cand.to(ref.device).double(), ref.double()
+        fin = torch.isfinite(r)
+        if not bool(fin.any()):
+            return 0.0
+        bound = atol + rtol * r[fin].abs()
+        diff = (c[fin] - r[fin]).abs()
+        inf = torch.full_like(diff, float("inf"))
+        ratio = torch.where(bound > 0, diff / torch.where(bound > 0, bound, 1.0), torch.where(diff > 0, inf, 0.0))
+        return float(ratio.max()) if ratio.numel() else 0.0
