@@ -94,7 +94,7 @@ DISTRIBUTIONS = {"normal": ("mean", "std"), "uniform": ("low", "high"), "integer
 
 # what a task may change of the harness's timing, and within which bounds: a task tunes for its machine's
 # noise, it never switches a check off (the bounds keep the host clock, the spot checks and the repeats)
-TIMING_KEYS = {  # key of gpu_harness/evaluate.py's TIMING -> (lowest, highest)
+TIMING_KEYS = {  # key of gpu_harness/evaluation.py's TIMING -> (lowest, highest)
     "budget_ms": (1.0, 2000.0),
     "min_reps": (1, 100),
     "max_reps": (1, 200),
@@ -284,7 +284,7 @@ class TaskSpec:
     bytes: Formula | None  # None: inputs read once + outputs written once, from the ABI
     goal_baseline: str
     goal_speedup: float
-    timing: dict  # overrides of evaluate.TIMING
+    timing: dict  # overrides of evaluation.TIMING
     host_clock: dict  # overrides of verdict.TimingLimits
     call_timeout_base_s: float
     call_timeout_min_rate: float

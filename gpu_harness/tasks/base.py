@@ -54,7 +54,7 @@ class Task:
     starting_kernel: Path | None = None
     default_baselines: tuple[str, ...] = ()
     needs_gpu: bool = False
-    timing_overrides: dict = {}  # replaces entries of evaluate.TIMING for this task
+    timing_overrides: dict = {}  # replaces entries of evaluation.TIMING for this task
     output_names: tuple[str, ...] = ()  # the outputs of one call, in the order they are judged
     baseline_threads: int = 0  # threads of the child that own baseline calls (gpu_harness/baseline_threads.py)
     # baselines whose first call of a shape is slow (a plan to build, a kernel to compile): the child calls them

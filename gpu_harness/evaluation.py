@@ -1,0 +1,390 @@
+"""One evaluation's work with the candidate's process, in named phases: start the child, check correctness,
+time each correct scenario (with spot checks of timed outputs and the parent's own clock), and stop cleanly
+when the child fails.
+
+An `Evaluation` is made for one evaluation and dropped after it: everything it learns (the verdicts so far,
+the first run's outputs, the scenario being run) lives on it, not on the task, which is cached per process.
+evaluate.py decides whether a child runs at all (the build, the runtime check) and turns the outcomes into
+the verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import verdict
+from .exchange import SLOTS
+from .result import EvalResult, ScenarioOutcome
+from .runner import ChildFailed, ChildSession
+from .stopwatch import Stopwatch
+from .tasks import Scenario, Task, derive_seed
+
+# Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
+# 60 ms / 15 gave the same geometric means as 120 ms / 25 over the full attention grid on an H200 (0.902x vs
+# 0.903x cuDNN, 1.471x vs 1.472x FA2) in 15 s less (docs/benchmarks.md).
+# Within that, timing stops early once every implementation's median is pinned down to 0.5% (after 5 calls
+# at least; verdict.median_settled).
+# The host-clock batch is ~10 ms of back-to-back calls (25 ms before: 4.6 s of a 48 s full grid): the parent's
+# per-batch latency is subtracted (TimingLimits.batch_latency_ms), and what the check catches (work the events
+# do not see) adds a call's worth of time per call, whatever the batch's length.
+TIMING = {
+    "budget_ms": 60.0,
+    "min_reps": 3,
+    "max_reps": 15,
+    "early_min": 5,
+    "ci_rel": 0.005,
+    "checks": 2,
+    "batch_ms": 10.0,
+    "batch_max": 200,
+}
+HOST_BATCHES = 3  # host-clock batches tried before a disagreement is called suspect
+STAGE_TIMEOUT_S = 120.0  # anything that is not a candidate call (start, input generation, ...)
+SAVE_MARGIN_S = 15.0  # after a call: copying its outputs into a slot
+assert TIMING["checks"] < SLOTS  # the child never waits for a slot in the middle of timing
+
+STOP_KINDS = {"timeout": "hang/timeout", "crash": "crash", "protocol": "protocol error"}
+
+
+@dataclass
+class Plan:
+    """What one evaluation runs: the scenarios, the baselines that can run here and their built libraries,
+    the seed everything derives from, whether to time, and the process's cache of baseline medians (each
+    median timed here goes into it; `reuse_baselines` False: none is taken from it)."""
+
+    scenarios: list[Scenario]
+    baselines: list[str]
+    baseline_libs: dict[str, str]
+    seed: int
+    timing: bool
+    baseline_cache: dict
+    reuse_baselines: bool
+    deadline: float | None  # time.monotonic() by which everything must be over (None: no bound)
+
+
+@dataclass
+class Evaluation:
+    res: EvalResult
+    task: Task
+    session: ChildSession
+    plan: Plan
+    limits: verdict.TimingLimits
+    device: str  # the judge's device name: part of the baseline cache's key
+    say: Callable[[str], None]
+    current: str = "starting the candidate's process"  # what the child is doing, for a timeout's message
+    current_sid: str | None = None  # the scenario being run: the culprit when the child fails
+    outcome: dict[str, ScenarioOutcome] = field(init=False)  # scenario id -> its outcome in res
+
+    def __post_init__(self):
+        self.outcome = {o.id: o for o in self.res.scenarios}
+        self.by_id = {s.id: s for s in self.plan.scenarios}
+        self.versions = self.task.versions()
+        self.phases = self.res.phases
+        self.spent = Stopwatch(self.phases)
+        self.outdir = os.path.join(self.session.workdir, "out")
+
+    # ---- the whole conversation ----
+    def run(self, lib_path: str) -> None:
+        """Start the child, check every scenario, time the correct ones; a failure of the child ends it as
+        an error naming the scenario being run."""
+        self.phases["judge_s"] = 0.0
+        try:
+            self.start(lib_path)
+            self.check_correctness()
+            self.time_correct_scenarios()
+            self.res.status = "correct"
+        except (ChildFailed, KeyError, TypeError) as e:
+            # a message missing a field or of the wrong type (the candidate can write to the child's message
+            # pipe) stops the evaluation as a protocol error, never the harness
+            if not isinstance(e, ChildFailed):
+                e = ChildFailed("protocol", f"malformed message from the child ({type(e).__name__}: {e})")
+            self.stopped(e)
+        finally:
+            self.close()
+
+    # ---- start ----
+    def jobs(self) -> list[dict]:
+        return [
+            {
+                "id": s.id,
+                "params": s.params,
+                "seed_a": derive_seed(self.plan.seed, s.id, "a"),
+                "seed_b": derive_seed(self.plan.seed, s.id, "b"),
+                "warm": self.to_warm(s),
+            }
+            for s in self.plan.scenarios
+        ]
+
+    def start(self, lib_path: str) -> None:
+        os.makedirs(self.outdir)
+        self.job_by_id = {j["id"]: j for j in self.jobs()}
+        t_phase = time.monotonic()
+        job = {
+            "task": self.task.name,
+            "lib": lib_path,
+            "baseline_libs": self.plan.baseline_libs,
+            "outdir": self.outdir,
+            "scenarios": list(self.job_by_id.values()),
+        }
+        self.session.start(job)
+        ready = self.recv(STAGE_TIMEOUT_S)
+        if ready.get("ev") == "exception":
+            raise ChildFailed("crash", ready.get("error", "child failed to start"))
+        self.current = "loading the candidate library"
+        loaded = self.recv(STAGE_TIMEOUT_S)
+        if loaded.get("ev") != "loaded":
+            raise ChildFailed("crash", f"loading the library failed: {loaded.get('error', loaded)}")
+        slot_bytes = max(self.task.output_nbytes(s.params) for s in self.plan.scenarios)
+        try:
+            self.task.exchange_attach(loaded.get("exchange"), slot_bytes, SLOTS, self.outdir)
+        except (ValueError, RuntimeError) as e:
+            raise ChildFailed("protocol", f"cannot reach the child's outputs: {e}") from e
+        self.phases["start_s"] = time.monotonic() - t_phase
+
+    # ---- correctness: each scenario on seed a, seed a again (bit for bit), seed b ----
+    def check_correctness(self) -> None:
+        t_phase = time.monotonic()
+        seed, selected = self.plan.seed, self.plan.scenarios
+        # what will be judged, in the child's order (seed a sets the scenario's tolerance, seed b is held to it)
+        self.task.judge_ahead(
+            [(s.params, derive_seed(seed, s.id, run), run == "a") for s in selected for run in ("a", "b")]
+        )
+        self.say(f"checking {len(selected)} scenarios (seed {seed})")
+        first_run: dict[str, object] = {}
+        verdicts: dict[str, list] = {s.id: [] for s in selected}
+        done_count = 0
+        timeout_next = STAGE_TIMEOUT_S
+        while True:
+            with self.spent("wait_child_s"):
+                msg = self.recv(timeout_next)
+            ev = msg.get("ev")
+            if ev == "calling":
+                sc = self.by_id[msg["sid"]]
+                self.current, self.current_sid = f"running {sc.id} ({msg['run']})", sc.id
+                timeout_next = self.task.call_timeout_s(sc) + SAVE_MARGIN_S
+                continue
+            timeout_next = STAGE_TIMEOUT_S
+            if ev == "checked":
+                for part, secs in (msg.get("seconds") or {}).items():  # the child's word: diagnostics only
+                    if isinstance(secs, (int, float)):
+                        self.phases[f"child_{part}_s"] = secs
+                break
+            if ev in ("device_error", "exception"):
+                if msg.get("sid") in self.outcome:
+                    self.outcome[msg["sid"]].reason = f"device error: {msg.get('error')}"
+                raise ChildFailed("crash", f"{msg.get('sid', '')} ({msg.get('run', '')}): {msg.get('error')}")
+            sid = msg["sid"]
+            o = self.outcome[sid]
+            if ev == "unsupported":
+                verdicts[sid].append((False, f"candidate returned {msg['rc']} (configuration not supported)"))
+                o.reason = verdicts[sid][-1][1]
+                done_count += 1
+                continue
+            if ev != "outputs":
+                raise ChildFailed("protocol", f"unexpected message {ev!r}")
+            run = msg["run"]
+            with self.spent("take_s"):
+                outputs = self.take(self.by_id[sid].params, msg["slot"])
+            if run == "a2":
+                same = self.task.identical(first_run.pop(sid), outputs)
+                verdicts[sid].append(
+                    (same, None if same else "outputs differ between two runs on identical inputs (a race?)")
+                )
+                continue
+            # the tolerance is set once per scenario (seed a: a baseline's error on the same inputs, where the
+            # task's rule says so); seed b is held to it
+            j = self.judge(self.by_id[sid].params, msg["seed"], outputs, tolerance=None if run == "a" else o.tolerance)
+            o.error = j.error if o.error is None or (j.error is not None and j.error > o.error) else o.error
+            o.tolerance = j.tolerance
+            o.details.update({f"{run}_{k}": v for k, v in j.details.items() if v is not None})
+            verdicts[sid].append((j.correct, None if j.correct else f"seed {run}: {j.reason}"))
+            if run == "a":
+                first_run[sid] = outputs
+            else:
+                done_count += 1
+                o.correct = all(v for v, _ in verdicts[sid])
+                o.reason = next((r for v, r in verdicts[sid] if not v), None)
+                err = "n/a" if o.error is None else f"{o.error:.2e}"
+                self.say(
+                    f"[{done_count}/{len(selected)}] {sid}: {'correct' if o.correct else 'WRONG: ' + str(o.reason)}"
+                    f" (error {err} / tolerance {o.tolerance:.1e})"
+                )
+            del outputs
+        first_run.clear()
+        self.phases["correctness_s"] = time.monotonic() - t_phase
+        for sid, vs in verdicts.items():
+            if len(vs) < 3 and self.outcome[sid].reason in (None, "not run"):
+                self.outcome[sid].reason = self.outcome[sid].reason or "not all runs completed"
+                self.outcome[sid].correct = False
+
+    # ---- timing ----
+    def time_correct_scenarios(self) -> None:
+        t_phase = time.monotonic()
+        to_time = [s for s in self.plan.scenarios if self.outcome[s.id].correct] if self.plan.timing else []
+        for i, sc in enumerate(to_time):
+            o = self.outcome[sc.id]
+            self.time_scenario(sc, o)
+            self.say(
+                f"[time {i + 1}/{len(to_time)}] {sc.id}: {o.time_ms:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
+                + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in self.res.baselines if o.speedup.get(n))
+            )
+        self.phases["timing_s"] = time.monotonic() - t_phase
+
+    def time_scenario(self, sc: Scenario, o: ScenarioOutcome) -> None:
+        """The candidate's median (interleaved with the baselines not cached yet), the outputs of timed calls
+        chosen after the calls judged, then the parent's own clock over a batch."""
+        cached = {n: m for n in self.plan.baselines if (m := self.cached_median(sc, n)) is not None}
+        base_names = [n for n in self.plan.baselines if n not in cached]
+        self.current, self.current_sid = f"timing {sc.id}", sc.id
+        self.session.send(
+            cmd="time", scenario=self.job_by_id[sc.id], baselines=base_names, **{**TIMING, **self.task.timing_overrides}
+        )
+        per_call = self.task.call_timeout_s(sc)
+        _expect(self.recv(STAGE_TIMEOUT_S), "calling")  # the warm-up call
+        msg = self.recv(per_call * (TIMING["max_reps"] + 2) * (1 + len(base_names)) + STAGE_TIMEOUT_S)
+        if msg.get("ev") == "device_error":
+            o.correct = False
+            o.reason = f"device error while timing: {msg.get('error')}"
+            raise ChildFailed("crash", f"{sc.id}: {msg.get('error')}")
+        _expect(msg, "timed")
+        for part, secs in (msg.get("seconds") or {}).items():  # the child's word: diagnostics only
+            if part in ("warmup", "repeats") and isinstance(secs, (int, float)):
+                self.phases[f"timing_{part}_s"] = self.phases.get(f"timing_{part}_s", 0.0) + secs
+        self.spot_check(sc, o, msg["checked"])
+        med, spread = verdict.median_and_spread(msg["cand_ms"])
+        o.time_ms, o.spread_ms, o.repeats = med, spread, len(msg["cand_ms"])
+        o.tflops = sc.flops / (med * 1e-3) / 1e12 if med > 0 else None
+        for n, samples in msg["base_ms"].items():
+            if samples:
+                m, _ = verdict.median_and_spread(samples)
+                cached[n] = m
+                self.plan.baseline_cache[self.cache_key(sc, n)] = m
+        for n, note in msg["notes"].items():
+            o.details[f"{n}_na"] = note
+        o.baseline_ms = {n: cached.get(n) for n in self.res.baselines}
+        o.speedup = {n: (cached[n] / med if n in cached and med > 0 else None) for n in self.res.baselines}
+        suspect = self.host_clock(o, per_call)
+        suspect = suspect or verdict.timing_suspicion(med, None, sc.flops, sc.bytes, self.limits)
+        if suspect:
+            o.correct = False
+            o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
+
+    def spot_check(self, sc: Scenario, o: ScenarioOutcome, checked: list[dict]) -> None:
+        """Judge the outputs of the timed calls the child was told to keep (chosen after the calls ran)."""
+        for chk in checked:
+            j = self.judge(
+                sc.params, chk["seed"], self.take(sc.params, chk["slot"]), tolerance=o.tolerance, spot_check=True
+            )
+            if not j.correct:
+                o.correct = False
+                o.reason = f"output of timed call {chk['rep']} is wrong: {j.reason}"
+        if not checked:
+            o.correct = False
+            o.reason = "no timed output was checked"
+
+    def host_clock(self, o: ScenarioOutcome, per_call: float) -> str | None:
+        """The parent's clock against the in-process timer over the same batch of calls; a disagreement is
+        looked at again (a burst of load on the machine is not a cheat) before it counts. Returns why the
+        timing is suspect, or None."""
+        with self.spent("timing_batch_s"):
+            for attempt in range(HOST_BATCHES):
+                host, inproc = self.host_batch_ms(o, per_call, again=attempt > 0)
+                host_net = max(0.0, host - self.limits.batch_latency_ms / self.session.batch_n)
+                suspect = verdict.timing_suspicion(inproc, host_net, 0, 0, self.limits)
+                if attempt == 0 or host / max(inproc, 1e-9) < o.host_ms / max(o.details["inproc_ms"], 1e-9):
+                    o.host_ms, o.details["inproc_ms"] = host, inproc
+                if not suspect:
+                    break
+            self.session.send(cmd="next")
+        return suspect
+
+    def host_batch_ms(self, o: ScenarioOutcome, per_call: float, again: bool = False) -> tuple[float, float]:
+        """Time one batch of candidate calls with this process's clock (which the candidate cannot reach).
+        Returns (parent's ms per call, child's in-process ms per call) for the same calls."""
+        if not again:
+            ready = self.recv(STAGE_TIMEOUT_S)
+            _expect(ready, "batch_ready")
+            self.session.batch_n = ready["n"]
+        n = self.session.batch_n
+        t0 = time.perf_counter()
+        self.session.send(cmd="go")
+        done = self.recv(per_call * n + STAGE_TIMEOUT_S, f"{self.current} (batch)")
+        t1 = time.perf_counter()
+        _expect(done, "batch_done")
+        if done.get("error"):
+            o.correct = False
+            o.reason = f"device error in batch: {done['error']}"
+            raise ChildFailed("crash", o.reason)
+        return (t1 - t0) * 1e3 / n, float(done.get("inproc_ms", 0.0)) / n
+
+    # ---- stop ----
+    def stopped(self, e: ChildFailed) -> None:
+        """The child failed: the evaluation is an error, and the scenario being run is the culprit."""
+        res = self.res
+        res.status = "error"
+        kind = STOP_KINDS[e.kind]
+        res.reason = f"{kind}: {e}"
+        for o in res.scenarios:
+            if o.reason == "not run":
+                o.reason = f"not run: evaluation stopped ({kind})"
+            elif o.correct is False and o.reason is None:
+                o.reason = f"evaluation stopped ({kind})"
+        if self.current_sid in self.outcome:
+            self.outcome[self.current_sid].correct = False
+            self.outcome[self.current_sid].reason = f"{kind}: {e}"
+        self.say(f"stopped: {res.reason}")
+
+    def close(self) -> None:
+        self.task.judge_done()
+        self.phases.update({f"judge_{part}_s": s for part, s in self.task.judge_seconds.items()})
+        for name, seconds in self.phases.items():  # summed raw, rounded once
+            self.phases[name] = round(seconds, 2)
+        self.task.exchange_close()
+        self.session.close()
+
+    # ---- helpers ----
+    def recv(self, stage_s: float, what: str | None = None) -> dict:
+        """The child's next message, waiting at most `stage_s` (and never past the deadline)."""
+        return self.session.recv(left(self.plan.deadline, stage_s), what or self.current)
+
+    def take(self, params: dict, slot):
+        """A private copy of the outputs in `slot`, then the slot goes back to the child."""
+        try:
+            got = self.task.import_outputs(params, slot)
+        except ValueError as e:
+            raise ChildFailed("protocol", f"outputs in slot {slot!r}: {e}") from e
+        self.session.send(cmd="free", slot=slot)
+        return got
+
+    def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
+        with self.spent("judge_s"):
+            return self.task.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
+
+    def cache_key(self, s: Scenario, name: str) -> tuple:
+        return self.task.name, s.id, self.device, self.versions, name
+
+    def cached_median(self, s: Scenario, name: str) -> float | None:
+        """The baseline's median on this scenario from an earlier evaluation; None: it is timed in this one."""
+        return self.plan.baseline_cache.get(self.cache_key(s, name)) if self.plan.reuse_baselines else None
+
+    def to_warm(self, s: Scenario) -> list[str]:
+        """The baselines the child calls once on this scenario while we judge (see Task.baselines_to_warm):
+        those it will time, i.e. whose median for this scenario is not cached yet."""
+        if not self.plan.timing:
+            return []
+        return [n for n in self.plan.baselines if n in self.task.baselines_to_warm and self.cached_median(s, n) is None]
+
+
+def left(deadline: float | None, stage_s: float) -> float:
+    if deadline is None:
+        return stage_s
+    return max(0.0, min(stage_s, deadline - time.monotonic()))
+
+
+def _expect(msg: dict, ev: str) -> None:
+    if msg.get("ev") == "exception":
+        raise ChildFailed("crash", msg.get("error", "exception in child"))
+    if msg.get("ev") != ev:
+        raise ChildFailed("protocol", f"expected {ev!r}, got {msg.get('ev')!r}")
