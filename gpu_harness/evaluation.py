@@ -214,9 +214,9 @@ class Evaluation:
             del outputs
         first_run.clear()
         self.phases["correctness_s"] = time.monotonic() - t_phase
-        for sid, vs in verdicts.items():
+        for sid, vs in verdicts.items():  # the child said it was done before all three runs of a scenario
             if len(vs) < 3 and self.outcome[sid].reason in (None, "not run"):
-                self.outcome[sid].reason = self.outcome[sid].reason or "not all runs completed"
+                self.outcome[sid].reason = "not all runs completed"
                 self.outcome[sid].correct = False
 
     # ---- timing ----

@@ -1,0 +1,209 @@
+"""Each phase of an evaluation's work with the child (gpu_harness/evaluation.py), alone: a scripted child
+(the messages a real child would send) and a task whose judge says what the test wants, no process, no
+compiler. The whole flow with a real child is tested by test_matmul_cpu_end_to_end.py and test_cheats_cpu.py."""
+
+import pytest
+
+from gpu_harness.evaluation import Evaluation, Plan
+from gpu_harness.result import EvalResult, ScenarioOutcome
+from gpu_harness.runner import ChildFailed
+from gpu_harness.tasks import Judgement, Scenario, Task
+from gpu_harness.verdict import TimingLimits
+
+SCENARIOS = [Scenario("s1", {"n": 1}, flops=1e6, bytes=1e3), Scenario("s2", {"n": 2}, flops=2e6, bytes=2e3)]
+
+
+class ScriptedChild:
+    """The parent's side of a child that sends `script` in order; records what the parent sent."""
+
+    workdir = "/nonexistent"
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.sent = []
+        self.closed = False
+        self.batch_n = 0
+
+    def recv(self, timeout, what):
+        if not self.script:
+            raise ChildFailed("timeout", f"no message while {what}")
+        return self.script.pop(0)
+
+    def send(self, **msg):
+        self.sent.append(msg)
+
+    def close(self):
+        self.closed = True
+
+
+class JudgedTask(Task):
+    """Outputs are the strings the child 'sent'; the judge calls "ok" correct and anything else wrong."""
+
+    name = "scripted"
+    output_names = ("out",)
+
+    def __init__(self):
+        self.judged = []
+        self.ahead = None
+
+    def versions(self):
+        return "v1"
+
+    def import_outputs(self, params, slot):
+        return {"out": self.slots[slot]}
+
+    def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
+        self.judged.append((params["n"], seed, outputs["out"], tolerance, spot_check))
+        ok = outputs["out"] == "ok"
+        return Judgement(ok, 0.0 if ok else 1.0, 0.5 if tolerance is None else tolerance, None if ok else "wrong")
+
+    def identical(self, a, b):
+        return a["out"] == b["out"]
+
+    def judge_ahead(self, items):
+        self.ahead = items
+
+
+def evaluation(script, slots, limits=None, cache=None, reuse=True):
+    task = JudgedTask()
+    task.slots = slots
+    res = EvalResult(task="scripted", kernel_sha256="", kernel_source="", status="error", baselines=["base"])
+    res.scenarios = [ScenarioOutcome(s.id, s.params, correct=False, reason="not run") for s in SCENARIOS]
+    plan = Plan(SCENARIOS, ["base"], {}, 7, True, {} if cache is None else cache, reuse, None)
+    said = []
+    ev = Evaluation(res, task, ScriptedChild(script), plan, limits or TimingLimits(), "dev", said.append)
+    ev.job_by_id = {j["id"]: j for j in ev.jobs()}
+    return ev, said
+
+
+def runs(sid, outputs_a, outputs_a2, outputs_b, slots=(0, 1, 2)):
+    return [
+        {"ev": "calling", "sid": sid, "run": "a"},
+        {"ev": "outputs", "sid": sid, "run": "a", "seed": 1, "slot": slots[0]},
+        {"ev": "outputs", "sid": sid, "run": "a2", "seed": 1, "slot": slots[1]},
+        {"ev": "outputs", "sid": sid, "run": "b", "seed": 2, "slot": slots[2]},
+    ]
+
+
+def test_correctness_needs_seed_a_a_repeat_bit_for_bit_and_seed_b():
+    script = runs("s1", 0, 1, 2) + runs("s2", 3, 4, 5, slots=(3, 4, 5)) + [{"ev": "checked"}]
+    slots = {0: "ok", 1: "ok", 2: "ok", 3: "ok", 4: "ok but not the same", 5: "ok"}
+    ev, said = evaluation(script, slots)
+    ev.check_correctness()
+    s1, s2 = ev.res.scenarios
+    assert s1.correct and s1.reason is None
+    assert not s2.correct and "outputs differ between two runs" in s2.reason
+    # seed b is held to seed a's tolerance; the judge is told the order ahead (a sets the tolerance, b not)
+    assert [(n, tol) for n, _, _, tol, _ in ev.task.judged] == [(1, None), (1, 0.5), (2, None), (2, 0.5)]
+    assert [sets for _, _, sets in ev.task.ahead] == [True, False, True, False]
+    assert [m["slot"] for m in ev.session.sent] == [0, 1, 2, 3, 4, 5]  # every slot given back
+    assert any("[2/2] s2: WRONG" in line for line in said)
+
+
+def test_a_scenario_the_candidate_declines_fails_and_one_never_finished_says_so():
+    script = [{"ev": "unsupported", "sid": "s1", "run": "a", "rc": 3}, *runs("s2", 0, 1, 2)[:2], {"ev": "checked"}]
+    ev, _ = evaluation(script, {0: "ok"})
+    ev.check_correctness()
+    s1, s2 = ev.res.scenarios
+    assert not s1.correct and s1.reason == "candidate returned 3 (configuration not supported)"
+    assert not s2.correct and s2.reason == "not all runs completed"
+
+
+def test_a_device_error_names_the_scenario_and_stops():
+    script = [{"ev": "calling", "sid": "s2", "run": "a"}, {"ev": "device_error", "sid": "s2", "error": "illegal"}]
+    ev, _ = evaluation(script, {})
+    with pytest.raises(ChildFailed, match="illegal"):
+        ev.check_correctness()
+    assert ev.current_sid == "s2" and ev.res.scenarios[1].reason == "device error: illegal"
+
+
+def test_stopping_blames_the_running_scenario_and_marks_the_rest_not_run():
+    ev, said = evaluation([], {})
+    ev.current_sid = "s1"
+    ev.stopped(ChildFailed("timeout", "s1 (a) took too long"))
+    s1, s2 = ev.res.scenarios
+    assert ev.res.status == "error" and ev.res.reason == "hang/timeout: s1 (a) took too long"
+    assert s1.reason == "hang/timeout: s1 (a) took too long" and not s1.correct
+    assert s2.reason == "not run: evaluation stopped (hang/timeout)"
+    assert said[-1].startswith("stopped: hang/timeout")
+
+
+def test_a_malformed_message_is_a_protocol_error_not_a_crash_of_the_judge(tmp_path):
+    ev, _ = evaluation([{"ev": "ready"}, {"ev": "loaded"}, {"ev": "outputs", "sid": "s1"}], {})
+    ev.session.workdir = str(tmp_path)
+    ev.outdir = str(tmp_path / "out")
+    ev.task.exchange_attach = lambda *a: None
+    ev.task.output_nbytes = lambda p: 0
+    ev.session.start = lambda job: None
+    ev.run("lib.so")
+    assert ev.res.status == "error" and ev.res.reason.startswith("protocol error: malformed message")
+    assert ev.session.closed
+
+
+def timed(cand_ms, checked=({"seed": 9, "slot": 0, "rep": 2},), base_ms=None):
+    return [
+        {"ev": "calling"},
+        {"ev": "timed", "cand_ms": cand_ms, "base_ms": base_ms or {"base": [2.0, 2.0, 2.0]}, "notes": {},
+         "checked": list(checked)},
+        {"ev": "batch_ready", "n": 10},
+    ]  # fmt: skip
+
+
+def test_a_wrong_timed_output_fails_the_scenario_and_so_does_none_checked():
+    ev, _ = evaluation(timed([1.0, 1.0, 1.0]), {0: "changed after the warm-up"})
+    o = ev.res.scenarios[0]
+    ev.spot_check(SCENARIOS[0], o, [{"seed": 9, "slot": 0, "rep": 2}])
+    assert not o.correct and o.reason == "output of timed call 2 is wrong: wrong"
+    assert ev.task.judged[-1][-1] is True  # judged as a spot check
+    ev.spot_check(SCENARIOS[0], o, [])
+    assert o.reason == "no timed output was checked"
+
+
+def test_the_host_clock_is_tried_again_before_a_disagreement_counts(monkeypatch):
+    ev, _ = evaluation([{"ev": "batch_ready", "n": 10}], {})
+    o = ev.res.scenarios[0]
+    figures = iter([(5.0, 1.0), (1.05, 1.0)])  # (parent ms, child ms) per call: a burst of load, then agreement
+    monkeypatch.setattr(ev, "host_batch_ms", lambda o, per_call, again=False: next(figures))
+    ev.session.batch_n = 10
+    assert ev.host_clock(o, 1.0) is None
+    assert o.host_ms == 1.05 and o.details["inproc_ms"] == 1.0  # the better-agreeing attempt is kept
+    assert ev.session.sent[-1] == {"cmd": "next"}
+
+
+def test_a_host_clock_that_never_agrees_makes_the_timing_suspect(monkeypatch):
+    ev, _ = evaluation([], {})
+    o = ev.res.scenarios[0]
+    monkeypatch.setattr(ev, "host_batch_ms", lambda o, per_call, again=False: (5.0, 1.0))
+    ev.session.batch_n = 10
+    assert "disagrees with the in-process timer" in ev.host_clock(o, 1.0)
+    assert o.host_ms == 5.0
+
+
+def test_timing_a_scenario_records_the_median_speedups_and_the_baseline_cache(monkeypatch):
+    cache = {}
+    ev, _ = evaluation(timed([1.0, 1.0, 3.0]), {0: "ok"}, cache=cache)
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
+    o = ev.res.scenarios[0]
+    o.correct = True
+    ev.time_scenario(SCENARIOS[0], o)
+    assert o.correct and o.time_ms == 1.0 and o.speedup == {"base": 2.0} and o.baseline_ms == {"base": 2.0}
+    assert cache == {("scripted", "s1", "dev", "v1", "base"): 2.0}
+    # a second evaluation reuses the cached median: the child is asked to time no baseline
+    ev2, _ = evaluation(timed([1.0, 1.0, 1.0], base_ms={}), {0: "ok"}, cache=cache)
+    monkeypatch.setattr(ev2, "host_clock", lambda o, per_call: None)
+    ev2.time_scenario(SCENARIOS[0], ev2.res.scenarios[0])
+    assert ev2.session.sent[0]["baselines"] == [] and ev2.res.scenarios[0].speedup == {"base": 2.0}
+    # unless told not to reuse: then it times the baseline again
+    ev3, _ = evaluation(timed([1.0, 1.0, 1.0]), {0: "ok"}, cache=cache, reuse=False)
+    monkeypatch.setattr(ev3, "host_clock", lambda o, per_call: None)
+    ev3.time_scenario(SCENARIOS[0], ev3.res.scenarios[0])
+    assert ev3.session.sent[0]["baselines"] == ["base"]
+
+
+def test_a_rate_above_the_measured_peak_is_suspect(monkeypatch):
+    ev, _ = evaluation(timed([1e-9, 1e-9, 1e-9]), {0: "ok"}, limits=TimingLimits(peak_tflops=1.0, peak_gbps=1.0))
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
+    o = ev.res.scenarios[0]
+    o.correct = True
+    ev.time_scenario(SCENARIOS[0], o)
+    assert not o.correct and "suspect timing" in o.reason
