@@ -14,8 +14,12 @@ from .conftest import needs_nvcc
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = sorted(p for p in (REPO / "kernels").rglob("*") if p.suffix in (".cu", ".cpp") and "cheats" not in p.parts)
-GPU_CHEATS = sorted((REPO / "kernels" / "cheats" / "attention_fwd").glob("*.cu"))
+GPU_CHEATS = sorted((REPO / "kernels" / "cheats").glob("*/*.cu"))  # attention_fwd's and every GPU folder task's
 STATIC = "refused"  # cheats whose expected reason is a static refusal
+
+
+def _cheat_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
 
 
 def expected(path: Path) -> str:
@@ -57,7 +61,7 @@ def test_naive_attention_kernel_has_no_spills_and_no_tensor_core_dependency():
 
 
 @needs_nvcc
-@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" in expected(p)], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" in expected(p)], ids=_cheat_id)
 def test_gpu_cheat_is_refused_before_it_runs(path):
     b = build(path, "cuda", arch="sm_90a")
     assert not b.ok
@@ -65,7 +69,7 @@ def test_gpu_cheat_is_refused_before_it_runs(path):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" not in expected(p)], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in GPU_CHEATS if "refused" not in expected(p)], ids=_cheat_id)
 def test_gpu_cheats_caught_at_run_time_do_build(path):
     # these must get past the static checks: it is the run-time checks (on a GPU) that reject them
     b = build(path, "cuda", arch="sm_90a")
