@@ -192,33 +192,13 @@ def _judge_device_here() -> str | None:
 def cmd_task_cheats(args) -> int:
     """Evaluate each kernel of the task's cheats folder: every one must be rejected for the reason its
     `expect: <reason>` line names (exit 0), else exit 1."""
-    import re
+    from .cheats import check_cheats
 
-    from .evaluate import evaluate
-    from .tasks import get_task
-
-    name = _task_name(args.task)
-    task = get_task(name)
-    folder = getattr(task, "cheats_dir", None)
-    suffix = ".cu" if task.language == "cuda" else ".cpp"
-    cheats = sorted(folder.glob(f"*{suffix}")) if folder else []
-    if not cheats:
-        raise ValueError(f"task {name} has no cheats (a cheats/ folder of {suffix} files)")
-    failed = 0
-    for path in cheats:
-        m = re.search(r"expect: (.+)", path.read_text())
-        if not m:
-            print(f"{path.name}: no 'expect: <reason>' line")
-            failed += 1
-            continue
-        r = evaluate(name, path, scenarios=args.scenarios, timeout_s=args.timeout)
-        said = " ".join([r.reason or ""] + [s.reason or "" for s in r.scenarios])
-        rejected = r.status in ("error", "incorrect") and not r.all_correct
-        ok = rejected and m.group(1).strip() in said
-        failed += not ok
-        verdict = "rejected as expected" if ok else ("rejected for another reason" if rejected else "ACCEPTED")
-        print(f"{path.name}: {verdict}" + ("" if ok else f" (expected {m.group(1).strip()!r}; got: {said[:300]})"))
-    print(f"{len(cheats) - failed}/{len(cheats)} cheats rejected for their reason")
+    outcomes = check_cheats(_task_name(args.task), scenarios=args.scenarios, timeout_s=args.timeout)
+    for c in outcomes:
+        print(f"{c.path.name}: {c.verdict}" + ("" if c.ok else f" (expected {c.expected!r}; got: {c.said[:300]})"))
+    failed = sum(not c.ok for c in outcomes)
+    print(f"{len(outcomes) - failed}/{len(outcomes)} cheats rejected for their reason")
     return 1 if failed else 0
 
 
