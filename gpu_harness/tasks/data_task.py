@@ -276,12 +276,16 @@ class DataTask(Task):
         ref = self.reference_outputs(params, inputs)
         rule = self.spec.tolerance
         details = {}
-        if tolerance is None:
-            if rule.rule == "baseline":
-                details[f"{rule.baseline}_error"] = base_err = self._baseline_error(rule.baseline, params, inputs, ref)
-                base = base_err if base_err is not None and math.isfinite(base_err) else rule.default_error
-                tolerance = rule.factor * base + rule.floor
-            elif rule.rule == "rel_l2":
+        if rule.rule == "baseline":
+            # on these very inputs, for every output judged (seed b and timed calls too, whatever bound seed a
+            # set): where a few elements carry the norm (a short row, a softmax with one large entry) a correct
+            # kernel's error moves with the inputs as much as the baseline's does (H200, softmax_rows r1_c4097:
+            # a timed call's 3.3e-3 against 2.2e-3 from seed a's inputs)
+            details[f"{rule.baseline}_error"] = base_err = self._baseline_error(rule.baseline, params, inputs, ref)
+            base = base_err if base_err is not None and math.isfinite(base_err) else rule.default_error
+            tolerance = rule.factor * base + rule.floor
+        elif tolerance is None:
+            if rule.rule == "rel_l2":
                 tolerance = rule.rel_l2
             else:
                 tolerance = 1.0  # allclose: the error is the worst |out - ref| / (atol + rtol |ref|)

@@ -223,3 +223,18 @@ def test_task_check_runs_the_torch_reference_on_the_cpu(folder):
 def test_the_cuda_stub_builds_and_passes_the_dependency_checks(folder):
     b = build(folder / "kernel.cu", "cuda")
     assert b.ok, b.reason
+
+
+def test_the_baseline_rule_measures_the_baseline_on_each_judged_outputs_own_inputs(folder):
+    """Seed b and timed calls are judged against the baseline's error on their own inputs, not the bound seed a's
+    inputs gave (docs/tasks.md: "on the same inputs")."""
+    task = task_of(folder)
+    j = task.judge(PARAMS, 8, honest(task, PARAMS, 8), tolerance=1e-12, spot_check=True)
+    assert j.correct, j.reason
+    assert j.tolerance == pytest.approx(2.0 * j.details["torch_error"] + 1e-6)
+
+
+def test_a_fixed_bound_is_kept_for_later_judgements(folder):
+    task = task_of(folder, **{'baseline = "torch"\nfactor = 2.0\nfloor = 1e-6': "rel_l2 = 1e-3"})
+    assert task.judge(PARAMS, 8, honest(task, PARAMS, 8)).tolerance == 1e-3
+    assert task.judge(PARAMS, 8, honest(task, PARAMS, 8), tolerance=2e-3).tolerance == 2e-3

@@ -262,3 +262,25 @@ def test_the_tanh_gelu_is_within_the_gemms_tolerance():
     f = {n: x.float() for n, x in inputs.items()}
     tanh = torch.nn.functional.gelu(f["a"] @ f["w"].T + f["bias"], approximate="tanh")
     assert error(tanh.to(torch.bfloat16), ref) <= tol
+
+
+@pytest.mark.parametrize(
+    ("task", "sid"), [("softmax_rows", "r1_c4097"), ("softmax_rows", "r3_c7"), ("gemm_bias_gelu", "m1_n1_k1")]
+)
+def test_a_correct_kernel_passes_on_every_seed_of_a_scenario_with_few_elements(task, sid):
+    """On the H200 a correct softmax failed r1_c4097's timed-call check (3.3e-3 against the 2.2e-3 that seed a's
+    inputs set): with few elements carrying the norm, the error moves with the inputs. The judge measures the
+    baseline on each output's own inputs; a correct kernel passes whatever the seed."""
+    from gpu_harness.tasks.data_task import data_task
+
+    judge = data_task(spec_of(task), device="cpu")
+    params = next(s for s in judge.scenarios() if s.id == sid).params
+    first = judge.judge(params, 0, {judge.output_names[0]: _honest(judge, params, 0)})
+    for seed in range(1, 13):
+        j = judge.judge(params, seed, {judge.output_names[0]: _honest(judge, params, seed)}, tolerance=first.tolerance)
+        assert j.correct, (seed, j.reason)
+
+
+def _honest(judge, params, seed):
+    inputs = judge.make_inputs(params, seed)
+    return _fused(judge.name, inputs, params).to(torch.bfloat16)
