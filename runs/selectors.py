@@ -74,7 +74,7 @@ def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
 from django.db.models import TextField  # noqa: E402
 from django.db.models.functions import Cast  # noqa: E402
 
-from runs.models import HELD_STATUSES, ScenarioResult, WorkerHost  # noqa: E402
+from runs.models import HELD_STATUSES, ScenarioResult, Target, WorkerHost  # noqa: E402
 
 FEED_PAGE_MAX = 500
 
@@ -305,13 +305,24 @@ def held_runs_of(host: WorkerHost) -> QuerySet[Run]:
     return Run.objects.filter(worker=host, status__in=HELD_STATUSES).select_related("task").order_by("-pk")
 
 
+def workers_serving_now() -> dict[str, int]:
+    """Target -> how many hosts serve it now: connected, token not revoked, the target in their hello's
+    `targets` (every target is a key, 0 when none serves it). Hosts are few: their lists are read in Python, which
+    works the same on SQLite (no JSON containment there) and PostgreSQL."""
+    counts = dict.fromkeys(Target.values, 0)
+    for host in WorkerHost.objects.filter(revoked_at__isnull=True).exclude(connection=""):
+        for target in set(host.targets) & set(counts):
+            counts[target] += 1
+    return counts
+
+
 def run_queue_reason(run: Run) -> str | None:
     """Why a queued run has no worker yet, in the words its page shows; None when it is not waiting for one.
 
-    It reads what `run_claim` decides by (runs/services/runs.py): any connected host whose token is not revoked
-    gets the oldest queued run when it claims, and a worker claims only while it has a free GPU (one run per
-    GPU it offers in its hello, docs/protocol.md). `run_claim` does not match a task's target to a host, so
-    neither does this."""
+    It reads what `run_claim` decides by (runs/services/runs.py): a connected host whose token is not revoked and
+    whose hello announced the run's task's target gets the oldest queued run of the targets it serves when it
+    claims, and a worker claims only while it has a free GPU (one run per GPU it offers in its hello,
+    docs/protocol.md)."""
     if run.status != RunStatus.QUEUED or run.worker_id is not None:
         return None
     hosts = list(worker_hosts().filter(revoked_at__isnull=True))
@@ -324,16 +335,46 @@ def run_queue_reason(run: Run) -> str | None:
             )
         names = ", ".join(host.name for host in hosts)
         return f"no worker is online: none of the hosts with a token ({names}) is connected"
-    free_slots = sum(max(0, max(1, len(host.gpus)) - host.active_runs) for host in connected)
+    target = run.task.target
+    serving = [host for host in connected if target in host.targets]
+    if not serving:
+        return unserved_reason(target, connected, offline=[h for h in hosts if not h.is_connected])
+    free_slots = sum(max(0, max(1, len(host.gpus)) - host.active_runs) for host in serving)
     if free_slots == 0:
-        holding = Run.objects.filter(worker__in=connected, status__in=HELD_STATUSES).order_by("pk")
+        holding = Run.objects.filter(worker__in=serving, status__in=HELD_STATUSES).order_by("pk")
         held = ", ".join(f"#{pk}" for pk in holding.values_list("pk", flat=True)[:10])
-        slots = sum(max(1, len(host.gpus)) for host in connected)
-        return f"all {slots} slot(s) of the connected workers are busy: runs {held} hold them"
-    ahead = Run.objects.filter(status=RunStatus.QUEUED, worker__isnull=True, created_at__lt=run.created_at).count()
+        slots = sum(max(1, len(host.gpus)) for host in serving)
+        return f"all {slots} slot(s) of the connected workers that serve {target} are busy: runs {held} hold them"
+    # The runs those hosts would take first: older queued runs of any target one of them serves.
+    competing = {t for host in serving for t in host.targets}
+    ahead = Run.objects.filter(
+        status=RunStatus.QUEUED, worker__isnull=True, created_at__lt=run.created_at, task__target__in=competing
+    ).count()
     if ahead:
         return f"{ahead} queued run(s) are ahead of it"
     return "a worker with a free slot is connected: it takes the run at its next claim (within seconds)"
+
+
+def unserved_reason(target: str, connected: list[WorkerHost], offline: list[WorkerHost] = ()) -> str:
+    """ "no connected worker serves cuda-sm90", with what the connected ones serve and which offline host would."""
+    serves = "; ".join(f"{host.name} serves {', '.join(host.targets) or 'no target'}" for host in connected)
+    reason = f"no connected worker serves {target}" + (f" ({serves})" if serves else "")
+    waiting = [host.name for host in offline if target in host.targets]
+    if waiting:
+        reason += f"; {', '.join(waiting)} served it when last connected"
+    return reason
+
+
+def runs_unserved(runs) -> dict[int, str]:
+    """Of `runs` (a page of the runs list), the queued ones that no connected worker can serve: run id -> why
+    ("no connected worker serves cuda-sm90"). One read of the hosts for the whole page."""
+    queued = [run for run in runs if run.status == RunStatus.QUEUED and run.worker_id is None]
+    if not queued:
+        return {}
+    served = workers_serving_now()
+    return {
+        run.pk: f"no connected worker serves {run.task.target}" for run in queued if not served.get(run.task.target)
+    }
 
 
 RUN_SORTS = {
