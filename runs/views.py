@@ -76,7 +76,9 @@ def runs_table(request):
 def run_start_view(request):
     """The start form on its own page (GET), and the start itself (POST): a list of 200 runs never buries it."""
     if request.method != "POST":
-        return render(request, "runs/start.html", {"start_form": StartRunForm()})
+        # From a task's page (?task=NAME): that task is picked already.
+        task = Task.objects.filter(name=request.GET.get("task") or "").first()
+        return render(request, "runs/start.html", {"start_form": StartRunForm(initial={"task": task} if task else {})})
     form = StartRunForm(request.POST)
     if not form.is_valid():
         return render(request, "runs/start.html", {"start_form": form}, status=400)

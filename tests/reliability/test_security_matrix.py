@@ -85,6 +85,8 @@ ENDPOINTS = [
     ("get", "/kernels/diff/?a={kernel}&b={kernel}", "viewer", None),
     ("get", "/evaluations/{evaluation}/", "viewer", None),
     ("get", "/bank/", "viewer", None),
+    ("get", "/tasks/", "viewer", None),
+    ("get", "/tasks/matmul_cpu/", "viewer", None),
     # Public on purpose: the sign-in page's styles and scripts (no data in them).
     ("get", "/assets/pygments.css", "anyone", None),
     ("get", "/assets/plotly.min.js", "anyone", None),
