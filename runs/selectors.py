@@ -422,7 +422,11 @@ def _task_view(task: Task, serving: dict[str, int]) -> dict:
     spec = task.spec or {}
     quick = set(spec.get("quick") or [])
     scenarios = spec.get("scenarios") or [{"id": sid, "params": {}} for sid in task.scenario_ids]
-    params = list(dict.fromkeys(key for scenario in scenarios for key in (scenario.get("params") or {})))
+    # The summary's own order of the parameters (a stored object's keys may come back sorted otherwise).
+    found = list(dict.fromkeys(key for scenario in scenarios for key in (scenario.get("params") or {})))
+    params = [key for key in spec.get("parameters") or [] if key in found] + sorted(
+        set(found) - set(spec.get("parameters") or [])
+    )
     return {
         "task": task,
         "summarised": bool(spec),

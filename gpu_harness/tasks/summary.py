@@ -21,12 +21,13 @@ def _number(value: float) -> float | None:
 
 
 def task_summary(task: Task) -> dict:
-    """The task's description, target, ABI, scenarios (id, parameters, FLOP and byte counts), quick subset,
+    """The task's description, target, ABI, parameter names, scenarios (id, parameters, FLOP and byte counts), quick subset,
     baselines (each described, default or not), tolerance rule, FLOP formula, own goal and starting kernel."""
     defaults = set(task.default_baselines)
     described = task.baseline_descriptions()
     # Every default baseline is listed even where the task does not describe it, defaults first, in its order.
     names = list(dict.fromkeys([*task.default_baselines, *described]))
+    scenarios = task.scenarios()
     return {
         "version": SUMMARY_VERSION,
         "name": task.name,
@@ -35,9 +36,12 @@ def task_summary(task: Task) -> dict:
         "language": task.language,
         "symbol": task.symbol,
         "abi": task.abi,
+        # The parameters' names in the task's order: a JSON object's keys may come back in another (PostgreSQL's
+        # jsonb sorts them), and a table of scenarios reads best in the order the task writes them.
+        "parameters": list(dict.fromkeys(key for s in scenarios for key in s.params)),
         "scenarios": [
             {"id": s.id, "params": dict(s.params), "flops": _number(s.flops), "bytes": _number(s.bytes)}
-            for s in task.scenarios()
+            for s in scenarios
         ],
         "quick": list(task.quick_ids()),
         "baselines": [

@@ -15,6 +15,7 @@ KEYS = {
     "language",
     "symbol",
     "abi",
+    "parameters",
     "scenarios",
     "quick",
     "baselines",
@@ -45,6 +46,7 @@ def test_a_folder_tasks_summary_is_its_spec():
     assert summary["tolerance"] == spec.tolerance.describe() and summary["flops"] == spec.flops.text
     assert [b["describe"] for b in summary["baselines"]] == [b.describe(spec.folder) for b in spec.baselines.values()]
     assert summary["goal"] == {"baseline": "naive", "speedup": 2.0} and summary["starting_kernel"] == "naive.cpp"
+    assert summary["parameters"] == ["m", "n", "k"]  # as task.toml writes them
 
 
 def test_a_class_tasks_summary_describes_every_baseline_it_knows():
