@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from agentloop.errors import ConfigError, ModelFailed
+from agentloop.worker.targets import TARGETS_ENV
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 
@@ -76,6 +77,18 @@ def _parser() -> argparse.ArgumentParser:
         "text. Without it the worker refuses (status 2) and asks for wss://",
     )
     worker.add_argument("--gpus", default="0", help="comma-separated GPU indices, one run per GPU (default: 0)")
+    worker.add_argument(
+        "--targets",
+        default=os.environ.get(TARGETS_ENV) or None,
+        help="comma-separated task targets to serve (cpu, cuda-sm90), at most those detected here (default: "
+        f"${TARGETS_ENV}, else every one detected: cpu always, cuda-sm90 when each offered GPU has compute "
+        "capability 9.0 by nvidia-smi)",
+    )
+    worker.add_argument(
+        "--force-targets",
+        action="store_true",
+        help="announce --targets even where they were not detected (the log says so); runs of them may fail here",
+    )
     worker.add_argument("--state-dir", help="spool, traces and workspaces (default: under $KSEEK_AGENT_RUNS)")
     _unsandboxed_flag(worker)
     worker.add_argument(
@@ -278,4 +291,6 @@ def worker_command(args) -> int:
         hidden=[Path(p) for p in args.hide],
         ca_file=args.ca_file,
         allow_plain_ws=args.insecure_plain_ws,
+        targets=args.targets,
+        force_targets=args.force_targets,
     )

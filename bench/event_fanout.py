@@ -46,7 +46,7 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.test import Client
-from runs.services import run_claim, run_start, task_upsert, worker_host_create
+from runs.services import run_claim, run_start, task_upsert, worker_hello, worker_host_create
 n = int(sys.argv[1])
 task = task_upsert(name="bench", target="cpu", starting_kernel="//", goal_baseline="naive", goal_speedup=2)
 user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
@@ -55,6 +55,7 @@ client.force_login(user)
 workers = []
 for i in range(n):
     host, token = worker_host_create(name=f"bench-{i}")
+    host = worker_hello(worker=host, gpus=[], targets=["cpu"])  # as its hello will say: it serves cpu
     run_start(task=task, model="bench")
     run = run_claim(worker=host)
     workers.append({"token": token, "run_id": run.pk})
@@ -172,6 +173,7 @@ async def worker(port, token, run_id, measure: Measure, stop: asyncio.Event, arg
                     "v": 1,
                     "host": "bench",
                     "gpus": [],
+                    "targets": ["cpu"],
                     # The run is ours: a hello that did not list it would hand it back to the queue.
                     "active_runs": [{"run_id": run_id, "last_seq": None}],
                     "agentloop_version": "bench",

@@ -216,7 +216,10 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await handler(message, text_data)
 
     async def on_hello(self, message, _raw):
-        self.worker = await database_sync_to_async(services.worker_hello)(worker=self.worker, gpus=message.get("gpus"))
+        self.worker = await database_sync_to_async(services.worker_hello)(
+            worker=self.worker, gpus=message.get("gpus"), targets=message.get("targets")
+        )
+        _, targets_problem = services.hello_targets(message.get("targets"))
         active = message.get("active_runs")
         # Only a well-formed list is taken as the worker's word on what it holds; a malformed one changes nothing.
         if isinstance(active, list) and all(isinstance(a, dict) and "run_id" in a for a in active):
@@ -228,14 +231,19 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         # `accepts`: the optional messages this server reads (docs/protocol.md 2.8); a worker sends `events` only
         # to a server that lists it.
         # `limits`: the largest message this server reads and the largest event it stores (2.1).
+        # `targets`: the task targets this worker is given runs of, as the server read its hello (2.2).
         await self.send_message(
             {
                 "type": "welcome",
                 "worker": self.worker.name,
                 "accepts": ["events"],
                 "limits": {"message_bytes": MESSAGE_MAX_BYTES, "event_bytes": EVENT_MAX_BYTES},
+                "targets": list(self.worker.targets),
             }
         )
+        if targets_problem is not None:
+            # The worker is greeted all the same (its spooled events are still taken); it hears why no run comes.
+            await self.send_message({"type": "error", "error": targets_problem})
         self.greeted = True
         # A new hello means the worker may have restarted and forgotten what it got: send everything again.
         self.sent_directives.clear()
@@ -247,7 +255,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             return
         run = await database_sync_to_async(self._claim)(message.get("gpu"))
         if run is None:
-            await self.send_message({"type": "no_work", "retry_after_s": NO_WORK_RETRY_S})
+            await self.send_message(
+                {"type": "no_work", "retry_after_s": NO_WORK_RETRY_S, "reason": services.no_work_reason(self.worker)}
+            )
         else:
             await self.send_message({"type": "assign", "run": run})
 

@@ -34,6 +34,9 @@ class Task(models.Model):
     # The server's own list of what a full evaluation covers: a run is accepted as succeeded only on a stored
     # evaluation that covers every one of these (runs.services.kernels.evaluation_meets_goal).
     scenario_ids = models.JSONField(default=list, blank=True, help_text="Ids of the task's full scenario set")
+    # What the task pages show, as the harness summarises it (gpu_harness.tasks.summary.task_summary): ABI,
+    # scenarios with their parameters, the quick subset, baselines, tolerance. Stored whole by sync_tasks.
+    spec = models.JSONField(default=dict, blank=True, help_text="The harness's summary of the task")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -52,6 +55,9 @@ class WorkerHost(models.Model):
 
     name = models.SlugField(max_length=80, unique=True)
     gpus = models.JSONField(default=list, blank=True, help_text="GPU names, one per device")
+    # The task targets (Target values) its newest hello announced; a run goes only to a host that serves its
+    # task's target (run_claim). Empty until a hello names a known one, and then the host is given no run.
+    targets = models.JSONField(default=list, blank=True, help_text="Task targets it serves, from its hello")
     token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token")
     token_prefix = models.CharField(max_length=12, help_text="First characters of the token, to tell tokens apart")
     revoked_at = models.DateTimeField(null=True, blank=True)

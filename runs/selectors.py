@@ -74,7 +74,7 @@ def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
 from django.db.models import TextField  # noqa: E402
 from django.db.models.functions import Cast  # noqa: E402
 
-from runs.models import HELD_STATUSES, ScenarioResult, WorkerHost  # noqa: E402
+from runs.models import HELD_STATUSES, ScenarioResult, Target, WorkerHost  # noqa: E402
 
 FEED_PAGE_MAX = 500
 
@@ -305,13 +305,24 @@ def held_runs_of(host: WorkerHost) -> QuerySet[Run]:
     return Run.objects.filter(worker=host, status__in=HELD_STATUSES).select_related("task").order_by("-pk")
 
 
+def workers_serving_now() -> dict[str, int]:
+    """Target -> how many hosts serve it now: connected, token not revoked, the target in their hello's
+    `targets` (every target is a key, 0 when none serves it). Hosts are few: their lists are read in Python, which
+    works the same on SQLite (no JSON containment there) and PostgreSQL."""
+    counts = dict.fromkeys(Target.values, 0)
+    for host in WorkerHost.objects.filter(revoked_at__isnull=True).exclude(connection=""):
+        for target in set(host.targets) & set(counts):
+            counts[target] += 1
+    return counts
+
+
 def run_queue_reason(run: Run) -> str | None:
     """Why a queued run has no worker yet, in the words its page shows; None when it is not waiting for one.
 
-    It reads what `run_claim` decides by (runs/services/runs.py): any connected host whose token is not revoked
-    gets the oldest queued run when it claims, and a worker claims only while it has a free GPU (one run per
-    GPU it offers in its hello, docs/protocol.md). `run_claim` does not match a task's target to a host, so
-    neither does this."""
+    It reads what `run_claim` decides by (runs/services/runs.py): a connected host whose token is not revoked and
+    whose hello announced the run's task's target gets the oldest queued run of the targets it serves when it
+    claims, and a worker claims only while it has a free GPU (one run per GPU it offers in its hello,
+    docs/protocol.md)."""
     if run.status != RunStatus.QUEUED or run.worker_id is not None:
         return None
     hosts = list(worker_hosts().filter(revoked_at__isnull=True))
@@ -324,16 +335,46 @@ def run_queue_reason(run: Run) -> str | None:
             )
         names = ", ".join(host.name for host in hosts)
         return f"no worker is online: none of the hosts with a token ({names}) is connected"
-    free_slots = sum(max(0, max(1, len(host.gpus)) - host.active_runs) for host in connected)
+    target = run.task.target
+    serving = [host for host in connected if target in host.targets]
+    if not serving:
+        return unserved_reason(target, connected, offline=[h for h in hosts if not h.is_connected])
+    free_slots = sum(max(0, max(1, len(host.gpus)) - host.active_runs) for host in serving)
     if free_slots == 0:
-        holding = Run.objects.filter(worker__in=connected, status__in=HELD_STATUSES).order_by("pk")
+        holding = Run.objects.filter(worker__in=serving, status__in=HELD_STATUSES).order_by("pk")
         held = ", ".join(f"#{pk}" for pk in holding.values_list("pk", flat=True)[:10])
-        slots = sum(max(1, len(host.gpus)) for host in connected)
-        return f"all {slots} slot(s) of the connected workers are busy: runs {held} hold them"
-    ahead = Run.objects.filter(status=RunStatus.QUEUED, worker__isnull=True, created_at__lt=run.created_at).count()
+        slots = sum(max(1, len(host.gpus)) for host in serving)
+        return f"all {slots} slot(s) of the connected workers that serve {target} are busy: runs {held} hold them"
+    # The runs those hosts would take first: older queued runs of any target one of them serves.
+    competing = {t for host in serving for t in host.targets}
+    ahead = Run.objects.filter(
+        status=RunStatus.QUEUED, worker__isnull=True, created_at__lt=run.created_at, task__target__in=competing
+    ).count()
     if ahead:
         return f"{ahead} queued run(s) are ahead of it"
     return "a worker with a free slot is connected: it takes the run at its next claim (within seconds)"
+
+
+def unserved_reason(target: str, connected: list[WorkerHost], offline: list[WorkerHost] = ()) -> str:
+    """ "no connected worker serves cuda-sm90", with what the connected ones serve and which offline host would."""
+    serves = "; ".join(f"{host.name} serves {', '.join(host.targets) or 'no target'}" for host in connected)
+    reason = f"no connected worker serves {target}" + (f" ({serves})" if serves else "")
+    waiting = [host.name for host in offline if target in host.targets]
+    if waiting:
+        reason += f"; {', '.join(waiting)} served it when last connected"
+    return reason
+
+
+def runs_unserved(runs) -> dict[int, str]:
+    """Of `runs` (a page of the runs list), the queued ones that no connected worker can serve: run id -> why
+    ("no connected worker serves cuda-sm90"). One read of the hosts for the whole page."""
+    queued = [run for run in runs if run.status == RunStatus.QUEUED and run.worker_id is None]
+    if not queued:
+        return {}
+    served = workers_serving_now()
+    return {
+        run.pk: f"no connected worker serves {run.task.target}" for run in queued if not served.get(run.task.target)
+    }
 
 
 RUN_SORTS = {
@@ -363,3 +404,65 @@ def run_search(
             match |= Q(pk=int(query.lstrip("#")))
         runs = runs.filter(match)
     return runs.order_by(*RUN_SORTS.get(sort, RUN_SORTS["newest"])[1])
+
+
+# ============================================================================================================
+# Tasks: what each is (the harness's summary, Task.spec), who can run it now, and its runs.
+# ============================================================================================================
+
+from runs.models import Task  # noqa: E402
+
+TASK_RUNS_SHOWN = 20
+
+
+def _task_view(task: Task, serving: dict[str, int]) -> dict:
+    """What the task pages show of one task, from its stored summary (`spec`, which `sync_tasks` fills from
+    gpu_harness.tasks.summary.task_summary); a task synced before the summary existed shows its scenario ids
+    and ABI only, and says how to fill the rest."""
+    spec = task.spec or {}
+    quick = set(spec.get("quick") or [])
+    scenarios = spec.get("scenarios") or [{"id": sid, "params": {}} for sid in task.scenario_ids]
+    # The summary's own order of the parameters (a stored object's keys may come back sorted otherwise).
+    found = list(dict.fromkeys(key for scenario in scenarios for key in (scenario.get("params") or {})))
+    params = [key for key in spec.get("parameters") or [] if key in found] + sorted(
+        set(found) - set(spec.get("parameters") or [])
+    )
+    return {
+        "task": task,
+        "summarised": bool(spec),
+        "description": spec.get("description") or "",
+        "abi": spec.get("abi") or task.description,
+        "language": spec.get("language") or ("cuda" if task.target == "cuda-sm90" else "cpp"),
+        "scenarios": [
+            {
+                "id": scenario["id"],
+                "values": [(scenario.get("params") or {}).get(key, "") for key in params],
+                "quick": scenario["id"] in quick,
+                "flop": f"{scenario['flops']:.3g}" if isinstance(scenario.get("flops"), (int, float)) else "—",
+            }
+            for scenario in scenarios
+        ],
+        "params": params,
+        "quick_count": len(quick),
+        "baselines": spec.get("baselines") or [],
+        "tolerance": spec.get("tolerance") or "",
+        "flops": spec.get("flops") or "",
+        "serving": serving.get(task.target, 0),
+    }
+
+
+def task_overview() -> list[dict]:
+    """Every registered task, name order, with what the tasks page lists of it (`_task_view`) and how many
+    runs it has had."""
+    serving = workers_serving_now()
+    tasks = Task.objects.annotate(run_count=Count("runs")).order_by("name")
+    return [_task_view(task, serving) for task in tasks]
+
+
+def task_page(name: str) -> dict:
+    """One task's page: `_task_view` and its newest runs. Task.DoesNotExist when there is none of that name."""
+    task = Task.objects.get(name=name)
+    view = _task_view(task, workers_serving_now())
+    view["runs"] = list(run_list(task_name=name)[:TASK_RUNS_SHOWN])
+    view["run_count"] = task.runs.count()
+    return view

@@ -10,6 +10,7 @@ from runs import (
     views_feed,
     views_kernels,
     views_review,
+    views_tasks,
     views_traces,
     views_workers,
 )
@@ -38,6 +39,8 @@ urlpatterns = [
     path("kernels/<int:kernel_id>/", views_kernels.kernel_detail, name="kernel_detail"),
     path("kernels/<int:kernel_id>/download/", views_kernels.kernel_download, name="kernel_download"),
     path("evaluations/<int:evaluation_id>/", views_kernels.evaluation_detail, name="evaluation_detail"),
+    path("tasks/", views_tasks.task_index, name="tasks"),
+    path("tasks/<slug:name>/", views_tasks.task_detail, name="task_detail"),
     path("bank/", views_bank.bank, name="bank"),
     path("bank/add/", views_bank.bank_add, name="bank_add"),
     path("workers/", views_workers.workers, name="workers"),

@@ -13,7 +13,14 @@ from runs.forms import MessageForm, StartRunForm
 from runs.model_options import recording_of
 from runs.models import Run, RunStatus, StepKind, Task
 from runs.permissions import OPERATOR, REVIEWER, role_required
-from runs.selectors import RUN_SORTS, evaluations_for_run, run_queue_reason, run_sandbox, run_search
+from runs.selectors import (
+    RUN_SORTS,
+    evaluations_for_run,
+    run_queue_reason,
+    run_sandbox,
+    run_search,
+    runs_unserved,
+)
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_PER_PAGE = 50
@@ -38,6 +45,8 @@ def _list_context(request) -> dict:
     keep.pop("page", None)
     return {
         "runs": page.object_list,
+        # Queued runs that no connected worker can serve, and why: shown under their status.
+        "unserved": runs_unserved(page.object_list),
         "page": page,
         "page_query": keep.urlencode(),
         "status": status,
@@ -67,7 +76,9 @@ def runs_table(request):
 def run_start_view(request):
     """The start form on its own page (GET), and the start itself (POST): a list of 200 runs never buries it."""
     if request.method != "POST":
-        return render(request, "runs/start.html", {"start_form": StartRunForm()})
+        # From a task's page (?task=NAME): that task is picked already.
+        task = Task.objects.filter(name=request.GET.get("task") or "").first()
+        return render(request, "runs/start.html", {"start_form": StartRunForm(initial={"task": task} if task else {})})
     form = StartRunForm(request.POST)
     if not form.is_valid():
         return render(request, "runs/start.html", {"start_form": form}, status=400)

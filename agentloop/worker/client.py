@@ -41,6 +41,7 @@ from agentloop.protocol import FINISHED_STATUSES
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.spool import Spool
+from agentloop.worker.targets import choose_targets
 from agentloop.worker.window import Limits, SenderWindow
 
 log = logging.getLogger("agentloop.worker")
@@ -146,6 +147,7 @@ class Worker:
         hidden: list[Path] | None = None,
         ca_file: str | None = None,
         allow_plain_ws: bool = False,
+        targets: list[str] | None = None,
     ):
         from agentloop.models import make_model
 
@@ -155,6 +157,8 @@ class Worker:
         self.ca_file = ca_file
         self.token = token
         self.gpus = list(gpus)
+        # The task targets announced in every hello (targets.py): the server gives this worker only their runs.
+        self.targets = list(targets) if targets is not None else choose_targets(self.gpus)
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         # What the agent's shell must not see (under bubblewrap): this worker's state (spool, other runs' traces)
@@ -460,6 +464,10 @@ class Worker:
             # A server that reads `events` gets batches; an older one gets every event at once, alone.
             accepts = msg.get("accepts")
             limits, problem = Limits.from_welcome(msg)
+            served = msg.get("targets")
+            if isinstance(served, list) and served != self.targets:
+                # An older server sends no `targets`; this one says which of ours it gives runs of (2.3).
+                log.warning("the server gives this worker runs of %s only (announced: %s)", served, self.targets)
             with self._send_lock:
                 self._window = SenderWindow(batching=isinstance(accepts, list) and "events" in accepts, limits=limits)
             self._offer(self.spool.pending())
@@ -563,6 +571,7 @@ class Worker:
                 "type": "hello",
                 "host": socket.gethostname(),
                 "gpus": [f"gpu {g}" for g in self.gpus],
+                "targets": self.targets,
                 "active_runs": active,
                 "agentloop_version": __version__,
             }
@@ -693,8 +702,13 @@ def run_worker(
     hidden: list[Path] | None = None,
     ca_file: str | None = None,
     allow_plain_ws: bool = False,
+    targets: str | None = None,
+    force_targets: bool = False,
 ) -> int:
+    """`targets`: the operator's comma-separated list (None: what the host is found to serve)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    served = choose_targets(gpus, targets, force=force_targets)
+    log.info("serving targets: %s", ", ".join(served))
     worker = Worker(
         server=server,
         token=token,
@@ -704,6 +718,7 @@ def run_worker(
         hidden=hidden,
         ca_file=ca_file,
         allow_plain_ws=allow_plain_ws,
+        targets=served,
     )
     # Fail closed before taking any run: its agent's commands and kernels would have nowhere safe to run.
     worker.sandbox.require()

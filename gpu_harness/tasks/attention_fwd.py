@@ -49,6 +49,12 @@ ABI = """extern "C" int kseek_attention_fwd(
     cudaStream_t stream);                         // 0 on success; non-zero: configuration not supported"""
 
 DTYPES = {"bf16": 0, "fp16": 1}
+BASELINE_DESCRIPTIONS = {
+    "cudnn": "torch scaled_dot_product_attention, cuDNN backend",
+    "flash": "torch scaled_dot_product_attention, flash backend (FlashAttention-2)",
+    "fa3": "FlashAttention-3 (flash_attn_interface), where installed",
+    "fa4": "FlashAttention-4 (flash_attn.cute, CuTe DSL), where installed",
+}
 # cuDNN's relative error on O measured on an H200 (../shared/anchors): used only when cuDNN cannot run a
 # scenario (then the flash backend's error is tried first).
 DEFAULT_VENDOR_ERROR = {"bf16": 2.3e-3, "fp16": 2.9e-4}
@@ -184,6 +190,17 @@ class AttentionFwd(Task):
     # FA3 are compiled ahead, so their first call costs no more than the timing's own warm-up call
     baselines_to_warm = ("cudnn", "fa4")
     abi = ABI
+    description = (
+        "softmax attention forward, O = softmax(Q K^T * scale) V and its log-sum-exp, bf16/fp16, GQA/MQA, causal "
+        "or full, on one Hopper GPU"
+    )
+    target = "cuda-sm90"
+    tolerance_text = (
+        f"O: relative L2 error <= 2 x cuDNN's own error on the same inputs + a floor "
+        f"({', '.join(f'{k} {v:g}' for k, v in O_FLOOR.items())}); LSE: relative error <= {LSE_TOL:g}; "
+        "no NaN/Inf where the reference has none, -inf exactly where it has"
+    )
+    flops_text = "4*batch*heads_q*seqlen_q*seqlen_k*head_dim (causal: the visible share of seqlen_k)"
     starting_kernel = REPO_ROOT / "kernels" / "attention_fwd" / "naive.cu"
     default_baselines = ("cudnn", "flash", "fa3", "fa4")
     needs_gpu = True
@@ -199,6 +216,9 @@ class AttentionFwd(Task):
 
     def scenarios(self):
         return list(self._scenarios)
+
+    def baseline_descriptions(self):
+        return dict(BASELINE_DESCRIPTIONS)
 
     def quick_ids(self):
         return list(QUICK)

@@ -65,6 +65,13 @@ class Task:
     call_timeout_base_s: float = 20.0
     call_timeout_min_rate: float = 1e9
     goal: dict | None = None  # {"baseline": name, "speedup": x} when the task states its own goal
+    # What a reader is shown of the task (gpu_harness/tasks/summary.py, the dashboard's task pages): what it
+    # computes, where it runs (a name of gpu_harness.taskspec.TARGETS), how a candidate is judged, how its
+    # useful work is counted.
+    description: str = ""
+    target: str = ""
+    tolerance_text: str = ""
+    flops_text: str = ""
 
     # ---- scenario lists (pure data; work everywhere) ----
     def scenarios(self) -> list[Scenario]:
@@ -91,6 +98,10 @@ class Task:
         if not which:
             raise ValueError("no scenarios selected")
         return [by_id[w] for w in which]
+
+    def baseline_descriptions(self) -> dict[str, str]:
+        """name -> what that baseline is, for every baseline the task knows (not only the default ones)."""
+        return {name: name for name in self.default_baselines}
 
     def call_timeout_s(self, sc: Scenario) -> float:
         return self.call_timeout_base_s + sc.flops / self.call_timeout_min_rate

@@ -66,6 +66,9 @@ class DataTask(Task):
         self.needs_gpu = spec.target.needs_gpu
         self.symbol = spec.symbol
         self.abi = spec.abi()
+        self.description = spec.description
+        self.tolerance_text = spec.tolerance.describe()
+        self.flops_text = spec.flops.text
         self.starting_kernel = spec.starting_kernel or self._stub_file()
         self.default_baselines = spec.default_baselines
         self.timing_overrides = dict(spec.timing)
@@ -104,6 +107,9 @@ class DataTask(Task):
             tmp.write_text(source)
             os.replace(tmp, path)
         return path
+
+    def baseline_descriptions(self) -> dict[str, str]:
+        return {name: b.describe(self.spec.folder) for name, b in self.spec.baselines.items()}
 
     # ---- scenario lists ----
     def scenarios(self) -> list[Scenario]:

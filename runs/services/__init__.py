@@ -13,7 +13,8 @@ per thing written:
     questions      proposed, decided once by a reviewer, asked by a person
     kernels        kernel_record, kernel_release, evaluation_record (a verdict and its per-scenario rows), whether
                    a stored verdict confirms a run's goal
-    workers        worker hosts and their hashed tokens, connected or not, hello, the runs a host lost
+    workers        worker hosts and their hashed tokens, connected or not, hello (its GPUs and the targets it
+                   serves), the runs a host lost
     directives     instructions for the worker holding a run, kept until it acknowledges them
     worker_events  a worker's events (one or a batch): parsed, checked against who holds their runs, stored; the
                    events the server refused, kept on their run
@@ -52,7 +53,10 @@ from runs.services.trace_import import trace_import
 from runs.services.worker_events import event_refusal_record, worker_event_record, worker_events_record
 from runs.services.workers import (
     HELD_STATUSES,
+    NO_RUN,
     hash_token,
+    hello_targets,
+    no_work_reason,
     worker_connected,
     worker_disconnected,
     worker_hello,
@@ -66,6 +70,7 @@ from runs.services.workers import (
 
 __all__ = [
     "HELD_STATUSES",
+    "NO_RUN",
     "EventOutcome",
     "QuestionAlreadyDecided",
     "ServiceError",
@@ -82,8 +87,10 @@ __all__ = [
     "event_refusal_record",
     "events_store",
     "hash_token",
+    "hello_targets",
     "kernel_record",
     "kernel_release",
+    "no_work_reason",
     "question_ask_human",
     "question_by_ref",
     "question_decide",

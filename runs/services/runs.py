@@ -56,17 +56,28 @@ def run_start(
 
 
 def run_claim(*, worker: WorkerHost, gpu=None) -> Run | None:
-    """Give the oldest queued run to `worker`. Two workers asking at once never get the same run, and a host whose
-    token was revoked (its socket may not have closed yet) gets none. `gpu`: the index the worker's claim named
-    (the GPU the run will use), recorded on the run as "gpu N" so that its pages can show it; anything else
-    records none."""
+    """Give `worker` the oldest queued run whose task's target it serves (the targets its newest hello announced,
+    as stored on the host: `worker_hello`). Two workers asking at once never get the same run, a host whose
+    token was revoked (its socket may not have closed yet) gets none, and so does a host that serves no target.
+    `gpu`: the index the worker's claim named (the GPU the run will use), recorded on the run as "gpu N" so that
+    its pages can show it; anything else records none."""
     with transaction.atomic():
-        if not WorkerHost.objects.filter(pk=worker.pk, revoked_at__isnull=True).exists():
+        # Read from the row, not from `worker`: the host's targets are what its newest hello said.
+        targets = (
+            WorkerHost.objects.filter(pk=worker.pk, revoked_at__isnull=True).values_list("targets", flat=True).first()
+        )
+        if not targets:
             return None
-        # skip_locked lets concurrent claims on PostgreSQL pass each other; SQLite serialises writers anyway.
+        # skip_locked lets concurrent claims on PostgreSQL pass each other; SQLite serialises writers anyway. The
+        # target is matched through a subquery, not a join, so that FOR UPDATE locks the run rows only: a join
+        # would lock their task rows too, and a second claim would then skip every run of a task being claimed.
         run = (
             Run.objects.select_for_update(skip_locked=True)
-            .filter(status=RunStatus.QUEUED, worker__isnull=True)
+            .filter(
+                status=RunStatus.QUEUED,
+                worker__isnull=True,
+                task_id__in=Task.objects.filter(target__in=targets).values("pk"),
+            )
             .order_by("created_at", "pk")
             .first()
         )

@@ -14,9 +14,11 @@ def task_upsert(
     description: str = "",
     starting_kernel_name: str = "",
     scenario_ids: list[str] | None = None,
+    spec: dict | None = None,
 ) -> Task:
     """Create or update a task. `scenario_ids` is its full scenario set, which a run's success is checked against
-    (an empty list: no evaluation can confirm a goal on this task)."""
+    (an empty list: no evaluation can confirm a goal on this task). `spec`: the harness's summary of it
+    (gpu_harness.tasks.summary.task_summary), which its pages show, stored as it is."""
     task, _ = Task.objects.update_or_create(
         name=name,
         defaults=dict(
@@ -28,6 +30,7 @@ def task_upsert(
             description=description,
             starting_kernel_name=starting_kernel_name,
             scenario_ids=list(scenario_ids or []),
+            spec=dict(spec or {}),
         ),
     )
     return task

@@ -1,13 +1,14 @@
 """Writes to worker hosts: tokens (stored hashed), hello, and the runs a host lost."""
 
 import hashlib
+import json
 import secrets
 
 from django.db import transaction
 from django.utils import timezone
 
 from runs.events import publish_after_commit, send_to_group_after_commit
-from runs.models import HELD_STATUSES, Run, RunStatus, WorkerHost
+from runs.models import HELD_STATUSES, Run, RunStatus, Target, WorkerHost
 from runs.services.directives import worker_group
 from runs.services.runs import run_set_status
 
@@ -57,10 +58,64 @@ def worker_host_is_revoked(*, worker: WorkerHost) -> bool:
     return WorkerHost.objects.filter(pk=worker.pk, revoked_at__isnull=False).exists()
 
 
-def worker_hello(*, worker: WorkerHost, gpus) -> WorkerHost:
+# A hello lists a handful of targets; a longer list, or a longer name, is not a list of targets.
+TARGETS_MAX_COUNT = 16
+TARGET_NAME_MAX_CHARS = 40
+NO_RUN = "this worker is given no run until its hello lists a target it serves"
+
+
+def hello_targets(raw) -> tuple[list[str], str | None]:
+    """The targets a hello's `targets` field announces that this server knows (Target values, in the order
+    given, once each), and what was wrong with the field, in words for the worker's operator (None: nothing).
+
+    Fail closed (docs/protocol.md 2.2): a missing or malformed field, or one that names no known target, gives an
+    empty list, and a host that serves no target is given no run. A name this server does not know (a newer
+    target) is left out and named in the problem; the known ones are served."""
+    known = ", ".join(sorted(Target.values))
+    if raw is None:
+        return [], f"hello has no `targets` (a list of the task targets it serves; known here: {known}): {NO_RUN}"
+    if (
+        not isinstance(raw, list)
+        or len(raw) > TARGETS_MAX_COUNT
+        or not all(isinstance(t, str) and len(t) <= TARGET_NAME_MAX_CHARS for t in raw)
+    ):
+        return [], (
+            f"hello `targets` must be a list of at most {TARGETS_MAX_COUNT} target names (strings; known here: "
+            f"{known}), not {json.dumps(raw, default=str)[:100]}: {NO_RUN}"
+        )
+    served = [t for t in dict.fromkeys(raw) if t in Target.values]
+    unknown = [t for t in dict.fromkeys(raw) if t not in Target.values]
+    if not served:
+        return [], f"hello `targets` names no target this server knows ({raw!r}; known here: {known}): {NO_RUN}"
+    if unknown:
+        return served, (
+            f"hello `targets`: {', '.join(map(repr, unknown))} not known here (known: {known}), left out; runs of "
+            f"{', '.join(served)} are given to this worker"
+        )
+    return served, None
+
+
+def no_work_reason(worker: WorkerHost) -> str:
+    """Why a claim of this host got no run, for the `no_work` answer (docs/protocol.md 2.9)."""
+    if not worker.targets:
+        return f"this worker serves no target this server knows ({', '.join(sorted(Target.values))}): {NO_RUN}"
+    return f"no queued run of a task for {', '.join(worker.targets)}"
+
+
+def worker_hello(*, worker: WorkerHost, gpus, targets=None) -> WorkerHost:
+    """Record what a host's hello says it offers: its GPUs (a list of names; anything else changes nothing) and
+    the targets it serves (`hello_targets`: every hello replaces them, so a hello without a readable list leaves
+    the host serving none)."""
+    fields = []
     if isinstance(gpus, list) and all(isinstance(g, str) for g in gpus) and gpus != worker.gpus:
         worker.gpus = gpus[:64]
-        worker.save(update_fields=["gpus"])
+        fields.append("gpus")
+    served, _ = hello_targets(targets)
+    if served != worker.targets:
+        worker.targets = served
+        fields.append("targets")
+    if fields:
+        worker.save(update_fields=fields)
     return worker
 
 

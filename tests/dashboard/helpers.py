@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from kseek_site.asgi import application
-from runs.services import worker_host_create
+from runs.services import worker_hello, worker_host_create
 
 BROWSER_HEADERS = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
 WORKER_HEADERS = [(b"host", b"localhost")]  # a worker is not a browser: no Origin, no cookie
@@ -22,8 +22,17 @@ def make_user(name: str, role: str | None = None, **extra):
     return user
 
 
-def make_worker(name: str = "gpu-a"):
-    return worker_host_create(name=name, gpus=["NVIDIA H200"])
+# What the workers of these tests serve unless a test says otherwise: every task target (runs.models.Target).
+ALL_TARGETS = ["cpu", "cuda-sm90"]
+
+
+def make_worker(name: str = "gpu-a", targets: list[str] | None = ALL_TARGETS):
+    """A host with a token, as after a hello that announced `targets` (None: a host that never said hello, which
+    serves no target and is given no run)."""
+    host, token = worker_host_create(name=name, gpus=["NVIDIA H200"])
+    if targets is not None:
+        host = worker_hello(worker=host, gpus=host.gpus, targets=list(targets))
+    return host, token
 
 
 def worker_socket(token: str | None) -> WebsocketCommunicator:
@@ -43,10 +52,11 @@ def _runs_held_by(token: str) -> list[int]:
 
 
 async def connected_worker(
-    token: str, *, hello: bool = True, holding: list[int] | None = None
+    token: str, *, hello: bool = True, holding: list[int] | None = None, targets: list[str] = ALL_TARGETS
 ) -> WebsocketCommunicator:
     """A worker socket, greeted. Its hello lists the runs it still has (`holding`), by default every run the
-    server gave this host, as a worker that lost nothing says (runs.services.worker_runs_reconcile)."""
+    server gave this host, as a worker that lost nothing says (runs.services.worker_runs_reconcile), and the
+    targets it serves (`targets`, by default all)."""
     socket = worker_socket(token)
     connected, code = await socket.connect()
     assert connected, code
@@ -59,6 +69,7 @@ async def connected_worker(
                 "v": 1,
                 "host": "gpu-a",
                 "gpus": ["NVIDIA H200"],
+                "targets": list(targets),
                 "active_runs": [{"run_id": run_id, "last_seq": None} for run_id in holding],
             }
         )

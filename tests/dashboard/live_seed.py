@@ -18,6 +18,8 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Group  # noqa: E402
 
+from gpu_harness import get_task  # noqa: E402
+from gpu_harness.tasks.summary import task_summary  # noqa: E402
 from runs.services import task_upsert, trace_import, worker_host_create  # noqa: E402
 
 PASSWORD = "live-pw-123456789"
@@ -70,6 +72,8 @@ task_upsert(
     goal_baseline="naive",
     goal_speedup=2.0,
     title="float32 matrix product",
+    # The harness's summary, for the task pages; the scenario ids stay the test verdicts' (n256, n512).
+    spec=task_summary(get_task("matmul_cpu")),
 )
 user("olga", "operator")
 user("rita", "reviewer")

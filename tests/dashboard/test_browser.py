@@ -105,7 +105,14 @@ class ScriptedWorker:
         self.connection = self._opened.__enter__()
         self.directives = []
         self.send(
-            {"type": "hello", "host": "live-worker", "gpus": ["cpu"], "active_runs": [], "agentloop_version": "test"}
+            {
+                "type": "hello",
+                "host": "live-worker",
+                "gpus": ["cpu"],
+                "targets": ["cpu"],
+                "active_runs": [],
+                "agentloop_version": "test",
+            }
         )
         assert self.receive()["type"] == "welcome"
 

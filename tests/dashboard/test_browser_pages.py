@@ -76,7 +76,17 @@ def test_the_pages_are_readable_at_390_px_wide_with_the_runs_table_scrolling_in_
     run_id = start_run_from_page(page, LONG_MODEL)
     page.set_viewport_size({"width": 390, "height": 844})
     base = live_site["base"]
-    for path in ("/", "/runs/start/", f"/runs/{live_site['big_run']}/", "/review/", "/kernels/", "/workers/", "/bank/"):
+    for path in (
+        "/",
+        "/runs/start/",
+        f"/runs/{live_site['big_run']}/",
+        "/review/",
+        "/kernels/",
+        "/workers/",
+        "/bank/",
+        "/tasks/",
+        "/tasks/matmul_cpu/",
+    ):
         page.goto(base + path)
         page.wait_for_load_state("load")
         assert page_scrolls_sideways(page) is None, (path, page_scrolls_sideways(page))

@@ -111,7 +111,7 @@ def test_a_queued_run_says_why_no_worker_takes_it(operator):
     taken = run_claim(worker=host)
     assert taken.pk == run.pk
     waiting = make_run()
-    assert f"all 1 slot(s) of the connected workers are busy: runs #{run.pk} hold them" in queue_reason(
+    assert f"all 1 slot(s) of the connected workers that serve cpu are busy: runs #{run.pk} hold them" in queue_reason(
         operator, waiting
     )
     third = make_run()

@@ -404,7 +404,7 @@ async def test_a_reconnecting_worker_that_no_longer_holds_its_runs_gets_them_req
     again = worker_socket(token)
     assert (await again.connect())[0]
     await again.send_json_to(
-        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": [{"run_id": kept.pk}]}
+        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "targets": ["cpu"], "active_runs": [{"run_id": kept.pk}]}
     )
     assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
     get = sync_to_async(Run.objects.get)
@@ -423,7 +423,9 @@ async def test_a_hello_without_a_readable_list_of_runs_changes_no_run():
     await socket.disconnect()
     again = worker_socket(token)
     assert (await again.connect())[0]
-    await again.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": "all of them"})
+    await again.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "targets": ["cpu"], "active_runs": "all of them"}
+    )
     assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.RUNNING
     await again.disconnect()
@@ -459,7 +461,9 @@ async def test_the_welcome_offers_events_in_batches():
     _, token = await sync_to_async(make_worker)()
     socket = worker_socket(token)
     assert (await socket.connect())[0]
-    await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "active_runs": []})
+    await socket.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "targets": ["cpu"], "active_runs": []}
+    )
     welcome = await socket.receive_json_from(timeout=5)
     assert welcome["type"] == "welcome" and "events" in welcome["accepts"]
     await socket.disconnect()

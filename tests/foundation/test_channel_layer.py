@@ -96,7 +96,15 @@ async def test_a_worker_without_an_origin_header_reaches_its_socket_through_the_
     connected, _ = await socket.connect()
     assert connected
     await socket.send_json_to(
-        {"type": "hello", "v": 1, "host": "gpu-node-1", "gpus": [], "active_runs": [], "agentloop_version": "test"}
+        {
+            "type": "hello",
+            "v": 1,
+            "host": "gpu-node-1",
+            "gpus": [],
+            "targets": ["cpu"],
+            "active_runs": [],
+            "agentloop_version": "test",
+        }
     )
     assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
     await socket.disconnect()

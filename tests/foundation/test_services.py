@@ -15,6 +15,7 @@ from runs.services import (
     question_propose,
     run_claim,
     run_set_status,
+    worker_hello,
     worker_host_authenticate,
     worker_host_create,
     worker_host_revoke,
@@ -24,10 +25,15 @@ from tests.foundation.factories import make_run
 pytestmark = pytest.mark.django_db
 
 
+def serving(host, *targets):
+    """The host as after a hello that announced `targets`."""
+    return worker_hello(worker=host, gpus=host.gpus, targets=list(targets))
+
+
 def test_a_queued_run_is_claimed_by_one_worker_once():
     run = make_run()
-    first_host, _ = worker_host_create(name="gpu-1")
-    second_host, _ = worker_host_create(name="gpu-2")
+    first_host = serving(worker_host_create(name="gpu-1")[0], "cpu")
+    second_host = serving(worker_host_create(name="gpu-2")[0], "cpu")
     claimed = run_claim(worker=first_host)
     assert claimed.pk == run.pk and claimed.status == "running" and claimed.worker == first_host
     assert run_claim(worker=second_host) is None

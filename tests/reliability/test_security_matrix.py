@@ -85,6 +85,8 @@ ENDPOINTS = [
     ("get", "/kernels/diff/?a={kernel}&b={kernel}", "viewer", None),
     ("get", "/evaluations/{evaluation}/", "viewer", None),
     ("get", "/bank/", "viewer", None),
+    ("get", "/tasks/", "viewer", None),
+    ("get", "/tasks/matmul_cpu/", "viewer", None),
     # Public on purpose: the sign-in page's styles and scripts (no data in them).
     ("get", "/assets/pygments.css", "anyone", None),
     ("get", "/assets/plotly.min.js", "anyone", None),
@@ -237,7 +239,9 @@ async def test_a_worker_token_is_scoped_to_its_hosts_runs_and_stored_only_as_a_h
         application, "/ws/worker/", headers=WORKER_HEADERS + [(b"authorization", f"Bearer {other_token}".encode())]
     )
     assert (await socket.connect())[0]
-    await socket.send_json_to({"type": "hello", "v": 1, "host": "gpu-b", "gpus": [], "active_runs": []})
+    await socket.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-b", "gpus": [], "targets": ["cpu"], "active_runs": []}
+    )
     assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
     await socket.send_json_to(event(world["run"].pk, 9, "status", {"status": "stopped", "reason": "stopped_by_human"}))
     reply = await socket.receive_json_from(timeout=5)

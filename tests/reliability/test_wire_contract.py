@@ -50,7 +50,7 @@ def test_nothing_before_hello_is_acted_on_and_binary_frames_are_refused(site):
         ws.send(b'{"type": "hello", "v": 1}')
         reply = json.loads(ws.recv(timeout=10))
         assert reply["type"] == "error" and "text frame" in reply["error"], reply
-        ws.send(json.dumps({"type": "hello", "v": 1, "host": "h", "gpus": [], "active_runs": []}))
+        ws.send(json.dumps({"type": "hello", "v": 1, "host": "h", "gpus": [], "targets": ["cpu"], "active_runs": []}))
         welcome = json.loads(ws.recv(timeout=10))
         assert welcome["type"] == "welcome"
         assert welcome["limits"] == {"message_bytes": MESSAGE_MAX_BYTES, "event_bytes": EVENT_MAX_BYTES}

@@ -31,7 +31,7 @@ class WireWorker:
             additional_headers={"Authorization": f"Bearer {token}"},
         )
         self.ws = self._connection.__enter__()
-        self.send({"type": "hello", "v": 1, "host": "wire", "gpus": ["cpu"], "active_runs": []})
+        self.send({"type": "hello", "v": 1, "host": "wire", "gpus": ["cpu"], "targets": ["cpu"], "active_runs": []})
         assert self.recv()["type"] == "welcome"
 
     def send(self, message: dict) -> None:

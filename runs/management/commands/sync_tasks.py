@@ -1,6 +1,7 @@
 """Mirror the harness's tasks (gpu_harness/tasks) into the database, idempotently.
 
-The harness defines what a task is (ABI, scenarios, starting kernel); the default goal of each task lives in
+The harness defines what a task is (ABI, scenarios, starting kernel, target) and summarises it for the task pages
+(gpu_harness.tasks.summary.task_summary, stored whole in Task.spec); the default goal of each task lives in
 agentloop/policy.toml's [goals] table, the same goal `python -m agentloop run` uses. A task without a goal there
 is refused by name rather than given an invented one; a task folder's own [goal] (task.toml) is used when
 policy.toml names none.
@@ -15,8 +16,6 @@ from django.core.management.base import BaseCommand, CommandError
 from runs.models import Target
 from runs.services import task_upsert
 
-TARGET_OF_LANGUAGE = {"cuda": Target.CUDA_SM90, "cpp": Target.CPU}
-
 
 def default_goals(policy_path: Path) -> dict:
     try:
@@ -30,6 +29,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         from gpu_harness import get_task, list_tasks
+        from gpu_harness.tasks.summary import task_summary
 
         goals = default_goals(Path(settings.BASE_DIR) / "agentloop" / "policy.toml")
         for name in list_tasks():
@@ -41,15 +41,17 @@ class Command(BaseCommand):
             goal = goals.get(name) or task.goal  # policy.toml first; else the task folder's own [goal]
             if not goal or "baseline" not in goal or "speedup" not in goal:
                 raise CommandError(f"task {name} has no default goal in agentloop/policy.toml [goals.{name}]")
-            target = TARGET_OF_LANGUAGE.get(task.language)
-            if target is None:
-                raise CommandError(f"task {name}: no target for kernel language {task.language!r}")
+            summary = task_summary(task)
+            target = summary["target"]
+            if target not in Target.values:
+                raise CommandError(f"task {name}: target {target!r} is not one the dashboard knows ({Target.values})")
             starting = Path(task.starting_kernel)
             task_upsert(
                 name=name,
                 target=target,
                 title=name.replace("_", " "),
                 description=task.abi,
+                spec=summary,
                 starting_kernel=starting.read_text(),
                 starting_kernel_name=starting.name,
                 goal_baseline=goal["baseline"],
