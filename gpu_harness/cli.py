@@ -133,14 +133,13 @@ def cmd_task_new(args) -> int:
 
 def cmd_task_check(args) -> int:
     """Validate a task folder: the spec, then its reference and function baselines on the smallest scenario."""
-    from .tasks import TaskError
-    from .tasks.data_task import data_task
+    from .tasks import TaskError, folder_task
     from .taskspec import TaskSpecError, load_spec
 
     try:
         spec = load_spec(args.folder)
         torch_task = spec.target.arrays == "torch"
-        task = data_task(spec, device=_judge_device_here() if torch_task else None)
+        task = folder_task(spec, device=_judge_device_here() if torch_task else None)
         facts = task.self_check() if not torch_task or _has_torch() else None
     except TaskSpecError as e:
         print(f"{args.folder}: NOT a valid task ({len(e.problems)} problem(s))", file=sys.stderr)

@@ -65,12 +65,22 @@ def get_task(name: str) -> Task:
     return _INSTANCES[folder]
 
 
+def folder_task(spec, device: str | None = None) -> Task:
+    """The generic task for a folder's spec: its target picks the implementation. `device` ("cpu" or "cuda")
+    is where a cuda-sm90 task's judge computes (default: the GPU); tests of the judge pass "cpu"."""
+    if spec.target.arrays == "torch":
+        from .data_cuda import CudaDataTask
+
+        return CudaDataTask(spec, device=device or "cuda")
+    from .data_cpu import CpuDataTask
+
+    return CpuDataTask(spec)
+
+
 def load_folder_task(folder: str | Path, device: str | None = None) -> Task:
     """A folder task, read afresh (not cached): what `task check` uses. `device`: where a cuda-sm90 task's
     judge computes ("cuda" by default; "cpu" to check a task on a machine without a GPU)."""
-    from .data_task import data_task
-
-    return data_task(load_spec(folder), device=device)
+    return folder_task(load_spec(folder), device=device)
 
 
 def use_folder(folder: str | Path) -> str:
@@ -92,6 +102,7 @@ __all__ = [
     "Scenario",
     "Task",
     "TaskError",
+    "folder_task",
     "derive_seed",
     "get_task",
     "list_tasks",

@@ -42,18 +42,6 @@ from .base import Judgement, Scenario, Task, TaskError
 SCALAR_CTYPES = {"int32": ctypes.c_int, "int64": ctypes.c_int64, "float32": ctypes.c_float, "float64": ctypes.c_double}
 
 
-def data_task(spec: TaskSpec, device: str | None = None) -> DataTask:
-    """The generic task for a folder's spec: its target picks the implementation. `device` ("cpu" or "cuda")
-    is where a cuda-sm90 task's judge computes (default: the GPU); tests of the judge pass "cpu"."""
-    if spec.target.arrays == "torch":
-        from .data_cuda import CudaDataTask
-
-        return CudaDataTask(spec, device=device or "cuda")
-    from .data_cpu import CpuDataTask
-
-    return CpuDataTask(spec)
-
-
 class DataTask(Task):
     """A task read from a folder. One instance per folder (the registry caches it); it holds no state of one
     evaluation beyond what the exchange keeps."""

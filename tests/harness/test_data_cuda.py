@@ -11,9 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_harness.build import build  # noqa: E402
-from gpu_harness.tasks import TaskError  # noqa: E402
+from gpu_harness.tasks import TaskError, folder_task  # noqa: E402
 from gpu_harness.tasks.cuda_device import DeviceOutputs, identical_tensors  # noqa: E402
-from gpu_harness.tasks.data_task import data_task  # noqa: E402
 from gpu_harness.taskscaffold import scaffold  # noqa: E402
 from gpu_harness.taskspec import TaskSpecError, load_spec  # noqa: E402
 
@@ -35,7 +34,7 @@ def task_of(folder, **edits):
         assert old in text, old
         text = text.replace(old, new)
     path.write_text(text)
-    return data_task(load_spec(folder), device="cpu")
+    return folder_task(load_spec(folder), device="cpu")
 
 
 def honest(task, params, seed):
@@ -49,14 +48,14 @@ def honest(task, params, seed):
 
 
 def test_the_scaffold_for_cuda_is_a_torch_task_with_a_cu_stub(folder):
-    task = data_task(load_spec(folder), device="cpu")
+    task = folder_task(load_spec(folder), device="cpu")
     assert task.target == "cuda-sm90" and task.language == "cuda" and task.needs_gpu
     assert task.starting_kernel.name == "kernel.cu"
     assert task.default_baselines == ("torch",)
 
 
 def test_inputs_are_a_function_of_the_seed_alone(folder):
-    task = data_task(load_spec(folder), device="cpu")
+    task = folder_task(load_spec(folder), device="cpu")
     a, again, other = (task.make_inputs(PARAMS, s) for s in (11, 11, 12))
     assert set(a) == {"x", "y"} and a["x"].shape == (7, 33) and a["x"].dtype == torch.float32
     assert identical_tensors(a["x"], again["x"]) and identical_tensors(a["y"], again["y"])

@@ -271,9 +271,9 @@ def test_a_correct_kernel_passes_on_every_seed_of_a_scenario_with_few_elements(t
     """On the H200 a correct softmax failed r1_c4097's timed-call check (3.3e-3 against the 2.2e-3 that seed a's
     inputs set): with few elements carrying the norm, the error moves with the inputs. The judge measures the
     baseline on each output's own inputs; a correct kernel passes whatever the seed."""
-    from gpu_harness.tasks.data_task import data_task
+    from gpu_harness.tasks import folder_task
 
-    judge = data_task(spec_of(task), device="cpu")
+    judge = folder_task(spec_of(task), device="cpu")
     params = next(s for s in judge.scenarios() if s.id == sid).params
     first = judge.judge(params, 0, {judge.output_names[0]: _honest(judge, params, 0)})
     for seed in range(1, 13):
