@@ -89,6 +89,7 @@ DTYPES = {
 }
 # scalars are passed by value; `int` and `float` read as the C declaration every kernel writer expects
 SCALAR_C_TYPES = {"int32": "int", "int64": "int64_t", "float32": "float", "float64": "double"}
+PRECISIONS = ("float64", "float32")  # [reference] precision: what the reference's float inputs are copied to
 DISTRIBUTIONS = {"normal": ("mean", "std"), "uniform": ("low", "high"), "integers": ("low", "high")}
 
 # what a task may change of the harness's timing, and within which bounds: a task tunes for its machine's
@@ -288,6 +289,9 @@ class TaskSpec:
     call_timeout_min_rate: float
     child_env: dict
     cheats: Path | None
+    # the dtype the reference gets float tensors in: "float64" (default) or "float32" (the cuda-sm90 target
+    # gives it float32 copies with TF32 off; a KernelBench import's reference is the model in float32)
+    reference_precision: str = "float64"
 
     @property
     def inputs(self) -> tuple[Arg, ...]:
@@ -430,7 +434,7 @@ class _SpecReader:
         target = self.read_target()
         symbol, starting = self.read_kernel(target)
         args = self.read_args(target)
-        reference_function = self.read_reference()
+        reference_function, reference_precision = self.read_reference()
         scenarios, quick = self.read_scenarios(args)
         flops, nbytes = self.read_formulas(scenarios)
         baselines, defaults = self.read_baselines()
@@ -466,6 +470,7 @@ class _SpecReader:
             call_timeout_min_rate=min_rate,
             child_env=child_env,
             cheats=cheats,
+            reference_precision=reference_precision,
         )
 
     # -- target and kernel --
@@ -621,14 +626,23 @@ class _SpecReader:
             return None
         return InputInit(dist, vals[0], vals[1])
 
-    def read_reference(self) -> str:
+    def read_reference(self) -> tuple[str, str]:
         ref = self.table("reference")
+        head = self.lines.header("reference")
         fn = ref.get("function", "reference")
         if not isinstance(fn, str) or not fn.isidentifier():
-            self.problem("reference.function", f"{fn!r} is not a function name", self.lines.key("function"))
+            self.problem("reference.function", f"{fn!r} is not a function name", self.lines.key("function", head))
+        precision = ref.get("precision", "float64")
+        if precision not in PRECISIONS:
+            self.problem(
+                "reference.precision",
+                f"{precision!r}: expected one of {', '.join(PRECISIONS)} (the dtype of the reference's float inputs)",
+                self.lines.key("precision", head),
+            )
+            precision = "float64"
         if not (self.folder / REFERENCE_FILE).is_file():
             self.problem("reference", f"{REFERENCE_FILE} is missing from {self.folder}", None)
-        return fn if isinstance(fn, str) else "reference"
+        return (fn if isinstance(fn, str) else "reference"), precision
 
     # -- scenarios --
     def read_scenarios(self, args: list[Arg]) -> tuple[list[ScenarioSpec], list[str]]:
