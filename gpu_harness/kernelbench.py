@@ -24,6 +24,7 @@ from .taskspec import NAME_RE, TaskSpecError, load_spec
 
 PROBE_TIMEOUT_S = 300.0
 PROBLEM_FILE = "problem.py"
+# scenario values that are not sizes (a problem's size of the same name pushes them aside: kb_flops_2)
 FLOPS_SYMBOL = "kb_flops"  # the scenario value [formulas] flops reads: counted per scenario at import
 CASE_SYMBOL = "case"  # main, half, odd, double: the first field of every scenario id
 # names a C/C++/CUDA argument may not take, though Python allows them
@@ -96,6 +97,8 @@ class Plan:
     notes: list
     size_vars: list
     container: str
+    case_key: str = CASE_SYMBOL
+    flops_key: str = FLOPS_SYMBOL
 
     def of(self, role: str) -> list:
         return [t for t in self.tensors if t.role == role]
@@ -140,7 +143,9 @@ def plan_task(report: dict, name: str) -> Plan:
         abi = _c_name("out" if len(outs) == 1 else f"out{k}", taken)
         tensors.append(_tensor(abi, "output", o["dtype"], shapes, index=k))
 
-    symbols = _name_dimensions(report, tensors)  # symbol -> its value in each scenario
+    reserved = set(report["sizes"])
+    case_key, flops_key = _c_name(CASE_SYMBOL, set(reserved)), _c_name(FLOPS_SYMBOL, set(reserved))
+    symbols = _name_dimensions(report, tensors, {case_key, flops_key})  # symbol -> its value in each scenario
     for sym in symbols:  # every size the shapes use reaches the kernel as an int64 scalar
         scalars.append({"name": _c_name(sym, taken), "dtype": "int64", "value": sym, "origin": "size"})
 
@@ -148,13 +153,13 @@ def plan_task(report: dict, name: str) -> Plan:
     size_vars = [v for v in sizes if v in symbols or v in assigned]
     scenarios = []
     for k, s in enumerate(scen):
-        params = {CASE_SYMBOL: s["case"]}
+        params = {case_key: s["case"]}
         params.update({v: s["assignment"].get(v, sizes[v]) for v in assigned})
         params.update({sym: values[k] for sym, values in symbols.items()})
-        params[FLOPS_SYMBOL] = _flops(s["obs"], tensors, k)
+        params[flops_key] = _flops(s["obs"], tensors, k)
         scenarios.append(params)
-    template = "{" + CASE_SYMBOL + "}" + "".join(f"_{v}{{{v}}}" for v in assigned)
-    quick = [template.format(**p) for p in scenarios if p[CASE_SYMBOL] != "double"]
+    template = "{" + case_key + "}" + "".join(f"_{v}{{{v}}}" for v in assigned)
+    quick = [template.format(**p) for p in scenarios if p[case_key] != "double"]
     return Plan(
         name=name,
         file=report["file"],
@@ -168,6 +173,8 @@ def plan_task(report: dict, name: str) -> Plan:
         notes=list(report["notes"]),
         size_vars=size_vars,
         container=report["main"]["outputs"]["container"],
+        case_key=case_key,
+        flops_key=flops_key,
     )
 
 
@@ -189,7 +196,7 @@ def _probe_shape(probe_obs: dict | None, t: Tensor) -> list | None:
     return items[t.index]["shape"] if t.index < len(items) else None
 
 
-def _name_dimensions(report: dict, tensors: list) -> dict:
+def _name_dimensions(report: dict, tensors: list, reserved: set) -> dict:
     """Give every dimension a symbol or a number; returns {symbol: [value per scenario]} in order of use.
 
     A dimension is named after a module-level size variable when its values over the scenarios are that
@@ -233,7 +240,7 @@ def _name_dimensions(report: dict, tensors: list) -> dict:
                 key = (values, moved)
                 if key not in generated:
                     generated[key] = _c_name(
-                        f"{t.name}_dim{d}", set(sizes) | set(symbols) | {FLOPS_SYMBOL, CASE_SYMBOL}
+                        f"{t.name}_dim{d}", set(sizes) | set(symbols) | set(generated.values()) | reserved
                     )
                 sym = generated[key]
             symbols.setdefault(sym, list(values))

@@ -27,6 +27,8 @@ IMPORTABLE = [
     "linear_scale_gelu",
     "batchnorm_buffers",
     "item_in_forward",
+    "reshape_by_four",
+    "size_named_case",
 ]
 TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "uint8": torch.uint8}
 _fresh = itertools.count()
@@ -235,6 +237,37 @@ def test_a_model_the_meta_device_cannot_trace_keeps_only_its_main_scenario_and_s
     assert any("meta device" in n and "main scenario" in n for n in done.plan.notes)
 
 
+def test_a_scaled_scenario_the_model_cannot_run_is_dropped_with_a_note(tasks):
+    done = tasks("reshape_by_four")
+    spec = load_spec(done.folder)
+    assert [sc.params["case"] for sc in spec.scenarios] == ["main", "half", "double"]
+    assert any(n.startswith("scenario odd (batch_size = 5, dim = 13) dropped: RuntimeError") for n in done.plan.notes)
+    out = spec.outputs[0]
+    assert out.shape == ("batch_size", "out_dim1")  # no size of the problem is dim / 4: a symbol of its own
+    for sc in spec.scenarios:
+        assert sc.params["out_dim1"] == sc.params["dim"] // 4
+
+
+def test_names_that_clash_or_are_c_keywords_get_a_suffix(tasks):
+    done = tasks("name_clashes")
+    spec, ref = load_spec(done.folder), _reference(done.folder)
+    assert [(a.name, a.kind) for a in spec.args] == [
+        ("weight", "input"), ("weight_2", "input"), ("out", "output"), ("double_2", "scalar"),
+        ("batch_size", "scalar"), ("dim", "scalar")]  # fmt: skip
+    params = spec.scenarios[0].params
+    args = _make_inputs(spec, ref, params, seed=2)
+    got = ref.reference(**_copies(spec, args))["out"]
+    assert torch.equal(got, args["weight"] * args["weight_2"] * 1.5)
+
+
+def test_a_size_named_like_the_importers_own_values_pushes_them_aside(tasks):
+    spec = load_spec(tasks("size_named_case").folder)
+    assert spec.inputs[0].shape == ("case", "kb_flops") and spec.flops.text == "kb_flops_2"
+    main = spec.scenarios[0]
+    assert main.id == "main_case6_kb_flops10" and main.params["case_2"] == "main"
+    assert main.params["kb_flops_2"] == 60
+
+
 def test_the_compiled_baseline_writes_the_outputs(tasks):
     done = tasks("elementwise_relu")
     spec, ref = load_spec(done.folder), _reference(done.folder)
@@ -254,6 +287,11 @@ def test_the_compiled_baseline_writes_the_outputs(tasks):
         ("raises_at_import", "raises_at_import.py fails to import: KeyError: 'batch_size' (line 7)"),
         ("no_get_inputs", "no_get_inputs.py defines no get_inputs"),
         ("dropout_training", "the forward is not deterministic"),
+        ("keyword_only", "Model.forward has a keyword-only argument 'scale'"),
+        ("string_input", "get_inputs()[1] is a str: only tensors, ints and floats"),
+        ("loose_tensor", "the model holds tensor(s) table that are neither parameters nor buffers"),
+        ("forward_fails", "forward_fails.py: building the model or running its forward fails: RuntimeError: mat1"),
+        ("complex_input", "get_inputs()[0] has dtype torch.complex64, which a task cannot hold"),
     ],
 )
 def test_what_cannot_be_imported_is_refused_naming_why_and_leaves_nothing(tmp_path, problem, says):
