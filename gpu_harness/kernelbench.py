@@ -116,6 +116,15 @@ def _c_name(base: str, taken: set) -> str:
     return candidate
 
 
+def _free(base: str, taken: set) -> str:
+    """A scenario key (not a C name: `case` may be one) that no size of the problem has."""
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate
+
+
 def plan_task(report: dict, name: str) -> Plan:
     scen = report["scenarios"]
     main = report["main"]
@@ -144,7 +153,7 @@ def plan_task(report: dict, name: str) -> Plan:
         tensors.append(_tensor(abi, "output", o["dtype"], shapes, index=k))
 
     reserved = set(report["sizes"])
-    case_key, flops_key = _c_name(CASE_SYMBOL, set(reserved)), _c_name(FLOPS_SYMBOL, set(reserved))
+    case_key, flops_key = _free(CASE_SYMBOL, reserved), _free(FLOPS_SYMBOL, reserved)
     symbols = _name_dimensions(report, tensors, {case_key, flops_key})  # symbol -> its value in each scenario
     for sym in symbols:  # every size the shapes use reaches the kernel as an int64 scalar
         scalars.append({"name": _c_name(sym, taken), "dtype": "int64", "value": sym, "origin": "size"})

@@ -6,12 +6,14 @@ calls sys.exit, or hangs must not take the importer with it. It runs on torch CP
 writes one JSON object: the problem's module-level sizes, the forward's argument names, and for the main
 scenario (the sizes as written) the inputs, parameters, buffers and outputs with their shapes and dtypes.
 
-Sizes are learnt without computing: the model is built and run on the `meta` device (shapes only) once per
-module-level int variable set to twice its value (which dimensions follow which variable), and on the extra
-scenarios it proposes (the scalable sizes x0.5, an odd size, and the leading one x2), each kept only where
-the model runs and nothing but input and output sizes changed. The data itself is looked at on CPU, at the
-main sizes: forward twice on the same inputs (it must be deterministic) and once on other inputs and weights
-(the outputs' number and shapes must not depend on the data).
+Sizes are learnt without computing: the model is built and run on the `meta` device (shapes only) at the main
+sizes, then once per module-level int variable set to twice its value (which dimensions follow which variable),
+and on the extra scenarios it proposes (the scalable sizes x0.5, an odd size, and the leading one x2), each kept
+only where the model runs and nothing but input and output sizes changed. The data itself is looked at on CPU,
+at the main sizes with the scalable ones halved until no input or output exceeds SMALL_ELEMENTS (KernelBench's
+sizes are a GPU's): forward twice on the same inputs (it must be deterministic) and once on other inputs and
+weights (the outputs' number and shapes must not depend on the data). A model the meta device cannot run
+(`.item()`, data-dependent branches) is run on CPU at its own sizes, and keeps only its main scenario.
 
 Whatever the problem does wrong ends as {"ok": false, "error": "..."}: a sentence naming the problem.
 """
@@ -248,7 +250,9 @@ def _same_tensors(a: torch.Tensor, b: torch.Tensor) -> bool:
 # ---- the data checks, on CPU at the main sizes -----------------------------------------------------------------
 
 
-def check_data(module, main: dict, notes: list[str]) -> None:
+def check_data(module, main: dict, assignment: dict, notes: list[str]) -> None:
+    """`main` was observed on CPU at these sizes (kept tensors): forward again on the same inputs must give the
+    same outputs bit for bit, and on other inputs and weights outputs of the same number, shapes and dtypes."""
     model, inputs, first = main["_model"], main["_inputs"], _as_tuple(main["_out"])
     clones = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
     state_before = {n: t.clone() for n, _, t in model_state(model)}
@@ -269,7 +273,7 @@ def check_data(module, main: dict, notes: list[str]) -> None:
             f"the forward updates {', '.join(moved)} in place (e.g. BatchNorm's running statistics in training "
             "mode): that update is not an output of the task, only the returned value is judged"
         )
-    other = observe(module, "cpu", 1, {})
+    other = observe(module, "cpu", 1, assignment)
     if len(other["outputs"]["items"]) != len(first):
         raise Unimportable(
             f"the forward returns a {main['outputs']['container']} of unknown arity: {len(first)} outputs on one "
@@ -348,18 +352,8 @@ def propose_scenarios(sizes: dict, scalable: list[str], lead: str) -> list[tuple
 
 
 def trace_sizes(module, sizes: dict, main: dict, result: dict, notes: list[str]) -> None:
-    meta, why = _try_observe(module, "meta", 0, {})
-    if (
-        meta is None
-        or _input_shapes(meta) != _input_shapes(main)
-        or _shapes(meta) != _shapes(main)
-        or [s["shape"] for s in meta["state"]] != [s["shape"] for s in main["state"]]
-    ):
-        result["traced"] = False
-        why = why or "its shapes there differ from the CPU run's"
-        notes.append(f"the model could not be run on the meta device ({why}): only the main scenario is made")
-        return
-    result["traced"] = True
+    """On the meta device: which sizes scale (doubling one alone moves an input's shape and nothing of the
+    model), and the extra scenarios that keep the model (`main` is the meta observation of the main sizes)."""
     probes, scalable = [], []
     for name, value in sizes.items():
         if value < 1:
@@ -383,7 +377,7 @@ def trace_sizes(module, sizes: dict, main: dict, result: dict, notes: list[str])
             result["dropped"].append({"case": case, "assignment": assignment, "reason": reason})
             notes.append(f"scenario {case} ({_show(assignment)}) dropped: {reason}")
             continue
-        result["scenarios"].append({"case": case, "assignment": assignment, "obs": _public(obs)})
+        result.setdefault("extra", []).append({"case": case, "assignment": assignment, "obs": _public(obs)})
 
 
 def _lead(main: dict, probes: list[dict], sizes: dict, scalable: list[str]) -> str:
@@ -407,39 +401,96 @@ def _public(obs: dict | None) -> dict | None:
 # ---- the whole probe ------------------------------------------------------------------------------------------
 
 
-def probe(path: Path) -> dict:
-    torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
-    module = load_problem(path)
-    names, var_args = forward_names(module.Model)
-    sizes = size_variables(module)
+SMALL_ELEMENTS = 1 << 20  # the CPU data checks' largest input or output, where the scalable sizes shrink to it
+
+
+def _largest(obs: dict) -> int:
+    tensors = [v["shape"] for v in obs["inputs"] if v["kind"] == "tensor"] + _shapes(obs)
+    return max((math.prod(shape) for shape in tensors), default=0)
+
+
+def small_sizes(module, sizes: dict, scalable: list[str], main: dict) -> tuple[dict, dict]:
+    """The scalable sizes halved together until no input or output exceeds SMALL_ELEMENTS (or one more halving
+    would change the model or fail): KernelBench's sizes are a GPU's, the data checks need not be."""
+    assignment, obs = {}, main
+    while _largest(obs) > SMALL_ELEMENTS:
+        now = {k: assignment.get(k, sizes[k]) for k in scalable}
+        smaller = {k: half(v) for k, v in now.items()}
+        if smaller == now:
+            break
+        cand, _ = _try_observe(module, "meta", 0, smaller)
+        if cand is None or same_model(main, cand):
+            break
+        assignment, obs = smaller, cand
+    return assignment, obs
+
+
+def _agree(a: dict, b: dict) -> bool:
+    """The same shapes and dtypes everywhere (a CPU run and a meta run of the same sizes)."""
+    return (
+        a["inputs"] == b["inputs"]
+        and a["outputs"]["items"] == b["outputs"]["items"]
+        and [(s["name"], s["shape"], s["dtype"]) for s in a["state"]]
+        == [(s["name"], s["shape"], s["dtype"]) for s in b["state"]]
+    )
+
+
+def _cpu_observe(module, path: Path, assignment: dict) -> dict:
     try:
-        main = observe(module, "cpu", 0, {}, keep=True)
+        return observe(module, "cpu", 0, assignment, keep=True)
     except Unimportable:
         raise
     except Exception as e:
         raise Unimportable(
             f"{path.name}: building the model or running its forward fails: {_last_frame(e, path)}"
         ) from None
-    if len(main["inputs"]) > len(names) and not var_args:
-        raise Unimportable(
-            f"get_inputs() returns {len(main['inputs'])} values but Model.forward takes {len(names)} argument(s)"
-        )
+
+
+def probe(path: Path) -> dict:
+    torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
+    module = load_problem(path)
+    names, var_args = forward_names(module.Model)
+    sizes = size_variables(module)
     notes: list[str] = []
-    check_data(module, main, notes)
     result = {
         "ok": True,
         "file": path.name,
         "sizes": sizes,
         "forward": names,
-        "main": _public(main),
-        "scenarios": [{"case": "main", "assignment": {}, "obs": _public(main)}],
         "dropped": [],
         "probes": [],
         "scalable": [],
         "traced": False,
         "notes": notes,
     }
-    trace_sizes(module, sizes, main, result, notes)
+    # Shapes first, on the meta device (nothing computed); then the data, on CPU at sizes small enough.
+    main, why = _try_observe(module, "meta", 0, {})
+    data = None
+    if main is not None:
+        result["traced"] = True
+        trace_sizes(module, sizes, main, result, notes)
+        small, small_meta = small_sizes(module, sizes, result["scalable"], main)
+        data = _cpu_observe(module, path, small)
+        if _agree(_public(data), small_meta):
+            if small:
+                notes.append(f"the data checks ran on CPU at {_show(small)} (the problem's sizes, reduced)")
+        else:
+            why, data = "its shapes there differ from a CPU run's", None
+    if data is None:  # untraced: everything from a CPU run at the problem's own sizes, one scenario
+        if main is not None:
+            del notes[:]
+            result.update(dropped=[], probes=[], scalable=[], traced=False)
+            result.pop("extra", None)
+        main = data = _cpu_observe(module, path, {})
+        small = {}
+        notes.append(f"the model could not be run on the meta device ({why}): only the main scenario is made")
+    if len(main["inputs"]) > len(names) and not var_args:
+        raise Unimportable(
+            f"get_inputs() returns {len(main['inputs'])} values but Model.forward takes {len(names)} argument(s)"
+        )
+    check_data(module, data, small, notes)
+    result["main"] = _public(main)
+    result["scenarios"] = [{"case": "main", "assignment": {}, "obs": _public(main)}] + result.pop("extra", [])
     return result
 
 

@@ -268,6 +268,16 @@ def test_a_size_named_like_the_importers_own_values_pushes_them_aside(tasks):
     assert main.params["kb_flops_2"] == 60
 
 
+def test_a_gpu_sized_problem_is_checked_on_cpu_at_reduced_sizes(tasks):
+    done = tasks("gpu_sized_softplus")  # a CPU run at its own sizes would need 512 GiB
+    spec = load_spec(done.folder)
+    main = spec.scenarios[0].params
+    assert (main["batch_size"], main["dim"], main["kb_flops"]) == (65536, 1048576, 2**36)
+    assert (
+        "the data checks ran on CPU at batch_size = 256, dim = 4096 (the problem's sizes, reduced)" in done.plan.notes
+    )
+
+
 def test_the_compiled_baseline_writes_the_outputs(tasks):
     done = tasks("elementwise_relu")
     spec, ref = load_spec(done.folder), _reference(done.folder)
