@@ -96,7 +96,6 @@ class Plan:
     id_template: str
     notes: list
     size_vars: list
-    container: str
     case_key: str = CASE_SYMBOL
     flops_key: str = FLOPS_SYMBOL
 
@@ -126,6 +125,8 @@ def _free(base: str, taken: set) -> str:
 
 
 def plan_task(report: dict, name: str) -> Plan:
+    """The task from the probe's report: the ABI in order (tensor inputs, weights, outputs, scalars), each
+    dimension named (_name_dimensions), and the scenarios' values."""
     scen = report["scenarios"]
     main = report["main"]
     sizes = report["sizes"]
@@ -181,7 +182,6 @@ def plan_task(report: dict, name: str) -> Plan:
         id_template=template,
         notes=list(report["notes"]),
         size_vars=size_vars,
-        container=report["main"]["outputs"]["container"],
         case_key=case_key,
         flops_key=flops_key,
     )

@@ -252,12 +252,14 @@ def test_names_that_clash_or_are_c_keywords_get_a_suffix(tasks):
     done = tasks("name_clashes")
     spec, ref = load_spec(done.folder), _reference(done.folder)
     assert [(a.name, a.kind) for a in spec.args] == [
-        ("weight", "input"), ("weight_2", "input"), ("out", "output"), ("double_2", "scalar"),
+        ("weight", "input"), ("weight_2", "input"), ("out", "output"), ("double_2", "scalar"), ("shift", "scalar"),
         ("batch_size", "scalar"), ("dim", "scalar")]  # fmt: skip
+    shift = next(a for a in spec.args if a.name == "shift")
+    assert shift.dtype == "int64" and shift.value({}) == 2
     params = spec.scenarios[0].params
     args = _make_inputs(spec, ref, params, seed=2)
     got = ref.reference(**_copies(spec, args))["out"]
-    assert torch.equal(got, args["weight"] * args["weight_2"] * 1.5)
+    assert torch.equal(got, torch.roll(args["weight"] * args["weight_2"] * 1.5, 2, 1))
 
 
 def test_a_size_named_like_the_importers_own_values_pushes_them_aside(tasks):
@@ -301,6 +303,7 @@ def test_the_compiled_baseline_writes_the_outputs(tasks):
         ("string_input", "get_inputs()[1] is a str: only tensors, ints and floats"),
         ("loose_tensor", "the model holds tensor(s) table that are neither parameters nor buffers"),
         ("forward_fails", "forward_fails.py: building the model or running its forward fails: RuntimeError: mat1"),
+        ("returns_dict", "the forward returns a dict: only a tensor or a tuple/list of tensors"),
         ("complex_input", "get_inputs()[0] has dtype torch.complex64, which a task cannot hold"),
     ],
 )

@@ -1,4 +1,5 @@
-"""Importable: names that clash (an input and a parameter both `weight`) or are C keywords (`double`)."""
+"""Importable: names that clash (an input and a parameter both `weight`) or are C keywords (`double`); an int
+scalar input."""
 
 import torch
 from torch import nn
@@ -9,8 +10,8 @@ class Model(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.randn(dim))
 
-    def forward(self, weight, double):
-        return weight * self.weight * double
+    def forward(self, weight, double, shift):
+        return torch.roll(weight * self.weight * double, shift, 1)
 
 
 batch_size = 3
@@ -18,7 +19,7 @@ dim = 5
 
 
 def get_inputs():
-    return [torch.randn(batch_size, dim), 1.5]
+    return [torch.randn(batch_size, dim), 1.5, 2]
 
 
 def get_init_inputs():
