@@ -131,6 +131,24 @@ def cmd_task_new(args) -> int:
     return 0
 
 
+def cmd_task_import_kernelbench(args) -> int:
+    """Turn a KernelBench problem file into a cuda-sm90 task folder (gpu_harness/kernelbench.py); a problem it
+    cannot import is a ValueError, which main() prints and exits 2 on."""
+    from .kernelbench import import_kernelbench
+
+    done = import_kernelbench(args.file, name=args.name, parent=args.dir, timeout_s=args.timeout)
+    plan = done.plan
+    print(f"wrote {done.folder}/: task.toml, reference.py, problem.py (a copy of {args.file})")
+    print(f"  args       {', '.join(f'{t.name}{t.dims}' for t in plan.tensors)}")
+    print(f"             scalars: {', '.join(s['name'] for s in plan.scalars) or 'none'}")
+    print(f"  scenarios  {', '.join(p['case'] for p in plan.scenarios)} ({len(plan.quick)} quick)")
+    for note in plan.notes:
+        print(f"  note       {note}")
+    print(f"next: edit [formulas] flops if the count is not the useful work, then `python -m gpu_harness task check "
+          f"{done.folder}`")  # fmt: skip
+    return 0
+
+
 def cmd_task_check(args) -> int:
     """Validate a task folder: the spec, then its reference and function baselines on the smallest scenario."""
     from .tasks import TaskError, folder_task
@@ -259,6 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
     c = ksub.add_parser("check", help="validate a task folder (exit 0, or 2 with every problem found)")
     c.add_argument("folder")
     c.set_defaults(func=cmd_task_check)
+    kb = ksub.add_parser(
+        "import-kernelbench", help="write a cuda-sm90 task folder from a KernelBench problem file (docs/tasks.md)"
+    )
+    kb.add_argument("file", help="the problem: class Model, get_inputs(), get_init_inputs()")
+    kb.add_argument("--name", default=None, help="the task's name (default: from the file's name)")
+    kb.add_argument("--dir", default=".", help="the folder to create it in (default: here)")
+    kb.add_argument("--timeout", type=float, default=300.0, help="bound in seconds on running the problem")
+    kb.set_defaults(func=cmd_task_import_kernelbench)
     ch = ksub.add_parser("cheats", help="evaluate the task's cheats: each must be rejected for its reason")
     ch.add_argument("task", help="a task's name, or a task folder")
     ch.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")

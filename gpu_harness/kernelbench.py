@@ -1,0 +1,328 @@
+"""`python -m gpu_harness task import-kernelbench FILE.py`: a KernelBench problem file as a cuda-sm90 task folder.
+
+The problem file is run by gpu_harness/kernelbench_probe.py in a child process with a time limit (it is code),
+which reports the inputs, parameters, buffers and outputs it sees and how their sizes follow the problem's
+module-level size variables. This module turns that report into the task (plan_task: the ABI, the symbols,
+the scenarios) and writes the folder (kernelbench_files.py renders task.toml and reference.py) into a temporary
+folder renamed into place once load_spec accepts it, so a failure leaves nothing behind. docs/tasks.md,
+"Importing a KernelBench problem", describes the rules; what cannot be imported is a KernelBenchImportError
+whose message names the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .taskspec import NAME_RE, TaskSpecError, load_spec
+
+PROBE_TIMEOUT_S = 300.0
+PROBLEM_FILE = "problem.py"
+# scenario values that are not sizes (a problem's size of the same name pushes them aside: kb_flops_2)
+FLOPS_SYMBOL = "kb_flops"  # the scenario value [formulas] flops reads: counted per scenario at import
+CASE_SYMBOL = "case"  # main, half, odd, double: the first field of every scenario id
+# names a C/C++/CUDA argument may not take, though Python allows them
+C_RESERVED = frozenset(
+    "auto bool break case catch char class const constexpr continue default delete do double else enum "
+    "extern float for goto if inline int long namespace new operator private protected public register "
+    "return short signed sizeof static struct switch template this throw try typedef union unsigned "
+    "using virtual void volatile while half dim3 int8_t int16_t int32_t int64_t uint8_t size_t".split()
+)
+BOOL_AS = "uint8"  # the ABI has no bool: bool tensors travel as uint8 (0/1)
+
+
+class KernelBenchImportError(ValueError):
+    """The problem cannot be imported; the message says why (the CLI prints it and exits 2)."""
+
+
+# ---- running the probe ----------------------------------------------------------------------------------------
+
+
+def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> dict:
+    """The probe's report on the problem file, or KernelBenchImportError naming what went wrong."""
+    from .procs import run_bounded
+
+    probe = Path(__file__).with_name("kernelbench_probe.py")
+    with tempfile.TemporaryDirectory(prefix="kseek-kbprobe-") as work:
+        out = Path(work) / "probe.json"
+        # CPU only (the probe learns shapes, it times nothing); -P: the probe's folder is not on sys.path
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        done = run_bounded([sys.executable, "-P", str(probe), str(path), str(out)], timeout_s, cwd=work, env=env)
+        if done.timed_out:
+            raise KernelBenchImportError(
+                f"{path.name} did not finish within {timeout_s:g} s (importing it, building the model and running "
+                "its forward on CPU at its sizes): it hangs, or needs a longer --timeout"
+            )
+        if not out.is_file():
+            tail = "\n".join((done.stderr or "").strip().splitlines()[-5:])
+            raise KernelBenchImportError(f"{path.name}: the probe process died (exit {done.returncode}): {tail}")
+        report = json.loads(out.read_text())
+    if not report.get("ok"):
+        raise KernelBenchImportError(report.get("error") or f"{path.name} cannot be imported")
+    return report
+
+
+# ---- planning the task ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tensor:
+    name: str  # the ABI name
+    role: str  # "input" (of get_inputs), "weight" (a parameter or buffer) or "output"
+    dtype: str  # the ABI dtype (bool -> uint8)
+    shapes: list  # one per kept scenario
+    index: int = 0  # inputs: position in get_inputs(); outputs: position in the forward's result
+    dotted: str = ""  # weights: the state_dict name
+    is_bool: bool = False
+    dims: list = field(default_factory=list)  # a symbol or a number per dimension, once named
+
+
+@dataclass
+class Plan:
+    name: str
+    file: str
+    init: str
+    tensors: list
+    scalars: list  # dicts: name, dtype, value (a formula), origin ("input" or "size")
+    forward: list  # ABI names in the forward's order
+    scenarios: list  # dicts of params
+    quick: list
+    id_template: str
+    notes: list
+    size_vars: list
+    case_key: str = CASE_SYMBOL
+    flops_key: str = FLOPS_SYMBOL
+
+    def of(self, role: str) -> list:
+        return [t for t in self.tensors if t.role == role]
+
+
+def _c_name(base: str, taken: set) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", base) or "arg"
+    if name[0].isdigit():
+        name = "_" + name
+    candidate, n = name, 1
+    while candidate in taken or candidate in C_RESERVED:
+        n += 1
+        candidate = f"{name}_{n}"
+    taken.add(candidate)
+    return candidate
+
+
+def _free(base: str, taken: set) -> str:
+    """A scenario key (not a C name: `case` may be one) that no size of the problem has."""
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate
+
+
+def plan_task(report: dict, name: str) -> Plan:
+    """The task from the probe's report: the ABI in order (tensor inputs, weights, outputs, scalars), each
+    dimension named (_name_dimensions), and the scenarios' values."""
+    scen = report["scenarios"]
+    main = report["main"]
+    sizes = report["sizes"]
+    taken: set = set()
+    forward_names = report["forward"]
+    tensors, scalars, forward = [], [], []
+    for i, v in enumerate(main["inputs"]):
+        base = forward_names[i] if i < len(forward_names) else f"input{i}"
+        abi = _c_name(base, taken)
+        forward.append(abi)
+        if v["kind"] == "tensor":
+            shapes = [s["obs"]["inputs"][i]["shape"] for s in scen]
+            tensors.append(_tensor(abi, "input", v["dtype"], shapes, index=i))
+        else:
+            dtype = "int64" if v["kind"] == "int" else "float64"
+            scalars.append({"name": abi, "dtype": dtype, "value": repr(v["value"]), "origin": "input"})
+    for k, s in enumerate(main["state"]):
+        shapes = [sc["obs"]["state"][k]["shape"] for sc in scen]
+        abi = _c_name(s["name"].replace(".", "_"), taken)
+        tensors.append(_tensor(abi, "weight", s["dtype"], shapes, dotted=s["name"]))
+    outs = main["outputs"]["items"]
+    for k, o in enumerate(outs):
+        shapes = [sc["obs"]["outputs"]["items"][k]["shape"] for sc in scen]
+        abi = _c_name("out" if len(outs) == 1 else f"out{k}", taken)
+        tensors.append(_tensor(abi, "output", o["dtype"], shapes, index=k))
+
+    reserved = set(report["sizes"])
+    case_key, flops_key = _free(CASE_SYMBOL, reserved), _free(FLOPS_SYMBOL, reserved)
+    symbols = _name_dimensions(report, tensors, {case_key, flops_key})  # symbol -> its value in each scenario
+    for sym in symbols:  # every size the shapes use reaches the kernel as an int64 scalar
+        scalars.append({"name": _c_name(sym, taken), "dtype": "int64", "value": sym, "origin": "size"})
+
+    assigned = [v for v in sizes if any(v in s["assignment"] for s in scen)]
+    size_vars = [v for v in sizes if v in symbols or v in assigned]
+    scenarios = []
+    for k, s in enumerate(scen):
+        params = {case_key: s["case"]}
+        params.update({v: s["assignment"].get(v, sizes[v]) for v in assigned})
+        params.update({sym: values[k] for sym, values in symbols.items()})
+        params[flops_key] = _flops(s["obs"], tensors, k)
+        scenarios.append(params)
+    template = "{" + case_key + "}" + "".join(f"_{v}{{{v}}}" for v in assigned)
+    quick = [template.format(**p) for p in scenarios if p[case_key] != "double"]
+    return Plan(
+        name=name,
+        file=report["file"],
+        init=main["init"],
+        tensors=tensors,
+        scalars=scalars,
+        forward=forward,
+        scenarios=scenarios,
+        quick=quick,
+        id_template=template,
+        notes=list(report["notes"]),
+        size_vars=size_vars,
+        case_key=case_key,
+        flops_key=flops_key,
+    )
+
+
+def _tensor(abi, role, dtype, shapes, **kw) -> Tensor:
+    is_bool = dtype == "bool"
+    return Tensor(abi, role, BOOL_AS if is_bool else dtype, shapes, is_bool=is_bool, **kw)
+
+
+def _probe_shape(probe_obs: dict | None, t: Tensor) -> list | None:
+    """The tensor's shape in a probe's observation (None where the probe did not make it)."""
+    if probe_obs is None:
+        return None
+    if t.role == "input":
+        v = probe_obs["inputs"][t.index] if t.index < len(probe_obs["inputs"]) else None
+        return v.get("shape") if v else None
+    if t.role == "weight":
+        return next((s["shape"] for s in probe_obs["state"] if s["name"] == t.dotted), None)
+    items = probe_obs["outputs"]["items"]
+    return items[t.index]["shape"] if t.index < len(items) else None
+
+
+def _name_dimensions(report: dict, tensors: list, reserved: set) -> dict:
+    """Give every dimension a symbol or a number; returns {symbol: [value per scenario]} in order of use.
+
+    A dimension is named after a module-level size variable when its values over the scenarios are that
+    variable's and (where the model was traced) doubling that variable alone doubled it: height and width
+    both 32 are told apart by which one moves x's dimension 2. A variable the model cannot be built with at
+    twice its value (out_channels, when a bias_shape computed from it stays behind) names a dimension on its
+    value alone, when no other variable has that value and it is not 1. A dimension no variable names keeps its number
+    when it is the same in every scenario, else it gets a symbol of its own (`out_dim2`), its value in each
+    scenario as measured."""
+    sizes, scen, probes = report["sizes"], report["scenarios"], report["probes"]
+    traced = report["traced"]
+    var_values = {v: tuple(s["assignment"].get(v, sizes[v]) for s in scen) for v in sizes}
+    symbols: dict = {}
+    generated: dict = {}  # (values, moved-by) -> symbol
+    for t in tensors:
+        probe_shapes = [(p, _probe_shape(p["obs"], t)) for p in probes]
+        for d in range(len(t.shapes[0])):
+            values = tuple(shape[d] for shape in t.shapes)
+            moved = frozenset(
+                p["var"] for p, ps in probe_shapes if ps is not None and len(ps) > d and ps[d] != values[0]
+            )
+            said = {}  # var -> whether doubling it alone doubled this dimension (absent: its probe failed)
+            for p, ps in probe_shapes:
+                if ps is not None and len(ps) > d:
+                    said[p["var"]] = ps[d] == p["value"] and values[0] == sizes[p["var"]]
+            matches = [v for v, vals in var_values.items() if vals == values]
+            if traced:
+                # a variable whose probe doubled it wins; one whose probe failed (the model would not build
+                # at twice its value) is taken on its value alone
+                matches = [v for v in matches if said.get(v)] or [
+                    v for v in matches if v not in said and values[0] != 1
+                ]
+            elif values[0] == 1:
+                matches = []  # untraced, a 1 says nothing: every broadcast dimension has it
+            if len(matches) == 1:
+                sym = matches[0]
+            elif len(set(values)) == 1:
+                t.dims.append(values[0])
+                continue
+            else:
+                key = (values, moved)
+                if key not in generated:
+                    generated[key] = _c_name(
+                        f"{t.name}_dim{d}", set(sizes) | set(symbols) | set(generated.values()) | reserved
+                    )
+                sym = generated[key]
+            symbols.setdefault(sym, list(values))
+            t.dims.append(sym)
+    return symbols
+
+
+def _flops(obs: dict, tensors: list, k: int) -> int:
+    """FlopCounterMode's count (matmuls, convolutions, attention: 2 per multiply-add); where it counts none
+    (elementwise, reductions), the elements of the largest tensor, one operation each."""
+    counted = int(obs.get("flops") or 0)
+    if counted > 0:
+        return counted
+    largest = 0
+    for t in tensors:
+        n = 1
+        for d in t.shapes[k]:
+            n *= d
+        largest = max(largest, n)
+    return max(1, largest)
+
+
+# ---- writing the folder --------------------------------------------------------------------------------------
+
+
+def default_name(path: Path) -> str:
+    """The task's name from the file's: lowercase letters, digits and _, starting with a letter ("19_ReLU.py"
+    -> "kb_19_relu")."""
+    name = re.sub(r"[^a-z0-9]+", "_", path.stem.lower()).strip("_")
+    return name if re.match(r"^[a-z]", name) else f"kb_{name}".rstrip("_")
+
+
+@dataclass
+class Imported:
+    folder: Path
+    plan: Plan
+
+
+def import_kernelbench(
+    problem: str | Path, name: str | None = None, parent: str | Path = ".", timeout_s: float = PROBE_TIMEOUT_S
+) -> Imported:
+    """Write the task folder `parent/name` for the problem file; KernelBenchImportError (a ValueError) when it
+    cannot be imported, with nothing left behind."""
+    from .kernelbench_files import render_reference, render_toml
+
+    path = Path(problem)
+    if not path.is_file():
+        raise KernelBenchImportError(f"{problem}: no such file")
+    name = name or default_name(path)
+    if not NAME_RE.match(name):
+        raise KernelBenchImportError(f"task name {name!r}: use lowercase letters, digits and _ (it names a C symbol)")
+    parent = Path(parent)
+    folder = parent / name
+    if folder.exists():
+        raise KernelBenchImportError(f"{folder} already exists")
+    plan = plan_task(run_probe(path.resolve(), timeout_s), name)
+    parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{name}.importing-", dir=parent))
+    try:
+        shutil.copyfile(path, work / PROBLEM_FILE)
+        (work / "reference.py").write_text(render_reference(plan))
+        staged = work / name  # load_spec reads the task's name from its folder's
+        staged.mkdir()
+        for f in (PROBLEM_FILE, "reference.py"):
+            os.replace(work / f, staged / f)
+        (staged / "task.toml").write_text(render_toml(plan))
+        try:
+            load_spec(staged)
+        except TaskSpecError as e:  # the importer's own fault: say so rather than leave a broken folder
+            raise KernelBenchImportError(f"the folder written for {path.name} is not a valid task: {e}") from None
+        if folder.exists():
+            raise KernelBenchImportError(f"{folder} already exists")
+        os.rename(staged, folder)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Imported(folder, plan)

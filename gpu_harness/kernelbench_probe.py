@@ -1,0 +1,510 @@
+"""The observing half of `task import-kernelbench`: runs a KernelBench problem file and says what it found.
+
+It runs in a child process of its own (`python -m gpu_harness.kernelbench_probe PROBLEM.py RESULT.json`, started
+by gpu_harness/kernelbench.py with a time limit), because the problem file is code: an import that raises,
+calls sys.exit, or hangs must not take the importer with it. It runs on torch CPU (the child sees no GPU) and
+writes one JSON object: the problem's module-level sizes, the forward's argument names, and for the main
+scenario (the sizes as written) the inputs, parameters, buffers and outputs with their shapes and dtypes.
+
+Sizes are learnt without computing: the model is built and run on the `meta` device (shapes only) at the main
+sizes, then once per module-level int variable set to twice its value (which dimensions follow which variable),
+and on the extra scenarios it proposes (the scalable sizes x0.5, an odd size, and the leading one x2), each kept
+only where the model runs and nothing but input and output sizes changed. The data itself is looked at on CPU,
+at the main sizes with the scalable ones halved until no input or output exceeds SMALL_ELEMENTS (KernelBench's
+sizes are a GPU's): forward twice on the same inputs (it must be deterministic) and once on other inputs and
+weights (the outputs' number and shapes must not depend on the data). A model the meta device cannot run
+(`.item()`, data-dependent branches) is run on CPU at its own sizes, and keeps only its main scenario.
+
+Whatever the problem does wrong ends as {"ok": false, "error": "..."}: a sentence naming the problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import json
+import math
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+MODULE_NAME = "kseek_kernelbench_problem"
+# torch dtypes a task can hold; bool tensors travel as uint8 (the ABI has no bool) and are turned back into
+# bool before the model sees them
+DTYPE_NAMES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.int32: "int32",
+    torch.int64: "int64",
+    torch.bool: "bool",
+}
+
+
+class Unimportable(Exception):
+    """The problem cannot become a task; the message says why, in the user's terms."""
+
+
+# ---- loading the problem -------------------------------------------------------------------------------------
+
+
+def load_problem(path: Path):
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
+    if spec is None or spec.loader is None:
+        raise Unimportable(f"{path.name} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[MODULE_NAME] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # SystemExit and KeyboardInterrupt from the user's file are its failure too
+        raise Unimportable(f"{path.name} fails to import: {_last_frame(e, path)}") from None
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(getattr(module, n, None))]
+    if missing:
+        raise Unimportable(
+            f"{path.name} defines no {', '.join(missing)}: a KernelBench problem has class Model(nn.Module), "
+            "get_inputs() and get_init_inputs()"
+        )
+    if not (isinstance(module.Model, type) and issubclass(module.Model, nn.Module)):
+        raise Unimportable(f"{path.name}: Model is not a subclass of torch.nn.Module")
+    return module
+
+
+def _last_frame(e: BaseException, path: Path) -> str:
+    """The exception, with the line of the problem file it came from when there is one."""
+    line = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    where = f" (line {line})" if line else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+def size_variables(module) -> dict:
+    """Module-level ints (not bools), in the order written: the problem's sizes and settings."""
+    return {k: v for k, v in vars(module).items() if type(v) is int and not k.startswith("_")}
+
+
+def forward_names(model_cls) -> tuple[list[str], bool]:
+    """The forward's positional parameter names after self, and whether it takes *args."""
+    params = list(inspect.signature(model_cls.forward).parameters.values())[1:]
+    names, var = [], False
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            var = True
+        elif p.kind == p.KEYWORD_ONLY and p.default is p.empty:
+            raise Unimportable(
+                f"Model.forward has a keyword-only argument {p.name!r}: only positional arguments can be imported"
+            )
+    return names, var
+
+
+@contextlib.contextmanager
+def sizes_set(module, assignment: dict):
+    """The problem's module-level sizes changed for the block (get_inputs reads them when called)."""
+    saved = {k: getattr(module, k) for k in assignment}
+    try:
+        for k, v in assignment.items():
+            setattr(module, k, v)
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(module, k, v)
+
+
+# ---- one observation: build, make inputs, run -------------------------------------------------------------------
+
+
+def _describe_tensor(t: torch.Tensor, what: str) -> dict:
+    if t.dtype not in DTYPE_NAMES:
+        raise Unimportable(f"{what} has dtype {t.dtype}, which a task cannot hold (known: {_known_dtypes()})")
+    return {"kind": "tensor", "dtype": DTYPE_NAMES[t.dtype], "shape": list(t.shape)}
+
+
+def _known_dtypes() -> str:
+    return ", ".join(DTYPE_NAMES.values())
+
+
+def _describe_input(v, i: int) -> dict:
+    if isinstance(v, torch.Tensor):
+        return _describe_tensor(v, f"get_inputs()[{i}]")
+    if type(v) is int:
+        return {"kind": "int", "value": v}
+    if type(v) is float:
+        if not math.isfinite(v):
+            raise Unimportable(f"get_inputs()[{i}] is {v!r}: a scalar input must be finite")
+        return {"kind": "float", "value": v}
+    raise Unimportable(
+        f"get_inputs()[{i}] is a {type(v).__name__}: only tensors, ints and floats can be the forward's inputs"
+    )
+
+
+def describe_outputs(out) -> dict:
+    if isinstance(out, torch.Tensor):
+        return {"container": "tensor", "items": [_describe_tensor(out, "the forward's output")]}
+    if isinstance(out, (tuple, list)):
+        kind = type(out).__name__
+        items = []
+        for i, o in enumerate(out):
+            if not isinstance(o, torch.Tensor):
+                raise Unimportable(
+                    f"the forward returns a {kind} whose item {i} is a {type(o).__name__}: only tensors can be "
+                    "outputs (a tuple or list of tensors, nothing nested)"
+                )
+            items.append(_describe_tensor(o, f"the forward's output {i}"))
+        if not items:
+            raise Unimportable(f"the forward returns an empty {kind}: there would be nothing to judge")
+        return {"container": kind, "items": items}
+    raise Unimportable(
+        f"the forward returns a {type(out).__name__}: only a tensor or a tuple/list of tensors can be imported"
+    )
+
+
+def model_state(model: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
+    """(dotted name, "parameter" or "buffer", tensor), each tensor once (a shared one under its first name)."""
+    out = [(n, "parameter", p) for n, p in model.named_parameters()]
+    out += [(n, "buffer", b) for n, b in model.named_buffers()]
+    return out
+
+
+def _unregistered_tensors(model: nn.Module) -> list[str]:
+    found = []
+    for prefix, sub in model.named_modules():
+        for k, v in vars(sub).items():
+            if isinstance(v, torch.Tensor):
+                found.append(f"{prefix}.{k}" if prefix else k)
+    return found
+
+
+def observe(module, device: str, seed: int, assignment: dict, keep: bool = False) -> dict:
+    """Build the model and its inputs at these sizes on this device, run forward once, describe it all."""
+    with sizes_set(module, assignment):
+        torch.manual_seed(seed)
+        init = module.get_init_inputs()
+        if not isinstance(init, (list, tuple)):
+            raise Unimportable(f"get_init_inputs() returns a {type(init).__name__}, not a list of arguments")
+        with torch.device(device):
+            model = module.Model(*init)
+            inputs = module.get_inputs()
+    if not isinstance(inputs, (list, tuple)):
+        raise Unimportable(f"get_inputs() returns a {type(inputs).__name__}, not a list of the forward's inputs")
+    loose = _unregistered_tensors(model)
+    if loose:
+        raise Unimportable(
+            f"the model holds tensor(s) {', '.join(loose)} that are neither parameters nor buffers: a kernel "
+            "could not be given them (register them with register_buffer)"
+        )
+    inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
+    model.to(device)
+    described = [_describe_input(v, i) for i, v in enumerate(inputs)]
+    state = [{"name": n, "kind": k, **_describe_tensor(t, f"the model's {k} {n}")} for n, k, t in model_state(model)]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model(*[v.clone() if isinstance(v, torch.Tensor) else v for v in inputs])
+    obs = {
+        "init": repr(init),
+        "inputs": described,
+        "state": state,
+        "outputs": describe_outputs(out),
+        "flops": int(counter.get_total_flops()),
+    }
+    if keep:
+        obs["_model"], obs["_inputs"], obs["_out"] = model, inputs, out
+    return obs
+
+
+def _try_observe(module, device, seed, assignment) -> tuple[dict | None, str]:
+    try:
+        return observe(module, device, seed, assignment), ""
+    except Unimportable as e:
+        return None, str(e)
+    except Exception as e:
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _as_tuple(out) -> tuple:
+    return (out,) if isinstance(out, torch.Tensor) else tuple(out)
+
+
+def _shapes(obs: dict) -> list:
+    return [o["shape"] for o in obs["outputs"]["items"]]
+
+
+def _same_tensors(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if torch.equal(a, b):
+        return True
+    # NaN != NaN: equal where both are NaN
+    return a.is_floating_point() and torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+
+
+# ---- the data checks, on CPU at the main sizes -----------------------------------------------------------------
+
+
+def check_data(module, main: dict, assignment: dict, notes: list[str]) -> None:
+    """`main` was observed on CPU at these sizes (kept tensors): forward again on the same inputs must give the
+    same outputs bit for bit, and on other inputs and weights outputs of the same number, shapes and dtypes."""
+    model, inputs, first = main["_model"], main["_inputs"], _as_tuple(main["_out"])
+    clones = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+    state_before = {n: t.clone() for n, _, t in model_state(model)}
+    with torch.no_grad():
+        again = _as_tuple(model(*clones))
+    if len(again) != len(first) or not all(_same_tensors(a, b) for a, b in zip(first, again, strict=True)):
+        raise Unimportable(
+            "the forward is not deterministic: two calls on the same inputs differ (dropout in training mode, "
+            "or random numbers drawn in forward?), so no kernel could be judged against it"
+        )
+    changed = [f"get_inputs()[{i}]" for i, (a, b) in enumerate(zip(inputs, clones, strict=True)) if
+               isinstance(a, torch.Tensor) and not _same_tensors(a, b)]  # fmt: skip
+    if changed:
+        notes.append(f"the forward modifies {', '.join(changed)} in place; a kernel's inputs are read-only")
+    moved = [n for n, _, t in model_state(model) if not _same_tensors(state_before[n], t)]
+    if moved:
+        notes.append(
+            f"the forward updates {', '.join(moved)} in place (e.g. BatchNorm's running statistics in training "
+            "mode): that update is not an output of the task, only the returned value is judged"
+        )
+    other = observe(module, "cpu", 1, assignment)
+    if len(other["outputs"]["items"]) != len(first):
+        raise Unimportable(
+            f"the forward returns a {main['outputs']['container']} of unknown arity: {len(first)} outputs on one "
+            f"input, {len(other['outputs']['items'])} on another"
+        )
+    if _shapes(other) != _shapes(main) or [o["dtype"] for o in other["outputs"]["items"]] != [
+        o["dtype"] for o in main["outputs"]["items"]
+    ]:
+        raise Unimportable(
+            f"data-dependent output shape: the outputs are {_shapes(main)} on one input and {_shapes(other)} on "
+            "another of the same sizes (e.g. torch.nonzero): a task's output shapes must follow from its sizes"
+        )
+
+
+# ---- the sizes: which variable moves which dimension, which ones scale -------------------------------------
+
+
+def _structure(obs: dict) -> list:
+    return [(o["dtype"], len(o["shape"])) for o in obs["outputs"]["items"]]
+
+
+def _scalar_values(obs: dict) -> list:
+    return [v.get("value") for v in obs["inputs"]]
+
+
+def _input_shapes(obs: dict) -> list:
+    return [v.get("shape") for v in obs["inputs"]]
+
+
+def same_model(base: dict, other: dict) -> str:
+    """Why `other` is not the same model on other input sizes ("" when it is)."""
+    if other["init"] != base["init"]:
+        return "get_init_inputs() changes"
+    if [(s["name"], s["shape"], s["dtype"]) for s in other["state"]] != [
+        (s["name"], s["shape"], s["dtype"]) for s in base["state"]
+    ]:
+        return "a parameter's or buffer's shape changes"
+    if [v["kind"] for v in other["inputs"]] != [v["kind"] for v in base["inputs"]]:
+        return "get_inputs() returns other kinds of values"
+    if [v.get("dtype") for v in other["inputs"]] != [v.get("dtype") for v in base["inputs"]]:
+        return "an input's dtype changes"
+    if _scalar_values(other) != _scalar_values(base):
+        return "a scalar input of get_inputs() changes"
+    if len(other["outputs"]["items"]) != len(base["outputs"]["items"]):
+        raise Unimportable(
+            f"the forward returns a {base['outputs']['container']} of unknown arity: "
+            f"{len(base['outputs']['items'])} outputs at the problem's sizes, {len(other['outputs']['items'])} at "
+            "others"
+        )
+    if _structure(other) != _structure(base):
+        return "an output's dtype or rank changes"
+    return ""
+
+
+def half(v: int) -> int:
+    return max(1, v // 2)
+
+
+def odd(v: int) -> int:
+    return (3 * v // 4) | 1  # an odd size below the original: no power-of-two tile divides it
+
+
+def propose_scenarios(sizes: dict, scalable: list[str], lead: str) -> list[tuple[str, dict]]:
+    cands = [
+        ("half", {k: half(sizes[k]) for k in scalable}),
+        ("odd", {k: odd(sizes[k]) for k in scalable}),
+        ("double", {lead: 2 * sizes[lead]}),
+    ]
+    seen, out = [{}], []
+    for case, assignment in cands:
+        changed = {k: v for k, v in assignment.items() if v != sizes[k]}
+        if changed not in seen:
+            seen.append(changed)
+            out.append((case, changed))
+    return out
+
+
+def trace_sizes(module, sizes: dict, main: dict, result: dict, notes: list[str]) -> None:
+    """On the meta device: which sizes scale (doubling one alone moves an input's shape and nothing of the
+    model), and the extra scenarios that keep the model (`main` is the meta observation of the main sizes)."""
+    probes, scalable = [], []
+    for name, value in sizes.items():
+        if value < 1:
+            continue
+        obs, why = _try_observe(module, "meta", 0, {name: 2 * value})
+        probes.append({"var": name, "value": 2 * value, "obs": _public(obs), "error": why})
+        if obs is None:
+            continue
+        if not same_model(main, obs) and _input_shapes(obs) != _input_shapes(main):
+            scalable.append(name)
+    result["probes"] = probes
+    result["scalable"] = scalable
+    if not scalable:
+        notes.append("no size can be scaled without changing the model's parameters: only the main scenario")
+        return
+    lead = _lead(main, probes, sizes, scalable)
+    for case, assignment in propose_scenarios(sizes, scalable, lead):
+        obs, why = _try_observe(module, "meta", 0, assignment)
+        reason = why or same_model(main, obs)
+        if reason:
+            result["dropped"].append({"case": case, "assignment": assignment, "reason": reason})
+            notes.append(f"scenario {case} ({_show(assignment)}) dropped: {reason}")
+            continue
+        result.setdefault("extra", []).append({"case": case, "assignment": assignment, "obs": _public(obs)})
+
+
+def _lead(main: dict, probes: list[dict], sizes: dict, scalable: list[str]) -> str:
+    """The scalable size of the first tensor input's first dimension (the batch, usually)."""
+    first = next((i for i, v in enumerate(main["inputs"]) if v["kind"] == "tensor" and v["shape"]), None)
+    for p in probes:
+        if p["var"] in scalable and first is not None and p["obs"]["inputs"][first]["shape"][0] == p["value"]:
+            if main["inputs"][first]["shape"][0] == sizes[p["var"]]:
+                return p["var"]
+    return scalable[0]
+
+
+def _show(assignment: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in assignment.items())
+
+
+def _public(obs: dict | None) -> dict | None:
+    return None if obs is None else {k: v for k, v in obs.items() if not k.startswith("_")}
+
+
+# ---- the whole probe ------------------------------------------------------------------------------------------
+
+
+SMALL_ELEMENTS = 1 << 20  # the CPU data checks' largest input or output, where the scalable sizes shrink to it
+
+
+def _largest(obs: dict) -> int:
+    tensors = [v["shape"] for v in obs["inputs"] if v["kind"] == "tensor"] + _shapes(obs)
+    return max((math.prod(shape) for shape in tensors), default=0)
+
+
+def small_sizes(module, sizes: dict, scalable: list[str], main: dict) -> tuple[dict, dict]:
+    """The scalable sizes halved together until no input or output exceeds SMALL_ELEMENTS (or one more halving
+    would change the model or fail): KernelBench's sizes are a GPU's, the data checks need not be."""
+    assignment, obs = {}, main
+    while _largest(obs) > SMALL_ELEMENTS:
+        now = {k: assignment.get(k, sizes[k]) for k in scalable}
+        smaller = {k: half(v) for k, v in now.items()}
+        if smaller == now:
+            break
+        cand, _ = _try_observe(module, "meta", 0, smaller)
+        if cand is None or same_model(main, cand):
+            break
+        assignment, obs = smaller, cand
+    return assignment, obs
+
+
+def _agree(a: dict, b: dict) -> bool:
+    """The same shapes and dtypes everywhere (a CPU run and a meta run of the same sizes)."""
+    return (
+        a["inputs"] == b["inputs"]
+        and a["outputs"]["items"] == b["outputs"]["items"]
+        and [(s["name"], s["shape"], s["dtype"]) for s in a["state"]]
+        == [(s["name"], s["shape"], s["dtype"]) for s in b["state"]]
+    )
+
+
+def _cpu_observe(module, path: Path, assignment: dict) -> dict:
+    try:
+        return observe(module, "cpu", 0, assignment, keep=True)
+    except Unimportable:
+        raise
+    except Exception as e:
+        raise Unimportable(
+            f"{path.name}: building the model or running its forward fails: {_last_frame(e, path)}"
+        ) from None
+
+
+def probe(path: Path) -> dict:
+    torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
+    module = load_problem(path)
+    names, var_args = forward_names(module.Model)
+    sizes = size_variables(module)
+    notes: list[str] = []
+    result = {
+        "ok": True,
+        "file": path.name,
+        "sizes": sizes,
+        "forward": names,
+        "dropped": [],
+        "probes": [],
+        "scalable": [],
+        "traced": False,
+        "notes": notes,
+    }
+    # Shapes first, on the meta device (nothing computed); then the data, on CPU at sizes small enough.
+    main, why = _try_observe(module, "meta", 0, {})
+    data = None
+    if main is not None:
+        result["traced"] = True
+        trace_sizes(module, sizes, main, result, notes)
+        small, small_meta = small_sizes(module, sizes, result["scalable"], main)
+        data = _cpu_observe(module, path, small)
+        if _agree(_public(data), small_meta):
+            if small:
+                notes.append(f"the data checks ran on CPU at {_show(small)} (the problem's sizes, reduced)")
+        else:
+            why, data = "its shapes there differ from a CPU run's", None
+    if data is None:  # untraced: everything from a CPU run at the problem's own sizes, one scenario
+        if main is not None:
+            del notes[:]
+            result.update(dropped=[], probes=[], scalable=[], traced=False)
+            result.pop("extra", None)
+        main = data = _cpu_observe(module, path, {})
+        small = {}
+        notes.append(f"the model could not be run on the meta device ({why}): only the main scenario is made")
+    if len(main["inputs"]) > len(names) and not var_args:
+        raise Unimportable(
+            f"get_inputs() returns {len(main['inputs'])} values but Model.forward takes {len(names)} argument(s)"
+        )
+    check_data(module, data, small, notes)
+    result["main"] = _public(main)
+    result["scenarios"] = [{"case": "main", "assignment": {}, "obs": _public(main)}] + result.pop("extra", [])
+    return result
+
+
+def main(argv: list[str]) -> int:
+    problem, out = Path(argv[0]), Path(argv[1])
+    try:
+        result = probe(problem)
+    except Unimportable as e:
+        result = {"ok": False, "error": str(e)}
+    except BaseException as e:  # the user's code may raise anything, SystemExit included
+        result = {"ok": False, "error": f"{problem.name}: {_last_frame(e, problem)}"}
+    out.write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

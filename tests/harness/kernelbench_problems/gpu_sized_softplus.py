@@ -1,0 +1,21 @@
+"""Importable on a small machine: GPU-sized (2**36 elements, 256 GiB in float32), checked at reduced sizes."""
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.softplus(x)
+
+
+batch_size = 65536
+dim = 1048576
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
