@@ -1,4 +1,5 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
+// v11: v9 with the wgmma descriptors kept in two 32-bit words (from v10; versions/README.md, v9 -> v11).
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -131,10 +132,23 @@ template <int N> __device__ __forceinline__ void reg_fence(float (&r)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// Shared-memory matrix descriptor, 128-byte swizzle. lbo/sbo in bytes.
-__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
-         (1ull << 62);
+// Shared-memory matrix descriptor, 128-byte swizzle (lbo/sbo in bytes): bits 0-13 start address >> 4,
+// 16-29 leading-dimension byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 the swizzle mode (1 = 128 B).
+// Kept in its two 32-bit words: only the low word (start address >> 4 and LBO >> 4) moves between k-steps
+// and stages, so with the base built once per CTA each wgmma's descriptor is one 32-bit add. (ncu on v9,
+// bf16 S 8192 d128: 16% of the consumers' stall samples sat on the uniform-datapath shift/and/or chain that
+// v9 ran to rebuild the whole descriptor before every wgmma.) Valid while the start address stays under
+// 256 KB, which shared memory always does.
+struct Desc {
+  uint32_t lo, hi;
+};
+__device__ __forceinline__ Desc desc_base(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return {((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16), (sbo >> 4) | (1u << 30)};
+}
+// offset16: bytes / 16 from the base (callers pass compile-time constants plus stage * stage_bytes / 16, so the
+// stage's part is added once and each k-step adds an immediate)
+__device__ __forceinline__ uint64_t desc_at(Desc d, uint32_t offset16) {
+  return ((uint64_t)d.hi << 32) | (d.lo + offset16);
 }
 
 // ---- generated wgmma wrappers (tools/gen_wgmma.py): GENERATED BEGIN
@@ -555,7 +569,11 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(S::REG));
-    const int cw = wg - 1;                 // which 64-row half of the CTA's queries
+    // which 64-row slice of the CTA's queries; the shuffle tells the compiler it is warp-uniform, so the
+    // descriptors below live in uniform registers
+    const int cw = __shfl_sync(0xffffffffu, wg, 0) - 1;
+    const Desc dq = desc_base(sQ + cw * 64 * 128, 16, 1024), dk = desc_base(sK, 16, 1024),
+               dv = desc_base(sV, BN * 128, 1024);
     const int wi = (tid >> 5) & 3, lane = tid & 31;
     const int row0 = m0 + cw * 64 + wi * 16 + (lane >> 2);
 
@@ -573,8 +591,8 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         // K-major operands: stepping 16 elements along K inside a swizzled 128-byte row is +32 bytes
-        const uint64_t da = make_desc(sQ + (kk >> 2) * BM * 128 + cw * 64 * 128 + (kk & 3) * 32, 16, 1024);
-        const uint64_t db = make_desc(sK + st * S::KV_BYTES + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024);
+        const uint64_t da = desc_at(dq, ((kk >> 2) * BM * 128 + (kk & 3) * 32) / 16);
+        const uint64_t db = desc_at(dk, st * (S::KV_BYTES / 16) + ((kk >> 2) * BN * 128 + (kk & 3) * 32) / 16);
         wgmma_ss<BN, T>(sacc, da, db, kk > 0);
       }
     };
@@ -583,7 +601,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
       for (int kk = 0; kk < BN / 16; ++kk) {
         // V tile is [key][d]: N-major B. 16 keys = two 8-row groups = 2048 bytes; the next 64 columns
         // of d sit in the next slab, BN*128 bytes on (LBO); 8-key groups are 1024 bytes apart (SBO).
-        const uint64_t db = make_desc(sV + st * S::KV_BYTES + kk * 2048, BN * 128, 1024);
+        const uint64_t db = desc_at(dv, st * (S::KV_BYTES / 16) + kk * (2048 / 16));
         wgmma_rs<DP, T>(oacc, pa[kk], db, 1);
       }
     };
@@ -742,7 +760,9 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(S::REG));
-    const int cw = wg - 1;  // which 64-row slice of the CTA's queries
+    const int cw = __shfl_sync(0xffffffffu, wg, 0) - 1;  // which 64-row slice (warp-uniform, as above)
+    const Desc dq = desc_base(sQ + cw * 64 * 128, 16, 1024), dk = desc_base(sK, 16, 1024),
+               dv = desc_base(sV, BN * 128, 1024);
     const int wi = (tid >> 5) & 3, lane = tid & 31;
 
     float oacc[DP / 2];
@@ -764,8 +784,8 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
           // K-major operands: stepping 16 elements along K inside a swizzled 128-byte row is +32 bytes
-          const uint64_t da = make_desc(sQ + (kk >> 2) * BM * 128 + cw * 64 * 128 + (kk & 3) * 32, 16, 1024);
-          const uint64_t db = make_desc(sK + st * S::KV_BYTES + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024);
+          const uint64_t da = desc_at(dq, ((kk >> 2) * BM * 128 + (kk & 3) * 32) / 16);
+          const uint64_t db = desc_at(dk, st * (S::KV_BYTES / 16) + ((kk >> 2) * BN * 128 + (kk & 3) * 32) / 16);
           wgmma_ss<BN, T>(sacc, da, db, kk > 0);
         }
       };
@@ -774,7 +794,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         for (int kk = 0; kk < BN / 16; ++kk) {
           // V tile is [key][d]: N-major B. 16 keys = two 8-row groups = 2048 bytes; the next 64 columns
           // of d sit in the next slab, BN*128 bytes on (LBO); 8-key groups are 1024 bytes apart (SBO).
-          const uint64_t db = make_desc(sV + st * S::KV_BYTES + kk * 2048, BN * 128, 1024);
+          const uint64_t db = desc_at(dv, st * (S::KV_BYTES / 16) + kk * (2048 / 16));
           wgmma_rs<DP, T>(oacc, pa[kk], db, 1);
         }
       };
