@@ -1,0 +1,119 @@
+"""The whole system on a task that did not exist when the code was written (issue 16: "no code change"):
+`python -m gpu_harness task new` writes a folder into a directory named by KSEEK_TASKS_DIR, `sync_tasks` mirrors
+it, an operator starts a run on it from the dashboard's start form, and a worker with the real `anthropic`
+client (against a local Messages-API server) writes a kernel, evaluates it with the real harness, and the run
+streams to the server and finishes."""
+
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from agentloop.models.anthropic_backend import AnthropicModel
+from agentloop.worker.client import Worker
+from tests.agentloop.messages_api import MessagesServer, Reply, text, tool_use
+from tests.reliability.live import LiveSite, wait_until
+from tests.reliability.test_dashboard_bad_input import Browser
+
+pytestmark = pytest.mark.timeout(900)
+
+TASK = "scale_add_new"
+# What the scaffold's operation asks (out = x * scale + y, float32, row-major), in one pass.
+KERNEL = """#include <cstdint>
+extern "C" int kseek_scale_add_new(const float* x, const float* y, float* out, float scale, int rows, int cols) {
+    if (rows < 0 || cols < 0) return 1;
+    const long n = (long)rows * cols;
+    for (long i = 0; i < n; ++i) out[i] = x[i] * scale + y[i];
+    return 0;
+}
+"""
+
+
+@pytest.fixture
+def new_task_site(tmp_path, monkeypatch):
+    tasks_dir = tmp_path / "team-tasks"
+    made = subprocess.run(
+        [sys.executable, "-m", "gpu_harness", "task", "new", TASK, "--dir", str(tasks_dir)],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    # the server's commands, the server and the in-process worker below all see the team's folder
+    monkeypatch.setenv("KSEEK_TASKS_DIR", str(tasks_dir))
+    site = LiveSite(tmp_path / "site").setup()
+    try:
+        yield site
+    finally:
+        site.close()
+
+
+def responder(request):
+    """The model: writes the kernel, evaluates it, then says it is done; no question at decision points."""
+    if not request.get("tools"):
+        return Reply([text("QUESTION: none\nREASON: none")])
+    turn = sum(1 for m in request["messages"] if m["role"] == "assistant")
+    if turn == 0:
+        return Reply([tool_use("editor", {"command": "create", "path": "kernel.cpp", "file_text": KERNEL})])
+    if turn == 1:
+        return Reply([tool_use("evaluate", {"scenarios": "full"})])
+    return Reply([text("The kernel computes out = x * scale + y in one pass; done.")])
+
+
+def test_a_run_on_a_task_folder_made_by_task_new_starts_from_the_dashboard_streams_and_finishes(new_task_site):
+    site = new_task_site
+    assert site.query("select target, starting_kernel_name from runs_task where name = ?", (TASK,)) == [
+        ("cpu", "kernel.cpp")
+    ]
+    port = site.start_server()
+    browser = Browser(site, port)
+    status, page = browser.get(f"/runs/start/?task={TASK}")
+    assert status == 200 and TASK in page
+    status, page = browser.post_form(
+        "/runs/start/",
+        {"task": TASK, "model": "claude-sonnet-4-6", "review_mode": "auto", "budget_steps": "12"},
+    )
+    assert status == 200, page[-2000:]
+    (run_id,) = [r[0] for r in site.query("select id from runs_run")]
+    token = site.worker_token("team-box")
+
+    with MessagesServer(responder) as messages:
+        worker = Worker(
+            server=f"ws://127.0.0.1:{port}",
+            token=token,
+            gpus=[0],
+            state_dir=site.folder / "worker",
+            use_bwrap=False,
+            targets=["cpu"],
+            model_factory=lambda spec, settings: AnthropicModel(
+                spec, settings={"api_key": "sk-test", "base_url": messages.url, "stream": True, "backoff_base_s": 0.01}
+            ),
+        )
+        thread = threading.Thread(target=worker.serve, daemon=True)
+        thread.start()
+        try:
+            finished = wait_until(
+                lambda: (
+                    site.query("select status from runs_run where id = ?", (run_id,))[0][0]
+                    in ("succeeded", "failed", "stopped")
+                ),
+                600,
+            )
+            assert finished, site.server_log(port)
+        finally:
+            worker.stop.set()
+            thread.join(30)
+
+    kinds = [k for (k,) in site.query("select kind from runs_step where run_id = ? order by seq", (run_id,))]
+    assert kinds[0] == "status" and "tool_call" in kinds and "evaluation" in kinds and kinds[-1] == "status"
+    # the evaluation the agent asked for ran the real harness on the new task's every scenario, and it was right
+    rows = site.query(
+        "select e.status, count(s.id), sum(case when s.correct then 1 else 0 end) from runs_evaluation e"
+        " join runs_scenarioresult s on s.evaluation_id = e.id where e.run_id = ? group by e.id order by e.id",
+        (run_id,),
+    )
+    assert rows and rows[0][1] == 10 and rows[0][2] == 10, rows
+    assert messages.requests, "the worker never called the model"
+    # it ends at its goal, or (a one-pass loop against numpy on a loaded machine) at its step budget: not on an error
+    ((status, reason),) = site.query("select status, status_reason from runs_run where id = ?", (run_id,))
+    assert status == "succeeded" or reason.startswith("budget_steps"), (status, reason)
