@@ -7,6 +7,7 @@ streams to the server and finishes."""
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from tests.reliability.test_dashboard_bad_input import Browser
 
 pytestmark = pytest.mark.timeout(900)
 
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "scale_add_new"
 # What the scaffold's operation asks (out = x * scale + y, float32, row-major), in one pass.
 KERNEL = """#include <cstdint>
@@ -117,3 +119,69 @@ def test_a_run_on_a_task_folder_made_by_task_new_starts_from_the_dashboard_strea
     # it ends at its goal, or (a one-pass loop against numpy on a loaded machine) at its step budget: not on an error
     ((status, reason),) = site.query("select status, status_reason from runs_run where id = ?", (run_id,))
     assert status == "succeeded" or reason.startswith("budget_steps"), (status, reason)
+
+
+def gpu_task_responder(request):
+    """The model on softmax_rows: writes a kernel (the task's own simple one), evaluates it, then is done."""
+    if not request.get("tools"):
+        return Reply([text("QUESTION: none\nREASON: none")])
+    turn = sum(1 for m in request["messages"] if m["role"] == "assistant")
+    if turn == 0:
+        source = (ROOT / "kernels" / "softmax_rows" / "naive.cu").read_text()
+        return Reply([tool_use("editor", {"command": "create", "path": "naive.cu", "file_text": source})])
+    if turn == 1:
+        return Reply([tool_use("evaluate", {"scenarios": "quick"})])
+    return Reply([text("done")])
+
+
+def test_a_run_on_a_gpu_task_folder_reaches_a_worker_that_serves_cuda_and_finishes(tmp_path):
+    """softmax_rows, a folder task of the cuda-sm90 target, started from the dashboard: only a worker that
+    announces cuda-sm90 gets it; here (no GPU) its evaluation builds the kernel and says it could not run it."""
+    site = LiveSite(tmp_path / "site").setup()
+    try:
+        port = site.start_server()
+        browser = Browser(site, port)
+        status, page = browser.post_form(
+            "/runs/start/",
+            {"task": "softmax_rows", "model": "claude-sonnet-4-6", "review_mode": "auto", "budget_steps": "6"},
+        )
+        assert status == 200, page[-2000:]
+        (run_id,) = [r[0] for r in site.query("select id from runs_run")]
+        with MessagesServer(gpu_task_responder) as messages:
+            workers = []
+            for name, targets in (("cpu-box", ["cpu"]), ("gpu-box", ["cpu", "cuda-sm90"])):
+                worker = Worker(
+                    server=f"ws://127.0.0.1:{port}",
+                    token=site.worker_token(name),
+                    gpus=[0],
+                    state_dir=site.folder / name,
+                    use_bwrap=False,
+                    targets=targets,
+                    model_factory=lambda spec, settings: AnthropicModel(
+                        spec, settings={"api_key": "sk-test", "base_url": messages.url, "backoff_base_s": 0.01}
+                    ),
+                )
+                thread = threading.Thread(target=worker.serve, daemon=True)
+                thread.start()
+                workers.append((worker, thread))
+            try:
+                finished = wait_until(
+                    lambda: (
+                        site.query("select status from runs_run where id = ?", (run_id,))[0][0]
+                        in ("succeeded", "failed", "stopped")
+                    ),
+                    600,
+                )
+                assert finished, site.server_log(port)
+            finally:
+                for worker, thread in workers:
+                    worker.stop.set()
+                    thread.join(30)
+        ((host,),) = site.query(
+            "select w.name from runs_run r join runs_workerhost w on w.id = r.worker_id where r.id = ?", (run_id,)
+        )
+        assert host == "gpu-box"
+        ((status, reason),) = site.query("select status, reason from runs_evaluation where run_id = ?", (run_id,))
+        assert status == "compiled" and "no CUDA GPU here" in reason, (status, reason)
+    finally:
+        site.close()
