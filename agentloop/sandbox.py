@@ -135,9 +135,13 @@ def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: l
     return cmd + ["--"] + argv
 
 
-def harness_sources() -> list[Path]:
-    """What the harness runs from: this checkout (gpu_harness, kernels) and the Python it runs on."""
-    return [REPO_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
+def harness_sources(env: dict[str, str] | None = None) -> list[Path]:
+    """What the harness runs from: this checkout (gpu_harness, kernels, tasks), the Python it runs on, and the
+    task folders its environment names (KSEEK_TASKS_DIR, os.pathsep-separated: a team's own tasks, often
+    under /tmp or a home folder that the private /tmp or nothing else would show). Read-only; a task folder
+    inside a hidden one stays hidden."""
+    tasks = [Path(p) for p in (env or {}).get("KSEEK_TASKS_DIR", "").split(os.pathsep) if p]
+    return [REPO_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent, *tasks]
 
 
 @dataclass(frozen=True)
@@ -181,5 +185,5 @@ class Sandbox:
         """The harness's command line: under bubblewrap with the GPUs, its scratch folder
         and build cache writable, the hidden folders hidden, nothing else writable."""
         if self.mode == BUBBLEWRAP:
-            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, readable=harness_sources())
+            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, readable=harness_sources(env))
         return argv

@@ -225,3 +225,25 @@ def test_control_the_harness_started_with_secrets_hands_them_to_the_kernels_proc
 def test_secrets_are_refused_in_the_harness_extra_environment():
     with pytest.raises(ValueError, match="ANTHROPIC_API_KEY, KSEEK_WORKER_TOKEN"):
         HarnessEvaluator(extra_env={"CUDA_VISIBLE_DEVICES": "1", **SECRETS})
+
+
+def test_the_sandboxed_harness_can_read_the_task_folders_its_environment_names_and_not_hidden_ones(tmp_path):
+    """KSEEK_TASKS_DIR (a team's own tasks, here under the private /tmp's real counterpart) is mounted read-only
+    into the harness's sandbox; a task folder inside a hidden folder stays hidden."""
+    tasks, hidden = tmp_path / "team-tasks", tmp_path / "worker-state"
+    (tasks / "my_op").mkdir(parents=True)
+    (tasks / "my_op" / "task.toml").write_text("target = 'cpu'\n")
+    (hidden / "tasks" / "secret_op").mkdir(parents=True)
+    (hidden / "tasks" / "secret_op" / "task.toml").write_text("x\n")
+    sandbox = Sandbox.choose(hidden=[hidden])
+    if sandbox.mode != "bubblewrap":
+        pytest.skip("bubblewrap does not work here")
+    env = {"PATH": os.environ["PATH"], "KSEEK_TASKS_DIR": os.pathsep.join([str(tasks), str(hidden / "tasks")])}
+    home = tmp_path / "home"
+    home.mkdir()
+    script = "import os, sys; print([os.path.exists(p) for p in sys.argv[1:]])"
+    argv = sandbox.harness_argv(home, [], env, [sys.executable, "-c", script, str(tasks / "my_op" / "task.toml"),
+                                                str(hidden / "tasks" / "secret_op" / "task.toml")])  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[True, False]"
