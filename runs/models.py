@@ -143,6 +143,9 @@ class Run(models.Model):
     # Where an imported run came from (runs.services.trace_import): the trace's file name, and the run it
     # records where the trace names one. Blank: a run this site ran itself.
     imported_from = models.CharField(max_length=300, blank=True, help_text="The trace it was imported from, if any")
+    # The original run an imported trace records (runs.services.trace_import.trace_origin), the same for every
+    # import of the same run, so that figures over runs count it once. Blank: the run is its own origin.
+    origin = models.CharField(max_length=200, blank=True, db_index=True, help_text="The original run it records")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

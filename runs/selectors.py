@@ -133,7 +133,7 @@ def run_evaluations(run: Run) -> list[Evaluation]:
     those), as the figures of its chart and of the compare page take them."""
     return list(
         Evaluation.objects.filter(run=run)
-        .select_related("step")
+        .select_related("step", "kernel")
         .prefetch_related("scenarios")
         .order_by("created_at", "pk")
     )
@@ -155,6 +155,13 @@ def run_speedup_series(run: Run) -> dict:
                 "status": evaluation.status,
                 "evaluation_id": evaluation.pk,
                 "kernel_id": evaluation.kernel_id,
+                # What the run page's Evaluations table shows of it, as its template writes it (the page redraws
+                # the table from these when the feed announces an evaluation).
+                "status_label": evaluation.get_status_display(),
+                "speedup_text": figures.format_speedup(
+                    evaluation.speedup_over(baseline), digits=".3f", times="×", missing="—"
+                ),
+                "kernel_short": evaluation.kernel.sha256[:12],
             }
         )
         if best is not None and x is not None:
@@ -246,6 +253,9 @@ def trace_export_records(run: Run):
         "best_speedup": run.best_speedup,
         "best_speedups": run.best_speedups,
         "created_at": run.created_at.isoformat(),
+        # An imported run's export passes its origin on, so that a re-import is still the same original run.
+        "origin": run.origin or f"run:{run.pk}:{run.created_at.isoformat()}",
+        "imported_from": run.imported_from,
     }
     for step in Step.objects.filter(run=run).order_by("seq").iterator(chunk_size=1000):
         yield {

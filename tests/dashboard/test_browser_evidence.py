@@ -46,3 +46,31 @@ def test_the_evidence_grid_follows_the_baseline_select_and_shows_details_on_hove
     page.click("#scenario-table summary")
     assert page.locator("#scenario-table tr[data-scenario]").count() == 180
     assert figures.format_significant(0.002201252665921785) in page.inner_text("#scenario-table")
+
+
+def test_the_run_pages_evaluations_table_gains_a_row_when_the_feed_announces_an_evaluation(live_site, login):
+    from tests.dashboard.test_browser import ScriptedWorker, eval_payload, start_run_from_page
+    from tests.dashboard.test_browser_pages import stop_run
+
+    page = login("olga")
+    run_id = start_run_from_page(page, "replay:live-evaluations")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        page.wait_for_selector("#live-state.live-on")
+        assert page.locator("#run-evaluations tr[data-evaluation]").count() == 0
+        worker.event(run_id, 0, "evaluation", eval_payload(1.25))
+        page.wait_for_selector("#run-evaluations tr[data-evaluation]")
+        worker.event(run_id, 1, "evaluation", eval_payload(None, correct=False))
+        page.wait_for_function("document.querySelectorAll('#run-evaluations tr[data-evaluation]').length === 2")
+        rows = page.locator("#run-evaluations tbody tr")  # newest first
+        assert "Incorrect" in rows.nth(0).inner_text() and "#1" in rows.nth(0).inner_text()
+        assert "1.250×" in rows.nth(1).inner_text() and "Correct" in rows.nth(1).inner_text()
+        # The rows drawn live are the rows the page renders: reload and compare.
+        live = rows.all_inner_texts()
+        page.reload()
+        page.wait_for_selector("#run-evaluations tr[data-evaluation]")
+        assert page.locator("#run-evaluations tbody tr").all_inner_texts() == live
+    finally:
+        worker.close()
+    stop_run(page, live_site["base"], run_id)
