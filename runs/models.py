@@ -174,6 +174,12 @@ class Run(models.Model):
         return self.status in FINISHED_STATUSES
 
     @property
+    def origin_key(self) -> str:
+        """The original run this run records: its `origin` when imported, else itself. Every import of one run
+        (and of an export of an import) has the same key (runs.services.trace_import.trace_origin)."""
+        return self.origin or f"run:{self.pk}:{self.created_at.isoformat()}"
+
+    @property
     def host_offline(self) -> bool:
         """Held by a host that is not connected now: the run moves again when its host reconnects (it resumes
         from its trace), or ends when an operator stops it."""
@@ -263,6 +269,9 @@ class Question(models.Model):
     decision_point = models.CharField(max_length=20, choices=DecisionPoint.choices, blank=True)
     text = models.TextField()
     original_text = models.TextField(blank=True, help_text="The proposed text, when a reviewer edited it")
+    # A reviewer wrote their own question in its place (the review queue's "write your own"): stored as an edit,
+    # but what the agent was asked is the reviewer's, so the bank's figures credit the reviewer, not the entry.
+    replaced = models.BooleanField(default=False, help_text="A reviewer replaced the proposal with their own question")
     category = models.CharField(max_length=20, choices=QuestionCategory.choices, blank=True)
     reason = models.TextField(blank=True, help_text="Why the agent picked it")
     status = models.CharField(max_length=10, choices=QuestionStatus.choices, default=QuestionStatus.PROPOSED)

@@ -254,7 +254,7 @@ def trace_export_records(run: Run):
         "best_speedups": run.best_speedups,
         "created_at": run.created_at.isoformat(),
         # An imported run's export passes its origin on, so that a re-import is still the same original run.
-        "origin": run.origin or f"run:{run.pk}:{run.created_at.isoformat()}",
+        "origin": run.origin_key,
         "imported_from": run.imported_from,
     }
     for step in Step.objects.filter(run=run).order_by("seq").iterator(chunk_size=1000):
