@@ -139,3 +139,12 @@ def test_the_kernel_list_shows_identical_sources_once_and_the_best_kernel_of_eac
     # The best kernel of the task: 3.0x verified beats 2.5x; the 9.0x of an incorrect evaluation is no figure.
     best = re.search(r'<tr data-task="matmul_cpu">(.*?)</tr>', html, re.S).group(1)
     assert f'href="/kernels/{other.pk}/"' in best and "3.000× over naive" in best
+
+
+def test_only_positive_numeric_peaks_are_stored():
+    kernel = kernel_record(source="// p\n")
+    verdict = {"status": "error", "scenarios": [], "geomean": {}}
+    stored = evaluation_record(kernel=kernel, result=verdict | {"peaks": {"peak_tflops": 750, "peak_gbps": "fast"}})
+    assert stored.peaks == {"peak_tflops": 750.0}
+    for bad in ({"peak_tflops": -1, "peak_gbps": float("nan")}, "800", None):
+        assert evaluation_record(kernel=kernel, result=verdict | {"peaks": bad}).peaks == {}
