@@ -48,9 +48,18 @@ class InvalidToolInputs(ModelFailed):
 
 
 class ReplayExhausted(ModelFailed):
-    """The replay model has no recorded turn left for this request: the replayed run went another way."""
+    """The replay model has no recorded answer for a call the recording never made (a question selection it did
+    not have): the replayed run went another way."""
 
     reason = "replay_exhausted"
+
+
+class ReplayFinished(RunEnded):
+    """The replay played every recorded turn and the run wants another: the recording is over. Not a failure:
+    the run is stopped, as a recording that has nothing more to say stops it."""
+
+    status = "stopped"
+    reason = "replay_finished"
 
 
 class ConfigError(ValueError):

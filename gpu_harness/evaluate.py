@@ -179,6 +179,7 @@ def _judge_source(res: EvalResult, t, request: Request, source: str, session, wh
     facts = t.parent_setup()
     res.phases["setup_s"] = round(time.monotonic() - t0, 2)
     res.device_name = facts.get("device", "")
+    res.peaks = {k: facts[k] for k in ("peak_tflops", "peak_gbps") if facts.get(k)}
     try:
         libs = t.baseline_libs(runnable)
     except RuntimeError as e:

@@ -91,3 +91,88 @@ def format_speedup(value: float | None, *, digits: str = ".3f", times: str = "x"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return missing
     return f"{format(value, digits)}{times}"
+
+
+# ---- per-scenario figures (the evidence view: runs/evidence.py, runs/selectors_evidence.py) ----
+
+# The harness's reason for a scenario it never ran (no GPU on the host, the build failed first): such a scenario
+# is not wrong, only not measured (gpu_harness/evaluate.py writes it).
+NOT_RUN_PREFIX = "not run"
+
+
+def scenario_not_run(scenario: dict) -> bool:
+    """A scenario the harness never ran: not correct, and its reason says "not run"."""
+    return not scenario.get("correct") and str(scenario.get("reason") or "").startswith(NOT_RUN_PREFIX)
+
+
+def scenario_outcome(scenario: dict) -> str:
+    """ "correct", "not_run" or "wrong": what one scenario of a verdict says, in one word."""
+    if scenario.get("correct"):
+        return "correct"
+    return "not_run" if scenario_not_run(scenario) else "wrong"
+
+
+def _measured(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return None
+    return float(value)
+
+
+def scenario_speedup(scenario: dict, baseline: str) -> float | None:
+    """One scenario's speedup over `baseline` (its `speedup` map), or None where there is no positive finite one."""
+    return _measured((scenario.get("speedup") or {}).get(baseline))
+
+
+def scenario_speedups(verdict: dict, baseline: str) -> list[float]:
+    """The per-scenario speedups over `baseline` that its geometric mean covers: the correct scenarios with one
+    (gpu_harness.verdict.geomean_speedups takes the same set), in the verdict's order."""
+    values = (scenario_speedup(s, baseline) for s in verdict.get("scenarios") or [] if s.get("correct"))
+    return [v for v in values if v is not None]
+
+
+def speedup_spread(verdict: dict, baseline: str) -> dict:
+    """How the speedups over `baseline` are spread, not only their mean: the count, min, median, the geometric
+    mean (the stored one, `speedup_over`) and how many scenarios are below 1.0x (slower than the baseline)."""
+    values = sorted(scenario_speedups(verdict, baseline))
+    n = len(values)
+    median = None if not n else values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    return {
+        "count": n,
+        "min": values[0] if values else None,
+        "median": median,
+        "geomean": speedup_over(verdict, baseline),
+        "below_one": sum(1 for v in values if v < 1.0),
+    }
+
+
+def tflops(flops, time_ms) -> float | None:
+    """TFLOP/s of a call of `flops` useful operations taking `time_ms` (the harness's own formula)."""
+    flops, time_ms = _measured(flops), _measured(time_ms)
+    return flops / (time_ms * 1e-3) / 1e12 if flops and time_ms else None
+
+
+def gbps(nbytes, time_ms) -> float | None:
+    """GB/s of compulsory traffic: `nbytes` moved by a call taking `time_ms`."""
+    nbytes, time_ms = _measured(nbytes), _measured(time_ms)
+    return nbytes / (time_ms * 1e-3) / 1e9 if nbytes and time_ms else None
+
+
+def peak_share(rate, peak) -> float | None:
+    """A rate as a share of the device's measured peak (1.0: at the peak; above 1.0 the figure is suspect)."""
+    rate, peak = _measured(rate), _measured(peak)
+    return rate / peak if rate and peak else None
+
+
+def format_significant(value, digits: int = 3, *, suffix: str = "", missing: str = "—") -> str:
+    """A number to `digits` significant digits, written plainly where it can be (1230, 0.00220, 1.40: the
+    trailing zeros say the precision), with `suffix` after it; `missing` for none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return missing
+    rounded = float(format(value, f".{digits}g"))
+    if rounded == 0:
+        text = "0"
+    elif 1e-4 <= abs(rounded) < 1e15:
+        text = format(rounded, f".{max(0, digits - 1 - math.floor(math.log10(abs(rounded))))}f")
+    else:
+        text = format(rounded, f".{digits - 1}e")
+    return f"{text}{suffix}"

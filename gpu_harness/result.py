@@ -61,6 +61,8 @@ class EvalResult:
     # measurement), start_s (the child's start and load), correctness_s, timing_s, judge_s (inside the two)
     phases: dict = field(default_factory=dict)
     reference: str = ""  # what the outputs were judged against (e.g. "fused fp32 kernel")
+    # the device's measured peaks the timings were checked against: peak_tflops, peak_gbps (empty on a CPU)
+    peaks: dict = field(default_factory=dict)
 
     @property
     def all_correct(self) -> bool:

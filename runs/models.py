@@ -140,6 +140,12 @@ class Run(models.Model):
     # Which of its host's GPUs the run holds, as the worker's claim named it ("gpu 1", as in the host's `gpus`);
     # blank before a claim, or when the worker's claim named none.
     worker_gpu = models.CharField(max_length=20, blank=True, help_text="The GPU of its host the run holds, e.g. gpu 1")
+    # Where an imported run came from (runs.services.trace_import): the trace's file name, and the run it
+    # records where the trace names one. Blank: a run this site ran itself.
+    imported_from = models.CharField(max_length=300, blank=True, help_text="The trace it was imported from, if any")
+    # The original run an imported trace records (runs.services.trace_import.trace_origin), the same for every
+    # import of the same run, so that figures over runs count it once. Blank: the run is its own origin.
+    origin = models.CharField(max_length=200, blank=True, db_index=True, help_text="The original run it records")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -166,6 +172,12 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_STATUSES
+
+    @property
+    def origin_key(self) -> str:
+        """The original run this run records: its `origin` when imported, else itself. Every import of one run
+        (and of an export of an import) has the same key (runs.services.trace_import.trace_origin)."""
+        return self.origin or f"run:{self.pk}:{self.created_at.isoformat()}"
 
     @property
     def host_offline(self) -> bool:
@@ -257,6 +269,9 @@ class Question(models.Model):
     decision_point = models.CharField(max_length=20, choices=DecisionPoint.choices, blank=True)
     text = models.TextField()
     original_text = models.TextField(blank=True, help_text="The proposed text, when a reviewer edited it")
+    # A reviewer wrote their own question in its place (the review queue's "write your own"): stored as an edit,
+    # but what the agent was asked is the reviewer's, so the bank's figures credit the reviewer, not the entry.
+    replaced = models.BooleanField(default=False, help_text="A reviewer replaced the proposal with their own question")
     category = models.CharField(max_length=20, choices=QuestionCategory.choices, blank=True)
     reason = models.TextField(blank=True, help_text="Why the agent picked it")
     status = models.CharField(max_length=10, choices=QuestionStatus.choices, default=QuestionStatus.PROPOSED)
@@ -336,6 +351,9 @@ class Evaluation(models.Model):
     scenario_set = models.CharField(max_length=40, blank=True, help_text="quick, full, or a list of ids")
     # Baseline name -> {"speedup": geometric mean or null, "count": scenarios it covers}.
     geomean = models.JSONField(default=dict, blank=True)
+    # The device's measured peaks the harness checked the timings against ({"peak_tflops", "peak_gbps"}; empty:
+    # not measured, e.g. a CPU task or a verdict from before the harness reported them).
+    peaks = models.JSONField(default=dict, blank=True, help_text="Measured device peaks: peak_tflops, peak_gbps")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -351,11 +369,13 @@ class Evaluation(models.Model):
 
     def verdict(self) -> dict:
         """The stored verdict in the shape the harness sent it (`EvalResult.to_dict()`), as far as the figures
-        need it: status, geomean and each scenario's id and correctness (from prefetched rows when there are)."""
+        need it: status, geomean, peaks and each scenario as the harness sent it (from prefetched rows when there
+        are)."""
         return {
             "status": self.status,
             "geomean": self.geomean,
-            "scenarios": [{"id": s.scenario_id, "correct": s.correct} for s in self.scenarios.all()],
+            "peaks": self.peaks,
+            "scenarios": [s.outcome() for s in self.scenarios.all()],
         }
 
     def speedup_over(self, baseline: str) -> float | None:
@@ -384,7 +404,20 @@ class ScenarioResult(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.scenario_id}: {'ok' if self.correct else 'FAIL'}"
+        return f"{self.scenario_id}: {figures.scenario_outcome(self.outcome())}"
+
+    def outcome(self) -> dict:
+        """This scenario in the shape of a verdict's scenario (`ScenarioOutcome`), for gpu_harness.figures."""
+        return {
+            "id": self.scenario_id,
+            "params": self.params,
+            "correct": self.correct,
+            "error": self.error,
+            "reason": self.reason,
+            "time_ms": self.time_ms,
+            "tflops": self.tflops,
+            "speedup": self.speedups,
+        }
 
 
 class DirectiveAction(models.TextChoices):

@@ -133,7 +133,7 @@ def run_evaluations(run: Run) -> list[Evaluation]:
     those), as the figures of its chart and of the compare page take them."""
     return list(
         Evaluation.objects.filter(run=run)
-        .select_related("step")
+        .select_related("step", "kernel")
         .prefetch_related("scenarios")
         .order_by("created_at", "pk")
     )
@@ -155,6 +155,13 @@ def run_speedup_series(run: Run) -> dict:
                 "status": evaluation.status,
                 "evaluation_id": evaluation.pk,
                 "kernel_id": evaluation.kernel_id,
+                # What the run page's Evaluations table shows of it, as its template writes it (the page redraws
+                # the table from these when the feed announces an evaluation).
+                "status_label": evaluation.get_status_display(),
+                "speedup_text": figures.format_speedup(
+                    evaluation.speedup_over(baseline), digits=".3f", times="×", missing="—"
+                ),
+                "kernel_short": evaluation.kernel.sha256[:12],
             }
         )
         if best is not None and x is not None:
@@ -217,11 +224,16 @@ def kernel_question_before(kernel: Kernel) -> Question | None:
 
 
 def kernel_evaluations(kernel: Kernel):
-    return kernel.evaluations.select_related("run").prefetch_related("scenarios").order_by("-created_at")
+    """The kernel's evaluations, newest first (the kernel page leads with the first)."""
+    return (
+        kernel.evaluations.select_related("run", "run__task", "kernel", "kernel__task")
+        .prefetch_related("scenarios")
+        .order_by("-created_at", "-pk")
+    )
 
 
 def evaluation_get(evaluation_id: int) -> Evaluation:
-    return Evaluation.objects.select_related("kernel", "run", "run__task", "step").get(pk=evaluation_id)
+    return Evaluation.objects.select_related("kernel", "kernel__task", "run", "run__task", "step").get(pk=evaluation_id)
 
 
 def evaluation_scenarios(evaluation: Evaluation) -> list[ScenarioResult]:
@@ -241,6 +253,9 @@ def trace_export_records(run: Run):
         "best_speedup": run.best_speedup,
         "best_speedups": run.best_speedups,
         "created_at": run.created_at.isoformat(),
+        # An imported run's export passes its origin on, so that a re-import is still the same original run.
+        "origin": run.origin_key,
+        "imported_from": run.imported_from,
     }
     for step in Step.objects.filter(run=run).order_by("seq").iterator(chunk_size=1000):
         yield {
@@ -466,3 +481,94 @@ def task_page(name: str) -> dict:
     view["runs"] = list(run_list(task_name=name)[:TASK_RUNS_SHOWN])
     view["run_count"] = task.runs.count()
     return view
+
+
+# ---- the kernel list: identical sources as one row, and the best kernel of each task ----
+
+from collections import defaultdict  # noqa: E402
+
+from django.db.models import Max, Min  # noqa: E402
+
+
+def _verdicts_of(evaluations) -> dict[int, dict]:
+    """evaluation id -> its verdict as gpu_harness.figures reads it (status, geomean, each scenario's id and
+    correctness), from two queries however many evaluations there are."""
+    evaluations = list(evaluations)
+    scenarios = defaultdict(list)
+    rows = ScenarioResult.objects.filter(evaluation__in=[e.pk for e in evaluations])
+    for evaluation_id, scenario_id, correct in rows.values_list("evaluation_id", "scenario_id", "correct"):
+        scenarios[evaluation_id].append({"id": scenario_id, "correct": correct})
+    return {e.pk: {"status": e.status, "geomean": e.geomean, "scenarios": scenarios[e.pk]} for e in evaluations}
+
+
+def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
+    """kernel id -> (best verified speedup over its task's goal baseline, the evaluation that gave it)."""
+    evaluations = Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct").select_related("kernel__task")
+    evaluations = list(evaluations)
+    verdicts = _verdicts_of(evaluations)
+    best: dict[int, tuple[float, int]] = {}
+    for e in evaluations:
+        speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))
+        if speedup is not None and (e.kernel_id not in best or speedup > best[e.kernel_id][0]):
+            best[e.kernel_id] = (speedup, e.pk)
+    return best
+
+
+def _task_goal_baseline(kernel: Kernel) -> str:
+    # Across runs of a task, each with its own goal, kernels compare on the task's goal baseline.
+    return kernel.task.goal_baseline if kernel.task_id else ""
+
+
+def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> list[dict]:
+    """Kernels produced by runs, one row per identical source (task, sha256), newest first: the newest kernel
+    of the group, how many kernels, runs and evaluations share it, and the best verified speedup any of them
+    reached over the task's goal baseline (gpu_harness.figures.verified_speedup)."""
+    kernels = Kernel.objects.filter(released=False)
+    if task_name:
+        kernels = kernels.filter(task__name=task_name)
+    groups = list(
+        kernels.values("task_id", "sha256")
+        .annotate(
+            newest=Max("id"),
+            kernels=Count("id", distinct=True),
+            runs=Count("run", distinct=True),
+            evaluations=Count("evaluations", distinct=True),
+            first_at=Min("created_at"),
+            last_at=Max("created_at"),
+        )
+        .order_by("-last_at")[:limit]
+    )
+    members = defaultdict(list)
+    for kernel_id, task_id, sha in kernels.filter(sha256__in={g["sha256"] for g in groups}).values_list(
+        "id", "task_id", "sha256"
+    ):
+        members[(task_id, sha)].append(kernel_id)
+    newest = Kernel.objects.select_related("task", "run", "step").in_bulk([g["newest"] for g in groups])
+    best = _best_verified([k for ids in members.values() for k in ids], _task_goal_baseline)
+    rows = []
+    for g in groups:
+        found = [best[k] for k in members[(g["task_id"], g["sha256"])] if k in best]
+        top = max(found) if found else None
+        rows.append({**g, "kernel": newest[g["newest"]], "best": top[0] if top else None})
+    return rows
+
+
+def best_kernel_per_task() -> list[dict]:
+    """For each task with a verified kernel: the kernel with the best verified speedup over the task's goal
+    baseline, that speedup, and the evaluation that measured it."""
+    kernels = Kernel.objects.filter(task__isnull=False).select_related("task", "run")
+    best = _best_verified(kernels.values_list("id", flat=True), _task_goal_baseline)
+    by_id = kernels.in_bulk(list(best))
+    per_task: dict[int, dict] = {}
+    for kernel_id, (speedup, evaluation_id) in best.items():
+        kernel = by_id[kernel_id]
+        current = per_task.get(kernel.task_id)
+        if current is None or speedup > current["speedup"]:
+            per_task[kernel.task_id] = {
+                "task": kernel.task,
+                "kernel": kernel,
+                "speedup": speedup,
+                "baseline": kernel.task.goal_baseline,
+                "evaluation_id": evaluation_id,
+            }
+    return sorted(per_task.values(), key=lambda row: row["task"].name)

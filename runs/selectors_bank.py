@@ -18,7 +18,7 @@ from questionbank import effectiveness as eff
 from questionbank.bank import CATEGORIES
 from questionbank.models import QuestionCategory
 from questionbank.selectors import bank_questions, large_gain_ratio
-from runs.models import Evaluation, EvaluationStatus, Question, QuestionStatus, Run, ScenarioResult
+from runs.models import Evaluation, EvaluationStatus, Question, QuestionSource, QuestionStatus, Run, ScenarioResult
 
 # A question's status as the bank's attribution reads it: asked (approved, edited, answered), vetoed, or pending.
 QUESTION_OUTCOME = {
@@ -28,6 +28,43 @@ QUESTION_OUTCOME = {
     QuestionStatus.VETOED: eff.VETOED,
     QuestionStatus.PROPOSED: eff.PENDING,
 }
+
+
+# Runs the bank page may leave out of its figures: the demo (a recorded run played back), any replay (its turns
+# are a recording's, not a model's answer to the question), and runs imported from a trace.
+EXCLUDABLE = {
+    "demo": "the demo run",
+    "replay": "replayed runs",
+    "imported": "imported runs",
+}
+
+
+def _excluded(run: Run, exclude: frozenset[str]) -> bool:
+    from runs.demo import DEMO_TRACE
+
+    return (
+        ("imported" in exclude and bool(run.imported_from))
+        or ("replay" in exclude and run.model.startswith("replay:"))
+        or ("demo" in exclude and run.model == f"replay:{DEMO_TRACE}")
+    )
+
+
+def _one_per_origin(runs: list[Run]) -> list[Run]:
+    """Each original run once: a run and its imports (or several imports of one trace) have one origin
+    (`Run.origin_key`); the run itself is kept where it is here, else its first import."""
+    kept: dict[str, Run] = {}
+    for run in sorted(runs, key=lambda r: (bool(r.origin), r.pk)):
+        kept.setdefault(run.origin_key, run)
+    return sorted(kept.values(), key=lambda r: r.pk)
+
+
+def _question_credit(q: dict) -> tuple[str | None, str]:
+    """(bank key, source) a question's figures count under. A question a reviewer replaced with their own
+    (`Question.replaced`) is the reviewer's: the agent was asked the reviewer's question, so the bank entry that
+    was proposed is not credited with what followed. An edit keeps the entry's credit (its wording changed)."""
+    if q["replaced"]:
+        return None, QuestionSource.HUMAN
+    return q["bank_entry__key"], q["source"]
 
 
 # ------------------------------------------------------------------------------------------------ histories
@@ -43,8 +80,9 @@ def _verified_positive(verdict: dict, baseline: str) -> float | None:
     return speedup if speedup is not None and speedup > 0 else None
 
 
-def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
-    """The question and verified-evaluation history of each run that has questions (or of `run_ids`).
+def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list[eff.RunHistory]:
+    """The question and verified-evaluation history of each run that has questions (or of `run_ids`), each
+    original run once (`_one_per_origin`), leaving out the kinds of run named in `exclude` (EXCLUDABLE).
 
     Events are ordered by their step's sequence number when every question and evaluation of the run has a
     step, and otherwise by the time the server stored them, so that one run never mixes the two orders.
@@ -64,10 +102,15 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
             "source",
             "decision_point",
             "status",
+            "replaced",
         )
     )
-    ids = sorted({q["run_id"] for q in question_rows})
-    runs = {run.pk: run for run in Run.objects.filter(pk__in=ids).select_related("task")}
+    exclude = frozenset(exclude)
+    if unknown := exclude - set(EXCLUDABLE):
+        raise ValueError(f"cannot exclude {', '.join(sorted(unknown))}: use {', '.join(EXCLUDABLE)}")
+    candidates = Run.objects.filter(pk__in={q["run_id"] for q in question_rows}).select_related("task")
+    runs = {run.pk: run for run in _one_per_origin([r for r in candidates if not _excluded(r, exclude)])}
+    ids = sorted(runs)
     # Only a correct status can be verified; each one's scenario rows say whether it is correct on all it ran.
     evaluation_rows = list(
         Evaluation.objects.filter(run_id__in=ids, status=EvaluationStatus.CORRECT)
@@ -114,9 +157,9 @@ def run_histories(run_ids: list[int] | None = None) -> list[eff.RunHistory]:
                     eff.QuestionEvent(
                         question_id=q["id"],
                         position=position(q),
-                        key=q["bank_entry__key"],
+                        key=_question_credit(q)[0],
                         category=q["category"] or q["bank_entry__category"] or "",
-                        source=q["source"],
+                        source=_question_credit(q)[1],
                         decision_point=q["decision_point"],
                         outcome=QUESTION_OUTCOME.get(q["status"], eff.PENDING),
                     )
@@ -151,9 +194,10 @@ def _figures(agg: eff.Aggregate | None) -> dict:
     return figures
 
 
-def effectiveness_by_question() -> list[dict]:
-    """Every bank entry, asked or not, with its figures across all runs; in category order, then key."""
-    per_key = eff.effectiveness(run_histories(), by="key", large_gain_ratio=large_gain_ratio())
+def effectiveness_by_question(exclude=frozenset()) -> list[dict]:
+    """Every bank entry, asked or not, with its figures across all runs (but the kinds in `exclude`); in category
+    order, then key."""
+    per_key = eff.effectiveness(run_histories(exclude=exclude), by="key", large_gain_ratio=large_gain_ratio())
     order = {c: i for i, c in enumerate(CATEGORIES)}
     rows = sorted(bank_questions(), key=lambda r: (order.get(r.category, len(order)), r.key))
     return [
@@ -169,10 +213,10 @@ def effectiveness_by_question() -> list[dict]:
     ]
 
 
-def effectiveness_by_category() -> list[dict]:
+def effectiveness_by_category(exclude=frozenset()) -> list[dict]:
     """Every category, asked or not, with its figures across all runs (reviewers' own questions count under the
     category they were given when asked from the bank; a free-text question without a category is left out)."""
-    per_category = eff.effectiveness(run_histories(), by="category", large_gain_ratio=large_gain_ratio())
+    per_category = eff.effectiveness(run_histories(exclude=exclude), by="category", large_gain_ratio=large_gain_ratio())
     labels = dict(QuestionCategory.choices)
     return [
         {"category": category, "label": labels.get(category, category), **_figures(per_category.get(category))}

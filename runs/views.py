@@ -24,6 +24,7 @@ from runs.selectors import (
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_PER_PAGE = 50
+EVALUATIONS_SHOWN = 20  # the newest evaluations the run page lists (run_page.js keeps the same number live)
 
 
 def _wants_json(request) -> bool:
@@ -135,7 +136,8 @@ def run_detail(request, run_id: int):
             "run": run,
             "kinds": StepKind.choices,
             "message_form": MessageForm(),
-            "evaluations": evaluations_for_run(run.pk).order_by("-created_at")[:20],
+            "evaluations": evaluations_for_run(run.pk).order_by("-created_at", "-pk")[:EVALUATIONS_SHOWN],
+            "evaluations_shown": EVALUATIONS_SHOWN,
             "baselines": sorted(run.best_speedups.items()),
             "goal_baseline": goal_baseline,
             "goal_speedup": goal_speedup,

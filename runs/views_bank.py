@@ -13,8 +13,10 @@ from runs.permissions import REVIEWER, role_required
 
 @login_required
 def bank(request, form=None):
-    by_question = bank_selectors.effectiveness_by_question()
-    by_category = bank_selectors.effectiveness_by_category()
+    # Which kinds of run to leave out of the figures (?exclude=demo&exclude=imported); names not known are ignored.
+    exclude = frozenset(request.GET.getlist("exclude")) & set(bank_selectors.EXCLUDABLE)
+    by_question = bank_selectors.effectiveness_by_question(exclude=exclude)
+    by_category = bank_selectors.effectiveness_by_category(exclude=exclude)
     chart = {
         "categories": [c["category"] for c in by_category],
         "category_gain": [c["mean_gain"] for c in by_category],
@@ -30,6 +32,7 @@ def bank(request, form=None):
             "questions": by_question,
             "categories": by_category,
             "chart": chart,
+            "excludable": [(name, label, name in exclude) for name, label in bank_selectors.EXCLUDABLE.items()],
             "form": form or BankQuestionForm(),
         },
         status=400 if form is not None and form.errors else 200,

@@ -11,13 +11,16 @@ from pygments.lexers import DiffLexer
 
 from runs.models import Evaluation, Kernel
 from runs.selectors import (
+    best_kernel_per_task,
     evaluation_get,
     evaluation_scenarios,
     kernel_evaluations,
     kernel_get,
     kernel_list,
     kernel_question_before,
+    kernel_source_groups,
 )
+from runs.selectors_evidence import evaluation_evidence
 
 KERNELS_SHOWN = 300
 
@@ -35,7 +38,8 @@ def kernel_index(request):
         "runs/kernels.html",
         {
             "released": kernel_list(released=True, task_name=task),
-            "produced": kernel_list(released=False, task_name=task)[:KERNELS_SHOWN],
+            "produced": kernel_source_groups(task_name=task, limit=KERNELS_SHOWN),
+            "best": best_kernel_per_task(),
             "task": task,
         },
     )
@@ -53,12 +57,16 @@ def kernel_detail(request, kernel_id: int):
         .select_related("step")
         .order_by("-created_at")[:200]
     )
+    evaluations = list(kernel_evaluations(kernel))
+    lead = evaluations[0] if evaluations else None
     return render(
         request,
         "runs/kernel_detail.html",
         {
             "kernel": kernel,
-            "evaluations": kernel_evaluations(kernel),
+            "evaluations": evaluations,
+            "lead": lead,
+            "evidence": evaluation_evidence(lead, list(lead.scenarios.all())) if lead else None,
             "question": kernel_question_before(kernel),
             "others": [(k.pk, _kernel_label(k)) for k in others],
         },
@@ -99,49 +107,20 @@ def kernel_diff(request):
     return render(request, "runs/kernel_diff.html", {"a": a, "b": b, "diff_html": diff_html, "identical": not lines})
 
 
-# Scenario axes, in the order the chart groups by; any other parameter follows in name order.
-SCENARIO_AXES = ["causal", "dtype", "head_dim", "d", "gqa", "heads_q", "heads_kv", "seqlen", "seq_len", "batch"]
-
-
-def _axis_order(params: dict) -> list[str]:
-    known = [k for k in SCENARIO_AXES if k in params]
-    return known + sorted(k for k in params if k not in known)
-
-
-def scenario_chart_data(evaluation: Evaluation, scenarios) -> dict:
-    """Per-scenario speedups against each baseline and correctness, grouped by the scenario axes."""
-    rows = sorted(scenarios, key=lambda s: [str(s.params.get(k)) for k in _axis_order(s.params)])
-    baselines = sorted({b for s in rows for b in (s.speedups or {})})
-    groups, labels = [], []
-    for s in rows:
-        axes = _axis_order(s.params)
-        group_keys, label_keys = axes[:2], axes[2:]
-        groups.append(" ".join(f"{k}={s.params[k]}" for k in group_keys) or "all")
-        labels.append(" ".join(f"{k}={s.params[k]}" for k in label_keys) or s.scenario_id)
-    return {
-        "groups": groups,
-        "labels": labels,
-        "ids": [s.scenario_id for s in rows],
-        "correct": [s.correct for s in rows],
-        "reasons": [s.reason for s in rows],
-        "speedups": {b: [(s.speedups or {}).get(b) for s in rows] for b in baselines},
-    }
-
-
 @login_required
 def evaluation_detail(request, evaluation_id: int):
     try:
         evaluation = evaluation_get(evaluation_id)
     except Evaluation.DoesNotExist:
         raise Http404("no such evaluation") from None
-    scenarios = evaluation_scenarios(evaluation)
+    evidence = evaluation_evidence(evaluation, evaluation_scenarios(evaluation))
     return render(
         request,
         "runs/evaluation_detail.html",
         {
             "evaluation": evaluation,
-            "scenarios": scenarios,
-            "failing": [s for s in scenarios if not s.correct],
-            "chart": scenario_chart_data(evaluation, scenarios),
+            "evidence": evidence,
+            # Wrong scenarios only: one never run (no GPU on the host) is not a failure.
+            "failing": [s for s in evidence["rows"] if s["outcome"] == "wrong"],
         },
     )

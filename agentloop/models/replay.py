@@ -1,7 +1,9 @@
 """The replay model: plays back the model turns of a recorded trace, in order, while tools run for real.
 
 Turns and question-selection calls are played from separate queues, so a run that asks the same questions at
-the same points replays exactly; one that goes another way runs out of recorded turns and ends (ReplayExhausted).
+the same points replays exactly. A run that wants a turn after the last recorded one has played the whole
+recording and is stopped (ReplayFinished, `replay_finished`, saying how the recorded run ended); one that makes
+a call the recording never made (a question selection) went another way and fails (ReplayExhausted).
 Token counts are replayed as recorded (budgets behave as in the recording); the cost is 0: nothing was paid.
 """
 
@@ -10,9 +12,10 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from agentloop.errors import ReplayExhausted
+from agentloop.errors import ReplayExhausted, ReplayFinished
 from agentloop.interfaces import Model
 from agentloop.models import ModelReply, Usage
+from agentloop.protocol import FINISHED_STATUSES as FINISHED
 from agentloop.trace import read_trace
 
 
@@ -29,6 +32,8 @@ class ReplayModel(Model):
                 self.queues.setdefault(p.get("purpose", "turn"), deque()).append(p)
         self.usages = pending_usage
         self.recorded_model = next((e["payload"].get("model") for e in events if e["kind"] == "model_message"), None)
+        finals = [e["payload"] for e in events if e["kind"] == "status" and e["payload"].get("status") in FINISHED]
+        self.recorded_end = finals[-1] if finals else None
 
     @classmethod
     def from_trace(cls, path: str | Path) -> ReplayModel:
@@ -47,8 +52,17 @@ class ReplayModel(Model):
                 for _ in range(min(count, len(queue or ()))):
                     queue.popleft()
 
+    def _finished_text(self) -> str:
+        text = "the recording has no more turns"
+        if self.recorded_end:
+            ended = " ".join(str(self.recorded_end.get(k) or "") for k in ("status", "reason")).strip()
+            text += f" (the recorded run ended {ended})"
+        return text
+
     def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
         queue = self.queues.get(purpose)
+        if not queue and purpose == "turn":
+            raise ReplayFinished(self._finished_text())
         if not queue:
             raise ReplayExhausted(f"the recorded trace has no {purpose} left to replay")
         recorded = queue.popleft()

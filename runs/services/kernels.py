@@ -1,6 +1,7 @@
 """Writes to kernels and evaluations (a harness verdict with its per-scenario rows)."""
 
 import hashlib
+import math
 
 from django.db import transaction
 
@@ -76,6 +77,7 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
             reason=result.get("reason") or "",
             scenario_set=str(result.get("scenario_set") or "")[:40],
             geomean=result.get("geomean") or {},
+            peaks=_peaks(result.get("peaks")),
             started_at=as_datetime(result["started_at"]) if result.get("started_at") else None,
             finished_at=as_datetime(result["finished_at"]) if result.get("finished_at") else None,
         )
@@ -96,6 +98,17 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
         if run is not None and figures.all_correct(result):
             _raise_run_best(run, result)
     return evaluation
+
+
+def _peaks(value) -> dict:
+    # Only the two figures the pages read, and only as positive numbers: a worker's verdict is not trusted blindly.
+    value = value if isinstance(value, dict) else {}
+    peaks = {}
+    for name in ("peak_tflops", "peak_gbps"):
+        figure = value.get(name)
+        if isinstance(figure, (int, float)) and not isinstance(figure, bool) and math.isfinite(figure) and figure > 0:
+            peaks[name] = float(figure)
+    return peaks
 
 
 def _raise_run_best(run: Run, verdict: dict) -> None:

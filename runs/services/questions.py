@@ -56,8 +56,11 @@ def question_propose(
     return question
 
 
-def question_decide(*, question: Question, reviewer, action: str, text: str | None = None) -> Question:
-    """A reviewer's decision on a proposed question: approve, edit (approve a new text) or veto. Once only."""
+def question_decide(
+    *, question: Question, reviewer, action: str, text: str | None = None, replaced: bool = False
+) -> Question:
+    """A reviewer's decision on a proposed question: approve, edit (approve a new text) or veto. Once only.
+    `replaced`: the edit's text is the reviewer's own question, written in place of the proposal."""
     if action not in ("approve", "edit", "veto"):
         raise ServiceError(f"unknown decision {action!r}: use approve, edit or veto")
     if action == "edit" and not (text and text.strip()):
@@ -68,6 +71,7 @@ def question_decide(*, question: Question, reviewer, action: str, text: str | No
             raise QuestionAlreadyDecided(f"question {question.pk} was already {question.status}")
         if action == "edit":
             question.original_text, question.text = question.text, text.strip()
+            question.replaced = replaced
         question.status = {
             "approve": QuestionStatus.APPROVED,
             "edit": QuestionStatus.EDITED,
@@ -75,7 +79,7 @@ def question_decide(*, question: Question, reviewer, action: str, text: str | No
         }[action]
         question.reviewer = reviewer
         question.decided_at = timezone.now()
-        question.save(update_fields=["status", "text", "original_text", "reviewer", "decided_at"])
+        question.save(update_fields=["status", "text", "original_text", "replaced", "reviewer", "decided_at"])
         publish_after_commit(
             question.run_id,
             {
@@ -113,7 +117,11 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
         raise ServiceError(f"unknown decision {decision!r}: use approve, edit, veto or replace")
     with transaction.atomic():
         decided = question_decide(
-            question=question, reviewer=reviewer, action="edit" if decision == "replace" else decision, text=text
+            question=question,
+            reviewer=reviewer,
+            action="edit" if decision == "replace" else decision,
+            text=text,
+            replaced=decision == "replace",
         )
         ref = question_ref_of(decided)
         if ref:

@@ -109,6 +109,7 @@ def _decision_from_event(run: Run, step: Step) -> None:
         reviewer=reviewer,
         action="edit" if action == "replace" else action,
         text=payload.get("text"),
+        replaced=action == "replace",
     )
 
 

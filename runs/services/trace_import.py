@@ -110,12 +110,14 @@ def _events(records, harness: bool):
 
 def _scan(records) -> dict:
     """A first reading of the whole trace for what the run is made from, keeping none of its events."""
-    found = {"meta": None, "config": None, "evaluation_task": None, "harness": False, "events": False}
+    found = {"meta": None, "config": None, "evaluation_task": None, "harness": False, "events": False, "first": None}
     count = 0
     for _, record in records:
         count += 1
         if record.get("type") == "run" and found["meta"] is None:
             found["meta"] = record
+        if found["first"] is None and (_is_harness_line(record) or ("seq" in record and "kind" in record)):
+            found["first"] = record
         if _is_harness_line(record):
             found["harness"] = True
             found["evaluation_task"] = found["evaluation_task"] or record.get("task")
@@ -130,6 +132,29 @@ def _scan(records) -> dict:
     if not count:
         raise ServiceError("the trace holds no events")
     return found
+
+
+def trace_origin(found: dict) -> str:
+    """Which original run a trace records, the same for every import of it (and of an export of an import): an
+    export's own `origin` (the run it was imported from, passed on), else the exported run; an agent-loop trace's
+    run id with its first event's time; a harness trace's first verdict. Figures that count runs count each origin
+    once (runs/selectors_bank.py)."""
+    meta, first = found["meta"] or {}, found["first"] or {}
+    if meta.get("origin"):
+        return str(meta["origin"])[:200]
+    if meta.get("id") is not None:
+        return f"run:{meta['id']}:{meta.get('created_at') or ''}"[:200]
+    if found["harness"]:
+        return f"harness:{first.get('kernel_sha256') or ''}:{first.get('started_at') or ''}"[:200]
+    return f"trace:{first.get('run_id') or ''}:{first.get('ts') or ''}"[:200]
+
+
+def _imported_text(name: str, meta: dict) -> str:
+    text = f"trace {name}" if name else "a trace"
+    if meta.get("id") is not None:
+        text += f" (an export of run {meta['id']}"
+        text += f", itself imported from {meta['imported_from']})" if meta.get("imported_from") else ")"
+    return text[: Run._meta.get_field("imported_from").max_length]
 
 
 def _parsed(run: Run, number: int, event: dict) -> ParsedEvent:
@@ -170,7 +195,7 @@ def trace_import(*, lines, name: str, user=None) -> Run:
                 raise ServiceError(
                     f"the trace's task {task_name!r} is not known here" if task_name else "the trace names no task"
                 )
-            run = _import_steps(again, found["harness"], task=task, meta=meta, config=config, name=name, user=user)
+            run = _import_steps(again, found, task=task, meta=meta, config=config, name=name, user=user)
     except DataError as rejected:  # e.g. PostgreSQL cannot hold a NUL character in a text or JSON value
         raise ServiceError(
             f"the database cannot store this trace: {str(rejected).strip().splitlines()[0][:200]}"
@@ -178,8 +203,11 @@ def trace_import(*, lines, name: str, user=None) -> Run:
     return run
 
 
-def _import_steps(again, harness: bool, *, task: Task, meta: dict, config: dict, name: str, user) -> Run:
+def _import_steps(again, found: dict, *, task: Task, meta: dict, config: dict, name: str, user) -> Run:
+    harness = found["harness"]
     run = Run.objects.create(
+        imported_from=_imported_text(name, meta),
+        origin=trace_origin(found),
         task=task,
         model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
         starting_kernel=config.get("starting_kernel") or task.starting_kernel,

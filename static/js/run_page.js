@@ -245,8 +245,32 @@
   const refreshChart = KSeek.debounce(async () => {
     const response = await fetch(page.dataset.chartUrl, {credentials: "same-origin"});
     if (!response.ok) return;
-    drawSpeedupChart(document.getElementById("speedup-chart"), await response.json());
+    const data = await response.json();
+    drawSpeedupChart(document.getElementById("speedup-chart"), data);
+    drawEvaluations(data.points);
   }, 300);
+
+  // The Evaluations table as the page renders it (the newest EVALUATIONS_SHOWN, newest first), from the chart's
+  // points (the server writes each cell's text: status label, speedup, kernel hash).
+  const EVALUATIONS_SHOWN = Number(document.getElementById("run-evaluations").dataset.shown);
+  function drawEvaluations(points) {
+    const body = document.querySelector("#run-evaluations tbody");
+    if (!body || !points.length) return;
+    const link = (href, text) => { const a = document.createElement("a"); a.href = href; a.textContent = text; return a; };
+    body.replaceChildren(...points.slice(-EVALUATIONS_SHOWN).reverse().map((p) => {
+      const tr = document.createElement("tr");
+      tr.dataset.evaluation = String(p.evaluation_id);
+      const cells = [0, 1, 2, 3, 4].map(() => document.createElement("td"));
+      if (p.x !== null) cells[0].append(link("#step-" + p.x, "#" + p.x));
+      cells[1].className = "status-" + p.status;
+      cells[1].textContent = p.status_label;
+      cells[2].textContent = p.speedup_text;
+      cells[3].append(link("/kernels/" + p.kernel_id + "/", p.kernel_short));
+      cells[4].append(link("/evaluations/" + p.evaluation_id + "/", "per scenario"));
+      tr.append(...cells);
+      return tr;
+    }));
+  }
 
   function drawSpeedupChart(el, data) {
     const points = data.points.filter((p) => p.x !== null);

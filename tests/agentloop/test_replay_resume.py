@@ -2,8 +2,11 @@
 
 import json
 
+import pytest
+
 from agentloop.agent import Agent, Oversight
 from agentloop.config import Budgets
+from agentloop.errors import ReplayExhausted, ReplayFinished
 from agentloop.models.replay import ReplayModel
 from agentloop.review import Decision, ScriptedReviewer, TraceReviewer
 from agentloop.trace import TraceWriter, read_trace
@@ -90,7 +93,7 @@ def test_a_trace_replays_to_the_same_events(tmp_path):
     assert comparable(replayed) == comparable(recorded)
 
 
-def test_a_replay_that_goes_another_way_ends_cleanly(tmp_path):
+def test_a_replay_that_plays_its_whole_recording_is_stopped_not_failed(tmp_path):
     outcome, recorded, _ = recorded_run(tmp_path / "rec")
     trace = TraceWriter(tmp_path / "replay.jsonl")
     # The harness now says v3 is no faster: the recording has no turn for what follows.
@@ -104,7 +107,20 @@ def test_a_replay_that_goes_another_way_ends_cleanly(tmp_path):
         oversight=Oversight(reviewer=TraceReviewer(recorded)),
     )
     out = agent.run()
-    assert (out.status, out.reason) == ("failed", "replay_exhausted")
+    # Every recorded turn was played and the run wants one more: the recording is over, which is no failure.
+    assert (out.status, out.reason) == ("stopped", "replay_finished")
+    final = read_trace(tmp_path / "replay.jsonl")[-1]
+    assert final["kind"] == "status" and final["payload"]["reason"] == "replay_finished"
+    assert final["payload"]["detail"] == "the recording has no more turns (the recorded run ended succeeded goal_met)"
+
+
+def test_a_replay_asked_for_a_call_the_recording_never_made_fails_as_exhausted():
+    model = ReplayModel([{"kind": "model_message", "payload": {"purpose": "turn", "content": []}}])
+    with pytest.raises(ReplayExhausted):
+        model.query("", [], [], "select_question")
+    model.query("", [], [], "turn")
+    with pytest.raises(ReplayFinished, match="no more turns$"):  # a recording with no final status says only that
+        model.query("", [], [], "turn")
 
 
 def test_a_run_cut_off_mid_step_resumes_from_its_trace(tmp_path):

@@ -21,6 +21,7 @@ from django.contrib.auth.models import Group  # noqa: E402
 from gpu_harness import get_task  # noqa: E402
 from gpu_harness.tasks.summary import task_summary  # noqa: E402
 from runs.services import task_upsert, trace_import, worker_host_create  # noqa: E402
+from tests.dashboard.evidence_seed import attention_evaluation  # noqa: E402
 
 PASSWORD = "live-pw-123456789"
 
@@ -79,4 +80,5 @@ user("olga", "operator")
 user("rita", "reviewer")
 _, token = worker_host_create(name="live-worker", gpus=["cpu"])
 big = trace_import(lines=long_trace(12_000), name="long.jsonl")
-print(json.dumps({"token": token, "password": PASSWORD, "big_run": big.pk}))
+evidence = attention_evaluation()  # 180 attention scenarios, for the evidence view
+print(json.dumps({"token": token, "password": PASSWORD, "big_run": big.pk, "evidence_evaluation": evidence.pk}))

@@ -210,3 +210,53 @@ def test_csv_export_of_an_empty_table_still_has_its_header():
 def test_export_to_an_unwritable_place_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="cannot write"):
         export("--output", str(tmp_path / "no" / "such" / "dir.json"))
+
+
+# ---- each original run once, a reviewer's replacement credited to the reviewer, runs left out on request ----
+
+
+def test_a_reviewers_replacement_is_credited_to_the_reviewer_not_the_bank_entry(history):
+    from runs.services import question_review
+
+    one, _ = history
+    builder = RunBuilder(one)
+    builder.seq = 9
+    question = builder.ask("process-plan", None)
+    question_review(question=question, reviewer=None, decision="replace", text="Did you profile it?")
+    builder.evaluate("// k5", "correct", naive(4.0))
+    rows = {a.question_id: a for a in attributions()}
+    assert rows[question.pk].key is None and rows[question.pk].source == "human"
+    by_key = {r["key"]: r for r in effectiveness_by_question()}
+    assert by_key["process-plan"]["asked"] == 0  # the bank entry was proposed, not asked
+    assert {r["source"]: r for r in effectiveness_by_source()}["human"]["asked"] == 1
+
+
+def test_a_run_imported_again_counts_once(history):
+    from runs.models import Run
+
+    one, two = history
+    before = effectiveness_by_question()
+    # Two imports of run one's trace: the same questions and evaluations again, with run one as their origin
+    # (as runs.services.trace_import.trace_origin gives them; tests/dashboard/test_run_page_origin.py pins that).
+    for name in ("copy1.jsonl", "copy2.jsonl"):
+        copy = RunBuilder(make_run(one.task))
+        copy.evaluate(one.starting_kernel, "correct", naive(1.0))
+        copy.ask("layer-reuse", "approve")
+        copy.evaluate("// k1", "correct", naive(1.6))
+        Run.objects.filter(pk=copy.run.pk).update(imported_from=f"trace {name}", origin=one.origin_key)
+    assert {h.run_id for h in run_histories()} == {one.pk, two.pk}
+    assert effectiveness_by_question() == before
+
+
+def test_the_bank_figures_can_leave_out_replayed_and_imported_runs(history):
+    from runs.models import Run
+
+    one, two = history
+    Run.objects.filter(pk=two.pk).update(model="claude-sonnet-4-6")
+    # The fixture's runs are replays (make_run's model): left out, only run two remains.
+    assert {h.run_id for h in run_histories(exclude={"replay"})} == {two.pk}
+    Run.objects.filter(pk=two.pk).update(imported_from="trace t.jsonl", origin="trace:x:y")
+    assert run_histories(exclude={"replay", "imported"}) == []
+    assert {h.run_id for h in run_histories(exclude={"demo"})} == {one.pk, two.pk}
+    with pytest.raises(ValueError, match="cannot exclude"):
+        run_histories(exclude={"bogus"})

@@ -85,12 +85,16 @@ def test_a_worker_killed_mid_run_resumes_from_its_trace_and_every_step_is_stored
 def assert_finished_as_the_replay_allows(events):
     """The demo's model is a replay: it succeeds when the kill fell between tool calls; when it fell inside one,
     the resumed run reports that call interrupted (docs/protocol.md 1.2) and the recording has no turn for what
-    a live model would do next, so the run fails with replay_exhausted. Anything else is a fault."""
+    a live model would do next, so the replay has played its whole recording and is stopped with replay_finished.
+    Anything else is a fault."""
     final = events[-1]
     assert final["kind"] == "status", final
     interrupted = [e for e in events if e["kind"] == "tool_result" and e["payload"].get("interrupted")]
     if final["payload"]["status"] != "succeeded":
-        assert interrupted and final["payload"]["reason"] == "replay_exhausted", final["payload"]
+        assert interrupted and (final["payload"]["status"], final["payload"]["reason"]) == (
+            "stopped",
+            "replay_finished",
+        ), final["payload"]
 
 
 def test_a_server_killed_while_a_worker_streams_loses_and_doubles_nothing_and_feeds_resume(site, tmp_path):

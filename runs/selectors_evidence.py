@@ -1,0 +1,197 @@
+"""The evidence view of one evaluation: its scenarios as a grid by the task's own axes (runs/evidence.py),
+coloured by speed-up against a chosen baseline, the rates and their share of the measured peak, and how the
+speed-ups are spread. Every figure comes from gpu_harness.figures; this module only lays them out as text."""
+
+from __future__ import annotations
+
+from gpu_harness import figures
+from runs.evidence import SCENARIO_AXIS, scenario_grid
+from runs.models import Evaluation
+
+# Tone of a cell by its speed-up: slower than the baseline is red, about even is pale, faster is green. The upper
+# bound of each band, ascending; the stylesheet colours each (static/kseek.css, .tone-*).
+TONES = [(0.5, "down3"), (0.8, "down2"), (0.95, "down1"), (1.05, "even"), (1.25, "up1"), (2.0, "up2")]
+TOP_TONE = "up3"
+OUTCOME_TEXT = {"correct": "correct", "wrong": "wrong", "not_run": "not run"}
+
+
+def speedup_tone(value: float | None) -> str:
+    if value is None:
+        return "none"
+    return next((tone for bound, tone in TONES if value < bound), TOP_TONE)
+
+
+def _sig(value, suffix: str = "") -> str:
+    return figures.format_significant(value, 3, suffix=suffix)
+
+
+def _param_text(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return _sig(value)
+    return "—" if value is None else str(value)
+
+
+def _share_text(share: float | None) -> str:
+    return "—" if share is None else _sig(share * 100, "%")
+
+
+def _spec_counts(spec: dict) -> dict[str, dict]:
+    return {s.get("id"): s for s in (spec or {}).get("scenarios") or [] if isinstance(s, dict)}
+
+
+def evaluation_baselines(evaluation: Evaluation) -> list[str]:
+    """The baselines the evaluation measured: its geomean's, in the order the harness wrote them."""
+    return list(evaluation.geomean or {})
+
+
+def default_baseline(evaluation: Evaluation, baselines: list[str]) -> str | None:
+    """The run's goal baseline (`Run.goal`), or the task's for an evaluation of no run, when it was measured;
+    else the first measured one."""
+    goal = (
+        evaluation.run.goal[0]
+        if evaluation.run_id
+        else (evaluation.kernel.task.goal_baseline if evaluation.kernel.task_id else None)
+    )
+    return goal if goal in baselines else (baselines[0] if baselines else None)
+
+
+def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str]) -> dict:
+    outcome = figures.scenario_outcome(s)
+    counts = spec_counts.get(s["id"]) or {}
+    tflops = s.get("tflops")
+    gbps = figures.gbps(counts.get("bytes"), s.get("time_ms"))
+    tflops_share = figures.peak_share(tflops, peaks.get("peak_tflops"))
+    gbps_share = figures.peak_share(gbps, peaks.get("peak_gbps"))
+    over_peak = any(share is not None and share > 1.0 for share in (tflops_share, gbps_share))
+    speedups = {b: figures.scenario_speedup(s, b) for b in baselines}
+    return {
+        "id": s["id"],
+        "params": s.get("params") or {},
+        "outcome": outcome,
+        "outcome_text": OUTCOME_TEXT[outcome],
+        "reason": s.get("reason") or "",
+        "error": _sig(s.get("error")),
+        "time_ms": _sig(s.get("time_ms")),
+        "tflops": _sig(tflops),
+        "tflops_share": _share_text(tflops_share),
+        "gbps": _sig(gbps),
+        "gbps_share": _share_text(gbps_share),
+        # A figure above the measured peak, or a correct scenario the harness still wrote a reason for (a timing
+        # it found suspect), is marked so that it stands out.
+        "suspect": over_peak or (outcome == "correct" and bool(s.get("reason"))),
+        "speedups": {b: _sig(v, "×") for b, v in speedups.items()},
+        "tones": {b: speedup_tone(v) for b, v in speedups.items()},
+    }
+
+
+def _cell_title(row: dict, params_shown: list[str], has_peaks: bool) -> str:
+    lines = [row["id"], ", ".join(f"{p}={_param_text(row['params'].get(p))}" for p in params_shown)]
+    lines.append(row["outcome_text"] + (f": {row['reason']}" if row["reason"] else ""))
+    lines.append(f"time {row['time_ms']} ms · error {row['error']}")
+    share = f" ({row['tflops_share']} of peak)" if has_peaks else ""
+    lines.append(
+        f"{row['tflops']} TFLOP/s{share} · {row['gbps']} GB/s"
+        + (f" ({row['gbps_share']} of peak)" if has_peaks else "")
+    )
+    lines.append(" · ".join(f"vs {b} {text}" for b, text in row["speedups"].items()))
+    return "\n".join(lines)
+
+
+def _cell_text(row: dict, baseline: str | None) -> tuple[str, str]:
+    if row["outcome"] == "wrong":
+        return "✗ wrong", "wrong"
+    if row["outcome"] == "not_run":
+        return "not run", "not-run"
+    if baseline is None:
+        return "—", "none"
+    return row["speedups"][baseline], row["tones"][baseline]
+
+
+def column_headers(axes: list[str], columns: list[tuple]) -> list[list[tuple[str, int]]]:
+    """The grid's column header rows, one per column axis: each a list of (label, span), a value spanning the
+    columns next to each other that share it and every value before it (dtype=bf16 over causal no, yes)."""
+    headers = []
+    for level, axis in enumerate(axes):
+        row: list[tuple[str, int]] = []
+        previous = None
+        for column in columns:
+            key = column[: level + 1]
+            if key == previous:
+                row[-1] = (row[-1][0], row[-1][1] + 1)
+            else:
+                row.append((f"{axis} {_param_text(column[level])}", 1))
+            previous = key
+        headers.append(row)
+    return headers or [[("speed-up", 1)]]
+
+
+def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
+    """Everything the evidence view shows of `evaluation` (its ScenarioResult rows in `scenarios`)."""
+    task = evaluation.kernel.task if evaluation.kernel.task_id else None
+    spec = (task.spec if task else None) or {}
+    outcomes = [s.outcome() for s in scenarios]
+    verdict = {"status": evaluation.status, "geomean": evaluation.geomean, "scenarios": outcomes}
+    baselines = evaluation_baselines(evaluation)
+    chosen = default_baseline(evaluation, baselines)
+    peaks = evaluation.peaks or {}
+    has_bytes = any((c.get("bytes") or 0) > 0 for c in _spec_counts(spec).values())
+    rows = [_scenario_row(s, _spec_counts(spec), peaks, baselines) for s in outcomes]
+    by_id = {r["id"]: r for r in rows}
+    grid = scenario_grid(list(spec.get("parameters") or []), outcomes)
+    shown = [a for a in [*grid.row_axes, *grid.column_axes] if a != SCENARIO_AXIS]
+    has_peaks = bool(peaks)
+    for row in rows:
+        row["param_texts"] = [_param_text(row["params"].get(p)) for p in shown]
+        row["title"] = _cell_title(row, shown, has_peaks)
+        row["cell_text"], row["cell_tone"] = _cell_text(row, chosen)
+        row["cells"] = {b: _cell_text(row, b) for b in baselines}
+    grid_rows = []
+    for r, values in enumerate(grid.rows):
+        cells = [by_id.get(grid.cell(r, c)) for c in range(len(grid.columns))]
+        grid_rows.append({"values": [_param_text(v) for v in values], "cells": cells})
+    spread = []
+    for b in baselines:
+        figures_b = figures.speedup_spread(verdict, b)
+        spread.append(
+            {
+                "baseline": b,
+                "goal": b == chosen,
+                "count": figures_b["count"],
+                "min": _sig(figures_b["min"], "×"),
+                "median": _sig(figures_b["median"], "×"),
+                "geomean": _sig(figures_b["geomean"], "×"),
+                "below_one": figures_b["below_one"],
+            }
+        )
+    counts = {k: sum(1 for r in rows if r["outcome"] == k) for k in OUTCOME_TEXT}
+    if not peaks:
+        peaks_note = "No share of the peak: the harness recorded no measured device peak for this evaluation."
+    else:
+        peaks_note = "Measured peak: " + " · ".join(
+            text
+            for text in (
+                f"{_sig(peaks['peak_tflops'])} TFLOP/s" if peaks.get("peak_tflops") else "",
+                f"{_sig(peaks['peak_gbps'])} GB/s" if peaks.get("peak_gbps") else "",
+            )
+            if text
+        )
+    return {
+        "baselines": baselines,
+        "baseline": chosen,
+        "row_axes": [a if a != SCENARIO_AXIS else "scenario" for a in grid.row_axes],
+        "column_axes": grid.column_axes,
+        "column_headers": column_headers(grid.column_axes, grid.columns),
+        "header_depth": max(1, len(grid.column_axes)),
+        "constant": [(name, _param_text(value)) for name, value in grid.constant.items()],
+        "grid_rows": grid_rows,
+        "rows": rows,
+        "params": shown,
+        "spread": spread,
+        "counts": counts,
+        "has_peaks": has_peaks,
+        "has_bytes": has_bytes,
+        "peaks_note": peaks_note,
+        "cells_json": {r["id"]: r["cells"] for r in rows},
+    }
