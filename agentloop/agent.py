@@ -364,7 +364,7 @@ class Agent:
                 "category": decision.get("category") or question.get("category"),
                 "reason": f"chosen by {by or 'the operator'} when forking {where}",
                 "decision_point": question.get("decision_point"),
-                "by": "human" if decision.get("action") == "write" else "rule",
+                "by": "human",  # a person chose it, from the bank or in their own words
                 "attempt": 0,
             },
         )

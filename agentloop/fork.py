@@ -255,6 +255,7 @@ def fork_wire(cut: ForkCut, parent_run, decision: dict | None) -> dict:
         else None,
         "decision": decision,
         "played": cut.played,
+        "kernel_filename": cut.config.get("kernel_filename"),
     }
 
 

@@ -110,3 +110,30 @@ class BankQuestionForm(forms.Form):
     text = forms.CharField(max_length=1_000, widget=forms.Textarea(attrs={"rows": 2}))
     category = forms.ChoiceField(choices=QuestionCategory.choices)
     triggers = forms.MultipleChoiceField(choices=DecisionPoint.choices, widget=forms.CheckboxSelectMultiple)
+
+
+class ForkForm(forms.Form):
+    """A fork of a run at one of its steps (docs/fork.md). `decision` only at a question step."""
+
+    model = forms.CharField(
+        max_length=120,
+        widget=forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
+        help_text="the model the fork continues with: the parent's, another Anthropic id, openai:MODEL or replay:FILE",
+    )
+    decision = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("veto", "Veto it: ask nothing here"),
+            ("bank", "Ask another bank question instead"),
+            ("write", "Ask my own question instead"),
+        ],
+        widget=forms.RadioSelect,
+    )
+    bank_key = forms.ChoiceField(required=False, label="Bank question")
+    text = forms.CharField(
+        required=False, max_length=10_000, widget=forms.Textarea(attrs={"rows": 3}), label="Your question"
+    )
+
+    def __init__(self, *args, bank=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["bank_key"].choices = [("", "—")] + [(e.key, f"[{e.category}] {e.text}") for e in bank]

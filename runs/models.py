@@ -140,6 +140,14 @@ class Run(models.Model):
     # Which of its host's GPUs the run holds, as the worker's claim named it ("gpu 1", as in the host's `gpus`);
     # blank before a claim, or when the worker's claim named none.
     worker_gpu = models.CharField(max_length=20, blank=True, help_text="The GPU of its host the run holds, e.g. gpu 1")
+    # A fork continues its parent from one of its steps (docs/fork.md): `fork_seq` is that step's number, `fork`
+    # the assignment's `fork` object (docs/protocol.md 2.10) as runs.services.forks made it (conversation,
+    # files, decision), kept whole so that the fork can be assigned even if its parent is deleted.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks", help_text="The run it forks"
+    )
+    fork_seq = models.PositiveIntegerField(null=True, blank=True, help_text="The parent's step it continues from")
+    fork = models.JSONField(null=True, blank=True, help_text="What the fork starts from (docs/protocol.md 2.10)")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -157,6 +165,11 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(last_seq__gte=-1), name="run_last_seq_valid"),
             models.CheckConstraint(
                 condition=Q(goal_speedup__isnull=True) | Q(goal_speedup__gt=0), name="run_goal_speedup_positive"
+            ),
+            # A fork has its step and what it starts from; a run that is not one has neither.
+            models.CheckConstraint(
+                condition=Q(fork_seq__isnull=True, fork__isnull=True) | Q(fork_seq__isnull=False, fork__isnull=False),
+                name="run_fork_complete",
             ),
         ]
 

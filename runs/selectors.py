@@ -466,3 +466,19 @@ def task_page(name: str) -> dict:
     view["runs"] = list(run_list(task_name=name)[:TASK_RUNS_SHOWN])
     view["run_count"] = task.runs.count()
     return view
+
+
+def run_forks(run: Run) -> list[Run]:
+    """The runs forked from `run`, oldest first (its page lists them)."""
+    return list(Run.objects.filter(parent=run).order_by("created_at", "pk"))
+
+
+def fork_decision_text(run: Run) -> str:
+    """A fork's decision at the question it was forked at, in words ("" when it forked at another step)."""
+    decision = (run.fork or {}).get("decision") or {}
+    by = f" by {decision['by']}" if decision.get("by") else ""
+    if decision.get("action") == "veto":
+        return f"the question was vetoed{by}"
+    if decision.get("action") in ("bank", "write"):
+        return f"asked instead{by}: {decision.get('text', '')}"
+    return ""

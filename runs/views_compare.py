@@ -7,7 +7,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from runs.selectors_compare import COMPARE_MAX, COMPARE_MIN, SUMMARY_FIELDS, compare_runs_get, run_comparison
+from runs.selectors_compare import (
+    COMPARE_MAX,
+    COMPARE_MIN,
+    SUMMARY_FIELDS,
+    compare_runs_get,
+    fork_family,
+    run_comparison,
+)
 
 
 class _BadRequest(Exception):
@@ -25,6 +32,8 @@ def _run_ids(request) -> list[int]:
     if bad:
         raise _BadRequest(f"run ids are numbers: {', '.join(bad[:5])} is not")
     ids = list(dict.fromkeys(int(w) for w in words))
+    if len(ids) == 1:  # one run: a fork opens on its parent and itself, a parent on itself and its forks
+        ids = fork_family(ids[0]) or ids
     if not COMPARE_MIN <= len(ids) <= COMPARE_MAX:
         raise _BadRequest(f"pick {COMPARE_MIN} to {COMPARE_MAX} runs to compare ({len(ids)} given)")
     return ids

@@ -19,6 +19,7 @@ per thing written:
     worker_events  a worker's events (one or a batch): parsed, checked against who holds their runs, stored; the
                    events the server refused, kept on their run
     trace_import   a browsable run made from a trace file
+    forks          a run that continues another from one of its steps, with its own decision at a question
 """
 
 from runs.services.directives import (
@@ -30,6 +31,7 @@ from runs.services.directives import (
     worker_group,
 )
 from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict, UnconfirmedSuccess
+from runs.services.forks import fork_preview, run_fork
 from runs.services.kernels import (
     evaluation_meets_goal,
     evaluation_record,
@@ -86,7 +88,9 @@ __all__ = [
     "evaluation_record",
     "event_refusal_record",
     "events_store",
+    "fork_preview",
     "hash_token",
+    "run_fork",
     "hello_targets",
     "kernel_record",
     "kernel_release",

@@ -1,12 +1,14 @@
 """Writes to runs: queue, claim, status changes (with the transitions a run may make), the controls a person
 uses, and the assignment a worker receives."""
 
+import json
 import logging
 from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
 
+from agentloop.protocol import MESSAGE_MAX_BYTES
 from runs import notify
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, Directive, DirectiveAction, ReviewMode, Run, RunStatus, Task, WorkerHost
@@ -185,7 +187,19 @@ def run_assignment(run: Run) -> dict:
         "review_mode": run.review_mode,
         "review_timeout_s": run.review_timeout_s,
     }
-    return assignment | _assignment_questions()
+    if run.fork is not None:  # docs/protocol.md 2.10: the worker starts it from the parent's step
+        assignment["fork"] = run.fork
+        assignment["starting_kernel_name"] = run.fork.get("kernel_filename") or assignment["starting_kernel_name"]
+    with_questions = assignment | _assignment_questions()
+    # The bank and its figures are optional: an assignment they would push over the socket's limit goes without.
+    if _message_bytes(with_questions) > MESSAGE_MAX_BYTES:
+        _log.warning("run %s: assignment sent without the question bank, which would exceed the message limit", run.pk)
+        return assignment
+    return with_questions
+
+
+def _message_bytes(run: dict) -> int:
+    return len(json.dumps({"type": "assign", "v": 1, "run": run}, ensure_ascii=False).encode("utf-8"))
 
 
 def _assignment_questions() -> dict:
