@@ -134,3 +134,14 @@ def test_the_fork_page_says_what_is_wrong_with_a_bad_step(parent, olga, client):
         reverse("run_fork", args=[parent.pk]), {"seq": QUESTION_SEQ, "model": "m", "decision": "write"}
     )
     assert no_text.status_code == 400 and "write the question" in no_text.content.decode()
+
+
+def test_compare_of_a_parent_alone_opens_on_it_and_its_forks(parent, olga, client):
+    forks = [run_fork(parent=parent, step_seq=seq, user=olga) for seq in (3, 5)]
+    compared = client.get(reverse("run_compare") + f"?runs={parent.pk}&format=json").json()
+    assert [row["run_id"] for row in compared["summary"]] == [parent.pk, *(f.pk for f in forks)]
+    lonely = make_task(name="other_task")
+    from tests.foundation.factories import make_run
+
+    alone = make_run(task=lonely)
+    assert client.get(reverse("run_compare") + f"?runs={alone.pk}").status_code == 400
