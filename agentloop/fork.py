@@ -106,9 +106,13 @@ def fork_cut(events: list[dict], step_seq: int, parent: object = "?") -> ForkCut
             }
         )
     files, warnings = workspace_at(kept)
+    inherited = events[0]["payload"]["config"].get("fork")
+    before = (inherited.get("played") if isinstance(inherited, dict) else None) or {}  # a fork of a fork
     played = {
-        "turn": sum(e["kind"] == "model_message" and e["payload"].get("purpose", "turn") == "turn" for e in kept),
-        "select_question": sum(e["kind"] == "question_proposed" for e in kept),
+        "turn": int(before.get("turn") or 0)
+        + sum(e["kind"] == "model_message" and e["payload"].get("purpose", "turn") == "turn" for e in kept),
+        "select_question": int(before.get("select_question") or 0)
+        + sum(e["kind"] == "question_proposed" and e["payload"].get("by") != "human" for e in kept),
     }
     return ForkCut(
         step_seq=step_seq,
@@ -163,6 +167,10 @@ def workspace_at(events: list[dict]) -> tuple[dict[str, str], list[str]]:
     kernel = config.get("kernel_filename") or "kernel"
     files = {kernel: config.get("starting_kernel") or ""}
     warnings: list[str] = []
+    inherited = config.get("fork") if isinstance(config.get("fork"), dict) else None
+    if inherited:  # a fork of a fork starts from what its own parent's workspace held
+        files.update(inherited.get("files") or {})
+        warnings += [f"(inherited from run {inherited.get('parent_run')}) {w}" for w in inherited.get("warnings") or []]
     calls: dict[str, dict] = {}
     for event in events:
         kind, p = event["kind"], event["payload"]

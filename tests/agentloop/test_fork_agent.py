@@ -123,3 +123,33 @@ def test_a_fork_cut_off_after_its_start_resumes_and_decides_its_question_once(tm
     assert len(payloads(events, "question_decided")) == 1
     assert payloads(events, "decision_point") == []
     assert server.requests[0]["body"]["messages"][-1]["content"][-1]["text"] == "Why?"
+
+
+def test_a_fork_of_a_fork_starts_from_the_first_forks_workspace_and_place_in_the_recording(tmp_path):
+    text_ = QUESTION["payload"]["text"]
+    decision = {"action": "bank", "bank_key": QUESTION["payload"]["bank_key"], "text": text_, "by": "olga"}
+    agent, trace = fork_agent(tmp_path, ReplayModel(EVENTS), fork_of_demo(QUESTION["seq"], decision), steps=10)
+    agent.run()
+    trace.close()
+    first_fork = read_trace(tmp_path / "trace.jsonl")
+    inherited = fork_cut(EVENTS, QUESTION["seq"]).files
+    assert fork_cut(first_fork, 1).files == inherited  # before the first fork wrote anything
+    evaluation = next(e for e in first_fork if e["kind"] == "evaluation")
+    cut = fork_cut(first_fork, evaluation["seq"], parent=42)
+    assert cut.files["kernel.cpp"] == evaluation["payload"]["result"]["kernel_source"] and cut.warnings == []
+    turns_before = sum(
+        e["kind"] == "model_message" and e["payload"]["purpose"] == "turn" for e in first_fork[: evaluation["seq"]]
+    )
+    assert cut.played == {"turn": 3 + turns_before, "select_question": 0}
+    # A second fork, inside the first fork's first turn, plays the recording's turns after the four made by then.
+    turn = next(e for e in first_fork if e["kind"] == "model_message" and e["payload"]["purpose"] == "turn")
+    cut = fork_cut(first_fork, turn["seq"], parent=42)
+    assert cut.played["turn"] == 4 and cut.files == inherited
+    second = tmp_path / "second"
+    second.mkdir()
+    agent, trace = fork_agent(second, ReplayModel(EVENTS), fork_wire(cut, 42, None), steps=10)
+    outcome = agent.run()
+    trace.close()
+    assert outcome.status == "succeeded", outcome
+    turns = [p for p in payloads(read_trace(second / "trace.jsonl"), "model_message") if p["purpose"] == "turn"]
+    assert [t["content"] for t in turns] == [p["content"] for p in payloads(EVENTS, "model_message")[-1:]]
