@@ -137,3 +137,30 @@ class ForkForm(forms.Form):
     def __init__(self, *args, bank=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["bank_key"].choices = [("", "—")] + [(e.key, f"[{e.category}] {e.text}") for e in bank]
+
+
+class StudyForm(StartRunForm):
+    """A study: the start form's settings for every run, and the one setting that differs, with its values."""
+
+    setting = forms.ChoiceField(
+        choices=[
+            ("questions", "Questions (on, off)"),
+            ("review_mode", "Review mode (auto, review, review_timeout)"),
+            ("model", "Model"),
+            ("budget_steps", "Step budget"),
+            ("budget_evaluations", "Evaluation budget"),
+            ("budget_tokens", "Token budget"),
+            ("budget_wall_s", "Wall-time budget (s)"),
+        ],
+        label="The setting that differs",
+    )
+    values = forms.CharField(
+        max_length=2000,
+        label="Its values",
+        help_text="comma-separated, one run each (2 to 8): e.g. on, off · or claude-sonnet-4-6, openai:qwen3-coder",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        del self.fields["starting_kernel"]  # every run of a study starts from its task's kernel
+        self.fields["review_mode"].initial = ReviewMode.AUTO

@@ -106,6 +106,26 @@ class ReviewMode(models.TextChoices):
     REVIEW_TIMEOUT = "review_timeout", "A reviewer decides, or it is approved after a timeout"
 
 
+class Study(models.Model):
+    """Runs of one task started together that differ in one setting (an ablation, docs/fork.md): the compare
+    page opens on them (`/runs/compare/?study=ID`)."""
+
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="studies")
+    setting = models.CharField(max_length=40, help_text="The one setting its runs differ in")
+    values = models.JSONField(default=list, help_text="That setting's value in each run, in the runs' order")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="studies"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return f"study {self.pk} ({self.task.name}: {self.setting})"
+
+
 class Run(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
@@ -148,6 +168,9 @@ class Run(models.Model):
     )
     fork_seq = models.PositiveIntegerField(null=True, blank=True, help_text="The parent's step it continues from")
     fork = models.JSONField(null=True, blank=True, help_text="What the fork starts from (docs/protocol.md 2.10)")
+    # False: the agent asks no question at its decision points (the assignment's `questions`, docs/protocol.md 2.11).
+    asks_questions = models.BooleanField(default=True, help_text="Whether the agent asks questions at decision points")
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -482,3 +482,12 @@ def fork_decision_text(run: Run) -> str:
     if decision.get("action") in ("bank", "write"):
         return f"asked instead{by}: {decision.get('text', '')}"
     return ""
+
+
+def study_value_of(run: Run):
+    """The value of its study's setting that this run has ("" when it is in no study)."""
+    if run.study is None:
+        return ""
+    if run.study.setting == "questions":
+        return "on" if run.asks_questions else "off"
+    return getattr(run, run.study.setting, "")

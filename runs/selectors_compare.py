@@ -56,6 +56,11 @@ def fork_family(run_id: int) -> list[int]:
     return [run_id, *forks] if forks else []
 
 
+def study_run_ids(study_id: int) -> list[int]:
+    """The ids of a study's runs, in the order they were started (what compare opens on)."""
+    return list(Run.objects.filter(study_id=study_id).order_by("pk").values_list("pk", flat=True)[:COMPARE_MAX])
+
+
 def compare_runs_get(run_ids: list[int]) -> tuple[list[Run], list[int]]:
     """The runs of `run_ids` in the order asked, and the ids no run has."""
     found = {run.pk: run for run in Run.objects.filter(pk__in=run_ids).select_related("task")}

@@ -22,6 +22,7 @@ from runs.selectors import (
     run_sandbox,
     run_search,
     runs_unserved,
+    study_value_of,
 )
 from runs.selectors_compare import COMPARE_MAX
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
@@ -129,7 +130,7 @@ def demo_start_view(request):
 
 @login_required
 def run_detail(request, run_id: int):
-    run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by"), pk=run_id)
+    run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by", "study"), pk=run_id)
     goal_baseline, goal_speedup = run.goal  # the run's own goal, which it is judged against
     forks = run_forks(run)
     return render(
@@ -149,6 +150,7 @@ def run_detail(request, run_id: int):
             "forks": forks,
             "forks_compare": ",".join(str(pk) for pk in [run.pk, *(f.pk for f in forks)][:COMPARE_MAX]),
             "fork_decision": fork_decision_text(run),
+            "study_value": study_value_of(run),
         },
     )
 

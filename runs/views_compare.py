@@ -14,6 +14,7 @@ from runs.selectors_compare import (
     compare_runs_get,
     fork_family,
     run_comparison,
+    study_run_ids,
 )
 
 
@@ -26,6 +27,12 @@ class _BadRequest(Exception):
 def _run_ids(request) -> list[int]:
     """The ids of `runs`, given as one comma-separated value (a shared link) or repeated (the runs list's
     checkboxes), each once, in the order given."""
+    study = (request.GET.get("study") or "").strip().lstrip("#")
+    if study:  # a study's runs (runs.services.studies)
+        ids = study_run_ids(int(study)) if study.isdigit() and len(study) < 10 else []
+        if not ids:
+            raise _BadRequest(f"no study {study} with runs", status=404)
+        return ids
     words = [w.strip().lstrip("#") for value in request.GET.getlist("runs") for w in value.split(",")]
     words = [w for w in words if w]
     bad = [w for w in words if not w.isdigit()]

@@ -283,6 +283,8 @@ class Worker:
         run_dir = self._run_dir(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
         saved = {name: run[name] for name in ("bank", "question_stats") if run.get(name) is not None}
+        if run.get("questions") is False:  # docs/protocol.md 2.11: this run asks no question
+            saved["questions"] = False
         (run_dir / "questions.json").write_text(json.dumps(saved), encoding="utf-8")
 
     def _question_kwargs(self, run_id) -> dict:
@@ -292,6 +294,8 @@ class Worker:
             saved = json.loads((self._run_dir(run_id) / "questions.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
+        if saved.get("questions") is False:  # an empty bank: every decision point is noted, nothing is asked
+            return {"bank": []}
         kwargs = {}
         if "bank" in saved:
             entries, problems = bank_from_wire(saved["bank"])
@@ -529,8 +533,10 @@ class Worker:
                 return
             fork = run.get("fork")
             problems = fork_problems(fork) if fork is not None else []
+            if not isinstance(run.get("questions", True), bool):
+                problems.append(f"`questions` must be true or false, not {run.get('questions')!r:.50}")
             if problems:  # fails closed: a fork that would not continue its parent does not start at all
-                self._cannot_start(run["id"], "unusable fork: " + "; ".join(problems))
+                self._cannot_start(run["id"], "unusable assignment: " + "; ".join(problems))
                 return
             self._save_questions(run["id"], run)
             self._start_run(run["id"], gpu, config, None, fork=fork)

@@ -20,6 +20,7 @@ per thing written:
                    events the server refused, kept on their run
     trace_import   a browsable run made from a trace file
     forks          a run that continues another from one of its steps, with its own decision at a question
+    studies        runs of one task that differ in one setting, started together as one study
 """
 
 from runs.services.directives import (
@@ -50,6 +51,7 @@ from runs.services.questions import (
 )
 from runs.services.runs import run_assignment, run_claim, run_control, run_send_human_message, run_set_status, run_start
 from runs.services.steps import EventOutcome, StepRecorded, events_store, step_record
+from runs.services.studies import study_start
 from runs.services.tasks import task_upsert
 from runs.services.trace_import import trace_import
 from runs.services.worker_events import event_refusal_record, worker_event_record, worker_events_record
@@ -91,6 +93,7 @@ __all__ = [
     "fork_preview",
     "hash_token",
     "run_fork",
+    "study_start",
     "hello_targets",
     "kernel_record",
     "kernel_release",

@@ -33,8 +33,11 @@ def run_start(
     budget_cost_usd: Decimal | None = None,
     budget_wall_s: int | None = None,
     budget_evaluations: int | None = None,
+    asks_questions: bool = True,
+    study=None,
 ) -> Run:
-    """Queue a run; a worker claims it with `run_claim`."""
+    """Queue a run; a worker claims it with `run_claim`. `asks_questions` False: the agent asks no question at
+    its decision points; `study`: the study (runs.services.studies) it is one run of."""
     if review_mode == ReviewMode.REVIEW_TIMEOUT and not review_timeout_s:
         raise ServiceError("review mode 'review_timeout' needs review_timeout_s")
     with transaction.atomic():
@@ -52,6 +55,8 @@ def run_start(
             budget_cost_usd=budget_cost_usd,
             budget_wall_s=budget_wall_s,
             budget_evaluations=budget_evaluations,
+            asks_questions=asks_questions,
+            study=study,
         )
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run
@@ -187,6 +192,8 @@ def run_assignment(run: Run) -> dict:
         "review_mode": run.review_mode,
         "review_timeout_s": run.review_timeout_s,
     }
+    if not run.asks_questions:  # docs/protocol.md 2.11: sent only when off, so older workers see no change
+        assignment["questions"] = False
     if run.fork is not None:  # docs/protocol.md 2.10: the worker starts it from the parent's step
         assignment["fork"] = run.fork
         assignment["starting_kernel_name"] = run.fork.get("kernel_filename") or assignment["starting_kernel_name"]

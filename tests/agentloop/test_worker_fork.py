@@ -69,3 +69,20 @@ def test_a_worker_refuses_an_unusable_fork_before_it_runs_anything(tmp_path):
     assert only["payload"]["reason"] == "cannot_start" and "outside the workspace" in only["payload"]["detail"]
     assert messages.requests == []
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_a_worker_given_questions_off_asks_no_question_at_a_decision_point(tmp_path):
+    server, messages = run_through_worker(tmp_path, [worker_assignment(13, questions=False, budgets={"steps": 2})])
+    events = server.events(13)
+    assert any(e["kind"] == "decision_point" for e in events)  # the model ended its turn short of the goal
+    assert not any(e["kind"] == "question_proposed" for e in events)
+    assert all(r["body"].get("tools") for r in messages.requests)  # no question-selection call
+    assert any("no eligible bank question" in str(e["payload"].get("text")) for e in events if e["kind"] == "note")
+
+
+def test_a_worker_refuses_questions_that_is_not_a_boolean(tmp_path):
+    server, messages = run_through_worker(tmp_path, [worker_assignment(14, questions="no")])
+    (only,) = server.events(14)
+    assert (
+        only["payload"]["reason"] == "cannot_start" and "`questions` must be true or false" in only["payload"]["detail"]
+    )

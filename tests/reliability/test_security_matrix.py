@@ -109,6 +109,13 @@ ENDPOINTS = [
     ),
     ("get", "/runs/{parent}/fork/?seq=3", "operator", None),
     ("post", "/runs/{parent}/fork/", "operator", {"seq": "3", "model": "replay:x"}),
+    ("get", "/studies/start/", "operator", None),
+    (
+        "post",
+        "/studies/start/",
+        "operator",
+        {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto", "setting": "questions", "values": "on,off"},
+    ),
     ("post", "/runs/{run}/control/", "operator", {"action": "pause"}),
     ("post", "/runs/start/", "operator", {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto"}),
     ("post", "/workers/{host}/revoke/", "operator", {}),
