@@ -24,8 +24,13 @@ from runs.services.runs import run_start
 FORK_HEADROOM_BYTES = 512 * 1024
 
 
+def wire_bytes(value) -> int:
+    """Its size as the worker sends it: compact JSON with every non-ASCII character escaped (agentloop's window)."""
+    return len(json.dumps(value, separators=(",", ":")))
+
+
 def fork_max_bytes(starting_kernel: str) -> int:
-    return EVENT_MAX_BYTES - FORK_HEADROOM_BYTES - 2 * len(starting_kernel.encode("utf-8"))
+    return EVENT_MAX_BYTES - FORK_HEADROOM_BYTES - 2 * wire_bytes(starting_kernel)
 
 
 def parent_events(run: Run, up_to_seq: int) -> list[dict]:
@@ -101,7 +106,7 @@ def run_fork(
     problems = fork_problems(wire)
     if problems:  # the worker would refuse it: say so now, not after a claim
         raise ServiceError(f"the fork cannot start: {'; '.join(problems)}")
-    size = len(json.dumps(wire, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    size = wire_bytes(wire)
     limit = fork_max_bytes(parent.starting_kernel)
     if size > limit:
         raise ServiceError(

@@ -206,7 +206,7 @@ def run_assignment(run: Run) -> dict:
 
 
 def _message_bytes(run: dict) -> int:
-    return len(json.dumps({"type": "assign", "v": 1, "run": run}, ensure_ascii=False).encode("utf-8"))
+    return len(json.dumps({"type": "assign", "v": 1, "run": run}))  # as sent: non-ASCII escaped, so bytes
 
 
 def _assignment_questions() -> dict:

@@ -89,9 +89,10 @@ def test_forks_that_cannot_be_made_are_refused_with_the_reason(parent, olga):
     assert Run.objects.filter(parent=parent).count() == 0
 
 
-def test_a_fork_over_what_the_socket_carries_is_refused_before_it_is_stored(olga):
+@pytest.mark.parametrize("char,count", [("x", 1.0), ("é", 0.25)])  # é: under the limit in UTF-8, 6 bytes escaped
+def test_a_fork_over_what_the_socket_carries_is_refused_before_it_is_stored(olga, char, count):
     task = make_task()
-    huge = "x" * (fork_max_bytes(task.starting_kernel) + 10)
+    huge = char * int(fork_max_bytes(task.starting_kernel) * count + 10)
     lines = [
         dict(EVENTS[0], run_id="big"),
         {"v": 1, "run_id": "big", "seq": 1, "kind": "human_message", "ts": EVENTS[1]["ts"], "payload": {"text": huge}},
