@@ -153,3 +153,21 @@ def test_a_fork_of_a_fork_starts_from_the_first_forks_workspace_and_place_in_the
     assert outcome.status == "succeeded", outcome
     turns = [p for p in payloads(read_trace(second / "trace.jsonl"), "model_message") if p["purpose"] == "turn"]
     assert [t["content"] for t in turns] == [p["content"] for p in payloads(EVENTS, "model_message")[-1:]]
+
+
+def test_a_fork_continues_with_an_openai_compatible_model_too(tmp_path):
+    from agentloop.models.openai_backend import OpenAIModel
+    from tests.agentloop.chat_api import ChatServer, answer
+
+    fork = fork_of_demo(QUESTION["seq"], {"action": "veto", "by": "olga"})
+    with ChatServer([answer("Trying again.")]) as server:
+        model = OpenAIModel("qwen3-coder", settings={"base_url": server.url, "backoff_base_s": 0.01})
+        agent, trace = fork_agent(tmp_path, model, fork)
+        agent.run()
+        trace.close()
+    first = server.requests[0]["body"]
+    assert first.get("tools") and "hardware limit" in json.dumps(first["messages"])
+    assert QUESTION["payload"]["text"] not in json.dumps(first)
+    calls = [c["id"] for m in first["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in first["messages"] if m["role"] == "tool"]
+    assert calls and calls == answered  # every tool call of the parent's conversation answered, in order
