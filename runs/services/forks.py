@@ -113,6 +113,12 @@ def run_fork(
             f"the fork at step #{step_seq} is {size} bytes (conversation and files), over the {limit} bytes the "
             f"worker socket carries in a run's first event: fork at an earlier step"
         )
+    # The goal the parent's agent pursued (its started config): the same as the parent's own on a run of this
+    # server, and the recording's on an imported trace, whose run row has only its task's.
+    goal = cut.config.get("goal") if isinstance(cut.config.get("goal"), dict) else {}
+    baseline, speedup = goal.get("baseline"), goal.get("speedup")
+    if not (isinstance(baseline, str) and baseline and isinstance(speedup, (int, float)) and speedup > 0):
+        baseline, speedup = parent.goal_baseline, parent.goal_speedup
     with transaction.atomic():
         run = run_start(
             task=parent.task,
@@ -121,8 +127,8 @@ def run_fork(
             starting_kernel=cut.config.get("starting_kernel") or parent.starting_kernel,
             review_mode=parent.review_mode,
             review_timeout_s=parent.review_timeout_s,
-            goal_baseline=parent.goal_baseline,
-            goal_speedup=parent.goal_speedup,
+            goal_baseline=baseline,
+            goal_speedup=speedup,
             budget_steps=parent.budget_steps,
             budget_tokens=parent.budget_tokens,
             budget_cost_usd=parent.budget_cost_usd,

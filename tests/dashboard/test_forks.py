@@ -45,9 +45,12 @@ def test_a_fork_at_a_question_with_a_veto_is_queued_with_its_parents_settings_an
     fork = run_fork(parent=parent, step_seq=QUESTION_SEQ, model="claude-sonnet-4-6", action="veto", user=olga)
     fork.refresh_from_db()
     assert (fork.parent, fork.fork_seq, fork.status) == (parent, QUESTION_SEQ, "queued")
-    assert (fork.task, fork.review_mode, fork.goal) == (parent.task, parent.review_mode, parent.goal)
+    assert (fork.task, fork.review_mode) == (parent.task, parent.review_mode)
+    recorded = EVENTS[0]["payload"]["config"]["goal"]  # the goal the parent's agent pursued, not its task's
+    assert fork.goal == (recorded["baseline"], recorded["speedup"]) != parent.goal
     assert fork.model == "claude-sonnet-4-6" and fork.starting_kernel == parent.starting_kernel
     assert fork.fork["decision"] == {"action": "veto", "by": "olga"}
+    assert fork.fork["played"] == {"turn": 3, "select_question": 0}
     assert fork.fork["question"]["text"] == QUESTION_TEXT
     assert QUESTION_TEXT not in json.dumps(fork.fork["conversation"])
     assert fork_problems(fork.fork) == []
