@@ -140,7 +140,7 @@ class Agent:
         """A new run from its `config`, or the run whose trace is `resume_events`. `evaluator` None: the task's
         harness, in a process the agent starts in the host's sandbox and ends with the run. `fork`: a new run
         that continues another from one of its steps (docs/fork.md; the assignment's `fork`, checked by
-        agentloop.fork.fork_from_wire)."""
+        agentloop.fork.fork_problems)."""
         if (config is None) == (resume_events is None):
             raise ValueError("give either a config (a new run) or resume_events (a resumed run)")
         if fork is not None and resume_events is not None:
@@ -355,6 +355,22 @@ class Agent:
             )
             return
         ref = f"q-{self.run_id}-fork"
+        pending = self.state.pending_question  # proposed before a crash, not yet decided: decided now, not again
+        if not (pending and pending.get("question_ref") == ref):
+            self._fork_propose(ref, decision, question, by, where)
+        self.emitter.emit(
+            "question_decided",
+            {
+                "question_ref": ref,
+                "action": "approve",
+                "text": decision["text"],
+                "by": "reviewer",
+                "reviewer": by or None,
+                "fork_decision": True,
+            },
+        )
+
+    def _fork_propose(self, ref: str, decision: dict, question: dict, by: str, where: str) -> None:
         self.emitter.emit(
             "question_proposed",
             {
@@ -366,17 +382,6 @@ class Agent:
                 "decision_point": question.get("decision_point"),
                 "by": "human",  # a person chose it, from the bank or in their own words
                 "attempt": 0,
-            },
-        )
-        self.emitter.emit(
-            "question_decided",
-            {
-                "question_ref": ref,
-                "action": "approve",
-                "text": decision["text"],
-                "by": "reviewer",
-                "reviewer": by or None,
-                "fork_decision": True,
             },
         )
 

@@ -171,3 +171,29 @@ def test_a_fork_continues_with_an_openai_compatible_model_too(tmp_path):
     calls = [c["id"] for m in first["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
     answered = [m["tool_call_id"] for m in first["messages"] if m["role"] == "tool"]
     assert calls and calls == answered  # every tool call of the parent's conversation answered, in order
+
+
+def test_a_fork_cut_off_between_its_question_and_its_decision_decides_it_without_proposing_it_again(tmp_path):
+    fork = fork_of_demo(QUESTION["seq"], {"action": "write", "text": "Why?", "by": "olga"})
+    with MessagesServer(Script([Reply([text("x")])])) as server:
+        agent, trace = fork_agent(tmp_path, anthropic_model(server), fork)
+        agent.run()
+        trace.close()
+    events = read_trace(tmp_path / "trace.jsonl")
+    cut = [e for e in events[: next(i for i, e in enumerate(events) if e["kind"] == "question_decided")]]
+    (tmp_path / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in cut))
+    with MessagesServer(Script([Reply([text("y")])])) as server:
+        trace = TraceWriter(tmp_path / "trace.jsonl")
+        Agent(
+            run_id=42,
+            resume_events=cut,
+            model=anthropic_model(server),
+            sinks=[trace],
+            host=unsandboxed(tmp_path / "ws"),
+            evaluator=ScriptedEvaluator(),
+            oversight=Oversight(bank=[]),
+        ).run()
+        trace.close()
+    events = read_trace(tmp_path / "trace.jsonl")
+    assert len(payloads(events, "question_proposed")) == 1 and len(payloads(events, "question_decided")) == 1
+    assert server.requests[0]["body"]["messages"][-1]["content"][-1]["text"] == "Why?"
