@@ -39,6 +39,13 @@ from agentloop.tools.shell import ShellTool
 from questionbank.bank import BankEntry, load_bank
 
 
+def _played_events(played: dict) -> list[dict]:
+    """Stand-ins for a fork parent's model calls before the cut, for the replay model's skip_played."""
+    turns = [{"kind": "model_message", "payload": {"purpose": "turn"}}] * int(played.get("turn") or 0)
+    asked = [{"kind": "question_proposed", "payload": {}}] * int(played.get("select_question") or 0)
+    return turns + asked
+
+
 @dataclass
 class Outcome:
     status: str
@@ -128,11 +135,17 @@ class Agent:
         evaluator: Evaluator | None = None,
         oversight: Oversight | None = None,
         policy: Policy | None = None,
+        fork: dict | None = None,
     ):
         """A new run from its `config`, or the run whose trace is `resume_events`. `evaluator` None: the task's
-        harness, in a process the agent starts in the host's sandbox and ends with the run."""
+        harness, in a process the agent starts in the host's sandbox and ends with the run. `fork`: a new run
+        that continues another from one of its steps (docs/fork.md; the assignment's `fork`, checked by
+        agentloop.fork.fork_problems)."""
         if (config is None) == (resume_events is None):
             raise ValueError("give either a config (a new run) or resume_events (a resumed run)")
+        if fork is not None and resume_events is not None:
+            raise ValueError("a resumed run takes its fork from its trace")
+        self._fork = fork
         self.run_id = run_id
         self.workspace = Path(host.workspace).resolve()
         self.sandbox = host.sandbox
@@ -192,8 +205,9 @@ class Agent:
             stats=oversight.question_stats,
         )
         self._cost_warned = False
-        if resume_events:
-            model.skip_played(resume_events)
+        played = (fork or self.state.fork or {}).get("played") or {}
+        if resume_events or played:  # a fork of a replay goes on from where its parent was in the recording
+            model.skip_played(_played_events(played) + list(resume_events or []))
         model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
         self.inbox.mark_seen(e["payload"].get("directive_id") for e in resume_events or [])
 
@@ -227,6 +241,10 @@ class Agent:
     def _start(self) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)
         (self.workspace / self.config.kernel_filename).write_text(self.config.starting_kernel, encoding="utf-8")
+        for name, text in ((self._fork or {}).get("files") or {}).items():  # the parent's workspace at the cut
+            path = self.editor.resolve(name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
         info = self.task_info
         task_prompt = self.policy.task_template.format(
             task=self.config.task,
@@ -247,9 +265,13 @@ class Agent:
             "agentloop_version": __version__,
             "sandbox": self.sandbox.mode,
         }
+        if self._fork is not None:
+            config["fork"] = self._fork
         self.emitter.emit("status", {"status": "running", "reason": "started", "config": config})
         self._sandbox_note()
-        if "start" in self.policy.detectors.enabled:
+        if self._fork is not None:
+            self._fork_start()
+        elif "start" in self.policy.detectors.enabled:
             self._decision_points([Firing("start", "the run is starting")])
 
     def _resume(self) -> None:
@@ -282,6 +304,8 @@ class Agent:
         for, the decision points (looked for again only when none was recorded: detection is a function of the
         state), the question of an open decision point, and the note when the model would have the last word."""
         s = self.state
+        if s.fork is not None and not s.fork_decided:
+            self._fork_decide()
         self._check_tool_inputs()
         if s.goal_check_due is not None:
             self._goal_check(self.editor.resolve(s.goal_check_due), s.goal_check_due)
@@ -293,10 +317,73 @@ class Agent:
         elif not s.turn_fired:
             if s.last_turn is not None:
                 self._after_turn()
-            elif "start" in self.policy.detectors.enabled:
+            elif "start" in self.policy.detectors.enabled and s.fork is None:
                 self._decision_points([Firing("start", "the run is starting")])
         if s.model_has_last_word:
             self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
+
+    # ---------------------------------------------------------------------------------------- forks
+    def _fork_start(self) -> None:
+        """A fork's first events: what its workspace may lack, its decision at the question, and the loop's note
+        when the parent's model had the last word at the cut."""
+        fork = self._fork
+        for warning in fork.get("warnings") or []:
+            self.emitter.emit("note", {"text": f"fork workspace: {warning}", "level": "warning"})
+        self._fork_decide()
+        if self.state.model_has_last_word:
+            self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
+
+    def _fork_decide(self) -> None:
+        """The fork's own decision at the question it was forked at, instead of the parent's (docs/fork.md): a
+        veto asks nothing there; a bank question or a question of the operator's own is asked."""
+        fork = self.state.fork or self._fork
+        decision = fork.get("decision") or {}
+        if not decision:
+            return
+        question = fork.get("question") or {}
+        where = f"run {fork.get('parent_run')} at step #{fork.get('step_seq')}"
+        by = decision.get("by") or ""
+        if decision.get("action") == "veto":
+            self.emitter.emit(
+                "note",
+                {
+                    "text": f"fork of {where}: {by or 'the operator'} vetoed the question "
+                    f"{question.get('text', '')!r}; nothing is asked there",
+                    "level": "info",
+                    "fork_decision": True,
+                },
+            )
+            return
+        ref = f"q-{self.run_id}-fork"
+        pending = self.state.pending_question  # proposed before a crash, not yet decided: decided now, not again
+        if not (pending and pending.get("question_ref") == ref):
+            self._fork_propose(ref, decision, question, by, where)
+        self.emitter.emit(
+            "question_decided",
+            {
+                "question_ref": ref,
+                "action": "approve",
+                "text": decision["text"],
+                "by": "reviewer",
+                "reviewer": by or None,
+                "fork_decision": True,
+            },
+        )
+
+    def _fork_propose(self, ref: str, decision: dict, question: dict, by: str, where: str) -> None:
+        self.emitter.emit(
+            "question_proposed",
+            {
+                "question_ref": ref,
+                "bank_key": decision.get("bank_key"),
+                "text": decision["text"],
+                "category": decision.get("category") or question.get("category"),
+                "reason": f"chosen by {by or 'the operator'} when forking {where}",
+                "decision_point": question.get("decision_point"),
+                "by": "human",  # a person chose it, from the bank or in their own words
+                "attempt": 0,
+            },
+        )
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:

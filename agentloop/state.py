@@ -67,6 +67,8 @@ class RunState:
     goal_check_due: str | None = None  # kernel path of a tool verdict that met the target, not yet checked
     invalid_inputs_in_a_row: int = 0  # the model's latest tool calls whose input was not a JSON object
     budget_spent: str | None = None  # a budget a tool call was refused for ("evaluations"): the run ends on it
+    fork: dict | None = None  # the `fork` of the started config: this run continues another's (docs/fork.md)
+    fork_decided: bool = False  # the fork's decision at its question is recorded (or it had none to take)
 
     # ---- derived ----
     @property
@@ -103,7 +105,15 @@ class RunState:
             self.config = RunConfig.from_dict(p["config"])
             self.system_prompt = p["config"].get("system_prompt", "")
             self.started_ts = event.get("ts")
-            self._user({"type": "text", "text": p["config"].get("task_prompt", "")})
+            fork = p["config"].get("fork")
+            if isinstance(fork, dict):  # a fork starts from its parent's conversation, which holds the task prompt
+                self.fork = fork
+                self.fork_decided = not fork.get("decision")
+                self.messages.extend(
+                    {"role": m["role"], "content": [dict(b) for b in m["content"]]} for m in fork["conversation"]
+                )
+            else:
+                self._user({"type": "text", "text": p["config"].get("task_prompt", "")})
         self.status = p["status"]
         if p["status"] in FINISHED_STATUSES:
             self.finished = True
@@ -185,6 +195,8 @@ class RunState:
             self.open_attempts = int(p.get("attempt") or 0) + 1
 
     def _on_question_decided(self, p: dict, event: dict) -> None:
+        if p.get("fork_decision"):
+            self.fork_decided = True
         proposal = self.proposals.get(p["question_ref"], {})
         if self.pending_question and self.pending_question.get("question_ref") == p["question_ref"]:
             self.pending_question = None
@@ -207,6 +219,8 @@ class RunState:
         self._user({"type": "text", "text": p["text"]})
 
     def _on_note(self, p: dict, event: dict) -> None:
+        if p.get("fork_decision"):
+            self.fork_decided = True
         if p.get("to_model"):
             self._user({"type": "text", "text": p["text"]})
         if p.get("decision_point") and p["decision_point"] == self.open_decision:

@@ -110,3 +110,57 @@ class BankQuestionForm(forms.Form):
     text = forms.CharField(max_length=1_000, widget=forms.Textarea(attrs={"rows": 2}))
     category = forms.ChoiceField(choices=QuestionCategory.choices)
     triggers = forms.MultipleChoiceField(choices=DecisionPoint.choices, widget=forms.CheckboxSelectMultiple)
+
+
+class ForkForm(forms.Form):
+    """A fork of a run at one of its steps (docs/fork.md). `decision` only at a question step."""
+
+    model = forms.CharField(
+        max_length=120,
+        widget=forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
+        help_text="the model the fork continues with: the parent's, another Anthropic id, openai:MODEL or replay:FILE",
+    )
+    decision = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("veto", "Veto it: ask nothing here"),
+            ("bank", "Ask another bank question instead"),
+            ("write", "Ask my own question instead"),
+        ],
+        widget=forms.RadioSelect,
+    )
+    bank_key = forms.ChoiceField(required=False, label="Bank question")
+    text = forms.CharField(
+        required=False, max_length=10_000, widget=forms.Textarea(attrs={"rows": 3}), label="Your question"
+    )
+
+    def __init__(self, *args, bank=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["bank_key"].choices = [("", "—")] + [(e.key, f"[{e.category}] {e.text}") for e in bank]
+
+
+class StudyForm(StartRunForm):
+    """A study: the start form's settings for every run, and the one setting that differs, with its values."""
+
+    setting = forms.ChoiceField(
+        choices=[
+            ("questions", "Questions (on, off)"),
+            ("review_mode", "Review mode (auto, review, review_timeout)"),
+            ("model", "Model"),
+            ("budget_steps", "Step budget"),
+            ("budget_evaluations", "Evaluation budget"),
+            ("budget_tokens", "Token budget"),
+            ("budget_wall_s", "Wall-time budget (s)"),
+        ],
+        label="The setting that differs",
+    )
+    values = forms.CharField(
+        max_length=2000,
+        label="Its values",
+        help_text="comma-separated, one run each (2 to 8): e.g. on, off · or claude-sonnet-4-6, openai:qwen3-coder",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        del self.fields["starting_kernel"]  # every run of a study starts from its task's kernel
+        self.fields["review_mode"].initial = ReviewMode.AUTO

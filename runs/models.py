@@ -106,6 +106,26 @@ class ReviewMode(models.TextChoices):
     REVIEW_TIMEOUT = "review_timeout", "A reviewer decides, or it is approved after a timeout"
 
 
+class Study(models.Model):
+    """Runs of one task started together that differ in one setting (an ablation, docs/fork.md): the compare
+    page opens on them (`/runs/compare/?study=ID`)."""
+
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="studies")
+    setting = models.CharField(max_length=40, help_text="The one setting its runs differ in")
+    values = models.JSONField(default=list, help_text="That setting's value in each run, in the runs' order")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="studies"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return f"study {self.pk} ({self.task.name}: {self.setting})"
+
+
 class Run(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
@@ -146,6 +166,17 @@ class Run(models.Model):
     # The original run an imported trace records (runs.services.trace_import.trace_origin), the same for every
     # import of the same run, so that figures over runs count it once. Blank: the run is its own origin.
     origin = models.CharField(max_length=200, blank=True, db_index=True, help_text="The original run it records")
+    # A fork continues its parent from one of its steps (docs/fork.md): `fork_seq` is that step's number, `fork`
+    # the assignment's `fork` object (docs/protocol.md 2.10) as runs.services.forks made it (conversation,
+    # files, decision), kept whole so that the fork can be assigned even if its parent is deleted.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks", help_text="The run it forks"
+    )
+    fork_seq = models.PositiveIntegerField(null=True, blank=True, help_text="The parent's step it continues from")
+    fork = models.JSONField(null=True, blank=True, help_text="What the fork starts from (docs/protocol.md 2.10)")
+    # False: the agent asks no question at its decision points (the assignment's `questions`, docs/protocol.md 2.11).
+    asks_questions = models.BooleanField(default=True, help_text="Whether the agent asks questions at decision points")
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -163,6 +194,11 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(last_seq__gte=-1), name="run_last_seq_valid"),
             models.CheckConstraint(
                 condition=Q(goal_speedup__isnull=True) | Q(goal_speedup__gt=0), name="run_goal_speedup_positive"
+            ),
+            # A fork has its step and what it starts from; a run that is not one has neither.
+            models.CheckConstraint(
+                condition=Q(fork_seq__isnull=True, fork__isnull=True) | Q(fork_seq__isnull=False, fork__isnull=False),
+                name="run_fork_complete",
             ),
         ]
 

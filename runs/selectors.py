@@ -572,3 +572,28 @@ def best_kernel_per_task() -> list[dict]:
                 "evaluation_id": evaluation_id,
             }
     return sorted(per_task.values(), key=lambda row: row["task"].name)
+
+
+def run_forks(run: Run) -> list[Run]:
+    """The runs forked from `run`, oldest first (its page lists them)."""
+    return list(Run.objects.filter(parent=run).order_by("created_at", "pk"))
+
+
+def fork_decision_text(run: Run) -> str:
+    """A fork's decision at the question it was forked at, in words ("" when it forked at another step)."""
+    decision = (run.fork or {}).get("decision") or {}
+    by = f" by {decision['by']}" if decision.get("by") else ""
+    if decision.get("action") == "veto":
+        return f"the question was vetoed{by}"
+    if decision.get("action") in ("bank", "write"):
+        return f"asked instead{by}: {decision.get('text', '')}"
+    return ""
+
+
+def study_value_of(run: Run):
+    """The value of its study's setting that this run has ("" when it is in no study)."""
+    if run.study is None:
+        return ""
+    if run.study.setting == "questions":
+        return "on" if run.asks_questions else "off"
+    return getattr(run, run.study.setting, "")

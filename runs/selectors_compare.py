@@ -43,6 +43,24 @@ SUMMARY_FIELDS = [
 ]
 
 
+def fork_family(run_id: int) -> list[int]:
+    """What a compare of one run opens on: a fork's parent and the fork; a parent and its first forks (up to
+    COMPARE_MAX runs in all); [] when the run is neither (or does not exist)."""
+    run = Run.objects.filter(pk=run_id).values("pk", "parent_id").first()
+    if run is None:
+        return []
+    if run["parent_id"] is not None:
+        return [run["parent_id"], run_id]
+    forks = Run.objects.filter(parent_id=run_id).order_by("created_at", "pk").values_list("pk", flat=True)
+    forks = list(forks[: COMPARE_MAX - 1])
+    return [run_id, *forks] if forks else []
+
+
+def study_run_ids(study_id: int) -> list[int]:
+    """The ids of a study's runs, in the order they were started (what compare opens on)."""
+    return list(Run.objects.filter(study_id=study_id).order_by("pk").values_list("pk", flat=True)[:COMPARE_MAX])
+
+
 def compare_runs_get(run_ids: list[int]) -> tuple[list[Run], list[int]]:
     """The runs of `run_ids` in the order asked, and the ids no run has."""
     found = {run.pk: run for run in Run.objects.filter(pk__in=run_ids).select_related("task")}

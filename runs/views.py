@@ -16,11 +16,15 @@ from runs.permissions import OPERATOR, REVIEWER, role_required
 from runs.selectors import (
     RUN_SORTS,
     evaluations_for_run,
+    fork_decision_text,
+    run_forks,
     run_queue_reason,
     run_sandbox,
     run_search,
     runs_unserved,
+    study_value_of,
 )
+from runs.selectors_compare import COMPARE_MAX
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_PER_PAGE = 50
@@ -127,8 +131,9 @@ def demo_start_view(request):
 
 @login_required
 def run_detail(request, run_id: int):
-    run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by"), pk=run_id)
+    run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by", "study"), pk=run_id)
     goal_baseline, goal_speedup = run.goal  # the run's own goal, which it is judged against
+    forks = run_forks(run)
     return render(
         request,
         "runs/run_detail.html",
@@ -144,6 +149,10 @@ def run_detail(request, run_id: int):
             "refused_events": run.refused_events.all(),
             "sandbox": run_sandbox(run.pk),
             "queue_reason": run_queue_reason(run),
+            "forks": forks,
+            "forks_compare": ",".join(str(pk) for pk in [run.pk, *(f.pk for f in forks)][:COMPARE_MAX]),
+            "fork_decision": fork_decision_text(run),
+            "study_value": study_value_of(run),
         },
     )
 

@@ -7,7 +7,15 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from runs.selectors_compare import COMPARE_MAX, COMPARE_MIN, SUMMARY_FIELDS, compare_runs_get, run_comparison
+from runs.selectors_compare import (
+    COMPARE_MAX,
+    COMPARE_MIN,
+    SUMMARY_FIELDS,
+    compare_runs_get,
+    fork_family,
+    run_comparison,
+    study_run_ids,
+)
 
 
 class _BadRequest(Exception):
@@ -19,12 +27,20 @@ class _BadRequest(Exception):
 def _run_ids(request) -> list[int]:
     """The ids of `runs`, given as one comma-separated value (a shared link) or repeated (the runs list's
     checkboxes), each once, in the order given."""
+    study = (request.GET.get("study") or "").strip().lstrip("#")
+    if study:  # a study's runs (runs.services.studies)
+        ids = study_run_ids(int(study)) if study.isdigit() and len(study) < 10 else []
+        if not ids:
+            raise _BadRequest(f"no study {study} with runs", status=404)
+        return ids
     words = [w.strip().lstrip("#") for value in request.GET.getlist("runs") for w in value.split(",")]
     words = [w for w in words if w]
     bad = [w for w in words if not w.isdigit()]
     if bad:
         raise _BadRequest(f"run ids are numbers: {', '.join(bad[:5])} is not")
     ids = list(dict.fromkeys(int(w) for w in words))
+    if len(ids) == 1:  # one run: a fork opens on its parent and itself, a parent on itself and its forks
+        ids = fork_family(ids[0]) or ids
     if not COMPARE_MIN <= len(ids) <= COMPARE_MAX:
         raise _BadRequest(f"pick {COMPARE_MIN} to {COMPARE_MAX} runs to compare ({len(ids)} given)")
     return ids

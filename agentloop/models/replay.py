@@ -45,7 +45,10 @@ class ReplayModel(Model):
         again by the resumed run, and gets the same recorded answer."""
         played = {
             "turn": sum(e["kind"] == "model_message" and e["payload"].get("purpose", "turn") == "turn" for e in events),
-            "select_question": sum(e["kind"] == "question_proposed" for e in events),
+            # a person's question (a fork's, by "human") was not a selection call
+            "select_question": sum(
+                e["kind"] == "question_proposed" and e["payload"].get("by") != "human" for e in events
+            ),
         }
         for purpose, count in played.items():
             for queue in (self.queues.get(purpose), self.usages.get(purpose)):

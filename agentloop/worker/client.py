@@ -37,6 +37,7 @@ from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError
 from agentloop.events import Emitter
+from agentloop.fork import fork_problems
 from agentloop.protocol import FINISHED_STATUSES
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
@@ -282,6 +283,8 @@ class Worker:
         run_dir = self._run_dir(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
         saved = {name: run[name] for name in ("bank", "question_stats") if run.get(name) is not None}
+        if run.get("questions") is False:  # docs/protocol.md 2.11: this run asks no question
+            saved["questions"] = False
         (run_dir / "questions.json").write_text(json.dumps(saved), encoding="utf-8")
 
     def _question_kwargs(self, run_id) -> dict:
@@ -291,6 +294,8 @@ class Worker:
             saved = json.loads((self._run_dir(run_id) / "questions.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
+        if saved.get("questions") is False:  # an empty bank: every decision point is noted, nothing is asked
+            return {"bank": []}
         kwargs = {}
         if "bank" in saved:
             entries, problems = bank_from_wire(saved["bank"])
@@ -307,7 +312,9 @@ class Worker:
             kwargs["question_stats"] = stats
         return kwargs
 
-    def _start_run(self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None) -> None:
+    def _start_run(
+        self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None, fork: dict | None = None
+    ) -> None:
         from agentloop.agent import Agent, Host, Oversight
         from agentloop.review import InboxReviewer
 
@@ -330,6 +337,7 @@ class Worker:
                     sinks=[trace, self._event_sink],
                     host=Host(run_dir / "workspace", self.sandbox, {"CUDA_VISIBLE_DEVICES": str(gpu)}),
                     oversight=Oversight(InboxReviewer(mode.review_timeout_s), inbox, **questions),
+                    fork=fork,
                     **self.agent_kwargs,
                 )
                 handle.emitter = agent.emitter
@@ -523,8 +531,15 @@ class Worker:
             except ConfigError as exc:
                 self._cannot_start(run["id"], str(exc))
                 return
+            fork = run.get("fork")
+            problems = fork_problems(fork) if fork is not None else []
+            if not isinstance(run.get("questions", True), bool):
+                problems.append(f"`questions` must be true or false, not {run.get('questions')!r:.50}")
+            if problems:  # fails closed: a fork that would not continue its parent does not start at all
+                self._cannot_start(run["id"], "unusable assignment: " + "; ".join(problems))
+                return
             self._save_questions(run["id"], run)
-            self._start_run(run["id"], gpu, config, None)
+            self._start_run(run["id"], gpu, config, None, fork=fork)
         elif kind == "no_work":
             self._claiming = False
             wait = msg.get("retry_after_s")

@@ -19,6 +19,8 @@ per thing written:
     worker_events  a worker's events (one or a batch): parsed, checked against who holds their runs, stored; the
                    events the server refused, kept on their run
     trace_import   a browsable run made from a trace file
+    forks          a run that continues another from one of its steps, with its own decision at a question
+    studies        runs of one task that differ in one setting, started together as one study
 """
 
 from runs.services.directives import (
@@ -30,6 +32,7 @@ from runs.services.directives import (
     worker_group,
 )
 from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict, UnconfirmedSuccess
+from runs.services.forks import fork_preview, run_fork
 from runs.services.kernels import (
     evaluation_meets_goal,
     evaluation_record,
@@ -48,6 +51,7 @@ from runs.services.questions import (
 )
 from runs.services.runs import run_assignment, run_claim, run_control, run_send_human_message, run_set_status, run_start
 from runs.services.steps import EventOutcome, StepRecorded, events_store, step_record
+from runs.services.studies import study_start
 from runs.services.tasks import task_upsert
 from runs.services.trace_import import trace_import
 from runs.services.worker_events import event_refusal_record, worker_event_record, worker_events_record
@@ -86,7 +90,10 @@ __all__ = [
     "evaluation_record",
     "event_refusal_record",
     "events_store",
+    "fork_preview",
     "hash_token",
+    "run_fork",
+    "study_start",
     "hello_targets",
     "kernel_record",
     "kernel_release",

@@ -1,12 +1,14 @@
 """Writes to runs: queue, claim, status changes (with the transitions a run may make), the controls a person
 uses, and the assignment a worker receives."""
 
+import json
 import logging
 from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
 
+from agentloop.protocol import MESSAGE_MAX_BYTES
 from runs import notify
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, Directive, DirectiveAction, ReviewMode, Run, RunStatus, Task, WorkerHost
@@ -31,8 +33,11 @@ def run_start(
     budget_cost_usd: Decimal | None = None,
     budget_wall_s: int | None = None,
     budget_evaluations: int | None = None,
+    asks_questions: bool = True,
+    study=None,
 ) -> Run:
-    """Queue a run; a worker claims it with `run_claim`."""
+    """Queue a run; a worker claims it with `run_claim`. `asks_questions` False: the agent asks no question at
+    its decision points; `study`: the study (runs.services.studies) it is one run of."""
     if review_mode == ReviewMode.REVIEW_TIMEOUT and not review_timeout_s:
         raise ServiceError("review mode 'review_timeout' needs review_timeout_s")
     with transaction.atomic():
@@ -50,6 +55,8 @@ def run_start(
             budget_cost_usd=budget_cost_usd,
             budget_wall_s=budget_wall_s,
             budget_evaluations=budget_evaluations,
+            asks_questions=asks_questions,
+            study=study,
         )
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run
@@ -185,7 +192,21 @@ def run_assignment(run: Run) -> dict:
         "review_mode": run.review_mode,
         "review_timeout_s": run.review_timeout_s,
     }
-    return assignment | _assignment_questions()
+    if not run.asks_questions:  # docs/protocol.md 2.11: sent only when off, so older workers see no change
+        assignment["questions"] = False
+    if run.fork is not None:  # docs/protocol.md 2.10: the worker starts it from the parent's step
+        assignment["fork"] = run.fork
+        assignment["starting_kernel_name"] = run.fork.get("kernel_filename") or assignment["starting_kernel_name"]
+    with_questions = assignment | _assignment_questions()
+    # The bank and its figures are optional: an assignment they would push over the socket's limit goes without.
+    if _message_bytes(with_questions) > MESSAGE_MAX_BYTES:
+        _log.warning("run %s: assignment sent without the question bank, which would exceed the message limit", run.pk)
+        return assignment
+    return with_questions
+
+
+def _message_bytes(run: dict) -> int:
+    return len(json.dumps({"type": "assign", "v": 1, "run": run}))  # as sent: non-ASCII escaped, so bytes
 
 
 def _assignment_questions() -> dict:

@@ -79,7 +79,9 @@ def _question_from_event(run: Run, step: Step) -> Question:
     bank_entry = BankQuestion.objects.filter(key=bank_key).first() if bank_key else None
     decision_point = payload.get("decision_point") if payload.get("decision_point") in DecisionPoint.values else ""
     category = payload.get("category") if payload.get("category") in QuestionCategory.values else ""
-    source = QuestionSource.SELF if payload.get("by", "model") == "model" else QuestionSource.BANK
+    by = payload.get("by", "model")
+    # "human": a person's own question, as a fork's operator writes it (docs/fork.md)
+    source = {"model": QuestionSource.SELF, "human": QuestionSource.HUMAN}.get(by, QuestionSource.BANK)
     return question_propose(
         run=run,
         text=text,

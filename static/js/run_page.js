@@ -59,7 +59,17 @@
     summary.className = "summary";
     summary.textContent = step.summary;
     line.append(link, kind, summary);
-    line.addEventListener("click", (e) => { if (e.target !== link) toggle(li, step); });
+    // Operators fork a run at any step (docs/fork.md); the fork page takes the decision at a question.
+    let fork = null;
+    if (page.dataset.forkUrl) {
+      fork = document.createElement("a");
+      fork.className = "fork-here";
+      fork.href = page.dataset.forkUrl + "?seq=" + step.seq;
+      fork.textContent = "Fork here";
+      fork.title = "start a new run that continues this one from this step";
+      line.append(fork);
+    }
+    line.addEventListener("click", (e) => { if (e.target !== link && e.target !== fork) toggle(li, step); });
     li.append(line);
     return li;
   }

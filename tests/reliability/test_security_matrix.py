@@ -4,6 +4,9 @@ A "worker" here is a request carrying a worker host's token (and no session): it
 nothing else. Denied requests are checked to have changed nothing.
 """
 
+import io
+from pathlib import Path
+
 import pytest
 from channels.db import database_sync_to_async as sync_to_async  # closes its connection: PostgreSQL test databases drop
 from channels.testing import WebsocketCommunicator
@@ -11,7 +14,7 @@ from django.test import Client
 
 from kseek_site.asgi import application
 from runs.models import Directive, Question, Run, RunStatus, Step, WorkerHost
-from runs.services import run_claim, worker_event_record
+from runs.services import run_claim, trace_import, worker_event_record
 from tests.dashboard.helpers import (
     BROWSER_HEADERS,
     WORKER_HEADERS,
@@ -45,7 +48,10 @@ def world():
     run.refresh_from_db()
     kernel = run.kernels.get()
     other = make_run(task=run.task)  # a second run, for the compare page
+    demo = Path(__file__).resolve().parents[2] / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
+    parent = trace_import(lines=io.BytesIO(demo.read_bytes()), name="demo.jsonl")  # a run to fork
     return {
+        "parent": parent,
         "host": host,
         "token": token,
         "run": run,
@@ -101,6 +107,15 @@ ENDPOINTS = [
         "reviewer",
         {"text": "What does the roofline say?", "category": "limit", "triggers": ["plateau"]},
     ),
+    ("get", "/runs/{parent}/fork/?seq=3", "operator", None),
+    ("post", "/runs/{parent}/fork/", "operator", {"seq": "3", "model": "replay:x"}),
+    ("get", "/studies/start/", "operator", None),
+    (
+        "post",
+        "/studies/start/",
+        "operator",
+        {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto", "setting": "questions", "values": "on,off"},
+    ),
     ("post", "/runs/{run}/control/", "operator", {"action": "pause"}),
     ("post", "/runs/start/", "operator", {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto"}),
     ("post", "/workers/{host}/revoke/", "operator", {}),
@@ -133,6 +148,7 @@ def test_each_role_can_do_exactly_what_it_allows_on_every_page_form_and_api(worl
             evaluation=world["evaluation"].pk,
             question=world["question"].pk,
             host=world["host"].pk,
+            parent=world["parent"].pk,
         )
         before = state(world)
         response = client.get(url) if method == "get" else client.post(url, data)
@@ -157,7 +173,9 @@ def test_each_role_can_do_exactly_what_it_allows_on_every_page_form_and_api(worl
     ids=[t for m, t, _, _ in ENDPOINTS if m == "post"],
 )
 def test_a_form_post_without_the_csrf_token_is_refused_and_changes_nothing(world, method, template, least, data):
-    url = template.format(run=world["run"].pk, question=world["question"].pk, host=world["host"].pk)
+    url = template.format(
+        run=world["run"].pk, question=world["question"].pk, host=world["host"].pk, parent=world["parent"].pk
+    )
     client = Client(enforce_csrf_checks=True)
     client.force_login(make_user("boss", "operator"))
     before = state(world)

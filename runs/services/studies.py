@@ -1,0 +1,92 @@
+"""Studies ("ablations in one click"): N runs of one task that differ in one setting, started together and
+tagged as one study, so that the compare page opens on them (docs/fork.md, "Studies")."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import transaction
+
+from runs.models import ReviewMode, Run, Study, Task
+from runs.selectors_compare import COMPARE_MAX, COMPARE_MIN
+from runs.services.errors import ServiceError
+from runs.services.runs import run_start
+
+# The settings a study can vary, with how each value is read from the operator's words.
+BUDGETS = ("budget_steps", "budget_tokens", "budget_evaluations", "budget_wall_s")
+SETTINGS = ("questions", "review_mode", "model", *BUDGETS)
+_QUESTIONS = {"on": True, "off": False}
+
+
+def _positive(setting: str, word: str) -> int:
+    if not word.isdigit() or int(word) < 1 or int(word) > 10**9:
+        raise ServiceError(f"{setting} values are whole numbers from 1 to 10^9, not {word!r}")
+    return int(word)
+
+
+def study_values(setting: str, words: list[str]) -> list:
+    """The setting's values, read and checked: 2 to 8 distinct ones (a comparison holds 8 runs)."""
+    if setting not in SETTINGS:
+        raise ServiceError(f"a study varies one of {', '.join(SETTINGS)}, not {setting!r}")
+    words = list(dict.fromkeys(w.strip() for w in words if w.strip()))
+    if not COMPARE_MIN <= len(words) <= COMPARE_MAX:
+        raise ServiceError(f"a study has {COMPARE_MIN} to {COMPARE_MAX} distinct values ({len(words)} given)")
+    if setting == "questions":
+        bad = [w for w in words if w not in _QUESTIONS]
+        if bad:
+            raise ServiceError(f"questions are on or off, not {', '.join(bad)}")
+        return words
+    if setting == "review_mode":
+        bad = [w for w in words if w not in ReviewMode.values]
+        if bad:
+            raise ServiceError(f"review modes are {', '.join(ReviewMode.values)}, not {', '.join(bad)}")
+        return words
+    if setting == "model":
+        too_long = [w for w in words if len(w) > Run._meta.get_field("model").max_length]
+        if too_long:
+            raise ServiceError(f"a model id has at most 120 characters: {too_long[0][:40]}…")
+        return words
+    return [_positive(setting, w) for w in words]
+
+
+def study_start(
+    *,
+    task: Task,
+    setting: str,
+    values: list[str],
+    model: str,
+    user=None,
+    review_mode: str = ReviewMode.AUTO,
+    review_timeout_s: int | None = None,
+    budget_steps: int | None = None,
+    budget_tokens: int | None = None,
+    budget_cost_usd: Decimal | None = None,
+    budget_wall_s: int | None = None,
+    budget_evaluations: int | None = None,
+) -> Study:
+    """Queue one run per value of `setting`, all else as given, tagged as one study; all or none."""
+    parsed = study_values(setting, values)
+    base = {
+        "task": task,
+        "model": model,
+        "started_by": user,
+        "review_mode": review_mode,
+        "review_timeout_s": review_timeout_s,
+        "budget_steps": budget_steps,
+        "budget_tokens": budget_tokens,
+        "budget_cost_usd": budget_cost_usd,
+        "budget_wall_s": budget_wall_s,
+        "budget_evaluations": budget_evaluations,
+    }
+    with transaction.atomic():
+        study = Study.objects.create(task=task, setting=setting, values=parsed, created_by=user)
+        for value in parsed:
+            fields = dict(base)
+            if setting == "questions":
+                fields["asks_questions"] = _QUESTIONS[value]
+            else:
+                fields[setting] = value
+            if not fields["model"]:
+                raise ServiceError("the study's runs need a model")
+            run_start(**fields, study=study)
+    return study

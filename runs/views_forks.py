@@ -1,0 +1,60 @@
+"""Forks: a run continued from one of its steps (`/runs/<id>/fork/?seq=N`): the page that shows what the fork
+starts from and takes the operator's decision at a question (GET), and the fork itself (POST). docs/fork.md."""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+
+from questionbank.selectors import bank_entries
+from runs.forms import ForkForm
+from runs.model_options import model_options
+from runs.models import Run, Step
+from runs.permissions import OPERATOR, role_required
+from runs.services import ServiceError, fork_preview, run_fork
+
+
+def _seq(request) -> int | None:
+    raw = (request.POST.get("seq") or request.GET.get("seq") or "").strip().lstrip("#")
+    return int(raw) if raw.isdigit() and len(raw) < 10 else None
+
+
+@role_required(OPERATOR)
+def fork_view(request, run_id: int):
+    parent = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
+    seq = _seq(request)
+    context = {"parent": parent, "seq": seq, "model_options": model_options()}
+    if seq is None:
+        context["error"] = "name the step to fork at: ?seq=N, a step number of this run"
+        return render(request, "runs/fork.html", context, status=400)
+    try:
+        cut = fork_preview(parent=parent, step_seq=seq)
+    except ServiceError as refused:
+        context["error"] = str(refused)
+        return render(request, "runs/fork.html", context, status=400)
+    bank = bank_entries() if cut.question else []
+    if cut.question and cut.question.get("bank_key"):
+        bank = [e for e in bank if e.key != cut.question["bank_key"]]  # another question than the one asked
+    step = Step.objects.filter(run=parent, seq=seq).first()
+    context |= {"cut": cut, "step": step}
+    if request.method != "POST":
+        context["form"] = ForkForm(initial={"model": parent.model, "decision": "veto"}, bank=bank)
+        return render(request, "runs/fork.html", context)
+    form = ForkForm(request.POST, bank=bank)
+    context["form"] = form
+    if not form.is_valid():
+        return render(request, "runs/fork.html", context, status=400)
+    data = form.cleaned_data
+    try:
+        fork = run_fork(
+            parent=parent,
+            step_seq=seq,
+            model=data["model"],
+            action=data["decision"] if cut.question else "",
+            bank_key=data["bank_key"],
+            text=data["text"],
+            user=request.user,
+        )
+    except ServiceError as refused:
+        form.add_error(None, str(refused))
+        return render(request, "runs/fork.html", context, status=400)
+    messages.success(request, f"Run {fork.pk} is queued: a fork of run {parent.pk} at step #{seq}.")
+    return redirect("run_detail", run_id=fork.pk)

@@ -1,0 +1,79 @@
+"""Studies (runs/services/studies.py): N runs of one task that differ in one setting, queued together from one
+form, each with its value; compare opens on them; bad values are refused and nothing is queued."""
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Run, Study
+from runs.services import ServiceError, run_assignment, run_claim, study_start
+from tests.dashboard.helpers import make_user, make_worker
+from tests.foundation.factories import make_task
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_study_of_questions_on_and_off_queues_one_run_each_and_the_off_run_is_assigned_without_questions():
+    study = study_start(task=make_task(), setting="questions", values=["on", " off", "on"], model="m", budget_steps=5)
+    runs = list(study.runs.order_by("pk"))
+    assert [r.asks_questions for r in runs] == [True, False] and all(r.budget_steps == 5 for r in runs)
+    host, _ = make_worker()
+    first, second = run_claim(worker=host), run_claim(worker=host)
+    assert "questions" not in run_assignment(first)  # on: the field is left out, as before
+    assert run_assignment(second)["questions"] is False
+
+
+@pytest.mark.parametrize(
+    "setting,values,field,expected",
+    [
+        ("model", ["claude-sonnet-4-6", "openai:qwen3-coder"], "model", ["claude-sonnet-4-6", "openai:qwen3-coder"]),
+        ("review_mode", ["auto", "review"], "review_mode", ["auto", "review"]),
+        ("budget_steps", ["10", "20", "40"], "budget_steps", [10, 20, 40]),
+        ("budget_evaluations", ["3", "6"], "budget_evaluations", [3, 6]),
+    ],
+)
+def test_a_study_varies_exactly_one_setting(setting, values, field, expected):
+    study = study_start(task=make_task(), setting=setting, values=values, model="m", budget_tokens=1000)
+    runs = list(study.runs.order_by("pk"))
+    assert [getattr(r, field) for r in runs] == expected
+    assert all(r.budget_tokens == 1000 and r.asks_questions for r in runs)
+
+
+@pytest.mark.parametrize(
+    "setting,values,message",
+    [
+        ("questions", ["on"], "2 to 8 distinct values"),
+        ("questions", ["on", "maybe"], "on or off"),
+        ("review_mode", ["auto", "sometimes"], "review modes are"),
+        ("budget_steps", ["10", "-1"], "whole numbers"),
+        ("budget_steps", [str(n) for n in range(1, 10)], "2 to 8"),
+        ("temperature", ["0", "1"], "a study varies one of"),
+        ("review_mode", ["auto", "review_timeout"], "review_timeout_s"),  # the second run cannot start: none do
+    ],
+)
+def test_bad_study_values_are_refused_and_nothing_is_queued(setting, values, message):
+    with pytest.raises(ServiceError, match=message):
+        study_start(task=make_task(), setting=setting, values=values, model="m")
+    assert Run.objects.count() == 0 and Study.objects.count() == 0
+
+
+def test_the_study_form_queues_the_runs_and_opens_the_comparison_on_them(client):
+    make_task()
+    client.force_login(make_user("olga", "operator"))
+    assert client.get(reverse("study_start")).status_code == 200
+    response = client.post(
+        reverse("study_start"),
+        {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto", "setting": "questions", "values": "on,off"},
+    )
+    study = Study.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("run_compare") + f"?study={study.pk}"
+    compared = client.get(response["Location"] + "&format=json").json()
+    ids = [row["run_id"] for row in compared["summary"]]
+    assert ids == list(study.runs.order_by("pk").values_list("pk", flat=True)) and len(ids) == 2
+    page = client.get(reverse("run_detail", args=[ids[1]])).content.decode()
+    assert "questions = off" in page and 'id="run-questions-off"' in page
+    assert client.get(reverse("run_compare") + "?study=999").status_code == 404
+    bad = client.post(
+        reverse("study_start"),
+        {"task": "matmul_cpu", "model": "m", "review_mode": "auto", "setting": "questions", "values": "on"},
+    )
+    assert bad.status_code == 400 and "2 to 8 distinct values" in bad.content.decode()
