@@ -1,7 +1,8 @@
 """The demo run: the CPU task driven by the replay model from agentloop/replays/matmul_cpu_demo.jsonl, with the
 goal and starting kernel recorded in that trace. Its tools and evaluations run for real, so whoever starts it sees
 a run stream live, ask itself questions and reach its goal, with no API key. `serve` queues one on an empty
-site; an operator starts another from the runs list whenever they are watching."""
+site; an operator starts another from the runs list whenever they are watching, or the review demo, which waits
+at its first question for a reviewer's decision."""
 
 from pathlib import Path
 
@@ -23,7 +24,9 @@ def demo_config() -> dict:
     return config
 
 
-def demo_run_start(*, started_by=None) -> Run:
+def demo_run_start(*, started_by=None, review: bool = False) -> Run:
+    """Queue the demo. `review`: the review demo, the same recording in review mode: the run stops at its first
+    self-asked question until a reviewer approves, edits or vetoes it in the review queue, then plays on."""
     config = demo_config()
     task = Task.objects.filter(name=config["task"]).first()
     if task is None:
@@ -35,6 +38,6 @@ def demo_run_start(*, started_by=None) -> Run:
         starting_kernel=config["starting_kernel"],
         goal_baseline=config["goal"]["baseline"],
         goal_speedup=config["goal"]["speedup"],
-        review_mode=ReviewMode.AUTO,
+        review_mode=ReviewMode.REVIEW if review else ReviewMode.AUTO,
         budget_steps=200,
     )

@@ -120,12 +120,20 @@ def run_start_view(request):
 @require_POST
 def demo_start_view(request):
     """The demo run (runs/demo.py), started when someone is there to watch it stream."""
+    review = request.POST.get("review") == "1"
     try:
-        run = demo_run_start(started_by=request.user)
+        run = demo_run_start(started_by=request.user, review=review)
     except ServiceError as refused:
         messages.error(request, f"The demo cannot start: {refused}")
         return redirect("home")
-    messages.success(request, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
+    if review:
+        messages.success(
+            request,
+            f"Review demo run {run.pk} is queued: it stops at its first question until you approve, edit or veto "
+            "it in the review queue, then plays on.",
+        )
+    else:
+        messages.success(request, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
     return redirect("run_detail", run_id=run.pk)
 
 

@@ -41,3 +41,14 @@ def test_a_viewer_cannot_start_the_demo_and_is_not_offered_it(client):
     assert "start-demo-button" not in home and "ask one to start the demo" in home
     assert client.post(reverse("demo_start")).status_code == 403
     assert not Run.objects.exists()
+
+
+def test_the_review_demo_is_the_same_recording_in_review_mode(client):
+    make_task()
+    client.force_login(make_user("olga", "operator"))
+    home = client.get(reverse("home")).content.decode()
+    assert 'id="start-review-demo-button"' in home and "Start the review demo" in home
+    response = client.post(reverse("demo_start"), {"review": "1"}, follow=True)
+    run = Run.objects.get()
+    assert run.model == f"replay:{DEMO_TRACE}" and run.review_mode == "review"
+    assert "it stops at its first question until you approve, edit or veto it" in response.content.decode()
