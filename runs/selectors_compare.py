@@ -151,6 +151,7 @@ def run_comparison(runs: list[Run]) -> dict:
             number = _evaluation_number_at(q, evaluations, by_seq)
             markers.append(
                 {
+                    "question_id": q.pk,
                     "evaluation": number,
                     "best": bests[number - 1] if number else None,
                     "text": q.text,

@@ -16,6 +16,7 @@ from runs.selectors_compare import (
     run_comparison,
     study_run_ids,
 )
+from runs.selectors_compare_detail import question_timeline, ratio_grids
 
 
 class _BadRequest(Exception):
@@ -73,4 +74,14 @@ def compare(request):
     if export == "csv":
         return _csv(comparison["summary"])
     share = ",".join(str(i) for i in ids)
-    return render(request, "runs/compare.html", {"comparison": comparison, "share": share})
+    markers = {series["run_id"]: series["questions"] for series in comparison["series"]}
+    return render(
+        request,
+        "runs/compare.html",
+        {
+            "comparison": comparison,
+            "share": share,
+            "ratio_grids": ratio_grids(runs),
+            "timeline": question_timeline(runs, markers),
+        },
+    )

@@ -1,0 +1,114 @@
+"""The compare page's two detailed views: the runs' best kernels scenario by scenario (a grid of ratios, laid
+out by the evidence view's rule, runs/evidence.py), and the aligned timeline of the questions each run asked,
+with the gain (or none) over the evaluations that followed each one.
+
+The figures come from where the rest of the dashboard takes them: a run's best kernel is its evaluation with
+the best verified speedup over its own goal baseline (gpu_harness.figures), a question's gain is the bank's own
+attribution (runs.selectors_bank.attributions), so the compare page cannot disagree with the run or bank pages.
+"""
+
+from __future__ import annotations
+
+from gpu_harness import figures
+from gpu_harness.verdict import geometric_mean
+from runs.evidence import SCENARIO_AXIS, scenario_grid
+from runs.models import Evaluation, Run
+from runs.selectors import run_evaluations
+from runs.selectors_bank import attributions
+from runs.selectors_evidence import _param_text, _sig, column_headers, speedup_tone
+
+
+def best_evaluation(run: Run) -> Evaluation | None:
+    """The run's evaluation with the best verified speedup over its goal baseline (the first of equals)."""
+    baseline, _ = run.goal
+    best, best_speedup = None, None
+    for evaluation in run_evaluations(run):
+        speedup = figures.verified_speedup(evaluation.verdict(), baseline)
+        if speedup is not None and (best_speedup is None or speedup > best_speedup):
+            best, best_speedup = evaluation, speedup
+    return best
+
+
+def _ratio(a: dict | None, b: dict | None) -> float | None:
+    """How many times faster scenario `a` ran than `b` (b's time over a's), where both are correct and timed."""
+    if a is None or b is None or not (a.get("correct") and b.get("correct")):
+        return None
+    ta, tb = a.get("time_ms"), b.get("time_ms")
+    if not (isinstance(ta, (int, float)) and isinstance(tb, (int, float)) and ta > 0 and tb > 0):
+        return None
+    return tb / ta
+
+
+def ratio_grids(runs: list[Run]) -> list[dict]:
+    """The first run's best kernel against each other run's, one grid per other run: in each cell, how many
+    times faster the first run's best kernel ran that scenario (the other's time over the first's)."""
+    if not runs:
+        return []
+    first = runs[0]
+    first_best = best_evaluation(first)
+    grids = []
+    for other in runs[1:]:
+        entry = {"run_a": first.pk, "run_b": other.pk, "grid_rows": [], "note": ""}
+        grids.append(entry)
+        if other.task_id != first.task_id:
+            entry["note"] = f"run {other.pk} is of another task ({other.task.name}): no scenario in common"
+            continue
+        other_best = best_evaluation(other)
+        if first_best is None or other_best is None:
+            missing = first.pk if first_best is None else other.pk
+            entry["note"] = f"run {missing} has no evaluation correct on every scenario it ran yet"
+            continue
+        a = {s["id"]: s for s in first_best.verdict()["scenarios"]}
+        b = {s["id"]: s for s in other_best.verdict()["scenarios"]}
+        common = [s for sid, s in a.items() if sid in b]
+        if not common:
+            entry["note"] = "their best evaluations ran no scenario in common"
+            continue
+        spec = first.task.spec or {}
+        grid = scenario_grid(list(spec.get("parameters") or []), common)
+        ratios = {sid: _ratio(a[sid], b[sid]) for sid in (s["id"] for s in common)}
+        for r, values in enumerate(grid.rows):
+            cells = []
+            for c in range(len(grid.columns)):
+                sid = grid.cell(r, c)
+                if sid is None:
+                    cells.append(None)
+                    continue
+                ratio = ratios[sid]
+                cells.append(
+                    {
+                        "id": sid,
+                        "text": _sig(ratio, "×") if ratio is not None else "—",
+                        "tone": speedup_tone(ratio),
+                        "title": f"{sid}: run {first.pk} {_sig(a[sid].get('time_ms'))} ms, "
+                        f"run {other.pk} {_sig(b[sid].get('time_ms'))} ms",
+                    }
+                )
+            entry["grid_rows"].append({"values": [_param_text(v) for v in values], "cells": cells})
+        measured = [v for v in ratios.values() if v is not None]
+        entry.update(
+            evaluation_a=first_best.pk,
+            evaluation_b=other_best.pk,
+            row_axes=[a_ if a_ != SCENARIO_AXIS else "scenario" for a_ in grid.row_axes],
+            column_headers=column_headers(grid.column_axes, grid.columns),
+            header_depth=max(1, len(grid.column_axes)),
+            geomean=_sig(geometric_mean(measured), "×") if measured else "—",
+            faster=sum(1 for v in measured if v > 1.0),
+            measured=len(measured),
+        )
+    return grids
+
+
+def question_timeline(runs: list[Run], markers_by_run: dict[int, list[dict]]) -> dict:
+    """The questions of every run aligned by the number of evaluations before them: {"rows": [{"evaluation": N,
+    "cells": one list of questions per run}], "runs": the run ids}. Each question carries its text, decision, who
+    decided, and the bank's gain over the evaluations that followed it (None: no verified gain measured)."""
+    gains = {a.question_id: a.gain for a in attributions([r.pk for r in runs])}
+    by_point: dict[int, dict[int, list[dict]]] = {}
+    for run in runs:
+        for marker in markers_by_run.get(run.pk, []):
+            gain = gains.get(marker["question_id"])
+            entry = {**marker, "gain": gain, "gain_text": "no gain measured" if gain is None else _sig(gain, "×")}
+            by_point.setdefault(marker["evaluation"], {}).setdefault(run.pk, []).append(entry)
+    rows = [{"evaluation": n, "cells": [by_point[n].get(run.pk, []) for run in runs]} for n in sorted(by_point)]
+    return {"runs": [r.pk for r in runs], "rows": rows}

@@ -1,0 +1,86 @@
+"""The compare page's detail: the best kernels' ratios scenario by scenario, laid out as the evidence view lays
+out an evaluation, and the questions of every run aligned by the evaluations before them, with the bank's gain."""
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Run
+from runs.selectors_compare import compare_runs_get, run_comparison
+from runs.selectors_compare_detail import best_evaluation, question_timeline, ratio_grids
+from runs.services import run_claim
+from tests.dashboard.helpers import evaluation_payload, make_user, make_worker
+from tests.dashboard.test_compare import record, two_runs  # noqa: F401 - the fixture
+from tests.foundation.factories import make_run, make_task
+
+pytestmark = pytest.mark.django_db
+
+
+def timed(speedup, times: dict[str, float]) -> dict:
+    """An evaluation payload whose scenarios ran in `times` (scenario id -> ms)."""
+    payload = evaluation_payload(speedup)
+    for s in payload["result"]["scenarios"]:
+        s["time_ms"] = times[s["id"]]
+    return payload
+
+
+def test_the_grid_holds_how_many_times_faster_the_first_runs_best_kernel_ran_each_scenario():
+    host, _ = make_worker()
+    task = make_task()
+    make_run(task=task, model="a")
+    a = run_claim(worker=host)
+    make_run(task=task, model="b")
+    b = run_claim(worker=host)
+    record(a, 0, "evaluation", timed(1.5, {"n256": 4.0, "n512": 4.0}))
+    record(a, 1, "evaluation", timed(3.0, {"n256": 1.0, "n512": 2.0}))  # a's best
+    record(b, 0, "evaluation", timed(1.2, {"n256": 2.0, "n512": 3.0}))  # b's best
+    record(b, 1, "evaluation", evaluation_payload(None, correct=False))  # wrong: never its best
+    a, b = Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk)
+    assert best_evaluation(a).step.seq == 1 and best_evaluation(b).step.seq == 0
+    (grid,) = ratio_grids([a, b])
+    cells = {c["id"]: c for row in grid["grid_rows"] for c in row["cells"] if c}
+    assert {sid: c["text"] for sid, c in cells.items()} == {"n256": "2.00×", "n512": "1.50×"}
+    assert grid["faster"] == 2 and grid["measured"] == 2 and grid["geomean"] == "1.73×"
+    assert cells["n256"]["tone"] == "up3" and cells["n512"]["tone"] == "up2"
+
+
+def test_a_run_of_another_task_or_without_a_verified_kernel_gets_a_note_instead_of_a_grid():
+    host, _ = make_worker()
+    make_run(task=make_task(), model="a")
+    a = run_claim(worker=host)
+    make_run(task=make_task(name="other_op"), model="b")
+    b = run_claim(worker=host)
+    make_run(task=a.task, model="c")
+    c = run_claim(worker=host)
+    record(a, 0, "evaluation", timed(2.0, {"n256": 1.0, "n512": 1.0}))
+    record(c, 0, "evaluation", evaluation_payload(None, correct=False))
+    other, unverified = ratio_grids([Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk), Run.objects.get(pk=c.pk)])
+    assert "another task" in other["note"] and not other["grid_rows"]
+    assert unverified["note"] == f"run {c.pk} has no evaluation correct on every scenario it ran yet"
+
+
+def test_questions_are_aligned_by_the_evaluations_before_them_with_the_banks_gain(two_runs):  # noqa: F811
+    a, b = two_runs
+    runs, _ = compare_runs_get([a.pk, b.pk])
+    comparison = run_comparison(runs)
+    markers = {s["run_id"]: s["questions"] for s in comparison["series"]}
+    timeline = question_timeline(runs, markers)
+    assert timeline["runs"] == [a.pk, b.pk]
+    by_point = {row["evaluation"]: row["cells"] for row in timeline["rows"]}
+    assert sorted(by_point) == [1, 2, 3]
+    (tiled,) = by_point[1][0]
+    assert tiled["text"] == "Is the loop tiled?" and tiled["decision"] == "approved" and tiled["decided_by"] == "rita"
+    # the bank's own attribution: the best after it up to the next question asked (a vetoed one is not), 2.4,
+    # over the best before it, 1.2
+    assert tiled["gain_text"] == "2.00×"
+    (simd,) = by_point[2][0]
+    assert simd["decision"] == "vetoed" and simd["gain_text"] == "no gain measured"
+    assert all(cell == [] for cells in by_point.values() for cell in cells[1:])  # run B asked nothing
+
+
+def test_the_compare_page_shows_the_timeline_and_the_grid(client, two_runs):  # noqa: F811
+    a, b = two_runs
+    client.force_login(make_user("vera"))
+    page = client.get(reverse("run_compare") + f"?runs={a.pk},{b.pk}").content.decode()
+    assert 'id="compare-timeline"' in page and "“Is the loop tiled?”" in page and "2.00×" in page
+    assert 'id="compare-grids"' in page and f"#{a.pk} over #{b.pk}" in page
+    assert 'class="evidence-grid ratio-grid"' in page and 'data-scenario="n256"' in page
