@@ -361,3 +361,28 @@ def test_the_judgement_carries_the_worst_error_of_the_outputs(folder):
     assert j.correct and j.error == pytest.approx(0.2, rel=1e-3)
     j = task.judge(PARAMS, 2, {"out": inputs["x"] * np.float32(1.3), "out2": inputs["y"]})
     assert j.error == pytest.approx(0.3, rel=1e-3)
+
+
+def test_an_error_exactly_at_the_allclose_bound_passes(folder):
+    task = task_of(folder, **{'baseline = "numpy"\nfactor = 2.0\nfloor = 1e-6': "atol = 1e-3\nrtol = 1e-2"})
+    outs = honest(task, PARAMS, 1)
+    outs["out"][1, 1] += np.float32(0.5)
+    error = task.judge(PARAMS, 1, outs).error
+    assert task.judge(PARAMS, 1, outs, tolerance=error).correct
+    assert not task.judge(PARAMS, 1, outs, tolerance=math.nextafter(error, 0.0)).correct
+
+
+def test_the_stub_is_named_after_the_task_and_its_sources_digest(folder, tmp_path, monkeypatch):
+    import re
+
+    monkeypatch.setenv("KSEEK_CACHE_DIR", str(tmp_path / "cache"))
+    stub = task_of(folder, **{'starting = "kernel.cpp"': ""}).starting_kernel
+    assert re.fullmatch(r"demo_op-[0-9a-f]{12}\.cpp", stub.name), stub.name
+    assert not list(stub.parent.glob("*.tmp"))
+
+
+def test_a_cuda_folder_is_judged_on_the_gpu_unless_told_otherwise(tmp_path):
+    pytest.importorskip("torch")
+    spec = load_spec(scaffold("demo_gpu", tmp_path, target="cuda-sm90"))
+    assert data_task(spec)._device_name == "cuda" and data_task(spec, device="cpu")._device_name == "cpu"
+    assert type(data_task(spec)).__name__ == "CudaDataTask"

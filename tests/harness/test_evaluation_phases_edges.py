@@ -580,3 +580,20 @@ def test_the_baseline_cache_is_keyed_by_task_scenario_device_versions_and_baseli
     monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
     ev.time_scenario(SCENARIOS[1], ev.res.scenarios[1])
     assert cache == {("scripted", "s2", "dev", "v1", "base"): 2.0}
+
+
+def test_a_batch_faster_than_its_latency_counts_as_no_time_of_the_parents(monkeypatch):
+    ev, _ = make([], limits=TimingLimits(batch_latency_ms=20.0))  # 2 ms a call over a batch of 10
+    monkeypatch.setattr(ev, "host_batch_ms", lambda o, per_call, again=False: (2.0, 0.5))
+    ev.session.batch_n = 10
+    assert ev.host_clock(ev.res.scenarios[0], 1.0) is None
+
+
+def test_the_kept_host_figures_compare_ratios_even_below_a_millisecond(monkeypatch):
+    ev, _ = make([])
+    o = ev.res.scenarios[0]
+    figures = iter([(2.0, 0.5), (1.5, 0.25), (1.9, 0.25)])  # ratios 4, 6, 7.6: the first agrees best
+    monkeypatch.setattr(ev, "host_batch_ms", lambda o, per_call, again=False: next(figures))
+    ev.session.batch_n = 10
+    ev.host_clock(o, 1.0)
+    assert (o.host_ms, o.details["inproc_ms"]) == (2.0, 0.5)
