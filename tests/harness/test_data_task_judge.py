@@ -146,7 +146,8 @@ def test_baseline_callables_call_each_kind_with_every_argument(folder):
 
     got = task.baseline_callables(["numpy", "naive", "torch"], PARAMS, inputs, {"naive": kernel})
     assert got["torch"] == "unknown baseline 'torch'"
-    assert task.baseline_callables(["naive"], PARAMS, inputs, {}) == {"naive": "naive baseline library not loaded"}
+    missing = task.baseline_callables(["naive", "numpy"], PARAMS, inputs, {})
+    assert missing["naive"] == "naive baseline library not loaded" and callable(missing["numpy"])
     got["numpy"]()
     got["naive"]()
     (args,) = calls
@@ -158,10 +159,13 @@ def test_baseline_callables_call_each_kind_with_every_argument(folder):
 
 
 def test_a_function_baseline_writes_the_outputs_it_is_given(folder):
-    task = task_of(folder)
+    task = task_of(folder, reference="CALLS = []\n\n\ndef reference(x, y, scale, rows, cols):\n    return x\n\n\n"
+                   "def numpy_scale_add(x, y, out, scale, rows, cols):\n    CALLS.append((out.shape, scale, rows))\n"
+                   "    out[...] = x * scale + y\n")  # fmt: skip
     inputs = task.make_inputs(PARAMS, 3)
     got = task.baseline_callables(["numpy"], PARAMS, inputs, {})
     got["numpy"]()  # writes into outputs of its own: the call is what is timed
+    assert task.module().CALLS == [((7, 33), 0.5, 7)]
     outs = task.new_outputs(PARAMS)
     task.run_function_baseline("numpy", PARAMS, inputs, outs)
     np.testing.assert_allclose(outs["out"], inputs["x"] * np.float32(0.5) + inputs["y"], rtol=1e-6)
@@ -345,6 +349,13 @@ def test_a_missing_or_mistyped_output_is_named_with_what_the_abi_expects(folder)
     j = task.judge(PARAMS, 5, {})
     assert (j.correct, j.error) == (False, None)
     assert j.reason == "out: output has missing, expected shape (7, 33) float32"
+    assert j.tolerance == pytest.approx(
+        2.0
+        * task._baseline_error(
+            "numpy", PARAMS, task.make_inputs(PARAMS, 5), task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 5))
+        )
+        + 1e-6
+    )
     j = task.judge(PARAMS, 5, {"out": honest(task, PARAMS, 5)["out"].astype(np.float64)})
     assert j.reason == "out: output has shape (7, 33) float64, expected shape (7, 33) float32"
     j = task.judge(PARAMS, 5, {"out": np.zeros((7, 32), np.float32)})
@@ -379,6 +390,9 @@ def test_the_stub_is_named_after_the_task_and_its_sources_digest(folder, tmp_pat
     stub = task_of(folder, **{'starting = "kernel.cpp"': ""}).starting_kernel
     assert re.fullmatch(r"demo_op-[0-9a-f]{12}\.cpp", stub.name), stub.name
     assert not list(stub.parent.glob("*.tmp"))
+    # another task's stub goes into the same (existing) folder
+    other = task_of(folder, **{'symbol = "kseek_demo_op"': 'symbol = "kseek_other"'}).starting_kernel
+    assert other.parent == stub.parent and other != stub and other.is_file()
 
 
 def test_a_cuda_folder_is_judged_on_the_gpu_unless_told_otherwise(tmp_path):

@@ -49,6 +49,10 @@ class FullTask(JudgedTask):
     def output_nbytes(self, params):
         return 100 * params["n"]
 
+    def import_outputs(self, params, slot):
+        self.taken = [*getattr(self, "taken", []), params]
+        return super().import_outputs(params, slot)
+
     def exchange_attach(self, info, slot_bytes, slots, folder):
         self.attached = (info, slot_bytes, slots, folder)
 
@@ -159,7 +163,8 @@ def test_a_whole_run_is_correct_and_rounds_its_phases_once(tmp_path):
     for name in ("start_s", "correctness_s", "timing_s", "judge_s", "wait_child_s", "take_s", "timing_batch_s"):
         assert name in ev.phases and ev.phases[name] == round(ev.phases[name], 2)
     assert task.done and task.exchange_closed and ev.session.closed
-    assert said[0] == "checking 2 scenarios (seed 7)"
+    assert said[0] == "checking 2 scenarios (seed 7)" and ev.session.started["lib"] == "cand.so"
+    assert 0 <= ev.phases["timing_s"] < 60 and 0 <= ev.phases["correctness_s"] < 60 and 0 <= ev.phases["start_s"] < 60
 
 
 def test_a_failure_after_the_start_is_an_error_and_still_closes(tmp_path):
@@ -252,7 +257,7 @@ def test_a_scenario_short_of_its_three_runs_fails_but_keeps_a_reason_it_already_
     s1, s2 = ev.res.scenarios
     s1.correct, s1.reason = True, None  # whatever it said before: two runs are not enough
     ev.check_correctness()
-    assert s1.reason == "not all runs completed" and not s1.correct
+    assert s1.reason == "not all runs completed" and s1.correct is False
     assert s2.reason == "candidate returned 4 (configuration not supported)" and not s2.correct
 
 
@@ -380,7 +385,7 @@ def test_a_device_error_while_timing_fails_the_scenario_and_stops():
     with pytest.raises(ChildFailed, match="^s1: illegal address$") as info:
         ev.time_scenario(SCENARIOS[0], o)
     assert info.value.kind == "crash"
-    assert not o.correct and o.reason == "device error while timing: illegal address"
+    assert o.correct is False and o.reason == "device error while timing: illegal address"
 
 
 def test_an_unexpected_message_while_timing_is_a_protocol_error_and_an_exception_a_crash():
@@ -441,7 +446,7 @@ def test_a_device_error_in_a_host_batch_fails_the_scenario():
     o.correct = True
     with pytest.raises(ChildFailed, match="^device error in batch: launch failed$") as info:
         ev.host_batch_ms(o, 1.0)
-    assert info.value.kind == "crash" and not o.correct and o.reason == "device error in batch: launch failed"
+    assert info.value.kind == "crash" and o.correct is False and o.reason == "device error in batch: launch failed"
 
 
 def test_a_host_batch_answered_out_of_order_is_a_protocol_error():
@@ -597,3 +602,79 @@ def test_the_kept_host_figures_compare_ratios_even_below_a_millisecond(monkeypat
     ev.session.batch_n = 10
     ev.host_clock(o, 1.0)
     assert (o.host_ms, o.details["inproc_ms"]) == (2.0, 0.5)
+
+
+def test_the_scenario_being_run_when_the_child_failed_is_marked_incorrect():
+    ev, _ = make([])
+    ev.res.scenarios[1].correct, ev.current_sid = True, "s2"
+    ev.stopped(ChildFailed("crash", "boom"))
+    assert ev.res.scenarios[1].correct is False and ev.res.scenarios[1].reason == "crash: boom"
+
+
+def test_a_zero_rate_is_said_as_zero_and_each_baselines_speedup_is_listed(monkeypatch):
+    ev, said = make(timed([0.0, 0.0, 0.0]), {0: "ok"})
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
+    ev.res.scenarios[0].correct = True
+    ev.time_correct_scenarios()
+    assert said == ["[time 1/1] s1: 0 ms, 0 TFLOP/s"]
+    ev, said = make(
+        timed([1.0, 1.0, 1.0], base_ms={"base": [2.0], "other": [1.0]}), {0: "ok"}, baselines=("base", "other")
+    )
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
+    ev.res.scenarios[0].correct = True
+    ev.time_correct_scenarios()
+    assert said == ["[time 1/1] s1: 1 ms, 0.001 TFLOP/s, x2.00 vs base, x1.00 vs other"]
+
+
+def test_a_device_error_in_the_host_clocks_batch_fails_the_scenario_it_times():
+    ev, _ = make([{"ev": "batch_ready", "n": 2}, {"ev": "batch_done", "error": "launch failed"}])
+    o = ev.res.scenarios[0]
+    with pytest.raises(ChildFailed, match="^device error in batch: launch failed$"):
+        ev.host_clock(o, 1.0)
+    assert o.correct is False and o.reason == "device error in batch: launch failed"
+
+
+def test_the_host_clock_checks_agreement_only_not_the_rate(monkeypatch):
+    # the rate is checked on the median (time_scenario); a batch's calls are judged by the two clocks alone
+    ev, _ = make([], limits=TimingLimits(peak_tflops=1.0, peak_gbps=1.0))
+    monkeypatch.setattr(ev, "host_batch_ms", lambda o, per_call, again=False: (1e-10, 1e-10))
+    ev.session.batch_n = 10
+    assert ev.host_clock(ev.res.scenarios[0], 1.0) is None
+
+
+def test_an_equally_agreeing_retry_keeps_the_first_figures(monkeypatch):
+    ev, _ = make([])
+    o = ev.res.scenarios[0]
+    figures = iter([(3.0, 1.0), (6.0, 2.0), (9.0, 3.0)])  # the same ratio each time
+    monkeypatch.setattr(ev, "host_batch_ms", lambda o, per_call, again=False: next(figures))
+    ev.session.batch_n = 10
+    ev.host_clock(o, 1.0)
+    assert (o.host_ms, o.details["inproc_ms"]) == (3.0, 1.0)
+
+
+def test_a_declined_scenario_stays_failed_whatever_the_child_sends_after():
+    script = [*runs("s2", 0, 1, 2), {"ev": "unsupported", "sid": "s1", "run": "a", "rc": 3},
+              {"ev": "outputs", "sid": "s1", "run": "b", "seed": 2, "slot": 0}, {"ev": "checked"}]  # fmt: skip
+    ev, said = make(script, {0: "ok", 1: "ok", 2: "ok"})
+    ev.check_correctness()
+    s1 = ev.res.scenarios[0]
+    assert s1.correct is False and s1.reason == "candidate returned 3 (configuration not supported)"
+    assert said[-1].startswith("[3/2] s1: WRONG: candidate returned 3")  # every finished scenario message counts
+
+
+def test_correctness_judges_each_output_with_its_seed_and_its_scenarios_params():
+    script = [*runs("s2", 0, 1, 2), {"ev": "checked"}]
+    ev, _ = make(script, {0: "ok", 1: "ok", 2: "ok"})
+    ev.check_correctness()
+    assert [(n, seed, spot) for n, seed, _, _, spot in ev.task.judged] == [(2, 1, False), (2, 2, False)]
+    assert ev.task.taken == [{"n": 2}] * 3
+    assert ev.phases["judge_s"] > 0 and ev.phases["take_s"] > 0 and ev.phases["wait_child_s"] > 0
+    assert set(ev.phases) == {"judge_s", "take_s", "wait_child_s", "correctness_s"}
+
+
+def test_outputs_that_differ_between_two_runs_say_so_exactly():
+    script = [*runs("s1", 0, 1, 2), {"ev": "checked"}]
+    ev, _ = make(script, {0: "ok", 1: "ok, but not the same", 2: "ok"})
+    ev.check_correctness()
+    assert ev.res.scenarios[0].reason == "outputs differ between two runs on identical inputs (a race?)"
+    assert ev.res.scenarios[0].correct is False

@@ -528,6 +528,10 @@ def test_lines_are_found_for_headers_keys_and_text():
     assert lines.containing('"u"') == 9 and lines.containing('"u"', 9) == 9
     assert lines.containing("nowhere", 5) == 5 and lines.containing("nowhere") is None
     assert lines.containing("a = 1") == 1
+    repeated = _Lines("x\nfind\nx\nfind\nx\n")
+    assert (
+        repeated.containing("find", 3) == 4 and repeated.containing("find", 4) == 4 and repeated.containing("find") == 2
+    )
 
 
 # ---- formulas ----
