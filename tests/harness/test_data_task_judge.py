@@ -48,6 +48,7 @@ def honest(task, params, seed):
 
 
 def test_the_task_holds_the_specs_facts(folder):
+    (folder / "cheats").mkdir()
     task = task_of(
         folder,
         **{
@@ -66,7 +67,8 @@ def test_the_task_holds_the_specs_facts(folder):
     assert task.baselines_to_warm == ("numpy",)
     assert (task.call_timeout_base_s, task.call_timeout_min_rate) == (5.0, 2e9)
     assert task.timing_overrides == {"batch_ms": 20.0}
-    assert task.goal == {"baseline": "numpy", "speedup": 1.5} and task.cheats_dir is None
+    assert task.goal == {"baseline": "numpy", "speedup": 1.5} and task.cheats_dir == folder.resolve() / "cheats"
+    assert task._checked is False  # the self check runs once, before the first judgement
     assert task.quick_ids() == ["r1_c1_s2.0", "r7_c33_s0.5", "r1000_c257_s0.5"]
     sc = {s.id: s for s in task.scenarios()}["r7_c33_s0.5"]
     assert sc.params == PARAMS and sc.flops == 2.0 * 7 * 33 and sc.bytes == 3.0 * 4 * 7 * 33
@@ -272,6 +274,11 @@ def test_the_self_check_skips_kernel_baselines(folder):
     (folder / "naive.cpp").write_text("// never built by the self check\n")
     task = task_of(folder, **{"numpy = { function": 'naive = { kernel = "naive.cpp" }\nnumpy = { function'})
     assert task.self_check()["scenario"] == "r1_c1_s2.0"
+    # and goes on to the function baselines after a kernel one
+    (folder / "reference.py").write_text("def reference(x, y, scale, rows, cols):\n    return x\n\n\n"
+                                         "def numpy_scale_add(x, y, out, scale, rows, cols):\n    pass\n")  # fmt: skip
+    with pytest.raises(TaskError, match="baseline numpy left out unwritten"):
+        data_task(load_spec(folder)).self_check()
 
 
 def test_a_reference_that_raises_names_the_line_in_reference_py_not_the_harness(folder):
@@ -332,7 +339,7 @@ def test_the_allclose_rule_bounds_each_element(folder):
     task = task_of(folder, **{'baseline = "numpy"\nfactor = 2.0\nfloor = 1e-6': "atol = 1e-3\nrtol = 1e-2"})
     outs = honest(task, PARAMS, 1)
     j = task.judge(PARAMS, 1, outs)
-    assert j.correct and j.tolerance == 1.0 and j.reason is None and j.error < 1e-3
+    assert j.correct and j.tolerance == 1.0 and j.reason is None and j.error < 1e-3 and j.details == {}
     ref = task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 1))["out"]
     outs["out"][2, 3] = ref[2, 3] + 2 * (1e-3 + 1e-2 * abs(ref[2, 3]))  # twice the element's bound
     j = task.judge(PARAMS, 1, outs)
@@ -400,3 +407,40 @@ def test_a_cuda_folder_is_judged_on_the_gpu_unless_told_otherwise(tmp_path):
     spec = load_spec(scaffold("demo_gpu", tmp_path, target="cuda-sm90"))
     assert data_task(spec)._device_name == "cuda" and data_task(spec, device="cpu")._device_name == "cpu"
     assert type(data_task(spec)).__name__ == "CudaDataTask"
+
+
+def test_the_self_check_is_reproducible(folder):
+    task = task_of(folder, reference="SEEN = []\n\n\ndef reference(x, y, scale, rows, cols):\n"
+                   "    SEEN.append(float(x.sum()))\n    return x\n\n\n" + SCALE_ADD)  # fmt: skip
+    task.self_check()
+    task.self_check()
+    seen = task.module().SEEN
+    assert len(seen) == 2 and seen[0] == seen[1]  # the same inputs each time: `task check` says the same
+
+
+TWO_OUTPUTS = {'[[args]]\nname = "scale"': '[[args]]\nname = "out2"\nkind = "output"\ndtype = "float32"\n'
+               'shape = ["rows", "cols"]\n\n[[args]]\nname = "scale"'}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "returns, says",
+    [("{}", "^the reference returned no out, out2 on rows=7, cols=33, scale=0.5$"),
+     ("x", r"^the reference must return 2 output\(s\) \(out, out2\)$")],
+)  # fmt: skip
+def test_a_reference_short_of_outputs_names_each_one(folder, returns, says):
+    task = task_of(folder, reference=f"def reference(x, y, scale, rows, cols):\n    return {returns}\n", **TWO_OUTPUTS)
+    with pytest.raises(TaskError, match=says):
+        task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 4))
+
+
+def test_a_baseline_that_leaves_two_outputs_unwritten_names_both(folder):
+    task = task_of(folder, reference="def reference(x, y, scale, rows, cols):\n    return x, y\n\n\n"
+                   "def numpy_scale_add(x, y, out, out2, scale, rows, cols):\n    pass\n", **TWO_OUTPUTS)  # fmt: skip
+    with pytest.raises(TaskError, match=r"^baseline numpy left out, out2 unwritten \(NaN\) on r1_c1_s2.0$"):
+        task.self_check()
+
+
+def test_a_reference_called_with_the_wrong_arguments_names_no_line(folder):
+    task = task_of(folder, reference="def reference(a):\n    return a\n")
+    with pytest.raises(TaskError, match=r"reference\(\) got an unexpected keyword argument 'x'$"):
+        task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 4))

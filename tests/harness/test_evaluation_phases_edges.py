@@ -410,6 +410,27 @@ def test_an_honest_timed_output_keeps_the_scenario_correct():
     assert o.correct and o.reason is None
     assert ev.task.judged == [(1, 9, "ok", 0.25, True), (1, 10, "ok", 0.25, True)]
     assert ev.session.sent == [{"cmd": "free", "slot": 0}, {"cmd": "free", "slot": 1}]
+    assert ev.task.taken == [{"n": 1}] * 2
+
+
+def test_a_wrong_or_missing_timed_output_marks_the_scenario_incorrect():
+    ev, _ = make([], {0: "changed"})
+    o = ev.res.scenarios[0]
+    o.correct = True
+    ev.spot_check(SCENARIOS[0], o, [{"seed": 9, "slot": 0, "rep": 2}])
+    assert o.correct is False
+    o.correct = True
+    ev.spot_check(SCENARIOS[0], o, [])
+    assert o.correct is False and o.reason == "no timed output was checked"
+
+
+def test_a_bandwidth_above_the_measured_peak_is_suspect(monkeypatch):
+    ev, _ = make(timed([1e-9, 1e-9, 1e-9]), {0: "ok"}, limits=TimingLimits(peak_gbps=1.0))
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
+    o = ev.res.scenarios[0]
+    o.correct, o.reason = True, None
+    ev.time_scenario(SCENARIOS[0], o)
+    assert o.correct is False and o.reason.startswith("suspect timing: ") and "GB/s" in o.reason
 
 
 # ---- the parent's clock ----

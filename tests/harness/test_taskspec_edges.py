@@ -581,3 +581,56 @@ def test_a_negative_count_is_refused_but_zero_is_not(folder):
     edited(folder, ('bytes = "3*4*rows*cols"', 'bytes = "rows - rows"'))
     assert load_spec(folder).bytes({"rows": 1}) == 0
     assert not math.isnan(load_spec(folder).flops({"rows": 1, "cols": 1}))
+
+
+def test_a_toml_error_without_a_line_has_none(folder):
+    (folder / "task.toml").write_text('description = "x"\ntarget = ')
+    with pytest.raises(TaskSpecError) as info:
+        load_spec(folder)
+    (p,) = info.value.problems
+    assert p.line is None and p.message.startswith("not valid TOML: ") and "end of document" in p.message
+
+
+def test_a_spec_without_a_description_has_an_empty_one(folder):
+    edited(folder, ('description = "out[r, c] = x[r, c] * scale + y[r, c], float32, row-major"\n', ""))
+    assert load_spec(folder).description == ""
+
+
+def test_a_kernel_of_another_targets_language_is_named_at_its_line(folder):
+    expect(folder, ('target = "cpu"', 'target = "cuda-sm90"'),
+           want=[('starting = "kernel.cpp"', "kernel.starting", "kernel.cpp: a cuda-sm90 kernel is a .cu file")])  # fmt: skip
+
+
+def test_an_arguments_unknown_field_is_found_in_its_own_table(folder):
+    # `symbol =` is also the [kernel] table's key, earlier in the file: the line named is the argument's
+    expect(folder, ('[[args]]\nname = "rows"', '[[args]]\nname = "rows"\nsymbol = 3'),
+           want=[("symbol = 3", "args.rows.symbol", "unknown field")])  # fmt: skip
+
+
+def test_the_default_ranges_of_normal_and_uniform_inputs(folder):
+    edited(folder, (X_INIT, 'init = { dist = "normal" }'), ("low = -1.0, high = 1.0", "high = 2.0"))
+    x, y = load_spec(folder).inputs
+    assert (x.init.a, x.init.b) == (0.0, 1.0) and (y.init.a, y.init.b) == (0.0, 2.0)
+    edited(folder, ("high = 2.0", "low = 0.5"))
+    assert load_spec(folder).inputs[1].init.b == 1.0
+
+
+def test_a_normal_input_may_have_a_mean_above_its_std(folder):
+    edited(folder, (X_INIT, 'init = { dist = "normal", mean = 5.0, std = 1.0 }'))
+    assert load_spec(folder).inputs[0].init.a == 5.0
+
+
+def test_an_inverted_range_names_both_bounds(folder):
+    expect(folder, ("low = -1.0, high = 1.0", "low = 2.0, high = 1.0"),
+           want=[("low = 2.0", "args.y.init", "an empty range: low = 2, high = 1")])  # fmt: skip
+
+
+def test_the_references_problems_are_found_in_its_own_table(folder):
+    # x's init also sets a `function`, earlier in the file: the line named is [reference]'s
+    expect(folder, (X_INIT, 'init = { function = "make_x" }'), ('function = "reference"  #', 'function = "2x"  #'),
+           want=[('function = "2x"', "reference.function", "'2x' is not a function name")])  # fmt: skip
+
+
+def test_an_unknown_reference_precision_says_which_are_known(folder):
+    expect(folder, ('function = "reference"  #', 'function = "reference"\nprecision = "float8"  #'),
+           want=[('precision = "float8"', "reference.precision", "'float8': expected one of float64, float32")])  # fmt: skip
