@@ -634,3 +634,20 @@ def test_the_references_problems_are_found_in_its_own_table(folder):
 def test_an_unknown_reference_precision_says_which_are_known(folder):
     expect(folder, ('function = "reference"  #', 'function = "reference"\nprecision = "float8"  #'),
            want=[('precision = "float8"', "reference.precision", "'float8': expected one of float64, float32")])  # fmt: skip
+
+
+def test_a_product_that_is_not_a_table_of_axes_is_a_problem_not_a_crash(folder):
+    product = "[[scenarios.product]]\nrows = [7, 128, 1000]\ncols = [33, 257, 1024]\nscale = [0.5]"
+    expect(folder, (product, ""), (SC_LIST, SC_LIST + "\nproduct = [3]"),
+           want=[("list = ", "scenarios.product[0]", "each axis is a non-empty list of values"),
+                 ("quick = ", "scenarios.quick", "'r7_c33_s0.5' is not a scenario id"),
+                 ("quick = ", "scenarios.quick", "'r1000_c257_s0.5' is not a scenario id")])  # fmt: skip
+
+
+def test_list_problems_name_every_missing_and_known_name(folder):
+    expect(folder, (SC_LIST, "list = [{ rows = 1 }]"), ('default = ["numpy"]', 'default = ["numpy", "cublas"]'),
+           (BASELINES, BASELINES + '\nnaive = { kernel = "kernel.cpp" }'), ('flops = "2*rows*cols"', 'flops = "2*rows*cols"\nname = 1'),
+           want=[('id = "r{', "scenarios.id", "'r{rows}_c{cols}_s{scale}' needs cols, scale, which {'rows': 1} lacks"),
+                 ("quick = ", "scenarios.quick", NOT_QUICK),
+                 ("name = 1", "formulas.name", "unknown field (known: flops, bytes)"),
+                 ('default = ["numpy", "cublas"]', "baselines.default", "'cublas' is not a baseline (known: numpy, naive)")])  # fmt: skip
