@@ -651,3 +651,16 @@ def test_list_problems_name_every_missing_and_known_name(folder):
                  ("quick = ", "scenarios.quick", NOT_QUICK),
                  ("name = 1", "formulas.name", "unknown field (known: flops, bytes)"),
                  ('default = ["numpy", "cublas"]', "baselines.default", "'cublas' is not a baseline (known: numpy, naive)")])  # fmt: skip
+
+
+def test_an_unknown_goal_baseline_lists_every_known_one(folder):
+    expect(folder, (BASELINES, BASELINES + '\nnaive = { kernel = "kernel.cpp" }'), ('[goal]\nbaseline = "numpy"', '[goal]\nbaseline = "x"'),
+           want=[('baseline = "x"', "goal.baseline", "'x' is not a baseline (known: numpy, naive)")])  # fmt: skip
+
+
+def test_problems_of_a_later_table_name_its_own_line_not_an_earlier_same_named_key(folder):
+    out_shape = OUT + 'shape = ["rows", "cols"]'
+    expect(folder, (out_shape, OUT + 'shape = ["rows", "colz"]'), ("[goal]", '[child]\nname = 1\nenv = { shape = "x" }\n\n[goal]'),
+           want=[("name = 1", "child.name", "unknown field (known: env)"),
+                 ('env = { shape = "x" }', "child.env.shape", "names are UPPER_CASE, values strings"),
+                 ('shape = ["rows", "colz"]', "args.out.shape", "symbol 'colz' is defined by no scenario")])  # fmt: skip
