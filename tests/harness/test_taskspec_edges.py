@@ -664,3 +664,25 @@ def test_problems_of_a_later_table_name_its_own_line_not_an_earlier_same_named_k
            want=[("name = 1", "child.name", "unknown field (known: env)"),
                  ('env = { shape = "x" }', "child.env.shape", "names are UPPER_CASE, values strings"),
                  ('shape = ["rows", "colz"]', "args.out.shape", "symbol 'colz' is defined by no scenario")])  # fmt: skip
+
+
+def test_a_bad_size_lists_the_shapes_numbers_as_written(folder):
+    x_shape = 'name = "x"\nkind = "input"\ndtype = "float32"\nshape = ["rows", "cols"]'
+    got = problems_of(
+        folder, (x_shape, x_shape.replace('"cols"]', "4]")), (SC_LIST, "list = [{ rows = 1.5, cols = 1, scale = 2.0 }]")
+    )
+    assert (None, "args.x.shape", "scenario r1.5_c1_s2.0: sizes must be integers >= 0, got [1.5, 4]") in got
+
+
+def test_a_refused_piece_inside_min_is_named():
+    with pytest.raises(FormulaError, match=r"^'min\(m % 2, 1\)': 'm % 2' is not allowed"):
+        parse_formula("min(m % 2, 1)")
+
+
+def test_a_size_of_zero_is_allowed(folder):
+    edited(
+        folder,
+        (SC_LIST, "list = [{ rows = 1, cols = 0, scale = 2.0 }]"),
+        ('quick = ["r1_c1_s2.0",', 'quick = ["r1_c0_s2.0",'),
+    )
+    assert load_spec(folder).scenarios[0].params["cols"] == 0
