@@ -286,9 +286,9 @@ def test_each_bad_field_is_reported_exactly(folder, edits, want):
     expect(folder, *edits, want=want)
 
 
-def test_a_negative_scalar_is_allowed_but_a_negative_count_is_not(folder):
-    spec = load_spec(folder) if not edited(folder, ('value = "scale"', 'value = "-scale"')) else load_spec(folder)
-    assert spec.scalars[0].value({"scale": 2.0}) == -2.0
+def test_a_negative_scalar_is_allowed(folder):
+    edited(folder, ('value = "scale"', 'value = "-scale"'))
+    assert load_spec(folder).scalars[0].value({"scale": 2.0}) == -2.0
 
 
 def test_a_problem_names_its_file_and_line_and_all_are_said_at_once(folder):
@@ -328,7 +328,7 @@ def test_a_spec_without_arguments_says_none_were_given(folder):
     (folder / "task.toml").write_text(text.replace("[kernel]", "args = []\n\n[kernel]"))
     got = problems_of(folder)
     assert got[0] == (None, "args", "the kernel's arguments, in order, as [[args]] tables: none given")
-    assert ("args.x" not in f for _, f, _ in got)
+    assert not [f for _, f, _ in got if f.startswith("args.")]  # no argument was read
 
 
 def test_an_argument_that_is_not_a_table_is_named_by_position(folder):
