@@ -337,6 +337,9 @@ def _relative(path: Path | None, folder: Path) -> str:
 # ---- finding lines: tomllib gives none, so the text is scanned for the key ----------------------------------
 
 
+_HEADER_RE = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?\s*(#.*)?$")  # [name] or [[name]]
+
+
 class _Lines:
     def __init__(self, text: str):
         self.lines = text.splitlines()
@@ -349,11 +352,17 @@ class _Lines:
 
     def key(self, key: str, after: int | None = 0, containing: str | None = None) -> int | None:
         """First line at or after `after` that sets `key` (as `key =` or `key = ...` inline) and contains
-        `containing`; None when not found."""
+        `containing`; `after` (the line) when not found, None without `after`. When `after` is a table's
+        header, only that table (and its sub-tables) is searched: a key missing from one [[args]] table is
+        not found in the next one."""
         pat = re.compile(r"(^|[\s{,])" + re.escape(key) + r"\s*=")
         start = after or 0
+        table = _HEADER_RE.match(self.lines[start - 1]) if 0 < start <= len(self.lines) else None
         for i in range(max(0, start - 1), len(self.lines)):
             line = self.lines[i]
+            if table and i >= start and (other := _HEADER_RE.match(line)):
+                if not other.group(1).startswith(table.group(1) + "."):
+                    break
             if pat.search(line.split("#", 1)[0]) and (containing is None or containing in line):
                 return i + 1
         return after or None
