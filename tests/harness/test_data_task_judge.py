@@ -11,8 +11,7 @@ import types
 import numpy as np
 import pytest
 
-from gpu_harness.tasks import TaskError
-from gpu_harness.tasks.data_task import data_task
+from gpu_harness.tasks import TaskError, folder_task
 from gpu_harness.taskscaffold import scaffold
 from gpu_harness.taskspec import load_spec
 
@@ -35,7 +34,7 @@ def task_of(folder, reference=None, **edits):
     path.write_text(text)
     if reference is not None:
         (folder / "reference.py").write_text(reference)
-    return data_task(load_spec(folder))
+    return folder_task(load_spec(folder))
 
 
 def honest(task, params, seed):
@@ -255,7 +254,7 @@ def test_an_integer_output_needs_integer_reference_values(folder):
     ref = task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 4))
     assert ref["out"].dtype == np.int64  # integers are compared as they are
     (folder / "reference.py").write_text("def reference(x, y, scale, rows, cols):\n    return x\n")
-    task = data_task(load_spec(folder))
+    task = folder_task(load_spec(folder))
     with pytest.raises(TaskError, match="has dtype float64, expected int values for int32"):
         task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 4))
 
@@ -278,7 +277,7 @@ def test_the_self_check_skips_kernel_baselines(folder):
     (folder / "reference.py").write_text("def reference(x, y, scale, rows, cols):\n    return x\n\n\n"
                                          "def numpy_scale_add(x, y, out, scale, rows, cols):\n    pass\n")  # fmt: skip
     with pytest.raises(TaskError, match="baseline numpy left out unwritten"):
-        data_task(load_spec(folder)).self_check()
+        folder_task(load_spec(folder)).self_check()
 
 
 def test_a_reference_that_raises_names_the_line_in_reference_py_not_the_harness(folder):
@@ -405,8 +404,8 @@ def test_the_stub_is_named_after_the_task_and_its_sources_digest(folder, tmp_pat
 def test_a_cuda_folder_is_judged_on_the_gpu_unless_told_otherwise(tmp_path):
     pytest.importorskip("torch")
     spec = load_spec(scaffold("demo_gpu", tmp_path, target="cuda-sm90"))
-    assert data_task(spec)._device_name == "cuda" and data_task(spec, device="cpu")._device_name == "cpu"
-    assert type(data_task(spec)).__name__ == "CudaDataTask"
+    assert folder_task(spec)._device_name == "cuda" and folder_task(spec, device="cpu")._device_name == "cpu"
+    assert type(folder_task(spec)).__name__ == "CudaDataTask"
 
 
 def test_the_self_check_is_reproducible(folder):
