@@ -10,7 +10,7 @@ import time
 
 from ..taskspec import DTYPES
 from ..verdict import TimingLimits, compare_numpy
-from .data_task import DataTask, TaskError, _params, _where
+from .data_task import DataTask, TaskError
 
 # The cpu target's own child environment: the candidate may not use threads (the dependency check refuses
 # them), so numpy's BLAS gets one too, and no spinning helper threads steal the core the candidate runs on.
@@ -68,14 +68,7 @@ class CpuDataTask(DataTask):
         """An input made by reference.py (e.g. a well-conditioned matrix), from the judge's generator."""
         import numpy as np
 
-        try:
-            x = np.asarray(self.function(function)(rng, shape, dict(params)))
-        except TaskError:
-            raise
-        except Exception as e:
-            raise TaskError(
-                f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
-            ) from e
+        x = np.asarray(self._call_maker(name, function, rng, shape, params))
         if x.shape != shape or x.dtype.kind not in "fiub":
             raise TaskError(f"{function} made input {name} of shape {x.shape} {x.dtype}, the ABI says {shape}")
         return x

@@ -20,7 +20,7 @@ from .cuda_device import (
     measure_peaks,
     torch_module,
 )
-from .data_task import DataTask, TaskError, _params, _where
+from .data_task import DataTask, TaskError
 
 TORCH_DTYPES = {  # taskspec dtype -> torch's attribute
     "float32": "float32",
@@ -97,14 +97,7 @@ class CudaDataTask(DataTask):
     def _made_by_function(self, name: str, function: str, generator, shape: tuple, params: dict):
         """An input made by reference.py, from the judge's generator (on the judge's device)."""
         torch = torch_module()
-        try:
-            x = self.function(function)(generator, shape, dict(params))
-        except TaskError:
-            raise
-        except Exception as e:
-            raise TaskError(
-                f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
-            ) from e
+        x = self._call_maker(name, function, generator, shape, params)
         if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape or x.is_complex():
             got = f"shape {tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
             raise TaskError(f"{function} made input {name} as {got}, the ABI says a tensor of shape {shape}")

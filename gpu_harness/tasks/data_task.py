@@ -145,6 +145,18 @@ class DataTask(Task):
                 out[name] = lambda fn=fn, kwargs=kwargs: fn(**kwargs)
         return out
 
+    def _call_maker(self, name: str, function: str, rng, shape: tuple, params: dict):
+        """What reference.py's `function` returns for input `name` (init = {function = ...}), from the judge's
+        generator; TaskError when it raises. The caller checks what it made against the ABI."""
+        try:
+            return self.function(function)(rng, shape, dict(params))
+        except TaskError:
+            raise
+        except Exception as e:
+            raise TaskError(
+                f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
+            ) from e
+
     def run_function_baseline(self, name: str, params: dict, inputs: dict, outputs: dict) -> None:
         fn = self.function(self.spec.baselines[name].function)
         try:
