@@ -4,6 +4,7 @@ it, an operator starts a run on it from the dashboard's start form, and a worker
 client (against a local Messages-API server) writes a kernel, evaluates it with the real harness, and the run
 streams to the server and finishes."""
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -63,6 +64,45 @@ def responder(request):
     return Reply([text("The kernel computes out = x * scale + y in one pass; done.")])
 
 
+FINISHED = ("succeeded", "failed", "stopped")
+
+
+@contextlib.contextmanager
+def serving_workers(site, port: int, messages_url: str, hosts, *, use_bwrap=False, stream=False):
+    """In-process workers, one per (name, targets) of `hosts`, each with the real anthropic client against the
+    local Messages-API server; stopped on leaving."""
+    workers = []
+    try:
+        for name, targets in hosts:
+            worker = Worker(
+                server=f"ws://127.0.0.1:{port}",
+                token=site.worker_token(name),
+                gpus=[0],
+                state_dir=site.folder / name,
+                use_bwrap=use_bwrap,
+                targets=targets,
+                model_factory=lambda spec, settings: AnthropicModel(
+                    spec,
+                    settings={"api_key": "sk-test", "base_url": messages_url, "stream": stream, "backoff_base_s": 0.01},
+                ),
+            )
+            thread = threading.Thread(target=worker.serve, daemon=True)
+            thread.start()
+            workers.append((worker, thread))
+        yield
+    finally:
+        for worker, thread in workers:
+            worker.stop.set()
+            thread.join(30)
+
+
+def wait_finished(site, port: int, run_id: int) -> None:
+    finished = wait_until(
+        lambda: site.query("select status from runs_run where id = ?", (run_id,))[0][0] in FINISHED, 600
+    )
+    assert finished, site.server_log(port)
+
+
 def test_a_run_on_a_task_folder_made_by_task_new_starts_from_the_dashboard_streams_and_finishes(new_task_site):
     site = new_task_site
     assert site.query("select target, starting_kernel_name from runs_task where name = ?", (TASK,)) == [
@@ -78,34 +118,12 @@ def test_a_run_on_a_task_folder_made_by_task_new_starts_from_the_dashboard_strea
     )
     assert status == 200, page[-2000:]
     (run_id,) = [r[0] for r in site.query("select id from runs_run")]
-    token = site.worker_token("team-box")
-
     with MessagesServer(responder) as messages:
-        worker = Worker(
-            server=f"ws://127.0.0.1:{port}",
-            token=token,
-            gpus=[0],
-            state_dir=site.folder / "worker",
-            use_bwrap=shutil.which("bwrap") is not None,  # the sandboxed harness finds the team's folder too
-            targets=["cpu"],
-            model_factory=lambda spec, settings: AnthropicModel(
-                spec, settings={"api_key": "sk-test", "base_url": messages.url, "stream": True, "backoff_base_s": 0.01}
-            ),
-        )
-        thread = threading.Thread(target=worker.serve, daemon=True)
-        thread.start()
-        try:
-            finished = wait_until(
-                lambda: (
-                    site.query("select status from runs_run where id = ?", (run_id,))[0][0]
-                    in ("succeeded", "failed", "stopped")
-                ),
-                600,
-            )
-            assert finished, site.server_log(port)
-        finally:
-            worker.stop.set()
-            thread.join(30)
+        # the sandboxed harness (where bubblewrap works) finds the team's folder too
+        with serving_workers(
+            site, port, messages.url, [("team-box", ["cpu"])], use_bwrap=shutil.which("bwrap") is not None, stream=True
+        ):
+            wait_finished(site, port, run_id)
 
     kinds = [k for (k,) in site.query("select kind from runs_step where run_id = ? order by seq", (run_id,))]
     assert kinds[0] == "status" and "tool_call" in kinds and "evaluation" in kinds and kinds[-1] == "status"
@@ -135,54 +153,24 @@ def gpu_task_responder(request):
     return Reply([text("done")])
 
 
-def test_a_run_on_a_gpu_task_folder_reaches_a_worker_that_serves_cuda_and_finishes(tmp_path):
+def test_a_run_on_a_gpu_task_folder_reaches_a_worker_that_serves_cuda_and_finishes(site):
     """softmax_rows, a folder task of the cuda-sm90 target, started from the dashboard: only a worker that
     announces cuda-sm90 gets it; here (no GPU) its evaluation builds the kernel and says it could not run it."""
-    site = LiveSite(tmp_path / "site").setup()
-    try:
-        port = site.start_server()
-        browser = Browser(site, port)
-        status, page = browser.post_form(
-            "/runs/start/",
-            {"task": "softmax_rows", "model": "claude-sonnet-4-6", "review_mode": "auto", "budget_steps": "6"},
-        )
-        assert status == 200, page[-2000:]
-        (run_id,) = [r[0] for r in site.query("select id from runs_run")]
-        with MessagesServer(gpu_task_responder) as messages:
-            workers = []
-            for name, targets in (("cpu-box", ["cpu"]), ("gpu-box", ["cpu", "cuda-sm90"])):
-                worker = Worker(
-                    server=f"ws://127.0.0.1:{port}",
-                    token=site.worker_token(name),
-                    gpus=[0],
-                    state_dir=site.folder / name,
-                    use_bwrap=False,
-                    targets=targets,
-                    model_factory=lambda spec, settings: AnthropicModel(
-                        spec, settings={"api_key": "sk-test", "base_url": messages.url, "backoff_base_s": 0.01}
-                    ),
-                )
-                thread = threading.Thread(target=worker.serve, daemon=True)
-                thread.start()
-                workers.append((worker, thread))
-            try:
-                finished = wait_until(
-                    lambda: (
-                        site.query("select status from runs_run where id = ?", (run_id,))[0][0]
-                        in ("succeeded", "failed", "stopped")
-                    ),
-                    600,
-                )
-                assert finished, site.server_log(port)
-            finally:
-                for worker, thread in workers:
-                    worker.stop.set()
-                    thread.join(30)
-        ((host,),) = site.query(
-            "select w.name from runs_run r join runs_workerhost w on w.id = r.worker_id where r.id = ?", (run_id,)
-        )
-        assert host == "gpu-box"
-        ((status, reason),) = site.query("select status, reason from runs_evaluation where run_id = ?", (run_id,))
-        assert status == "compiled" and "no CUDA GPU here" in reason, (status, reason)
-    finally:
-        site.close()
+    port = site.start_server()
+    browser = Browser(site, port)
+    status, page = browser.post_form(
+        "/runs/start/",
+        {"task": "softmax_rows", "model": "claude-sonnet-4-6", "review_mode": "auto", "budget_steps": "6"},
+    )
+    assert status == 200, page[-2000:]
+    (run_id,) = [r[0] for r in site.query("select id from runs_run")]
+    with MessagesServer(gpu_task_responder) as messages:
+        hosts = [("cpu-box", ["cpu"]), ("gpu-box", ["cpu", "cuda-sm90"])]
+        with serving_workers(site, port, messages.url, hosts):
+            wait_finished(site, port, run_id)
+    ((host,),) = site.query(
+        "select w.name from runs_run r join runs_workerhost w on w.id = r.worker_id where r.id = ?", (run_id,)
+    )
+    assert host == "gpu-box"
+    ((status, reason),) = site.query("select status, reason from runs_evaluation where run_id = ?", (run_id,))
+    assert status == "compiled" and "no CUDA GPU here" in reason, (status, reason)
