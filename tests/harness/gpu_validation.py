@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from gpu_harness import evaluate  # noqa: E402
 from gpu_harness.build import build  # noqa: E402
+from gpu_harness.cheats import EXPECT_RE  # noqa: E402
 from gpu_harness.report import render_table, summary_line  # noqa: E402
 
 NAIVE = REPO / "kernels" / "attention_fwd" / "naive.cu"
@@ -33,7 +33,7 @@ LAST = ("illegal_address", "hang")  # they disturb the GPU: run them after the o
 
 
 def expected(path: Path) -> str:
-    return re.search(r"expect: (.+)", path.read_text()).group(1).strip()
+    return EXPECT_RE.search(path.read_text()).group(1).strip()
 
 
 def anchors_compare(r, say) -> None:
