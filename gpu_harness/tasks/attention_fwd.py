@@ -22,6 +22,7 @@ import os
 import threading
 
 from ..ahead import Ahead
+from ..build import cache_dir
 from ..stopwatch import Stopwatch
 from ..verdict import Comparison, TimingLimits, judge_outputs, tolerance_from_vendor
 from .attention_reference import FusedReference, reference
@@ -250,6 +251,17 @@ class AttentionFwd(Task):
             except Exception:
                 pass
         return ", ".join(parts)
+
+    def child_env(self):
+        # flash-attn-4 compiles each new shape on its first call (CuTe DSL, 2 to 5 s a shape: 86 s of a full
+        # evaluation in a fresh process); its own on-disk cache, under the harness's, keeps the compiled kernels
+        # for the next process. A variable the user set wins. The candidate cannot write there: it cannot open
+        # files (the symbol allowlist, docs/harness.md's threat model), as for the build cache beside it.
+        wanted = {
+            "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
+            "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(cache_dir() / "flash_attn_cute"),
+        }
+        return {k: v for k, v in wanted.items() if k not in os.environ}
 
     # ---- child side ----
     def child_setup(self):

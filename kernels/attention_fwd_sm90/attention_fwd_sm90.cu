@@ -1,5 +1,5 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v11: v9 with the wgmma descriptors kept in two 32-bit words (from v10; versions/README.md, v9 -> v11).
+// v13: v11 with the mask known at compile time (unmasked blocks run a straight-line softmax; versions/README.md).
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -159,10 +159,24 @@ __device__ __forceinline__ void wgmma_ss_n64_bf16(float (&d)[32], uint64_t da, u
     : "l"(da), "l"(db), "r"(accumulate));
 }
 
+__device__ __forceinline__ void wgmma_ss_n80_bf16(float (&d)[40], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+    : "l"(da), "l"(db), "r"(accumulate));
+}
+
 __device__ __forceinline__ void wgmma_ss_n96_bf16(float (&d)[48], uint64_t da, uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
     "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1, 0, 0;\n}\n"
     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+    : "l"(da), "l"(db), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_ss_n112_bf16(float (&d)[56], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, %56, %57, p, 1, 1, 0, 0;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
     : "l"(da), "l"(db), "r"(accumulate));
 }
 
@@ -215,6 +229,13 @@ __device__ __forceinline__ void wgmma_rs_n256_bf16(float (&d)[128], const uint32
     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
+__device__ __forceinline__ void wgmma_rsk_n128_bf16(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
 __device__ __forceinline__ void wgmma_ss_n64_f16(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
@@ -222,10 +243,24 @@ __device__ __forceinline__ void wgmma_ss_n64_f16(float (&d)[32], uint64_t da, ui
     : "l"(da), "l"(db), "r"(accumulate));
 }
 
+__device__ __forceinline__ void wgmma_ss_n80_f16(float (&d)[40], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+    : "l"(da), "l"(db), "r"(accumulate));
+}
+
 __device__ __forceinline__ void wgmma_ss_n96_f16(float (&d)[48], uint64_t da, uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
     "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1, 0, 0;\n}\n"
     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+    : "l"(da), "l"(db), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_ss_n112_f16(float (&d)[56], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, %56, %57, p, 1, 1, 0, 0;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
     : "l"(da), "l"(db), "r"(accumulate));
 }
 
@@ -278,13 +313,22 @@ __device__ __forceinline__ void wgmma_rs_n256_f16(float (&d)[128], const uint32_
     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
+__device__ __forceinline__ void wgmma_rsk_n128_f16(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
 // ---- GENERATED END
 
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int accumulate) {
   constexpr bool bf = std::is_same<T, __nv_bfloat16>::value;
   if constexpr (N == 64) { if constexpr (bf) wgmma_ss_n64_bf16(d, da, db, accumulate); else wgmma_ss_n64_f16(d, da, db, accumulate); }
+  if constexpr (N == 80) { if constexpr (bf) wgmma_ss_n80_bf16(d, da, db, accumulate); else wgmma_ss_n80_f16(d, da, db, accumulate); }
   if constexpr (N == 96) { if constexpr (bf) wgmma_ss_n96_bf16(d, da, db, accumulate); else wgmma_ss_n96_f16(d, da, db, accumulate); }
+  if constexpr (N == 112) { if constexpr (bf) wgmma_ss_n112_bf16(d, da, db, accumulate); else wgmma_ss_n112_f16(d, da, db, accumulate); }
   if constexpr (N == 128) { if constexpr (bf) wgmma_ss_n128_bf16(d, da, db, accumulate); else wgmma_ss_n128_f16(d, da, db, accumulate); }
   if constexpr (N == 176) { if constexpr (bf) wgmma_ss_n176_bf16(d, da, db, accumulate); else wgmma_ss_n176_f16(d, da, db, accumulate); }
   if constexpr (N == 192) { if constexpr (bf) wgmma_ss_n192_bf16(d, da, db, accumulate); else wgmma_ss_n192_f16(d, da, db, accumulate); }
@@ -297,6 +341,13 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
   if constexpr (N == 192) { if constexpr (bf) wgmma_rs_n192_bf16(d, a, db, accumulate); else wgmma_rs_n192_f16(d, a, db, accumulate); }
   if constexpr (N == 256) { if constexpr (bf) wgmma_rs_n256_bf16(d, a, db, accumulate); else wgmma_rs_n256_f16(d, a, db, accumulate); }
 }
+// A from registers, B K-major: S = Q K^T with Q held in registers
+template <int N, typename T>
+__device__ __forceinline__ void wgmma_rsk(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  constexpr bool bf = std::is_same<T, __nv_bfloat16>::value;
+  static_assert(N == 128, "generate wgmma_rsk_n<N> with tools/gen_wgmma.py");
+  if constexpr (bf) wgmma_rsk_n128_bf16(d, a, db, accumulate); else wgmma_rsk_n128_f16(d, a, db, accumulate);
+}
 
 constexpr float kLn2 = 0.69314718055994530942f;
 
@@ -307,22 +358,30 @@ constexpr float kLn2 = 0.69314718055994530942f;
 // the running max m and the per-thread partial sum l, and returns alpha = 2^(m_old - m_new), which the
 // caller applies to O when O is not being written by a wgmma in flight.
 // ------------------------------------------------------------------------------------------------
-template <int NJ>
+// MASK is a template parameter so that the blocks that need no mask (all but the last one or two of a row of
+// blocks) run a straight-line max: with a run-time flag, ptxas put a branch around the mask of every 8-column
+// chunk, 32 taken branches and a wasted FMNMX per block in the unmasked loop (SASS of v11, d128).
+template <int NJ, bool MASK>
 __device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2], float (&l)[2], float (&alpha)[2],
-                                               float scale_log2, bool need_mask, int row0, int col0, int Sk,
-                                               int causal, int diag) {
-  float mx[2] = {-INFINITY, -INFINITY};
+                                               float scale_log2, int row0, int col0, int Sk, int causal, int diag) {
+  if constexpr (MASK) {
 #pragma unroll
-  for (int j = 0; j < NJ; ++j) {
+    for (int j = 0; j < NJ; ++j) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if (need_mask) {
+      for (int e = 0; e < 4; ++e) {
         const int col = col0 + j * 8 + (e & 1);
         const int row = row0 + (e >> 1) * 8;
         if (col >= Sk || (causal && col > row + diag)) s[j * 4 + e] = -INFINITY;
       }
-      mx[e >> 1] = fmaxf(mx[e >> 1], s[j * 4 + e]);
     }
+  }
+  // The two columns of a chunk are maxed together first, which halves the dependent chain per row without
+  // the extra registers of independent partial maxima (those cost 1.1%: versions/README.md, v10).
+  float mx[2] = {fmaxf(s[0], s[1]), fmaxf(s[2], s[3])};
+#pragma unroll
+  for (int j = 1; j < NJ; ++j) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[j * 4 + 0], s[j * 4 + 1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[j * 4 + 2], s[j * 4 + 3]));
   }
   float neg_m[2];
 #pragma unroll
@@ -361,7 +420,10 @@ __device__ __forceinline__ void softmax_step(float (&s)[NJ * 4], float (&o)[NO *
                                              float scale_log2, bool need_mask, int row0, int col0, int Sk,
                                              int causal, int diag) {
   float alpha[2];
-  softmax_scores<NJ>(s, m, l, alpha, scale_log2, need_mask, row0, col0, Sk, causal, diag);
+  if (need_mask)
+    softmax_scores<NJ, true>(s, m, l, alpha, scale_log2, row0, col0, Sk, causal, diag);
+  else
+    softmax_scores<NJ, false>(s, m, l, alpha, scale_log2, row0, col0, Sk, causal, diag);
   rescale_o<NO>(o, alpha);
 }
 
@@ -494,11 +556,23 @@ template <int D> struct WgCfg;  // NCW consumer warpgroups of 64 rows; REG = the
 template <> struct WgCfg<64> { static constexpr int BN = 128, ST = 3, NCW = 3, REG = 160; };
 template <> struct WgCfg<96> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
 template <> struct WgCfg<128> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
-template <> struct WgCfg<192> { static constexpr int BN = 96, ST = 2, NCW = 2, REG = 240; };
-template <> struct WgCfg<256> { static constexpr int BN = 64, ST = 2, NCW = 2, REG = 240; };
+#ifndef KSEEK_BN192
+#define KSEEK_BN192 96
+#endif
+#ifndef KSEEK_BN256
+#define KSEEK_BN256 64
+#endif
+template <> struct WgCfg<192> { static constexpr int BN = KSEEK_BN192, ST = 2, NCW = 2, REG = 240; };
+template <> struct WgCfg<256> { static constexpr int BN = KSEEK_BN256, ST = 2, NCW = 2, REG = 240; };
+// Q in registers for S = Q K^T (the RS form of wgmma) where the registers allow it: two consumer warpgroups and a
+// 128-column Q (d 96 and 128: 24 or 32 more registers a thread). Q K^T then reads only K from shared memory.
+#ifndef KSEEK_QREG
+#define KSEEK_QREG 0
+#endif
 
 template <int D> struct WgShape {
   static constexpr int NCW = WgCfg<D>::NCW, REG = WgCfg<D>::REG, THREADS = 128 * (NCW + 1);
+  static constexpr bool QREG = KSEEK_QREG && NCW == 2 && D <= 128;
   static constexpr int BM = 64 * NCW, BN = WgCfg<D>::BN, ST = WgCfg<D>::ST;
   static constexpr int NCH = (D + 63) / 64, DP = NCH * 64;
   static constexpr int Q_BYTES = NCH * BM * 128;
@@ -587,13 +661,28 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
     // first, so it is ready when the softmax needs it.
     uint32_t pa[BN / 16][4];
     float sacc[BN / 2];
+    uint32_t qa[S::QREG ? D / 16 : 1][4];
+    // This warp's 16 rows of Q as the m64k16 A fragments of each k-step (ldmatrix.x4 from the 128-byte
+    // swizzled TMA tile: 16-byte chunk c of row r sits at chunk c ^ (r % 8)).
+    auto load_q = [&]() {
+      const int qr = cw * 64 + wi * 16 + (lane & 15);
+#pragma unroll
+      for (int kk = 0; kk < (S::QREG ? D / 16 : 0); ++kk) {
+        const int chunk = (kk & 3) * 2 + (lane >> 4);
+        ldmatrix_x4(qa[kk], sQ + (kk >> 2) * BM * 128 + qr * 128 + ((chunk ^ (qr & 7)) << 4));
+      }
+    };
     auto issue_qk = [&](int st) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         // K-major operands: stepping 16 elements along K inside a swizzled 128-byte row is +32 bytes
-        const uint64_t da = desc_at(dq, ((kk >> 2) * BM * 128 + (kk & 3) * 32) / 16);
         const uint64_t db = desc_at(dk, st * (S::KV_BYTES / 16) + ((kk >> 2) * BN * 128 + (kk & 3) * 32) / 16);
-        wgmma_ss<BN, T>(sacc, da, db, kk > 0);
+        if constexpr (S::QREG) {
+          wgmma_rsk<BN, T>(sacc, qa[kk], db, kk > 0);
+        } else {
+          const uint64_t da = desc_at(dq, ((kk >> 2) * BM * 128 + (kk & 3) * 32) / 16);
+          wgmma_ss<BN, T>(sacc, da, db, kk > 0);
+        }
       }
     };
     auto issue_pv = [&](int st) {
@@ -613,13 +702,13 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
         for (int i = 0; i < 4; ++i) pa[kk][i] = pack2<T>(sacc[8 * kk + 2 * i], sacc[8 * kk + 2 * i + 1]);
       }
     };
-    auto mask_needed = [&](int it) {
-      const int n0 = it * BN;
-      return (n0 + BN > Sk) || (causal && n0 + BN - 1 > m0 + diag);
-    };
+    // Blocks it < first_masked need no mask: they end inside Sk and, when causal, at or left of every row's
+    // diagonal (it * BN + BN - 1 <= m0 + diag). The mask is only ever needed from some block on.
+    const int first_masked = causal ? min(Sk / BN, max(m0 + diag + 1, 0) / BN) : Sk / BN;
 
     if (nblocks > 0) {
       mbar_wait(q_full, 0);
+      if constexpr (S::QREG) load_q();
       mbar_wait(k_full(0), 0);
       wgmma_fence();
       issue_qk(0);
@@ -628,10 +717,22 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
       reg_fence(sacc);
       if (lane == 0) mbar_arrive(k_empty(0));
       float alpha[2];
-      softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(0), row0, 2 * (lane & 3), Sk, causal, diag);
+      // The first block gets its own unmasked copy where that measured faster: d 64, 96, 192, 256 gain 1 to 6%
+      // (compare, H200, 2026-12-01); at d 128 the same code was 2 to 5% slower on long rows and 14 to 28% slower
+      // with few query blocks against long keys (Sq 113..256, Sk 3001..8192), cause not found (the unmasked loop's
+      // SASS is the same); there block 0 always runs the masked copy (versions/README.md, v12 -> v13).
+      if (D != 128 && first_masked > 0)
+        softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
+      else
+        softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
       pack_p();
     }
-    for (int it = 1; it < nblocks; ++it) {
+    // Two passes over the key blocks, unrolled so that each has its own copy of the loop body with the mask
+    // known at compile time: the blocks without a mask, then the rest.
+    int it = 1;
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass)
+    for (const int it_end = pass == 0 ? min(first_masked, nblocks) : nblocks; it < it_end; ++it) {
       const int s = it % ST, sp = (it - 1) % ST;
       mbar_wait(k_full(s), (it / ST) & 1);
       mbar_wait(v_full(sp), ((it - 1) / ST) & 1);  // long since landed: V(it-1) came with K(it-1)
@@ -645,8 +746,10 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
       reg_fence(sacc);
       if (lane == 0) mbar_arrive(k_empty(s));
       float alpha[2];
-      softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(it), row0, it * BN + 2 * (lane & 3), Sk,
-                             causal, diag);
+      if (pass == 0)
+        softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
+      else
+        softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
       wgmma_wait<0>();
       reg_fence(oacc);
       if (lane == 0) mbar_arrive(v_empty(sp));
@@ -768,6 +871,15 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
     float oacc[DP / 2];
     uint32_t pa[BN / 16][4];
     float sacc[BN / 2];
+    uint32_t qa[S::QREG ? D / 16 : 1][4];
+    auto load_q = [&]() {  // as in attn_wgmma_kernel
+      const int qr = cw * 64 + wi * 16 + (lane & 15);
+#pragma unroll
+      for (int kk = 0; kk < (S::QREG ? D / 16 : 0); ++kk) {
+        const int chunk = (kk & 3) * 2 + (lane >> 4);
+        ldmatrix_x4(qa[kk], sQ + (kk >> 2) * BM * 128 + qr * 128 + ((chunk ^ (qr & 7)) << 4));
+      }
+    };
     int g = 0, ti = 0;  // as the producer counts them
     for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
       const Tile x = tile_at(t);
@@ -784,9 +896,13 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
           // K-major operands: stepping 16 elements along K inside a swizzled 128-byte row is +32 bytes
-          const uint64_t da = desc_at(dq, ((kk >> 2) * BM * 128 + (kk & 3) * 32) / 16);
           const uint64_t db = desc_at(dk, st * (S::KV_BYTES / 16) + ((kk >> 2) * BN * 128 + (kk & 3) * 32) / 16);
-          wgmma_ss<BN, T>(sacc, da, db, kk > 0);
+          if constexpr (S::QREG) {
+            wgmma_rsk<BN, T>(sacc, qa[kk], db, kk > 0);
+          } else {
+            const uint64_t da = desc_at(dq, ((kk >> 2) * BM * 128 + (kk & 3) * 32) / 16);
+            wgmma_ss<BN, T>(sacc, da, db, kk > 0);
+          }
         }
       };
       auto issue_pv = [&](int st) {
@@ -806,14 +922,17 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
           for (int i = 0; i < 4; ++i) pa[kk][i] = pack2<T>(sacc[8 * kk + 2 * i], sacc[8 * kk + 2 * i + 1]);
         }
       };
-      auto mask_needed = [&](int it) {
-        const int n0 = it * BN;
-        return (n0 + BN > Sk) || (causal && n0 + BN - 1 > m0 + diag);
-      };
+      // as in attn_wgmma_kernel: blocks before first_masked need no mask
+      const int first_masked = causal ? min(Sk / BN, max(m0 + diag + 1, 0) / BN) : Sk / BN;
 
       if (nblocks > 0) {
         const int s0 = g % ST;
         mbar_wait(q_full, ti & 1);
+        if constexpr (S::QREG) {
+          load_q();  // Q's buffer is free for the next tile as soon as it is in registers
+          __syncwarp();
+          if (lane == 0) mbar_arrive(q_empty);
+        }
         mbar_wait(k_full(s0), (g / ST) & 1);
         wgmma_fence();
         issue_qk(s0);
@@ -822,14 +941,19 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         reg_fence(sacc);
         if (lane == 0) {
           mbar_arrive(k_empty(s0));
-          if (nblocks == 1) mbar_arrive(q_empty);
+          if (!S::QREG && nblocks == 1) mbar_arrive(q_empty);
         }
         float alpha[2];
-        softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(0), row0, 2 * (lane & 3), Sk, causal,
-                               diag);
+        if (first_masked > 0)
+          softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
+        else
+          softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
         pack_p();
       }
-      for (int it = 1; it < nblocks; ++it) {
+      int it = 1;  // two passes, as in attn_wgmma_kernel: unmasked blocks, then the rest
+#pragma unroll
+      for (int pass = 0; pass < 2; ++pass)
+      for (const int it_end = pass == 0 ? min(first_masked, nblocks) : nblocks; it < it_end; ++it) {
         const int gi = g + it, s = gi % ST, sp = (gi - 1) % ST;
         mbar_wait(k_full(s), (gi / ST) & 1);
         mbar_wait(v_full(sp), ((gi - 1) / ST) & 1);  // long since landed: V(it-1) came with K(it-1)
@@ -843,11 +967,15 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         reg_fence(sacc);
         if (lane == 0) {
           mbar_arrive(k_empty(s));
-          if (it == nblocks - 1) mbar_arrive(q_empty);
+          if (!S::QREG && it == nblocks - 1) mbar_arrive(q_empty);
         }
         float alpha[2];
-        softmax_scores<BN / 8>(sacc, m, l, alpha, scale_log2, mask_needed(it), row0, it * BN + 2 * (lane & 3), Sk,
-                               causal, diag);
+        if (pass == 0)
+          softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal,
+                                        diag);
+        else
+          softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal,
+                                       diag);
         wgmma_wait<0>();
         reg_fence(oacc);
         if (lane == 0) mbar_arrive(v_empty(sp));

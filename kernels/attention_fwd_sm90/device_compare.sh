@@ -16,15 +16,22 @@ cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 declare -A LIB
 LIBS=""
+# Builds run side by side (nvcc is single-threaded; the machine has 16 cores), each into its own log.
+t0=$(date +%s)
 for b in $BUILDS; do
   label=${b%%=*}; rest=${b#*=}; src=${rest%%:*}; flags=""
   [[ $rest == *:* ]] && flags=$(echo "${rest#*:}" | tr ':' ' ')
-  t0=$(date +%s)
-  lib=$(python3 -c "import sys; from kernels.load import build; print(build(sys.argv[1], extra=tuple(sys.argv[2:])))" \
-        "$src" $flags 2>> /tmp/build.log) || { echo "build $label failed"; tail -30 /tmp/build.log; exit 1; }
-  echo "built $label ($src $flags) in $(( $(date +%s) - t0 ))s: $lib"
+  python3 -c "import sys; from kernels.load import build; print(build(sys.argv[1], extra=tuple(sys.argv[2:])))" \
+    "$src" $flags > "/tmp/build_$label.out" 2> "/tmp/build_$label.log" &
+done
+wait
+for b in $BUILDS; do
+  label=${b%%=*}
+  lib=$(tail -1 "/tmp/build_$label.out")
+  [ -n "$lib" ] || { echo "build $label failed"; tail -30 "/tmp/build_$label.log"; exit 1; }
   LIB[$label]=$lib; LIBS="$LIBS,$label=$lib"
 done
+echo "built ${!LIB[*]} in $(( $(date +%s) - t0 ))s"
 for c in ${CHECK:-}; do
   timeout ${CHECK_TIMEOUT:-150} python3 kernels/attention_fwd_sm90/bench.py check --lib "${LIB[$c]}" --variant 0 \
     --out "/tmp/check_$c.json" > "$OUT/check_$c.log" 2>&1

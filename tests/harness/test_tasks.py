@@ -97,3 +97,22 @@ def test_matmul_scenarios_include_shapes_no_tile_divides():
     ps = [s.params for s in get_task("matmul_cpu").scenarios()]
     assert any(all(p[x] % 2 == 1 for x in ("m", "n", "k")) and p["m"] > 64 for p in ps)
     assert any(p["m"] == 1 for p in ps)
+
+
+def test_attention_child_keeps_flash_attn_4_compiles_in_the_harness_cache(monkeypatch, tmp_path):
+    # flash-attn-4 compiles every new shape on its first call; its on-disk cache must be on, under the
+    # harness's cache folder, so that a second evaluation does not compile again
+    monkeypatch.setenv("KSEEK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", raising=False)
+    monkeypatch.delenv("FLASH_ATTENTION_CUTE_DSL_CACHE_DIR", raising=False)
+    env = get_task("attention_fwd").child_env()
+    assert env == {
+        "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
+        "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp_path / "flash_attn_cute"),
+    }
+
+
+def test_attention_child_leaves_a_flash_attn_4_cache_setting_of_the_user_alone(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "0")
+    monkeypatch.setenv("FLASH_ATTENTION_CUTE_DSL_CACHE_DIR", str(tmp_path / "mine"))
+    assert get_task("attention_fwd").child_env() == {}

@@ -4,8 +4,9 @@ One wrapper per (shape, dtype, operand source): the accumulator is passed as a f
 every register stays a compile-time name. Run: python gen_wgmma.py > /tmp/wg.inc
 """
 
-SS_N = [64, 96, 128, 176, 192]  # S = Q K^T: N = BLOCK_N, A and B from shared memory
+SS_N = [64, 80, 96, 112, 128, 176, 192]  # S = Q K^T: N = BLOCK_N, A and B from shared memory
 RS_N = [64, 128, 192, 256]  # O += P V: N = padded head dim, A (P) from registers, B (V) N-major
+RSK_N = [128]  # S = Q K^T with Q in registers: A from registers, B (K) K-major
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 
@@ -28,12 +29,13 @@ def ss(n, t):
 """
 
 
-def rs(n, t):
-    # scale-d is a predicate operand; the last immediate (1) marks B as N-major (V is stored [key][d]).
+def rs(n, t, b_transposed=True, name="rs"):
+    # scale-d is a predicate operand; the last immediate marks B as N-major (1: V is stored [key][d]) or
+    # K-major (0: K is stored [key][d] and read as K^T).
     na = n // 2
-    return f"""__device__ __forceinline__ void wgmma_rs_n{n}_{t}(float (&d)[{na}], const uint32_t (&a)[4], uint64_t db, int accumulate) {{
+    return f"""__device__ __forceinline__ void wgmma_{name}_n{n}_{t}(float (&d)[{na}], const uint32_t (&a)[4], uint64_t db, int accumulate) {{
   asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{na + 5}, 0;\\n"
-    "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs(0, na)}}}, {{%{na}, %{na + 1}, %{na + 2}, %{na + 3}}}, %{na + 4}, p, 1, 1, 1;\\n}}\\n"
+    "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs(0, na)}}}, {{%{na}, %{na + 1}, %{na + 2}, %{na + 3}}}, %{na + 4}, p, 1, 1, {int(b_transposed)};\\n}}\\n"
     : {acc_operands(n)}
     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }}
@@ -47,6 +49,8 @@ def main():
             out.append(ss(n, t))
         for n in RS_N:
             out.append(rs(n, t))
+        for n in RSK_N:
+            out.append(rs(n, t, b_transposed=False, name="rsk"))
     print("\n".join(out))
 
 
