@@ -61,9 +61,11 @@ def _fresh_fraction() -> float:
 
 def run(task_name: str, ch: Channel) -> None:
     from .tasks import derive_seed, get_task
+    from .tasks.sides import ChildSide
 
-    task = get_task(task_name)
-    facts = task.child_setup()
+    task = get_task(task_name)  # data and pure functions; this process's own state is `side`
+    side = ChildSide(task)
+    facts = side.setup()
     ch.send(ev="ready", **facts)
     cmd = ch.recv()  # booted ahead of its job: wait for it (the parent kills us when done)
     if cmd.get("cmd") != "job":
@@ -74,7 +76,7 @@ def run(task_name: str, ch: Channel) -> None:
     fn = task.bind(lib)
     base_libs = {name: task.bind(ctypes.CDLL(path, mode=os.RTLD_LOCAL)) for name, path in job["baseline_libs"].items()}
     slot_bytes = max(task.output_nbytes(sc["params"]) for sc in job["scenarios"])
-    exchange = task.exchange_create(slot_bytes, SLOTS, job["outdir"])
+    exchange = side.create_exchange(slot_bytes, SLOTS, job["outdir"])
     ch.slots = SlotRing(SLOTS)
     baselines = BaselineThreads(task.baseline_threads)
     ch.send(ev="loaded", exchange=exchange)
@@ -85,7 +87,7 @@ def run(task_name: str, ch: Channel) -> None:
         # correctness runs below and are done (or nearly) by the time those are
         with spent("warm_submit"):
             for sc in job["scenarios"]:
-                _warm_baselines(task, sc, sc.get("warm", []), base_libs, derive_seed, baselines)
+                _warm_baselines(task, side, sc, sc.get("warm", []), base_libs, derive_seed, baselines)
         # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
         for sc in job["scenarios"]:
             params = sc["params"]
@@ -94,14 +96,14 @@ def run(task_name: str, ch: Channel) -> None:
                 with spent("inputs"):
                     inputs = task.make_inputs(params, seed)
                     outputs = task.new_outputs(params)
-                    err = task.sync_error()
+                    err = side.sync_error()
                 if err:
                     ch.send(ev="device_error", sid=sc["id"], run=run_name, error="before the call: " + err)
                     return
                 ch.send(ev="calling", sid=sc["id"], run=run_name)
                 with spent("calls"):
                     rc = task.invoke(fn, inputs, outputs, params)
-                    err = task.sync_error()
+                    err = side.sync_error()
                 if err:
                     ch.send(ev="device_error", sid=sc["id"], run=run_name, error=err)
                     return
@@ -111,7 +113,7 @@ def run(task_name: str, ch: Channel) -> None:
                 with spent("slot_wait"):
                     slot = ch.take_slot()
                 with spent("export"):
-                    task.export_outputs(outputs, slot)
+                    side.export_outputs(outputs, slot)
                 ch.send(ev="outputs", sid=sc["id"], run=run_name, seed=seed, slot=slot)
                 del inputs, outputs
         with spent("warm_wait"):
@@ -124,12 +126,12 @@ def run(task_name: str, ch: Channel) -> None:
             if cmd["cmd"] != "time":
                 raise ValueError(f"unknown command {cmd!r}")
             sc = cmd["scenario"]
-            _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines)
+            _time_scenario(task, side, fn, base_libs, sc, cmd, ch, derive_seed, baselines)
     finally:
         baselines.close()  # at most the call in progress on each thread finishes
 
 
-def _warm_baselines(task, sc, names, base_libs, derive_seed, baselines: BaselineThreads) -> None:
+def _warm_baselines(task, side, sc, names, base_libs, derive_seed, baselines: BaselineThreads) -> None:
     """Queue one call of each baseline on this scenario's shape, on the thread that will time it, to run
     during the correctness phase: a library's first call of a shape is slow (cuDNN builds and compiles a
     plan), and this way that cost overlaps the correctness runs and the judging instead of adding to the
@@ -146,12 +148,12 @@ def _warm_baselines(task, sc, names, base_libs, derive_seed, baselines: Baseline
                     f()
                 except Exception:
                     pass
-        task.sync_error()
+        side.sync_error()
 
     baselines.warm(sc["id"], work)
 
 
-def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: BaselineThreads) -> None:
+def _time_scenario(task, side, fn, base_libs, sc, cmd, ch, derive_seed, baselines: BaselineThreads) -> None:
     params = sc["params"]
     names = cmd["baselines"]
     t_warm = time.perf_counter()
@@ -160,9 +162,9 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
     inputs = task.make_inputs(params, seed)
     outputs = task.new_outputs(params)
     ch.send(ev="calling", sid=sc["id"], run="warm-up")
-    task.flush_cache()
-    est = task.time_call(lambda: task.invoke(fn, inputs, outputs, params))
-    err = task.sync_error()
+    side.flush_cache()
+    est = side.time_call(lambda: task.invoke(fn, inputs, outputs, params))
+    err = side.sync_error()
     if err:
         ch.send(ev="device_error", sid=sc["id"], run="warm-up", error=err)
         raise SystemExit(3)
@@ -171,9 +173,9 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
     runnable = [n for n in names if n not in notes]
     for n in list(runnable):
         try:
-            task.flush_cache()
+            side.flush_cache()
             baselines.call(sc["id"], base_fns[n])
-            err = task.sync_error()
+            err = side.sync_error()
             if err:
                 raise RuntimeError(err)
         except Exception as e:  # a baseline that cannot run this scenario is n/a there, not a failure
@@ -196,23 +198,23 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
         if rep % 2:
             order.reverse()  # A/B then B/A: no impl always runs right after the flush of another
         for name in order:
-            task.flush_cache()
+            side.flush_cache()
             if name == "__candidate__":
-                cand_ms.append(task.time_call(lambda: task.invoke(fn, inputs, outputs, params)))
-                err = task.sync_error()
+                cand_ms.append(side.time_call(lambda: task.invoke(fn, inputs, outputs, params)))
+                err = side.sync_error()
                 if err:
                     ch.send(ev="device_error", sid=sc["id"], run=f"timed call {rep}", error=err)
                     raise SystemExit(3)
                 if _fresh_fraction() < p_check and len(checked) < cmd["checks"] - 1:
                     slot = ch.take_slot()
-                    task.export_outputs(outputs, slot)
+                    side.export_outputs(outputs, slot)
                     checked.append({"seed": seed, "slot": slot, "rep": rep})
             else:
-                base_ms[name].append(task.time_call(lambda f=fns[name]: baselines.call(sc["id"], f)))
+                base_ms[name].append(side.time_call(lambda f=fns[name]: baselines.call(sc["id"], f)))
         last = rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd)
         if last and not (checked and checked[-1]["rep"] == rep):
             slot = ch.take_slot()  # the baselines' calls since then write only their own outputs
-            task.export_outputs(outputs, slot)
+            side.export_outputs(outputs, slot)
             checked.append({"seed": seed, "slot": slot, "rep": rep})
         del inputs, outputs, fns
         if last:
@@ -233,7 +235,7 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
     seed = derive_seed(sc["seed_a"], "batch")
     inputs = task.make_inputs(params, seed)
     outputs = task.new_outputs(params)
-    task.sync_error()
+    side.sync_error()
     ch.send(ev="batch_ready", sid=sc["id"], n=n)
     while True:  # the parent asks for batches until it is satisfied ("next")
         cmd = ch.recv()
@@ -242,8 +244,8 @@ def _time_scenario(task, fn, base_libs, sc, cmd, ch, derive_seed, baselines: Bas
         if cmd.get("cmd") != "go":
             raise ValueError(f"expected go or next, got {cmd!r}")
         # each call is also timed in-process, so that the parent compares two clocks over the same window
-        inproc = sum(task.time_call(lambda: task.invoke(fn, inputs, outputs, params)) for _ in range(n))
-        err = task.sync_error()
+        inproc = sum(side.time_call(lambda: task.invoke(fn, inputs, outputs, params)) for _ in range(n))
+        err = side.sync_error()
         ch.send(ev="batch_done", sid=sc["id"], n=n, error=err, inproc_ms=inproc)
         if err:
             raise SystemExit(3)

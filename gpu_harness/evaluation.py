@@ -3,7 +3,10 @@ time each correct scenario (with spot checks of timed outputs and the parent's o
 when the child fails.
 
 An `Evaluation` is made for one evaluation and dropped after it: everything it learns (the verdicts so far,
-the first run's outputs, the scenario being run) lives on it, not on the task, which is cached per process.
+the first run's outputs, the scenario being run) lives on it, and what the judge holds for it (the parent's
+end of the output exchange, the references computed ahead, the judging's seconds) on its `judge_side`, the
+task's JudgeSide (gpu_harness/tasks/sides.py) made for it alone: never on the task, which is cached per
+process and judges the next evaluation.
 evaluate.py decides whether a child runs at all (the build, the runtime check) and turns the outcomes into
 the verdict.
 """
@@ -84,6 +87,7 @@ class Evaluation:
         self.phases = self.res.phases
         self.spent = Stopwatch(self.phases)
         self.outdir = os.path.join(self.session.workdir, "out")
+        self.judge_side = self.task.new_judge()  # this evaluation's alone; closed by close()
 
     # ---- the whole conversation ----
     def run(self, lib_path: str) -> None:
@@ -138,7 +142,7 @@ class Evaluation:
             raise ChildFailed("crash", f"loading the library failed: {loaded.get('error', loaded)}")
         slot_bytes = max(self.task.output_nbytes(s.params) for s in self.plan.scenarios)
         try:
-            self.task.exchange_attach(loaded.get("exchange"), slot_bytes, SLOTS, self.outdir)
+            self.judge_side.attach(loaded.get("exchange"), slot_bytes, SLOTS, self.outdir)
         except (ValueError, RuntimeError) as e:
             raise ChildFailed("protocol", f"cannot reach the child's outputs: {e}") from e
         self.phases["start_s"] = time.monotonic() - t_phase
@@ -148,7 +152,7 @@ class Evaluation:
         t_phase = time.monotonic()
         seed, selected = self.plan.seed, self.plan.scenarios
         # what will be judged, in the child's order (seed a sets the scenario's tolerance, seed b is held to it)
-        self.task.judge_ahead(
+        self.judge_side.ahead(
             [(s.params, derive_seed(seed, s.id, run), run == "a") for s in selected for run in ("a", "b")]
         )
         self.say(f"checking {len(selected)} scenarios (seed {seed})")
@@ -337,11 +341,11 @@ class Evaluation:
         self.say(f"stopped: {res.reason}")
 
     def close(self) -> None:
-        self.task.judge_done()
-        self.phases.update({f"judge_{part}_s": s for part, s in self.task.judge_seconds.items()})
+        self.judge_side.stop_ahead()
+        self.phases.update({f"judge_{part}_s": s for part, s in self.judge_side.seconds.items()})
         for name, seconds in self.phases.items():  # summed raw, rounded once
             self.phases[name] = round(seconds, 2)
-        self.task.exchange_close()
+        self.judge_side.close()
         self.session.close()
 
     # ---- helpers ----
@@ -352,7 +356,7 @@ class Evaluation:
     def take(self, params: dict, slot):
         """A private copy of the outputs in `slot`, then the slot goes back to the child."""
         try:
-            got = self.task.import_outputs(params, slot)
+            got = self.judge_side.import_outputs(params, slot)
         except ValueError as e:
             raise ChildFailed("protocol", f"outputs in slot {slot!r}: {e}") from e
         self.session.send(cmd="free", slot=slot)
@@ -360,7 +364,7 @@ class Evaluation:
 
     def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
         with self.spent("judge_s"):
-            return self.task.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
+            return self.judge_side.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
 
     def cache_key(self, s: Scenario, name: str) -> tuple:
         return self.task.name, s.id, self.device, self.versions, name

@@ -38,6 +38,7 @@ from .cuda_device import (
 )
 from .cuda_device import synchronize_stream as _synchronize_stream
 from .cuda_device import torch_module as _torch
+from .sides import JudgeSide
 
 ABI = """extern "C" int kseek_attention_fwd(
     const void* q, const void* k, const void* v,  // [B, Sq, Hq, D], [B, Sk, Hkv, D], [B, Sk, Hkv, D], contiguous
@@ -210,10 +211,12 @@ class AttentionFwd(Task):
 
     def __init__(self, device: str = "cuda"):
         self._scenarios = build_scenarios()
-        self._peaks: TimingLimits | None = None
+        self._peaks: TimingLimits | None = None  # the card's, measured once per process
         self._device_name = device  # "cpu" only in tests of the judge
-        self.judge_seconds = {}
         self._fused = FusedReference()  # the judge's reference on the GPU (torch's where it cannot serve)
+
+    def _device(self):
+        return _torch().device(self._device_name)
 
     def scenarios(self):
         return list(self._scenarios)
@@ -264,11 +267,8 @@ class AttentionFwd(Task):
         return {k: v for k, v in wanted.items() if k not in os.environ}
 
     # ---- child side ----
-    def child_setup(self):
-        self._calls = CudaCalls()
-        facts = self._calls.setup()
-        self._dev = self._calls.device
-        return facts
+    def new_calls(self):
+        return CudaCalls()
 
     def bind(self, lib):
         fn = getattr(lib, self.symbol)
@@ -279,7 +279,7 @@ class AttentionFwd(Task):
 
     def make_inputs(self, params, seed):
         torch = _torch()
-        dev = getattr(self, "_dev", None) or torch.device(self._device_name)
+        dev = self._device()
         dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
         g = torch.Generator(device=dev)
         g.manual_seed(seed)
@@ -292,11 +292,11 @@ class AttentionFwd(Task):
 
     def new_outputs(self, params):
         torch = _torch()
-        self._dev = getattr(self, "_dev", None) or torch.device(self._device_name)
+        dev = self._device()
         dt = torch.bfloat16 if params["dtype"] == "bf16" else torch.float16
         B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
-        o = torch.full((B, Sq, Hq, D), float("nan"), dtype=dt, device=self._dev)
-        lse = torch.full((B, Hq, Sq), float("nan"), dtype=torch.float32, device=self._dev)
+        o = torch.full((B, Sq, Hq, D), float("nan"), dtype=dt, device=dev)
+        lse = torch.full((B, Hq, Sq), float("nan"), dtype=torch.float32, device=dev)
         return {"o": o, "lse": lse}
 
     def poison(self, outputs):
@@ -326,15 +326,6 @@ class AttentionFwd(Task):
             )
         )
 
-    def sync_error(self):
-        return self._calls.sync_error()
-
-    def flush_cache(self):
-        self._calls.flush_cache()
-
-    def time_call(self, thunk):
-        return self._calls.time_call(thunk)
-
     # ---- outputs travel in device memory (gpu_harness/exchange.py) ----
     def _layout(self, params):
         """(name, torch dtype, shape) of each output, in output_names order."""
@@ -343,28 +334,11 @@ class AttentionFwd(Task):
         B, Sq, Hq, D = params["batch"], params["seqlen_q"], params["heads_q"], params["head_dim"]
         return [("o", dt, (B, Sq, Hq, D)), ("lse", torch.float32, (B, Hq, Sq))]
 
-    def _outputs(self) -> DeviceOutputs:
-        if getattr(self, "_device_outputs", None) is None:
-            self._device_outputs = DeviceOutputs(self._layout)
-        return self._device_outputs
-
     def output_nbytes(self, params):
-        return self._outputs().nbytes(params)
+        return DeviceOutputs(self._layout, self.output_names).nbytes(params)
 
-    def exchange_create(self, slot_bytes, slots, folder):
-        return self._outputs().create(slot_bytes, slots)
-
-    def export_outputs(self, outputs, slot):
-        self._outputs().export(outputs, self.output_names, slot)
-
-    def exchange_attach(self, info, slot_bytes, slots, folder):
-        self._outputs().attach(info, slot_bytes, slots)
-
-    def import_outputs(self, params, slot):
-        return self._outputs().import_(params, slot)
-
-    def exchange_close(self):
-        self._outputs().close()
+    def new_exchange(self):
+        return DeviceOutputs(self._layout, self.output_names)
 
     def identical(self, outputs_a, outputs_b):
         return all(identical_tensors(outputs_a[n], outputs_b[n]) for n in self.output_names)
@@ -392,14 +366,12 @@ class AttentionFwd(Task):
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference is true fp32
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-        self._dev = torch.device(self._device_name)
-        self.judge_seconds = {}  # part of judging -> seconds, for EvalResult.phases
         if self._device_name == "cpu":
             return {"device": "cpu"}
         if self._peaks is None:
             self._peaks = measure_peaks()
         # This thread's GPU work (copying outputs out of their slots, comparing them) goes on a stream of the
-        # highest priority: the reference and cuDNN's outputs computed ahead (judge_ahead) run on streams of
+        # highest priority: the reference and cuDNN's outputs computed ahead (AttentionJudge.ahead) run on streams of
         # the default, lowest priority, so a comparison's blocks get the next free SM before their next block.
         if getattr(self, "_judge_stream", None) is None:
             self._judge_stream = torch.cuda.Stream(priority=-100)  # torch maps it to the highest there is
@@ -413,35 +385,16 @@ class AttentionFwd(Task):
     def timing_limits(self):
         return self._peaks or TimingLimits()
 
-    def judge_ahead(self, items):
-        self.judge_done()
-        if self._device_name == "cpu" or not items:
-            return
-        torch = _torch()
+    def new_judge(self):
+        return AttentionJudge(self)
 
-        def own_stream():
-            # a stream of its own, created without the legacy default stream's implicit waits: the work
-            # ahead runs beside the judge's comparisons instead of queueing behind them (or they behind it)
-            return torch.cuda.stream(torch.cuda.Stream())
-
-        # the references: GPU-bound, so one thread; both seeds of each scenario, in the order they are judged
-        self._references = Ahead(
-            [(_ahead_key(p, seed), (p, seed)) for p, seed, _ in items],
-            self._reference_ahead,
-            depth=REFERENCE_DEPTH,
-            threads=1,
-            name="reference-ahead",
-            thread_context=own_stream,
-        )
-        # cuDNN's outputs where the tolerance is set: mostly CPU time (its plans), on VENDOR_THREADS threads
-        self._vendor = Ahead(
-            [(_ahead_key(p, seed), (p, seed)) for p, seed, sets_tolerance in items if sets_tolerance],
-            self._cudnn_ahead,
-            depth=VENDOR_DEPTH,
-            threads=VENDOR_THREADS,
-            name="vendor-ahead",
-            thread_context=own_stream,
-        )
+    def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
+        """One judgement by a judge of its own (nothing computed ahead): tests and one-off checks."""
+        judge = self.new_judge()
+        try:
+            return judge.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
+        finally:
+            judge.close()
 
     def _reference_ahead(self, payload):
         params, seed = payload
@@ -456,54 +409,103 @@ class AttentionFwd(Task):
         _torch().cuda.current_stream().synchronize()
         return out
 
-    def judge_done(self):
+    def _reference(self, inp, params, rows=None):
+        args = (inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
+        fused = self._fused(*args, params["dtype"], rows=rows) if self._device_name != "cpu" else None
+        return fused if fused is not None else reference(*args, rows=rows)
+
+    def _compare(self, name, cand, ref) -> Comparison:
+        figures = self._fused.compare(cand, ref) if self._device_name != "cpu" else None
+        return compare_torch(name, cand, ref) if figures is None else comparison(name, figures, cand.numel())
+
+
+class AttentionJudge(JudgeSide):
+    """The attention judge of one evaluation: the references and cuDNN's outputs it computes ahead of the
+    child's outputs (gpu_harness/ahead.py), and the seconds its judging took by part. Made by
+    AttentionFwd.new_judge for one evaluation; the task it judges for keeps only what every evaluation shares
+    (the fused reference kernel, the card's peaks)."""
+
+    def __init__(self, task: AttentionFwd):
+        super().__init__(task)
+        self._references: Ahead | None = None
+        self._vendor: Ahead | None = None
+
+    def ahead(self, items):
+        self.stop_ahead()
+        task = self.task
+        if task._device_name == "cpu" or not items:
+            return
+        torch = _torch()
+
+        def own_stream():
+            # a stream of its own, created without the legacy default stream's implicit waits: the work
+            # ahead runs beside the judge's comparisons instead of queueing behind them (or they behind it)
+            return torch.cuda.stream(torch.cuda.Stream())
+
+        # the references: GPU-bound, so one thread; both seeds of each scenario, in the order they are judged
+        self._references = Ahead(
+            [(_ahead_key(p, seed), (p, seed)) for p, seed, _ in items],
+            task._reference_ahead,
+            depth=REFERENCE_DEPTH,
+            threads=1,
+            name="reference-ahead",
+            thread_context=own_stream,
+        )
+        # cuDNN's outputs where the tolerance is set: mostly CPU time (its plans), on VENDOR_THREADS threads
+        self._vendor = Ahead(
+            [(_ahead_key(p, seed), (p, seed)) for p, seed, sets_tolerance in items if sets_tolerance],
+            task._cudnn_ahead,
+            depth=VENDOR_DEPTH,
+            threads=VENDOR_THREADS,
+            name="vendor-ahead",
+            thread_context=own_stream,
+        )
+
+    def stop_ahead(self):
         for name in ("_references", "_vendor"):
             ahead = getattr(self, name, None)
             setattr(self, name, None)
             if ahead is not None:
                 ahead.stop()
 
-    def _reference(self, inp, params, rows=None):
-        args = (inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
-        fused = self._fused(*args, params["dtype"], rows=rows) if self._device_name != "cpu" else None
-        return fused if fused is not None else reference(*args, rows=rows)
-
     def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
         torch = _torch()
+        task = self.task
+        dev = task._device()
         dtype = params["dtype"]
         B, Sq, Sk, Hq, D = (params[n] for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "head_dim"))
-        o, lse = outputs["o"].to(self._dev), outputs["lse"].to(self._dev)
+        o, lse = outputs["o"].to(dev), outputs["lse"].to(dev)
         tol_o = tolerance
         if tuple(o.shape) != (B, Sq, Hq, D) or tuple(lse.shape) != (B, Hq, Sq):
             return Judgement(False, None, tol_o, "output shape mismatch")
         if o.dtype != (torch.bfloat16 if dtype == "bf16" else torch.float16) or lse.dtype != torch.float32:
             return Judgement(False, None, tol_o, f"output dtypes {o.dtype}, {lse.dtype}")
         # a spot check (a timed call's output) compares random query rows, chosen now, after the call
-        rows = _random_rows(Sq, self._dev) if spot_check else None
+        rows = _random_rows(Sq, dev) if spot_check else None
         key = _ahead_key(params, seed)
         with self._spent("reference"):
-            ahead = None if spot_check else _take_ahead(getattr(self, "_references", None), key)
+            ahead = None if spot_check else _take_ahead(self._references, key)
         if ahead is None:
             with self._spent("inputs"):
-                inp = self.make_inputs(params, seed)
+                inp = task.make_inputs(params, seed)
             with self._spent("reference"):
-                ref_o, ref_lse = self._reference(inp, params, rows=rows)
+                ref_o, ref_lse = task._reference(inp, params, rows=rows)
         else:
             inp, (ref_o, ref_lse) = ahead
         vendor = vendor_name = None
         if tolerance is None:
             with self._spent("vendor"):
-                cudnn_out = _take_ahead(getattr(self, "_vendor", None), key)
-                vendor, vendor_name = vendor_error(inp, params, ref_o, cudnn_out, compare=self._compare)
+                cudnn_out = _take_ahead(self._vendor, key)
+                vendor, vendor_name = vendor_error(inp, params, ref_o, cudnn_out, compare=task._compare)
             tol_o = tolerance_from_vendor(vendor, DEFAULT_VENDOR_ERROR[dtype], O_FLOOR[dtype])
         with self._spent("compare"):
             if rows is None:
-                cmps = [self._compare("O", o, ref_o), self._compare("LSE", lse, ref_lse)]
+                cmps = [task._compare("O", o, ref_o), task._compare("LSE", lse, ref_lse)]
             else:  # errors on the sampled rows; unwritten or misplaced -inf anywhere in the whole output
                 whole = _unwritten(o, lse, params)
                 cmps = [
-                    _with_whole(self._compare("O", o[:, rows], ref_o), whole["O"], o.numel()),
-                    _with_whole(self._compare("LSE", lse[:, :, rows], ref_lse), whole["LSE"], lse.numel()),
+                    _with_whole(task._compare("O", o[:, rows], ref_o), whole["O"], o.numel()),
+                    _with_whole(task._compare("LSE", lse[:, :, rows], ref_lse), whole["LSE"], lse.numel()),
                 ]
             ok, reason = judge_outputs(cmps, {"O": tol_o, "LSE": LSE_TOL})
         details = {"lse_error": cmps[1].rel_error, "vendor_error": vendor, "vendor": vendor_name}
@@ -511,14 +513,10 @@ class AttentionFwd(Task):
             details["rows_checked"] = rows.numel()
         return Judgement(ok, cmps[0].rel_error, tol_o, reason, details)
 
-    def _compare(self, name, cand, ref) -> Comparison:
-        figures = self._fused.compare(cand, ref) if self._device_name != "cpu" else None
-        return compare_torch(name, cand, ref) if figures is None else comparison(name, figures, cand.numel())
-
     def _spent(self, part):
         """Adds the seconds of the block (the GPU work it queued on this thread's stream included: it
-        synchronises that stream, not the device, so as not to wait for the work ahead) to judge_seconds."""
-        return Stopwatch(self.judge_seconds, settle=_synchronize_stream)(part)
+        synchronises that stream, not the device, so as not to wait for the work ahead) to `seconds`."""
+        return Stopwatch(self.seconds, settle=_synchronize_stream)(part)
 
 
 # How far ahead of the judge the background work may run (items held at once: each holds GPU memory, for the

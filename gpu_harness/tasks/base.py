@@ -1,11 +1,13 @@
-"""What a task is: data (ABI, scenarios, tolerances, baselines, FLOP/byte counts) plus a little code.
+"""What a task is: data (ABI, scenarios, tolerances, baselines, FLOP/byte counts) plus pure functions.
 
-A task object is used on both sides of the process boundary:
-- in the child (the candidate's process): make inputs from a seed, poison outputs, call the candidate, time
-  calls, put outputs into an output slot (gpu_harness/exchange.py). Nothing the child says about correctness
-  is trusted.
-- in the parent (the judge): copy the outputs out of the slot, regenerate the same inputs from the same seed,
-  compute the reference itself, and compare.
+A task object is cached (one per task in a process: the harness service evaluates kernel after kernel with it)
+and used on both sides of the process boundary:
+- in the child (the candidate's process): make inputs from a seed, poison outputs, call the candidate; the
+  child's side of its one evaluation (timing calls, putting outputs into an output slot,
+  gpu_harness/exchange.py) is a `ChildSide` (sides.py). Nothing the child says about correctness is trusted.
+- in the parent (the judge): regenerate the same inputs from the same seed, compute the reference itself, and
+  compare; what one evaluation's judge holds (the parent's end of the exchange, work started ahead, its
+  timing figures) is a `JudgeSide` (sides.py), made by `new_judge()` for that evaluation alone.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .sides import Calls, FileOutputs, JudgeSide, OutputExchange
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,11 +137,7 @@ class Task:
         """Library versions that baseline timings depend on (the baseline cache key)."""
         return ""
 
-    # ---- child side ----
-    def child_setup(self) -> dict:
-        """Import what the child needs; return facts to report (device name, versions)."""
-        return {}
-
+    # ---- child side (pure functions of the scenario and seed; the child's state is a sides.ChildSide) ----
     def bind(self, lib):
         raise NotImplementedError
 
@@ -153,62 +153,19 @@ class Task:
     def invoke(self, fn, inputs, outputs, params: dict) -> int:
         raise NotImplementedError
 
-    def sync_error(self) -> str | None:
-        """Wait for all device work; return a description of a device error, or None."""
-        return None
-
-    def flush_cache(self) -> None:
-        pass
-
-    def time_call(self, thunk) -> float:
-        """Milliseconds of one call of thunk, measured around it."""
+    def new_calls(self) -> Calls:
+        """A fresh device, clock and cache flush for one child process (sides.Calls)."""
         raise NotImplementedError
 
     # ---- moving outputs from the child to the parent (see gpu_harness/exchange.py) ----
-    # The default goes through .npy files in the evaluation's scratch folder, for tasks whose outputs are
-    # numpy arrays of a few MB (the CPU task). A GPU task overrides these five to use device memory.
     def output_nbytes(self, params: dict) -> int:
         """Bytes one call's outputs take (sizes the child's output slots)."""
         return 0
 
-    def exchange_create(self, slot_bytes: int, slots: int, folder: str) -> dict:
-        """Child: set up the slots; returns what the parent needs to reach them (JSON)."""
-        self._exchange_folder = folder
-        return {}
-
-    def export_outputs(self, outputs, slot: int) -> None:
-        """Child: put one call's outputs into slot `slot`, completely, before returning."""
-        import numpy as np
-
-        for name, arr in outputs.items():
-            path = os.path.join(self._exchange_folder, f"slot{slot}_{name}.npy")
-            np.save(path + ".tmp.npy", arr)
-            os.replace(path + ".tmp.npy", path)
-
-    def exchange_attach(self, info: dict, slot_bytes: int, slots: int, folder: str) -> None:
-        """Parent: reach the child's slots (`folder` is the parent's own scratch folder, not the child's word)."""
-        self._exchange_folder = folder
-        self._exchange_slots = slots
-
-    def import_outputs(self, params: dict, slot: int):
-        """Parent: a private copy of the outputs in slot `slot`; raises ValueError when they are unreadable.
-        After it returns, the child may reuse the slot."""
-        import numpy as np
-
-        if not (isinstance(slot, int) and 0 <= slot < self._exchange_slots):
-            raise ValueError(f"no output slot {slot!r}")
-        out = {}
-        for name in self.output_names:
-            path = os.path.join(self._exchange_folder, f"slot{slot}_{name}.npy")
-            try:
-                out[name] = np.load(path, allow_pickle=False)
-                os.unlink(path)
-            except (OSError, ValueError) as e:
-                raise ValueError(f"output {name!r} unreadable: {e}") from e
-        return out
-
-    def exchange_close(self) -> None:
-        pass
+    def new_exchange(self) -> OutputExchange:
+        """A fresh end of one evaluation's output exchange (each side makes its own). The default goes through
+        .npy files in the evaluation's scratch folder; a GPU task's goes through device memory."""
+        return FileOutputs(self.output_names)
 
     def baseline_callables(self, names: list[str], params: dict, inputs, libs: dict) -> dict:
         """name -> zero-argument callable running the baseline on `inputs`, or a str saying why n/a."""
@@ -227,21 +184,18 @@ class Task:
         """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
         return {}
 
-    def judge_ahead(self, items: list[tuple[dict, int, bool]]) -> None:
-        """The (params, seed, sets_tolerance) that `judge` will be called with, in order (sets_tolerance: the
-        call has no tolerance yet and measures one): a task may start work for them in the background (the
-        reference, a vendor's output). `judge_done` ends it."""
-
-    def judge_done(self) -> None:
-        pass
-
-    judge_seconds: dict = {}  # the parent's judging time by part (inputs, reference, ...), when measured
+    def new_judge(self) -> JudgeSide:
+        """The judge's side of one evaluation (its exchange end, its work ahead, its timing figures), made
+        when the evaluation starts and closed at its end."""
+        return JudgeSide(self)
 
     def judge(
         self, params: dict, seed: int, outputs, tolerance: float | None = None, spot_check: bool = False
     ) -> Judgement:
         """Regenerate the inputs from `seed`, compute the reference, compare the candidate's outputs (as
-        `import_outputs` returned them). `spot_check`: a timed call's output, which a task may judge on a
+        the exchange's `import_` returned them), with nothing of an evaluation but the arguments (a JudgeSide
+        calls it; a task whose judge works ahead judges in its JudgeSide, and this is then a judgement by a
+        judge made for it alone). `spot_check`: a timed call's output, which a task may judge on a
         random sample (chosen here, after the call) where a full reference would cost too much.
         `tolerance`: reuse a bound found earlier for this scenario instead of measuring the vendor's error."""
         raise NotImplementedError

@@ -122,12 +122,15 @@ class CudaCalls:
 
 
 class DeviceOutputs:
-    """One side of the output exchange for outputs laid out as `layout(params)` says: a list of (name, torch
-    dtype, shape), packed in that order, each on an `aligned` boundary (the parent computes the layout from
-    the scenario; the child's message names only the slot)."""
+    """One end of one evaluation's output exchange (sides.OutputExchange) for outputs laid out as
+    `layout(params)` says: a list of (name, torch dtype, shape), packed in that order, each on an `aligned`
+    boundary (the parent computes the layout from the scenario; the child's message names only the slot).
+    `names`: the outputs in the order the child packs them (the task's output_names, the layout's order).
+    The scratch `folder` the exchange's methods are given is not used: the slots are device memory."""
 
-    def __init__(self, layout):
+    def __init__(self, layout, names):
         self._layout = layout
+        self._names = tuple(names)
         self._exchange: DeviceExchange | None = None
 
     def _placed(self, params):
@@ -143,22 +146,22 @@ class DeviceOutputs:
         placed = self._placed(params)
         return placed[-1][3] + placed[-1][4] if placed else 0
 
-    def create(self, slot_bytes: int, slots: int) -> dict:
+    def create(self, slot_bytes: int, slots: int, folder: str) -> dict:
         self._exchange, handle = DeviceExchange.create(slot_bytes, slots)
         return {"ipc_handle": handle}
 
-    def export(self, outputs: dict, names, slot: int) -> None:
+    def export(self, outputs: dict, slot: int) -> None:
         """Child: pack `outputs` (made by the task from the scenario, so shaped as the layout says) in the
         order of `names`, each on an aligned boundary, as `_placed` lays them out."""
         torch = torch_module()
         offset = 0
-        for name in names:
+        for name in self._names:
             raw = outputs[name].reshape(-1).view(torch.uint8)
             self._exchange.slot(slot, offset, raw.numel()).copy_(raw)
             offset += aligned(raw.numel())
         torch.cuda.synchronize()
 
-    def attach(self, info, slot_bytes: int, slots: int) -> None:
+    def attach(self, info, slot_bytes: int, slots: int, folder: str) -> None:
         handle = info.get("ipc_handle") if isinstance(info, dict) else None
         if not isinstance(handle, str):
             raise ValueError("the child named no output exchange")

@@ -1,6 +1,6 @@
 """The generic task for the `cpu` target: numpy arrays, a C++ kernel built with g++, perf_counter timing.
 
-Outputs travel to the judge through the base Task's .npy files (a few MB at most); the judge computes on
+Outputs travel to the judge through .npy files (a few MB at most; sides.FileOutputs); the judge computes on
 the CPU. reference.py's functions get numpy arrays (data_task.py's conventions).
 """
 
@@ -20,6 +20,27 @@ CPU_HOST_CLOCK = {"host_ratio": 1.5, "host_overhead_ms": 0.2, "batch_latency_ms"
 FLUSH_BYTES = 16 * 1024 * 1024  # larger than the last-level cache share one core gets
 
 
+class CpuCalls:
+    """The child's side of a CPU task (sides.Calls): the cache flush and perf_counter."""
+
+    def setup(self) -> dict:
+        import numpy as np
+
+        self._flush = np.empty(FLUSH_BYTES // 8)
+        return {"device": "cpu"}
+
+    def sync_error(self) -> str | None:
+        return None
+
+    def flush_cache(self) -> None:
+        self._flush.fill(1.0)
+
+    def time_call(self, thunk) -> float:
+        t0 = time.perf_counter()
+        thunk()
+        return (time.perf_counter() - t0) * 1e3
+
+
 class CpuDataTask(DataTask):
     # ---- environment ----
     def child_env(self) -> dict[str, str]:
@@ -37,11 +58,8 @@ class CpuDataTask(DataTask):
         return "cpu"
 
     # ---- child side ----
-    def child_setup(self) -> dict:
-        import numpy as np
-
-        self._flush = np.empty(FLUSH_BYTES // 8)
-        return {"device": "cpu"}
+    def new_calls(self) -> CpuCalls:
+        return CpuCalls()
 
     def make_inputs(self, params, seed):
         import numpy as np
@@ -89,14 +107,6 @@ class CpuDataTask(DataTask):
                 arr.fill(float("nan"))
             else:
                 arr.fill(np.iinfo(arr.dtype).min if arr.dtype.kind == "i" else np.iinfo(arr.dtype).max)
-
-    def flush_cache(self):
-        self._flush.fill(1.0)
-
-    def time_call(self, thunk) -> float:
-        t0 = time.perf_counter()
-        thunk()
-        return (time.perf_counter() - t0) * 1e3
 
     # ---- parent side ----
     def parent_setup(self) -> dict:

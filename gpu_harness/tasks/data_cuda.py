@@ -42,9 +42,7 @@ class CudaDataTask(DataTask):
     def __init__(self, spec, device: str = "cuda"):
         super().__init__(spec)
         self._device_name = device
-        self._peaks: TimingLimits | None = None
-        self._calls: CudaCalls | None = None
-        self._device_outputs = DeviceOutputs(self._layout)
+        self._peaks: TimingLimits | None = None  # the card's, measured once per process
 
     def _device(self):
         return torch_module().device(self._device_name)
@@ -68,9 +66,8 @@ class CudaDataTask(DataTask):
         return TimingLimits(peak_tflops=peaks.peak_tflops, peak_gbps=peaks.peak_gbps, **self.spec.host_clock)
 
     # ---- child side ----
-    def child_setup(self) -> dict:
-        self._calls = CudaCalls()
-        return self._calls.setup()
+    def new_calls(self) -> CudaCalls:
+        return CudaCalls()
 
     def make_inputs(self, params, seed):
         torch = torch_module()
@@ -122,36 +119,15 @@ class CudaDataTask(DataTask):
                 info = torch.iinfo(t.dtype)
                 t.fill_(info.min if info.min < 0 else info.max)
 
-    def sync_error(self):
-        return self._calls.sync_error()
-
-    def flush_cache(self):
-        self._calls.flush_cache()
-
-    def time_call(self, thunk):
-        return self._calls.time_call(thunk)
-
     # ---- outputs travel in device memory ----
     def _layout(self, params):
         return [(a.name, torch_dtype(a.dtype), self.spec.shape(a, params)) for a in self.spec.outputs]
 
     def output_nbytes(self, params):
-        return self._device_outputs.nbytes(params)
+        return DeviceOutputs(self._layout, self.output_names).nbytes(params)
 
-    def exchange_create(self, slot_bytes, slots, folder):
-        return self._device_outputs.create(slot_bytes, slots)
-
-    def export_outputs(self, outputs, slot):
-        self._device_outputs.export(outputs, self.output_names, slot)
-
-    def exchange_attach(self, info, slot_bytes, slots, folder):
-        self._device_outputs.attach(info, slot_bytes, slots)
-
-    def import_outputs(self, params, slot):
-        return self._device_outputs.import_(params, slot)
-
-    def exchange_close(self):
-        self._device_outputs.close()
+    def new_exchange(self) -> DeviceOutputs:
+        return DeviceOutputs(self._layout, self.output_names)
 
     def identical(self, outputs_a, outputs_b):
         return all(identical_tensors(outputs_a[n], outputs_b[n]) for n in self.output_names)

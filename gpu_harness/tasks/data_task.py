@@ -44,7 +44,8 @@ SCALAR_CTYPES = {"int32": ctypes.c_int, "int64": ctypes.c_int64, "float32": ctyp
 
 class DataTask(Task):
     """A task read from a folder. One instance per folder (the registry caches it); it holds no state of one
-    evaluation beyond what the exchange keeps."""
+    evaluation (each evaluation's is its JudgeSide and ChildSide, sides.py), only what holds for every
+    evaluation of the process: reference.py imported, the reference's self check passed."""
 
     def __init__(self, spec: TaskSpec):
         self.spec = spec

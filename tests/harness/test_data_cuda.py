@@ -199,7 +199,9 @@ def test_identical_compares_bits():
 
 
 def test_device_outputs_pack_each_output_on_an_aligned_boundary():
-    layout = DeviceOutputs(lambda p: [("o", torch.bfloat16, (p["n"], 3)), ("lse", torch.float32, (p["n"],))])
+    layout = DeviceOutputs(
+        lambda p: [("o", torch.bfloat16, (p["n"], 3)), ("lse", torch.float32, (p["n"],))], ("o", "lse")
+    )
     placed = layout._placed({"n": 5})
     assert [(name, offset, nbytes) for name, _, _, offset, nbytes in placed] == [("o", 0, 30), ("lse", 256, 20)]
     assert layout.nbytes({"n": 5}) == 276

@@ -8,6 +8,7 @@ from gpu_harness.evaluation import Evaluation, Plan
 from gpu_harness.result import EvalResult, ScenarioOutcome
 from gpu_harness.runner import ChildFailed
 from gpu_harness.tasks import Judgement, Scenario, Task
+from gpu_harness.tasks.sides import JudgeSide
 from gpu_harness.verdict import TimingLimits
 
 SCENARIOS = [Scenario("s1", {"n": 1}, flops=1e6, bytes=1e3), Scenario("s2", {"n": 2}, flops=2e6, bytes=2e3)]
@@ -36,21 +37,36 @@ class ScriptedChild:
         self.closed = True
 
 
+class ScriptedJudge(JudgeSide):
+    """The judge's side of one evaluation of a JudgedTask: the outputs in a slot are the task's `slots[slot]`;
+    what it is told ahead is kept."""
+
+    def __init__(self, task):
+        super().__init__(task)
+        self.ahead_items = None
+
+    def import_outputs(self, params, slot):
+        return {"out": self.task.slots[slot]}
+
+    def ahead(self, items):
+        self.ahead_items = items
+
+
 class JudgedTask(Task):
-    """Outputs are the strings the child 'sent'; the judge calls "ok" correct and anything else wrong."""
+    """Outputs are the strings the child 'sent'; the judge calls "ok" correct and anything else wrong (and
+    records each judgement, for the tests)."""
 
     name = "scripted"
     output_names = ("out",)
 
     def __init__(self):
         self.judged = []
-        self.ahead = None
 
     def versions(self):
         return "v1"
 
-    def import_outputs(self, params, slot):
-        return {"out": self.slots[slot]}
+    def new_judge(self):
+        return ScriptedJudge(self)
 
     def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
         self.judged.append((params["n"], seed, outputs["out"], tolerance, spot_check))
@@ -59,9 +75,6 @@ class JudgedTask(Task):
 
     def identical(self, a, b):
         return a["out"] == b["out"]
-
-    def judge_ahead(self, items):
-        self.ahead = items
 
 
 def evaluation(script, slots, limits=None, cache=None, reuse=True):
@@ -95,7 +108,7 @@ def test_correctness_needs_seed_a_a_repeat_bit_for_bit_and_seed_b():
     assert not s2.correct and "outputs differ between two runs" in s2.reason
     # seed b is held to seed a's tolerance; the judge is told the order ahead (a sets the tolerance, b not)
     assert [(n, tol) for n, _, _, tol, _ in ev.task.judged] == [(1, None), (1, 0.5), (2, None), (2, 0.5)]
-    assert [sets for _, _, sets in ev.task.ahead] == [True, False, True, False]
+    assert [sets for _, _, sets in ev.judge_side.ahead_items] == [True, False, True, False]
     assert [m["slot"] for m in ev.session.sent] == [0, 1, 2, 3, 4, 5]  # every slot given back
     assert any("[2/2] s2: WRONG" in line for line in said)
 
@@ -132,7 +145,7 @@ def test_a_malformed_message_is_a_protocol_error_not_a_crash_of_the_judge(tmp_pa
     ev, _ = evaluation([{"ev": "ready"}, {"ev": "loaded"}, {"ev": "outputs", "sid": "s1"}], {})
     ev.session.workdir = str(tmp_path)
     ev.outdir = str(tmp_path / "out")
-    ev.task.exchange_attach = lambda *a: None
+    ev.judge_side.attach = lambda *a: None
     ev.task.output_nbytes = lambda p: 0
     ev.session.start = lambda job: None
     ev.run("lib.so")

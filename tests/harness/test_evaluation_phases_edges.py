@@ -13,7 +13,7 @@ from gpu_harness.result import EvalResult, ScenarioOutcome
 from gpu_harness.runner import ChildFailed
 from gpu_harness.tasks import derive_seed
 from gpu_harness.verdict import TimingLimits
-from tests.harness.test_evaluation_phases import SCENARIOS, JudgedTask, ScriptedChild, runs, timed
+from tests.harness.test_evaluation_phases import SCENARIOS, JudgedTask, ScriptedChild, ScriptedJudge, runs, timed
 
 
 class RecordingChild(ScriptedChild):
@@ -32,35 +32,49 @@ class RecordingChild(ScriptedChild):
         self.started = job
 
 
+class RecordingJudge(ScriptedJudge):
+    """The scripted judge, with what the start and the close do to it recorded; it reports the task's
+    `seconds_judged` as its judging's seconds."""
+
+    def __init__(self, task):
+        super().__init__(task)
+        self.seconds = dict(task.seconds_judged)
+        self.attached = None
+        self.taken = []
+        self.done = False
+        self.closed = False
+
+    def import_outputs(self, params, slot):
+        self.taken.append(params)
+        return super().import_outputs(params, slot)
+
+    def attach(self, info, slot_bytes, slots, folder):
+        self.attached = (info, slot_bytes, slots, folder)
+
+    def stop_ahead(self):
+        self.done = True
+
+    def close(self):
+        super().close()
+        self.closed = True
+
+
 class FullTask(JudgedTask):
-    """The judged task, with the parts of a task the start and the close reach recorded."""
+    """The judged task, with the parts of a task the start and the close reach."""
 
     call_timeout_base_s = 3.0
     call_timeout_min_rate = 1e6  # s1 (1e6 flops): 4 s a call; s2: 5 s
     baselines_to_warm = ("base",)
 
-    def __init__(self, judge_seconds=None):
+    def __init__(self, seconds_judged=None):
         super().__init__()
-        self.attached = None
-        self.done = False
-        self.exchange_closed = False
-        self.judge_seconds = judge_seconds or {}
+        self.seconds_judged = seconds_judged or {}
 
     def output_nbytes(self, params):
         return 100 * params["n"]
 
-    def import_outputs(self, params, slot):
-        self.taken = [*getattr(self, "taken", []), params]
-        return super().import_outputs(params, slot)
-
-    def exchange_attach(self, info, slot_bytes, slots, folder):
-        self.attached = (info, slot_bytes, slots, folder)
-
-    def judge_done(self):
-        self.done = True
-
-    def exchange_close(self):
-        self.exchange_closed = True
+    def new_judge(self):
+        return RecordingJudge(self)
 
 
 def make(script, slots=None, *, timing=True, cache=None, reuse=True, deadline=None, limits=None, baselines=("base",),
@@ -96,7 +110,7 @@ def test_the_job_names_the_library_the_baselines_and_each_scenarios_seeds_and_wa
         for s in SCENARIOS
     ]  # fmt: skip
     # the exchange is attached with the child's word on where, the largest scenario's outputs, every slot
-    assert ev.task.attached == ({"kind": "files"}, 200, SLOTS, out)
+    assert ev.judge_side.attached == ({"kind": "files"}, 200, SLOTS, out)
     assert ev.session.waits == [(STAGE_TIMEOUT_S, "starting the candidate's process"),
                                 (STAGE_TIMEOUT_S, "loading the candidate library")]  # fmt: skip
     assert ev.phases["start_s"] >= 0
@@ -129,7 +143,7 @@ def test_outputs_the_parent_cannot_reach_are_a_protocol_error(tmp_path, error):
     def refuse(*args):
         raise error("no such segment")
 
-    ev.task.exchange_attach = refuse
+    ev.judge_side.attach = refuse
     with pytest.raises(ChildFailed, match="^cannot reach the child's outputs: no such segment$") as info:
         ev.start("cand.so")
     assert info.value.kind == "protocol"
@@ -153,7 +167,7 @@ def whole_run_script():
 
 
 def test_a_whole_run_is_correct_and_rounds_its_phases_once(tmp_path):
-    task = FullTask(judge_seconds={"reference": 0.123456})
+    task = FullTask(seconds_judged={"reference": 0.123456})
     ev, said = make(whole_run_script(), {0: "ok", 1: "ok", 2: "ok"}, workdir=str(tmp_path), task=task)
     ev.run("cand.so")
     assert ev.res.status == "correct", ev.res.reason
@@ -162,7 +176,7 @@ def test_a_whole_run_is_correct_and_rounds_its_phases_once(tmp_path):
     assert "child_calls_s" not in ev.phases  # the child's word is kept only when it is a number
     for name in ("start_s", "correctness_s", "timing_s", "judge_s", "wait_child_s", "take_s", "timing_batch_s"):
         assert name in ev.phases and ev.phases[name] == round(ev.phases[name], 2)
-    assert task.done and task.exchange_closed and ev.session.closed
+    assert ev.judge_side.done and ev.judge_side.closed and ev.session.closed
     assert said[0] == "checking 2 scenarios (seed 7)" and ev.session.started["lib"] == "cand.so"
     assert 0 <= ev.phases["timing_s"] < 60 and 0 <= ev.phases["correctness_s"] < 60 and 0 <= ev.phases["start_s"] < 60
 
@@ -172,7 +186,7 @@ def test_a_failure_after_the_start_is_an_error_and_still_closes(tmp_path):
     ev, said = make([{"ev": "ready"}, {"ev": "loaded"}, {"ev": "hello", "sid": "s1"}], workdir=str(tmp_path), task=task)
     ev.run("cand.so")
     assert ev.res.status == "error" and ev.res.reason == "protocol error: unexpected message 'hello'"
-    assert task.done and task.exchange_closed and ev.session.closed
+    assert ev.judge_side.done and ev.judge_side.closed and ev.session.closed
     assert said[-1] == "stopped: protocol error: unexpected message 'hello'"
     assert ev.phases["judge_s"] == 0.0  # nothing judged: the judge's time starts at zero
 
@@ -203,7 +217,9 @@ def test_the_parent_waits_a_calls_bound_for_outputs_and_the_stage_bound_otherwis
 def test_the_judge_is_told_every_seed_ahead_in_the_childs_order():
     ev, _ = make([{"ev": "checked"}])
     ev.check_correctness()
-    assert ev.task.ahead == [(s.params, derive_seed(7, s.id, run), run == "a") for s in SCENARIOS for run in "ab"]
+    assert ev.judge_side.ahead_items == [
+        (s.params, derive_seed(7, s.id, run), run == "a") for s in SCENARIOS for run in "ab"
+    ]
 
 
 class ErrorTask(FullTask):
@@ -410,7 +426,7 @@ def test_an_honest_timed_output_keeps_the_scenario_correct():
     assert o.correct and o.reason is None
     assert ev.task.judged == [(1, 9, "ok", 0.25, True), (1, 10, "ok", 0.25, True)]
     assert ev.session.sent == [{"cmd": "free", "slot": 0}, {"cmd": "free", "slot": 1}]
-    assert ev.task.taken == [{"n": 1}] * 2
+    assert ev.judge_side.taken == [{"n": 1}] * 2
 
 
 def test_a_wrong_or_missing_timed_output_marks_the_scenario_incorrect():
@@ -568,7 +584,7 @@ def test_outputs_that_cannot_be_taken_are_a_protocol_error_and_the_slot_is_not_f
     def broken(params, slot):
         raise ValueError("truncated")
 
-    ev.task.import_outputs = broken
+    ev.judge_side.import_outputs = broken
     with pytest.raises(ChildFailed, match="^outputs in slot 3: truncated$") as info:
         ev.take({"n": 1}, 3)
     assert info.value.kind == "protocol" and ev.session.sent == []
@@ -688,7 +704,7 @@ def test_correctness_judges_each_output_with_its_seed_and_its_scenarios_params()
     ev, _ = make(script, {0: "ok", 1: "ok", 2: "ok"})
     ev.check_correctness()
     assert [(n, seed, spot) for n, seed, _, _, spot in ev.task.judged] == [(2, 1, False), (2, 2, False)]
-    assert ev.task.taken == [{"n": 2}] * 3
+    assert ev.judge_side.taken == [{"n": 2}] * 3
     assert ev.phases["judge_s"] > 0 and ev.phases["take_s"] > 0 and ev.phases["wait_child_s"] > 0
     assert set(ev.phases) == {"judge_s", "take_s", "wait_child_s", "correctness_s"}
 

@@ -1,6 +1,8 @@
 """The attention judge with its reference and cuDNN's outputs computed ahead (gpu_harness/ahead.py), on the
 GPU: the same verdicts and errors as a judge that computes everything when the outputs arrive, with the work
-ahead really used, and a scenario never judged (the candidate refused it) skipped without a stall."""
+ahead really used, and a scenario never judged (the candidate refused it) skipped without a stall. Both judges
+are two evaluations' judges (AttentionJudge) of one task instance, as in the harness service: neither sees the
+other's work ahead or timing figures."""
 
 import pytest
 
@@ -32,13 +34,13 @@ def test_judging_with_work_ahead_matches_judging_without_it():
         pytest.skip("needs a CUDA GPU")
     from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
 
-    ahead, inline = AttentionFwd(), AttentionFwd()
-    ahead.parent_prepare()
-    for t in (ahead, inline):
-        t.parent_setup()
+    task = AttentionFwd()
+    task.parent_prepare()
+    task.parent_setup()
+    ahead, inline = task.new_judge(), task.new_judge()
     scenarios = [_sc(*s) for s in SHAPES]
     seeds = {(s.id, run): 1000 * i + (run == "b") for i, s in enumerate(scenarios) for run in "ab"}
-    ahead.judge_ahead([(s.params, seeds[s.id, run], run == "a") for s in scenarios for run in "ab"])
+    ahead.ahead([(s.params, seeds[s.id, run], run == "a") for s in scenarios for run in "ab"])
     try:
         for n, sc in enumerate(scenarios):
             if n == 2:
@@ -46,7 +48,7 @@ def test_judging_with_work_ahead_matches_judging_without_it():
             tol = None
             for run in "ab":
                 seed = seeds[sc.id, run]
-                outs = _outputs(inline, sc.params, seed, torch, wrong=run == "b" and n == 3)
+                outs = _outputs(task, sc.params, seed, torch, wrong=run == "b" and n == 3)
                 a = ahead.judge(sc.params, seed, outs, tolerance=tol)
                 b = inline.judge(sc.params, seed, outs, tolerance=tol)
                 assert (a.correct, a.reason) == (b.correct, b.reason), (sc.id, run, a, b)
@@ -55,6 +57,7 @@ def test_judging_with_work_ahead_matches_judging_without_it():
                 tol = a.tolerance
                 assert a.correct == (not (run == "b" and n == 3)), (sc.id, run, a.reason)
     finally:
-        ahead.judge_done()
+        ahead.close()
+        inline.close()
     # the references came from the work ahead: the judge never made inputs itself
-    assert "inputs" not in ahead.judge_seconds and "inputs" in inline.judge_seconds
+    assert "inputs" not in ahead.seconds and "inputs" in inline.seconds

@@ -1,0 +1,161 @@
+"""The two sides of one evaluation of a task, each an object made for that evaluation and dropped after it.
+
+A task (base.py) is data plus pure functions, and it is cached: one instance per task in a process, which the
+harness service reuses for evaluation after evaluation. Whatever belongs to one evaluation lives here instead:
+- `JudgeSide`, made by `Task.new_judge()` when an Evaluation starts (gpu_harness/evaluation.py) and closed at
+  its end: the parent's end of the output exchange, the work it started ahead of the child's outputs (a task's
+  own subclass: attention's references and cuDNN's outputs), and the seconds its judging took;
+- `ChildSide`, made by the child process (gpu_harness/child.py) for its one job: the device, clock and cache
+  flush (`Calls`), and the child's end of the output exchange.
+Two evaluations on one cached task (one that stopped mid-way, then the next; or two at once) thus never see each
+other's slots, references or figures.
+
+What a task may still keep on itself is what holds for every evaluation of the process: an imported reference.py,
+a compiled reference kernel, the card's measured peaks, the fact that its reference passed its self check.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+# base.py (Task, Judgement) imports this module: the task passed in here is a base.Task, named in words only
+
+
+class OutputExchange(Protocol):
+    """One end of one evaluation's output slots (gpu_harness/exchange.py): the child creates them and exports
+    into them, the parent attaches and imports; `close` releases what this end holds."""
+
+    def create(self, slot_bytes: int, slots: int, folder: str) -> dict:
+        """Child: set up the slots; returns what the parent needs to reach them (JSON)."""
+
+    def export(self, outputs, slot: int) -> None:
+        """Child: put one call's outputs into slot `slot`, completely, before returning."""
+
+    def attach(self, info, slot_bytes: int, slots: int, folder: str) -> None:
+        """Parent: reach the child's slots (`folder` is the parent's own scratch folder, not the child's word)."""
+
+    def import_(self, params: dict, slot: int):
+        """Parent: a private copy of the outputs in slot `slot`; raises ValueError when they are unreadable.
+        After it returns, the child may reuse the slot."""
+
+    def close(self) -> None: ...
+
+
+class Calls(Protocol):
+    """The child's device, clock and cache flush, for one child process."""
+
+    def setup(self) -> dict:
+        """Import what the child needs; return facts to report (device name, versions)."""
+
+    def sync_error(self) -> str | None:
+        """Wait for all device work; return a description of a device error, or None."""
+
+    def flush_cache(self) -> None: ...
+
+    def time_call(self, thunk) -> float:
+        """Milliseconds of one call of thunk, measured around it."""
+
+
+class FileOutputs:
+    """The output exchange through .npy files in the evaluation's scratch folder, for tasks whose outputs are
+    numpy arrays of a few MB (the CPU task). A GPU task's goes through device memory (cuda_device.DeviceOutputs)."""
+
+    def __init__(self, output_names: tuple[str, ...]):
+        self._names = output_names
+        self._folder: str | None = None
+        self._slots = 0
+
+    def create(self, slot_bytes, slots, folder):
+        self._folder = folder
+        return {}
+
+    def export(self, outputs, slot):
+        import numpy as np
+
+        for name, arr in outputs.items():
+            path = os.path.join(self._folder, f"slot{slot}_{name}.npy")
+            np.save(path + ".tmp.npy", arr)
+            os.replace(path + ".tmp.npy", path)
+
+    def attach(self, info, slot_bytes, slots, folder):
+        self._folder = folder
+        self._slots = slots
+
+    def import_(self, params, slot):
+        import numpy as np
+
+        if not (isinstance(slot, int) and 0 <= slot < self._slots):
+            raise ValueError(f"no output slot {slot!r}")
+        out = {}
+        for name in self._names:
+            path = os.path.join(self._folder, f"slot{slot}_{name}.npy")
+            try:
+                out[name] = np.load(path, allow_pickle=False)
+                os.unlink(path)
+            except (OSError, ValueError) as e:
+                raise ValueError(f"output {name!r} unreadable: {e}") from e
+        return out
+
+    def close(self):
+        pass
+
+
+class JudgeSide:
+    """The judge's state of one evaluation of `task`. This base judges each output with the task's own `judge`
+    (a pure function: it regenerates the inputs and computes the reference); a task that works ahead of the
+    child's outputs subclasses it (attention_fwd.AttentionJudge)."""
+
+    def __init__(self, task):
+        self.task = task
+        self.exchange: OutputExchange = task.new_exchange()
+        self.seconds: dict[str, float] = {}  # the judge's time by part (inputs, reference, ...), when measured
+
+    def attach(self, info, slot_bytes: int, slots: int, folder: str) -> None:
+        self.exchange.attach(info, slot_bytes, slots, folder)
+
+    def import_outputs(self, params: dict, slot: int):
+        return self.exchange.import_(params, slot)
+
+    def ahead(self, items: list[tuple[dict, int, bool]]) -> None:
+        """The (params, seed, sets_tolerance) that `judge` will be called with, in order (sets_tolerance: the
+        call has no tolerance yet and measures one): a judge may start work for them in the background (the
+        reference, a vendor's output). `close` ends it."""
+
+    def judge(self, params: dict, seed: int, outputs, tolerance: float | None = None, spot_check: bool = False):
+        """The task's Judgement of these outputs (Task.judge)."""
+        return self.task.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
+
+    def stop_ahead(self) -> None:
+        """Stop the work started ahead (the seconds it measured stay)."""
+
+    def close(self) -> None:
+        self.stop_ahead()
+        self.exchange.close()
+
+
+class ChildSide:
+    """The candidate's process's side of its one evaluation of `task`: the device, clock and cache flush, and
+    the child's end of the output exchange."""
+
+    def __init__(self, task):
+        self.calls: Calls = task.new_calls()
+        self.exchange: OutputExchange = task.new_exchange()
+
+    def setup(self) -> dict:
+        return self.calls.setup()
+
+    def sync_error(self) -> str | None:
+        return self.calls.sync_error()
+
+    def flush_cache(self) -> None:
+        self.calls.flush_cache()
+
+    def time_call(self, thunk) -> float:
+        return self.calls.time_call(thunk)
+
+    def create_exchange(self, slot_bytes: int, slots: int, folder: str) -> dict:
+        return self.exchange.create(slot_bytes, slots, folder)
+
+    def export_outputs(self, outputs, slot: int) -> None:
+        self.exchange.export(outputs, slot)
