@@ -12,10 +12,10 @@ from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
 
 SCENARIOS_SHA256 = "a2df8994d38b40fb9c1988c1c5568255ed80f749f98fcde0857eea48ff17b213"
 QUICK_SHA256 = "94ebb30e7a8a54bbf3c500346c4d314d0ceae2b899c9e30767e31a33462d85a7"
-INPUTS_SHA256 = {  # the torch CPU generator's q, k, v (the GPU's come from the same calls on the CUDA generator)
-    (("bf16", 2, 33, 47, 4, 2, 32, True), 1234): "2d0b64790860d3573feb372a5e7a41439f272e1c7f98d33ccd27790e3bb52369",
-    (("fp16", 1, 16, 16, 2, 2, 32, False), 7): "79f65a795e03a71ae7d9ce59a873a940675bb6219be1fac55b625279e05256cc",
-}
+INPUT_CASES = [  # (scenario shape, seed)
+    (("bf16", 2, 33, 47, 4, 2, 32, True), 1234),
+    (("fp16", 1, 16, 16, 2, 2, 32, False), 7),
+]
 
 
 def test_the_180_scenarios_and_the_quick_subset_are_the_ones_stored_verdicts_name():
@@ -29,17 +29,26 @@ def test_the_180_scenarios_and_the_quick_subset_are_the_ones_stored_verdicts_nam
     assert task.quick_ids()[0] == "bf16_b8_sq2048_sk2048_h16x16_d128_full"
 
 
-@pytest.mark.parametrize(("shape", "seed"), list(INPUTS_SHA256))
+@pytest.mark.parametrize(("shape", "seed"), INPUT_CASES)
 def test_a_seed_makes_the_same_inputs(shape, seed):
+    # The recipe, not the bits: torch's CPU normal sampler takes other vector paths on other processors (a
+    # digest of the bits taken here differed on the GPU host), so the inputs are compared with the same calls
+    # made here: one generator seeded with the seed, then q, k, v drawn in that order in the scenario's dtype.
     torch = pytest.importorskip("torch")
     task = AttentionFwd(device="cpu")
-    sc = _sc(*shape)
-    inputs = task.make_inputs(sc.params, seed)
-    digest = hashlib.sha256()
+    p = _sc(*shape).params
+    inputs = task.make_inputs(p, seed)
+    g = torch.Generator(device="cpu")
+    g.manual_seed(seed)
+    dt = torch.bfloat16 if p["dtype"] == "bf16" else torch.float16
+    shapes = {
+        "q": (p["batch"], p["seqlen_q"], p["heads_q"], p["head_dim"]),
+        "k": (p["batch"], p["seqlen_k"], p["heads_kv"], p["head_dim"]),
+        "v": (p["batch"], p["seqlen_k"], p["heads_kv"], p["head_dim"]),
+    }
     for name in ("q", "k", "v"):
-        digest.update(name.encode())
-        digest.update(inputs[name].view(torch.int16).numpy().tobytes())
-    assert digest.hexdigest() == INPUTS_SHA256[shape, seed]
+        want = torch.randn(shapes[name], generator=g, dtype=dt)
+        assert inputs[name].dtype == dt and torch.equal(inputs[name].view(torch.int16), want.view(torch.int16)), name
 
 
 def test_the_tolerance_is_twice_the_vendors_error_plus_the_floor_and_seed_b_keeps_seed_as():
