@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, connection
+from django.db import DataError, IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 
 from runs.event_parser import ParsedEvent
@@ -101,7 +101,8 @@ async def test_a_string_the_database_cannot_hold_is_refused_on_postgresql_and_st
     if connection.vendor == "postgresql":
         assert sorted(acked) == [(run.pk, 0), (run.pk, 2)] and seqs == [0, 2]
         [nack] = nacks
-        assert nack["seq"] == 1 and nack["retry"] is False and "the database cannot store" in nack["error"]
+        assert (nack["seq"], nack["retry"]) == (1, False)
+        assert nack["error"] == "the database cannot store this event: unsupported Unicode escape sequence"
         kept = await sync_to_async(list)(RefusedEvent.objects.filter(run=run).values_list("seq", flat=True))
         assert kept == [1]
     else:
@@ -245,11 +246,18 @@ def test_step_record_refuses_a_step_the_database_cannot_hold_on_postgresql_and_s
     run = make_run()
     payload = {"text": "a NUL \u0000 here"}
     if connection.vendor == "postgresql":
-        with pytest.raises(ServiceError, match="^the database cannot store this event: "):
+        with pytest.raises(ServiceError) as refused:
             step_record(run=run, seq=0, kind="note", payload=payload)
+        assert str(refused.value) == "the database cannot store this event: unsupported Unicode escape sequence"
         assert not Step.objects.filter(run=run).exists()
     else:
         assert step_record(run=run, seq=0, kind="note", payload=payload).step.payload == payload
+
+
+def test_a_database_refusal_is_told_by_the_first_line_of_its_message_cut_at_200_characters():
+    # the refusal the worker is sent and its run keeps; PostgreSQL's messages add DETAIL and CONTEXT lines
+    refused = DataError("  " + "x" * 300 + "\nDETAIL:  the value is too long\n")
+    assert store.refusal_of_database_error(refused) == "the database cannot store this event: " + "x" * 200
 
 
 # ------------------------------------------------------- one call's reads and writes (worker_events_record)
