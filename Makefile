@@ -39,7 +39,7 @@ lint: $(BIN)/.dev-installed
 	$(BIN)/ruff format --check .
 
 # Mutation testing of the modules that decide verdicts (configured in pyproject.toml, [tool.mutmut]; the figures
-# and what they mean in docs/testing.md). Takes about twenty minutes on two cores; not part of CI.
+# and what they mean in docs/testing.md). Takes an hour or more on two cores; not part of CI.
 mutation: $(BIN)/.dev-installed
 	$(BIN)/mutmut run
 	$(BIN)/python tests/mutation_report.py --survivors

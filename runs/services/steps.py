@@ -59,8 +59,9 @@ def as_datetime(value) -> datetime:
 
 
 def same_payload(a, b) -> bool:
-    # Compare as JSON: the database may hand back a dict with other key order or int/float spellings.
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    # Compare as JSON: the database may hand back a dict with other key order or int/float spellings. Both are
+    # JSON values (decoded from a message, a trace line or the database), so json.dumps needs no fallback.
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def same_event(stored: tuple, new: tuple) -> bool:
