@@ -196,6 +196,16 @@ def _compile(node, src: str, symbols: set):
 # ---- the spec --------------------------------------------------------------------------------------------
 
 
+def _id_text(symbol: str, value, id_names: dict):
+    """A scenario's value as its id writes it: the name id_names gives it (KeyError when it gives none)."""
+    if symbol not in id_names:
+        return value
+    key = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    if key not in id_names[symbol]:
+        raise KeyError(f"{symbol} = {key}")
+    return id_names[symbol][key]
+
+
 @dataclass(frozen=True)
 class InputInit:
     dist: str  # "normal", "uniform", "integers", or "function" (reference.py makes it)
@@ -691,11 +701,17 @@ class _SpecReader:
             params_list += [(dict(zip(keys, combo, strict=True)), pline) for combo in itertools.product(*axes.values())]
         if not params_list:
             self.problem("scenarios", "no scenarios: give scenarios.list and/or [[scenarios.product]]", head)
+        derived = self.read_derived(head)
+        id_names = self.read_id_names(head)
         out, where_id = [], {}
         for params, line in params_list:
-            bad = [k for k, v in params.items() if isinstance(v, bool) or not isinstance(v, (int, float, str))]
+            bad = [k for k, v in params.items() if not isinstance(v, (int, float, str))]
             if bad or not all(isinstance(k, str) and k.isidentifier() for k in params):
-                self.problem("scenarios", f"{params!r}: values must be numbers or strings keyed by symbol", line)
+                self.problem(
+                    "scenarios", f"{params!r}: values must be numbers, booleans or strings keyed by symbol", line
+                )
+                continue
+            if not self.add_derived(params, derived):
                 continue
             if fields is None:
                 continue
@@ -704,7 +720,12 @@ class _SpecReader:
                 self.problem("scenarios.id", f"{template!r} needs {', '.join(missing)}, which {params} lacks", tline)
                 continue
             try:
-                sid = template.format(**params)
+                sid = template.format(**{k: _id_text(k, v, id_names) for k, v in params.items()})
+            except KeyError as e:
+                self.problem(
+                    "scenarios.id_names", f"{params}: no name for {e.args[0]}", self.lines.key("id_names", head)
+                )
+                continue
             except (ValueError, TypeError) as e:
                 self.problem("scenarios.id", f"{template!r} with {params}: {e}", tline)
                 continue
@@ -730,6 +751,64 @@ class _SpecReader:
         if len(set(quick)) != len(quick):
             self.problem("scenarios.quick", "an id is listed twice", qline)
         return out, quick
+
+    def read_derived(self, head) -> list[tuple[str, Formula, int | None]]:
+        """`[scenarios.derived]`: symbols computed from each scenario's own (name = formula, in order; a later one
+        may use an earlier one), e.g. softmax_scale = "1/head_dim**0.5"."""
+        self.derived_said: set[str] = set()  # derived symbols whose problem was said (once, not per scenario)
+        table = self.table("scenarios").get("derived", {})
+        dhead = self.lines.header("scenarios.derived") or head
+        if not isinstance(table, dict):
+            self.problem("scenarios.derived", 'expected a table of name = "formula"', dhead)
+            return []
+        out = []
+        for name, text in table.items():
+            line = self.lines.key(name, dhead)
+            if not name.isidentifier():
+                self.problem(f"scenarios.derived.{name}", "a derived symbol's name must be an identifier", line)
+                continue
+            try:
+                out.append((name, parse_formula(text), line))
+            except FormulaError as e:
+                self.problem(f"scenarios.derived.{name}", str(e), line)
+        return out
+
+    def add_derived(self, params: dict, derived) -> bool:
+        """Adds the derived symbols to one scenario's params; False when one cannot be (its problem is said for
+        the first scenario it happens on only)."""
+        for name, formula, fline in derived:
+            if name in params:
+                self.derived_problem(name, f"{params}: {name} is given by the scenario too", fline)
+                return False
+            try:
+                value = formula(params)
+                ok = type(value) in (int, float) and math.isfinite(value)
+            except KeyError as e:
+                value, ok = f"no symbol {e.args[0]!r}", False
+            except (ArithmeticError, TypeError, ValueError) as e:
+                value, ok = f"{type(e).__name__}: {e}", False
+            if not ok:
+                self.derived_problem(name, f"{formula.text!r} on {params}: {value!r} is not a number", fline)
+                return False
+            params[name] = value
+        return True
+
+    def derived_problem(self, name: str, message: str, line) -> None:
+        if name not in self.derived_said:
+            self.derived_said.add(name)
+            self.problem(f"scenarios.derived.{name}", message, line)
+
+    def read_id_names(self, head) -> dict[str, dict[str, str]]:
+        """`[scenarios] id_names`: how a symbol's value is written in ids, e.g. causal = {true = "causal",
+        false = "full"} (keys: the value as text, booleans as true/false)."""
+        names = self.table("scenarios").get("id_names", {})
+        line = self.lines.key("id_names", head)
+        if not isinstance(names, dict) or not all(
+            isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in names.values()
+        ):
+            self.problem("scenarios.id_names", 'expected symbol = {value = "name", ...} tables', line)
+            return {}
+        return names
 
     def read_formulas(self, scenarios) -> tuple[Formula, Formula | None]:
         f = self.table("formulas")
