@@ -22,16 +22,21 @@ target = "$target"  # "cpu": a C++ kernel built with g++; "cuda-sm90": a .cu ker
 
 [kernel]
 symbol = "kseek_$name"  # the exported C function; its declaration is generated from [[args]] below
+# abi_text = '''extern "C" int kseek_$name(...);'''  # optional: the declaration agents see, written by hand
 starting = "$stub"  # optional: without it the agent starts from a stub that says "not supported"
 
 # The kernel's arguments, in order. The kernel returns 0 on success, non-zero for a shape it does not support.
-# kind: "input" (made from the judge's seed), "output" (poisoned with NaN before each call, then judged) or
-# "scalar" (passed by value; value is a formula of the scenario's symbols).
-# dtype: float32, float64, int8, uint8, int32, int64 (float16, bfloat16: cuda-sm90 only).
+# kind: "input" (made from the judge's seed), "output" (poisoned with NaN before each call, then judged),
+# "scalar" (passed by value; value is a formula of the scenario's symbols) or, on cuda-sm90, "stream" (a
+# cudaStream_t; the harness passes 0, the default stream).
+# dtype: float32, float64, int8, uint8, int32, int64 (float16, bfloat16: cuda-sm90 only); or chosen by a
+# scenario symbol, {by = "prec", half = <a dtype>, full = <a dtype>}. A scalar's value may be chosen the same
+# way: value = {by = "prec", half = 0, full = 1}.
 # shape: one scenario symbol (or a number) per dimension.
 # init: {dist = "normal", mean, std} | {dist = "uniform", low, high} | {dist = "integers", low, high} (high
 # excluded) | {function = "make_x"}: reference.py's make_x(rng, shape, params) returns the array (rng: a numpy
-# Generator for cpu, a torch.Generator on the judge's device for cuda-sm90).
+# Generator for cpu, a torch.Generator on the judge's device for cuda-sm90). With native set to true, normal
+# and uniform values are drawn in the tensor's own dtype rather than in float32 rounded to it.
 [[args]]
 name = "x"
 kind = "input"
@@ -158,7 +163,7 @@ def stub_kernel(spec: TaskSpec) -> str:
         f'// {spec.name} starting kernel: a stub that says "not supported" (returns 1) for every shape, so\n'
         "// every scenario fails until it is written. Return 0 once the outputs are computed.\n"
         f"{headers}\n"
-        f"{spec.abi()[:-1]} {{\n{unused}    return 1;  // not supported\n}}\n"
+        f"{spec.declaration()[:-1]} {{\n{unused}    return 1;  // not supported\n}}\n"
     )
 
 

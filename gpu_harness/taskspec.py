@@ -196,12 +196,56 @@ def _compile(node, src: str, symbols: set):
 # ---- the spec --------------------------------------------------------------------------------------------
 
 
+def value_key(value) -> str:
+    """A scenario value as the keys of id_names and of a mapping write it: booleans as true/false, others as text
+    (TOML keys are text: bf16, 64, true)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _id_text(symbol: str, value, id_names: dict):
+    """A scenario's value as its id writes it: the name id_names gives it (KeyError when it gives none)."""
+    if symbol not in id_names:
+        return value
+    key = value_key(value)
+    if key not in id_names[symbol]:
+        raise KeyError(f"{symbol} = {key}")
+    return id_names[symbol][key]
+
+
+@dataclass(frozen=True, eq=False)
+class ByScenario:
+    """A field chosen by one scenario symbol's value, e.g. dtype = {by = "dtype", bf16 = "bfloat16", fp16 =
+    "float16"} (a tensor's dtype) or value = {by = "dtype", bf16 = 0, fp16 = 1} (a scalar's formula). The loader
+    checks that every scenario's value has a choice, so a lookup here does not fail on a loaded spec."""
+
+    by: str  # the scenario symbol
+    choices: dict  # value_key(the symbol's value) -> a dtype's name, or a Formula (a scalar's value)
+
+    @property
+    def text(self) -> str:
+        """As a problem quotes it (a Formula's text, for a scalar's value)."""
+        shown = ", ".join(f"{k} = {getattr(v, 'text', v)}" for k, v in self.choices.items())
+        return f"{{by = {self.by}, {shown}}}"
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        """The symbols the choices' formulas use (not `by`, which check_choices checks on its own)."""
+        return frozenset().union(*(v.symbols for v in self.choices.values() if isinstance(v, Formula)))
+
+    def __call__(self, params: dict):
+        chosen = self.choices[value_key(params[self.by])]
+        return chosen(params) if isinstance(chosen, Formula) else chosen
+
+
 @dataclass(frozen=True)
 class InputInit:
     dist: str  # "normal", "uniform", "integers", or "function" (reference.py makes it)
     a: float  # mean (normal) or low
     b: float  # std (normal) or high
     function: str = ""  # dist "function": name(rng, shape, params) in reference.py returns the array
+    # normal/uniform: drawn in the tensor's own dtype (torch.randn(..., dtype=torch.bfloat16)) rather than in
+    # float32 and rounded: another sequence of values for half types, the one a hand-written task may pin
+    native: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,21 +253,36 @@ class Arg:
     """One argument of the exported C function, in order."""
 
     name: str
-    kind: str  # "input", "output" or "scalar"
-    dtype: str
+    kind: str  # "input", "output", "scalar" or "stream" (the CUDA stream the kernel runs on)
+    dtype: str | ByScenario  # a stream has none (""); read it through TaskSpec.dtype(arg, params)
     shape: tuple[str, ...] = ()  # tensors: a symbol or a number per dimension
     init: InputInit | None = None  # inputs
-    value: Formula | None = None  # scalars: bound to the scenario's symbols
+    value: Formula | ByScenario | None = None  # scalars: bound to the scenario's symbols
 
     @property
     def is_tensor(self) -> bool:
         return self.kind in ("input", "output")
 
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """Every dtype the argument may have, in the order written."""
+        if isinstance(self.dtype, ByScenario):
+            return tuple(dict.fromkeys(self.dtype.choices.values()))
+        return (self.dtype,)
+
     def c_declaration(self) -> str:
+        if self.kind == "stream":
+            return f"cudaStream_t {self.name}"
         if self.kind == "scalar":
             return f"{SCALAR_C_TYPES[self.dtype]} {self.name}"
         const = "const " if self.kind == "input" else ""
-        return f"{const}{DTYPES[self.dtype].c_type}* {self.name}"
+        c_types = dict.fromkeys(DTYPES[d].c_type for d in self.dtypes)
+        if not isinstance(self.dtype, ByScenario):
+            return f"{const}{next(iter(c_types))}* {self.name}"
+        # one pointer type for every scenario where there is one; else void*, the choices said beside it
+        c_type = next(iter(c_types)) if len(c_types) == 1 else "void"
+        said = ", ".join(f"{k}: {DTYPES[d].c_type}" for k, d in self.dtype.choices.items())
+        return f"{const}{c_type}* {self.name} /* {self.dtype.by} {said} */"
 
 
 @dataclass(frozen=True)
@@ -272,6 +331,7 @@ class TaskSpec:
     target: Target
     symbol: str
     args: tuple[Arg, ...]
+    abi_text: str | None  # [kernel] abi_text: the declaration agents are shown, in place of the generated one
     starting_kernel: Path | None
     reference_function: str
     reference_precision: str  # "float64" or "float32": float inputs reach the reference as copies of it
@@ -308,11 +368,21 @@ class TaskSpec:
         return self.folder / REFERENCE_FILE
 
     def abi(self) -> str:
-        """The exported symbol's C declaration: what the agent is shown and the kernel must define."""
+        """The exported symbol's C declaration: what the agent is shown and the kernel must define (the task's own
+        text where it gives one, e.g. with a comment per argument)."""
+        return self.abi_text or self.declaration()
+
+    def declaration(self) -> str:
+        """The declaration generated from [[args]]: one line of C (the stub kernel is written from it)."""
         return f'extern "C" int {self.symbol}({", ".join(a.c_declaration() for a in self.args)});'
 
     def shape(self, arg: Arg, params: dict) -> tuple[int, ...]:
         return tuple(int(params[d]) if isinstance(d, str) else int(d) for d in arg.shape)
+
+    def dtype(self, arg: Arg, params: dict) -> str:
+        """The argument's dtype in this scenario: its own, or the one its mapping chooses. Every reader of a dtype
+        (making inputs and outputs, byte counts, the judge's checks) goes through here."""
+        return arg.dtype(params) if isinstance(arg.dtype, ByScenario) else arg.dtype
 
     def smallest_scenario(self) -> ScenarioSpec:
         """The scenario with the fewest tensor elements (where the reference is tried first)."""
@@ -439,8 +509,9 @@ class _SpecReader:
                 line = self.lines.header(key) or self.lines.key(key)
                 self.problem(key, f"unknown field (known: {', '.join(sorted(known))})", line)
         target = self.read_target()
-        symbol, starting = self.read_kernel(target)
+        symbol, starting, abi_text = self.read_kernel(target)
         args = self.read_args(target)
+        self.check_abi_text(abi_text, symbol, args)
         reference_function, reference_precision = self.read_reference()
         scenarios, quick = self.read_scenarios(args)
         flops, nbytes = self.read_formulas(scenarios)
@@ -450,7 +521,7 @@ class _SpecReader:
         timing, host_clock, (base_s, min_rate) = self.read_timing()
         child_env = self.read_child()
         cheats = self.read_cheats()
-        self.check_symbols(args, scenarios)
+        self.check_symbols(args, scenarios, self.check_choices(args, scenarios))
         if self.problems:
             raise TaskSpecError(self.problems)
         return TaskSpec(
@@ -460,6 +531,7 @@ class _SpecReader:
             target=target,
             symbol=symbol,
             args=tuple(args),
+            abi_text=abi_text,
             starting_kernel=starting,
             reference_function=reference_function,
             reference_precision=reference_precision,
@@ -488,16 +560,22 @@ class _SpecReader:
             return TARGETS["cpu"]
         return TARGETS[value]
 
-    def read_kernel(self, target: Target) -> tuple[str, Path | None]:
+    def read_kernel(self, target: Target) -> tuple[str, Path | None, str | None]:
         kernel = self.table("kernel")
         line = self.lines.header("kernel")
         symbol = kernel.get("symbol")
         if not isinstance(symbol, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", symbol or ""):
             self.problem("kernel.symbol", f"{symbol!r} is not a C identifier", self.lines.key("symbol", line) or line)
             symbol = "kernel"
+        abi_text = kernel.get("abi_text")
+        if abi_text is not None and (not isinstance(abi_text, str) or not abi_text.strip()):
+            self.problem(
+                "kernel.abi_text", "the declaration agents are shown, as text", self.lines.key("abi_text", line)
+            )
+            abi_text = None
         starting = kernel.get("starting")
         if starting is None:
-            return symbol, None
+            return symbol, None, abi_text
         path = self.file_field("kernel.starting", starting, self.lines.key("starting", line))
         if path is not None and path.suffix != target.source_suffix:
             self.problem(
@@ -505,7 +583,20 @@ class _SpecReader:
                 f"{path.name}: a {target.name} kernel is a {target.source_suffix} file",
                 self.lines.key("starting", line),
             )
-        return symbol, path
+        return symbol, path, abi_text
+
+    def check_abi_text(self, abi_text: str | None, symbol: str, args: list[Arg]) -> None:
+        """A declaration written by hand still names the symbol and every argument: the agent is shown it, and
+        a text that drifted from [[args]] would describe another ABI than the one the harness calls."""
+        if abi_text is None:
+            return
+        line = self.lines.key("abi_text", self.lines.header("kernel"))
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", abi_text))
+        if 'extern "C"' not in abi_text or symbol not in words:
+            self.problem("kernel.abi_text", f'declares no extern "C" {symbol} (the symbol [kernel] names)', line)
+        missing = [a.name for a in args if a.name not in words]
+        if missing:
+            self.problem("kernel.abi_text", f"does not name argument(s) {', '.join(missing)} of [[args]]", line)
 
     def file_field(self, fieldname: str, value, line) -> Path | None:
         if not isinstance(value, str) or not value:
@@ -542,36 +633,47 @@ class _SpecReader:
                 if key not in ("name", "kind", "dtype", "shape", "init", "value"):
                     self.problem(f"{where}.{key}", "unknown field", self.lines.key(key, line))
             kind = item.get("kind")
-            if kind not in ("input", "output", "scalar"):
-                self.problem(
-                    f"{where}.kind", f"{kind!r}: expected input, output or scalar", self.lines.key("kind", line)
-                )
+            if kind not in ("input", "output", "scalar", "stream"):
+                kinds = "input, output, scalar or stream" if target.language == "cuda" else "input, output or scalar"
+                self.problem(f"{where}.kind", f"{kind!r}: expected {kinds}", self.lines.key("kind", line))
+                continue
+            if kind == "stream":
+                self.read_stream(where, item, target, line, out)
                 continue
             dtype = item.get("dtype")
             dline = self.lines.key("dtype", line)
             if kind == "scalar":
-                if dtype not in SCALAR_C_TYPES:
+                if not isinstance(dtype, str) or dtype not in SCALAR_C_TYPES:
+                    fixed = " (a scalar's C type is fixed: map its value instead)" if isinstance(dtype, dict) else ""
                     self.problem(
-                        f"{where}.dtype", f"unknown scalar dtype {dtype!r} (known: {', '.join(SCALAR_C_TYPES)})", dline
+                        f"{where}.dtype",
+                        f"unknown scalar dtype {dtype!r} (known: {', '.join(SCALAR_C_TYPES)}){fixed}",
+                        dline,
                     )
                     continue
                 vline = self.lines.key("value", line)
                 if "value" not in item:
                     self.problem(f"{where}.value", "a scalar needs a value (a formula of the scenario's symbols)", line)
                     continue
-                try:
-                    value = parse_formula(item["value"])
-                except FormulaError as e:
-                    self.problem(f"{where}.value", str(e), vline)
+                value = self.read_value(f"{where}.value", item["value"], vline)
+                if value is not None:
+                    out.append(Arg(name, kind, dtype, value=value))
+                continue
+            if isinstance(dtype, dict):
+                dtype = self.read_mapping(f"{where}.dtype", dtype, dline, lambda d: self.tensor_dtype(d, target))
+                if dtype is None:
                     continue
-                out.append(Arg(name, kind, dtype, value=value))
-                continue
-            if dtype not in DTYPES:
-                self.problem(f"{where}.dtype", f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})", dline)
-                continue
-            if target.name not in DTYPES[dtype].targets:
-                self.problem(f"{where}.dtype", f"{dtype} is not available on target {target.name}", dline)
-                continue
+                kinds = {DTYPES[d].kind for d in dtype.choices.values()}
+                if len(kinds) > 1:
+                    self.problem(
+                        f"{where}.dtype", "the choices mix float and integer dtypes (one init makes both)", dline
+                    )
+                    continue
+            else:
+                problem = self.tensor_dtype(dtype, target)
+                if problem:
+                    self.problem(f"{where}.dtype", problem, dline)
+                    continue
             shape = item.get("shape")
             sline = self.lines.key("shape", line)
             if not isinstance(shape, list) or not all(
@@ -583,8 +685,11 @@ class _SpecReader:
                 )
                 continue
             init = None
+            arg_dtypes = dtype.choices.values() if isinstance(dtype, ByScenario) else (dtype,)
             if kind == "input":
-                init = self.read_init(where, item.get("init"), DTYPES[dtype], self.lines.key("init", line) or line)
+                init = self.read_init(
+                    where, item.get("init"), DTYPES[next(iter(arg_dtypes))], self.lines.key("init", line) or line
+                )
                 if init is None:
                     continue
             elif "init" in item:
@@ -593,6 +698,70 @@ class _SpecReader:
         if out and not any(a.kind == "output" for a in out):
             self.problem("args", "no argument is an output: there would be nothing to judge", None)
         return out
+
+    def read_stream(self, where: str, item: dict, target: Target, line, out: list) -> None:
+        """kind = "stream": the CUDA stream the kernel runs on, declared cudaStream_t; the harness passes 0, the
+        legacy default stream its CUDA events time (a kernel that takes a stream can be called like a library's)."""
+        if target.language != "cuda":
+            self.problem(f"{where}.kind", f"a stream is a CUDA argument: target {target.name} has none", line)
+            return
+        for key in ("dtype", "shape", "init", "value"):
+            if key in item:
+                self.problem(f"{where}.{key}", "a stream has no " + key, self.lines.key(key, line))
+        if any(a.kind == "stream" for a in out):
+            self.problem(f"{where}.kind", "a second stream: a kernel runs on one", line)
+            return
+        out.append(Arg(item["name"], "stream", ""))
+
+    def tensor_dtype(self, dtype, target: Target) -> str | None:
+        """What is wrong with a tensor's dtype on `target`; None when nothing is."""
+        if not isinstance(dtype, str) or dtype not in DTYPES:
+            return f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})"
+        if target.name not in DTYPES[dtype].targets:
+            return f"{dtype} is not available on target {target.name}"
+        return None
+
+    def read_value(self, fieldname: str, value, line) -> Formula | ByScenario | None:
+        """A scalar's value: a formula, or a formula chosen by a scenario symbol ({by = "dtype", bf16 = 0, ...})."""
+        if isinstance(value, dict):
+
+            def formula_problem(v):
+                try:
+                    parse_formula(v)
+                except FormulaError as e:
+                    return str(e)
+                return None
+
+            mapping = self.read_mapping(fieldname, value, line, formula_problem)
+            if mapping is None:
+                return None
+            return ByScenario(mapping.by, {k: parse_formula(v) for k, v in mapping.choices.items()})
+        try:
+            return parse_formula(value)
+        except FormulaError as e:
+            self.problem(fieldname, str(e), line)
+            return None
+
+    def read_mapping(self, fieldname: str, mapping: dict, line, problem_of) -> ByScenario | None:
+        """{by = "symbol", value = choice, ...}: each choice checked by problem_of (None: fine). Whether every
+        scenario's value has a choice is checked once the scenarios are read (check_choices)."""
+        by = mapping.get("by")
+        choices = {k: v for k, v in mapping.items() if k != "by"}
+        ok = True
+        if not isinstance(by, str) or not by.isidentifier():
+            self.problem(
+                fieldname, f'by = {by!r}: name the scenario symbol that chooses, e.g. {{by = "dtype", ...}}', line
+            )
+            ok = False
+        if not choices:
+            self.problem(fieldname, "no choices: give value = choice for each value of the symbol", line)
+            ok = False
+        for key, choice in choices.items():
+            said = problem_of(choice)
+            if said:
+                self.problem(fieldname, f"{key}: {said}", line)
+                ok = False
+        return ByScenario(by, choices) if ok else None
 
     def read_init(self, where: str, init, dtype: DType, line) -> InputInit | None:
         if init is None:
@@ -626,12 +795,16 @@ class _SpecReader:
                 return None
             vals.append(float(v))
         for key in init:
-            if key not in ("dist", a_key, b_key):
+            if key not in ("dist", a_key, b_key, "native") or key == "native" and dist == "integers":
                 self.problem(f"{where}.init.{key}", f"unknown field for dist = {dist!r}", line)
+        native = init.get("native", False)
+        if not isinstance(native, bool):
+            self.problem(f"{where}.init.native", f"true or false, got {native!r}", line)
+            return None
         if dist == "normal" and not vals[1] > 0 or dist != "normal" and not vals[0] < vals[1]:
             self.problem(f"{where}.init", f"an empty range: {a_key} = {vals[0]:g}, {b_key} = {vals[1]:g}", line)
             return None
-        return InputInit(dist, vals[0], vals[1])
+        return InputInit(dist, vals[0], vals[1], native=native)
 
     def read_reference(self) -> tuple[str, str]:
         ref = self.table("reference")
@@ -691,11 +864,17 @@ class _SpecReader:
             params_list += [(dict(zip(keys, combo, strict=True)), pline) for combo in itertools.product(*axes.values())]
         if not params_list:
             self.problem("scenarios", "no scenarios: give scenarios.list and/or [[scenarios.product]]", head)
+        derived = self.read_derived(head)
+        id_names = self.read_id_names(head)
         out, where_id = [], {}
         for params, line in params_list:
-            bad = [k for k, v in params.items() if isinstance(v, bool) or not isinstance(v, (int, float, str))]
+            bad = [k for k, v in params.items() if not isinstance(v, (int, float, str))]
             if bad or not all(isinstance(k, str) and k.isidentifier() for k in params):
-                self.problem("scenarios", f"{params!r}: values must be numbers or strings keyed by symbol", line)
+                self.problem(
+                    "scenarios", f"{params!r}: values must be numbers, booleans or strings keyed by symbol", line
+                )
+                continue
+            if not self.add_derived(params, derived):
                 continue
             if fields is None:
                 continue
@@ -704,7 +883,12 @@ class _SpecReader:
                 self.problem("scenarios.id", f"{template!r} needs {', '.join(missing)}, which {params} lacks", tline)
                 continue
             try:
-                sid = template.format(**params)
+                sid = template.format(**{k: _id_text(k, v, id_names) for k, v in params.items()})
+            except KeyError as e:
+                self.problem(
+                    "scenarios.id_names", f"{params}: no name for {e.args[0]}", self.lines.key("id_names", head)
+                )
+                continue
             except (ValueError, TypeError) as e:
                 self.problem("scenarios.id", f"{template!r} with {params}: {e}", tline)
                 continue
@@ -730,6 +914,64 @@ class _SpecReader:
         if len(set(quick)) != len(quick):
             self.problem("scenarios.quick", "an id is listed twice", qline)
         return out, quick
+
+    def read_derived(self, head) -> list[tuple[str, Formula, int | None]]:
+        """`[scenarios.derived]`: symbols computed from each scenario's own (name = formula, in order; a later one
+        may use an earlier one), e.g. softmax_scale = "1/head_dim**0.5"."""
+        self.derived_said: set[str] = set()  # derived symbols whose problem was said (once, not per scenario)
+        table = self.table("scenarios").get("derived", {})
+        dhead = self.lines.header("scenarios.derived") or head
+        if not isinstance(table, dict):
+            self.problem("scenarios.derived", 'expected a table of name = "formula"', dhead)
+            return []
+        out = []
+        for name, text in table.items():
+            line = self.lines.key(name, dhead)
+            if not name.isidentifier():
+                self.problem(f"scenarios.derived.{name}", "a derived symbol's name must be an identifier", line)
+                continue
+            try:
+                out.append((name, parse_formula(text), line))
+            except FormulaError as e:
+                self.problem(f"scenarios.derived.{name}", str(e), line)
+        return out
+
+    def add_derived(self, params: dict, derived) -> bool:
+        """Adds the derived symbols to one scenario's params; False when one cannot be (its problem is said for
+        the first scenario it happens on only)."""
+        for name, formula, fline in derived:
+            if name in params:
+                self.derived_problem(name, f"{params}: {name} is given by the scenario too", fline)
+                return False
+            try:
+                value = formula(params)
+                ok = type(value) in (int, float) and math.isfinite(value)
+            except KeyError as e:
+                value, ok = f"no symbol {e.args[0]!r}", False
+            except (ArithmeticError, TypeError, ValueError) as e:
+                value, ok = f"{type(e).__name__}: {e}", False
+            if not ok:
+                self.derived_problem(name, f"{formula.text!r} on {params}: {value!r} is not a number", fline)
+                return False
+            params[name] = value
+        return True
+
+    def derived_problem(self, name: str, message: str, line) -> None:
+        if name not in self.derived_said:
+            self.derived_said.add(name)
+            self.problem(f"scenarios.derived.{name}", message, line)
+
+    def read_id_names(self, head) -> dict[str, dict[str, str]]:
+        """`[scenarios] id_names`: how a symbol's value is written in ids, e.g. causal = {true = "causal",
+        false = "full"} (keys: the value as text, booleans as true/false)."""
+        names = self.table("scenarios").get("id_names", {})
+        line = self.lines.key("id_names", head)
+        if not isinstance(names, dict) or not all(
+            isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in names.values()
+        ):
+            self.problem("scenarios.id_names", 'expected symbol = {value = "name", ...} tables', line)
+            return {}
+        return names
 
     def read_formulas(self, scenarios) -> tuple[Formula, Formula | None]:
         f = self.table("formulas")
@@ -926,7 +1168,48 @@ class _SpecReader:
         return path
 
     # -- symbols: every symbol a shape, scalar or formula uses must be defined by every scenario --
-    def check_symbols(self, args: list[Arg], scenarios: list[ScenarioSpec]) -> None:
+    def check_choices(self, args: list[Arg], scenarios: list[ScenarioSpec]) -> set[str]:
+        """Every mapping's `by` is a scenario symbol and has a choice for each scenario's value of it; returns the
+        names of the arguments whose mapping is not (their values cannot be computed on every scenario)."""
+        bad = set()
+        known = list(dict.fromkeys(k for sc in scenarios for k in sc.params))
+        if not scenarios:
+            return bad
+        for i, a in enumerate(args):
+            line = self.lines.header("args", i)
+            for key in ("dtype", "value"):
+                mapping = getattr(a, key)
+                if not isinstance(mapping, ByScenario):
+                    continue
+                fieldname, kline = f"args.{a.name}.{key}", self.lines.key(key, line)
+                if mapping.by not in known:
+                    self.problem(
+                        fieldname, f"by = {mapping.by!r} is no scenario symbol (known: {', '.join(known)})", kline
+                    )
+                    bad.add(a.name)
+                    continue
+                lacking = [sc for sc in scenarios if mapping.by in sc.params]
+                lacking = [sc for sc in lacking if value_key(sc.params[mapping.by]) not in mapping.choices]
+                unseen = [sc.id for sc in scenarios if mapping.by not in sc.params]
+                if unseen:
+                    self.problem(
+                        fieldname, f"symbol {mapping.by!r} is not defined by scenario(s) {', '.join(unseen[:3])}", kline
+                    )
+                    bad.add(a.name)
+                if lacking:
+                    values = ", ".join(dict.fromkeys(value_key(sc.params[mapping.by]) for sc in lacking))
+                    self.problem(
+                        fieldname,
+                        f"{mapping.by} = {values} (scenario {lacking[0].id}) has no choice "
+                        f"(the mapping gives {', '.join(mapping.choices)})",
+                        kline,
+                    )
+                    bad.add(a.name)
+        return bad
+
+    def check_symbols(
+        self, args: list[Arg], scenarios: list[ScenarioSpec], bad_choices: set[str] = frozenset()
+    ) -> None:
         if not scenarios:
             return
         users = []  # (field, line, symbols, the formula to compute on every scenario)
@@ -935,8 +1218,9 @@ class _SpecReader:
             if a.is_tensor:
                 syms = {d for d in a.shape if isinstance(d, str)}
                 users.append((f"args.{a.name}.shape", self.lines.key("shape", line), syms, None))
-            else:
-                users.append((f"args.{a.name}.value", self.lines.key("value", line), set(a.value.symbols), a.value))
+            elif a.kind == "scalar":
+                formula = None if a.name in bad_choices else a.value
+                users.append((f"args.{a.name}.value", self.lines.key("value", line), set(a.value.symbols), formula))
         f = self.data.get("formulas", {}) if isinstance(self.data.get("formulas"), dict) else {}
         head = self.lines.header("formulas")
         for key in ("flops", "bytes"):

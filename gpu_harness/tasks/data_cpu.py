@@ -67,12 +67,14 @@ class CpuDataTask(DataTask):
         rng = np.random.default_rng(seed)
         out = {}
         for a in self.spec.inputs:
-            shape, dtype, init = self.spec.shape(a, params), np.dtype(DTYPES[a.dtype].numpy), a.init
+            shape, dtype, init = self.spec.shape(a, params), np.dtype(DTYPES[self.spec.dtype(a, params)].numpy), a.init
             if init.dist == "normal":
                 gen_dtype = dtype if dtype in (np.float32, np.float64) else np.float32
                 x = rng.standard_normal(shape, dtype=gen_dtype)
                 if init.a != 0.0 or init.b != 1.0:
                     x = x * gen_dtype.type(init.b) + gen_dtype.type(init.a)
+            elif init.dist == "uniform" and init.native:  # drawn in the array's own dtype (float32 or float64)
+                x = rng.random(shape, dtype=dtype) * dtype.type(init.b - init.a) + dtype.type(init.a)
             elif init.dist == "uniform":
                 x = rng.uniform(init.a, init.b, shape)
             elif init.dist == "integers":
@@ -94,7 +96,10 @@ class CpuDataTask(DataTask):
     def new_outputs(self, params):
         import numpy as np
 
-        outs = {a.name: np.empty(self.spec.shape(a, params), dtype=DTYPES[a.dtype].numpy) for a in self.spec.outputs}
+        outs = {
+            a.name: np.empty(self.spec.shape(a, params), dtype=DTYPES[self.spec.dtype(a, params)].numpy)
+            for a in self.spec.outputs
+        }
         self.poison(outs)
         return outs
 

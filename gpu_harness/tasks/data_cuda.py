@@ -76,8 +76,9 @@ class CudaDataTask(DataTask):
         g.manual_seed(seed)
         out = {}
         for a in self.spec.inputs:
-            shape, dtype, init = self.spec.shape(a, params), torch_dtype(a.dtype), a.init
-            wide = dtype if dtype in (torch.float32, torch.float64) else torch.float32
+            shape, dtype, init = self.spec.shape(a, params), torch_dtype(self.spec.dtype(a, params)), a.init
+            # half types are drawn in float32 and rounded, unless the init asks for torch's own draw in them
+            wide = dtype if init.native or dtype in (torch.float32, torch.float64) else torch.float32
             if init.dist == "normal":
                 x = torch.randn(shape, generator=g, device=dev, dtype=wide)
                 if init.a != 0.0 or init.b != 1.0:
@@ -103,7 +104,9 @@ class CudaDataTask(DataTask):
     def new_outputs(self, params):
         torch = torch_module()
         outs = {
-            a.name: torch.empty(self.spec.shape(a, params), dtype=torch_dtype(a.dtype), device=self._device())
+            a.name: torch.empty(
+                self.spec.shape(a, params), dtype=torch_dtype(self.spec.dtype(a, params)), device=self._device()
+            )
             for a in self.spec.outputs
         }
         self.poison(outs)
@@ -121,7 +124,9 @@ class CudaDataTask(DataTask):
 
     # ---- outputs travel in device memory ----
     def _layout(self, params):
-        return [(a.name, torch_dtype(a.dtype), self.spec.shape(a, params)) for a in self.spec.outputs]
+        return [
+            (a.name, torch_dtype(self.spec.dtype(a, params)), self.spec.shape(a, params)) for a in self.spec.outputs
+        ]
 
     def output_nbytes(self, params):
         return DeviceOutputs(self._layout, self.output_names).nbytes(params)

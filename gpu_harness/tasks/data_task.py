@@ -79,7 +79,9 @@ class DataTask(Task):
             return self.spec.bytes(params)
         # compulsory traffic: every tensor read (inputs) or written (outputs) once
         return sum(
-            math.prod(self.spec.shape(a, params)) * DTYPES[a.dtype].itemsize for a in self.spec.args if a.is_tensor
+            math.prod(self.spec.shape(a, params)) * DTYPES[self.spec.dtype(a, params)].itemsize
+            for a in self.spec.args
+            if a.is_tensor
         )
 
     def _stub_file(self) -> Path:
@@ -108,7 +110,10 @@ class DataTask(Task):
         return list(self.spec.quick_ids)
 
     def output_nbytes(self, params) -> int:
-        return sum(math.prod(self.spec.shape(a, params)) * DTYPES[a.dtype].itemsize for a in self.spec.outputs)
+        return sum(
+            math.prod(self.spec.shape(a, params)) * DTYPES[self.spec.dtype(a, params)].itemsize
+            for a in self.spec.outputs
+        )
 
     # ---- baselines ----
     def baseline_availability(self, names):
@@ -225,10 +230,11 @@ class DataTask(Task):
                 raise TaskError(
                     f"the reference's {o.name} has shape {tuple(arr.shape)}, the ABI says {want} on {_params(params)}"
                 )
-            kind = DTYPES[o.dtype].kind
+            dtype = self.spec.dtype(o, params)
+            kind = DTYPES[dtype].kind
             is_float = self._is_float(arr)
             if is_float != (kind == "float") or not (is_float or self._is_integer(arr)):
-                raise TaskError(f"the reference's {o.name} has dtype {arr.dtype}, expected {kind} values for {o.dtype}")
+                raise TaskError(f"the reference's {o.name} has dtype {arr.dtype}, expected {kind} values for {dtype}")
             result[o.name] = self._widened(arr)
         return result
 
@@ -254,7 +260,7 @@ class DataTask(Task):
     # ---- the kernel's call ----
     def bind(self, lib):
         fn = getattr(lib, self.symbol)
-        fn.argtypes = [ctypes.c_void_p if a.is_tensor else SCALAR_CTYPES[a.dtype] for a in self.spec.args]
+        fn.argtypes = [SCALAR_CTYPES[a.dtype] if a.kind == "scalar" else ctypes.c_void_p for a in self.spec.args]
         fn.restype = ctypes.c_int
         return fn
 
@@ -266,6 +272,8 @@ class DataTask(Task):
                 args.append(self._pointer(inputs[a.name]))
             elif a.kind == "output":
                 args.append(self._pointer(outputs[a.name]))
+            elif a.kind == "stream":
+                args.append(None)  # 0: the legacy default stream, the one the timing's events are recorded on
             else:
                 args.append(scalars[a.name])
         return int(fn(*args))
@@ -298,9 +306,11 @@ class DataTask(Task):
                 tolerance = 1.0  # allclose: the error is the worst |out - ref| / (atol + rtol |ref|)
         for o in self.spec.outputs:
             cand = outputs.get(o.name)
-            wrong = "missing" if cand is None else self._not_like(cand, o.dtype, ref[o.name])
+            dtype = self.spec.dtype(o, params)
+            wrong = "missing" if cand is None else self._not_like(cand, dtype, ref[o.name])
             if wrong:
-                return Judgement(False, None, tolerance, f"{o.name}: output has {wrong}, expected {_abi_of(o, ref)}")
+                expected = f"shape {tuple(ref[o.name].shape)} {dtype}"
+                return Judgement(False, None, tolerance, f"{o.name}: output has {wrong}, expected {expected}")
         cmps: list[Comparison] = [self._compare(o.name, outputs[o.name], ref[o.name]) for o in self.spec.outputs]
         if rule.rule == "allclose":
             ok, reason = judge_outputs(cmps, {c.name: math.inf for c in cmps})  # written and finite first
@@ -367,10 +377,6 @@ def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
             raise RuntimeError(f"the {name} baseline returned {rc} (configuration not supported)")
 
     return call
-
-
-def _abi_of(o, ref) -> str:
-    return f"shape {tuple(ref[o.name].shape)} {o.dtype}"
 
 
 def _params(params: dict) -> str:
