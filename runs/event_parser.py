@@ -8,6 +8,7 @@ database (does the run exist, does the sender hold it, is the seq used) is the s
 (runs/services/steps.py).
 """
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -64,11 +65,21 @@ def parse_event(raw, *, run_id: int | None = None) -> ParsedEvent | Refusal:
         payload = raw.get("payload")
         if not isinstance(payload, dict):
             raise _Refused("payload must be a JSON object")
+        _strict_json(payload)
         tokens_in, tokens_out, cost = _usage(raw.get("usage"))
         created_at = _instant(raw.get("ts"))
     except _Refused as refused:
         return Refusal(str(refused))
     return ParsedEvent(run, seq, kind, payload, created_at, tokens_in, tokens_out, cost)
+
+
+def _strict_json(payload: dict) -> None:
+    # Python's json reads NaN and Infinity, which JSON has no words for: the database's JSON check (SQLite's
+    # JSON_VALID, PostgreSQL's jsonb) would refuse the row as an error mid-batch, so the event is refused here.
+    try:
+        json.dumps(payload, allow_nan=False)
+    except ValueError:
+        raise _Refused("payload holds NaN or Infinity, which JSON cannot carry") from None
 
 
 def _run_id(value) -> int:

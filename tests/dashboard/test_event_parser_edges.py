@@ -49,3 +49,14 @@ def test_the_refusals_say_exactly_what_is_wrong():
     for raw, reason in cases:
         refused = parse_event(raw)
         assert isinstance(refused, Refusal) and refused.reason == reason, (raw, refused)
+
+
+def test_a_payload_holding_nan_or_infinity_is_refused_not_stored():
+    # Python's json reads NaN and Infinity; the database's JSON check does not, and refused the row mid-batch
+    # (found by the generated-trace test: an evaluation payload with "scenarios": Infinity)
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        refused = parse_event(event(1, 0, "evaluation", {"result": {"scenarios": [1.0, bad]}}))
+        assert (
+            isinstance(refused, Refusal) and refused.reason == "payload holds NaN or Infinity, which JSON cannot carry"
+        )
+    assert not isinstance(parse_event(event(1, 0, "evaluation", {"result": {"scenarios": 1e308}})), Refusal)
