@@ -1,5 +1,6 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v13: v11 with the mask known at compile time (unmasked blocks run a straight-line softmax; versions/README.md).
+// v15: v13 whose persistent kernel deals its tiles out dynamically (a ticket counter, heaviest causal tiles first,
+// heads in L2-sized sections) and serves causal masks too (versions/README.md).
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -16,8 +17,8 @@
 //    memory, softmax in registers, P converted in registers into the A operand of the second wgmma
 //    O += P V (V read N-major straight from its [key][d] tile), with S of the next block issued before
 //    the softmax of this one. setmaxnreg moves registers from the producer to the consumers.
-//    attn_wgmma_persistent_kernel runs the same loop with one CTA per SM walking the tiles, so that one
-//    tile's loads overlap the previous tile's end; it serves short non-causal key sequences (Sk <= 1024).
+//    attn_wgmma_persistent_kernel runs the same loop with one CTA per SM taking tiles from a ticket counter,
+//    so that one tile's loads overlap the previous tile's end; it serves short key sequences (see use_persistent).
 //  * attn_mma_kernel (the portable fallback): FlashAttention-2 style, 4 warps x 16 rows, mma.sync
 //    m16n8k16 with ldmatrix from padded shared memory filled by cp.async.
 // The host side picks the kernel, builds the TMA descriptors (cuTensorMapEncodeTiled: link with -lcuda)
@@ -361,6 +362,24 @@ constexpr float kLn2 = 0.69314718055994530942f;
 // MASK is a template parameter so that the blocks that need no mask (all but the last one or two of a row of
 // blocks) run a straight-line max: with a run-time flag, ptxas put a branch around the mask of every 8-column
 // chunk, 32 taken branches and a wasted FMNMX per block in the unmasked loop (SASS of v11, d128).
+// Keeps the softmax of block it ahead of wgmma.wait_group 0. ptxas, not the source order, decides where the wait
+// lands: with nothing tying them, it put most of the exp2s after the wait (v13's SASS: 13 of 66 exp2s before it at
+// d128, none in the persistent kernel), so the softmax waited for O += P V instead of overlapping it.
+// A shared-memory store of the row sums (which depend on every exp2 of the block) just before the wait keeps them
+// all ahead of it. That pays at d256 only (compare, H200, 2026-12-02: d256 x1.020, d128 x0.977, d64 x0.986, d96/192
+// x0.992; the persistent kernel at d <= 192 the same with or without it): KSEEK_FENCE_DIMS is a mask of head dims,
+// 1 = 64, 2 = 96, 4 = 128, 8 = 192, 16 = 256.
+#ifndef KSEEK_FENCE_DIMS
+#define KSEEK_FENCE_DIMS 16
+#endif
+template <int D> __host__ __device__ constexpr bool fence_softmax() {
+  return (KSEEK_FENCE_DIMS >> (D == 64 ? 0 : D == 96 ? 1 : D == 128 ? 2 : D == 192 ? 3 : 4)) & 1;
+}
+template <int D> __device__ __forceinline__ void softmax_done(const float (&l)[2], uint32_t my_word) {
+  if constexpr (fence_softmax<D>())  // each thread its own word: no two threads write one address
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(my_word), "f"(l[0] + l[1]) : "memory");
+}
+
 template <int NJ, bool MASK>
 __device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2], float (&l)[2], float (&alpha)[2],
                                                float scale_log2, int row0, int col0, int Sk, int causal, int diag) {
@@ -577,8 +596,10 @@ template <int D> struct WgShape {
   static constexpr int NCH = (D + 63) / 64, DP = NCH * 64;
   static constexpr int Q_BYTES = NCH * BM * 128;
   static constexpr int KV_BYTES = NCH * BN * 128;  // one K (or V) stage
-  // barriers: q_full, k/v full/empty per stage, and q_empty (the persistent kernel's)
-  static constexpr int SMEM = 1024 /*alignment slack*/ + Q_BYTES + 2 * ST * KV_BYTES + 8 * (2 + 4 * ST);
+  // barriers: q_full, k/v full/empty per stage, and q_empty (the persistent kernel's); then the persistent
+  // kernel's tile slot (4 ints: the producer tells the consumers which tile comes next) and softmax_done's words
+  static constexpr int SMEM = 1024 /*alignment slack*/ + Q_BYTES + 2 * ST * KV_BYTES + 8 * (2 + 4 * ST) + 16 + 4 * THREADS;
+  static_assert(KV_BYTES % 1024 == 0 && (8 * (2 + 4 * ST)) % 16 == 0, "the tile slot must be 16-byte aligned");
 };
 
 template <int D, typename T>
@@ -602,6 +623,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
   // lets the producer bring K(it+1) while O += P V(it-1) still reads V.
   auto k_empty = [&](int s) { return bar + 8 * (1 + 2 * ST + s); };
   auto v_empty = [&](int s) { return bar + 8 * (1 + 3 * ST + s); };
+  const uint32_t scratch = bar + 8 * (2 + 4 * ST) + 16;  // softmax_done's words, one per thread
 
   const int mblk = causal ? (gridDim.x - 1 - blockIdx.x) : blockIdx.x;
   const int h = blockIdx.y, b = blockIdx.z, hk = h / (Hq / Hkv);
@@ -750,6 +772,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
         softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
       else
         softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
+      softmax_done<D>(l, scratch + 4 * tid);
       wgmma_wait<0>();
       reg_fence(oacc);
       if (lane == 0) mbar_arrive(v_empty(sp));
@@ -782,7 +805,8 @@ template <int D, typename T>
 __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
     attn_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                                  const __grid_constant__ CUtensorMap tmV, T* __restrict__ o, float* __restrict__ lse,
-                                 int B, int Sq, int Sk, int Hq, int Hkv, int causal, float scale_log2) {
+                                 int B, int Sq, int Sk, int Hq, int Hkv, int causal, float scale_log2,
+                                 int* __restrict__ tickets, int section) {
   using S = WgShape<D>;
   constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, DP = S::DP;
   extern __shared__ unsigned char smem_raw[];
@@ -795,6 +819,8 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
   // Q's buffer is free again once every consumer warp has computed the tile's last S = Q K^T: the producer
   // then brings the next tile's Q while the consumers finish the softmax, the last O += P V and the stores.
   const uint32_t q_empty = bar + 8 * (1 + 4 * ST);
+  const uint32_t tile_slot = bar + 8 * (2 + 4 * ST);  // int4 {m0, h, b, nblocks}; nblocks < 0: no more tiles
+  const uint32_t scratch = tile_slot + 16;            // softmax_done's words, one per thread
   auto k_full = [&](int s) { return bar + 8 * (1 + s); };
   auto v_full = [&](int s) { return bar + 8 * (1 + ST + s); };
   // K and V slots are released separately: a K slot is free as soon as S = Q K^T has been computed, which
@@ -802,21 +828,29 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
   auto k_empty = [&](int s) { return bar + 8 * (1 + 2 * ST + s); };
   auto v_empty = [&](int s) { return bar + 8 * (1 + 3 * ST + s); };
 
-  // Tiles: (query block, head, batch), query blocks fastest, so the CTAs running at one time share a head's
-  // K and V in L2. One CTA per SM takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the ring of K/V stages,
-  // and Q, run on from one tile into the next, so the next tile's loads overlap this one's last blocks and its
-  // stores instead of every CTA starting with an idle load.
+  // Tiles: (query block, head, batch). One CTA per SM; its first tile is blockIdx.x, each next one the next ticket
+  // of a counter (gridDim.x + atomicAdd), taken by the producer as it starts a tile, so an SM that finishes early
+  // takes more tiles: with a static deal (tile blockIdx.x + k * gridDim.x) causal tiles of unequal length left
+  // SMs idle (v7: 0.53x to 0.66x at S 4096..16384). The order is the longest tiles first (causal: the last query
+  // blocks), in sections of `section` (batch, head) pairs whose K and V fit in L2 together, so the CTAs running
+  // at one time share them; without a mask every tile is as long, and a section is one head, query blocks fastest.
+  // The ring of K/V stages, and Q, run on from one tile into the next, so the next tile's loads overlap this
+  // one's last blocks and its stores instead of every CTA starting with an idle load.
   const int nmb = (Sq + BM - 1) / BM;
-  const int ntiles = nmb * Hq * B;
+  const int nhb = Hq * B;
+  const int ntiles = nmb * nhb;
   const int tid = threadIdx.x, wg = tid >> 7;
   const int diag = Sk - Sq;
   struct Tile { int m0, h, b, nblocks; };
   auto tile_at = [&](int t) {
+    const int per_section = section * nmb, first_hb = (t / per_section) * section;
+    const int width = min(section, nhb - first_hb), r = t - (t / per_section) * per_section;
+    const int rank = causal ? r / width : r % nmb;          // 0 = the longest query block
+    const int hb = first_hb + (causal ? r % width : r / nmb);
     Tile x;
-    const int mb = t % nmb, bh = t / nmb;
-    x.h = bh % Hq;
-    x.b = bh / Hq;
-    x.m0 = (causal ? nmb - 1 - mb : mb) * BM;  // heaviest causal blocks first
+    x.h = hb % Hq;
+    x.b = hb / Hq;
+    x.m0 = (causal ? nmb - 1 - rank : rank) * BM;  // causal: the last query blocks see the most keys
     const int n_end = causal ? min(Sk, x.m0 + BM + diag) : Sk;
     x.nblocks = n_end > 0 ? (n_end + BN - 1) / BN : 0;
     return x;
@@ -839,14 +873,26 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
     // Producer warpgroup: gives its registers to the consumers, one thread issues every copy.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
     if (tid == 0) {
-      int g = 0, ti = 0;  // K/V blocks and tiles with work issued so far: ring slot and barrier parities
-      for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
-        const Tile x = tile_at(t);
-        if (x.nblocks == 0) continue;
-        const int hk = x.h / (Hq / Hkv);
+      int g = 0, ti = 0;  // K/V blocks and tiles handed out so far: ring slot and barrier parities
+      for (int t = blockIdx.x;; ++ti) {
+        const Tile x = t < ntiles ? tile_at(t) : Tile{0, 0, 0, -1};
+        // The consumers read the slot right after q_full completes and arrive on q_empty only after that.
         mbar_wait(q_empty, (ti & 1) ^ 1);  // a fresh barrier passes parity 1 at once
-        mbar_expect_tx(q_full, S::Q_BYTES);
-        for (int c = 0; c < NCH; ++c) tma_load_4d(sQ + c * BM * 128, &tmQ, q_full, c * 64, x.h, x.m0, x.b);
+        asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(tile_slot), "r"(x.m0), "r"(x.h), "r"(x.b),
+                     "r"(x.nblocks) : "memory");
+        if (x.nblocks <= 0) {
+          mbar_arrive(q_full);  // nothing to load: the arrival alone completes the phase (and publishes the slot)
+          if (x.nblocks < 0) break;
+        } else {
+          mbar_expect_tx(q_full, S::Q_BYTES);
+          for (int c = 0; c < NCH; ++c) tma_load_4d(sQ + c * BM * 128, &tmQ, q_full, c * 64, x.h, x.m0, x.b);
+        }
+        // the next ticket, taken now so that its latency hides under this tile's loads; the last ticket of the
+        // launch (one past the end for every CTA: ntiles tickets in all) puts the counter back to 0 for the next
+        const int ticket = atomicAdd(tickets, 1);
+        if (ticket == ntiles - 1) atomicExch(tickets, 0);
+        const int next = gridDim.x + ticket;
+        const int hk = x.h / (Hq / Hkv);
         for (int it = 0; it < x.nblocks; ++it, ++g) {
           const int s = g % ST, ph = (g / ST) & 1;
           mbar_wait(k_empty(s), ph ^ 1);
@@ -858,7 +904,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
           for (int c = 0; c < NCH; ++c)
             tma_load_4d(sV + s * S::KV_BYTES + c * BN * 128, &tmV, v_full(s), c * 64, hk, it * BN, x.b);
         }
-        ++ti;
+        t = next;
       }
     }
   } else {
@@ -881,9 +927,21 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
       }
     };
     int g = 0, ti = 0;  // as the producer counts them
-    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
-      const Tile x = tile_at(t);
+    for (;; ++ti) {
+      mbar_wait(q_full, ti & 1);
+      // Lane 0 reads the slot and is the lane that later arrives on q_empty, so the read is ordered before the
+      // producer's next write by that thread's own release; the shuffle gives the tile to the other lanes.
+      Tile x{0, 0, 0, 0};
+      if (lane == 0)
+        asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(x.m0), "=r"(x.h), "=r"(x.b), "=r"(x.nblocks) : "r"(tile_slot) : "memory");
+      x.m0 = __shfl_sync(0xffffffffu, x.m0, 0);
+      x.h = __shfl_sync(0xffffffffu, x.h, 0);
+      x.b = __shfl_sync(0xffffffffu, x.b, 0);
+      x.nblocks = __shfl_sync(0xffffffffu, x.nblocks, 0);
+      if (x.nblocks < 0) break;
       const int m0 = x.m0, nblocks = x.nblocks;
+      if (nblocks == 0 && lane == 0) mbar_arrive(q_empty);  // no key for any row: the slot and Q are free now
       const int row0 = m0 + cw * 64 + wi * 16 + (lane >> 2);
 #pragma unroll
       for (int i = 0; i < DP / 2; ++i) oacc[i] = 0.f;
@@ -927,7 +985,6 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
 
       if (nblocks > 0) {
         const int s0 = g % ST;
-        mbar_wait(q_full, ti & 1);
         if constexpr (S::QREG) {
           load_q();  // Q's buffer is free for the next tile as soon as it is in registers
           __syncwarp();
@@ -976,6 +1033,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         else
           softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal,
                                        diag);
+        softmax_done<D>(l, scratch + 4 * tid);
         wgmma_wait<0>();
         reg_fence(oacc);
         if (lane == 0) mbar_arrive(v_empty(sp));
@@ -993,7 +1051,6 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         reg_fence(oacc);
         if (lane == 0) mbar_arrive(v_empty(sp));
         g += nblocks;
-        ++ti;
       }
       store_rows<DP / 8, T>(oacc, m, l, o + ((size_t)x.b * Sq * Hq + x.h) * D, lse + ((size_t)x.b * Hq + x.h) * Sq,
                             row0, Sq, Hq, D, lane);
@@ -1043,12 +1100,30 @@ template <int D, typename T> static int launch_mma(const Args& a) {
   return cudaLaunchKernel((const void*)attn_mma_kernel<D, T>, grid, dim3(128), args, smem, a.stream) == cudaSuccess ? 0 : 4;
 }
 
-// Persistent grid (one CTA per SM walking the tiles) or one CTA per tile (the hardware hands tiles to SMs as
-// they free up). Persistent pays where tiles are short: harness full grid (v8, H200), the 24 non-causal
-// scenarios with 256 < Sk <= 1024 or d > 64 with Sk <= 256: 1.087x geomean (Sk 113: 1.26x, 512: 1.03 to 1.13x,
-// 1000/1024: 1.00 to 1.06x). It loses on causal masks (tiles of different lengths dealt out statically leave
-// SMs idle at the end: 0.53x to 0.66x at S 4096..16384, bench of v7) and does not gain on longer keys.
-static bool use_persistent(const Args& a) { return !a.causal && a.Sk <= 1024; }
+// Persistent grid (one CTA per SM taking tiles) or one CTA per tile (the hardware hands tiles to SMs as they free
+// up). Persistent pays where tiles are short: v8 (H200, harness), the 24 non-causal scenarios with Sk <= 1024:
+// 1.087x geomean (Sk 113: 1.26x, 512: 1.03 to 1.13x, 1000/1024: 1.00 to 1.06x).
+#ifndef KSEEK_PERSIST_SK
+#define KSEEK_PERSIST_SK 1024  // longest key sequence served by the persistent kernel without a mask
+#endif
+#ifndef KSEEK_PERSIST_CAUSAL_SK
+#define KSEEK_PERSIST_CAUSAL_SK 3072  // and with the causal mask (head dims up to 192, and enough tiles)
+#endif
+#ifndef KSEEK_SECTION_MB
+#define KSEEK_SECTION_MB 24  // K and V bytes of one section of causal tiles (H200: 50 MB of L2); 0: one head
+#endif
+// With the causal mask the dynamic deal pays on short rows (compare, H200, 2026-12-02, against one CTA per tile:
+// S 512 x1.20 to 1.27, S 1000/1024 x1.07 to 1.15, S 2048 x1.01 to 1.06, S 3001 x1.01 to 1.05; S 4096 x0.97 to 1.02,
+// longer rows lose up to 14%), but not at d256 (x0.96 to 0.99 from S 1024 on), nor where there are too few tiles to
+// deal (Sq 113 against Sk 3001: 64 tiles, x0.92).
+static bool use_persistent(const Args& a, long long ntiles, int sms) {
+  if (!a.causal) return a.Sk <= KSEEK_PERSIST_SK;
+  return a.D <= 192 && a.Sk <= KSEEK_PERSIST_CAUSAL_SK && ntiles >= 2LL * sms;
+}
+
+// The persistent kernel's ticket counters: each launch takes the next of 64, and its last ticket puts it back to
+// 0, so launches on different streams at the same time use different counters (up to 64 in flight at once).
+__device__ int g_tickets[64];
 
 template <int D, typename T> static int launch_wgmma(const Args& a) {
   using S = WgShape<D>;
@@ -1069,18 +1144,25 @@ template <int D, typename T> static int launch_wgmma(const Args& a) {
   float* lse = a.lse;
   int B = a.B, Sq = a.Sq, Sk = a.Sk, Hq = a.Hq, Hkv = a.Hkv, causal = a.causal;
   float sl2 = a.scale_log2;
-  if (use_persistent(a)) {
-    static int sms = 0;
-    if (!sms) {
-      int dev = 0;
-      if (cudaGetDevice(&dev) != cudaSuccess ||
-          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-        return 3;
-    }
-    const long long ntiles = (long long)((a.Sq + S::BM - 1) / S::BM) * a.Hq * a.B;
+  static int sms = 0;
+  if (!sms) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+      return 3;
+  }
+  const long long ntiles = (long long)((a.Sq + S::BM - 1) / S::BM) * a.Hq * a.B;
+  if (use_persistent(a, ntiles, sms)) {
     if (ntiles > 0x7fffffff) return 1;
+    static int* tickets = nullptr;
+    if (!tickets && cudaGetSymbolAddress((void**)&tickets, g_tickets) != cudaSuccess) return 3;
+    static unsigned launches = 0;
+    int* counter = tickets + (__atomic_fetch_add(&launches, 1u, __ATOMIC_RELAXED) % 64);
+    const long long kv_bytes = 4LL * a.Sk * D;  // one (batch, head)'s K and V, 2 bytes an element
+    int section = (int)(KSEEK_SECTION_MB * 1048576LL / kv_bytes);
+    section = section < 1 ? 1 : (section > a.Hq * a.B ? a.Hq * a.B : section);
     dim3 grid((unsigned)(ntiles > sms ? sms : ntiles));
-    void* args[] = {&mq, &mk, &mv, &o, &lse, &B, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2};
+    void* args[] = {&mq, &mk, &mv, &o, &lse, &B, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &counter, &section};
     return cudaLaunchKernel((const void*)attn_wgmma_persistent_kernel<D, T>, grid, dim3(S::THREADS), args, S::SMEM,
                             a.stream) == cudaSuccess
                ? 0

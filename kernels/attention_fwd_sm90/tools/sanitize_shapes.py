@@ -1,5 +1,5 @@
 """Small shapes for compute-sanitizer: every head dim, both masks, GQA, Sq != Sk both ways, decode, and the
-persistent path with more tiles than SMs (so a CTA walks several tiles). Run on the GPU machine:
+persistent path with more tiles than SMs (so a CTA walks several tiles, causal too). Run on the GPU machine:
 
     compute-sanitizer --tool memcheck --kernel-name kns=attn_ python3 tools/sanitize_shapes.py LIB.so
 
@@ -26,6 +26,9 @@ SHAPES = [  # B, Sq, Sk, Hq, Hkv, D, causal
     (1, 257, 257, 2, 2, 256, False),
     (1, 256, 512, 70, 70, 128, False),  # persistent: 140 tiles on 132 SMs
     (1, 384, 384, 70, 70, 64, False),  # persistent, 3 consumer warpgroups
+    (1, 512, 512, 140, 140, 64, True),  # persistent causal (v15): 420 tiles dealt by the ticket counter
+    (1, 384, 384, 140, 140, 128, True),  # likewise, 2 consumer warpgroups
+    (1, 600, 300, 140, 140, 128, True),  # persistent causal with tiles whose rows see no key (Sq > Sk)
 ]
 
 
