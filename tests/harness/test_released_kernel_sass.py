@@ -1,0 +1,59 @@
+"""Where ptxas puts the released kernel's softmax (kernels/attention_fwd_sm90/README.md, "Where ptxas puts the
+softmax"): at d256 every exp2 of a key block must run between wgmma.wait_group 1 and 0, under O += P V. v15's
+shared store of the row sums is what holds them there (x1.020 at d256 on the H200); without it ptxas moves most
+of them after the wait. Needs nvcc (CI has it) and the cuobjdump/nvdisasm wheels of the dev dependencies."""
+
+import importlib.util
+from pathlib import Path
+
+from kernels.load import ATTENTION_SM90, build
+
+from .conftest import needs_nvcc
+
+TOOL = Path(__file__).resolve().parents[2] / "kernels" / "attention_fwd_sm90" / "tools" / "exp2_placement.py"
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("exp2_placement", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_counts_only_the_exp2s_between_a_wait_one_and_the_next_wait_zero():
+    t = _tool()
+    ins = [
+        "MUFU.EX2 R1, R2",  # before any wait: not counted
+        "WARPGROUP.DEPBAR.LE gsb0, 0x1",
+        "MUFU.EX2 R3, R4",
+        "FMUL R5, R6, R7",
+        "MUFU.EX2 R8, R9",
+        "WARPGROUP.DEPBAR.LE gsb0, 0x0",
+        "MUFU.EX2 R10, R11",  # after the wait: not counted
+        "WARPGROUP.DEPBAR.LE gsb0, 0x0",  # a wait 0 with no wait 1 before it: no entry
+        "WARPGROUP.DEPBAR.LE gsb0, 0x1",
+        "WARPGROUP.DEPBAR.LE gsb0, 0x0",
+    ]
+    assert t.exp2_between_waits(ins) == [2, 0]
+
+
+def test_functions_split_cuobjdump_output_by_function():
+    t = _tool()
+    sass = (
+        "\n\t\tFunction : _Zfoo\n        /*0000*/                   MOV R1, c[0x0][0x28] ;   /* 0x00 */\n"
+        "        /*0010*/                   MUFU.EX2 R2, R3 ;   /* 0x00 */\n"
+        "\n\t\tFunction : _Zbar\n        /*0000*/                   EXIT ;   /* 0x00 */\n"
+    )
+    assert t.functions(sass) == {"_Zfoo": ["MOV R1, c[0x0][0x28]", "MUFU.EX2 R2, R3"], "_Zbar": ["EXIT"]}
+
+
+@needs_nvcc
+def test_at_d256_every_exp2_of_the_block_runs_under_p_v():
+    placement = _tool().placement(build(ATTENTION_SM90))
+    # every wgmma kernel instance is there: two kernels x five head dims x two dtypes
+    assert len(placement) == 20, sorted(placement)
+    # d256 takes 64 keys a block: each thread computes 32 P values and 2 alphas (one per row), all exp2s
+    for kernel in ("attn_wgmma_kernel", "attn_wgmma_persistent_kernel"):
+        for dtype in ("bf16", "fp16"):
+            counts = placement[f"{kernel}<256, {dtype}>"]
+            assert counts and all(n == 64 // 2 + 2 for n in counts), (kernel, dtype, counts)
