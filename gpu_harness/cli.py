@@ -179,7 +179,7 @@ def cmd_task_check(args) -> int:
     print(f"  scenarios  {len(spec.scenarios)} ({len(spec.quick_ids)} quick)")
     print(f"  baselines  {', '.join(b.describe(spec.folder) for b in spec.baselines.values())}")
     print(f"             default: {', '.join(spec.default_baselines) or 'none'}")
-    print(f"  tolerance  {spec.tolerance.describe()}")
+    print(f"  tolerance  {spec.describe_tolerance()}")
     print(f"  goal       {spec.goal_speedup:g}x over {spec.goal_baseline}")
     print(f"  starting   {task.starting_kernel} ({built or 'not built'})")
     if spec.cheats:

@@ -293,21 +293,50 @@ class ScenarioSpec:
 
 @dataclass(frozen=True)
 class Tolerance:
+    """The rule one output (or, written once for the task, every output) is judged by."""
+
     rule: str  # "baseline" (k x a baseline's own error + floor), "rel_l2" (a fixed bound), "allclose"
     baseline: str = ""
     factor: float = 2.0
-    floor: float = 0.0
-    default_error: float = 1e-6  # used when the baseline's own error could not be measured
+    floor: float | ByScenario = 0.0  # a number, or one chosen by a scenario symbol ({by = "dtype", ...})
+    default_error: float | ByScenario = 1e-6  # used when no baseline's own error could be measured
     rel_l2: float = 0.0
     atol: float = 0.0
     rtol: float = 0.0
+    # the baseline rule's further choices:
+    fallbacks: tuple[str, ...] = ()  # baselines tried in turn when `baseline` cannot run the scenario
+    sanity: float | None = None  # an error above sanity x default_error: that baseline cannot do the scenario
+    # "each": measured afresh on the inputs of every output judged; "once": on seed a's inputs, the bound then
+    # held for seed b and the timed calls' spot checks (what attention_fwd has always done)
+    measure: str = "each"
+
+    @property
+    def baselines(self) -> tuple[str, ...]:
+        """The baselines whose error may set the bound, in the order they are tried."""
+        return (self.baseline, *self.fallbacks)
+
+    def floor_on(self, params: dict) -> float:
+        return float(self.floor(params) if isinstance(self.floor, ByScenario) else self.floor)
+
+    def default_error_on(self, params: dict) -> float:
+        d = self.default_error
+        return float(d(params) if isinstance(d, ByScenario) else d)
 
     def describe(self) -> str:
         if self.rule == "baseline":
-            return f"{self.factor:g} x {self.baseline}'s own error + {self.floor:g}"
+            who = f"{self.baseline}'s" + "".join(f" (else {f}'s)" for f in self.fallbacks)
+            where = " on seed a's inputs" if self.measure == "once" else ""
+            return f"{self.factor:g} x {who} own error{where} + {_number_text(self.floor)}"
         if self.rule == "rel_l2":
             return f"relative L2 error <= {self.rel_l2:g}"
         return f"|out - ref| <= {self.atol:g} + {self.rtol:g} x |ref|, element by element"
+
+
+def _number_text(value) -> str:
+    """A number, or a mapping of numbers (bf16 2e-04, fp16 3e-05), as a description shows it."""
+    if isinstance(value, ByScenario):
+        return "(" + ", ".join(f"{k} {v:g}" for k, v in value.choices.items()) + ")"
+    return f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -316,8 +345,16 @@ class Baseline:
     function: str = ""  # a function of reference.py, called like the kernel (writes the outputs)
     kernel: Path | None = None  # a source the harness compiles like a candidate
     warm: bool = False  # its first call of a shape is slow: the child calls it once while the judge works
+    # function baselines: modules that must import for it to run (else it is n/a here, with a note saying why)
+    requires: tuple[str, ...] = ()
+    # it may raise on a configuration it cannot run: n/a there for the timing, skipped by a tolerance rule that
+    # names it (the next baseline of the rule is tried); the self check reports it instead of failing
+    may_refuse: bool = False
+    description: str = ""  # what it is, as a reader is shown (default: where it comes from)
 
     def describe(self, folder: Path) -> str:
+        if self.description:
+            return self.description
         if self.function:
             return f"{self.name} (reference.py:{self.function})"
         return f"{self.name} (kernel {_relative(self.kernel, folder)})"
@@ -337,7 +374,8 @@ class TaskSpec:
     reference_precision: str  # "float64" or "float32": float inputs reach the reference as copies of it
     scenarios: tuple[ScenarioSpec, ...]
     quick_ids: tuple[str, ...]
-    tolerance: Tolerance
+    tolerance: Tolerance | None  # the one rule of every output; None when each output has its own
+    tolerances: dict  # output name -> its Tolerance (every output, in ABI order)
     baselines: dict  # name -> Baseline, in the order written
     default_baselines: tuple[str, ...]
     flops: Formula
@@ -383,6 +421,12 @@ class TaskSpec:
         """The argument's dtype in this scenario: its own, or the one its mapping chooses. Every reader of a dtype
         (making inputs and outputs, byte counts, the judge's checks) goes through here."""
         return arg.dtype(params) if isinstance(arg.dtype, ByScenario) else arg.dtype
+
+    def describe_tolerance(self) -> str:
+        """The tolerance rule(s) as a reader is shown them: one rule, or each output's."""
+        if self.tolerance is not None:
+            return self.tolerance.describe()
+        return "; ".join(f"{name}: {rule.describe()}" for name, rule in self.tolerances.items())
 
     def smallest_scenario(self) -> ScenarioSpec:
         """The scenario with the fewest tensor elements (where the reference is tried first)."""
@@ -516,7 +560,7 @@ class _SpecReader:
         scenarios, quick = self.read_scenarios(args)
         flops, nbytes = self.read_formulas(scenarios)
         baselines, defaults = self.read_baselines()
-        tolerance = self.read_tolerance(baselines)
+        tolerances, uniform = self.read_tolerance(baselines, args, scenarios)
         goal_baseline, goal_speedup = self.read_goal(baselines)
         timing, host_clock, (base_s, min_rate) = self.read_timing()
         child_env = self.read_child()
@@ -537,7 +581,8 @@ class _SpecReader:
             reference_precision=reference_precision,
             scenarios=tuple(scenarios),
             quick_ids=tuple(quick),
-            tolerance=tolerance,
+            tolerance=uniform,
+            tolerances=tolerances,
             baselines=baselines,
             default_baselines=tuple(defaults),
             flops=flops,
@@ -1008,26 +1053,43 @@ class _SpecReader:
             if not isinstance(item, dict):
                 self.problem(where, 'expected a table: {function = "..."} or {kernel = "file"}', line)
                 continue
-            unknown = [k for k in item if k not in ("function", "kernel", "warm")]
+            unknown = [
+                k for k in item if k not in ("function", "kernel", "warm", "requires", "may_refuse", "description")
+            ]
             if unknown:
                 self.problem(where, f"unknown field(s) {', '.join(unknown)}", line)
             if ("function" in item) == ("kernel" in item):
                 self.problem(where, "give exactly one of function (in reference.py) or kernel (a source file)", line)
                 continue
-            warm = item.get("warm", False)
-            if not isinstance(warm, bool):
-                self.problem(f"{where}.warm", "true or false", line)
-                warm = False
+            flags = {}
+            for key in ("warm", "may_refuse"):
+                flags[key] = item.get(key, False)
+                if not isinstance(flags[key], bool):
+                    self.problem(f"{where}.{key}", "true or false", line)
+                    flags[key] = False
+            description = item.get("description", "")
+            if not isinstance(description, str):
+                self.problem(f"{where}.description", "a line of text", line)
+                description = ""
+            requires = item.get("requires", [])
+            requires = [requires] if isinstance(requires, str) else requires
+            if not isinstance(requires, list) or not all(
+                isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in requires
+            ):
+                self.problem(f"{where}.requires", 'module names, e.g. ["flash_attn_interface"]', line)
+                requires = []
             if "function" in item:
                 fn = item["function"]
                 if not isinstance(fn, str) or not fn.isidentifier():
                     self.problem(f"{where}.function", f"{fn!r} is not a function name", line)
                     continue
-                out[name] = Baseline(name, function=fn, warm=warm)
+                out[name] = Baseline(name, function=fn, requires=tuple(requires), description=description, **flags)
             else:
+                if requires or flags["may_refuse"]:
+                    self.problem(where, "requires and may_refuse are a function baseline's", line)
                 path = self.file_field(f"{where}.kernel", item["kernel"], line)
                 if path is not None:
-                    out[name] = Baseline(name, kernel=path, warm=warm)
+                    out[name] = Baseline(name, kernel=path, warm=flags["warm"], description=description)
         defaults = b.get("default", list(out))
         dline = self.lines.key("default", head)
         if not isinstance(defaults, list) or not all(isinstance(d, str) for d in defaults):
@@ -1038,48 +1100,132 @@ class _SpecReader:
                 self.problem("baselines.default", f"{d!r} is not a baseline (known: {', '.join(out)})", dline)
         return out, defaults
 
-    def read_tolerance(self, baselines: dict) -> Tolerance:
+    def read_tolerance(self, baselines: dict, args: list[Arg], scenarios) -> tuple[dict, Tolerance | None]:
+        """[tolerance]: one rule for every output, or a table per output ([tolerance.o], [tolerance.lse]).
+        Returns (output name -> rule, the one rule or None)."""
         t = self.table("tolerance")
         head = self.lines.header("tolerance")
+        outputs = [a.name for a in args if a.kind == "output"]
+        per_output = {k: v for k, v in t.items() if isinstance(v, dict)}
+        if not per_output:
+            rule = self.read_rule(t, "tolerance", head, baselines, scenarios)
+            return {name: rule for name in outputs}, rule
+        for key in t:
+            if key not in per_output:
+                self.problem(
+                    f"tolerance.{key}",
+                    "either one rule for every output or a table per output ([tolerance.<output>]), not both",
+                    self.lines.key(key, head),
+                )
+        rules = {}
+        for name, table in per_output.items():
+            section = f"tolerance.{name}"
+            line = self.lines.header(section) or self.lines.key(name, head)
+            if name not in outputs:
+                self.problem(section, f"{name!r} is not an output (outputs: {', '.join(outputs)})", line)
+                continue
+            rules[name] = self.read_rule(table, section, line, baselines, scenarios)
+        missing = [n for n in outputs if n not in per_output]
+        if missing:
+            self.problem("tolerance", f"no rule for output(s) {', '.join(missing)}: each output needs one", head)
+        held = [n for n, r in rules.items() if r.measure == "once"]
+        if len(held) > 1:
+            self.problem(
+                "tolerance",
+                f'measure = "once" on {", ".join(held)}: one output at most (its bound is the one seed b and the'
+                " timed calls are held to)",
+                head,
+            )
+        return {n: rules[n] for n in outputs if n in rules}, None
+
+    def read_rule(self, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
+        """One tolerance rule from its table (`section` names it in problems)."""
 
         def number(key, default=None):
             v = t.get(key, default)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 self.problem(
-                    f"tolerance.{key}", f"expected a number >= 0, got {v!r}", self.lines.key(key, head) or head
+                    f"{section}.{key}", f"expected a number >= 0, got {v!r}", self.lines.key(key, head) or head
                 )
                 return 0.0
             return float(v)
 
+        def number_or_mapping(key, default):
+            """A number >= 0, or numbers chosen by a scenario symbol ({by = "dtype", bf16 = 2e-4, ...})."""
+            v = t.get(key, default)
+            if not isinstance(v, dict):
+                return number(key, default)
+            line = self.lines.key(key, head) or head
+
+            def problem_of(choice):
+                ok = not isinstance(choice, bool) and isinstance(choice, (int, float)) and math.isfinite(choice)
+                return None if ok and choice >= 0 else f"expected a number >= 0, got {choice!r}"
+
+            mapping = self.read_mapping(f"{section}.{key}", v, line, problem_of)
+            if mapping is None or not self.check_mapping(f"{section}.{key}", mapping, line, scenarios):
+                return 0.0
+            return ByScenario(mapping.by, {k: float(c) for k, c in mapping.choices.items()})
+
         if "baseline" in t:
-            name = t["baseline"]
-            if name not in baselines or not baselines[name].function:
-                self.problem(
-                    "tolerance.baseline",
-                    f"{name!r} is not a function baseline (known: "
-                    f"{', '.join(n for n, b in baselines.items() if b.function) or 'none'})",
-                    self.lines.key("baseline", head),
-                )
+            named = t["baseline"]
+            names = named if isinstance(named, list) else [named]
+            functions = [n for n, b in baselines.items() if b.function]
+            bline = self.lines.key("baseline", head)
+            if not names or not all(isinstance(n, str) for n in names):
+                self.problem(f"{section}.baseline", "a baseline's name, or a list of names tried in turn", bline)
+                names = [""]
+            for name in names:
+                if name not in baselines or not baselines[name].function:
+                    self.problem(
+                        f"{section}.baseline",
+                        f"{name!r} is not a function baseline (known: {', '.join(functions) or 'none'})",
+                        bline,
+                    )
             factor = number("factor", 2.0)
             if factor < 1.0:
                 self.problem(
-                    "tolerance.factor", "below 1: the baseline itself would fail", self.lines.key("factor", head)
+                    f"{section}.factor", "below 1: the baseline itself would fail", self.lines.key("factor", head)
                 )
-            self.only(t, head, {"baseline", "factor", "floor", "default_error"})
+            measure = t.get("measure", "each")
+            if measure not in ("each", "once"):
+                self.problem(
+                    f"{section}.measure",
+                    f'{measure!r}: "each" (on every output judged) or "once" (on seed a, then held)',
+                    self.lines.key("measure", head),
+                )
+                measure = "each"
+            sanity = None
+            if "sanity" in t:
+                sanity = number("sanity")
+                if sanity < 1.0:
+                    self.problem(
+                        f"{section}.sanity",
+                        "below 1: a baseline as good as default_error would be refused",
+                        self.lines.key("sanity", head),
+                    )
+            self.only(
+                t,
+                head,
+                {"baseline", "factor", "floor", "default_error", "measure", "sanity"},
+                section=section,
+            )
             return Tolerance(
                 "baseline",
-                baseline=str(name),
+                baseline=str(names[0]),
                 factor=factor,
-                floor=number("floor", 0.0),
-                default_error=number("default_error", 1e-6),
+                floor=number_or_mapping("floor", 0.0),
+                default_error=number_or_mapping("default_error", 1e-6),
+                fallbacks=tuple(str(n) for n in names[1:]),
+                sanity=sanity,
+                measure=measure,
             )
         if "rel_l2" in t:
-            self.only(t, head, {"rel_l2"})
+            self.only(t, head, {"rel_l2"}, section=section)
             return Tolerance("rel_l2", rel_l2=number("rel_l2"))
         if "atol" in t or "rtol" in t:
-            self.only(t, head, {"atol", "rtol"})
+            self.only(t, head, {"atol", "rtol"}, section=section)
             return Tolerance("allclose", atol=number("atol", 0.0), rtol=number("rtol", 0.0))
-        self.problem("tolerance", "give baseline (+ factor, floor), rel_l2, or atol/rtol", head)
+        self.problem(section, "give baseline (+ factor, floor), rel_l2, or atol/rtol", head)
         return Tolerance("rel_l2", rel_l2=0.0)
 
     def only(
@@ -1172,7 +1318,6 @@ class _SpecReader:
         """Every mapping's `by` is a scenario symbol and has a choice for each scenario's value of it; returns the
         names of the arguments whose mapping is not (their values cannot be computed on every scenario)."""
         bad = set()
-        known = list(dict.fromkeys(k for sc in scenarios for k in sc.params))
         if not scenarios:
             return bad
         for i, a in enumerate(args):
@@ -1182,30 +1327,37 @@ class _SpecReader:
                 if not isinstance(mapping, ByScenario):
                     continue
                 fieldname, kline = f"args.{a.name}.{key}", self.lines.key(key, line)
-                if mapping.by not in known:
-                    self.problem(
-                        fieldname, f"by = {mapping.by!r} is no scenario symbol (known: {', '.join(known)})", kline
-                    )
-                    bad.add(a.name)
-                    continue
-                lacking = [sc for sc in scenarios if mapping.by in sc.params]
-                lacking = [sc for sc in lacking if value_key(sc.params[mapping.by]) not in mapping.choices]
-                unseen = [sc.id for sc in scenarios if mapping.by not in sc.params]
-                if unseen:
-                    self.problem(
-                        fieldname, f"symbol {mapping.by!r} is not defined by scenario(s) {', '.join(unseen[:3])}", kline
-                    )
-                    bad.add(a.name)
-                if lacking:
-                    values = ", ".join(dict.fromkeys(value_key(sc.params[mapping.by]) for sc in lacking))
-                    self.problem(
-                        fieldname,
-                        f"{mapping.by} = {values} (scenario {lacking[0].id}) has no choice "
-                        f"(the mapping gives {', '.join(mapping.choices)})",
-                        kline,
-                    )
+                if not self.check_mapping(fieldname, mapping, kline, scenarios):
                     bad.add(a.name)
         return bad
+
+    def check_mapping(self, fieldname: str, mapping: ByScenario, line, scenarios: list[ScenarioSpec]) -> bool:
+        """The mapping's `by` is a symbol every scenario defines, and each scenario's value of it has a choice."""
+        known = list(dict.fromkeys(k for sc in scenarios for k in sc.params))
+        if not scenarios:
+            return True
+        if mapping.by not in known:
+            self.problem(fieldname, f"by = {mapping.by!r} is no scenario symbol (known: {', '.join(known)})", line)
+            return False
+        ok = True
+        unseen = [sc.id for sc in scenarios if mapping.by not in sc.params]
+        if unseen:
+            self.problem(
+                fieldname, f"symbol {mapping.by!r} is not defined by scenario(s) {', '.join(unseen[:3])}", line
+            )
+            ok = False
+        lacking = [sc for sc in scenarios if mapping.by in sc.params]
+        lacking = [sc for sc in lacking if value_key(sc.params[mapping.by]) not in mapping.choices]
+        if lacking:
+            values = ", ".join(dict.fromkeys(value_key(sc.params[mapping.by]) for sc in lacking))
+            self.problem(
+                fieldname,
+                f"{mapping.by} = {values} (scenario {lacking[0].id}) has no choice "
+                f"(the mapping gives {', '.join(mapping.choices)})",
+                line,
+            )
+            ok = False
+        return ok
 
     def check_symbols(
         self, args: list[Arg], scenarios: list[ScenarioSpec], bad_choices: set[str] = frozenset()

@@ -130,6 +130,11 @@ class CpuDataTask(DataTask):
 
         return np.asarray(value)
 
+    def _is_array(self, value) -> bool:
+        import numpy as np
+
+        return isinstance(value, np.ndarray)
+
     def _is_float(self, arr) -> bool:
         return arr.dtype.kind == "f"
 

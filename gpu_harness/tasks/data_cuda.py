@@ -166,6 +166,9 @@ class CudaDataTask(DataTask):
             raise TaskError(f"the reference returned a {type(value).__name__}, not a torch tensor")
         return value.to(self._device())
 
+    def _is_array(self, value) -> bool:
+        return isinstance(value, torch_module().Tensor)
+
     def _is_float(self, t) -> bool:
         return t.is_floating_point()
 

@@ -56,7 +56,7 @@ class DataTask(Task):
         self.symbol = spec.symbol
         self.abi = spec.abi()
         self.description = spec.description
-        self.tolerance_text = spec.tolerance.describe()
+        self.tolerance_text = spec.describe_tolerance()
         self.flops_text = spec.flops.text
         self.starting_kernel = spec.starting_kernel or self._stub_file()
         self.default_baselines = spec.default_baselines
@@ -118,7 +118,13 @@ class DataTask(Task):
     # ---- baselines ----
     def baseline_availability(self, names):
         known = self.spec.baselines
-        return {n: (None if n in known else f"unknown baseline {n!r} (known: {', '.join(known)})") for n in names}
+        out = {}
+        for n in names:
+            if n not in known:
+                out[n] = f"unknown baseline {n!r} (known: {', '.join(known)})"
+            else:
+                out[n] = _import_note(known[n].requires)
+        return out
 
     def baseline_libs(self, names) -> dict[str, str]:
         from ..build import build
@@ -145,6 +151,8 @@ class DataTask(Task):
                     out[name] = f"{name} baseline library not loaded"
                     continue
                 out[name] = _kernel_call(self, libs[name], inputs, self.new_outputs(params), params, name)
+            elif (note := _import_note(b.requires)) is not None:
+                out[name] = note
             else:
                 fn = self.function(b.function)
                 kwargs = {**inputs, **self.new_outputs(params), **self.scalar_values(params)}
@@ -163,14 +171,51 @@ class DataTask(Task):
                 f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def run_function_baseline(self, name: str, params: dict, inputs: dict, outputs: dict) -> None:
+    def run_function_baseline(self, name: str, params: dict, inputs: dict, outputs: dict):
+        """Call the function baseline like the kernel; what it returns (None when it wrote `outputs` in place)."""
         fn = self.function(self.spec.baselines[name].function)
         try:
-            fn(**inputs, **outputs, **self.scalar_values(params))
+            return fn(**inputs, **outputs, **self.scalar_values(params))
         except Exception as e:
             raise TaskError(
                 f"baseline {name} raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
+
+    def baseline_outputs(self, name: str, params: dict, inputs: dict) -> dict:
+        """A function baseline's outputs on `inputs`, by name: those it wrote in place, or those it returned (a
+        dict by name, which may give some outputs only, a tuple in the ABI's order, or one array for a task of
+        one output), each of the ABI's shape; TaskError otherwise."""
+        outs = self.new_outputs(params)
+        got = self.run_function_baseline(name, params, inputs, outs)
+        if got is None:
+            return outs
+        names = list(self.output_names)
+        if isinstance(got, dict):
+            unknown = [k for k in got if k not in names]
+            if unknown:
+                raise TaskError(
+                    f"baseline {name} returned {', '.join(map(str, unknown))}: not outputs ({', '.join(names)})"
+                )
+            returned = dict(got)
+        elif isinstance(got, (tuple, list)):
+            if len(got) != len(names):
+                raise TaskError(f"baseline {name} returned {len(got)} values for {len(names)} output(s)")
+            returned = dict(zip(names, got, strict=True))
+        elif len(names) == 1:
+            returned = {names[0]: got}
+        else:
+            raise TaskError(f"baseline {name} returned one value for {len(names)} outputs: return a dict by name")
+        for o in self.spec.outputs:
+            if o.name not in returned:
+                continue
+            arr = returned[o.name]
+            want = self.spec.shape(o, params)
+            if tuple(getattr(arr, "shape", ())) != want or not self._is_array(arr):
+                got_text = f"shape {tuple(arr.shape)}" if hasattr(arr, "shape") else type(arr).__name__
+                raise TaskError(
+                    f"baseline {name} returned {o.name} as {got_text}, the ABI says {want} on {_params(params)}"
+                )
+        return returned
 
     # ---- reference.py ----
     def module(self):
@@ -247,10 +292,15 @@ class DataTask(Task):
         self.reference_outputs(params, inputs)
         facts = {"scenario": sc.id, "device": self.judge_device()}
         for name, b in self.spec.baselines.items():
-            if not b.function:
+            if not b.function or _import_note(b.requires) is not None:
+                continue  # a library not installed here: n/a for the timing, not a broken task
+            try:
+                outs = self.baseline_outputs(name, params, inputs)
+            except TaskError as e:
+                if not b.may_refuse:
+                    raise
+                facts.setdefault("refused", {})[name] = str(e).splitlines()[0][:200]
                 continue
-            outs = self.new_outputs(params)
-            self.run_function_baseline(name, params, inputs, outs)
             unwritten = [n for n, a in outs.items() if self._is_float(a) and self._any_nan(a)]
             if unwritten:
                 raise TaskError(f"baseline {name} left {', '.join(unwritten)} unwritten (NaN) on {sc.id}")
@@ -289,46 +339,164 @@ class DataTask(Task):
         # a spot check is a full check: a task as data has no cheaper reference to sample from
         inputs = self.make_inputs(params, seed)
         ref = self.reference_outputs(params, inputs)
-        rule = self.spec.tolerance
-        details = {}
-        if rule.rule == "baseline":
-            # on these very inputs, for every output judged (seed b and timed calls too, whatever bound seed a
-            # set): where a few elements carry the norm (a short row, a softmax with one large entry) a correct
-            # kernel's error moves with the inputs as much as the baseline's does (H200, softmax_rows r1_c4097:
-            # a timed call's 3.3e-3 against 2.2e-3 from seed a's inputs)
-            details[f"{rule.baseline}_error"] = base_err = self._baseline_error(rule.baseline, params, inputs, ref)
-            base = base_err if base_err is not None and math.isfinite(base_err) else rule.default_error
-            tolerance = rule.factor * base + rule.floor
-        elif tolerance is None:
-            if rule.rule == "rel_l2":
-                tolerance = rule.rel_l2
-            else:
-                tolerance = 1.0  # allclose: the error is the worst |out - ref| / (atol + rtol |ref|)
+        return self.judge_against(params, inputs, ref, outputs, tolerance)
+
+    def judge_against(self, params, inputs, ref, outputs, tolerance=None, first_baseline=None) -> Judgement:
+        """The Judgement of `outputs` against the reference `ref` of `inputs`. `tolerance`: the bound seed a set
+        (see held_outputs); `first_baseline`: the first tolerance baseline's outputs on these inputs, where they
+        were computed ahead of the judge."""
+        bounds, details = self.bounds(params, inputs, ref, tolerance, first_baseline)
+        wrong = self.wrong_output(params, outputs, ref)
+        if wrong:
+            return Judgement(False, None, bounds[self.headline_output()], wrong)
+        cmps = {o.name: self._compare(o.name, outputs[o.name], ref[o.name]) for o in self.spec.outputs}
+        return self.verdict(cmps, bounds, details, outputs, ref)
+
+    def wrong_output(self, params, outputs, ref) -> str | None:
+        """Why the outputs cannot be compared (one missing, or not of the reference's shape and the ABI's dtype)."""
         for o in self.spec.outputs:
             cand = outputs.get(o.name)
             dtype = self.spec.dtype(o, params)
             wrong = "missing" if cand is None else self._not_like(cand, dtype, ref[o.name])
             if wrong:
-                expected = f"shape {tuple(ref[o.name].shape)} {dtype}"
-                return Judgement(False, None, tolerance, f"{o.name}: output has {wrong}, expected {expected}")
-        cmps: list[Comparison] = [self._compare(o.name, outputs[o.name], ref[o.name]) for o in self.spec.outputs]
+                return f"{o.name}: output has {wrong}, expected shape {tuple(ref[o.name].shape)} {dtype}"
+        return None
+
+    def bounds(self, params, inputs, ref, tolerance=None, first_baseline=None) -> tuple[dict, dict]:
+        """(output name -> its bound, details: the baselines' errors that set them)."""
+        details = {}
+        held = self.held_outputs()
+        if self.spec.tolerance is not None:
+            given = tolerance if held else None
+            rule, names = self.spec.tolerance, list(self.output_names)
+            bound = self._bound(rule, names, params, inputs, ref, given, details, first_baseline)
+            return {n: bound for n in self.output_names}, details
+        bounds = {
+            name: self._bound(
+                rule, [name], params, inputs, ref, tolerance if name in held else None, details, first_baseline
+            )
+            for name, rule in self.spec.tolerances.items()
+        }
+        return bounds, details
+
+    def verdict(self, cmps: dict, bounds: dict, details: dict, outputs, ref) -> Judgement:
+        """The Judgement from each output's comparison with its reference (`cmps`: name -> Comparison, in ABI
+        order), each output held to its bound; `outputs` and `ref` serve the allclose rule's element check."""
+        if self.spec.tolerance is not None:
+            return self._uniform_verdict(cmps, bounds, details, outputs, ref)
+        ok, reason, errors = True, None, {}
+        for name, c in cmps.items():
+            rule = self.spec.tolerances[name]
+            if rule.rule == "allclose":
+                errors[name] = self._allclose_ratio(outputs[name], ref[name], rule.atol, rule.rtol)
+            else:
+                errors[name] = c.rel_error
+            if not ok:
+                continue
+            ok, reason = judge_outputs([c], {name: math.inf if rule.rule == "allclose" else bounds[name]})
+            if ok and rule.rule == "allclose" and not errors[name] <= bounds[name]:
+                ok = False
+                reason = (
+                    f"{name}: some elements differ by more than {rule.atol:g} + {rule.rtol:g} x |ref|"
+                    f" (worst x{errors[name]:.3g})"
+                )
+        head = self.headline_output()
+        details.update({f"{n}_error": e for n, e in errors.items() if n != head})
+        return Judgement(ok, errors[head], bounds[head], reason, details)
+
+    def _uniform_verdict(self, cmps, bounds, details, outputs, ref) -> Judgement:
+        """One rule for every output: the Judgement's error is the worst of them."""
+        rule = self.spec.tolerance
+        tolerance = bounds[self.output_names[0]]
+        comparisons = list(cmps.values())
         if rule.rule == "allclose":
-            ok, reason = judge_outputs(cmps, {c.name: math.inf for c in cmps})  # written and finite first
-            error = max(self._allclose_ratio(outputs[c.name], ref[c.name], rule.atol, rule.rtol) for c in cmps)
+            ok, reason = judge_outputs(comparisons, {c.name: math.inf for c in comparisons})  # written, finite first
+            error = max(self._allclose_ratio(outputs[c.name], ref[c.name], rule.atol, rule.rtol) for c in comparisons)
             if ok and not error <= tolerance:
                 ok, reason = (
                     False,
                     f"some elements differ by more than {rule.atol:g} + {rule.rtol:g} x |ref| (worst x{error:.3g})",
                 )
             return Judgement(ok, error, tolerance, reason, details)
-        ok, reason = judge_outputs(cmps, {c.name: tolerance for c in cmps})
-        return Judgement(ok, max(c.rel_error for c in cmps), tolerance, reason, details)
+        ok, reason = judge_outputs(comparisons, {c.name: tolerance for c in comparisons})
+        return Judgement(ok, max(c.rel_error for c in comparisons), tolerance, reason, details)
+
+    def held_outputs(self) -> tuple[str, ...]:
+        """The outputs whose bound is set once, on seed a, and given back to the judge (`tolerance`) for seed b
+        and the spot checks: those of a rule measured "once", or of a fixed rule written once for every output
+        (its bound given back is the rule's own). A rule measured on each output judged holds nothing."""
+        rules = self.spec.tolerances
+        if self.spec.tolerance is not None:
+            return (
+                tuple(rules) if self.spec.tolerance.measure == "once" or self.spec.tolerance.rule != "baseline" else ()
+            )
+        return tuple(n for n, r in rules.items() if r.rule == "baseline" and r.measure == "once")
+
+    def headline_output(self) -> str:
+        """The output whose error and bound a per-output Judgement carries: the one whose bound is held, else the
+        first."""
+        held = self.held_outputs()
+        return held[0] if held and self.spec.tolerance is None else self.spec.outputs[0].name
+
+    def _fixed_bound(self, name: str) -> float | None:
+        rule = self.spec.tolerances[name]
+        return {"rel_l2": rule.rel_l2, "allclose": 1.0}.get(rule.rule)
+
+    def _bound(self, rule, names, params, inputs, ref, held, details, first_baseline) -> float:
+        """The bound of the outputs `names` under `rule`: `held` where seed a set it, else the rule's."""
+        if held is not None:
+            if rule.rule == "baseline":
+                details.update(vendor=None, vendor_error=None)
+            return held
+        if rule.rule == "rel_l2":
+            return rule.rel_l2
+        if rule.rule == "allclose":
+            return 1.0  # the error is the worst |out - ref| / (atol + rtol |ref|)
+        # on these very inputs (seed a's, or for "each" those of every output judged: where a few elements carry
+        # the norm, a short row, a softmax with one large entry, a correct kernel's error moves with the inputs as
+        # much as the baseline's does; H200, softmax_rows r1_c4097: a timed call's 3.3e-3 against 2.2e-3 from
+        # seed a's inputs)
+        error, who = self._rule_error(rule, names, params, inputs, ref, first_baseline)
+        if rule.measure == "once":
+            details.update(vendor=who, vendor_error=error)
+        else:
+            details[f"{who or rule.baseline}_error"] = error
+        base = error if error is not None and math.isfinite(error) else rule.default_error_on(params)
+        return rule.factor * base + rule.floor_on(params)
+
+    def _rule_error(self, rule, names, params, inputs, ref, first_baseline=None) -> tuple[float | None, str | None]:
+        """(error, baseline): the first of the rule's baselines whose own error on `names` can be used: it runs
+        (a baseline marked may_refuse that raises is skipped, any other's raise is the task's error), it gives
+        those outputs, finite where the reference is, and its error is at most sanity x default_error where the
+        rule says sanity. A lone baseline's error is used as measured (an infinite one: default_error)."""
+        lone = len(rule.baselines) == 1 and rule.sanity is None
+        for i, name in enumerate(rule.baselines):
+            try:
+                if i == 0 and first_baseline is not None:
+                    outs = first_baseline
+                else:
+                    outs = self.baseline_outputs(name, params, inputs)
+            except TaskError:
+                if not self.spec.baselines[name].may_refuse:
+                    raise
+                continue
+            if any(n not in outs for n in names):
+                if lone:
+                    raise TaskError(f"baseline {name} gives no {', '.join(n for n in names if n not in outs)}")
+                continue
+            cmps = [self._compare(n, outs[n], ref[n]) for n in names]
+            error = max(c.rel_error for c in cmps)
+            if lone:
+                return error, name
+            sane = rule.sanity is None or error <= rule.sanity * rule.default_error_on(params)
+            if all(c.bad_nonfinite == 0 for c in cmps) and math.isfinite(error) and sane:
+                return error, name
+        return None, None
 
     def _baseline_error(self, name: str, params: dict, inputs: dict, ref: dict) -> float | None:
         """The named baseline's own relative error on these inputs (the worst of its outputs)."""
-        outs = self.new_outputs(params)
-        self.run_function_baseline(name, params, inputs, outs)
-        return max(self._compare(n, outs[n], ref[n]).rel_error for n in self.output_names)
+        outs = self.baseline_outputs(name, params, inputs)
+        return max(self._compare(n, outs[n], ref[n]).rel_error for n in self.output_names if n in outs)
 
     # ---- what each target provides (data_cpu.py, data_cuda.py) ----
     def judge_device(self) -> str:
@@ -340,6 +508,10 @@ class DataTask(Task):
         raise NotImplementedError
 
     def _as_array(self, value):
+        raise NotImplementedError
+
+    def _is_array(self, value) -> bool:
+        """An array of this target's kind (numpy array, torch tensor)."""
         raise NotImplementedError
 
     def _is_float(self, arr) -> bool:
@@ -377,6 +549,16 @@ def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
             raise RuntimeError(f"the {name} baseline returned {rc} (configuration not supported)")
 
     return call
+
+
+def _import_note(modules: tuple[str, ...]) -> str | None:
+    """None when every module imports here; else a note saying which does not (the baseline is then n/a)."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as e:
+            return f"{module} does not import here ({type(e).__name__})"
+    return None
 
 
 def _params(params: dict) -> str:
