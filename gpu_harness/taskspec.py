@@ -340,6 +340,28 @@ def _number_text(value) -> str:
 
 
 @dataclass(frozen=True)
+class SpotCheck:
+    """[spot_check]: a timed call's outputs are judged on indices drawn at random (after the call) along one
+    scenario symbol's axis, the reference computed on those alone; where `whole` names a function of
+    reference.py, it checks the whole outputs without a reference (unwritten elements, misplaced specials)."""
+
+    sample: str  # the scenario symbol whose axis is sampled (in each output's shape that has it)
+    fraction: int = 8  # 1 index in `fraction` ...
+    min_count: int = 64  # ... and at least this many (every index of a short axis)
+    whole: str = ""  # reference.py: whole(outputs, params) -> {output: (non-finite where due finite, wrong specials)}
+
+
+@dataclass(frozen=True)
+class JudgeAhead:
+    """[judge] ahead = true (cuda-sm90): the references, and the first tolerance baseline's outputs where a bound
+    is measured, are computed on CUDA streams of their own while the child runs, in the order they are judged."""
+
+    reference_depth: int = 4  # results held at once (each holds device memory)
+    baseline_depth: int = 12
+    baseline_threads: int = 8
+
+
+@dataclass(frozen=True)
 class Baseline:
     name: str
     function: str = ""  # a function of reference.py, called like the kernel (writes the outputs)
@@ -372,6 +394,11 @@ class TaskSpec:
     starting_kernel: Path | None
     reference_function: str
     reference_precision: str  # "float64" or "float32": float inputs reach the reference as copies of it
+    reference_fast: str  # [reference] fast: reference.py's faster reference, tried first ("" when none)
+    spot_check: SpotCheck | None  # [spot_check]: sampled spot checks (None: a spot check is a full check)
+    ahead: JudgeAhead | None  # [judge] ahead: the judge works ahead of the child's outputs
+    baseline_threads: int  # [child] baseline_threads: threads of the child that own baseline calls
+    versions_function: str  # [baselines] versions: reference.py's function naming the baselines' library versions
     scenarios: tuple[ScenarioSpec, ...]
     quick_ids: tuple[str, ...]
     tolerance: Tolerance | None  # the one rule of every output; None when each output has its own
@@ -547,6 +574,8 @@ class _SpecReader:
             "call_timeout",
             "child",
             "cheats",
+            "spot_check",
+            "judge",
         }
         for key in self.data:
             if key not in known:
@@ -556,14 +585,16 @@ class _SpecReader:
         symbol, starting, abi_text = self.read_kernel(target)
         args = self.read_args(target)
         self.check_abi_text(abi_text, symbol, args)
-        reference_function, reference_precision = self.read_reference()
+        reference_function, reference_precision, reference_fast = self.read_reference()
         scenarios, quick = self.read_scenarios(args)
         flops, nbytes = self.read_formulas(scenarios)
-        baselines, defaults = self.read_baselines()
+        baselines, defaults, versions_function = self.read_baselines()
         tolerances, uniform = self.read_tolerance(baselines, args, scenarios)
         goal_baseline, goal_speedup = self.read_goal(baselines)
         timing, host_clock, (base_s, min_rate) = self.read_timing()
-        child_env = self.read_child()
+        child_env, baseline_threads = self.read_child()
+        spot_check = self.read_spot_check(args, scenarios)
+        ahead = self.read_judge(target)
         cheats = self.read_cheats()
         self.check_symbols(args, scenarios, self.check_choices(args, scenarios))
         if self.problems:
@@ -579,6 +610,11 @@ class _SpecReader:
             starting_kernel=starting,
             reference_function=reference_function,
             reference_precision=reference_precision,
+            reference_fast=reference_fast,
+            spot_check=spot_check,
+            ahead=ahead,
+            baseline_threads=baseline_threads,
+            versions_function=versions_function,
             scenarios=tuple(scenarios),
             quick_ids=tuple(quick),
             tolerance=uniform,
@@ -851,13 +887,17 @@ class _SpecReader:
             return None
         return InputInit(dist, vals[0], vals[1], native=native)
 
-    def read_reference(self) -> tuple[str, str]:
+    def read_reference(self) -> tuple[str, str, str]:
         ref = self.table("reference")
         head = self.lines.header("reference")
-        self.only(ref, head, {"function", "precision"}, section="reference", why="unknown field")
-        fn = ref.get("function", "reference")
-        if not isinstance(fn, str) or not fn.isidentifier():
-            self.problem("reference.function", f"{fn!r} is not a function name", self.lines.key("function", head))
+        self.only(ref, head, {"function", "precision", "fast"}, section="reference", why="unknown field")
+        names = {}
+        for key, default in (("function", "reference"), ("fast", "")):
+            fn = ref.get(key, default)
+            if not isinstance(fn, str) or not (fn.isidentifier() or fn == default):
+                self.problem(f"reference.{key}", f"{fn!r} is not a function name", self.lines.key(key, head))
+                fn = default
+            names[key] = fn
         precision = ref.get("precision", "float64")
         if precision not in REFERENCE_PRECISIONS:
             self.problem(
@@ -868,7 +908,67 @@ class _SpecReader:
             precision = "float64"
         if not (self.folder / REFERENCE_FILE).is_file():
             self.problem("reference", f"{REFERENCE_FILE} is missing from {self.folder}", None)
-        return (fn if isinstance(fn, str) else "reference"), precision
+        return names["function"], precision, names["fast"]
+
+    def read_spot_check(self, args: list[Arg], scenarios) -> SpotCheck | None:
+        """[spot_check]: within bounds that keep a spot check a check (at least 1 index in 64 of the axis, and
+        at least one)."""
+        t = self.table("spot_check")
+        if not t:
+            return None
+        head = self.lines.header("spot_check")
+        self.only(t, head, {"sample", "fraction", "min_count", "whole"}, section="spot_check", why="unknown field")
+        sample = t.get("sample")
+        in_outputs = [a.name for a in args if a.kind == "output" and sample in a.shape]
+        if not isinstance(sample, str) or not in_outputs:
+            outputs_symbols = sorted({d for a in args if a.kind == "output" for d in a.shape if isinstance(d, str)})
+            self.problem(
+                "spot_check.sample",
+                f"{sample!r}: name a symbol of an output's shape (known: {', '.join(outputs_symbols)})",
+                self.lines.key("sample", head) or head,
+            )
+            return None
+        if any(a.name == "sampled" for a in args):
+            self.problem("spot_check", "an argument is named sampled: the reference gets the sampled indices so", head)
+        bounded = {}
+        for key, default, lo, hi in (("fraction", 8, 1, 64), ("min_count", 64, 1, 1 << 20)):
+            v = t.get(key, default)
+            if type(v) is not int or not lo <= v <= hi:
+                self.problem(f"spot_check.{key}", f"{v!r}: an integer in [{lo}, {hi}]", self.lines.key(key, head))
+                v = default
+            bounded[key] = v
+        whole = t.get("whole", "")
+        if not isinstance(whole, str) or (whole and not whole.isidentifier()):
+            self.problem("spot_check.whole", f"{whole!r} is not a function name", self.lines.key("whole", head))
+            whole = ""
+        return SpotCheck(sample, bounded["fraction"], bounded["min_count"], whole)
+
+    def read_judge(self, target: Target) -> JudgeAhead | None:
+        t = self.table("judge")
+        if not t:
+            return None
+        head = self.lines.header("judge")
+        allowed = {"ahead": None, "reference_depth": (1, 64), "baseline_depth": (1, 64), "baseline_threads": (1, 32)}
+        self.only(t, head, set(allowed), section="judge", why="unknown field")
+        ahead = t.get("ahead", False)
+        if not isinstance(ahead, bool):
+            self.problem("judge.ahead", "true or false", self.lines.key("ahead", head))
+            return None
+        if ahead and target.arrays != "torch":
+            self.problem("judge.ahead", f"the judge works ahead on CUDA streams: target {target.name} has none", head)
+            return None
+        values = {}
+        for key, bounds in allowed.items():
+            if bounds is None or key not in t:
+                continue
+            v = t[key]
+            if type(v) is not int or not bounds[0] <= v <= bounds[1]:
+                self.problem(
+                    f"judge.{key}", f"{v!r}: an integer in [{bounds[0]}, {bounds[1]}]", self.lines.key(key, head)
+                )
+                continue
+            values[key] = v
+        return JudgeAhead(**values) if ahead else None
 
     # -- scenarios --
     def read_scenarios(self, args: list[Arg]) -> tuple[list[ScenarioSpec], list[str]]:
@@ -1041,12 +1141,16 @@ class _SpecReader:
         return flops, parsed["bytes"]
 
     # -- judging --
-    def read_baselines(self) -> tuple[dict, list[str]]:
+    def read_baselines(self) -> tuple[dict, list[str], str]:
         b = self.table("baselines")
         head = self.lines.header("baselines")
         out = {}
+        versions = b.get("versions", "")
+        if not isinstance(versions, str) or (versions and not versions.isidentifier()):
+            self.problem("baselines.versions", f"{versions!r} is not a function name", self.lines.key("versions", head))
+            versions = ""
         for name, item in b.items():
-            if name == "default":
+            if name in ("default", "versions"):
                 continue
             line = self.lines.key(name, head) or self.lines.header(f"baselines.{name}")
             where = f"baselines.{name}"
@@ -1098,7 +1202,7 @@ class _SpecReader:
         for d in defaults:
             if d not in out:
                 self.problem("baselines.default", f"{d!r} is not a baseline (known: {', '.join(out)})", dline)
-        return out, defaults
+        return out, defaults, versions
 
     def read_tolerance(self, baselines: dict, args: list[Arg], scenarios) -> tuple[dict, Tolerance | None]:
         """[tolerance]: one rule for every output, or a table per output ([tolerance.o], [tolerance.lse]).
@@ -1278,16 +1382,24 @@ class _SpecReader:
         call = bounded("call_timeout", CALL_TIMEOUT_KEYS)
         return timing, host, (call.get("base_s", 20.0), call.get("min_rate", 1e9))
 
-    def read_child(self) -> dict:
+    def read_child(self) -> tuple[dict, int]:
         child = self.table("child")
         head = self.lines.header("child")
         env = child.get("env", {})
+        threads = child.get("baseline_threads", 0)
         for key in child:
-            if key != "env":
-                self.problem(f"child.{key}", "unknown field (known: env)", self.lines.key(key, head))
+            if key not in ("env", "baseline_threads"):
+                self.problem(f"child.{key}", "unknown field (known: env, baseline_threads)", self.lines.key(key, head))
+        if type(threads) is not int or not 0 <= threads <= 32:
+            self.problem(
+                "child.baseline_threads",
+                f"{threads!r}: an integer in [0, 32]",
+                self.lines.key("baseline_threads", head),
+            )
+            threads = 0
         if not isinstance(env, dict):
             self.problem("child.env", "a table of environment variables", self.lines.key("env", head))
-            return {}
+            return {}, threads
         out = {}
         for k, v in env.items():
             if not isinstance(v, str) or not re.match(r"^[A-Z_][A-Z0-9_]*$", k):
@@ -1300,7 +1412,7 @@ class _SpecReader:
                 )
             else:
                 out[k] = v
-        return out
+        return out, threads
 
     def read_cheats(self) -> Path | None:
         value = self.data.get("cheats")

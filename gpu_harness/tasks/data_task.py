@@ -26,6 +26,7 @@ A reference that raises or returns the wrong shape is the task's error (TaskErro
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.util
@@ -65,6 +66,7 @@ class DataTask(Task):
         self.baselines_to_warm = tuple(n for n, b in spec.baselines.items() if b.warm)
         self.call_timeout_base_s = spec.call_timeout_base_s
         self.call_timeout_min_rate = spec.call_timeout_min_rate
+        self.baseline_threads = spec.baseline_threads
         self.goal = {"baseline": spec.goal_baseline, "speedup": spec.goal_speedup}
         self.cheats_dir = spec.cheats
         self._scenarios = [
@@ -240,6 +242,17 @@ class DataTask(Task):
             raise TaskError(f"{self.spec.reference_path} has no function {name!r}")
         return fn
 
+    def task_versions(self) -> str | None:
+        """reference.py's [baselines] versions function: the library versions its baselines' timings depend on."""
+        if not self.spec.versions_function:
+            return None
+        try:
+            return str(self.function(self.spec.versions_function)())
+        except TaskError:
+            raise
+        except Exception as e:
+            raise TaskError(f"{self.spec.versions_function} raised: {_where(e, self.spec.reference_path)}") from e
+
     def scalar_values(self, params: dict) -> dict:
         out = {}
         for a in self.spec.scalars:
@@ -247,16 +260,41 @@ class DataTask(Task):
             out[a.name] = int(v) if a.dtype.startswith("int") else float(v)
         return out
 
-    def reference_outputs(self, params: dict, inputs: dict) -> dict:
-        """The reference's outputs (float64 for float outputs); TaskError when it raises or returns the wrong
-        thing: the task is broken, the candidate is not to blame."""
-        copies = {n: self._reference_copy(a) for n, a in inputs.items()}
-        fn = self.function(self.spec.reference_function)
+    def fast_reference(self):
+        """reference.py's faster reference ([reference] fast), or None. It is an object kept for the process:
+        called like the reference (every input in its own dtype, every scalar, `sampled` when sampling) it returns
+        the outputs, or None where it cannot serve (the reference function is then used); it may have `start()`
+        (begin slow preparations, e.g. a build, in the background), `note` (what it is) and `compare(cand,
+        ref)` ([missed, specials, sum (c - r)^2, sum r^2] of an output, or None: the harness compares)."""
+        name = self.spec.reference_fast
+        if not name:
+            return None
+        fast = getattr(self.module(), name, None)
+        if not callable(fast):
+            raise TaskError(f"{self.spec.reference_path} has no callable {name!r} ([reference] fast)")
+        return fast
+
+    def reference_outputs(self, params: dict, inputs: dict, rows=None) -> dict:
+        """The reference's outputs (float64 for float outputs, those of the fast reference at its own
+        precision); TaskError when it raises or returns the wrong thing: the task is broken, the candidate is
+        not to blame. `rows`: the sampled indices of a spot check ([spot_check]), given to reference.py as
+        `sampled`: the outputs along the sampled axis hold those indices only."""
         path = self.spec.reference_path
-        try:
-            got = fn(**copies, **self.scalar_values(params))
-        except Exception as e:
-            raise TaskError(f"the reference raised on {_params(params)}: {_where(e, path)}") from e
+        sampled = {} if rows is None else {"sampled": rows}
+        fast, got = self.fast_reference(), None
+        if fast is not None:
+            try:
+                got = fast(**inputs, **self.scalar_values(params), **sampled)
+            except Exception as e:
+                raise TaskError(f"the fast reference raised on {_params(params)}: {_where(e, path)}") from e
+        widen = got is None
+        if got is None:
+            copies = {n: self._reference_copy(a) for n, a in inputs.items()}
+            fn = self.function(self.spec.reference_function)
+            try:
+                got = fn(**copies, **self.scalar_values(params), **sampled)
+            except Exception as e:
+                raise TaskError(f"the reference raised on {_params(params)}: {_where(e, path)}") from e
         outs = self.spec.outputs
         if isinstance(got, dict):
             missing = [o.name for o in outs if o.name not in got]
@@ -270,7 +308,7 @@ class DataTask(Task):
         result = {}
         for o, value in zip(outs, got, strict=True):
             arr = self._as_array(value)
-            want = self.spec.shape(o, params)
+            want = self.sampled_shape(o, params, rows)
             if tuple(arr.shape) != want:
                 raise TaskError(
                     f"the reference's {o.name} has shape {tuple(arr.shape)}, the ABI says {want} on {_params(params)}"
@@ -280,8 +318,60 @@ class DataTask(Task):
             is_float = self._is_float(arr)
             if is_float != (kind == "float") or not (is_float or self._is_integer(arr)):
                 raise TaskError(f"the reference's {o.name} has dtype {arr.dtype}, expected {kind} values for {dtype}")
-            result[o.name] = self._widened(arr)
+            result[o.name] = self._widened(arr) if widen else arr
         return result
+
+    # ---- sampled spot checks ([spot_check]) ----
+    def sample_axis(self, arg) -> int | None:
+        """The axis of output `arg` that a spot check samples (None: it is compared whole)."""
+        sc = self.spec.spot_check
+        return arg.shape.index(sc.sample) if sc is not None and sc.sample in arg.shape else None
+
+    def sampled_shape(self, arg, params: dict, rows) -> tuple[int, ...]:
+        shape = self.spec.shape(arg, params)
+        axis = None if rows is None else self.sample_axis(arg)
+        return shape if axis is None else (*shape[:axis], len(rows), *shape[axis + 1 :])
+
+    def spot_rows(self, params: dict):
+        """The indices a spot check compares, drawn now (after the call) from os.urandom: the candidate cannot
+        know them when it runs. None when the task samples nothing (a spot check is then a full check)."""
+        sc = self.spec.spot_check
+        if sc is None:
+            return None
+        size = int(params[sc.sample])
+        n = min(size, max(sc.min_count, -(-size // sc.fraction)))
+        return self._random_indices(size, n, int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1))
+
+    def whole_checks(self, outputs: dict, params: dict) -> dict:
+        """Over the whole outputs, without a reference: output name -> (non-finite where finite is due, wrong
+        specials), from reference.py's [spot_check] whole function; without one, every element is due finite."""
+        sc = self.spec.spot_check
+        if not sc.whole:
+            return {n: (self._nonfinite_count(outputs[n]), 0) for n in self.output_names}
+        path = self.spec.reference_path
+        try:
+            got = self.function(sc.whole)(dict(outputs), dict(params))
+            return {n: (int(got[n][0]), int(got[n][1])) for n in self.output_names}
+        except TaskError:
+            raise
+        except Exception as e:
+            raise TaskError(f"{sc.whole} ([spot_check] whole) failed on {_params(params)}: {_where(e, path)}") from e
+
+    def sampled_comparisons(self, params, outputs, ref, rows) -> dict:
+        """Each output's comparison on the sampled indices, its missed elements and wrong specials counted over
+        the whole output too (an element left unwritten anywhere fails)."""
+        whole = self.whole_checks(outputs, params)
+        out = {}
+        for o in self.spec.outputs:
+            axis = self.sample_axis(o)
+            cand = outputs[o.name] if axis is None else self._take(outputs[o.name], axis, rows)
+            c = self._compare(o.name, cand, ref[o.name])
+            bad, special = whole[o.name]
+            count = math.prod(self.spec.shape(o, params))
+            out[o.name] = Comparison(
+                c.name, c.rel_error, max(c.bad_nonfinite, bad), max(c.mismatched_special, special), count
+            )
+        return out
 
     def self_check(self) -> dict:
         """Run the reference (and each function baseline) on the smallest scenario: a broken task is found
@@ -304,6 +394,10 @@ class DataTask(Task):
             unwritten = [n for n, a in outs.items() if self._is_float(a) and self._any_nan(a)]
             if unwritten:
                 raise TaskError(f"baseline {name} left {', '.join(unwritten)} unwritten (NaN) on {sc.id}")
+        if self.spec.spot_check is not None:  # a spot check's reference on sampled indices, and its whole check
+            rows = self._random_indices(int(params[self.spec.spot_check.sample]), 1, 12345)
+            self.reference_outputs(params, inputs, rows=rows)
+            self.whole_checks(self.new_outputs(params), params)
         self._checked = True
         return facts
 
@@ -328,7 +422,16 @@ class DataTask(Task):
                 args.append(scalars[a.name])
         return int(fn(*args))
 
+    def parent_prepare(self) -> None:
+        # the fast reference's slow preparations (a build) run in the background while the candidate builds
+        fast = self.fast_reference()
+        if hasattr(fast, "start") and self.judge_device() != "cpu" and self.runtime_unavailable() is None:
+            fast.start()
+
     def reference_note(self) -> str:
+        fast = self.fast_reference()
+        if isinstance(getattr(fast, "note", None), str) and self.judge_device() != "cpu":
+            return fast.note
         return (
             f"{self.spec.reference_path.name}:{self.spec.reference_function} on {self.spec.reference_precision}"
             f" copies of the inputs ({self.judge_device()})"
@@ -336,59 +439,73 @@ class DataTask(Task):
 
     # ---- parent side ----
     def judge(self, params, seed, outputs, tolerance=None, spot_check=False) -> Judgement:
-        # a spot check is a full check: a task as data has no cheaper reference to sample from
+        # a spot check compares indices sampled now where the task says so ([spot_check]); else it is a full check
+        rows = self.spot_rows(params) if spot_check else None
         inputs = self.make_inputs(params, seed)
-        ref = self.reference_outputs(params, inputs)
-        return self.judge_against(params, inputs, ref, outputs, tolerance)
+        ref = self.reference_outputs(params, inputs, rows=rows)
+        return self.judge_against(params, inputs, ref, outputs, tolerance, rows=rows)
 
-    def judge_against(self, params, inputs, ref, outputs, tolerance=None, first_baseline=None) -> Judgement:
+    def judge_against(
+        self, params, inputs, ref, outputs, tolerance=None, first_baselines=None, rows=None, spent=None
+    ) -> Judgement:
         """The Judgement of `outputs` against the reference `ref` of `inputs`. `tolerance`: the bound seed a set
-        (see held_outputs); `first_baseline`: the first tolerance baseline's outputs on these inputs, where they
-        were computed ahead of the judge."""
-        bounds, details = self.bounds(params, inputs, ref, tolerance, first_baseline)
-        wrong = self.wrong_output(params, outputs, ref)
+        (see held_outputs); `first_baselines`: baseline name -> its outputs on these inputs, computed ahead of
+        the judge; `rows`: the indices `ref` was computed on (a sampled spot check); `spent(part)`: a context
+        that times the block as that part of the judging (JudgeSide seconds: "vendor", "compare")."""
+        spent = spent or _untimed
+        with spent("vendor"):
+            bounds, details = self.bounds(params, inputs, ref, tolerance, first_baselines, rows)
+        wrong = self.wrong_output(params, outputs)
         if wrong:
             return Judgement(False, None, bounds[self.headline_output()], wrong)
-        cmps = {o.name: self._compare(o.name, outputs[o.name], ref[o.name]) for o in self.spec.outputs}
-        return self.verdict(cmps, bounds, details, outputs, ref)
+        with spent("compare"):
+            if rows is None:
+                cmps = {o.name: self._compare(o.name, outputs[o.name], ref[o.name]) for o in self.spec.outputs}
+            else:
+                cmps = self.sampled_comparisons(params, outputs, ref, rows)
+            judgement = self.verdict(cmps, bounds, details, outputs, ref, rows)
+        if rows is not None:
+            judgement.details["rows_checked"] = len(rows)
+        return judgement
 
-    def wrong_output(self, params, outputs, ref) -> str | None:
-        """Why the outputs cannot be compared (one missing, or not of the reference's shape and the ABI's dtype)."""
+    def wrong_output(self, params, outputs) -> str | None:
+        """Why the outputs cannot be compared (one missing, or not of the ABI's shape and dtype)."""
         for o in self.spec.outputs:
             cand = outputs.get(o.name)
-            dtype = self.spec.dtype(o, params)
-            wrong = "missing" if cand is None else self._not_like(cand, dtype, ref[o.name])
+            dtype, shape = self.spec.dtype(o, params), self.spec.shape(o, params)
+            wrong = "missing" if cand is None else self._not_like(cand, dtype, shape)
             if wrong:
-                return f"{o.name}: output has {wrong}, expected shape {tuple(ref[o.name].shape)} {dtype}"
+                return f"{o.name}: output has {wrong}, expected shape {shape} {dtype}"
         return None
 
-    def bounds(self, params, inputs, ref, tolerance=None, first_baseline=None) -> tuple[dict, dict]:
+    def bounds(self, params, inputs, ref, tolerance=None, first_baselines=None, rows=None) -> tuple[dict, dict]:
         """(output name -> its bound, details: the baselines' errors that set them)."""
         details = {}
         held = self.held_outputs()
         if self.spec.tolerance is not None:
             given = tolerance if held else None
             rule, names = self.spec.tolerance, list(self.output_names)
-            bound = self._bound(rule, names, params, inputs, ref, given, details, first_baseline)
+            bound = self._bound(rule, names, params, inputs, ref, given, details, first_baselines, rows)
             return {n: bound for n in self.output_names}, details
         bounds = {
             name: self._bound(
-                rule, [name], params, inputs, ref, tolerance if name in held else None, details, first_baseline
+                rule, [name], params, inputs, ref, tolerance if name in held else None, details, first_baselines, rows
             )
             for name, rule in self.spec.tolerances.items()
         }
         return bounds, details
 
-    def verdict(self, cmps: dict, bounds: dict, details: dict, outputs, ref) -> Judgement:
+    def verdict(self, cmps: dict, bounds: dict, details: dict, outputs, ref, rows=None) -> Judgement:
         """The Judgement from each output's comparison with its reference (`cmps`: name -> Comparison, in ABI
         order), each output held to its bound; `outputs` and `ref` serve the allclose rule's element check."""
         if self.spec.tolerance is not None:
-            return self._uniform_verdict(cmps, bounds, details, outputs, ref)
+            return self._uniform_verdict(cmps, bounds, details, self._sampled_outputs(outputs, rows), ref)
         ok, reason, errors = True, None, {}
         for name, c in cmps.items():
             rule = self.spec.tolerances[name]
             if rule.rule == "allclose":
-                errors[name] = self._allclose_ratio(outputs[name], ref[name], rule.atol, rule.rtol)
+                cand = self._sampled_outputs(outputs, rows)[name]
+                errors[name] = self._allclose_ratio(cand, ref[name], rule.atol, rule.rtol)
             else:
                 errors[name] = c.rel_error
             if not ok:
@@ -403,6 +520,17 @@ class DataTask(Task):
         head = self.headline_output()
         details.update({f"{n}_error": e for n, e in errors.items() if n != head})
         return Judgement(ok, errors[head], bounds[head], reason, details)
+
+    def _sampled_outputs(self, outputs: dict, rows) -> dict:
+        """The outputs at the sampled indices (all of them without `rows`)."""
+        if rows is None:
+            return outputs
+        out = {}
+        for o in self.spec.outputs:
+            if o.name in outputs:  # a baseline may return some outputs only
+                axis = self.sample_axis(o)
+                out[o.name] = outputs[o.name] if axis is None else self._take(outputs[o.name], axis, rows)
+        return out
 
     def _uniform_verdict(self, cmps, bounds, details, outputs, ref) -> Judgement:
         """One rule for every output: the Judgement's error is the worst of them."""
@@ -442,7 +570,7 @@ class DataTask(Task):
         rule = self.spec.tolerances[name]
         return {"rel_l2": rule.rel_l2, "allclose": 1.0}.get(rule.rule)
 
-    def _bound(self, rule, names, params, inputs, ref, held, details, first_baseline) -> float:
+    def _bound(self, rule, names, params, inputs, ref, held, details, first_baselines, rows=None) -> float:
         """The bound of the outputs `names` under `rule`: `held` where seed a set it, else the rule's."""
         if held is not None:
             if rule.rule == "baseline":
@@ -456,7 +584,7 @@ class DataTask(Task):
         # the norm, a short row, a softmax with one large entry, a correct kernel's error moves with the inputs as
         # much as the baseline's does; H200, softmax_rows r1_c4097: a timed call's 3.3e-3 against 2.2e-3 from
         # seed a's inputs)
-        error, who = self._rule_error(rule, names, params, inputs, ref, first_baseline)
+        error, who = self._rule_error(rule, names, params, inputs, ref, first_baselines, rows)
         if rule.measure == "once":
             details.update(vendor=who, vendor_error=error)
         else:
@@ -464,16 +592,16 @@ class DataTask(Task):
         base = error if error is not None and math.isfinite(error) else rule.default_error_on(params)
         return rule.factor * base + rule.floor_on(params)
 
-    def _rule_error(self, rule, names, params, inputs, ref, first_baseline=None) -> tuple[float | None, str | None]:
+    def _rule_error(self, rule, names, params, inputs, ref, first_baselines=None, rows=None):
         """(error, baseline): the first of the rule's baselines whose own error on `names` can be used: it runs
         (a baseline marked may_refuse that raises is skipped, any other's raise is the task's error), it gives
         those outputs, finite where the reference is, and its error is at most sanity x default_error where the
         rule says sanity. A lone baseline's error is used as measured (an infinite one: default_error)."""
         lone = len(rule.baselines) == 1 and rule.sanity is None
-        for i, name in enumerate(rule.baselines):
+        for name in rule.baselines:
             try:
-                if i == 0 and first_baseline is not None:
-                    outs = first_baseline
+                if name in (first_baselines or {}):
+                    outs = first_baselines[name]
                 else:
                     outs = self.baseline_outputs(name, params, inputs)
             except TaskError:
@@ -484,6 +612,7 @@ class DataTask(Task):
                 if lone:
                     raise TaskError(f"baseline {name} gives no {', '.join(n for n in names if n not in outs)}")
                 continue
+            outs = self._sampled_outputs(outs, rows)
             cmps = [self._compare(n, outs[n], ref[n]) for n in names]
             error = max(c.rel_error for c in cmps)
             if lone:
@@ -530,11 +659,22 @@ class DataTask(Task):
     def _pointer(self, arr) -> int:
         raise NotImplementedError
 
-    def _not_like(self, cand, dtype: str, ref) -> str | None:
-        """None when the candidate's output has the reference's shape and the ABI's dtype; else what it has."""
+    def _not_like(self, cand, dtype: str, shape: tuple) -> str | None:
+        """None when the candidate's output has the ABI's shape and dtype; else what it has."""
         raise NotImplementedError
 
     def _compare(self, name: str, cand, ref) -> Comparison:
+        raise NotImplementedError
+
+    def _random_indices(self, size: int, n: int, seed: int):
+        """n distinct indices of range(size), sorted, on the judge's device (all of them when n == size)."""
+        raise NotImplementedError
+
+    def _take(self, arr, axis: int, rows):
+        """arr at indices `rows` along `axis`."""
+        raise NotImplementedError
+
+    def _nonfinite_count(self, arr) -> int:
         raise NotImplementedError
 
     def _allclose_ratio(self, cand, ref, atol: float, rtol: float) -> float:
@@ -549,6 +689,11 @@ def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
             raise RuntimeError(f"the {name} baseline returned {rc} (configuration not supported)")
 
     return call
+
+
+@contextlib.contextmanager
+def _untimed(part: str):
+    yield
 
 
 def _import_note(modules: tuple[str, ...]) -> str | None:
