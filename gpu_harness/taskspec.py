@@ -346,8 +346,8 @@ class SpotCheck:
     reference.py, it checks the whole outputs without a reference (unwritten elements, misplaced specials)."""
 
     sample: str  # the scenario symbol whose axis is sampled (in each output's shape that has it)
-    fraction: int = 8  # 1 index in `fraction` ...
-    min_count: int = 64  # ... and at least this many (every index of a short axis)
+    fraction: int = 8  # 1 index in `fraction` (at most 8) ...
+    min_count: int = 64  # ... and at least this many (at least 64; every index of a short axis)
     whole: str = ""  # reference.py: whole(outputs, params) -> {output: (non-finite where due finite, wrong specials)}
 
 
@@ -911,8 +911,8 @@ class _SpecReader:
         return names["function"], precision, names["fast"]
 
     def read_spot_check(self, args: list[Arg], scenarios) -> SpotCheck | None:
-        """[spot_check]: within bounds that keep a spot check a check (at least 1 index in 64 of the axis, and
-        at least one)."""
+        """[spot_check]: within bounds that keep a spot check a check (at least 1 index in 8 of the axis, and at
+        least 64 of them)."""
         t = self.table("spot_check")
         if not t:
             return None
@@ -931,7 +931,8 @@ class _SpecReader:
         if any(a.name == "sampled" for a in args):
             self.problem("spot_check", "an argument is named sampled: the reference gets the sampled indices so", head)
         bounded = {}
-        for key, default, lo, hi in (("fraction", 8, 1, 64), ("min_count", 64, 1, 1 << 20)):
+        # never sparser than attention_fwd's own (1 row in 8, at least 64): the floor a task cannot lower
+        for key, default, lo, hi in (("fraction", 8, 1, 8), ("min_count", 64, 64, 1 << 20)):
             v = t.get(key, default)
             if type(v) is not int or not lo <= v <= hi:
                 self.problem(f"spot_check.{key}", f"{v!r}: an integer in [{lo}, {hi}]", self.lines.key(key, head))

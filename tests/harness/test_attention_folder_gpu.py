@@ -1,6 +1,8 @@
-"""tasks/attention_fwd/ on the GPU against the class task it replaces: the same reference (the fused kernel,
-built through the build cache), the same vendor and bound on seed a (cuDNN's error, flash where cuDNN cannot
-run), the same verdicts with the judges' work ahead, the baselines' outputs, the spot checks. Run on the H200:
+"""tasks/attention_fwd/ on the GPU: the fused reference serves (built through the build cache), cuDNN's error
+sets seed a's bound (2 x it + the floor), the judge's work ahead gives the verdicts of a judge that works
+inline, spot checks sample rows, each baseline runs and is as close to the reference as a vendor is, and the
+self check passes. (At commit 3850f24, before the class task went, the same file compared the folder with the
+class on every one of these.) Run on the H200:
     .venv/bin/python -m pytest tests/harness/test_attention_folder_gpu.py -q -p no:randomly
 """
 
@@ -16,23 +18,20 @@ SHAPES = [  # dtype, B, Sq, Sk, Hq, Hkv, D, causal
     ("bf16", 2, 1000, 113, 16, 16, 128, True),
     ("fp16", 1, 64, 64, 2, 2, 80, False),  # a head dim the fused kernel does not instantiate: torch's reference
 ]
+FLOOR = {"bf16": 2e-4, "fp16": 3e-5}
 
 
 @pytest.fixture(scope="module")
-def tasks():
+def task():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from gpu_harness.tasks import folder_task
-    from gpu_harness.tasks.attention_fwd import AttentionFwd
-    from gpu_harness.tasks.base import REPO_ROOT
-    from gpu_harness.taskspec import load_spec
+    from gpu_harness.tasks.attention_fwd import attention_task
 
-    folder, cls = folder_task(load_spec(REPO_ROOT / "tasks" / "attention_fwd")), AttentionFwd()
-    for task in (folder, cls):
-        task.parent_prepare()
-        task.parent_setup()
-    return folder, cls
+    task = attention_task()
+    task.parent_prepare()
+    task.parent_setup()
+    return task
 
 
 def _outputs(task, params, seed, wrong=False):
@@ -46,22 +45,27 @@ def _outputs(task, params, seed, wrong=False):
     return {"o": o, "lse": lse.contiguous()}
 
 
-def test_the_fused_reference_serves_both(tasks):
-    folder, cls = tasks
-    assert folder.fast_reference()._kernel.ready(600) and cls._fused.ready(600)
-    assert folder.reference_note().startswith("fused fp32 kernel") and cls.reference_note().startswith("fused")
+def test_the_fused_reference_serves_where_it_instantiates_the_head_dim(task):
+    import torch
+
+    from gpu_harness.tasks.attention_fwd import scenario
+
+    assert task.fast_reference()._kernel.ready(600), task.reference_note()
+    assert task.reference_note().startswith("fused fp32 kernel")
+    for shape, dtype in ((SHAPES[0], torch.float32), (SHAPES[-1], torch.float64)):  # the fused kernel's fp32
+        p = scenario(*shape).params
+        ref = task.reference_outputs(p, task.make_inputs(p, 1))
+        assert ref["o"].dtype == dtype and ref["o"].is_cuda, shape
 
 
-def test_the_folders_judgements_are_the_classs_with_work_ahead(tasks):
-    from gpu_harness.tasks.attention_fwd import _sc
+def test_judgements_with_work_ahead_are_those_of_a_judge_working_inline(task):
+    from gpu_harness.tasks.attention_fwd import scenario
 
-    folder, cls = tasks
-    scenarios = [_sc(*s) for s in SHAPES]
+    scenarios = [scenario(*s) for s in SHAPES]
     seeds = {(s.id, run): 1000 * i + (run == "b") for i, s in enumerate(scenarios) for run in "ab"}
     items = [(s.params, seeds[s.id, run], run == "a") for s in scenarios for run in "ab"]
-    judges = [folder.new_judge(), cls.new_judge(), folder.new_judge()]  # the last one computes nothing ahead
-    judges[0].ahead(items)
-    judges[1].ahead(items)
+    ahead, inline = task.new_judge(), task.new_judge()
+    ahead.ahead(items)
     try:
         for n, sc in enumerate(scenarios):
             if n == 2:
@@ -69,49 +73,54 @@ def test_the_folders_judgements_are_the_classs_with_work_ahead(tasks):
             tol = None
             for run in "ab":
                 seed = seeds[sc.id, run]
-                outs = _outputs(cls, sc.params, seed, wrong=run == "b" and n == 3)
-                a, b, inline = (j.judge(sc.params, seed, outs, tolerance=tol) for j in judges)
-                for other in (b, inline):
-                    assert (a.correct, (a.reason or "").lower()) == (other.correct, (other.reason or "").lower())
-                    assert a.error == pytest.approx(other.error, rel=1e-6, abs=1e-12), (sc.id, run)
-                    assert a.tolerance == pytest.approx(other.tolerance, rel=1e-6), (sc.id, run)
-                    assert a.details.get("vendor") == other.details.get("vendor"), (sc.id, run)
+                outs = _outputs(task, sc.params, seed, wrong=run == "b" and n == 3)
+                a = ahead.judge(sc.params, seed, outs, tolerance=tol)
+                b = inline.judge(sc.params, seed, outs, tolerance=tol)
+                assert (a.correct, a.reason) == (b.correct, b.reason), (sc.id, run, a, b)
+                assert a.error == pytest.approx(b.error, rel=1e-6, abs=1e-12), (sc.id, run)
+                assert a.tolerance == pytest.approx(b.tolerance, rel=1e-6), (sc.id, run)
+                assert a.details.get("vendor") == b.details.get("vendor"), (sc.id, run)
                 assert a.correct == (not (run == "b" and n == 3)), (sc.id, run, a.reason)
+                if run == "a":
+                    assert a.details["vendor"] in ("cudnn", "flash"), (sc.id, a.details)
+                    assert a.tolerance == 2.0 * a.details["vendor_error"] + FLOOR[sc.params["dtype"]]
                 tol = a.tolerance
-                spot = judges[0].judge(sc.params, seed, outs, tolerance=tol, spot_check=True)
-                assert spot.correct == a.correct and spot.details["rows_checked"] <= sc.params["seqlen_q"]
-        assert {"inputs", "reference", "vendor", "compare"} >= set(judges[0].seconds) >= {"reference", "compare"}
+                spot = ahead.judge(sc.params, seed, outs, tolerance=tol, spot_check=True)
+                assert spot.correct == a.correct, (sc.id, run, spot.reason)
+                assert spot.details["rows_checked"] == min(
+                    sc.params["seqlen_q"], max(64, -(-sc.params["seqlen_q"] // 8))
+                )
+        assert {"reference", "vendor", "compare"} <= set(ahead.seconds)
     finally:
-        for j in judges:
-            j.close()
+        ahead.close()
+        inline.close()
 
 
-def test_each_baseline_gives_the_classs_output(tasks):
-    import torch
+def test_cudnn_sets_the_bound_where_it_runs(task):
+    from gpu_harness.tasks.attention_fwd import scenario
 
-    from gpu_harness.tasks.attention_fwd import _sc
-
-    folder, cls = tasks
-    for shape in SHAPES[:4]:
-        p = _sc(*shape).params
-        inputs = cls.make_inputs(p, 11)
-        available = [n for n, note in folder.baseline_availability(list(folder.default_baselines)).items() if not note]
-        mine = folder.baseline_callables(available, p, inputs, {})
-        theirs = cls.baseline_callables(available, p, inputs, {})
-        for name in available:
-            try:
-                want = theirs[name]()
-            except Exception as e:  # refused by the library: refused by the folder's function too
-                with pytest.raises(type(e)):
-                    mine[name]()
-                continue
-            want = want[0] if isinstance(want, tuple) else want
-            got = mine[name]()["o"]
-            expected = want.transpose(1, 2) if name in ("cudnn", "flash") else want
-            torch.testing.assert_close(got, expected, msg=lambda m, name=name, shape=shape: f"{name} {shape}: {m}")
+    sc = scenario("bf16", 8, 2048, 2048, 16, 16, 128, False)  # the quick subset's first
+    j = task.judge(sc.params, 3, _outputs(task, sc.params, 3))
+    assert j.correct and j.details["vendor"] == "cudnn" and j.details["vendor_error"] < 4 * 2.3e-3
 
 
-def test_the_self_check_passes_on_the_gpu(tasks):
-    folder, _ = tasks
-    facts = folder.self_check()
-    assert facts["device"] == "cuda"
+def test_each_baseline_runs_and_is_as_close_as_a_vendor(task):
+    from gpu_harness.tasks.attention_fwd import scenario
+    from gpu_harness.tasks.cuda_device import compare_torch
+
+    names = [n for n, note in task.baseline_availability(list(task.default_baselines)).items() if note is None]
+    assert {"cudnn", "flash"} <= set(names)
+    for shape in SHAPES[:3]:
+        p = scenario(*shape).params
+        inputs = task.make_inputs(p, 11)
+        ref = task.reference_outputs(p, inputs)
+        calls = task.baseline_callables(names, p, inputs, {})
+        for name in names:
+            out = calls[name]()["o"]  # what the child times
+            err = compare_torch("o", out, ref["o"]).rel_error
+            assert err < 4 * {"bf16": 2.3e-3, "fp16": 2.9e-4}[p["dtype"]], (name, shape, err)
+
+
+def test_the_self_check_passes_on_the_gpu(task):
+    facts = task.self_check()
+    assert facts["device"] == "cuda" and facts["scenario"] == "bf16_b64_sq1_sk1_h16x16_d128_full"

@@ -13,7 +13,7 @@ from gpu_harness.taskspec import JudgeAhead, SpotCheck, TaskSpecError, load_spec
 
 PARAMS = {"rows": 1000, "cols": 33, "scale": 0.5}
 GOAL = "[goal]"
-SAMPLED = '[spot_check]\nsample = "rows"\nfraction = 10\nmin_count = 16\n\n[goal]'
+SAMPLED = '[spot_check]\nsample = "rows"\nfraction = 5\nmin_count = 100\n\n[goal]'
 REFERENCE = """import numpy as np
 
 CALLS = []
@@ -75,7 +75,7 @@ def test_the_features_are_read(folder):
             (GOAL, "[child]\nbaseline_threads = 4\n\n[goal]"),
         )
     )
-    assert spec.spot_check == SpotCheck("rows", fraction=10, min_count=16, whole="")
+    assert spec.spot_check == SpotCheck("rows", fraction=5, min_count=100, whole="")
     assert spec.reference_fast == "quick" and spec.versions_function == "versions" and spec.baseline_threads == 4
     assert spec.ahead is None and load_spec(scaffold("plain", folder.parent)).spot_check is None
 
@@ -85,10 +85,10 @@ def test_the_features_are_read(folder):
     [
         (GOAL, '[spot_check]\nsample = "m"\n\n[goal]',
          [("spot_check.sample", "'m': name a symbol of an output's shape (known: cols, rows)")]),
-        (GOAL, '[spot_check]\nsample = "rows"\nfraction = 65\n\n[goal]',
-         [("spot_check.fraction", "65: an integer in [1, 64]")]),
-        (GOAL, '[spot_check]\nsample = "rows"\nmin_count = 0\n\n[goal]',
-         [("spot_check.min_count", "0: an integer in [1, 1048576]")]),
+        (GOAL, '[spot_check]\nsample = "rows"\nfraction = 9\n\n[goal]',
+         [("spot_check.fraction", "9: an integer in [1, 8]")]),
+        (GOAL, '[spot_check]\nsample = "rows"\nmin_count = 63\n\n[goal]',
+         [("spot_check.min_count", "63: an integer in [64, 1048576]")]),
         (GOAL, '[spot_check]\nsample = "rows"\nwhole = "no good"\nevery = 2\n\n[goal]',
          [("spot_check.every", "unknown field (its fields: fraction, min_count, sample, whole)"),
           ("spot_check.whole", "'no good' is not a function name")]),
@@ -141,11 +141,12 @@ def test_a_spot_check_computes_the_reference_on_sampled_rows_only(folder):
     task = sampled_task(folder)
     calls = task.module().CALLS
     j = task.judge(PARAMS, 3, honest(task, 3), spot_check=True)
-    assert j.correct and j.details["rows_checked"] == 100 and calls[-1] == 100  # 1000 / 10
+    assert j.correct and j.details["rows_checked"] == 200 and calls[-1] == 200  # 1000 / 5, above 100
     full = task.judge(PARAMS, 3, honest(task, 3))
     assert full.correct and "rows_checked" not in full.details and calls[-1] is None
     small = {"rows": 7, "cols": 33, "scale": 0.5}
     assert task.spot_rows(small).tolist() == list(range(7))  # at least min_count: every row of a short axis
+    assert len(task.spot_rows({"rows": 300, "cols": 1, "scale": 1.0})) == 100  # 300 / 5 < min_count
     rows = [tuple(task.spot_rows(PARAMS)) for _ in range(3)]
     assert len(set(rows)) == 3 and all(list(r) == sorted(set(r)) for r in rows)
 
@@ -159,7 +160,7 @@ def test_without_a_whole_function_any_non_finite_element_fails_a_spot_check(fold
 
 
 def test_a_whole_function_counts_wrong_specials_over_the_whole_output(folder):
-    task = sampled_task(folder, ("min_count = 16", 'min_count = 16\nwhole = "whole"'))
+    task = sampled_task(folder, ("min_count = 100", 'min_count = 100\nwhole = "whole"'))
     outs = honest(task, 3)
     outs["out"][500, 0] = 7.0  # what this task's whole() calls a misplaced special
     j = task.judge(PARAMS, 3, outs, spot_check=True)
@@ -170,13 +171,13 @@ def test_a_whole_function_counts_wrong_specials_over_the_whole_output(folder):
 def test_a_sampled_each_rule_samples_the_baselines_outputs_too(folder):
     task = sampled_task(folder)
     j = task.judge(PARAMS, 4, honest(task, 4), spot_check=True)
-    assert j.correct and j.details["numpy_error"] < 1e-6 and j.details["rows_checked"] == 100
+    assert j.correct and j.details["numpy_error"] < 1e-6 and j.details["rows_checked"] == 200
 
 
 def test_a_broken_whole_function_or_versions_is_the_tasks_error(folder):
     task = sampled_task(
         folder,
-        ("min_count = 16", 'min_count = 16\nwhole = "versions"'),
+        ("min_count = 100", 'min_count = 100\nwhole = "versions"'),
         ("[baselines]\n", '[baselines]\nversions = "whole"\n'),
     )
     with pytest.raises(TaskError, match=r"^versions \(\[spot_check\] whole\) failed on rows=1000"):
