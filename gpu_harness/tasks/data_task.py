@@ -566,10 +566,6 @@ class DataTask(Task):
         held = self.held_outputs()
         return held[0] if held and self.spec.tolerance is None else self.spec.outputs[0].name
 
-    def _fixed_bound(self, name: str) -> float | None:
-        rule = self.spec.tolerances[name]
-        return {"rel_l2": rule.rel_l2, "allclose": 1.0}.get(rule.rule)
-
     def _bound(self, rule, names, params, inputs, ref, held, details, first_baselines, rows=None) -> float:
         """The bound of the outputs `names` under `rule`: `held` where seed a set it, else the rule's."""
         if held is not None:
