@@ -19,6 +19,7 @@ SHAPES = [  # dtype, B, Sq, Sk, Hq, Hkv, D, causal
     ("fp16", 1, 64, 64, 2, 2, 80, False),  # a head dim the fused kernel does not instantiate: torch's reference
 ]
 FLOOR = {"bf16": 2e-4, "fp16": 3e-5}
+DEFAULT_ERROR = {"bf16": 2.3e-3, "fp16": 2.9e-4}
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +82,11 @@ def test_judgements_with_work_ahead_are_those_of_a_judge_working_inline(task):
                 assert a.tolerance == pytest.approx(b.tolerance, rel=1e-6), (sc.id, run)
                 assert a.details.get("vendor") == b.details.get("vendor"), (sc.id, run)
                 assert a.correct == (not (run == "b" and n == 3)), (sc.id, run, a.reason)
-                if run == "a":
-                    assert a.details["vendor"] in ("cudnn", "flash"), (sc.id, a.details)
-                    assert a.tolerance == 2.0 * a.details["vendor_error"] + FLOOR[sc.params["dtype"]]
+                if run == "a":  # neither vendor usable (Sq > Sk causal may be such): the H200's level
+                    vendor, error = a.details["vendor"], a.details["vendor_error"]
+                    assert vendor in ("cudnn", "flash", None), (sc.id, a.details)
+                    base = DEFAULT_ERROR[sc.params["dtype"]] if vendor is None else error
+                    assert a.tolerance == 2.0 * base + FLOOR[sc.params["dtype"]]
                 tol = a.tolerance
                 spot = ahead.judge(sc.params, seed, outs, tolerance=tol, spot_check=True)
                 assert spot.correct == a.correct, (sc.id, run, spot.reason)
@@ -118,7 +121,7 @@ def test_each_baseline_runs_and_is_as_close_as_a_vendor(task):
         for name in names:
             out = calls[name]()["o"]  # what the child times
             err = compare_torch("o", out, ref["o"]).rel_error
-            assert err < 4 * {"bf16": 2.3e-3, "fp16": 2.9e-4}[p["dtype"]], (name, shape, err)
+            assert err < 4 * DEFAULT_ERROR[p["dtype"]], (name, shape, err)
 
 
 def test_the_self_check_passes_on_the_gpu(task):
