@@ -119,7 +119,12 @@ def test_each_baseline_runs_and_is_as_close_as_a_vendor(task):
         ref = task.reference_outputs(p, inputs)
         calls = task.baseline_callables(names, p, inputs, {})
         for name in names:
-            out = calls[name]()["o"]  # what the child times
+            try:
+                out = calls[name]()["o"]  # what the child times
+            except Exception:
+                if name in ("cudnn", "flash"):  # these run every shape here; FA3/FA4 may refuse one (n/a there)
+                    raise
+                continue
             err = compare_torch("o", out, ref["o"]).rel_error
             assert err < 4 * DEFAULT_ERROR[p["dtype"]], (name, shape, err)
 
