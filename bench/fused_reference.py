@@ -20,8 +20,8 @@ import torch
 
 from bench.gpu_timing import best_ms
 from gpu_harness import get_task
-from gpu_harness.tasks.attention_fwd import compare_torch
 from gpu_harness.tasks.attention_reference import FusedReference, reference
+from gpu_harness.tasks.cuda_device import compare_torch
 
 
 def main(argv=None) -> int:

@@ -177,9 +177,12 @@ def cmd_task_check(args) -> int:
         print(f"  does       {spec.description}")
     print(f"  symbol     {task.abi}")
     print(f"  scenarios  {len(spec.scenarios)} ({len(spec.quick_ids)} quick)")
-    print(f"  baselines  {', '.join(b.describe(spec.folder) for b in spec.baselines.values())}")
+    described = (
+        b.describe(spec.folder) if not b.description else f"{b.name} ({b.description})" for b in spec.baselines.values()
+    )
+    print(f"  baselines  {', '.join(described)}")
     print(f"             default: {', '.join(spec.default_baselines) or 'none'}")
-    print(f"  tolerance  {spec.tolerance.describe()}")
+    print(f"  tolerance  {spec.describe_tolerance()}")
     print(f"  goal       {spec.goal_speedup:g}x over {spec.goal_baseline}")
     print(f"  starting   {task.starting_kernel} ({built or 'not built'})")
     if spec.cheats:
@@ -188,6 +191,8 @@ def cmd_task_check(args) -> int:
         print("  reference  NOT run: torch is not installed here (install it to check the reference)")
     else:
         print(f"  reference  ran on {facts['scenario']} ({facts['device']}): outputs of the right shape and dtype")
+        for name, why in facts.get("refused", {}).items():  # may_refuse baselines that cannot run it here
+            print(f"  refused    {name} on {facts['scenario']}: {why}")
     return 0
 
 

@@ -293,21 +293,72 @@ class ScenarioSpec:
 
 @dataclass(frozen=True)
 class Tolerance:
+    """The rule one output (or, written once for the task, every output) is judged by."""
+
     rule: str  # "baseline" (k x a baseline's own error + floor), "rel_l2" (a fixed bound), "allclose"
     baseline: str = ""
     factor: float = 2.0
-    floor: float = 0.0
-    default_error: float = 1e-6  # used when the baseline's own error could not be measured
+    floor: float | ByScenario = 0.0  # a number, or one chosen by a scenario symbol ({by = "dtype", ...})
+    default_error: float | ByScenario = 1e-6  # used when no baseline's own error could be measured
     rel_l2: float = 0.0
     atol: float = 0.0
     rtol: float = 0.0
+    # the baseline rule's further choices:
+    fallbacks: tuple[str, ...] = ()  # baselines tried in turn when `baseline` cannot run the scenario
+    sanity: float | None = None  # an error above sanity x default_error: that baseline cannot do the scenario
+    # "each": measured afresh on the inputs of every output judged; "once": on seed a's inputs, the bound then
+    # held for seed b and the timed calls' spot checks (what attention_fwd has always done)
+    measure: str = "each"
+
+    @property
+    def baselines(self) -> tuple[str, ...]:
+        """The baselines whose error may set the bound, in the order they are tried."""
+        return (self.baseline, *self.fallbacks)
+
+    def floor_on(self, params: dict) -> float:
+        return float(self.floor(params) if isinstance(self.floor, ByScenario) else self.floor)
+
+    def default_error_on(self, params: dict) -> float:
+        d = self.default_error
+        return float(d(params) if isinstance(d, ByScenario) else d)
 
     def describe(self) -> str:
         if self.rule == "baseline":
-            return f"{self.factor:g} x {self.baseline}'s own error + {self.floor:g}"
+            who = f"{self.baseline}'s" + "".join(f" (else {f}'s)" for f in self.fallbacks)
+            where = " on seed a's inputs" if self.measure == "once" else ""
+            return f"{self.factor:g} x {who} own error{where} + {_number_text(self.floor)}"
         if self.rule == "rel_l2":
             return f"relative L2 error <= {self.rel_l2:g}"
         return f"|out - ref| <= {self.atol:g} + {self.rtol:g} x |ref|, element by element"
+
+
+def _number_text(value) -> str:
+    """A number, or a mapping of numbers (bf16 2e-04, fp16 3e-05), as a description shows it."""
+    if isinstance(value, ByScenario):
+        return "(" + ", ".join(f"{k} {v:g}" for k, v in value.choices.items()) + ")"
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class SpotCheck:
+    """[spot_check]: a timed call's outputs are judged on indices drawn at random (after the call) along one
+    scenario symbol's axis, the reference computed on those alone; where `whole` names a function of
+    reference.py, it checks the whole outputs without a reference (unwritten elements, misplaced specials)."""
+
+    sample: str  # the scenario symbol whose axis is sampled (in each output's shape that has it)
+    fraction: int = 8  # 1 index in `fraction` (at most 8) ...
+    min_count: int = 64  # ... and at least this many (at least 64; every index of a short axis)
+    whole: str = ""  # reference.py: whole(outputs, params) -> {output: (non-finite where due finite, wrong specials)}
+
+
+@dataclass(frozen=True)
+class JudgeAhead:
+    """[judge] ahead = true (cuda-sm90): the references, and the first tolerance baseline's outputs where a bound
+    is measured, are computed on CUDA streams of their own while the child runs, in the order they are judged."""
+
+    reference_depth: int = 4  # results held at once (each holds device memory)
+    baseline_depth: int = 12
+    baseline_threads: int = 8
 
 
 @dataclass(frozen=True)
@@ -316,8 +367,16 @@ class Baseline:
     function: str = ""  # a function of reference.py, called like the kernel (writes the outputs)
     kernel: Path | None = None  # a source the harness compiles like a candidate
     warm: bool = False  # its first call of a shape is slow: the child calls it once while the judge works
+    # function baselines: modules that must import for it to run (else it is n/a here, with a note saying why)
+    requires: tuple[str, ...] = ()
+    # it may raise on a configuration it cannot run: n/a there for the timing, skipped by a tolerance rule that
+    # names it (the next baseline of the rule is tried); the self check reports it instead of failing
+    may_refuse: bool = False
+    description: str = ""  # what it is, as a reader is shown (default: where it comes from)
 
     def describe(self, folder: Path) -> str:
+        if self.description:
+            return self.description
         if self.function:
             return f"{self.name} (reference.py:{self.function})"
         return f"{self.name} (kernel {_relative(self.kernel, folder)})"
@@ -335,9 +394,15 @@ class TaskSpec:
     starting_kernel: Path | None
     reference_function: str
     reference_precision: str  # "float64" or "float32": float inputs reach the reference as copies of it
+    reference_fast: str  # [reference] fast: reference.py's faster reference, tried first ("" when none)
+    spot_check: SpotCheck | None  # [spot_check]: sampled spot checks (None: a spot check is a full check)
+    ahead: JudgeAhead | None  # [judge] ahead: the judge works ahead of the child's outputs
+    baseline_threads: int  # [child] baseline_threads: threads of the child that own baseline calls
+    versions_function: str  # [baselines] versions: reference.py's function naming the baselines' library versions
     scenarios: tuple[ScenarioSpec, ...]
     quick_ids: tuple[str, ...]
-    tolerance: Tolerance
+    tolerance: Tolerance | None  # the one rule of every output; None when each output has its own
+    tolerances: dict  # output name -> its Tolerance (every output, in ABI order)
     baselines: dict  # name -> Baseline, in the order written
     default_baselines: tuple[str, ...]
     flops: Formula
@@ -383,6 +448,12 @@ class TaskSpec:
         """The argument's dtype in this scenario: its own, or the one its mapping chooses. Every reader of a dtype
         (making inputs and outputs, byte counts, the judge's checks) goes through here."""
         return arg.dtype(params) if isinstance(arg.dtype, ByScenario) else arg.dtype
+
+    def describe_tolerance(self) -> str:
+        """The tolerance rule(s) as a reader is shown them: one rule, or each output's."""
+        if self.tolerance is not None:
+            return self.tolerance.describe()
+        return "; ".join(f"{name}: {rule.describe()}" for name, rule in self.tolerances.items())
 
     def smallest_scenario(self) -> ScenarioSpec:
         """The scenario with the fewest tensor elements (where the reference is tried first)."""
@@ -503,6 +574,8 @@ class _SpecReader:
             "call_timeout",
             "child",
             "cheats",
+            "spot_check",
+            "judge",
         }
         for key in self.data:
             if key not in known:
@@ -512,14 +585,16 @@ class _SpecReader:
         symbol, starting, abi_text = self.read_kernel(target)
         args = self.read_args(target)
         self.check_abi_text(abi_text, symbol, args)
-        reference_function, reference_precision = self.read_reference()
+        reference_function, reference_precision, reference_fast = self.read_reference()
         scenarios, quick = self.read_scenarios(args)
         flops, nbytes = self.read_formulas(scenarios)
-        baselines, defaults = self.read_baselines()
-        tolerance = self.read_tolerance(baselines)
+        baselines, defaults, versions_function = self.read_baselines()
+        tolerances, uniform = self.read_tolerance(baselines, args, scenarios)
         goal_baseline, goal_speedup = self.read_goal(baselines)
         timing, host_clock, (base_s, min_rate) = self.read_timing()
-        child_env = self.read_child()
+        child_env, baseline_threads = self.read_child()
+        spot_check = self.read_spot_check(args, scenarios)
+        ahead = self.read_judge(target)
         cheats = self.read_cheats()
         self.check_symbols(args, scenarios, self.check_choices(args, scenarios))
         if self.problems:
@@ -535,9 +610,15 @@ class _SpecReader:
             starting_kernel=starting,
             reference_function=reference_function,
             reference_precision=reference_precision,
+            reference_fast=reference_fast,
+            spot_check=spot_check,
+            ahead=ahead,
+            baseline_threads=baseline_threads,
+            versions_function=versions_function,
             scenarios=tuple(scenarios),
             quick_ids=tuple(quick),
-            tolerance=tolerance,
+            tolerance=uniform,
+            tolerances=tolerances,
             baselines=baselines,
             default_baselines=tuple(defaults),
             flops=flops,
@@ -806,13 +887,17 @@ class _SpecReader:
             return None
         return InputInit(dist, vals[0], vals[1], native=native)
 
-    def read_reference(self) -> tuple[str, str]:
+    def read_reference(self) -> tuple[str, str, str]:
         ref = self.table("reference")
         head = self.lines.header("reference")
-        self.only(ref, head, {"function", "precision"}, section="reference", why="unknown field")
-        fn = ref.get("function", "reference")
-        if not isinstance(fn, str) or not fn.isidentifier():
-            self.problem("reference.function", f"{fn!r} is not a function name", self.lines.key("function", head))
+        self.only(ref, head, {"function", "precision", "fast"}, section="reference", why="unknown field")
+        names = {}
+        for key, default in (("function", "reference"), ("fast", "")):
+            fn = ref.get(key, default)
+            if not isinstance(fn, str) or not (fn.isidentifier() or fn == default):
+                self.problem(f"reference.{key}", f"{fn!r} is not a function name", self.lines.key(key, head))
+                fn = default
+            names[key] = fn
         precision = ref.get("precision", "float64")
         if precision not in REFERENCE_PRECISIONS:
             self.problem(
@@ -823,7 +908,68 @@ class _SpecReader:
             precision = "float64"
         if not (self.folder / REFERENCE_FILE).is_file():
             self.problem("reference", f"{REFERENCE_FILE} is missing from {self.folder}", None)
-        return (fn if isinstance(fn, str) else "reference"), precision
+        return names["function"], precision, names["fast"]
+
+    def read_spot_check(self, args: list[Arg], scenarios) -> SpotCheck | None:
+        """[spot_check]: within bounds that keep a spot check a check (at least 1 index in 8 of the axis, and at
+        least 64 of them)."""
+        t = self.table("spot_check")
+        if not t:
+            return None
+        head = self.lines.header("spot_check")
+        self.only(t, head, {"sample", "fraction", "min_count", "whole"}, section="spot_check", why="unknown field")
+        sample = t.get("sample")
+        in_outputs = [a.name for a in args if a.kind == "output" and sample in a.shape]
+        if not isinstance(sample, str) or not in_outputs:
+            outputs_symbols = sorted({d for a in args if a.kind == "output" for d in a.shape if isinstance(d, str)})
+            self.problem(
+                "spot_check.sample",
+                f"{sample!r}: name a symbol of an output's shape (known: {', '.join(outputs_symbols)})",
+                self.lines.key("sample", head) or head,
+            )
+            return None
+        if any(a.name == "sampled" for a in args):
+            self.problem("spot_check", "an argument is named sampled: the reference gets the sampled indices so", head)
+        bounded = {}
+        # never sparser than attention_fwd's own (1 row in 8, at least 64): the floor a task cannot lower
+        for key, default, lo, hi in (("fraction", 8, 1, 8), ("min_count", 64, 64, 1 << 20)):
+            v = t.get(key, default)
+            if type(v) is not int or not lo <= v <= hi:
+                self.problem(f"spot_check.{key}", f"{v!r}: an integer in [{lo}, {hi}]", self.lines.key(key, head))
+                v = default
+            bounded[key] = v
+        whole = t.get("whole", "")
+        if not isinstance(whole, str) or (whole and not whole.isidentifier()):
+            self.problem("spot_check.whole", f"{whole!r} is not a function name", self.lines.key("whole", head))
+            whole = ""
+        return SpotCheck(sample, bounded["fraction"], bounded["min_count"], whole)
+
+    def read_judge(self, target: Target) -> JudgeAhead | None:
+        t = self.table("judge")
+        if not t:
+            return None
+        head = self.lines.header("judge")
+        allowed = {"ahead": None, "reference_depth": (1, 64), "baseline_depth": (1, 64), "baseline_threads": (1, 32)}
+        self.only(t, head, set(allowed), section="judge", why="unknown field")
+        ahead = t.get("ahead", False)
+        if not isinstance(ahead, bool):
+            self.problem("judge.ahead", "true or false", self.lines.key("ahead", head))
+            return None
+        if ahead and target.arrays != "torch":
+            self.problem("judge.ahead", f"the judge works ahead on CUDA streams: target {target.name} has none", head)
+            return None
+        values = {}
+        for key, bounds in allowed.items():
+            if bounds is None or key not in t:
+                continue
+            v = t[key]
+            if type(v) is not int or not bounds[0] <= v <= bounds[1]:
+                self.problem(
+                    f"judge.{key}", f"{v!r}: an integer in [{bounds[0]}, {bounds[1]}]", self.lines.key(key, head)
+                )
+                continue
+            values[key] = v
+        return JudgeAhead(**values) if ahead else None
 
     # -- scenarios --
     def read_scenarios(self, args: list[Arg]) -> tuple[list[ScenarioSpec], list[str]]:
@@ -996,38 +1142,59 @@ class _SpecReader:
         return flops, parsed["bytes"]
 
     # -- judging --
-    def read_baselines(self) -> tuple[dict, list[str]]:
+    def read_baselines(self) -> tuple[dict, list[str], str]:
         b = self.table("baselines")
         head = self.lines.header("baselines")
         out = {}
+        versions = b.get("versions", "")
+        if not isinstance(versions, str) or (versions and not versions.isidentifier()):
+            self.problem("baselines.versions", f"{versions!r} is not a function name", self.lines.key("versions", head))
+            versions = ""
         for name, item in b.items():
-            if name == "default":
+            if name in ("default", "versions"):
                 continue
             line = self.lines.key(name, head) or self.lines.header(f"baselines.{name}")
             where = f"baselines.{name}"
             if not isinstance(item, dict):
                 self.problem(where, 'expected a table: {function = "..."} or {kernel = "file"}', line)
                 continue
-            unknown = [k for k in item if k not in ("function", "kernel", "warm")]
+            unknown = [
+                k for k in item if k not in ("function", "kernel", "warm", "requires", "may_refuse", "description")
+            ]
             if unknown:
                 self.problem(where, f"unknown field(s) {', '.join(unknown)}", line)
             if ("function" in item) == ("kernel" in item):
                 self.problem(where, "give exactly one of function (in reference.py) or kernel (a source file)", line)
                 continue
-            warm = item.get("warm", False)
-            if not isinstance(warm, bool):
-                self.problem(f"{where}.warm", "true or false", line)
-                warm = False
+            flags = {}
+            for key in ("warm", "may_refuse"):
+                flags[key] = item.get(key, False)
+                if not isinstance(flags[key], bool):
+                    self.problem(f"{where}.{key}", "true or false", line)
+                    flags[key] = False
+            description = item.get("description", "")
+            if not isinstance(description, str):
+                self.problem(f"{where}.description", "a line of text", line)
+                description = ""
+            requires = item.get("requires", [])
+            requires = [requires] if isinstance(requires, str) else requires
+            if not isinstance(requires, list) or not all(
+                isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in requires
+            ):
+                self.problem(f"{where}.requires", 'module names, e.g. ["flash_attn_interface"]', line)
+                requires = []
             if "function" in item:
                 fn = item["function"]
                 if not isinstance(fn, str) or not fn.isidentifier():
                     self.problem(f"{where}.function", f"{fn!r} is not a function name", line)
                     continue
-                out[name] = Baseline(name, function=fn, warm=warm)
+                out[name] = Baseline(name, function=fn, requires=tuple(requires), description=description, **flags)
             else:
+                if requires or flags["may_refuse"]:
+                    self.problem(where, "requires and may_refuse are a function baseline's", line)
                 path = self.file_field(f"{where}.kernel", item["kernel"], line)
                 if path is not None:
-                    out[name] = Baseline(name, kernel=path, warm=warm)
+                    out[name] = Baseline(name, kernel=path, warm=flags["warm"], description=description)
         defaults = b.get("default", list(out))
         dline = self.lines.key("default", head)
         if not isinstance(defaults, list) or not all(isinstance(d, str) for d in defaults):
@@ -1036,50 +1203,134 @@ class _SpecReader:
         for d in defaults:
             if d not in out:
                 self.problem("baselines.default", f"{d!r} is not a baseline (known: {', '.join(out)})", dline)
-        return out, defaults
+        return out, defaults, versions
 
-    def read_tolerance(self, baselines: dict) -> Tolerance:
+    def read_tolerance(self, baselines: dict, args: list[Arg], scenarios) -> tuple[dict, Tolerance | None]:
+        """[tolerance]: one rule for every output, or a table per output ([tolerance.o], [tolerance.lse]).
+        Returns (output name -> rule, the one rule or None)."""
         t = self.table("tolerance")
         head = self.lines.header("tolerance")
+        outputs = [a.name for a in args if a.kind == "output"]
+        per_output = {k: v for k, v in t.items() if isinstance(v, dict)}
+        if not per_output:
+            rule = self.read_rule(t, "tolerance", head, baselines, scenarios)
+            return {name: rule for name in outputs}, rule
+        for key in t:
+            if key not in per_output:
+                self.problem(
+                    f"tolerance.{key}",
+                    "either one rule for every output or a table per output ([tolerance.<output>]), not both",
+                    self.lines.key(key, head),
+                )
+        rules = {}
+        for name, table in per_output.items():
+            section = f"tolerance.{name}"
+            line = self.lines.header(section) or self.lines.key(name, head)
+            if name not in outputs:
+                self.problem(section, f"{name!r} is not an output (outputs: {', '.join(outputs)})", line)
+                continue
+            rules[name] = self.read_rule(table, section, line, baselines, scenarios)
+        missing = [n for n in outputs if n not in per_output]
+        if missing:
+            self.problem("tolerance", f"no rule for output(s) {', '.join(missing)}: each output needs one", head)
+        held = [n for n, r in rules.items() if r.measure == "once"]
+        if len(held) > 1:
+            self.problem(
+                "tolerance",
+                f'measure = "once" on {", ".join(held)}: one output at most (its bound is the one seed b and the'
+                " timed calls are held to)",
+                head,
+            )
+        return {n: rules[n] for n in outputs if n in rules}, None
+
+    def read_rule(self, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
+        """One tolerance rule from its table (`section` names it in problems)."""
 
         def number(key, default=None):
             v = t.get(key, default)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 self.problem(
-                    f"tolerance.{key}", f"expected a number >= 0, got {v!r}", self.lines.key(key, head) or head
+                    f"{section}.{key}", f"expected a number >= 0, got {v!r}", self.lines.key(key, head) or head
                 )
                 return 0.0
             return float(v)
 
+        def number_or_mapping(key, default):
+            """A number >= 0, or numbers chosen by a scenario symbol ({by = "dtype", bf16 = 2e-4, ...})."""
+            v = t.get(key, default)
+            if not isinstance(v, dict):
+                return number(key, default)
+            line = self.lines.key(key, head) or head
+
+            def problem_of(choice):
+                ok = not isinstance(choice, bool) and isinstance(choice, (int, float)) and math.isfinite(choice)
+                return None if ok and choice >= 0 else f"expected a number >= 0, got {choice!r}"
+
+            mapping = self.read_mapping(f"{section}.{key}", v, line, problem_of)
+            if mapping is None or not self.check_mapping(f"{section}.{key}", mapping, line, scenarios):
+                return 0.0
+            return ByScenario(mapping.by, {k: float(c) for k, c in mapping.choices.items()})
+
         if "baseline" in t:
-            name = t["baseline"]
-            if name not in baselines or not baselines[name].function:
-                self.problem(
-                    "tolerance.baseline",
-                    f"{name!r} is not a function baseline (known: "
-                    f"{', '.join(n for n, b in baselines.items() if b.function) or 'none'})",
-                    self.lines.key("baseline", head),
-                )
+            named = t["baseline"]
+            names = named if isinstance(named, list) else [named]
+            functions = [n for n, b in baselines.items() if b.function]
+            bline = self.lines.key("baseline", head)
+            if not names or not all(isinstance(n, str) for n in names):
+                self.problem(f"{section}.baseline", "a baseline's name, or a list of names tried in turn", bline)
+                names = [""]
+            for name in names:
+                if name not in baselines or not baselines[name].function:
+                    self.problem(
+                        f"{section}.baseline",
+                        f"{name!r} is not a function baseline (known: {', '.join(functions) or 'none'})",
+                        bline,
+                    )
             factor = number("factor", 2.0)
             if factor < 1.0:
                 self.problem(
-                    "tolerance.factor", "below 1: the baseline itself would fail", self.lines.key("factor", head)
+                    f"{section}.factor", "below 1: the baseline itself would fail", self.lines.key("factor", head)
                 )
-            self.only(t, head, {"baseline", "factor", "floor", "default_error"})
+            measure = t.get("measure", "each")
+            if measure not in ("each", "once"):
+                self.problem(
+                    f"{section}.measure",
+                    f'{measure!r}: "each" (on every output judged) or "once" (on seed a, then held)',
+                    self.lines.key("measure", head),
+                )
+                measure = "each"
+            sanity = None
+            if "sanity" in t:
+                sanity = number("sanity")
+                if sanity < 1.0:
+                    self.problem(
+                        f"{section}.sanity",
+                        "below 1: a baseline as good as default_error would be refused",
+                        self.lines.key("sanity", head),
+                    )
+            self.only(
+                t,
+                head,
+                {"baseline", "factor", "floor", "default_error", "measure", "sanity"},
+                section=section,
+            )
             return Tolerance(
                 "baseline",
-                baseline=str(name),
+                baseline=str(names[0]),
                 factor=factor,
-                floor=number("floor", 0.0),
-                default_error=number("default_error", 1e-6),
+                floor=number_or_mapping("floor", 0.0),
+                default_error=number_or_mapping("default_error", 1e-6),
+                fallbacks=tuple(str(n) for n in names[1:]),
+                sanity=sanity,
+                measure=measure,
             )
         if "rel_l2" in t:
-            self.only(t, head, {"rel_l2"})
+            self.only(t, head, {"rel_l2"}, section=section)
             return Tolerance("rel_l2", rel_l2=number("rel_l2"))
         if "atol" in t or "rtol" in t:
-            self.only(t, head, {"atol", "rtol"})
+            self.only(t, head, {"atol", "rtol"}, section=section)
             return Tolerance("allclose", atol=number("atol", 0.0), rtol=number("rtol", 0.0))
-        self.problem("tolerance", "give baseline (+ factor, floor), rel_l2, or atol/rtol", head)
+        self.problem(section, "give baseline (+ factor, floor), rel_l2, or atol/rtol", head)
         return Tolerance("rel_l2", rel_l2=0.0)
 
     def only(
@@ -1132,16 +1383,24 @@ class _SpecReader:
         call = bounded("call_timeout", CALL_TIMEOUT_KEYS)
         return timing, host, (call.get("base_s", 20.0), call.get("min_rate", 1e9))
 
-    def read_child(self) -> dict:
+    def read_child(self) -> tuple[dict, int]:
         child = self.table("child")
         head = self.lines.header("child")
         env = child.get("env", {})
+        threads = child.get("baseline_threads", 0)
         for key in child:
-            if key != "env":
-                self.problem(f"child.{key}", "unknown field (known: env)", self.lines.key(key, head))
+            if key not in ("env", "baseline_threads"):
+                self.problem(f"child.{key}", "unknown field (known: env, baseline_threads)", self.lines.key(key, head))
+        if type(threads) is not int or not 0 <= threads <= 32:
+            self.problem(
+                "child.baseline_threads",
+                f"{threads!r}: an integer in [0, 32]",
+                self.lines.key("baseline_threads", head),
+            )
+            threads = 0
         if not isinstance(env, dict):
             self.problem("child.env", "a table of environment variables", self.lines.key("env", head))
-            return {}
+            return {}, threads
         out = {}
         for k, v in env.items():
             if not isinstance(v, str) or not re.match(r"^[A-Z_][A-Z0-9_]*$", k):
@@ -1154,7 +1413,7 @@ class _SpecReader:
                 )
             else:
                 out[k] = v
-        return out
+        return out, threads
 
     def read_cheats(self) -> Path | None:
         value = self.data.get("cheats")
@@ -1172,7 +1431,6 @@ class _SpecReader:
         """Every mapping's `by` is a scenario symbol and has a choice for each scenario's value of it; returns the
         names of the arguments whose mapping is not (their values cannot be computed on every scenario)."""
         bad = set()
-        known = list(dict.fromkeys(k for sc in scenarios for k in sc.params))
         if not scenarios:
             return bad
         for i, a in enumerate(args):
@@ -1182,30 +1440,37 @@ class _SpecReader:
                 if not isinstance(mapping, ByScenario):
                     continue
                 fieldname, kline = f"args.{a.name}.{key}", self.lines.key(key, line)
-                if mapping.by not in known:
-                    self.problem(
-                        fieldname, f"by = {mapping.by!r} is no scenario symbol (known: {', '.join(known)})", kline
-                    )
-                    bad.add(a.name)
-                    continue
-                lacking = [sc for sc in scenarios if mapping.by in sc.params]
-                lacking = [sc for sc in lacking if value_key(sc.params[mapping.by]) not in mapping.choices]
-                unseen = [sc.id for sc in scenarios if mapping.by not in sc.params]
-                if unseen:
-                    self.problem(
-                        fieldname, f"symbol {mapping.by!r} is not defined by scenario(s) {', '.join(unseen[:3])}", kline
-                    )
-                    bad.add(a.name)
-                if lacking:
-                    values = ", ".join(dict.fromkeys(value_key(sc.params[mapping.by]) for sc in lacking))
-                    self.problem(
-                        fieldname,
-                        f"{mapping.by} = {values} (scenario {lacking[0].id}) has no choice "
-                        f"(the mapping gives {', '.join(mapping.choices)})",
-                        kline,
-                    )
+                if not self.check_mapping(fieldname, mapping, kline, scenarios):
                     bad.add(a.name)
         return bad
+
+    def check_mapping(self, fieldname: str, mapping: ByScenario, line, scenarios: list[ScenarioSpec]) -> bool:
+        """The mapping's `by` is a symbol every scenario defines, and each scenario's value of it has a choice."""
+        known = list(dict.fromkeys(k for sc in scenarios for k in sc.params))
+        if not scenarios:
+            return True
+        if mapping.by not in known:
+            self.problem(fieldname, f"by = {mapping.by!r} is no scenario symbol (known: {', '.join(known)})", line)
+            return False
+        ok = True
+        unseen = [sc.id for sc in scenarios if mapping.by not in sc.params]
+        if unseen:
+            self.problem(
+                fieldname, f"symbol {mapping.by!r} is not defined by scenario(s) {', '.join(unseen[:3])}", line
+            )
+            ok = False
+        lacking = [sc for sc in scenarios if mapping.by in sc.params]
+        lacking = [sc for sc in lacking if value_key(sc.params[mapping.by]) not in mapping.choices]
+        if lacking:
+            values = ", ".join(dict.fromkeys(value_key(sc.params[mapping.by]) for sc in lacking))
+            self.problem(
+                fieldname,
+                f"{mapping.by} = {values} (scenario {lacking[0].id}) has no choice "
+                f"(the mapping gives {', '.join(mapping.choices)})",
+                line,
+            )
+            ok = False
+        return ok
 
     def check_symbols(
         self, args: list[Arg], scenarios: list[ScenarioSpec], bad_choices: set[str] = frozenset()

@@ -1,4 +1,4 @@
-"""The task registry: class tasks (attention_fwd) and folder tasks (`tasks/<name>/task.toml`).
+"""The task registry: every task is a folder (`tasks/<name>/task.toml` + reference.py), run by the generic task.
 
 Folder tasks are found in the repository's top-level `tasks/` folder, then in each folder named by
 KSEEK_TASKS_DIR (os.pathsep-separated), in that order; the first folder of a name wins. The child process
@@ -17,10 +17,7 @@ from .base import REPO_ROOT, Judgement, Scenario, Task, TaskError, derive_seed
 BUILTIN_TASKS_DIR = REPO_ROOT / "tasks"
 TASKS_DIR_ENV = "KSEEK_TASKS_DIR"
 
-_CLASS_TASKS = {
-    "attention_fwd": ("gpu_harness.tasks.attention_fwd", "AttentionFwd"),
-}
-_INSTANCES: dict[object, Task] = {}  # name (class tasks) or resolved folder (folder tasks) -> the task
+_INSTANCES: dict[object, Task] = {}  # resolved folder -> the task
 
 
 def task_roots() -> list[Path]:
@@ -30,8 +27,8 @@ def task_roots() -> list[Path]:
 
 
 def task_folders() -> dict[str, Path]:
-    """name -> folder of every folder task (a subfolder holding task.toml); the first of a name wins and a
-    folder task never hides a class task."""
+    """name -> folder of every folder task (a subfolder holding task.toml); the first of a name wins (the
+    repository's own tasks are never shadowed)."""
     found: dict[str, Path] = {}
     for root in task_roots():
         try:
@@ -39,24 +36,17 @@ def task_folders() -> dict[str, Path]:
         except OSError:
             continue
         for folder in entries:
-            if (folder / SPEC_FILE).is_file() and folder.name not in found and folder.name not in _CLASS_TASKS:
+            if (folder / SPEC_FILE).is_file() and folder.name not in found:
                 found[folder.name] = folder.resolve()
     return found
 
 
 def list_tasks() -> list[str]:
-    return sorted({*_CLASS_TASKS, *task_folders()})
+    return sorted(task_folders())
 
 
 def get_task(name: str) -> Task:
     """The task of that name; ValueError (a TaskSpecError for a broken folder) when there is none."""
-    if name in _CLASS_TASKS:
-        if name not in _INSTANCES:
-            import importlib
-
-            module, cls = _CLASS_TASKS[name]
-            _INSTANCES[name] = getattr(importlib.import_module(module), cls)()
-        return _INSTANCES[name]
     folder = task_folders().get(name)
     if folder is None:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(list_tasks())}")

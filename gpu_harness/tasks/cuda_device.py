@@ -1,7 +1,7 @@
 """What every CUDA task does the same way: time a call, flush the cache, wait for the device, move outputs
 through the device exchange, compare on the device, measure the card's peaks.
 
-Used by attention_fwd (a class task) and the generic cuda-sm90 task (data_cuda.py). torch is imported lazily:
+Used by the generic cuda-sm90 task (data_cuda.py) and its judge ahead (judge_ahead.py). torch is imported lazily:
 importing this module costs nothing on a host without it.
 """
 

@@ -130,6 +130,11 @@ class CpuDataTask(DataTask):
 
         return np.asarray(value)
 
+    def _is_array(self, value) -> bool:
+        import numpy as np
+
+        return isinstance(value, np.ndarray)
+
     def _is_float(self, arr) -> bool:
         return arr.dtype.kind == "f"
 
@@ -149,15 +154,32 @@ class CpuDataTask(DataTask):
     def _pointer(self, arr) -> int:
         return arr.ctypes.data
 
-    def _not_like(self, cand, dtype, ref):
+    def _not_like(self, cand, dtype, shape):
         import numpy as np
 
-        if cand.shape != ref.shape or cand.dtype != np.dtype(DTYPES[dtype].numpy):
+        if tuple(cand.shape) != tuple(shape) or cand.dtype != np.dtype(DTYPES[dtype].numpy):
             return f"shape {cand.shape} {cand.dtype}"
         return None
 
     def _compare(self, name, cand, ref):
         return compare_numpy(name, cand, ref)
+
+    def _random_indices(self, size, n, seed):
+        import numpy as np
+
+        if n >= size:
+            return np.arange(size)
+        return np.sort(np.random.default_rng(seed).permutation(size)[:n])
+
+    def _take(self, arr, axis, rows):
+        import numpy as np
+
+        return np.take(arr, rows, axis=axis)
+
+    def _nonfinite_count(self, arr) -> int:
+        import numpy as np
+
+        return int(np.count_nonzero(~np.isfinite(arr))) if arr.dtype.kind == "f" else 0
 
     def _allclose_ratio(self, cand, ref, atol, rtol):
         import numpy as np

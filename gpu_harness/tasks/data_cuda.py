@@ -10,11 +10,14 @@ conventions). `device="cpu"` runs the judge's side on the CPU: tests of the judg
 
 from __future__ import annotations
 
+import os
+
 from ..verdict import TimingLimits
 from .cuda_device import (
     CudaCalls,
     DeviceOutputs,
     compare_torch,
+    comparison,
     cuda_unavailable,
     identical_tensors,
     measure_peaks,
@@ -52,14 +55,29 @@ class CudaDataTask(DataTask):
         return cuda_unavailable()
 
     def child_env(self) -> dict[str, str]:
-        return dict(self.spec.child_env)
+        # "{cache}" is the harness's cache folder (a library's own compile cache goes beside the builds'); a
+        # variable the user set wins
+        from ..build import cache_dir
+
+        env = {k: v.replace("{cache}", str(cache_dir())) for k, v in self.spec.child_env.items()}
+        return {k: v for k, v in env.items() if k not in os.environ}
 
     def versions(self) -> str:
+        own = self.task_versions()
+        if own is not None:
+            return own
         torch = torch_module()
         return f"torch {torch.__version__}, cuda {torch.version.cuda}"
 
     def judge_device(self) -> str:
         return self._device_name
+
+    def new_judge(self):
+        if self.spec.ahead is None:
+            return super().new_judge()
+        from .judge_ahead import AheadJudge
+
+        return AheadJudge(self)
 
     def timing_limits(self):
         peaks = self._peaks or TimingLimits()
@@ -150,6 +168,13 @@ class CudaDataTask(DataTask):
             return {"device": "cpu"}
         if self._peaks is None:
             self._peaks = measure_peaks()
+        if self.spec.ahead is not None:
+            # this thread's GPU work (copying outputs out of their slots, comparing them) goes on a stream of the
+            # highest priority: the work ahead runs on streams of the default, lowest one, so a comparison's
+            # blocks get the next free SM before the next block of the work ahead
+            if getattr(self, "_judge_stream", None) is None:
+                self._judge_stream = torch.cuda.Stream(priority=-100)  # torch maps it to the highest there is
+            torch.cuda.set_stream(self._judge_stream)
         return {
             "device": torch.cuda.get_device_name(),
             "peak_tflops": self._peaks.peak_tflops,
@@ -166,6 +191,9 @@ class CudaDataTask(DataTask):
             raise TaskError(f"the reference returned a {type(value).__name__}, not a torch tensor")
         return value.to(self._device())
 
+    def _is_array(self, value) -> bool:
+        return isinstance(value, torch_module().Tensor)
+
     def _is_float(self, t) -> bool:
         return t.is_floating_point()
 
@@ -181,16 +209,36 @@ class CudaDataTask(DataTask):
     def _pointer(self, t) -> int:
         return t.data_ptr()
 
-    def _not_like(self, cand, dtype, ref):
+    def _not_like(self, cand, dtype, shape):
         torch = torch_module()
         if not isinstance(cand, torch.Tensor):
             return type(cand).__name__
-        if tuple(cand.shape) != tuple(ref.shape) or cand.dtype != torch_dtype(dtype):
+        if tuple(cand.shape) != tuple(shape) or cand.dtype != torch_dtype(dtype):
             return f"shape {tuple(cand.shape)} {str(cand.dtype).removeprefix('torch.')}"
         return None
 
     def _compare(self, name, cand, ref):
-        return compare_torch(name, cand.to(ref.device), ref)
+        fast = self.fast_reference() if self._device_name != "cpu" else None
+        compare = getattr(fast, "compare", None)
+        figures = compare(cand, ref) if compare is not None else None  # one fused pass where it can serve
+        return (
+            compare_torch(name, cand.to(ref.device), ref)
+            if figures is None
+            else comparison(name, figures, cand.numel())
+        )
+
+    def _random_indices(self, size, n, seed):
+        torch = torch_module()
+        if n >= size:
+            return torch.arange(size, device=self._device())
+        g = torch.Generator().manual_seed(seed)
+        return torch.randperm(size, generator=g)[:n].sort().values.to(self._device())
+
+    def _take(self, t, axis, rows):
+        return t.index_select(axis, rows.to(t.device))
+
+    def _nonfinite_count(self, t) -> int:
+        return int((~torch_module().isfinite(t)).sum()) if t.is_floating_point() else 0
 
     def _allclose_ratio(self, cand, ref, atol, rtol):
         torch = torch_module()

@@ -4,7 +4,7 @@ A task (base.py) is data plus pure functions, and it is cached: one instance per
 harness service reuses for evaluation after evaluation. Whatever belongs to one evaluation lives here instead:
 - `JudgeSide`, made by `Task.new_judge()` when an Evaluation starts (gpu_harness/evaluation.py) and closed at
   its end: the parent's end of the output exchange, the work it started ahead of the child's outputs (a task's
-  own subclass: attention's references and cuDNN's outputs), and the seconds its judging took;
+  own subclass, judge_ahead.AheadJudge: attention's references and cuDNN's outputs), and the seconds its judging took;
 - `ChildSide`, made by the child process (gpu_harness/child.py) for its one job: the device, clock and cache
   flush (`Calls`), and the child's end of the output exchange.
 Two evaluations on one cached task (one that stopped mid-way, then the next; or two at once) thus never see each
@@ -104,7 +104,7 @@ class FileOutputs:
 class JudgeSide:
     """The judge's state of one evaluation of `task`. This base judges each output with the task's own `judge`
     (a pure function: it regenerates the inputs and computes the reference); a task that works ahead of the
-    child's outputs subclasses it (attention_fwd.AttentionJudge)."""
+    child's outputs subclasses it (judge_ahead.AheadJudge)."""
 
     def __init__(self, task):
         self.task = task

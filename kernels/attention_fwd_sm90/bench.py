@@ -171,7 +171,7 @@ def grid_shapes(name):
             for D in (64, 128, 256)
             for S in (512, 1024, 2048, 4096, 8192, 16384)
         ]
-    if name == "extra":  # the harness's full-grid scenarios beyond the FA grid (gpu_harness/tasks/attention_fwd.py)
+    if name == "extra":  # the harness's full-grid scenarios beyond the FA grid (tasks/attention_fwd/task.toml)
         out = [(16384 // S, S, S, 2048 // D, 2048 // D, D) for D in (96, 192) for S in (1024, 4096, 16384)]
         out += [(16384 // S, S, S, hq, hkv, 128) for hq, hkv in ((32, 8), (32, 4), (32, 1)) for S in (2048, 8192)]
         out += [(b, s, s, 16, 16, 128) for s, b in ((1, 64), (113, 32), (1000, 16), (3001, 4))]

@@ -7,7 +7,8 @@ import pytest
 from gpu_harness.verdict import judge_outputs
 
 torch = pytest.importorskip("torch")
-from gpu_harness.tasks.attention_fwd import compare_torch, reference  # noqa: E402
+from gpu_harness.tasks.attention_reference import reference  # noqa: E402
+from gpu_harness.tasks.cuda_device import compare_torch  # noqa: E402
 
 
 def direct(q, k, v, causal, scale):
@@ -83,13 +84,13 @@ def test_nan_poison_left_in_output_fails():
 
 
 def cpu_judge_and_reference(shape: tuple, seed: int):
-    """The judge on the CPU, a scenario of `shape` (the arguments of attention_fwd._sc) and the fp32 reference on
+    """The judge on the CPU, a scenario of `shape` (the arguments of attention_fwd.scenario) and the fp32 reference on
     the inputs of `seed`: (task, scenario, O, LSE)."""
-    from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
+    from gpu_harness.tasks.attention_fwd import attention_task, scenario
 
-    task = AttentionFwd(device="cpu")
+    task = attention_task(device="cpu")
     task.parent_setup()
-    sc = _sc(*shape)
+    sc = scenario(*shape)
     inp = task.make_inputs(sc.params, seed)
     o, lse = reference(inp["q"], inp["k"], inp["v"], sc.params["causal"], sc.params["softmax_scale"])
     return task, sc, o, lse
@@ -115,17 +116,18 @@ def test_judge_refuses_outputs_of_the_wrong_dtype_or_shape():
     task, sc, o, lse = cpu_judge_and_reference(("fp16", 1, 16, 16, 2, 2, 32, False), 7)
     assert task.judge(sc.params, 7, {"o": o.half(), "lse": lse}).correct
     wrong_dtype = task.judge(sc.params, 7, {"o": o.bfloat16(), "lse": lse})
-    assert not wrong_dtype.correct and "dtype" in wrong_dtype.reason
+    assert not wrong_dtype.correct
+    assert wrong_dtype.reason == "o: output has shape (1, 16, 2, 32) bfloat16, expected shape (1, 16, 2, 32) float16"
     wrong_shape = task.judge(sc.params, 7, {"o": o.half()[:, :8], "lse": lse})
-    assert not wrong_shape.correct and "shape" in wrong_shape.reason
+    assert not wrong_shape.correct and wrong_shape.reason.startswith("o: output has shape (1, 8, 2, 32) float16")
 
 
 def test_identical_is_bitwise_not_numeric():
     """-0.0 == 0.0 numerically, but a moving sign bit is a moving answer; NaN != NaN numerically, but the
     same NaN twice is the same output."""
-    from gpu_harness.tasks.attention_fwd import AttentionFwd
+    from gpu_harness.tasks.attention_fwd import attention_task
 
-    task = AttentionFwd(device="cpu")
+    task = attention_task(device="cpu")
     o = torch.zeros(2, 3, 4, 8, dtype=torch.bfloat16)
     lse = torch.full((2, 4, 3), float("-inf"))
     lse[0, 0, 0] = float("nan")
@@ -148,13 +150,11 @@ def test_reference_on_chosen_rows_equals_those_rows_of_the_full_reference():
 
 def test_spot_check_judges_sampled_rows_and_the_whole_output_for_poison():
     """A timed call's output is judged on random rows; poison or a misplaced -inf anywhere still fails."""
-    from gpu_harness.tasks import attention_fwd as af
-
     task, sc, o, lse = cpu_judge_and_reference(("bf16", 2, 300, 200, 4, 2, 32, True), 5)  # rows 0..99 see no key
     honest = {"o": o.bfloat16(), "lse": lse}
     j = task.judge(sc.params, 5, honest, tolerance=5e-3, spot_check=True)
     assert j.correct, j.reason
-    assert j.details["rows_checked"] == af.SPOT_MIN_ROWS  # 300 / 8 < 64
+    assert j.details["rows_checked"] == task.spec.spot_check.min_count == 64  # 300 / 8 < 64
     for name, index, value, words in (
         ("o", (1, 150, 3, 7), float("nan"), "NaN"),
         ("lse", (0, 2, 10), 0.5, "-inf"),  # a row that sees no key
@@ -171,8 +171,9 @@ def test_spot_check_judges_sampled_rows_and_the_whole_output_for_poison():
 
 
 def test_spot_check_rows_are_fresh_each_time():
-    from gpu_harness.tasks.attention_fwd import _random_rows
+    from gpu_harness.tasks.attention_fwd import attention_task
 
-    draws = {tuple(_random_rows(16384, "cpu").tolist()) for _ in range(5)}
+    task = attention_task(device="cpu")
+    draws = {tuple(task.spot_rows({"seqlen_q": 16384}).tolist()) for _ in range(5)}
     assert len(draws) == 5 and all(len(d) == 2048 and list(d) == sorted(set(d)) for d in draws)
-    assert _random_rows(40, "cpu").tolist() == list(range(40))
+    assert task.spot_rows({"seqlen_q": 40}).tolist() == list(range(40))

@@ -44,8 +44,10 @@ def test_without_threads_calls_run_on_the_main_thread():
 
 def test_sdpa_lock_shares_one_backend_and_excludes_another():
     torch = pytest.importorskip("torch")
-    from gpu_harness.tasks.attention_fwd import SdpaBackendLock, _sdpa_flags
+    from gpu_harness.tasks.attention_fwd import reference_module
 
+    attention = reference_module()  # tasks/attention_fwd/reference.py
+    SdpaBackendLock, _sdpa_flags = attention.SdpaBackendLock, attention.sdpa_flags
     lock = SdpaBackendLock()
     before = _sdpa_flags()
     inside, log = [], []

@@ -217,12 +217,12 @@ def test_closing_one_evaluation_leaves_the_others_exchange_open(tmp_path, host_e
 
 def test_two_attention_judges_of_one_task_keep_their_own_figures():
     pytest.importorskip("torch")
-    from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
+    from gpu_harness.tasks.attention_fwd import attention_task, scenario
     from gpu_harness.tasks.attention_reference import reference
 
-    task = AttentionFwd(device="cpu")
+    task = attention_task(device="cpu")
     task.parent_setup()
-    sc = _sc("bf16", 1, 33, 47, 2, 1, 32, True)
+    sc = scenario("bf16", 1, 33, 47, 2, 1, 32, True)
 
     def honest(seed):
         inp = task.make_inputs(sc.params, seed)

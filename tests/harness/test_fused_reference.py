@@ -50,13 +50,14 @@ def test_fused_reference_agrees_with_the_torch_reference(shape):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc, compare_torch
+    from gpu_harness.tasks.attention_fwd import attention_task, scenario
     from gpu_harness.tasks.attention_reference import FusedReference, reference
+    from gpu_harness.tasks.cuda_device import compare_torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    sc = _sc(*shape)
+    sc = scenario(*shape)
     p = sc.params
-    inp = AttentionFwd().make_inputs(p, 11)
+    inp = attention_task().make_inputs(p, 11)
     args = (inp["q"], inp["k"], inp["v"], p["causal"], p["softmax_scale"])
     fused = FusedReference()
     assert fused.ready(), fused.note
@@ -92,8 +93,8 @@ def test_fused_comparison_gives_the_figures_of_compare_torch(dtype):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from gpu_harness.tasks.attention_fwd import compare_torch, comparison
     from gpu_harness.tasks.attention_reference import FusedReference
+    from gpu_harness.tasks.cuda_device import compare_torch, comparison
 
     fused = FusedReference()
     assert fused.ready(), fused.note

@@ -1,7 +1,7 @@
 """The attention judge with its reference and cuDNN's outputs computed ahead (gpu_harness/ahead.py), on the
 GPU: the same verdicts and errors as a judge that computes everything when the outputs arrive, with the work
 ahead really used, and a scenario never judged (the candidate refused it) skipped without a stall. Both judges
-are two evaluations' judges (AttentionJudge) of one task instance, as in the harness service: neither sees the
+are two evaluations' judges (judge_ahead.AheadJudge) of one task instance, as in the harness service: neither sees the
 other's work ahead or timing figures."""
 
 import pytest
@@ -32,9 +32,10 @@ def test_judging_with_work_ahead_matches_judging_without_it():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from gpu_harness.tasks.attention_fwd import AttentionFwd, _sc
+    from gpu_harness.tasks.attention_fwd import attention_task
+    from gpu_harness.tasks.attention_fwd import scenario as _sc
 
-    task = AttentionFwd()
+    task = attention_task()
     task.parent_prepare()
     task.parent_setup()
     ahead, inline = task.new_judge(), task.new_judge()

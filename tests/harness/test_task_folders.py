@@ -216,7 +216,7 @@ def test_task_check_refuses_a_starting_kernel_that_does_not_build_or_export_the_
 
 def test_every_built_in_task_folder_passes_task_check():
     folders = sorted(p.parent for p in (REPO / "tasks").glob("*/task.toml"))
-    assert [f.name for f in folders] == ["gemm_bias_gelu", "matmul_cpu", "rmsnorm", "softmax_rows"]
+    assert [f.name for f in folders] == ["attention_fwd", "gemm_bias_gelu", "matmul_cpu", "rmsnorm", "softmax_rows"]
     for f in folders:
         p = _cli("task", "check", str(f))
         assert p.returncode == 0, p.stdout + p.stderr

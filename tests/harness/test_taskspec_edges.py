@@ -76,12 +76,12 @@ CASES = [
      [("starting = 3", "kernel.starting", "expected a path (relative to the task folder), got 3")]),
     ("kernel not a table", [("[kernel]\n", 'kernel = 3\n[kern]\n')],
      [("[kern]", "kern", "unknown field (known: args, baselines, call_timeout, cheats, child, description, formulas, "
-       "goal, host_clock, kernel, reference, scenarios, target, timing, tolerance)"),
+       "goal, host_clock, judge, kernel, reference, scenarios, spot_check, target, timing, tolerance)"),
       ("kernel = 3", "kernel", "must be a table ([kernel])"), ('symbol = "kseek', "kernel.symbol", "None is not a C identifier")]),
     ("no target", [('target = "cpu"', "# no target")], [(None, "target", "None is not a target (known: cpu, cuda-sm90)")]),
     ("unknown top-level key", [("description = ", "speed = 1\ndescription = ")],
      [("speed = 1", "speed", "unknown field (known: args, baselines, call_timeout, cheats, child, description, "
-       "formulas, goal, host_clock, kernel, reference, scenarios, target, timing, tolerance)")]),
+       "formulas, goal, host_clock, judge, kernel, reference, scenarios, spot_check, target, timing, tolerance)")]),
     ("arg name not C", [('name = "y"', 'name = "2y"')], [('name = "2y"', "args[1].name", "'2y' is not a C identifier")]),
     ("arg name missing", [('name = "y"\n', "")], [("[[args]]\nkind", "args[1].name", "None is not a C identifier")]),  # not the next name
     ("arg name twice", [('name = "y"', 'name = "x"')], [('name = "x"\nkind = "input"\ndtype = "float32"\nshape = ["rows", "cols"]\ninit = { dist = "uniform"',
@@ -128,8 +128,8 @@ CASES = [
                           'init = { dist = "normal" }')], [("init = { dist", "args.x.init.dist", "normal does not make int32 values")]),
     ("integers without bounds", [('dtype = "float32"\nshape = ["rows", "cols"]\n' + X_INIT, 'dtype = "int32"\nshape = ["rows", "cols"]\n'
                                   'init = { dist = "integers" }')], [("init = { dist", "args.x.init.low", "expected a number, got None")]),
-    ("an unknown reference field", [('function = "reference"  #', 'function = "reference"\nfast = true  #')],
-     [("fast = true", "reference.fast", "unknown field (its fields: function, precision)")]),
+    ("an unknown reference field", [('function = "reference"  #', 'function = "reference"\nspeedy = true  #')],
+     [("speedy = true", "reference.speedy", "unknown field (its fields: fast, function, precision)")]),
     ("reference not a name", [('function = "reference"  #', 'function = "not a name"  #')],
      [('function = "not a name"', "reference.function", "'not a name' is not a function name")]),
     ("reference a number", [('function = "reference"  #', "function = 3  #")], [("function = 3", "reference.function", "3 is not a function name")]),
@@ -226,7 +226,7 @@ CASES = [
      [('factor = "2"', "tolerance.factor", "expected a number >= 0, got '2'"), ('factor = "2"', "tolerance.factor", "below 1: the baseline itself would fail")]),
     ("a factor below one", [("factor = 2.0", "factor = 0.5")], [("factor = 0.5", "tolerance.factor", "below 1: the baseline itself would fail")]),
     ("a field of another rule", [("floor = 1e-6", "floor = 1e-6\nrel_l2 = 1.0")],
-     [("rel_l2 = 1.0", "tolerance.rel_l2", "not used with this rule (its fields: baseline, default_error, factor, floor)")]),
+     [("rel_l2 = 1.0", "tolerance.rel_l2", "not used with this rule (its fields: baseline, default_error, factor, floor, measure, sanity)")]),
     ("a kernel baseline's error", [('baseline = "numpy"\nfactor', 'baseline = "naive"\nfactor'),
                                    (BASELINES, BASELINES + '\nnaive = { kernel = "kernel.cpp" }')],
      [('baseline = "naive"', "tolerance.baseline", "'naive' is not a function baseline (known: numpy)")]),
@@ -250,7 +250,7 @@ CASES = [
     ("a call timeout below its bound", [("[goal]", "[call_timeout]\nbase_s = 0.5\n\n[goal]")], [("base_s = 0.5", "call_timeout.base_s", "0.5: must lie in [1, 600]")]),
     ("a host clock not a table", [("description = ", "host_clock = 3\ndescription = ")],
      [("host_clock = 3", "host_clock", "must be a table ([host_clock])")]),
-    ("an unknown child field", [("[goal]", "[child]\nnice = 1\n\n[goal]")], [("nice = 1", "child.nice", "unknown field (known: env)")]),
+    ("an unknown child field", [("[goal]", "[child]\nnice = 1\n\n[goal]")], [("nice = 1", "child.nice", "unknown field (known: env, baseline_threads)")]),
     ("a child env not a table", [("[goal]", "[child]\nenv = 3\n\n[goal]")], [("env = 3", "child.env", "a table of environment variables")]),
     ("child env names and values", [("[goal]", '[child.env]\nlower = "x"\nNUM = 3\n1X = "a"\n\n[goal]')],
      [('lower = "x"', "child.env.lower", "names are UPPER_CASE, values strings"), ("NUM = 3", "child.env.NUM", "names are UPPER_CASE, values strings"),
@@ -662,7 +662,7 @@ def test_an_unknown_goal_baseline_lists_every_known_one(folder):
 def test_problems_of_a_later_table_name_its_own_line_not_an_earlier_same_named_key(folder):
     out_shape = OUT + 'shape = ["rows", "cols"]'
     expect(folder, (out_shape, OUT + 'shape = ["rows", "colz"]'), ("[goal]", '[child]\nname = 1\nenv = { shape = "x" }\n\n[goal]'),
-           want=[("name = 1", "child.name", "unknown field (known: env)"),
+           want=[("name = 1", "child.name", "unknown field (known: env, baseline_threads)"),
                  ('env = { shape = "x" }', "child.env.shape", "names are UPPER_CASE, values strings"),
                  ('shape = ["rows", "colz"]', "args.out.shape", "symbol 'colz' is defined by no scenario")])  # fmt: skip
 

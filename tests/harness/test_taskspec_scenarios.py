@@ -1,14 +1,14 @@
 """The spec's scenario features that attention_fwd's grid needs as data (issue #16, step 2): boolean values, a
 name for a value in the id (`id_names`), symbols derived from each scenario's own (`[scenarios.derived]`); and
-attention's 180 scenarios written as such a list, which the loader turns into exactly the ids, parameters, FLOP
-and byte counts of the class task (the digests pinned in test_attention_pinned.py)."""
+attention's 180 scenarios written as such a list in tasks/attention_fwd/, which the loader turns into exactly the
+ids, parameters, FLOP and byte counts of the class task it replaced (the digests pinned in
+test_attention_pinned.py)."""
 
 import hashlib
 import json
 
 import pytest
 
-from gpu_harness.tasks import folder_task
 from gpu_harness.taskscaffold import scaffold
 from gpu_harness.taskspec import TaskSpecError, load_spec
 
@@ -90,89 +90,15 @@ def test_a_value_id_names_does_not_name_is_a_problem(folder):
 
 # ---- attention's grid as data ----
 
-ATTENTION_HEAD = """description = "attention_fwd's scenarios as data"
-target = "cuda-sm90"
 
-[kernel]
-symbol = "kseek_attention_fwd"
+def test_attentions_180_scenarios_are_its_folders_list_in_the_class_tasks_order():
+    from gpu_harness.tasks.attention_fwd import attention_task
 
-[[args]]
-name = "q"
-kind = "input"
-dtype = "bfloat16"  # (a scenario's dtype needs its own feature: the issue's step 2 plan)
-shape = ["batch", "seqlen_q", "heads_q", "head_dim"]
-
-[[args]]
-name = "k"
-kind = "input"
-dtype = "bfloat16"
-shape = ["batch", "seqlen_k", "heads_kv", "head_dim"]
-
-[[args]]
-name = "o"
-kind = "output"
-dtype = "bfloat16"
-shape = ["batch", "seqlen_q", "heads_q", "head_dim"]
-
-[[args]]
-name = "softmax_scale"
-kind = "scalar"
-dtype = "float32"
-value = "softmax_scale"
-
-[reference]
-function = "reference"
-
-[tolerance]
-rel_l2 = 1e-3
-
-[baselines]
-default = ["torch"]
-torch = { function = "torch_baseline" }
-
-[goal]
-baseline = "torch"
-speedup = 1.0
-
-[formulas]
-# attention_flops: 4*B*Hq*Sq*avg_Sk*D, causal counting the visible share; in its order of operations
-flops = "4.0*batch*heads_q*seqlen_q*(causal*(max(0, seqlen_k - seqlen_q) + seqlen_k)/2 + (1 - causal)*seqlen_k)*head_dim"
-bytes = "2.0*(2*batch*seqlen_q*heads_q*head_dim + 2*batch*seqlen_k*heads_kv*head_dim) + 4.0*batch*heads_q*seqlen_q"
-
-[scenarios]
-id = "{dtype}_b{batch}_sq{seqlen_q}_sk{seqlen_k}_h{heads_q}x{heads_kv}_d{head_dim}_{causal}"
-id_names = { causal = { true = "causal", false = "full" } }
-"""
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return f'"{value}"' if isinstance(value, str) else repr(value)
-
-
-def test_attentions_180_scenarios_as_data_are_the_class_tasks_to_the_bit(tmp_path):
-    from gpu_harness.tasks.attention_fwd import QUICK, build_scenarios
-
-    listed = [{k: v for k, v in sc.params.items() if k != "softmax_scale"} for sc in build_scenarios()]
-    rows = "".join("    { " + ", ".join(f"{k} = {_toml(v)}" for k, v in p.items()) + " },\n" for p in listed)
-    folder = tmp_path / "attention_data"
-    folder.mkdir()
-    (folder / "task.toml").write_text(
-        ATTENTION_HEAD
-        + f"list = [\n{rows}]\n"
-        + "quick = [\n"
-        + "".join(f'    "{q}",\n' for q in QUICK)
-        + ']\n\n[scenarios.derived]\nsoftmax_scale = "1/head_dim**0.5"  # = 1.0/math.sqrt(head_dim), to the bit\n'
-    )
-    (folder / "reference.py").write_text(
-        "def reference(q, k, softmax_scale):\n    return q\n\n\n"
-        "def torch_baseline(q, k, o, softmax_scale):\n    o.copy_(q)\n"
-    )
-    task = folder_task(load_spec(folder), device="cpu")
+    task = attention_task(device="cpu")
     scenarios = task.scenarios()
     blob = json.dumps([[s.id, s.params, s.flops, s.bytes] for s in scenarios], sort_keys=True).encode()
     assert hashlib.sha256(blob).hexdigest() == SCENARIOS_SHA256
     assert hashlib.sha256(json.dumps(task.quick_ids()).encode()).hexdigest() == QUICK_SHA256
-    # and each scenario's parameters in the class's order (the dashboard's columns)
-    assert [list(s.params) for s in scenarios] == [list(s.params) for s in build_scenarios()]
+    # and each scenario's parameters in the class's order (the dashboard's columns), softmax_scale derived last
+    order = ["dtype", "batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim", "causal", "softmax_scale"]
+    assert all(list(s.params) == order for s in scenarios)

@@ -1,0 +1,297 @@
+"""A rule per output ([tolerance.<output>]) and the baseline rule's further choices (baselines tried in turn,
+a sanity bound, numbers chosen by a scenario symbol, measure = "once"), and function baselines that return
+their outputs, may refuse a configuration or need a module: what attention_fwd's judge does (O: 2 x cuDNN's
+own error on seed a + a floor per dtype, cuDNN's flash fallback where it cannot run; LSE: a fixed bound),
+written as data. The spec's problems (`task check`), then the generic judge on the cpu target's arrays."""
+
+import math
+
+import numpy as np
+import pytest
+
+from gpu_harness.tasks import TaskError, folder_task
+from gpu_harness.taskscaffold import scaffold
+from gpu_harness.taskspec import ByScenario, TaskSpecError, Tolerance, load_spec
+
+PARAMS = {"rows": 7, "cols": 33, "scale": 0.5}
+UNIFORM = '[tolerance]\nbaseline = "numpy"\nfactor = 2.0\nfloor = 1e-6'
+TWO_OUTPUTS = (
+    '[[args]]\nname = "scale"',
+    '[[args]]\nname = "out2"\nkind = "output"\ndtype = "float32"\nshape = ["rows", "cols"]\n\n[[args]]\nname = "scale"',
+)
+# out: the first usable of (refuser, noisy, good), on seed a, held after; out2: a fixed bound
+PER_OUTPUT = """[tolerance.out]
+baseline = ["refuser", "noisy", "good"]
+factor = 2.0
+floor = { by = "scale", "0.5" = 1e-4, "2.0" = 1e-5 }
+default_error = 1e-3
+sanity = 4.0
+measure = "once"
+
+[tolerance.out2]
+rel_l2 = 1e-3"""
+BASELINES = (
+    '[baselines]\ndefault = ["numpy"]\nnumpy = { function = "numpy_scale_add" }',
+    '[baselines]\ndefault = ["numpy"]\nnumpy = { function = "numpy_scale_add" }\n'
+    'refuser = { function = "refuser", may_refuse = true }\n'
+    'noisy = { function = "noisy", may_refuse = true }\n'
+    'good = { function = "good", description = "returns its out, 1.001 x the reference" }',
+)
+REFERENCE = """import numpy as np
+
+
+def reference(x, y, scale, rows, cols):
+    return x * scale + y, y
+
+
+def numpy_scale_add(x, y, out, out2, scale, rows, cols):
+    out[...] = x * scale + y
+    out2[...] = y
+
+
+def refuser(**kw):
+    raise RuntimeError("this configuration is not supported")
+
+
+def noisy(x, y, scale, **kw):
+    return {"out": (x * scale + y) * np.float32(1.5)}  # 0.5 relative: above sanity x default_error
+
+
+def good(x, y, scale, **kw):
+    return {"out": (x * scale + y) * np.float32(1.001)}  # returned, out2 not given: not needed for out's rule
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    return scaffold("demo_op", tmp_path)
+
+
+def edited(folder, *edits, reference=None):
+    path = folder / "task.toml"
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    if reference is not None:
+        (folder / "reference.py").write_text(reference)
+    return folder
+
+
+def attention_like(folder, *more, reference=REFERENCE):
+    return edited(folder, TWO_OUTPUTS, (UNIFORM, PER_OUTPUT), BASELINES, *more, reference=reference)
+
+
+def problems(folder, *edits):
+    edited(folder, *edits)
+    with pytest.raises(TaskSpecError) as info:
+        load_spec(folder)
+    return [(p.field, p.message) for p in info.value.problems]
+
+
+def honest(task, params, seed):
+    ref = task.reference_outputs(params, task.make_inputs(params, seed))
+    return {name: ref[name].astype(np.float32) for name in ref}
+
+
+# ---- the spec ----
+
+
+def test_a_rule_per_output_is_read_with_its_choices(folder):
+    spec = load_spec(attention_like(folder))
+    assert spec.tolerance is None and list(spec.tolerances) == ["out", "out2"]
+    out = spec.tolerances["out"]
+    assert (out.baseline, out.fallbacks, out.baselines) == ("refuser", ("noisy", "good"), ("refuser", "noisy", "good"))
+    assert (out.factor, out.default_error, out.sanity, out.measure) == (2.0, 1e-3, 4.0, "once")
+    assert isinstance(out.floor, ByScenario) and out.floor_on(PARAMS) == 1e-4 and out.floor_on({"scale": 2.0}) == 1e-5
+    assert spec.tolerances["out2"] == Tolerance("rel_l2", rel_l2=1e-3)
+    assert spec.describe_tolerance() == (
+        "out: 2 x refuser's (else noisy's) (else good's) own error on seed a's inputs + (0.5 0.0001, 2.0 1e-05); "
+        "out2: relative L2 error <= 0.001"
+    )
+    assert spec.baselines["refuser"].may_refuse and not spec.baselines["good"].may_refuse
+    assert spec.baselines["good"].describe(folder) == "returns its out, 1.001 x the reference"
+
+
+def test_one_rule_for_every_output_is_as_before(folder):
+    spec = load_spec(edited(folder, TWO_OUTPUTS))
+    assert spec.tolerance == Tolerance("baseline", baseline="numpy", factor=2.0, floor=1e-6)
+    assert spec.tolerances == {"out": spec.tolerance, "out2": spec.tolerance}
+    assert spec.tolerance.measure == "each" and spec.tolerance.fallbacks == () and spec.tolerance.sanity is None
+
+
+@pytest.mark.parametrize(
+    "old, new, want",
+    [
+        ("[tolerance.out2]\nrel_l2 = 1e-3", "[tolerance.lse]\nrel_l2 = 1e-3",
+         [("tolerance.lse", "'lse' is not an output (outputs: out, out2)"),
+          ("tolerance", "no rule for output(s) out2: each output needs one")]),
+        ("[tolerance.out]\n", "[tolerance]\nrel_l2 = 1.0\n\n[tolerance.out]\n",
+         [("tolerance.rel_l2", "either one rule for every output or a table per output ([tolerance.<output>]), not both")]),
+        ("[tolerance.out2]\nrel_l2 = 1e-3", '[tolerance.out2]\nbaseline = "good"\nmeasure = "once"',
+         [("tolerance", 'measure = "once" on out, out2: one output at most (its bound is the one seed b and the '
+           "timed calls are held to)")]),
+        ('measure = "once"', 'measure = "always"',
+         [("tolerance.out.measure", "'always': \"each\" (on every output judged) or \"once\" (on seed a, then held)")]),
+        ("sanity = 4.0", "sanity = 0.5",
+         [("tolerance.out.sanity", "below 1: a baseline as good as default_error would be refused")]),
+        ("sanity = 4.0", "sanity = -1",
+         [("tolerance.out.sanity", "expected a number >= 0, got -1"),
+          ("tolerance.out.sanity", "below 1: a baseline as good as default_error would be refused")]),
+        ('"2.0" = 1e-5 }', '"3.0" = 1e-5 }',
+         [("tolerance.out.floor", 'scale = 2.0 (scenario r1_c1_s2.0) has no choice (the mapping gives 0.5, 3.0)')]),
+        ('floor = { by = "scale"', 'floor = { by = "size"',
+         [("tolerance.out.floor", "by = 'size' is no scenario symbol (known: rows, cols, scale)")]),
+        ('"0.5" = 1e-4', '"0.5" = -1e-4',
+         [("tolerance.out.floor", "0.5: expected a number >= 0, got -0.0001")]),
+        ('["refuser", "noisy", "good"]', '["refuser", "naive"]',
+         [("tolerance.out.baseline", "'naive' is not a function baseline (known: numpy, refuser, noisy, good)")]),
+        ('["refuser", "noisy", "good"]', "[]",
+         [("tolerance.out.baseline", "a baseline's name, or a list of names tried in turn"),
+          ("tolerance.out.baseline", "'' is not a function baseline (known: numpy, refuser, noisy, good)")]),
+        ("rel_l2 = 1e-3", "rel_l2 = 1e-3\nfactor = 2.0",
+         [("tolerance.out2.factor", "not used with this rule (its fields: rel_l2)")]),
+        ("[tolerance.out2]\nrel_l2 = 1e-3", "[tolerance.out2]",
+         [("tolerance.out2", "give baseline (+ factor, floor), rel_l2, or atol/rtol")]),
+    ],
+)  # fmt: skip
+def test_task_check_names_each_bad_rule(folder, old, new, want):
+    attention_like(folder)
+    assert problems(folder, (old, new)) == want
+
+
+@pytest.mark.parametrize(
+    "entry, want",
+    [
+        ('refuser = { function = "refuser", may_refuse = 1 }', [("baselines.refuser.may_refuse", "true or false")]),
+        ('refuser = { function = "refuser", requires = "flash attn" }',
+         [("baselines.refuser.requires", 'module names, e.g. ["flash_attn_interface"]')]),
+        ('refuser = { function = "refuser", description = 3 }', [("baselines.refuser.description", "a line of text")]),
+        ('refuser = { kernel = "kernel.cpp", may_refuse = true }',
+         [("baselines.refuser", "requires and may_refuse are a function baseline's"),
+          ("tolerance.out.baseline", "'refuser' is not a function baseline (known: numpy, noisy, good)")]),
+    ],
+)  # fmt: skip
+def test_task_check_names_each_bad_baseline_field(folder, entry, want):
+    attention_like(folder)
+    assert problems(folder, ('refuser = { function = "refuser", may_refuse = true }', entry)) == want
+
+
+# ---- judging ----
+
+
+def test_seed_a_sets_outs_bound_from_the_first_usable_baseline_and_out2_keeps_its_own(folder):
+    task = folder_task(load_spec(attention_like(folder)))
+    inputs = task.make_inputs(PARAMS, 5)
+    ref = task.reference_outputs(PARAMS, inputs)
+    good = float(np.linalg.norm(ref["out"] * 0.001) / np.linalg.norm(ref["out"]))
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    # refuser raised (may_refuse), noisy is above 4 x 1e-3: good's error sets the bound
+    assert j.correct and j.details["vendor"] == "good" and j.details["vendor_error"] == pytest.approx(good, rel=1e-3)
+    assert j.tolerance == 2.0 * j.details["vendor_error"] + 1e-4
+    assert j.error < 1e-6 and j.details["out2_error"] < 1e-6 and task.headline_output() == "out"
+    held = task.judge(PARAMS, 6, honest(task, PARAMS, 6), tolerance=1e-9)
+    assert held.tolerance == 1e-9 and not held.correct and held.details["vendor"] is None
+    assert held.reason.startswith("out: relative error")
+    assert task.held_outputs() == ("out",)
+
+
+def test_the_second_output_fails_by_its_own_rule(folder):
+    task = folder_task(load_spec(attention_like(folder)))
+    outs = honest(task, PARAMS, 5)
+    outs["out2"] = outs["out2"] * np.float32(1.002)  # 2e-3 > out2's 1e-3, though far under out's bound
+    j = task.judge(PARAMS, 5, outs)
+    assert not j.correct and j.reason.startswith("out2: relative error 2.0") and "above tolerance 1.000e-03" in j.reason
+    assert j.details["out2_error"] == pytest.approx(2e-3, rel=1e-2) and j.error < 1e-6
+    outs["out2"][0, 0] = np.nan
+    assert "out2: 1 of 231 elements are NaN/Inf" in task.judge(PARAMS, 5, outs).reason
+
+
+def test_with_no_usable_baseline_the_default_error_sets_the_bound(folder):
+    attention_like(folder, ('["refuser", "noisy", "good"]', '["refuser", "noisy"]'))
+    task = folder_task(load_spec(folder))
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    assert (j.details["vendor"], j.details["vendor_error"]) == (None, None)
+    assert j.tolerance == 2.0 * 1e-3 + 1e-4
+
+
+def test_without_sanity_a_large_error_is_used(folder):
+    attention_like(folder, ("sanity = 4.0\n", ""))
+    task = folder_task(load_spec(folder))
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    assert j.details["vendor"] == "noisy" and j.details["vendor_error"] == pytest.approx(0.5, rel=1e-5)
+
+
+def test_a_baseline_not_marked_may_refuse_that_raises_is_the_tasks_error(folder):
+    attention_like(
+        folder, ('refuser = { function = "refuser", may_refuse = true }', 'refuser = { function = "refuser" }')
+    )
+    task = folder_task(load_spec(folder))
+    with pytest.raises(TaskError, match="^baseline refuser raised on rows=7, cols=33, scale=0.5: RuntimeError"):
+        task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    with pytest.raises(TaskError, match="^baseline refuser raised"):
+        task.self_check()
+
+
+def test_a_baseline_without_the_output_its_rule_needs_is_skipped(folder):
+    reference = REFERENCE.replace('return {"out": (x * scale + y) * np.float32(1.001)}', 'return {"out2": y}')
+    attention_like(folder, reference=reference)
+    task = folder_task(load_spec(folder))
+    assert task.judge(PARAMS, 5, honest(task, PARAMS, 5)).details["vendor"] is None
+
+
+@pytest.mark.parametrize(
+    "returns, says",
+    [("(x,)", r"^baseline good returned 1 values for 2 output\(s\)$"),
+     ("x", "^baseline good returned one value for 2 outputs: return a dict by name$"),
+     ('{"o": x}', r"^baseline good returned o: not outputs \(out, out2\)$"),
+     ('{"out": x[:3]}', r"^baseline good returned out as shape \(3, 33\), the ABI says \(7, 33\) on rows=7"),
+     ('{"out": 1.0}', r"^baseline good returned out as float, the ABI says \(7, 33\)")],
+)  # fmt: skip
+def test_what_a_baseline_returns_is_checked_against_the_abi(folder, returns, says):
+    reference = REFERENCE.replace('return {"out": (x * scale + y) * np.float32(1.001)}', f"return {returns}")
+    task = folder_task(load_spec(attention_like(folder, reference=reference)))
+    with pytest.raises(TaskError, match=says):
+        task.baseline_outputs("good", PARAMS, task.make_inputs(PARAMS, 1))
+
+
+def test_a_returned_tuple_is_in_abi_order_and_in_place_writes_are_the_outputs(folder):
+    reference = REFERENCE.replace('return {"out": (x * scale + y) * np.float32(1.001)}', "return y * 2, y * 3")
+    task = folder_task(load_spec(attention_like(folder, reference=reference)))
+    inputs = task.make_inputs(PARAMS, 1)
+    got = task.baseline_outputs("good", PARAMS, inputs)
+    assert np.array_equal(got["out"], inputs["y"] * 2) and np.array_equal(got["out2"], inputs["y"] * 3)
+    wrote = task.baseline_outputs("numpy", PARAMS, inputs)
+    assert np.array_equal(wrote["out2"], inputs["y"])
+
+
+def test_the_self_check_reports_a_refusal_and_skips_what_does_not_import(folder):
+    attention_like(
+        folder,
+        ('noisy = { function = "noisy", may_refuse = true }',
+         'noisy = { function = "noisy", requires = ["kseek_no_such_module"] }'),
+    )  # fmt: skip
+    task = folder_task(load_spec(folder))
+    facts = task.self_check()
+    assert facts["refused"] == {"refuser": "baseline refuser raised on rows=1, cols=1, scale=2.0: RuntimeError: "
+                                "this configuration is not supported (reference.py, line 14)"}  # fmt: skip
+    note = "kseek_no_such_module does not import here (ModuleNotFoundError)"
+    assert task.baseline_availability(["noisy", "good", "cuda"]) == {
+        "noisy": note,
+        "good": None,
+        "cuda": "unknown baseline 'cuda' (known: numpy, refuser, noisy, good)",
+    }
+    inputs = task.make_inputs(PARAMS, 1)
+    calls = task.baseline_callables(["noisy", "good"], PARAMS, inputs, {})
+    assert calls["noisy"] == note and callable(calls["good"])
+    assert calls["good"]()["out"].shape == (7, 33)  # the child times the call; what it returns is not judged
+
+
+def test_a_measured_each_rule_per_output_measures_every_judgement(folder):
+    attention_like(folder, ('measure = "once"', 'measure = "each"'))
+    task = folder_task(load_spec(folder))
+    assert task.held_outputs() == ()
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5), tolerance=1e-9)  # nothing held: the bound is measured
+    assert j.correct and "good_error" in j.details and j.tolerance > 1e-9
+    assert math.isclose(j.tolerance, 2.0 * j.details["good_error"] + 1e-4)
