@@ -295,3 +295,66 @@ def test_a_measured_each_rule_per_output_measures_every_judgement(folder):
     j = task.judge(PARAMS, 5, honest(task, PARAMS, 5), tolerance=1e-9)  # nothing held: the bound is measured
     assert j.correct and "good_error" in j.details and j.tolerance > 1e-9
     assert math.isclose(j.tolerance, 2.0 * j.details["good_error"] + 1e-4)
+
+
+# ---- an allclose rule for one output beside a baseline rule for another ----
+
+ALLCLOSE_OUT2 = ("[tolerance.out2]\nrel_l2 = 1e-3", "[tolerance.out2]\natol = 1e-3\nrtol = 1e-2")
+
+
+def test_an_allclose_output_passes_within_atol_plus_rtol_and_reports_its_worst_ratio(folder):
+    task = folder_task(load_spec(attention_like(folder, ALLCLOSE_OUT2)))
+    inputs = task.make_inputs(PARAMS, 5)
+    ref = task.reference_outputs(PARAMS, inputs)
+    outs = honest(task, PARAMS, 5)
+    # one element off by half the allowance: allclose's worst ratio is 0.5 of atol + rtol |ref|
+    allowance = 1e-3 + 1e-2 * abs(float(ref["out2"][3, 4]))
+    outs["out2"][3, 4] = np.float32(float(ref["out2"][3, 4]) + 0.5 * allowance)
+    j = task.judge(PARAMS, 5, outs)
+    assert j.correct, j.reason
+    assert j.details["out2_error"] == pytest.approx(0.5, rel=1e-2)
+    assert task.headline_output() == "out" and j.error < 1e-6  # the headline is out's, held by its rule
+
+
+def test_an_allclose_output_fails_on_one_element_beyond_atol_plus_rtol(folder):
+    task = folder_task(load_spec(attention_like(folder, ALLCLOSE_OUT2)))
+    inputs = task.make_inputs(PARAMS, 5)
+    ref = task.reference_outputs(PARAMS, inputs)
+    outs = honest(task, PARAMS, 5)
+    allowance = 1e-3 + 1e-2 * abs(float(ref["out2"][2, 9]))
+    outs["out2"][2, 9] = np.float32(float(ref["out2"][2, 9]) + 3.0 * allowance)  # 3x: the rel. L2 stays tiny
+    j = task.judge(PARAMS, 5, outs)
+    assert j.correct is False
+    assert j.reason == "out2: some elements differ by more than 0.001 + 0.01 x |ref| (worst x3)"
+    assert j.details["out2_error"] == pytest.approx(3.0, rel=1e-2)
+
+
+def test_an_allclose_output_is_still_checked_for_nan_first(folder):
+    task = folder_task(load_spec(attention_like(folder, ALLCLOSE_OUT2)))
+    outs = honest(task, PARAMS, 5)
+    outs["out2"][0, 0] = np.nan
+    j = task.judge(PARAMS, 5, outs)
+    assert not j.correct and "out2: 1 of 231 elements are NaN/Inf" in j.reason
+
+
+def test_the_first_failing_output_gives_the_reason_and_later_ones_are_still_measured(folder):
+    task = folder_task(load_spec(attention_like(folder, ALLCLOSE_OUT2)))
+    inputs = task.make_inputs(PARAMS, 5)
+    ref = task.reference_outputs(PARAMS, inputs)
+    outs = honest(task, PARAMS, 5)
+    outs["out"] = outs["out"] * np.float32(1.5)  # out fails its baseline rule first
+    allowance = 1e-3 + 1e-2 * abs(float(ref["out2"][1, 1]))
+    outs["out2"][1, 1] = np.float32(float(ref["out2"][1, 1]) + 2.0 * allowance)
+    j = task.judge(PARAMS, 5, outs)
+    assert not j.correct and j.reason.startswith("out: relative error")
+    assert j.details["out2_error"] == pytest.approx(2.0, rel=1e-2)  # measured though out already failed
+
+
+def test_an_allclose_output_far_off_is_refused_by_allclose_not_by_a_relative_error_bound(folder):
+    # allclose bounds each element, not the output's relative L2 error: one 4x that wrong must still say so
+    task = folder_task(load_spec(attention_like(folder, ALLCLOSE_OUT2)))
+    outs = honest(task, PARAMS, 5)
+    outs["out2"] = outs["out2"] * np.float32(-3.0)  # relative L2 error 4
+    j = task.judge(PARAMS, 5, outs)
+    assert j.correct is False
+    assert j.reason.startswith("out2: some elements differ by more than 0.001 + 0.01 x |ref| (worst x")
