@@ -23,3 +23,17 @@ def build_cache():
         os.environ.pop("KSEEK_CACHE_DIR", None)
     else:
         os.environ["KSEEK_CACHE_DIR"] = old
+
+
+def edit_task_folder(folder, *edits, reference=None):
+    """A task folder's task.toml with each (old, new) replaced once (each old must be there), and its
+    reference.py replaced when `reference` is given; returns the folder."""
+    path = folder / "task.toml"
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    if reference is not None:
+        (folder / "reference.py").write_text(reference)
+    return folder

@@ -11,6 +11,8 @@ from gpu_harness.tasks import TaskError, folder_task
 from gpu_harness.taskscaffold import scaffold
 from gpu_harness.taskspec import JudgeAhead, SpotCheck, TaskSpecError, load_spec
 
+from .conftest import edit_task_folder as edited
+
 PARAMS = {"rows": 1000, "cols": 33, "scale": 0.5}
 GOAL = "[goal]"
 SAMPLED = '[spot_check]\nsample = "rows"\nfraction = 5\nmin_count = 100\n\n[goal]'
@@ -44,18 +46,6 @@ def versions():
 @pytest.fixture
 def folder(tmp_path):
     return scaffold("demo_op", tmp_path)
-
-
-def edited(folder, *edits, reference=None):
-    path = folder / "task.toml"
-    text = path.read_text()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    path.write_text(text)
-    if reference is not None:
-        (folder / "reference.py").write_text(reference)
-    return folder
 
 
 def problems(folder, *edits):

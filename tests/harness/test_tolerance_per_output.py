@@ -13,6 +13,8 @@ from gpu_harness.tasks import TaskError, folder_task
 from gpu_harness.taskscaffold import scaffold
 from gpu_harness.taskspec import ByScenario, TaskSpecError, Tolerance, load_spec
 
+from .conftest import edit_task_folder as edited
+
 PARAMS = {"rows": 7, "cols": 33, "scale": 0.5}
 UNIFORM = '[tolerance]\nbaseline = "numpy"\nfactor = 2.0\nfloor = 1e-6'
 TWO_OUTPUTS = (
@@ -65,18 +67,6 @@ def good(x, y, scale, **kw):
 @pytest.fixture
 def folder(tmp_path):
     return scaffold("demo_op", tmp_path)
-
-
-def edited(folder, *edits, reference=None):
-    path = folder / "task.toml"
-    text = path.read_text()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    path.write_text(text)
-    if reference is not None:
-        (folder / "reference.py").write_text(reference)
-    return folder
 
 
 def attention_like(folder, *more, reference=REFERENCE):
