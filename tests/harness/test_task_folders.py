@@ -98,7 +98,9 @@ def test_the_generic_task_keeps_the_poison_and_the_bitwise_repeat(registered, tm
     r = evaluate("demo_op", half, scenarios=["r7_c33_s0.5"])
     assert r.status == "incorrect" and "NaN poison" in r.scenarios[0].reason
     racy = tmp_path / "racy.cpp"  # a different answer on each call with the same inputs
-    racy.write_text(GOOD.replace("return 0;", "static int calls = 0; out[0] += 1e-7f * (++calls % 2); return 0;"))
+    # the nudge scales with out[0]: a fixed 1e-7 was lost to rounding whenever the fresh inputs made |out[0]| >= 2
+    nudge = "static int calls = 0; out[0] += (out[0] < 0 ? 1.0f - out[0] : 1.0f + out[0]) * 1e-6f * (++calls % 2);"
+    racy.write_text(GOOD.replace("return 0;", nudge + " return 0;"))
     r = evaluate("demo_op", racy, scenarios=["r1000_c257_s0.5"])
     assert r.status == "incorrect" and "outputs differ between two runs" in r.scenarios[0].reason
 
