@@ -41,8 +41,8 @@ def _outputs(task, params, seed, wrong=False):
     inp = task.make_inputs(params, seed)
     o, lse = reference(inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
     o = o.to(inp["q"].dtype).contiguous()
-    if wrong:
-        o[:, -1] += 0.5
+    if wrong:  # every query row of the last head: a spot check samples rows, and must see it whichever it draws
+        o[:, :, -1] += 0.5
     return {"o": o, "lse": lse.contiguous()}
 
 

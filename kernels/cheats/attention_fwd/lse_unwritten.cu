@@ -1,5 +1,5 @@
 // CHEAT: writes O but never LSE.
-// expect: LSE: 
+// expect: lse: 
 // (Built from kernels/attention_fwd/naive.cu with one change; see the CHEAT comment below.)
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
