@@ -5,7 +5,8 @@ every register stays a compile-time name. Run: python gen_wgmma.py > /tmp/wg.inc
 """
 
 SS_N = [64, 80, 96, 112, 128, 176, 192]  # S = Q K^T: N = BLOCK_N, A and B from shared memory
-RS_N = [32, 64, 96, 128, 192, 256]  # O += P V: N = head dim rounded up to 32 (96: one wgmma, or 64 + 32), A (P) from registers, B (V) N-major
+# O += P V: N = the head dim rounded up to 32 (d96: one N = 96 wgmma, or 64 + 32), A (P) from registers, B (V) N-major
+RS_N = [32, 64, 96, 128, 192, 256]
 RSK_N = [128]  # S = Q K^T with Q in registers: A from registers, B (K) K-major
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
