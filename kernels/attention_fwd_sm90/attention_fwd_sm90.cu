@@ -1,6 +1,6 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v15: v13 whose persistent kernel deals its tiles out dynamically (a ticket counter, heaviest causal tiles first,
-// heads in L2-sized sections) and serves causal masks too (versions/README.md).
+// v19: v18 with FlashAttention-4's lazy rescale (KSEEK_LAZY_TAU 8) at the head dims KSEEK_LAZY_RESCALE names: a
+// row's maximum moves only when a block's passes it by 2^8, so almost no block rescales O (versions/README.md).
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -202,10 +202,24 @@ __device__ __forceinline__ void wgmma_ss_n192_bf16(float (&d)[96], uint64_t da, 
     : "l"(da), "l"(db), "r"(accumulate));
 }
 
+__device__ __forceinline__ void wgmma_rs_n32_bf16(float (&d)[16], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
 __device__ __forceinline__ void wgmma_rs_n64_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_rs_n96_bf16(float (&d)[48], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1, 1;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
@@ -286,10 +300,24 @@ __device__ __forceinline__ void wgmma_ss_n192_f16(float (&d)[96], uint64_t da, u
     : "l"(da), "l"(db), "r"(accumulate));
 }
 
+__device__ __forceinline__ void wgmma_rs_n32_f16(float (&d)[16], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
 __device__ __forceinline__ void wgmma_rs_n64_f16(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_rs_n96_f16(float (&d)[48], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1, 1;\n}\n"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
@@ -337,10 +365,30 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   constexpr bool bf = std::is_same<T, __nv_bfloat16>::value;
+  if constexpr (N == 32) { if constexpr (bf) wgmma_rs_n32_bf16(d, a, db, accumulate); else wgmma_rs_n32_f16(d, a, db, accumulate); }
   if constexpr (N == 64) { if constexpr (bf) wgmma_rs_n64_bf16(d, a, db, accumulate); else wgmma_rs_n64_f16(d, a, db, accumulate); }
+  if constexpr (N == 96) { if constexpr (bf) wgmma_rs_n96_bf16(d, a, db, accumulate); else wgmma_rs_n96_f16(d, a, db, accumulate); }
   if constexpr (N == 128) { if constexpr (bf) wgmma_rs_n128_bf16(d, a, db, accumulate); else wgmma_rs_n128_f16(d, a, db, accumulate); }
   if constexpr (N == 192) { if constexpr (bf) wgmma_rs_n192_bf16(d, a, db, accumulate); else wgmma_rs_n192_f16(d, a, db, accumulate); }
   if constexpr (N == 256) { if constexpr (bf) wgmma_rs_n256_bf16(d, a, db, accumulate); else wgmma_rs_n256_f16(d, a, db, accumulate); }
+}
+// O += P V for one 16-key step, over the PVN columns of O that hold the head dim (PVN = DP but at d96, where
+// KSEEK_PV96 keeps O at 96 columns instead of the 128 of its padded tile): one wgmma of N = PVN, whose B operand
+// reads only the first half of V's second 64-column slab (a partial 128-byte swizzle atom: correct on the H200,
+// bench.py check 56/56), or with KSEEK_PV96 = 2, N = 64 on V's first slab and N = 32 on the next. Both halves'
+// accumulators lie in oacc in the order of a single N = 96 accumulator (4 floats per 8 columns).
+// Measured (compare, H200, 2026-12-02, 6 bf16 d96 shapes): N = 96 x1.047 vs v15, 64 + 32 x0.960; 0 = v15's code.
+#ifndef KSEEK_PV96
+#define KSEEK_PV96 1
+#endif
+template <int PVN, int BN, typename T>
+__device__ __forceinline__ void wgmma_pv(float (&oacc)[PVN / 2], const uint32_t (&a)[4], uint64_t db) {
+  if constexpr (PVN == 96 && KSEEK_PV96 == 2) {
+    wgmma_rs<64, T>(reinterpret_cast<float(&)[32]>(oacc[0]), a, db, 1);
+    wgmma_rs<32, T>(reinterpret_cast<float(&)[16]>(oacc[32]), a, db + (BN * 128) / 16, 1);
+  } else {
+    wgmma_rs<PVN, T>(oacc, a, db, 1);
+  }
 }
 // A from registers, B K-major: S = Q K^T with Q held in registers
 template <int N, typename T>
@@ -380,7 +428,19 @@ template <int D> __device__ __forceinline__ void softmax_done(const float (&l)[2
     asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(my_word), "f"(l[0] + l[1]) : "memory");
 }
 
-template <int NJ, bool MASK>
+// LAZY: alpha is exactly 1 for a row whose maximum did not move, and a warp none of whose 16 rows moved skips O's
+// rescale (multiplying by 1): the results are bit for bit those without it. With random scores a row's maximum
+// moves in block j with probability 1/j, so a warp skips about half the blocks of a 4096-key row and four in five
+// of a 16384-key row at d256 (64-key blocks). KSEEK_LAZY_TAU > 0 (log2 units; FlashAttention-4 takes 8) moves the
+// maximum only when a block's passes it by more than that: P <= 2^TAU and almost no block rescales, but a row's
+// largest P is no longer exactly 1, so bf16's rounding of it shows in O: in a float model of one 128-query,
+// 8192-key d128 row of blocks, 1.2x the error of TAU = 0 with unit-variance inputs, but 2x to 4x where queries
+// scaled 3x to 10x make a few keys dominate.
+#ifndef KSEEK_LAZY_TAU
+#define KSEEK_LAZY_TAU 8.f
+#endif
+constexpr float kLazyTau = KSEEK_LAZY_TAU;
+template <int NJ, bool MASK, bool LAZY = false>
 __device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2], float (&l)[2], float (&alpha)[2],
                                                float scale_log2, int row0, int col0, int Sk, int causal, int diag) {
   if constexpr (MASK) {
@@ -405,9 +465,10 @@ __device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2]
   float neg_m[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float m_new = fmaxf(m[r], quad_max(mx[r]) * scale_log2);
+    const float m_blk = quad_max(mx[r]) * scale_log2;
+    const float m_new = LAZY ? (m_blk > m[r] + kLazyTau ? m_blk : m[r]) : fmaxf(m[r], m_blk);
     const float m_use = (m_new == -INFINITY) ? 0.f : m_new;  // a row with nothing visible yet keeps P = 0
-    alpha[r] = fast_exp2(m[r] - m_use);
+    alpha[r] = (LAZY && m_new == m[r]) ? 1.f : fast_exp2(m[r] - m_use);
     m[r] = m_new;
     l[r] *= alpha[r];
     neg_m[r] = -m_use;
@@ -567,13 +628,24 @@ __global__ void __launch_bounds__(128) attn_mma_kernel(const T* __restrict__ q, 
 
 // ------------------------------------------------------------------------------------------------
 // Hopper kernel. Tiles per head dim (BN keys per block, ST pipeline stages):
-//   D 64: 128x128, D 96 and 128: 128x128 (96 padded to 128 in shared memory by TMA's zero fill),
+//   D 64: 128x128, D 96 and 128: 128x128 (96 padded to 128 in shared memory by TMA's zero fill; O and P V at
+//   d96 over 96 columns, see wgmma_pv),
 //   D 192: 128x96, D 256: 128x64. Shared memory holds Q [NCH][128][64] and K, V [ST][NCH][BN][64],
 //   each [rows][64] slab one TMA box with the 128-byte swizzle that wgmma reads directly.
 // ------------------------------------------------------------------------------------------------
+// KSEEK_LAZY_RESCALE: a mask of head dims (1 = 64, 2 = 96, 4 = 128, 8 = 192, 16 = 256) whose wgmma kernels skip
+// O's rescale in a warp whose rows all kept their maxima (softmax_scores' LAZY).
+#ifndef KSEEK_LAZY_RESCALE
+#define KSEEK_LAZY_RESCALE 0x1c
+#endif
 template <int D> struct WgCfg;  // NCW consumer warpgroups of 64 rows; REG = their setmaxnreg budget
 template <> struct WgCfg<64> { static constexpr int BN = 128, ST = 3, NCW = 3, REG = 160; };
-template <> struct WgCfg<96> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
+// KSEEK_BN96: d96's keys a block (176 measured no faster with O at 96 columns: compare, H200, 2026-12-02). Three
+// consumer warpgroups at d96 (FlashAttention-3's 192-row tile) spill: ptxas allocates for 512 threads' 128 registers.
+#ifndef KSEEK_BN96
+#define KSEEK_BN96 128
+#endif
+template <> struct WgCfg<96> { static constexpr int BN = KSEEK_BN96, ST = 2, NCW = 2, REG = 240; };
 template <> struct WgCfg<128> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
 #ifndef KSEEK_BN192
 #define KSEEK_BN192 96
@@ -594,6 +666,8 @@ template <int D> struct WgShape {
   static constexpr bool QREG = KSEEK_QREG && NCW == 2 && D <= 128;
   static constexpr int BM = 64 * NCW, BN = WgCfg<D>::BN, ST = WgCfg<D>::ST;
   static constexpr int NCH = (D + 63) / 64, DP = NCH * 64;
+  static constexpr int PVN = KSEEK_PV96 && D == 96 ? 96 : DP;  // O's columns (see wgmma_pv)
+  static constexpr bool LAZY = (KSEEK_LAZY_RESCALE >> (D == 64 ? 0 : D == 96 ? 1 : D == 128 ? 2 : D == 192 ? 3 : 4)) & 1;
   static constexpr int Q_BYTES = NCH * BM * 128;
   static constexpr int KV_BYTES = NCH * BN * 128;  // one K (or V) stage
   // barriers: q_full, k/v full/empty per stage, and q_empty (the persistent kernel's); then the persistent
@@ -609,7 +683,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
                                                             T* __restrict__ o, float* __restrict__ lse, int Sq,
                                                             int Sk, int Hq, int Hkv, int causal, float scale_log2) {
   using S = WgShape<D>;
-  constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, DP = S::DP;
+  constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, PVN = S::PVN;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sQ = (raw + 1023) & ~1023u;  // the 128-byte swizzle pattern repeats every 1024 bytes
@@ -673,9 +747,9 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
     const int wi = (tid >> 5) & 3, lane = tid & 31;
     const int row0 = m0 + cw * 64 + wi * 16 + (lane >> 2);
 
-    float oacc[DP / 2];
+    float oacc[PVN / 2];
 #pragma unroll
-    for (int i = 0; i < DP / 2; ++i) oacc[i] = 0.f;
+    for (int i = 0; i < PVN / 2; ++i) oacc[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
     // Software pipeline inside the warpgroup: while the softmax of block it runs on the CUDA cores,
@@ -713,7 +787,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
         // V tile is [key][d]: N-major B. 16 keys = two 8-row groups = 2048 bytes; the next 64 columns
         // of d sit in the next slab, BN*128 bytes on (LBO); 8-key groups are 1024 bytes apart (SBO).
         const uint64_t db = desc_at(dv, st * (S::KV_BYTES / 16) + kk * (2048 / 16));
-        wgmma_rs<DP, T>(oacc, pa[kk], db, 1);
+        wgmma_pv<PVN, BN, T>(oacc, pa[kk], db);
       }
     };
     // P in registers becomes the A operand: columns 16kk..16kk+15 of S are exactly the m64k16 A fragment.
@@ -744,9 +818,9 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
       // with few query blocks against long keys (Sq 113..256, Sk 3001..8192), cause not found (the unmasked loop's
       // SASS is the same); there block 0 always runs the masked copy (versions/README.md, v12 -> v13).
       if (D != 128 && first_masked > 0)
-        softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
+        softmax_scores<BN / 8, false, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
       else
-        softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
+        softmax_scores<BN / 8, true, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
       pack_p();
     }
     // Two passes over the key blocks, unrolled so that each has its own copy of the loop body with the mask
@@ -769,14 +843,14 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
       if (lane == 0) mbar_arrive(k_empty(s));
       float alpha[2];
       if (pass == 0)
-        softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
+        softmax_scores<BN / 8, false, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
       else
-        softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
+        softmax_scores<BN / 8, true, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal, diag);
       softmax_done<D>(l, scratch + 4 * tid);
       wgmma_wait<0>();
       reg_fence(oacc);
       if (lane == 0) mbar_arrive(v_empty(sp));
-      rescale_o<DP / 8>(oacc, alpha);
+      if (!S::LAZY || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o<PVN / 8>(oacc, alpha);
       pack_p();
     }
     if (nblocks > 0) {
@@ -790,7 +864,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
       reg_fence(oacc);
       if (lane == 0) mbar_arrive(v_empty(sp));
     }
-    store_rows<DP / 8, T>(oacc, m, l, o + ((size_t)b * Sq * Hq + h) * D, lse + ((size_t)b * Hq + h) * Sq, row0, Sq,
+    store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)b * Sq * Hq + h) * D, lse + ((size_t)b * Hq + h) * Sq, row0, Sq,
                           Hq, D, lane);
   }
 }
@@ -808,7 +882,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
                                  int B, int Sq, int Sk, int Hq, int Hkv, int causal, float scale_log2,
                                  int* __restrict__ tickets, int section) {
   using S = WgShape<D>;
-  constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, DP = S::DP;
+  constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, PVN = S::PVN;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sQ = (raw + 1023) & ~1023u;  // the 128-byte swizzle pattern repeats every 1024 bytes
@@ -914,7 +988,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
                dv = desc_base(sV, BN * 128, 1024);
     const int wi = (tid >> 5) & 3, lane = tid & 31;
 
-    float oacc[DP / 2];
+    float oacc[PVN / 2];
     uint32_t pa[BN / 16][4];
     float sacc[BN / 2];
     uint32_t qa[S::QREG ? D / 16 : 1][4];
@@ -944,7 +1018,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
       if (nblocks == 0 && lane == 0) mbar_arrive(q_empty);  // no key for any row: the slot and Q are free now
       const int row0 = m0 + cw * 64 + wi * 16 + (lane >> 2);
 #pragma unroll
-      for (int i = 0; i < DP / 2; ++i) oacc[i] = 0.f;
+      for (int i = 0; i < PVN / 2; ++i) oacc[i] = 0.f;
       float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
       // Software pipeline inside the warpgroup: while the softmax of block it runs on the CUDA cores,
@@ -969,7 +1043,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
           // V tile is [key][d]: N-major B. 16 keys = two 8-row groups = 2048 bytes; the next 64 columns
           // of d sit in the next slab, BN*128 bytes on (LBO); 8-key groups are 1024 bytes apart (SBO).
           const uint64_t db = desc_at(dv, st * (S::KV_BYTES / 16) + kk * (2048 / 16));
-          wgmma_rs<DP, T>(oacc, pa[kk], db, 1);
+          wgmma_pv<PVN, BN, T>(oacc, pa[kk], db);
         }
       };
       // P in registers becomes the A operand: columns 16kk..16kk+15 of S are exactly the m64k16 A fragment.
@@ -1002,9 +1076,9 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         }
         float alpha[2];
         if (first_masked > 0)
-          softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
+          softmax_scores<BN / 8, false, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
         else
-          softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
+          softmax_scores<BN / 8, true, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, 2 * (lane & 3), Sk, causal, diag);
         pack_p();
       }
       int it = 1;  // two passes, as in attn_wgmma_kernel: unmasked blocks, then the rest
@@ -1028,16 +1102,16 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         }
         float alpha[2];
         if (pass == 0)
-          softmax_scores<BN / 8, false>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal,
+          softmax_scores<BN / 8, false, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal,
                                         diag);
         else
-          softmax_scores<BN / 8, true>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal,
+          softmax_scores<BN / 8, true, S::LAZY>(sacc, m, l, alpha, scale_log2, row0, it * BN + 2 * (lane & 3), Sk, causal,
                                        diag);
         softmax_done<D>(l, scratch + 4 * tid);
         wgmma_wait<0>();
         reg_fence(oacc);
         if (lane == 0) mbar_arrive(v_empty(sp));
-        rescale_o<DP / 8>(oacc, alpha);
+        if (!S::LAZY || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o<PVN / 8>(oacc, alpha);
         pack_p();
       }
       if (nblocks > 0) {
@@ -1052,7 +1126,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
         if (lane == 0) mbar_arrive(v_empty(sp));
         g += nblocks;
       }
-      store_rows<DP / 8, T>(oacc, m, l, o + ((size_t)x.b * Sq * Hq + x.h) * D, lse + ((size_t)x.b * Hq + x.h) * Sq,
+      store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)x.b * Sq * Hq + x.h) * D, lse + ((size_t)x.b * Hq + x.h) * Sq,
                             row0, Sq, Hq, D, lane);
     }
   }

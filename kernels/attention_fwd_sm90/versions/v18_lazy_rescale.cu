@@ -1,6 +1,6 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v18 candidate: v17 (d96's O and P V over 96 columns) plus KSEEK_LAZY_RESCALE (off by default: then each kernel
-// instance's code is v17's): a warp skips O's rescale when none of its rows' maxima moved (versions/README.md).
+// v18: v17 (d96's O and P V over 96 columns) plus KSEEK_LAZY_RESCALE (default 0x10: at d256 only) where a warp
+// skips O's rescale when none of its rows' maxima moved, bit for bit v17's results (versions/README.md).
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -636,7 +636,7 @@ __global__ void __launch_bounds__(128) attn_mma_kernel(const T* __restrict__ q, 
 // KSEEK_LAZY_RESCALE: a mask of head dims (1 = 64, 2 = 96, 4 = 128, 8 = 192, 16 = 256) whose wgmma kernels skip
 // O's rescale in a warp whose rows all kept their maxima (softmax_scores' LAZY).
 #ifndef KSEEK_LAZY_RESCALE
-#define KSEEK_LAZY_RESCALE 0
+#define KSEEK_LAZY_RESCALE 0x10
 #endif
 template <int D> struct WgCfg;  // NCW consumer warpgroups of 64 rows; REG = their setmaxnreg budget
 template <> struct WgCfg<64> { static constexpr int BN = 128, ST = 3, NCW = 3, REG = 160; };
