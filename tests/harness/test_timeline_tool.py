@@ -34,8 +34,10 @@ def test_summary_of_two_sms():
 
 
 def test_a_late_long_cta_shows_as_idle_time_on_the_other_sms():
-    # four SMs; three finish at 1000 ns, one started a long CTA late and ends at 4000 ns
-    rows = [(0, 1000, i, 10) for i in range(3)] + [(0, 500, 3, 5), (600, 4000, 3, 34)]
+    # four SMs; three finish 1000 ns after the launch starts, one started a long CTA late and ends at 4000 ns (a
+    # start of 0 means the CTA never ran: %globaltimer is never 0)
+    t = 10_000
+    rows = [(t, t + 1000, i, 10) for i in range(3)] + [(t, t + 500, 3, 5), (t + 600, t + 4000, 3, 34)]
     s = _tool().summarize(rows, sms=4)
     assert s["tail_idle_max"] == pytest.approx(3000 / 4000)
     assert s["busy"] == pytest.approx((3 * 1000 + 500 + 3400) / (4 * 4000))
