@@ -46,3 +46,38 @@ def test_a_late_long_cta_shows_as_idle_time_on_the_other_sms():
 
 def test_no_rows_is_reported_as_no_ctas():
     assert _tool().summarize([(0, 0, 0, 0)] * 4, sms=132) == {"ctas": 0}
+
+
+SIM = TOOL.with_name("schedule_sim.py")
+
+
+def _sim():
+    spec = importlib.util.spec_from_file_location("schedule_sim", SIM)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_scheduler_model_deals_each_cta_to_the_first_free_sm():
+    sim = _sim()
+    # two SMs: 4 and 1 first, then 1, 1, 1 all go to the SM that freed first: both end at 4 (no gap)
+    assert sim.busy_fraction([4, 1, 1, 1, 1], sms=2, gap_ns=0) == pytest.approx(8 / (2 * 4))
+    # the long CTA last: the SMs share the short ones, then one runs the long one alone
+    assert sim.busy_fraction([1, 1, 1, 1, 4], sms=2, gap_ns=0) == pytest.approx(8 / (2 * 6))
+
+
+def test_section_order_takes_the_longest_tiles_first_within_each_section():
+    sim = _sim()
+    # 3 query blocks, 3 (batch, head) pairs, sections of 2: pairs 0 and 1 longest first, then pair 2
+    assert sim.section_order(3, 3, 2) == [(2, 0), (2, 1), (1, 0), (1, 1), (0, 0), (0, 1), (2, 2), (1, 2), (0, 2)]
+    # sections of one pair are the grid's own head-by-head order
+    assert sim.section_order(2, 2, 1) == [(1, 0), (0, 0), (1, 1), (0, 1)]
+
+
+def test_fit_recovers_a_fixed_cost_and_a_cost_per_block():
+    sim = _sim()
+    rows = [(1000, 1000 + 500 + 100 * n, 0, n) for n in (1, 5, 9)] + [(0, 0, 0, 0)]
+    fixed, per_block = sim.fit(rows)
+    assert fixed == pytest.approx(500) and per_block == pytest.approx(100)
+    with pytest.raises(ValueError, match="same number of key blocks"):
+        sim.fit([(1000, 2000, 0, 4), (1000, 2100, 1, 4)])
