@@ -20,20 +20,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .taskspec import NAME_RE, TaskSpecError, load_spec
+from .taskspec import C_RESERVED, NAME_RE, TaskSpecError, load_spec
 
 PROBE_TIMEOUT_S = 300.0
 PROBLEM_FILE = "problem.py"
 # scenario values that are not sizes (a problem's size of the same name pushes them aside: kb_flops_2)
 FLOPS_SYMBOL = "kb_flops"  # the scenario value [formulas] flops reads: counted per scenario at import
 CASE_SYMBOL = "case"  # main, half, odd, double: the first field of every scenario id
-# names a C/C++/CUDA argument may not take, though Python allows them
-C_RESERVED = frozenset(
-    "auto bool break case catch char class const constexpr continue default delete do double else enum "
-    "extern float for goto if inline int long namespace new operator private protected public register "
-    "return short signed sizeof static struct switch template this throw try typedef union unsigned "
-    "using virtual void volatile while half dim3 int8_t int16_t int32_t int64_t uint8_t size_t".split()
-)
 BOOL_AS = "uint8"  # the ABI has no bool: bool tensors travel as uint8 (0/1)
 
 
