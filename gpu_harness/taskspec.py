@@ -460,6 +460,9 @@ class TaskSpec:
     call_timeout_min_rate: float
     child_env: dict
     cheats: Path | None
+    # field -> its line in task.toml, for the fields naming a function of reference.py or a kernel file (whose
+    # problems are found once reference.py is imported or the kernel built: `task check` names the line then)
+    lines: dict = field(default_factory=dict)
 
     @property
     def inputs(self) -> tuple[Arg, ...]:
@@ -499,6 +502,17 @@ class TaskSpec:
         if self.tolerance is not None:
             return self.tolerance.describe()
         return "; ".join(f"{name}: {rule.describe()}" for name, rule in self.tolerances.items())
+
+    def named_functions(self) -> list[tuple[str, str]]:
+        """(field, name) of every function of reference.py the spec names, in the order written."""
+        named = [("reference.function", self.reference_function)]
+        named += [("reference.fast", self.reference_fast)] if self.reference_fast else []
+        named += [(f"args.{a.name}.init", a.init.function) for a in self.inputs if a.init.dist == "function"]
+        named += [(f"baselines.{n}.function", b.function) for n, b in self.baselines.items() if b.function]
+        named += [("baselines.versions", self.versions_function)] if self.versions_function else []
+        if self.spot_check is not None and self.spot_check.whole:
+            named.append(("spot_check.whole", self.spot_check.whole))
+        return named
 
     def smallest_scenario(self) -> ScenarioSpec:
         """The scenario with the fewest tensor elements (where the reference is tried first)."""
@@ -620,6 +634,7 @@ class _SpecReader:
         self.folder, self.path, self.data = folder, path, data
         self.lines = _Lines(text)
         self.problems: list[SpecProblem] = []
+        self.where: dict[str, int | None] = {}  # TaskSpec.lines
 
     def problem(self, fieldname: str, message: str, line: int | None = None) -> None:
         self.problems.append(SpecProblem(str(self.path), fieldname, message, line))
@@ -708,6 +723,7 @@ class _SpecReader:
             call_timeout_min_rate=min_rate,
             child_env=child_env,
             cheats=cheats,
+            lines=dict(self.where),
         )
 
     # -- target and kernel --
@@ -740,6 +756,7 @@ class _SpecReader:
         if starting is None:
             return symbol, None, abi_text
         path = self.file_field("kernel.starting", starting, self.lines.key("starting", line))
+        self.where["kernel.starting"] = self.lines.key("starting", line)
         if path is not None and path.suffix != target.source_suffix:
             self.problem(
                 "kernel.starting",
@@ -859,6 +876,7 @@ class _SpecReader:
             init = None
             arg_dtypes = dtype.choices.values() if isinstance(dtype, ByScenario) else (dtype,)
             if kind == "input":
+                self.where[f"{where}.init"] = self.lines.key("init", line) or line
                 init = self.read_init(
                     where, item.get("init"), [DTYPES[d] for d in arg_dtypes], self.lines.key("init", line) or line
                 )
@@ -997,6 +1015,7 @@ class _SpecReader:
                 self.problem(f"reference.{key}", f"{fn!r} is not a function name", self.lines.key(key, head))
                 fn = default
             names[key] = fn
+            self.where[f"reference.{key}"] = self.lines.key(key, head) or head
         precision = ref.get("precision", "float64")
         if precision not in REFERENCE_PRECISIONS:
             self.problem(
@@ -1038,6 +1057,7 @@ class _SpecReader:
                 v = default
             bounded[key] = v
         whole = t.get("whole", "")
+        self.where["spot_check.whole"] = self.lines.key("whole", head)
         if not isinstance(whole, str) or (whole and not whole.isidentifier()):
             self.problem("spot_check.whole", f"{whole!r} is not a function name", self.lines.key("whole", head))
             whole = ""
@@ -1261,6 +1281,7 @@ class _SpecReader:
         head = self.lines.header("baselines")
         out = {}
         versions = b.get("versions", "")
+        self.where["baselines.versions"] = self.lines.key("versions", head)
         if not isinstance(versions, str) or (versions and not versions.isidentifier()):
             self.problem("baselines.versions", f"{versions!r} is not a function name", self.lines.key("versions", head))
             versions = ""
@@ -1299,6 +1320,7 @@ class _SpecReader:
                 requires = []
             if "function" in item:
                 fn = item["function"]
+                self.where[f"{where}.function"] = line
                 if not isinstance(fn, str) or not fn.isidentifier():
                     self.problem(f"{where}.function", f"{fn!r} is not a function name", line)
                     continue
@@ -1307,6 +1329,7 @@ class _SpecReader:
                 if requires or flags["may_refuse"]:
                     self.problem(where, "requires and may_refuse are a function baseline's", line)
                 path = self.file_field(f"{where}.kernel", item["kernel"], line)
+                self.where[f"{where}.kernel"] = line
                 if path is not None:
                     out[name] = Baseline(name, kernel=path, warm=flags["warm"], description=description)
         defaults = b.get("default", list(out))

@@ -15,7 +15,8 @@ from gpu_harness.taskspec import (
     load_spec,
     parse_formula,
 )
-from tests.harness.conftest import edit_task_folder
+
+from .conftest import edit_task_folder
 
 
 @pytest.fixture
