@@ -5,6 +5,7 @@ of seconds > 0; on the cpu target `[baselines] versions` keys the baseline cache
 and the user's variables win (the target's own thread settings above both)."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,31 @@ def test_the_cpu_targets_child_env_has_cache_and_the_user_wins(folder, monkeypat
     assert str(cache_dir()) == str(tmp_path / "cache")
     child = ChildSession.environment(env)  # what the child process gets
     assert child["DEMO_MINE"] == "the user's" and child["OMP_NUM_THREADS"] == "1"  # numpy's BLAS: one thread
+
+
+# ---- the numbers docs/tasks.md quotes ----
+
+
+def test_the_docs_matmul_cpu_column_quotes_the_folders_numbers():
+    from gpu_harness.taskspec import load_spec
+
+    doc = (REPO / "docs" / "tasks.md").read_text()
+    spec = load_spec(REPO / "tasks" / "matmul_cpu")
+    rule = spec.tolerance
+    row = next(line for line in doc.splitlines() if line.startswith("| `[tolerance]` |"))
+    quoted = re.search(r'\| `baseline = "(\w+)"`, `factor = ([0-9.e-]+)`, `floor = ([0-9.e-]+)` \|$', row)
+    assert quoted and (quoted[1], float(quoted[2]), float(quoted[3])) == (rule.baseline, rule.factor, rule.floor)
+    goal = next(line for line in doc.splitlines() if line.startswith("| `[goal]` |"))
+    assert goal.endswith(f"| `{spec.goal_baseline}`, `{spec.goal_speedup}` |")
+    assert f"matmul_cpu: {len(list(spec.cheats.iterdir()))}/{len(list(spec.cheats.iterdir()))} rejected" in doc
+    assert f"| {len(spec.scenarios)} shapes:" in doc and f"| {len(spec.quick_ids)} ids |" in doc
+
+
+def test_the_docs_limits_are_the_loaders():
+    from gpu_harness import taskspec
+
+    doc = " ".join((REPO / "docs" / "tasks.md").read_text().split())
+    assert f"at most {taskspec.MAX_SCENARIOS} scenarios" in doc
+    assert f"more than {taskspec.MAX_SCENARIO_BYTES >> 30} GiB" in doc
+    assert f"at most {taskspec.FORMULA_MAX_CHARS} characters and {taskspec.FORMULA_MAX_DEPTH} levels" in doc
+    assert f"no integer power beyond 2^{taskspec.FORMULA_MAX_BITS}" in doc
