@@ -1179,6 +1179,14 @@ class _SpecReader:
                 continue
             where_id[sid] = params
             out.append(ScenarioSpec(sid, params))
+        unnamed = [k for k in id_names if params_list and not any(k in p for p, _ in params_list)]
+        if unnamed:  # a typo of a symbol would leave its values unnamed in every id
+            known = ", ".join(dict.fromkeys(k for p, _ in params_list for k in p))
+            self.problem(
+                "scenarios.id_names",
+                f"{', '.join(unnamed)}: no scenario symbol (known: {known})",
+                self.lines.key("id_names", head),
+            )
         quick = sc.get("quick", [])
         qline = self.lines.key("quick", head)
         if not isinstance(quick, list) or not all(isinstance(q, str) for q in quick) or not quick:

@@ -258,3 +258,14 @@ def test_a_formula_within_the_limits_computes():
     assert parse_formula("(2**64)**16")({}) == 2**1024
     with pytest.raises(ValueError, match=r"18446744073709551616\*\*17 is too large"):
         parse_formula("(2**64)**17")({})
+
+
+def test_id_names_of_a_symbol_no_scenario_has_is_a_typo(folder):
+    got = problems(folder, ('id = "r{rows}', 'id_names = { col = { 1 = "one" } }\nid = "r{rows}'))
+    assert got == [
+        (line_of(folder, "id_names = "), "scenarios.id_names", "col: no scenario symbol (known: rows, cols, scale)")
+    ]
+    edit_task_folder(folder, ("col = {", "cols = {"))  # the symbol itself: its values are then checked
+    said = [m for _, _, m in problems(folder)]
+    assert "{'rows': 7, 'cols': 33, 'scale': 0.5}: no name for cols = 33" in said
+    assert not any("no scenario symbol" in m for m in said)
