@@ -673,6 +673,8 @@ class _SpecReader:
             if key not in known:
                 line = self.lines.header(key) or self.lines.key(key)
                 self.problem(key, f"unknown field (known: {', '.join(sorted(known))})", line)
+        if not isinstance(self.data.get("description", ""), str):
+            self.problem("description", "one line of text", self.lines.key("description"))
         target = self.read_target()
         symbol, starting, abi_text = self.read_kernel(target)
         args = self.read_args(target)
@@ -1520,6 +1522,9 @@ class _SpecReader:
                 lo, hi = allowed[key]
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
                     self.problem(f"{section}.{key}", f"{v!r}: must lie in [{lo:g}, {hi:g}]", line)
+                    continue
+                if isinstance(lo, int) and v != int(v):  # a count: 5.5 repeats would be cut to 5 unsaid
+                    self.problem(f"{section}.{key}", f"{v!r}: a whole number in [{lo:g}, {hi:g}]", line)
                     continue
                 out[key] = type(lo)(v) if isinstance(lo, int) else float(v)
             return out

@@ -269,3 +269,15 @@ def test_id_names_of_a_symbol_no_scenario_has_is_a_typo(folder):
     said = [m for _, _, m in problems(folder)]
     assert "{'rows': 7, 'cols': 33, 'scale': 0.5}: no name for cols = 33" in said
     assert not any("no scenario symbol" in m for m in said)
+
+
+def test_a_timing_count_is_a_whole_number(folder):
+    got = problems(folder, ("[goal]", "[timing]\nmin_reps = 5.5\nbatch_ms = 20.5\n\n[goal]"))
+    assert got == [(line_of(folder, "min_reps = 5.5"), "timing.min_reps", "5.5: a whole number in [1, 100]")]
+    edit_task_folder(folder, ("min_reps = 5.5", "min_reps = 5.0"))
+    assert load_spec(folder).timing == {"min_reps": 5, "batch_ms": 20.5}
+
+
+def test_a_description_is_text(folder):
+    got = problems(folder, ('description = "out', 'description = 3\nxdescription = "out'))
+    assert (line_of(folder, "description = 3"), "description", "one line of text") in got
