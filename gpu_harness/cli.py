@@ -14,6 +14,17 @@ from pathlib import Path
 from .report import render_table, summary_line
 
 
+def _seconds(text: str) -> float:
+    """A --timeout: a number of seconds > 0 (argparse says which argument it is when it is not)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds > 0")
+    return value
+
+
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -113,12 +124,24 @@ def cmd_scenarios(args) -> int:
 
 
 def cmd_tasks(args) -> int:
-    from .tasks import get_task, list_tasks
+    """Every task, one line each; a folder that is not a valid task is said on stderr with its problems (the
+    others are still listed) and the exit status is then 1."""
+    from .tasks import TaskError, get_task, list_tasks, task_folders
+    from .taskspec import TaskSpecError
 
+    broken = 0
     for name in list_tasks():
-        t = get_task(name)
+        try:
+            t = get_task(name)
+        except (TaskSpecError, TaskError) as e:
+            broken += 1
+            lines = [str(p) for p in e.problems] if isinstance(e, TaskSpecError) else [f"task error: {e}"]
+            print(f"{name}: NOT a valid task ({task_folders()[name]}):", file=sys.stderr)
+            for line in lines:
+                print(f"  {line}", file=sys.stderr)
+            continue
         print(f"{name}\t{t.language}\t{len(t.scenarios())} scenarios ({len(t.quick_ids())} quick)\t{t.abi}")
-    return 0
+    return 1 if broken else 0
 
 
 def cmd_task_new(args) -> int:
@@ -158,7 +181,10 @@ def cmd_task_check(args) -> int:
         spec = load_spec(args.folder)
         torch_task = spec.target.arrays == "torch"
         task = folder_task(spec, device=_judge_device_here() if torch_task else None)
-        facts = task.self_check() if not torch_task or _has_torch() else None
+        runs_reference = not torch_task or _has_torch()
+        if runs_reference and (missing := task.missing_functions()):
+            raise TaskSpecError(missing)
+        facts = task.self_check() if runs_reference else None
     except TaskSpecError as e:
         print(f"{args.folder}: NOT a valid task ({len(e.problems)} problem(s))", file=sys.stderr)
         for p in e.problems:
@@ -234,14 +260,17 @@ def _check_kernels_build(task) -> str | None:
 
     if shutil.which("g++" if task.language == "cpp" else "nvcc") is None:
         return None
-    kernels = [("the starting kernel", task.starting_kernel)]
-    kernels += [(f"baseline {n}", b.kernel) for n, b in task.spec.baselines.items() if b.kernel is not None]
-    for label, path in kernels:
+    spec = task.spec
+    kernels = [("the starting kernel", task.starting_kernel, "kernel.starting")]
+    kernels += [(f"baseline {n}", b.kernel, f"baselines.{n}.kernel") for n, b in spec.baselines.items() if b.kernel]
+    for label, path, where in kernels:
+        line = spec.lines.get(where) if where != "kernel.starting" or spec.starting_kernel else None
+        named = f", named at {spec.folder / 'task.toml'}:{line}: {where}" if line else ""
         b = build(path, task.language)
         if not b.ok:
-            return f"error: {label} ({path}) does not build: {b.reason}"
+            return f"error: {label} ({path}{named}) does not build: {b.reason}"
         if not hasattr(ctypes.CDLL(b.lib_path, mode=ctypes.RTLD_LOCAL), task.symbol):
-            return f"error: {label} ({path}) does not export {task.symbol}"
+            return f"error: {label} ({path}{named}) does not export {task.symbol}"
     return f"builds and exports {task.symbol}" + (", as do the kernel baselines" if len(kernels) > 1 else "")
 
 
@@ -257,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--trace", help="append one JSON line for this evaluation to this file")
     e.add_argument("--note", help="a note stored with the trace line")
     e.add_argument("--seed", type=int, default=None, help="default: fresh from os.urandom")
-    e.add_argument("--timeout", type=float, default=None, help="overall bound in seconds")
+    e.add_argument("--timeout", type=_seconds, default=None, help="overall bound in seconds")
     e.add_argument("--arch", default=None, help="CUDA target, default sm_90a")
     e.add_argument("--no-timing", action="store_true", help="correctness only (no timing, no speedups)")
     e.set_defaults(func=cmd_eval)
@@ -288,12 +317,12 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("file", help="the problem: class Model, get_inputs(), get_init_inputs()")
     kb.add_argument("--name", default=None, help="the task's name (default: from the file's name)")
     kb.add_argument("--dir", default=".", help="the folder to create it in (default: here)")
-    kb.add_argument("--timeout", type=float, default=300.0, help="bound in seconds on running the problem")
+    kb.add_argument("--timeout", type=_seconds, default=300.0, help="bound in seconds on running the problem")
     kb.set_defaults(func=cmd_task_import_kernelbench)
     ch = ksub.add_parser("cheats", help="evaluate the task's cheats: each must be rejected for its reason")
     ch.add_argument("task", help="a task's name, or a task folder")
     ch.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")
-    ch.add_argument("--timeout", type=float, default=60.0, help="bound per cheat in seconds")
+    ch.add_argument("--timeout", type=_seconds, default=60.0, help="bound per cheat in seconds")
     ch.set_defaults(func=cmd_task_cheats)
     return ap
 

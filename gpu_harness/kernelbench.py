@@ -12,6 +12,7 @@ whose message names the reason.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -20,20 +21,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .taskspec import NAME_RE, TaskSpecError, load_spec
+from .taskspec import C_RESERVED, DTYPES, MAX_SCENARIO_BYTES, NAME_RE, TaskSpecError, load_spec
 
 PROBE_TIMEOUT_S = 300.0
 PROBLEM_FILE = "problem.py"
 # scenario values that are not sizes (a problem's size of the same name pushes them aside: kb_flops_2)
 FLOPS_SYMBOL = "kb_flops"  # the scenario value [formulas] flops reads: counted per scenario at import
 CASE_SYMBOL = "case"  # main, half, odd, double: the first field of every scenario id
-# names a C/C++/CUDA argument may not take, though Python allows them
-C_RESERVED = frozenset(
-    "auto bool break case catch char class const constexpr continue default delete do double else enum "
-    "extern float for goto if inline int long namespace new operator private protected public register "
-    "return short signed sizeof static struct switch template this throw try typedef union unsigned "
-    "using virtual void volatile while half dim3 int8_t int16_t int32_t int64_t uint8_t size_t".split()
-)
 BOOL_AS = "uint8"  # the ABI has no bool: bool tensors travel as uint8 (0/1)
 
 
@@ -124,9 +118,35 @@ def _free(base: str, taken: set) -> str:
     return candidate
 
 
+def scenario_bytes(obs: dict) -> int:
+    """What one observation's tensors take together: the inputs, the model's parameters and buffers, the outputs."""
+    items = [v for v in obs["inputs"] if v.get("kind") == "tensor"] + obs["state"] + obs["outputs"]["items"]
+    return sum(math.prod(t["shape"]) * DTYPES[BOOL_AS if t["dtype"] == "bool" else t["dtype"]].itemsize for t in items)
+
+
+def _fitting(report: dict) -> dict:
+    """The report without the scenarios whose tensors exceed a task's scenario (taskspec.MAX_SCENARIO_BYTES), a
+    note saying each one dropped; the main scenario beyond it cannot be imported."""
+    kept, notes = [], list(report["notes"])
+    limit = MAX_SCENARIO_BYTES >> 30
+    for s in report["scenarios"]:
+        gib = scenario_bytes(s["obs"]) / (1 << 30)
+        if gib <= limit:
+            kept.append(s)
+        elif s["case"] == "main":
+            raise KernelBenchImportError(
+                f"{report['file']}: its tensors take {gib:.4g} GiB at its sizes, more than a task's scenario may"
+                f" ({limit} GiB): make its sizes smaller"
+            )
+        else:
+            notes.append(f"scenario {s['case']} dropped: its tensors take {gib:.4g} GiB, more than {limit} GiB")
+    return {**report, "scenarios": kept, "notes": notes}
+
+
 def plan_task(report: dict, name: str) -> Plan:
     """The task from the probe's report: the ABI in order (tensor inputs, weights, outputs, scalars), each
-    dimension named (_name_dimensions), and the scenarios' values."""
+    dimension named (_name_dimensions), and the scenarios' values (those a task can hold: _fitting)."""
+    report = _fitting(report)
     scen = report["scenarios"]
     main = report["main"]
     sizes = report["sizes"]

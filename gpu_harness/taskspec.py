@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import keyword
 import math
 import re
 import string
@@ -20,6 +21,14 @@ from pathlib import Path
 SPEC_FILE = "task.toml"
 REFERENCE_FILE = "reference.py"
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+# names a C/C++/CUDA argument may not take, though Python allows them (an argument is also a parameter of
+# reference.py's functions, so Python's keywords are refused too: keyword.iskeyword)
+C_RESERVED = frozenset(
+    "auto bool break case catch char class const constexpr continue default delete do double else enum "
+    "extern float for goto if inline int long namespace new operator private protected public register "
+    "return short signed sizeof static struct switch template this throw try typedef union unsigned "
+    "using virtual void volatile while half dim3 int8_t int16_t int32_t int64_t uint8_t size_t".split()
+)
 
 
 # ---- problems ------------------------------------------------------------------------------------------
@@ -110,6 +119,10 @@ HOST_CLOCK_KEYS = {  # verdict.TimingLimits field -> (lowest, highest)
     "batch_latency_ms": (0.0, 50.0),
 }
 CALL_TIMEOUT_KEYS = {"base_s": (1.0, 600.0), "min_rate": (1e6, 1e15)}
+# a task's size: scenarios (each is built, checked and, on a full run, judged) and one scenario's tensors (the
+# inputs, outputs and the judge's copies live at once; an H200 holds 141 GB)
+MAX_SCENARIOS = 10000
+MAX_SCENARIO_BYTES = 128 << 30
 # the child's environment: a task may add variables, never these (the loader, Python, the harness's own)
 FORBIDDEN_ENV_PREFIXES = ("LD_", "PYTHON", "KSEEK_", "CUDA_", "NVIDIA_", "PATH")
 
@@ -129,11 +142,35 @@ _BINOPS = {
 def _power(a, b):
     if abs(b) > 64:  # a spec's formula counts operations; "9**9**9" would only stall the loader
         raise ValueError(f"exponent {b} is too large")
+    # "((9**64)**64)**64...": the same (integers; a float's power overflows on its own)
+    if isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and abs(b) * math.log2(abs(a)) > FORMULA_MAX_BITS:
+        raise ValueError(f"{a!r}**{b!r} is too large")
     return a**b
+
+
+class SymbolValueError(TypeError):
+    """A formula's symbol whose scenario value is no number (`value`: what it is)."""
+
+    def __init__(self, name: str, value):
+        self.value = value
+        super().__init__(f"symbol {name!r} is {value!r}, not a number")
+
+
+def _symbol_value(params: dict, name: str):
+    """A symbol's value as a formula uses it: a number (a boolean counts 1 or 0), never text ("bf16"*2)."""
+    value = params[name]
+    if not isinstance(value, (int, float)):
+        raise SymbolValueError(name, value)
+    return value
 
 
 _FUNCS = {"min": min, "max": max}
 FORMULA_HELP = "numbers, scenario symbols, + - * / // ** ( ) and min()/max()"
+# a formula's size: its text, how deep it nests (each operator, call and parenthesis a level), the magnitude
+# of a power; a formula counts the operations of one call, and these bound the loader's time on it
+FORMULA_MAX_CHARS = 1000
+FORMULA_MAX_DEPTH = 100
+FORMULA_MAX_BITS = 1024
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,29 +193,37 @@ def parse_formula(text) -> Formula:
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise FormulaError(f"expected a formula (a string or a number), got {type(text).__name__}")
     src = str(text)
+    if len(src) > FORMULA_MAX_CHARS:
+        raise FormulaError(f"{src[:40]!r}... is {len(src)} characters long: at most {FORMULA_MAX_CHARS}")
     try:
         tree = ast.parse(src.strip(), mode="eval")
     except SyntaxError as e:
         raise FormulaError(f"{src!r} does not parse: {e.msg}") from None
+    except (RecursionError, MemoryError):
+        raise FormulaError(f"{src[:40]!r}... nests too deep (at most {FORMULA_MAX_DEPTH} levels)") from None
     symbols: set[str] = set()
     fn = _compile(tree.body, src, symbols)
     return Formula(src, frozenset(symbols), fn)
 
 
-def _compile(node, src: str, symbols: set):
+def _compile(node, src: str, symbols: set, depth: int = 0):
     """The node as a closure over params (a tree of small functions: fast to call, nothing eval'd)."""
+    if depth > FORMULA_MAX_DEPTH:
+        raise FormulaError(f"{src[:40]!r}... nests too deep (at most {FORMULA_MAX_DEPTH} levels)")
+    depth += 1
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         value = node.value
         return lambda p: value
     if isinstance(node, ast.Name):
         name = node.id
         symbols.add(name)
-        return lambda p: p[name]
+        return lambda p: _symbol_value(p, name)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        op, left, right = _BINOPS[type(node.op)], _compile(node.left, src, symbols), _compile(node.right, src, symbols)
+        op = _BINOPS[type(node.op)]
+        left, right = _compile(node.left, src, symbols, depth), _compile(node.right, src, symbols, depth)
         return lambda p: op(left(p), right(p))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner, sign = _compile(node.operand, src, symbols), -1 if isinstance(node.op, ast.USub) else 1
+        inner, sign = _compile(node.operand, src, symbols, depth), -1 if isinstance(node.op, ast.USub) else 1
         return lambda p: sign * inner(p)
     if (
         isinstance(node, ast.Call)
@@ -187,7 +232,7 @@ def _compile(node, src: str, symbols: set):
         and node.args
         and not node.keywords
     ):
-        f, args = _FUNCS[node.func.id], [_compile(a, src, symbols) for a in node.args]
+        f, args = _FUNCS[node.func.id], [_compile(a, src, symbols, depth) for a in node.args]
         return lambda p: f(*(a(p) for a in args))
     piece = ast.get_source_segment(src.strip(), node) or type(node).__name__
     raise FormulaError(f"{src!r}: {piece!r} is not allowed (a formula may use {FORMULA_HELP})")
@@ -415,6 +460,9 @@ class TaskSpec:
     call_timeout_min_rate: float
     child_env: dict
     cheats: Path | None
+    # field -> its line in task.toml, for the fields naming a function of reference.py or a kernel file (whose
+    # problems are found once reference.py is imported or the kernel built: `task check` names the line then)
+    lines: dict = field(default_factory=dict)
 
     @property
     def inputs(self) -> tuple[Arg, ...]:
@@ -455,6 +503,17 @@ class TaskSpec:
             return self.tolerance.describe()
         return "; ".join(f"{name}: {rule.describe()}" for name, rule in self.tolerances.items())
 
+    def named_functions(self) -> list[tuple[str, str]]:
+        """(field, name) of every function of reference.py the spec names, in the order written."""
+        named = [("reference.function", self.reference_function)]
+        named += [("reference.fast", self.reference_fast)] if self.reference_fast else []
+        named += [(f"args.{a.name}.init", a.init.function) for a in self.inputs if a.init.dist == "function"]
+        named += [(f"baselines.{n}.function", b.function) for n, b in self.baselines.items() if b.function]
+        named += [("baselines.versions", self.versions_function)] if self.versions_function else []
+        if self.spot_check is not None and self.spot_check.whole:
+            named.append(("spot_check.whole", self.spot_check.whole))
+        return named
+
     def smallest_scenario(self) -> ScenarioSpec:
         """The scenario with the fewest tensor elements (where the reference is tried first)."""
 
@@ -462,6 +521,38 @@ class TaskSpec:
             return sum(math.prod(self.shape(a, sc.params)) for a in self.args if a.is_tensor)
 
         return min(self.scenarios, key=size)
+
+
+def _scalar_problem(dtype: str | None, value) -> str | None:
+    """What is wrong with a scalar's value for its dtype (None: nothing): an integer's is a whole number its C
+    type holds, a float32's is finite in float32."""
+    if dtype in ("int32", "int64"):
+        bits = 32 if dtype == "int32" else 64
+        if value != int(value):
+            return f"{value!r} is not a whole number ({dtype})"
+        if not -(1 << (bits - 1)) <= int(value) < 1 << (bits - 1):
+            return f"{int(value)} does not fit in {dtype}"
+    if dtype == "float32" and abs(value) > FLOAT32_MAX:
+        return f"{value!r} does not fit in float32 (at most {FLOAT32_MAX:.7g})"
+    return None
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _integer_range_problem(bounds: list, dtypes: list[DType]) -> str | None:
+    """What is wrong with an integers init's [low, high) for the tensor's dtypes (None: nothing): whole numbers,
+    every value drawn held by each dtype (high is excluded, so high may be the largest value + 1)."""
+    low, high = bounds
+    if any(type(b) is not int and b != int(b) for b in bounds):
+        return f"low = {low!r}, high = {high!r}: integers' bounds are whole numbers"
+    low, high = int(low), int(high)
+    for d in dtypes:
+        bits, signed = d.itemsize * 8, d.name.startswith("int")
+        lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
+        if low < lo or high > hi:
+            return f"[{low}, {high}) does not fit in {d.name} ([{lo}, {hi}) does)"
+    return None
 
 
 def _relative(path: Path | None, folder: Path) -> str:
@@ -543,6 +634,7 @@ class _SpecReader:
         self.folder, self.path, self.data = folder, path, data
         self.lines = _Lines(text)
         self.problems: list[SpecProblem] = []
+        self.where: dict[str, int | None] = {}  # TaskSpec.lines
 
     def problem(self, fieldname: str, message: str, line: int | None = None) -> None:
         self.problems.append(SpecProblem(str(self.path), fieldname, message, line))
@@ -581,6 +673,8 @@ class _SpecReader:
             if key not in known:
                 line = self.lines.header(key) or self.lines.key(key)
                 self.problem(key, f"unknown field (known: {', '.join(sorted(known))})", line)
+        if not isinstance(self.data.get("description", ""), str):
+            self.problem("description", "one line of text", self.lines.key("description"))
         target = self.read_target()
         symbol, starting, abi_text = self.read_kernel(target)
         args = self.read_args(target)
@@ -631,6 +725,7 @@ class _SpecReader:
             call_timeout_min_rate=min_rate,
             child_env=child_env,
             cheats=cheats,
+            lines=dict(self.where),
         )
 
     # -- target and kernel --
@@ -644,8 +739,13 @@ class _SpecReader:
     def read_kernel(self, target: Target) -> tuple[str, Path | None, str | None]:
         kernel = self.table("kernel")
         line = self.lines.header("kernel")
+        self.only(kernel, line, {"symbol", "abi_text", "starting"}, section="kernel", why="unknown field")
         symbol = kernel.get("symbol")
-        if not isinstance(symbol, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", symbol or ""):
+        if (
+            not isinstance(symbol, str)
+            or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", symbol or "")
+            or symbol in C_RESERVED
+        ):
             self.problem("kernel.symbol", f"{symbol!r} is not a C identifier", self.lines.key("symbol", line) or line)
             symbol = "kernel"
         abi_text = kernel.get("abi_text")
@@ -658,6 +758,7 @@ class _SpecReader:
         if starting is None:
             return symbol, None, abi_text
         path = self.file_field("kernel.starting", starting, self.lines.key("starting", line))
+        self.where["kernel.starting"] = self.lines.key("starting", line)
         if path is not None and path.suffix != target.source_suffix:
             self.problem(
                 "kernel.starting",
@@ -707,6 +808,15 @@ class _SpecReader:
                 self.problem(f"{where}.name", f"{name!r} is not a C identifier", self.lines.key("name", line))
                 continue
             where = f"args.{name}"
+            if keyword.iskeyword(name) or name in C_RESERVED:
+                lang = "Python" if keyword.iskeyword(name) else "C/C++"
+                self.problem(
+                    f"{where}.name",
+                    f"{name!r} is a {lang} keyword or type name: the kernel and reference.py's functions take the"
+                    " arguments by name",
+                    self.lines.key("name", line),
+                )
+                continue
             if name in seen:
                 self.problem(f"{where}.name", "a second argument of this name", self.lines.key("name", line))
             seen.add(name)
@@ -768,8 +878,9 @@ class _SpecReader:
             init = None
             arg_dtypes = dtype.choices.values() if isinstance(dtype, ByScenario) else (dtype,)
             if kind == "input":
+                self.where[f"{where}.init"] = self.lines.key("init", line) or line
                 init = self.read_init(
-                    where, item.get("init"), DTYPES[next(iter(arg_dtypes))], self.lines.key("init", line) or line
+                    where, item.get("init"), [DTYPES[d] for d in arg_dtypes], self.lines.key("init", line) or line
                 )
                 if init is None:
                     continue
@@ -844,7 +955,9 @@ class _SpecReader:
                 ok = False
         return ByScenario(by, choices) if ok else None
 
-    def read_init(self, where: str, init, dtype: DType, line) -> InputInit | None:
+    def read_init(self, where: str, init, dtypes: list[DType], line) -> InputInit | None:
+        """How the input is made; `dtypes`: every dtype it may have (one kind, float or int)."""
+        dtype = dtypes[0]
         if init is None:
             init = {"dist": "normal"} if dtype.kind == "float" else None
         if not isinstance(init, dict):
@@ -882,6 +995,12 @@ class _SpecReader:
         if not isinstance(native, bool):
             self.problem(f"{where}.init.native", f"true or false, got {native!r}", line)
             return None
+        if dist == "integers":
+            said = _integer_range_problem([init[a_key], init[b_key]], dtypes)
+            if said:
+                self.problem(f"{where}.init", said, line)
+                return None
+            vals = [int(init[a_key]), int(init[b_key])]  # exact: a float would round 2**62 + 1
         if dist == "normal" and not vals[1] > 0 or dist != "normal" and not vals[0] < vals[1]:
             self.problem(f"{where}.init", f"an empty range: {a_key} = {vals[0]:g}, {b_key} = {vals[1]:g}", line)
             return None
@@ -898,6 +1017,7 @@ class _SpecReader:
                 self.problem(f"reference.{key}", f"{fn!r} is not a function name", self.lines.key(key, head))
                 fn = default
             names[key] = fn
+            self.where[f"reference.{key}"] = self.lines.key(key, head) or head
         precision = ref.get("precision", "float64")
         if precision not in REFERENCE_PRECISIONS:
             self.problem(
@@ -939,6 +1059,7 @@ class _SpecReader:
                 v = default
             bounded[key] = v
         whole = t.get("whole", "")
+        self.where["spot_check.whole"] = self.lines.key("whole", head)
         if not isinstance(whole, str) or (whole and not whole.isidentifier()):
             self.problem("spot_check.whole", f"{whole!r} is not a function name", self.lines.key("whole", head))
             whole = ""
@@ -975,6 +1096,8 @@ class _SpecReader:
     def read_scenarios(self, args: list[Arg]) -> tuple[list[ScenarioSpec], list[str]]:
         sc = self.table("scenarios")
         head = self.lines.header("scenarios")
+        known = {"id", "list", "product", "id_names", "derived", "quick"}
+        self.only(sc, head, known, section="scenarios", why="unknown field")
         template = sc.get("id")
         tline = self.lines.key("id", head)
         fields = None
@@ -994,6 +1117,9 @@ class _SpecReader:
         if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
             self.problem("scenarios.list", "expected a list of tables, e.g. [{m = 1, n = 2}]", lline)
             listed = []
+        if len(listed) > MAX_SCENARIOS:
+            self.problem("scenarios.list", f"{len(listed)} scenarios: at most {MAX_SCENARIOS}", lline)
+            listed = []
         params_list += [(dict(p), lline) for p in listed]
         products = sc.get("product", [])
         if isinstance(products, dict):
@@ -1005,6 +1131,14 @@ class _SpecReader:
             pline = self.lines.header("scenarios.product", i) or lline
             if not isinstance(axes, dict) or not axes or not all(isinstance(v, list) and v for v in axes.values()):
                 self.problem(f"scenarios.product[{i}]", "each axis is a non-empty list of values", pline)
+                continue
+            count = math.prod(len(v) for v in axes.values())
+            if len(params_list) + count > MAX_SCENARIOS:  # counted before it is made: 1000 x 1000 x 1000 is not
+                self.problem(
+                    f"scenarios.product[{i}]",
+                    f"{len(params_list) + count} scenarios with this product: at most {MAX_SCENARIOS}",
+                    pline,
+                )
                 continue
             keys = list(axes)
             params_list += [(dict(zip(keys, combo, strict=True)), pline) for combo in itertools.product(*axes.values())]
@@ -1047,6 +1181,14 @@ class _SpecReader:
                 continue
             where_id[sid] = params
             out.append(ScenarioSpec(sid, params))
+        unnamed = [k for k in id_names if params_list and not any(k in p for p, _ in params_list)]
+        if unnamed:  # a typo of a symbol would leave its values unnamed in every id
+            known = ", ".join(dict.fromkeys(k for p, _ in params_list for k in p))
+            self.problem(
+                "scenarios.id_names",
+                f"{', '.join(unnamed)}: no scenario symbol (known: {known})",
+                self.lines.key("id_names", head),
+            )
         quick = sc.get("quick", [])
         qline = self.lines.key("quick", head)
         if not isinstance(quick, list) or not all(isinstance(q, str) for q in quick) or not quick:
@@ -1094,6 +1236,8 @@ class _SpecReader:
                 ok = type(value) in (int, float) and math.isfinite(value)
             except KeyError as e:
                 value, ok = f"no symbol {e.args[0]!r}", False
+            except SymbolValueError as e:  # text where a number is due: said as the value it is
+                value, ok = e.value, False
             except (ArithmeticError, TypeError, ValueError) as e:
                 value, ok = f"{type(e).__name__}: {e}", False
             if not ok:
@@ -1147,6 +1291,7 @@ class _SpecReader:
         head = self.lines.header("baselines")
         out = {}
         versions = b.get("versions", "")
+        self.where["baselines.versions"] = self.lines.key("versions", head)
         if not isinstance(versions, str) or (versions and not versions.isidentifier()):
             self.problem("baselines.versions", f"{versions!r} is not a function name", self.lines.key("versions", head))
             versions = ""
@@ -1185,6 +1330,7 @@ class _SpecReader:
                 requires = []
             if "function" in item:
                 fn = item["function"]
+                self.where[f"{where}.function"] = line
                 if not isinstance(fn, str) or not fn.isidentifier():
                     self.problem(f"{where}.function", f"{fn!r} is not a function name", line)
                     continue
@@ -1193,6 +1339,7 @@ class _SpecReader:
                 if requires or flags["may_refuse"]:
                     self.problem(where, "requires and may_refuse are a function baseline's", line)
                 path = self.file_field(f"{where}.kernel", item["kernel"], line)
+                self.where[f"{where}.kernel"] = line
                 if path is not None:
                     out[name] = Baseline(name, kernel=path, warm=flags["warm"], description=description)
         defaults = b.get("default", list(out))
@@ -1347,6 +1494,7 @@ class _SpecReader:
     def read_goal(self, baselines: dict) -> tuple[str, float]:
         g = self.table("goal")
         head = self.lines.header("goal")
+        self.only(g, head, {"baseline", "speedup"}, section="goal", why="unknown field")
         base, speedup = g.get("baseline"), g.get("speedup")
         if base not in baselines:
             self.problem(
@@ -1374,6 +1522,9 @@ class _SpecReader:
                 lo, hi = allowed[key]
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
                     self.problem(f"{section}.{key}", f"{v!r}: must lie in [{lo:g}, {hi:g}]", line)
+                    continue
+                if isinstance(lo, int) and v != int(v):  # a count: 5.5 repeats would be cut to 5 unsaid
+                    self.problem(f"{section}.{key}", f"{v!r}: a whole number in [{lo:g}, {hi:g}]", line)
                     continue
                 out[key] = type(lo)(v) if isinstance(lo, int) else float(v)
             return out
@@ -1495,6 +1646,7 @@ class _SpecReader:
                 continue
             if formula is not None:
                 users.append((f"formulas.{key}", self.lines.key(key, head), set(formula.symbols), formula))
+        scalar_dtypes = {f"args.{a.name}.value": a.dtype for a in args if a.kind == "scalar"}
         for fieldname, line, syms, formula in users:
             lacking_any = False
             for s in sorted(syms):
@@ -1512,6 +1664,8 @@ class _SpecReader:
                 try:
                     value = formula(sc.params)
                     ok = type(value) in (int, float) and math.isfinite(value)
+                except SymbolValueError as e:  # text where a number is due: said as the value it is
+                    value, ok = e.value, False
                 except (ArithmeticError, TypeError, ValueError) as e:
                     value, ok = f"{type(e).__name__}: {e}", False
                 counts = fieldname.startswith("formulas.")  # FLOP and byte counts are never negative
@@ -1519,6 +1673,11 @@ class _SpecReader:
                     want = "a number >= 0" if counts else "a number"
                     self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {value!r} is not {want}", line)
                     break
+                said = _scalar_problem(scalar_dtypes.get(fieldname), value)
+                if said:  # the kernel gets it as its C type: a value that type cannot hold would arrive changed
+                    self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {said}", line)
+                    break
+        sized = True
         for a in args:
             if not a.is_tensor:
                 continue
@@ -1526,4 +1685,35 @@ class _SpecReader:
                 dims = [sc.params.get(d, 0) if isinstance(d, str) else d for d in a.shape]
                 if not all(type(d) is int and d >= 0 for d in dims):
                     self.problem(f"args.{a.name}.shape", f"scenario {sc.id}: sizes must be integers >= 0, got {dims}")
+                    sized = False
                     break
+        if sized:
+            self.check_sizes(args, scenarios)
+
+    def check_sizes(self, args: list[Arg], scenarios: list[ScenarioSpec]) -> None:
+        """No scenario's tensors take more than MAX_SCENARIO_BYTES together (a mapped dtype counted as the
+        scenario's choice, the largest where it has none); the first scenario beyond is named, with how many are."""
+
+        def itemsize(a: Arg, params: dict) -> int:
+            if isinstance(a.dtype, ByScenario) and value_key(params.get(a.dtype.by)) in a.dtype.choices:
+                return DTYPES[a.dtype(params)].itemsize
+            return max(DTYPES[d].itemsize for d in a.dtypes)
+
+        tensors = [a for a in args if a.is_tensor]
+        too_large = []
+        for sc in scenarios:
+            total = sum(
+                math.prod(sc.params.get(d, 0) if isinstance(d, str) else d for d in a.shape) * itemsize(a, sc.params)
+                for a in tensors
+            )
+            if total > MAX_SCENARIO_BYTES:
+                too_large.append((sc.id, total))
+        if too_large:
+            sid, total = too_large[0]
+            more = f" (and {len(too_large) - 1} more scenario(s))" if len(too_large) > 1 else ""
+            self.problem(
+                "scenarios",
+                f"scenario {sid}: its tensors take {total / (1 << 30):.4g} GiB, more than a scenario's"
+                f" {MAX_SCENARIO_BYTES >> 30} GiB{more}",
+                self.lines.header("scenarios"),
+            )

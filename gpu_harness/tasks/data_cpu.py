@@ -44,12 +44,15 @@ class CpuCalls:
 class CpuDataTask(DataTask):
     # ---- environment ----
     def child_env(self) -> dict[str, str]:
-        return {**self.spec.child_env, **CPU_CHILD_ENV}  # the target's own variables win
+        return {**super().child_env(), **CPU_CHILD_ENV}  # the target's own variables win, the user's too
 
     def timing_limits(self):
         return TimingLimits(**{**CPU_HOST_CLOCK, **self.spec.host_clock})
 
     def versions(self) -> str:
+        own = self.task_versions()  # [baselines] versions, where the task names its libraries
+        if own is not None:
+            return own
         import numpy as np
 
         return f"numpy {np.__version__}"

@@ -10,8 +10,6 @@ conventions). `device="cpu"` runs the judge's side on the CPU: tests of the judg
 
 from __future__ import annotations
 
-import os
-
 from ..verdict import TimingLimits
 from .cuda_device import (
     CudaCalls,
@@ -53,14 +51,6 @@ class CudaDataTask(DataTask):
     # ---- environment ----
     def runtime_unavailable(self):
         return cuda_unavailable()
-
-    def child_env(self) -> dict[str, str]:
-        # "{cache}" is the harness's cache folder (a library's own compile cache goes beside the builds'); a
-        # variable the user set wins
-        from ..build import cache_dir
-
-        env = {k: v.replace("{cache}", str(cache_dir())) for k, v in self.spec.child_env.items()}
-        return {k: v for k, v in env.items() if k not in os.environ}
 
     def versions(self) -> str:
         own = self.task_versions()

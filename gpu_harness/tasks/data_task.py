@@ -101,6 +101,14 @@ class DataTask(Task):
             os.replace(tmp, path)
         return path
 
+    def child_env(self) -> dict[str, str]:
+        """[child.env]: "{cache}" is the harness's cache folder (a library's own compile cache goes beside the
+        builds'); a variable the user set wins (the target may add its own, data_cpu.py)."""
+        from ..build import cache_dir
+
+        env = {k: v.replace("{cache}", str(cache_dir())) for k, v in self.spec.child_env.items()}
+        return {k: v for k, v in env.items() if k not in os.environ}
+
     def baseline_descriptions(self) -> dict[str, str]:
         return {name: b.describe(self.spec.folder) for name, b in self.spec.baselines.items()}
 
@@ -235,6 +243,20 @@ class DataTask(Task):
                 raise TaskError(f"{path} does not import: {_where(e, path)}") from e
             self._module = module
         return self._module
+
+    def missing_functions(self) -> list:
+        """A SpecProblem (task.toml's file, field and line) for each function the spec names that reference.py does
+        not define; imports reference.py (TaskError when it does not import)."""
+        from ..taskspec import SPEC_FILE, SpecProblem
+
+        module, path = self.module(), self.spec.folder / SPEC_FILE
+        return [
+            SpecProblem(
+                str(path), where, f"{self.spec.reference_path} has no function {name!r}", self.spec.lines.get(where)
+            )
+            for where, name in self.spec.named_functions()
+            if not callable(getattr(module, name, None))
+        ]
 
     def function(self, name: str):
         fn = getattr(self.module(), name, None)
@@ -376,6 +398,9 @@ class DataTask(Task):
     def self_check(self) -> dict:
         """Run the reference (and each function baseline) on the smallest scenario: a broken task is found
         before any candidate is judged against it. Returns facts for `task check`."""
+        missing = self.missing_functions()
+        if missing:  # every one at once, each at its line of task.toml
+            raise TaskError("; ".join(str(p) for p in missing))
         sc = self.spec.smallest_scenario()
         params = sc.params
         inputs = self.make_inputs(params, 12345)

@@ -213,7 +213,8 @@ def test_task_check_runs_the_torch_reference_on_the_cpu(folder):
     )
     assert r.returncode == 0, r.stderr
     assert "cuda-sm90" in r.stdout and "ran on r1_c1_s2.0 (cpu)" in r.stdout
-    (folder / "reference.py").write_text("def reference(x, y, scale, rows, cols):\n    return x[:, :0]\n")
+    text = (folder / "reference.py").read_text()  # the baseline kept: a function task.toml names must be there
+    (folder / "reference.py").write_text(text.replace("return x * scale + y", "return x[:, :0]", 1))
     r = subprocess.run(
         [sys.executable, "-m", "gpu_harness", "task", "check", str(folder)], capture_output=True, text=True
     )

@@ -271,13 +271,20 @@ def test_a_size_named_like_the_importers_own_values_pushes_them_aside(tasks):
 
 
 def test_a_gpu_sized_problem_is_checked_on_cpu_at_reduced_sizes(tasks):
-    done = tasks("gpu_sized_softplus")  # a CPU run at its own sizes would need 512 GiB
+    done = tasks("gpu_sized_softplus")  # level-1 sizes: a CPU run at them would need 12 GiB
     spec = load_spec(done.folder)
     main = spec.scenarios[0].params
-    assert (main["batch_size"], main["dim"], main["kb_flops"]) == (65536, 1048576, 2**36)
-    assert (
-        "the data checks ran on CPU at batch_size = 256, dim = 4096 (the problem's sizes, reduced)" in done.plan.notes
-    )
+    assert (main["batch_size"], main["dim"], main["kb_flops"]) == (4096, 393216, 4096 * 393216)
+    assert [sc.params["case"] for sc in spec.scenarios] == ["main", "half", "odd", "double"]
+    assert done.plan.notes == [
+        "the data checks ran on CPU at batch_size = 64, dim = 6144 (the problem's sizes, reduced)"
+    ]
+
+
+def test_a_scenario_beyond_a_tasks_size_is_dropped_with_a_note(tmp_path):
+    done = import_kernelbench(PROBLEMS / "double_beyond_a_scenario.py", parent=tmp_path)  # 96 GiB; doubled 192
+    assert [sc.params["case"] for sc in load_spec(done.folder).scenarios] == ["main", "half", "odd"]
+    assert "scenario double dropped: its tensors take 192 GiB, more than 128 GiB" in done.plan.notes
 
 
 def test_the_compiled_baseline_writes_the_outputs(tasks):
@@ -305,6 +312,11 @@ def test_the_compiled_baseline_writes_the_outputs(tasks):
         ("forward_fails", "forward_fails.py: building the model or running its forward fails: RuntimeError: mat1"),
         ("returns_dict", "the forward returns a dict: only a tensor or a tuple/list of tensors"),
         ("complex_input", "get_inputs()[0] has dtype torch.complex64, which a task cannot hold"),
+        (
+            "beyond_a_scenario",
+            "beyond_a_scenario.py: its tensors take 512 GiB at its sizes, more than a task's"
+            " scenario may (128 GiB): make its sizes smaller",
+        ),
     ],
 )
 def test_what_cannot_be_imported_is_refused_naming_why_and_leaves_nothing(tmp_path, problem, says):

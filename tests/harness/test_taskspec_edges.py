@@ -275,6 +275,7 @@ CASES = [
      [('flops = "1e308', "formulas.flops", "'1e308 * 10 * rows' on scenario r1_c1_s2.0: inf is not a number >= 0")]),
     ("a float size", [(SC_LIST, "list = [{ rows = 1.5, cols = 1, scale = 2.0 }]")],
      [("quick = ", "scenarios.quick", NOT_QUICK),
+      ('value = "rows"', "args.rows.value", "'rows' on scenario r1.5_c1_s2.0: 1.5 is not a whole number (int32)"),
       (None, "args.x.shape", "scenario r1.5_c1_s2.0: sizes must be integers >= 0, got [1.5, 1]"),
       (None, "args.y.shape", "scenario r1.5_c1_s2.0: sizes must be integers >= 0, got [1.5, 1]"),
       (None, "args.out.shape", "scenario r1.5_c1_s2.0: sizes must be integers >= 0, got [1.5, 1]")]),
@@ -324,7 +325,7 @@ def test_without_reference_py_the_spec_says_so(folder):
 
 def test_a_spec_without_arguments_says_none_were_given(folder):
     text = (folder / "task.toml").read_text()
-    start, end = text.index("[[args]]"), text.index("[reference]")
+    start, end = text.index("\n[[args]]"), text.index("\n[reference]")  # the headers, not a comment's words
     text = text[:start] + text[end:]
     (folder / "task.toml").write_text(text.replace("[kernel]", "args = []\n\n[kernel]"))
     got = problems_of(folder)
@@ -334,7 +335,7 @@ def test_a_spec_without_arguments_says_none_were_given(folder):
 
 def test_an_argument_that_is_not_a_table_is_named_by_position(folder):
     text = (folder / "task.toml").read_text()
-    start, end = text.index("[[args]]"), text.index("[reference]")
+    start, end = text.index("\n[[args]]"), text.index("\n[reference]")  # the headers, not a comment's words
     args = 'args = [3, { name = "out", kind = "output", dtype = "float32", shape = [1], other = 1 }]\n\n'
     text = text[:start] + text[end:]
     (folder / "task.toml").write_text(text.replace("[kernel]", args + "[kernel]"))
