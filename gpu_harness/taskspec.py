@@ -538,6 +538,26 @@ def _scalar_problem(dtype: str | None, value) -> str | None:
 
 
 FLOAT32_MAX = 3.4028234663852886e38
+# the largest finite value of each float dtype, and how far a normal init may reach: mean + 8 std (a draw beyond
+# it has odds of about 1e-15, so a task's largest tensor would hold one about once in a million runs)
+FLOAT_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": FLOAT32_MAX,
+    "float64": 1.7976931348623157e308,
+}
+NORMAL_REACH_STD = 8
+
+
+def _float_range_problem(dist: str, a: float, b: float, dtypes: list[DType]) -> str | None:
+    """What is wrong with a normal or uniform init for the tensor's dtypes (None: nothing): its draws must stay
+    finite in each dtype, or the input holds inf before any kernel runs."""
+    reach = abs(a) + NORMAL_REACH_STD * b if dist == "normal" else max(abs(a), abs(b))
+    for d in dtypes:
+        if reach > FLOAT_MAX[d.name]:
+            how = f"mean {a:g} + {NORMAL_REACH_STD} std of {b:g}" if dist == "normal" else f"[{a:g}, {b:g})"
+            return f"{how} reaches {reach:g}, beyond {d.name}'s largest finite value {FLOAT_MAX[d.name]:g}"
+    return None
 
 
 def _integer_range_problem(bounds: list, dtypes: list[DType]) -> str | None:
@@ -1003,6 +1023,9 @@ class _SpecReader:
             vals = [int(init[a_key]), int(init[b_key])]  # exact: a float would round 2**62 + 1
         if dist == "normal" and not vals[1] > 0 or dist != "normal" and not vals[0] < vals[1]:
             self.problem(f"{where}.init", f"an empty range: {a_key} = {vals[0]:g}, {b_key} = {vals[1]:g}", line)
+            return None
+        if dist != "integers" and (said := _float_range_problem(dist, vals[0], vals[1], dtypes)):
+            self.problem(f"{where}.init", said, line)
             return None
         return InputInit(dist, vals[0], vals[1], native=native)
 

@@ -147,6 +147,27 @@ def test_integer_bounds_at_the_dtypes_ends_pass_and_stay_exact(folder):
     assert (init.a, init.b) == (2**62, 2**62 + 1) and type(init.a) is int  # a float would make it empty
 
 
+@pytest.mark.parametrize(
+    "init, says",
+    [
+        ('{ dist = "uniform", low = -1.0, high = 4e38 }', "[-1, 4e+38) reaches 4e+38, beyond float32's largest finite value 3.40282e+38"),
+        ('{ dist = "normal", mean = 0.0, std = 5e37 }', "mean 0 + 8 std of 5e+37 reaches 4e+38, beyond float32's largest finite value 3.40282e+38"),
+    ],
+)  # fmt: skip
+def test_a_float_init_whose_draws_overflow_the_dtype_is_refused(folder, init, says):
+    # the input would hold inf before any kernel ran, and every candidate would be judged against that
+    edit_task_folder(folder, ('init = { dist = "uniform", low = -1.0, high = 1.0 }', f"init = {init}"))
+    with pytest.raises(TaskSpecError) as info:
+        load_spec(folder)
+    got = [(p.line, p.field, p.message) for p in info.value.problems]
+    assert got == [(line_of(folder, f"init = {init}"), "args.y.init", says)]
+
+
+def test_a_float_init_within_the_dtype_passes(folder):
+    edit_task_folder(folder, ('init = { dist = "uniform", low = -1.0, high = 1.0 }', 'init = { dist = "normal", mean = 1e37, std = 1e37 }'))  # fmt: skip
+    assert load_spec(folder).inputs[1].init.a == 1e37
+
+
 def test_text_where_a_formula_needs_a_number_is_refused_not_repeated(folder):
     # "bf16" * 10**9 would be a 4 GB string: a symbol's value in a formula is a number, or the formula fails
     got = problems(
