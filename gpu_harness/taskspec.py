@@ -523,6 +523,11 @@ class TaskSpec:
         return min(self.scenarios, key=size)
 
 
+def _dims(arg: Arg, params: dict) -> list:
+    """The argument's shape on a scenario as written there (a symbol the scenario lacks reads 0), unchecked."""
+    return [params.get(d, 0) if isinstance(d, str) else d for d in arg.shape]
+
+
 def _scalar_problem(dtype: str | None, value) -> str | None:
     """What is wrong with a scalar's value for its dtype (None: nothing): an integer's is a whole number its C
     type holds, a float32's is finite in float32."""
@@ -1705,7 +1710,7 @@ class _SpecReader:
             if not a.is_tensor:
                 continue
             for sc in scenarios:
-                dims = [sc.params.get(d, 0) if isinstance(d, str) else d for d in a.shape]
+                dims = _dims(a, sc.params)
                 if not all(type(d) is int and d >= 0 for d in dims):
                     self.problem(f"args.{a.name}.shape", f"scenario {sc.id}: sizes must be integers >= 0, got {dims}")
                     sized = False
@@ -1725,10 +1730,7 @@ class _SpecReader:
         tensors = [a for a in args if a.is_tensor]
         too_large = []
         for sc in scenarios:
-            total = sum(
-                math.prod(sc.params.get(d, 0) if isinstance(d, str) else d for d in a.shape) * itemsize(a, sc.params)
-                for a in tensors
-            )
+            total = sum(math.prod(_dims(a, sc.params)) * itemsize(a, sc.params) for a in tensors)
             if total > MAX_SCENARIO_BYTES:
                 too_large.append((sc.id, total))
         if too_large:

@@ -49,10 +49,7 @@ class CpuDataTask(DataTask):
     def timing_limits(self):
         return TimingLimits(**{**CPU_HOST_CLOCK, **self.spec.host_clock})
 
-    def versions(self) -> str:
-        own = self.task_versions()  # [baselines] versions, where the task names its libraries
-        if own is not None:
-            return own
+    def library_versions(self) -> str:
         import numpy as np
 
         return f"numpy {np.__version__}"

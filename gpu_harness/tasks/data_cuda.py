@@ -52,10 +52,7 @@ class CudaDataTask(DataTask):
     def runtime_unavailable(self):
         return cuda_unavailable()
 
-    def versions(self) -> str:
-        own = self.task_versions()
-        if own is not None:
-            return own
+    def library_versions(self) -> str:
         torch = torch_module()
         return f"torch {torch.__version__}, cuda {torch.version.cuda}"
 

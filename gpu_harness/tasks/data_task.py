@@ -264,6 +264,15 @@ class DataTask(Task):
             raise TaskError(f"{self.spec.reference_path} has no function {name!r}")
         return fn
 
+    def versions(self) -> str:
+        """[baselines] versions where the task names its libraries, else the target's own (library_versions)."""
+        own = self.task_versions()
+        return own if own is not None else self.library_versions()
+
+    def library_versions(self) -> str:
+        """The libraries a target's baselines run on, where the task does not name them."""
+        raise NotImplementedError
+
     def task_versions(self) -> str | None:
         """reference.py's [baselines] versions function: the library versions its baselines' timings depend on."""
         if not self.spec.versions_function:
