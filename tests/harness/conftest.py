@@ -1,6 +1,8 @@
+import importlib.util
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +39,14 @@ def edit_task_folder(folder, *edits, reference=None):
     if reference is not None:
         (folder / "reference.py").write_text(reference)
     return folder
+
+
+KERNEL_TOOLS = Path(__file__).resolve().parents[2] / "kernels" / "attention_fwd_sm90" / "tools"
+
+
+def load_kernel_tool(name: str):
+    """A script of kernels/attention_fwd_sm90/tools/ as a module (the folder is no package)."""
+    spec = importlib.util.spec_from_file_location(name, KERNEL_TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -3,21 +3,13 @@ softmax"): at d256 every exp2 of a key block must run between wgmma.wait_group 1
 shared store of the row sums is what holds them there (x1.020 at d256 on the H200); without it ptxas moves most
 of them after the wait. Needs nvcc (CI has it) and the cuobjdump/nvdisasm wheels of the dev dependencies."""
 
-import importlib.util
-from pathlib import Path
-
 from kernels.load import ATTENTION_SM90, build
 
-from .conftest import needs_nvcc
-
-TOOL = Path(__file__).resolve().parents[2] / "kernels" / "attention_fwd_sm90" / "tools" / "exp2_placement.py"
+from .conftest import load_kernel_tool, needs_nvcc
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("exp2_placement", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_kernel_tool("exp2_placement")
 
 
 def test_counts_only_the_exp2s_between_a_wait_one_and_the_next_wait_zero():

@@ -2,19 +2,13 @@
 side writes {start ns, end ns, SM, key blocks} per CTA, and the summary is what the kernel README's figures
 for causal shapes come from (how busy the SMs were, how long they sat idle after their last CTA)."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-TOOL = Path(__file__).resolve().parents[2] / "kernels" / "attention_fwd_sm90" / "tools" / "timeline.py"
+from .conftest import load_kernel_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("timeline", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_kernel_tool("timeline")
 
 
 def test_summary_of_two_sms():
@@ -48,14 +42,8 @@ def test_no_rows_is_reported_as_no_ctas():
     assert _tool().summarize([(0, 0, 0, 0)] * 4, sms=132) == {"ctas": 0}
 
 
-SIM = TOOL.with_name("schedule_sim.py")
-
-
 def _sim():
-    spec = importlib.util.spec_from_file_location("schedule_sim", SIM)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_kernel_tool("schedule_sim")
 
 
 def test_the_scheduler_model_deals_each_cta_to_the_first_free_sm():
