@@ -1,6 +1,8 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v19: v18 with FlashAttention-4's lazy rescale (KSEEK_LAZY_TAU 8) at the head dims KSEEK_LAZY_RESCALE names: a
-// row's maximum moves only when a block's passes it by 2^8, so almost no block rescales O (versions/README.md).
+// v27 candidate: v25 with three choices made per shape or head dim instead of once (versions/README.md):
+// d96's tile (192x96 with three consumer warpgroups, or 128x128 with two where 192-row tiles would pad the
+// query rows by more than KSEEK_D96_PAD_PCT percent), the causal warpgroup stop per head dim (KSEEK_WG_SKIP, a
+// mask: not d192, where it cost 5% without a mask), and causal Sq <= Sk up to 256 keys on wgmma, not mma.sync.
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -628,9 +630,8 @@ __global__ void __launch_bounds__(128) attn_mma_kernel(const T* __restrict__ q, 
 
 // ------------------------------------------------------------------------------------------------
 // Hopper kernel. Tiles per head dim (BN keys per block, ST pipeline stages):
-//   D 64: 128x128, D 96 and 128: 128x128 (96 padded to 128 in shared memory by TMA's zero fill; O and P V at
-//   d96 over 96 columns, see wgmma_pv),
-//   D 192: 128x96, D 256: 128x64. Shared memory holds Q [NCH][128][64] and K, V [ST][NCH][BN][64],
+//   D 64: 192x128, D 96: 192x96 or 128x128 (see WgCfg<96>; 96 columns padded to 128 in shared memory by TMA's
+//   zero fill, O and P V over 96 columns, see wgmma_pv), D 128: 128x128, D 192: 128x96, D 256: 128x64. Shared memory holds Q [NCH][128][64] and K, V [ST][NCH][BN][64],
 //   each [rows][64] slab one TMA box with the 128-byte swizzle that wgmma reads directly.
 // ------------------------------------------------------------------------------------------------
 // KSEEK_LAZY_RESCALE: a mask of head dims (1 = 64, 2 = 96, 4 = 128, 8 = 192, 16 = 256) whose wgmma kernels skip
@@ -638,36 +639,52 @@ __global__ void __launch_bounds__(128) attn_mma_kernel(const T* __restrict__ q, 
 #ifndef KSEEK_LAZY_RESCALE
 #define KSEEK_LAZY_RESCALE 0x1c
 #endif
-template <int D> struct WgCfg;  // NCW consumer warpgroups of 64 rows; REG = their setmaxnreg budget
-template <> struct WgCfg<64> { static constexpr int BN = 128, ST = 3, NCW = 3, REG = 160; };
-// KSEEK_BN96: d96's keys a block (176 measured no faster with O at 96 columns: compare, H200, 2026-12-02). Three
-// consumer warpgroups at d96 (FlashAttention-3's 192-row tile) spill: ptxas allocates for 512 threads' 128 registers.
-#ifndef KSEEK_BN96
-#define KSEEK_BN96 128
+// KSEEK_WG_SKIP: the same mask of head dims, whose one-tile kernel lets each consumer warpgroup stop at its own
+// last causal block. Not d192: there the one-tile kernel was 5% slower with it on long rows even without a mask
+// (harness, H200, 2026-12-02: v25 against v23), though a non-causal launch never takes the branch.
+#ifndef KSEEK_WG_SKIP
+#define KSEEK_WG_SKIP 0x17
 #endif
-template <> struct WgCfg<96> { static constexpr int BN = KSEEK_BN96, ST = 2, NCW = 2, REG = 240; };
-template <> struct WgCfg<128> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
+// A head dim's tile: NCW consumer warpgroups of 64 rows, BN keys a block, ST stages; REG = the consumers'
+// setmaxnreg budget. TILE picks one of a head dim's tiles (only d96 has two); the host picks it per shape.
+template <int D, int TILE> struct WgCfg;
+template <int TILE> struct WgCfg<64, TILE> { static constexpr int BN = 128, ST = 3, NCW = 3, REG = 160; };
+// d96, TILE 0: three consumer warpgroups (192-row tiles, as FlashAttention-3's at d96) with 96-key blocks.
+// ptxas allocates a 512-thread kernel's registers at 128 a thread whatever setmaxnreg says: with 128-key blocks
+// three consumers spill (240 bytes: S, P and the 96-column O do not fit), with 96 they fit, no spills (ptxas -v,
+// CUDA 13.0). TILE 1: two consumers with 128-key blocks (v23's tile), for rows that 192 would pad too much:
+// against it the 192-row tile gained 6 to 9% at S 4096 and 16384 but lost 5 to 9% at S 1024, which it pads by
+// 12.5% (harness, H200, 2026-12-02). 176 keys measured no faster than 128 (2026-12-02).
+template <int TILE> struct WgCfg<96, TILE> {
+  static constexpr int NCW = TILE == 0 ? 3 : 2, BN = TILE == 0 ? 96 : 128, ST = 2, REG = NCW == 3 ? 160 : 240;
+};
+#ifndef KSEEK_D96_PAD_PCT
+#define KSEEK_D96_PAD_PCT 6  // d96 takes the 192-row tile while it pads the query rows by at most this many % more
+#endif
+template <int TILE> struct WgCfg<128, TILE> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
 #ifndef KSEEK_BN192
 #define KSEEK_BN192 96
 #endif
 #ifndef KSEEK_BN256
 #define KSEEK_BN256 64
 #endif
-template <> struct WgCfg<192> { static constexpr int BN = KSEEK_BN192, ST = 2, NCW = 2, REG = 240; };
-template <> struct WgCfg<256> { static constexpr int BN = KSEEK_BN256, ST = 2, NCW = 2, REG = 240; };
+template <int TILE> struct WgCfg<192, TILE> { static constexpr int BN = KSEEK_BN192, ST = 2, NCW = 2, REG = 240; };
+template <int TILE> struct WgCfg<256, TILE> { static constexpr int BN = KSEEK_BN256, ST = 2, NCW = 2, REG = 240; };
 // Q in registers for S = Q K^T (the RS form of wgmma) where the registers allow it: two consumer warpgroups and a
 // 128-column Q (d 96 and 128: 24 or 32 more registers a thread). Q K^T then reads only K from shared memory.
 #ifndef KSEEK_QREG
 #define KSEEK_QREG 0
 #endif
 
-template <int D> struct WgShape {
-  static constexpr int NCW = WgCfg<D>::NCW, REG = WgCfg<D>::REG, THREADS = 128 * (NCW + 1);
+template <int D, int TILE> struct WgShape {
+  using C = WgCfg<D, TILE>;
+  static constexpr int NCW = C::NCW, REG = C::REG, THREADS = 128 * (NCW + 1);
   static constexpr bool QREG = KSEEK_QREG && NCW == 2 && D <= 128;
-  static constexpr int BM = 64 * NCW, BN = WgCfg<D>::BN, ST = WgCfg<D>::ST;
+  static constexpr int BM = 64 * NCW, BN = C::BN, ST = C::ST;
   static constexpr int NCH = (D + 63) / 64, DP = NCH * 64;
   static constexpr int PVN = KSEEK_PV96 && D == 96 ? 96 : DP;  // O's columns (see wgmma_pv)
-  static constexpr bool LAZY = (KSEEK_LAZY_RESCALE >> (D == 64 ? 0 : D == 96 ? 1 : D == 128 ? 2 : D == 192 ? 3 : 4)) & 1;
+  static constexpr int DIM_BIT = D == 64 ? 0 : D == 96 ? 1 : D == 128 ? 2 : D == 192 ? 3 : 4;  // in the masks
+  static constexpr bool LAZY = (KSEEK_LAZY_RESCALE >> DIM_BIT) & 1, WG_SKIP = (KSEEK_WG_SKIP >> DIM_BIT) & 1;
   static constexpr int Q_BYTES = NCH * BM * 128;
   static constexpr int KV_BYTES = NCH * BN * 128;  // one K (or V) stage
   // barriers: q_full, k/v full/empty per stage, and q_empty (the persistent kernel's); then the persistent
@@ -676,13 +693,14 @@ template <int D> struct WgShape {
   static_assert(KV_BYTES % 1024 == 0 && (8 * (2 + 4 * ST)) % 16 == 0, "the tile slot must be 16-byte aligned");
 };
 
-template <int D, typename T>
-__global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(const __grid_constant__ CUtensorMap tmQ,
+template <int D, typename T, int TILE>
+__global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kernel(const __grid_constant__ CUtensorMap tmQ,
                                                             const __grid_constant__ CUtensorMap tmK,
                                                             const __grid_constant__ CUtensorMap tmV,
                                                             T* __restrict__ o, float* __restrict__ lse, int Sq,
-                                                            int Sk, int Hq, int Hkv, int causal, float scale_log2) {
-  using S = WgShape<D>;
+                                                            int Sk, int Hq, int Hkv, int causal, float scale_log2,
+                                                            int section) {
+  using S = WgShape<D, TILE>;
   constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, PVN = S::PVN;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -699,8 +717,22 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
   auto v_empty = [&](int s) { return bar + 8 * (1 + 3 * ST + s); };
   const uint32_t scratch = bar + 8 * (2 + 4 * ST) + 16;  // softmax_done's words, one per thread
 
-  const int mblk = causal ? (gridDim.x - 1 - blockIdx.x) : blockIdx.x;
-  const int h = blockIdx.y, b = blockIdx.z, hk = h / (Hq / Hkv);
+  // Causal tiles differ in length, and the block scheduler starts CTAs in the order of their linear index: that
+  // order is the longest tiles first within sections of `section` (batch, head) pairs (the persistent kernel's
+  // tile_at). Head by head (section = 1), a head's longest tile starts only after the heads before it, and at
+  // S 8192, d256 the SMs that took the last heads' long tiles ran 9% past the others (tools/timeline.py). A
+  // section that fills about one wave keeps the CTAs that run together on a few heads' K and V in L2.
+  int mblk = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  if (causal) {
+    const int nmb = gridDim.x, nhb = gridDim.y * gridDim.z;
+    const int t = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    const int first_hb = (t / (section * nmb)) * section, r = t - first_hb * nmb;
+    const int width = min(section, nhb - first_hb), hb = first_hb + r % width;
+    mblk = nmb - 1 - r / width;
+    h = hb % Hq;
+    b = hb / Hq;
+  }
+  const int hk = h / (Hq / Hkv);
   const int m0 = mblk * BM;
   const int tid = threadIdx.x, wg = tid >> 7;
   const int diag = Sk - Sq;
@@ -801,8 +833,21 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
     // Blocks it < first_masked need no mask: they end inside Sk and, when causal, at or left of every row's
     // diagonal (it * BN + BN - 1 <= m0 + diag). The mask is only ever needed from some block on.
     const int first_masked = causal ? min(Sk / BN, max(m0 + diag + 1, 0) / BN) : Sk / BN;
+    // With the causal mask this warpgroup's 64 rows see no key past m0 + 64 * (cw + 1) - 1 + diag, so it may stop
+    // before the CTA's last block (nblocks counts the CTA's last row): d256's first warpgroup skips one 64-key
+    // block in every tile. A skipped block adds exactly nothing (every score -inf, alpha 1): the results are the
+    // same bit for bit. It never leaves a K or V slot without its arrivals for a block the producer reuses: it
+    // skips only the CTA's last blocks, at most ceil(64 (NCW - 1) / BN) <= ST of them (the assert), and in this
+    // kernel a slot is reused only by the block ST later; so too a warpgroup that sees no key at all (nb = 0)
+    // occurs only in a CTA of at most ST blocks.
+    static_assert((64 * (S::NCW - 1) + BN - 1) / BN <= ST, "a warpgroup could skip a block whose slot is reused");
+    int nb = nblocks;
+    if (S::WG_SKIP && causal) {
+      const int wg_end = min(Sk, m0 + 64 * (cw + 1) + diag);
+      nb = min(nblocks, wg_end > 0 ? (wg_end + BN - 1) / BN : 0);
+    }
 
-    if (nblocks > 0) {
+    if (nb > 0) {
       mbar_wait(q_full, 0);
       if constexpr (S::QREG) load_q();
       mbar_wait(k_full(0), 0);
@@ -828,7 +873,7 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
     int it = 1;
 #pragma unroll
     for (int pass = 0; pass < 2; ++pass)
-    for (const int it_end = pass == 0 ? min(first_masked, nblocks) : nblocks; it < it_end; ++it) {
+    for (const int it_end = pass == 0 ? min(first_masked, nb) : nb; it < it_end; ++it) {
       const int s = it % ST, sp = (it - 1) % ST;
       mbar_wait(k_full(s), (it / ST) & 1);
       mbar_wait(v_full(sp), ((it - 1) / ST) & 1);  // long since landed: V(it-1) came with K(it-1)
@@ -853,9 +898,9 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
       if (!S::LAZY || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o<PVN / 8>(oacc, alpha);
       pack_p();
     }
-    if (nblocks > 0) {
-      const int sp = (nblocks - 1) % ST;
-      mbar_wait(v_full(sp), ((nblocks - 1) / ST) & 1);
+    if (nb > 0) {
+      const int sp = (nb - 1) % ST;
+      mbar_wait(v_full(sp), ((nb - 1) / ST) & 1);
       reg_fence(oacc);
       wgmma_fence();
       issue_pv(sp);
@@ -875,13 +920,13 @@ __global__ void __launch_bounds__(WgShape<D>::THREADS, 1) attn_wgmma_kernel(cons
 // one kernel (versions/v8_persistent_short.cu) made the one-tile-per-CTA path 2-3% slower on every shape
 // (0.973x of v5 over the 90 bf16 harness shapes, bench), for a reason not yet found.
 // ------------------------------------------------------------------------------------------------
-template <int D, typename T>
-__global__ void __launch_bounds__(WgShape<D>::THREADS, 1)
+template <int D, typename T, int TILE>
+__global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1)
     attn_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                                  const __grid_constant__ CUtensorMap tmV, T* __restrict__ o, float* __restrict__ lse,
                                  int B, int Sq, int Sk, int Hq, int Hkv, int causal, float scale_log2,
                                  int* __restrict__ tickets, int section) {
-  using S = WgShape<D>;
+  using S = WgShape<D, TILE>;
   constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, PVN = S::PVN;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -1186,6 +1231,9 @@ template <int D, typename T> static int launch_mma(const Args& a) {
 #ifndef KSEEK_SECTION_MB
 #define KSEEK_SECTION_MB 24  // K and V bytes of one section of causal tiles (H200: 50 MB of L2); 0: one head
 #endif
+#ifndef KSEEK_SECTION1_MAX
+#define KSEEK_SECTION1_MAX 8  // the most (batch, head) pairs in a section of the one-tile kernel's causal order
+#endif
 // With the causal mask the dynamic deal pays on short rows (compare, H200, 2026-12-02, against one CTA per tile:
 // S 512 x1.20 to 1.27, S 1000/1024 x1.07 to 1.15, S 2048 x1.01 to 1.06, S 3001 x1.01 to 1.05; S 4096 x0.97 to 1.02,
 // longer rows lose up to 14%), but not at d256 (x0.96 to 0.99 from S 1024 on), nor where there are too few tiles to
@@ -1199,17 +1247,17 @@ static bool use_persistent(const Args& a, long long ntiles, int sms) {
 // 0, so launches on different streams at the same time use different counters (up to 64 in flight at once).
 __device__ int g_tickets[64];
 
-template <int D, typename T> static int launch_wgmma(const Args& a) {
-  using S = WgShape<D>;
+template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
+  using S = WgShape<D, TILE>;
   CUtensorMap mq, mk, mv;
   if (!make_map(&mq, a.q, a.dtype, a.B, a.Sq, a.Hq, D, S::BM) || !make_map(&mk, a.k, a.dtype, a.B, a.Sk, a.Hkv, D, S::BN) ||
       !make_map(&mv, a.v, a.dtype, a.B, a.Sk, a.Hkv, D, S::BN))
     return 5;
   static bool configured = false;
   if (!configured) {
-    if (cudaFuncSetAttribute(attn_wgmma_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM) !=
+    if (cudaFuncSetAttribute(attn_wgmma_kernel<D, T, TILE>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM) !=
             cudaSuccess ||
-        cudaFuncSetAttribute(attn_wgmma_persistent_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaFuncSetAttribute(attn_wgmma_persistent_kernel<D, T, TILE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              S::SMEM) != cudaSuccess)
       return 3;
     configured = true;
@@ -1237,26 +1285,38 @@ template <int D, typename T> static int launch_wgmma(const Args& a) {
     section = section < 1 ? 1 : (section > a.Hq * a.B ? a.Hq * a.B : section);
     dim3 grid((unsigned)(ntiles > sms ? sms : ntiles));
     void* args[] = {&mq, &mk, &mv, &o, &lse, &B, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &counter, &section};
-    return cudaLaunchKernel((const void*)attn_wgmma_persistent_kernel<D, T>, grid, dim3(S::THREADS), args, S::SMEM,
+    return cudaLaunchKernel((const void*)attn_wgmma_persistent_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM,
                             a.stream) == cudaSuccess
                ? 0
                : 4;
   }
-  dim3 grid((a.Sq + S::BM - 1) / S::BM, a.Hq, a.B);
-  void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2};
-  return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T>, grid, dim3(S::THREADS), args, S::SMEM, a.stream) ==
+  // The one-tile kernel's causal sections: as many (batch, head) pairs as make about one wave of CTAs, at most
+  // KSEEK_SECTION1_MAX (measured with the timeline, H200, 2026-12-02: sections of all heads lost 4 to 18% to L2).
+  const int nmb = (a.Sq + S::BM - 1) / S::BM;
+  int section1 = (sms + nmb / 2) / nmb;
+  section1 = section1 < 1 ? 1 : (section1 > KSEEK_SECTION1_MAX ? KSEEK_SECTION1_MAX : section1);
+  if (section1 > a.Hq * a.B) section1 = a.Hq * a.B;
+  dim3 grid(nmb, a.Hq, a.B);
+  void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1};
+  return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM, a.stream) ==
                  cudaSuccess
              ? 0
              : 4;
 }
 
+// d96's 192-row tile, unless it pads the query rows by more than KSEEK_D96_PAD_PCT % beyond the 128-row tile's.
+static bool d96_wide_tile(int Sq) {
+  const long long rows192 = (Sq + 191LL) / 192 * 192, rows128 = (Sq + 127LL) / 128 * 128;
+  return rows192 * 100 <= rows128 * (100 + KSEEK_D96_PAD_PCT);
+}
+
 template <typename T> static int dispatch(const Args& a, bool wg) {
   switch (a.D) {
-    case 64: return wg ? launch_wgmma<64, T>(a) : launch_mma<64, T>(a);
-    case 96: return wg ? launch_wgmma<96, T>(a) : launch_mma<96, T>(a);
-    case 128: return wg ? launch_wgmma<128, T>(a) : launch_mma<128, T>(a);
-    case 192: return wg ? launch_wgmma<192, T>(a) : launch_mma<192, T>(a);
-    case 256: return wg ? launch_wgmma<256, T>(a) : launch_mma<256, T>(a);
+    case 64: return wg ? launch_wgmma<64, T, 0>(a) : launch_mma<64, T>(a);
+    case 96: return !wg ? launch_mma<96, T>(a) : d96_wide_tile(a.Sq) ? launch_wgmma<96, T, 0>(a) : launch_wgmma<96, T, 1>(a);
+    case 128: return wg ? launch_wgmma<128, T, 0>(a) : launch_mma<128, T>(a);
+    case 192: return wg ? launch_wgmma<192, T, 0>(a) : launch_mma<192, T>(a);
+    case 256: return wg ? launch_wgmma<256, T, 0>(a) : launch_mma<256, T>(a);
   }
   return 2;
 }
@@ -1288,8 +1348,14 @@ extern "C" int kseek_attention_fwd_variant(int variant, const void* q, const voi
   // Very short key sequences: the wgmma CTA's fixed cost (barriers, 384 threads, 128-row TMA boxes that are
   // mostly zero fill) outweighs its speed. Measured on the H200 (results/bench_small_shapes_v1_vs_v4.json):
   // Sk = 1: 18 us (mma) vs 44 us; 256x256 d64: 51/42 us vs 60/67 us; 1000x113 causal: 32 vs 38 us; but
-  // 113x113 and 1000x113 without mask, and every longer shape, stay faster on wgmma.
-  const bool tiny = seqlen_k <= 64 || (seqlen_k <= 256 && (causal || head_dim == 64));
+  // 113x113 and 1000x113 without mask, and every longer shape, stay faster on wgmma. Since the persistent kernel
+  // took causal tiles (v15), 113x113 causal is too: 46 TFLOP/s on mma.sync against 121 without the mask on wgmma
+  // (v25, compare, H200, 2026-12-02), so causal goes to mma.sync only where queries outnumber keys.
+#ifndef KSEEK_TINY_CAUSAL_SQUARE
+#define KSEEK_TINY_CAUSAL_SQUARE 0  // 1: every causal Sk <= 256 on mma.sync, as up to v25
+#endif
+  const bool tiny_causal = causal && (KSEEK_TINY_CAUSAL_SQUARE || seqlen_q > seqlen_k);
+  const bool tiny = seqlen_k <= 64 || (seqlen_k <= 256 && (tiny_causal || head_dim == 64));
   bool wg = sm90 && !tiny;
   if (variant == 1) wg = false;
   if (variant == 2 && !sm90) return 6;
