@@ -1,5 +1,6 @@
-"""Small shapes for compute-sanitizer: every head dim, both masks, GQA, Sq != Sk both ways, decode, and the
-persistent path with more tiles than SMs (so a CTA walks several tiles, causal too). Run on the GPU machine:
+"""Small shapes for compute-sanitizer: every head dim, both masks, GQA, Sq != Sk both ways, decode, the
+persistent path with more tiles than SMs (so a CTA walks several tiles, causal too) and split-KV. Run on the GPU
+machine:
 
     compute-sanitizer --tool memcheck --kernel-name kns=attn_ python3 tools/sanitize_shapes.py LIB.so
 
@@ -29,6 +30,10 @@ SHAPES = [  # B, Sq, Sk, Hq, Hkv, D, causal
     (1, 512, 512, 140, 140, 64, True),  # persistent causal (v15): 420 tiles dealt by the ticket counter
     (1, 384, 384, 140, 140, 128, True),  # likewise, 2 consumer warpgroups
     (1, 600, 300, 140, 140, 128, True),  # persistent causal with tiles whose rows see no key (Sq > Sk)
+    (1, 100, 1100, 2, 2, 128, True),  # split-KV (v28 on): 2 key ranges, the last one masked, then the combine
+    (1, 200, 1536, 2, 1, 96, False),  # split-KV, 3 ranges
+    (1, 150, 1200, 2, 2, 256, True),  # split-KV at d256
+    (2, 1, 2048, 2, 2, 64, False),  # split-KV decode, 4 ranges
 ]
 
 
