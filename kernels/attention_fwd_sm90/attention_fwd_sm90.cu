@@ -1,8 +1,6 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v27 candidate: v25 with three choices made per shape or head dim instead of once (versions/README.md):
-// d96's tile (192x96 with three consumer warpgroups, or 128x128 with two where 192-row tiles would pad the
-// query rows by more than KSEEK_D96_PAD_PCT percent), the causal warpgroup stop per head dim (KSEEK_WG_SKIP, a
-// mask: not d192, where it cost 5% without a mask), and causal Sq <= Sk up to 256 keys on wgmma, not mma.sync.
+// v28 candidate: v27 plus split-KV in the one-tile kernel where it would leave over half the SMs idle (short
+// query blocks against long keys): key ranges as a grid dimension, a combine kernel (KSEEK_SPLIT_KV, kv_splits).
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -698,8 +696,9 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
                                                             const __grid_constant__ CUtensorMap tmK,
                                                             const __grid_constant__ CUtensorMap tmV,
                                                             T* __restrict__ o, float* __restrict__ lse, int Sq,
-                                                            int Sk, int Hq, int Hkv, int causal, float scale_log2,
-                                                            int section) {
+                                                            int Sk_all, int Hq, int Hkv, int causal_all,
+                                                            float scale_log2, int section, int splits,
+                                                            int split_keys) {
   using S = WgShape<D, TILE>;
   constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, PVN = S::PVN;
   extern __shared__ unsigned char smem_raw[];
@@ -723,7 +722,7 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
   // S 8192, d256 the SMs that took the last heads' long tiles ran 9% past the others (tools/timeline.py). A
   // section that fills about one wave keeps the CTAs that run together on a few heads' K and V in L2.
   int mblk = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  if (causal) {
+  if (causal_all) {
     const int nmb = gridDim.x, nhb = gridDim.y * gridDim.z;
     const int t = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     const int first_hb = (t / (section * nmb)) * section, r = t - first_hb * nmb;
@@ -732,6 +731,14 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
     h = hb % Hq;
     b = hb / Hq;
   }
+  // Split-KV (kv_splits): blockIdx.z runs over (batch, key range) pairs. This CTA's keys are the range `split`,
+  // from kb0, of at most split_keys; only the last range keeps the causal mask (the host splits only where the
+  // others lie wholly left of every row's diagonal). Its O and LSE go to row bz of the workspace.
+  const int bz = b, split = bz % splits;
+  b = bz / splits;
+  const int kb0 = split * split_keys;
+  const int Sk = splits > 1 ? min(split_keys, Sk_all - kb0) : Sk_all;
+  const int causal = causal_all && split == splits - 1;
   const int hk = h / (Hq / Hkv);
   const int m0 = mblk * BM;
   const int tid = threadIdx.x, wg = tid >> 7;
@@ -762,11 +769,11 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
         mbar_wait(k_empty(s), ((it / ST) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
         mbar_expect_tx(k_full(s), S::KV_BYTES);
         for (int c = 0; c < NCH; ++c)
-          tma_load_4d(sK + s * S::KV_BYTES + c * BN * 128, &tmK, k_full(s), c * 64, hk, it * BN, b);
+          tma_load_4d(sK + s * S::KV_BYTES + c * BN * 128, &tmK, k_full(s), c * 64, hk, kb0 + it * BN, b);
         mbar_wait(v_empty(s), ((it / ST) & 1) ^ 1);
         mbar_expect_tx(v_full(s), S::KV_BYTES);
         for (int c = 0; c < NCH; ++c)
-          tma_load_4d(sV + s * S::KV_BYTES + c * BN * 128, &tmV, v_full(s), c * 64, hk, it * BN, b);
+          tma_load_4d(sV + s * S::KV_BYTES + c * BN * 128, &tmV, v_full(s), c * 64, hk, kb0 + it * BN, b);
       }
     }
   } else {
@@ -909,7 +916,7 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
       reg_fence(oacc);
       if (lane == 0) mbar_arrive(v_empty(sp));
     }
-    store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)b * Sq * Hq + h) * D, lse + ((size_t)b * Hq + h) * Sq, row0, Sq,
+    store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)bz * Sq * Hq + h) * D, lse + ((size_t)bz * Hq + h) * Sq, row0, Sq,
                           Hq, D, lane);
   }
 }
@@ -1238,6 +1245,74 @@ template <int D, typename T> static int launch_mma(const Args& a) {
 // S 512 x1.20 to 1.27, S 1000/1024 x1.07 to 1.15, S 2048 x1.01 to 1.06, S 3001 x1.01 to 1.05; S 4096 x0.97 to 1.02,
 // longer rows lose up to 14%), but not at d256 (x0.96 to 0.99 from S 1024 on), nor where there are too few tiles to
 // deal (Sq 113 against Sk 3001: 64 tiles, x0.92).
+// Split-KV: where the one-tile kernel would leave over half the SMs without a CTA (Sq 113 to 256 against
+// thousands of keys: 64 CTAs for 132 SMs), each (batch, head, query block) runs as `splits` CTAs over key ranges
+// of split_keys (a whole number of key blocks), writing O (in T) and LSE per range into a workspace; then
+// attn_combine_kernel merges the ranges. With the causal mask every range but the last must be wholly visible
+// to every row (it ends at or before key Sk - Sq), so that only the last one needs the mask.
+#ifndef KSEEK_SPLIT_KV
+#define KSEEK_SPLIT_KV 1
+#endif
+#ifndef KSEEK_SPLIT_MIN_KEYS
+#define KSEEK_SPLIT_MIN_KEYS 512  // the fewest keys a range may hold
+#endif
+struct KvSplit {
+  int splits, split_keys;
+};
+static KvSplit kv_splits(const Args& a, long long ntiles, int sms, int bn) {
+  KvSplit none{1, a.Sk};
+  if (!KSEEK_SPLIT_KV || ntiles * 2 > sms) return none;
+  int splits = (int)(sms / ntiles);
+  if (splits > 8) splits = 8;
+  if (splits > a.Sk / KSEEK_SPLIT_MIN_KEYS) splits = a.Sk / KSEEK_SPLIT_MIN_KEYS;
+  for (; splits >= 2; --splits) {
+    const int per = (a.Sk + splits - 1) / splits, keys = (per + bn - 1) / bn * bn;
+    const int used = (a.Sk + keys - 1) / keys;  // rounding up to whole blocks can leave a range empty
+    if (used < 2) continue;
+    if (a.causal && (long long)(used - 1) * keys > (long long)a.Sk - a.Sq + 1) continue;
+    return KvSplit{used, keys};
+  }
+  return none;
+}
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <typename T> __device__ __forceinline__ T from_float(float x) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) return __float2bfloat16_rn(x);
+  else return __float2half_rn(x);
+}
+
+// Merges the key ranges of split-KV: per (batch, query row, head), O = sum_i e^(lse_i - lse) O_i and
+// lse = log(sum_i e^lse_i), over the ranges that saw a key (LSE_i = -inf marks one that saw none: O_i = 0). One
+// warp per row; the workspace holds O as [B * splits][Sq][Hq][D] and LSE as [B * splits][Hq][Sq].
+template <int D, typename T>
+__global__ void __launch_bounds__(256) attn_combine_kernel(const T* __restrict__ ws_o, const float* __restrict__ ws_lse,
+                                                         T* __restrict__ o, float* __restrict__ lse, int B, int Sq,
+                                                         int Hq, int splits) {
+  const long long row = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);  // (b, s, h), h fastest
+  if (row >= (long long)B * Sq * Hq) return;
+  const int lane = threadIdx.x & 31, h = (int)(row % Hq), s = (int)((row / Hq) % Sq), b = (int)(row / Hq / Sq);
+  float mx = -INFINITY;
+  for (int i = 0; i < splits; ++i) mx = fmaxf(mx, ws_lse[((size_t)(b * splits + i) * Hq + h) * Sq + s]);
+  float acc[D / 32], wsum = 0.f;
+#pragma unroll
+  for (int j = 0; j < D / 32; ++j) acc[j] = 0.f;
+  if (mx != -INFINITY) {
+    for (int i = 0; i < splits; ++i) {
+      const float w = __expf(ws_lse[((size_t)(b * splits + i) * Hq + h) * Sq + s] - mx);
+      wsum += w;
+      const T* src = ws_o + (((size_t)(b * splits + i) * Sq + s) * Hq + h) * D;
+#pragma unroll
+      for (int j = 0; j < D / 32; ++j) acc[j] += w * to_float(src[lane + 32 * j]);
+    }
+  }
+  const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+  T* dst = o + (((size_t)b * Sq + s) * Hq + h) * D;
+#pragma unroll
+  for (int j = 0; j < D / 32; ++j) dst[lane + 32 * j] = from_float<T>(acc[j] * inv);
+  if (lane == 0) lse[((size_t)b * Hq + h) * Sq + s] = wsum > 0.f ? mx + logf(wsum) : -INFINITY;
+}
+
 static bool use_persistent(const Args& a, long long ntiles, int sms) {
   if (!a.causal) return a.Sk <= KSEEK_PERSIST_SK;
   return a.D <= 192 && a.Sk <= KSEEK_PERSIST_CAUSAL_SK && ntiles >= 2LL * sms;
@@ -1296,12 +1371,38 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
   int section1 = (sms + nmb / 2) / nmb;
   section1 = section1 < 1 ? 1 : (section1 > KSEEK_SECTION1_MAX ? KSEEK_SECTION1_MAX : section1);
   if (section1 > a.Hq * a.B) section1 = a.Hq * a.B;
-  dim3 grid(nmb, a.Hq, a.B);
-  void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1};
-  return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM, a.stream) ==
-                 cudaSuccess
-             ? 0
-             : 4;
+  const KvSplit ks = kv_splits(a, ntiles, sms, S::BN);
+  int splits = ks.splits, split_keys = ks.split_keys;
+  if (splits == 1) {
+    dim3 grid(nmb, a.Hq, a.B);
+    void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1, &splits, &split_keys};
+    return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM,
+                            a.stream) == cudaSuccess
+               ? 0
+               : 4;
+  }
+  const size_t o_elems = (size_t)a.B * splits * a.Sq * a.Hq * D, lse_elems = (size_t)a.B * splits * a.Hq * a.Sq;
+  const size_t o_bytes = (o_elems * sizeof(T) + 255) / 256 * 256;
+  void* ws = nullptr;
+  // Stream-ordered, so that calls on several streams at once never share a workspace (the device's default pool;
+  // the harness allows cudaMallocAsync and cudaFreeAsync, not pools of our own).
+  if (cudaMallocAsync(&ws, o_bytes + lse_elems * sizeof(float), a.stream) != cudaSuccess) return 4;
+  T* ws_o = (T*)ws;
+  float* ws_lse = (float*)((char*)ws + o_bytes);
+  dim3 grid(nmb, a.Hq, a.B * splits);
+  void* args[] = {&mq, &mk, &mv, &ws_o, &ws_lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1, &splits, &split_keys};
+  int rc = cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM,
+                            a.stream) == cudaSuccess
+               ? 0
+               : 4;
+  if (rc == 0) {
+    const long long rows = (long long)a.B * a.Sq * a.Hq;
+    attn_combine_kernel<D, T><<<(unsigned)((rows + 7) / 8), 256, 0, a.stream>>>(ws_o, ws_lse, o, lse, a.B, a.Sq, a.Hq,
+                                                                                splits);
+    if (cudaGetLastError() != cudaSuccess) rc = 4;
+  }
+  if (cudaFreeAsync(ws, a.stream) != cudaSuccess && rc == 0) rc = 4;
+  return rc;
 }
 
 // d96's 192-row tile, unless it pads the query rows by more than KSEEK_D96_PAD_PCT % beyond the 128-row tile's.

@@ -10,7 +10,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 LIB=$(python3 -c "from kernels.load import build; print(build('$KERNEL'))" 2> "$OUT/build.log") || { cat "$OUT/build.log"; exit 1; }
 timeout ${CHECK_TIMEOUT:-150} python3 kernels/attention_fwd_sm90/bench.py check --lib "$LIB" --variant 0 --out "$OUT/check.json" > "$OUT/check.log" 2>&1
 rc=$?; echo "check rc=$rc"; tail -1 "$OUT/check.log"
-if [ $rc -ne 0 ] || ! tail -1 "$OUT/check.log" | grep -q "56/56 ok"; then
+# bench.py check ends "check v0: N/M ok"; pass only when every shape is ok (N = M), whatever the shape count.
+if [ $rc -ne 0 ] || ! tail -1 "$OUT/check.log" | grep -Eq "check v0: ([0-9]+)/\1 ok$"; then
   grep "^BAD" "$OUT/check.log" | head -5
   [ -n "$FALLBACK" ] || exit 1
   echo "falling back to $FALLBACK"; KERNEL=$FALLBACK
