@@ -1,6 +1,8 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v28 candidate: v27 plus split-KV in the one-tile kernel where it would leave over half the SMs idle (short
-// query blocks against long keys): key ranges as a grid dimension, a combine kernel (KSEEK_SPLIT_KV, kv_splits).
+// v29 candidate: v28's split-KV with the key ranges merged inside the kernel: the ranges of a tile run as one
+// thread block cluster and combine their O through distributed shared memory (split_merge), in fp32, with no
+// workspace and no second launch; the split is a template parameter, so that the kernels that do not split
+// compile as v27's did.
 //
 // The math. For each batch b and query head h (kv head h / (Hq/Hkv)):
 //   S = scale * Q K^T            (Sq x Sk), masked to -inf where key j > i + Sk - Sq when causal
@@ -96,6 +98,35 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int sr
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// ---- thread block clusters (sm_90): the split-KV merge (split_merge)
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA in the cluster arrives, then waits for all: the shared-memory writes before it (release)
+// are visible to the reads after it in any CTA of the cluster (acquire).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// The address of the same shared-memory byte in the cluster's CTA `rank`, for ld.shared::cluster.
+__device__ __forceinline__ uint32_t cluster_map(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float ld_cluster_f32(uint32_t addr) {
+  float x;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
+  return x;
+}
+__device__ __forceinline__ float4 ld_cluster_f32x4(uint32_t addr) {
+  float4 x;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "r"(addr) : "memory");
+  return x;
 }
 
 // ---- mbarrier, TMA, wgmma (sm_90)
@@ -527,6 +558,78 @@ __device__ __forceinline__ void store_rows(const float (&o)[NO * 4], const float
   }
 }
 
+// Split-KV's merge (v29). The `splits` CTAs of a tile are one cluster, rank r over key range r. Each first leaves
+// its range's O (normalized by its own row sums, in fp32) and the rows' LSE (log2 domain) in its own shared
+// memory, over Q and the K/V stages (split_stage); then each merges the rows rl = r, r + splits, ... of the tile
+// from every CTA's copy, reading them through distributed shared memory (split_merge):
+//   O = sum_i w_i O_i / sum_i w_i,  w_i = 2^(lse_i - max_i lse_i),  LSE = (max lse + log2 sum w) ln 2,
+// over the ranges that saw a key (lse_i = -inf gives w_i = 0). One warp per row, lane c owning columns 4c..4c+3.
+template <int PVN> struct SplitPart {
+  static constexpr int LDP = PVN + 8;  // floats a row: 8 more than PVN keeps a quad's float2 stores conflict-free
+  static constexpr __host__ __device__ int bytes(int BM) { return BM * LDP * 4 + BM * 4; }
+};
+template <int NO, int PVN>
+__device__ __forceinline__ void split_stage(const float (&o)[NO * 4], const float (&m)[2], const float (&l)[2],
+                                            float* part, float* part_lse, int BM, int row_local, int lane) {
+  constexpr int LDP = SplitPart<PVN>::LDP;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float lsum = quad_sum(l[r]);
+    const float inv = lsum > 0.f ? 1.f / lsum : 0.f;
+    const int rl = row_local + r * 8;
+    float* dst = part + rl * LDP + 2 * (lane & 3);
+#pragma unroll
+    for (int j = 0; j < NO; ++j)
+      *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j * 4 + 2 * r] * inv, o[j * 4 + 2 * r + 1] * inv);
+    if ((lane & 3) == 0) part_lse[rl] = lsum > 0.f ? m[r] + log2f(lsum) : -INFINITY;
+  }
+}
+template <int PVN, typename T>
+__device__ __forceinline__ void split_merge(uint32_t part, uint32_t part_lse, T* o_ptr, float* lse_ptr, int BM,
+                                            int m0, int Sq, int Hq, int D, int splits, int rank, int warp,
+                                            int nwarps, int lane) {
+  constexpr int LDP = SplitPart<PVN>::LDP, CPL = (PVN + 127) / 128;  // float4 columns a lane
+  for (int rl = rank + splits * warp; rl < BM && m0 + rl < Sq; rl += splits * nwarps) {
+    float ls[8], mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      ls[i] = i < splits ? ld_cluster_f32(cluster_map(part_lse + 4 * rl, i)) : -INFINITY;
+      mx = fmaxf(mx, ls[i]);
+    }
+    float4 acc[CPL];
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float wsum = 0.f;
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        if (i >= splits || ls[i] == -INFINITY) continue;
+        const float w = exp2f(ls[i] - mx);
+        wsum += w;
+        const uint32_t src = cluster_map(part + 4 * rl * LDP, i);
+#pragma unroll
+        for (int c = 0; c < CPL; ++c) {
+          const int col = 4 * lane + 128 * c;
+          if (col < PVN) {
+            const float4 x = ld_cluster_f32x4(src + 4 * col);
+            acc[c].x += w * x.x, acc[c].y += w * x.y, acc[c].z += w * x.z, acc[c].w += w * x.w;
+          }
+        }
+      }
+    }
+    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+    T* dst = o_ptr + (size_t)(m0 + rl) * Hq * D;
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      const int col = 4 * lane + 128 * c;
+      if (col < D)
+        *reinterpret_cast<uint2*>(dst + col) =
+            make_uint2(pack2<T>(acc[c].x * inv, acc[c].y * inv), pack2<T>(acc[c].z * inv, acc[c].w * inv));
+    }
+    if (lane == 0) lse_ptr[m0 + rl] = wsum > 0.f ? (mx + log2f(wsum)) * kLn2 : -INFINITY;
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Fallback: FlashAttention-2 style with mma.sync. 4 warps, 64 query rows, 64-key blocks, K/V double
 // buffered by cp.async. Rows padded by 16 bytes so that ldmatrix's 8 row addresses hit distinct banks.
@@ -691,7 +794,8 @@ template <int D, int TILE> struct WgShape {
   static_assert(KV_BYTES % 1024 == 0 && (8 * (2 + 4 * ST)) % 16 == 0, "the tile slot must be 16-byte aligned");
 };
 
-template <int D, typename T, int TILE>
+// SPLIT: this launch is split-KV's, a cluster of `splits` CTAs per tile along z (kv_splits, split_merge).
+template <int D, typename T, int TILE, bool SPLIT>
 __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kernel(const __grid_constant__ CUtensorMap tmQ,
                                                             const __grid_constant__ CUtensorMap tmK,
                                                             const __grid_constant__ CUtensorMap tmV,
@@ -722,7 +826,7 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
   // S 8192, d256 the SMs that took the last heads' long tiles ran 9% past the others (tools/timeline.py). A
   // section that fills about one wave keeps the CTAs that run together on a few heads' K and V in L2.
   int mblk = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  if (causal_all) {
+  if (!SPLIT && causal_all) {  // a split launch fills less than a wave: its order does not matter
     const int nmb = gridDim.x, nhb = gridDim.y * gridDim.z;
     const int t = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     const int first_hb = (t / (section * nmb)) * section, r = t - first_hb * nmb;
@@ -731,14 +835,14 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
     h = hb % Hq;
     b = hb / Hq;
   }
-  // Split-KV (kv_splits): blockIdx.z runs over (batch, key range) pairs. This CTA's keys are the range `split`,
-  // from kb0, of at most split_keys; only the last range keeps the causal mask (the host splits only where the
-  // others lie wholly left of every row's diagonal). Its O and LSE go to row bz of the workspace.
-  const int bz = b, split = bz % splits;
-  b = bz / splits;
-  const int kb0 = split * split_keys;
-  const int Sk = splits > 1 ? min(split_keys, Sk_all - kb0) : Sk_all;
-  const int causal = causal_all && split == splits - 1;
+  // Split-KV (kv_splits): blockIdx.z runs over (batch, key range) pairs, a cluster per tile. This CTA's keys are
+  // the range `split` (its rank in the cluster), from kb0, of at most split_keys; only the last range keeps the
+  // causal mask (the host splits only where the others lie wholly left of every row's diagonal).
+  const int split = SPLIT ? (int)cluster_rank() : 0;
+  if (SPLIT) b = blockIdx.z / splits;
+  const int kb0 = SPLIT ? split * split_keys : 0;
+  const int Sk = SPLIT ? min(split_keys, Sk_all - kb0) : Sk_all;
+  const int causal = SPLIT ? causal_all && split == splits - 1 : causal_all;
   const int hk = h / (Hq / Hkv);
   const int m0 = mblk * BM;
   const int tid = threadIdx.x, wg = tid >> 7;
@@ -775,6 +879,10 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
         for (int c = 0; c < NCH; ++c)
           tma_load_4d(sV + s * S::KV_BYTES + c * BN * 128, &tmV, v_full(s), c * 64, hk, kb0 + it * BN, b);
       }
+    }
+    if constexpr (SPLIT) {  // the producer's arrivals at the consumers' two cluster barriers (below)
+      cluster_sync();
+      cluster_sync();
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(S::REG));
@@ -916,8 +1024,23 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
       reg_fence(oacc);
       if (lane == 0) mbar_arrive(v_empty(sp));
     }
-    store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)bz * Sq * Hq + h) * D, lse + ((size_t)bz * Hq + h) * Sq, row0, Sq,
-                          Hq, D, lane);
+    if constexpr (!SPLIT) {
+      store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)b * Sq * Hq + h) * D, lse + ((size_t)b * Hq + h) * Sq, row0, Sq,
+                            Hq, D, lane);
+    } else {
+      // Q and the K/V stages become this range's O: once every consumer warpgroup is past its last wgmma (so
+      // too every TMA copy, all of which some consumer waited for), no one reads them.
+      static_assert(SplitPart<PVN>::bytes(BM) <= S::Q_BYTES + 2 * ST * S::KV_BYTES, "split_stage's O does not fit");
+      asm volatile("bar.sync 1, %0;\n" ::"n"(128 * S::NCW) : "memory");
+      float* part = reinterpret_cast<float*>(smem_raw + (sQ - raw));
+      float* part_lse = part + BM * SplitPart<PVN>::LDP;
+      split_stage<PVN / 8, PVN>(oacc, m, l, part, part_lse, BM, cw * 64 + wi * 16 + (lane >> 2), lane);
+      cluster_sync();  // every range's O is in its CTA's shared memory
+      split_merge<PVN, T>(sQ, sQ + 4 * BM * SplitPart<PVN>::LDP, o + ((size_t)b * Sq * Hq + h) * D,
+                          lse + ((size_t)b * Hq + h) * Sq, BM, m0, Sq, Hq, D, splits, split, (tid >> 5) - 4,
+                          4 * S::NCW, lane);
+      cluster_sync();  // no CTA leaves while another may still read its shared memory
+    }
   }
 }
 
@@ -1246,10 +1369,10 @@ template <int D, typename T> static int launch_mma(const Args& a) {
 // longer rows lose up to 14%), but not at d256 (x0.96 to 0.99 from S 1024 on), nor where there are too few tiles to
 // deal (Sq 113 against Sk 3001: 64 tiles, x0.92).
 // Split-KV: where the one-tile kernel would leave over half the SMs without a CTA (Sq 113 to 256 against
-// thousands of keys: 64 CTAs for 132 SMs), each (batch, head, query block) runs as `splits` CTAs over key ranges
-// of split_keys (a whole number of key blocks), writing O (in T) and LSE per range into a workspace; then
-// attn_combine_kernel merges the ranges. With the causal mask every range but the last must be wholly visible
-// to every row (it ends at or before key Sk - Sq), so that only the last one needs the mask.
+// thousands of keys: 64 CTAs for 132 SMs), each (batch, head, query block) runs as a cluster of `splits` CTAs over
+// key ranges of split_keys (a whole number of key blocks), which merge their O in shared memory (split_merge).
+// With the causal mask every range but the last must be wholly visible to every row (it ends at or before key
+// Sk - Sq), so that only the last one needs the mask.
 #ifndef KSEEK_SPLIT_KV
 #define KSEEK_SPLIT_KV 1
 #endif
@@ -1259,58 +1382,23 @@ template <int D, typename T> static int launch_mma(const Args& a) {
 struct KvSplit {
   int splits, split_keys;
 };
-static KvSplit kv_splits(const Args& a, long long ntiles, int sms, int bn) {
+// max_clusters(n): how many clusters of n CTAs the GPU runs at once (0: none, or unknown); a split is taken only
+// if all of the launch's clusters run in one wave.
+template <typename F> static KvSplit kv_splits(const Args& a, long long ntiles, int sms, int bn, F max_clusters) {
   KvSplit none{1, a.Sk};
   if (!KSEEK_SPLIT_KV || ntiles * 2 > sms) return none;
   int splits = (int)(sms / ntiles);
-  if (splits > 8) splits = 8;
+  if (splits > 8) splits = 8;  // the portable cluster size
   if (splits > a.Sk / KSEEK_SPLIT_MIN_KEYS) splits = a.Sk / KSEEK_SPLIT_MIN_KEYS;
   for (; splits >= 2; --splits) {
     const int per = (a.Sk + splits - 1) / splits, keys = (per + bn - 1) / bn * bn;
     const int used = (a.Sk + keys - 1) / keys;  // rounding up to whole blocks can leave a range empty
     if (used < 2) continue;
     if (a.causal && (long long)(used - 1) * keys > (long long)a.Sk - a.Sq + 1) continue;
+    if (ntiles > max_clusters(used)) continue;
     return KvSplit{used, keys};
   }
   return none;
-}
-
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-template <typename T> __device__ __forceinline__ T from_float(float x) {
-  if constexpr (std::is_same<T, __nv_bfloat16>::value) return __float2bfloat16_rn(x);
-  else return __float2half_rn(x);
-}
-
-// Merges the key ranges of split-KV: per (batch, query row, head), O = sum_i e^(lse_i - lse) O_i and
-// lse = log(sum_i e^lse_i), over the ranges that saw a key (LSE_i = -inf marks one that saw none: O_i = 0). One
-// warp per row; the workspace holds O as [B * splits][Sq][Hq][D] and LSE as [B * splits][Hq][Sq].
-template <int D, typename T>
-__global__ void __launch_bounds__(256) attn_combine_kernel(const T* __restrict__ ws_o, const float* __restrict__ ws_lse,
-                                                         T* __restrict__ o, float* __restrict__ lse, int B, int Sq,
-                                                         int Hq, int splits) {
-  const long long row = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);  // (b, s, h), h fastest
-  if (row >= (long long)B * Sq * Hq) return;
-  const int lane = threadIdx.x & 31, h = (int)(row % Hq), s = (int)((row / Hq) % Sq), b = (int)(row / Hq / Sq);
-  float mx = -INFINITY;
-  for (int i = 0; i < splits; ++i) mx = fmaxf(mx, ws_lse[((size_t)(b * splits + i) * Hq + h) * Sq + s]);
-  float acc[D / 32], wsum = 0.f;
-#pragma unroll
-  for (int j = 0; j < D / 32; ++j) acc[j] = 0.f;
-  if (mx != -INFINITY) {
-    for (int i = 0; i < splits; ++i) {
-      const float w = __expf(ws_lse[((size_t)(b * splits + i) * Hq + h) * Sq + s] - mx);
-      wsum += w;
-      const T* src = ws_o + (((size_t)(b * splits + i) * Sq + s) * Hq + h) * D;
-#pragma unroll
-      for (int j = 0; j < D / 32; ++j) acc[j] += w * to_float(src[lane + 32 * j]);
-    }
-  }
-  const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-  T* dst = o + (((size_t)b * Sq + s) * Hq + h) * D;
-#pragma unroll
-  for (int j = 0; j < D / 32; ++j) dst[lane + 32 * j] = from_float<T>(acc[j] * inv);
-  if (lane == 0) lse[((size_t)b * Hq + h) * Sq + s] = wsum > 0.f ? mx + logf(wsum) : -INFINITY;
 }
 
 static bool use_persistent(const Args& a, long long ntiles, int sms) {
@@ -1330,8 +1418,10 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
     return 5;
   static bool configured = false;
   if (!configured) {
-    if (cudaFuncSetAttribute(attn_wgmma_kernel<D, T, TILE>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM) !=
-            cudaSuccess ||
+    if (cudaFuncSetAttribute(attn_wgmma_kernel<D, T, TILE, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             S::SMEM) != cudaSuccess ||
+        cudaFuncSetAttribute(attn_wgmma_kernel<D, T, TILE, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             S::SMEM) != cudaSuccess ||
         cudaFuncSetAttribute(attn_wgmma_persistent_kernel<D, T, TILE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              S::SMEM) != cudaSuccess)
       return 3;
@@ -1371,38 +1461,49 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
   int section1 = (sms + nmb / 2) / nmb;
   section1 = section1 < 1 ? 1 : (section1 > KSEEK_SECTION1_MAX ? KSEEK_SECTION1_MAX : section1);
   if (section1 > a.Hq * a.B) section1 = a.Hq * a.B;
-  const KvSplit ks = kv_splits(a, ntiles, sms, S::BN);
+  // The split launch's cluster shape: (1, 1, splits), the ranges of one tile along z.
+  auto cluster_config = [&](int splits, cudaLaunchAttribute* attr) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(nmb, a.Hq, a.B * splits);
+    cfg.blockDim = dim3(S::THREADS);
+    cfg.dynamicSmemBytes = S::SMEM;
+    cfg.stream = a.stream;
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = 1;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = (unsigned)splits;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+  };
+  static int cluster_capacity[9] = {};  // per cluster size; -1 once a query failed (then no split of that size)
+  auto max_clusters = [&](int n) {
+    if (cluster_capacity[n] == 0) {
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t cfg = cluster_config(n, &attr);
+      int count = 0;
+      cluster_capacity[n] =
+          cudaOccupancyMaxActiveClusters(&count, (const void*)attn_wgmma_kernel<D, T, TILE, true>, &cfg) == cudaSuccess &&
+                  count > 0
+              ? count
+              : -1;
+      if (cluster_capacity[n] < 0) cudaGetLastError();  // clear it: the launch without a split goes on
+    }
+    return cluster_capacity[n];
+  };
+  const KvSplit ks = kv_splits(a, ntiles, sms, S::BN, max_clusters);
   int splits = ks.splits, split_keys = ks.split_keys;
+  void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1, &splits, &split_keys};
   if (splits == 1) {
     dim3 grid(nmb, a.Hq, a.B);
-    void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1, &splits, &split_keys};
-    return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM,
+    return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE, false>, grid, dim3(S::THREADS), args, S::SMEM,
                             a.stream) == cudaSuccess
                ? 0
                : 4;
   }
-  const size_t o_elems = (size_t)a.B * splits * a.Sq * a.Hq * D, lse_elems = (size_t)a.B * splits * a.Hq * a.Sq;
-  const size_t o_bytes = (o_elems * sizeof(T) + 255) / 256 * 256;
-  void* ws = nullptr;
-  // Stream-ordered, so that calls on several streams at once never share a workspace (the device's default pool;
-  // the harness allows cudaMallocAsync and cudaFreeAsync, not pools of our own).
-  if (cudaMallocAsync(&ws, o_bytes + lse_elems * sizeof(float), a.stream) != cudaSuccess) return 4;
-  T* ws_o = (T*)ws;
-  float* ws_lse = (float*)((char*)ws + o_bytes);
-  dim3 grid(nmb, a.Hq, a.B * splits);
-  void* args[] = {&mq, &mk, &mv, &ws_o, &ws_lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1, &splits, &split_keys};
-  int rc = cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM,
-                            a.stream) == cudaSuccess
-               ? 0
-               : 4;
-  if (rc == 0) {
-    const long long rows = (long long)a.B * a.Sq * a.Hq;
-    attn_combine_kernel<D, T><<<(unsigned)((rows + 7) / 8), 256, 0, a.stream>>>(ws_o, ws_lse, o, lse, a.B, a.Sq, a.Hq,
-                                                                                splits);
-    if (cudaGetLastError() != cudaSuccess) rc = 4;
-  }
-  if (cudaFreeAsync(ws, a.stream) != cudaSuccess && rc == 0) rc = 4;
-  return rc;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config(splits, &attr);
+  return cudaLaunchKernelExC(&cfg, (const void*)attn_wgmma_kernel<D, T, TILE, true>, args) == cudaSuccess ? 0 : 4;
 }
 
 // d96's 192-row tile, unless it pads the query rows by more than KSEEK_D96_PAD_PCT % beyond the 128-row tile's.

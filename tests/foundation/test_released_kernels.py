@@ -1,10 +1,12 @@
 import io
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from runs.management.commands.load_released_kernels import read_release
 from runs.models import Kernel
 from runs.services import sha256_text
 
@@ -69,3 +71,17 @@ def test_a_manifest_without_its_source_is_refused_by_name(tmp_path):
 
 def test_no_released_kernels_is_said_plainly(tmp_path):
     assert "No released kernels" in load(tmp_path)
+
+
+def test_the_shipped_releases_carry_their_own_sources_results():
+    # What `make run` loads: each kernels/*/release.toml of this checkout, whose results must be the evaluation of
+    # the committed source (a new release that forgot to point release.toml at its own results fails here, not in
+    # a user's dashboard).
+    manifests = sorted((Path(__file__).resolve().parents[2] / "kernels").glob("*/release.toml"))
+    assert manifests
+    for path in manifests:
+        manifest = read_release(path)
+        assert "results_path" in manifest, path
+        result = json.loads(manifest["results_path"].read_text())
+        assert result["kernel_sha256"] == sha256_text(manifest["source_path"].read_text()), path
+        assert result["status"] == "correct", path

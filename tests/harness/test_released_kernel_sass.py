@@ -42,11 +42,17 @@ def test_functions_split_cuobjdump_output_by_function():
 @needs_nvcc
 def test_at_d256_every_exp2_of_the_block_runs_under_p_v():
     placement = _tool().placement(build(ATTENTION_SM90))
-    # every wgmma kernel instance is there: two kernels x (five head dims + d96's second tile) x two dtypes
-    assert len(placement) == 24, sorted(placement)
+    # every wgmma kernel instance is there: three kernels (one tile, one tile split-KV, persistent) x (five head
+    # dims + d96's second tile) x two dtypes
+    assert len(placement) == 36, sorted(placement)
     assert "attn_wgmma_kernel<96, bf16, tile 1>" in placement, sorted(placement)
+    assert "attn_wgmma_kernel<96, bf16, tile 1, split>" in placement, sorted(placement)
     # d256 takes 64 keys a block: each thread computes 32 P values and 2 alphas (one per row), all exp2s
-    for kernel in ("attn_wgmma_kernel", "attn_wgmma_persistent_kernel"):
-        for dtype in ("bf16", "fp16"):
-            counts = placement[f"{kernel}<256, {dtype}>"]
-            assert counts and all(n == 64 // 2 + 2 for n in counts), (kernel, dtype, counts)
+    for dtype in ("bf16", "fp16"):
+        for kernel in (
+            f"attn_wgmma_kernel<256, {dtype}>",
+            f"attn_wgmma_kernel<256, {dtype}, split>",
+            f"attn_wgmma_persistent_kernel<256, {dtype}>",
+        ):
+            counts = placement[kernel]
+            assert counts and all(n == 64 // 2 + 2 for n in counts), (kernel, counts)

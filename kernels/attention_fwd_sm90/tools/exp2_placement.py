@@ -72,16 +72,18 @@ def exp2_between_waits(instructions: list[str]) -> list[int]:
 
 
 def placement(lib: str | Path) -> dict[str, list[int]]:
-    """Demangled-enough kernel name -> exp2 counts between the waits, per loop. The name is kind<D, dtype>, or
-    kind<D, dtype, tile N> for a head dim's second tile (v27 on: the kernels' third template argument, TILE)."""
+    """Demangled-enough kernel name -> exp2 counts between the waits, per loop. The name is kind<D, dtype>, with
+    ", tile N" for a head dim's second tile (v27 on: the kernels' third template argument, TILE) and ", split"
+    for the one-tile kernel's split-KV instance (v29 on: its fourth, SPLIT)."""
     sass = sass_of(lib)
     result = {}
     for name, instructions in functions(sass).items():
-        m = re.match(r"_ZN5kseek\d+(attn_wgmma\w*?kernel)ILi(\d+)E\d*(\w+?)(?:Li(\d+)E)?EEv", name)
+        m = re.match(r"_ZN5kseek\d+(attn_wgmma\w*?kernel)ILi(\d+)E\d*(\w+?)(?:Li(\d+)E)?(?:Lb([01])E)?EEv", name)
         if m:
             dtype = "bf16" if "bfloat16" in m.group(3) else "fp16"
             tile = f", tile {m.group(4)}" if m.group(4) not in (None, "0") else ""
-            result[f"{m.group(1)}<{m.group(2)}, {dtype}{tile}>"] = exp2_between_waits(instructions)
+            split = ", split" if m.group(5) == "1" else ""
+            result[f"{m.group(1)}<{m.group(2)}, {dtype}{tile}{split}>"] = exp2_between_waits(instructions)
     return result
 
 
