@@ -47,7 +47,8 @@ def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> dict:
         out = Path(work) / "probe.json"
         # CPU only (the probe learns shapes, it times nothing); -P: the probe's folder is not on sys.path
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-        done = run_bounded([sys.executable, "-P", str(probe), str(path), str(out)], timeout_s, cwd=work, env=env)
+        cmd = [sys.executable, "-P", str(probe), str(path), str(out), str(MAX_SCENARIO_BYTES)]
+        done = run_bounded(cmd, timeout_s, cwd=work, env=env)
         if done.timed_out:
             raise KernelBenchImportError(
                 f"{path.name} did not finish within {timeout_s:g} s (importing it, building the model and running "

@@ -1,7 +1,7 @@
 """The observing half of `task import-kernelbench`: runs a KernelBench problem file and says what it found.
 
-It runs in a child process of its own (`python -m gpu_harness.kernelbench_probe PROBLEM.py RESULT.json`, started
-by gpu_harness/kernelbench.py with a time limit), because the problem file is code: an import that raises,
+It runs in a child process of its own (`python -m gpu_harness.kernelbench_probe PROBLEM.py RESULT.json MAX_BYTES`,
+started by gpu_harness/kernelbench.py with a time limit; MAX_BYTES is a task scenario's limit on its tensors), because the problem file is code: an import that raises,
 calls sys.exit, or hangs must not take the importer with it. It runs on torch CPU (the child sees no GPU) and
 writes one JSON object: the problem's module-level sizes, the forward's argument names, and for the main
 scenario (the sizes as written) the inputs, parameters, buffers and outputs with their shapes and dtypes.
@@ -13,7 +13,9 @@ only where the model runs and nothing but input and output sizes changed. The da
 at the main sizes with the scalable ones halved until no input or output exceeds SMALL_ELEMENTS (KernelBench's
 sizes are a GPU's): forward twice on the same inputs (it must be deterministic) and once on other inputs and
 weights (the outputs' number and shapes must not depend on the data). A model the meta device cannot run
-(`.item()`, data-dependent branches) is run on CPU at its own sizes, and keeps only its main scenario.
+(`.item()`, data-dependent branches) is run on CPU at its own sizes, and keeps only its main scenario; before
+that run its inputs and weights are built on the meta device and measured, and a problem whose inputs and
+weights alone exceed MAX_BYTES, or half this machine's memory, is refused unrun.
 
 Whatever the problem does wrong ends as {"ok": false, "error": "..."}: a sentence naming the problem.
 """
@@ -25,6 +27,7 @@ import importlib.util
 import inspect
 import json
 import math
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -446,7 +449,43 @@ def _cpu_observe(module, path: Path, assignment: dict) -> dict:
         ) from None
 
 
-def probe(path: Path) -> dict:
+def _meta_footprint(module) -> int | None:
+    """Bytes of the model's parameters and buffers and of the inputs at the problem's own sizes, built on the meta
+    device without running the forward (None where even that fails: the CPU run then says why)."""
+    try:
+        torch.manual_seed(0)
+        init = module.get_init_inputs()
+        with torch.device("meta"):
+            model = module.Model(*init)
+            inputs = module.get_inputs()
+        tensors = [t for _, _, t in model_state(model)] + [v for v in inputs if isinstance(v, torch.Tensor)]
+        return sum(t.numel() * t.element_size() for t in tensors)
+    except Exception:
+        return None
+
+
+def check_cpu_run_fits(module, path: Path, max_bytes: int, why: str) -> None:
+    """Refuse, before allocating anything, a CPU run at the problem's own sizes that a task could not hold or that
+    would exhaust this machine (the OOM killer would end the probe with no sentence)."""
+    need = _meta_footprint(module)
+    if need is None:
+        return
+    gib = need / (1 << 30)
+    if need > max_bytes:
+        raise Unimportable(
+            f"{path.name}: its inputs and weights take {gib:.4g} GiB at its sizes, more than a task's scenario may"
+            f" ({max_bytes >> 30} GiB): make its sizes smaller"
+        )
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if 2 * need > memory:
+        raise Unimportable(
+            f"{path.name}: the model could not be run on the meta device ({why}), so it would run on CPU at its own"
+            f" sizes, where its inputs and weights take {gib:.4g} GiB, more than half of this machine's"
+            f" {memory / (1 << 30):.4g} GiB: make its sizes smaller"
+        )
+
+
+def probe(path: Path, max_bytes: int) -> dict:
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
     module = load_problem(path)
     names, var_args = forward_names(module.Model)
@@ -481,6 +520,7 @@ def probe(path: Path) -> dict:
             del notes[:]
             result.update(dropped=[], probes=[], scalable=[], traced=False)
             result.pop("extra", None)
+        check_cpu_run_fits(module, path, max_bytes, why)
         main = data = _cpu_observe(module, path, {})
         small = {}
         notes.append(f"the model could not be run on the meta device ({why}): only the main scenario is made")
@@ -495,9 +535,9 @@ def probe(path: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    problem, out = Path(argv[0]), Path(argv[1])
+    problem, out, max_bytes = Path(argv[0]), Path(argv[1]), int(argv[2])
     try:
-        result = probe(problem)
+        result = probe(problem, max_bytes)
     except Unimportable as e:
         result = {"ok": False, "error": str(e)}
     except BaseException as e:  # the user's code may raise anything, SystemExit included

@@ -317,6 +317,11 @@ def test_the_compiled_baseline_writes_the_outputs(tasks):
             "beyond_a_scenario.py: its tensors take 512 GiB at its sizes, more than a task's"
             " scenario may (128 GiB): make its sizes smaller",
         ),
+        (
+            "untraceable_beyond_a_scenario",
+            "untraceable_beyond_a_scenario.py: its inputs and weights take 256 GiB at its sizes, more than a task's"
+            " scenario may (128 GiB): make its sizes smaller",
+        ),
     ],
 )
 def test_what_cannot_be_imported_is_refused_naming_why_and_leaves_nothing(tmp_path, problem, says):
