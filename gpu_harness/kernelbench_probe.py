@@ -1,10 +1,11 @@
 """The observing half of `task import-kernelbench`: runs a KernelBench problem file and says what it found.
 
 It runs in a child process of its own (`python -m gpu_harness.kernelbench_probe PROBLEM.py RESULT.json MAX_BYTES`,
-started by gpu_harness/kernelbench.py with a time limit; MAX_BYTES is a task scenario's limit on its tensors), because the problem file is code: an import that raises,
-calls sys.exit, or hangs must not take the importer with it. It runs on torch CPU (the child sees no GPU) and
-writes one JSON object: the problem's module-level sizes, the forward's argument names, and for the main
-scenario (the sizes as written) the inputs, parameters, buffers and outputs with their shapes and dtypes.
+started by gpu_harness/kernelbench.py with a time limit; MAX_BYTES is a task scenario's limit on its tensors),
+because the problem file is code: an import that raises, calls sys.exit, or hangs must not take the importer
+with it. It runs on torch CPU (the child sees no GPU) and writes one JSON object: the problem's module-level
+sizes, the forward's argument names, and for the main scenario (the sizes as written) the inputs, parameters,
+buffers and outputs with their shapes and dtypes.
 
 Sizes are learnt without computing: the model is built and run on the `meta` device (shapes only) at the main
 sizes, then once per module-level int variable set to twice its value (which dimensions follow which variable),
