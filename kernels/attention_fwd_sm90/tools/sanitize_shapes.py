@@ -30,7 +30,7 @@ SHAPES = [  # B, Sq, Sk, Hq, Hkv, D, causal
     (1, 512, 512, 140, 140, 64, True),  # persistent causal (v15): 420 tiles dealt by the ticket counter
     (1, 384, 384, 140, 140, 128, True),  # likewise, 2 consumer warpgroups
     (1, 600, 300, 140, 140, 128, True),  # persistent causal with tiles whose rows see no key (Sq > Sk)
-    (1, 100, 1100, 2, 2, 128, True),  # split-KV (v28 on): 2 key ranges, the last one masked, then the combine
+    (1, 100, 1100, 2, 2, 128, True),  # split-KV (v28 on): 2 key ranges, the last one masked, then their merge
     (1, 200, 1536, 2, 1, 96, False),  # split-KV, 3 ranges
     (1, 150, 1200, 2, 2, 256, True),  # split-KV at d256
     (2, 1, 2048, 2, 2, 64, False),  # split-KV decode, 4 ranges
