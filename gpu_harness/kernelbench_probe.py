@@ -189,8 +189,8 @@ def _unregistered_tensors(model: nn.Module) -> list[str]:
     return found
 
 
-def observe(module, device: str, seed: int, assignment: dict, keep: bool = False) -> dict:
-    """Build the model and its inputs at these sizes on this device, run forward once, describe it all."""
+def build(module, device: str, seed: int, assignment: dict) -> tuple:
+    """(init arguments, model, inputs) at these sizes on this device, as the problem makes them."""
     with sizes_set(module, assignment):
         torch.manual_seed(seed)
         init = module.get_init_inputs()
@@ -199,6 +199,12 @@ def observe(module, device: str, seed: int, assignment: dict, keep: bool = False
         with torch.device(device):
             model = module.Model(*init)
             inputs = module.get_inputs()
+    return init, model, inputs
+
+
+def observe(module, device: str, seed: int, assignment: dict, keep: bool = False) -> dict:
+    """Build the model and its inputs at these sizes on this device, run forward once, describe it all."""
+    init, model, inputs = build(module, device, seed, assignment)
     if not isinstance(inputs, (list, tuple)):
         raise Unimportable(f"get_inputs() returns a {type(inputs).__name__}, not a list of the forward's inputs")
     loose = _unregistered_tensors(model)
@@ -454,11 +460,7 @@ def _meta_footprint(module) -> int | None:
     """Bytes of the model's parameters and buffers and of the inputs at the problem's own sizes, built on the meta
     device without running the forward (None where even that fails: the CPU run then says why)."""
     try:
-        torch.manual_seed(0)
-        init = module.get_init_inputs()
-        with torch.device("meta"):
-            model = module.Model(*init)
-            inputs = module.get_inputs()
+        _, model, inputs = build(module, "meta", 0, {})
         tensors = [t for _, _, t in model_state(model)] + [v for v in inputs if isinstance(v, torch.Tensor)]
         return sum(t.numel() * t.element_size() for t in tensors)
     except Exception:
