@@ -183,7 +183,8 @@ def _header_allowed(name: str, language: str) -> bool:
 
 # ---- symbols --------------------------------------------------------------------------------------------
 
-# Exact names a candidate library may import.
+# Exact names a candidate library may import. This list, the header lists above and HARD_DENY are given in full
+# in docs/harness.md, and tests/harness/test_depcheck.py holds them equal: a name changes in both, with its reason.
 ALLOWED_SYMBOLS = frozenset(
     """
 cudaLaunchKernel cudaLaunchKernelExC cudaLaunchCooperativeKernel cudaFuncSetAttribute cudaFuncGetAttributes
@@ -249,6 +250,7 @@ HARD_DENY = (
     "fork",
     "syscall",
     "mprotect",
+    "mmap",  # as mprotect: executable memory would run code the machine-code scan never saw
     "stream",
     "entrypoint",
     "procaddress",

@@ -348,3 +348,142 @@ def test_an_allclose_output_far_off_is_refused_by_allclose_not_by_a_relative_err
     j = task.judge(PARAMS, 5, outs)
     assert j.correct is False
     assert j.reason.startswith("out2: some elements differ by more than 0.001 + 0.01 x |ref| (worst x")
+
+
+# ---- two outputs at the judge's edges: each test here fails with a change to data_task.py that let a wrong output
+# pass or blamed the candidate for the task (an independent mutation run, issue 34; docs/testing.md) ----
+
+EDGES_REFERENCE = """import numpy as np
+
+
+def reference(x, y, scale, rows, cols):
+    return x * scale + y, y
+
+
+def numpy_scale_add(x, y, out, out2, scale, rows, cols):
+    out[...] = x * scale + y
+    out2[...] = y
+
+
+def out_only(x, y, scale, **kw):
+    return {"out": (x * scale + y) * np.float32(1.001)}
+
+
+def both(x, y, scale, **kw):
+    return {"out": (x * scale + y) * np.float32(1.001), "out2": y * np.float32(1.004)}
+
+
+def poisoned(x, y, scale, rows, **kw):
+    out = (x * scale + y) * np.float32(1.03)
+    if rows > 1:  # a configuration the self check (the smallest scenario) does not see
+        out[0, 0] = np.nan
+    return {"out": out}
+
+
+def poisoned_out2(x, y, scale, rows, **kw):
+    out2 = y.copy()
+    if rows > 1:
+        out2[0, 0] = np.nan
+    return {"out": (x * scale + y) * np.float32(1.03), "out2": out2}
+
+
+def noisy(x, y, scale, **kw):
+    return {"out": (x * scale + y) * np.float32(1.5)}
+
+
+def good(x, y, scale, **kw):
+    return {"out": (x * scale + y) * np.float32(1.001)}
+
+
+def good_out2(x, y, **kw):
+    return {"out2": y * np.float32(1.001)}
+"""
+EDGES_BASELINES = (
+    BASELINES[0],
+    BASELINES[0] + "\n"
+    + "\n".join(f'{name} = {{ function = "{name}", may_refuse = true }}'
+                for name in ("out_only", "both", "poisoned", "poisoned_out2", "noisy", "good", "good_out2")),
+)  # fmt: skip
+
+
+def two_outputs(folder, tolerance):
+    """The task of two outputs (out = x * scale + y, out2 = y) judged under `tolerance` (task.toml's text)."""
+    edited(folder, TWO_OUTPUTS, (UNIFORM, tolerance), EDGES_BASELINES, reference=EDGES_REFERENCE)
+    return folder_task(load_spec(folder))
+
+
+def off_by(outs, name, factor):
+    """The outputs with `name` scaled by `factor`: its relative L2 error is |factor - 1|."""
+    return {**outs, name: outs[name] * np.float32(factor)}
+
+
+@pytest.mark.parametrize("wrong", ["out", "out2"])
+def test_one_allclose_rule_over_two_outputs_fails_a_wrong_output_beside_a_right_one(folder, wrong):
+    task = two_outputs(folder, "[tolerance]\natol = 1e-3\nrtol = 1e-2")
+    ref = task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 5))
+    outs = honest(task, PARAMS, 5)
+    allowance = 1e-3 + 1e-2 * abs(float(ref[wrong][2, 9]))
+    outs[wrong][2, 9] = np.float32(float(ref[wrong][2, 9]) + 3.0 * allowance)
+    j = task.judge(PARAMS, 5, outs)
+    assert j.correct is False and j.error == pytest.approx(3.0, rel=1e-2)  # the worst output's ratio, not the best
+    assert j.reason == "some elements differ by more than 0.001 + 0.01 x |ref| (worst x3)"
+    assert task.judge(PARAMS, 5, honest(task, PARAMS, 5)).correct
+
+
+def test_a_lone_baseline_over_its_sanity_bound_sets_no_bound_the_default_error_does(folder):
+    task = two_outputs(folder, PER_OUTPUT.replace('["refuser", "noisy", "good"]', '"noisy"'))
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    # noisy's 0.5 is above 4 x default_error: it cannot do this scenario, whether it is tried first or alone
+    assert (j.details["vendor"], j.details["vendor_error"]) == (None, None)
+    assert j.tolerance == 2.0 * 1e-3 + 1e-4
+    wrong = task.judge(PARAMS, 5, off_by(honest(task, PARAMS, 5), "out", 1.1))
+    assert not wrong.correct and wrong.reason.startswith("out: relative error 1.0")
+
+
+def test_seed_b_holds_the_held_output_to_its_own_bound_when_it_is_not_the_first_output(folder):
+    rules = '[tolerance.out]\nrel_l2 = 0.1\n\n[tolerance.out2]\nbaseline = "good_out2"\nfactor = 2.0\nfloor = 1e-6\n'
+    task = two_outputs(folder, rules + 'measure = "once"')
+    assert task.held_outputs() == ("out2",) and task.headline_output() == "out2"
+    seed_a = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    assert seed_a.correct and seed_a.details["vendor"] == "good_out2"
+    assert seed_a.tolerance == 2.0 * seed_a.details["vendor_error"] + 1e-6  # out2's bound, not out's 0.1
+    # seed b gets seed a's bound back, as the evaluation gives it: out2 at 1e-2 is five times over its own bound
+    seed_b = task.judge(PARAMS, 6, off_by(honest(task, PARAMS, 6), "out2", 1.01), tolerance=seed_a.tolerance)
+    assert not seed_b.correct and seed_b.reason.startswith("out2: relative error 1.0")
+
+
+def test_a_baseline_short_of_an_output_is_skipped_and_the_next_ones_worst_output_sets_the_bound(folder):
+    task = two_outputs(folder, '[tolerance]\nbaseline = ["out_only", "both"]\nfactor = 2.0\nfloor = 1e-6')
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    # out_only gives no out2: the task's gap, skipped (never a KeyError, which the evaluation would blame on the
+    # child); both's error is its worse output's, out2's 4e-3 (its out is 1e-3 off)
+    assert j.correct and list(j.details) == ["both_error"]
+    assert j.details["both_error"] == pytest.approx(4e-3, rel=1e-3)
+    assert j.tolerance == 2.0 * j.details["both_error"] + 1e-6
+    assert task.judge(PARAMS, 5, off_by(honest(task, PARAMS, 5), "out2", 1.006)).correct  # within 2 x 4e-3
+
+
+def test_a_lone_baseline_short_of_an_output_is_the_tasks_error(folder):
+    task = two_outputs(folder, '[tolerance]\nbaseline = "out_only"\nfactor = 2.0\nfloor = 1e-6')
+    with pytest.raises(TaskError, match="^baseline out_only gives no out2$"):
+        task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+
+
+def test_a_baseline_that_leaves_nan_sets_no_bound_the_next_one_does(folder):
+    rule = PER_OUTPUT.replace('["refuser", "noisy", "good"]', '["poisoned", "good"]')
+    task = two_outputs(folder, rule.replace("default_error = 1e-3", "default_error = 1e-2"))
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    # poisoned's finite elements are 3e-2 off, within sanity (4 x 1e-2), but it left a NaN: good's 1e-3 counts
+    assert j.details["vendor"] == "good" and j.details["vendor_error"] == pytest.approx(1e-3, rel=1e-3)
+    wrong = task.judge(PARAMS, 5, off_by(honest(task, PARAMS, 5), "out", 1.02))
+    assert not wrong.correct and wrong.reason.startswith("out: relative error 2.0")
+
+
+def test_a_baseline_that_leaves_nan_in_one_of_two_outputs_sets_no_bound_the_next_one_does(folder):
+    rule = '[tolerance]\nbaseline = ["poisoned_out2", "both"]\nfactor = 2.0\nfloor = 1e-6\ndefault_error = 1e-2'
+    task = two_outputs(folder, rule + "\nsanity = 4.0")
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    # poisoned_out2: out 3e-2 off (within sanity), out2 exact but for one NaN; both's worse output (4e-3) counts
+    assert list(j.details) == ["both_error"] and j.details["both_error"] == pytest.approx(4e-3, rel=1e-3)
+    wrong = task.judge(PARAMS, 5, off_by(honest(task, PARAMS, 5), "out", 1.02))
+    assert not wrong.correct and wrong.reason.startswith("out: relative error 2.0")

@@ -56,6 +56,31 @@ def test_a_mismatch_where_the_reference_is_special_is_counted_per_element():
     assert not ok and reason == "lse: 1 elements differ where the reference is -inf/inf/NaN"
 
 
+SPECIAL = {"-inf": -np.inf, "+inf": np.inf, "nan": np.nan}
+CANDIDATES = {**SPECIAL, "0": 0.0, "-1e308": -1e308, "1e308": 1e308}
+
+
+def _compare_torch(name, cand, ref):
+    torch = pytest.importorskip("torch")
+    from gpu_harness.tasks.cuda_device import compare_torch
+
+    return compare_torch(name, torch.from_numpy(cand), torch.from_numpy(ref))
+
+
+@pytest.mark.parametrize("compare", [compare_numpy, _compare_torch], ids=["numpy", "torch"])
+@pytest.mark.parametrize("want", SPECIAL)
+@pytest.mark.parametrize("got", CANDIDATES)
+def test_where_the_reference_is_special_only_the_same_value_matches(compare, want, got):
+    # +inf where the reference is -inf (an LSE of a fully masked row) is as wrong as any other value there;
+    # NaN matches NaN, nothing else does
+    ref, cand = np.array([1.0, SPECIAL[want]]), np.array([1.0, CANDIDATES[got]])
+    c = compare("lse", cand, ref)
+    same = got == want
+    assert (c.mismatched_special, c.bad_nonfinite, c.rel_error) == (0 if same else 1, 0, 0.0)
+    ok, reason = judge_outputs([c], {"lse": 1.0})
+    assert ok is same and reason == (None if same else "lse: 1 elements differ where the reference is -inf/inf/NaN")
+
+
 def test_an_infinite_candidate_where_the_reference_is_finite_is_unwritten_output():
     c = compare_numpy("o", np.array([1.0, np.inf, -np.inf]), np.ones(3))
     assert c.bad_nonfinite == 2
