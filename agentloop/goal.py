@@ -1,7 +1,9 @@
 """The goal check: what the harness's verdict says about the run's goal. Pure functions over EvalResult dicts.
 
 The model's words never enter here. A run succeeds only on a verdict that is correct on every scenario of the
-task's full set and at least the target speedup over the goal baseline. The rules themselves are
+task's full set and at least the target speedup over the goal baseline beyond the noise: the low end of the
+interval on its geometric mean reaches the target (`figures.clears_target`, within `figures.goal_met`, the one
+function the server's check in `runs/services/kernels.py` calls too). The rules themselves are
 `gpu_harness.figures` (the dashboard reads verdicts through the same functions); this module applies them to a
 run's `Goal`.
 """

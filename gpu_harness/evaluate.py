@@ -33,8 +33,9 @@ from .tasks import Scenario, TaskError, get_task
 
 __all__ = ["TIMING", "close_spares", "evaluate"]
 
-# (task, scenario id, device, versions, baseline) -> median ms; reused within one process run
-_BASELINE_CACHE: dict[tuple, float] = {}
+# (task, scenario id, device, versions, baseline) -> median ms, and the same key + "interval" -> the interval on
+# that median ([low, high] ms, verdict.median_interval); reused within one process run
+_BASELINE_CACHE: dict[tuple, float | list[float]] = {}
 
 
 def _now() -> str:

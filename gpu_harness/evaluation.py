@@ -227,6 +227,8 @@ class Evaluation:
     def time_correct_scenarios(self) -> None:
         t_phase = time.monotonic()
         to_time = [s for s in self.plan.scenarios if self.outcome[s.id].correct] if self.plan.timing else []
+        if to_time:
+            self.res.host_load = host_load_now()
         for i, sc in enumerate(to_time):
             o = self.outcome[sc.id]
             self.time_scenario(sc, o)
@@ -234,6 +236,8 @@ class Evaluation:
                 f"[time {i + 1}/{len(to_time)}] {sc.id}: {o.time_ms:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
                 + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in self.res.baselines if o.speedup.get(n))
             )
+        if to_time and "load_1m" in (after := host_load_now()):  # the higher reading: a load that rose counts
+            self.res.host_load["load_1m"] = max(self.res.host_load.get("load_1m", 0.0), after["load_1m"])
         self.phases["timing_s"] = time.monotonic() - t_phase
 
     def time_scenario(self, sc: Scenario, o: ScenarioOutcome) -> None:
@@ -259,15 +263,13 @@ class Evaluation:
         self.spot_check(sc, o, msg["checked"])
         med, spread = verdict.median_and_spread(msg["cand_ms"])
         o.time_ms, o.spread_ms, o.repeats = med, spread, len(msg["cand_ms"])
+        o.time_ci_ms = list(verdict.median_interval(msg["cand_ms"]))
         o.tflops = sc.flops / (med * 1e-3) / 1e12 if med > 0 else None
-        for n, samples in msg["base_ms"].items():
-            if samples:
-                m, _ = verdict.median_and_spread(samples)
-                cached[n] = m
-                self.plan.baseline_cache[self.cache_key(sc, n)] = m
+        intervals = self.baseline_times(sc, msg["base_ms"], cached)
         for n, note in msg["notes"].items():
             o.details[f"{n}_na"] = note
         o.baseline_ms = {n: cached.get(n) for n in self.res.baselines}
+        o.baseline_ci_ms = {n: intervals[n] for n in self.res.baselines if n in intervals}
         o.speedup = {n: (cached[n] / med if n in cached and med > 0 else None) for n in self.res.baselines}
         suspect = self.host_clock(o, per_call)
         suspect = suspect or verdict.timing_suspicion(med, None, sc.flops, sc.bytes, self.limits)
@@ -369,6 +371,22 @@ class Evaluation:
     def cache_key(self, s: Scenario, name: str) -> tuple:
         return self.task.name, s.id, self.device, self.versions, name
 
+    def baseline_times(self, sc: Scenario, base_ms: dict, cached: dict) -> dict[str, list[float]]:
+        """Add the baselines timed now to `cached` (name -> median) and to the process's cache, and return each
+        baseline's interval on its median (verdict.median_interval): a cached one's from the evaluation that
+        timed it, which ran under that evaluation's load, not this one's."""
+        intervals = {}
+        for n in cached:
+            if (interval := self.plan.baseline_cache.get((*self.cache_key(sc, n), "interval"))) is not None:
+                intervals[n] = interval
+        for n, samples in base_ms.items():
+            if samples:
+                cached[n], _ = verdict.median_and_spread(samples)
+                intervals[n] = list(verdict.median_interval(samples))
+                self.plan.baseline_cache[self.cache_key(sc, n)] = cached[n]
+                self.plan.baseline_cache[(*self.cache_key(sc, n), "interval")] = intervals[n]
+        return intervals
+
     def cached_median(self, s: Scenario, name: str) -> float | None:
         """The baseline's median on this scenario from an earlier evaluation; None: it is timed in this one."""
         return self.plan.baseline_cache.get(self.cache_key(s, name)) if self.plan.reuse_baselines else None
@@ -379,6 +397,17 @@ class Evaluation:
         if not self.plan.timing:
             return []
         return [n for n in self.plan.baselines if n in self.task.baselines_to_warm and self.cached_median(s, n) is None]
+
+
+def host_load_now() -> dict:
+    """The host's 1-minute load average and the cores this process may use ({} where the system has no load
+    average). Read by the parent, out of the candidate's reach; the timed child itself adds about 1 to it."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return {}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return {"load_1m": round(load, 2), "cores": cores}
 
 
 def left(deadline: float | None, stage_s: float) -> float:

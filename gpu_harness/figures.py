@@ -48,8 +48,13 @@ def covers(verdict: dict, scenario_ids: list[str]) -> bool:
 
 
 def goal_met(verdict: dict, baseline: str, target: float, full_ids: list[str]) -> bool:
-    """The goal: at least `target` over `baseline`, every scenario correct, and the full set run."""
-    return meets_target(verdict, baseline, target) and covers(verdict, full_ids)
+    """The goal: at least `target` over `baseline` beyond the noise (`clears_target`: the interval's low end),
+    every scenario correct, and the full set run."""
+    return (
+        meets_target(verdict, baseline, target)
+        and clears_target(verdict, baseline, target)
+        and covers(verdict, full_ids)
+    )
 
 
 def best_so_far(best: float | None, speedup: float | None) -> float | None:
@@ -176,3 +181,186 @@ def format_significant(value, digits: int = 3, *, suffix: str = "", missing: str
     else:
         text = format(rounded, f".{digits - 1}e")
     return f"{text}{suffix}"
+
+
+# ---- uncertainty: an interval on each speedup, "no difference", a busy host (docs/harness.md, "Noise") ----
+#
+# The harness records, per scenario, an interval on each median it timed (`time_ci_ms`, and `baseline_ci_ms`
+# beside `baseline_ms`): the order statistics that hold the true median with at least 95% confidence, whatever the
+# distribution of the calls (gpu_harness.verdict.median_interval). A speedup is a baseline's median over the
+# candidate's, so it lies between the baseline's low over the candidate's high and the baseline's high over the
+# candidate's low whenever both medians lie in their intervals. The geometric mean only grows with each scenario's
+# speedup, so it lies between the geometric mean of the lows and that of the highs whenever every scenario's does.
+# Verdicts from before the harness measured these, and malformed ones (they come from workers and imports too),
+# have no interval: the point figure alone is shown, as it was.
+
+# A host is busy when the runnable threads of others (the 1-minute load average, less the one the timed child
+# adds) reach half its usable cores: the timed calls then share cores, caches and memory bandwidth with them.
+BUSY_LOAD_PER_CORE = 0.5
+# Or when, in the median timed scenario, the interquartile range of the calls is over a quarter of their median.
+NOISY_SPREAD = 0.25
+_ROUNDING = 1e-9  # stored figures are rounded through JSON: a point this close to a bound is inside
+
+
+def _pair(value) -> tuple[float, float] | None:
+    """[low, high]: two positive finite numbers, low <= high; anything else is no interval."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return None
+    low, high = _measured(value[0]), _measured(value[1])
+    return (low, high) if low is not None and high is not None and low <= high else None
+
+
+def _inside(value: float, low: float, high: float) -> bool:
+    return low * (1 - _ROUNDING) <= value <= high * (1 + _ROUNDING)
+
+
+def _median_interval(median, interval) -> tuple[float, float] | None:
+    median, interval = _measured(median), _pair(interval)
+    return interval if median is not None and interval is not None and _inside(median, *interval) else None
+
+
+def _by_baseline(scenario: dict, name: str, baseline: str):
+    mapping = scenario.get(name)
+    return mapping.get(baseline) if isinstance(mapping, dict) else None
+
+
+def scenario_interval(scenario: dict, baseline: str) -> tuple[float, float] | None:
+    """The interval on one scenario's speedup over `baseline` (the baseline's interval over the candidate's),
+    or None where the verdict has none or holds one that does not fit its own medians and speedup."""
+    speedup = scenario_speedup(scenario, baseline)
+    candidate = _median_interval(scenario.get("time_ms"), scenario.get("time_ci_ms"))
+    base = _median_interval(
+        _by_baseline(scenario, "baseline_ms", baseline), _by_baseline(scenario, "baseline_ci_ms", baseline)
+    )
+    if speedup is None or candidate is None or base is None:
+        return None
+    low, high = base[0] / candidate[1], base[1] / candidate[0]
+    return (low, high) if _inside(speedup, low, high) else None
+
+
+def geomean_interval(verdict: dict, baseline: str) -> tuple[float, float] | None:
+    """The interval on the geometric-mean speedup over `baseline`: the geometric means of the scenarios' lows and
+    highs, over the scenarios the mean covers (`scenario_speedups`'s); None unless every one of them has one."""
+    covered = [
+        s for s in verdict.get("scenarios") or [] if s.get("correct") and scenario_speedup(s, baseline) is not None
+    ]
+    intervals = [scenario_interval(s, baseline) for s in covered]
+    speedup = speedup_over(verdict, baseline)
+    if speedup is None or not intervals or any(i is None for i in intervals):
+        return None
+    low = math.exp(sum(math.log(i[0]) for i in intervals) / len(intervals))
+    high = math.exp(sum(math.log(i[1]) for i in intervals) / len(intervals))
+    return (low, high) if _inside(speedup, low, high) else None
+
+
+def no_difference(interval: tuple[float, float] | None) -> bool:
+    """True when the interval holds 1.0: the candidate cannot be told from the baseline; shown as "no
+    difference", never as a speedup or a slowdown."""
+    return interval is not None and interval[0] <= 1.0 <= interval[1]
+
+
+def clears_target(verdict: dict, baseline: str, target: float) -> bool:
+    """At least `target` over `baseline` beyond the noise: the low end of the geometric mean's interval reaches
+    the target. A verdict without an interval (from before the harness measured one) is held to its point."""
+    interval = geomean_interval(verdict, baseline)
+    if interval is None:
+        speedup = speedup_over(verdict, baseline)
+        return speedup is not None and speedup >= target
+    return interval[0] >= target
+
+
+def host_load(verdict: dict) -> dict:
+    """The verdict's `host_load` ({"load_1m", "cores"}) when well formed (a load that is a non-negative finite
+    number, a positive whole number of cores); else {}."""
+    value = verdict.get("host_load")
+    if not isinstance(value, dict):
+        return {}
+    load, cores = value.get("load_1m"), value.get("cores")
+    if isinstance(load, bool) or not isinstance(load, (int, float)) or not math.isfinite(load) or load < 0:
+        return {}
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+        return {}
+    return {"load_1m": float(load), "cores": cores}
+
+
+def _median_spread_share(verdict: dict) -> float | None:
+    shares = sorted(
+        spread / time
+        for s in verdict.get("scenarios") or []
+        if s.get("correct")
+        and (time := _measured(s.get("time_ms"))) is not None
+        and (spread := _measured(s.get("spread_ms"))) is not None
+    )
+    return shares[len(shares) // 2] if shares else None
+
+
+def host_busy(verdict: dict) -> str | None:
+    """Why the verdict's timings were taken on a busy host (its load while timing, or the calls' own spread), or
+    None: not busy, or not recorded (a verdict from before the harness measured it)."""
+    load = host_load(verdict)
+    if load and (load["load_1m"] - 1) / load["cores"] >= BUSY_LOAD_PER_CORE:
+        return f"load {load['load_1m']:.2f} on {load['cores']} cores while timing"
+    share = _median_spread_share(verdict)
+    if share is not None and share > NOISY_SPREAD:
+        return f"timed calls spread {share:.0%} of their median"
+    return None
+
+
+def scenario_noise_fields(scenario: dict) -> dict:
+    """What a store keeps of a scenario's noise figures (time_ci_ms, spread_ms, baseline_ms, baseline_ci_ms):
+    only the well-formed ones; a malformed field from a worker or an import is dropped, not stored."""
+    kept: dict = {}
+    if (interval := _median_interval(scenario.get("time_ms"), scenario.get("time_ci_ms"))) is not None:
+        kept["time_ci_ms"] = list(interval)
+    if (spread := _measured(scenario.get("spread_ms"))) is not None:
+        kept["spread_ms"] = spread
+    medians = scenario.get("baseline_ms") if isinstance(scenario.get("baseline_ms"), dict) else {}
+    kept_medians, kept_intervals = {}, {}
+    for name, median in medians.items():
+        if (median := _measured(median)) is None:
+            continue
+        kept_medians[name] = median
+        interval = _median_interval(median, _by_baseline(scenario, "baseline_ci_ms", name))
+        if interval is not None:
+            kept_intervals[name] = list(interval)
+    if kept_medians:
+        kept["baseline_ms"] = kept_medians
+    if kept_intervals:
+        kept["baseline_ci_ms"] = kept_intervals
+    return kept
+
+
+def time_ratio_interval(a: dict, b: dict) -> tuple[float, float] | None:
+    """The interval on how many times faster scenario `a` ran than `b` (b's time over a's), two evaluations'
+    timings of one scenario (the compare page); None where either has no interval."""
+    ia = _median_interval(a.get("time_ms"), a.get("time_ci_ms"))
+    ib = _median_interval(b.get("time_ms"), b.get("time_ci_ms"))
+    return None if ia is None or ib is None else (ib[0] / ia[1], ib[1] / ia[0])
+
+
+def format_interval(interval: tuple[float, float] | None, *, times: str = "×", missing: str = "") -> str:
+    """An interval as text, 3 significant digits: `0.820–1.31×`; `missing` for none."""
+    if interval is None:
+        return missing
+    return f"{format_significant(interval[0])}–{format_significant(interval[1])}{times}"
+
+
+def speedup_text(
+    value: float | None, interval: tuple[float, float] | None, *, times: str = "×", missing: str = "—"
+) -> str:
+    """A speedup with its interval: `1.520× (1.41–1.63×)`; `no difference (0.820–1.31×)` when the interval holds
+    1.0; the point alone (`format_speedup`) where there is no interval."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return missing
+    if interval is None:
+        return format_speedup(value, times=times, missing=missing)
+    if no_difference(interval):
+        return f"no difference ({format_interval(interval, times=times)})"
+    return f"{format_speedup(value, times=times)} ({format_interval(interval, times=times)})"
+
+
+def verdict_speedup_text(verdict: dict, baseline: str, *, times: str = "×", missing: str = "—") -> str:
+    """The geometric-mean speedup over `baseline` as every page and report writes it (`speedup_text`)."""
+    return speedup_text(
+        speedup_over(verdict, baseline), geomean_interval(verdict, baseline), times=times, missing=missing
+    )

@@ -6,7 +6,7 @@ This module sits above `result.py` (it imports the verdict type; the verdict kno
 
 from __future__ import annotations
 
-from .figures import format_speedup, speedup_over
+from .figures import host_busy, no_difference, scenario_interval, speedup_over, verdict_speedup_text
 from .result import EvalResult
 
 
@@ -23,21 +23,32 @@ def summary_line(r: EvalResult) -> str:
     parts.append(f"{ok}/{n} scenarios correct")
     if r.geomean_tflops is not None:
         parts.append(f"geomean {r.geomean_tflops:.4g} TFLOP/s")
-    verdict = {"geomean": r.geomean}
+    verdict = r.to_dict()
     for name in r.baselines:
-        speedup = speedup_over(verdict, name)
-        if speedup is None:
+        if speedup_over(verdict, name) is None:
             parts.append(f"vs {name}: n/a" + (f" ({r.baseline_notes[name]})" if name in r.baseline_notes else ""))
         else:
-            parts.append(f"vs {name}: {format_speedup(speedup)} over {r.geomean[name].get('count')}")
+            text = verdict_speedup_text(verdict, name, times="x")
+            parts.append(f"vs {name}: {text} over {r.geomean[name].get('count')}")
+    if busy := host_busy(verdict):
+        parts.append(f"host was busy ({busy})")
     parts.append(f"{r.wall_s:.1f}s")
     return " | ".join(parts)
+
+
+def _speedup_cell(scenario: dict, baseline: str) -> str:
+    """A scenario's speedup in the table: "no diff" where its interval holds 1.0 (figures.no_difference)."""
+    value = (scenario.get("speedup") or {}).get(baseline)
+    if no_difference(scenario_interval(scenario, baseline)):
+        return "no diff"
+    return _num(value, ".3f")
 
 
 def render_table(r: EvalResult, max_rows: int | None = None) -> str:
     head = ["scenario", "ok", "error", "tol", "ms", "TFLOP/s"] + [f"x {b}" for b in r.baselines]
     rows = []
-    for s in r.scenarios:
+    scenario_dicts = r.to_dict()["scenarios"]
+    for s, sd in zip(r.scenarios, scenario_dicts):
         rows.append(
             [
                 s.id,
@@ -47,7 +58,7 @@ def render_table(r: EvalResult, max_rows: int | None = None) -> str:
                 _num(s.time_ms, ".4g"),
                 _num(s.tflops, ".4g"),
             ]
-            + [_num(s.speedup.get(b), ".3f") for b in r.baselines]
+            + [_speedup_cell(sd, b) for b in r.baselines]
         )
     shown = rows if max_rows is None or len(rows) <= max_rows else rows[:max_rows]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *shown)] if shown else [len(h) for h in head]

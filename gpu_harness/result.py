@@ -33,6 +33,10 @@ class ScenarioOutcome:
     tolerance: float | None = None  # the error bound this scenario was held to
     baseline_ms: dict[str, float | None] = field(default_factory=dict)
     host_ms: float | None = None  # the parent's own wall clock over a batch, per call
+    # the uncertainty of the medians (verdict.median_interval, [low, high] in ms): the candidate's, and each
+    # baseline's with its median; figures.scenario_interval turns them into an interval on each speedup
+    time_ci_ms: list[float] | None = None
+    baseline_ci_ms: dict[str, list[float]] = field(default_factory=dict)
     details: dict = field(default_factory=dict)
 
 
@@ -63,6 +67,9 @@ class EvalResult:
     reference: str = ""  # what the outputs were judged against (e.g. "fused fp32 kernel")
     # the device's measured peaks the timings were checked against: peak_tflops, peak_gbps (empty on a CPU)
     peaks: dict = field(default_factory=dict)
+    # how loaded the host was while timing: load_1m (the highest 1-minute load average seen), cores (usable);
+    # figures.host_busy says whether that, or the timings' own spread, makes the figures doubtful
+    host_load: dict = field(default_factory=dict)
 
     @property
     def all_correct(self) -> bool:

@@ -390,6 +390,8 @@ class Evaluation(models.Model):
     # The device's measured peaks the harness checked the timings against ({"peak_tflops", "peak_gbps"}; empty:
     # not measured, e.g. a CPU task or a verdict from before the harness reported them).
     peaks = models.JSONField(default=dict, blank=True, help_text="Measured device peaks: peak_tflops, peak_gbps")
+    # The host's load while timing ({"load_1m", "cores"}, gpu_harness.figures.host_load; empty: not recorded).
+    host_load = models.JSONField(default=dict, blank=True, help_text="Host load while timing: load_1m, cores")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -411,6 +413,7 @@ class Evaluation(models.Model):
             "status": self.status,
             "geomean": self.geomean,
             "peaks": self.peaks,
+            "host_load": self.host_load,
             "scenarios": [s.outcome() for s in self.scenarios.all()],
         }
 
@@ -429,6 +432,9 @@ class ScenarioResult(models.Model):
     time_ms = models.FloatField(null=True, blank=True)
     tflops = models.FloatField(null=True, blank=True)
     speedups = models.JSONField(default=dict, blank=True, help_text="Baseline name -> speedup (null: n/a)")
+    # The noise of the timing, as the harness measured it (gpu_harness.figures.scenario_noise_fields: time_ci_ms,
+    # spread_ms, baseline_ms, baseline_ci_ms; empty for a verdict from before them).
+    noise = models.JSONField(default=dict, blank=True, help_text="Intervals on the timed medians, the spread")
 
     class Meta:
         ordering = ["evaluation", "id"]
@@ -445,6 +451,7 @@ class ScenarioResult(models.Model):
     def outcome(self) -> dict:
         """This scenario in the shape of a verdict's scenario (`ScenarioOutcome`), for gpu_harness.figures."""
         return {
+            **(self.noise if isinstance(self.noise, dict) else {}),
             "id": self.scenario_id,
             "params": self.params,
             "correct": self.correct,

@@ -139,6 +139,14 @@ def run_evaluations(run: Run) -> list[Evaluation]:
     )
 
 
+def evaluation_speedup_text(evaluation: Evaluation, baseline: str) -> str:
+    """An evaluation's speedup over `baseline` as the run page's Evaluations table writes it: with its interval,
+    "no difference" where that holds 1.0, and "host was busy" when it was (gpu_harness.figures)."""
+    verdict = evaluation.verdict()
+    text = figures.verdict_speedup_text(verdict, baseline)
+    return f"{text} · host was busy" if figures.host_busy(verdict) else text
+
+
 def run_speedup_series(run: Run) -> dict:
     """Every evaluation of a run as a point (x = its step's seq), the best-so-far line, and its questions, all
     over the run's own goal (`Run.goal`), the one it is judged against."""
@@ -158,9 +166,7 @@ def run_speedup_series(run: Run) -> dict:
                 # What the run page's Evaluations table shows of it, as its template writes it (the page redraws
                 # the table from these when the feed announces an evaluation).
                 "status_label": evaluation.get_status_display(),
-                "speedup_text": figures.format_speedup(
-                    evaluation.speedup_over(baseline), digits=".3f", times="×", missing="—"
-                ),
+                "speedup_text": evaluation_speedup_text(evaluation, baseline),
                 "kernel_short": evaluation.kernel.sha256[:12],
             }
         )

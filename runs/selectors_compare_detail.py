@@ -39,6 +39,29 @@ def _ratio(a: dict | None, b: dict | None) -> float | None:
     return tb / ta
 
 
+def same_source_note(first: Run, other: Run, best: Evaluation) -> str:
+    """What the grid says instead of ratios when both runs' best kernels are one source: any ratio between two
+    timings of one source is the machine's noise, not a difference between the runs."""
+    return (
+        f"same source: the best kernels of runs {first.pk} and {other.pk} are one source "
+        f"(sha256 {best.kernel.sha256[:12]}), so their timings differ by noise only"
+    )
+
+
+def _ratio_cell(sid: str, ratio: float | None, a: dict, b: dict, run_a: int, run_b: int) -> dict:
+    """One cell of a ratio grid: the ratio, or "no difference" where the interval on it (from the two timings'
+    intervals, gpu_harness.figures.time_ratio_interval) holds 1.0; its title gives the times and the interval."""
+    interval = figures.time_ratio_interval(a, b) if ratio is not None else None
+    same = figures.no_difference(interval)
+    title = f"{sid}: run {run_a} {_sig(a.get('time_ms'))} ms, run {run_b} {_sig(b.get('time_ms'))} ms"
+    return {
+        "id": sid,
+        "text": "no difference" if same else (_sig(ratio, "×") if ratio is not None else "—"),
+        "tone": "even" if same else speedup_tone(ratio),
+        "title": title + (f" · interval {figures.format_interval(interval)}" if interval else ""),
+    }
+
+
 def ratio_grids(runs: list[Run]) -> list[dict]:
     """The first run's best kernel against each other run's, one grid per other run: in each cell, how many
     times faster the first run's best kernel ran that scenario (the other's time over the first's)."""
@@ -58,6 +81,9 @@ def ratio_grids(runs: list[Run]) -> list[dict]:
             missing = first.pk if first_best is None else other.pk
             entry["note"] = f"run {missing} has no evaluation correct on every scenario it ran yet"
             continue
+        if first_best.kernel.sha256 == other_best.kernel.sha256:
+            entry["note"] = same_source_note(first, other, first_best)
+            continue
         a = {s["id"]: s for s in first_best.verdict()["scenarios"]}
         b = {s["id"]: s for s in other_best.verdict()["scenarios"]}
         common = [s for sid, s in a.items() if sid in b]
@@ -74,16 +100,7 @@ def ratio_grids(runs: list[Run]) -> list[dict]:
                 if sid is None:
                     cells.append(None)
                     continue
-                ratio = ratios[sid]
-                cells.append(
-                    {
-                        "id": sid,
-                        "text": _sig(ratio, "×") if ratio is not None else "—",
-                        "tone": speedup_tone(ratio),
-                        "title": f"{sid}: run {first.pk} {_sig(a[sid].get('time_ms'))} ms, "
-                        f"run {other.pk} {_sig(b[sid].get('time_ms'))} ms",
-                    }
-                )
+                cells.append(_ratio_cell(sid, ratios[sid], a[sid], b[sid], first.pk, other.pk))
             entry["grid_rows"].append({"values": [_param_text(v) for v in values], "cells": cells})
         measured = [v for v in ratios.values() if v is not None]
         entry.update(

@@ -66,6 +66,7 @@ def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str])
     gbps_share = figures.peak_share(gbps, peaks.get("peak_gbps"))
     over_peak = any(share is not None and share > 1.0 for share in (tflops_share, gbps_share))
     speedups = {b: figures.scenario_speedup(s, b) for b in baselines}
+    intervals = {b: figures.scenario_interval(s, b) for b in baselines}
     return {
         "id": s["id"],
         "params": s.get("params") or {},
@@ -81,9 +82,15 @@ def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str])
         # A figure above the measured peak, or a correct scenario the harness still wrote a reason for (a timing
         # it found suspect), is marked so that it stands out.
         "suspect": over_peak or (outcome == "correct" and bool(s.get("reason"))),
-        "speedups": {b: _sig(v, "×") for b, v in speedups.items()},
-        "tones": {b: speedup_tone(v) for b, v in speedups.items()},
+        "speedups": {b: _speedup_cell_text(v, intervals[b]) for b, v in speedups.items()},
+        "intervals": {b: figures.format_interval(i) for b, i in intervals.items()},
+        "tones": {b: "even" if figures.no_difference(intervals[b]) else speedup_tone(v) for b, v in speedups.items()},
     }
+
+
+def _speedup_cell_text(value: float | None, interval: tuple[float, float] | None) -> str:
+    """A scenario's speed-up in a cell: "no difference" where its interval holds 1.0 (gpu_harness.figures)."""
+    return "no difference" if figures.no_difference(interval) else _sig(value, "×")
 
 
 def _cell_title(row: dict, params_shown: list[str], has_peaks: bool) -> str:
@@ -95,7 +102,12 @@ def _cell_title(row: dict, params_shown: list[str], has_peaks: bool) -> str:
         f"{row['tflops']} TFLOP/s{share} · {row['gbps']} GB/s"
         + (f" ({row['gbps_share']} of peak)" if has_peaks else "")
     )
-    lines.append(" · ".join(f"vs {b} {text}" for b, text in row["speedups"].items()))
+    lines.append(
+        " · ".join(
+            f"vs {b} {text}" + (f" ({row['intervals'][b]})" if row["intervals"][b] else "")
+            for b, text in row["speedups"].items()
+        )
+    )
     return "\n".join(lines)
 
 
@@ -127,12 +139,34 @@ def column_headers(axes: list[str], columns: list[tuple]) -> list[list[tuple[str
     return headers or [[("speed-up", 1)]]
 
 
+def _spread_row(verdict: dict, baseline: str, goal: bool) -> dict:
+    """One baseline's row of the spread table: the speed-ups' spread, and the geometric mean with its interval
+    ("no difference" where it holds 1.0)."""
+    spread = figures.speedup_spread(verdict, baseline)
+    interval = figures.geomean_interval(verdict, baseline)
+    return {
+        "baseline": baseline,
+        "goal": goal,
+        "count": spread["count"],
+        "min": _sig(spread["min"], "×"),
+        "median": _sig(spread["median"], "×"),
+        "geomean": "no difference" if figures.no_difference(interval) else _sig(spread["geomean"], "×"),
+        "interval": figures.format_interval(interval),
+        "below_one": spread["below_one"],
+    }
+
+
 def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
     """Everything the evidence view shows of `evaluation` (its ScenarioResult rows in `scenarios`)."""
     task = evaluation.kernel.task if evaluation.kernel.task_id else None
     spec = (task.spec if task else None) or {}
     outcomes = [s.outcome() for s in scenarios]
-    verdict = {"status": evaluation.status, "geomean": evaluation.geomean, "scenarios": outcomes}
+    verdict = {
+        "status": evaluation.status,
+        "geomean": evaluation.geomean,
+        "host_load": evaluation.host_load,
+        "scenarios": outcomes,
+    }
     baselines = evaluation_baselines(evaluation)
     chosen = default_baseline(evaluation, baselines)
     peaks = evaluation.peaks or {}
@@ -151,20 +185,7 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
     for r, values in enumerate(grid.rows):
         cells = [by_id.get(grid.cell(r, c)) for c in range(len(grid.columns))]
         grid_rows.append({"values": [_param_text(v) for v in values], "cells": cells})
-    spread = []
-    for b in baselines:
-        figures_b = figures.speedup_spread(verdict, b)
-        spread.append(
-            {
-                "baseline": b,
-                "goal": b == chosen,
-                "count": figures_b["count"],
-                "min": _sig(figures_b["min"], "×"),
-                "median": _sig(figures_b["median"], "×"),
-                "geomean": _sig(figures_b["geomean"], "×"),
-                "below_one": figures_b["below_one"],
-            }
-        )
+    spread = [_spread_row(verdict, b, b == chosen) for b in baselines]
     counts = {k: sum(1 for r in rows if r["outcome"] == k) for k in OUTCOME_TEXT}
     if not peaks:
         peaks_note = "No share of the peak: the harness recorded no measured device peak for this evaluation."
@@ -193,5 +214,6 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
         "has_peaks": has_peaks,
         "has_bytes": has_bytes,
         "peaks_note": peaks_note,
+        "host_busy": figures.host_busy(verdict),
         "cells_json": {r["id"]: r["cells"] for r in rows},
     }

@@ -149,7 +149,9 @@ def run_detail(request, run_id: int):
             "run": run,
             "kinds": StepKind.choices,
             "message_form": MessageForm(),
-            "evaluations": evaluations_for_run(run.pk).order_by("-created_at", "-pk")[:EVALUATIONS_SHOWN],
+            "evaluations": evaluations_for_run(run.pk)
+            .prefetch_related("scenarios")
+            .order_by("-created_at", "-pk")[:EVALUATIONS_SHOWN],
             "evaluations_shown": EVALUATIONS_SHOWN,
             "baselines": sorted(run.best_speedups.items()),
             "goal_baseline": goal_baseline,

@@ -78,6 +78,7 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
             scenario_set=str(result.get("scenario_set") or "")[:40],
             geomean=result.get("geomean") or {},
             peaks=_peaks(result.get("peaks")),
+            host_load=figures.host_load(result),
             started_at=as_datetime(result["started_at"]) if result.get("started_at") else None,
             finished_at=as_datetime(result["finished_at"]) if result.get("finished_at") else None,
         )
@@ -92,6 +93,7 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
                 time_ms=s.get("time_ms"),
                 tflops=s.get("tflops"),
                 speedups=s.get("speedup") or {},
+                noise=figures.scenario_noise_fields(s),
             )
             for s in scenarios
         )
@@ -130,7 +132,8 @@ def _raise_run_best(run: Run, verdict: dict) -> None:
 def evaluation_meets_goal(evaluation: Evaluation, run: Run) -> bool:
     """Whether this stored evaluation confirms `run`'s goal, by the server's own reading of it (docs/protocol.md
     1.2 `goal_met`): a correct verdict, every scenario correct, every scenario of the task's full set among them,
-    and the geometric-mean speedup over the run's goal baseline at least the run's target. The worker's own
+    and the geometric-mean speedup over the run's goal baseline at least the run's target beyond the noise (the
+    low end of its interval, `gpu_harness.figures.clears_target`, as the agent loop's own check). The worker's own
     `goal_met` is not taken on trust."""
     baseline, target = run.goal
     return figures.goal_met(evaluation.verdict(), baseline, target, list(run.task.scenario_ids or []))

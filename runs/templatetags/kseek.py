@@ -7,7 +7,7 @@ from django.utils.safestring import mark_safe
 
 from gpu_harness.figures import format_speedup
 from runs import permissions
-from runs.selectors import questions_pending_count
+from runs.selectors import evaluation_speedup_text, questions_pending_count
 
 register = template.Library()
 
@@ -67,6 +67,13 @@ def highlight(source: str, language: str = "cuda") -> str:
             source or "", lexer, HtmlFormatter(linenos="table", cssclass="source", anchorlinenos=True, lineanchors="L")
         )
     )
+
+
+@register.filter
+def speedup_measured(evaluation, baseline: str) -> str:
+    """A stored evaluation's speedup over `baseline` with its noise, as the run page writes it
+    (`runs.selectors.evaluation_speedup_text`)."""
+    return evaluation_speedup_text(evaluation, baseline)
 
 
 @register.filter

@@ -24,3 +24,29 @@ def test_only_a_verdict_correct_on_everything_gives_a_verified_speedup():
     assert verified_speedup(verdict(1.5), goal) == 1.5 == speedup_over(verdict(1.5), "naive")
     assert verified_speedup(verdict(1.5, correct=False), goal) is None
     assert speedup_over(verdict(1.5, correct=False), "naive") == 1.5  # measured, not verified
+
+
+def timed_verdict(speedup, low, high):
+    """A verdict on scenarios a and b, each `speedup` over naive, with the harness's intervals on the medians
+    so that each speed-up's interval is [low, high]."""
+    scenario = {
+        "correct": True,
+        "time_ms": 1.0,
+        "time_ci_ms": [1.0, 1.0],
+        "speedup": {"naive": speedup},
+        "baseline_ms": {"naive": speedup},
+        "baseline_ci_ms": {"naive": [low, high]},
+    }
+    return {
+        "status": "correct",
+        "scenarios": [{"id": "a", **scenario}, {"id": "b", **scenario}],
+        "geomean": {"naive": {"speedup": speedup, "count": 2}},
+    }
+
+
+def test_the_goal_is_met_only_when_the_interval_clears_the_target():
+    goal = Goal(baseline="naive", speedup=2.0)
+    within_noise = timed_verdict(2.3, 1.7, 2.9)  # above the target at its point, not beyond its noise
+    assert meets_target(within_noise, goal)  # worth a full check
+    assert not goal_met(within_noise, goal, ["a", "b"])
+    assert goal_met(timed_verdict(2.3, 2.0, 2.6), goal, ["a", "b"])  # exactly at the target, at its low end

@@ -41,9 +41,10 @@ def two_runs():
     record(a, 6, "evaluation", evaluation_payload(2.4))
     record(a, 7, "note", {"text": "after the goal"})
     question_ask_human(run=a, author=rita, text="Have you profiled it?")
-    record(b, 0, "evaluation", evaluation_payload(1.1), tokens_in=7, cost_usd=0.125)
-    record(b, 1, "evaluation", evaluation_payload(None, correct=False))
-    record(b, 2, "evaluation", evaluation_payload(1.5))
+    # B's kernels are sources of its own: two runs' best kernels of one source compare as "same source".
+    record(b, 0, "evaluation", evaluation_payload(1.1, source="// b\n"), tokens_in=7, cost_usd=0.125)
+    record(b, 1, "evaluation", evaluation_payload(None, correct=False, source="// b wrong\n"))
+    record(b, 2, "evaluation", evaluation_payload(1.5, source="// b best\n"))
     return Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk)
 
 

@@ -15,9 +15,9 @@ from tests.foundation.factories import make_run, make_task
 pytestmark = pytest.mark.django_db
 
 
-def timed(speedup, times: dict[str, float]) -> dict:
-    """An evaluation payload whose scenarios ran in `times` (scenario id -> ms)."""
-    payload = evaluation_payload(speedup)
+def timed(speedup, times: dict[str, float], source: str = "// fast\n") -> dict:
+    """An evaluation payload of `source` whose scenarios ran in `times` (scenario id -> ms)."""
+    payload = evaluation_payload(speedup, source=source)
     for s in payload["result"]["scenarios"]:
         s["time_ms"] = times[s["id"]]
     return payload
@@ -32,7 +32,7 @@ def test_the_grid_holds_how_many_times_faster_the_first_runs_best_kernel_ran_eac
     b = run_claim(worker=host)
     record(a, 0, "evaluation", timed(1.5, {"n256": 4.0, "n512": 4.0}))
     record(a, 1, "evaluation", timed(3.0, {"n256": 1.0, "n512": 2.0}))  # a's best
-    record(b, 0, "evaluation", timed(1.2, {"n256": 2.0, "n512": 3.0}))  # b's best
+    record(b, 0, "evaluation", timed(1.2, {"n256": 2.0, "n512": 3.0}, source="// b\n"))  # b's best
     record(b, 1, "evaluation", evaluation_payload(None, correct=False))  # wrong: never its best
     a, b = Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk)
     assert best_evaluation(a).step.seq == 1 and best_evaluation(b).step.seq == 0

@@ -200,12 +200,17 @@ def test_timing_a_scenario_records_the_median_speedups_and_the_baseline_cache(mo
     o.correct = True
     ev.time_scenario(SCENARIOS[0], o)
     assert o.correct and o.time_ms == 1.0 and o.speedup == {"base": 2.0} and o.baseline_ms == {"base": 2.0}
-    assert cache == {("scripted", "s1", "dev", "v1", "base"): 2.0}
+    # the median and the interval on it (verdict.median_interval), which a reuse carries into its verdict
+    assert cache == {
+        ("scripted", "s1", "dev", "v1", "base"): 2.0,
+        ("scripted", "s1", "dev", "v1", "base", "interval"): [2.0, 2.0],
+    }
     # a second evaluation reuses the cached median: the child is asked to time no baseline
     ev2, _ = evaluation(timed([1.0, 1.0, 1.0], base_ms={}), {0: "ok"}, cache=cache)
     monkeypatch.setattr(ev2, "host_clock", lambda o, per_call: None)
     ev2.time_scenario(SCENARIOS[0], ev2.res.scenarios[0])
     assert ev2.session.sent[0]["baselines"] == [] and ev2.res.scenarios[0].speedup == {"base": 2.0}
+    assert ev2.res.scenarios[0].baseline_ci_ms == {"base": [2.0, 2.0]}
     # unless told not to reuse: then it times the baseline again
     ev3, _ = evaluation(timed([1.0, 1.0, 1.0]), {0: "ok"}, cache=cache, reuse=False)
     monkeypatch.setattr(ev3, "host_clock", lambda o, per_call: None)

@@ -621,7 +621,8 @@ def test_the_baseline_cache_is_keyed_by_task_scenario_device_versions_and_baseli
     ev, _ = make(timed([1.0, 1.0, 1.0]), {0: "ok"}, cache=cache)
     monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
     ev.time_scenario(SCENARIOS[1], ev.res.scenarios[1])
-    assert cache == {("scripted", "s2", "dev", "v1", "base"): 2.0}
+    key = ("scripted", "s2", "dev", "v1", "base")
+    assert cache == {key: 2.0, (*key, "interval"): [2.0, 2.0]}
 
 
 def test_a_batch_faster_than_its_latency_counts_as_no_time_of_the_parents(monkeypatch):

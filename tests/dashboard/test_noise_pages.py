@@ -1,0 +1,135 @@
+"""Noise on the dashboard (issue 34, item 4): a speed-up whose interval holds 1.0 is shown as "no difference" on the
+run page and the evaluation page, a host that was busy says so, comparing two runs whose best kernels are one
+source says "same source", a run's goal is confirmed only beyond the noise, and verdicts from before intervals, or
+with malformed ones, still render with their point figure. Every verdict comes in through the worker's store."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Evaluation, Run
+from runs.services import run_claim, worker_events_record
+from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker
+from tests.dashboard.test_compare import record
+from tests.foundation.factories import make_run, make_task
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def viewer(client):
+    client.force_login(make_user("vera"))
+    return client
+
+
+def measured(speedup, low, high, *, source="// fast\n", host_load=None) -> dict:
+    """An evaluation payload as the harness writes it now: each scenario's medians with their intervals, such that
+    every scenario's speed-up over naive is `speedup` within [low, high] (the candidate's median pinned at 1.5)."""
+    payload = evaluation_payload(speedup, source=source)
+    for s in payload["result"]["scenarios"]:
+        s.update(
+            time_ms=1.5,
+            time_ci_ms=[1.5, 1.5],
+            spread_ms=0.01,
+            baseline_ms={"naive": 1.5 * speedup},
+            baseline_ci_ms={"naive": [1.5 * low, 1.5 * high]},
+        )
+    if host_load is not None:
+        payload["result"]["host_load"] = host_load
+    return payload
+
+
+def evaluation_cell(run_page: str, evaluation: Evaluation) -> str:
+    """The speed-up cell of `evaluation`'s row in the run page's Evaluations table."""
+    row = re.search(rf'<tr data-evaluation="{evaluation.pk}">.*?</tr>', run_page, re.S).group(0)
+    return re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[2].strip()
+
+
+def a_run(task=None, model="a"):
+    host, _ = make_worker(f"host-{model}")
+    make_run(task=task or make_task(), model=model)
+    return run_claim(worker=host)
+
+
+def test_the_naive_kernel_against_itself_shows_no_difference_on_the_run_and_evaluation_pages(viewer):
+    run = a_run()
+    record(run, 0, "evaluation", measured(1.06, 0.82, 1.31))
+    evaluation = Evaluation.objects.get(run=run)
+    run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert evaluation_cell(run_page, evaluation) == "no difference (0.820–1.31×)"
+    chart = viewer.get(reverse("run_chart", args=[run.pk])).json()
+    assert chart["points"][0]["speedup_text"] == "no difference (0.820–1.31×)"
+    page = viewer.get(reverse("evaluation_detail", args=[evaluation.pk])).content.decode()
+    spread = re.search(r'<td class="geomean">([^<]*)<span class="interval">\(([^)]*)\)', page)
+    assert spread.groups() == ("no difference ", "0.820–1.31×")
+    cells = re.findall(r'<td class="cell tone-([\w-]+)[^"]*"[^>]*data-scenario="([^"]+)"[^>]*>([^<]*)</td>', page)
+    assert {sid: (tone, text) for tone, sid, text in cells} == {
+        "n256": ("even", "no difference"),
+        "n512": ("even", "no difference"),
+    }
+
+
+def test_a_speedup_beyond_its_noise_is_shown_with_its_interval(viewer):
+    run = a_run()
+    record(run, 0, "evaluation", measured(2.4, 2.2, 2.6))
+    run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert evaluation_cell(run_page, Evaluation.objects.get(run=run)) == "2.400× (2.20–2.60×)"
+
+
+def test_an_evaluation_on_a_busy_host_says_the_host_was_busy(viewer):
+    run = a_run()
+    record(run, 0, "evaluation", measured(2.4, 2.2, 2.6, host_load={"load_1m": 7.5, "cores": 2}))
+    evaluation = Evaluation.objects.get(run=run)
+    assert evaluation.host_load == {"load_1m": 7.5, "cores": 2}
+    run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert evaluation_cell(run_page, evaluation) == "2.400× (2.20–2.60×) · host was busy"
+    page = viewer.get(reverse("evaluation_detail", args=[evaluation.pk])).content.decode()
+    assert "The host was busy while timing (load 7.50 on 2 cores while timing)" in page
+
+
+def test_a_success_whose_interval_does_not_clear_the_goal_is_refused():
+    run = a_run()  # the goal: 2x over naive on the full set
+    record(run, 0, "evaluation", measured(2.3, 1.7, 2.9))  # 2.3x at its point, down to 1.7x within its noise
+    [outcome] = worker_events_record(
+        items=[(run.worker, event(run.pk, 1, "status", {"status": "succeeded", "reason": "goal_met"}))]
+    )
+    assert not outcome.stored and "confirms the goal" in outcome.error
+    assert Run.objects.get(pk=run.pk).status != "succeeded"
+    cleared = a_run(model="b")
+    record(cleared, 0, "evaluation", measured(2.3, 2.1, 2.5))  # beyond the noise
+    record(cleared, 1, "status", {"status": "succeeded", "reason": "goal_met"})
+    assert Run.objects.get(pk=cleared.pk).status == "succeeded"
+
+
+def test_two_runs_whose_best_kernels_are_one_source_compare_as_same_source(viewer):
+    task = make_task()
+    a, b, c = a_run(task, "a"), a_run(task, "b"), a_run(task, "c")
+    record(a, 0, "evaluation", measured(0.82, 0.7, 0.95, source="// naive\n"))
+    record(b, 0, "evaluation", measured(1.56, 1.3, 1.8, source="// naive\n"))
+    record(c, 0, "evaluation", measured(1.1, 1.0, 1.2, source="// tiled\n"))
+    page = viewer.get(reverse("run_compare") + f"?runs={a.pk},{b.pk},{c.pk}").content.decode()
+    notes = re.findall(r'<p class="empty ratio-note">([^<]*)</p>', page)
+    assert len(notes) == 1 and notes[0].startswith(f"same source: the best kernels of runs {a.pk} and {b.pk}")
+    assert f'data-run-b="{c.pk}"' in page  # another source still gets its grid
+    assert f'data-run-b="{b.pk}"' not in page
+
+
+def test_a_verdict_from_before_intervals_or_with_malformed_ones_shows_its_point_figure(viewer):
+    run = a_run()
+    record(run, 0, "evaluation", evaluation_payload(1.06))  # no interval at all
+    malformed = measured(1.5, 1.2, 1.8, host_load={"load_1m": "high", "cores": -1})
+    for s in malformed["result"]["scenarios"]:
+        s["time_ci_ms"] = [2.0, 1.0]  # not ordered
+        s["baseline_ci_ms"] = {"naive": "wide"}
+    record(run, 1, "evaluation", malformed)
+    stored = Evaluation.objects.get(run=run, step__seq=1)
+    assert stored.host_load == {} and all(
+        s.noise == {"spread_ms": 0.01, "baseline_ms": {"naive": 2.25}} for s in stored.scenarios.all()
+    )
+    run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
+    texts = {evaluation_cell(run_page, e) for e in Evaluation.objects.filter(run=run)}
+    assert texts == {"1.060×", "1.500×"}
+    for evaluation in Evaluation.objects.filter(run=run):
+        page = viewer.get(reverse("evaluation_detail", args=[evaluation.pk]))
+        assert page.status_code == 200 and 'class="interval"' not in page.content.decode()

@@ -1,0 +1,45 @@
+"""Noise on the real CPU task: the naive kernel timed against itself (the "naive" baseline is the same source)
+is no speed-up and no slow-down, however loaded the machine: its interval holds 1.0 and the report says "no
+difference". The harness also records the host's load while timing."""
+
+from pathlib import Path
+
+import pytest
+
+from gpu_harness import evaluate, figures
+from gpu_harness.report import render_table, summary_line
+
+from .conftest import needs_gxx
+
+NAIVE = Path(__file__).resolve().parents[2] / "kernels" / "matmul_cpu" / "naive.cpp"
+
+pytestmark = needs_gxx
+
+
+@pytest.fixture(scope="module")
+def naive_against_itself():
+    # No baseline medians from an earlier evaluation of this process: the baseline is timed beside the candidate.
+    return evaluate("matmul_cpu", NAIVE, scenarios="quick", baseline_cache=False)
+
+
+def test_the_naive_kernel_against_itself_is_no_difference(naive_against_itself):
+    result = naive_against_itself
+    assert result.status == "correct", render_table(result)
+    verdict = result.to_dict()
+    interval = figures.geomean_interval(verdict, "naive")
+    assert interval is not None and interval[0] <= 1.0 <= interval[1], render_table(result)
+    assert figures.no_difference(interval)
+    assert "vs naive: no difference (" in summary_line(result)
+
+
+def test_every_timed_scenario_carries_the_interval_of_its_medians(naive_against_itself):
+    for s in naive_against_itself.to_dict()["scenarios"]:
+        low, high = s["time_ci_ms"]
+        assert low <= s["time_ms"] <= high
+        assert set(s["baseline_ci_ms"]) == {"numpy", "naive"}
+        assert figures.scenario_interval(s, "naive") is not None
+
+
+def test_the_host_load_while_timing_is_recorded(naive_against_itself):
+    load = figures.host_load(naive_against_itself.to_dict())
+    assert load["cores"] >= 1 and load["load_1m"] >= 0
