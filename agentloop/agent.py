@@ -561,6 +561,9 @@ class Agent:
         path = self.editor.resolve(kernel)
         if not path.is_file():
             raise ToolInputError(f"no file {kernel} in the workspace")
+        oversized = evaluate_tool.too_large(path)
+        if oversized is not None:
+            return ToolResult(oversized, is_error=True), None
         refusal = self.scoreboard.refusal()
         if refusal is not None:  # answered like any call, so that the trace stays a whole conversation
             return ToolResult(refusal, is_error=True, extra={"budget_spent": EVALUATIONS}), None
@@ -586,6 +589,10 @@ class Agent:
     # ------------------------------------------------------------------------------------ the goal
     def _goal_check(self, path: Path, kernel: str) -> None:
         """A fresh full evaluation by the loop itself; the run succeeds only if it confirms the goal."""
+        oversized = evaluate_tool.too_large(path)
+        if oversized is not None:
+            self.emitter.emit("note", {"text": f"the goal check could not run: {oversized}", "level": "error"})
+            return
         try:
             result = self.evaluator(self.config.task, path, "full")
         except EvaluatorError as exc:

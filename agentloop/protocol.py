@@ -47,7 +47,24 @@ FINISHED_STATUSES = ("succeeded", "failed", "stopped")
 MESSAGE_MAX_BYTES = 8 * 2**20
 EVENT_MAX_BYTES = 4 * 2**20
 
+# The largest kernel source an evaluation may carry (`result.kernel_source`, in UTF-8), end to end: the agent does
+# not evaluate a larger file (agentloop/agent.py), and the server refuses an evaluation event that carries one,
+# from a worker or a trace import (runs/event_parser.py). Nine times the largest kernel written here (the released
+# attention kernel, 115 KB), a quarter of EVENT_MAX_BYTES, and small enough that a kernel's page and its diff stay
+# quick to make (docs/protocol.md 1.2).
+KERNEL_SOURCE_MAX_BYTES = 2**20
+
 SUMMARY_MAX = 240  # characters of an event's one line
+
+
+def kernel_source_refusal(size_bytes: int) -> str | None:
+    """Why a kernel source of `size_bytes` (UTF-8) is refused, naming the limit; None when it is within it."""
+    if size_bytes <= KERNEL_SOURCE_MAX_BYTES:
+        return None
+    return (
+        f"a kernel source of {size_bytes:,} bytes is over the limit of {KERNEL_SOURCE_MAX_BYTES:,} bytes "
+        "(KERNEL_SOURCE_MAX_BYTES, docs/protocol.md 1.2)"
+    )
 
 
 def _clip(text, limit: int) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from runs.model_options import recorded_config
+from runs.model_options import recorded_config, recorded_start
 from runs.models import ReviewMode, Run, Task
 from runs.services import ServiceError, run_start
 
@@ -35,9 +35,7 @@ def demo_run_start(*, started_by=None, review: bool = False) -> Run:
         task=task,
         model=f"replay:{DEMO_TRACE}",
         started_by=started_by,
-        starting_kernel=config["starting_kernel"],
-        goal_baseline=config["goal"]["baseline"],
-        goal_speedup=config["goal"]["speedup"],
+        **recorded_start(config),
         review_mode=ReviewMode.REVIEW if review else ReviewMode.AUTO,
         budget_steps=200,
     )

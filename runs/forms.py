@@ -162,5 +162,5 @@ class StudyForm(StartRunForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        del self.fields["starting_kernel"]  # every run of a study starts from its task's kernel
+        del self.fields["starting_kernel"]  # a study's runs start from their recording's kernel, or their task's
         self.fields["review_mode"].initial = ReviewMode.AUTO

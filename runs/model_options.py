@@ -106,3 +106,17 @@ def default_model(options: list[ModelOption]) -> str:
 
 def recording_of(spec: str, options: list[ModelOption]) -> dict | None:
     return next((option.recording for option in options if option.spec == spec), None)
+
+
+def recorded_start(recording: dict | None) -> dict:
+    """What a run of a recording starts from: the starting kernel and goal it was recorded with, as `run_start`
+    takes them (None and blanks for a model that is no recording: the run takes its task's). One place for a
+    single run, a study's runs and the demo alike, so that a replay is judged against the goal it was recorded
+    with wherever it is started."""
+    recording = recording or {}
+    goal = recording.get("goal") if isinstance(recording.get("goal"), dict) else {}
+    return {
+        "starting_kernel": recording.get("starting_kernel"),
+        "goal_baseline": goal.get("baseline") or "",
+        "goal_speedup": goal.get("speedup") or None,
+    }

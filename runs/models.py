@@ -106,6 +106,18 @@ class ReviewMode(models.TextChoices):
     REVIEW_TIMEOUT = "review_timeout", "A reviewer decides, or it is approved after a timeout"
 
 
+# The settings a study can vary (runs/services/studies.py), with the words its page names each by.
+STUDY_SETTINGS = {
+    "questions": "questions (on or off)",
+    "review_mode": "review mode",
+    "model": "model",
+    "budget_steps": "step budget",
+    "budget_tokens": "token budget",
+    "budget_evaluations": "evaluation budget",
+    "budget_wall_s": "wall-time budget (s)",
+}
+
+
 class Study(models.Model):
     """Runs of one task started together that differ in one setting (an ablation, docs/fork.md): the compare
     page opens on them (`/runs/compare/?study=ID`)."""

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from gpu_harness import figures
 from questionbank import effectiveness as eff
-from runs.models import Evaluation, Question, QuestionSource, QuestionStatus, Run, Step
-from runs.selectors import run_evaluations
+from runs.models import STUDY_SETTINGS, Evaluation, Question, QuestionSource, QuestionStatus, Run, Step, Study
+from runs.selectors import run_evaluations, study_value_of
 from runs.selectors_bank import QUESTION_OUTCOME, attributions
 
 COMPARE_MIN, COMPARE_MAX = 2, 8
@@ -54,6 +54,20 @@ def fork_family(run_id: int) -> list[int]:
     forks = Run.objects.filter(parent_id=run_id).order_by("created_at", "pk").values_list("pk", flat=True)
     forks = list(forks[: COMPARE_MAX - 1])
     return [run_id, *forks] if forks else []
+
+
+def study_setting(study_id: int) -> dict | None:
+    """What a study's page names: the setting its runs differ in, and each run's value of it (by run id)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        return None
+    runs = Run.objects.filter(study=study).select_related("study")
+    return {
+        "id": study.pk,
+        "setting": study.setting,
+        "label": STUDY_SETTINGS.get(study.setting, study.setting),
+        "values": {run.pk: str(study_value_of(run)) for run in runs},
+    }
 
 
 def study_run_ids(study_id: int) -> list[int]:

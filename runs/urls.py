@@ -41,6 +41,7 @@ urlpatterns = [
     path("kernels/", views_kernels.kernel_index, name="kernels"),
     path("kernels/diff/", views_kernels.kernel_diff, name="kernel_diff"),
     path("kernels/<int:kernel_id>/", views_kernels.kernel_detail, name="kernel_detail"),
+    path("kernels/<int:kernel_id>/source/", views_kernels.kernel_source, name="kernel_source"),
     path("kernels/<int:kernel_id>/download/", views_kernels.kernel_download, name="kernel_download"),
     path("evaluations/<int:evaluation_id>/", views_kernels.evaluation_detail, name="evaluation_detail"),
     path("tasks/", views_tasks.task_index, name="tasks"),

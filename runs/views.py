@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from runs import permissions
 from runs.demo import demo_run_start
 from runs.forms import MessageForm, StartRunForm
-from runs.model_options import recording_of
+from runs.model_options import recorded_start, recording_of
 from runs.models import Run, RunStatus, StepKind, Task
 from runs.permissions import OPERATOR, REVIEWER, role_required
 from runs.selectors import (
@@ -91,16 +91,15 @@ def run_start_view(request):
     kernel = data["starting_kernel"]
     # A recording found here replays best from where it was recorded: its own starting kernel and goal (as the
     # demo of `serve` does), unless the operator picked a kernel.
-    recording = recording_of(data["model"], form.model_options) or {}
-    goal = recording.get("goal") or {}
+    start = recorded_start(recording_of(data["model"], form.model_options))
+    if kernel:
+        start["starting_kernel"] = kernel.source
     try:
         run = run_start(
             task=data["task"],
             model=data["model"],
             started_by=request.user,
-            starting_kernel=kernel.source if kernel else recording.get("starting_kernel"),
-            goal_baseline=goal.get("baseline") or "",
-            goal_speedup=goal.get("speedup") or None,
+            **start,
             review_mode=data["review_mode"],
             review_timeout_s=data["review_timeout_s"],
             budget_steps=data["budget_steps"],

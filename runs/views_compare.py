@@ -15,6 +15,7 @@ from runs.selectors_compare import (
     fork_family,
     run_comparison,
     study_run_ids,
+    study_setting,
 )
 from runs.selectors_compare_detail import question_timeline, ratio_grids
 
@@ -25,12 +26,17 @@ class _BadRequest(Exception):
         self.status = status
 
 
+def _study_id(request) -> int | None:
+    study = (request.GET.get("study") or "").strip().lstrip("#")
+    return int(study) if study.isdigit() and len(study) < 10 else None
+
+
 def _run_ids(request) -> list[int]:
     """The ids of `runs`, given as one comma-separated value (a shared link) or repeated (the runs list's
     checkboxes), each once, in the order given."""
     study = (request.GET.get("study") or "").strip().lstrip("#")
     if study:  # a study's runs (runs.services.studies)
-        ids = study_run_ids(int(study)) if study.isdigit() and len(study) < 10 else []
+        ids = study_run_ids(_study_id(request)) if _study_id(request) is not None else []
         if not ids:
             raise _BadRequest(f"no study {study} with runs", status=404)
         return ids
@@ -68,6 +74,8 @@ def compare(request):
     except _BadRequest as bad:
         return render(request, "runs/compare.html", {"error": str(bad)}, status=bad.status)
     comparison = run_comparison(runs)
+    if _study_id(request) is not None:  # a study's page names the setting its runs differ in, and their values
+        comparison["study"] = study_setting(_study_id(request))
     export = request.GET.get("format")
     if export == "json":
         return JsonResponse(comparison)

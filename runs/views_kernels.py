@@ -1,10 +1,18 @@
-"""Kernels: released ones and every one a run produced; their source, diffs, results and provenance."""
+"""Kernels: released ones and every one a run produced; their source, diffs, results and provenance.
+
+A kernel's page leads with where it came from and its evidence, and shows a long source as its first lines, the
+whole of it on demand (`kernel_source`): a 115 KB kernel highlighted is over a megabyte of HTML. These pages are
+compressed when the browser asks (docs/deployment.md, "Compression", says why that is safe from BREACH here).
+"""
 
 import difflib
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+from django.views.decorators.gzip import gzip_page
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
@@ -21,8 +29,17 @@ from runs.selectors import (
     kernel_source_groups,
 )
 from runs.selectors_evidence import evaluation_evidence
+from runs.templatetags.kseek import highlight as highlight_source
 
 KERNELS_SHOWN = 300
+# A source up to this many lines (and bytes) is shown whole on its page; a longer one by its first
+# SOURCE_PREVIEW_LINES lines (at most SOURCE_PREVIEW_CHARS characters: a source may be one long line), the rest
+# fetched when asked for.
+SOURCE_WHOLE_LINES, SOURCE_WHOLE_CHARS = 150, 16 * 1024
+SOURCE_PREVIEW_LINES, SOURCE_PREVIEW_CHARS = 60, 8 * 1024
+# Above this, a whole source or a diff is sent as plain text: highlighting costs seconds a megabyte, and its HTML
+# is ten times the source.
+HIGHLIGHT_MAX_CHARS = 256 * 1024
 
 
 def _kernel_label(kernel: Kernel) -> str:
@@ -30,7 +47,31 @@ def _kernel_label(kernel: Kernel) -> str:
     return f"{name} (run {kernel.run_id}, step {kernel.step.seq})" if kernel.run_id and kernel.step else name
 
 
+def source_preview(source: str) -> tuple[str, bool]:
+    """What a kernel's page shows of its source: the whole of a short one, else its first lines; and whether
+    that is all of it."""
+    if source.count("\n") <= SOURCE_WHOLE_LINES and len(source) <= SOURCE_WHOLE_CHARS:
+        return source, True
+    lines = source.split("\n", SOURCE_PREVIEW_LINES)[:SOURCE_PREVIEW_LINES]
+    return "\n".join(lines)[:SOURCE_PREVIEW_CHARS] + "\n", False
+
+
+def _size_text(chars: int) -> str:
+    return (
+        f"{chars / 2**20:.1f} MiB"
+        if chars >= 2**20
+        else f"{chars / 2**10:.1f} KiB"
+        if chars >= 2**10
+        else f"{chars} bytes"
+    )
+
+
+def _plain_html(text: str) -> str:
+    return mark_safe(f'<pre class="source plain">{escape(text)}</pre>')
+
+
 @login_required
+@gzip_page
 def kernel_index(request):
     task = request.GET.get("task") or None
     return render(
@@ -46,6 +87,7 @@ def kernel_index(request):
 
 
 @login_required
+@gzip_page
 def kernel_detail(request, kernel_id: int):
     try:
         kernel = kernel_get(kernel_id)
@@ -59,6 +101,7 @@ def kernel_detail(request, kernel_id: int):
     )
     evaluations = list(kernel_evaluations(kernel))
     lead = evaluations[0] if evaluations else None
+    preview, whole = source_preview(kernel.source)
     return render(
         request,
         "runs/kernel_detail.html",
@@ -69,8 +112,26 @@ def kernel_detail(request, kernel_id: int):
             "evidence": evaluation_evidence(lead, list(lead.scenarios.all())) if lead else None,
             "question": kernel_question_before(kernel),
             "others": [(k.pk, _kernel_label(k)) for k in others],
+            "preview": preview,
+            "source_whole": whole,
+            "preview_lines": preview.count("\n"),
+            "source_lines": kernel.source.count("\n") + (not kernel.source.endswith("\n")),
+            "source_size": _size_text(len(kernel.source)),
         },
     )
+
+
+@login_required
+@gzip_page
+def kernel_source(request, kernel_id: int):
+    """A kernel's whole source, on its own: plain text, shown in the browser (`?highlighted=1`: the HTML its page
+    puts in place of the preview, highlighted up to HIGHLIGHT_MAX_CHARS, plain above)."""
+    kernel = get_object_or_404(Kernel, pk=kernel_id)
+    if request.GET.get("highlighted") != "1":
+        return HttpResponse(kernel.source, content_type="text/plain; charset=utf-8")
+    if len(kernel.source) > HIGHLIGHT_MAX_CHARS:
+        return HttpResponse(_plain_html(kernel.source))
+    return HttpResponse(highlight_source(kernel.source, kernel.language))
 
 
 def kernel_filename(kernel: Kernel) -> str:
@@ -90,6 +151,7 @@ def kernel_download(request, kernel_id: int):
 
 
 @login_required
+@gzip_page
 def kernel_diff(request):
     ids = [request.GET.get(name, "") for name in ("a", "b")]
     if not all(i.isascii() and i.isdigit() for i in ids):
@@ -103,11 +165,16 @@ def kernel_diff(request):
             tofile=_kernel_label(b),
         )
     )
-    diff_html = highlight("".join(lines), DiffLexer(), HtmlFormatter(cssclass="source")) if lines else ""
+    diff = "".join(lines)
+    if len(diff) > HIGHLIGHT_MAX_CHARS:
+        diff_html = _plain_html(diff)
+    else:
+        diff_html = highlight(diff, DiffLexer(), HtmlFormatter(cssclass="source")) if lines else ""
     return render(request, "runs/kernel_diff.html", {"a": a, "b": b, "diff_html": diff_html, "identical": not lines})
 
 
 @login_required
+@gzip_page
 def evaluation_detail(request, evaluation_id: int):
     try:
         evaluation = evaluation_get(evaluation_id)

@@ -35,6 +35,7 @@ def study_start_view(request):
             budget_cost_usd=data["budget_cost_usd"],
             budget_wall_s=data["budget_wall_s"],
             budget_evaluations=data["budget_evaluations"],
+            recordings={option.spec: option.recording for option in form.model_options if option.recording},
         )
     except ServiceError as refused:
         form.add_error(None, str(refused))

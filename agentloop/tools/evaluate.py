@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from agentloop.protocol import kernel_source_refusal
 from agentloop.tools import ToolInputError
 
 SCHEMA = {
@@ -32,3 +35,11 @@ def parse_input(tool_input: dict, default_kernel: str) -> tuple[str, str]:
     if not isinstance(kernel, str):
         raise ToolInputError("kernel must be a file name")
     return scenarios, kernel
+
+
+def too_large(path: Path) -> str | None:
+    """Why the kernel file at `path` is not evaluated (its size over the protocol's limit on a kernel source,
+    which the server holds every evaluation to), or None. Checked before the harness starts on it: a verdict on a
+    source the server would refuse is work for nothing, and the model learns the limit at once."""
+    refusal = kernel_source_refusal(path.stat().st_size)
+    return f"{path.name} is not evaluated: {refusal}; make the file smaller" if refusal else None

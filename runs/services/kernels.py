@@ -5,6 +5,7 @@ import math
 
 from django.db import transaction
 
+from agentloop.protocol import KERNEL_SOURCE_MAX_BYTES, kernel_source_refusal
 from gpu_harness import figures
 from runs.events import publish_after_commit
 from runs.models import Evaluation, EvaluationStatus, Kernel, Run, ScenarioResult, Step, Task
@@ -27,7 +28,11 @@ def kernel_record(
     run: Run | None = None,
     step: Step | None = None,
 ) -> Kernel:
-    """Store a kernel's source. Within one run the same source is one kernel, however often it is evaluated."""
+    """Store a kernel's source. Within one run the same source is one kernel, however often it is evaluated.
+
+    A source over the protocol's limit (KERNEL_SOURCE_MAX_BYTES) is refused, whoever sends it: a worker's
+    evaluation is then refused for good and kept on its run, a trace import refused with its line."""
+    _within_source_limit(source)
     digest = sha256_text(source)
     if run is not None:
         existing = Kernel.objects.filter(run=run, sha256=digest).first()
@@ -44,6 +49,14 @@ def kernel_record(
         run=run,
         step=step,
     )
+
+
+def _within_source_limit(source: str) -> None:
+    # Under a quarter of the limit in characters, the UTF-8 bytes are within it: no encoding needed.
+    if len(source) > KERNEL_SOURCE_MAX_BYTES // 4:
+        refusal = kernel_source_refusal(len(source.encode("utf-8", "surrogatepass")))
+        if refusal:
+            raise ServiceError(refusal)
 
 
 def kernel_release(*, kernel: Kernel, name: str) -> Kernel:

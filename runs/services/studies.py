@@ -7,14 +7,14 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from runs.models import ReviewMode, Run, Study, Task
+from runs.model_options import recorded_start
+from runs.models import STUDY_SETTINGS, ReviewMode, Run, Study, Task
 from runs.selectors_compare import COMPARE_MAX, COMPARE_MIN
 from runs.services.errors import ServiceError
 from runs.services.runs import run_start
 
-# The settings a study can vary, with how each value is read from the operator's words.
-BUDGETS = ("budget_steps", "budget_tokens", "budget_evaluations", "budget_wall_s")
-SETTINGS = ("questions", "review_mode", "model", *BUDGETS)
+# The settings a study can vary (their names on the page: runs.models); study_values reads each one's values.
+SETTINGS = tuple(STUDY_SETTINGS)
 _QUESTIONS = {"on": True, "off": False}
 
 
@@ -49,6 +49,14 @@ def study_values(setting: str, words: list[str]) -> list:
     return [_positive(setting, w) for w in words]
 
 
+def _recorded(task: Task, model: str, recordings: dict[str, dict]) -> dict:
+    """The starting kernel and goal a run of `model` takes from its recording (none for a model that is none)."""
+    recording = recordings.get(model)
+    if recording and recording.get("task") not in (None, task.name):
+        raise ServiceError(f"{model} is a recording of task {recording['task']}, not {task.name}: pick that task")
+    return recorded_start(recording)
+
+
 def study_start(
     *,
     task: Task,
@@ -63,8 +71,12 @@ def study_start(
     budget_cost_usd: Decimal | None = None,
     budget_wall_s: int | None = None,
     budget_evaluations: int | None = None,
+    recordings: dict[str, dict] | None = None,
 ) -> Study:
-    """Queue one run per value of `setting`, all else as given, tagged as one study; all or none."""
+    """Queue one run per value of `setting`, all else as given, tagged as one study; all or none.
+
+    `recordings`: the recorded config of each model that is a recording found here (`runs.model_options`): a run
+    of one starts from the kernel and goal it was recorded with, as a single run of it does."""
     parsed = study_values(setting, values)
     base = {
         "task": task,
@@ -88,5 +100,5 @@ def study_start(
                 fields[setting] = value
             if not fields["model"]:
                 raise ServiceError("the study's runs need a model")
-            run_start(**fields, study=study)
+            run_start(**fields, **_recorded(task, fields["model"], recordings or {}), study=study)
     return study

@@ -109,11 +109,11 @@ def test_a_scenario_never_run_is_not_counted_as_failing(viewer):
     assert cells(html) == {"a": ("not-run", "not run")}
 
 
-def test_the_kernel_page_leads_with_the_evidence_and_the_source(viewer):
+def test_the_kernel_page_leads_with_its_provenance_and_the_evidence_and_then_the_source(viewer):
     evaluation = attention_evaluation()
     html = viewer.get(reverse("kernel_detail", args=[evaluation.kernel_id])).content.decode()
-    evidence, source, provenance = (html.index(mark) for mark in ('id="evidence"', "<h2>Source</h2>", "Came from"))
-    assert evidence < source < provenance
+    provenance, evidence, source = (html.index(mark) for mark in ("Came from", 'id="evidence"', "<h2>Source</h2>"))
+    assert provenance < evidence < source
     assert len(cells(html)) == 180 and '<details id="scenario-table">' in html
 
 

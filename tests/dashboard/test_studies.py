@@ -77,3 +77,50 @@ def test_the_study_form_queues_the_runs_and_opens_the_comparison_on_them(client)
         {"task": "matmul_cpu", "model": "m", "review_mode": "auto", "setting": "questions", "values": "on"},
     )
     assert bad.status_code == 400 and "2 to 8 distinct values" in bad.content.decode()
+
+
+DEMO_REPLAY = "replay:agentloop/replays/matmul_cpu_demo.jsonl"
+
+
+def test_a_study_of_a_recording_keeps_the_recorded_goal_and_kernel_as_a_single_run_of_it_does(client):
+    make_task()  # its own goal is 2.0x over naive; the demo recording's is 0.5x
+    client.force_login(make_user("olga", "operator"))
+    form = {"task": "matmul_cpu", "model": DEMO_REPLAY, "review_mode": "auto"}
+    assert client.post(reverse("run_start"), form).status_code == 302
+    single = Run.objects.get(study=None)
+    response = client.post(reverse("study_start"), {**form, "setting": "budget_steps", "values": "50,100"})
+    assert response.status_code == 302
+    studied = list(Study.objects.get().runs.order_by("pk"))
+    assert single.goal == ("naive", 0.5)
+    assert [r.goal for r in studied] == [single.goal] * 2
+    assert all(r.starting_kernel == single.starting_kernel != "// naive\n" for r in studied)
+
+
+def test_a_study_of_models_gives_the_recording_its_goal_and_the_api_model_the_tasks():
+    task = make_task()
+    recordings = {DEMO_REPLAY: {"task": "matmul_cpu", "goal": {"baseline": "naive", "speedup": 0.5}}}
+    study = study_start(
+        task=task, setting="model", values=[DEMO_REPLAY, "claude-sonnet-4-6"], model="m", recordings=recordings
+    )
+    assert [r.goal for r in study.runs.order_by("pk")] == [("naive", 0.5), ("naive", 2.0)]
+
+
+def test_a_study_refuses_a_recording_of_another_task_and_queues_nothing():
+    recordings = {"replay:softmax.jsonl": {"task": "softmax_rows", "goal": {"baseline": "torch", "speedup": 1.2}}}
+    with pytest.raises(ServiceError, match="recording of task softmax_rows"):
+        study_start(
+            task=make_task(), setting="model", values=["replay:softmax.jsonl", "m2"], model="m", recordings=recordings
+        )
+    assert Run.objects.count() == 0 and Study.objects.count() == 0
+
+
+def test_the_study_page_names_the_setting_and_each_runs_value_of_it(client):
+    study = study_start(task=make_task(), setting="budget_steps", values=["10", "40"], model="m")
+    client.force_login(make_user("vera"))
+    page = client.get(reverse("run_compare") + f"?study={study.pk}").content.decode()
+    assert 'id="study-setting"' in page and "step budget (budget_steps)" in page
+    for run in study.runs.all():
+        assert f'<td class="study-value" data-run="{run.pk}">{run.budget_steps}</td>' in page
+    exported = client.get(reverse("run_compare") + f"?study={study.pk}&format=json").json()
+    assert exported["study"]["setting"] == "budget_steps"
+    assert sorted(exported["study"]["values"].values()) == ["10", "40"]

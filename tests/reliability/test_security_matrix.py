@@ -87,6 +87,8 @@ ENDPOINTS = [
     ("get", "/review/pending/", "viewer", None),
     ("get", "/kernels/", "viewer", None),
     ("get", "/kernels/{kernel}/", "viewer", None),
+    ("get", "/kernels/{kernel}/source/", "viewer", None),
+    ("get", "/kernels/{kernel}/source/?highlighted=1", "viewer", None),
     ("get", "/kernels/{kernel}/download/", "viewer", None),
     ("get", "/kernels/diff/?a={kernel}&b={kernel}", "viewer", None),
     ("get", "/evaluations/{evaluation}/", "viewer", None),

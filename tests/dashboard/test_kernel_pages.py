@@ -1,0 +1,101 @@
+"""A kernel's page stays small whatever its source: it leads with where the kernel came from and its evidence,
+shows a long source by its first lines and serves the whole of it on its own; these pages are compressed when the
+browser asks (runs/views_kernels.py; the browser's view: tests/dashboard/test_browser_kernel_page.py)."""
+
+import gzip
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Kernel
+from runs.services import kernel_record, kernel_release
+from tests.dashboard.helpers import make_user
+from tests.foundation.factories import make_task
+
+pytestmark = pytest.mark.django_db
+
+RELEASED = Path(__file__).resolve().parents[2] / "kernels" / "attention_fwd_sm90" / "attention_fwd_sm90.cu"
+PAGE_MAX_BYTES = 64 * 1024  # the page's HTML, whatever the source's size (the released one's was 1.26 MB)
+
+
+@pytest.fixture
+def viewer(client):
+    client.force_login(make_user("vera"))
+    return client
+
+
+def stored_before_the_limit(source: str) -> Kernel:
+    """A kernel row as a site stored it before sources were bounded (kernel_record now refuses it)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    return Kernel.objects.create(source=source, sha256=digest, task=make_task(), language="cpp")
+
+
+def test_a_ten_megabyte_source_makes_a_small_page_and_its_own_endpoint_serves_it_whole(viewer):
+    line = "    c[i] += a[i] * b[i];  // a long imported kernel\n"
+    source = "// first line of the import\n" + line * (10 * 2**20 // len(line)) + "// the very last line\n"
+    kernel = stored_before_the_limit(source)
+    page = viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
+    assert len(page.encode()) < PAGE_MAX_BYTES
+    assert "first line of the import" in page and "the very last line" not in page
+    assert 'id="source-load"' in page and "10.0 MiB" in page
+    whole = viewer.get(reverse("kernel_source", args=[kernel.pk]))
+    assert whole["Content-Type"] == "text/plain; charset=utf-8" and whole.content.decode() == source
+    # Too long to highlight: the page's button gets it as plain, escaped text.
+    shown = viewer.get(reverse("kernel_source", args=[kernel.pk]) + "?highlighted=1").content.decode()
+    assert shown.startswith('<pre class="source plain">') and shown.count("a long imported kernel") == source.count(
+        "a long imported kernel"
+    )
+
+
+def test_the_released_kernels_page_leads_with_its_provenance_and_shows_its_first_lines(viewer):
+    source = RELEASED.read_text()
+    kernel = kernel_release(kernel=kernel_record(source=source, task=make_task(), language="cuda"), name="attn")
+    page = viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
+    assert len(page.encode()) < PAGE_MAX_BYTES
+    order = [
+        page.index(marker) for marker in ('id="provenance"', 'id="download"', 'id="lead-evaluation"', 'id="source"')
+    ]
+    assert order == sorted(order), order
+    assert source.count("\n") > 1000 and page.split('id="source-body"')[1].count('<a href="#L-') == 60
+    assert "Its first 60 of" in page
+    shown = viewer.get(reverse("kernel_source", args=[kernel.pk]) + "?highlighted=1").content.decode()
+    assert 'class="source"' in shown and shown.count('<a href="#L-') == source.count("\n")
+
+
+def test_a_short_source_is_shown_whole_with_no_button(viewer):
+    kernel = kernel_record(source="int main() { return 0; }\n", task=make_task(), language="cpp")
+    page = viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
+    assert '<span class="kt">int</span>' in page and 'id="source-load"' not in page
+
+
+def test_kernel_pages_are_compressed_when_the_browser_asks_and_the_csrf_token_differs_on_every_response(viewer):
+    kernel = kernel_release(kernel=kernel_record(source=RELEASED.read_text(), language="cuda"), name="attn")
+    for name, args in (("kernel_detail", [kernel.pk]), ("kernel_source", [kernel.pk]), ("kernels", [])):
+        plain = viewer.get(reverse(name, args=args))
+        packed = viewer.get(reverse(name, args=args), HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+        assert "Content-Encoding" not in plain and packed["Content-Encoding"] == "gzip", name
+        assert "Accept-Encoding" in packed["Vary"] and len(gzip.decompress(packed.content)) == len(plain.content), name
+    whole = viewer.get(reverse("kernel_source", args=[kernel.pk]), HTTP_ACCEPT_ENCODING="gzip")
+    assert len(whole.content) < len(RELEASED.read_bytes()) / 3
+    # Why compression is safe from BREACH here: the one secret these pages hold, the CSRF token of the sign-out
+    # form, is masked afresh on every response (docs/deployment.md, "Compression").
+    tokens = [
+        re.search(
+            r'name="csrfmiddlewaretoken" value="([^"]+)"',
+            viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode(),
+        ).group(1)
+        for _ in range(2)
+    ]
+    assert tokens[0] != tokens[1]
+    page = gzip.decompress(viewer.get(reverse("kernels"), HTTP_ACCEPT_ENCODING="gzip").content).decode()
+    assert "attn" in page
+
+
+def test_a_diff_too_long_to_highlight_is_shown_as_plain_text(viewer):
+    a = kernel_record(source="// a\n" + "int x;\n" * 60_000, language="cpp")
+    b = kernel_record(source="// b\n" + "long y;\n" * 60_000, language="cpp")
+    page = viewer.get(reverse("kernel_diff") + f"?a={a.pk}&b={b.pk}").content.decode()
+    assert '<pre class="source plain">' in page and "+long y;" in page
