@@ -42,6 +42,7 @@ urlpatterns = [
     path("kernels/diff/", views_kernels.kernel_diff, name="kernel_diff"),
     path("kernels/<int:kernel_id>/", views_kernels.kernel_detail, name="kernel_detail"),
     path("kernels/<int:kernel_id>/download/", views_kernels.kernel_download, name="kernel_download"),
+    path("kernels/<int:kernel_id>/verify/", views_kernels.kernel_verify_view, name="kernel_verify"),
     path("evaluations/<int:evaluation_id>/", views_kernels.evaluation_detail, name="evaluation_detail"),
     path("tasks/", views_tasks.task_index, name="tasks"),
     path("tasks/<slug:name>/", views_tasks.task_detail, name="task_detail"),
