@@ -40,6 +40,10 @@ RUN_STATUSES: dict[str, str] = {
 # A run in one of these has ended: its finished status is its last event.
 FINISHED_STATUSES = ("succeeded", "failed", "stopped")
 
+# The built-in model of a "verify here" run (docs/protocol.md 2.12): no agent, one full evaluation of the run's
+# starting kernel by the worker's harness, then the run stops (agentloop/verify.py).
+VERIFY_MODEL = "verify"
+
 # The worker socket's limits (docs/protocol.md 2.1, announced in `welcome`): the largest message (and frame: a
 # worker sends each message as one frame) the server reads, and the largest event it stores, as its `event`
 # message in UTF-8. An event between the two is read and refused with a reason; a worker never sends a message

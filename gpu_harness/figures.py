@@ -83,6 +83,37 @@ def best_series(verdicts: list[dict], baseline: str) -> list[float | None]:
     return series
 
 
+# ---- what a figure may be called: verified, quick or imported (issue 34) ----
+# A figure is "verified" only where a harness of this site measured it on the task's full scenario set; one it
+# measured on fewer scenarios (the quick set) is "quick"; one copied from an imported trace is "imported": a claim
+# that no harness here measured. Only a verified figure is a headline "best" or is called "verified".
+VERIFIED, QUICK, IMPORTED = "verified", "quick", "imported"
+
+
+def standing(verdict: dict, full_ids: list[str], *, imported: bool = False) -> str:
+    """VERIFIED, QUICK or IMPORTED: what this verdict's figures may be called. `imported`: the record says no
+    harness here measured it (its run was made from a trace)."""
+    if imported:
+        return IMPORTED
+    return VERIFIED if covers(verdict, full_ids) else QUICK
+
+
+def headline_speedup(verdict: dict, baseline: str, full_ids: list[str], *, imported: bool = False) -> float | None:
+    """The speedup a headline best or a "verified" figure may show: `verified_speedup` of a full evaluation
+    measured here; None for a quick or an imported one."""
+    return verified_speedup(verdict, baseline) if standing(verdict, full_ids, imported=imported) == VERIFIED else None
+
+
+def headline_series(verdicts: list[dict], baseline: str, full_ids: list[str], *, imported: bool = False) -> list:
+    """The best headline speedup after each verdict, in order (None until one is verified): `best_series` over
+    verified figures only, so a best-so-far line never steps up on a quick or an imported figure."""
+    series, best = [], None
+    for verdict in verdicts:
+        best = best_so_far(best, headline_speedup(verdict, baseline, full_ids, imported=imported))
+        series.append(best)
+    return series
+
+
 def build_arch(verdict: dict) -> str:
     """The GPU architecture the verdict's build was compiled for (e.g. sm_90a); empty when it does not say (a
     CPU build, or a verdict from before the harness recorded it)."""

@@ -379,6 +379,11 @@ class Kernel(models.Model):
     def __str__(self) -> str:
         return self.release_name or f"kernel {self.sha256[:12]}"
 
+    @property
+    def imported(self) -> bool:
+        """Copied from an imported trace: its source is a claim of that trace, never measured here by itself."""
+        return self.run_id is not None and bool(self.run.imported_from)
+
 
 # A verdict's statuses are the harness's (gpu_harness.result.STATUSES); these labels are the dashboard's.
 _EVALUATION_LABELS = {"compiled": "Compiled (not run)"}
@@ -428,6 +433,22 @@ class Evaluation(models.Model):
             "host_load": self.host_load,
             "scenarios": [s.outcome() for s in self.scenarios.all()],
         }
+
+    @property
+    def imported(self) -> bool:
+        """A claim no harness here measured: its run was made from a trace, or it has no run and its kernel is
+        not a released one (whose results come with the repository, docs/architecture.md "Imported runs")."""
+        if self.run_id is not None:
+            return bool(self.run.imported_from)
+        return not self.kernel.released
+
+    @property
+    def standing(self) -> str:
+        """What its figures may be called (gpu_harness.figures.standing): "verified" (measured here on its task's
+        full set), "quick" (measured here on fewer scenarios) or "imported" (a claim from a trace)."""
+        task = self.kernel.task
+        full_ids = list(task.scenario_ids or []) if task is not None else []
+        return figures.standing(self.verdict(), full_ids, imported=self.imported)
 
     def speedup_over(self, baseline: str) -> float | None:
         # The speedup reads only the geomean: no need to load the scenario rows.

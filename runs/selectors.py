@@ -64,7 +64,13 @@ def runs_waiting_on_review() -> list[dict]:
 
 
 def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
-    return Evaluation.objects.filter(run_id=run_id).select_related("kernel").order_by("created_at")
+    # The run, the task and the scenario rows: the page labels each figure quick, imported or verified.
+    return (
+        Evaluation.objects.filter(run_id=run_id)
+        .select_related("kernel", "kernel__task", "run")
+        .prefetch_related("scenarios")
+        .order_by("created_at")
+    )
 
 
 # ============================================================================================================
@@ -152,9 +158,12 @@ def run_speedup_series(run: Run) -> dict:
     over the run's own goal (`Run.goal`), the one it is judged against."""
     baseline, target = run.goal
     evaluations = run_evaluations(run)
-    bests = figures.best_series([e.verdict() for e in evaluations], baseline)
+    full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
+    verdicts = [evaluation.verdict() for evaluation in evaluations]
+    # The best-so-far line is a best: it moves with verified (full, measured here) evaluations only.
+    bests = figures.headline_series(verdicts, baseline, full_ids, imported=imported)
     points, best_line = [], []
-    for evaluation, best in zip(evaluations, bests):
+    for evaluation, verdict, best in zip(evaluations, verdicts, bests):
         x = evaluation.step.seq if evaluation.step else None
         points.append(
             {
@@ -166,7 +175,8 @@ def run_speedup_series(run: Run) -> dict:
                 # What the run page's Evaluations table shows of it, as its template writes it (the page redraws
                 # the table from these when the feed announces an evaluation).
                 "status_label": evaluation.get_status_display(),
-                "speedup_text": evaluation_speedup_text(evaluation, baseline),
+                "speedup_text": evaluation_speedup_text(evaluation, baseline)
+                + standing_suffix(verdict, baseline, full_ids, imported),
                 "kernel_short": evaluation.kernel.sha256[:12],
             }
         )
@@ -188,6 +198,36 @@ def run_speedup_series(run: Run) -> dict:
         "points": points,
         "best": best_line,
         "questions": questions,
+        "unverified": run_unverified_bests(run, evaluations),
+    }
+
+
+def standing_suffix(verdict: dict, baseline: str, full_ids: list[str], imported: bool) -> str:
+    """ " (quick)" or " (imported)" after a speed-up that is not verified (gpu_harness.figures.standing); "" for
+    a verified one, or where there is no speed-up to label."""
+    standing = figures.standing(verdict, full_ids, imported=imported)
+    if standing == figures.VERIFIED or figures.speedup_over(verdict, baseline) is None:
+        return ""
+    return f" ({standing})"
+
+
+def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) -> dict:
+    """The run's best figures that are not verified, which its page shows labelled beside its verified best
+    (`Run.best_speedup`): "quick", the best all-correct quick-set figure measured here, and "claimed", the best
+    an imported trace claims; each None where there is none or where the verified best is as high."""
+    baseline = run.goal[0]
+    full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
+    best: dict[str, float] = {}
+    for evaluation in run_evaluations(run) if evaluations is None else evaluations:
+        verdict = evaluation.verdict()
+        speedup = figures.verified_speedup(verdict, baseline)
+        standing = figures.standing(verdict, full_ids, imported=imported)
+        if speedup is not None and standing != figures.VERIFIED:
+            best[standing] = figures.best_so_far(best.get(standing), speedup)
+    verified = run.best_speedup or 0.0
+    return {
+        "quick": best.get(figures.QUICK) if best.get(figures.QUICK, 0.0) > verified else None,
+        "claimed": best.get(figures.IMPORTED),
     }
 
 
@@ -256,6 +296,8 @@ def trace_export_records(run: Run):
         "model": run.model,
         "status": run.status,
         "review_mode": run.review_mode,
+        # The goal it was judged against: an import keeps it (runs.services.trace_import.trace_goal).
+        "goal": dict(zip(("baseline", "speedup"), run.goal)),
         "best_speedup": run.best_speedup,
         "best_speedups": run.best_speedups,
         "created_at": run.created_at.isoformat(),
@@ -507,17 +549,31 @@ def _verdicts_of(evaluations) -> dict[int, dict]:
     return {e.pk: {"status": e.status, "geomean": e.geomean, "scenarios": scenarios[e.pk]} for e in evaluations}
 
 
-def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
-    """kernel id -> (best verified speedup over its task's goal baseline, the evaluation that gave it)."""
-    evaluations = Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct").select_related("kernel__task")
+def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[float, int]]]:
+    """kernel id -> {standing: (its best all-correct speedup over its task's goal baseline, the evaluation that
+    gave it)}, one entry per standing its evaluations have (gpu_harness.figures.standing: verified, quick,
+    imported). Only the verified one may be called verified or be a best; the others are shown labelled."""
+    evaluations = Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct").select_related(
+        "kernel__task", "run"
+    )
     evaluations = list(evaluations)
     verdicts = _verdicts_of(evaluations)
-    best: dict[int, tuple[float, int]] = {}
+    best: dict[int, dict[str, tuple[float, int]]] = defaultdict(dict)
     for e in evaluations:
         speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))
-        if speedup is not None and (e.kernel_id not in best or speedup > best[e.kernel_id][0]):
-            best[e.kernel_id] = (speedup, e.pk)
+        task = e.kernel.task
+        standing = figures.standing(verdicts[e.pk], list(task.scenario_ids or []) if task else [], imported=e.imported)
+        current = best[e.kernel_id].get(standing)
+        if speedup is not None and (current is None or speedup > current[0]):
+            best[e.kernel_id][standing] = (speedup, e.pk)
     return best
+
+
+def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
+    """kernel id -> (best verified speedup over its task's goal baseline, the evaluation that gave it): from full
+    evaluations measured here only (gpu_harness.figures.headline_speedup's rule)."""
+    by_standing = _best_by_standing(kernel_ids, baseline_of)
+    return {k: found[figures.VERIFIED] for k, found in by_standing.items() if figures.VERIFIED in found}
 
 
 def _task_goal_baseline(kernel: Kernel) -> str:
@@ -528,7 +584,8 @@ def _task_goal_baseline(kernel: Kernel) -> str:
 def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> list[dict]:
     """Kernels produced by runs, one row per identical source (task, sha256), newest first: the newest kernel
     of the group, how many kernels, runs and evaluations share it, and the best verified speedup any of them
-    reached over the task's goal baseline (gpu_harness.figures.verified_speedup)."""
+    reached over the task's goal baseline (a full evaluation measured here: gpu_harness.figures.standing), with
+    the best quick figure and the best figure an imported trace claims, each to be shown labelled."""
     kernels = Kernel.objects.filter(released=False)
     if task_name:
         kernels = kernels.filter(task__name=task_name)
@@ -550,18 +607,30 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
     ):
         members[(task_id, sha)].append(kernel_id)
     newest = Kernel.objects.select_related("task", "run", "step").in_bulk([g["newest"] for g in groups])
-    best = _best_verified([k for ids in members.values() for k in ids], _task_goal_baseline)
+    best = _best_by_standing([k for ids in members.values() for k in ids], _task_goal_baseline)
     rows = []
     for g in groups:
-        found = [best[k] for k in members[(g["task_id"], g["sha256"])] if k in best]
-        top = max(found) if found else None
-        rows.append({**g, "kernel": newest[g["newest"]], "best": top[0] if top else None})
+        tops = {}  # standing -> the group's best figure of it
+        for kernel_id in members[(g["task_id"], g["sha256"])]:
+            for standing, (speedup, _) in best.get(kernel_id, {}).items():
+                tops[standing] = max(speedup, tops.get(standing, speedup))
+        rows.append(
+            {
+                **g,
+                "kernel": newest[g["newest"]],
+                "best": tops.get(figures.VERIFIED),
+                # Shown labelled, beside the verified figure or in its place: never called verified.
+                "quick": tops.get(figures.QUICK),
+                "claimed": tops.get(figures.IMPORTED),
+            }
+        )
     return rows
 
 
 def best_kernel_per_task() -> list[dict]:
     """For each task with a verified kernel: the kernel with the best verified speedup over the task's goal
-    baseline, that speedup, and the evaluation that measured it."""
+    baseline (a full evaluation measured here; never a quick one or an imported trace's claim), that speedup,
+    and the evaluation that measured it."""
     kernels = Kernel.objects.filter(task__isnull=False).select_related("task", "run")
     best = _best_verified(kernels.values_list("id", flat=True), _task_goal_baseline)
     by_id = kernels.in_bulk(list(best))
@@ -603,3 +672,47 @@ def study_value_of(run: Run):
     if run.study.setting == "questions":
         return "on" if run.asks_questions else "off"
     return getattr(run, run.study.setting, "")
+
+
+# ---- verify here: what this site measured of a kernel's exact source (runs/services/verify.py) ----
+
+
+def evaluation_environment(evaluation: Evaluation) -> dict:
+    """Where an evaluation ran: the host and GPU of its verdict, and what its event adds (a verify run's
+    `environment`: Python and the library versions, docs/protocol.md 2.12); {} values where none was recorded."""
+    payload = evaluation.step.payload if evaluation.step_id else {}
+    recorded = payload.get("environment") if isinstance(payload.get("environment"), dict) else {}
+    return {
+        "host": evaluation.host or recorded.get("host") or "",
+        "gpu": evaluation.gpu_name,
+        "python": str(recorded.get("python") or ""),
+        "libraries": str(recorded.get("library_versions") or ""),
+    }
+
+
+def kernel_verification(kernel: Kernel) -> dict:
+    """The kernel page's "Verified here": every verified evaluation (full, measured here) of this kernel's exact
+    source, from any run of its task (a verify run's kernel is another row with the same sha256), with its
+    speed-up over the task's goal baseline and where it ran; and the verify run that is queued or running."""
+    from runs.services.verify import verification_pending
+
+    if kernel.task_id is None:
+        return {"rows": [], "pending": None}
+    same_source = (
+        Evaluation.objects.filter(kernel__task_id=kernel.task_id, kernel__sha256=kernel.sha256, status="correct")
+        .select_related("run", "kernel", "kernel__task", "step")
+        .prefetch_related("scenarios")
+        .order_by("-pk")
+    )
+    baseline = kernel.task.goal_baseline
+    rows = [
+        {
+            "evaluation": e,
+            "speedup": figures.verified_speedup(e.verdict(), baseline),
+            "baseline": baseline,
+            **evaluation_environment(e),
+        }
+        for e in same_source
+        if e.standing == figures.VERIFIED
+    ]
+    return {"rows": rows, "pending": verification_pending(kernel)}

@@ -40,6 +40,7 @@ SUMMARY_FIELDS = [
     "questions_by_reviewers",
     "largest_gain",
     "largest_gain_question",
+    "imported",
 ]
 
 
@@ -121,10 +122,12 @@ def run_comparison(runs: list[Run]) -> dict:
         baseline, target = run.goal
         evaluations = run_evaluations(run)
         verdicts = [e.verdict() for e in evaluations]
-        bests = figures.best_series(verdicts, baseline)
         full_set = list(run.task.scenario_ids or [])
+        # An imported run's figures are its trace's claims: no best and no goal met here (gpu_harness.figures).
+        imported = bool(run.imported_from)
+        bests = figures.headline_series(verdicts, baseline, full_set, imported=imported)
         goal_index = next(
-            (i for i, v in enumerate(verdicts) if figures.goal_met(v, baseline, target, full_set)),
+            (i for i, v in enumerate(verdicts) if not imported and figures.goal_met(v, baseline, target, full_set)),
             None,
         )
         steps_to_goal = None
@@ -157,6 +160,7 @@ def run_comparison(runs: list[Run]) -> dict:
                 "questions_by_reviewers": sum(1 for q in questions if q.source == QuestionSource.HUMAN),
                 "largest_gain": gain,
                 "largest_gain_question": gain_question,
+                "imported": imported,
             }
         )
         by_seq = all(row.step is not None for row in [*questions, *evaluations])

@@ -43,6 +43,7 @@ urlpatterns = [
     path("kernels/<int:kernel_id>/", views_kernels.kernel_detail, name="kernel_detail"),
     path("kernels/<int:kernel_id>/source/", views_kernels.kernel_source, name="kernel_source"),
     path("kernels/<int:kernel_id>/download/", views_kernels.kernel_download, name="kernel_download"),
+    path("kernels/<int:kernel_id>/verify/", views_kernels.kernel_verify_view, name="kernel_verify"),
     path("evaluations/<int:evaluation_id>/", views_kernels.evaluation_detail, name="evaluation_detail"),
     path("tasks/", views_tasks.task_index, name="tasks"),
     path("tasks/<slug:name>/", views_tasks.task_detail, name="task_detail"),

@@ -21,6 +21,7 @@ from runs.selectors import (
     run_queue_reason,
     run_sandbox,
     run_search,
+    run_unverified_bests,
     runs_unserved,
     study_value_of,
 )
@@ -162,6 +163,8 @@ def run_detail(request, run_id: int):
             "forks_compare": ",".join(str(pk) for pk in [run.pk, *(f.pk for f in forks)][:COMPARE_MAX]),
             "fork_decision": fork_decision_text(run),
             "study_value": study_value_of(run),
+            # The best figures that are not verified, shown labelled beside the verified best (issue 34).
+            "unverified": run_unverified_bests(run),
         },
     )
 

@@ -7,19 +7,23 @@ compressed when the browser asks (docs/deployment.md, "Compression", says why th
 
 import difflib
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.gzip import gzip_page
+from django.views.decorators.http import require_POST
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
 from runs.models import Evaluation, Kernel
+from runs.permissions import OPERATOR, role_required
 from runs.selectors import (
     best_kernel_per_task,
+    evaluation_environment,
     evaluation_get,
     evaluation_scenarios,
     kernel_evaluations,
@@ -27,8 +31,10 @@ from runs.selectors import (
     kernel_list,
     kernel_question_before,
     kernel_source_groups,
+    kernel_verification,
 )
 from runs.selectors_evidence import evaluation_evidence
+from runs.services import ServiceError, kernel_verify
 from runs.templatetags.kseek import highlight as highlight_source
 
 KERNELS_SHOWN = 300
@@ -117,6 +123,7 @@ def kernel_detail(request, kernel_id: int):
             "preview_lines": preview.count("\n"),
             "source_lines": kernel.source.count("\n") + (not kernel.source.endswith("\n")),
             "source_size": _size_text(len(kernel.source)),
+            "verification": kernel_verification(kernel),
         },
     )
 
@@ -132,6 +139,24 @@ def kernel_source(request, kernel_id: int):
     if len(kernel.source) > HIGHLIGHT_MAX_CHARS:
         return HttpResponse(_plain_html(kernel.source))
     return HttpResponse(highlight_source(kernel.source, kernel.language))
+
+
+@role_required(OPERATOR)
+@require_POST
+def kernel_verify_view(request, kernel_id: int):
+    """Verify here: queue one full evaluation of this kernel's exact source on a worker of this site."""
+    kernel = get_object_or_404(Kernel.objects.select_related("task"), pk=kernel_id)
+    try:
+        run = kernel_verify(kernel=kernel, user=request.user)
+    except ServiceError as refused:
+        messages.error(request, f"Not queued: {refused}")
+        return redirect("kernel_detail", kernel_id=kernel.pk)
+    messages.success(
+        request,
+        f"Verify run {run.pk} is queued: one full evaluation of this source on a worker that serves "
+        f"{kernel.task.target}; its result is shown on this kernel's page as verified.",
+    )
+    return redirect("run_detail", run_id=run.pk)
 
 
 def kernel_filename(kernel: Kernel) -> str:
@@ -187,6 +212,7 @@ def evaluation_detail(request, evaluation_id: int):
         {
             "evaluation": evaluation,
             "evidence": evidence,
+            "environment": evaluation_environment(evaluation),
             # Wrong scenarios only: one never run (no GPU on the host) is not a failure.
             "failing": [s for s in evidence["rows"] if s["outcome"] == "wrong"],
         },

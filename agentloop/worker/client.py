@@ -38,7 +38,7 @@ from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError
 from agentloop.events import Emitter
 from agentloop.fork import fork_problems
-from agentloop.protocol import FINISHED_STATUSES
+from agentloop.protocol import FINISHED_STATUSES, VERIFY_MODEL
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.spool import Spool
@@ -317,6 +317,7 @@ class Worker:
     ) -> None:
         from agentloop.agent import Agent, Host, Oversight
         from agentloop.review import InboxReviewer
+        from agentloop.verify import Verification
 
         run_dir = self._run_dir(run_id)
         inbox = ControlInbox()
@@ -328,18 +329,24 @@ class Worker:
                 trace = TraceWriter(run_dir / "trace.jsonl")
                 spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
                 mode = config or RunConfig.from_dict(resume_events[0]["payload"]["config"])
-                model = self.model_factory(spec, {})
-                agent = Agent(
-                    run_id=run_id,
-                    config=config,
-                    resume_events=resume_events,
-                    model=model,
-                    sinks=[trace, self._event_sink],
-                    host=Host(run_dir / "workspace", self.sandbox, {"CUDA_VISIBLE_DEVICES": str(gpu)}),
-                    oversight=Oversight(InboxReviewer(mode.review_timeout_s), inbox, **questions),
-                    fork=fork,
-                    **self.agent_kwargs,
-                )
+                host = Host(run_dir / "workspace", self.sandbox, {"CUDA_VISIBLE_DEVICES": str(gpu)})
+                sinks = [trace, self._event_sink]
+                if spec == VERIFY_MODEL:  # no agent: one full evaluation of the starting kernel (agentloop/verify.py)
+                    agent = Verification(
+                        run_id=run_id, config=config, resume_events=resume_events, sinks=sinks, host=host, inbox=inbox
+                    )
+                else:
+                    agent = Agent(
+                        run_id=run_id,
+                        config=config,
+                        resume_events=resume_events,
+                        model=self.model_factory(spec, {}),
+                        sinks=sinks,
+                        host=host,
+                        oversight=Oversight(InboxReviewer(mode.review_timeout_s), inbox, **questions),
+                        fork=fork,
+                        **self.agent_kwargs,
+                    )
                 handle.emitter = agent.emitter
                 outcome = agent.run()
                 log.info("run %s ended: %s (%s)", run_id, outcome.status, outcome.reason)

@@ -21,6 +21,7 @@ per thing written:
     trace_import   a browsable run made from a trace file
     forks          a run that continues another from one of its steps, with its own decision at a question
     studies        runs of one task that differ in one setting, started together as one study
+    verify         "verify here": one full evaluation of a kernel's exact source on a worker of this site
 """
 
 from runs.services.directives import (
@@ -54,6 +55,7 @@ from runs.services.steps import EventOutcome, StepRecorded, events_store, step_r
 from runs.services.studies import study_start
 from runs.services.tasks import task_upsert
 from runs.services.trace_import import trace_import
+from runs.services.verify import kernel_verify, verification_pending
 from runs.services.worker_events import event_refusal_record, worker_event_record, worker_events_record
 from runs.services.workers import (
     HELD_STATUSES,
@@ -115,6 +117,8 @@ __all__ = [
     "step_record",
     "task_upsert",
     "trace_import",
+    "kernel_verify",
+    "verification_pending",
     "worker_connected",
     "worker_disconnected",
     "worker_event_record",

@@ -72,8 +72,9 @@ def kernel_release(*, kernel: Kernel, name: str) -> Kernel:
 def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, step: Step | None = None) -> Evaluation:
     """Store a harness verdict (`EvalResult.to_dict()`) with its per-scenario rows, all or nothing.
 
-    When the evaluation is correct on every scenario it ran (`gpu_harness.figures.all_correct`) and beats the
-    run's best over the run's goal baseline, the run's best speedups move with it.
+    When the evaluation is a verified one (correct on every scenario of its task's full set, measured here: not
+    a quick one, not an imported trace's claim; `_counts_toward_best`) and beats the run's best over the run's
+    goal baseline, the run's best speedups move with it.
     """
     status = result.get("status")
     if status not in EvaluationStatus.values:
@@ -110,7 +111,7 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
             )
             for s in scenarios
         )
-        if run is not None and figures.all_correct(result):
+        if run is not None and _counts_toward_best(run, result):
             _raise_run_best(run, result)
     return evaluation
 
@@ -124,6 +125,14 @@ def _peaks(value) -> dict:
         if isinstance(figure, (int, float)) and not isinstance(figure, bool) and math.isfinite(figure) and figure > 0:
             peaks[name] = float(figure)
     return peaks
+
+
+def _counts_toward_best(run: Run, verdict: dict) -> bool:
+    """A run's best is a headline figure: only a verified verdict moves it (gpu_harness.figures.standing), so a
+    quick-set outlier or a figure copied from an imported trace never becomes the run's best."""
+    full_ids = list(run.task.scenario_ids or [])
+    verified = figures.standing(verdict, full_ids, imported=bool(run.imported_from)) == figures.VERIFIED
+    return verified and figures.all_correct(verdict)
 
 
 def _raise_run_best(run: Run, verdict: dict) -> None:

@@ -38,8 +38,9 @@ def question_propose(
             step=step,
         )
         # A question the agent asked itself waits on a person unless the run approves them automatically: the
-        # webhook and the review page's browser notification (`needs_review`) tell reviewers of those only.
-        needs_review = source != QuestionSource.HUMAN and run.review_mode != ReviewMode.AUTO
+        # webhook and the review page's browser notification (`needs_review`) tell reviewers of those only. A
+        # question of an imported trace waits on nobody: the run is a record, it never runs on.
+        needs_review = source != QuestionSource.HUMAN and run.review_mode != ReviewMode.AUTO and not run.imported_from
         publish_after_commit(
             run.pk,
             {

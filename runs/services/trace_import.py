@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import math
 
 from django.db import DataError, transaction
 from django.utils import timezone
@@ -111,11 +112,12 @@ def _events(records, harness: bool):
 def _scan(records) -> dict:
     """A first reading of the whole trace for what the run is made from, keeping none of its events."""
     found = {"meta": None, "config": None, "evaluation_task": None, "harness": False, "events": False, "first": None}
+    found["lines"] = {}  # "meta" / "config" -> the line it was read from (a refusal names it)
     count = 0
-    for _, record in records:
+    for number, record in records:
         count += 1
         if record.get("type") == "run" and found["meta"] is None:
-            found["meta"] = record
+            found["meta"], found["lines"]["meta"] = record, number
         if found["first"] is None and (_is_harness_line(record) or ("seq" in record and "kind" in record)):
             found["first"] = record
         if _is_harness_line(record):
@@ -126,6 +128,7 @@ def _scan(records) -> dict:
             payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
             if record.get("kind") == StepKind.STATUS and payload.get("config") and found["config"] is None:
                 found["config"] = payload["config"] if isinstance(payload["config"], dict) else {}
+                found["lines"]["config"] = number
             result = payload.get("result")
             if record.get("kind") == StepKind.EVALUATION and isinstance(result, dict):
                 found["evaluation_task"] = found["evaluation_task"] or result.get("task")
@@ -147,6 +150,37 @@ def trace_origin(found: dict) -> str:
     if found["harness"]:
         return f"harness:{first.get('kernel_sha256') or ''}:{first.get('started_at') or ''}"[:200]
     return f"trace:{first.get('run_id') or ''}:{first.get('ts') or ''}"[:200]
+
+
+def _goal_problem(goal) -> str | None:
+    """What is wrong with a trace's goal ({"baseline": name, "speedup": x}), or None when it is one a run holds."""
+    if not isinstance(goal, dict):
+        return f"the goal must be an object with a baseline and a speedup, not {json.dumps(goal)[:60]}"
+    baseline, speedup = goal.get("baseline"), goal.get("speedup")
+    if (
+        not isinstance(baseline, str)
+        or not baseline.strip()
+        or len(baseline) > Run._meta.get_field("goal_baseline").max_length
+    ):
+        return f"the goal's baseline must be a baseline's name, not {json.dumps(baseline)[:60]}"
+    if isinstance(speedup, bool) or not isinstance(speedup, (int, float)) or not math.isfinite(speedup) or speedup <= 0:
+        return f"the goal's speedup must be a positive finite number, not {json.dumps(speedup)[:60]}"
+    return None
+
+
+def trace_goal(found: dict) -> tuple[str, float | None]:
+    """The goal the recorded run was judged against, which the import keeps (issue 34): the export's run line
+    first (the run's own goal on the site that ran it), else the agent's started config; ("", None) when the
+    trace names none (the run then has its task's). A malformed one refuses the import, naming its line."""
+    meta, config = found["meta"] or {}, found["config"] or {}
+    for where, record in (("meta", meta), ("config", config)):
+        if "goal" not in record or record["goal"] is None:
+            continue
+        problem = _goal_problem(record["goal"])
+        if problem:
+            raise ServiceError(f"line {found['lines'][where]}: {problem}")
+    goal = meta.get("goal") or config.get("goal")
+    return (goal["baseline"].strip(), float(goal["speedup"])) if goal else ("", None)
 
 
 def _imported_text(name: str, meta: dict) -> str:
@@ -188,6 +222,7 @@ def trace_import(*, lines, name: str, user=None) -> Run:
     if not (found["harness"] or found["events"]):
         raise ServiceError("the trace holds no run events")
     task_name = meta.get("task") or config.get("task") or found["evaluation_task"]
+    goal = trace_goal(found)
     try:
         with transaction.atomic():
             task = Task.objects.filter(name=task_name).first() if isinstance(task_name, str) and task_name else None
@@ -195,7 +230,7 @@ def trace_import(*, lines, name: str, user=None) -> Run:
                 raise ServiceError(
                     f"the trace's task {task_name!r} is not known here" if task_name else "the trace names no task"
                 )
-            run = _import_steps(again, found, task=task, meta=meta, config=config, name=name, user=user)
+            run = _import_steps(again, found, task=task, goal=goal, name=name, user=user)
     except DataError as rejected:  # e.g. PostgreSQL cannot hold a NUL character in a text or JSON value
         raise ServiceError(
             f"the database cannot store this trace: {str(rejected).strip().splitlines()[0][:200]}"
@@ -203,12 +238,15 @@ def trace_import(*, lines, name: str, user=None) -> Run:
     return run
 
 
-def _import_steps(again, found: dict, *, task: Task, meta: dict, config: dict, name: str, user) -> Run:
+def _import_steps(again, found: dict, *, task: Task, goal: tuple, name: str, user) -> Run:
     harness = found["harness"]
+    meta, config = found["meta"] or {}, found["config"] or {}
     run = Run.objects.create(
         imported_from=_imported_text(name, meta),
         origin=trace_origin(found),
         task=task,
+        goal_baseline=goal[0],
+        goal_speedup=goal[1],
         model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
         starting_kernel=config.get("starting_kernel") or task.starting_kernel,
         started_by=user,
@@ -245,11 +283,17 @@ def _import_steps(again, found: dict, *, task: Task, meta: dict, config: dict, n
     run.refresh_from_db()  # the effects moved its best speedups
     # The trace's own word is not enough for `succeeded`, as it is not for a worker (docs/protocol.md 1.2): an
     # evaluation in the trace must confirm the goal, or the imported run says why it is shown failed.
-    reason = status_reason_text(final.payload) if final else "imported: the trace has no final status"
+    # Whatever the trace says stays its claim: no harness here measured it, so the reason says so (a "goal
+    # confirmed" of an imported run is the trace's word, not this site's verdict).
+    reason = (
+        f"the trace's claim, not measured here: {status_reason_text(final.payload)}"
+        if final
+        else "imported: the trace has no final status"
+    )
     if run.status == RunStatus.SUCCEEDED and run_goal_evaluation(run) is None:
         run.status = RunStatus.FAILED
         reason = "imported: the trace says succeeded, but no evaluation in it confirms the goal"
-    run.status_reason = reason[: Run._meta.get_field("status_reason").max_length]
+    run.status_reason = status_reason_text({"reason": reason})
     run.save(update_fields=["status", "status_reason", "updated_at"])
     publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
     return run

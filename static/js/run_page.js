@@ -211,7 +211,9 @@
     // The queue reason is the server's at page load; once the run leaves the queue it no longer applies.
     if (s.status !== "queued") document.getElementById("run-queue-reason").hidden = true;
     showControls(s.status);
-    document.getElementById("run-best").textContent = s.best_speedup === null ? "—" : s.best_speedup.toFixed(3) + "×";
+    // The run's best is a verified figure (a full evaluation measured here), labelled as the server labels it.
+    document.getElementById("run-best").textContent =
+      s.best_speedup === null ? "—" : s.best_speedup.toFixed(3) + "× (verified: full set)";
     const baselines = Object.entries(s.best_speedups).sort();
     document.getElementById("run-baselines").textContent = baselines.length
       ? baselines.map(([n, v]) => n + " " + (v === null ? "—" : v.toFixed(3) + "×")).join(" · ") : "—";
@@ -258,6 +260,12 @@
     const data = await response.json();
     drawSpeedupChart(document.getElementById("speedup-chart"), data);
     drawEvaluations(data.points);
+    // A quick-set best above the verified one is shown labelled "quick", never as the run's best.
+    const quick = document.getElementById("run-best-quick");
+    quick.hidden = data.unverified.quick === null;
+    if (data.unverified.quick !== null) {
+      quick.textContent = data.unverified.quick.toFixed(3) + "× (quick: on the quick set only, not verified)";
+    }
   }, 300);
 
   // The Evaluations table as the page renders it (the newest EVALUATIONS_SHOWN, newest first), from the chart's

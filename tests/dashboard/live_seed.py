@@ -75,6 +75,7 @@ task_upsert(
     title="float32 matrix product",
     # The harness's summary, for the task pages; the scenario ids stay the test verdicts' (n256, n512).
     spec=task_summary(get_task("matmul_cpu")),
+    scenario_ids=["n256", "n512"],  # a test verdict over both is a full one: its figures are verified
 )
 user("olga", "operator")
 user("rita", "reviewer")

@@ -47,7 +47,13 @@ def test_a_fork_at_a_question_with_a_veto_is_queued_with_its_parents_settings_an
     assert (fork.parent, fork.fork_seq, fork.status) == (parent, QUESTION_SEQ, "queued")
     assert (fork.task, fork.review_mode) == (parent.task, parent.review_mode)
     recorded = EVENTS[0]["payload"]["config"]["goal"]  # the goal the parent's agent pursued, not its task's
-    assert fork.goal == (recorded["baseline"], recorded["speedup"]) != parent.goal
+    # The import keeps it on the parent too (issue 34, item 2), and the fork takes it.
+    assert (
+        fork.goal
+        == (recorded["baseline"], recorded["speedup"])
+        == parent.goal
+        != (parent.task.goal_baseline, parent.task.goal_speedup)
+    )
     assert fork.model == "claude-sonnet-4-6" and fork.starting_kernel == parent.starting_kernel
     assert fork.fork["decision"] == {"action": "veto", "by": "olga"}
     assert fork.fork["played"] == {"turn": 3, "select_question": 0}

@@ -276,7 +276,8 @@ def test_a_trace_export_imports_back_as_an_equal_run(operator):
     response = operator.post(reverse("trace_import"), {"trace": upload})
     imported = Run.objects.exclude(pk=run.pk).get()
     assert response.status_code == 302 and response["Location"] == reverse("run_detail", args=[imported.pk])
-    assert (imported.step_count, imported.status, imported.best_speedup) == (5, "succeeded", pytest.approx(2.4))
+    # The trace's figures are its claims: the run keeps its outcome, but no verified best (issue 34).
+    assert (imported.step_count, imported.status, imported.best_speedup) == (5, "succeeded", None)
     question = Question.objects.get(run=imported)
     assert (question.status, question.text, question.original_text) == (
         "edited",
@@ -294,7 +295,7 @@ def test_a_harness_trace_imports_as_a_run_of_evaluations():
         json.dumps({"kind": "evaluation", "note": "", "summary": "y", **eval_result(2.4, source="// v2\n")}),
     ]
     run = trace_import(lines=lines, name="matmul.trace")
-    assert run.step_count == 2 and run.best_speedup == pytest.approx(2.4) and run.model == "import:matmul.trace"
+    assert run.step_count == 2 and run.best_speedup is None and run.model == "import:matmul.trace"
     assert Evaluation.objects.filter(run=run).count() == 2
 
 

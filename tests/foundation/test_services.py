@@ -20,7 +20,7 @@ from runs.services import (
     worker_host_create,
     worker_host_revoke,
 )
-from tests.foundation.factories import make_run
+from tests.foundation.factories import make_run, make_task
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_a_human_question_is_approved_as_written():
 
 
 def test_a_correct_evaluation_raises_the_runs_best_speedup_and_an_incorrect_one_does_not():
-    run = make_run()
+    run = make_run(task=make_task(scenario_ids=["m512"]))  # the verdicts below cover the full set
     kernel = kernel_record(source="k1", run=run, language="cpp")
     scenario = {
         "id": "m512",
@@ -142,7 +142,7 @@ def test_the_run_list_counts_pending_questions():
 def test_a_run_takes_its_tasks_goal_unless_it_names_its_own():
     from runs.services import run_assignment
 
-    task_goal_run = make_run()
+    task_goal_run = make_run(task=make_task(scenario_ids=["m512"]))  # the verdict below covers the full set
     own_goal_run = make_run(task=task_goal_run.task, goal_baseline="numpy", goal_speedup=0.7)
     assert task_goal_run.goal == ("naive", 2.0)
     assert run_assignment(own_goal_run)["goal"] == {"baseline": "numpy", "speedup": 0.7}

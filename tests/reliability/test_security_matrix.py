@@ -120,6 +120,7 @@ ENDPOINTS = [
     ),
     ("post", "/runs/{run}/control/", "operator", {"action": "pause"}),
     ("post", "/runs/start/", "operator", {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto"}),
+    ("post", "/kernels/{kernel}/verify/", "operator", {}),
     ("post", "/workers/{host}/revoke/", "operator", {}),
 ]
 
@@ -176,7 +177,11 @@ def test_each_role_can_do_exactly_what_it_allows_on_every_page_form_and_api(worl
 )
 def test_a_form_post_without_the_csrf_token_is_refused_and_changes_nothing(world, method, template, least, data):
     url = template.format(
-        run=world["run"].pk, question=world["question"].pk, host=world["host"].pk, parent=world["parent"].pk
+        run=world["run"].pk,
+        question=world["question"].pk,
+        host=world["host"].pk,
+        parent=world["parent"].pk,
+        kernel=world["kernel"].pk,
     )
     client = Client(enforce_csrf_checks=True)
     client.force_login(make_user("boss", "operator"))

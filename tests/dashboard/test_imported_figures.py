@@ -1,0 +1,212 @@
+"""Only a harness measured here is verified (issue 34, items 1, 2, 3 and 7): a trace's figures stay its claims,
+marked imported on every page, and never a "best" or "verified" figure; a quick-set figure is labelled quick;
+an honest round trip keeps the run's goal and outcome; a malformed goal is refused at import with its line; an
+import notifies no one. Runs are made through the real event store and trace import, pages through the views."""
+
+import html
+import json
+import math
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from runs import notify
+from runs.models import Kernel, ReviewMode, Run
+from runs.services import run_claim, run_start, worker_events_record
+from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
+from tests.dashboard.test_notify import Receiver
+from tests.foundation.factories import make_task
+
+FORGED_SOURCE = 'extern "C" int kseek_matmul(const float*, const float*, float*, int, int, int) { return 0; }\n'
+
+
+def record(run, seq, kind, payload):
+    [outcome] = worker_events_record(items=[(run.worker, event(run.pk, seq, kind, payload))])
+    assert outcome.stored, outcome.error
+
+
+def held_run(host, **fields):
+    run = run_start(task=make_task(), model="claude-sonnet-4-6", **fields)
+    assert run_claim(worker=host).pk == run.pk
+    return Run.objects.get(pk=run.pk)
+
+
+def quick_payload(speedup, source):
+    """An all-correct verdict on one scenario of the task's two: a quick-set figure."""
+    payload = evaluation_payload(speedup, source=source)
+    payload["result"]["scenarios"] = payload["result"]["scenarios"][:1]
+    payload["result"]["geomean"]["naive"]["count"] = 1
+    return payload
+
+
+def shown(response) -> str:
+    """A page as its reader sees its text: HTML entities unescaped."""
+    return html.unescape(response.content.decode())
+
+
+def exported(client, run) -> list[dict]:
+    body = b"".join(client.get(reverse("trace_export", args=[run.pk])).streaming_content).decode()
+    return [json.loads(line) for line in body.splitlines()]
+
+
+def import_lines(client, records, name="run.jsonl"):
+    text = "\n".join(json.dumps(r) if isinstance(r, dict) else r for r in records)
+    return client.post(reverse("trace_import"), {"trace": SimpleUploadedFile(name, text.encode())})
+
+
+def forge(records) -> list[dict]:
+    """What issue 34 did: a do-nothing kernel as every evaluation's source, 99 as every speed-up."""
+    for record_ in records:
+        if record_.get("kind") != "evaluation":
+            continue
+        payload = record_["payload"]
+        result = payload["result"]
+        payload["kernel_source"] = result["kernel_source"] = FORGED_SOURCE
+        payload["speedup"] = 99.0
+        result["geomean"] = {name: {"speedup": 99.0, "count": 2} for name in result["geomean"]}
+        for scenario in result["scenarios"]:
+            scenario["speedup"] = {name: 99.0 for name in scenario["speedup"]}
+    return records
+
+
+@pytest.fixture
+def operator(client):
+    client.force_login(make_user("olga", "operator"))
+    return client
+
+
+@pytest.mark.django_db
+def test_a_forged_import_is_marked_imported_everywhere_and_never_the_verified_best(operator):
+    host, _ = make_worker()
+    measured = held_run(host)
+    record(measured, 0, "evaluation", evaluation_payload(1.5, source="// measured here\n"))
+    record(measured, 1, "status", {"status": "failed", "reason": "budget_steps"})
+    forged = forge(exported(operator, measured))
+    status = next(r for r in forged if r.get("kind") == "status")
+    status["payload"] = {"status": "succeeded", "reason": "goal_met", "detail": "goal confirmed by a full evaluation"}
+    assert import_lines(operator, forged).status_code == 302
+    imported = Run.objects.exclude(pk=measured.pk).get()
+    claim = Kernel.objects.get(run=imported)
+
+    kernels = shown(operator.get(reverse("kernels")))
+    best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
+    assert "1.500×" in best and "99.000×" not in best  # the best per task is the one measured here
+    groups = kernels[kernels.index('id="kernel-groups"') :]
+    forged_row = groups[groups.index(f'data-sha="{claim.sha256}"') :].split("</tr>")[0]
+    assert "imported" in forged_row and "99.000× (imported: a trace's claim, not measured here)" in forged_row
+    assert forged_row.split('class="best-verified">')[1].startswith("—")  # no verified figure of its own
+
+    page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
+    assert '<dd id="run-best">—</dd>' in page
+    assert "99.000× (imported: the trace's claim, not measured here)" in page
+    assert "the trace's claim, not measured here: goal_met" in page  # its outcome is the trace's word
+    assert "99.000× (imported)" in page  # its Evaluations row
+    assert imported.best_speedup is None and imported.best_speedups == {}
+
+    kernel_page = shown(operator.get(reverse("kernel_detail", args=[claim.pk])))
+    assert '<small class="imported">imported</small>' in kernel_page
+    assert "imported: a trace's claim, not measured here" in kernel_page and 'id="verify-here"' in kernel_page
+    evaluation = claim.evaluations.get()
+    evaluation_page = shown(operator.get(reverse("evaluation_detail", args=[evaluation.pk])))
+    assert 'data-standing="imported"' in evaluation_page
+
+    compare = operator.get(reverse("run_compare") + f"?runs={measured.pk},{imported.pk}&format=json").json()
+    by_run = {row["run_id"]: row for row in compare["summary"]}
+    assert (by_run[imported.pk]["imported"], by_run[imported.pk]["best_speedup"]) == (True, None)
+    assert by_run[imported.pk]["goal_met"] is False and by_run[measured.pk]["best_speedup"] == 1.5
+
+
+@pytest.mark.django_db
+def test_a_quick_figure_is_labelled_quick_and_the_headline_best_is_the_full_one(operator):
+    host, _ = make_worker()
+    run = held_run(host)
+    record(run, 0, "evaluation", quick_payload(3.749, "// tiled\n"))  # the quick set's outlier
+    record(run, 1, "evaluation", evaluation_payload(1.857, source="// tiled\n"))  # the same kernel, full set
+    run.refresh_from_db()
+    assert run.best_speedup == pytest.approx(1.857)
+
+    page = shown(operator.get(reverse("run_detail", args=[run.pk])))
+    assert '<dd id="run-best">1.857× (verified: full set)</dd>' in page
+    assert "3.749× (quick: on the quick set only, not verified)" in page
+    assert "3.749× (quick)" in page  # its Evaluations row
+    chart = operator.get(reverse("run_chart", args=[run.pk])).json()
+    assert [point["best"] for point in chart["best"]] == [pytest.approx(1.857)]
+    assert chart["unverified"]["quick"] == pytest.approx(3.749)
+
+    kernels = shown(operator.get(reverse("kernels")))
+    best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
+    assert "1.857×" in best and "3.749×" not in best
+    assert "3.749× (quick, not verified)" in kernels
+
+
+@pytest.mark.django_db
+def test_an_exported_run_imported_back_keeps_its_goal_and_outcome_marked_imported(operator):
+    host, _ = make_worker()
+    run = held_run(host, goal_baseline="naive", goal_speedup=0.5)  # its own goal, not its task's 2.0x
+    record(run, 0, "evaluation", evaluation_payload(0.6))
+    record(run, 1, "status", {"status": "succeeded", "reason": "goal_met", "detail": "goal confirmed"})
+    assert import_lines(operator, exported(operator, run)).status_code == 302
+    imported = Run.objects.exclude(pk=run.pk).get()
+    assert imported.goal == ("naive", 0.5)
+    assert imported.status == "succeeded" and imported.status_reason.startswith("the trace's claim, not measured here")
+    page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
+    assert "Best speedup over naive (goal 0.5×)" in page and 'id="run-imported"' in page
+
+
+@pytest.mark.parametrize(
+    ("goal", "problem"),
+    [
+        ({"baseline": "naive", "speedup": "fast"}, 'the goal\'s speedup must be a positive finite number, not "fast"'),
+        ({"baseline": "naive", "speedup": -2}, "the goal's speedup must be a positive finite number, not -2"),
+        ({"baseline": "naive", "speedup": math.inf}, "the goal's speedup must be a positive finite number"),
+        ({"baseline": "", "speedup": 2}, "the goal's baseline must be a baseline's name"),
+        ("fast", "the goal must be an object with a baseline and a speedup"),
+    ],
+)
+@pytest.mark.django_db
+def test_a_malformed_goal_is_refused_at_import_with_its_line(operator, goal, problem):
+    host, _ = make_worker()
+    run = held_run(host)
+    record(run, 0, "status", {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}})
+    record(run, 1, "evaluation", evaluation_payload(1.2))
+    records = exported(operator, run)
+    records[1]["payload"]["config"]["goal"] = goal  # line 2: the agent's started config
+    response = import_lines(operator, records)
+    assert response.status_code == 400
+    assert f"line 2: {problem}" in shown(response)
+    assert Run.objects.count() == 1  # nothing stored
+
+    records = exported(operator, run)
+    records[0]["goal"] = goal  # line 1: the export's run line
+    response = import_lines(operator, records)
+    assert response.status_code == 400 and "line 1: " in shown(response)
+    assert Run.objects.count() == 1
+
+
+@pytest.fixture
+def quiet_sender():
+    assert notify.wait_until_sent(30)
+    yield
+    assert notify.wait_until_sent(30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trace_import_notifies_no_one(operator, settings, quiet_sender):
+    hook = Receiver()
+    try:
+        settings.KSEEK_WEBHOOK_URL = hook.url
+        host, _ = make_worker()
+        run = held_run(host, review_mode=ReviewMode.REVIEW)
+        record(run, 0, "question_proposed", question_payload("q-1"))  # a live run's question: one notice
+        assert notify.wait_until_sent(30) and [body["event"] for body in hook.bodies] == ["waiting_review"]
+        record(run, 1, "evaluation", evaluation_payload(2.4))
+        record(run, 2, "status", {"status": "succeeded", "reason": "goal_met"})
+        assert notify.wait_until_sent(30)
+        before = len(hook.bodies)
+
+        assert import_lines(operator, exported(operator, run)).status_code == 302
+        assert notify.wait_until_sent(30)
+        assert hook.bodies[before:] == []  # the imported question and outcome wait on, and tell, nobody
+    finally:
+        hook.close()
