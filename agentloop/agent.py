@@ -29,7 +29,7 @@ from agentloop.models import ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
 from agentloop.review import AutoApprove, InboxReviewer, Reviewer
-from agentloop.sandbox import NONE, REFUSED, Sandbox
+from agentloop.sandbox import BUBBLEWRAP, NETWORK_VARIABLE, NONE, REFUSED, Sandbox
 from agentloop.scoreboard import EVALUATIONS, Scoreboard
 from agentloop.state import RunState, api_messages
 from agentloop.tools import ToolInputError, ToolResult
@@ -400,6 +400,19 @@ class Agent:
             )
         elif self.sandbox.mode == REFUSED:
             self.emitter.emit("note", {"level": "error", "sandbox": REFUSED, "text": self.sandbox.refusal})
+        elif self.sandbox.mode == BUBBLEWRAP and self.sandbox.network:
+            self.emitter.emit(
+                "note",
+                {
+                    "level": "warning",
+                    "sandbox": BUBBLEWRAP,
+                    "network": True,
+                    "text": (
+                        f"network: the operator set {NETWORK_VARIABLE}; the model's commands and kernels reach the "
+                        "host's network, its local services included (docs/protocol.md, section 3)"
+                    ),
+                },
+            )
 
     def step(self) -> None:
         self._turn_boundary()
