@@ -34,7 +34,7 @@ from agentloop.scoreboard import EVALUATIONS, Scoreboard
 from agentloop.state import RunState, api_messages
 from agentloop.tools import ToolInputError, ToolResult
 from agentloop.tools import evaluate as evaluate_tool
-from agentloop.tools.editor import EditorTool
+from agentloop.tools.editor import MAX_FILE_BYTES, EditorTool
 from agentloop.tools.shell import ShellTool
 from questionbank.bank import BankEntry, load_bank
 
@@ -174,7 +174,11 @@ class Agent:
             )
         self.evaluator = evaluator
         self.scoreboard = Scoreboard(self.state, config, self.task_info["full_ids"], self.emitter.emit)
-        self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
+        self.editor = EditorTool(
+            self.workspace,
+            output_limit=tools["output_limit_chars"],
+            max_file_bytes=int(tools.get("editor_max_file_bytes", MAX_FILE_BYTES)),
+        )
         shell = ShellTool(
             self.workspace,
             timeout_s=tools["shell_timeout_s"],
