@@ -93,7 +93,10 @@ def host_service(layout):
 
 
 @pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
-def test_the_shell_reaches_no_service_of_the_host_on_its_loopback_or_its_unix_sockets(layout, host_service):
+def test_the_shell_reaches_no_service_of_the_host_on_its_loopback_or_its_unix_sockets(
+    layout, host_service, monkeypatch
+):
+    monkeypatch.delenv("KSEEK_AGENT_NETWORK", raising=False)  # the operator did not opt in
     data, state, workspace = layout
     output = shell_output(workspace, state, host_service.probe())
     assert "tcp not reached" in output and "unix not reached" in output, output
