@@ -29,12 +29,12 @@ from agentloop.models import ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
 from agentloop.review import AutoApprove, InboxReviewer, Reviewer
-from agentloop.sandbox import NONE, REFUSED, Sandbox
+from agentloop.sandbox import BUBBLEWRAP, NETWORK_VARIABLE, NONE, REFUSED, Sandbox
 from agentloop.scoreboard import EVALUATIONS, Scoreboard
 from agentloop.state import RunState, api_messages
 from agentloop.tools import ToolInputError, ToolResult
 from agentloop.tools import evaluate as evaluate_tool
-from agentloop.tools.editor import EditorTool
+from agentloop.tools.editor import MAX_FILE_BYTES, EditorTool
 from agentloop.tools.shell import ShellTool
 from questionbank.bank import BankEntry, load_bank
 
@@ -174,7 +174,11 @@ class Agent:
             )
         self.evaluator = evaluator
         self.scoreboard = Scoreboard(self.state, config, self.task_info["full_ids"], self.emitter.emit)
-        self.editor = EditorTool(self.workspace, output_limit=tools["output_limit_chars"])
+        self.editor = EditorTool(
+            self.workspace,
+            output_limit=tools["output_limit_chars"],
+            max_file_bytes=int(tools.get("editor_max_file_bytes", MAX_FILE_BYTES)),
+        )
         shell = ShellTool(
             self.workspace,
             timeout_s=tools["shell_timeout_s"],
@@ -400,6 +404,19 @@ class Agent:
             )
         elif self.sandbox.mode == REFUSED:
             self.emitter.emit("note", {"level": "error", "sandbox": REFUSED, "text": self.sandbox.refusal})
+        elif self.sandbox.mode == BUBBLEWRAP and self.sandbox.network:
+            self.emitter.emit(
+                "note",
+                {
+                    "level": "warning",
+                    "sandbox": BUBBLEWRAP,
+                    "network": True,
+                    "text": (
+                        f"network: the operator set {NETWORK_VARIABLE}; the model's commands and kernels reach the "
+                        "host's network, its local services included (docs/protocol.md, section 3)"
+                    ),
+                },
+            )
 
     def step(self) -> None:
         self._turn_boundary()

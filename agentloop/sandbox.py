@@ -6,6 +6,11 @@ environment keeps them out of what we start, but not out of reach: a process of 
 mount and IPC namespaces of its own. Without a working bubblewrap it does not run at all, unless the operator
 asked for exactly that (`--unsandboxed`); the run then records `"sandbox": "none"` and its page says
 "unsandboxed". docs/protocol.md, section 3, says what holds in each mode.
+
+Services on the host are secrets too: a database that trusts local connections (PostgreSQL, Redis) holds the
+dashboard's sessions and token hashes. So the sandbox also has a network namespace of its own (nothing of the
+host's network, its loopback included) and the host's listening unix sockets covered, unless the operator lets
+agent code reach the network (`KSEEK_AGENT_NETWORK=1`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import functools
 import glob
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -48,6 +54,14 @@ EXIT_NO_SANDBOX = (
 
 # The namespaces every sandboxed process gets; the probe uses the same ones.
 NAMESPACES = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+# A network namespace of its own: only a loopback of its own, on which nothing of the host listens.
+NO_NETWORK = ["--unshare-net"]
+# The operator's opt-in to the host's network (and its unix sockets) for agent code, read by Sandbox.choose.
+NETWORK_VARIABLE = "KSEEK_AGENT_NETWORK"
+# Unix sockets of the GPU driver's own daemons (persistenced, fabric manager): never covered, whatever CUDA
+# may ask of them, since the sandbox must not cost the harness its GPU.
+GPU_SOCKET_PREFIXES = ("/run/nvidia", "/var/run/nvidia")
+MAX_COVERED_SOCKETS = 256  # a bound on bwrap's command line; a host rarely listens on more than a few dozen
 
 
 class SandboxUnavailable(ConfigError):
@@ -80,14 +94,22 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-@functools.lru_cache(maxsize=1)
-def working_bwrap() -> tuple[str | None, str]:
+def network_opt_in(source: dict | None = None) -> bool:
+    """Whether the operator let agent code reach the host's network (KSEEK_AGENT_NETWORK=1, true or yes)."""
+    value = (os.environ if source is None else source).get(NETWORK_VARIABLE, "")
+    return value.strip().lower() in ("1", "true", "yes")
+
+
+@functools.lru_cache(maxsize=2)
+def working_bwrap(network: bool = False) -> tuple[str | None, str]:
     """(path, "") when bubblewrap can make its namespaces here, else (None, why not). Probed once a process: an
-    installed bwrap fails where user namespaces are off (some containers, some hardened kernels)."""
+    installed bwrap fails where user namespaces are off (some containers, some hardened kernels). Without
+    `network`, with the network namespace too, as every sandboxed process then gets it."""
     path = bwrap_path()
     if path is None:
         return None, "`bwrap` is not on PATH"
-    argv = [path, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    namespaces = NAMESPACES if network else NAMESPACES + NO_NETWORK
+    argv = [path, *namespaces, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
     try:
         probe = subprocess.run(argv, env=scrubbed_env("/"), stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -98,10 +120,13 @@ def working_bwrap() -> tuple[str | None, str]:
     return path, ""
 
 
-def bwrap_argv(bwrap: str, workspace: Path, hidden: list[Path], env: dict[str, str], argv: list[str]) -> list[str]:
+def bwrap_argv(
+    bwrap: str, workspace: Path, hidden: list[Path], env: dict[str, str], argv: list[str], network: bool = False
+) -> list[str]:
     """The shell's bubblewrap command line: read-only root, private /tmp, /proc and /dev, the workspace writable,
-    `hidden` directories (the worker's state, folders named with --hide) replaced by empty ones."""
-    return _bwrap(bwrap, hidden, [workspace], workspace, env, argv)
+    `hidden` directories (the worker's state, folders named with --hide) replaced by empty ones, no network
+    unless `network`."""
+    return _bwrap(bwrap, hidden, [workspace], workspace, env, argv, network=network)
 
 
 def gpu_device_nodes() -> list[str]:
@@ -110,7 +135,48 @@ def gpu_device_nodes() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*"))
 
 
-def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], readable=()):
+def host_unix_sockets(hidden=()) -> list[str]:
+    """The file-system paths of the unix sockets listening on this host (/proc/net/unix, as this process's
+    network namespace sees them): a network namespace of its own does not cut those, and a read-only bind does
+    not stop a connect() (PostgreSQL's /run/postgresql/.s.PGSQL.5432 among them). Left out: sockets in /tmp or in
+    a hidden folder (the sandbox's own /tmp and empty folders hide them) and the GPU driver's daemons."""
+    try:
+        lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    covered_already = ["/tmp", *(str(Path(p).resolve()) for p in hidden)]
+    found: set[str] = set()
+    for line in lines:
+        # Num RefCount Protocol Flags Type St Inode Path; flag 0x10000 (__SO_ACCEPTCON) is a listening socket
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/") or not int(fields[3], 16) & 0x10000:
+            continue
+        path = os.path.realpath(fields[7])
+        inside = any(path == top or path.startswith(top.rstrip("/") + "/") for top in covered_already)
+        if not inside and not path.startswith(GPU_SOCKET_PREFIXES) and _is_socket(path):
+            found.add(path)
+    return sorted(found)[:MAX_COVERED_SOCKETS]
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _network_args(network: bool, hidden) -> list[str]:
+    """bwrap's arguments that keep agent code off the host's services: its own network namespace, and /dev/null
+    over every listening unix socket of the host. Nothing when the operator opted in to the network."""
+    if network:
+        return []
+    args = list(NO_NETWORK)
+    for path in host_unix_sockets(hidden):
+        args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
+def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], readable=(), network=False):
     # A minimal /dev (null, zero, random, tty, a private shm, ...) plus the GPUs, for the harness and for the
     # model's own commands alike (it may run its test programs): not the host's /dev, whose other devices (disks,
     # memory, ...) a root-owned worker would hand its sandbox.
@@ -129,6 +195,8 @@ def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: l
     for path in writable:
         path = str(Path(path).resolve())
         cmd += ["--bind", path, path]
+    # Last, so that no bind above shows a covered socket again.
+    cmd += _network_args(network, hidden)
     cmd += ["--chdir", str(Path(cwd).resolve()), "--clearenv"]
     for name, value in sorted(env.items()):
         cmd += ["--setenv", name, value]
@@ -154,14 +222,17 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()  # folders agent code must not see (the worker's state, --hide folders)
     bwrap: str | None = None
     why: str = ""  # why bubblewrap does not work here (mode `refused`)
+    network: bool = False  # the operator let agent code reach the host's network (KSEEK_AGENT_NETWORK)
 
     @classmethod
-    def choose(cls, *, unsandboxed: bool = False, hidden=()) -> Sandbox:
+    def choose(cls, *, unsandboxed: bool = False, hidden=(), network: bool | None = None) -> Sandbox:
+        """`network`: None reads the operator's KSEEK_AGENT_NETWORK."""
         hidden = tuple(Path(p) for p in hidden)
+        network = network_opt_in() if network is None else network
         if unsandboxed:
-            return cls(NONE, hidden)
-        path, why = working_bwrap()
-        return cls(BUBBLEWRAP, hidden, path) if path else cls(REFUSED, hidden, why=why)
+            return cls(NONE, hidden, network=True)  # no namespace at all: the host's network too
+        path, why = working_bwrap(network)
+        return cls(BUBBLEWRAP, hidden, path, network=network) if path else cls(REFUSED, hidden, why=why)
 
     @property
     def refusal(self) -> str:
@@ -178,12 +249,16 @@ class Sandbox:
 
     def shell_argv(self, workspace: Path, env: dict[str, str], argv: list[str]) -> list[str]:
         if self.mode == BUBBLEWRAP:
-            return bwrap_argv(self.bwrap, workspace, list(self.hidden), env, argv)
+            return bwrap_argv(self.bwrap, workspace, list(self.hidden), env, argv, network=self.network)
         return argv
 
     def harness_argv(self, home: Path, writable: list[Path], env: dict[str, str], argv: list[str]) -> list[str]:
         """The harness's command line: under bubblewrap with the GPUs, its scratch folder
-        and build cache writable, the hidden folders hidden, nothing else writable."""
+        and build cache writable, the hidden folders hidden, nothing else writable, and, like the shell, no
+        network unless the operator opted in: the candidate's process, which the harness starts, inherits it."""
         if self.mode == BUBBLEWRAP:
-            return _bwrap(self.bwrap, self.hidden, [home, *writable], home, env, argv, readable=harness_sources(env))
+            sources = harness_sources(env)
+            return _bwrap(
+                self.bwrap, self.hidden, [home, *writable], home, env, argv, readable=sources, network=self.network
+            )
         return argv

@@ -16,6 +16,7 @@ from decimal import Decimal
 from django.utils.dateparse import parse_datetime
 
 from agentloop.protocol import KINDS
+from runs.nul_escape import NulRefused, escape_nul
 
 # The largest value of the integer columns (PositiveIntegerField: 32-bit signed on PostgreSQL), checked here so
 # that no database sees a value it would refuse or, on SQLite, store wrongly.
@@ -65,7 +66,8 @@ def parse_event(raw, *, run_id: int | None = None) -> ParsedEvent | Refusal:
         payload = raw.get("payload")
         if not isinstance(payload, dict):
             raise _Refused("payload must be a JSON object")
-        _strict_json(payload)
+        if "\\u0000" in _strict_json(payload):  # only then is there a NUL to escape (runs/nul_escape.py)
+            payload = _nul_escaped(payload)
         tokens_in, tokens_out, cost = _usage(raw.get("usage"))
         created_at = _instant(raw.get("ts"))
     except _Refused as refused:
@@ -73,13 +75,21 @@ def parse_event(raw, *, run_id: int | None = None) -> ParsedEvent | Refusal:
     return ParsedEvent(run, seq, kind, payload, created_at, tokens_in, tokens_out, cost)
 
 
-def _strict_json(payload: dict) -> None:
+def _strict_json(payload: dict) -> str:
     # Python's json reads NaN and Infinity, which JSON has no words for: the database's JSON check (SQLite's
     # JSON_VALID, PostgreSQL's jsonb) would refuse the row as an error mid-batch, so the event is refused here.
     try:
-        json.dumps(payload, allow_nan=False)
+        return json.dumps(payload, allow_nan=False)
     except ValueError:
         raise _Refused("payload holds NaN or Infinity, which JSON cannot carry") from None
+
+
+def _nul_escaped(payload: dict) -> dict:
+    # PostgreSQL cannot hold a NUL character: escaped the same way on every database, so both show the same.
+    try:
+        return escape_nul(payload)
+    except NulRefused as refused:
+        raise _Refused(str(refused)) from None
 
 
 def _run_id(value) -> int:

@@ -5,6 +5,7 @@ from django.db.models.functions import Coalesce, Now
 
 from gpu_harness import figures
 from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, Step, StepKind
+from runs.nul_escape import unescape_nul
 
 
 def run_list(*, status: str | None = None, task_name: str | None = None) -> QuerySet[Run]:
@@ -312,7 +313,7 @@ def trace_export_records(run: Run):
             "seq": step.seq,
             "kind": step.kind,
             "ts": step.created_at.isoformat(),
-            "payload": step.payload,
+            "payload": unescape_nul(step.payload),  # the event as it was sent (runs/nul_escape.py)
             "usage": {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": float(step.cost_usd)},
         }
     for question in Question.objects.filter(run=run).select_related("step", "reviewer", "bank_entry").order_by("pk"):

@@ -10,10 +10,15 @@ another, so each turn re-reads the conversation so far from the cache instead of
 A streamed response is assembled here from the raw events, not by the SDK's helper, which raises on a tool input
 that is not valid JSON and loses the whole response: the model's mistake becomes a tool_use block with `input: {}`
 and the text it sent as `raw_input`, which the loop answers with an error the model can read.
+
+A stream is whole only once its `message_stop` has come. One that stops short (the connection closed, a link that
+dropped mid-body, an `error` event such as `overloaded_error` mid-stream) is a failed call, retried as a 529 before
+the stream would be (same backoff, same limit): taken as it was, it would end the turn with a cut tool call lost.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 
@@ -26,14 +31,59 @@ from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_afte
 from agentloop.prices import cost_usd
 
 CACHE = {"type": "ephemeral"}
+# An `error` event in a stream that began 200 OK: the status the same error has before a stream (the API's error
+# types), which decides whether it is retried.
+STREAM_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+class StreamCut(Exception):
+    """A stream that ended before its `message_stop`: the reply is not whole, and the call is tried again."""
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """The HTTP library's errors for a read cut mid-body (the SDK wraps them while it sends the request, not while
+    a stream is read): httpx's, or httpx2's in the SDK versions built on it."""
+    found = []
+    for name in ("httpx", "httpx2"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+TRANSPORT_ERRORS = _transport_errors()
+
+
+def _stream_error_type(exc: anthropic.APIStatusError) -> str | None:
+    """The error type of an `error` event that came mid-stream (the response itself said 200), else None."""
+    if exc.status_code != 200 or not isinstance(exc.body, dict):
+        return None
+    error = exc.body.get("error")
+    return error.get("type") if isinstance(error, dict) else None
 
 
 def classify(exc: Exception) -> tuple[bool, float | None, str]:
     if isinstance(exc, anthropic.APIStatusError):
+        mid_stream = _stream_error_type(exc)
+        if mid_stream is not None:
+            return STREAM_ERROR_STATUS.get(mid_stream, 500) in RETRY_STATUSES, None, f"{mid_stream} mid-stream"
         retry_after = parse_retry_after(exc.response.headers.get("retry-after") if exc.response is not None else None)
         return exc.status_code in RETRY_STATUSES, retry_after, f"HTTP {exc.status_code}"
     if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
         return True, None, type(exc).__name__
+    if isinstance(exc, StreamCut):
+        return True, None, str(exc)
     return False, None, type(exc).__name__
 
 
@@ -52,31 +102,21 @@ def block_to_dict(block: dict) -> dict:
 
 def read_stream(events) -> dict:
     """The message a stream of raw server-sent events describes, as the API's JSON. Tool inputs are parsed whole,
-    at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`."""
+    at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`. StreamCut
+    when the stream ends before its `message_stop`, or its link drops."""
     message: dict = {}
     blocks: list[dict] = []
     raw_inputs: dict[int, str] = {}
-    for event in events:
-        if event.type == "message_start":
-            message = event.message.to_dict(mode="json", exclude_none=True)
-        elif event.type == "content_block_start":
-            blocks.append(event.content_block.to_dict(mode="json", exclude_none=True))
-        elif event.type == "content_block_delta":
-            block, delta = blocks[event.index], event.delta
-            if delta.type == "text_delta":
-                block["text"] = block.get("text", "") + delta.text
-            elif delta.type == "input_json_delta":
-                raw_inputs[event.index] = raw_inputs.get(event.index, "") + delta.partial_json
-            elif delta.type == "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + delta.thinking
-            elif delta.type == "signature_delta":
-                block["signature"] = delta.signature
-            elif delta.type == "citations_delta":
-                block.setdefault("citations", []).append(delta.citation.to_dict(mode="json", exclude_none=True))
-        elif event.type == "message_delta":
-            message["stop_reason"] = event.delta.stop_reason
-            # Usage on a message_delta is cumulative: it replaces what message_start said, field by field.
-            message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
+    seen, stopped = 0, False
+    try:
+        for event in events:
+            seen += 1
+            stopped = stopped or event.type == "message_stop"
+            _read_event(event, message, blocks, raw_inputs)
+    except TRANSPORT_ERRORS as exc:
+        raise StreamCut(f"the stream's link dropped after {seen} events ({type(exc).__name__})") from exc
+    if not stopped:
+        raise StreamCut(f"the stream ended after {seen} events without message_stop")
     for index, text in raw_inputs.items():
         try:
             blocks[index]["input"] = json.loads(text) if text.strip() else {}
@@ -85,6 +125,33 @@ def read_stream(events) -> dict:
             blocks[index]["raw_input"] = text
     message["content"] = blocks
     return message
+
+
+def _read_event(event, message: dict, blocks: list[dict], raw_inputs: dict[int, str]) -> None:
+    """Add one raw event to the message being assembled (in place)."""
+    if event.type == "message_start":
+        message.update(event.message.to_dict(mode="json", exclude_none=True))
+    elif event.type == "content_block_start":
+        blocks.append(event.content_block.to_dict(mode="json", exclude_none=True))
+    elif event.type == "content_block_delta":
+        _read_delta(blocks[event.index], event.delta, event.index, raw_inputs)
+    elif event.type == "message_delta":
+        message["stop_reason"] = event.delta.stop_reason
+        # Usage on a message_delta is cumulative: it replaces what message_start said, field by field.
+        message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
+
+
+def _read_delta(block: dict, delta, index: int, raw_inputs: dict[int, str]) -> None:
+    if delta.type == "text_delta":
+        block["text"] = block.get("text", "") + delta.text
+    elif delta.type == "input_json_delta":
+        raw_inputs[index] = raw_inputs.get(index, "") + delta.partial_json
+    elif delta.type == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + delta.thinking
+    elif delta.type == "signature_delta":
+        block["signature"] = delta.signature
+    elif delta.type == "citations_delta":
+        block.setdefault("citations", []).append(delta.citation.to_dict(mode="json", exclude_none=True))
 
 
 def with_cache_breakpoints(system: str, messages: list[dict], tools: list[dict]) -> tuple[list, list, list]:
@@ -140,7 +207,7 @@ class AnthropicModel(Model):
 
         try:
             message = self.retry.run(call, classify, self.notify)
-        except anthropic.APIError as exc:
+        except (anthropic.APIError, StreamCut) as exc:
             raise ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
         return self._reply(message)
 

@@ -7,11 +7,13 @@ servers want none), max_tokens, max_retries, backoff_base_s, timeout_s.
 
 The loop speaks the Messages-API shape (content blocks, tool_use / tool_result); this module translates both ways,
 so the trace of a run on an OpenAI-compatible model has the same events as any other. Only the standard library
-is used for HTTP: one JSON POST per call, no streaming (a local server has no proxy cutting long requests).
+is used for HTTP: one JSON POST per call, no streaming (a local server has no proxy cutting long requests). An
+answer cut short (its body short of its announced length, or not whole JSON) is a failed call, retried like a 503.
 """
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import os
@@ -41,6 +43,10 @@ class HTTPFailure(Exception):
         super().__init__(f"HTTP {status}: {body[:500]}")
         self.status = status
         self.retry_after = retry_after
+
+
+class BodyCut(ConnectionError):
+    """The answer's body stopped short: the connection closed before the length its headers announced."""
 
 
 def classify(exc: Exception) -> tuple[bool, float | None, str]:
@@ -177,6 +183,8 @@ class OpenAIModel(Model):
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace")
             raise HTTPFailure(exc.code, text, parse_retry_after(exc.headers.get("retry-after"))) from None
+        except http.client.HTTPException as exc:  # IncompleteRead above all: a link that dropped mid-body
+            raise BodyCut(f"the server's answer was cut short ({type(exc).__name__})") from None
         try:
             return json.loads(raw)
         except ValueError:

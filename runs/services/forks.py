@@ -14,6 +14,7 @@ from django.db import transaction
 from agentloop.fork import ForkCut, ForkError, fork_cut, fork_problems, fork_wire
 from agentloop.protocol import EVENT_MAX_BYTES
 from runs.models import Run, Step
+from runs.nul_escape import unescape_nul
 from runs.services.errors import ServiceError
 from runs.services.runs import run_start
 
@@ -43,7 +44,7 @@ def parent_events(run: Run, up_to_seq: int) -> list[dict]:
             "run_id": run.pk,
             "seq": s["seq"],
             "kind": s["kind"],
-            "payload": s["payload"],
+            "payload": unescape_nul(s["payload"]),  # as it was sent (runs/nul_escape.py)
             "ts": s["created_at"].isoformat(),
         }
         for s in steps

@@ -92,8 +92,8 @@ def _conflict(run_id: int, seq: int, stored_kind: str) -> EventOutcome:
 
 
 def refusal_of_database_error(error: DataError) -> str:
-    """Why an event is refused for good when the database rejects its data (e.g. PostgreSQL cannot hold a NUL
-    character in JSON)."""
+    """Why an event is refused for good when the database rejects its data (a value PostgreSQL cannot hold; a NUL
+    character no longer reaches it: the parser escapes it, runs/nul_escape.py)."""
     return f"the database cannot store this event: {str(error).strip().splitlines()[0][:200]}"
 
 

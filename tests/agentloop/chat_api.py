@@ -1,5 +1,5 @@
 """A local server that speaks enough of the OpenAI-compatible `/v1/chat/completions` API (as vLLM and llama.cpp's
-server do): scripted answers with tool calls, and HTTP errors such as 429 and 503.
+server do): scripted answers with tool calls, HTTP errors such as 429 and 503, and answers cut short (`Cut`).
 
     server = ChatServer([answer(...), Failure(429), ...])    # served in order
     with server:
@@ -22,6 +22,16 @@ class Failure:
     status: int
     headers: dict = field(default_factory=dict)
     body: str | None = None  # raw body; default: an OpenAI-style error object
+
+
+@dataclass
+class Cut:
+    """An answer whose body stops short: the first `keep` bytes of `answer`'s JSON, then the connection closes,
+    with the whole body's length announced ("drop": a link that dropped mid-body) or none ("close")."""
+
+    answer: dict
+    keep: int
+    ending: str = "drop"
 
 
 def call(name: str, arguments: dict | str, ident: str | None = None) -> dict:
@@ -70,6 +80,7 @@ class ChatServer:
         self.selections = None if selections is None else list(selections)
         self.requests: list[dict] = []
         self.failures_served: list[int] = []
+        self.cuts_served: list[str] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,7 +107,22 @@ class ChatServer:
                     )
                     self._send(reply.status, raw, reply.headers)
                     return
+                if isinstance(reply, Cut):
+                    server.cuts_served.append(reply.ending)
+                    self._send_cut(reply)
+                    return
                 self._send(200, reply)
+
+            def _send_cut(self, cut: Cut):
+                data = json.dumps(cut.answer).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                if cut.ending == "drop":
+                    self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: cut.keep])
+                self.wfile.flush()
+                self.close_connection = True
 
             def _send(self, status, payload, headers=None):
                 data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()

@@ -1,6 +1,7 @@
 """A local server that speaks enough of Anthropic's Messages API for the real `anthropic` client: scripted
-responses, JSON or server-sent events (when the request asks to stream), HTTP errors such as 429 and 529, and the
-model's own mistakes (a streamed tool input that is not valid JSON, a tool input that is not an object).
+responses, JSON or server-sent events (when the request asks to stream), HTTP errors such as 429 and 529, streams
+that stop short (`Cut`: the connection closed, a link dropped, an `error` event mid-stream), and the model's own
+mistakes (a streamed tool input that is not valid JSON, a tool input that is not an object).
 
     server = MessagesServer(responder)      # responder(request_json) -> Reply | Failure
     with server:
@@ -57,6 +58,18 @@ class Failure:
             self.status, "api_error"
         )
         return {"type": "error", "error": {"type": kind, "message": self.message or f"scripted {self.status}"}}
+
+
+@dataclass
+class Cut:
+    """A streamed reply that stops short: the first `events` server-sent events of `reply`'s stream, then, by
+    `ending`: "close", the connection closes as a whole body would end (no length was announced), so that all a
+    client sees is the end of the stream; "drop", it closes short of the length its headers announced (a link that
+    dropped); "overloaded", an `error` event (overloaded_error), as the API sends one mid-stream, and the end."""
+
+    reply: Reply
+    events: int
+    ending: str = "close"
 
 
 def text(t: str) -> dict:
@@ -146,6 +159,20 @@ def api_refusal(body: dict) -> str | None:
 
 
 def _sse(message: dict) -> bytes:
+    return b"".join(_sse_events(message))
+
+
+def _sse_event(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+OVERLOADED_EVENT = _sse_event(
+    "error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+)
+
+
+def _sse_events(message: dict) -> list[bytes]:
+    """The stream of `message`, one server-sent event an item."""
     events = []
     start = dict(message, content=[], stop_reason=None)
     start["usage"] = dict(message["usage"], output_tokens=1)
@@ -201,14 +228,15 @@ def _sse(message: dict) -> bytes:
         )
     )
     events.append(("message_stop", {"type": "message_stop"}))
-    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
+    return [_sse_event(name, data) for name, data in events]
 
 
 class MessagesServer:
-    def __init__(self, responder: Callable[[dict], Reply | Failure]):
+    def __init__(self, responder: Callable[[dict], Reply | Failure | Cut]):
         self.responder = responder
         self.requests: list[dict] = []
         self.failures_served: list[int] = []
+        self.cuts_served: list[str] = []  # the ending of each Cut served
         self.refusals: list[str] = []  # why requests were answered 400 as the API would (api_refusal)
         server = self
 
@@ -239,6 +267,10 @@ class MessagesServer:
                     self.end_headers()
                     self.wfile.write(data)
                     return
+                if isinstance(reply, Cut):
+                    server.cuts_served.append(reply.ending)
+                    self._send_cut(reply)
+                    return
                 message = reply.message(f"msg_{len(server.requests):04d}")
                 if body.get("stream"):
                     data = _sse(message)
@@ -257,6 +289,18 @@ class MessagesServer:
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+
+            def _send_cut(self, cut: Cut):
+                events = _sse_events(cut.reply.message(f"msg_{len(server.requests):04d}"))
+                sent = b"".join(events[: cut.events])
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                if cut.ending == "drop":  # the whole stream's length, of which only a part comes
+                    self.send_header("content-length", str(len(b"".join(events))))
+                self.end_headers()
+                self.wfile.write(sent + (OVERLOADED_EVENT if cut.ending == "overloaded" else b""))
+                self.wfile.flush()
+                self.close_connection = True
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"

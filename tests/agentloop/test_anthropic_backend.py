@@ -4,7 +4,16 @@ import pytest
 
 from agentloop.errors import ModelFailed
 from agentloop.models.anthropic_backend import AnthropicModel
-from tests.agentloop.messages_api import Failure, MessagesServer, Reply, Script, broken_tool_use, text, tool_use
+from tests.agentloop.messages_api import (
+    Cut,
+    Failure,
+    MessagesServer,
+    Reply,
+    Script,
+    broken_tool_use,
+    text,
+    tool_use,
+)
 
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "make it faster"}]}]
 TOOLS = [{"name": "shell", "description": "run", "input_schema": {"type": "object", "properties": {}}}]
@@ -67,6 +76,34 @@ def test_retries_give_up_after_the_limit():
         with pytest.raises(ModelFailed):
             model(s, max_retries=2).query("system", MESSAGES, TOOLS, "turn")
     assert s.failures_served == [529, 529, 529]
+
+
+BUILD = tool_use("shell", {"command": "make kernel && ./bench --size 4096 --repeat 20"})
+# message_start, the text block (its start and 3 deltas) left whole, then the tool call's start and 2 of its
+# input's deltas: what a cut there leaves of the reply
+CUT_AT = 9
+
+
+@pytest.mark.parametrize("ending", ["close", "drop", "overloaded"])
+def test_a_stream_that_stops_short_is_retried_and_its_tool_call_comes_whole(ending):
+    # On 62245a7 a closed connection (no message_stop) ended the turn as end_turn with the call cut to `{}`, and
+    # a dropped link or a mid-stream overloaded_error failed the call without a retry.
+    whole = Reply([text("Building it first."), BUILD])
+    notes = []
+    with MessagesServer(Script([Cut(whole, CUT_AT, ending), whole])) as s:
+        reply = model(s, notes).query("system", MESSAGES, TOOLS, "turn")
+    assert s.cuts_served == [ending] and len(s.requests) == 2
+    assert reply.tool_uses == [BUILD] and reply.stop_reason == "tool_use"
+    assert reply.text == "Building it first."
+    assert len(notes) == 1 and "retry 1 of 8" in notes[0], notes
+
+
+def test_a_stream_cut_again_and_again_fails_after_the_retry_limit_saying_why():
+    whole = Reply([text("Building it first."), BUILD])
+    with MessagesServer(Script([Cut(whole, CUT_AT)] * 3 + [whole])) as s:
+        with pytest.raises(ModelFailed, match="without message_stop"):
+            model(s, max_retries=2).query("system", MESSAGES, TOOLS, "turn")
+    assert s.cuts_served == ["close"] * 3
 
 
 def test_a_bad_request_is_not_retried():

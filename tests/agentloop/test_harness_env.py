@@ -63,6 +63,7 @@ class ChildEnvironments:
         self.marker = marker
         self.seen: dict[int, dict[str, str]] = {}
         self.pid_namespaces: set[str] = set()
+        self.net_namespaces: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -77,10 +78,12 @@ class ChildEnvironments:
                         continue
                     raw = Path(f"/proc/{pid}/environ").read_bytes()
                     namespace = os.readlink(f"/proc/{pid}/ns/pid")
+                    network = os.readlink(f"/proc/{pid}/ns/net")
                 except OSError:
                     continue
                 if raw and _descends_from_us(pid):
                     self.pid_namespaces.add(namespace)
+                    self.net_namespaces.add(network)
                     self.seen[pid] = dict(
                         item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
                     )
@@ -136,6 +139,8 @@ def test_a_kernel_evaluated_through_the_evaluate_tool_cannot_see_the_api_key_or_
     # Under bubblewrap the kernel's process lives in a PID namespace of its own: it cannot see this process.
     ours = os.readlink("/proc/self/ns/pid")
     assert (ours in children.pid_namespaces) is not sandboxed
+    # ... and in a network namespace of its own: nothing listening on this host's loopback is in its reach.
+    assert (os.readlink("/proc/self/ns/net") in children.net_namespaces) is not sandboxed
     assert payloads(events, "status")[0]["config"]["sandbox"] == ("bubblewrap" if sandboxed else "none")
 
 

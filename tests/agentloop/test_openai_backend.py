@@ -13,7 +13,7 @@ from agentloop.errors import ModelFailed
 from agentloop.models import make_model
 from agentloop.models.openai_backend import OpenAIModel
 from agentloop.trace import read_trace
-from tests.agentloop.chat_api import ChatServer, Failure, answer, call
+from tests.agentloop.chat_api import ChatServer, Cut, Failure, answer, call
 from tests.agentloop.helpers import ScriptedEvaluator, make_agent, make_config, payloads
 from tests.agentloop.test_loop import FAST
 
@@ -135,6 +135,23 @@ def test_passing_failures_are_retried_with_a_note(failure):
         reply = model(s, notes).query("s", MESSAGES, TOOLS, "turn")
     assert reply.text == "ok" and s.failures_served == [failure.status] * 2
     assert len(notes) == 2 and "retry 1 of" in notes[0]
+
+
+@pytest.mark.parametrize("ending", ["drop", "close"])
+def test_an_answer_cut_short_is_retried_and_its_tool_call_comes_whole(ending):
+    # On 62245a7 a body short of its announced length raised http.client.IncompleteRead out of the backend: not
+    # retried, and not even a ModelFailed.
+    whole = answer("Building first.", [call("shell", {"command": "make kernel && ./bench --size 4096"})])
+    notes = []
+    with ChatServer([Cut(whole, keep=120, ending=ending), whole]) as s:
+        reply = model(s, notes).query("s", MESSAGES, TOOLS, "turn")
+    assert s.cuts_served == [ending] and len(s.requests) == 2
+    assert [b["input"] for b in reply.tool_uses] == [{"command": "make kernel && ./bench --size 4096"}]
+    assert reply.stop_reason == "tool_use" and len(notes) == 1 and "retry 1 of 8" in notes[0]
+    with ChatServer([Cut(whole, keep=120, ending=ending)] * 2) as s:
+        with pytest.raises(ModelFailed, match="the model call failed"):
+            model(s, max_retries=1).query("s", MESSAGES, TOOLS, "turn")
+    assert s.cuts_served == [ending] * 2
 
 
 def test_retries_give_up_after_the_limit_and_a_bad_request_is_not_retried():

@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from runs.event_parser import ParsedEvent
 from runs.models import Evaluation, RefusedEvent, Run, Step
+from runs.nul_escape import unescape_nul
 from runs.services import ServiceError, StepConflict, events_store, run_claim, step_record, worker_events_record
 from runs.services import steps as store
 from tests.dashboard.helpers import connected_worker, evaluation_payload, event, make_worker
@@ -85,14 +86,16 @@ async def test_bad_data_in_a_batch_is_refused_for_good_alone_and_nothing_of_it_i
 
 
 async def test_a_string_the_database_cannot_hold_is_refused_on_postgresql_and_stored_where_it_can_be():
-    # PostgreSQL's jsonb cannot hold a NUL character; SQLite can. Either way the worker's answer must be the truth.
+    # A lone surrogate, which JSON's \\u escapes can spell: PostgreSQL's jsonb refuses it; SQLite stores it. Either
+    # way the worker's answer must be the truth. (A NUL character, which PostgreSQL refused the same way, is now
+    # escaped before it reaches the database: below.)
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
     await socket.send_json_to(
         batch(
             event(run.pk, 0, "note", {"text": "before"}),
-            event(run.pk, 1, "note", {"text": "a NUL \u0000 here"}),
+            event(run.pk, 1, "note", {"text": LONE_SURROGATE}),
             event(run.pk, 2, "note", {"text": "after"}),
         )
     )
@@ -102,11 +105,46 @@ async def test_a_string_the_database_cannot_hold_is_refused_on_postgresql_and_st
         assert sorted(acked) == [(run.pk, 0), (run.pk, 2)] and seqs == [0, 2]
         [nack] = nacks
         assert (nack["seq"], nack["retry"]) == (1, False)
-        assert nack["error"] == "the database cannot store this event: unsupported Unicode escape sequence"
+        assert nack["error"].startswith("the database cannot store this event: "), nack["error"]
         kept = await sync_to_async(list)(RefusedEvent.objects.filter(run=run).values_list("seq", flat=True))
         assert kept == [1]
     else:
         assert sorted(acked) == [(run.pk, 0), (run.pk, 1), (run.pk, 2)] and nacks == [] and seqs == [0, 1, 2]
+    await socket.disconnect()
+
+
+LONE_SURROGATE = "a lone \ud800 surrogate"
+BINARY_OUTPUT = {"name": "shell", "output": "[exit code 0]\na\u0000b", "exit_code": 0}  # printf 'a\000b'
+BINARY_STORED = {
+    "name": "shell",
+    "output": "[exit code 0]\na\u2400b",
+    "exit_code": 0,
+    "escaped_nul": {"/output": [[15, 1]]},
+}
+
+
+async def test_an_event_holding_a_nul_character_is_stored_escaped_on_every_database_and_its_resend_is_the_same():
+    # On 62245a7 PostgreSQL's jsonb refused it for good ("unsupported Unicode escape sequence"): binary shell
+    # output lost. Now it is escaped (runs/nul_escape.py) on SQLite and PostgreSQL alike, and given back exactly.
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    sent = [
+        event(run.pk, 0, "note", {"text": "before"}),
+        event(run.pk, 1, "tool_result", BINARY_OUTPUT),
+        event(run.pk, 2, "note", {"text": "a NUL \u0000\u0000 and a \u2400 here"}),
+    ]
+    await socket.send_json_to(batch(*sent))
+    acked, nacks = await answers_for(socket, 3)
+    assert nacks == [] and sorted(acked) == [(run.pk, 0), (run.pk, 1), (run.pk, 2)]
+    rows = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("payload", flat=True))
+    assert rows[1] == BINARY_STORED
+    assert rows[2] == {"text": "a NUL \u2400\u2400 and a \u2400 here", "escaped_nul": {"/text": [[6, 2]]}}
+    assert [unescape_nul(p) for p in rows] == [e["payload"] for e in sent]  # a literal ␀ stays one
+    assert not await sync_to_async(RefusedEvent.objects.filter(run=run).exists)()
+    # the worker's re-send after a lost ack is the same event, not a conflict
+    await socket.send_json_to(batch(sent[1]))
+    assert await answers_for(socket, 1) == ([(run.pk, 1)], [])
     await socket.disconnect()
 
 
@@ -244,14 +282,25 @@ def test_step_record_gives_back_its_own_runs_step_when_another_run_has_the_same_
 @pytest.mark.django_db
 def test_step_record_refuses_a_step_the_database_cannot_hold_on_postgresql_and_stores_it_where_it_can():
     run = make_run()
-    payload = {"text": "a NUL \u0000 here"}
+    payload = {"text": LONE_SURROGATE}
     if connection.vendor == "postgresql":
         with pytest.raises(ServiceError) as refused:
             step_record(run=run, seq=0, kind="note", payload=payload)
-        assert str(refused.value) == "the database cannot store this event: unsupported Unicode escape sequence"
+        assert str(refused.value).startswith("the database cannot store this event: ")
         assert not Step.objects.filter(run=run).exists()
     else:
         assert step_record(run=run, seq=0, kind="note", payload=payload).step.payload == payload
+
+
+@pytest.mark.django_db
+def test_step_record_stores_a_nul_character_escaped_on_every_database_and_refuses_a_key_holding_one():
+    run = make_run()
+    assert step_record(run=run, seq=0, kind="tool_result", payload=BINARY_OUTPUT).step.payload == BINARY_STORED
+    with pytest.raises(ServiceError, match="a payload key holds a NUL character"):
+        step_record(run=run, seq=1, kind="note", payload={"te\u0000xt": "x"})
+    with pytest.raises(ServiceError, match="escaped_nul"):
+        step_record(run=run, seq=1, kind="note", payload={"text": "\u0000", "escaped_nul": {}})
+    assert list(Step.objects.filter(run=run).values_list("seq", flat=True)) == [0]
 
 
 def test_a_database_refusal_is_told_by_the_first_line_of_its_message_cut_at_200_characters():

@@ -16,12 +16,14 @@ import shutil
 import subprocess
 import sys
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from agentloop.sandbox import EXIT_NO_SANDBOX
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
+from tests.reliability.host_service import BANNER, HostService
 from tests.reliability.live import ROOT, wait_until
 
 API_KEY = "sk-ant-hostile-test-0123456789"
@@ -51,7 +53,14 @@ def failing_bwrap(folder: Path) -> str:
 
 
 def start_worker(
-    site, port: int, token: str, state_dir: Path, *flags, model_url: str = "http://127.0.0.1:9", path: str | None = None
+    site,
+    port: int,
+    token: str,
+    state_dir: Path,
+    *flags,
+    model_url: str = "http://127.0.0.1:9",
+    path: str | None = None,
+    extra_env: dict | None = None,
 ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "KSEEK_"))}
     env.update(
@@ -60,6 +69,7 @@ def start_worker(
         ANTHROPIC_API_KEY=API_KEY,
         ANTHROPIC_BASE_URL=model_url,
         PATH=path or env["PATH"],
+        **(extra_env or {}),
     )
     state_dir.mkdir(parents=True, exist_ok=True)
     log = open(state_dir.parent / f"{state_dir.name}.log", "a")
@@ -120,15 +130,19 @@ def state(site, tmp_path):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def hostile_run(site, state: Path, *flags) -> tuple[dict, int, str, int]:
+def hostile_run(site, state: Path, *flags, extra_env: dict | None = None) -> tuple[dict, int, str, int]:
     """The hostile command as the one turn of a run, through the real worker: (its tool_result, the run's id,
-    the worker's token, the server's port)."""
+    the worker's token, the server's port). The command also connects to a service of the host, on 127.0.0.1
+    and on a unix socket, as it would to a database that trusts local connections."""
     port = site.start_server()
     token = site.worker_token("gpu-host")
     run_id = queue_run(site)
-    script = Script([Reply([tool_use("shell", {"command": hostile_command(state)})]), Reply([text("done")])])
-    with MessagesServer(script) as model:
-        worker = start_worker(site, port, token, state, *flags, model_url=model.url)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    service = HostService(state.parent)
+    command = f"{hostile_command(state)}; {service.probe()}"
+    script = Script([Reply([tool_use("shell", {"command": command})]), Reply([text("done")])])
+    with MessagesServer(script) as model, closing(service):
+        worker = start_worker(site, port, token, state, *flags, model_url=model.url, extra_env=extra_env)
         finished = wait_until(
             lambda: site.query("select 1 from runs_run where id = ? and finished_at is not null", (run_id,)),
             180,
@@ -145,6 +159,8 @@ def test_a_hostile_command_finds_neither_the_api_key_nor_the_worker_token_in_any
 ):
     result, run_id, token, port = hostile_run(site, state)
     output = result["output"]
+    # Nor a service of the host: its own network namespace, the host's unix sockets covered.
+    assert "tcp not reached" in output and "unix not reached" in output and BANNER not in output, output
     assert "readable: " in output and "readable: 0" not in output, output  # it did read environments
     assert FOUND not in output and API_KEY not in output and token not in output, output
     # The worker's state folder is hidden: an empty folder in its place, with only the path down to this run's
@@ -163,10 +179,22 @@ def test_a_run_the_operator_let_run_unsandboxed_says_unsandboxed_on_its_page_and
     assert f"{FOUND}ANTHROPIC_API_KEY={API_KEY}" in result["output"]
     assert f"{FOUND}KSEEK_WORKER_TOKEN={token}" in result["output"]
     assert "STATE spool.jsonl" in result["output"]
+    assert f"tcp {BANNER}" in result["output"] and f"unix {BANNER}" in result["output"]
     assert payloads(site, run_id, "status")[0]["config"]["sandbox"] == "none"
     assert any(note["text"].startswith("unsandboxed") for note in payloads(site, run_id, "note"))
     marker = run_page(site, port, run_id).split('id="run-sandbox"', 1)[1][:200]
     assert "unsandboxed" in marker
+
+
+def test_an_operator_who_opts_in_to_the_network_lets_a_runs_commands_reach_the_hosts_services_and_the_trace_says_so(
+    site, state
+):
+    result, run_id, token, port = hostile_run(site, state, extra_env={"KSEEK_AGENT_NETWORK": "1"})
+    output = result["output"]
+    assert f"tcp {BANNER}" in output and f"unix {BANNER}" in output, output
+    assert FOUND not in output  # still in the sandbox: the network is all the opt-in opens
+    assert payloads(site, run_id, "status")[0]["config"]["sandbox"] == "bubblewrap"
+    assert any(note.get("network") and note["text"].startswith("network") for note in payloads(site, run_id, "note"))
 
 
 def test_without_a_working_sandbox_the_worker_takes_no_run_and_says_what_to_install(site, tmp_path):

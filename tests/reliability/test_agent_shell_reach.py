@@ -18,6 +18,7 @@ import pytest
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.sandbox import working_bwrap
 from agentloop.tools.shell import ShellTool
+from tests.reliability.host_service import BANNER, HostService
 
 SECRET_ENV = {
     "ANTHROPIC_API_KEY": "sk-ant-rel-do-not-leak",
@@ -81,6 +82,35 @@ def test_the_shell_cannot_read_the_servers_database_or_secret_key(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, f"cat {data}/kernelseek.sqlite3 {data}/secret_key")
     assert "SQLITE-DATABASE-CONTENT" not in output and "SECRET-KEY-CONTENT" not in output
+
+
+@pytest.fixture
+def host_service(layout):
+    data, _, _ = layout
+    service = HostService(data.parent)
+    yield service
+    service.close()
+
+
+@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
+def test_the_shell_reaches_no_service_of_the_host_on_its_loopback_or_its_unix_sockets(
+    layout, host_service, monkeypatch
+):
+    monkeypatch.delenv("KSEEK_AGENT_NETWORK", raising=False)  # the operator did not opt in
+    data, state, workspace = layout
+    output = shell_output(workspace, state, host_service.probe())
+    assert "tcp not reached" in output and "unix not reached" in output, output
+    assert BANNER not in output
+
+
+@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
+def test_an_operator_who_opts_in_to_the_network_lets_the_shell_reach_the_hosts_services(
+    layout, host_service, monkeypatch
+):
+    data, state, workspace = layout
+    monkeypatch.setenv("KSEEK_AGENT_NETWORK", "1")
+    output = shell_output(workspace, state, host_service.probe())
+    assert f"tcp {BANNER}" in output and f"unix {BANNER}" in output, output
 
 
 @pytest.fixture
