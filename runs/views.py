@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from runs import permissions
 from runs.demo import demo_run_start
@@ -65,6 +65,7 @@ def _list_context(request) -> dict:
 
 
 @login_required
+@require_safe
 def home(request):
     context = _list_context(request)
     context["can_start"] = permissions.has_role(request.user, OPERATOR)
@@ -72,12 +73,14 @@ def home(request):
 
 
 @login_required
+@require_safe
 def runs_table(request):
     """The list's rows alone: the page swaps them in when the runs socket says a run changed."""
     return render(request, "runs/_runs_rows.html", _list_context(request))
 
 
 @role_required(OPERATOR)
+@require_http_methods(["GET", "HEAD", "POST"])
 def run_start_view(request):
     """The start form on its own page (GET), and the start itself (POST): a list of 200 runs never buries it."""
     if request.method != "POST":
@@ -138,6 +141,7 @@ def demo_start_view(request):
 
 
 @login_required
+@require_safe
 def run_detail(request, run_id: int):
     run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by", "study"), pk=run_id)
     goal_baseline, goal_speedup = run.goal  # the run's own goal, which it is judged against

@@ -9,6 +9,7 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_safe
 
 from agentloop.protocol import event_summary
 from runs.event_parser import INT_COLUMN_MAX
@@ -76,6 +77,7 @@ def _steps_query(request) -> dict:
 
 
 @login_required
+@require_safe
 def run_steps(request, run_id: int):
     run = get_object_or_404(Run, pk=run_id)
     try:
@@ -95,6 +97,7 @@ def run_steps(request, run_id: int):
 
 
 @login_required
+@require_safe
 def run_step(request, run_id: int, seq: int):
     step = get_object_or_404(Step, run_id=run_id, seq=seq)
     return JsonResponse(step_json(step, full=True))
@@ -128,15 +131,18 @@ def run_summary_json(run: Run) -> dict:
 
 
 @login_required
+@require_safe
 def run_summary(request, run_id: int):
     return JsonResponse(run_summary_json(get_object_or_404(Run.objects.select_related("worker"), pk=run_id)))
 
 
 @login_required
+@require_safe
 def run_chart(request, run_id: int):
     return JsonResponse(run_speedup_series(get_object_or_404(Run.objects.select_related("task"), pk=run_id)))
 
 
 @login_required
+@require_safe
 def pending_count(request):
     return JsonResponse({"pending": questions_pending_count()})

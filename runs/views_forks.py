@@ -3,6 +3,7 @@ starts from and takes the operator's decision at a question (GET), and the fork 
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
 
 from questionbank.selectors import bank_entries
 from runs.forms import ForkForm
@@ -14,10 +15,11 @@ from runs.services import ServiceError, fork_preview, run_fork
 
 def _seq(request) -> int | None:
     raw = (request.POST.get("seq") or request.GET.get("seq") or "").strip().lstrip("#")
-    return int(raw) if raw.isdigit() and len(raw) < 10 else None
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else None  # "²".isdigit() too
 
 
 @role_required(OPERATOR)
+@require_http_methods(["GET", "HEAD", "POST"])
 def fork_view(request, run_id: int):
     parent = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
     seq = _seq(request)

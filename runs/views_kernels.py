@@ -5,6 +5,7 @@ import difflib
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
@@ -31,6 +32,7 @@ def _kernel_label(kernel: Kernel) -> str:
 
 
 @login_required
+@require_safe
 def kernel_index(request):
     task = request.GET.get("task") or None
     return render(
@@ -46,6 +48,7 @@ def kernel_index(request):
 
 
 @login_required
+@require_safe
 def kernel_detail(request, kernel_id: int):
     try:
         kernel = kernel_get(kernel_id)
@@ -82,6 +85,7 @@ def kernel_filename(kernel: Kernel) -> str:
 
 
 @login_required
+@require_safe
 def kernel_download(request, kernel_id: int):
     kernel = get_object_or_404(Kernel, pk=kernel_id)
     response = HttpResponse(kernel.source, content_type="text/plain; charset=utf-8")
@@ -90,6 +94,7 @@ def kernel_download(request, kernel_id: int):
 
 
 @login_required
+@require_safe
 def kernel_diff(request):
     ids = [request.GET.get(name, "") for name in ("a", "b")]
     if not all(i.isascii() and i.isdigit() for i in ids):
@@ -108,6 +113,7 @@ def kernel_diff(request):
 
 
 @login_required
+@require_safe
 def evaluation_detail(request, evaluation_id: int):
     try:
         evaluation = evaluation_get(evaluation_id)

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from runs.forms import DecisionForm
 from runs.models import Question
@@ -22,11 +22,13 @@ def _queue_context() -> dict:
 
 
 @login_required
+@require_safe
 def queue(request):
     return render(request, "runs/review.html", _queue_context())
 
 
 @login_required
+@require_safe
 def queue_items(request):
     """The queue's items alone, swapped in live when a question changes."""
     return render(request, "runs/_review_items.html", _queue_context())
