@@ -19,6 +19,7 @@ from runs.selectors import (
     fork_decision_text,
     run_forks,
     run_queue_reason,
+    run_questions_closed,
     run_sandbox,
     run_search,
     runs_unserved,
@@ -165,6 +166,7 @@ def run_detail(request, run_id: int):
             "forks_compare": ",".join(str(pk) for pk in [run.pk, *(f.pk for f in forks)][:COMPARE_MAX]),
             "fork_decision": fork_decision_text(run),
             "study_value": study_value_of(run),
+            "closed_questions": run_questions_closed(run),
         },
     )
 

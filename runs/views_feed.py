@@ -14,7 +14,13 @@ from django.views.decorators.http import require_safe
 from agentloop.protocol import event_summary
 from runs.event_parser import INT_COLUMN_MAX
 from runs.models import Run, Step, StepKind
-from runs.selectors import FEED_PAGE_MAX, questions_pending_count, run_speedup_series, steps_page
+from runs.selectors import (
+    FEED_PAGE_MAX,
+    questions_pending_count,
+    run_questions_waiting,
+    run_speedup_series,
+    steps_page,
+)
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
 
@@ -118,7 +124,7 @@ def run_summary_json(run: Run) -> dict:
         "cost_usd": float(run.cost_usd),
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "pending_questions": run.questions.filter(status="proposed").count(),
+        "pending_questions": run_questions_waiting(run),
         "worker": run.worker.name if run.worker else None,
         "worker_gpu": run.worker_gpu if run.worker else "",  # which of the host's GPUs it holds ("gpu 1")
         # When the host holding the unfinished run lost its connection ("" if not known); null while it is

@@ -10,7 +10,7 @@ from runs.forms import DecisionForm
 from runs.models import Question
 from runs.permissions import REVIEWER, role_required
 from runs.selectors import review_queue, runs_waiting_on_review
-from runs.services import QuestionAlreadyDecided, ServiceError, question_review
+from runs.services import QuestionAlreadyDecided, QuestionClosed, ServiceError, question_review
 from runs.views_feed import step_summary
 
 
@@ -53,7 +53,7 @@ def decide(request, question_id: int):
             decision=form.cleaned_data["decision"],
             text=form.cleaned_data.get("text") or None,
         )
-    except QuestionAlreadyDecided as late:
+    except (QuestionAlreadyDecided, QuestionClosed) as late:  # decided already, or its run has finished
         status, result = 409, {"ok": False, "error": str(late)}
     except ServiceError as refused:
         status, result = 400, {"ok": False, "error": str(refused)}

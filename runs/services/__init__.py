@@ -31,7 +31,13 @@ from runs.services.directives import (
     directives_pending_for,
     worker_group,
 )
-from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict, UnconfirmedSuccess
+from runs.services.errors import (
+    QuestionAlreadyDecided,
+    QuestionClosed,
+    ServiceError,
+    StepConflict,
+    UnconfirmedSuccess,
+)
 from runs.services.forks import fork_preview, run_fork
 from runs.services.kernels import (
     evaluation_meets_goal,
@@ -77,6 +83,7 @@ __all__ = [
     "NO_RUN",
     "EventOutcome",
     "QuestionAlreadyDecided",
+    "QuestionClosed",
     "ServiceError",
     "StepConflict",
     "StepRecorded",
