@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from runs import permissions
 from runs.demo import demo_run_start
+from runs.flash import flash_run_status
 from runs.forms import MessageForm, StartRunForm
 from runs.model_options import recording_of
 from runs.models import Run, RunStatus, StepKind, Task
@@ -18,8 +19,8 @@ from runs.selectors import (
     evaluations_for_run,
     fork_decision_text,
     run_forks,
-    run_queue_reason,
     run_questions_closed,
+    run_queue_reason,
     run_sandbox,
     run_search,
     runs_unserved,
@@ -116,7 +117,7 @@ def run_start_view(request):
     except ServiceError as refused:
         form.add_error(None, str(refused))
         return render(request, "runs/start.html", {"start_form": form}, status=400)
-    messages.success(request, f"Run {run.pk} is queued; a worker will pick it up.")
+    flash_run_status(request, run, f"Run {run.pk} is queued; a worker will pick it up.")
     return redirect("run_detail", run_id=run.pk)
 
 
@@ -131,13 +132,14 @@ def demo_start_view(request):
         messages.error(request, f"The demo cannot start: {refused}")
         return redirect("home")
     if review:
-        messages.success(
+        flash_run_status(
             request,
+            run,
             f"Review demo run {run.pk} is queued: it stops at its first question until you approve, edit or veto "
             "it in the review queue, then plays on.",
         )
     else:
-        messages.success(request, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
+        flash_run_status(request, run, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
     return redirect("run_detail", run_id=run.pk)
 
 
@@ -171,10 +173,15 @@ def run_detail(request, run_id: int):
     )
 
 
-def _done(request, run_id: int, *, ok: bool, message: str, status: int = 200):
+def _done(request, run_id: int, *, ok: bool, message: str, status: int = 200, run: Run | None = None):
+    """The answer to an action on a run: JSON for the page's scripts, else a flash and the run's page. `run`: the
+    message reports its status (runs/flash.py)."""
     if _wants_json(request):
         return JsonResponse({"ok": ok, "message": message}, status=status)
-    (messages.success if ok else messages.error)(request, message)
+    if ok and run is not None:
+        flash_run_status(request, run, message)
+    else:
+        (messages.success if ok else messages.error)(request, message)
     return redirect("run_detail", run_id=run_id)
 
 
@@ -189,7 +196,7 @@ def run_control_view(request, run_id: int):
         run = run_control(run=run, action=action, user=request.user)
     except ServiceError as refused:
         return _done(request, run_id, ok=False, message=str(refused), status=409)
-    return _done(request, run_id, ok=True, message=f"Run {run.pk} is now {run.get_status_display().lower()}.")
+    return _done(request, run_id, ok=True, message=f"Run {run.pk} is now {run.get_status_display().lower()}.", run=run)
 
 
 @role_required(REVIEWER)
