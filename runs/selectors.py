@@ -438,8 +438,9 @@ def run_search(
     if query:
         labels = [value for value, label in RunStatus.choices if query.lower() in label.lower()]
         match = Q(task__name__icontains=query) | Q(model__icontains=query) | Q(status__in=labels)
-        if query.lstrip("#").isdigit():
-            match |= Q(pk=int(query.lstrip("#")))
+        number = query.lstrip("#")
+        if number.isascii() and number.isdigit():  # "²".isdigit() too, which int() refuses
+            match |= Q(pk=int(number))
         runs = runs.filter(match)
     return runs.order_by(*RUN_SORTS.get(sort, RUN_SORTS["newest"])[1])
 

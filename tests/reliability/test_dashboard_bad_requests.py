@@ -69,6 +69,10 @@ def test_an_id_out_of_range_or_in_other_digits_in_a_query_string_is_a_400_or_404
         "/kernels/diff/?a=%C2%B2&b=1": (400, "pick two kernels by id"),
         f"/runs/{run_id}/steps/?after={BEYOND_INT64}": (400, "after must be a whole number"),
     }
+    # The runs list's search takes a run's number ("#7") among other words: another digit is a word like any.
+    answers[f"/?q=%23{BEYOND_INT64}"] = (200, "No runs match")
+    answers["/?q=%C2%B2"] = (200, "No runs match")
+    answers["/runs/rows/?q=%C2%B2"] = (200, "")
     for path, (status, reason) in answers.items():
         got, _, body = client.request("GET", path)
         assert (got, reason in body) == (status, True), (path, got, body[-300:])
