@@ -16,21 +16,25 @@ BEYOND_INT64 = "99999999999999999999"
 
 
 class Client:
-    """An operator's session on the live site over plain HTTP, any method."""
+    """A signed-in session on the live site (a new user `username` with `role`) over plain HTTP, any method."""
 
-    def __init__(self, site: LiveSite, port: int):
+    def __init__(self, site: LiveSite, port: int, username: str = "olga", role: str = "operator"):
         self.port = port
-        self.cookie = f"sessionid={site.session_for('olga', 'operator')}"
+        self.cookie = f"sessionid={site.session_for(username, role)}"
         status, headers, _ = self.request("GET", "/")
         assert status == 200
         self.csrf = re.search(r"csrftoken=([^;]+)", headers["Set-Cookie"]).group(1)
         self.cookie += f"; csrftoken={self.csrf}"
 
-    def request(self, method: str, path: str, fields: dict | None = None) -> tuple[int, dict, str]:
+    def request(
+        self, method: str, path: str, fields: dict | None = None, *, accept_json: bool = False
+    ) -> tuple[int, dict, str]:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         # The CSRF token rides along on every request (as the pages' scripts send it), so that a PUT or DELETE is
         # judged by the view, not refused by the CSRF check first.
         headers = {"Cookie": self.cookie, "X-CSRFToken": getattr(self, "csrf", "")}
+        if accept_json:  # as the pages' scripts ask: a JSON answer, not a redirect
+            headers["Accept"] = "application/json"
         body = None
         if fields is not None:
             body = urllib.parse.urlencode({"csrfmiddlewaretoken": self.csrf, **fields})
