@@ -47,16 +47,10 @@ class InvalidToolInputs(ModelFailed):
     reason = "invalid_tool_input"
 
 
-class ReplayExhausted(ModelFailed):
-    """The replay model has no recorded answer for a call the recording never made (a question selection it did
-    not have): the replayed run went another way."""
-
-    reason = "replay_exhausted"
-
-
 class ReplayFinished(RunEnded):
-    """The replay played every recorded turn and the run wants another: the recording is over. Not a failure:
-    the run is stopped, as a recording that has nothing more to say stops it."""
+    """The replay has nothing more to play: the run wants a turn after the last recorded one, or a call the
+    recording never made (a question selection after a reviewer's veto). Not a failure: the run is stopped, as a
+    recording that has nothing more to say stops it; the detail says which, and how the recorded run ended."""
 
     status = "stopped"
     reason = "replay_finished"

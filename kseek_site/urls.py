@@ -4,7 +4,8 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Only the methods each answers: a PUT or DELETE is a 405, not a form (LoginView reads a PUT as a POST).
+    path("accounts/login/", auth_views.LoginView.as_view(http_method_names=["get", "head", "post"]), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("runs.urls")),
 ]

@@ -1,6 +1,40 @@
+"""The admin: accounts and roles, tasks, worker hosts; every record the harness and the agent write is shown, never
+edited. A run, its steps, questions, kernels, evaluations and scenario results come only from a worker's events
+(or a trace import, or the released kernels' loader), through the services that keep their invariants: an admin
+form that could add or change one would forge a verdict, or a decision, no harness or reviewer made."""
+
 from django.contrib import admin
 
 from runs.models import Evaluation, Kernel, Question, Run, ScenarioResult, Step, Task, WorkerHost
+
+
+class RecordAdmin(admin.ModelAdmin):
+    """A record the harness or the agent wrote: viewable, with no add, change or delete offered."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class RecordInline(admin.TabularInline):
+    """The inline of a written record's parts: shown, never added, changed or deleted."""
+
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Task)
@@ -10,15 +44,14 @@ class TaskAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(RecordAdmin):
     list_display = ["pk", "task", "status", "model", "worker", "best_speedup", "step_count", "created_at"]
     list_filter = ["status", "task", "review_mode"]
     raw_id_fields = ["started_by", "worker"]
-    readonly_fields = ["last_seq", "step_count", "tokens_in", "tokens_out", "cost_usd", "created_at", "updated_at"]
 
 
 @admin.register(Step)
-class StepAdmin(admin.ModelAdmin):
+class StepAdmin(RecordAdmin):
     list_display = ["run", "seq", "kind", "created_at", "tokens_in", "tokens_out"]
     list_filter = ["kind"]
     raw_id_fields = ["run"]
@@ -27,7 +60,7 @@ class StepAdmin(admin.ModelAdmin):
 
 
 @admin.register(Question)
-class QuestionAdmin(admin.ModelAdmin):
+class QuestionAdmin(RecordAdmin):
     list_display = ["pk", "run", "source", "category", "status", "decision_point", "created_at"]
     list_filter = ["status", "source", "category", "decision_point"]
     raw_id_fields = ["run", "step", "reviewer", "bank_entry"]
@@ -35,20 +68,19 @@ class QuestionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Kernel)
-class KernelAdmin(admin.ModelAdmin):
+class KernelAdmin(RecordAdmin):
     list_display = ["pk", "release_name", "released", "task", "language", "target_arch", "sha256", "created_at"]
     list_filter = ["released", "language", "task"]
     raw_id_fields = ["parent", "run", "step"]
     search_fields = ["sha256", "release_name", "filename"]
 
 
-class ScenarioResultInline(admin.TabularInline):
+class ScenarioResultInline(RecordInline):
     model = ScenarioResult
-    extra = 0
 
 
 @admin.register(Evaluation)
-class EvaluationAdmin(admin.ModelAdmin):
+class EvaluationAdmin(RecordAdmin):
     list_display = ["pk", "kernel", "status", "gpu_name", "scenario_set", "created_at"]
     list_filter = ["status", "gpu_name"]
     raw_id_fields = ["kernel", "run", "step"]
@@ -56,7 +88,7 @@ class EvaluationAdmin(admin.ModelAdmin):
 
 
 @admin.register(ScenarioResult)
-class ScenarioResultAdmin(admin.ModelAdmin):
+class ScenarioResultAdmin(RecordAdmin):
     list_display = ["evaluation", "scenario_id", "correct", "error", "time_ms", "tflops"]
     list_filter = ["correct"]
     raw_id_fields = ["evaluation"]

@@ -4,13 +4,26 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetc
 from django.db.models.functions import Coalesce, Now
 
 from gpu_harness import figures
-from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, Step, StepKind
+from runs.models import (
+    FINISHED_STATUSES,
+    Evaluation,
+    Kernel,
+    Question,
+    QuestionStatus,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+)
 from runs.nul_escape import unescape_nul
 
 
 def run_list(*, status: str | None = None, task_name: str | None = None) -> QuerySet[Run]:
+    # Waiting questions only: a finished run's proposed questions are closed (`_questions_waiting`).
     runs = Run.objects.select_related("task", "worker", "started_by").annotate(
-        pending_questions=Count("questions", filter=Q(questions__status=QuestionStatus.PROPOSED))
+        pending_questions=Count(
+            "questions", filter=Q(questions__status=QuestionStatus.PROPOSED) & ~Q(status__in=FINISHED_STATUSES)
+        )
     )
     if status:
         runs = runs.filter(status=status)
@@ -39,8 +52,6 @@ def run_sandbox(run_id: int) -> str | None:
 def _questions_waiting() -> QuerySet[Question]:
     """Proposed questions a reviewer can still act on: a finished (succeeded, failed, stopped) run's questions
     wait on nobody, so they leave the queue and the badge."""
-    from runs.models import FINISHED_STATUSES
-
     return Question.objects.filter(status=QuestionStatus.PROPOSED).exclude(run__status__in=FINISHED_STATUSES)
 
 
@@ -50,6 +61,18 @@ def questions_pending() -> QuerySet[Question]:
 
 def questions_pending_count() -> int:
     return _questions_waiting().count()
+
+
+def run_questions_waiting(run: Run) -> int:
+    """How many of the run's questions wait on a reviewer (none once the run has finished)."""
+    return _questions_waiting().filter(run=run).count()
+
+
+def run_questions_closed(run: Run) -> QuerySet[Question]:
+    """The run's questions closed undecided: proposed, and the run finished before anyone decided them."""
+    if not run.is_finished:
+        return Question.objects.none()
+    return run.questions.filter(status=QuestionStatus.PROPOSED).select_related("step").order_by("created_at")
 
 
 def runs_waiting_on_review() -> list[dict]:
@@ -464,8 +487,9 @@ def run_search(
     if query:
         labels = [value for value, label in RunStatus.choices if query.lower() in label.lower()]
         match = Q(task__name__icontains=query) | Q(model__icontains=query) | Q(status__in=labels)
-        if query.lstrip("#").isdigit():
-            match |= Q(pk=int(query.lstrip("#")))
+        number = query.lstrip("#")
+        if number.isascii() and number.isdigit():  # "²".isdigit() too, which int() refuses
+            match |= Q(pk=int(number))
         runs = runs.filter(match)
     return runs.order_by(*RUN_SORTS.get(sort, RUN_SORTS["newest"])[1])
 

@@ -7,6 +7,7 @@ own attribution), so that the compare page cannot disagree with the run page or 
 
 from __future__ import annotations
 
+from django.db import connection
 from django.utils import timezone
 
 from gpu_harness import figures
@@ -77,8 +78,11 @@ def study_run_ids(study_id: int) -> list[int]:
 
 
 def compare_runs_get(run_ids: list[int]) -> tuple[list[Run], list[int]]:
-    """The runs of `run_ids` in the order asked, and the ids no run has."""
-    found = {run.pk: run for run in Run.objects.filter(pk__in=run_ids).select_related("task")}
+    """The runs of `run_ids` in the order asked, and the ids no run has. An id the key's column cannot hold names
+    no run, and is not sent to the database (SQLite raises OverflowError for it, PostgreSQL an error)."""
+    lowest, highest = connection.ops.integer_field_range(Run._meta.pk.get_internal_type())
+    storable = [i for i in run_ids if lowest <= i <= highest]
+    found = {run.pk: run for run in Run.objects.filter(pk__in=storable).select_related("task")}
     return [found[i] for i in run_ids if i in found], [i for i in run_ids if i not in found]
 
 

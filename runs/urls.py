@@ -54,5 +54,9 @@ urlpatterns = [
     path("assets/plotly.min.js", views_assets.plotly_js, name="plotly_js"),
     path("assets/pygments.css", views_assets.pygments_css, name="pygments_css"),
     # Browsers ask for /favicon.ico whatever the page says; the icon itself is a static file.
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=static("favicon.svg"), permanent=True, http_method_names=["get", "head"]),
+        name="favicon",
+    ),
 ]

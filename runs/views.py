@@ -5,10 +5,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from runs import permissions
 from runs.demo import demo_run_start
+from runs.flash import flash_run_status
 from runs.forms import MessageForm, StartRunForm
 from runs.model_options import recorded_start, recording_of
 from runs.models import Run, RunStatus, StepKind, Task
@@ -18,6 +19,7 @@ from runs.selectors import (
     evaluations_for_run,
     fork_decision_text,
     run_forks,
+    run_questions_closed,
     run_queue_reason,
     run_sandbox,
     run_search,
@@ -66,6 +68,7 @@ def _list_context(request) -> dict:
 
 
 @login_required
+@require_safe
 def home(request):
     context = _list_context(request)
     context["can_start"] = permissions.has_role(request.user, OPERATOR)
@@ -73,12 +76,14 @@ def home(request):
 
 
 @login_required
+@require_safe
 def runs_table(request):
     """The list's rows alone: the page swaps them in when the runs socket says a run changed."""
     return render(request, "runs/_runs_rows.html", _list_context(request))
 
 
 @role_required(OPERATOR)
+@require_http_methods(["GET", "HEAD", "POST"])
 def run_start_view(request):
     """The start form on its own page (GET), and the start itself (POST): a list of 200 runs never buries it."""
     if request.method != "POST":
@@ -112,7 +117,7 @@ def run_start_view(request):
     except ServiceError as refused:
         form.add_error(None, str(refused))
         return render(request, "runs/start.html", {"start_form": form}, status=400)
-    messages.success(request, f"Run {run.pk} is queued; a worker will pick it up.")
+    flash_run_status(request, run, f"Run {run.pk} is queued; a worker will pick it up.")
     return redirect("run_detail", run_id=run.pk)
 
 
@@ -127,17 +132,19 @@ def demo_start_view(request):
         messages.error(request, f"The demo cannot start: {refused}")
         return redirect("home")
     if review:
-        messages.success(
+        flash_run_status(
             request,
+            run,
             f"Review demo run {run.pk} is queued: it stops at its first question until you approve, edit or veto "
             "it in the review queue, then plays on.",
         )
     else:
-        messages.success(request, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
+        flash_run_status(request, run, f"Demo run {run.pk} is queued: a recorded run plays back here, live.")
     return redirect("run_detail", run_id=run.pk)
 
 
 @login_required
+@require_safe
 def run_detail(request, run_id: int):
     run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by", "study"), pk=run_id)
     goal_baseline, goal_speedup = run.goal  # the run's own goal, which it is judged against
@@ -165,14 +172,20 @@ def run_detail(request, run_id: int):
             "study_value": study_value_of(run),
             # The best figures that are not verified, shown labelled beside the verified best (issue 34).
             "unverified": run_unverified_bests(run),
+            "closed_questions": run_questions_closed(run),
         },
     )
 
 
-def _done(request, run_id: int, *, ok: bool, message: str, status: int = 200):
+def _done(request, run_id: int, *, ok: bool, message: str, status: int = 200, run: Run | None = None):
+    """The answer to an action on a run: JSON for the page's scripts, else a flash and the run's page. `run`: the
+    message reports its status (runs/flash.py)."""
     if _wants_json(request):
         return JsonResponse({"ok": ok, "message": message}, status=status)
-    (messages.success if ok else messages.error)(request, message)
+    if ok and run is not None:
+        flash_run_status(request, run, message)
+    else:
+        (messages.success if ok else messages.error)(request, message)
     return redirect("run_detail", run_id=run_id)
 
 
@@ -187,7 +200,7 @@ def run_control_view(request, run_id: int):
         run = run_control(run=run, action=action, user=request.user)
     except ServiceError as refused:
         return _done(request, run_id, ok=False, message=str(refused), status=409)
-    return _done(request, run_id, ok=True, message=f"Run {run.pk} is now {run.get_status_display().lower()}.")
+    return _done(request, run_id, ok=True, message=f"Run {run.pk} is now {run.get_status_display().lower()}.", run=run)
 
 
 @role_required(REVIEWER)

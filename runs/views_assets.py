@@ -13,6 +13,7 @@ import plotly
 from django.http import FileResponse, HttpResponse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_safe
 from pygments.formatters import HtmlFormatter
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -39,6 +40,7 @@ def _accepts_gzip(request) -> bool:
     return False
 
 
+@require_safe
 @cache_control(max_age=86400, public=True)
 def plotly_js(request):
     if _accepts_gzip(request):
@@ -55,6 +57,7 @@ def _pygments_css() -> str:
     return HtmlFormatter(style="default").get_style_defs(".source")
 
 
+@require_safe
 @cache_control(max_age=86400, public=True)
 def pygments_css(request):
     return HttpResponse(_pygments_css(), content_type="text/css; charset=utf-8")

@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from questionbank.services import BankQuestionInvalid, bank_question_add
 from runs import selectors_bank as bank_selectors
@@ -12,7 +12,13 @@ from runs.permissions import REVIEWER, role_required
 
 
 @login_required
-def bank(request, form=None):
+@require_safe
+def bank(request):
+    return _bank_page(request)
+
+
+def _bank_page(request, form=None):
+    """The bank's page, with `form` (a refused addition, answered 400 with its errors) or an empty one."""
     # Which kinds of run to leave out of the figures (?exclude=demo&exclude=imported); names not known are ignored.
     exclude = frozenset(request.GET.getlist("exclude")) & set(bank_selectors.EXCLUDABLE)
     by_question = bank_selectors.effectiveness_by_question(exclude=exclude)
@@ -56,4 +62,4 @@ def bank_add(request):
         else:
             messages.success(request, f"Added {entry.key} to the bank.")
             return redirect("bank")
-    return bank(request, form=form)
+    return _bank_page(request, form=form)

@@ -6,6 +6,7 @@ import io
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from runs.selectors_compare import (
     COMPARE_MAX,
@@ -28,7 +29,7 @@ class _BadRequest(Exception):
 
 def _study_id(request) -> int | None:
     study = (request.GET.get("study") or "").strip().lstrip("#")
-    return int(study) if study.isdigit() and len(study) < 10 else None
+    return int(study) if study.isascii() and study.isdigit() and len(study) < 10 else None
 
 
 def _run_ids(request) -> list[int]:
@@ -42,7 +43,8 @@ def _run_ids(request) -> list[int]:
         return ids
     words = [w.strip().lstrip("#") for value in request.GET.getlist("runs") for w in value.split(",")]
     words = [w for w in words if w]
-    bad = [w for w in words if not w.isdigit()]
+    # ASCII digits only: str.isdigit() also takes "²" and "٧", which int() refuses or reads as another number.
+    bad = [w for w in words if not (w.isascii() and w.isdigit())]
     if bad:
         raise _BadRequest(f"run ids are numbers: {', '.join(bad[:5])} is not")
     ids = list(dict.fromkeys(int(w) for w in words))
@@ -65,6 +67,7 @@ def _csv(summary: list[dict]) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def compare(request):
     try:
         ids = _run_ids(request)

@@ -9,11 +9,18 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_safe
 
 from agentloop.protocol import event_summary
 from runs.event_parser import INT_COLUMN_MAX
 from runs.models import Run, Step, StepKind
-from runs.selectors import FEED_PAGE_MAX, questions_pending_count, run_speedup_series, steps_page
+from runs.selectors import (
+    FEED_PAGE_MAX,
+    questions_pending_count,
+    run_questions_waiting,
+    run_speedup_series,
+    steps_page,
+)
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
 
@@ -76,6 +83,7 @@ def _steps_query(request) -> dict:
 
 
 @login_required
+@require_safe
 def run_steps(request, run_id: int):
     run = get_object_or_404(Run, pk=run_id)
     try:
@@ -95,6 +103,7 @@ def run_steps(request, run_id: int):
 
 
 @login_required
+@require_safe
 def run_step(request, run_id: int, seq: int):
     step = get_object_or_404(Step, run_id=run_id, seq=seq)
     return JsonResponse(step_json(step, full=True))
@@ -115,7 +124,7 @@ def run_summary_json(run: Run) -> dict:
         "cost_usd": float(run.cost_usd),
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "pending_questions": run.questions.filter(status="proposed").count(),
+        "pending_questions": run_questions_waiting(run),
         "worker": run.worker.name if run.worker else None,
         "worker_gpu": run.worker_gpu if run.worker else "",  # which of the host's GPUs it holds ("gpu 1")
         # When the host holding the unfinished run lost its connection ("" if not known); null while it is
@@ -128,15 +137,18 @@ def run_summary_json(run: Run) -> dict:
 
 
 @login_required
+@require_safe
 def run_summary(request, run_id: int):
     return JsonResponse(run_summary_json(get_object_or_404(Run.objects.select_related("worker"), pk=run_id)))
 
 
 @login_required
+@require_safe
 def run_chart(request, run_id: int):
     return JsonResponse(run_speedup_series(get_object_or_404(Run.objects.select_related("task"), pk=run_id)))
 
 
 @login_required
+@require_safe
 def pending_count(request):
     return JsonResponse({"pending": questions_pending_count()})

@@ -1,10 +1,11 @@
 """Forks: a run continued from one of its steps (`/runs/<id>/fork/?seq=N`): the page that shows what the fork
 starts from and takes the operator's decision at a question (GET), and the fork itself (POST). docs/fork.md."""
 
-from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
 
 from questionbank.selectors import bank_entries
+from runs.flash import flash_run_status
 from runs.forms import ForkForm
 from runs.model_options import model_options
 from runs.models import Run, Step
@@ -14,10 +15,11 @@ from runs.services import ServiceError, fork_preview, run_fork
 
 def _seq(request) -> int | None:
     raw = (request.POST.get("seq") or request.GET.get("seq") or "").strip().lstrip("#")
-    return int(raw) if raw.isdigit() and len(raw) < 10 else None
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else None  # "²".isdigit() too
 
 
 @role_required(OPERATOR)
+@require_http_methods(["GET", "HEAD", "POST"])
 def fork_view(request, run_id: int):
     parent = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
     seq = _seq(request)
@@ -56,5 +58,5 @@ def fork_view(request, run_id: int):
     except ServiceError as refused:
         form.add_error(None, str(refused))
         return render(request, "runs/fork.html", context, status=400)
-    messages.success(request, f"Run {fork.pk} is queued: a fork of run {parent.pk} at step #{seq}.")
+    flash_run_status(request, fork, f"Run {fork.pk} is queued: a fork of run {parent.pk} at step #{seq}.")
     return redirect("run_detail", run_id=fork.pk)

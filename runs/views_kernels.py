@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.gzip import gzip_page
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
@@ -77,6 +77,7 @@ def _plain_html(text: str) -> str:
 
 
 @login_required
+@require_safe
 @gzip_page
 def kernel_index(request):
     task = request.GET.get("task") or None
@@ -93,6 +94,7 @@ def kernel_index(request):
 
 
 @login_required
+@require_safe
 @gzip_page
 def kernel_detail(request, kernel_id: int):
     try:
@@ -129,6 +131,7 @@ def kernel_detail(request, kernel_id: int):
 
 
 @login_required
+@require_safe
 @gzip_page
 def kernel_source(request, kernel_id: int):
     """A kernel's whole source, on its own: plain text, shown in the browser (`?highlighted=1`: the HTML its page
@@ -168,6 +171,7 @@ def kernel_filename(kernel: Kernel) -> str:
 
 
 @login_required
+@require_safe
 def kernel_download(request, kernel_id: int):
     kernel = get_object_or_404(Kernel, pk=kernel_id)
     response = HttpResponse(kernel.source, content_type="text/plain; charset=utf-8")
@@ -176,6 +180,7 @@ def kernel_download(request, kernel_id: int):
 
 
 @login_required
+@require_safe
 @gzip_page
 def kernel_diff(request):
     ids = [request.GET.get(name, "") for name in ("a", "b")]
@@ -199,6 +204,7 @@ def kernel_diff(request):
 
 
 @login_required
+@require_safe
 @gzip_page
 def evaluation_detail(request, evaluation_id: int):
     try:

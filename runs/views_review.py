@@ -4,13 +4,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from runs.forms import DecisionForm
 from runs.models import Question
 from runs.permissions import REVIEWER, role_required
 from runs.selectors import review_queue, runs_waiting_on_review
-from runs.services import QuestionAlreadyDecided, ServiceError, question_review
+from runs.services import QuestionAlreadyDecided, QuestionClosed, ServiceError, question_review
 from runs.views_feed import step_summary
 
 
@@ -22,11 +22,13 @@ def _queue_context() -> dict:
 
 
 @login_required
+@require_safe
 def queue(request):
     return render(request, "runs/review.html", _queue_context())
 
 
 @login_required
+@require_safe
 def queue_items(request):
     """The queue's items alone, swapped in live when a question changes."""
     return render(request, "runs/_review_items.html", _queue_context())
@@ -51,7 +53,7 @@ def decide(request, question_id: int):
             decision=form.cleaned_data["decision"],
             text=form.cleaned_data.get("text") or None,
         )
-    except QuestionAlreadyDecided as late:
+    except (QuestionAlreadyDecided, QuestionClosed) as late:  # decided already, or its run has finished
         status, result = 409, {"ok": False, "error": str(late)}
     except ServiceError as refused:
         status, result = 400, {"ok": False, "error": str(refused)}

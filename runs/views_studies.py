@@ -4,6 +4,7 @@ compare page opens on them (`/runs/compare/?study=ID`). docs/fork.md, "Studies".
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from runs.forms import StudyForm
 from runs.models import Task
@@ -12,6 +13,7 @@ from runs.services import ServiceError, study_start
 
 
 @role_required(OPERATOR)
+@require_http_methods(["GET", "HEAD", "POST"])
 def study_start_view(request):
     if request.method != "POST":
         task = Task.objects.filter(name=request.GET.get("task") or "").first()

@@ -2,6 +2,7 @@
 
 from django.http import Http404
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from runs.models import Task
 from runs.permissions import VIEWER, role_required
@@ -9,11 +10,13 @@ from runs.selectors import task_overview, task_page
 
 
 @role_required(VIEWER)
+@require_safe
 def task_index(request):
     return render(request, "runs/tasks.html", {"tasks": task_overview()})
 
 
 @role_required(VIEWER)
+@require_safe
 def task_detail(request, name: str):
     try:
         view = task_page(name)

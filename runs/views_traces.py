@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_safe
 
 from runs.forms import TraceImportForm
 from runs.models import Run
@@ -15,6 +16,7 @@ from runs.services import ServiceError, trace_import
 
 
 @login_required
+@require_safe
 def trace_export(request, run_id: int):
     run = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
     lines = (json.dumps(record, default=str) + "\n" for record in trace_export_records(run))
@@ -24,6 +26,7 @@ def trace_export(request, run_id: int):
 
 
 @role_required(OPERATOR)
+@require_http_methods(["GET", "HEAD", "POST"])
 def trace_import_view(request):
     form = TraceImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():

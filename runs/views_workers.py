@@ -12,6 +12,7 @@ from runs.services import worker_host_create, worker_host_revoke
 
 
 @role_required(OPERATOR)
+@require_http_methods(["GET", "HEAD", "POST"])
 def workers(request):
     form = WorkerHostForm(request.POST or None)
     token = None
@@ -22,12 +23,18 @@ def workers(request):
             gpus = [g.strip() for g in form.cleaned_data["gpus"].split(",") if g.strip()]
             host, token = worker_host_create(name=form.cleaned_data["name"], gpus=gpus)
             form = WorkerHostForm()
-    # The token is rendered into this one response and never stored in plain text.
-    return render(request, "runs/workers.html", {"hosts": worker_hosts(), "form": form, "token": token})
+    # The token is rendered into this one response and never stored in plain text. A refused form is a 400, as
+    # every form of the dashboard answers one.
+    return render(
+        request,
+        "runs/workers.html",
+        {"hosts": worker_hosts(), "form": form, "token": token},
+        status=400 if form.errors else 200,
+    )
 
 
 @role_required(OPERATOR)
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def worker_revoke(request, host_id: int):
     """GET asks for a confirmation (what revoking does to this host and its runs); POST revokes."""
     host = get_object_or_404(WorkerHost, pk=host_id)

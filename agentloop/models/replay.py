@@ -1,9 +1,12 @@
 """The replay model: plays back the model turns of a recorded trace, in order, while tools run for real.
 
 Turns and question-selection calls are played from separate queues, so a run that asks the same questions at
-the same points replays exactly. A run that wants a turn after the last recorded one has played the whole
-recording and is stopped (ReplayFinished, `replay_finished`, saying how the recorded run ended); one that makes
-a call the recording never made (a question selection) went another way and fails (ReplayExhausted).
+the same points replays exactly. A replay ends stopped, never failed, when the recording has nothing more to play
+(ReplayFinished, `replay_finished`, saying how the recorded run ended): when the run wants a turn after the last
+recorded one (it has played the whole recording), and when it makes a call the recording never made (a question
+selection: a reviewer vetoed the recorded question, and the agent proposes another), where the run has gone
+another way than the recording. An edited question plays on: the recording's turns follow it as they followed
+the question asked when it was recorded.
 Token counts are replayed as recorded (budgets behave as in the recording); the cost is 0: nothing was paid.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from agentloop.errors import ReplayExhausted, ReplayFinished
+from agentloop.errors import ReplayFinished
 from agentloop.interfaces import Model
 from agentloop.models import ModelReply, Usage
 from agentloop.protocol import FINISHED_STATUSES as FINISHED
@@ -55,8 +58,13 @@ class ReplayModel(Model):
                 for _ in range(min(count, len(queue or ()))):
                     queue.popleft()
 
-    def _finished_text(self) -> str:
+    def _finished_text(self, purpose: str = "turn") -> str:
         text = "the recording has no more turns"
+        if purpose != "turn":
+            text = (
+                f"the recording has no {purpose} call here: this run went another way than the recording "
+                "(a vetoed question is proposed again, which the recorded run never did)"
+            )
         if self.recorded_end:
             ended = " ".join(str(self.recorded_end.get(k) or "") for k in ("status", "reason")).strip()
             text += f" (the recorded run ended {ended})"
@@ -64,10 +72,8 @@ class ReplayModel(Model):
 
     def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
         queue = self.queues.get(purpose)
-        if not queue and purpose == "turn":
-            raise ReplayFinished(self._finished_text())
         if not queue:
-            raise ReplayExhausted(f"the recorded trace has no {purpose} left to replay")
+            raise ReplayFinished(self._finished_text(purpose))
         recorded = queue.popleft()
         usage_queue = self.usages.get(purpose)
         u = usage_queue.popleft() if usage_queue else {}

@@ -32,7 +32,13 @@ from runs.services.directives import (
     directives_pending_for,
     worker_group,
 )
-from runs.services.errors import QuestionAlreadyDecided, ServiceError, StepConflict, UnconfirmedSuccess
+from runs.services.errors import (
+    QuestionAlreadyDecided,
+    QuestionClosed,
+    ServiceError,
+    StepConflict,
+    UnconfirmedSuccess,
+)
 from runs.services.forks import fork_preview, run_fork
 from runs.services.kernels import (
     evaluation_meets_goal,
@@ -79,6 +85,7 @@ __all__ = [
     "NO_RUN",
     "EventOutcome",
     "QuestionAlreadyDecided",
+    "QuestionClosed",
     "ServiceError",
     "StepConflict",
     "StepRecorded",

@@ -16,3 +16,8 @@ class UnconfirmedSuccess(ServiceError):
 
 class QuestionAlreadyDecided(ServiceError):
     pass
+
+
+class QuestionClosed(ServiceError):
+    """A question of a run that has finished: nobody waits on its decision, and no worker holds the run to act
+    on one. It is closed undecided; a reviewer's decision is refused (409), nothing stored, nothing sent."""

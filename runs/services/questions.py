@@ -8,7 +8,7 @@ from runs import notify
 from runs.events import publish_after_commit
 from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatus, ReviewMode, Run, Step, StepKind
 from runs.services.directives import directive_send
-from runs.services.errors import QuestionAlreadyDecided, ServiceError
+from runs.services.errors import QuestionAlreadyDecided, QuestionClosed, ServiceError
 
 
 def question_propose(
@@ -112,11 +112,19 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
     """A reviewer decides a proposed question, and the run's agent is told (a `question_decision` directive).
 
     `replace` (the reviewer writes their own question) is stored like an edit: the proposal is kept as
-    `original_text`; the agent is told it was a replacement.
+    `original_text`; the agent is told it was a replacement. A question of a finished run is closed
+    (QuestionClosed): its run's agent has stopped and no worker holds it, so nothing is stored or sent.
     """
     if decision not in ("approve", "edit", "veto", "replace"):
         raise ServiceError(f"unknown decision {decision!r}: use approve, edit, veto or replace")
     with transaction.atomic():
+        # The run's row, locked, as run_set_status locks it: a run that finishes now does so before or after.
+        run = Run.objects.select_for_update().get(pk=question.run_id)
+        if run.is_finished:
+            raise QuestionClosed(
+                f"question {question.pk} is closed: run {run.pk} has finished ({run.status}) and nobody waits for "
+                "a decision"
+            )
         decided = question_decide(
             question=question,
             reviewer=reviewer,

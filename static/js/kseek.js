@@ -60,7 +60,8 @@
   liveSocket("/ws/runs/", {
     onOpen: refreshPending,
     onMessage: (message) => {
-      if (message.type === "question.changed") refreshPending();
+      // A finished run's waiting questions are closed: the badge counts them no more.
+      if (message.type === "question.changed" || message.type === "run.changed") refreshPending();
       runsHandlers.forEach((handler) => handler(message));
     },
   });

@@ -116,7 +116,10 @@
     shown.onclick = () => { window.focus(); shown.close(); };
   }
 
+  // A run that finishes closes its waiting questions: they leave the queue at once, not at the next click.
+  const FINISHED = ["succeeded", "failed", "stopped"];
   KSeek.onRunsEvent((message) => {
+    if (message.type === "run.changed" && FINISHED.includes(message.status)) { refresh(); return; }
     if (message.type !== "question.changed") return;
     if (message.status === "proposed" && message.needs_review) notifyNewQuestion(message);  // not auto-approved ones
     refresh();

@@ -211,6 +211,7 @@
     // The queue reason is the server's at page load; once the run leaves the queue it no longer applies.
     if (s.status !== "queued") document.getElementById("run-queue-reason").hidden = true;
     showControls(s.status);
+    dropStaleMessages(s.status);
     // The run's best is a verified figure (a full evaluation measured here), labelled as the server labels it.
     document.getElementById("run-best").textContent =
       s.best_speedup === null ? "—" : s.best_speedup.toFixed(3) + "× (verified: full set)";
@@ -235,13 +236,27 @@
   }, 300);
 
   // The operator's controls the status allows: none on a finished run, pause while it runs, resume while paused.
+  // A finished run takes no message either: nobody would read it.
   function showControls(status) {
+    const finished = ["succeeded", "failed", "stopped"].includes(status);
+    const messageForm = document.getElementById("message-form");
+    if (messageForm && finished) messageForm.remove();
     const controls = document.getElementById("run-controls");
     if (!controls) return;
-    const finished = ["succeeded", "failed", "stopped"].includes(status);
     controls.hidden = finished;
     document.getElementById("btn-pause").hidden = !["running", "waiting_review"].includes(status);
     document.getElementById("btn-resume").hidden = status !== "paused";
+  }
+
+  // A banner that reports the run's status ("Demo run 2 is queued", runs/flash.py) goes once the status it
+  // reports no longer holds.
+  function dropStaleMessages(status) {
+    document.querySelectorAll(".messages li[data-tags]").forEach((item) => {
+      const reported = item.dataset.tags.split(" ").find((tag) => tag.startsWith("run-status-"));
+      if (reported && reported !== "run-status-" + status) item.remove();
+    });
+    const list = document.querySelector(".messages");
+    if (list && !list.children.length) list.remove();
   }
 
   function tickElapsed() {

@@ -6,7 +6,7 @@ import pytest
 
 from agentloop.agent import Agent, Oversight
 from agentloop.config import Budgets
-from agentloop.errors import ReplayExhausted, ReplayFinished
+from agentloop.errors import ReplayFinished
 from agentloop.models.replay import ReplayModel
 from agentloop.review import Decision, ScriptedReviewer, TraceReviewer
 from agentloop.trace import TraceWriter, read_trace
@@ -114,13 +114,53 @@ def test_a_replay_that_plays_its_whole_recording_is_stopped_not_failed(tmp_path)
     assert final["payload"]["detail"] == "the recording has no more turns (the recorded run ended succeeded goal_met)"
 
 
-def test_a_replay_asked_for_a_call_the_recording_never_made_fails_as_exhausted():
+def test_a_replay_asked_for_a_call_the_recording_never_made_is_finished_not_failed():
     model = ReplayModel([{"kind": "model_message", "payload": {"purpose": "turn", "content": []}}])
-    with pytest.raises(ReplayExhausted):
+    with pytest.raises(ReplayFinished, match="no select_question call here: this run went another way"):
         model.query("", [], [], "select_question")
     model.query("", [], [], "turn")
     with pytest.raises(ReplayFinished, match="no more turns$"):  # a recording with no final status says only that
         model.query("", [], [], "turn")
+
+
+def replay_reviewed(tmp_path, recorded, decisions):
+    """`recorded` replayed in review mode, its questions decided by `decisions` in turn; the outcome and trace."""
+    trace = TraceWriter(tmp_path / "replay.jsonl")
+    agent = Agent(
+        run_id="t1",
+        config=make_config(review_mode="review", budgets=Budgets(steps=20)),
+        host=unsandboxed(tmp_path / "ws"),
+        model=ReplayModel(recorded),
+        sinks=[trace],
+        evaluator=ScriptedEvaluator({"v2": ("correct", 1.5), "v3": ("correct", 2.2)}),
+        oversight=Oversight(reviewer=ScriptedReviewer(decisions)),
+    )
+    outcome = agent.run()
+    trace.close()
+    return outcome, read_trace(tmp_path / "replay.jsonl")
+
+
+def test_a_replay_whose_recorded_question_is_vetoed_ends_stopped_replay_finished(tmp_path):
+    _, recorded, _ = recorded_run(tmp_path / "rec")
+    # The recording made two selections (its reviewer vetoed the first); here every proposal is vetoed, so the
+    # agent asks for a third selection, which the recording never made.
+    vetoes = [Decision("veto", reviewer="rita")] * 3
+    outcome, replayed = replay_reviewed(tmp_path, recorded, vetoes)
+    assert (outcome.status, outcome.reason) == ("stopped", "replay_finished")
+    final = replayed[-1]["payload"]
+    assert (final["status"], final["reason"]) == ("stopped", "replay_finished")
+    assert final["detail"].startswith("the recording has no select_question call here: this run went another way")
+    assert final["detail"].endswith("(the recorded run ended succeeded goal_met)")
+    assert [e["payload"]["action"] for e in replayed if e["kind"] == "question_decided"] == ["veto", "veto"]
+
+
+def test_a_replay_whose_recorded_question_is_edited_plays_on_to_the_recordings_end(tmp_path):
+    _, recorded, _ = recorded_run(tmp_path / "rec")
+    edits = [Decision("veto", reviewer="rita"), Decision("edit", text="Which loop is the slow one?", reviewer="rita")]
+    outcome, replayed = replay_reviewed(tmp_path, recorded, edits)
+    assert outcome.status == "succeeded"
+    asked = [e["payload"]["text"] for e in replayed if e["kind"] == "question_decided"]
+    assert asked == [None, "Which loop is the slow one?"]
 
 
 def test_a_run_cut_off_mid_step_resumes_from_its_trace(tmp_path):
