@@ -26,6 +26,7 @@ SERVES = {
     "run_message": ACTION,
     "review_decide": ACTION,
     "bank_add": ACTION,
+    "kernel_verify": ACTION,
     "logout": {"POST", "OPTIONS"},
 }
 SWEPT = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "TRACE"]
