@@ -2,6 +2,8 @@
 
 import os
 import re
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -26,11 +28,16 @@ def data_dir(tmp_path):
     return tmp_path / "data"
 
 
+def make_run_env(data_dir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
+    env.update(KSEEK_DATA_DIR=str(data_dir), KSEEK_ADMIN_PASSWORD="served-site-password")
+    return env
+
+
 @pytest.fixture
 def served_site(tmp_path, data_dir):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
-    env.update(KSEEK_DATA_DIR=str(data_dir), KSEEK_ADMIN_PASSWORD="served-site-password")
+    env = make_run_env(data_dir)
     with serving(["make", "run", f"PORT={port}"], port=port, env=env, log_path=tmp_path / "make-run.log") as base:
         yield base
 
@@ -99,3 +106,49 @@ def test_the_server_reads_every_frame_and_message_up_to_the_limit_it_announces_t
         assert argv[argv.index(option) + 1] == str(MESSAGE_MAX_BYTES)
         # an option daphne knows (a misspelt one makes daphne exit at start)
         assert option in sp.run([argv[0], "--help"], capture_output=True, text=True).stdout
+
+
+def local_worker_row(data_dir: Path) -> tuple[str, str] | None:
+    """(token hash, connection) of the local worker host, as the database holds them now."""
+    import sqlite3
+
+    database = sqlite3.connect(data_dir / "kernelseek.sqlite3", timeout=20)
+    try:
+        return database.execute("select token_hash, connection from runs_workerhost where name = 'local'").fetchone()
+    finally:
+        database.close()
+
+
+def connected_local_worker(data_dir: Path) -> tuple[str, str]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        row = local_worker_row(data_dir)
+        if row and row[1]:
+            return row
+        time.sleep(0.5)
+    pytest.fail("the local worker of `make run` did not connect")
+
+
+def test_a_second_make_run_refuses_a_busy_port_and_never_takes_the_first_ones_local_worker(
+    served_site, data_dir, tmp_path
+):
+    first = connected_local_worker(data_dir)
+    port = int(served_site.rsplit(":", 1)[1])
+
+    again = subprocess.run(
+        ["make", "run", f"PORT={port}"], cwd=ROOT, env=make_run_env(data_dir), capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert again.returncode != 0
+    assert local_worker_row(data_dir) == first, "the second `make run` rotated the running local worker's token"
+    assert f"127.0.0.1:{port} is already in use" in again.stderr
+
+    # On another port, the same data folder: served, but with no local worker of its own.
+    other_port = free_port()
+    second_serve = [sys.executable, "manage.py", "serve", "--port", str(other_port), "--no-demo"]
+    log_path = tmp_path / "second-serve.log"
+    with serving(second_serve, port=other_port, env=make_run_env(data_dir), log_path=log_path) as second:
+        assert urllib.request.urlopen(second + "/accounts/login/").status == 200
+        assert local_worker_row(data_dir) == first
+    assert "the local worker of another `serve` on this data folder is running" in log_path.read_text()
+    assert local_worker_row(data_dir) == first
