@@ -42,6 +42,20 @@ def served_site(tmp_path, data_dir):
         yield base
 
 
+def signed_in(base: str):
+    """A client signed in as the admin `make run` made, and the page the login led to (the runs list)."""
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+    login_page = browser.open(base + "/accounts/login/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page).group(1)
+    form = urllib.parse.urlencode(
+        {"username": "admin", "password": "served-site-password", "csrfmiddlewaretoken": token, "next": "/"}
+    ).encode()
+    request = urllib.request.Request(
+        base + "/accounts/login/", data=form, headers={"Referer": base + "/accounts/login/"}
+    )
+    return browser, browser.open(request).read().decode()
+
+
 def test_make_run_serves_the_runs_page_to_a_signed_in_user_and_redirects_anonymous_ones(served_site):
     anonymous = urllib.request.build_opener(NoRedirect)
     with pytest.raises(urllib.error.HTTPError) as redirect:
@@ -49,21 +63,12 @@ def test_make_run_serves_the_runs_page_to_a_signed_in_user_and_redirects_anonymo
     assert redirect.value.code == 302
     assert redirect.value.headers["Location"].startswith("/accounts/login/")
 
-    jar = CookieJar()
-    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    login_page = browser.open(served_site + "/accounts/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page).group(1)
-    form = urllib.parse.urlencode(
-        {"username": "admin", "password": "served-site-password", "csrfmiddlewaretoken": token, "next": "/"}
-    ).encode()
-    request = urllib.request.Request(
-        served_site + "/accounts/login/", data=form, headers={"Referer": served_site + "/accounts/login/"}
-    )
-    page = browser.open(request).read().decode()
+    browser, page = signed_in(served_site)
     assert "<h1>Runs</h1>" in page
     assert browser.open(served_site + "/static/css/kseek.css").status == 200
 
 
+@pytest.mark.sandbox  # the local worker starts only where bubblewrap works
 def test_make_run_loads_the_bank_and_released_kernels_and_its_local_worker_streams_the_demo_run(served_site, data_dir):
     import sqlite3
 
@@ -129,6 +134,7 @@ def connected_local_worker(data_dir: Path) -> tuple[str, str]:
     pytest.fail("the local worker of `make run` did not connect")
 
 
+@pytest.mark.sandbox  # the local worker starts only where bubblewrap works
 def test_a_second_make_run_refuses_a_busy_port_and_never_takes_the_first_ones_local_worker(
     served_site, data_dir, tmp_path
 ):
@@ -152,3 +158,43 @@ def test_a_second_make_run_refuses_a_busy_port_and_never_takes_the_first_ones_lo
         assert local_worker_row(data_dir) == first
     assert "the local worker of another `serve` on this data folder is running" in log_path.read_text()
     assert local_worker_row(data_dir) == first
+
+
+def path_without_bwrap(folder: Path) -> str:
+    """This PATH with bubblewrap gone, as on a fresh machine: each folder that holds a `bwrap` is replaced by one
+    of links to everything else in it."""
+    folders = []
+    for entry in os.environ["PATH"].split(os.pathsep):
+        if not (Path(entry) / "bwrap").exists():
+            folders.append(entry)
+            continue
+        mirror = folder / f"path-{len(folders)}"
+        mirror.mkdir(parents=True)
+        for program in Path(entry).iterdir():
+            if program.name != "bwrap":
+                (mirror / program.name).symlink_to(program)
+        folders.append(str(mirror))
+    return os.pathsep.join(folders)
+
+
+def test_without_bubblewrap_the_pages_say_the_local_worker_did_not_start_why_and_how_to_fix_it(tmp_path, data_dir):
+    import sqlite3
+
+    port = free_port()
+    env = {**make_run_env(data_dir), "PATH": path_without_bwrap(tmp_path / "bin")}
+    log_path = tmp_path / "make-run.log"
+    with serving(["make", "run", f"PORT={port}"], port=port, env=env, log_path=log_path) as base:
+        deadline = time.monotonic() + 120
+        while "Serving the dashboard without a worker" not in log_path.read_text():
+            assert time.monotonic() < deadline, "the local worker did not give up for want of a sandbox"
+            time.sleep(0.5)
+        database = sqlite3.connect(data_dir / "kernelseek.sqlite3", timeout=20)
+        (demo_run,) = database.execute("select id from runs_run where status = 'queued'").fetchone()
+        database.close()
+
+        browser, runs_list = signed_in(base)
+        run_page = browser.open(f"{base}/runs/{demo_run}/").read().decode()
+        workers_page = browser.open(f"{base}/workers/").read().decode()
+    for page in (runs_list, run_page, workers_page):
+        assert "the local worker did not start: this host has no working sandbox (`bwrap` is not on PATH)" in page
+        assert "apt-get install bubblewrap" in page and "manage.py serve --unsandboxed" in page

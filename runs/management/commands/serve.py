@@ -34,13 +34,13 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from agentloop.sandbox import EXIT_NO_SANDBOX
+from agentloop.sandbox import EXIT_NO_SANDBOX, INSTALL_HINT, working_bwrap
 from kseek_site.envconfig import private_data_folder
 from kseek_site.serving import daphne_argv
 from runs.demo import demo_run_start
 from runs.management.commands.ensure_admin import admin_password_notice
 from runs.models import Run, WorkerHost
-from runs.services import ServiceError, worker_host_create, worker_host_rotate_token
+from runs.services import ServiceError, worker_host_create, worker_host_note_start, worker_host_rotate_token
 
 LOCAL_WORKER = "local"
 WORKER_RESTART_PAUSE_S = 5
@@ -124,6 +124,7 @@ class Command(BaseCommand):
                 if server.poll() is not None:
                     raise CommandError(f"the server exited with status {server.returncode}")
                 if not no_worker and worker is not None and worker.poll() == WORKER_NO_SANDBOX:
+                    self.note_no_sandbox()
                     self.stderr.write(
                         "the local worker cannot run agents here: there is no working sandbox (its message above "
                         "says why). Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and start again, "
@@ -170,13 +171,29 @@ class Command(BaseCommand):
 
     def start_worker(self, base_dir: Path, host: str, port: int, unsandboxed: bool = False) -> subprocess.Popen:
         existing = WorkerHost.objects.filter(name=LOCAL_WORKER).first()
-        _, token = worker_host_rotate_token(host=existing) if existing else worker_host_create(name=LOCAL_WORKER)
+        local, token = worker_host_rotate_token(host=existing) if existing else worker_host_create(name=LOCAL_WORKER)
+        if local.start_problem:  # what a former start found; this one is being tried
+            worker_host_note_start(host=local)
         env = {**os.environ, "KSEEK_WORKER_TOKEN": token}
         state_dir = Path(settings.DATA_DIR) / "local-worker"
         self.stdout.write(f"local worker: state in {state_dir}")
         argv = self.worker_argv(host, port, state_dir, unsandboxed)
         # The worker holds the lock too: a worker that outlives this command (kill -9 of it) still has the token.
         return subprocess.Popen(argv, cwd=base_dir, env=env, pass_fds=(self.worker_lock,))
+
+    @staticmethod
+    def note_no_sandbox() -> None:
+        """Say on the pages (beside the local host, under the runs that wait) why the local worker did not start
+        and what to do, in the words of the probe the worker itself ran."""
+        _, why = working_bwrap()
+        worker_host_note_start(
+            host=WorkerHost.objects.get(name=LOCAL_WORKER),
+            problem=(
+                f"the local worker did not start: this host has no working sandbox ({why or 'bubblewrap failed'}), "
+                f"and agent commands do not run without one. To fix: {INSTALL_HINT}, then start `make run` again; "
+                "or start `.venv/bin/python manage.py serve --unsandboxed` to run agents with no isolation"
+            ),
+        )
 
     @staticmethod
     def worker_argv(host: str, port: int, state_dir: Path, unsandboxed: bool = False) -> list[str]:
