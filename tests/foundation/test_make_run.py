@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.live_server import free_port, serving
+from tests.without_bwrap import path_without_bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,23 +159,6 @@ def test_a_second_make_run_refuses_a_busy_port_and_never_takes_the_first_ones_lo
         assert local_worker_row(data_dir) == first
     assert "the local worker of another `serve` on this data folder is running" in log_path.read_text()
     assert local_worker_row(data_dir) == first
-
-
-def path_without_bwrap(folder: Path) -> str:
-    """This PATH with bubblewrap gone, as on a fresh machine: each folder that holds a `bwrap` is replaced by one
-    of links to everything else in it."""
-    folders = []
-    for entry in os.environ["PATH"].split(os.pathsep):
-        if not (Path(entry) / "bwrap").exists():
-            folders.append(entry)
-            continue
-        mirror = folder / f"path-{len(folders)}"
-        mirror.mkdir(parents=True)
-        for program in Path(entry).iterdir():
-            if program.name != "bwrap":
-                (mirror / program.name).symlink_to(program)
-        folders.append(str(mirror))
-    return os.pathsep.join(folders)
 
 
 def test_without_bubblewrap_the_pages_say_the_local_worker_did_not_start_why_and_how_to_fix_it(tmp_path, data_dir):
