@@ -149,9 +149,33 @@ def cmd_task_new(args) -> int:
 
     folder = scaffold(args.name, args.dir, target=args.target)
     kernel = "kernel.cu" if args.target == "cuda-sm90" else "kernel.cpp"
-    print(f"wrote {folder}/: task.toml, reference.py, {kernel} (a stub that says 'not supported')")
+    print(f"wrote {Path(folder).resolve()}/: task.toml, reference.py, {kernel} (a stub that says 'not supported')")
     print(f"next: edit them, then `python -m gpu_harness task check {folder}`")
+    print(_how_the_dashboard_finds(folder))
     return 0
+
+
+def _how_the_dashboard_finds(folder: Path) -> str:
+    """The hint after a folder is written: where it lies, and what makes the dashboard offer it (a folder outside
+    the task roots is judged by path, but no server or worker finds it by name)."""
+    from .tasks import BUILTIN_TASKS_DIR, TASKS_DIR_ENV, task_roots
+
+    where = Path(folder).resolve()
+    sync = "`.venv/bin/python manage.py sync_tasks` (`make run` runs it at every start)"
+    if where.parent in {root.resolve() for root in task_roots()}:
+        return f"then: the dashboard lists it after {sync}"
+    return (
+        f"then: {where} is not where tasks are found ({BUILTIN_TASKS_DIR} or a folder in {TASKS_DIR_ENV}). "
+        f"For the dashboard, move it into {BUILTIN_TASKS_DIR} (or write it there: `--dir tasks` in the "
+        f"repository), or set "
+        f"{TASKS_DIR_ENV}={where.parent} for the server and its workers; then {sync}"
+    )
+
+
+TORCH_MISSING = (
+    "task import-kernelbench runs the problem's Model, which needs torch, and torch is not installed here: "
+    "install it (`pip install torch`; in this checkout `.venv/bin/pip install -e '.[gpu]'`) and run it again"
+)
 
 
 def cmd_task_import_kernelbench(args) -> int:
@@ -159,6 +183,10 @@ def cmd_task_import_kernelbench(args) -> int:
     cannot import is a ValueError, which main() prints and exits 2 on."""
     from .kernelbench import import_kernelbench
 
+    # The probe child would die on its first import, and its traceback would be all the user saw.
+    if not _has_torch():
+        print(f"error: {TORCH_MISSING}", file=sys.stderr)
+        return 2
     done = import_kernelbench(args.file, name=args.name, parent=args.dir, timeout_s=args.timeout)
     plan = done.plan
     print(f"wrote {done.folder}/: task.toml, reference.py, problem.py (a copy of {args.file})")
@@ -169,6 +197,7 @@ def cmd_task_import_kernelbench(args) -> int:
         print(f"  note       {note}")
     print(f"next: edit [formulas] flops if the count is not the useful work, then `python -m gpu_harness task check "
           f"{done.folder}`")  # fmt: skip
+    print(_how_the_dashboard_finds(done.folder))
     return 0
 
 

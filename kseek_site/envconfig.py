@@ -5,6 +5,7 @@ Kept apart from settings.py so that they can be tested without configuring Djang
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -58,6 +59,48 @@ def env_int(name: str, default: int, minimum: int | None = None, maximum: int | 
     return value
 
 
+# The data folder holds the SQLite database (sessions, token hashes), the secret key, the generated admin password
+# and uploaded traces: only the user who runs the site may enter it or read its files.
+PRIVATE_FOLDER_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+SQLITE_FILE_NAME = "kernelseek.sqlite3"
+# SQLite's companions of the database file: it makes new ones with the database file's mode, but ones an older
+# version left behind keep theirs.
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def narrow_mode(path: Path, mode: int) -> None:
+    """Take from `path` every permission bit `mode` lacks (never add one). Only the owner may change a mode, so
+    a path of another user (a folder an operator made for the site as root) is left as it is."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return
+    current = stat.S_IMODE(status.st_mode)
+    if current & ~mode and status.st_uid == os.getuid():
+        path.chmod(current & mode)
+
+
+def private_data_folder(data_dir: Path) -> Path:
+    """The data folder, made with mode 0700, or narrowed to it where it exists (an older version made it 0755)."""
+    data_dir.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
+    narrow_mode(data_dir, PRIVATE_FOLDER_MODE)
+    return data_dir
+
+
+def private_sqlite_file(path: Path) -> Path:
+    """The SQLite database file, created empty with mode 0600 before SQLite opens it (SQLite would create it
+    with the umask's 0644, and its -wal and -shm files follow the database file's mode), or narrowed to 0600
+    with its companions where they exist."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    except FileExistsError:
+        pass
+    for suffix in ("", *SQLITE_COMPANIONS):
+        narrow_mode(path.with_name(path.name + suffix), PRIVATE_FILE_MODE)
+    return path
+
+
 def secret_key_from(data_dir: Path) -> str:
     """SECRET_KEY from the environment, else one generated once and kept in the data folder.
 
@@ -68,7 +111,7 @@ def secret_key_from(data_dir: Path) -> str:
     if from_env:
         return from_env
     key_file = data_dir / "secret_key"
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_data_folder(data_dir)
     try:
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -94,8 +137,8 @@ def database_config(database_url: str | None, data_dir: Path) -> dict:
     if database_url:
         config = dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True)
     else:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        config = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(data_dir / "kernelseek.sqlite3")}
+        database_file = private_sqlite_file(private_data_folder(data_dir) / SQLITE_FILE_NAME)
+        config = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(database_file)}
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config.setdefault("OPTIONS", {}).update(
             {

@@ -4,7 +4,8 @@ DATABASE_URL   unset: SQLite in the data folder; e.g. postgres://user@127.0.0.1:
 REDIS_URL      unset: in-memory channel layer (one server process); e.g. redis://127.0.0.1:6379/0
 SECRET_KEY     unset: generated once into the data folder
 KSEEK_LARGE_GAIN_RATIO  the gain after a question (best speedup after / before) that counts as large (1.2)
-KSEEK_DATA_DIR where SQLite, the secret key and uploaded traces live (default: ./data)
+KSEEK_DATA_DIR where SQLite, the secret key and uploaded traces live (default: ./data); kept private: the folder
+               mode 0700, the database 0600 (made so, or narrowed to it at every start)
 DEBUG          off unless set to 1/true
 ALLOWED_HOSTS  comma-separated (default: localhost, 127.0.0.1, [::1])
 CSRF_TRUSTED_ORIGINS  comma-separated origins, for a deployment behind a proxy
@@ -26,17 +27,21 @@ from datetime import timedelta
 from pathlib import Path
 
 from kseek_site.envconfig import (
+    PRIVATE_FOLDER_MODE,
     channel_layers_config,
     database_config,
     env_bool,
     env_float,
     env_int,
     env_list,
+    narrow_mode,
     secret_key_from,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("KSEEK_DATA_DIR", BASE_DIR / "data")).resolve()
+# Whoever makes it makes it 0700 (envconfig.private_data_folder); one an older version made 0755 is narrowed here.
+narrow_mode(DATA_DIR, PRIVATE_FOLDER_MODE)
 
 SECRET_KEY = secret_key_from(DATA_DIR)
 DEBUG = env_bool("DEBUG", False)

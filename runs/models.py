@@ -72,6 +72,11 @@ class WorkerHost(models.Model):
         help_text="Channel name of the socket the host is connected through; empty when none",
     )
     disconnected_at = models.DateTimeField(null=True, blank=True)
+    # Why its worker process did not start, as the command that starts it found (`serve`, for the local worker:
+    # no working sandbox), with what to do; the pages show it beside the host and under the runs that wait.
+    start_problem = models.TextField(
+        blank=True, default="", help_text="Why its worker did not start and how to fix it; empty when it started"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -414,6 +414,7 @@ def run_queue_reason(run: Run) -> str | None:
         return None
     hosts = list(worker_hosts().filter(revoked_at__isnull=True))
     connected = [host for host in hosts if host.is_connected]
+    not_started = start_problems(hosts)
     if not connected:
         if not hosts:
             return (
@@ -421,11 +422,11 @@ def run_queue_reason(run: Run) -> str | None:
                 "(`manage.py worker_token NAME`) and start `python -m agentloop worker` there"
             )
         names = ", ".join(host.name for host in hosts)
-        return f"no worker is online: none of the hosts with a token ({names}) is connected"
+        return f"no worker is online: none of the hosts with a token ({names}) is connected" + not_started
     target = run.task.target
     serving = [host for host in connected if target in host.targets]
     if not serving:
-        return unserved_reason(target, connected, offline=[h for h in hosts if not h.is_connected])
+        return unserved_reason(target, connected, offline=[h for h in hosts if not h.is_connected]) + not_started
     free_slots = sum(max(0, max(1, len(host.gpus)) - host.active_runs) for host in serving)
     if free_slots == 0:
         holding = Run.objects.filter(worker__in=serving, status__in=HELD_STATUSES).order_by("pk")
@@ -440,6 +441,12 @@ def run_queue_reason(run: Run) -> str | None:
     if ahead:
         return f"{ahead} queued run(s) are ahead of it"
     return "a worker with a free slot is connected: it takes the run at its next claim (within seconds)"
+
+
+def start_problems(hosts) -> str:
+    """ "; the local worker did not start: ... To fix: ...", for each of `hosts` whose worker did not start (as
+    `serve` recorded), or "": the reason a queued run waits is then that worker, which the operator can fix."""
+    return "".join(f"; {host.start_problem}" for host in hosts if host.start_problem)
 
 
 def unserved_reason(target: str, connected: list[WorkerHost], offline: list[WorkerHost] = ()) -> str:
@@ -459,8 +466,11 @@ def runs_unserved(runs) -> dict[int, str]:
     if not queued:
         return {}
     served = workers_serving_now()
+    not_started = start_problems(WorkerHost.objects.filter(revoked_at__isnull=True).exclude(start_problem=""))
     return {
-        run.pk: f"no connected worker serves {run.task.target}" for run in queued if not served.get(run.task.target)
+        run.pk: f"no connected worker serves {run.task.target}{not_started}"
+        for run in queued
+        if not served.get(run.task.target)
     }
 
 

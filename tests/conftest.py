@@ -3,6 +3,10 @@ import os
 import pytest
 
 # Tests that need a GPU carry @pytest.mark.gpu and are skipped where none is present (CI never has one).
+# Tests that need a working bubblewrap (agent commands, the sandboxed harness, a worker or `make run` whose
+# agents run anything) carry @pytest.mark.sandbox: skipped with the reason where none works, and failed instead
+# when KSEEK_REQUIRE_SANDBOX=1 (CI sets it, as KSEEK_REQUIRE_BROWSER for the browser tests).
+REQUIRE_SANDBOX = "KSEEK_REQUIRE_SANDBOX"
 
 
 def _cuda_available() -> bool:
@@ -20,6 +24,25 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+def no_sandbox_reason() -> str | None:
+    """Why agent commands cannot run under bubblewrap here (the probe agentloop itself uses), or None."""
+    from agentloop.sandbox import INSTALL_HINT, working_bwrap
+
+    path, why = working_bwrap()
+    return None if path else f"needs a working bubblewrap sandbox: {why}; {INSTALL_HINT}"
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("sandbox") is None:
+        return
+    why = no_sandbox_reason()
+    if why is None:
+        return
+    if os.environ.get(REQUIRE_SANDBOX) == "1":
+        pytest.fail(f"{why} ({REQUIRE_SANDBOX}=1: sandbox tests must run here)", pytrace=False)
+    pytest.skip(why)
 
 
 @pytest.fixture

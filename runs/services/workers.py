@@ -39,6 +39,13 @@ def worker_host_rotate_token(*, host: WorkerHost) -> tuple[WorkerHost, str]:
     return host, token
 
 
+def worker_host_note_start(*, host: WorkerHost, problem: str = "") -> WorkerHost:
+    """Record why the host's worker did not start (`problem`, with what to do), or, with none, that it started."""
+    host.start_problem = problem
+    host.save(update_fields=["start_problem"])
+    return host
+
+
 def worker_host_revoke(*, host: WorkerHost) -> WorkerHost:
     """Withdraw a host's token: its next handshake is refused, and every socket it has open (on any server
     process: the message goes through the channel layer) is closed at once with 4401. Until a socket has closed,

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentloop.trace import read_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +31,7 @@ def suspect_timing(events) -> bool:
     )
 
 
+@pytest.mark.sandbox  # `agentloop run` runs the replay's commands and evaluations under bubblewrap
 def test_the_demo_replay_runs_offline_with_the_real_harness(tmp_path):
     recorded = read_trace(DEMO)
     goal = recorded[0]["payload"]["config"]["goal"]
@@ -71,9 +74,13 @@ def test_the_demo_replay_runs_offline_with_the_real_harness(tmp_path):
 
 
 def test_bad_arguments_get_a_clear_error_not_a_traceback(tmp_path):
-    proc = agentloop("run", "--task", "no_such_task", "--model", f"replay:{DEMO}", cwd=tmp_path, timeout=120)
+    # --unsandboxed: where no sandbox works the run is refused for that first (exit 4); nothing runs here either way
+    proc = agentloop("run", "--unsandboxed", "--task", "no_such_task", "--model", f"replay:{DEMO}", cwd=tmp_path,
+                     timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "unknown task 'no_such_task'" in proc.stderr and "Traceback" not in proc.stderr
-    proc = agentloop("run", "--model", f"replay:{tmp_path / 'missing.jsonl'}", cwd=tmp_path, timeout=120)
+    proc = agentloop("run", "--unsandboxed", "--model", f"replay:{tmp_path / 'missing.jsonl'}", cwd=tmp_path,
+                     timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "cannot read trace" in proc.stderr
-    proc = agentloop("run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6", cwd=tmp_path, timeout=120)
+    proc = agentloop("run", "--unsandboxed", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6", cwd=tmp_path,
+                     timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr

@@ -25,7 +25,7 @@ import pytest
 from agentloop.agent import Agent, Host
 from agentloop.config import Budgets
 from agentloop.evaluator import HarnessEvaluator
-from agentloop.sandbox import Sandbox, working_bwrap
+from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceWriter, read_trace
 from tests.agentloop.helpers import NAIVE, anthropic_model, make_config, payloads
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, tool_use
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason=
 REPO = Path(__file__).resolve().parents[2]
 SECRETS = {"ANTHROPIC_API_KEY": "sk-ant-do-not-leak-1234", "KSEEK_WORKER_TOKEN": "kst_do_not_leak_5678"}
 SCENARIO = ["m64_n64_k64"]
-BWRAP = pytest.mark.skipif(working_bwrap()[0] is None, reason="bubblewrap does not work here")
+BWRAP = pytest.mark.sandbox
 
 
 def _parent(pid: int) -> int | None:
@@ -232,6 +232,7 @@ def test_secrets_are_refused_in_the_harness_extra_environment():
         HarnessEvaluator(extra_env={"CUDA_VISIBLE_DEVICES": "1", **SECRETS})
 
 
+@BWRAP
 def test_the_sandboxed_harness_can_read_the_task_folders_its_environment_names_and_not_hidden_ones(tmp_path):
     """KSEEK_TASKS_DIR (a team's own tasks, here under the private /tmp's real counterpart) is mounted read-only
     into the harness's sandbox; a task folder inside a hidden folder stays hidden."""
@@ -241,8 +242,6 @@ def test_the_sandboxed_harness_can_read_the_task_folders_its_environment_names_a
     (hidden / "tasks" / "secret_op").mkdir(parents=True)
     (hidden / "tasks" / "secret_op" / "task.toml").write_text("x\n")
     sandbox = Sandbox.choose(hidden=[hidden])
-    if sandbox.mode != "bubblewrap":
-        pytest.skip("bubblewrap does not work here")
     env = {"PATH": os.environ["PATH"], "KSEEK_TASKS_DIR": os.pathsep.join([str(tasks), str(hidden / "tasks")])}
     home = tmp_path / "home"
     home.mkdir()

@@ -9,7 +9,8 @@ import pytest
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from tests.agentloop.helpers import NAIVE
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+# The evaluator runs its harness under the run's sandbox: bubblewrap, as an agent's runs do by default.
+pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++"), pytest.mark.sandbox]
 SMALL = ["m7_n13_k5"]
 
 

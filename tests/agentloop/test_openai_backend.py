@@ -238,7 +238,8 @@ def test_the_cli_refuses_openai_without_a_base_url_clearly(tmp_path):
     env.update({"PYTHONPATH": str(REPO), "KSEEK_AGENT_RUNS": str(tmp_path / "runs")})
     for spec, message in (("openai:qwen3-coder", "OPENAI_BASE_URL"), ("openai:", "needs the model's name")):
         proc = subprocess.run(
-            [sys.executable, "-m", "agentloop", "run", "--task", "matmul_cpu", "--model", spec],
+            # --unsandboxed: where no sandbox works the run is refused for that first; nothing runs here
+            [sys.executable, "-m", "agentloop", "run", "--unsandboxed", "--task", "matmul_cpu", "--model", spec],
             cwd=tmp_path,
             env=env,
             capture_output=True,

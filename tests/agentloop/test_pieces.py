@@ -1,6 +1,5 @@
 """The small named pieces, each on its own: tools, sandbox, trace, detectors, goal check, prices."""
 
-import shutil
 import time
 
 import pytest
@@ -60,7 +59,7 @@ def test_the_bubblewrap_command_hides_state_and_keeps_the_workspace_writable(tmp
     assert argv[-3:] == ["bash", "-c", "ls"]
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed here")
+@pytest.mark.sandbox
 def test_under_bubblewrap_the_shell_cannot_see_hidden_directories(tmp_path):
     hidden = tmp_path / "state"
     (hidden / "secret.txt").parent.mkdir()

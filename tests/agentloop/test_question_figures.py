@@ -321,6 +321,7 @@ def test_a_standalone_run_shows_figures_from_an_exported_file(tmp_path):
             "matmul_cpu",
             "--model",
             "claude-sonnet-4-6",
+            "--unsandboxed",  # where no sandbox works the run is refused for that first; nothing runs here
             "--question-stats",
             str(bad),
         ],
@@ -343,6 +344,7 @@ def test_a_standalone_run_shows_figures_from_an_exported_file(tmp_path):
             "matmul_cpu",
             "--model",
             "claude-sonnet-4-6",
+            "--unsandboxed",
             "--bank",
             str(bad_bank),
         ],

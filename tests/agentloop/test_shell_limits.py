@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentloop.sandbox import working_bwrap
 from agentloop.tools import OutputKeeper, truncate
 from agentloop.tools.shell import ShellTool
 
@@ -23,7 +22,7 @@ MODES = [
     pytest.param(
         True,
         id="bubblewrap",
-        marks=pytest.mark.skipif(working_bwrap()[0] is None, reason="bubblewrap does not work here"),
+        marks=pytest.mark.sandbox,
     ),
 ]
 

@@ -154,6 +154,7 @@ def hostile_run(site, state: Path, *flags, extra_env: dict | None = None) -> tup
     return results[0], run_id, token, port
 
 
+@pytest.mark.sandbox
 def test_a_hostile_command_finds_neither_the_api_key_nor_the_worker_token_in_any_process_or_the_worker_state(
     site, state
 ):

@@ -44,9 +44,6 @@ def layout(monkeypatch):
         shutil.rmtree(root, ignore_errors=True)
 
 
-BWRAP_WORKS = working_bwrap()[0] is not None
-
-
 def worker_sandbox(state):
     """The sandbox the worker decides for its runs, with no flag given."""
     from agentloop.worker.client import Worker
@@ -58,7 +55,7 @@ def shell_output(workspace, state, command):
     return ShellTool(workspace, sandbox=worker_sandbox(state))({"command": command}).output
 
 
-@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
+@pytest.mark.sandbox  # without bubblewrap the shell runs nothing (tested below)
 def test_the_shells_environment_holds_no_secret_and_the_worker_state_is_hidden(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, f"env; cat {state}/spool.jsonl")
@@ -68,7 +65,7 @@ def test_the_shells_environment_holds_no_secret_and_the_worker_state_is_hidden(l
     assert "SPOOL-CONTENT" not in output
 
 
-@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
+@pytest.mark.sandbox  # without bubblewrap the shell runs nothing (tested below)
 def test_no_process_the_shell_can_see_holds_a_secret(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, "for p in /proc/[0-9]*; do tr '\\000' '\\n' < $p/environ; done")
@@ -77,7 +74,7 @@ def test_no_process_the_shell_can_see_holds_a_secret(layout):
         assert value not in output
 
 
-@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
+@pytest.mark.sandbox  # without bubblewrap the shell runs nothing (tested below)
 def test_the_shell_cannot_read_the_servers_database_or_secret_key(layout):
     data, state, workspace = layout
     output = shell_output(workspace, state, f"cat {data}/kernelseek.sqlite3 {data}/secret_key")

@@ -15,6 +15,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from kseek_site.envconfig import private_data_folder
+
 PASSWORD_FILE_NAME = "admin_password"
 
 
@@ -25,7 +27,7 @@ def admin_password_file() -> Path:
 def write_admin_password(username: str, password: str) -> Path:
     """The generated password, in a file only its owner can read (created with that mode, never widened)."""
     path = admin_password_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_data_folder(path.parent)
     path.unlink(missing_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as file:

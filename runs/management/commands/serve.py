@@ -12,10 +12,17 @@
   ("Start the demo") to watch one stream.
 - Once the server listens, the generated admin password is printed again under the banner while it is still the
   admin's (ensure_admin keeps it in the data folder until it is changed).
+- A second `serve` never breaks the first: it checks its port before anything else and refuses, with exit status 1,
+  when something listens there; and it starts no local worker, so rotates no token, while the local worker of
+  another `serve` on the same data folder runs (a lock file in the data folder, `local-worker.lock`, held by
+  each `serve` that runs the local worker and by that worker, so that it is released, even after a kill -9,
+  only when both are gone).
 - Ctrl-C (or SIGTERM) stops both processes. If the server dies, the command exits with its status; if the
   worker dies, the server keeps serving and the worker is started again after a pause.
 """
 
+import errno
+import fcntl
 import os
 import signal
 import socket
@@ -27,16 +34,45 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from agentloop.sandbox import EXIT_NO_SANDBOX
+from agentloop.sandbox import EXIT_NO_SANDBOX, INSTALL_HINT, working_bwrap
+from kseek_site.envconfig import private_data_folder
 from kseek_site.serving import daphne_argv
 from runs.demo import demo_run_start
 from runs.management.commands.ensure_admin import admin_password_notice
 from runs.models import Run, WorkerHost
-from runs.services import ServiceError, worker_host_create, worker_host_rotate_token
+from runs.services import ServiceError, worker_host_create, worker_host_note_start, worker_host_rotate_token
 
 LOCAL_WORKER = "local"
 WORKER_RESTART_PAUSE_S = 5
 WORKER_NO_SANDBOX = EXIT_NO_SANDBOX  # the worker's exit status where it has no working sandbox
+LOCAL_WORKER_LOCK = "local-worker.lock"
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something listens on host:port: a bind as daphne's (with SO_REUSEADDR, so that a port left in
+    TIME_WAIT by a server that has just stopped counts as free) fails with EADDRINUSE."""
+    for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as refused:
+                if refused.errno == errno.EADDRINUSE:
+                    return True
+                raise
+    return False
+
+
+def take_local_worker_lock(data_dir: Path) -> int | None:
+    """The local worker's lock (a descriptor to hand to the worker, so that it keeps the lock while it lives), or
+    None when the local worker of another `serve` on this data folder holds it."""
+    descriptor = os.open(private_data_folder(data_dir) / LOCAL_WORKER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        return None
+    return descriptor
 
 
 class Command(BaseCommand):
@@ -56,6 +92,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, no_worker, no_demo, unsandboxed=False, **options):
         base_dir = Path(settings.BASE_DIR)
+        # Before anything is written or rotated: a second `make run` on a busy port must leave the first one whole.
+        if port_in_use(host, port):
+            raise CommandError(
+                f"{host}:{port} is already in use: another `make run` (or `manage.py serve`) may be serving there. "
+                f"Stop it, or start this one on another port (`make run PORT={port + 1}`)"
+            )
+        self.worker_lock = None if no_worker else take_local_worker_lock(Path(settings.DATA_DIR))
+        if not no_worker and self.worker_lock is None:
+            self.stderr.write(
+                "the local worker of another `serve` on this data folder is running; this one starts none (and "
+                "leaves that worker's token as it is). Serving the dashboard without a local worker."
+            )
+            no_worker = True
         if not no_demo and not Run.objects.exists():
             self.queue_demo_run(base_dir)
         self.stopping = False
@@ -75,6 +124,7 @@ class Command(BaseCommand):
                 if server.poll() is not None:
                     raise CommandError(f"the server exited with status {server.returncode}")
                 if not no_worker and worker is not None and worker.poll() == WORKER_NO_SANDBOX:
+                    self.note_no_sandbox()
                     self.stderr.write(
                         "the local worker cannot run agents here: there is no working sandbox (its message above "
                         "says why). Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and start again, "
@@ -121,11 +171,29 @@ class Command(BaseCommand):
 
     def start_worker(self, base_dir: Path, host: str, port: int, unsandboxed: bool = False) -> subprocess.Popen:
         existing = WorkerHost.objects.filter(name=LOCAL_WORKER).first()
-        _, token = worker_host_rotate_token(host=existing) if existing else worker_host_create(name=LOCAL_WORKER)
+        local, token = worker_host_rotate_token(host=existing) if existing else worker_host_create(name=LOCAL_WORKER)
+        if local.start_problem:  # what a former start found; this one is being tried
+            worker_host_note_start(host=local)
         env = {**os.environ, "KSEEK_WORKER_TOKEN": token}
         state_dir = Path(settings.DATA_DIR) / "local-worker"
         self.stdout.write(f"local worker: state in {state_dir}")
-        return subprocess.Popen(self.worker_argv(host, port, state_dir, unsandboxed), cwd=base_dir, env=env)
+        argv = self.worker_argv(host, port, state_dir, unsandboxed)
+        # The worker holds the lock too: a worker that outlives this command (kill -9 of it) still has the token.
+        return subprocess.Popen(argv, cwd=base_dir, env=env, pass_fds=(self.worker_lock,))
+
+    @staticmethod
+    def note_no_sandbox() -> None:
+        """Say on the pages (beside the local host, under the runs that wait) why the local worker did not start
+        and what to do, in the words of the probe the worker itself ran."""
+        _, why = working_bwrap()
+        worker_host_note_start(
+            host=WorkerHost.objects.get(name=LOCAL_WORKER),
+            problem=(
+                f"the local worker did not start: this host has no working sandbox ({why or 'bubblewrap failed'}), "
+                f"and agent commands do not run without one. To fix: {INSTALL_HINT}, then start `make run` again; "
+                "or start `.venv/bin/python manage.py serve --unsandboxed` to run agents with no isolation"
+            ),
+        )
 
     @staticmethod
     def worker_argv(host: str, port: int, state_dir: Path, unsandboxed: bool = False) -> list[str]:
