@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0014_study"),
+        ("runs", "0015_noise_timing_intervals"),
     ]
 
     operations = [
