@@ -624,7 +624,8 @@ class DataTask(Task):
         else:
             details[f"{who or rule.baseline}_error"] = error
         base = error if error is not None and math.isfinite(error) else rule.default_error_on(params)
-        return rule.factor * base + rule.floor_on(params)
+        bound = rule.factor * base + rule.floor_on(params)
+        return bound if rule.ceiling is None else min(bound, rule.ceiling)
 
     def _rule_error(self, rule, names, params, inputs, ref, first_baselines=None, rows=None):
         """(error, baseline): the first of the rule's baselines whose own error on `names` can be used: it runs
