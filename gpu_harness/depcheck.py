@@ -217,6 +217,19 @@ _ZTVN10__cxxabiv117__class_type_infoE _ZTVN10__cxxabiv120__si_class_type_infoE
 )
 
 
+# Allowed only where nvcc's own host stubs of __device__ functions are what imports them. cudafe gives every
+# __device__ function of external linkage a host-side body `{ int volatile ___ = 1; ::exit(___); }` that host
+# code can never call, so a plain kernel with `__device__ float warp_sum(float)` helpers imports exit (issue 38: a
+# correct KernelBench softmax, nvcc 13.0, refused). exit is allowed where every reference to it is such a stub's
+# call (and no relocation takes its address); any other reference is refused, naming the functions that make it.
+# This list is given in full in docs/harness.md with the lists above, held to it by the same test.
+STUB_ONLY_SYMBOLS = frozenset(
+    """
+exit
+""".split()
+)
+
+
 @dataclass
 class SymbolReport:
     ok: bool
@@ -224,6 +237,7 @@ class SymbolReport:
     undefined: list[str] = field(default_factory=list)
     raw_syscalls: list[str] = field(default_factory=list)
     tool_error: str | None = None
+    callers: dict = field(default_factory=dict)  # a refused STUB_ONLY symbol -> the functions that reference it
 
     @property
     def reason(self) -> str | None:
@@ -233,12 +247,23 @@ class SymbolReport:
         if self.refused:
             parts.append(
                 "refused symbols: "
-                + ", ".join(self.refused[:12])
+                + ", ".join(self._named(n) for n in self.refused[:12])
                 + (f" (+{len(self.refused) - 12} more)" if len(self.refused) > 12 else "")
             )
         if self.raw_syscalls:
             parts.append("raw system-call instructions in host code: " + "; ".join(self.raw_syscalls[:3]))
         return "; ".join(parts) or None
+
+    def _named(self, name: str) -> str:
+        """A refused name, with what in the source made it where that is known (a STUB_ONLY symbol's callers)."""
+        callers = self.callers.get(name)
+        if not callers:
+            return name
+        shown = ", ".join(callers[:6]) + (f" (+{len(callers) - 6} more)" if len(callers) > 6 else "")
+        return (
+            f"{name} (called by {shown}; host code may not call it, nvcc's stubs of __device__ functions may: a"
+            f" __device__ function named here, declare it `static __device__` or `__device__ __forceinline__`)"
+        )
 
 
 # Refused even if a future allowlist entry matched them (belt and braces).
@@ -289,13 +314,83 @@ def undefined_symbols(lib_path: str) -> list[str]:
 _SYSCALL_INSN = re.compile(r"\s(syscall|sysenter|svc\s+#?0x0|svc\s+#0|int\s+\$0x80)\b")
 
 
-def raw_syscall_sites(lib_path: str) -> list[str]:
-    out = subprocess.run(
-        ["objdump", "-d", "--no-show-raw-insn", lib_path], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S
-    )
+def _objdump(lib_path: str, *flags: str) -> str:
+    out = subprocess.run(["objdump", *flags, lib_path], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
     if out.returncode != 0:
         raise RuntimeError(f"objdump failed: {out.stderr.strip()}")
-    return [line.strip() for line in out.stdout.splitlines() if _SYSCALL_INSN.search(line)]
+    return out.stdout
+
+
+def disassembly(lib_path: str) -> str:
+    return _objdump(lib_path, "-d", "--no-show-raw-insn")
+
+
+def raw_syscall_sites(lib_path: str, text: str | None = None) -> list[str]:
+    text = disassembly(lib_path) if text is None else text
+    return [line.strip() for line in text.splitlines() if _SYSCALL_INSN.search(line)]
+
+
+_FUNCTION = re.compile(r"^[0-9a-f]+ <(.+)>:$")
+_INSN = re.compile(r"^\s*[0-9a-f]+:\s+(.*?)\s*$")
+# the stub's instructions before its call, as g++ writes them at any optimisation level (CET's endbr64 included)
+_STUB_SETUP = re.compile(
+    r"endbr64|push\s+%r\w+|sub\s+\$0x[0-9a-f]+,%rsp|mov\s+%rsp,%rbp"
+    r"|movl\s+\$0x1,(?:-?0x[0-9a-f]+)?\(%r[sb]p\)|mov\s+(?:-?0x[0-9a-f]+)?\(%r[sb]p\),%e(?:di|ax)|mov\s+%eax,%edi"
+)
+_PADDING = re.compile(r"(?:(?:data16|cs)\s+)*(?:nop[wl]?\b.*|int3|xchg\s+%ax,%ax|hlt)")
+
+
+def functions_of(text: str) -> dict[str, list[str]]:
+    """The disassembly by function: name -> its instructions (objdump's text, without the addresses)."""
+    functions: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if m := _FUNCTION.match(line):
+            current = functions.setdefault(m.group(1), [])
+        elif current is not None and (m := _INSN.match(line)):
+            current.append(m.group(1))
+    return functions
+
+
+def is_device_stub(instructions: list[str], symbol: str) -> bool:
+    """nvcc's host stub of a __device__ function: set up the volatile 1, call `symbol`, nothing after but padding."""
+    call = f"<{symbol}@plt>"
+    at = next((i for i, ins in enumerate(instructions) if call in ins), None)
+    return (
+        at is not None
+        and re.fullmatch(rf"call\s+[0-9a-f]+ {re.escape(call)}", instructions[at]) is not None
+        and all(_STUB_SETUP.fullmatch(ins) for ins in instructions[:at])
+        and all(_PADDING.fullmatch(ins) for ins in instructions[at + 1 :])
+    )
+
+
+def stub_only_callers(lib_path: str, text: str, symbol: str) -> list[str]:
+    """The functions that reference `symbol` other than through an nvcc device stub's call (demangled; its address
+    taken shows as a relocation other than the PLT's, named "its address"); [] when the stubs are all there is."""
+    ref = re.compile(rf"<{re.escape(symbol)}(?:@|\+|>)")
+    callers = [
+        name
+        for name, instructions in functions_of(text).items()
+        if not name.endswith("@plt")
+        and any(ref.search(ins) for ins in instructions)
+        and not is_device_stub(instructions, symbol)
+    ]
+    relocs = _objdump(lib_path, "-R")
+    if any(
+        ref.search(f"<{f[-1]}>") and "JUMP_SLOT" not in f[1]
+        for f in (ln.split() for ln in relocs.splitlines())
+        if len(f) == 3
+    ):
+        callers.append("its address taken")
+    return [_demangled(n) for n in callers]
+
+
+def _demangled(name: str) -> str:
+    try:
+        out = subprocess.run(["c++filt", name], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+        return out.stdout.strip() or name
+    except (OSError, subprocess.TimeoutExpired):
+        return name
 
 
 def check_library(lib_path: str) -> SymbolReport:
@@ -304,8 +399,16 @@ def check_library(lib_path: str) -> SymbolReport:
             return SymbolReport(False, tool_error=f"cannot check dependencies: '{tool}' (binutils) is missing")
     try:
         names = undefined_symbols(lib_path)
-        sites = raw_syscall_sites(lib_path)
+        text = disassembly(lib_path)
+        sites = raw_syscall_sites(lib_path, text)
+        refused, callers = set(), {}
+        for base in {n.split("@", 1)[0] for n in names if not symbol_allowed(n)}:
+            if base in STUB_ONLY_SYMBOLS:
+                who = stub_only_callers(lib_path, text, base)
+                if not who:
+                    continue  # only nvcc's device stubs call it
+                callers[base] = who
+            refused.add(base)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         return SymbolReport(False, tool_error=f"cannot check dependencies: {e}")
-    refused = sorted({n.split("@", 1)[0] for n in names if not symbol_allowed(n)})
-    return SymbolReport(not refused and not sites, refused, sorted(names), sites)
+    return SymbolReport(not refused and not sites, sorted(refused), sorted(names), sites, callers=callers)

@@ -29,6 +29,8 @@ PROBLEM_FILE = "problem.py"
 FLOPS_SYMBOL = "kb_flops"  # the scenario value [formulas] flops reads: counted per scenario at import
 CASE_SYMBOL = "case"  # main, half, odd, double: the first field of every scenario id
 BOOL_AS = "uint8"  # the ABI has no bool: bool tensors travel as uint8 (0/1)
+# the unit roundoff of each float dtype: the tolerance's size term uses the problem's lowest precision
+UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 
 
 class KernelBenchImportError(ValueError):
@@ -93,6 +95,8 @@ class Plan:
     size_vars: list
     case_key: str = CASE_SYMBOL
     flops_key: str = FLOPS_SYMBOL
+    reductions: list = field(default_factory=list)  # per scenario: how many terms one output element sums
+    unit_roundoff: float = UNIT_ROUNDOFF["float32"]  # of the problem's lowest float precision
 
     def of(self, role: str) -> list:
         return [t for t in self.tensors if t.role == role]
@@ -189,6 +193,8 @@ def plan_task(report: dict, name: str) -> Plan:
         params.update({sym: values[k] for sym, values in symbols.items()})
         params[flops_key] = _flops(s["obs"], tensors, k)
         scenarios.append(params)
+    reductions = [_reduction(s["obs"], tensors, k) for k, s in enumerate(scen)]
+    precisions = [UNIT_ROUNDOFF[t.dtype] for t in tensors if t.dtype in UNIT_ROUNDOFF]
     template = "{" + case_key + "}" + "".join(f"_{v}{{{v}}}" for v in assigned)
     quick = [template.format(**p) for p in scenarios if p[case_key] != "double"]
     return Plan(
@@ -205,6 +211,8 @@ def plan_task(report: dict, name: str) -> Plan:
         size_vars=size_vars,
         case_key=case_key,
         flops_key=flops_key,
+        reductions=reductions,
+        unit_roundoff=max(precisions, default=UNIT_ROUNDOFF["float32"]),
     )
 
 
@@ -291,6 +299,18 @@ def _flops(obs: dict, tensors: list, k: int) -> int:
             n *= d
         largest = max(largest, n)
     return max(1, largest)
+
+
+def _reduction(obs: dict, tensors: list, k: int) -> int:
+    """How many terms one output element of scenario k sums, at most: the counted flops per output element, halved
+    (a matmul's K, a convolution's in_channels x kernel size), or where none are counted (elementwise, reductions)
+    the largest tensor's elements per output element (a sum over a dimension: its length; elementwise: 1)."""
+    outputs = sum(math.prod(t.shapes[k]) for t in tensors if t.role == "output") or 1
+    counted = int(obs.get("flops") or 0)
+    if counted > 0:
+        return max(1, round(counted / (2 * outputs)))
+    largest = max((math.prod(t.shapes[k]) for t in tensors), default=1)
+    return max(1, largest // outputs)
 
 
 # ---- writing the folder --------------------------------------------------------------------------------------

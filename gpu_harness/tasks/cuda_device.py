@@ -12,7 +12,7 @@ import math
 import os
 
 from ..exchange import DeviceExchange, aligned
-from ..verdict import Comparison, TimingLimits
+from ..verdict import Comparison, TimingLimits, difference_text
 
 FLUSH_BYTES = 256 << 20  # > 4x the H200's 60 MB L2
 SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
@@ -48,6 +48,8 @@ def compare_torch(name: str, cand, ref) -> Comparison:
     """Comparison in float64 on the tensors' device (the definition; the attention judge uses the same figures
     from one fused kernel where it can, FusedReference.compare); the four figures come back in one transfer."""
     torch = torch_module()
+    if _is_integer(cand) or _is_integer(ref):
+        return _exact_torch(name, cand, ref)
     c = cand.double()
     r = ref.double()
     fin = torch.isfinite(r)
@@ -62,6 +64,31 @@ def compare_torch(name: str, cand, ref) -> Comparison:
         ]
     ).tolist()
     return comparison(name, figures, c.numel())
+
+
+def _is_integer(t) -> bool:
+    return not t.is_floating_point() and not t.is_complex()  # int8 ... int64, uint8, bool
+
+
+def _exact_torch(name: str, cand, ref) -> Comparison:
+    """An integer output against its reference, element by element in their own dtypes (no float64 rounding of
+    large int64 values), as verdict.compare_numpy does on the CPU; the relative error is kept for the record."""
+    torch = torch_module()
+    if ref.numel() == 0:
+        return Comparison(name, 0.0, 0, 0, 0, exact=True)
+    differ = (cand != ref).reshape(-1)
+    diff = torch.where(differ, cand.reshape(-1).double() - ref.reshape(-1).double(), 0.0)
+    # count, first differing flat index (argmax of a 0/1 vector: its first 1), sum (c - r)^2, sum r^2
+    count, first, num2, den2 = torch.stack(
+        [differ.sum().double(), differ.to(torch.uint8).argmax().double(), diff.square().sum(),
+         ref.double().square().sum()]
+    ).tolist()  # fmt: skip
+    rel = comparison(name, [0, 0, num2, den2], ref.numel()).rel_error
+    text = ""
+    if count:
+        at = tuple(int(i) for i in torch.unravel_index(torch.tensor(int(first)), tuple(ref.shape)))
+        text = difference_text(at, cand[at].item(), ref[at].item())
+    return Comparison(name, rel, 0, 0, ref.numel(), exact=True, differing=int(count), first_difference=text)
 
 
 def comparison(name: str, figures, count: int) -> Comparison:

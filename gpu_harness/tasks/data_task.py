@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import hashlib
 import importlib.util
 import math
@@ -399,8 +400,11 @@ class DataTask(Task):
             c = self._compare(o.name, cand, ref[o.name])
             bad, special = whole[o.name]
             count = math.prod(self.spec.shape(o, params))
-            out[o.name] = Comparison(
-                c.name, c.rel_error, max(c.bad_nonfinite, bad), max(c.mismatched_special, special), count
+            out[o.name] = dataclasses.replace(  # an integer output's exact figures are those of the sampled indices
+                c,
+                bad_nonfinite=max(c.bad_nonfinite, bad),
+                mismatched_special=max(c.mismatched_special, special),
+                count=count,
             )
         return out
 
@@ -620,7 +624,8 @@ class DataTask(Task):
         else:
             details[f"{who or rule.baseline}_error"] = error
         base = error if error is not None and math.isfinite(error) else rule.default_error_on(params)
-        return rule.factor * base + rule.floor_on(params)
+        bound = rule.factor * base + rule.floor_on(params)
+        return bound if rule.ceiling is None else min(bound, rule.ceiling)
 
     def _rule_error(self, rule, names, params, inputs, ref, first_baselines=None, rows=None):
         """(error, baseline): the first of the rule's baselines whose own error on `names` can be used: it runs

@@ -102,7 +102,8 @@ def test_an_imported_problem_is_a_valid_cuda_task_whose_reference_is_the_model(t
     assert spec.target.name == "cuda-sm90" and spec.starting_kernel is None
     assert spec.symbol == f"kseek_{done.folder.name}" and spec.reference_precision == "float32"
     assert (done.folder / "problem.py").read_bytes() == (PROBLEMS / f"{problem}.py").read_bytes()
-    assert spec.tolerance.rule == "baseline" and spec.tolerance.baseline == "eager"
+    assert spec.tolerance.rule == "baseline" and spec.tolerance.baselines == ("float64", "eager")
+    assert spec.tolerance.ceiling == 1e-2 and spec.baselines["float64"].may_refuse
     assert spec.baselines["eager"].function == "eager" and not spec.baselines["eager"].warm
     assert spec.baselines["compiled"].function == "compiled" and spec.baselines["compiled"].warm
     assert (spec.goal_baseline, spec.goal_speedup) == ("eager", 1.0)
@@ -126,6 +127,9 @@ def test_an_imported_problem_is_a_valid_cuda_task_whose_reference_is_the_model(t
         ref.eager(**args, **outs)
         for o, w in zip(spec.outputs, want, strict=True):
             torch.testing.assert_close(outs[o.name], w.to(outs[o.name].dtype), rtol=1e-6, atol=1e-6)
+        ref.float64(**args, **outs)  # the model in float64, rounded to the outputs' dtype: close to float32's
+        for o, w in zip(spec.outputs, want, strict=True):
+            torch.testing.assert_close(outs[o.name], w.to(outs[o.name].dtype), rtol=1e-4, atol=1e-5)
 
 
 def test_inputs_are_made_again_bit_for_bit_from_the_same_seed_and_differ_on_another(tasks):

@@ -226,7 +226,7 @@ CASES = [
      [('factor = "2"', "tolerance.factor", "expected a number >= 0, got '2'"), ('factor = "2"', "tolerance.factor", "below 1: the baseline itself would fail")]),
     ("a factor below one", [("factor = 2.0", "factor = 0.5")], [("factor = 0.5", "tolerance.factor", "below 1: the baseline itself would fail")]),
     ("a field of another rule", [("floor = 1e-6", "floor = 1e-6\nrel_l2 = 1.0")],
-     [("rel_l2 = 1.0", "tolerance.rel_l2", "not used with this rule (its fields: baseline, default_error, factor, floor, measure, sanity)")]),
+     [("rel_l2 = 1.0", "tolerance.rel_l2", "not used with this rule (its fields: baseline, ceiling, default_error, factor, floor, measure, sanity)")]),
     ("a kernel baseline's error", [('baseline = "numpy"\nfactor', 'baseline = "naive"\nfactor'),
                                    (BASELINES, BASELINES + '\nnaive = { kernel = "kernel.cpp" }')],
      [('baseline = "naive"', "tolerance.baseline", "'naive' is not a function baseline (known: numpy)")]),
