@@ -89,7 +89,7 @@ def host_service(layout):
     service.close()
 
 
-@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
+@pytest.mark.sandbox  # without bubblewrap the shell runs nothing (tested below)
 def test_the_shell_reaches_no_service_of_the_host_on_its_loopback_or_its_unix_sockets(
     layout, host_service, monkeypatch
 ):
@@ -100,7 +100,7 @@ def test_the_shell_reaches_no_service_of_the_host_on_its_loopback_or_its_unix_so
     assert BANNER not in output
 
 
-@pytest.mark.skipif(not BWRAP_WORKS, reason="without bubblewrap the shell runs nothing (tested below)")
+@pytest.mark.sandbox  # without bubblewrap the shell runs nothing (tested below)
 def test_an_operator_who_opts_in_to_the_network_lets_the_shell_reach_the_hosts_services(
     layout, host_service, monkeypatch
 ):
