@@ -142,3 +142,24 @@ def test_revoking_a_connected_worker_ends_its_connection_and_refuses_it_while_it
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert "its token was revoked" in response.read().decode()
+
+
+def test_an_event_without_its_time_is_refused_for_good_not_acked_as_a_duplicate(site):
+    port = site.start_server()
+    token = site.worker_token("gpu-ts")
+    site.queue_demo_run()
+    wire = WireWorker(port, token)
+    try:
+        run_id = wire.claim()
+        stored = note_event(run_id, 0, "the first note")
+        wire.send(stored)
+        assert wire.replies_for(1)[0]["type"] == "ack"
+        timeless = {k: v for k, v in stored.items() if k != "ts"}
+        for resent in (timeless, {**stored, "ts": None}, {**timeless, "seq": 1}):
+            wire.send(resent)
+            [reply] = wire.replies_for(1)
+            assert reply["type"] == "nack" and reply["retry"] is False, reply
+            assert "ts is missing" in reply["error"], reply
+    finally:
+        wire.close()
+    assert site.query("select seq from runs_step where run_id = ?", (run_id,)) == [(0,)]
