@@ -21,7 +21,7 @@ from agentloop import __version__
 from agentloop.config import RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.detectors import Firing, Turn, detect
-from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, StoppedByHuman
+from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, RunParked, StoppedByHuman
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
 from agentloop.interfaces import Evaluator, Model, Sink, Tool
@@ -224,6 +224,8 @@ class Agent:
                 self._resume()
             while True:
                 self.step()
+        except RunParked:
+            raise  # not an ending: the worker resumes the run from its trace when its reviewer decides
         except RunEnded as end:
             self._finish(end.status, end.reason, str(end))
         except KeyboardInterrupt:
@@ -285,6 +287,9 @@ class Agent:
             raise RunEnded(f"cannot resume: the workspace has no {self.config.kernel_filename}")
         paused = self.state.status == "paused"
         self.emitter.emit("status", {"status": "paused" if paused else "running", "reason": "resumed"})
+        uncounted = self.state.usage_due  # a model call whose reply the crash wrote but not its usage event
+        if uncounted is not None:
+            self._count_usage(uncounted["purpose"], uncounted["model"], uncounted["usage"])
         for block in list(self.state.open_tool_calls):  # a tool call the crash cut off: the model must hear of it
             self.emitter.emit(
                 "tool_result",
@@ -506,33 +511,45 @@ class Agent:
     def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
         self._check_budgets()  # before a call of any purpose (a turn, a question selection): none once one is spent
         reply = self.model.query(system, messages, tools, purpose)
+        u = reply.usage
+        call = {
+            "tokens_in": u.tokens_in,
+            "tokens_out": u.tokens_out,
+            "cache_read_tokens": u.cache_read_tokens,
+            "cache_write_tokens": u.cache_write_tokens,
+            "cost_usd": u.cost_usd,
+        }
+        # The call's usage is written with its reply, in one trace line: a crash before the `usage` event that
+        # counts it loses no cost, since the resumed run emits that event from here (_resume).
         self.emitter.emit(
             "model_message",
-            {"purpose": purpose, "model": reply.model, "stop_reason": reply.stop_reason, "content": reply.content},
-        )
-        u = reply.usage
-        s = self.state
-        totals_cost = None if (not s.cost_known or u.cost_usd is None) else round(s.cost_usd + u.cost_usd, 8)
-        self.emitter.emit(
-            "usage",
             {
                 "purpose": purpose,
                 "model": reply.model,
-                "tokens_in": u.tokens_in,
-                "tokens_out": u.tokens_out,
-                "cache_read_tokens": u.cache_read_tokens,
-                "cache_write_tokens": u.cache_write_tokens,
-                "cost_usd": u.cost_usd,
-                "totals": {
-                    "tokens_in": s.tokens_in + u.tokens_in,
-                    "tokens_out": s.tokens_out + u.tokens_out,
-                    "cost_usd": totals_cost,
-                    "model_calls": s.model_calls + 1,
-                },
+                "stop_reason": reply.stop_reason,
+                "content": reply.content,
+                "usage": call,
             },
-            usage={"tokens_in": u.tokens_in, "tokens_out": u.tokens_out, "cost_usd": u.cost_usd},
         )
+        self._count_usage(purpose, reply.model, call)
         return reply
+
+    def _count_usage(self, purpose: str, model: str, call: dict) -> None:
+        """The `usage` event of one model call: what the run's totals and budgets count."""
+        s = self.state
+        cost = call["cost_usd"]
+        totals_cost = None if (not s.cost_known or cost is None) else round(s.cost_usd + cost, 8)
+        totals = {
+            "tokens_in": s.tokens_in + call["tokens_in"],
+            "tokens_out": s.tokens_out + call["tokens_out"],
+            "cost_usd": totals_cost,
+            "model_calls": s.model_calls + 1,
+        }
+        self.emitter.emit(
+            "usage",
+            {"purpose": purpose, "model": model, **call, "totals": totals},
+            usage={"tokens_in": call["tokens_in"], "tokens_out": call["tokens_out"], "cost_usd": cost},
+        )
 
     def _select_question(self, prompt: str) -> str:
         messages = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]

@@ -28,7 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model", help=f"Anthropic model id, openai:MODEL, or replay:TRACE (default: $KSEEK_MODEL or {DEFAULT_MODEL})"
     )
-    run.add_argument("--trace", help="trace file to write (default: under $KSEEK_AGENT_RUNS)")
+    run.add_argument(
+        "--trace", help="a new trace file to write (default: under $KSEEK_AGENT_RUNS); one that holds a run is refused"
+    )
     run.add_argument("--workspace", help="the agent's working directory (default: next to the trace)")
     run.add_argument("--resume", metavar="TRACE", help="resume the run recorded in TRACE (its workspace must exist)")
     run.add_argument("--goal-baseline")
@@ -131,6 +133,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _refuse_a_used_trace(path: Path) -> None:
+    """A new run is never appended to a trace that holds one: the file would hold two runs' events, and resuming
+    or replaying it would read the first run's `started` event with the second's turns."""
+    try:
+        used = path.stat().st_size > 0
+    except OSError:
+        return  # no such file (or none readable yet): the trace writer makes it, or says why it cannot
+    if used:
+        raise ConfigError(
+            f"the trace {path} already holds a run: continue that run with --resume {path}, or give --trace a new file"
+        )
+
+
 def run_command(args) -> int:
     from agentloop.agent import Agent, Host, Oversight
     from agentloop.config import Budgets, Goal, RunConfig
@@ -166,6 +181,7 @@ def run_command(args) -> int:
         config = _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, default_policy())
         run_id = "local-" + secrets.token_hex(4)
         trace_path = Path(args.trace) if args.trace else runs_dir() / run_id / "trace.jsonl"
+        _refuse_a_used_trace(trace_path)
     workspace = Path(args.workspace) if args.workspace else trace_path.parent / "workspace"
 
     review = args.review or ("trace" if recorded else "auto")

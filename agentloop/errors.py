@@ -56,5 +56,11 @@ class ReplayFinished(RunEnded):
     reason = "replay_finished"
 
 
+class RunParked(Exception):
+    """Not an ending: the run waits for a person (a reviewer's decision) and its worker takes other runs meanwhile.
+    Its trace holds its whole state (the proposal, the `waiting_review` status), so the worker resumes it from the
+    trace when the decision arrives (agentloop/worker/parking.py). `Agent.run` lets it pass, writing nothing."""
+
+
 class ConfigError(ValueError):
     """Bad settings given by a person (CLI flags, an assignment). The message says what to change."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol, TextIO
 
 from agentloop.control import ControlInbox
+from agentloop.errors import RunParked
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,16 @@ class AutoApprove:
 
 
 class InboxReviewer:
+    """`park`: instead of waiting for a decision that is not in the inbox yet, raise RunParked, so that the worker
+    frees the run's GPU until the decision (or a stop, or the timeout) comes; it then resumes the run with the
+    time left of the timeout as `timeout_s`."""
+
     interactive = True
 
-    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5):
+    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5, park: bool = False):
         self.timeout_s = timeout_s
         self.poll_s = poll_s
+        self.park = park
 
     def decide(self, proposal, inbox):
         import time
@@ -55,13 +61,15 @@ class InboxReviewer:
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         while True:
             wait = self.poll_s if deadline is None else max(0.0, min(self.poll_s, deadline - time.monotonic()))
-            d = inbox.take_decision(proposal["question_ref"], wait)
+            d = inbox.take_decision(proposal["question_ref"], 0 if self.park else wait)
             if d is not None:
                 return Decision(d.decision, text=d.text, by="reviewer", reviewer=d.reviewer, directive_id=d.id)
             if inbox.stop_requested:
                 return None
             if deadline is not None and time.monotonic() >= deadline:
                 return Decision("approve", by="timeout")
+            if self.park:
+                raise RunParked(f"question {proposal['question_ref']} waits for a reviewer")
 
 
 class ScriptedReviewer:

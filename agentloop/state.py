@@ -69,6 +69,7 @@ class RunState:
     budget_spent: str | None = None  # a budget a tool call was refused for ("evaluations"): the run ends on it
     fork: dict | None = None  # the `fork` of the started config: this run continues another's (docs/fork.md)
     fork_decided: bool = False  # the fork's decision at its question is recorded (or it had none to take)
+    usage_due: dict | None = None  # the last model call ({purpose, model, usage}) while its usage event is missing
 
     # ---- derived ----
     @property
@@ -120,6 +121,8 @@ class RunState:
             self.final_reason = p.get("reason")
 
     def _on_model_message(self, p: dict, event: dict) -> None:
+        if isinstance(p.get("usage"), dict):  # (older traces hold the usage in the usage event only)
+            self.usage_due = {"purpose": p.get("purpose", "turn"), "model": p.get("model"), "usage": p["usage"]}
         if p.get("purpose") != "turn":
             return
         self.steps += 1
@@ -227,6 +230,7 @@ class RunState:
             self.open_decision = None  # the loop gave up asking at it (no eligible question, or all vetoed)
 
     def _on_usage(self, p: dict, event: dict) -> None:
+        self.usage_due = None
         self.model_calls += 1
         self.tokens_in += int(p.get("tokens_in") or 0)
         self.tokens_out += int(p.get("tokens_out") or 0)

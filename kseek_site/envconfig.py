@@ -150,8 +150,38 @@ def database_config(database_url: str | None, data_dir: Path) -> dict:
     return config
 
 
-def channel_layers_config(redis_url: str | None) -> dict:
-    """Redis channel layer when REDIS_URL is set (several server processes share events), else in-memory.
+# A channel prefix an operator sets: a group's Redis channel is `<prefix>__group__<group>`, and channels limits a
+# name to 100 characters, so the prefix stays short and in the characters channel names take.
+CHANNEL_PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+CHANNEL_PREFIX_MAX_CHARS = 40
+
+
+def channel_prefix(explicit: str | None, secret_key: str) -> str:
+    """The prefix of this site's channels and groups on a Redis channel layer: KSEEK_CHANNEL_PREFIX when set, else
+    one derived from the site's SECRET_KEY.
+
+    Redis publish/subscribe is not scoped to a database number, so two sites on one Redis server hear each
+    other's group messages ("revoke worker 2") unless their names differ. The processes of one site must share
+    its SECRET_KEY (docs/deployment.md), and two sites do not share one, so a hash of it is the same within a site
+    and differs between sites without anyone choosing names; it says nothing usable about the key (a 64-bit slice
+    of a SHA-256 of it, under a label of its own)."""
+    if explicit:
+        if len(explicit) > CHANNEL_PREFIX_MAX_CHARS or not set(explicit) <= CHANNEL_PREFIX_CHARS:
+            raise ValueError(
+                f"KSEEK_CHANNEL_PREFIX={explicit!r} must be 1 to {CHANNEL_PREFIX_MAX_CHARS} letters, digits, "
+                f"'.', '_' or '-'"
+            )
+        return explicit
+    import hashlib  # here, not at the top: only a site on Redis needs it
+
+    digest = hashlib.sha256(b"kernelseek channel prefix\0" + secret_key.encode("utf-8")).hexdigest()
+    return f"kseek.{digest[:16]}."
+
+
+def channel_layers_config(redis_url: str | None, prefix: str | None = None, secret_key: str = "") -> dict:
+    """Redis channel layer when REDIS_URL is set (several server processes share events), else in-memory. Its
+    channels and groups are named under this site's prefix (`channel_prefix`: `prefix`, KSEEK_CHANNEL_PREFIX,
+    else one derived from `secret_key`).
 
     The Redis layer is channels-redis's publish/subscribe one: every message KernelSeek sends through the layer
     is a notice to whoever listens now ("run 7 stored seqs 40-42", "directives are waiting for worker 3"),
@@ -164,7 +194,7 @@ def channel_layers_config(redis_url: str | None) -> dict:
         return {
             "default": {
                 "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-                "CONFIG": {"hosts": [redis_url]},
+                "CONFIG": {"hosts": [redis_url], "prefix": channel_prefix(prefix, secret_key)},
             }
         }
     # One process: an in-memory layer like channels' own, with a cheaper expiry walk and group_send

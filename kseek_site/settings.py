@@ -20,6 +20,8 @@ KSEEK_WEBHOOK_URL  where a JSON POST (Slack-compatible) goes when a run waits fo
                (default unset: none is sent; runs/notify.py)
 KSEEK_SITE_URL  the dashboard's public address (https://kseek.example.org), for absolute run links in the
                webhook's notices (default unset: the links are paths)
+KSEEK_CHANNEL_PREFIX  with REDIS_URL: the prefix of this site's channels and groups on Redis, so that sites
+               sharing one Redis server do not hear each other (default: derived from SECRET_KEY, one per site)
 """
 
 import os
@@ -93,7 +95,9 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_config(os.environ.get("DATABASE_URL"), DATA_DIR)}
-CHANNEL_LAYERS = channel_layers_config(os.environ.get("REDIS_URL"))
+CHANNEL_LAYERS = channel_layers_config(
+    os.environ.get("REDIS_URL"), prefix=os.environ.get("KSEEK_CHANNEL_PREFIX"), secret_key=SECRET_KEY
+)
 # Question effectiveness: a gain after a question at or above this ratio counts as a large gain.
 KSEEK_LARGE_GAIN_RATIO = env_float("KSEEK_LARGE_GAIN_RATIO", 1.2, minimum=1.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -216,6 +216,8 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await handler(message, text_data)
 
     async def on_hello(self, message, _raw):
+        if await self.closed_if_revoked():
+            return
         self.worker = await database_sync_to_async(services.worker_hello)(
             worker=self.worker, gpus=message.get("gpus"), targets=message.get("targets")
         )
@@ -250,8 +252,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await self.send_pending_directives()
 
     async def on_claim(self, message, _raw):
-        if await database_sync_to_async(services.worker_host_is_revoked)(worker=self.worker):
-            await self.close_revoked()  # revoked from a process whose message did not reach this one
+        if await self.closed_if_revoked():
             return
         run = await database_sync_to_async(self._claim)(message.get("gpu"))
         if run is None:
@@ -318,6 +319,8 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             log.info("worker %s: reply %s not sent, the socket closed", self.worker.name, message.get("type"))
 
     async def on_directive_ack(self, message, _raw):
+        if await self.closed_if_revoked():
+            return
         known = await database_sync_to_async(services.directive_acknowledge)(
             worker=self.worker, wire_id=message.get("id")
         )
@@ -328,6 +331,17 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         """The host's token was revoked (runs.services.worker_host_revoke): this socket closes now, and the host's
         next handshake is refused."""
         await self.close_revoked()
+
+    async def closed_if_revoked(self) -> bool:
+        """Whether the host's token was revoked since this socket opened, by the database, closing the socket if so.
+        The revocation's own message (`worker_revoked`) reaches only the sockets its channel layer reaches: not
+        those of a process with the in-memory layer when another process revoked it. So every message that could
+        greet the host, hand it a run or tell it something (a hello, a claim, a directive ack, pending directives)
+        asks the database first; events are checked by the event writer, per batch."""
+        if await database_sync_to_async(services.worker_host_is_revoked)(worker=self.worker):
+            await self.close_revoked()
+            return True
+        return False
 
     async def close_revoked(self) -> None:
         if not self.closed:
@@ -340,6 +354,8 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             await self.send_pending_directives()
 
     async def send_pending_directives(self):
+        if await self.closed_if_revoked():
+            return
         pending = await database_sync_to_async(services.directives_pending_for)(worker=self.worker)
         for directive in pending:
             if directive.pk in self.sent_directives:

@@ -52,9 +52,11 @@ class _Refused(Exception):
     pass
 
 
-def parse_event(raw, *, run_id: int | None = None) -> ParsedEvent | Refusal:
+def parse_event(raw, *, run_id: int | None = None, time_required: bool = False) -> ParsedEvent | Refusal:
     """Read one event. `run_id`: the run the caller stores it in (a trace import, step_record); without it the
-    event's own `run_id` names it (a worker's event)."""
+    event's own `run_id` names it (a worker's event). `time_required`: an event without a `ts` is refused (a
+    worker's: docs/protocol.md 1.1 requires it, and a re-send without one could not be told from another event
+    under the same number)."""
     try:
         if not isinstance(raw, dict):
             raise _Refused("an event must be a JSON object")
@@ -69,6 +71,8 @@ def parse_event(raw, *, run_id: int | None = None) -> ParsedEvent | Refusal:
         if "\\u0000" in _strict_json(payload):  # only then is there a NUL to escape (runs/nul_escape.py)
             payload = _nul_escaped(payload)
         tokens_in, tokens_out, cost = _usage(raw.get("usage"))
+        if time_required and raw.get("ts") is None:
+            raise _Refused("ts is missing: every event carries when it happened (ISO 8601 with an offset)")
         created_at = _instant(raw.get("ts"))
     except _Refused as refused:
         return Refusal(str(refused))

@@ -106,6 +106,9 @@ from django.db.models.functions import Cast  # noqa: E402
 
 from runs.models import HELD_STATUSES, ScenarioResult, Target, WorkerHost  # noqa: E402
 
+# The statuses of a run that holds one of its worker's slots (a GPU): a run waiting for its reviewer is parked.
+SLOT_STATUSES = (RunStatus.RUNNING, RunStatus.PAUSED)
+
 FEED_PAGE_MAX = 500
 
 
@@ -427,9 +430,11 @@ def run_queue_reason(run: Run) -> str | None:
     serving = [host for host in connected if target in host.targets]
     if not serving:
         return unserved_reason(target, connected, offline=[h for h in hosts if not h.is_connected]) + not_started
-    free_slots = sum(max(0, max(1, len(host.gpus)) - host.active_runs) for host in serving)
+    # A run waiting for its reviewer holds no slot: its worker parked it (docs/protocol.md 2.4).
+    holding = Run.objects.filter(worker__in=serving, status__in=SLOT_STATUSES).order_by("pk")
+    busy = dict(holding.order_by().values("worker").annotate(n=Count("pk")).values_list("worker", "n"))
+    free_slots = sum(max(0, max(1, len(host.gpus)) - busy.get(host.pk, 0)) for host in serving)
     if free_slots == 0:
-        holding = Run.objects.filter(worker__in=serving, status__in=HELD_STATUSES).order_by("pk")
         held = ", ".join(f"#{pk}" for pk in holding.values_list("pk", flat=True)[:10])
         slots = sum(max(1, len(host.gpus)) for host in serving)
         return f"all {slots} slot(s) of the connected workers that serve {target} are busy: runs {held} hold them"
@@ -457,6 +462,15 @@ def unserved_reason(target: str, connected: list[WorkerHost], offline: list[Work
     if waiting:
         reason += f"; {', '.join(waiting)} served it when last connected"
     return reason
+
+
+def runs_queue_reasons(runs) -> dict[int, str]:
+    """Of `runs` (a page of the runs list), each queued one that no worker holds yet: run id -> why it waits, in
+    the words its page shows (`run_queue_reason`). The unserved ones (`runs_unserved`) in one read of the hosts;
+    the few others, each on its own."""
+    unserved = runs_unserved(runs)
+    waiting = [run for run in runs if run.status == RunStatus.QUEUED and run.worker_id is None]
+    return {run.pk: unserved.get(run.pk) or run_queue_reason(run) for run in waiting}
 
 
 def runs_unserved(runs) -> dict[int, str]:

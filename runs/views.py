@@ -24,6 +24,7 @@ from runs.selectors import (
     run_sandbox,
     run_search,
     run_unverified_bests,
+    runs_queue_reasons,
     runs_unserved,
     study_value_of,
 )
@@ -53,8 +54,9 @@ def _list_context(request) -> dict:
     keep.pop("page", None)
     return {
         "runs": page.object_list,
-        # Queued runs that no connected worker can serve, and why: shown under their status.
+        # Queued runs and why each waits (no connected worker serves it, busy slots, runs ahead): under the status.
         "unserved": runs_unserved(page.object_list),
+        "queue_reasons": runs_queue_reasons(page.object_list),
         "page": page,
         "page_query": keep.urlencode(),
         "status": status,

@@ -35,12 +35,13 @@ from agentloop import SCHEMA_VERSION, __version__
 from agentloop.bank_source import bank_from_wire, stats_from_wire
 from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.control import ControlInbox, Directive
-from agentloop.errors import ConfigError
+from agentloop.errors import ConfigError, RunParked
 from agentloop.events import Emitter
 from agentloop.fork import fork_problems
 from agentloop.protocol import FINISHED_STATUSES, VERIFY_MODEL
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
+from agentloop.worker.parking import DirectiveStore, ParkedRun, unapplied, waiting_review
 from agentloop.worker.spool import Spool
 from agentloop.worker.targets import choose_targets
 from agentloop.worker.window import Limits, SenderWindow
@@ -171,6 +172,7 @@ class Worker:
         self.model_factory = model_factory or make_model
         self.agent_kwargs = agent_kwargs or {}
         self.runs: dict[str, RunHandle] = {}
+        self.parked: dict[str, ParkedRun] = {}  # runs waiting for a reviewer, holding no GPU (parking.py)
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._ws = None
@@ -327,8 +329,8 @@ class Worker:
             trace = agent = spec = None
             try:
                 trace = TraceWriter(run_dir / "trace.jsonl")
+                timeout_s = self._prepare_inbox(run_dir, config, resume_events, inbox)
                 spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
-                mode = config or RunConfig.from_dict(resume_events[0]["payload"]["config"])
                 host = Host(run_dir / "workspace", self.sandbox, {"CUDA_VISIBLE_DEVICES": str(gpu)})
                 sinks = [trace, self._event_sink]
                 if spec == VERIFY_MODEL:  # no agent: one full evaluation of the starting kernel (agentloop/verify.py)
@@ -343,13 +345,16 @@ class Worker:
                         model=self.model_factory(spec, {}),
                         sinks=sinks,
                         host=host,
-                        oversight=Oversight(InboxReviewer(mode.review_timeout_s), inbox, **questions),
+                        oversight=Oversight(InboxReviewer(timeout_s, park=True), inbox, **questions),
                         fork=fork,
                         **self.agent_kwargs,
                     )
                 handle.emitter = agent.emitter
                 outcome = agent.run()
                 log.info("run %s ended: %s (%s)", run_id, outcome.status, outcome.reason)
+            except RunParked as parked:
+                log.info("run %s parked: %s; its GPU is free for other runs", run_id, parked)
+                self._park(run_id)
             except Exception as exc:
                 log.exception("run %s could not run", run_id)
                 # The run must not stay "running" with the reason only in this log: it ends failed, in its events.
@@ -372,6 +377,50 @@ class Worker:
         with self._lock:
             self.runs[str(run_id)] = handle
         thread.start()
+
+    @staticmethod
+    def _prepare_inbox(
+        run_dir: Path, config: RunConfig | None, resume_events: list[dict] | None, inbox
+    ) -> float | None:
+        """Give a resumed run the directives acknowledged before the worker stopped that it has not acted on yet,
+        and return its review timeout: counted from the waiting proposal, not from this life of the run."""
+        if not resume_events:
+            return config.review_timeout_s
+        for message in unapplied(DirectiveStore(run_dir).kept(), resume_events):
+            inbox.put(Directive.from_wire(message))
+        waiting = waiting_review(resume_events)
+        if waiting is not None:
+            return waiting.timeout_left(time.time())
+        return RunConfig.from_dict(resume_events[0]["payload"]["config"]).review_timeout_s
+
+    def _park(self, run_id) -> None:
+        """The run's agent raised RunParked: it waits for its reviewer, holding no GPU. A directive that wakes it
+        may have been kept while the agent was parking: it is ready at once then."""
+        events = read_trace(self._run_dir(run_id) / "trace.jsonl")
+        parked = waiting_review(events)
+        if parked is None:  # cannot happen from RunParked; resumed at once rather than lost
+            log.error("run %s parked but its trace shows no waiting question; resuming it", run_id)
+            parked = ParkedRun(run_id, "", None, ready=True)
+        with self._lock:
+            kept = unapplied(DirectiveStore(self._run_dir(run_id)).kept(), events)
+            parked.ready = parked.ready or any(parked.woken_by(m) for m in kept)
+            self.parked[str(run_id)] = parked
+
+    def _wake_parked(self) -> bool:
+        """Resume the parked runs whose decision (or stop, or timeout) came, while a GPU is free. True while one
+        is due but waits for a GPU: no new run is claimed before it."""
+        now = time.time()
+        with self._lock:
+            due = [run_id for run_id, parked in self.parked.items() if parked.due(now)]
+        for run_id in due:
+            free = self._free_gpus()
+            if not free:
+                return True
+            with self._lock:
+                self.parked.pop(run_id, None)
+            log.info("resuming parked run %s: its reviewer decided (or it was stopped, or timed out)", run_id)
+            self._start_run(run_id, free[0], None, read_trace(self._run_dir(run_id) / "trace.jsonl"))
+        return False
 
     def _fail_run(self, emitter: Emitter, reason: str, detail: str) -> None:
         """End a run failed, with the reason, through its events (trace and spool), unless it has ended already."""
@@ -405,6 +454,14 @@ class Worker:
                     events[0]["run_id"] if events else "?",
                 )
             if not events or any(e["kind"] == "status" and e["payload"]["status"] in FINISHED_STATUSES for e in events):
+                continue
+            parked = waiting_review(events)
+            if parked is not None:
+                # Waiting for its reviewer: parked, not resumed, unless a directive kept before the stop wakes it.
+                kept = unapplied(DirectiveStore(trace_path.parent).kept(), events)
+                parked.ready = any(parked.woken_by(m) for m in kept)
+                self.parked[str(parked.run_id)] = parked
+                log.info("run %s waits for its reviewer: parked", parked.run_id)
                 continue
             free = self._free_gpus()
             if not free:
@@ -440,7 +497,9 @@ class Worker:
 
     # ------------------------------------------------------------------------------- the socket
     def _claim_if_free(self) -> None:
-        if self._claiming or time.monotonic() < self._next_claim or self.stop.is_set():
+        if self.stop.is_set() or self._wake_parked():
+            return
+        if self._claiming or time.monotonic() < self._next_claim:
             return
         free = self._free_gpus()
         if free and self._send({"type": "claim", "gpu": free[0]}):
@@ -565,11 +624,7 @@ class Worker:
             if ident and ident in self.seen.ids:
                 self._send({"type": "directive_ack", "id": ident})
                 return
-            handle = self.runs.get(str(msg.get("run_id")))
-            if handle is not None:
-                handle.inbox.put(Directive.from_wire(msg))
-            else:
-                log.warning("directive %s for run %s, which is not running here", ident, msg.get("run_id"))
+            self._take_directive(msg)
             if ident:
                 self.seen.add(ident)
                 self._send({"type": "directive_ack", "id": ident})
@@ -577,6 +632,21 @@ class Worker:
             log.error("server: %s", msg.get("error"))  # never answered with an `error`: no ping-pong
         else:
             raise Malformed(f"unknown message type {kind!r:.50}")
+
+    def _take_directive(self, msg: dict) -> None:
+        """Keep a directive for a run of this worker durably (before it is acknowledged), then hand it to the
+        running run, or wake the parked run it is for."""
+        run_id = str(msg.get("run_id"))
+        if not (self._run_dir(run_id) / "trace.jsonl").exists():
+            log.warning("directive %s for run %s, which is not running here", msg.get("id"), run_id)
+            return
+        DirectiveStore(self._run_dir(run_id)).add(msg)
+        with self._lock:
+            parked, handle = self.parked.get(run_id), self.runs.get(run_id)
+            if parked is not None:
+                parked.ready = parked.ready or parked.woken_by(msg)
+            elif handle is not None:
+                handle.inbox.put(Directive.from_wire(msg))
 
     def _session(self, ws) -> None:
         with self._send_lock:
@@ -586,6 +656,7 @@ class Worker:
         # The runs still ours: those running here, and those whose last events wait in the spool (a run that has
         # just finished is not running, but the server must not count it lost before its final status arrives).
         running = {h.run_id for h in self.runs.values() if h.thread.is_alive()}
+        running |= {parked.run_id for parked in self.parked.values()}  # ours still, without a GPU
         spooled = {event["run_id"] for event in self.spool.pending()}
         active = [{"run_id": run_id, "last_seq": None} for run_id in sorted(running | spooled, key=str)]
         self._send(

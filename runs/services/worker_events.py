@@ -29,7 +29,7 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
     outcomes: list[EventOutcome | None] = [None] * len(items)
     parsed = []  # (index, worker, parsed event)
     for index, (worker, event) in enumerate(items):
-        result = parse_event(event)
+        result = parse_event(event, time_required=True)
         if isinstance(result, Refusal):
             outcomes[index] = EventOutcome(stored=False, error=result.reason)
         else:

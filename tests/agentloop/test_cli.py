@@ -84,3 +84,14 @@ def test_bad_arguments_get_a_clear_error_not_a_traceback(tmp_path):
     proc = agentloop("run", "--unsandboxed", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6", cwd=tmp_path,
                      timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr
+
+
+def test_a_new_run_onto_a_trace_that_holds_a_run_is_refused_and_the_trace_is_kept(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    held = DEMO.read_text(encoding="utf-8")
+    trace.write_text(held, encoding="utf-8")
+    proc = agentloop("run", "--model", f"replay:{DEMO}", "--trace", str(trace), "--quiet", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "already holds a run" in proc.stderr and f"--resume {trace}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert trace.read_text(encoding="utf-8") == held

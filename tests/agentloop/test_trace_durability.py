@@ -70,3 +70,41 @@ def test_every_event_is_fsynced_to_the_trace_before_the_worker_spools_it(tmp_pat
     assert events[-1]["payload"]["reason"] == "budget_steps"
     assert [seq for seq, _ in spooled] == [e["seq"] for e in events]
     assert [seq for seq, in_trace in spooled if not in_trace] == []
+
+
+def test_a_crash_between_a_model_reply_and_its_usage_event_loses_no_cost(tmp_path):
+    from agentloop.agent import Agent, Oversight
+    from agentloop.config import Budgets
+    from agentloop.trace import TraceWriter
+    from tests.agentloop.helpers import make_agent, make_config, unsandboxed
+
+    config = make_config(budgets=Budgets(steps=1))
+    with MessagesServer(Script([Reply([text("Looking."), tool_use("shell", {"command": "true"})])])) as server:
+        agent, trace = make_agent(tmp_path / "lived", anthropic_model(server), config=config, bank=[])
+        agent.run()
+        trace.close()
+    lived = read_trace(tmp_path / "lived" / "trace.jsonl")
+    [paid] = [e for e in lived if e["kind"] == "usage"]
+    assert paid["usage"]["cost_usd"] > 0 and paid["usage"]["tokens_in"] > 0
+    # The worker died right after writing the model's reply: its trace ends there, without the usage event.
+    cut = [e["kind"] for e in lived].index("model_message") + 1
+    resumed_trace = TraceWriter(tmp_path / "resumed" / "trace.jsonl")
+    for event in lived[:cut]:
+        resumed_trace.write(event)
+    with MessagesServer(Script([])) as server:
+        Agent(
+            run_id="t1",
+            resume_events=lived[:cut],
+            model=anthropic_model(server),
+            sinks=[resumed_trace],
+            host=unsandboxed(tmp_path / "lived" / "ws"),
+            evaluator=ScriptedEvaluator(),
+            oversight=Oversight(bank=[]),
+        ).run()
+    resumed_trace.close()
+    events = read_trace(tmp_path / "resumed" / "trace.jsonl")
+    # The call is counted once, with what it cost, in the run's totals and its budgets.
+    counted = [e for e in events if e["kind"] == "usage"]
+    assert [e["usage"] for e in counted] == [paid["usage"]]
+    assert counted[0]["payload"]["totals"] == paid["payload"]["totals"]
+    assert sum(e["usage"]["cost_usd"] for e in events) == paid["usage"]["cost_usd"]

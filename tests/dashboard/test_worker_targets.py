@@ -204,3 +204,24 @@ def test_a_claim_passes_a_claim_in_flight_and_a_locked_task_row():
         release.set()
         holder.join(10)
     assert claimed is not None and claimed.pk == second.pk
+
+
+def test_a_run_waiting_for_its_reviewer_holds_no_slot_and_the_runs_list_says_why_a_queued_run_waits(client):
+    from runs.services import run_set_status
+
+    client.force_login(make_user("olga", "operator"))
+    task = make_task()
+    host, _ = make_worker("one-slot", targets=["cpu"])  # one GPU: one slot
+    worker_connected(worker=host, connection="chan-one")
+    reviewed = make_run(task)
+    run_claim(worker=host, gpu=0)
+    queued = make_run(task)
+    # The claimed run holds the slot while it runs: the queued one says so, in the runs list too.
+    listing = client.get(reverse("home")).content.decode()
+    row = listing[listing.index(f'data-run="{queued.pk}"') :]
+    assert f"busy: runs #{reviewed.pk} hold them" in row[: row.index("</tr>")]
+    # Waiting for its reviewer, it is parked by its worker and holds no slot: the next claim takes the queued run.
+    run_set_status(run=reviewed, status="waiting_review", reason="waiting_for_review")
+    listing = client.get(reverse("runs_rows")).content.decode()
+    row = listing[listing.index(f'data-run="{queued.pk}"') :]
+    assert "a worker with a free slot is connected" in row[: row.index("</tr>")]

@@ -76,6 +76,32 @@ def test_redis_url_selects_the_redis_channel_layer(tmp_path):
     assert found["layer_config"]["hosts"] == ["redis://cache.example:6390/2"]
 
 
+def test_each_site_on_redis_names_its_channels_under_its_own_prefix_unless_one_is_set(tmp_path):
+    redis = "redis://cache.example:6390/2"
+    first = probe_settings(tmp_path / "a", REDIS_URL=redis)["layer_config"]["prefix"]
+    again = probe_settings(tmp_path / "a", REDIS_URL=redis)["layer_config"]["prefix"]
+    other = probe_settings(tmp_path / "b", REDIS_URL=redis)["layer_config"]["prefix"]
+    # One site (one SECRET_KEY: here its generated file, shared by its processes) keeps one prefix; another
+    # site's differs, and neither is channels' shared default.
+    assert first == again and first != other and "asgi" not in (first, other)
+    assert (
+        probe_settings(tmp_path / "a", REDIS_URL=redis, KSEEK_CHANNEL_PREFIX="kseek-staging.")["layer_config"]["prefix"]
+        == "kseek-staging."
+    )
+
+
+def test_a_channel_prefix_that_channels_could_not_name_is_refused_at_start(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "SECRET_KEY"}}
+    env.update(
+        DJANGO_SETTINGS_MODULE="kseek_site.settings",
+        KSEEK_DATA_DIR=str(tmp_path),
+        REDIS_URL="redis://cache.example:6390/2",
+        KSEEK_CHANNEL_PREFIX="site one!",
+    )
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "KSEEK_CHANNEL_PREFIX='site one!' must be 1 to 40 letters" in done.stderr
+
+
 def test_secret_key_is_generated_once_kept_private_and_reused(tmp_path):
     first = probe_settings(tmp_path)["secret"]
     second = probe_settings(tmp_path)["secret"]

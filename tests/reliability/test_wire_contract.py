@@ -142,3 +142,57 @@ def test_revoking_a_connected_worker_ends_its_connection_and_refuses_it_while_it
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert "its token was revoked" in response.read().decode()
+
+
+def test_an_event_without_its_time_is_refused_for_good_not_acked_as_a_duplicate(site):
+    port = site.start_server()
+    token = site.worker_token("gpu-ts")
+    site.queue_demo_run()
+    wire = WireWorker(port, token)
+    try:
+        run_id = wire.claim()
+        stored = note_event(run_id, 0, "the first note")
+        wire.send(stored)
+        assert wire.replies_for(1)[0]["type"] == "ack"
+        timeless = {k: v for k, v in stored.items() if k != "ts"}
+        for resent in (timeless, {**stored, "ts": None}, {**timeless, "seq": 1}):
+            wire.send(resent)
+            [reply] = wire.replies_for(1)
+            assert reply["type"] == "nack" and reply["retry"] is False, reply
+            assert "ts is missing" in reply["error"], reply
+    finally:
+        wire.close()
+    assert site.query("select seq from runs_step where run_id = ?", (run_id,)) == [(0,)]
+
+
+def closed_with(wire: WireWorker) -> tuple[int | None, list[dict]]:
+    """What the server sent until it closed the socket: the close code and the messages before it."""
+    messages = []
+    try:
+        while True:
+            messages.append(wire.recv(timeout=10))
+    except websockets.exceptions.ConnectionClosed as closed:
+        return (closed.rcvd.code if closed.rcvd else None), messages
+
+
+def test_a_host_revoked_from_another_process_is_closed_at_its_next_hello_or_ack_not_welcomed(site):
+    # One daphne with the in-memory layer: the revocation's message from another process cannot reach its sockets.
+    port = site.start_server(REDIS_URL="")
+    token = site.worker_token("gpu-late")
+    site.queue_demo_run()
+    greeter, acker = WireWorker(port, token), WireWorker(port, token)
+    run_id = greeter.claim()
+    directive = site.django(
+        "from runs.models import Run, WorkerHost\nfrom runs.services import directive_send, worker_host_revoke\n"
+        "directive = directive_send(run=Run.objects.get(pk=run_id), action='pause')\n"
+        "worker_host_revoke(host=WorkerHost.objects.get(name='gpu-late'))\nresult = directive.wire_id",
+        run_id=run_id,
+    )
+    greeter.send({"type": "hello", "v": 1, "host": "wire", "gpus": ["cpu"], "targets": ["cpu"], "active_runs": []})
+    acker.send({"type": "directive_ack", "v": 1, "id": directive})
+    for wire in (greeter, acker):
+        code, messages = closed_with(wire)
+        assert code == 4401 and messages == [], (code, messages)
+    # Nothing it sent was acted on: no reconcile took its run back, and the directive waits unacknowledged.
+    assert site.query("select status, worker_id is not null from runs_run where id = ?", (run_id,)) == [("running", 1)]
+    assert site.query("select acked_at from runs_directive where run_id = ?", (run_id,)) == [(None,)]
