@@ -1,8 +1,8 @@
 """Device-side check and timing of attention_fwd_sm90 against FlashAttention-2 and cuDNN (torch SDPA).
 
-    python3 kernels/attention_fwd_sm90/bench.py check --lib LIB --variant 2 --out check.json
-    python3 kernels/attention_fwd_sm90/bench.py time  --lib LIB --variants 2 --grid fa --out time.json
-    python3 kernels/attention_fwd_sm90/bench.py compare --libs v5=A.so,v9=B.so --grid harness --out cmp.json
+    python3 lab/attention_fwd_sm90/bench.py check --lib LIB --variant 2 --out check.json
+    python3 lab/attention_fwd_sm90/bench.py time  --lib LIB --variants 2 --grid fa --out time.json
+    python3 lab/attention_fwd_sm90/bench.py compare --libs v5=A.so,v9=B.so --grid harness --out cmp.json
 
 check: fresh random inputs per shape, outputs poisoned with NaN, O and LSE compared with an fp32 reference
 (computed in chunks), cuDNN's error on the same inputs beside it, and a second run that must agree bit for

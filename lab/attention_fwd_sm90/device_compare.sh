@@ -5,7 +5,7 @@
 # Usage (repo root, GPU machine):
 #   BUILDS="v5=kernels/attention_fwd_sm90/attention_fwd_sm90.cu v6=path/v6.cu:-DKSEEK_PINGPONG=0" \
 #   CHECK="v6" GRID=harness DTYPES=bf16 [EVAL_KERNEL=path.cu NOTE="question / prediction"] [SANITIZE=v6] \
-#   bash kernels/attention_fwd_sm90/device_compare.sh
+#   bash lab/attention_fwd_sm90/device_compare.sh
 # Each build is label=source[:flag[:flag...]]; the first is the base the others are compared with.
 # At most 8 files come back from $OUT: gpu.txt, check_<label>.log, compare.{log,json}, eval.json,
 # eval_table.txt, trace.jsonl, sanitize.log.
@@ -33,12 +33,12 @@ for b in $BUILDS; do
 done
 echo "built ${!LIB[*]} in $(( $(date +%s) - t0 ))s"
 for c in ${CHECK:-}; do
-  timeout ${CHECK_TIMEOUT:-150} python3 kernels/attention_fwd_sm90/bench.py check --lib "${LIB[$c]}" --variant 0 \
+  timeout ${CHECK_TIMEOUT:-150} python3 lab/attention_fwd_sm90/bench.py check --lib "${LIB[$c]}" --variant 0 \
     --out "/tmp/check_$c.json" > "$OUT/check_$c.log" 2>&1
   echo "check $c rc=$? $(tail -1 "$OUT/check_$c.log")"; grep "^BAD" "$OUT/check_$c.log" | head -5
 done
 if [ -n "${GRID:-}" ]; then
-  timeout ${TIME_TIMEOUT:-300} python3 kernels/attention_fwd_sm90/bench.py compare --libs "${LIBS#,}" \
+  timeout ${TIME_TIMEOUT:-300} python3 lab/attention_fwd_sm90/bench.py compare --libs "${LIBS#,}" \
     --grid $GRID --dtypes ${DTYPES:-bf16} --out "$OUT/compare.json" > "$OUT/compare.log" 2>&1
   echo "compare rc=$?"; grep -v Warning "$OUT/compare.log" | grep -v "return F\.\|return Causal" | tail -${TAIL:-60}
 fi
@@ -48,13 +48,13 @@ if [ -n "${EVAL_KERNEL:-}" ]; then
     --baselines ${BASELINES:-flash,cudnn} --json "$OUT/eval.json" --trace "$OUT/trace.jsonl" --note "${NOTE:-}" \
     > "$OUT/eval_table.txt" 2> /tmp/eval_progress.log
   echo "eval rc=$? in $(( $(date +%s) - t0 ))s"; tail -3 /tmp/eval_progress.log
-  python3 kernels/attention_fwd_sm90/tools/group_table.py "$OUT/eval.json"
+  python3 lab/attention_fwd_sm90/tools/group_table.py "$OUT/eval.json"
 fi
 if [ -n "${SANITIZE:-}" ]; then
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     echo "== $tool" >> "$OUT/sanitize.log"
     timeout ${SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --kernel-name kns=attn_ \
-      python3 kernels/attention_fwd_sm90/tools/sanitize_shapes.py "${LIB[$SANITIZE]}" >> "$OUT/sanitize.log" 2>&1
+      python3 lab/attention_fwd_sm90/tools/sanitize_shapes.py "${LIB[$SANITIZE]}" >> "$OUT/sanitize.log" 2>&1
     echo "sanitize $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|error' "$OUT/sanitize.log" | tail -1)"
   done
 fi

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One device call: build, disassemble, check both kernels, time them against FA2 and cuDNN.
-# Usage (on the GPU machine, from the repo root): bash kernels/attention_fwd_sm90/device_run.sh [time-args]
+# Usage (on the GPU machine, from the repo root): bash lab/attention_fwd_sm90/device_run.sh [time-args]
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -25,7 +25,7 @@ for f, c in counts.items():
 PY
 head -30 "$OUT/sass_summary.txt"
 for v in ${CHECK_VARIANTS:-1 2}; do
-  timeout ${CHECK_TIMEOUT:-150} python3 kernels/attention_fwd_sm90/bench.py check --lib "$LIB" --variant $v --out "$OUT/check_v$v.json" > "$OUT/check_v$v.log" 2>&1
+  timeout ${CHECK_TIMEOUT:-150} python3 lab/attention_fwd_sm90/bench.py check --lib "$LIB" --variant $v --out "$OUT/check_v$v.json" > "$OUT/check_v$v.log" 2>&1
   echo "check v$v rc=$?"; grep -c "^OK" "$OUT/check_v$v.log"; grep -v "^OK" "$OUT/check_v$v.log" | tail -8
 done
-timeout ${TIME_TIMEOUT:-240} python3 kernels/attention_fwd_sm90/bench.py time --lib "$LIB" --out "$OUT/time.json" "$@" 2>&1 | tee "$OUT/time.log" | tail -45
+timeout ${TIME_TIMEOUT:-240} python3 lab/attention_fwd_sm90/bench.py time --lib "$LIB" --out "$OUT/time.json" "$@" 2>&1 | tee "$OUT/time.log" | tail -45

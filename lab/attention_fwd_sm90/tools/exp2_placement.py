@@ -2,7 +2,7 @@
 key-block loop sit between `wgmma.wait_group 1` and `wgmma.wait_group 0` (WARPGROUP.DEPBAR.LE gsb0, 0x1 and 0x0),
 that is, run under O += P V instead of after it.
 
-    python3 kernels/attention_fwd_sm90/tools/exp2_placement.py LIB.so [--json]
+    python3 lab/attention_fwd_sm90/tools/exp2_placement.py LIB.so [--json]
 
 The PTX has every exp2 of the block between the two waits; the SASS need not (README.md, "Where ptxas puts the
 softmax"). Needs cuobjdump and nvdisasm: the CUDA toolkit's, or the `nvidia-cuda-cuobjdump` and

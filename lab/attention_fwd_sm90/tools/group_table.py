@@ -1,6 +1,8 @@
 """Per-group table (markdown) of a harness eval JSON.
 
-    python tools/group_table.py results/eval_full_v9_h200.json [--base results/eval_full_v5_h200.json]
+    python lab/attention_fwd_sm90/tools/group_table.py EVAL.json [--base lab/attention_fwd_sm90/results/eval_full_v5_h200.json]
+
+Either JSON may be xz-compressed (the lab keeps all but the releases' evaluations as .json.xz).
 
 Columns: our TFLOP/s and each baseline's (geomeans within the group; flash-attn-4 when the run had it), the
 geomean of per-scenario speed-ups against each baseline, and with --base the geomean of per-scenario ratios
@@ -9,6 +11,7 @@ of our time against another evaluation of ours (an earlier version), matched by 
 
 import argparse
 import json
+import lzma
 import math
 
 BASELINES = (("flash", "FA2"), ("cudnn", "cuDNN"), ("fa4", "FA4"))
@@ -34,15 +37,21 @@ def gm(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
+def read_json(path):
+    opener = lzma.open if str(path).endswith(".xz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
 def scenario_key(s):
     return json.dumps(s["params"], sort_keys=True)
 
 
 def main(path, base_path=None):
-    d = json.load(open(path))
+    d = read_json(path)
     base = {}
     if base_path:
-        base = {scenario_key(s): s for s in json.load(open(base_path))["scenarios"]}
+        base = {scenario_key(s): s for s in read_json(base_path)["scenarios"]}
     present = [(be, name) for be, name in BASELINES if be in d.get("baselines", [])]
     rows = {}
     for s in d["scenarios"]:

@@ -1,6 +1,6 @@
 """Call the kernel a few times on one shape (for ncu or compute-sanitizer to watch), on random inputs.
 
-python3 tools/run_shape.py LIB.so B S H D causal [reps]
+python3 lab/attention_fwd_sm90/tools/run_shape.py LIB.so B S H D causal [reps]
 """
 
 import sys

@@ -2,7 +2,7 @@
 rescale, say), on every head dim, both masks, GQA, Sq != Sk both ways, and long rows, with plain and with
 scaled queries (a few keys then dominate each row, so row maxima move late). Run on the GPU machine:
 
-    python3 tools/same_bits.py LIB_A.so LIB_B.so
+    python3 lab/attention_fwd_sm90/tools/same_bits.py LIB_A.so LIB_B.so
 
 Prints one line per shape and dtype, then "N/N identical"; exits 1 if any output differs.
 """

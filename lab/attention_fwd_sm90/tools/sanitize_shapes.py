@@ -2,7 +2,7 @@
 persistent path with more tiles than SMs (so a CTA walks several tiles, causal too) and split-KV. Run on the GPU
 machine:
 
-    compute-sanitizer --tool memcheck --kernel-name kns=attn_ python3 tools/sanitize_shapes.py LIB.so
+    compute-sanitizer --tool memcheck --kernel-name kns=attn_ python3 lab/attention_fwd_sm90/tools/sanitize_shapes.py LIB.so
 
 (racecheck and synccheck likewise). It only launches the kernel; the sanitizer's summary is the verdict.
 """

@@ -1,7 +1,7 @@
 """Which order of causal tiles keeps the SMs busy to the end of a launch? A model of the block scheduler, fitted
 to a timeline that tools/timeline.py wrote (a KSEEK_TIMELINE build's rows, one per CTA). Runs anywhere:
 
-    python3 tools/schedule_sim.py TIMELINE.json[.gz] [SECTION ...]
+    python3 lab/attention_fwd_sm90/tools/schedule_sim.py TIMELINE.json[.gz] [SECTION ...]
 
 For each causal shape in the file it fits each CTA's time as a fixed cost plus a cost per key block (least
 squares over the measured CTAs), then deals the grid's tiles to the SMs as the hardware does, each SM taking the

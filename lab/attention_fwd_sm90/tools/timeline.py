@@ -2,7 +2,7 @@
 (versions/v21_timeline.cu), whose CTAs record their SM, key blocks, and start and end times (%globaltimer).
 Run on the GPU machine:
 
-    python3 tools/timeline.py LIB.so OUT.json B:S:H:D:causal [B:S:H:D:causal ...]
+    python3 lab/attention_fwd_sm90/tools/timeline.py LIB.so OUT.json B:S:H:D:causal [B:S:H:D:causal ...]
 
 For each shape (bf16, Hkv = H, Sq = Sk = S) it warms up, clears the timeline, times one call and prints: the
 launch's span, how busy the SMs were over it (the sum of CTA times over SMs x span), the SMs' idle time after
