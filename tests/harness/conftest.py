@@ -41,11 +41,11 @@ def edit_task_folder(folder, *edits, reference=None):
     return folder
 
 
-KERNEL_TOOLS = Path(__file__).resolve().parents[2] / "kernels" / "attention_fwd_sm90" / "tools"
+KERNEL_TOOLS = Path(__file__).resolve().parents[2] / "lab" / "attention_fwd_sm90" / "tools"
 
 
 def load_kernel_tool(name: str):
-    """A script of kernels/attention_fwd_sm90/tools/ as a module (the folder is no package)."""
+    """A script of lab/attention_fwd_sm90/tools/ as a module (the folder is no package)."""
     spec = importlib.util.spec_from_file_location(name, KERNEL_TOOLS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -13,11 +13,14 @@ from gpu_harness.build import build, parse_ptxas
 from .conftest import needs_nvcc
 
 REPO = Path(__file__).resolve().parents[2]
-# What ships: the starting kernels and the released files. A released kernel's `versions/` folder is its lab (a
-# progression of whole files, ~35 s of nvcc each); CI compiles only its newest version, which is the released file
-# itself, byte for byte, when the release is current (tests/foundation/test_released_kernels.py).
-_SOURCES = [p for p in (REPO / "kernels").rglob("*") if p.suffix in (".cu", ".cpp") and "cheats" not in p.parts]
+# What ships: the starting kernels and the released files, under kernels/. The lab (lab/<kernel>/versions/, a
+# progression of whole files, ~35 s of nvcc each) keeps one cheap check: its newest version, which is the released
+# file byte for byte while the release is current (then the build cache, keyed by source, makes it free).
 _VERSION_NUMBER = re.compile(r"^v(\d+)")
+
+
+def _shipped_sources(repo: Path) -> list[Path]:
+    return [p for p in (repo / "kernels").rglob("*") if p.suffix in (".cu", ".cpp") and "cheats" not in p.parts]
 
 
 def _newest_version(folder: Path) -> list[Path]:
@@ -25,10 +28,14 @@ def _newest_version(folder: Path) -> list[Path]:
     return [max(numbered, key=lambda p: (int(_VERSION_NUMBER.match(p.name).group(1)), p.name))] if numbered else []
 
 
-KERNELS = sorted(
-    [p for p in _SOURCES if "versions" not in p.parts]
-    + [v for folder in {p.parent for p in _SOURCES if p.parent.name == "versions"} for v in _newest_version(folder)]
-)
+def compiled_in_ci(repo: Path) -> list[Path]:
+    """The kernels CI compiles: every shipped source, and the newest version of each lab kernel."""
+    return sorted(
+        _shipped_sources(repo) + [v for folder in (repo / "lab").glob("*/versions") for v in _newest_version(folder)]
+    )
+
+
+KERNELS = compiled_in_ci(REPO)
 GPU_CHEATS = sorted((REPO / "kernels" / "cheats").glob("*/*.cu"))  # attention_fwd's and every GPU folder task's
 STATIC = "refused"  # cheats whose expected reason is a static refusal
 
@@ -49,6 +56,20 @@ ptxas info    : Used 128 registers, used 1 barriers, 49152 bytes smem, 400 bytes
 """
     k = parse_ptxas(log)["_Z3fooPf"]
     assert k == {"registers": 128, "smem": 49152, "stack": 8, "spill_stores": 4, "spill_loads": 4}
+
+
+def test_ci_compiles_what_ships_and_only_the_newest_version_of_each_lab_kernel():
+    compiled = {p.relative_to(REPO).as_posix() for p in KERNELS}
+    assert "kernels/attention_fwd_sm90/attention_fwd_sm90.cu" in compiled
+    lab_versions = sorted(REPO.glob("lab/*/versions/v*.cu"))
+    assert len(lab_versions) > 1, "the lab keeps its versions"
+    compiled_versions = [p for p in KERNELS if p.parent.name == "versions"]
+    assert sorted(p.parent for p in compiled_versions) == sorted({p.parent for p in lab_versions}), "one per kernel"
+    for version in compiled_versions:
+        assert version.is_relative_to(REPO / "lab")
+        number = int(_VERSION_NUMBER.match(version.name).group(1))
+        assert all(int(_VERSION_NUMBER.match(p.name).group(1)) <= number for p in version.parent.glob("v*.cu"))
+    assert not [name for name in compiled if not name.startswith(("kernels/", "lab/"))]
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=[str(p.relative_to(REPO)) for p in KERNELS])

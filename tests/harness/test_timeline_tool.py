@@ -1,4 +1,4 @@
-"""The per-CTA timeline's summary (kernels/attention_fwd_sm90/tools/timeline.py), on rows made up here: the GPU
+"""The per-CTA timeline's summary (lab/attention_fwd_sm90/tools/timeline.py), on rows made up here: the GPU
 side writes {start ns, end ns, SM, key blocks} per CTA, and the summary is what the kernel README's figures
 for causal shapes come from (how busy the SMs were, how long they sat idle after their last CTA)."""
 
