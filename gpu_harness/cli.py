@@ -237,6 +237,8 @@ def cmd_task_check(args) -> int:
     )
     print(f"  baselines  {', '.join(described)}")
     print(f"             default: {', '.join(spec.default_baselines) or 'none'}")
+    if spec.libraries:
+        print(f"             libraries: {', '.join(spec.libraries)} (best_library: the fastest of them per scenario)")
     print(f"  tolerance  {spec.describe_tolerance()}")
     print(f"  goal       {spec.goal_speedup:g}x over {spec.goal_baseline}")
     print(f"  starting   {task.starting_kernel} ({built or 'not built'})")
@@ -310,7 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("task", help="a task's name, or a task folder")
     e.add_argument("kernel")
     e.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")
-    e.add_argument("--baselines", default=None, help="comma-separated; default: the task's defaults")
+    e.add_argument(
+        "--baselines",
+        default=None,
+        help="comma-separated; default: the task's defaults; best_library: every library of the task",
+    )
     e.add_argument("--json", help="write EvalResult.to_dict() to this file")
     e.add_argument("--trace", help="append one JSON line for this evaluation to this file")
     e.add_argument("--note", help="a note stored with the trace line")

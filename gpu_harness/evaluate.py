@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import verdict
+from . import figures, verdict
 from .build import build
 from .evaluation import TIMING, Evaluation, Plan
 from .report import summary_line
@@ -148,8 +148,8 @@ def _judge_source(res: EvalResult, t, request: Request, source: str, session, wh
     """Build the source; where candidates can run here, run the child's phases (evaluation.py) on it."""
     res.kernel_source = source
     res.kernel_sha256 = hashlib.sha256(source.encode()).hexdigest()
-    names = list(t.default_baselines if request.baselines is None else request.baselines)
-    res.baselines = names
+    names, res.libraries = _baseline_names(t, request.baselines)
+    res.baselines = [*names, figures.BEST_LIBRARY] if res.libraries else names
     res.seed = seed = _new_seed() if request.seed is None else int(request.seed)
     res.scenarios = [ScenarioOutcome(s.id, dict(s.params), correct=False, reason="not run") for s in request.scenarios]
 
@@ -175,6 +175,8 @@ def _judge_source(res: EvalResult, t, request: Request, source: str, session, wh
 
     availability = t.baseline_availability(names)
     res.baseline_notes = {n: note for n, note in availability.items() if note}
+    if res.libraries and all(n in res.baseline_notes for n in res.libraries):
+        res.baseline_notes[figures.BEST_LIBRARY] = f"none of the libraries ({', '.join(res.libraries)}) runs here"
     runnable = [n for n in names if not availability.get(n)]
     t0 = time.monotonic()
     facts = t.parent_setup()
@@ -201,7 +203,17 @@ def _judge_source(res: EvalResult, t, request: Request, source: str, session, wh
         evaluation.run(b.lib_path)
     finally:
         res.reference = t.reference_note()
-    _finish(res, request.scenarios, names)
+    _finish(res, request.scenarios, res.baselines)
+
+
+def _baseline_names(t, requested: list[str] | None) -> tuple[list[str], list[str]]:
+    """(the baselines to time, the libraries among them). "best_library" asked for by name stands for every
+    library of the task; the task's defaults where nothing is asked for."""
+    names = list(t.default_baselines if requested is None else requested)
+    if figures.BEST_LIBRARY in names:
+        names = [n for n in names if n != figures.BEST_LIBRARY]
+        names += [n for n in t.libraries if n not in names]
+    return names, [n for n in t.libraries if n in names]
 
 
 # (task, the child's environment) -> a child process booted ahead for this process's next evaluation

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import verdict
+from . import figures, verdict
 from .exchange import SLOTS
 from .result import EvalResult, ScenarioOutcome
 from .runner import ChildFailed, ChildSession
@@ -271,11 +271,28 @@ class Evaluation:
         o.baseline_ms = {n: cached.get(n) for n in self.res.baselines}
         o.baseline_ci_ms = {n: intervals[n] for n in self.res.baselines if n in intervals}
         o.speedup = {n: (cached[n] / med if n in cached and med > 0 else None) for n in self.res.baselines}
+        if figures.BEST_LIBRARY in self.res.baselines:
+            self.add_best_library(o)
         suspect = self.host_clock(o, per_call)
         suspect = suspect or verdict.timing_suspicion(med, None, sc.flops, sc.bytes, self.limits)
         if suspect:
             o.correct = False
             o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
+
+    def add_best_library(self, o: ScenarioOutcome) -> None:
+        """The fastest library on this scenario (figures.best_library) as one more baseline: its median, interval
+        and speedup, and in `details` which library it was (absent where no library ran the scenario)."""
+        best = figures.best_library(
+            {"baseline_ms": o.baseline_ms, "baseline_ci_ms": o.baseline_ci_ms}, self.res.libraries
+        )
+        if best is None:
+            o.speedup[figures.BEST_LIBRARY] = None
+            return
+        o.baseline_ms[figures.BEST_LIBRARY] = best["ms"]
+        if best["interval"] is not None:
+            o.baseline_ci_ms[figures.BEST_LIBRARY] = best["interval"]
+        o.speedup[figures.BEST_LIBRARY] = best["ms"] / o.time_ms if o.time_ms else None
+        o.details[figures.BEST_LIBRARY] = best["name"]
 
     def spot_check(self, sc: Scenario, o: ScenarioOutcome, checked: list[dict]) -> None:
         """Judge the outputs of the timed calls the child was told to keep (chosen after the calls ran)."""

@@ -214,6 +214,33 @@ def format_significant(value, digits: int = 3, *, suffix: str = "", missing: str
     return f"{text}{suffix}"
 
 
+# ---- the best library: what a user would otherwise call (issue 35) ----
+#
+# A task marks some of its baselines as libraries (`library = true` in task.toml: QuACK, torch's own paths, cuBLAS).
+# On each scenario the best library is the fastest of those that ran it: its median is the least of their medians,
+# and the speedup over it the least of the speedups over them. The harness writes it into each scenario as one more
+# baseline named BEST_LIBRARY (its median, interval and speedup, and in `details` which library it was), so every
+# reader (the geometric mean, a goal, the evidence view, the results table) takes it like any other baseline.
+# The interval: each library's median lies in its interval, so their least lies between the least of the lows and
+# the least of the highs; a library timed without an interval leaves the best library without one.
+BEST_LIBRARY = "best_library"
+
+
+def best_library(scenario: dict, libraries: list[str]) -> dict | None:
+    """The fastest of `libraries` on one scenario (its `baseline_ms`): {"name", "ms", "interval"} ([low, high] ms,
+    or None), or None where none of them ran it (not installed, or each refused the shape)."""
+    medians = scenario.get("baseline_ms") if isinstance(scenario.get("baseline_ms"), dict) else {}
+    timed = {name: ms for name in libraries if (ms := _measured(medians.get(name))) is not None}
+    if not timed:
+        return None
+    name = min(timed, key=timed.get)
+    intervals = [_median_interval(ms, _by_baseline(scenario, "baseline_ci_ms", n)) for n, ms in timed.items()]
+    interval = None
+    if all(i is not None for i in intervals):
+        interval = [min(i[0] for i in intervals), min(i[1] for i in intervals)]
+    return {"name": name, "ms": timed[name], "interval": interval}
+
+
 # ---- uncertainty: an interval on each speedup, "no difference", a busy host (docs/harness.md, "Noise") ----
 #
 # The harness records, per scenario, an interval on each median it timed (`time_ci_ms`, and `baseline_ci_ms`

@@ -6,7 +6,7 @@ This module sits above `result.py` (it imports the verdict type; the verdict kno
 
 from __future__ import annotations
 
-from .figures import host_busy, no_difference, scenario_interval, speedup_over, verdict_speedup_text
+from .figures import BEST_LIBRARY, host_busy, no_difference, scenario_interval, speedup_over, verdict_speedup_text
 from .result import EvalResult
 
 
@@ -45,7 +45,9 @@ def _speedup_cell(scenario: dict, baseline: str) -> str:
 
 
 def render_table(r: EvalResult, max_rows: int | None = None) -> str:
+    libraries = bool(r.libraries)
     head = ["scenario", "ok", "error", "tol", "ms", "TFLOP/s"] + [f"x {b}" for b in r.baselines]
+    head += ["best library"] if libraries else []
     rows = []
     scenario_dicts = r.to_dict()["scenarios"]
     for s, sd in zip(r.scenarios, scenario_dicts):
@@ -59,6 +61,7 @@ def render_table(r: EvalResult, max_rows: int | None = None) -> str:
                 _num(s.tflops, ".4g"),
             ]
             + [_speedup_cell(sd, b) for b in r.baselines]
+            + ([s.details.get(BEST_LIBRARY) or "n/a"] if libraries else [])
         )
     shown = rows if max_rows is None or len(rows) <= max_rows else rows[:max_rows]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *shown)] if shown else [len(h) for h in head]

@@ -59,6 +59,9 @@ class EvalResult:
     seed: int | None = None
     baselines: list[str] = field(default_factory=list)
     baseline_notes: dict[str, str] = field(default_factory=dict)  # baseline -> why it is n/a
+    # the baselines the task marks as libraries that this evaluation asked for: the "best_library" baseline is
+    # the fastest of them on each scenario (figures.best_library)
+    libraries: list[str] = field(default_factory=list)
     build: dict = field(default_factory=dict)  # registers, spills, shared memory, compile time, cache hit
     geomean_tflops: float | None = None
     # seconds spent in each part of this evaluation: build_s, setup_s (the judge's imports and peak

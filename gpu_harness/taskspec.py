@@ -18,6 +18,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .figures import BEST_LIBRARY
+
 SPEC_FILE = "task.toml"
 REFERENCE_FILE = "reference.py"
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -414,12 +416,17 @@ class Baseline:
     function: str = ""  # a function of reference.py, called like the kernel (writes the outputs)
     kernel: Path | None = None  # a source the harness compiles like a candidate
     warm: bool = False  # its first call of a shape is slow: the child calls it once while the judge works
-    # function baselines: modules that must import for it to run (else it is n/a here, with a note saying why)
-    requires: tuple[str, ...] = ()
+    # function baselines: modules that must import for it to run (else it is n/a here, with a note saying why);
+    # each entry is a tuple of alternatives, any one of which is enough ("flash_attn_interface" or
+    # "fa3_fwd_interface": FlashAttention-3 under either of its module names)
+    requires: tuple[tuple[str, ...], ...] = ()
     # it may raise on a configuration it cannot run: n/a there for the timing, skipped by a tolerance rule that
     # names it (the next baseline of the rule is tried); the self check reports it instead of failing
     may_refuse: bool = False
     description: str = ""  # what it is, as a reader is shown (default: where it comes from)
+    # a library a user would call instead of writing a kernel: the task's "best library" figure is the fastest
+    # of these on each scenario (gpu_harness.figures.best_library)
+    library: bool = False
 
     def describe(self, folder: Path) -> str:
         if self.description:
@@ -465,6 +472,11 @@ class TaskSpec:
     # field -> its line in task.toml, for the fields naming a function of reference.py or a kernel file (whose
     # problems are found once reference.py is imported or the kernel built: `task check` names the line then)
     lines: dict = field(default_factory=dict)
+
+    @property
+    def libraries(self) -> tuple[str, ...]:
+        """The baselines marked `library = true`, in the order written."""
+        return tuple(name for name, b in self.baselines.items() if b.library)
 
     @property
     def inputs(self) -> tuple[Arg, ...]:
@@ -1333,45 +1345,12 @@ class _SpecReader:
             if not isinstance(item, dict):
                 self.problem(where, 'expected a table: {function = "..."} or {kernel = "file"}', line)
                 continue
-            unknown = [
-                k for k in item if k not in ("function", "kernel", "warm", "requires", "may_refuse", "description")
-            ]
-            if unknown:
-                self.problem(where, f"unknown field(s) {', '.join(unknown)}", line)
-            if ("function" in item) == ("kernel" in item):
-                self.problem(where, "give exactly one of function (in reference.py) or kernel (a source file)", line)
+            if name == BEST_LIBRARY:
+                self.problem(where, f"{BEST_LIBRARY!r} is the harness's own figure (the fastest library): rename", line)
                 continue
-            flags = {}
-            for key in ("warm", "may_refuse"):
-                flags[key] = item.get(key, False)
-                if not isinstance(flags[key], bool):
-                    self.problem(f"{where}.{key}", "true or false", line)
-                    flags[key] = False
-            description = item.get("description", "")
-            if not isinstance(description, str):
-                self.problem(f"{where}.description", "a line of text", line)
-                description = ""
-            requires = item.get("requires", [])
-            requires = [requires] if isinstance(requires, str) else requires
-            if not isinstance(requires, list) or not all(
-                isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in requires
-            ):
-                self.problem(f"{where}.requires", 'module names, e.g. ["flash_attn_interface"]', line)
-                requires = []
-            if "function" in item:
-                fn = item["function"]
-                self.where[f"{where}.function"] = line
-                if not isinstance(fn, str) or not fn.isidentifier():
-                    self.problem(f"{where}.function", f"{fn!r} is not a function name", line)
-                    continue
-                out[name] = Baseline(name, function=fn, requires=tuple(requires), description=description, **flags)
-            else:
-                if requires or flags["may_refuse"]:
-                    self.problem(where, "requires and may_refuse are a function baseline's", line)
-                path = self.file_field(f"{where}.kernel", item["kernel"], line)
-                self.where[f"{where}.kernel"] = line
-                if path is not None:
-                    out[name] = Baseline(name, kernel=path, warm=flags["warm"], description=description)
+            baseline = self.read_baseline(name, item, where, line)
+            if baseline is not None:
+                out[name] = baseline
         defaults = b.get("default", list(out))
         dline = self.lines.key("default", head)
         if not isinstance(defaults, list) or not all(isinstance(d, str) for d in defaults):
@@ -1381,6 +1360,59 @@ class _SpecReader:
             if d not in out:
                 self.problem("baselines.default", f"{d!r} is not a baseline (known: {', '.join(out)})", dline)
         return out, defaults, versions
+
+    def read_baseline(self, name: str, item: dict, where: str, line: int | None) -> Baseline | None:
+        """One entry of [baselines]: a function of reference.py or a kernel file, with its flags."""
+        known = ("function", "kernel", "warm", "requires", "may_refuse", "description", "library")
+        unknown = [k for k in item if k not in known]
+        if unknown:
+            self.problem(where, f"unknown field(s) {', '.join(unknown)}", line)
+        if ("function" in item) == ("kernel" in item):
+            self.problem(where, "give exactly one of function (in reference.py) or kernel (a source file)", line)
+            return None
+        flags = {}
+        for key in ("warm", "may_refuse", "library"):
+            flags[key] = item.get(key, False)
+            if not isinstance(flags[key], bool):
+                self.problem(f"{where}.{key}", "true or false", line)
+                flags[key] = False
+        description = item.get("description", "")
+        if not isinstance(description, str):
+            self.problem(f"{where}.description", "a line of text", line)
+            description = ""
+        requires = self.read_requires(item.get("requires", []), where, line)
+        if "function" in item:
+            fn = item["function"]
+            self.where[f"{where}.function"] = line
+            if not isinstance(fn, str) or not fn.isidentifier():
+                self.problem(f"{where}.function", f"{fn!r} is not a function name", line)
+                return None
+            return Baseline(name, function=fn, requires=requires, description=description, **flags)
+        if requires or flags["may_refuse"]:
+            self.problem(where, "requires and may_refuse are a function baseline's", line)
+        path = self.file_field(f"{where}.kernel", item["kernel"], line)
+        self.where[f"{where}.kernel"] = line
+        if path is None:
+            return None
+        return Baseline(name, kernel=path, warm=flags["warm"], description=description, library=flags["library"])
+
+    def read_requires(self, requires, where: str, line: int | None) -> tuple[tuple[str, ...], ...]:
+        """`requires`: a module name, or a list whose entries are module names or lists of alternatives (any one
+        of which is enough: ["flash_attn_interface", "fa3_fwd_interface"] inside the list)."""
+
+        def module(m) -> bool:
+            return isinstance(m, str) and all(p.isidentifier() for p in m.split("."))
+
+        requires = [requires] if isinstance(requires, str) else requires
+        entries = [tuple(e) if isinstance(e, list) else (e,) for e in requires] if isinstance(requires, list) else None
+        if entries is None or not all(e and all(module(m) for m in e) for e in entries):
+            self.problem(
+                f"{where}.requires",
+                'module names, e.g. ["flash_attn_interface"], or alternatives: [["flash_attn_interface", "fa3_fwd_interface"]]',
+                line,
+            )
+            return ()
+        return tuple(entries)
 
     def read_tolerance(self, baselines: dict, args: list[Arg], scenarios) -> tuple[dict, Tolerance | None]:
         """[tolerance]: one rule for every output, or a table per output ([tolerance.o], [tolerance.lse]).
@@ -1528,10 +1560,17 @@ class _SpecReader:
         head = self.lines.header("goal")
         self.only(g, head, {"baseline", "speedup"}, section="goal", why="unknown field")
         base, speedup = g.get("baseline"), g.get("speedup")
-        if base not in baselines:
+        libraries = [name for name, b in baselines.items() if b.library]
+        if base == BEST_LIBRARY and not libraries:
             self.problem(
                 "goal.baseline",
-                f"{base!r} is not a baseline (known: {', '.join(baselines)})",
+                f"{BEST_LIBRARY!r} needs baselines marked library = true (none is)",
+                self.lines.key("baseline", head) or head,
+            )
+        elif base not in baselines and base != BEST_LIBRARY:
+            self.problem(
+                "goal.baseline",
+                f"{base!r} is not a baseline (known: {', '.join([*baselines, *([BEST_LIBRARY] if libraries else [])])})",
                 self.lines.key("baseline", head) or head,
             )
         if isinstance(speedup, bool) or not isinstance(speedup, (int, float)) or not speedup > 0:

@@ -57,7 +57,16 @@ def default_baseline(evaluation: Evaluation, baselines: list[str]) -> str | None
     return goal if goal in baselines else (baselines[0] if baselines else None)
 
 
-def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str]) -> dict:
+def _best_library_name(s: dict, libraries: list[str], baselines: list[str]) -> str:
+    """Which library was the fastest on this scenario (figures.best_library over its stored medians), where the
+    evaluation measured the best library and the task names its libraries; else ""."""
+    if figures.BEST_LIBRARY not in baselines:
+        return ""
+    best = figures.best_library(s, libraries)
+    return best["name"] if best else ""
+
+
+def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str], libraries: list[str]) -> dict:
     outcome = figures.scenario_outcome(s)
     counts = spec_counts.get(s["id"]) or {}
     tflops = s.get("tflops")
@@ -85,6 +94,7 @@ def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str])
         "speedups": {b: _speedup_cell_text(v, intervals[b]) for b, v in speedups.items()},
         "intervals": {b: figures.format_interval(i) for b, i in intervals.items()},
         "tones": {b: "even" if figures.no_difference(intervals[b]) else speedup_tone(v) for b, v in speedups.items()},
+        "best_library": _best_library_name(s, libraries, baselines),
     }
 
 
@@ -108,6 +118,8 @@ def _cell_title(row: dict, params_shown: list[str], has_peaks: bool) -> str:
             for b, text in row["speedups"].items()
         )
     )
+    if row["best_library"]:
+        lines.append(f"best library here: {row['best_library']}")
     return "\n".join(lines)
 
 
@@ -171,7 +183,8 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
     chosen = default_baseline(evaluation, baselines)
     peaks = evaluation.peaks or {}
     has_bytes = any((c.get("bytes") or 0) > 0 for c in _spec_counts(spec).values())
-    rows = [_scenario_row(s, _spec_counts(spec), peaks, baselines) for s in outcomes]
+    libraries = [name for name in spec.get("libraries") or [] if isinstance(name, str)]
+    rows = [_scenario_row(s, _spec_counts(spec), peaks, baselines, libraries) for s in outcomes]
     by_id = {r["id"]: r for r in rows}
     grid = scenario_grid(list(spec.get("parameters") or []), outcomes)
     shown = [a for a in [*grid.row_axes, *grid.column_axes] if a != SCENARIO_AXIS]
@@ -201,6 +214,7 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
     return {
         "baselines": baselines,
         "baseline": chosen,
+        "best_library": figures.BEST_LIBRARY,
         "row_axes": [a if a != SCENARIO_AXIS else "scenario" for a in grid.row_axes],
         "column_axes": grid.column_axes,
         "column_headers": column_headers(grid.column_axes, grid.columns),

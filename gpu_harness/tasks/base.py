@@ -57,6 +57,7 @@ class Task:
     abi: str = ""  # the C declaration, shown to agents
     starting_kernel: Path | None = None
     default_baselines: tuple[str, ...] = ()
+    libraries: tuple[str, ...] = ()  # the baselines that are libraries a user would call instead (taskspec)
     needs_gpu: bool = False
     timing_overrides: dict = {}  # replaces entries of evaluation.TIMING for this task
     output_names: tuple[str, ...] = ()  # the outputs of one call, in the order they are judged

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import math
@@ -62,6 +63,7 @@ class DataTask(Task):
         self.flops_text = spec.flops.text
         self.starting_kernel = spec.starting_kernel or self._stub_file()
         self.default_baselines = spec.default_baselines
+        self.libraries = spec.libraries
         self.timing_overrides = dict(spec.timing)
         self.output_names = tuple(a.name for a in spec.outputs)
         self.baselines_to_warm = tuple(n for n, b in spec.baselines.items() if b.warm)
@@ -268,7 +270,13 @@ class DataTask(Task):
     def versions(self) -> str:
         """[baselines] versions where the task names its libraries, else the target's own (library_versions)."""
         own = self.task_versions()
-        return own if own is not None else self.library_versions()
+        if own is not None:
+            return own
+        # the libraries the baselines require (QuACK's, say) where they are installed: a new version of one is
+        # another baseline to time
+        required = dict.fromkeys(m for b in self.spec.baselines.values() for entry in b.requires for m in entry)
+        extra = [v for m in required if (v := module_version(m)) is not None]
+        return ", ".join([self.library_versions(), *dict.fromkeys(extra)])
 
     def library_versions(self) -> str:
         """The libraries a target's baselines run on, where the task does not name them."""
@@ -731,14 +739,50 @@ def _untimed(part: str):
     yield
 
 
-def _import_note(modules: tuple[str, ...]) -> str | None:
-    """None when every module imports here; else a note saying which does not (the baseline is then n/a)."""
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception as e:
-            return f"{module} does not import here ({type(e).__name__})"
+def _import_note(requires: tuple[tuple[str, ...], ...]) -> str | None:
+    """None when each entry of `requires` has a module that imports here (an entry's modules are alternatives);
+    else a note saying which does not (the baseline is then n/a)."""
+    for alternatives in requires:
+        errors = []
+        for module in alternatives:
+            try:
+                importlib.import_module(module)
+                break
+            except Exception as e:
+                errors.append(type(e).__name__)
+        else:
+            if len(alternatives) == 1:
+                return f"{alternatives[0]} does not import here ({errors[0]})"
+            names = " nor ".join(alternatives)
+            return f"neither {names} imports here ({', '.join(dict.fromkeys(errors))})"
     return None
+
+
+@functools.cache
+def _distributions() -> dict:
+    """Top-level module -> the distributions that install it (one scan of the installed packages a process)."""
+    from importlib import metadata
+
+    return metadata.packages_distributions()
+
+
+def module_version(module: str) -> str | None:
+    """`module`'s distribution and version where it is installed ("quack-kernels 0.6.5"), from the package's
+    metadata (a module without __version__ has one too); None where it does not import or has none."""
+    from importlib import metadata
+
+    top = module.split(".")[0]
+    try:
+        importlib.import_module(top)
+    except Exception:
+        return None
+    for dist in _distributions().get(top, []):
+        try:
+            return f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            continue
+    version = getattr(sys.modules.get(top), "__version__", None)
+    return f"{top} {version}" if version else None
 
 
 def _params(params: dict) -> str:

@@ -22,7 +22,7 @@ def _number(value: float) -> float | None:
 
 def task_summary(task: Task) -> dict:
     """The task's description, target, ABI, parameter names, scenarios (id, parameters, FLOP and byte counts), quick subset,
-    baselines (each described, default or not), tolerance rule, FLOP formula, own goal and starting kernel."""
+    baselines (each described, default or not), which are libraries, tolerance rule, FLOP formula, own goal and starting kernel."""
     defaults = set(task.default_baselines)
     described = task.baseline_descriptions()
     # Every default baseline is listed even where the task does not describe it, defaults first, in its order.
@@ -47,6 +47,8 @@ def task_summary(task: Task) -> dict:
         "baselines": [
             {"name": name, "describe": described.get(name, name), "default": name in defaults} for name in names
         ],
+        # the baselines that are libraries: "best_library" in a verdict is the fastest of them on each scenario
+        "libraries": list(task.libraries),
         "tolerance": task.tolerance_text,
         "flops": task.flops_text,
         "goal": dict(task.goal) if task.goal else None,

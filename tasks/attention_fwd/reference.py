@@ -4,9 +4,9 @@
   an Sq x Sk matrix for 16k tokens), on the sampled query rows of a spot check when given `sampled`;
 - `fused`: the same computation in one CUDA kernel (attention_fwd_reference.cu, built in the background through
   the candidates' build cache), and its one-pass comparison, which the judge uses on the GPU where it serves;
-- the baselines: torch SDPA's cuDNN and flash (FlashAttention-2) backends, FlashAttention-3 and -4 where they
-  import; SDPA's backend choice is process-wide state, held by `SDPA_LOCK` (the child times baselines on several
-  threads, the judge computes cuDNN's outputs ahead on several);
+- the baselines: torch SDPA's cuDNN and flash (FlashAttention-2) backends, FlashAttention-3 (under either of its
+  module names) and -4 where they import; SDPA's backend choice is process-wide state, held by `SDPA_LOCK` (the
+  child times baselines on several threads, the judge computes cuDNN's outputs ahead on several);
 - `whole`: a spot check's look at the whole outputs without a reference (rows that see no key: O = 0, LSE = -inf);
 - `versions`: what the baselines' timings depend on (the baseline cache's key).
 
@@ -20,6 +20,7 @@ import threading
 
 from gpu_harness.tasks.attention_reference import FusedReference
 from gpu_harness.tasks.attention_reference import reference as chunked_reference
+from gpu_harness.tasks.data_task import module_version
 
 DTYPE_NAMES = {0: "bf16", 1: "fp16"}  # the ABI's dtype argument
 
@@ -84,9 +85,28 @@ def flash(q, k, v, causal, softmax_scale, **_):
 
 
 def fa3(q, k, v, causal, softmax_scale, **_):
-    from flash_attn_interface import flash_attn_func
+    """FlashAttention-3 (flash-attention's hopper/ build) under either module name: `flash_attn_interface` (the full
+    build) or `fa3_fwd_interface` (the fa3-fwd wheel: forward only, bf16 only, so n/a on fp16 scenarios)."""
+    import torch
 
-    return {"o": _flash_attn(flash_attn_func, q, k, v, causal, softmax_scale)}
+    module = _fa3_module()
+    if module.__name__ == "fa3_fwd_interface" and q.dtype == torch.float16:
+        raise NotImplementedError("fa3-fwd (fa3_fwd_interface) has no fp16 kernels: bf16 only")
+    return {"o": _flash_attn(module.flash_attn_func, q, k, v, causal, softmax_scale)}
+
+
+FA3_MODULES = ("flash_attn_interface", "fa3_fwd_interface")  # task.toml's fa3 requires one of them
+
+
+def _fa3_module():
+    import importlib
+
+    for name in FA3_MODULES:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError(f"neither {' nor '.join(FA3_MODULES)} imports here")
 
 
 def fa4(q, k, v, causal, softmax_scale, **_):
@@ -189,10 +209,9 @@ def versions() -> str:
     import torch
 
     parts = [f"torch {torch.__version__}", f"cudnn {torch.backends.cudnn.version()}"]
-    for mod in ("flash_attn_interface", "flash_attn"):
-        try:
-            m = __import__(mod)
-            parts.append(f"{mod} {getattr(m, '__version__', '?')}")
-        except Exception:
-            pass
+    # FA3 under either name and flash-attn-4, where installed, by their distributions' versions (fa3-fwd's module
+    # has no __version__)
+    for mod in (*FA3_MODULES, "flash_attn"):
+        if (version := module_version(mod)) is not None:
+            parts.append(f"{mod}: {version}")
     return ", ".join(parts)

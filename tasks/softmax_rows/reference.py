@@ -1,4 +1,5 @@
-"""softmax_rows's reference and its torch baselines (torch tensors on the judge's device: the cuda-sm90 target)."""
+"""softmax_rows's reference and its baselines: torch's own paths and QuACK's CuTe-DSL kernel, the libraries a user
+would call instead of writing a kernel (torch tensors on the judge's device: the cuda-sm90 target)."""
 
 import torch
 
@@ -37,3 +38,19 @@ def _softmax_into(x, y):
 def compiled_softmax(x, y, rows, cols):
     """The same softmax through torch.compile (one kernel per shape, compiled on its first call)."""
     compiled(_softmax_into)(x, y)
+
+
+# QuACK loads a row in 16-byte vectors (8 bf16 elements) and asserts that the row length divides by 8
+QUACK_VECTOR = 8
+
+
+def quack_softmax(x, y, rows, cols):
+    """QuACK's softmax (quack.softmax.softmax_fwd: a CuTe-DSL Hopper kernel, compiled on a shape's first call),
+    returning its own tensor as a user gets it. Refuses rows whose length 8 does not divide, with the reason."""
+    if cols % QUACK_VECTOR:
+        raise NotImplementedError(
+            f"QuACK's softmax needs a row length divisible by {QUACK_VECTOR} (16-byte vectors of bf16): cols={cols}"
+        )
+    from quack.softmax import softmax_fwd
+
+    return softmax_fwd(x)

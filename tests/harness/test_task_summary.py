@@ -19,6 +19,7 @@ KEYS = {
     "scenarios",
     "quick",
     "baselines",
+    "libraries",
     "tolerance",
     "flops",
     "goal",
@@ -47,6 +48,12 @@ def test_a_folder_tasks_summary_is_its_spec():
     assert [b["describe"] for b in summary["baselines"]] == [b.describe(spec.folder) for b in spec.baselines.values()]
     assert summary["goal"] == {"baseline": "naive", "speedup": 2.0} and summary["starting_kernel"] == "naive.cpp"
     assert summary["parameters"] == ["m", "n", "k"]  # as task.toml writes them
+    assert summary["libraries"] == []  # matmul_cpu marks no baseline a library
+
+
+def test_a_gpu_tasks_summary_names_its_libraries_in_order():
+    assert task_summary(get_task("softmax_rows"))["libraries"] == ["eager", "compile", "quack"]
+    assert task_summary(get_task("gemm_bias_gelu"))["libraries"] == ["eager", "epilogue", "compile"]
 
 
 def test_attentions_summary_describes_every_baseline_it_knows():

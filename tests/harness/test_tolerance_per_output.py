@@ -156,7 +156,7 @@ def test_task_check_names_each_bad_rule(folder, old, new, want):
     [
         ('refuser = { function = "refuser", may_refuse = 1 }', [("baselines.refuser.may_refuse", "true or false")]),
         ('refuser = { function = "refuser", requires = "flash attn" }',
-         [("baselines.refuser.requires", 'module names, e.g. ["flash_attn_interface"]')]),
+         [("baselines.refuser.requires", 'module names, e.g. ["flash_attn_interface"], or alternatives: [["flash_attn_interface", "fa3_fwd_interface"]]')]),
         ('refuser = { function = "refuser", description = 3 }', [("baselines.refuser.description", "a line of text")]),
         ('refuser = { kernel = "kernel.cpp", may_refuse = true }',
          [("baselines.refuser", "requires and may_refuse are a function baseline's"),

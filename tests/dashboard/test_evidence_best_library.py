@@ -1,0 +1,60 @@
+"""The evidence view of a data task's evaluation against its libraries (issue 35): the speed-up over the best
+library on each scenario, beside each library's, naming which library that was, and chosen by default because the
+task's goal names it. The verdict is the harness's own, from an H200 (docs/device-runs/)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from gpu_harness import figures, get_task
+from gpu_harness.tasks.summary import task_summary
+from runs.services import evaluation_record, kernel_record, task_upsert
+from tests.dashboard.helpers import make_user
+
+pytestmark = pytest.mark.django_db
+RUN = Path(__file__).resolve().parents[2] / "docs/device-runs/2026-12-04_libraries_softmax_rows_naive_full.json"
+
+
+@pytest.fixture
+def evaluation():
+    spec = task_summary(get_task("softmax_rows"))
+    task = task_upsert(
+        name="softmax_rows",
+        target="cuda-sm90",
+        starting_kernel="// naive\n",
+        goal_baseline=spec["goal"]["baseline"],
+        goal_speedup=spec["goal"]["speedup"],
+        title="softmax",
+        scenario_ids=[s["id"] for s in spec["scenarios"]],
+        spec=spec,
+    )
+    verdict = json.loads(RUN.read_text())
+    kernel = kernel_record(task=task, source=verdict["kernel_source"], filename="naive.cu", run=None)
+    return evaluation_record(kernel=kernel, result=verdict, run=None), verdict
+
+
+def _scenario_table_cells(html: str, scenario: str) -> list[str]:
+    row = re.search(rf'<tr class="outcome-[^"]*" data-scenario="{scenario}">(.*?)</tr>', html, re.S).group(1)
+    return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row, re.S)]
+
+
+def test_each_scenario_shows_the_speedup_over_its_best_library_and_names_it(client, evaluation):
+    ev, verdict = evaluation
+    client.force_login(make_user("vera"))
+    html = client.get(reverse("evaluation_detail", args=[ev.pk])).content.decode()
+    # the goal, best_library, is the baseline the grid is coloured by
+    assert re.search(r'<option value="best_library" selected>best_library \(goal\)</option>', html)
+    header = re.search(r"<table class=\"scenarios\">\s*<thead><tr>(.*?)</tr>", html, re.S).group(1)
+    columns = re.findall(r"<th>vs ([\w]+)</th>", header)
+    assert columns == ["eager", "compile", "quack", "naive", "best_library"]
+    by_id = {s["id"]: s for s in verdict["scenarios"]}
+    for sid, library in (("r8192_c8192", "quack"), ("r2048_c4097", "eager")):  # QuACK refuses 4097 columns
+        cells = _scenario_table_cells(html, sid)[-len(columns) :]
+        best = cells[-1]
+        expected = figures.format_significant(by_id[sid]["speedup"]["best_library"], suffix="×")
+        assert best.startswith(expected) and best.endswith(library)
+        assert by_id[sid]["details"]["best_library"] == library
+    assert "fastest of the task&#x27;s libraries" in html or "fastest of the task's libraries" in html
