@@ -332,8 +332,19 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
         assert drawn["question"] == ["Is the inner loop vectorised?"] * 2
         assert page.locator("#speedup-chart .scatterlayer .point").count() >= 3
         page.wait_for_selector("#run-best:has-text('1.750×')")
+        # A new best whose interval holds 1.0: the header, redrawn live, says so as the server writes it.
+        worker.event(run_id, 4, "evaluation", with_interval(eval_payload(2.0), 0.9, 3.0))
+        page.wait_for_selector("#run-best:has-text('no difference (0.900–3.00×) (verified: full set)')")
     finally:
         worker.close()
+
+
+def with_interval(payload: dict, low: float, high: float) -> dict:
+    """The payload with the intervals the harness measures now: every scenario's speed-up within [low, high]."""
+    for scenario in payload["result"]["scenarios"]:
+        speedup = scenario["speedup"]["naive"]
+        scenario.update(time_ci_ms=[1.0, 1.0], baseline_ms={"naive": speedup}, baseline_ci_ms={"naive": [low, high]})
+    return payload
 
 
 def test_a_12000_step_run_page_opens_on_its_last_page_and_scrolls_back(live_site, login):
