@@ -1,10 +1,12 @@
 """The models a run can use from this site, for the start form: which can run here, and what each needs.
 
-A model is named as the worker's `make_model` reads it (agentloop/models): `replay:FILE` plays a recorded run
-back and needs nothing; an Anthropic id needs ANTHROPIC_API_KEY; `openai:MODEL` needs OPENAI_BASE_URL (an
+A model is named as the worker's `make_model` reads it (agentloop/models): `replay:agentloop/replays/NAME.jsonl`
+plays back a recording shipped in that folder (the worker opens no other: agentloop.models.replay) and needs
+nothing; an Anthropic id needs ANTHROPIC_API_KEY; `openai:MODEL` needs OPENAI_BASE_URL (an
 OpenAI-compatible server). The keys are read where the agent runs, in the worker's environment. `make run`'s local
 worker inherits the server's, so what is set here is what the local worker has; a remote worker host may have
-its own, which this page cannot see.
+its own, which this page cannot see: a start is judged by what is set here (`model_refusal`), so a site whose
+remote workers hold the key sets the variable on the server too.
 """
 
 import json
