@@ -4,7 +4,7 @@ from django import forms
 from django.conf import settings
 
 from questionbank.models import DecisionPoint, QuestionCategory
-from runs.model_options import default_model, model_options, recording_of
+from runs.model_options import default_model, model_options, model_refusal, recording_of
 from runs.models import Kernel, ReviewMode, Task
 
 
@@ -19,7 +19,7 @@ class StartRunForm(forms.Form):
     model = forms.CharField(
         max_length=120,
         widget=forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
-        help_text="one of the models below, an Anthropic model id, openai:MODEL, or replay:FILE",
+        help_text="one of the models below that can run here: an Anthropic model id, openai:MODEL, or a recording listed",
     )
     review_mode = forms.ChoiceField(choices=ReviewMode.choices, initial=ReviewMode.REVIEW)
     # Each number has a ceiling far above any real run and far below what its column holds (2,147,483,647 for a
@@ -37,6 +37,7 @@ class StartRunForm(forms.Form):
     def __init__(self, *args, environ=None, **kwargs):
         super().__init__(*args, **kwargs)
         # What can run here, and what each needs (the page lists them; the field suggests them).
+        self.environ = environ
         self.model_options = model_options(environ)
         self.fields["model"].initial = default_model(self.model_options)
         self.fields["starting_kernel"].queryset = Kernel.objects.select_related("task").order_by(
@@ -52,12 +53,18 @@ class StartRunForm(forms.Form):
         kernel, task = data.get("starting_kernel"), data.get("task")
         if kernel is not None and task is not None and kernel.task_id not in (None, task.pk):
             self.add_error("starting_kernel", f"this kernel belongs to task {kernel.task}, not {task}")
+        self.check_models(data)
         recording = recording_of(data.get("model"), self.model_options)
         if recording and task is not None and recording.get("task") not in (None, task.name):
             self.add_error("model", f"this recording is of task {recording['task']}, not {task}: pick that task")
         if data.get("review_mode") == ReviewMode.REVIEW_TIMEOUT and not data.get("review_timeout_s"):
             self.add_error("review_timeout_s", "a timeout is needed for this review mode")
         return data
+
+    def check_models(self, data) -> None:
+        """Refuse a model that cannot run here, with the reason the page's list gives (not queued to fail)."""
+        if data.get("model") and (refusal := model_refusal(data["model"], self.model_options, self.environ)):
+            self.add_error("model", refusal)
 
 
 class MessageForm(forms.Form):
@@ -118,7 +125,7 @@ class ForkForm(forms.Form):
     model = forms.CharField(
         max_length=120,
         widget=forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
-        help_text="the model the fork continues with: the parent's, another Anthropic id, openai:MODEL or replay:FILE",
+        help_text="the model the fork continues with: the parent's, another Anthropic id, openai:MODEL or a recording listed",
     )
     decision = forms.ChoiceField(
         required=False,
@@ -164,3 +171,11 @@ class StudyForm(StartRunForm):
         super().__init__(*args, **kwargs)
         del self.fields["starting_kernel"]  # a study's runs start from their recording's kernel, or their task's
         self.fields["review_mode"].initial = ReviewMode.AUTO
+
+    def check_models(self, data) -> None:
+        """A study of models checks each of its values (the model field then holds none of its runs' models)."""
+        if data.get("setting") != "model":
+            return super().check_models(data)
+        for word in dict.fromkeys(w.strip() for w in (data.get("values") or "").split(",") if w.strip()):
+            if refusal := model_refusal(word, self.model_options, self.environ):
+                self.add_error("values", refusal)

@@ -1,10 +1,12 @@
 """The models a run can use from this site, for the start form: which can run here, and what each needs.
 
-A model is named as the worker's `make_model` reads it (agentloop/models): `replay:FILE` plays a recorded run
-back and needs nothing; an Anthropic id needs ANTHROPIC_API_KEY; `openai:MODEL` needs OPENAI_BASE_URL (an
+A model is named as the worker's `make_model` reads it (agentloop/models): `replay:agentloop/replays/NAME.jsonl`
+plays back a recording shipped in that folder (the worker opens no other: agentloop.models.replay) and needs
+nothing; an Anthropic id needs ANTHROPIC_API_KEY; `openai:MODEL` needs OPENAI_BASE_URL (an
 OpenAI-compatible server). The keys are read where the agent runs, in the worker's environment. `make run`'s local
 worker inherits the server's, so what is set here is what the local worker has; a remote worker host may have
-its own, which this page cannot see.
+its own, which this page cannot see: a start is judged by what is set here (`model_refusal`), so a site whose
+remote workers hold the key sets the variable on the server too.
 """
 
 import json
@@ -15,6 +17,7 @@ from pathlib import Path
 from django.conf import settings
 
 from agentloop.cli import DEFAULT_MODEL
+from agentloop.protocol import VERIFY_MODEL
 
 REPLAY_FOLDER = Path("agentloop") / "replays"
 
@@ -42,7 +45,8 @@ def recorded_config(path: Path) -> dict | None:
 def replay_options() -> list[ModelOption]:
     base = Path(settings.BASE_DIR)
     options = []
-    for path in sorted((base / REPLAY_FOLDER).glob("*.jsonl")):
+    # Only plain files: a worker replays no symlink (agentloop.models.replay.recording_path), so none is offered.
+    for path in sorted(p for p in (base / REPLAY_FOLDER).glob("*.jsonl") if p.is_file() and not p.is_symlink()):
         config = recorded_config(path) or {}
         task = config.get("task")
         options.append(
@@ -58,43 +62,72 @@ def replay_options() -> list[ModelOption]:
     return options
 
 
+def _anthropic_option(spec: str, environ) -> ModelOption:
+    ready = bool(environ.get("ANTHROPIC_API_KEY"))
+    return ModelOption(
+        spec=spec,
+        label=f"{spec} (Anthropic API)",
+        needs="ANTHROPIC_API_KEY in the worker's environment"
+        + (": set here" if ready else ": not set here, so the local worker cannot run it"),
+        ready=ready,
+    )
+
+
+def _openai_option(spec: str, environ) -> ModelOption:
+    ready = bool(environ.get("OPENAI_BASE_URL"))
+    return ModelOption(
+        spec=spec,
+        label=f"{spec} (an OpenAI-compatible server: vLLM, llama.cpp, ...)",
+        needs="OPENAI_BASE_URL in the worker's environment (and OPENAI_API_KEY if the server wants one)"
+        + (
+            f": set here ({environ['OPENAI_BASE_URL']})"
+            if ready
+            else ": not set here, so the local worker cannot run it"
+        )
+        + ("" if spec != "openai:MODEL" else "; write the model's name as that server knows it"),
+        ready=ready,
+    )
+
+
 def api_options(environ=None) -> list[ModelOption]:
     environ = os.environ if environ is None else environ
-    anthropic_ready = bool(environ.get("ANTHROPIC_API_KEY"))
-    openai_ready = bool(environ.get("OPENAI_BASE_URL"))
     chosen = environ.get("KSEEK_MODEL", "")
-    options = []
-    for spec in dict.fromkeys(m for m in (chosen, DEFAULT_MODEL) if m and not m.startswith(("openai:", "replay:"))):
-        options.append(
-            ModelOption(
-                spec=spec,
-                label=f"{spec} (Anthropic API)",
-                needs="ANTHROPIC_API_KEY in the worker's environment"
-                + (": set here" if anthropic_ready else ": not set here, so the local worker cannot run it"),
-                ready=anthropic_ready,
-            )
-        )
-    openai_spec = chosen if chosen.startswith("openai:") else "openai:MODEL"
-    options.append(
-        ModelOption(
-            spec=openai_spec,
-            label=f"{openai_spec} (an OpenAI-compatible server: vLLM, llama.cpp, ...)",
-            needs="OPENAI_BASE_URL in the worker's environment (and OPENAI_API_KEY if the server wants one)"
-            + (
-                f": set here ({environ['OPENAI_BASE_URL']})"
-                if openai_ready
-                else ": not set here, so the local worker cannot run it"
-            )
-            + ("" if openai_spec != "openai:MODEL" else "; write the model's name as that server knows it"),
-            ready=openai_ready,
-        )
-    )
+    options = [
+        _anthropic_option(spec, environ)
+        for spec in dict.fromkeys(m for m in (chosen, DEFAULT_MODEL) if m and not m.startswith(("openai:", "replay:")))
+    ]
+    options.append(_openai_option(chosen if chosen.startswith("openai:") else "openai:MODEL", environ))
     return options
 
 
 def model_options(environ=None) -> list[ModelOption]:
     """Every model the form offers: the replays found here first, then the API models; `ready` says which run."""
     return replay_options() + api_options(environ)
+
+
+def model_refusal(spec: str, options: list[ModelOption], environ=None) -> str | None:
+    """Why a run of `spec` cannot run here, in the words of the "Models that can run here" list (`options`,
+    `model_options`'s); None when it can. Every way a run starts asks this first (the start and study forms,
+    `study_start`, `run_fork`), so that such a run is refused with its reason rather than queued to fail; the
+    worker refuses a replay that names no recording of its own folder anyway (agentloop.models.replay)."""
+    environ = os.environ if environ is None else environ
+    if spec == VERIFY_MODEL:
+        return (
+            f"{VERIFY_MODEL} is the model of a kernel page's Verify here (one full evaluation of a stored kernel, "
+            "no agent): start it from that page"
+        )
+    if spec.startswith("replay:"):
+        if any(option.spec == spec for option in options):
+            return None
+        held = ", ".join(option.spec for option in options if option.spec.startswith("replay:")) or "none"
+        return f"{spec:.160} names no recording this site holds: a replay model is one of those listed ({held})"
+    if spec.startswith("openai:") and spec != "openai:MODEL" and len(spec) > len("openai:"):
+        option = _openai_option(spec, environ)
+    elif spec.startswith("openai:"):
+        return "openai:MODEL needs the model's name as the OpenAI-compatible server knows it, e.g. openai:qwen3-coder"
+    else:
+        option = _anthropic_option(spec, environ)
+    return None if option.ready else f"{spec:.160} cannot run here: it needs {option.needs}"
 
 
 def default_model(options: list[ModelOption]) -> str:

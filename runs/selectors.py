@@ -7,6 +7,7 @@ from gpu_harness import figures
 from runs.models import (
     FINISHED_STATUSES,
     Evaluation,
+    EvaluationStatus,
     Kernel,
     Question,
     QuestionStatus,
@@ -238,24 +239,75 @@ def standing_suffix(verdict: dict, baseline: str, full_ids: list[str], imported:
     return f" ({standing})"
 
 
+# The labels the run header writes after each of its best figures (what each may be called: gpu_harness.figures).
+BEST_LABELS = {
+    figures.VERIFIED: "(verified: full set)",
+    figures.QUICK: "(quick: on the quick set only, not verified)",
+    figures.IMPORTED: "(imported: the trace's claim, not measured here)",
+}
+
+
+def _labelled(evaluation: Evaluation | None, value: float | None, baseline: str, standing: str) -> str | None:
+    """A best figure as the run header writes it: the evaluation's speedup with its interval ("no difference"
+    where that holds 1.0, "host was busy" where it was: `evaluation_speedup_text`, as the Evaluations table
+    writes it), then its label; the point figure alone where no evaluation is at hand; None for no figure."""
+    if value is None:
+        return None
+    text = (
+        evaluation_speedup_text(evaluation, baseline)
+        if evaluation is not None
+        else figures.format_speedup(value, times="×")
+    )
+    return f"{text} {BEST_LABELS[standing]}"
+
+
 def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) -> dict:
     """The run's best figures that are not verified, which its page shows labelled beside its verified best
     (`Run.best_speedup`): "quick", the best all-correct quick-set figure measured here, and "claimed", the best
-    an imported trace claims; each None where there is none or where the verified best is as high."""
+    an imported trace claims; each None where there is none or where the verified best is as high. `quick_text`
+    and `claimed_text`: each as the header writes it, with its interval and label (`_labelled`)."""
     baseline = run.goal[0]
     full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
-    best: dict[str, float] = {}
+    best: dict[str, tuple[float, Evaluation]] = {}
     for evaluation in run_evaluations(run) if evaluations is None else evaluations:
         verdict = evaluation.verdict()
         speedup = figures.verified_speedup(verdict, baseline)
         standing = figures.standing(verdict, full_ids, imported=imported)
-        if speedup is not None and standing != figures.VERIFIED:
-            best[standing] = figures.best_so_far(best.get(standing), speedup)
+        if speedup is not None and standing != figures.VERIFIED and speedup > best.get(standing, (0.0, None))[0]:
+            best[standing] = (speedup, evaluation)
     verified = run.best_speedup or 0.0
+    quick, quick_from = best.get(figures.QUICK, (None, None))
+    if quick is not None and quick <= verified:
+        quick, quick_from = None, None
+    claimed, claimed_from = best.get(figures.IMPORTED, (None, None))
     return {
-        "quick": best.get(figures.QUICK) if best.get(figures.QUICK, 0.0) > verified else None,
-        "claimed": best.get(figures.IMPORTED),
+        "quick": quick,
+        "claimed": claimed,
+        "quick_text": _labelled(quick_from, quick, baseline, figures.QUICK),
+        "claimed_text": _labelled(claimed_from, claimed, baseline, figures.IMPORTED),
     }
+
+
+def run_best_text(run: Run) -> str:
+    """The run header's best (`Run.best_speedup`, a verified figure) as the page writes it: the interval of the
+    evaluation that gave it ("no difference (…)" where it holds 1.0) and its label; "—" while there is none."""
+    baseline = run.goal[0]
+    if run.best_speedup is None:
+        return "—"
+    # The best was raised by exactly this figure of one of the run's verified evaluations (runs.services.kernels):
+    # find it by its stored geomean alone, then read its verdict (scenario rows) for the interval.
+    candidates = Evaluation.objects.filter(run=run, status=EvaluationStatus.CORRECT).only("pk", "geomean")
+    given = [e.pk for e in candidates if e.speedup_over(baseline) == run.best_speedup]
+    full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
+    source = next(
+        (
+            e
+            for e in Evaluation.objects.filter(pk__in=given).prefetch_related("scenarios").order_by("-pk")
+            if figures.standing(e.verdict(), full_ids, imported=imported) == figures.VERIFIED
+        ),
+        None,
+    )
+    return _labelled(source, run.best_speedup, baseline, figures.VERIFIED)
 
 
 def review_queue(*, context_steps: int = 5) -> list[dict]:

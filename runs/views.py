@@ -18,6 +18,7 @@ from runs.selectors import (
     RUN_SORTS,
     evaluations_for_run,
     fork_decision_text,
+    run_best_text,
     run_forks,
     run_questions_closed,
     run_queue_reason,
@@ -174,6 +175,7 @@ def run_detail(request, run_id: int):
             "study_value": study_value_of(run),
             # The best figures that are not verified, shown labelled beside the verified best (issue 34).
             "unverified": run_unverified_bests(run),
+            "best_text": run_best_text(run),  # the verified best with its interval (run_page.js redraws it)
             "closed_questions": run_questions_closed(run),
         },
     )

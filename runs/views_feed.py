@@ -17,6 +17,7 @@ from runs.models import Run, Step, StepKind
 from runs.selectors import (
     FEED_PAGE_MAX,
     questions_pending_count,
+    run_best_text,
     run_questions_waiting,
     run_speedup_series,
     steps_page,
@@ -116,6 +117,9 @@ def run_summary_json(run: Run) -> dict:
         "status_label": run.get_status_display(),
         "status_reason": run.status_reason,
         "best_speedup": run.best_speedup,
+        # The header's text of it, as the page renders it: its interval, "no difference" where that holds 1.0,
+        # its label (runs.selectors.run_best_text); the page sets it as it is.
+        "best_text": run_best_text(run),
         "best_speedups": run.best_speedups,
         "step_count": run.step_count,
         "last_seq": run.last_seq,

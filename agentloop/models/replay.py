@@ -15,11 +15,42 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from agentloop.errors import ReplayFinished
+from agentloop.errors import ConfigError, ReplayFinished
 from agentloop.interfaces import Model
 from agentloop.models import ModelReply, Usage
 from agentloop.protocol import FINISHED_STATUSES as FINISHED
 from agentloop.trace import read_trace
+
+# The recordings a worker may replay: the files directly in this package's `replays/` folder (the shipped ones,
+# which the server's start form lists). The server names one, as its start form writes it
+# (`replay:agentloop/replays/NAME.jsonl`) or by its bare name (`replay:NAME.jsonl`); the worker opens only that
+# file in its own folder, never a path the server chose (issue 34: `replay:/etc/passwd` once opened that file).
+RECORDINGS = Path(__file__).resolve().parent.parent / "replays"
+RECORDINGS_PREFIX = "agentloop/replays/"
+
+
+def recording_path(name: str, folder: Path = RECORDINGS) -> Path:
+    """The recording `name` names in `folder`: a `.jsonl` file directly in it, not a symlink. ConfigError for
+    any other name (a path, `..`, a hidden file) or a file that is missing or leads out of the folder."""
+    bare = name[len(RECORDINGS_PREFIX) :] if name.startswith(RECORDINGS_PREFIX) else name
+    if not bare.endswith(".jsonl") or bare.startswith(".") or "\\" in bare or Path(bare).name != bare:
+        raise ConfigError(
+            f"replay:{name:.200} names no recording: a replay model names a recording in {RECORDINGS_PREFIX} "
+            "(replay:agentloop/replays/NAME.jsonl), not a path"
+        )
+    path = folder / bare
+    # A symlink could lead anywhere on this host, whatever its name: only plain files of the folder are replayed.
+    if path.is_symlink() or not path.is_file() or path.resolve().parent != folder.resolve():
+        raise ConfigError(f"replay:{name:.200}: this worker holds no recording {bare!r} in {RECORDINGS_PREFIX}")
+    return path
+
+
+def served_model_spec(spec: str, folder: Path = RECORDINGS) -> str:
+    """The model spec a worker may run for the server's `spec`: a replay's resolved to the recording it names in
+    the worker's own folder (`recording_path`, ConfigError when it names none); any other spec as it is."""
+    if not spec.startswith("replay:"):
+        return spec
+    return f"replay:{recording_path(spec[len('replay:') :], folder)}"
 
 
 class ReplayModel(Model):

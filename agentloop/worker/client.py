@@ -38,6 +38,7 @@ from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError, RunParked
 from agentloop.events import Emitter
 from agentloop.fork import fork_problems
+from agentloop.models.replay import recording_path, served_model_spec
 from agentloop.protocol import FINISHED_STATUSES, VERIFY_MODEL
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
@@ -342,7 +343,8 @@ class Worker:
                         run_id=run_id,
                         config=config,
                         resume_events=resume_events,
-                        model=self.model_factory(spec, {}),
+                        # a replay's recording is looked up in this worker's own folder, never at a path as sent
+                        model=self.model_factory(served_model_spec(spec), {}),
                         sinks=sinks,
                         host=host,
                         oversight=Oversight(InboxReviewer(timeout_s, park=True), inbox, **questions),
@@ -774,8 +776,10 @@ def _recorded_kernel_filename(run: dict) -> str | None:
     spec = run.get("model") or ""
     if not spec.startswith("replay:"):
         return None
+    # ConfigError (the assignment cannot start) for a name that is no recording of this worker's folder.
+    path = recording_path(spec[len("replay:") :])
     try:
-        events = read_trace(spec[len("replay:") :])
+        events = read_trace(path)
     except TraceError:
         return None  # the replay model reports the unreadable trace itself
     config = (

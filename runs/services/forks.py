@@ -13,6 +13,7 @@ from django.db import transaction
 
 from agentloop.fork import ForkCut, ForkError, fork_cut, fork_problems, fork_wire
 from agentloop.protocol import EVENT_MAX_BYTES
+from runs.model_options import model_options, model_refusal
 from runs.models import Run, Step
 from runs.nul_escape import unescape_nul
 from runs.services.errors import ServiceError
@@ -101,6 +102,8 @@ def run_fork(
     model = (model or parent.model).strip()
     if not model or len(model) > Run._meta.get_field("model").max_length:
         raise ServiceError("the fork needs a model id of at most 120 characters")
+    if refusal := model_refusal(model, model_options()):  # what cannot run here is refused, not queued to fail
+        raise ServiceError(f"the fork cannot start: {refusal}")
     cut = fork_preview(parent=parent, step_seq=step_seq)
     decision = fork_decision(cut, action=action, bank_key=bank_key, text=text, user=user)
     wire = fork_wire(cut, parent.pk, decision)

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from runs.model_options import recorded_start
+from runs.model_options import model_options, model_refusal, recorded_start
 from runs.models import STUDY_SETTINGS, ReviewMode, Run, Study, Task
 from runs.selectors_compare import COMPARE_MAX, COMPARE_MIN
 from runs.services.errors import ServiceError
@@ -90,6 +90,7 @@ def study_start(
         "budget_wall_s": budget_wall_s,
         "budget_evaluations": budget_evaluations,
     }
+    options = model_options()  # what can run here: a run that cannot is refused, not queued to fail
     with transaction.atomic():
         study = Study.objects.create(task=task, setting=setting, values=parsed, created_by=user)
         for value in parsed:
@@ -100,5 +101,8 @@ def study_start(
                 fields[setting] = value
             if not fields["model"]:
                 raise ServiceError("the study's runs need a model")
-            run_start(**fields, **_recorded(task, fields["model"], recordings or {}), study=study)
+            recorded = _recorded(task, fields["model"], recordings or {})
+            if refusal := model_refusal(fields["model"], options):
+                raise ServiceError(refusal)
+            run_start(**fields, **recorded, study=study)
     return study

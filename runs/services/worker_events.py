@@ -22,31 +22,36 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
     An event is refused (stored: False, with its reason) when the parser refuses it, when its run does not exist
     or is not held by its sender, or when the store refuses it (a different event under a used seq, a payload of
     the wrong shape, a `succeeded` nobody confirmed). A refusal for good of an event on a run its sender holds is
-    kept on the run (RefusedEvent), so its page says what is missing and why. A sender whose token was revoked
+    kept on the run (RefusedEvent), so its page says what is missing and why: the parser's refusals too, where
+    the event's `run_id` and `seq` can be read. A sender whose token was revoked
     after its socket opened has nothing stored (sender_revoked: not refused for good). A fault of the database
     raises DatabaseError for the whole batch, which then is not stored at all.
     """
     outcomes: list[EventOutcome | None] = [None] * len(items)
     parsed = []  # (index, worker, parsed event)
+    unparsed = []  # (worker, event, the parser's reason): refused for good
     for index, (worker, event) in enumerate(items):
         result = parse_event(event, time_required=True)
         if isinstance(result, Refusal):
             outcomes[index] = EventOutcome(stored=False, error=result.reason)
+            unparsed.append((worker, event, result.reason))
         else:
             parsed.append((index, worker, result))
     with transaction.atomic():
         holders = dict(Run.objects.filter(pk__in={e.run_id for _, _, e in parsed}).values_list("pk", "worker_id"))
         # A host whose token was revoked after its socket opened: nothing more of it is stored (its socket is being
         # closed). Not refused for good: the events stay in its spool, for a new token to deliver.
+        senders = {worker.pk for _, worker, _ in parsed} | {worker.pk for worker, _, _ in unparsed}
         revoked = (
-            set(
-                WorkerHost.objects.filter(
-                    pk__in={worker.pk for _, worker, _ in parsed}, revoked_at__isnull=False
-                ).values_list("pk", flat=True)
-            )
-            if parsed
+            set(WorkerHost.objects.filter(pk__in=senders, revoked_at__isnull=False).values_list("pk", flat=True))
+            if senders
             else set()
         )
+        for worker, event, reason in unparsed:
+            # The parser's refusal is kept on its run too, where the event names one this host holds by a number
+            # it can be kept under (event_refusal_record reads both): the run's page says what is missing and why.
+            if worker.pk not in revoked:
+                event_refusal_record(worker=worker, event=event, error=reason)
         held = []
         for index, worker, event in parsed:
             if worker.pk in revoked:
@@ -96,6 +101,8 @@ def event_refusal_record(
     (the worker drops a refused event). Only for a run this worker holds: nobody writes on another's run. With
     `fail_run` (a `succeeded` nobody confirmed) the run also ends failed, with the refusal as its reason."""
     try:
+        if isinstance(event.get("run_id"), bool):  # int(True) is 1: no run is named so
+            raise TypeError
         run_id, seq = int(event.get("run_id")), _seq_of(event.get("seq"))
     except (TypeError, ValueError, OverflowError):
         return None

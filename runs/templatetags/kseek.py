@@ -5,6 +5,7 @@ import json
 from django import template
 from django.utils.safestring import mark_safe
 
+from gpu_harness import figures
 from gpu_harness.figures import format_speedup
 from runs import permissions
 from runs.selectors import evaluation_speedup_text, questions_pending_count
@@ -74,6 +75,20 @@ def speedup_measured(evaluation, baseline: str) -> str:
     """A stored evaluation's speedup over `baseline` with its noise, as the run page writes it
     (`runs.selectors.evaluation_speedup_text`)."""
     return evaluation_speedup_text(evaluation, baseline)
+
+
+@register.filter
+def speedup_interval(evaluation, baseline: str) -> str:
+    """A stored evaluation's speedup over `baseline` with its interval, "no difference (…)" where that holds 1.0
+    (gpu_harness.figures.verdict_speedup_text); where a line shows several baselines, `host_busy` says once that
+    the host was busy."""
+    return figures.verdict_speedup_text(evaluation.verdict(), baseline)
+
+
+@register.filter
+def host_busy(evaluation) -> str:
+    """Why the evaluation's timings were taken on a busy host (gpu_harness.figures.host_busy); "" when not."""
+    return figures.host_busy(evaluation.verdict()) or ""
 
 
 @register.filter

@@ -212,9 +212,9 @@
     if (s.status !== "queued") document.getElementById("run-queue-reason").hidden = true;
     showControls(s.status);
     dropStaleMessages(s.status);
-    // The run's best is a verified figure (a full evaluation measured here), labelled as the server labels it.
-    document.getElementById("run-best").textContent =
-      s.best_speedup === null ? "—" : s.best_speedup.toFixed(3) + "× (verified: full set)";
+    // The run's best is a verified figure (a full evaluation measured here), with its interval and label: the
+    // server writes the text (runs.selectors.run_best_text), as it does on first load.
+    document.getElementById("run-best").textContent = s.best_text;
     const baselines = Object.entries(s.best_speedups).sort();
     document.getElementById("run-baselines").textContent = baselines.length
       ? baselines.map(([n, v]) => n + " " + (v === null ? "—" : v.toFixed(3) + "×")).join(" · ") : "—";
@@ -277,10 +277,8 @@
     drawEvaluations(data.points);
     // A quick-set best above the verified one is shown labelled "quick", never as the run's best.
     const quick = document.getElementById("run-best-quick");
-    quick.hidden = data.unverified.quick === null;
-    if (data.unverified.quick !== null) {
-      quick.textContent = data.unverified.quick.toFixed(3) + "× (quick: on the quick set only, not verified)";
-    }
+    quick.hidden = data.unverified.quick_text === null;
+    quick.textContent = data.unverified.quick_text || "";  // the server's text: interval and label
   }, 300);
 
   // The Evaluations table as the page renders it (the newest EVALUATIONS_SHOWN, newest first), from the chart's

@@ -24,7 +24,7 @@ def demo_assignment(run_id=7):
     return {
         "id": run_id,
         "task": "matmul_cpu",
-        "model": f"replay:{DEMO}",
+        "model": "replay:agentloop/replays/matmul_cpu_demo.jsonl",  # a recording of the worker's own folder
         "starting_kernel": config["starting_kernel"],
         "starting_kernel_name": "naive.cpp",
         "goal": config["goal"],

@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime
 
+import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
@@ -155,3 +156,12 @@ def question_payload(ref: str, text: str = "What limits the kernel now?") -> dic
 async def login_cookie(client, user) -> str:
     await sync_to_async(client.force_login)(user)
     return client.cookies["sessionid"].value
+
+
+@pytest.fixture
+def api_models_configured(monkeypatch):
+    """The server's environment as on a site whose workers hold an Anthropic key and an OpenAI-compatible
+    server's address: the start paths then take API model ids (runs.model_options.model_refusal). No model is
+    ever called: no worker of these tests runs one."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-never-sent")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")

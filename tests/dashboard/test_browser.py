@@ -46,7 +46,9 @@ def live_site(tmp_path_factory):
     """A migrated SQLite data folder, seeded, served by daphne with the in-memory channel layer."""
     data = tmp_path_factory.mktemp("live")
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
-    env.update(KSEEK_DATA_DIR=str(data / "data"), PYTHONPATH=str(ROOT))
+    # An OpenAI-compatible server's address, as a site whose workers reach one has: the start form then takes the
+    # `openai:NAME` models these tests start (their runs are played by a ScriptedWorker; no model is ever called).
+    env.update(KSEEK_DATA_DIR=str(data / "data"), PYTHONPATH=str(ROOT), OPENAI_BASE_URL="http://127.0.0.1:9/v1")
     python = sys.executable
     subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
     seeded = subprocess.run(
@@ -211,7 +213,7 @@ def eval_payload(speedup, correct=True, failing=None):
 
 def test_a_run_started_from_the_page_streams_steps_live_from_a_worker(live_site, login):
     page = login("olga")
-    run_id = start_run_from_page(page, "replay:live-demo")
+    run_id = start_run_from_page(page, "openai:live-demo")
     page.wait_for_selector("#live-state.live-on")
     worker = ScriptedWorker(live_site)
     try:
@@ -239,7 +241,7 @@ def test_a_run_started_from_the_page_streams_steps_live_from_a_worker(live_site,
 
 def test_a_run_page_says_so_at_once_when_the_host_holding_the_run_goes_offline(live_site, login):
     page = login("olga")
-    run_id = start_run_from_page(page, "replay:offline-demo")
+    run_id = start_run_from_page(page, "openai:offline-demo")
     page.wait_for_selector("#live-state.live-on")
     worker = ScriptedWorker(live_site)
     try:
@@ -256,7 +258,7 @@ def test_a_run_page_says_so_at_once_when_the_host_holding_the_run_goes_offline(l
 
 def test_a_reviewer_approves_a_question_with_the_keyboard_and_the_worker_receives_it(live_site, login):
     operator = login("olga")
-    run_id = start_run_from_page(operator, "replay:review-demo")
+    run_id = start_run_from_page(operator, "openai:review-demo")
     worker = ScriptedWorker(live_site)
     try:
         assert worker.claim()["id"] == run_id
@@ -299,7 +301,7 @@ def test_a_reviewer_approves_a_question_with_the_keyboard_and_the_worker_receive
 
 def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, login):
     page = login("olga")
-    run_id = start_run_from_page(page, "replay:chart-demo")
+    run_id = start_run_from_page(page, "openai:chart-demo")
     worker = ScriptedWorker(live_site)
     try:
         assert worker.claim()["id"] == run_id
@@ -330,8 +332,19 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
         assert drawn["question"] == ["Is the inner loop vectorised?"] * 2
         assert page.locator("#speedup-chart .scatterlayer .point").count() >= 3
         page.wait_for_selector("#run-best:has-text('1.750×')")
+        # A new best whose interval holds 1.0: the header, redrawn live, says so as the server writes it.
+        worker.event(run_id, 4, "evaluation", with_interval(eval_payload(2.0), 0.9, 3.0))
+        page.wait_for_selector("#run-best:has-text('no difference (0.900–3.00×) (verified: full set)')")
     finally:
         worker.close()
+
+
+def with_interval(payload: dict, low: float, high: float) -> dict:
+    """The payload with the intervals the harness measures now: every scenario's speed-up within [low, high]."""
+    for scenario in payload["result"]["scenarios"]:
+        speedup = scenario["speedup"]["naive"]
+        scenario.update(time_ci_ms=[1.0, 1.0], baseline_ms={"naive": speedup}, baseline_ci_ms={"naive": [low, high]})
+    return payload
 
 
 def test_a_12000_step_run_page_opens_on_its_last_page_and_scrolls_back(live_site, login):

@@ -29,9 +29,9 @@ def run_with_evaluations(page, live_site, model: str, speedups: list[float]) -> 
 
 def test_two_runs_picked_on_the_runs_list_open_a_comparison_with_a_line_each(live_site, login):
     page = login("olga")
-    first = run_with_evaluations(page, live_site, "replay:compare-a", [1.25, 1.5])
+    first = run_with_evaluations(page, live_site, "openai:compare-a", [1.25, 1.5])
     page.goto(live_site["base"] + "/")
-    second = run_with_evaluations(page, live_site, "replay:compare-b", [1.1, 1.05, 1.75])
+    second = run_with_evaluations(page, live_site, "openai:compare-b", [1.1, 1.05, 1.75])
     page.goto(live_site["base"] + "/")
     page.check(f"#runs-rows input[name=runs][value='{first}']")
     page.check(f"#runs-rows input[name=runs][value='{second}']")

@@ -53,7 +53,7 @@ def test_the_run_pages_evaluations_table_gains_a_row_when_the_feed_announces_an_
     from tests.dashboard.test_browser_pages import stop_run
 
     page = login("olga")
-    run_id = start_run_from_page(page, "replay:live-evaluations")
+    run_id = start_run_from_page(page, "openai:live-evaluations")
     worker = ScriptedWorker(live_site)
     try:
         assert worker.claim()["id"] == run_id

@@ -22,7 +22,7 @@ LAST_LINE = "// the last line of the long kernel"
 def test_a_long_kernels_page_leads_with_its_provenance_and_shows_the_whole_source_on_demand(live_site, login):
     page = login("olga")
     page.set_viewport_size({"width": 1280, "height": 900})
-    run_id = start_run_from_page(page, "replay:long-kernel")
+    run_id = start_run_from_page(page, "openai:long-kernel")
     source = RELEASED.read_text() + LAST_LINE + "\n"
     payload = eval_payload(1.5)
     payload["kernel_source"] = payload["result"]["kernel_source"] = source

@@ -11,7 +11,7 @@ chromium, live_site, login = browser.chromium, browser.live_site, browser.login
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
-LONG_MODEL = "replay:agentloop/replays/" + "a_very_long_recorded_trace_name_" * 4 + ".jsonl"
+LONG_MODEL = "openai:" + "a_very_long_model_name_served_by_vllm_" * 3
 
 
 def stop_run(page, base: str, run_id: int) -> None:
@@ -23,7 +23,7 @@ def stop_run(page, base: str, run_id: int) -> None:
 
 def test_load_older_and_newer_show_only_when_there_are_such_steps(live_site, login):
     page = login("olga")
-    run_id = start_run_from_page(page, "replay:few-steps")
+    run_id = start_run_from_page(page, "openai:few-steps")
     worker = ScriptedWorker(live_site)
     try:
         assert worker.claim()["id"] == run_id

@@ -25,7 +25,7 @@ def test_an_operator_opens_the_tasks_opens_one_and_starts_a_run_of_it(live_site,
     page.click("#start-task-run")
     page.wait_for_selector("#start-run")
     assert page.eval_on_selector("#start-run select[name=task]", "s => s.value") == "matmul_cpu"
-    page.fill("#start-run input[name=model]", "replay:from-the-task-page")
+    page.fill("#start-run input[name=model]", "openai:from-the-task-page")
     page.fill("#start-run input[name=budget_steps]", "10")
     page.click("#start-run-button")
     page.wait_for_selector("#run-page")

@@ -17,10 +17,15 @@ from questionbank.services import bank_sync
 from runs.models import Question, QuestionSource, Run
 from runs.services import ServiceError, run_assignment, run_claim, run_fork, trace_import, worker_events_record
 from runs.services.forks import fork_max_bytes
-from tests.dashboard.helpers import event, make_user, make_worker
+from tests.dashboard.helpers import (
+    api_models_configured,  # noqa: F401 - the fixture
+    event,
+    make_user,
+    make_worker,
+)
 from tests.foundation.factories import make_task
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("api_models_configured")]
 
 DEMO = Path(__file__).resolve().parents[2] / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
 EVENTS = [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]

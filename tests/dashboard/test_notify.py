@@ -275,7 +275,7 @@ def signed_in_reviewer(context, live_site):
 @pytest.mark.timeout(300)
 def test_a_hidden_review_tab_shows_a_browser_notification_when_a_question_arrives(live_site, chromium, login):
     operator = login("olga")
-    run_id = start_run_from_page(operator, "replay:review-demo")
+    run_id = start_run_from_page(operator, "openai:review-demo")
     worker = ScriptedWorker(live_site)
     context = chromium.new_context()
     try:

@@ -17,7 +17,14 @@ from runs.services import (
     worker_disconnected,
     worker_events_record,
 )
-from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
+from tests.dashboard.helpers import (
+    api_models_configured,  # noqa: F401 - the fixture
+    evaluation_payload,
+    event,
+    make_user,
+    make_worker,
+    question_payload,
+)
 from tests.foundation.factories import make_run, make_task
 
 pytestmark = pytest.mark.django_db
@@ -137,13 +144,14 @@ def test_an_edit_without_text_is_refused_with_a_message(reviewer):
     assert response.status_code == 400 and "text" in response.json()["error"]
 
 
+@pytest.mark.usefixtures("api_models_configured")
 def test_an_operator_starts_a_run_from_the_page_with_budgets(operator):
     task = make_task()
     response = operator.post(
         reverse("run_start"),
         {
             "task": task.name,
-            "model": "replay:demo",
+            "model": "claude-sonnet-4-6",
             "review_mode": "review",
             "budget_steps": "40",
             "budget_cost_usd": "1.5",
@@ -352,6 +360,7 @@ def test_a_budget_or_timeout_too_large_for_its_column_is_a_form_error_on_the_sta
     )
 
 
+@pytest.mark.usefixtures("api_models_configured")
 def test_each_budget_is_taken_up_to_its_ceiling_and_refused_above_it_on_either_database(operator):
     task = make_task()
     at_ceiling = {field: str(ceiling) for field, ceiling in START_FORM_MAX.items()}

@@ -74,3 +74,83 @@ def test_a_replay_on_another_task_is_refused_with_the_task_it_records(operator):
     assert response.status_code == 400
     assert "this recording is of task matmul_cpu, not other_cpu" in response.content.decode()
     assert not Run.objects.exists()
+
+
+# Model fields a start must refuse where the operator wrote them, and what the refusal names (issue 34 item 11).
+REFUSED_MODELS = [
+    ("replay:/etc/passwd", "names no recording this site holds"),
+    ("replay:../../../../etc/passwd", "names no recording this site holds"),
+    ("replay:agentloop/replays/../../../../etc/passwd", "names no recording this site holds"),
+    ("replay:agentloop/replays/missing.jsonl", "names no recording this site holds"),
+    ("verify", "start it from that page"),
+    ("claude-sonnet-4-6", "it needs ANTHROPIC_API_KEY in the worker&#x27;s environment: not set here"),
+    ("openai:qwen3-coder", "it needs OPENAI_BASE_URL in the worker&#x27;s environment"),
+    ("openai:", "needs the model&#x27;s name"),
+]
+
+
+@pytest.mark.parametrize("model,reason", REFUSED_MODELS)
+def test_the_start_form_refuses_a_model_that_cannot_run_here_with_the_reason_and_queues_nothing(
+    operator, model, reason
+):
+    task = make_task()
+    response = operator.post(reverse("run_start"), {"task": task.name, "model": model, "review_mode": "auto"})
+    page = response.content.decode()
+    assert response.status_code == 400 and reason in page, page[-3000:]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("model,reason", REFUSED_MODELS)
+def test_the_study_form_refuses_such_a_model_as_its_model_or_as_one_of_its_values(operator, model, reason):
+    task = make_task()
+    form = {"task": task.name, "review_mode": "auto"}
+    as_model = operator.post(
+        reverse("study_start"), {**form, "model": model, "setting": "questions", "values": "on,off"}
+    )
+    as_value = operator.post(
+        reverse("study_start"), {**form, "model": DEMO, "setting": "model", "values": f"{DEMO},{model}"}
+    )
+    for response in (as_model, as_value):
+        assert response.status_code == 400 and reason in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_the_study_service_refuses_such_a_model_and_queues_nothing(operator):
+    from runs.models import Study
+    from runs.services import ServiceError, study_start
+
+    for model, _ in REFUSED_MODELS:
+        with pytest.raises(ServiceError):
+            study_start(task=make_task(), setting="model", values=[DEMO, model], model=DEMO)
+    assert not Run.objects.exists() and not Study.objects.exists()
+
+
+def test_a_fork_refuses_such_a_model_from_its_form_and_its_service(operator):
+    import io
+
+    from runs.services import ServiceError, run_fork, trace_import
+
+    make_task()
+    parent = trace_import(lines=io.BytesIO(open("agentloop/replays/matmul_cpu_demo.jsonl", "rb").read()), name="d")
+    for model, reason in REFUSED_MODELS:
+        response = operator.post(reverse("run_fork", args=[parent.pk]), {"seq": "1", "model": model})
+        assert response.status_code == 400 and reason in response.content.decode(), model
+        with pytest.raises(ServiceError):
+            run_fork(parent=parent, step_seq=1, model=model)
+    assert list(Run.objects.values_list("pk", flat=True)) == [parent.pk]
+    # The shipped recording forks.
+    assert operator.post(reverse("run_fork", args=[parent.pk]), {"seq": "1", "model": DEMO}).status_code == 302
+
+
+def test_with_a_key_and_a_server_address_set_here_the_api_models_start(operator, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9000/v1")
+    task = make_task()
+    for model in ("claude-sonnet-4-6", "claude-opus-4-1", "openai:qwen3-coder"):
+        response = operator.post(reverse("run_start"), {"task": task.name, "model": model, "review_mode": "auto"})
+        assert response.status_code == 302, model
+    assert sorted(Run.objects.values_list("model", flat=True)) == [
+        "claude-opus-4-1",
+        "claude-sonnet-4-6",
+        "openai:qwen3-coder",
+    ]

@@ -6,10 +6,14 @@ from django.urls import reverse
 
 from runs.models import Run, Study
 from runs.services import ServiceError, run_assignment, run_claim, study_start
-from tests.dashboard.helpers import make_user, make_worker
+from tests.dashboard.helpers import (
+    api_models_configured,  # noqa: F401 - the fixture
+    make_user,
+    make_worker,
+)
 from tests.foundation.factories import make_task
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("api_models_configured")]
 
 
 def test_a_study_of_questions_on_and_off_queues_one_run_each_and_the_off_run_is_assigned_without_questions():
@@ -62,7 +66,13 @@ def test_the_study_form_queues_the_runs_and_opens_the_comparison_on_them(client)
     assert client.get(reverse("study_start")).status_code == 200
     response = client.post(
         reverse("study_start"),
-        {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto", "setting": "questions", "values": "on,off"},
+        {
+            "task": "matmul_cpu",
+            "model": "claude-sonnet-4-6",
+            "review_mode": "auto",
+            "setting": "questions",
+            "values": "on,off",
+        },
     )
     study = Study.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("run_compare") + f"?study={study.pk}"

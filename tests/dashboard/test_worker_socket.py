@@ -637,3 +637,31 @@ async def test_a_workers_error_message_is_logged_not_answered():
     await socket.send_json_to({"type": "claim", "v": 1})
     assert (await socket.receive_json_from(timeout=5))["type"] == "no_work"
     await socket.disconnect()
+
+
+@pytest.mark.parametrize(
+    "field,value,why",
+    [
+        ("kind", "dance", "unknown step kind"),
+        ("ts", "yesterday", "timestamp"),
+        ("payload", ["not", "an", "object"], "payload must be a JSON object"),
+    ],
+)
+async def test_an_event_the_parser_refuses_is_nacked_and_kept_on_its_run_with_the_reason(client, field, value, why):
+    socket_a, socket_b, run = await two_hosts()
+    refused = {**event(run.pk, 4, "note", {"text": "hi"}), field: value}
+    await socket_a.send_json_to(refused)
+    reply = await socket_a.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is False and why in reply["error"]
+    kept = await sync_to_async(list)(RefusedEvent.objects.filter(run=run).values_list("seq", "error"))
+    assert len(kept) == 1 and kept[0][0] == 4 and why in kept[0][1]
+    # The run's page says what is missing and why.
+    await sync_to_async(client.force_login)(await sync_to_async(make_user)("vera"))
+    page = (await sync_to_async(client.get)(f"/runs/{run.pk}/")).content.decode()
+    assert why in page
+    # Nobody writes on another's run: the same event from a host that does not hold the run is not kept.
+    await socket_b.send_json_to({**refused, "seq": 5})
+    assert (await socket_b.receive_json_from(timeout=5))["type"] == "nack"
+    assert await sync_to_async(RefusedEvent.objects.filter(run=run, seq=5).exists)() is False
+    await socket_a.disconnect()
+    await socket_b.disconnect()

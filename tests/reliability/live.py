@@ -24,6 +24,7 @@ from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TRACE = ROOT / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
+DEMO_MODEL = "replay:agentloop/replays/matmul_cpu_demo.jsonl"  # the model that replays it, as the start form names it
 LIVE_REDIS_DB = 9
 
 
@@ -221,12 +222,12 @@ class LiveSite:
         config = first["payload"]["config"]
         return self.django(
             "from runs.models import Task\nfrom runs.services import run_start\n"
-            "run = run_start(task=Task.objects.get(name=config['task']), model='replay:' + trace,"
+            "run = run_start(task=Task.objects.get(name=config['task']), model=model,"
             " starting_kernel=config['starting_kernel'], goal_baseline=config['goal']['baseline'],"
             " goal_speedup=config['goal']['speedup'], review_mode=review_mode, budget_steps=200)\n"
             "result = run.pk",
             config=config,
-            trace=str(DEMO_TRACE),
+            model=DEMO_MODEL,
             review_mode=review_mode,
         )
 

@@ -5,7 +5,7 @@ confirms the success on the fork's own evaluation."""
 
 import pytest
 
-from tests.reliability.live import DEMO_TRACE, wait_until
+from tests.reliability.live import DEMO_MODEL, DEMO_TRACE, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -19,10 +19,11 @@ def test_a_forked_replay_runs_through_the_real_server_and_worker_to_success(site
         "olga = get_user_model().objects.create_user('olga')\n"
         "parent = trace_import(lines=io.BytesIO(open(trace, 'rb').read()), name='demo.jsonl')\n"
         "seq = parent.steps.get(kind='question_proposed').seq\n"
-        "fork = run_fork(parent=parent, step_seq=seq, model='replay:' + trace, action='write',"
+        "fork = run_fork(parent=parent, step_seq=seq, model=model, action='write',"
         " text='Which loop order walks memory contiguously?', user=olga)\n"
         "result = [parent.pk, fork.pk, seq]",
         trace=str(DEMO_TRACE),
+        model=DEMO_MODEL,
     )
     parent, fork, seq = ids
     state_dir = tmp_path / "worker"

@@ -96,6 +96,11 @@ def serving_workers(site, port: int, messages_url: str, hosts, *, use_bwrap=Fals
             thread.join(30)
 
 
+# The start form takes an Anthropic model only where the server's environment has a key (runs.model_options): the
+# server never calls the model; its workers here call the stand-in Messages server.
+SERVER_KEY = "sk-test-never-sent"
+
+
 def wait_finished(site, port: int, run_id: int) -> None:
     finished = wait_until(
         lambda: site.query("select status from runs_run where id = ?", (run_id,))[0][0] in FINISHED, 600
@@ -108,7 +113,7 @@ def test_a_run_on_a_task_folder_made_by_task_new_starts_from_the_dashboard_strea
     assert site.query("select target, starting_kernel_name from runs_task where name = ?", (TASK,)) == [
         ("cpu", "kernel.cpp")
     ]
-    port = site.start_server()
+    port = site.start_server(ANTHROPIC_API_KEY=SERVER_KEY)
     browser = Browser(site, port)
     status, page = browser.get(f"/runs/start/?task={TASK}")
     assert status == 200 and TASK in page
@@ -156,7 +161,7 @@ def gpu_task_responder(request):
 def test_a_run_on_a_gpu_task_folder_reaches_a_worker_that_serves_cuda_and_finishes(site):
     """softmax_rows, a folder task of the cuda-sm90 target, started from the dashboard: only a worker that
     announces cuda-sm90 gets it; here (no GPU) its evaluation builds the kernel and says it could not run it."""
-    port = site.start_server()
+    port = site.start_server(ANTHROPIC_API_KEY=SERVER_KEY)
     browser = Browser(site, port)
     status, page = browser.post_form(
         "/runs/start/",

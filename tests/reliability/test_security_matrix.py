@@ -31,6 +31,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ROLES = ["anonymous", "viewer", "reviewer", "operator", "worker"]
 RANK = {"anyone": -2, "anonymous": -1, "worker": -1, "viewer": 0, "reviewer": 1, "operator": 2}
 
+# The shipped recording: a model that can run on any site (a start with a model that cannot is refused, 400).
+DEMO_REPLAY = "replay:agentloop/replays/matmul_cpu_demo.jsonl"
+
 
 @pytest.fixture
 def world():
@@ -110,16 +113,16 @@ ENDPOINTS = [
         {"text": "What does the roofline say?", "category": "limit", "triggers": ["plateau"]},
     ),
     ("get", "/runs/{parent}/fork/?seq=3", "operator", None),
-    ("post", "/runs/{parent}/fork/", "operator", {"seq": "3", "model": "replay:x"}),
+    ("post", "/runs/{parent}/fork/", "operator", {"seq": "3", "model": DEMO_REPLAY}),
     ("get", "/studies/start/", "operator", None),
     (
         "post",
         "/studies/start/",
         "operator",
-        {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto", "setting": "questions", "values": "on,off"},
+        {"task": "matmul_cpu", "model": DEMO_REPLAY, "review_mode": "auto", "setting": "questions", "values": "on,off"},
     ),
     ("post", "/runs/{run}/control/", "operator", {"action": "pause"}),
-    ("post", "/runs/start/", "operator", {"task": "matmul_cpu", "model": "replay:x", "review_mode": "auto"}),
+    ("post", "/runs/start/", "operator", {"task": "matmul_cpu", "model": DEMO_REPLAY, "review_mode": "auto"}),
     ("post", "/kernels/{kernel}/verify/", "operator", {}),
     ("post", "/workers/{host}/revoke/", "operator", {}),
 ]
