@@ -2,12 +2,18 @@
 
 This module sits above `result.py` (it imports the verdict type; the verdict knows nothing of its rendering):
 `render_table(result)`, `summary_line(result)`.
+
+Where the harness measured the device's peaks, each row leads with the rate that bounds it (figures.bound_by:
+GB/s for a memory-bound scenario such as attention decode, TFLOP/s otherwise), its share of the measured peak,
+for a memory-bound one its share of the maker's bandwidth where the device is listed, and then the other rate.
+The byte counts come from the task (a verdict holds no bytes); a task not known here leaves TFLOP/s leading.
 """
 
 from __future__ import annotations
 
+from . import figures
 from .figures import BEST_LIBRARY, host_busy, no_difference, scenario_interval, speedup_over, verdict_speedup_text
-from .result import EvalResult
+from .result import EvalResult, ScenarioOutcome
 
 
 def _num(x, fmt):
@@ -44,13 +50,65 @@ def _speedup_cell(scenario: dict, baseline: str) -> str:
     return _num(value, ".3f")
 
 
+def _task_counts(task: str) -> dict[str, tuple[float, float]]:
+    """scenario id -> (flops, bytes) from the task's own formulas; {} where the task is not known here (a verdict
+    of a task folder this checkout lacks)."""
+    from .tasks import TaskError, get_task  # the registry only when a table is drawn: report sits low
+
+    try:
+        return {s.id: (s.flops, s.bytes) for s in get_task(task).scenarios()}
+    except (ValueError, TaskError, OSError):
+        return {}
+
+
+def _rates(s: ScenarioOutcome, counts: dict, r: EvalResult) -> dict:
+    flops, nbytes = counts.get(s.id, (None, None))
+    flops = figures.implied_flops(s.tflops, s.time_ms) if flops is None else flops  # a task not known here
+    return figures.scenario_rates(flops, nbytes, s.time_ms, r.peaks, r.device_name)
+
+
+def _share(value) -> str:
+    return "" if value is None else f"{value:.1%}"
+
+
+def _rate_cells(rates: dict, nominal: bool) -> list[str]:
+    """bound, rate, % peak, [% nominal], also: the bound rate first (figures.lead_rate), then the other."""
+    value, unit, share = figures.lead_rate(rates)
+    other, other_unit, _ = figures.other_rate(rates)
+    cells = [rates["bound"] or "n/a", "n/a" if value is None else f"{value:.4g} {unit}", _share(share)]
+    if nominal:
+        cells.append(_share(rates["gbps_nominal_share"]) if rates["bound"] == figures.MEMORY_BOUND else "")
+    return cells + ["" if other is None else f"{other:.4g} {other_unit}"]
+
+
+def _rate_head(r: EvalResult, nominal: bool) -> list[str]:
+    if not r.peaks:
+        return ["TFLOP/s"]  # no ridge point: nothing is bound, the table is as it always was
+    return ["bound", "rate", "% peak"] + (["% nominal"] if nominal else []) + ["also"]
+
+
+def _rates_note(r: EvalResult, nominal: float | None) -> str | None:
+    """What the rate columns measure against: the measured peaks, the ridge point, the maker's bandwidth."""
+    ridge = figures.ridge_point(r.peaks)
+    if ridge is None:
+        return None
+    note = (
+        f"% peak: of the measured {r.peaks['peak_tflops']:.4g} TFLOP/s or {r.peaks['peak_gbps']:.4g} GB/s; "
+        f"memory-bound: FLOP per byte below the ridge point {ridge:.4g}, rated in GB/s"
+    )
+    return note + (f"; % nominal: of {r.device_name}'s {nominal:.4g} GB/s" if nominal else "")
+
+
 def render_table(r: EvalResult, max_rows: int | None = None) -> str:
     libraries = bool(r.libraries)
-    head = ["scenario", "ok", "error", "tol", "ms", "TFLOP/s"] + [f"x {b}" for b in r.baselines]
+    nominal = figures.nominal_gbps(r.device_name) if r.peaks else None
+    head = ["scenario", "ok", "error", "tol", "ms"] + _rate_head(r, bool(nominal)) + [f"x {b}" for b in r.baselines]
     head += ["best library"] if libraries else []
+    counts = _task_counts(r.task) if r.peaks else {}
     rows = []
     scenario_dicts = r.to_dict()["scenarios"]
     for s, sd in zip(r.scenarios, scenario_dicts):
+        rate_cells = _rate_cells(_rates(s, counts, r), bool(nominal)) if r.peaks else [_num(s.tflops, ".4g")]
         rows.append(
             [
                 s.id,
@@ -58,8 +116,8 @@ def render_table(r: EvalResult, max_rows: int | None = None) -> str:
                 _num(s.error, ".2e"),
                 _num(s.tolerance, ".1e"),
                 _num(s.time_ms, ".4g"),
-                _num(s.tflops, ".4g"),
             ]
+            + rate_cells
             + [_speedup_cell(sd, b) for b in r.baselines]
             + ([s.details.get(BEST_LIBRARY) or "n/a"] if libraries else [])
         )
@@ -76,5 +134,7 @@ def render_table(r: EvalResult, max_rows: int | None = None) -> str:
         lines.append(f"  ... {len(failures) - 20} more notes")
     if r.reference:
         lines.append(f"judged against: {r.reference}")
+    if note := _rates_note(r, nominal):
+        lines.append(note)
     lines.append(summary_line(r))
     return "\n".join(lines)

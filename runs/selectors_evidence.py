@@ -66,14 +66,41 @@ def _best_library_name(s: dict, libraries: list[str], baselines: list[str]) -> s
     return best["name"] if best else ""
 
 
-def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str], libraries: list[str]) -> dict:
+def _rate_text(rate: tuple[float | None, str, float | None]) -> str:
+    """One rate with its unit, and its share of the measured peak where there is one: `3480 GB/s (87.1%)`."""
+    value, unit, share = rate
+    if value is None:
+        return "—"
+    return f"{_sig(value)} {unit}" + (f" ({_share_text(share)})" if share is not None else "")
+
+
+def _rate_fields(rates: dict) -> dict:
+    """The row's rates: the bound one first (figures.lead_rate) and the other (figures.other_rate), as text, and
+    each of the four figures on its own (the hover's details)."""
+    value, unit, share = figures.lead_rate(rates)
+    memory = rates["bound"] == figures.MEMORY_BOUND
+    return {
+        "bound": rates["bound"] or "",
+        "rate": "—" if value is None else f"{_sig(value)} {unit}",
+        "rate_share": _share_text(share),
+        "rate_nominal_share": _share_text(rates["gbps_nominal_share"]) if memory else "",
+        "other_rate": _rate_text(figures.other_rate(rates)),
+        "tflops": _sig(rates["tflops"]),
+        "tflops_share": _share_text(rates["tflops_share"]),
+        "gbps": _sig(rates["gbps"]),
+        "gbps_share": _share_text(rates["gbps_share"]),
+    }
+
+
+def _scenario_row(s: dict, spec_counts: dict, evaluation: Evaluation, baselines: list[str], libraries: list) -> dict:
     outcome = figures.scenario_outcome(s)
     counts = spec_counts.get(s["id"]) or {}
-    tflops = s.get("tflops")
-    gbps = figures.gbps(counts.get("bytes"), s.get("time_ms"))
-    tflops_share = figures.peak_share(tflops, peaks.get("peak_tflops"))
-    gbps_share = figures.peak_share(gbps, peaks.get("peak_gbps"))
-    over_peak = any(share is not None and share > 1.0 for share in (tflops_share, gbps_share))
+    peaks = evaluation.peaks or {}
+    # The task's FLOP count, or the verdict's own rate times its time where the task summary has none.
+    flops = counts.get("flops")
+    flops = figures.implied_flops(s.get("tflops"), s.get("time_ms")) if flops is None else flops
+    rates = figures.scenario_rates(flops, counts.get("bytes"), s.get("time_ms"), peaks, evaluation.gpu_name)
+    over_peak = any(share is not None and share > 1.0 for share in (rates["tflops_share"], rates["gbps_share"]))
     speedups = {b: figures.scenario_speedup(s, b) for b in baselines}
     intervals = {b: figures.scenario_interval(s, b) for b in baselines}
     return {
@@ -84,10 +111,7 @@ def _scenario_row(s: dict, spec_counts: dict, peaks: dict, baselines: list[str],
         "reason": s.get("reason") or "",
         "error": _sig(s.get("error")),
         "time_ms": _sig(s.get("time_ms")),
-        "tflops": _sig(tflops),
-        "tflops_share": _share_text(tflops_share),
-        "gbps": _sig(gbps),
-        "gbps_share": _share_text(gbps_share),
+        **_rate_fields(rates),
         # A figure above the measured peak, or a correct scenario the harness still wrote a reason for (a timing
         # it found suspect), is marked so that it stands out.
         "suspect": over_peak or (outcome == "correct" and bool(s.get("reason"))),
@@ -107,11 +131,14 @@ def _cell_title(row: dict, params_shown: list[str], has_peaks: bool) -> str:
     lines = [row["id"], ", ".join(f"{p}={_param_text(row['params'].get(p))}" for p in params_shown)]
     lines.append(row["outcome_text"] + (f": {row['reason']}" if row["reason"] else ""))
     lines.append(f"time {row['time_ms']} ms · error {row['error']}")
-    share = f" ({row['tflops_share']} of peak)" if has_peaks else ""
-    lines.append(
-        f"{row['tflops']} TFLOP/s{share} · {row['gbps']} GB/s"
-        + (f" ({row['gbps_share']} of peak)" if has_peaks else "")
-    )
+    tflops = f"{row['tflops']} TFLOP/s" + (f" ({row['tflops_share']} of peak)" if has_peaks else "")
+    gbps = f"{row['gbps']} GB/s" + (f" ({row['gbps_share']} of peak" if has_peaks else "")
+    if row["rate_nominal_share"]:
+        gbps += f", {row['rate_nominal_share']} of nominal"
+    gbps += ")" if has_peaks else ""
+    # the bound rate first (figures.bound_by): a memory-bound scenario is measured against the bandwidth
+    rates = [gbps, tflops] if row["bound"] == figures.MEMORY_BOUND else [tflops, gbps]
+    lines.append((f"{row['bound']}-bound: " if row["bound"] else "") + " · ".join(rates))
     lines.append(
         " · ".join(
             f"vs {b} {text}" + (f" ({row['intervals'][b]})" if row["intervals"][b] else "")
@@ -168,6 +195,26 @@ def _spread_row(verdict: dict, baseline: str, goal: bool) -> dict:
     }
 
 
+def _peaks_note(peaks: dict, device_name: str) -> str:
+    """The measured peaks, the ridge point they make (figures.ridge_point: the rule that says which scenarios are
+    memory-bound) and the maker's bandwidth of the device where it is listed; or that none was measured."""
+    if not peaks:
+        return "No share of the peak: the harness recorded no measured device peak for this evaluation."
+    measured = [
+        f"{_sig(peaks['peak_tflops'])} TFLOP/s" if peaks.get("peak_tflops") else "",
+        f"{_sig(peaks['peak_gbps'])} GB/s" if peaks.get("peak_gbps") else "",
+    ]
+    note = "Measured peak: " + " · ".join(text for text in measured if text)
+    if (ridge := figures.ridge_point(peaks)) is not None:
+        note += (
+            f". Ridge point {_sig(ridge)} FLOP/byte: a scenario doing fewer FLOP per byte it must move is"
+            " memory-bound, rated in GB/s and its share of the measured bandwidth"
+        )
+    if (nominal := figures.nominal_gbps(device_name)) is not None:
+        note += f". Nominal memory bandwidth of the {device_name}: {_sig(nominal)} GB/s"
+    return note
+
+
 def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
     """Everything the evidence view shows of `evaluation` (its ScenarioResult rows in `scenarios`)."""
     task = evaluation.kernel.task if evaluation.kernel.task_id else None
@@ -184,7 +231,7 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
     peaks = evaluation.peaks or {}
     has_bytes = any((c.get("bytes") or 0) > 0 for c in _spec_counts(spec).values())
     libraries = [name for name in spec.get("libraries") or [] if isinstance(name, str)]
-    rows = [_scenario_row(s, _spec_counts(spec), peaks, baselines, libraries) for s in outcomes]
+    rows = [_scenario_row(s, _spec_counts(spec), evaluation, baselines, libraries) for s in outcomes]
     by_id = {r["id"]: r for r in rows}
     grid = scenario_grid(list(spec.get("parameters") or []), outcomes)
     shown = [a for a in [*grid.row_axes, *grid.column_axes] if a != SCENARIO_AXIS]
@@ -200,17 +247,6 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
         grid_rows.append({"values": [_param_text(v) for v in values], "cells": cells})
     spread = [_spread_row(verdict, b, b == chosen) for b in baselines]
     counts = {k: sum(1 for r in rows if r["outcome"] == k) for k in OUTCOME_TEXT}
-    if not peaks:
-        peaks_note = "No share of the peak: the harness recorded no measured device peak for this evaluation."
-    else:
-        peaks_note = "Measured peak: " + " · ".join(
-            text
-            for text in (
-                f"{_sig(peaks['peak_tflops'])} TFLOP/s" if peaks.get("peak_tflops") else "",
-                f"{_sig(peaks['peak_gbps'])} GB/s" if peaks.get("peak_gbps") else "",
-            )
-            if text
-        )
     return {
         "baselines": baselines,
         "baseline": chosen,
@@ -227,7 +263,10 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
         "counts": counts,
         "has_peaks": has_peaks,
         "has_bytes": has_bytes,
-        "peaks_note": peaks_note,
+        "peaks_note": _peaks_note(peaks, evaluation.gpu_name),
+        # a column saying what bounds each scenario, and one for the share of the maker's bandwidth, where any has it
+        "has_bounds": any(r["bound"] for r in rows),
+        "has_nominal": any(r["rate_nominal_share"] for r in rows),
         "host_busy": figures.host_busy(verdict),
         "cells_json": {r["id"]: r["cells"] for r in rows},
     }

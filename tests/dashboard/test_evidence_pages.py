@@ -85,7 +85,9 @@ def test_rates_show_their_share_of_the_measured_peak_and_a_figure_above_it_stand
     assert suspect and "125%" in suspect.group(1)  # 1000 TFLOP/s against a measured 800
     # The table of every scenario is folded, and gives each parameter a column.
     table = re.search(r'<details id="scenario-table">(.*?)</details>', html, re.S).group(1)
-    assert "<th>seqlen_q</th>" in table and "<th>GB/s</th>" in table and "<th>% peak</th>" in table
+    assert "<th>seqlen_q</th>" in table and "<th>% peak</th>" in table
+    # each row leads with the rate that bounds it (GB/s where memory-bound), the other one after it
+    assert "<th>Bound</th><th>Rate</th>" in table and "<th>Also</th>" in table
 
 
 def test_an_evaluation_without_measured_peaks_says_so_and_shows_no_share(viewer):
