@@ -31,7 +31,6 @@ namespace {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr uint32_t kNegInfPair = 0xFF80FF80u;  // two bf16 -inf: elements outside the row
 constexpr int kSubwarpThreads = 256;
-constexpr int kClusterVpt = 4;             // vectors per thread in softmax_cluster (32 fp32 exponentials)
 #ifndef KSEEK_CTA_TARGET
 #define KSEEK_CTA_TARGET 256
 #endif
@@ -41,7 +40,23 @@ constexpr int kClusterVpt = 4;             // vectors per thread in softmax_clus
 #ifndef KSEEK_STORE_CS  // 1: streaming stores (st.global.cs)
 #define KSEEK_STORE_CS 0
 #endif
+#ifndef KSEEK_CLUSTER_MODE  // 0: keep fp32 exponentials, 4 vectors a thread; 1: keep the bf16 input and
+#define KSEEK_CLUSTER_MODE 0  // compute each exponential twice (fewer registers), 4 vectors; 2: likewise, 8 vectors
+#endif
+#ifndef KSEEK_SUBWARP_KEEP  // 1: the lanes-per-row kernel keeps fp32 exponentials; 0: it keeps the input
+#define KSEEK_SUBWARP_KEEP 1
+#endif
+#ifndef KSEEK_CLUSTER_MAXT  // softmax_cluster's __launch_bounds__: at most this many threads a CTA, and registers
+#define KSEEK_CLUSTER_MAXT 1024  // for KSEEK_CLUSTER_MINB such CTAs on one SM
+#endif
+#ifndef KSEEK_CLUSTER_MINB
+#define KSEEK_CLUSTER_MINB 1
+#endif
+constexpr int kClusterMaxThreads = KSEEK_CLUSTER_MAXT;
 constexpr int kClusterCtaTarget = KSEEK_CTA_TARGET;  // threads per CTA the cluster size is chosen for
+constexpr bool kClusterKeep = KSEEK_CLUSTER_MODE == 0;
+constexpr int kClusterVpt = KSEEK_CLUSTER_MODE == 2 ? 8 : 4;  // vectors per thread in softmax_cluster
+constexpr bool kSubwarpKeep = KSEEK_SUBWARP_KEEP != 0;
 constexpr int kMaxCluster = 8;             // the portable cluster size limit
 constexpr int kOnlineThreads = 1024;
 
@@ -146,20 +161,33 @@ __device__ __forceinline__ Stat shuffle_xor(Stat a, int offset) {
     return {__shfl_xor_sync(0xFFFFFFFFu, a.m, offset), __shfl_xor_sync(0xFFFFFFFFu, a.s, offset)};
 }
 
-// Loads VPT vectors (v0 + lane + k * stride) of the row, turns them into e = 2^(t - m_thread) in `e`,
-// returns the thread's (m_thread, sum e).
+// What a thread holds of its row between the load and the store: its exponentials in fp32 (KEEP: one ex2 per
+// element, 8 registers a vector) or its input as loaded (two ex2 per element, 4 registers a vector).
+template <int VPT, bool KEEP>
+struct Held;
 template <int VPT>
-__device__ __forceinline__ Stat load_exponentials(const uint16_t* xb, Row row, long long v0, int stride,
-                                                  float (&e)[VPT][8]) {
+struct Held<VPT, true> {
+    float e[VPT][8];
+};
+template <int VPT>
+struct Held<VPT, false> {
+    uint4 raw[VPT];
+};
+
+// Loads VPT vectors (v0 + k * stride) of the row into `held`; returns the thread's (m_thread, sum 2^(t - m_thread)).
+template <int VPT, bool KEEP>
+__device__ __forceinline__ Stat load_row(const uint16_t* xb, Row row, long long v0, int stride,
+                                         Held<VPT, KEEP>& held) {
     uint4 raw[VPT];
 #pragma unroll
     for (int k = 0; k < VPT; ++k) raw[k] = load_vector(xb, row, v0 + static_cast<long long>(k) * stride);
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-        unpack(raw[k], e[k]);
+        float f[8];
+        unpack(raw[k], f);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, e[k][j]);
+        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, f[j]);
     }
     // t = x log2(e); max t = (max x) log2(e) (the product is monotonic); a thread with no element keeps
     // m = -inf and uses 0 as its offset, so that its e are 2^-inf = 0, not NaN
@@ -168,26 +196,38 @@ __device__ __forceinline__ Stat load_exponentials(const uint16_t* xb, Row row, l
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
+        float f[8];
+        unpack(raw[k], f);
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            e[k][j] = ex2(fmaf(e[k][j], kLog2e, -offset));
-            s += e[k][j];
+            const float e = ex2(fmaf(f[j], kLog2e, -offset));
+            s += e;
+            if constexpr (KEEP) held.e[k][j] = e;
         }
+        if constexpr (!KEEP) held.raw[k] = raw[k];
     }
     return {m, s};
 }
 
-// y = e * 2^(m_thread - m_row) / s_row for the thread's vectors.
-template <int VPT>
-__device__ __forceinline__ void store_outputs(uint16_t* yb, bool yvec, Row row, long long v0, int stride,
-                                              const float (&e)[VPT][8], Stat mine, Stat all) {
-    const float scale = (mine.m == -INFINITY) ? 0.f : ex2(mine.m - all.m) * (1.f / all.s);
+// y = 2^(t - m_row) / s_row for the thread's vectors (KEEP: e * 2^(m_thread - m_row) / s_row).
+template <int VPT, bool KEEP>
+__device__ __forceinline__ void store_row(uint16_t* yb, bool yvec, Row row, long long v0, int stride,
+                                          const Held<VPT, KEEP>& held, Stat mine, Stat all) {
+    const float inv = 1.f / all.s;
+    const float scale = (mine.m == -INFINITY) ? 0.f : ex2(mine.m - all.m) * inv;
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-        const uint4 out = make_uint4(pack_bf16x2(e[k][0] * scale, e[k][1] * scale),
-                                     pack_bf16x2(e[k][2] * scale, e[k][3] * scale),
-                                     pack_bf16x2(e[k][4] * scale, e[k][5] * scale),
-                                     pack_bf16x2(e[k][6] * scale, e[k][7] * scale));
+        float y[8];
+        if constexpr (KEEP) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) y[j] = held.e[k][j] * scale;
+        } else {
+            unpack(held.raw[k], y);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) y[j] = ex2(fmaf(y[j], kLog2e, -all.m)) * inv;
+        }
+        const uint4 out = make_uint4(pack_bf16x2(y[0], y[1]), pack_bf16x2(y[2], y[3]), pack_bf16x2(y[4], y[5]),
+                                     pack_bf16x2(y[6], y[7]));
         store_vector(yb, yvec, row, v0 + static_cast<long long>(k) * stride, out);
     }
 }
@@ -206,12 +246,12 @@ softmax_subwarp(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int 
     const long long r = static_cast<long long>(blockIdx.x) * (kSubwarpThreads / TPR) + threadIdx.x / TPR;
     const Row row = row_at(r, rows, cols, e0);  // rows past the end: empty, but their lanes still shuffle
     const long long v0 = (row.g0 >> 3) + lane;
-    float e[VPT][8];
-    const Stat mine = load_exponentials<VPT>(xb, row, v0, TPR, e);
+    Held<VPT, kSubwarpKeep> held;
+    const Stat mine = load_row(xb, row, v0, TPR, held);
     Stat all = mine;
 #pragma unroll
     for (int offset = TPR / 2; offset > 0; offset /= 2) all = merge(all, shuffle_xor(all, offset));
-    store_outputs<VPT>(yb, yvec, row, v0, TPR, e, mine, all);
+    store_row(yb, yvec, row, v0, TPR, held, mine, all);
 }
 
 // ---- long rows: a cluster of CTAs per row -------------------------------------------------------------
@@ -245,9 +285,9 @@ __device__ __forceinline__ Stat block_merge(Stat a, Stat* warp_stats) {
     return all;
 }
 
-// blockDim.x: a multiple of 32 up to 1024; the launch's cluster size (1 when launched without one) is the
+// blockDim.x: a multiple of 32 up to kClusterMaxThreads; the launch's cluster size (1 when launched without one) is the
 // number of CTAs per row, consecutive in blockIdx.x.
-__global__ void __launch_bounds__(1024)
+__global__ void __launch_bounds__(KSEEK_CLUSTER_MAXT, KSEEK_CLUSTER_MINB)
 softmax_cluster(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int rows, int cols, int e0, bool yvec) {
     __shared__ Stat warp_stats[32];
     __shared__ Stat cta_stat;
@@ -256,8 +296,8 @@ softmax_cluster(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int 
     const Row row = row_at(blockIdx.x / ctas, rows, cols, e0);
     const int stride = static_cast<int>(ctas * blockDim.x);
     const long long v0 = (row.g0 >> 3) + rank * blockDim.x + threadIdx.x;
-    float e[kClusterVpt][8];
-    const Stat mine = load_exponentials<kClusterVpt>(xb, row, v0, stride, e);
+    Held<kClusterVpt, kClusterKeep> held;
+    const Stat mine = load_row(xb, row, v0, stride, held);
     Stat all = block_merge(mine, warp_stats);
     if (ctas > 1) {
         if (threadIdx.x == 0) cta_stat = all;
@@ -267,7 +307,7 @@ softmax_cluster(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int 
         for (unsigned c = 1; c < ctas; ++c) all = merge(all, load_remote(&cta_stat, c));
         cluster_arrive();  // this CTA has read the others' pairs; they may exit once all have
     }
-    store_outputs<kClusterVpt>(yb, yvec, row, v0, stride, e, mine, all);
+    store_row(yb, yvec, row, v0, stride, held, mine, all);
     if (ctas > 1) cluster_wait();  // keep cta_stat alive until every CTA of the cluster has read it
 }
 
@@ -279,14 +319,14 @@ softmax_online(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int r
     const Row row = row_at(blockIdx.x, rows, cols, e0);
     const long long first = row.g0 >> 3, last = (row.g1 - 1) >> 3;
     const int stride = kOnlineThreads;
-    float e[kVpt][8];
+    Held<kVpt, true> held;
     Stat mine = {-INFINITY, 0.f};
     for (long long v = first + threadIdx.x; v <= last; v += static_cast<long long>(kVpt) * stride)
-        mine = merge(mine, load_exponentials<kVpt>(xb, row, v, stride, e));
+        mine = merge(mine, load_row(xb, row, v, stride, held));
     const Stat all = block_merge(mine, warp_stats);
     for (long long v = first + threadIdx.x; v <= last; v += static_cast<long long>(kVpt) * stride) {
-        const Stat chunk = load_exponentials<kVpt>(xb, row, v, stride, e);
-        store_outputs<kVpt>(yb, yvec, row, v, stride, e, chunk, all);
+        const Stat chunk = load_row(xb, row, v, stride, held);
+        store_row(yb, yvec, row, v, stride, held, chunk, all);
     }
 }
 
@@ -367,7 +407,7 @@ extern "C" int kseek_softmax_rows(const __nv_bfloat16* x, __nv_bfloat16* y, int 
     // the most vectors one row spans: every row starts at the same offset when 8 divides cols
     const long long nvec = cols % 8 == 0 ? (e0 + cols - 1) / 8 + 1 : (static_cast<long long>(cols) + 6) / 8 + 1;
     if (nvec <= 128) return launch_subwarp(xb, yb, rows, cols, e0, yvec, nvec);
-    if (nvec <= static_cast<long long>(kMaxCluster) * 1024 * kClusterVpt) {
+    if (nvec <= static_cast<long long>(kMaxCluster) * kClusterMaxThreads * kClusterVpt) {
         return launch_cluster(xb, yb, rows, cols, e0, yvec, nvec);
     }
     softmax_online<<<rows, kOnlineThreads>>>(xb, yb, rows, cols, e0, yvec);

@@ -4,7 +4,7 @@ clusters of 1..8 CTAs, the two-pass kernel past 262144 columns), rows that start
 elements around y that must stay untouched, bit-for-bit repeatability, and the error against float64 next to
 torch's own bf16 softmax on the same input. Run from the repository root:
 
-    python3 lab/softmax_rows/tools/check_shapes.py [LIB.so] [--quick]
+    python3 lab/softmax_rows/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick]
 
 --quick: a few small shapes, one of each path, for compute-sanitizer (memcheck, racecheck, synccheck):
 
@@ -65,7 +65,8 @@ def run_one(kern, rows, cols, ox, oy, seed):
 def main(argv):
     quick = "--quick" in argv
     libs = [a for a in argv if not a.startswith("--")]
-    kern = SoftmaxRows(libs[0] if libs else build(SOFTMAX_ROWS))
+    target = libs[0] if libs else str(SOFTMAX_ROWS)
+    kern = SoftmaxRows(build(Path(target)) if target.endswith(".cu") else target)
     if quick:
         cases = [(r, c, ox, oy) for r, c in QUICK for ox, oy in ((0, 0), (3, 5))]
     else:
