@@ -17,7 +17,7 @@ log() { echo "$@" | tee -a "$OUT/log.txt"; }
 sanitize() {  # KERNEL
   lib=$(python3 -c "import sys; from pathlib import Path; from kernels.load import build; print(build(Path(sys.argv[1])))" "$1")
   for tool in memcheck racecheck synccheck; do
-    timeout 240 compute-sanitizer --tool "$tool" python3 lab/softmax_rows/tools/check_shapes.py "$lib" --quick \
+    timeout 90 compute-sanitizer --tool "$tool" python3 lab/softmax_rows/tools/check_shapes.py "$lib" --quick \
       > "$OUT/san_$tool.txt" 2>&1
     log "sanitizer $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|checked' "$OUT/san_$tool.txt" | tr '\n' ' ')"
   done
