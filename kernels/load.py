@@ -249,6 +249,7 @@ def softmax_rows(x, out=None):
 
     The kernel runs on the legacy default stream, as its ABI says; x's device must be the current device."""
     global _softmax
+    _check_softmax_input(x)  # before the first call's build: a wrong input costs no nvcc run
     if _softmax is None:
         _softmax = SoftmaxRows(build(SOFTMAX_ROWS))
     return _softmax(x, out=out)
