@@ -3,6 +3,9 @@
     from kernels.load import attention_fwd
     o, lse = attention_fwd(q, k, v, causal=True)      # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], bf16 or fp16
 
+    from kernels.load import softmax_rows
+    y = softmax_rows(x)                               # softmax along x's last dim, bf16, any leading shape
+
 The first call compiles the kernel's single .cu file with nvcc (cached by source hash under
 $KSEEK_CACHE_DIR or ~/.cache/kernelseek/released) and loads it with ctypes. Only the standard library
 and torch are needed; torch is imported lazily so that this module imports on machines without it.
@@ -20,6 +23,8 @@ from pathlib import Path
 
 KERNELS_DIR = Path(__file__).resolve().parent
 ATTENTION_SM90 = KERNELS_DIR / "attention_fwd_sm90" / "attention_fwd_sm90.cu"
+SOFTMAX_ROWS = KERNELS_DIR / "softmax_rows" / "softmax_rows.cu"
+INT32_MAX = 2**31 - 1  # the softmax_rows ABI takes rows and cols as int
 SUPPORTED_HEAD_DIMS = (64, 96, 128, 192, 256)
 
 
@@ -193,3 +198,58 @@ def attention_fwd(q, k, v, causal: bool = False, softmax_scale: float | None = N
     if _default is None:
         _default = AttentionFwd(build(ATTENTION_SM90))
     return _default(q, k, v, causal=causal, softmax_scale=softmax_scale)
+
+
+class SoftmaxRows:
+    """ctypes binding of the `softmax_rows` ABI: kseek_softmax_rows(x, y, rows, cols) on the default stream."""
+
+    def __init__(self, lib_path: str | os.PathLike):
+        self.lib_path = str(lib_path)
+        self._lib = ctypes.CDLL(self.lib_path)
+        self._fn = self._lib.kseek_softmax_rows
+        self._fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        self._fn.restype = ctypes.c_int
+
+    def __call__(self, x, out=None):
+        import torch
+
+        _check_softmax_input(x)
+        if out is None:
+            out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
+            raise ValueError("out must be a contiguous bfloat16 tensor shaped like x, on x's device")
+        cols = x.shape[-1] if x.dim() else 1
+        rows = x.numel() // cols if cols else 0
+        if rows > INT32_MAX or cols > INT32_MAX:
+            raise ValueError(f"rows ({rows}) and cols ({cols}) must each fit in int32")
+        status = self._fn(x.data_ptr(), out.data_ptr(), rows, cols)
+        if status != 0:
+            raise KernelError(f"kseek_softmax_rows returned {status} for rows={rows} cols={cols}")
+        return out
+
+
+def _check_softmax_input(x) -> None:
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError("x must be a torch.Tensor")
+    if not x.is_cuda:
+        raise ValueError("x must be on a CUDA device")
+    if x.dtype != torch.bfloat16:
+        raise ValueError(f"x must be bfloat16, got {x.dtype}")
+    if not x.is_contiguous():
+        raise ValueError("x must be contiguous (the softmax runs along its last, innermost dim)")
+
+
+_softmax: SoftmaxRows | None = None
+
+
+def softmax_rows(x, out=None):
+    """softmax(x) along the last dim with the released kernel (bf16 in and out, fp32 math inside).
+
+    The kernel runs on the legacy default stream, as its ABI says; x's device must be the current device."""
+    global _softmax
+    _check_softmax_input(x)  # before the first call's build: a wrong input costs no nvcc run
+    if _softmax is None:
+        _softmax = SoftmaxRows(build(SOFTMAX_ROWS))
+    return _softmax(x, out=out)

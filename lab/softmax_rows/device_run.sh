@@ -1,0 +1,69 @@
+#!/bin/bash
+# softmax_rows on the GPU machine (issue 35). Run from the repository root (or a copy of it such as .hw):
+#   bash lab/softmax_rows/device_run.sh dev            check_shapes.py, a full eval without QuACK, sanitizers
+#   bash lab/softmax_rows/device_run.sh screen CANDS   each CANDS/*.cu: quick shape check + eval of the large and
+#                                                      mid scenarios against eager; ranked in /tmp/screen/rank.txt
+#   bash lab/softmax_rows/device_run.sh release [K]    the best screened candidate (else K, else the released
+#                                                      file): full check, full eval against every library
+#                                                      (QuACK installed, PYTHONPATH set), compute-sanitizer
+# Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+K=kernels/softmax_rows/softmax_rows.cu
+SUBSET=r8192_c8192,r1024_c32000,r2048_c4096,r1024_c8192,r512_c16384,r256_c32768,r64_c65536,r1_c65536,r16384_c128,r65536_c31,r8192_c512,r4096_c1024,r4096_c2048,r1000_c1000
+log() { echo "$@" | tee -a "$OUT/log.txt"; }
+
+sanitize() {  # KERNEL
+  lib=$(python3 -c "import sys; from pathlib import Path; from kernels.load import build; print(build(Path(sys.argv[1])))" "$1")
+  for tool in memcheck racecheck synccheck; do
+    timeout 90 compute-sanitizer --tool "$tool" python3 lab/softmax_rows/tools/check_shapes.py "$lib" --quick \
+      > "$OUT/san_$tool.txt" 2>&1
+    log "sanitizer $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|checked' "$OUT/san_$tool.txt" | tr '\n' ' ')"
+  done
+  cat "$OUT"/san_*.txt > "$OUT/sanitizer.txt"; rm -f "$OUT"/san_*.txt
+}
+
+evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE
+  timeout 280 python3 -m gpu_harness eval softmax_rows "$4" --scenarios "$2" --baselines "$3" --timeout 270 \
+    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5" > "$OUT/$1.txt" 2> "$OUT/$1.log"
+  log "$1 rc=$?"; tail -n 40 "$OUT/$1.txt" | tee -a "$OUT/log.txt"
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
+case "${1:-dev}" in
+dev)
+  timeout 200 python3 lab/softmax_rows/tools/check_shapes.py > "$OUT/check.txt" 2>&1
+  log "check_shapes rc=$?: $(tail -n 1 "$OUT/check.txt")"; grep FAIL "$OUT/check.txt" | head -20 | tee -a "$OUT/log.txt"
+  evaluate eval_dev full eager,compile,naive $K "dev: full set against torch's paths (QuACK not installed)"
+  sanitize $K ;;
+screen)
+  mkdir -p /tmp/screen; : > /tmp/screen/rank.txt
+  for f in "$2"/*.cu; do
+    name=$(basename "$f" .cu)
+    timeout 60 python3 lab/softmax_rows/tools/check_shapes.py "$f" --quick > /tmp/screen/$name.check 2>&1
+    chk=$?
+    timeout 120 python3 -m gpu_harness eval softmax_rows "$f" --scenarios $SUBSET --baselines eager --timeout 110 \
+      --trace "$OUT/trace.jsonl" --note "screen $name: $(grep '^#define KSEEK' "$f" | tr '\n' ' ')" > /tmp/screen/$name.txt 2>&1
+    gm=$(grep -o 'vs eager: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
+    [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $f" >> /tmp/screen/rank.txt
+    log "$name check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-160)"
+    { echo "== $name"; grep '^#define KSEEK' "$f"; tail -n 1 /tmp/screen/$name.check; grep -E '^r[0-9]' /tmp/screen/$name.txt; } >> "$OUT/screen.txt"
+  done
+  sort -rn /tmp/screen/rank.txt | tee -a "$OUT/log.txt" ;;
+release)
+  cat /tmp/bw/part.* > /tmp/bw/all.tar && tar -xf /tmp/bw/all.tar -C /tmp/bw \
+    && python3 -m pip install -q --no-index --no-deps --target /tmp/bwsite /tmp/bw/*.whl || log "QuACK install failed"
+  python3 -c "import quack.softmax; print('quack imports')" 2>&1 | tail -n 1 | tee -a "$OUT/log.txt"
+  cands=$( (sort -rn /tmp/screen/rank.txt 2>/dev/null | awk '{print $2}'; echo "${2:-$K}") )
+  [ -f /tmp/screen/rank.txt ] && cp /tmp/screen/rank.txt "$OUT/rank.txt"
+  for f in $cands; do
+    timeout 200 python3 lab/softmax_rows/tools/check_shapes.py "$f" > "$OUT/check.txt" 2>&1
+    rc=$?; log "check_shapes $f rc=$rc: $(tail -n 1 "$OUT/check.txt")"
+    [ $rc -eq 0 ] && break
+  done
+  log "release candidate: $f sha256 $(sha256sum "$f" | cut -c1-64)"
+  cp "$f" "$OUT/candidate.cu"
+  evaluate eval_full full best_library,naive "$f" "release candidate $(basename "$f"): full set against every library (QuACK installed)"
+  sanitize "$f" ;;
+esac
