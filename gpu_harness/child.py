@@ -20,6 +20,8 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from .baseline_threads import BaselineThreads
 from .exchange import SLOTS, SlotRing
@@ -79,6 +81,7 @@ def run(task_name: str, ch: Channel) -> None:
     exchange = side.create_exchange(slot_bytes, SLOTS, job["outdir"])
     ch.slots = SlotRing(SLOTS)
     baselines = BaselineThreads(task.baseline_threads)
+    bench = Bench(task, side, fn, base_libs, ch, derive_seed, baselines)
     ch.send(ev="loaded", exchange=exchange)
 
     try:
@@ -87,7 +90,7 @@ def run(task_name: str, ch: Channel) -> None:
         # correctness runs below and are done (or nearly) by the time those are
         with spent("warm_submit"):
             for sc in job["scenarios"]:
-                _warm_baselines(task, side, sc, sc.get("warm", []), base_libs, derive_seed, baselines)
+                _warm_baselines(bench, sc, sc.get("warm", []))
         # ---- correctness: seed a, seed a again (bitwise repeatability), seed b ----
         for sc in job["scenarios"]:
             params = sc["params"]
@@ -125,13 +128,47 @@ def run(task_name: str, ch: Channel) -> None:
             cmd = ch.recv()
             if cmd["cmd"] != "time":
                 raise ValueError(f"unknown command {cmd!r}")
-            sc = cmd["scenario"]
-            _time_scenario(task, side, fn, base_libs, sc, cmd, ch, derive_seed, baselines)
+            _time_scenario(bench, cmd["scenario"], cmd)
     finally:
         baselines.close()  # at most the call in progress on each thread finishes
 
 
-def _warm_baselines(task, side, sc, names, base_libs, derive_seed, baselines: BaselineThreads) -> None:
+@dataclass(frozen=True)
+class Bench:
+    """What timing a scenario needs, gathered once per job: the task and this process's side of it, the
+    candidate's function, the baselines' functions by name and the threads that own them, the channel to the
+    parent and the seed derivation (the same as the parent's, so that it can regenerate any input)."""
+
+    task: object
+    side: object
+    fn: object
+    base_libs: dict
+    ch: Channel
+    derive_seed: Callable
+    baselines: BaselineThreads
+
+    def fresh_io(self, params: dict, seed: int) -> tuple:
+        """New inputs from `seed` and new (poisoned) outputs for one call."""
+        return self.task.make_inputs(params, seed), self.task.new_outputs(params)
+
+    def time_candidate(self, inputs, outputs, params: dict) -> float:
+        return self.side.time_call(lambda: self.task.invoke(self.fn, inputs, outputs, params))
+
+    def export(self, outputs) -> int:
+        """Put the outputs into a free slot for the parent to judge; the slot's number."""
+        slot = self.ch.take_slot()
+        self.side.export_outputs(outputs, slot)
+        return slot
+
+    def fail_on_device_error(self, sid, run: str) -> None:
+        """A device error ends this process (exit 3) after the parent is told which call it followed."""
+        err = self.side.sync_error()
+        if err:
+            self.ch.send(ev="device_error", sid=sid, run=run, error=err)
+            raise SystemExit(3)
+
+
+def _warm_baselines(bench: Bench, sc: dict, names: list[str]) -> None:
     """Queue one call of each baseline on this scenario's shape, on the thread that will time it, to run
     during the correctness phase: a library's first call of a shape is slow (cuDNN builds and compiles a
     plan), and this way that cost overlaps the correctness runs and the judging instead of adding to the
@@ -141,85 +178,24 @@ def _warm_baselines(task, side, sc, names, base_libs, derive_seed, baselines: Ba
     params = sc["params"]
 
     def work():
-        inputs = task.make_inputs(params, derive_seed(sc["seed_a"], "prewarm"))
-        for f in task.baseline_callables(names, params, inputs, base_libs).values():
+        inputs = bench.task.make_inputs(params, bench.derive_seed(sc["seed_a"], "prewarm"))
+        for f in bench.task.baseline_callables(names, params, inputs, bench.base_libs).values():
             if callable(f):
                 try:
                     f()
                 except Exception:
                     pass
-        side.sync_error()
+        bench.side.sync_error()
 
-    baselines.warm(sc["id"], work)
+    bench.baselines.warm(sc["id"], work)
 
 
-def _time_scenario(task, side, fn, base_libs, sc, cmd, ch, derive_seed, baselines: BaselineThreads) -> None:
-    params = sc["params"]
-    names = cmd["baselines"]
+def _time_scenario(bench: Bench, sc: dict, cmd: dict) -> None:
     t_warm = time.perf_counter()
-    # warm-up: one call each (also the estimate for the repeat count)
-    seed = derive_seed(sc["seed_a"], "warm")
-    inputs = task.make_inputs(params, seed)
-    outputs = task.new_outputs(params)
-    ch.send(ev="calling", sid=sc["id"], run="warm-up")
-    side.flush_cache()
-    est = side.time_call(lambda: task.invoke(fn, inputs, outputs, params))
-    err = side.sync_error()
-    if err:
-        ch.send(ev="device_error", sid=sc["id"], run="warm-up", error=err)
-        raise SystemExit(3)
-    base_fns = task.baseline_callables(names, params, inputs, base_libs)
-    notes = {n: f for n, f in base_fns.items() if isinstance(f, str)}
-    runnable = [n for n in names if n not in notes]
-    for n in list(runnable):
-        try:
-            side.flush_cache()
-            baselines.call(sc["id"], base_fns[n])
-            err = side.sync_error()
-            if err:
-                raise RuntimeError(err)
-        except Exception as e:  # a baseline that cannot run this scenario is n/a there, not a failure
-            notes[n] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-            runnable.remove(n)
-    del inputs, outputs
-
-    reps = _repeats(est, cmd)
+    est, runnable, notes = _warm_up(bench, sc, cmd["baselines"])
     t_reps = time.perf_counter()
-    cand_ms, base_ms, checked = [], {n: [] for n in runnable}, []
-    # the last timed call is always checked (catches "honest for the first N calls"), plus random others
-    p_check = min(1.0, (cmd["checks"] - 1) / max(min(reps, cmd.get("early_min") or reps), 1))
-    for rep in range(reps):
-        # fresh inputs for every timed call: caching outputs between calls gains nothing
-        seed = derive_seed(sc["seed_a"], "timed", rep)
-        inputs = task.make_inputs(params, seed)
-        outputs = task.new_outputs(params)
-        fns = task.baseline_callables(runnable, params, inputs, base_libs)
-        order = ["__candidate__"] + runnable
-        if rep % 2:
-            order.reverse()  # A/B then B/A: no impl always runs right after the flush of another
-        for name in order:
-            side.flush_cache()
-            if name == "__candidate__":
-                cand_ms.append(side.time_call(lambda: task.invoke(fn, inputs, outputs, params)))
-                err = side.sync_error()
-                if err:
-                    ch.send(ev="device_error", sid=sc["id"], run=f"timed call {rep}", error=err)
-                    raise SystemExit(3)
-                if _fresh_fraction() < p_check and len(checked) < cmd["checks"] - 1:
-                    slot = ch.take_slot()
-                    side.export_outputs(outputs, slot)
-                    checked.append({"seed": seed, "slot": slot, "rep": rep})
-            else:
-                base_ms[name].append(side.time_call(lambda f=fns[name]: baselines.call(sc["id"], f)))
-        last = rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd)
-        if last and not (checked and checked[-1]["rep"] == rep):
-            slot = ch.take_slot()  # the baselines' calls since then write only their own outputs
-            side.export_outputs(outputs, slot)
-            checked.append({"seed": seed, "slot": slot, "rep": rep})
-        del inputs, outputs, fns
-        if last:
-            break
-    ch.send(
+    cand_ms, base_ms, checked = _timed_calls(bench, sc, cmd, est, runnable)
+    bench.ch.send(
         ev="timed",
         sid=sc["id"],
         cand_ms=cand_ms,
@@ -229,24 +205,94 @@ def _time_scenario(task, side, fn, base_libs, sc, cmd, ch, derive_seed, baseline
         estimate_ms=est,
         seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps},
     )
+    _serve_batches(bench, sc, cmd, est)
 
-    # host-clock cross-check: the parent times this batch with its own clock
+
+def _warm_up(bench: Bench, sc: dict, names: list[str]) -> tuple[float, list[str], dict[str, str]]:
+    """One call each: the candidate's is also the estimate for the repeat count. The estimate, the baselines
+    that ran, and a note for each that cannot run this scenario."""
+    params = sc["params"]
+    inputs, outputs = bench.fresh_io(params, bench.derive_seed(sc["seed_a"], "warm"))
+    bench.ch.send(ev="calling", sid=sc["id"], run="warm-up")
+    bench.side.flush_cache()
+    est = bench.time_candidate(inputs, outputs, params)
+    bench.fail_on_device_error(sc["id"], "warm-up")
+    base_fns = bench.task.baseline_callables(names, params, inputs, bench.base_libs)
+    notes = {n: f for n, f in base_fns.items() if isinstance(f, str)}
+    runnable = [n for n in names if n not in notes]
+    for n in list(runnable):
+        problem = _baseline_problem(bench, sc["id"], base_fns[n])
+        if problem:  # a baseline that cannot run this scenario is n/a there, not a failure
+            notes[n] = problem
+            runnable.remove(n)
+    return est, runnable, notes
+
+
+def _baseline_problem(bench: Bench, sid, f) -> str | None:
+    """Why one call of a baseline failed, or None when it ran."""
+    try:
+        bench.side.flush_cache()
+        bench.baselines.call(sid, f)
+        err = bench.side.sync_error()
+        if err:
+            raise RuntimeError(err)
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    return None
+
+
+def _timed_calls(bench: Bench, sc: dict, cmd: dict, est: float, runnable: list[str]) -> tuple[list, dict, list]:
+    """The repeated timed calls, candidate and baselines interleaved: the candidate's times, the baselines'
+    times by name, and the calls whose outputs went to the parent to be checked."""
+    params = sc["params"]
+    reps = _repeats(est, cmd)
+    cand_ms, base_ms, checked = [], {n: [] for n in runnable}, []
+    # the last timed call is always checked (catches "honest for the first N calls"), plus random others
+    p_check = min(1.0, (cmd["checks"] - 1) / max(min(reps, cmd.get("early_min") or reps), 1))
+    for rep in range(reps):
+        # fresh inputs for every timed call: caching outputs between calls gains nothing
+        seed = bench.derive_seed(sc["seed_a"], "timed", rep)
+        inputs, outputs = bench.fresh_io(params, seed)
+        fns = bench.task.baseline_callables(runnable, params, inputs, bench.base_libs)
+        order = ["__candidate__"] + runnable
+        if rep % 2:
+            order.reverse()  # A/B then B/A: no impl always runs right after the flush of another
+        for name in order:
+            bench.side.flush_cache()
+            if name != "__candidate__":
+                base_ms[name].append(bench.side.time_call(lambda f=fns[name]: bench.baselines.call(sc["id"], f)))
+                continue
+            cand_ms.append(bench.time_candidate(inputs, outputs, params))
+            bench.fail_on_device_error(sc["id"], f"timed call {rep}")
+            if _fresh_fraction() < p_check and len(checked) < cmd["checks"] - 1:
+                checked.append({"seed": seed, "slot": bench.export(outputs), "rep": rep})
+        last = rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd)
+        if last and not (checked and checked[-1]["rep"] == rep):
+            # the baselines' calls since then write only their own outputs
+            checked.append({"seed": seed, "slot": bench.export(outputs), "rep": rep})
+        del inputs, outputs, fns
+        if last:
+            break
+    return cand_ms, base_ms, checked
+
+
+def _serve_batches(bench: Bench, sc: dict, cmd: dict, est: float) -> None:
+    """Host-clock cross-check: the parent times batches of calls with its own clock, until it is satisfied."""
+    params = sc["params"]
     n = max(1, min(cmd["batch_max"], int(cmd["batch_ms"] / max(est, 1e-3))))
-    seed = derive_seed(sc["seed_a"], "batch")
-    inputs = task.make_inputs(params, seed)
-    outputs = task.new_outputs(params)
-    side.sync_error()
-    ch.send(ev="batch_ready", sid=sc["id"], n=n)
+    inputs, outputs = bench.fresh_io(params, bench.derive_seed(sc["seed_a"], "batch"))
+    bench.side.sync_error()
+    bench.ch.send(ev="batch_ready", sid=sc["id"], n=n)
     while True:  # the parent asks for batches until it is satisfied ("next")
-        cmd = ch.recv()
+        cmd = bench.ch.recv()
         if cmd.get("cmd") == "next":
             return
         if cmd.get("cmd") != "go":
             raise ValueError(f"expected go or next, got {cmd!r}")
         # each call is also timed in-process, so that the parent compares two clocks over the same window
-        inproc = sum(side.time_call(lambda: task.invoke(fn, inputs, outputs, params)) for _ in range(n))
-        err = side.sync_error()
-        ch.send(ev="batch_done", sid=sc["id"], n=n, error=err, inproc_ms=inproc)
+        inproc = sum(bench.time_candidate(inputs, outputs, params) for _ in range(n))
+        err = bench.side.sync_error()
+        bench.ch.send(ev="batch_done", sid=sc["id"], n=n, error=err, inproc_ms=inproc)
         if err:
             raise SystemExit(3)
 

@@ -666,6 +666,15 @@ def load_spec(folder: str | Path) -> TaskSpec:
     return _SpecReader(folder, path, text, data).read()
 
 
+@dataclass(frozen=True)
+class _IdTemplate:
+    """scenarios.id as read: the template, its line, and its fields (None when the template is unusable)."""
+
+    template: object
+    line: int | None
+    fields: list[str] | None
+
+
 class _SpecReader:
     """One pass over the parsed TOML, collecting problems rather than stopping at the first."""
 
@@ -837,112 +846,136 @@ class _SpecReader:
             return []
         out, seen = [], set()
         for i, item in enumerate(raw):
-            line = self.lines.header("args", i)
-            where = f"args[{i}]"
-            if not isinstance(item, dict):
-                self.problem(where, "must be a table", line)
-                continue
-            name = item.get("name")
-            if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-                self.problem(f"{where}.name", f"{name!r} is not a C identifier", self.lines.key("name", line))
-                continue
-            where = f"args.{name}"
-            if keyword.iskeyword(name) or name in C_RESERVED:
-                lang = "Python" if keyword.iskeyword(name) else "C/C++"
-                self.problem(
-                    f"{where}.name",
-                    f"{name!r} is a {lang} keyword or type name: the kernel and reference.py's functions take the"
-                    " arguments by name",
-                    self.lines.key("name", line),
-                )
-                continue
-            if name in seen:
-                self.problem(f"{where}.name", "a second argument of this name", self.lines.key("name", line))
-            seen.add(name)
-            for key in item:
-                if key not in ("name", "kind", "dtype", "shape", "init", "value"):
-                    self.problem(f"{where}.{key}", "unknown field", self.lines.key(key, line))
-            kind = item.get("kind")
-            if kind not in ("input", "output", "scalar", "stream"):
-                kinds = "input, output, scalar or stream" if target.language == "cuda" else "input, output or scalar"
-                self.problem(f"{where}.kind", f"{kind!r}: expected {kinds}", self.lines.key("kind", line))
-                continue
-            if kind == "stream":
-                self.read_stream(where, item, target, line, out)
-                continue
-            dtype = item.get("dtype")
-            dline = self.lines.key("dtype", line)
-            if kind == "scalar":
-                if not isinstance(dtype, str) or dtype not in SCALAR_C_TYPES:
-                    fixed = " (a scalar's C type is fixed: map its value instead)" if isinstance(dtype, dict) else ""
-                    self.problem(
-                        f"{where}.dtype",
-                        f"unknown scalar dtype {dtype!r} (known: {', '.join(SCALAR_C_TYPES)}){fixed}",
-                        dline,
-                    )
-                    continue
-                vline = self.lines.key("value", line)
-                if "value" not in item:
-                    self.problem(f"{where}.value", "a scalar needs a value (a formula of the scenario's symbols)", line)
-                    continue
-                value = self.read_value(f"{where}.value", item["value"], vline)
-                if value is not None:
-                    out.append(Arg(name, kind, dtype, value=value))
-                continue
-            if isinstance(dtype, dict):
-                dtype = self.read_mapping(f"{where}.dtype", dtype, dline, lambda d: self.tensor_dtype(d, target))
-                if dtype is None:
-                    continue
-                kinds = {DTYPES[d].kind for d in dtype.choices.values()}
-                if len(kinds) > 1:
-                    self.problem(
-                        f"{where}.dtype", "the choices mix float and integer dtypes (one init makes both)", dline
-                    )
-                    continue
-            else:
-                problem = self.tensor_dtype(dtype, target)
-                if problem:
-                    self.problem(f"{where}.dtype", problem, dline)
-                    continue
-            shape = item.get("shape")
-            sline = self.lines.key("shape", line)
-            if not isinstance(shape, list) or not all(
-                (isinstance(d, str) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", d)) or (type(d) is int and d >= 0)
-                for d in shape
-            ):
-                self.problem(
-                    f"{where}.shape", f'{shape!r}: expected a list of symbols or sizes, e.g. ["m", "k"]', sline
-                )
-                continue
-            init = None
-            arg_dtypes = dtype.choices.values() if isinstance(dtype, ByScenario) else (dtype,)
-            if kind == "input":
-                self.where[f"{where}.init"] = self.lines.key("init", line) or line
-                init = self.read_init(
-                    where, item.get("init"), [DTYPES[d] for d in arg_dtypes], self.lines.key("init", line) or line
-                )
-                if init is None:
-                    continue
-            elif "init" in item:
-                self.problem(f"{where}.init", "an output is not made from the seed (it is poisoned)", line)
-            out.append(Arg(name, kind, dtype, shape=tuple(shape), init=init))
+            arg = self.read_arg(i, item, target, seen, out)
+            if arg is not None:
+                out.append(arg)
         if out and not any(a.kind == "output" for a in out):
             self.problem("args", "no argument is an output: there would be nothing to judge", None)
         return out
 
-    def read_stream(self, where: str, item: dict, target: Target, line, out: list) -> None:
+    def read_arg(self, i: int, item, target: Target, seen: set, out: list[Arg]) -> Arg | None:
+        """The i-th [[args]] table; None when it is unusable (its problems said). `seen`: the names so far;
+        `out`: the arguments read so far."""
+        line = self.lines.header("args", i)
+        if not isinstance(item, dict):
+            self.problem(f"args[{i}]", "must be a table", line)
+            return None
+        name = self.read_arg_name(f"args[{i}]", item.get("name"), line, seen)
+        if name is None:
+            return None
+        where = f"args.{name}"
+        for key in item:
+            if key not in ("name", "kind", "dtype", "shape", "init", "value"):
+                self.problem(f"{where}.{key}", "unknown field", self.lines.key(key, line))
+        kind = item.get("kind")
+        if kind not in ("input", "output", "scalar", "stream"):
+            kinds = "input, output, scalar or stream" if target.language == "cuda" else "input, output or scalar"
+            self.problem(f"{where}.kind", f"{kind!r}: expected {kinds}", self.lines.key("kind", line))
+            return None
+        if kind == "stream":
+            return self.read_stream(where, item, target, line, out)
+        if kind == "scalar":
+            return self.read_scalar_arg(where, name, item, line)
+        return self.read_tensor_arg(where, name, kind, item, target, line)
+
+    def read_arg_name(self, where: str, name, line, seen: set) -> str | None:
+        """An argument's name: a C identifier that is no keyword of C or Python (the kernel and reference.py's
+        functions take the arguments by name). A second use of a name is said, and the argument still read."""
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            self.problem(f"{where}.name", f"{name!r} is not a C identifier", self.lines.key("name", line))
+            return None
+        where = f"args.{name}"
+        if keyword.iskeyword(name) or name in C_RESERVED:
+            lang = "Python" if keyword.iskeyword(name) else "C/C++"
+            self.problem(
+                f"{where}.name",
+                f"{name!r} is a {lang} keyword or type name: the kernel and reference.py's functions take the"
+                " arguments by name",
+                self.lines.key("name", line),
+            )
+            return None
+        if name in seen:
+            self.problem(f"{where}.name", "a second argument of this name", self.lines.key("name", line))
+        seen.add(name)
+        return name
+
+    def read_scalar_arg(self, where: str, name: str, item: dict, line) -> Arg | None:
+        """kind = "scalar": a C type of SCALAR_C_TYPES and a value (a formula, or formulas chosen by scenario)."""
+        dtype = item.get("dtype")
+        if not isinstance(dtype, str) or dtype not in SCALAR_C_TYPES:
+            fixed = " (a scalar's C type is fixed: map its value instead)" if isinstance(dtype, dict) else ""
+            self.problem(
+                f"{where}.dtype",
+                f"unknown scalar dtype {dtype!r} (known: {', '.join(SCALAR_C_TYPES)}){fixed}",
+                self.lines.key("dtype", line),
+            )
+            return None
+        if "value" not in item:
+            self.problem(f"{where}.value", "a scalar needs a value (a formula of the scenario's symbols)", line)
+            return None
+        value = self.read_value(f"{where}.value", item["value"], self.lines.key("value", line))
+        return Arg(name, "scalar", dtype, value=value) if value is not None else None
+
+    def read_tensor_arg(self, where: str, name: str, kind: str, item: dict, target: Target, line) -> Arg | None:
+        """kind = "input" or "output": a dtype (or dtypes chosen by scenario), a shape of symbols and sizes, and
+        for an input how it is made from the seed."""
+        dtype = self.read_tensor_dtype(where, item.get("dtype"), target, self.lines.key("dtype", line))
+        if dtype is None:
+            return None
+        shape = item.get("shape")
+        if not isinstance(shape, list) or not all(
+            (isinstance(d, str) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", d)) or (type(d) is int and d >= 0)
+            for d in shape
+        ):
+            self.problem(
+                f"{where}.shape",
+                f'{shape!r}: expected a list of symbols or sizes, e.g. ["m", "k"]',
+                self.lines.key("shape", line),
+            )
+            return None
+        init = None
+        arg_dtypes = dtype.choices.values() if isinstance(dtype, ByScenario) else (dtype,)
+        if kind == "input":
+            self.where[f"{where}.init"] = self.lines.key("init", line) or line
+            init = self.read_init(
+                where, item.get("init"), [DTYPES[d] for d in arg_dtypes], self.lines.key("init", line) or line
+            )
+            if init is None:
+                return None
+        elif "init" in item:
+            self.problem(f"{where}.init", "an output is not made from the seed (it is poisoned)", line)
+        return Arg(name, kind, dtype, shape=tuple(shape), init=init)
+
+    def read_tensor_dtype(self, where: str, dtype, target: Target, dline) -> str | ByScenario | None:
+        """A tensor's dtype on `target`, or dtypes of one kind (float or integer) chosen by a scenario symbol."""
+        if not isinstance(dtype, dict):
+            problem = self.tensor_dtype(dtype, target)
+            if problem:
+                self.problem(f"{where}.dtype", problem, dline)
+                return None
+            return dtype
+        mapping = self.read_mapping(f"{where}.dtype", dtype, dline, lambda d: self.tensor_dtype(d, target))
+        if mapping is None:
+            return None
+        if len({DTYPES[d].kind for d in mapping.choices.values()}) > 1:
+            self.problem(f"{where}.dtype", "the choices mix float and integer dtypes (one init makes both)", dline)
+            return None
+        return mapping
+
+    def read_stream(self, where: str, item: dict, target: Target, line, out: list) -> Arg | None:
         """kind = "stream": the CUDA stream the kernel runs on, declared cudaStream_t; the harness passes 0, the
-        legacy default stream its CUDA events time (a kernel that takes a stream can be called like a library's)."""
+        legacy default stream its CUDA events time (a kernel that takes a stream can be called like a library's).
+        `out`: the arguments read so far (a kernel runs on one stream)."""
         if target.language != "cuda":
             self.problem(f"{where}.kind", f"a stream is a CUDA argument: target {target.name} has none", line)
-            return
+            return None
         for key in ("dtype", "shape", "init", "value"):
             if key in item:
                 self.problem(f"{where}.{key}", "a stream has no " + key, self.lines.key(key, line))
         if any(a.kind == "stream" for a in out):
             self.problem(f"{where}.kind", "a second stream: a kernel runs on one", line)
-            return
-        out.append(Arg(item["name"], "stream", ""))
+            return None
+        return Arg(item["name"], "stream", "")
 
     def tensor_dtype(self, dtype, target: Target) -> str | None:
         """What is wrong with a tensor's dtype on `target`; None when nothing is."""
@@ -1003,11 +1036,7 @@ class _SpecReader:
             self.problem(f"{where}.init", 'how the input is made from the seed, e.g. {dist = "normal"}', line)
             return None
         if "function" in init:
-            fn = init["function"]
-            if not isinstance(fn, str) or not fn.isidentifier() or set(init) != {"function"}:
-                self.problem(f"{where}.init", 'a function of reference.py alone: {function = "make_x"}', line)
-                return None
-            return InputInit("function", 0.0, 0.0, function=fn)
+            return self.read_init_function(where, init, line)
         dist = init.get("dist")
         if dist not in DISTRIBUTIONS:
             known = ", ".join(DISTRIBUTIONS)
@@ -1019,14 +1048,9 @@ class _SpecReader:
             self.problem(f"{where}.init.dist", f"{dist} does not make {dtype.name} values", line)
             return None
         a_key, b_key = DISTRIBUTIONS[dist]
-        defaults = {"normal": (0.0, 1.0), "uniform": (0.0, 1.0), "integers": (None, None)}[dist]
-        vals = []
-        for key, default in zip((a_key, b_key), defaults, strict=True):
-            v = init.get(key, default)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                self.problem(f"{where}.init.{key}", f"expected a number, got {v!r}", line)
-                return None
-            vals.append(float(v))
+        vals = self.read_init_bounds(where, init, dist, line)
+        if vals is None:
+            return None
         for key in init:
             if key not in ("dist", a_key, b_key, "native") or key == "native" and dist == "integers":
                 self.problem(f"{where}.init.{key}", f"unknown field for dist = {dist!r}", line)
@@ -1047,6 +1071,26 @@ class _SpecReader:
             self.problem(f"{where}.init", said, line)
             return None
         return InputInit(dist, vals[0], vals[1], native=native)
+
+    def read_init_function(self, where: str, init: dict, line) -> InputInit | None:
+        """init = {function = "make_x"}: the input is made by a function of reference.py, and by nothing else."""
+        fn = init["function"]
+        if not isinstance(fn, str) or not fn.isidentifier() or set(init) != {"function"}:
+            self.problem(f"{where}.init", 'a function of reference.py alone: {function = "make_x"}', line)
+            return None
+        return InputInit("function", 0.0, 0.0, function=fn)
+
+    def read_init_bounds(self, where: str, init: dict, dist: str, line) -> list[float] | None:
+        """The distribution's two numbers (mean and std, or low and high), its defaults where not given."""
+        defaults = {"normal": (0.0, 1.0), "uniform": (0.0, 1.0), "integers": (None, None)}[dist]
+        vals = []
+        for key, default in zip(DISTRIBUTIONS[dist], defaults, strict=True):
+            v = init.get(key, default)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                self.problem(f"{where}.init.{key}", f"expected a number, got {v!r}", line)
+                return None
+            vals.append(float(v))
+        return vals
 
     def read_reference(self) -> tuple[str, str, str]:
         ref = self.table("reference")
@@ -1140,79 +1184,14 @@ class _SpecReader:
         head = self.lines.header("scenarios")
         known = {"id", "list", "product", "id_names", "derived", "quick"}
         self.only(sc, head, known, section="scenarios", why="unknown field")
-        template = sc.get("id")
-        tline = self.lines.key("id", head)
-        fields = None
-        if not isinstance(template, str) or not template:
-            self.problem("scenarios.id", 'an id template such as "m{m}_n{n}" is needed (stable ids)', tline or head)
-        else:
-            try:
-                fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
-            except ValueError as e:
-                self.problem("scenarios.id", f"{template!r}: {e}", tline)
-            if fields is not None and (not fields or not all(f.isidentifier() for f in fields)):
-                self.problem("scenarios.id", f"{template!r}: each {{field}} must be one symbol's name", tline)
-                fields = None
-        params_list: list[tuple[dict, int | None]] = []
-        listed = sc.get("list", [])
-        lline = self.lines.key("list", head)
-        if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
-            self.problem("scenarios.list", "expected a list of tables, e.g. [{m = 1, n = 2}]", lline)
-            listed = []
-        if len(listed) > MAX_SCENARIOS:
-            self.problem("scenarios.list", f"{len(listed)} scenarios: at most {MAX_SCENARIOS}", lline)
-            listed = []
-        params_list += [(dict(p), lline) for p in listed]
-        products = sc.get("product", [])
-        if isinstance(products, dict):
-            products = [products]
-        if not isinstance(products, list):
-            self.problem("scenarios.product", "expected [[scenarios.product]] tables of axes", None)
-            products = []
-        for i, axes in enumerate(products):
-            pline = self.lines.header("scenarios.product", i) or lline
-            if not isinstance(axes, dict) or not axes or not all(isinstance(v, list) and v for v in axes.values()):
-                self.problem(f"scenarios.product[{i}]", "each axis is a non-empty list of values", pline)
-                continue
-            count = math.prod(len(v) for v in axes.values())
-            if len(params_list) + count > MAX_SCENARIOS:  # counted before it is made: 1000 x 1000 x 1000 is not
-                self.problem(
-                    f"scenarios.product[{i}]",
-                    f"{len(params_list) + count} scenarios with this product: at most {MAX_SCENARIOS}",
-                    pline,
-                )
-                continue
-            keys = list(axes)
-            params_list += [(dict(zip(keys, combo, strict=True)), pline) for combo in itertools.product(*axes.values())]
-        if not params_list:
-            self.problem("scenarios", "no scenarios: give scenarios.list and/or [[scenarios.product]]", head)
+        ids = self.read_id_template(sc.get("id"), self.lines.key("id", head), head)
+        params_list = self.read_scenario_params(sc, head)
         derived = self.read_derived(head)
         id_names = self.read_id_names(head)
         out, where_id = [], {}
         for params, line in params_list:
-            bad = [k for k, v in params.items() if not isinstance(v, (int, float, str))]
-            if bad or not all(isinstance(k, str) and k.isidentifier() for k in params):
-                self.problem(
-                    "scenarios", f"{params!r}: values must be numbers, booleans or strings keyed by symbol", line
-                )
-                continue
-            if not self.add_derived(params, derived):
-                continue
-            if fields is None:
-                continue
-            missing = [f for f in fields if f not in params]
-            if missing:
-                self.problem("scenarios.id", f"{template!r} needs {', '.join(missing)}, which {params} lacks", tline)
-                continue
-            try:
-                sid = template.format(**{k: _id_text(k, v, id_names) for k, v in params.items()})
-            except KeyError as e:
-                self.problem(
-                    "scenarios.id_names", f"{params}: no name for {e.args[0]}", self.lines.key("id_names", head)
-                )
-                continue
-            except (ValueError, TypeError) as e:
-                self.problem("scenarios.id", f"{template!r} with {params}: {e}", tline)
+            sid = self.scenario_id(params, line, derived, ids, id_names, head)
+            if sid is None:
                 continue
             if sid in where_id:
                 self.problem(
@@ -1223,6 +1202,92 @@ class _SpecReader:
                 continue
             where_id[sid] = params
             out.append(ScenarioSpec(sid, params))
+        self.check_id_names_used(id_names, params_list, head)
+        quick = self.read_quick(sc, head, ids, where_id)
+        return out, quick
+
+    def read_id_template(self, template, tline, head) -> _IdTemplate:
+        """scenarios.id: a format string of scenario symbols ("m{m}_n{n}"); its fields are None when unusable."""
+        ids = _IdTemplate(template, tline, None)
+        if not isinstance(template, str) or not template:
+            self.problem("scenarios.id", 'an id template such as "m{m}_n{n}" is needed (stable ids)', tline or head)
+            return ids
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        except ValueError as e:
+            self.problem("scenarios.id", f"{template!r}: {e}", tline)
+            return ids
+        if not fields or not all(f.isidentifier() for f in fields):
+            self.problem("scenarios.id", f"{template!r}: each {{field}} must be one symbol's name", tline)
+            return ids
+        return _IdTemplate(template, tline, fields)
+
+    def read_scenario_params(self, sc: dict, head) -> list[tuple[dict, int | None]]:
+        """Each scenario's symbols from scenarios.list, then from each [[scenarios.product]], with the line that
+        gave it; at most MAX_SCENARIOS in all."""
+        listed = sc.get("list", [])
+        lline = self.lines.key("list", head)
+        if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+            self.problem("scenarios.list", "expected a list of tables, e.g. [{m = 1, n = 2}]", lline)
+            listed = []
+        if len(listed) > MAX_SCENARIOS:
+            self.problem("scenarios.list", f"{len(listed)} scenarios: at most {MAX_SCENARIOS}", lline)
+            listed = []
+        params_list: list[tuple[dict, int | None]] = [(dict(p), lline) for p in listed]
+        products = sc.get("product", [])
+        if isinstance(products, dict):
+            products = [products]
+        if not isinstance(products, list):
+            self.problem("scenarios.product", "expected [[scenarios.product]] tables of axes", None)
+            products = []
+        for i, axes in enumerate(products):
+            params_list += self.read_product(
+                i, axes, len(params_list), self.lines.header("scenarios.product", i) or lline
+            )
+        if not params_list:
+            self.problem("scenarios", "no scenarios: give scenarios.list and/or [[scenarios.product]]", head)
+        return params_list
+
+    def read_product(self, i: int, axes, before: int, pline) -> list[tuple[dict, int | None]]:
+        """The i-th [[scenarios.product]]: every combination of its axes' values; none when it is unusable or
+        would take the count (`before` of them so far) past MAX_SCENARIOS."""
+        if not isinstance(axes, dict) or not axes or not all(isinstance(v, list) and v for v in axes.values()):
+            self.problem(f"scenarios.product[{i}]", "each axis is a non-empty list of values", pline)
+            return []
+        count = math.prod(len(v) for v in axes.values())
+        if before + count > MAX_SCENARIOS:  # counted before it is made: 1000 x 1000 x 1000 is not
+            self.problem(
+                f"scenarios.product[{i}]",
+                f"{before + count} scenarios with this product: at most {MAX_SCENARIOS}",
+                pline,
+            )
+            return []
+        keys = list(axes)
+        return [(dict(zip(keys, combo, strict=True)), pline) for combo in itertools.product(*axes.values())]
+
+    def scenario_id(self, params: dict, line, derived, ids: _IdTemplate, id_names: dict, head) -> str | None:
+        """One scenario's id from the template, once its derived symbols are added to `params`; None when the
+        scenario is unusable (said) or the template is."""
+        bad = [k for k, v in params.items() if not isinstance(v, (int, float, str))]
+        if bad or not all(isinstance(k, str) and k.isidentifier() for k in params):
+            self.problem("scenarios", f"{params!r}: values must be numbers, booleans or strings keyed by symbol", line)
+            return None
+        if not self.add_derived(params, derived) or ids.fields is None:
+            return None
+        missing = [f for f in ids.fields if f not in params]
+        if missing:
+            self.problem("scenarios.id", f"{ids.template!r} needs {', '.join(missing)}, which {params} lacks", ids.line)
+            return None
+        try:
+            return ids.template.format(**{k: _id_text(k, v, id_names) for k, v in params.items()})
+        except KeyError as e:
+            self.problem("scenarios.id_names", f"{params}: no name for {e.args[0]}", self.lines.key("id_names", head))
+        except (ValueError, TypeError) as e:
+            self.problem("scenarios.id", f"{ids.template!r} with {params}: {e}", ids.line)
+        return None
+
+    def check_id_names_used(self, id_names: dict, params_list: list[tuple[dict, int | None]], head) -> None:
+        """Each symbol scenarios.id_names names values of is a scenario symbol."""
         unnamed = [k for k in id_names if params_list and not any(k in p for p, _ in params_list)]
         if unnamed:  # a typo of a symbol would leave its values unnamed in every id
             known = ", ".join(dict.fromkeys(k for p, _ in params_list for k in p))
@@ -1231,19 +1296,22 @@ class _SpecReader:
                 f"{', '.join(unnamed)}: no scenario symbol (known: {known})",
                 self.lines.key("id_names", head),
             )
+
+    def read_quick(self, sc: dict, head, ids: _IdTemplate, where_id: dict) -> list[str]:
+        """scenarios.quick: the ids of the quick subset, each a scenario's (checked when the ids could be made)."""
         quick = sc.get("quick", [])
         qline = self.lines.key("quick", head)
         if not isinstance(quick, list) or not all(isinstance(q, str) for q in quick) or not quick:
             self.problem("scenarios.quick", "a non-empty list of scenario ids (the quick subset)", qline or head)
             quick = []
         for q in quick:
-            if fields is not None and q not in where_id:
+            if ids.fields is not None and q not in where_id:
                 self.problem(
                     "scenarios.quick", f"{q!r} is not a scenario id", self.lines.containing(f'"{q}"', qline) or qline
                 )
         if len(set(quick)) != len(quick):
             self.problem("scenarios.quick", "an id is listed twice", qline)
-        return out, quick
+        return quick
 
     def read_derived(self, head) -> list[tuple[str, Formula, int | None]]:
         """`[scenarios.derived]`: symbols computed from each scenario's own (name = formula, in order; a later one
@@ -1455,94 +1523,102 @@ class _SpecReader:
 
     def read_rule(self, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
         """One tolerance rule from its table (`section` names it in problems)."""
-
-        def number(key, default=None):
-            v = t.get(key, default)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                self.problem(
-                    f"{section}.{key}", f"expected a number >= 0, got {v!r}", self.lines.key(key, head) or head
-                )
-                return 0.0
-            return float(v)
-
-        def number_or_mapping(key, default):
-            """A number >= 0, or numbers chosen by a scenario symbol ({by = "dtype", bf16 = 2e-4, ...})."""
-            v = t.get(key, default)
-            if not isinstance(v, dict):
-                return number(key, default)
-            line = self.lines.key(key, head) or head
-
-            def problem_of(choice):
-                ok = not isinstance(choice, bool) and isinstance(choice, (int, float)) and math.isfinite(choice)
-                return None if ok and choice >= 0 else f"expected a number >= 0, got {choice!r}"
-
-            mapping = self.read_mapping(f"{section}.{key}", v, line, problem_of)
-            if mapping is None or not self.check_mapping(f"{section}.{key}", mapping, line, scenarios):
-                return 0.0
-            return ByScenario(mapping.by, {k: float(c) for k, c in mapping.choices.items()})
-
         if "baseline" in t:
-            named = t["baseline"]
-            names = named if isinstance(named, list) else [named]
-            functions = [n for n, b in baselines.items() if b.function]
-            bline = self.lines.key("baseline", head)
-            if not names or not all(isinstance(n, str) for n in names):
-                self.problem(f"{section}.baseline", "a baseline's name, or a list of names tried in turn", bline)
-                names = [""]
-            for name in names:
-                if name not in baselines or not baselines[name].function:
-                    self.problem(
-                        f"{section}.baseline",
-                        f"{name!r} is not a function baseline (known: {', '.join(functions) or 'none'})",
-                        bline,
-                    )
-            factor = number("factor", 2.0)
-            if factor < 1.0:
-                self.problem(
-                    f"{section}.factor", "below 1: the baseline itself would fail", self.lines.key("factor", head)
-                )
-            measure = t.get("measure", "each")
-            if measure not in ("each", "once"):
-                self.problem(
-                    f"{section}.measure",
-                    f'{measure!r}: "each" (on every output judged) or "once" (on seed a, then held)',
-                    self.lines.key("measure", head),
-                )
-                measure = "each"
-            sanity = None
-            if "sanity" in t:
-                sanity = number("sanity")
-                if sanity < 1.0:
-                    self.problem(
-                        f"{section}.sanity",
-                        "below 1: a baseline as good as default_error would be refused",
-                        self.lines.key("sanity", head),
-                    )
-            self.only(
-                t,
-                head,
-                {"baseline", "factor", "floor", "default_error", "measure", "sanity", "ceiling"},
-                section=section,
-            )
-            return Tolerance(
-                "baseline",
-                baseline=str(names[0]),
-                factor=factor,
-                floor=number_or_mapping("floor", 0.0),
-                default_error=number_or_mapping("default_error", 1e-6),
-                fallbacks=tuple(str(n) for n in names[1:]),
-                sanity=sanity,
-                measure=measure,
-                ceiling=number("ceiling") if "ceiling" in t else None,
-            )
+            return self.read_baseline_rule(t, section, head, baselines, scenarios)
         if "rel_l2" in t:
             self.only(t, head, {"rel_l2"}, section=section)
-            return Tolerance("rel_l2", rel_l2=number("rel_l2"))
+            return Tolerance("rel_l2", rel_l2=self.rule_number(t, section, head, "rel_l2"))
         if "atol" in t or "rtol" in t:
             self.only(t, head, {"atol", "rtol"}, section=section)
-            return Tolerance("allclose", atol=number("atol", 0.0), rtol=number("rtol", 0.0))
+            return Tolerance(
+                "allclose",
+                atol=self.rule_number(t, section, head, "atol", 0.0),
+                rtol=self.rule_number(t, section, head, "rtol", 0.0),
+            )
         self.problem(section, "give baseline (+ factor, floor), rel_l2, or atol/rtol", head)
         return Tolerance("rel_l2", rel_l2=0.0)
+
+    def read_baseline_rule(self, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
+        """baseline = "name" (or names tried in turn): an output is held to `factor` times the baseline's own
+        error against the reference, never below `floor`."""
+        names = self.read_rule_baselines(t["baseline"], section, self.lines.key("baseline", head), baselines)
+        factor = self.rule_number(t, section, head, "factor", 2.0)
+        if factor < 1.0:
+            self.problem(f"{section}.factor", "below 1: the baseline itself would fail", self.lines.key("factor", head))
+        measure = t.get("measure", "each")
+        if measure not in ("each", "once"):
+            self.problem(
+                f"{section}.measure",
+                f'{measure!r}: "each" (on every output judged) or "once" (on seed a, then held)',
+                self.lines.key("measure", head),
+            )
+            measure = "each"
+        sanity = None
+        if "sanity" in t:
+            sanity = self.rule_number(t, section, head, "sanity")
+            if sanity < 1.0:
+                self.problem(
+                    f"{section}.sanity",
+                    "below 1: a baseline as good as default_error would be refused",
+                    self.lines.key("sanity", head),
+                )
+        self.only(
+            t,
+            head,
+            {"baseline", "factor", "floor", "default_error", "measure", "sanity", "ceiling"},
+            section=section,
+        )
+        return Tolerance(
+            "baseline",
+            baseline=str(names[0]),
+            factor=factor,
+            floor=self.rule_number_or_mapping(t, section, head, "floor", 0.0, scenarios),
+            default_error=self.rule_number_or_mapping(t, section, head, "default_error", 1e-6, scenarios),
+            fallbacks=tuple(str(n) for n in names[1:]),
+            sanity=sanity,
+            measure=measure,
+            ceiling=self.rule_number(t, section, head, "ceiling") if "ceiling" in t else None,
+        )
+
+    def read_rule_baselines(self, named, section: str, bline, baselines: dict) -> list:
+        """A rule's baseline names (each must be a function baseline); [""] when none is usable."""
+        names = named if isinstance(named, list) else [named]
+        functions = [n for n, b in baselines.items() if b.function]
+        if not names or not all(isinstance(n, str) for n in names):
+            self.problem(f"{section}.baseline", "a baseline's name, or a list of names tried in turn", bline)
+            names = [""]
+        for name in names:
+            if name not in baselines or not baselines[name].function:
+                self.problem(
+                    f"{section}.baseline",
+                    f"{name!r} is not a function baseline (known: {', '.join(functions) or 'none'})",
+                    bline,
+                )
+        return names
+
+    def rule_number(self, t: dict, section: str, head, key: str, default=None) -> float:
+        """A rule's number >= 0 (0.0 when it is not one, said)."""
+        v = t.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            self.problem(f"{section}.{key}", f"expected a number >= 0, got {v!r}", self.lines.key(key, head) or head)
+            return 0.0
+        return float(v)
+
+    def rule_number_or_mapping(self, t: dict, section: str, head, key: str, default, scenarios) -> float | ByScenario:
+        """A number >= 0, or numbers chosen by a scenario symbol ({by = "dtype", bf16 = 2e-4, ...})."""
+        v = t.get(key, default)
+        if not isinstance(v, dict):
+            return self.rule_number(t, section, head, key, default)
+        line = self.lines.key(key, head) or head
+
+        def problem_of(choice):
+            ok = not isinstance(choice, bool) and isinstance(choice, (int, float)) and math.isfinite(choice)
+            return None if ok and choice >= 0 else f"expected a number >= 0, got {choice!r}"
+
+        mapping = self.read_mapping(f"{section}.{key}", v, line, problem_of)
+        if mapping is None or not self.check_mapping(f"{section}.{key}", mapping, line, scenarios):
+            return 0.0
+        return ByScenario(mapping.by, {k: float(c) for k, c in mapping.choices.items()})
 
     def only(
         self, table: dict, head, allowed: set, section: str = "tolerance", why: str = "not used with this rule"
@@ -1699,7 +1775,21 @@ class _SpecReader:
     ) -> None:
         if not scenarios:
             return
-        users = []  # (field, line, symbols, the formula to compute on every scenario)
+        scalar_dtypes = {f"args.{a.name}.value": a.dtype for a in args if a.kind == "scalar"}
+        for fieldname, line, syms, formula in self.symbol_users(args, bad_choices):
+            lacking_any = self.check_defined(fieldname, line, syms, scenarios)
+            if formula is None or lacking_any:
+                continue
+            self.check_formula_values(fieldname, line, formula, scenarios, scalar_dtypes.get(fieldname))
+        if self.check_shapes_sized(args, scenarios):
+            self.check_sizes(args, scenarios)
+
+    def symbol_users(
+        self, args: list[Arg], bad_choices: set[str]
+    ) -> list[tuple[str, int | None, set, Formula | ByScenario | None]]:
+        """Every field that uses scenario symbols: (field, line, its symbols, the formula to compute on every
+        scenario or None). Shapes, scalars' values (unless their mapping is unusable), [formulas] flops and bytes."""
+        users = []
         for i, a in enumerate(args):
             line = self.lines.header("args", i)
             if a.is_tensor:
@@ -1717,37 +1807,45 @@ class _SpecReader:
                 continue
             if formula is not None:
                 users.append((f"formulas.{key}", self.lines.key(key, head), set(formula.symbols), formula))
-        scalar_dtypes = {f"args.{a.name}.value": a.dtype for a in args if a.kind == "scalar"}
-        for fieldname, line, syms, formula in users:
-            lacking_any = False
-            for s in sorted(syms):
-                lacking = [sc.id for sc in scenarios if s not in sc.params]
-                lacking_any = lacking_any or bool(lacking)
-                if len(lacking) == len(scenarios):
-                    self.problem(fieldname, f"symbol {s!r} is defined by no scenario", line)
-                elif lacking:
-                    self.problem(
-                        fieldname, f"symbol {s!r} is not defined by scenario(s) {', '.join(lacking[:3])}", line
-                    )
-            if formula is None or lacking_any:
-                continue
-            for sc in scenarios:  # a formula that cannot be computed on a scenario is the spec's error, found now
-                try:
-                    value = formula(sc.params)
-                    ok = type(value) in (int, float) and math.isfinite(value)
-                except SymbolValueError as e:  # text where a number is due: said as the value it is
-                    value, ok = e.value, False
-                except (ArithmeticError, TypeError, ValueError) as e:
-                    value, ok = f"{type(e).__name__}: {e}", False
-                counts = fieldname.startswith("formulas.")  # FLOP and byte counts are never negative
-                if not ok or (counts and value < 0):
-                    want = "a number >= 0" if counts else "a number"
-                    self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {value!r} is not {want}", line)
-                    break
-                said = _scalar_problem(scalar_dtypes.get(fieldname), value)
-                if said:  # the kernel gets it as its C type: a value that type cannot hold would arrive changed
-                    self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {said}", line)
-                    break
+        return users
+
+    def check_defined(self, fieldname: str, line, syms: set, scenarios: list[ScenarioSpec]) -> bool:
+        """Each symbol is defined by every scenario; whether one is lacking anywhere."""
+        lacking_any = False
+        for s in sorted(syms):
+            lacking = [sc.id for sc in scenarios if s not in sc.params]
+            lacking_any = lacking_any or bool(lacking)
+            if len(lacking) == len(scenarios):
+                self.problem(fieldname, f"symbol {s!r} is defined by no scenario", line)
+            elif lacking:
+                self.problem(fieldname, f"symbol {s!r} is not defined by scenario(s) {', '.join(lacking[:3])}", line)
+        return lacking_any
+
+    def check_formula_values(
+        self, fieldname: str, line, formula, scenarios: list[ScenarioSpec], scalar_dtype: str | None
+    ) -> None:
+        """A formula that cannot be computed on a scenario is the spec's error, found now (the first such
+        scenario is said). A scalar's value must also fit its C type."""
+        counts = fieldname.startswith("formulas.")  # FLOP and byte counts are never negative
+        for sc in scenarios:
+            try:
+                value = formula(sc.params)
+                ok = type(value) in (int, float) and math.isfinite(value)
+            except SymbolValueError as e:  # text where a number is due: said as the value it is
+                value, ok = e.value, False
+            except (ArithmeticError, TypeError, ValueError) as e:
+                value, ok = f"{type(e).__name__}: {e}", False
+            if not ok or (counts and value < 0):
+                want = "a number >= 0" if counts else "a number"
+                self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {value!r} is not {want}", line)
+                return
+            said = _scalar_problem(scalar_dtype, value)
+            if said:  # the kernel gets it as its C type: a value that type cannot hold would arrive changed
+                self.problem(fieldname, f"{formula.text!r} on scenario {sc.id}: {said}", line)
+                return
+
+    def check_shapes_sized(self, args: list[Arg], scenarios: list[ScenarioSpec]) -> bool:
+        """Every tensor's sizes on every scenario are integers >= 0 (the first scenario that is not is said)."""
         sized = True
         for a in args:
             if not a.is_tensor:
@@ -1758,8 +1856,7 @@ class _SpecReader:
                     self.problem(f"args.{a.name}.shape", f"scenario {sc.id}: sizes must be integers >= 0, got {dims}")
                     sized = False
                     break
-        if sized:
-            self.check_sizes(args, scenarios)
+        return sized
 
     def check_sizes(self, args: list[Arg], scenarios: list[ScenarioSpec]) -> None:
         """No scenario's tensors take more than MAX_SCENARIO_BYTES together (a mapped dtype counted as the

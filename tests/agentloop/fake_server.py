@@ -83,77 +83,74 @@ class FakeServer:
             assert msg["v"] == 1
             kind = msg["type"]
             if kind == "hello":
-                self.hellos.append(msg)
-                welcome = {"type": "welcome", "v": 1, "worker": msg["host"]}
-                if self.accepts_events:
-                    welcome["accepts"] = ["events"]
-                if self.limits is not None:
-                    welcome["limits"] = self.limits
-                await ws.send(json.dumps(welcome))
-                for frame in self.after_welcome:
-                    await ws.send(frame)
-                for d in list(self.outbox):
-                    await ws.send(json.dumps(d))
+                await self._welcome(ws, msg)
             elif kind == "error":
                 self.errors.append(msg["error"])
             elif kind == "claim":
-                if self.queue:
-                    await ws.send(json.dumps({"type": "assign", "v": 1, "run": self.queue.pop(0)}))
-                else:
-                    await ws.send(json.dumps({"type": "no_work", "v": 1, "retry_after_s": 0.5}))
+                await ws.send(json.dumps(self._assignment()))
             elif kind in ("event", "events"):
-                events = [msg] if kind == "event" else msg["events"]
-                self.frames.append((kind, [(e["run_id"], e["seq"]) for e in events]))
-                if self.drop_frames > 0:
-                    self.drop_frames -= 1
-                    await ws.close()
-                    return
-                await asyncio.sleep(self.ack_delay_s)
-                acked = []
-                for e in events:
-                    key = (e["run_id"], e["seq"])
-                    self.deliveries.append(key)
-                    event = {k: e[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
-                    refusal = self.refuse(event)
-                    if refusal:
-                        self.refusals.append(key)
-                        await ws.send(
-                            json.dumps(
-                                {
-                                    "type": "nack",
-                                    "v": 1,
-                                    "run_id": key[0],
-                                    "seq": key[1],
-                                    "error": refusal,
-                                    "retry": False,
-                                }
-                            )
-                        )
-                        continue
-                    if key in self.steps and self.steps[key] != event:
-                        self.conflicts.append(key)
-                        await ws.send(
-                            json.dumps(
-                                {
-                                    "type": "nack",
-                                    "v": 1,
-                                    "run_id": key[0],
-                                    "seq": key[1],
-                                    "error": "different event under a used seq",
-                                    "retry": False,
-                                }
-                            )
-                        )
-                        continue
-                    self.steps[key] = event
-                    acked.append(list(key))
-                if kind == "event" and acked:
-                    await ws.send(json.dumps({"type": "ack", "v": 1, "run_id": acked[0][0], "seq": acked[0][1]}))
-                elif acked:
-                    await ws.send(json.dumps({"type": "acks", "v": 1, "acks": acked}))
+                if not await self._store_events(ws, kind, [msg] if kind == "event" else msg["events"]):
+                    return  # the connection was dropped
             elif kind == "directive_ack":
                 self.directive_acks.append(msg["id"])
                 self.outbox = [d for d in self.outbox if d["id"] != msg["id"]]
+
+    async def _welcome(self, ws, hello: dict) -> None:
+        """The welcome, then the raw frames and the unacknowledged directives that follow each one."""
+        self.hellos.append(hello)
+        welcome = {"type": "welcome", "v": 1, "worker": hello["host"]}
+        if self.accepts_events:
+            welcome["accepts"] = ["events"]
+        if self.limits is not None:
+            welcome["limits"] = self.limits
+        await ws.send(json.dumps(welcome))
+        for frame in self.after_welcome:
+            await ws.send(frame)
+        for d in list(self.outbox):
+            await ws.send(json.dumps(d))
+
+    def _assignment(self) -> dict:
+        """The answer to a claim: the next queued run, or no work."""
+        if self.queue:
+            return {"type": "assign", "v": 1, "run": self.queue.pop(0)}
+        return {"type": "no_work", "v": 1, "retry_after_s": 0.5}
+
+    async def _store_events(self, ws, kind: str, events: list[dict]) -> bool:
+        """Store and answer one `event` or `events` message; False when its connection was dropped instead."""
+        self.frames.append((kind, [(e["run_id"], e["seq"]) for e in events]))
+        if self.drop_frames > 0:
+            self.drop_frames -= 1
+            await ws.close()
+            return False
+        await asyncio.sleep(self.ack_delay_s)
+        acked = []
+        for e in events:
+            nack = self._store_event(e)
+            if nack:
+                await ws.send(json.dumps(nack))
+            else:
+                acked.append([e["run_id"], e["seq"]])
+        if kind == "event" and acked:
+            await ws.send(json.dumps({"type": "ack", "v": 1, "run_id": acked[0][0], "seq": acked[0][1]}))
+        elif acked:
+            await ws.send(json.dumps({"type": "acks", "v": 1, "acks": acked}))
+        return True
+
+    def _store_event(self, e: dict) -> dict | None:
+        """Store one event once by (run, seq); the final nack that refuses it instead, or None."""
+        key = (e["run_id"], e["seq"])
+        self.deliveries.append(key)
+        event = {k: e[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
+        refusal = self.refuse(event)
+        if refusal:
+            self.refusals.append(key)
+            return {"type": "nack", "v": 1, "run_id": key[0], "seq": key[1], "error": refusal, "retry": False}
+        if key in self.steps and self.steps[key] != event:
+            self.conflicts.append(key)
+            error = "different event under a used seq"
+            return {"type": "nack", "v": 1, "run_id": key[0], "seq": key[1], "error": error, "retry": False}
+        self.steps[key] = event
+        return None
 
     def send_directive(self, directive: dict) -> None:
         self.outbox.append({"type": "directive", "v": 1, **directive})

@@ -230,6 +230,7 @@ MALFORMED = [
     "42",
     '"a string"',
     '[{"type":"ack","v":1,"run_id":7,"seq":0}]',
+    '{"type":["ack"],"v":1}',  # a type that is no string is an unknown one, not a failure of the worker
     "not json at all",
     b'{"type":"ack","v":1,"run_id":7,"seq":0}',
 ]
