@@ -42,8 +42,15 @@ def _spec_counts(spec: dict) -> dict[str, dict]:
 
 
 def evaluation_baselines(evaluation: Evaluation) -> list[str]:
-    """The baselines the evaluation measured: its geomean's, in the order the harness wrote them."""
-    return list(evaluation.geomean or {})
+    """The baselines the evaluation measured (its geomean's), in the order its task lists them, then any other by
+    name, `best_library` last. Not the stored dict's order: PostgreSQL's jsonb keeps no key order."""
+    spec = (evaluation.kernel.task.spec if evaluation.kernel.task_id else None) or {}
+    listed = [b.get("name") for b in spec.get("baselines") or [] if isinstance(b, dict)]
+    position = {name: i for i, name in enumerate(listed)}
+    return sorted(
+        evaluation.geomean or {},
+        key=lambda name: (name == figures.BEST_LIBRARY, position.get(name, len(position)), name),
+    )
 
 
 def default_baseline(evaluation: Evaluation, baselines: list[str]) -> str | None:

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_http_methods
 from questionbank.selectors import bank_entries
 from runs.flash import flash_run_status
 from runs.forms import ForkForm
-from runs.model_options import model_options
+from runs.model_options import default_model, model_options, model_refusal
 from runs.models import Run, Step
 from runs.permissions import OPERATOR, role_required
 from runs.services import ServiceError, fork_preview, run_fork
@@ -23,7 +23,8 @@ def _seq(request) -> int | None:
 def fork_view(request, run_id: int):
     parent = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
     seq = _seq(request)
-    context = {"parent": parent, "seq": seq, "model_options": model_options()}
+    options = model_options()
+    context = {"parent": parent, "seq": seq, "model_options": options}
     if seq is None:
         context["error"] = "name the step to fork at: ?seq=N, a step number of this run"
         return render(request, "runs/fork.html", context, status=400)
@@ -38,7 +39,12 @@ def fork_view(request, run_id: int):
     step = Step.objects.filter(run=parent, seq=seq).first()
     context |= {"cut": cut, "step": step}
     if request.method != "POST":
-        context["form"] = ForkForm(initial={"model": parent.model, "decision": "veto"}, bank=bank)
+        # The parent's model when it can run here; else (an imported trace's, a model without its key) the form
+        # offers one that can and says why, rather than a fork the start would refuse.
+        refusal = model_refusal(parent.model, options)
+        model = default_model([o for o in options if o.ready]) if refusal else parent.model
+        context["parent_model_refusal"] = refusal
+        context["form"] = ForkForm(initial={"model": model, "decision": "veto"}, bank=bank)
         return render(request, "runs/fork.html", context)
     form = ForkForm(request.POST, bank=bank)
     context["form"] = form

@@ -10,6 +10,7 @@ from django.utils import timezone
 from runs.event_parser import INT_COLUMN_MAX, Refusal, parse_event
 from runs.events import publish_after_commit
 from runs.models import RefusedEvent, Run, RunStatus, WorkerHost
+from runs.nul_escape import NUL, SHOWN
 from runs.services.errors import ServiceError, StepConflict, UnconfirmedSuccess
 from runs.services.runs import run_set_status
 from runs.services.step_effects import EFFECTS
@@ -114,9 +115,11 @@ def event_refusal_record(
         run=run,
         seq=seq,
         defaults={
-            "kind": kind[:32],
+            # A refused event's own text may hold NUL (a kind no sender of ours writes), which PostgreSQL's text
+            # columns cannot: it is shown as "␀", as in payloads (runs/nul_escape.py).
+            "kind": kind[:32].replace(NUL, SHOWN),
             "size_bytes": min(size_bytes, INT_COLUMN_MAX),
-            "error": error[:2000],
+            "error": error[:2000].replace(NUL, SHOWN),
             "refused_at": timezone.now(),
         },
     )

@@ -5,6 +5,7 @@ for operators only) and the compare page opening on parent and fork. Runs on SQL
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from agentloop.fork import fork_problems
 from agentloop.protocol import MESSAGE_MAX_BYTES
 from questionbank.bank import BankEntry
 from questionbank.services import bank_sync
+from runs.model_options import model_options, model_refusal
 from runs.models import Question, QuestionSource, Run
 from runs.services import ServiceError, run_assignment, run_claim, run_fork, trace_import, worker_events_record
 from runs.services.forks import fork_max_bytes
@@ -160,3 +162,15 @@ def test_compare_of_a_parent_alone_opens_on_it_and_its_forks(parent, olga, clien
 
     alone = make_run(task=lonely)
     assert client.get(reverse("run_compare") + f"?runs={alone.pk}").status_code == 400
+
+
+def test_the_fork_form_offers_a_model_that_can_run_here_when_the_parents_cannot_and_says_why(
+    parent, olga, client, monkeypatch
+):
+    # The recorded run's own model, taken as an Anthropic model id: without a key nothing here runs it.
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert parent.model == "scripted-demo"
+    html = client.get(reverse("run_fork", args=[parent.pk]) + f"?seq={QUESTION_SEQ}").content.decode()
+    offered = re.search(r'<input[^>]*name="model"[^>]*value="([^"]*)"', html).group(1)
+    assert offered != "scripted-demo" and model_refusal(offered, model_options()) is None
+    assert "The parent's model is not offered: scripted-demo cannot run here" in html
