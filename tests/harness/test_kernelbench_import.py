@@ -274,14 +274,17 @@ def test_a_size_named_like_the_importers_own_values_pushes_them_aside(tasks):
     assert main.params["kb_flops_2"] == 60
 
 
-def test_a_gpu_sized_problem_is_checked_on_cpu_at_reduced_sizes(tasks):
+def test_a_gpu_sized_problem_is_checked_on_cpu_at_reduced_sizes_kept_as_scenario_small(tasks):
     done = tasks("gpu_sized_softplus")  # level-1 sizes: a CPU run at them would need 12 GiB
     spec = load_spec(done.folder)
     main = spec.scenarios[0].params
     assert (main["batch_size"], main["dim"], main["kb_flops"]) == (4096, 393216, 4096 * 393216)
-    assert [sc.params["case"] for sc in spec.scenarios] == ["main", "half", "odd", "double"]
+    assert [sc.params["case"] for sc in spec.scenarios] == ["main", "half", "odd", "double", "small"]
+    small = spec.scenarios[-1]
+    assert (small.params["batch_size"], small.params["dim"]) == (64, 6144) and small.id not in spec.quick_ids
+    assert spec.smallest_scenario().id == small.id  # where `task check` runs the reference
     assert done.plan.notes == [
-        "the data checks ran on CPU at batch_size = 64, dim = 6144 (the problem's sizes, reduced)"
+        "the data checks ran on CPU at batch_size = 64, dim = 6144 (the problem's sizes, reduced: scenario small)"
     ]
 
 
@@ -312,7 +315,6 @@ def test_the_compiled_baseline_writes_the_outputs(tasks):
         ("dropout_training", "the forward is not deterministic"),
         ("keyword_only", "Model.forward has a keyword-only argument 'scale'"),
         ("string_input", "get_inputs()[1] is a str: only tensors, ints and floats"),
-        ("loose_tensor", "the model holds tensor(s) table that are neither parameters nor buffers"),
         ("forward_fails", "forward_fails.py: building the model or running its forward fails: RuntimeError: mat1"),
         ("returns_dict", "the forward returns a dict: only a tensor or a tuple/list of tensors"),
         ("complex_input", "get_inputs()[0] has dtype torch.complex64, which a task cannot hold"),
