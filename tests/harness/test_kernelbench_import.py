@@ -290,7 +290,7 @@ def test_a_gpu_sized_problem_is_checked_on_cpu_at_reduced_sizes_kept_as_scenario
 
 def test_a_scenario_beyond_a_tasks_size_is_dropped_with_a_note(tmp_path):
     done = import_kernelbench(PROBLEMS / "double_beyond_a_scenario.py", parent=tmp_path)  # 96 GiB; doubled 192
-    assert [sc.params["case"] for sc in load_spec(done.folder).scenarios] == ["main", "half", "odd"]
+    assert [sc.params["case"] for sc in load_spec(done.folder).scenarios] == ["main", "half", "odd", "small"]
     assert "scenario double dropped: its tensors take 192 GiB, more than 128 GiB" in done.plan.notes
 
 

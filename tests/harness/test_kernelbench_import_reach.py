@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from gpu_harness import kernelbench
-from gpu_harness.kernelbench import KernelBenchImportError, import_kernelbench, probe_key
+from gpu_harness.kernelbench import KernelBenchImportError, import_kernelbench
 from gpu_harness.taskspec import load_spec
 
 from .test_kernelbench_import import PROBLEMS, _copies, _make_inputs, _reference
@@ -96,6 +96,8 @@ def test_a_hub_download_is_refused_at_once_without_running_anything(tmp_path, mo
 
 
 def test_the_probes_report_is_reused_for_the_same_source_and_not_for_another(tmp_path, monkeypatch):
+    from gpu_harness.kernelbench import probe_key
+
     monkeypatch.setenv("KSEEK_CACHE_DIR", str(tmp_path / "cache"))
     source = (PROBLEMS / "sum_over_dim.py").read_text()
     problem = tmp_path / "sum_over_dim.py"
