@@ -4,9 +4,11 @@ The problem file is run by gpu_harness/kernelbench_probe.py in a child process w
 which reports the inputs, parameters, buffers and outputs it sees and how their sizes follow the problem's
 module-level size variables. This module turns that report into the task (plan_task: the ABI, the symbols,
 the scenarios) and writes the folder (kernelbench_files.py renders task.toml and reference.py) into a temporary
-folder renamed into place once load_spec accepts it, so a failure leaves nothing behind. docs/tasks.md,
-"Importing a KernelBench problem", describes the rules; what cannot be imported is a KernelBenchImportError
-whose message names the reason.
+folder renamed into place once load_spec accepts it, so a failure leaves nothing behind. What cannot come here at
+all (a hub download: hub_refusal) is refused from the source before anything runs, and the probe's report is
+cached by the problem's source (probe_key). docs/tasks.md, "Importing a KernelBench problem", describes the rules;
+what cannot be imported is a KernelBenchImportError whose message names the reason. A folder of problems (a
+level) is imported as a suite by kernelbench_suite.py.
 """
 
 from __future__ import annotations

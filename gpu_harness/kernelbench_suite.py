@@ -279,12 +279,26 @@ def import_suite(source: Path, out: Path, jobs: int, timeout_s: float, progress)
         todo = [(path, p, action) for path, p, action in planned if action in ("import", "check")]
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             started = {
-                pool.submit(import_one, path, p, settings, action == "check"): action for path, p, action in todo
+                pool.submit(import_one, path, p, settings, action == "check"): (p, action) for path, p, action in todo
             }
-            for future in as_completed(started):
-                p = future.result()
-                done += 1
-                suite.problems[p.file] = p
-                suite.write()
-                progress(_line(done, len(files), p, p.import_s + p.check_s, started[future]))
+            try:
+                for future in as_completed(started):
+                    p, action = started[future]
+                    p = _outcome(future, p)
+                    done += 1
+                    suite.problems[p.file] = p
+                    suite.write()
+                    progress(_line(done, len(files), p, p.import_s + p.check_s, action))
+            except KeyboardInterrupt:  # the problems in flight finish (or time out); none is started after
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     return suite
+
+
+def _outcome(future, p: Problem) -> Problem:
+    """The problem's outcome; an error of the suite's own code (not the problem's) is said as a failed check."""
+    try:
+        return future.result()
+    except Exception as e:
+        p.outcome, p.reason = CHECK_FAILED, f"the importer failed: {type(e).__name__}: {e}"
+        return p
