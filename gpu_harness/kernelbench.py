@@ -161,7 +161,10 @@ def _run_probe_child(path: Path, timeout_s: float) -> dict:
             )
         if not out.is_file():
             tail = "\n".join((done.stderr or "").strip().splitlines()[-5:])
-            raise KernelBenchImportError(f"{path.name}: the probe process died (exit {done.returncode}): {tail}")
+            killed = " (killed: out of memory?)" if done.returncode == -9 else ""
+            raise KernelBenchImportError(
+                f"{path.name}: the probe process died (exit {done.returncode}){killed}: {tail}"
+            )
         return json.loads(out.read_text())
 
 

@@ -582,6 +582,37 @@ def check_cpu_run_fits(module, path: Path, max_bytes: int, why: str) -> None:
         )
 
 
+DATA_CHECK_COPIES = 8  # what the data checks hold at once, in multiples of the tensors: clones, the forward's own
+
+
+def _available_memory() -> int:
+    """Bytes this machine can give now (MemAvailable), else its physical memory."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_data_fits(path: Path, at: dict, tensors: int) -> None:
+    """Refuse, before allocating anything, data checks whose tensors (`tensors` bytes at the sizes `at`, which no
+    smaller sizes could replace) would exhaust this machine: the OOM killer would end the probe with no sentence.
+    Not cached: a machine with more memory imports it."""
+    available = _available_memory()
+    if DATA_CHECK_COPIES * tensors <= available:
+        return
+    where = f"at {_show(at)}" if at else "at its own sizes"
+    raise Unimportable(
+        f"{path.name}: its data checks run on CPU {where} (no smaller sizes keep the model), where its inputs,"
+        f" weights and outputs take {tensors / (1 << 30):.3g} GiB, about {DATA_CHECK_COPIES * tensors / (1 << 30):.3g}"
+        f" GiB with the forward's and the checks' copies: more than the {available / (1 << 30):.3g} GiB this machine"
+        " has available. Import it on a machine with more memory, or make its sizes smaller",
+        cacheable=False,
+    )
+
+
 def untraced_data(module, sizes: dict, main: dict, notes: list[str]) -> tuple[dict, dict]:
     """(the CPU observation the data checks use, its sizes) for a model the meta device cannot run (`main`: its
     CPU run at its own sizes): one at every size above MIN_MODEL_SIZE halved together until its inputs and
@@ -626,6 +657,7 @@ def traced(module, path: Path, meta: str, main: dict, result: dict) -> dict | No
     if small and all(small != e["assignment"] for e in extra):
         extra.append({"case": "small", "assignment": small, "obs": _public(small_meta)})
     at, at_meta = data_sizes(module, meta, sizes, small, small_meta)
+    check_data_fits(path, at, _bytes(at_meta))
     data = _cpu_observe(module, path, at)
     if not _agree(_public(data), at_meta):
         return None

@@ -69,6 +69,17 @@ def test_a_64_gib_weight_is_never_allocated_its_data_checks_run_at_reduced_model
     ]
 
 
+def test_data_checks_beyond_this_machines_memory_are_refused_before_allocating_anything(tmp_path):
+    with pytest.raises(KernelBenchImportError) as e:
+        import_kernelbench(PROBLEMS / "unscalable_huge_input.py", parent=tmp_path)
+    assert str(e.value).startswith(
+        "unscalable_huge_input.py: its data checks run on CPU at its own sizes (no smaller sizes keep the model),"
+        " where its inputs, weights and outputs take 100 GiB, about 800 GiB with the forward's and the checks'"
+        " copies: more than the "
+    )
+    assert str(e.value).endswith("Import it on a machine with more memory, or make its sizes smaller")
+
+
 @pytest.mark.skipif(importlib.util.find_spec("einops") is not None, reason="einops is installed here")
 def test_a_missing_package_is_named_with_what_to_install_and_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("KSEEK_CACHE_DIR", str(tmp_path / "cache"))
