@@ -640,8 +640,8 @@ def meta_main(module) -> tuple[str, dict | None, str]:
     """(the meta device to trace on, the meta observation of the main sizes or None, why not): the model built
     on the meta device, else built on CPU and moved there (a constructor that reads a value)."""
     main, why = _try_observe(module, "meta", 0, {})
-    if main is not None:
-        return "meta", main, ""
+    if main is not None or _meta_footprint(module, {}) is not None:
+        return "meta", main, why  # built there: its forward is what the meta device cannot run
     on_cpu, _ = _try_observe(module, META_FROM_CPU, 0, {})
     return META_FROM_CPU, on_cpu, why
 
