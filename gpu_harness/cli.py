@@ -235,7 +235,7 @@ def _import_suite(source: Path, args) -> int:
     suite.json; exit 0 when each one was imported and checked or refused with its reason, 1 when a check failed."""
     import os
 
-    from .kernelbench_suite import CHECK_FAILED, IMPORTED, REFUSED, import_suite, problem_files
+    from .kernelbench_suite import CHECK_FAILED, IMPORTED, REFUSED, UNCHECKED, import_suite, problem_files
 
     if args.name is not None:
         raise ValueError("--name is for one problem file; a folder's tasks are named after their files")
@@ -246,8 +246,9 @@ def _import_suite(source: Path, args) -> int:
     manifest = suite.write()
     counts = suite.counts()
     took = time.perf_counter() - suite.started
-    print(f"{source.name}: {counts[IMPORTED]} imported and checked, {counts[REFUSED]} refused, "
-          f"{counts[CHECK_FAILED]} failed their check, in {took:.0f} s ({jobs} at a time)")  # fmt: skip
+    print(f"{source.name}: {counts[IMPORTED]} imported and checked, {counts[UNCHECKED]} imported but too large to "
+          f"check here, {counts[REFUSED]} refused, {counts[CHECK_FAILED]} failed their check, in {took:.0f} s "
+          f"({jobs} at a time)")  # fmt: skip
     print(f"manifest: {manifest.resolve()} (each problem, what it imported as, or why not)")
     imported = [p.name for p in suite.problems.values() if p.outcome == IMPORTED]
     if imported:

@@ -20,10 +20,12 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -34,6 +36,11 @@ from .kernelbench import KernelBenchImportError, _torch_version, default_name, h
 MANIFEST = "suite.json"
 LOCK = ".suite.lock"
 IMPORTED, REFUSED, CHECK_FAILED = "imported", "refused", "check failed"
+UNCHECKED = "imported, not checked"  # its check needs more memory than this machine has
+# What a task check holds at once, in multiples of its smallest scenario's tensors: the inputs, a model built per
+# weight, the float64 baseline's widened copies, the forward's own (KernelBench level 2 #55, 4 GiB of weights:
+# 13 GiB resident when the OOM killer ended it)
+CHECK_COPIES = 4
 CHECKED_FILES = ("task.toml", "reference.py", "problem.py")  # what a task check reads from the folder
 
 
@@ -98,11 +105,60 @@ def run_check(folder: Path, timeout_s: float, threads: int) -> tuple[bool, str]:
     done = run_bounded(cmd, timeout_s, env=env)
     if done.timed_out:
         return False, f"task check did not finish within {timeout_s:g} s"
+    if done.returncode == -9:
+        return False, "task check was killed (SIGKILL: out of memory?)"
     if done.returncode != 0:
         lines = [line.strip() for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
         return False, "; ".join(lines[-4:]) or f"task check exited {done.returncode}"
     ran = next((line.strip() for line in done.stdout.splitlines() if line.strip().startswith("reference")), "")
     return True, " ".join(ran.split()[1:]) if ran else "OK"
+
+
+class MemoryBudget:
+    """The memory the checks in flight may hold together: a check waits until its share is free, so two large
+    ones never run at once, and one larger than the whole is not run (the OOM killer would end it, and whatever
+    else it picked, with no sentence)."""
+
+    def __init__(self, total: int):
+        self.total, self.free = total, total
+        self.changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, need: int):
+        need = min(need, self.total)
+        with self.changed:
+            self.changed.wait_for(lambda: self.free >= need)
+            self.free -= need
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.free += need
+                self.changed.notify_all()
+
+
+def available_memory() -> int:
+    """Bytes this machine can give now (MemAvailable), else its physical memory."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(folder: Path) -> int:
+    """What the task check of the folder is expected to hold: CHECK_COPIES x its smallest scenario's tensors."""
+    from .taskspec import DTYPES, TaskSpecError, load_spec
+
+    try:
+        spec = load_spec(folder)
+    except (TaskSpecError, OSError):
+        return 0  # the check says what is wrong, at no cost
+    params = spec.smallest_scenario().params
+    tensors = [a for a in spec.args if a.is_tensor]
+    return CHECK_COPIES * sum(
+        math.prod(spec.shape(a, params)) * DTYPES[spec.dtype(a, params)].itemsize for a in tensors
+    )
 
 
 @dataclass
@@ -111,6 +167,7 @@ class Settings:
     timeout_s: float
     jobs: int
     threads: int  # torch threads per check child
+    memory: MemoryBudget
 
 
 def import_one(path: Path, p: Problem, settings: Settings, check_only: bool) -> Problem:
@@ -126,9 +183,22 @@ def import_one(path: Path, p: Problem, settings: Settings, check_only: bool) -> 
             return p
         p.notes, p.probe_cached = list(done.plan.notes), done.plan.cached
     p.import_s = time.perf_counter() - start
-    start = time.perf_counter()
-    passed, said = run_check(folder, settings.timeout_s, settings.threads)
-    p.check_s = time.perf_counter() - start
+    need = check_memory(folder)
+    if need > settings.memory.total:
+        p.outcome, p.reason = (
+            UNCHECKED,
+            (
+                f"its task check needs about {need / (1 << 30):.3g} GiB ({CHECK_COPIES} x its smallest scenario's"
+                f" tensors), more than the {settings.memory.total / (1 << 30):.3g} GiB this machine has available: check"
+                f" it where there is more (python -m gpu_harness task check {folder})"
+            ),
+        )
+        p.abi, p.scenarios = _described(folder)
+        return p
+    with settings.memory.hold(need):
+        start = time.perf_counter()
+        passed, said = run_check(folder, settings.timeout_s, settings.threads)
+        p.check_s = time.perf_counter() - start
     if passed:
         p.outcome, p.check, p.check_key, p.reason = IMPORTED, said, check_key(folder), ""
     else:
@@ -159,7 +229,7 @@ class Suite:
     started: float = field(default_factory=time.perf_counter)
 
     def counts(self) -> dict:
-        counts = {IMPORTED: 0, REFUSED: 0, CHECK_FAILED: 0}
+        counts = {IMPORTED: 0, UNCHECKED: 0, REFUSED: 0, CHECK_FAILED: 0}
         for p in self.problems.values():
             if p.outcome:
                 counts[p.outcome] += 1
@@ -269,7 +339,8 @@ def import_suite(source: Path, out: Path, jobs: int, timeout_s: float, progress)
         planned = [(path, *plan_problem(path, out, before, taken)) for path in files]
         for _path, p, _action in planned:
             suite.problems[p.file] = p
-        settings = Settings(out, timeout_s, jobs, threads=max(1, (os.cpu_count() or 1) // jobs))
+        threads = max(1, (os.cpu_count() or 1) // jobs)
+        settings = Settings(out, timeout_s, jobs, threads, MemoryBudget(int(0.8 * available_memory())))
         done = 0
         for _path, p, action in planned:  # known at once: hub downloads, clashes, skips
             if action in ("done", "skip"):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness.cli import main
+from gpu_harness.kernelbench_suite import available_memory
 from gpu_harness.taskspec import load_spec
 
 from .test_kernelbench_import import PROBLEMS
@@ -95,12 +96,14 @@ def test_a_folder_imports_as_a_suite_in_parallel_with_a_line_per_problem_and_a_m
     assert lines["elementwise_relu.py"].startswith("imported as elementwise_relu")
     assert lines["hub_pretrained.py"].startswith("refused: hub_pretrained.py downloads its model from a hub")
     assert lines["dropout_training.py"].startswith("refused: the forward is not deterministic")
-    assert "3 imported and checked, 2 refused, 0 failed their check" in done.stdout
+    assert "3 imported and checked, 0 imported but too large to check here, 2 refused, 0 failed their check" in (
+        done.stdout
+    )
     assert f"KSEEK_TASKS_DIR={out.resolve()}" in done.stdout  # how the dashboard comes to list them
 
     manifest = json.loads((out / "suite.json").read_text())
     assert manifest["suite"] == "level" and manifest["source"] == str(src.resolve())
-    assert manifest["counts"] == {"imported": 3, "refused": 2, "check failed": 0}
+    assert manifest["counts"] == {"imported": 3, "imported, not checked": 0, "refused": 2, "check failed": 0}
     entries = {e["file"]: e for e in manifest["problems"]}
     assert list(entries)[:2] == ["1_meets_two.py", "2_meets_one.py"]  # KernelBench's order: by number
     for file in ("1_meets_two.py", "2_meets_one.py", "elementwise_relu.py"):
@@ -142,7 +145,7 @@ def test_a_second_run_skips_what_is_done_and_finishes_what_a_stopped_run_left(su
     assert toml.stat().st_mtime_ns == written
     assert not (again / ".kb_9_half.importing-x1y2").exists()
     after = json.loads((again / "suite.json").read_text())
-    assert after["counts"] == {"imported": 3, "refused": 2, "check failed": 0}
+    assert after["counts"] == {"imported": 3, "imported, not checked": 0, "refused": 2, "check failed": 0}
 
 
 def test_a_folder_that_holds_another_version_of_a_problem_is_left_alone_and_said(tmp_path):
@@ -158,6 +161,20 @@ def test_a_folder_that_holds_another_version_of_a_problem_is_left_alone_and_said
         f"refused: {out / 'kb_3_relu'} holds another version of 3_relu.py (or no problem.py): remove it"
     )
     assert (out / "kb_3_relu" / "problem.py").read_text() == "# another version\n"
+
+
+@pytest.mark.skipif(available_memory() > 200 << 30, reason="this machine could check a 64 GiB weight")
+def test_an_import_whose_check_would_exhaust_this_machine_is_kept_unchecked_and_said(tmp_path):
+    src, out = tmp_path / "level", tmp_path / "out"
+    src.mkdir()
+    shutil.copy(PROBLEMS / "huge_weight_linear.py", src / "huge_weight_linear.py")  # a 64 GiB weight
+    done = cli(str(src), "--dir", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = progress(done.stderr)["huge_weight_linear.py"]
+    assert said.startswith("imported, not checked: its task check needs about 256 GiB (4 x its smallest scenario's")
+    assert f"check it where there is more (python -m gpu_harness task check {out / 'huge_weight_linear'})" in said
+    entry = json.loads((out / "suite.json").read_text())["problems"][0]
+    assert entry["outcome"] == "imported, not checked" and entry["abi"] and load_spec(out / entry["name"])
 
 
 @pytest.mark.parametrize(
