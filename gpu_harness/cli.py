@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from .report import render_table, summary_line
@@ -22,6 +23,17 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds > 0")
+    return value
+
+
+def _jobs(text: str) -> int:
+    """A --jobs: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1")
     return value
 
 
@@ -179,15 +191,21 @@ TORCH_MISSING = (
 
 
 def cmd_task_import_kernelbench(args) -> int:
-    """Turn a KernelBench problem file into a cuda-sm90 task folder (gpu_harness/kernelbench.py); a problem it
-    cannot import is a ValueError, which main() prints and exits 2 on."""
+    """Turn a KernelBench problem file into a cuda-sm90 task folder (gpu_harness/kernelbench.py), or every problem
+    of a folder (a level) into a suite (gpu_harness/kernelbench_suite.py); a problem it cannot import is a
+    ValueError, which main() prints and exits 2 on."""
     from .kernelbench import import_kernelbench
 
     # The probe child would die on its first import, and its traceback would be all the user saw.
     if not _has_torch():
         print(f"error: {TORCH_MISSING}", file=sys.stderr)
         return 2
-    done = import_kernelbench(args.file, name=args.name, parent=args.dir, timeout_s=args.timeout)
+    source = _kernelbench_source(args.file, args.level)
+    if source.is_dir():
+        return _import_suite(source, args)
+    if args.jobs is not None:
+        raise ValueError("--jobs is for a folder of problems (a suite), not one file")
+    done = import_kernelbench(source, name=args.name, parent=args.dir or ".", timeout_s=args.timeout)
     plan = done.plan
     print(f"wrote {done.folder}/: task.toml, reference.py, problem.py (a copy of {args.file})")
     print(f"  args       {', '.join(f'{t.name}{t.dims}' for t in plan.tensors)}")
@@ -199,6 +217,43 @@ def cmd_task_import_kernelbench(args) -> int:
           f"{done.folder}`")  # fmt: skip
     print(_how_the_dashboard_finds(done.folder))
     return 0
+
+
+def _kernelbench_source(path: str, level: int | None) -> Path:
+    """The problem file or folder: with --level, PATH is a KernelBench checkout (its KernelBench/levelN) or the
+    folder that holds levelN."""
+    if level is None:
+        return Path(path)
+    for candidate in (Path(path) / "KernelBench" / f"level{level}", Path(path) / f"level{level}"):
+        if candidate.is_dir():
+            return candidate
+    raise ValueError(f"{path}: no KernelBench/level{level} or level{level} folder in it")
+
+
+def _import_suite(source: Path, args) -> int:
+    """Every problem of the folder, `--jobs` at a time, into `--dir` (default kernelbench_<folder>) with
+    suite.json; exit 0 when each one was imported and checked or refused with its reason, 1 when a check failed."""
+    import os
+
+    from .kernelbench_suite import CHECK_FAILED, IMPORTED, REFUSED, UNCHECKED, import_suite, problem_files
+
+    if args.name is not None:
+        raise ValueError("--name is for one problem file; a folder's tasks are named after their files")
+    out = Path(args.dir or f"kernelbench_{source.resolve().name}")
+    jobs = args.jobs or os.cpu_count() or 1
+    _progress(f"importing {len(problem_files(source))} file(s) of {source} into {out}/, {jobs} at a time")
+    suite = import_suite(source, out, jobs=jobs, timeout_s=args.timeout, progress=_progress)
+    manifest = suite.write()
+    counts = suite.counts()
+    took = time.perf_counter() - suite.started
+    print(f"{source.name}: {counts[IMPORTED]} imported and checked, {counts[UNCHECKED]} imported but too large to "
+          f"check here, {counts[REFUSED]} refused, {counts[CHECK_FAILED]} failed their check, in {took:.0f} s "
+          f"({jobs} at a time)")  # fmt: skip
+    print(f"manifest: {manifest.resolve()} (each problem, what it imported as, or why not)")
+    imported = [p.name for p in suite.problems.values() if p.outcome == IMPORTED]
+    if imported:
+        print(_how_the_dashboard_finds(out / imported[0]))
+    return 1 if counts[CHECK_FAILED] else 0
 
 
 def cmd_task_check(args) -> int:
@@ -347,12 +402,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("folder")
     c.set_defaults(func=cmd_task_check)
     kb = ksub.add_parser(
-        "import-kernelbench", help="write a cuda-sm90 task folder from a KernelBench problem file (docs/tasks.md)"
+        "import-kernelbench",
+        help="write a cuda-sm90 task folder from a KernelBench problem file, or a suite from a folder of them "
+        "(docs/tasks.md)",
     )
-    kb.add_argument("file", help="the problem: class Model, get_inputs(), get_init_inputs()")
-    kb.add_argument("--name", default=None, help="the task's name (default: from the file's name)")
-    kb.add_argument("--dir", default=".", help="the folder to create it in (default: here)")
-    kb.add_argument("--timeout", type=_seconds, default=300.0, help="bound in seconds on running the problem")
+    kb.add_argument(
+        "file",
+        help="the problem (class Model, get_inputs(), get_init_inputs()), or a folder of them (KernelBench/level1)",
+    )
+    kb.add_argument("--level", type=int, default=None, help="FILE is a KernelBench checkout: import its level N")
+    kb.add_argument("--name", default=None, help="the task's name (default: from the file's name; one file only)")
+    kb.add_argument(
+        "--dir", default=None, help="the folder to create it in (default: here; a folder's: kernelbench_<folder>)"
+    )
+    kb.add_argument(
+        "--timeout", type=_seconds, default=300.0, help="bound in seconds on running the problem (and its check)"
+    )
+    kb.add_argument("--jobs", type=_jobs, default=None, help="a folder's problems imported at a time (default: cores)")
     kb.set_defaults(func=cmd_task_import_kernelbench)
     ch = ksub.add_parser("cheats", help="evaluate the task's cheats: each must be rejected for its reason")
     ch.add_argument("task", help="a task's name, or a task folder")

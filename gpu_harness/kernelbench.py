@@ -4,16 +4,21 @@ The problem file is run by gpu_harness/kernelbench_probe.py in a child process w
 which reports the inputs, parameters, buffers and outputs it sees and how their sizes follow the problem's
 module-level size variables. This module turns that report into the task (plan_task: the ABI, the symbols,
 the scenarios) and writes the folder (kernelbench_files.py renders task.toml and reference.py) into a temporary
-folder renamed into place once load_spec accepts it, so a failure leaves nothing behind. docs/tasks.md,
-"Importing a KernelBench problem", describes the rules; what cannot be imported is a KernelBenchImportError
-whose message names the reason.
+folder renamed into place once load_spec accepts it, so a failure leaves nothing behind. What cannot come here at
+all (a hub download: hub_refusal) is refused from the source before anything runs, and the probe's report is
+cached by the problem's source (probe_key). docs/tasks.md, "Importing a KernelBench problem", describes the rules;
+what cannot be imported is a KernelBenchImportError whose message names the reason. A folder of problems (a
+level) is imported as a suite by kernelbench_suite.py.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
 import math
 import os
+import platform
 import re
 import shutil
 import sys
@@ -27,7 +32,8 @@ PROBE_TIMEOUT_S = 300.0
 PROBLEM_FILE = "problem.py"
 # scenario values that are not sizes (a problem's size of the same name pushes them aside: kb_flops_2)
 FLOPS_SYMBOL = "kb_flops"  # the scenario value [formulas] flops reads: counted per scenario at import
-CASE_SYMBOL = "case"  # main, half, odd, double: the first field of every scenario id
+CASE_SYMBOL = "case"  # main, half, odd, double, small: the first field of every scenario id
+NOT_QUICK = ("double", "small")  # the quick subset: the problem's sizes, half and odd
 BOOL_AS = "uint8"  # the ABI has no bool: bool tensors travel as uint8 (0/1)
 # the unit roundoff of each float dtype: the tolerance's size term uses the problem's lowest precision
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
@@ -37,11 +43,108 @@ class KernelBenchImportError(ValueError):
     """The problem cannot be imported; the message says why (the CLI prints it and exits 2)."""
 
 
+# ---- what cannot come here, said before anything runs ---------------------------------------------------------
+
+# Calls that download weights or code from a model hub (Hugging Face, torch.hub, a URL): the harness and its
+# workers never reach one, so a problem built on them cannot be imported (KernelBench level 4: `from_pretrained`)
+HUB_CALLS = {
+    "from_pretrained": "downloads a model or its configuration from the Hugging Face hub",
+    "hf_hub_download": "downloads from the Hugging Face hub",
+    "snapshot_download": "downloads from the Hugging Face hub",
+    "load_state_dict_from_url": "downloads weights from a URL",
+    "download_url_to_file": "downloads from a URL",
+}
+
+
+def _hub_call(node: ast.AST) -> str | None:
+    """The dotted name of a hub-downloading call (`AutoConfig.from_pretrained`, `torch.hub.load`), else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func, parts = node.func, []
+    while isinstance(func, ast.Attribute):
+        parts.insert(0, func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.insert(0, func.id)
+    if not parts:
+        return None
+    if parts[-1] in HUB_CALLS or parts[-2:] == ["hub", "load"]:
+        return ".".join(parts)
+    return None
+
+
+def hub_refusal(path: Path, source: str) -> str | None:
+    """Why the problem cannot come here, read from its source without running it (a hub download), or None."""
+    try:
+        tree = ast.parse(source, filename=path.name)
+    except SyntaxError:
+        return None  # the probe's import says where it fails
+    calls = [(name, node.lineno) for node in ast.walk(tree) if (name := _hub_call(node))]
+    if not calls:
+        return None
+    calls.sort(key=lambda c: c[1])
+    shown = ", ".join(f"{name} (line {line})" for name, line in calls[:3]) + (", ..." if len(calls) > 3 else "")
+    return (
+        f"{path.name} downloads its model from a hub ({shown}): the harness and its workers never reach one, so "
+        "it cannot be imported here; a problem must build its model from its own code (nothing was run)"
+    )
+
+
 # ---- running the probe ----------------------------------------------------------------------------------------
 
 
-def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> dict:
-    """The probe's report on the problem file, or KernelBenchImportError naming what went wrong."""
+def _torch_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return "none"
+
+
+def probe_key(source: bytes) -> str:
+    """The probe's report is a function of these alone: the problem's source, the probe's own, torch's version,
+    Python's, and a task's limit on a scenario's tensors (its refusals that depend on more are not cached)."""
+    probe = Path(__file__).with_name("kernelbench_probe.py").read_bytes()
+    h = hashlib.sha256()
+    for part in (source, probe, _torch_version().encode(), platform.python_version().encode(),
+                 str(MAX_SCENARIO_BYTES).encode()):  # fmt: skip
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def _probe_cache(key: str) -> Path:
+    from .build import cache_dir
+
+    return cache_dir() / "kernelbench-probe" / f"{key}.json"
+
+
+def _store(path: Path, report: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(report))
+    os.replace(tmp, path)
+
+
+def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S, cache: bool = True) -> dict:
+    """The probe's report on the problem file, or KernelBenchImportError naming what went wrong. A report (or a
+    refusal that follows from the file alone) is cached under probe_key: the same problem is not run again; the
+    report then says "cached": true."""
+    cached = _probe_cache(probe_key(path.read_bytes())) if cache else None
+    try:
+        report = {**json.loads(cached.read_text()), "cached": True} if cached else None
+    except (OSError, ValueError):
+        report = None
+    if report is None:
+        report = _run_probe_child(path, timeout_s)
+        if cached and (report.get("ok") or report.get("cacheable")):
+            _store(cached, report)
+    if not report.get("ok"):
+        raise KernelBenchImportError(report.get("error") or f"{path.name} cannot be imported")
+    return report
+
+
+def _run_probe_child(path: Path, timeout_s: float) -> dict:
     from .procs import run_bounded
 
     probe = Path(__file__).with_name("kernelbench_probe.py")
@@ -53,16 +156,16 @@ def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> dict:
         done = run_bounded(cmd, timeout_s, cwd=work, env=env)
         if done.timed_out:
             raise KernelBenchImportError(
-                f"{path.name} did not finish within {timeout_s:g} s (importing it, building the model and running "
-                "its forward on CPU at its sizes): it hangs, or needs a longer --timeout"
+                f"{path.name} did not finish within {timeout_s:g} s (importing it, building the model and checking "
+                "its forward on CPU at reduced sizes): it hangs, or needs a longer --timeout"
             )
         if not out.is_file():
             tail = "\n".join((done.stderr or "").strip().splitlines()[-5:])
-            raise KernelBenchImportError(f"{path.name}: the probe process died (exit {done.returncode}): {tail}")
-        report = json.loads(out.read_text())
-    if not report.get("ok"):
-        raise KernelBenchImportError(report.get("error") or f"{path.name} cannot be imported")
-    return report
+            killed = " (killed: out of memory?)" if done.returncode == -9 else ""
+            raise KernelBenchImportError(
+                f"{path.name}: the probe process died (exit {done.returncode}){killed}: {tail}"
+            )
+        return json.loads(out.read_text())
 
 
 # ---- planning the task ------------------------------------------------------------------------------------
@@ -78,6 +181,7 @@ class Tensor:
     dotted: str = ""  # weights: the state_dict name
     is_bool: bool = False
     dims: list = field(default_factory=list)  # a symbol or a number per dimension, once named
+    adopted: bool = False  # weights: a plain tensor attribute of the model, taken as a buffer
 
 
 @dataclass
@@ -97,6 +201,8 @@ class Plan:
     flops_key: str = FLOPS_SYMBOL
     reductions: list = field(default_factory=list)  # per scenario: how many terms one output element sums
     unit_roundoff: float = UNIT_ROUNDOFF["float32"]  # of the problem's lowest float precision
+    adopted: list = field(default_factory=list)  # dotted names of plain tensor attributes taken as buffers
+    cached: bool = False  # the probe's report came from its cache (the problem was not run again)
 
     def of(self, role: str) -> list:
         return [t for t in self.tensors if t.role == role]
@@ -171,7 +277,8 @@ def plan_task(report: dict, name: str) -> Plan:
     for k, s in enumerate(main["state"]):
         shapes = [sc["obs"]["state"][k]["shape"] for sc in scen]
         abi = _c_name(s["name"].replace(".", "_"), taken)
-        tensors.append(_tensor(abi, "weight", s["dtype"], shapes, dotted=s["name"]))
+        adopted = s["name"] in report.get("adopted", [])
+        tensors.append(_tensor(abi, "weight", s["dtype"], shapes, dotted=s["name"], adopted=adopted))
     outs = main["outputs"]["items"]
     for k, o in enumerate(outs):
         shapes = [sc["obs"]["outputs"]["items"][k]["shape"] for sc in scen]
@@ -196,7 +303,7 @@ def plan_task(report: dict, name: str) -> Plan:
     reductions = [_reduction(s["obs"], tensors, k) for k, s in enumerate(scen)]
     precisions = [UNIT_ROUNDOFF[t.dtype] for t in tensors if t.dtype in UNIT_ROUNDOFF]
     template = "{" + case_key + "}" + "".join(f"_{v}{{{v}}}" for v in assigned)
-    quick = [template.format(**p) for p in scenarios if p[case_key] != "double"]
+    quick = [template.format(**p) for p in scenarios if p[case_key] not in NOT_QUICK]
     return Plan(
         name=name,
         file=report["file"],
@@ -213,6 +320,8 @@ def plan_task(report: dict, name: str) -> Plan:
         flops_key=flops_key,
         reductions=reductions,
         unit_roundoff=max(precisions, default=UNIT_ROUNDOFF["float32"]),
+        adopted=list(report.get("adopted", [])),
+        cached=bool(report.get("cached")),
     )
 
 
@@ -330,15 +439,22 @@ class Imported:
 
 
 def import_kernelbench(
-    problem: str | Path, name: str | None = None, parent: str | Path = ".", timeout_s: float = PROBE_TIMEOUT_S
+    problem: str | Path,
+    name: str | None = None,
+    parent: str | Path = ".",
+    timeout_s: float = PROBE_TIMEOUT_S,
+    cache: bool = True,
 ) -> Imported:
     """Write the task folder `parent/name` for the problem file; KernelBenchImportError (a ValueError) when it
-    cannot be imported, with nothing left behind."""
+    cannot be imported, with nothing left behind. What cannot come here (a hub download) is refused before
+    anything runs; `cache`: reuse the probe's report on the same source (run_probe)."""
     from .kernelbench_files import render_reference, render_toml
 
     path = Path(problem)
     if not path.is_file():
         raise KernelBenchImportError(f"{problem}: no such file")
+    if why := hub_refusal(path, path.read_text(errors="replace")):
+        raise KernelBenchImportError(why)
     name = name or default_name(path)
     if not NAME_RE.match(name):
         raise KernelBenchImportError(f"task name {name!r}: use lowercase letters, digits and _ (it names a C symbol)")
@@ -346,7 +462,7 @@ def import_kernelbench(
     folder = parent / name
     if folder.exists():
         raise KernelBenchImportError(f"{folder} already exists")
-    plan = plan_task(run_probe(path.resolve(), timeout_s), name)
+    plan = plan_task(run_probe(path.resolve(), timeout_s, cache=cache), name)
     parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}.importing-", dir=parent))
     try:

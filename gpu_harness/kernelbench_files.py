@@ -134,7 +134,7 @@ def _make_weight(name, generator, shape, params):
     # A fresh Model built on the device: each weight has exactly the distribution the model's own
     # initialisation gives it (PyTorch's default init, or the problem's own, e.g. torch.randn(shape) * 0.02).
     with _sizes(params) as module, _seeded(generator), torch.device(generator.device):
-        model = module.Model(*module.get_init_inputs())
+        model = _adopt(module.Model(*module.get_init_inputs()))
     state = dict(model.named_parameters()) | dict(model.named_buffers())
     return _as_abi(name, state[WEIGHTS[name]], generator.device, shape)
 
@@ -146,10 +146,23 @@ def _model(device, purpose):
         if key not in _models:
             module = problem()
             with _forked(torch.device(device)), torch.device(device):
-                model = module.Model(*module.get_init_inputs())
+                model = _adopt(module.Model(*module.get_init_inputs()))
             model.to(device)
             _models[key] = [model, _slots(model), None]
         return _models[key]
+
+
+def _adopt(model):
+    """The model with its plain tensor attributes named in PLAIN registered as buffers, as the import found them
+    (a kernel is given them as inputs like any buffer)."""
+    for dotted in PLAIN:
+        prefix, _, leaf = dotted.rpartition(".")
+        submodule = model.get_submodule(prefix)
+        value = submodule.__dict__.pop(leaf, None)
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"problem.py's model has no plain tensor attribute {dotted} (the import found one)")
+        submodule.register_buffer(leaf, value)
+    return model
 
 
 def _slots(model):
@@ -284,6 +297,8 @@ def render_toml(plan) -> str:
     for t in plan.tensors:
         kind = "output" if t.role == "output" else "input"
         what = {"input": f"get_inputs()[{t.index}]", "weight": f"the model's {t.dotted}", "output": ""}[t.role]
+        if t.adopted:
+            what += " (a plain tensor attribute, taken as a buffer)"
         if t.role == "output":
             what = "the forward's output" + (f" {t.index}" if len(plan.of("output")) > 1 else "")
         if t.is_bool:
@@ -303,8 +318,9 @@ def render_toml(plan) -> str:
         'precision = "float32"  # KernelBench\'s reference: the model in float32 (inputs as float32 copies, no TF32)',
         "",
         "# main: the problem's own sizes; half, odd, double: the sizes no parameter depends on, scaled, where the",
-        f"# model runs on them with only its input and output sizes changed. {plan.flops_key} is the count [formulas]",
-        "# uses.",
+        "# model runs on them with only its input and output sizes changed; small (not quick): those sizes reduced",
+        "# until no input or output exceeds 2^20 elements, where `task check` runs the reference without a GPU.",
+        f"# {plan.flops_key} is the count [formulas] uses.",
         "[scenarios]",
         f"id = {_toml(plan.id_template)}",
         "list = [",
@@ -391,6 +407,7 @@ def _tables(plan) -> str:
             "bool in the problem: uint8 in the ABI, bool again for the model",
         ),
         ("SIZE_VARS", tuple(plan.size_vars), "problem.py's module-level sizes a scenario sets"),
+        ("PLAIN", tuple(plan.adopted), "the model's plain tensor attributes, registered as buffers (weights)"),
     ]
     return "".join(f"# {comment}\n{name} = {_py(value)}\n" for name, value, comment in tables)
 

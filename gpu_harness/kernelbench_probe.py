@@ -8,17 +8,21 @@ sizes, the forward's argument names, and for the main scenario (the sizes as wri
 buffers and outputs with their shapes and dtypes.
 
 Sizes are learnt without computing: the model is built and run on the `meta` device (shapes only) at the main
-sizes, then once per module-level int variable set to twice its value (which dimensions follow which variable),
-and on the extra scenarios it proposes (the scalable sizes x0.5, an odd size, and the leading one x2), each kept
-only where the model runs and nothing but input and output sizes changed. The data itself is looked at on CPU,
-at the main sizes with the scalable ones halved until no input or output exceeds SMALL_ELEMENTS (KernelBench's
-sizes are a GPU's): forward twice on the same inputs (it must be deterministic) and once on other inputs and
-weights (the outputs' number and shapes must not depend on the data). A model the meta device cannot run
-(`.item()`, data-dependent branches) is run on CPU at its own sizes, and keeps only its main scenario; before
-that run its inputs and weights are built on the meta device and measured, and a problem whose inputs and
-weights alone exceed MAX_BYTES, or half this machine's memory, is refused unrun.
+sizes (built on CPU and moved there where its constructor reads a value), then once per module-level int variable
+set to twice its value (which dimensions follow which variable), and on the extra scenarios it proposes (the
+scalable sizes x0.5, an odd size, the leading one x2, and `small`: the scalable ones halved until no input or
+output exceeds SMALL_ELEMENTS), each kept only where the model runs and nothing but input and output sizes
+changed. The data itself is looked at on CPU, at the small scenario's sizes, every size above MIN_MODEL_SIZE
+(the model's own too) halved further while its tensors exceed DATA_CHECK_BYTES (KernelBench's sizes are a
+GPU's): forward twice on the same inputs (it must be deterministic) and once on other inputs and weights (the
+outputs' number and shapes must not depend on the data). A plain tensor attribute of the model is registered as
+a buffer (adopt_plain_tensors). A model the meta device cannot run (`.item()`, data-dependent branches) is run on
+CPU at its own sizes once, and keeps only its main scenario (its data checks at reduced sizes where it runs
+there); before that run its inputs and weights are built on the meta device and measured, and a problem whose
+inputs and weights alone exceed MAX_BYTES, or half this machine's memory, is refused unrun.
 
-Whatever the problem does wrong ends as {"ok": false, "error": "..."}: a sentence naming the problem.
+Whatever the problem does wrong ends as {"ok": false, "error": "...", "cacheable": ...}: a sentence naming the
+problem, and whether it follows from the file alone (not a package missing here, not this machine's memory).
 """
 
 from __future__ import annotations
@@ -54,7 +58,16 @@ DTYPE_NAMES = {
 
 
 class Unimportable(Exception):
-    """The problem cannot become a task; the message says why, in the user's terms."""
+    """The problem cannot become a task; the message says why, in the user's terms. `cacheable`: whether the
+    refusal follows from the file alone (so the same file is refused again, whatever this machine has)."""
+
+    def __init__(self, message: str, cacheable: bool = True):
+        super().__init__(message)
+        self.cacheable = cacheable
+
+
+# The pip package of a module whose name is not its package's (the rest: pip install <module>)
+PIP_NAMES = {"sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML"}
 
 
 # ---- loading the problem -------------------------------------------------------------------------------------
@@ -69,7 +82,9 @@ def load_problem(path: Path):
     try:
         spec.loader.exec_module(module)
     except BaseException as e:  # SystemExit and KeyboardInterrupt from the user's file are its failure too
-        raise Unimportable(f"{path.name} fails to import: {_last_frame(e, path)}") from None
+        raise _missing_package(e, path) or Unimportable(
+            f"{path.name} fails to import: {_last_frame(e, path)}"
+        ) from None
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(getattr(module, n, None))]
     if missing:
         raise Unimportable(
@@ -83,12 +98,34 @@ def load_problem(path: Path):
 
 def _last_frame(e: BaseException, path: Path) -> str:
     """The exception, with the line of the problem file it came from when there is one."""
+    line = _line_of(e, path)
+    where = f" (line {line})" if line else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+def _missing_package(e: BaseException, path: Path) -> Unimportable | None:
+    """The refusal naming the package to install, when `e` is an import of a module that is not installed here
+    (not cached: it imports once the package is there)."""
+    if not isinstance(e, ModuleNotFoundError) or not e.name:
+        return None
+    top = e.name.split(".")[0]
+    if top != e.name and importlib.util.find_spec(top) is not None:
+        return None  # a submodule missing from an installed package: the package's own failure
+    line = _line_of(e, path)
+    where = f"; imported at line {line}" if line else ""
+    return Unimportable(
+        f"{path.name} needs {top}: pip install {PIP_NAMES.get(top, top)} (not installed here{where})",
+        cacheable=False,
+    )
+
+
+def _line_of(e: BaseException, path: Path) -> int | None:
+    """The last line of the problem file in the exception's traceback."""
     line = None
     for frame in traceback.extract_tb(e.__traceback__):
         if Path(frame.filename).resolve() == path.resolve():
             line = frame.lineno
-    where = f" (line {line})" if line else ""
-    return f"{type(e).__name__}: {e}{where}"
+    return line
 
 
 def size_variables(module) -> dict:
@@ -180,41 +217,52 @@ def model_state(model: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
     return out
 
 
-def _unregistered_tensors(model: nn.Module) -> list[str]:
-    found = []
+def adopt_plain_tensors(model: nn.Module) -> list[str]:
+    """Register every plain tensor attribute of the model and its submodules (`self.h0 = torch.randn(...)` in the
+    constructor) as a buffer, as reference.py does with the names listed; returns their dotted names. A kernel is
+    given it as an input like any buffer, made by the model's own constructor, and the forward still finds it
+    where it was (a forward that assigns it again, a recurrent model's state, assigns the buffer)."""
+    adopted = []
     for prefix, sub in model.named_modules():
-        for k, v in vars(sub).items():
-            if isinstance(v, torch.Tensor):
-                found.append(f"{prefix}.{k}" if prefix else k)
-    return found
+        for leaf, value in list(vars(sub).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
+                delattr(sub, leaf)
+                sub.register_buffer(leaf, value)
+                adopted.append(f"{prefix}.{leaf}" if prefix else leaf)
+    return adopted
+
+
+# The model built on CPU and moved to the meta device, where building it there fails (a constructor that reads a
+# value, `torch.linspace(...)[i].item()`): its forward still runs on the meta device, at shapes only
+META_FROM_CPU = "meta-from-cpu"
 
 
 def build(module, device: str, seed: int, assignment: dict) -> tuple:
-    """(init arguments, model, inputs) at these sizes on this device, as the problem makes them."""
+    """(init arguments, model, inputs, adopted plain tensors) at these sizes on this device, as the problem makes
+    them."""
+    model_device = "cpu" if device == META_FROM_CPU else device
+    device = "meta" if device == META_FROM_CPU else device
     with sizes_set(module, assignment):
         torch.manual_seed(seed)
         init = module.get_init_inputs()
         if not isinstance(init, (list, tuple)):
             raise Unimportable(f"get_init_inputs() returns a {type(init).__name__}, not a list of arguments")
-        with torch.device(device):
+        with torch.device(model_device):
             model = module.Model(*init)
+        adopted = adopt_plain_tensors(model)
+        model.to(device)
+        with torch.device(device):
             inputs = module.get_inputs()
-    return init, model, inputs
+    return init, model, inputs, adopted
 
 
 def observe(module, device: str, seed: int, assignment: dict, keep: bool = False) -> dict:
     """Build the model and its inputs at these sizes on this device, run forward once, describe it all."""
-    init, model, inputs = build(module, device, seed, assignment)
+    init, model, inputs, adopted = build(module, device, seed, assignment)
+    device = "meta" if device == META_FROM_CPU else device
     if not isinstance(inputs, (list, tuple)):
         raise Unimportable(f"get_inputs() returns a {type(inputs).__name__}, not a list of the forward's inputs")
-    loose = _unregistered_tensors(model)
-    if loose:
-        raise Unimportable(
-            f"the model holds tensor(s) {', '.join(loose)} that are neither parameters nor buffers: a kernel "
-            "could not be given them (register them with register_buffer)"
-        )
     inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
-    model.to(device)
     described = [_describe_input(v, i) for i, v in enumerate(inputs)]
     state = [{"name": n, "kind": k, **_describe_tensor(t, f"the model's {k} {n}")} for n, k, t in model_state(model)]
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
@@ -225,6 +273,7 @@ def observe(module, device: str, seed: int, assignment: dict, keep: bool = False
         "state": state,
         "outputs": describe_outputs(out),
         "flops": int(counter.get_total_flops()),
+        "adopted": adopted,
     }
     if keep:
         obs["_model"], obs["_inputs"], obs["_out"] = model, inputs, out
@@ -361,14 +410,15 @@ def propose_scenarios(sizes: dict, scalable: list[str], lead: str) -> list[tuple
     return out
 
 
-def trace_sizes(module, sizes: dict, main: dict, result: dict, notes: list[str]) -> None:
+def trace_sizes(module, meta: str, sizes: dict, main: dict, result: dict, notes: list[str]) -> None:
     """On the meta device: which sizes scale (doubling one alone moves an input's shape and nothing of the
-    model), and the extra scenarios that keep the model (`main` is the meta observation of the main sizes)."""
+    model), and the extra scenarios that keep the model (`main` is the meta observation of the main sizes;
+    `meta`: "meta", or META_FROM_CPU where the model must be built on CPU)."""
     probes, scalable = [], []
     for name, value in sizes.items():
         if value < 1:
             continue
-        obs, why = _try_observe(module, "meta", 0, {name: 2 * value})
+        obs, why = _try_observe(module, meta, 0, {name: 2 * value})
         probes.append({"var": name, "value": 2 * value, "obs": _public(obs), "error": why})
         if obs is None:
             continue
@@ -381,7 +431,7 @@ def trace_sizes(module, sizes: dict, main: dict, result: dict, notes: list[str])
         return
     lead = _lead(main, probes, sizes, scalable)
     for case, assignment in propose_scenarios(sizes, scalable, lead):
-        obs, why = _try_observe(module, "meta", 0, assignment)
+        obs, why = _try_observe(module, meta, 0, assignment)
         reason = why or same_model(main, obs)
         if reason:
             result["dropped"].append({"case": case, "assignment": assignment, "reason": reason})
@@ -411,7 +461,10 @@ def _public(obs: dict | None) -> dict | None:
 # ---- the whole probe ------------------------------------------------------------------------------------------
 
 
-SMALL_ELEMENTS = 1 << 20  # the CPU data checks' largest input or output, where the scalable sizes shrink to it
+SMALL_ELEMENTS = 1 << 20  # the small scenario's largest input or output, where the scalable sizes shrink to it
+DATA_CHECK_BYTES = 64 << 20  # the CPU data checks' tensors together, beyond which the model's own sizes shrink
+MIN_MODEL_SIZE = 16  # a size at or below it (a kernel size, a stride, a class count) is never shrunk for them
+ITEMSIZE = {name: torch.empty(0, dtype=dtype).element_size() for dtype, name in DTYPE_NAMES.items()}
 
 
 def _largest(obs: dict) -> int:
@@ -419,17 +472,57 @@ def _largest(obs: dict) -> int:
     return max((math.prod(shape) for shape in tensors), default=0)
 
 
-def small_sizes(module, sizes: dict, scalable: list[str], main: dict) -> tuple[dict, dict]:
+def _bytes(obs: dict) -> int:
+    """What the observation's tensors take together: inputs, parameters and buffers, outputs."""
+    tensors = [v for v in obs["inputs"] if v["kind"] == "tensor"] + obs["state"] + obs["outputs"]["items"]
+    return sum(math.prod(t["shape"]) * ITEMSIZE[t["dtype"]] for t in tensors)
+
+
+def small_sizes(module, meta: str, sizes: dict, scalable: list[str], main: dict) -> tuple[dict, dict]:
     """The scalable sizes halved together until no input or output exceeds SMALL_ELEMENTS (or one more halving
-    would change the model or fail): KernelBench's sizes are a GPU's, the data checks need not be."""
+    would change the model or fail): KernelBench's sizes are a GPU's; the small scenario, and `task check` on a
+    machine without one, need not be."""
     assignment, obs = {}, main
     while _largest(obs) > SMALL_ELEMENTS:
         now = {k: assignment.get(k, sizes[k]) for k in scalable}
         smaller = {k: half(v) for k, v in now.items()}
         if smaller == now:
             break
-        cand, _ = _try_observe(module, "meta", 0, smaller)
+        cand, _ = _try_observe(module, meta, 0, smaller)
         if cand is None or same_model(main, cand):
+            break
+        assignment, obs = smaller, cand
+    return assignment, obs
+
+
+def _shape_free(obs: dict) -> tuple:
+    """What an observation is apart from its sizes: the inputs' kinds, dtypes and ranks, the parameters' and
+    buffers' names, dtypes and ranks, the outputs' dtypes and ranks."""
+    return (
+        [(v["kind"], v.get("dtype"), len(v.get("shape", []))) for v in obs["inputs"]],
+        [(s["name"], s["dtype"], len(s["shape"])) for s in obs["state"]],
+        _structure(obs),
+    )
+
+
+def _shrunk(sizes: dict, assignment: dict) -> dict:
+    """The assignment with every size above MIN_MODEL_SIZE halved (not below it), as changes from `sizes`."""
+    now = {k: assignment.get(k, v) for k, v in sizes.items()}
+    smaller = {k: max(MIN_MODEL_SIZE, v // 2) if v > MIN_MODEL_SIZE else v for k, v in now.items()}
+    return {k: v for k, v in smaller.items() if v != sizes[k]}
+
+
+def data_sizes(module, meta: str, sizes: dict, assignment: dict, obs: dict) -> tuple[dict, dict]:
+    """Where the CPU data checks run (determinism, data-independent output shapes: properties of the code, not
+    of its sizes): at `assignment` (the small scenario's sizes, `obs` its meta observation), with every size above
+    MIN_MODEL_SIZE halved together, the model's own included, while the tensors take more than DATA_CHECK_BYTES
+    and the model keeps what it is apart from its sizes on the meta device (a 2 GiB weight is not computed)."""
+    while _bytes(obs) > DATA_CHECK_BYTES:
+        smaller = _shrunk(sizes, assignment)
+        if smaller == assignment:
+            break
+        cand, _ = _try_observe(module, meta, 0, smaller)
+        if cand is None or _shape_free(cand) != _shape_free(obs):
             break
         assignment, obs = smaller, cand
     return assignment, obs
@@ -451,16 +544,16 @@ def _cpu_observe(module, path: Path, assignment: dict) -> dict:
     except Unimportable:
         raise
     except Exception as e:
-        raise Unimportable(
+        raise _missing_package(e, path) or Unimportable(
             f"{path.name}: building the model or running its forward fails: {_last_frame(e, path)}"
         ) from None
 
 
-def _meta_footprint(module) -> int | None:
-    """Bytes of the model's parameters and buffers and of the inputs at the problem's own sizes, built on the meta
-    device without running the forward (None where even that fails: the CPU run then says why)."""
+def _meta_footprint(module, assignment: dict) -> int | None:
+    """Bytes of the model's parameters and buffers and of the inputs at these sizes, built on the meta device
+    without running the forward (None where even that fails: the CPU run then says why)."""
     try:
-        _, model, inputs = build(module, "meta", 0, {})
+        _, model, inputs, _ = build(module, "meta", 0, assignment)
         tensors = [t for _, _, t in model_state(model)] + [v for v in inputs if isinstance(v, torch.Tensor)]
         return sum(t.numel() * t.element_size() for t in tensors)
     except Exception:
@@ -470,7 +563,7 @@ def _meta_footprint(module) -> int | None:
 def check_cpu_run_fits(module, path: Path, max_bytes: int, why: str) -> None:
     """Refuse, before allocating anything, a CPU run at the problem's own sizes that a task could not hold or that
     would exhaust this machine (the OOM killer would end the probe with no sentence)."""
-    need = _meta_footprint(module)
+    need = _meta_footprint(module, {})
     if need is None:
         return
     gib = need / (1 << 30)
@@ -484,8 +577,100 @@ def check_cpu_run_fits(module, path: Path, max_bytes: int, why: str) -> None:
         raise Unimportable(
             f"{path.name}: the model could not be run on the meta device ({why}), so it would run on CPU at its own"
             f" sizes, where its inputs and weights take {gib:.4g} GiB, more than half of this machine's"
-            f" {memory / (1 << 30):.4g} GiB: make its sizes smaller"
+            f" {memory / (1 << 30):.4g} GiB: make its sizes smaller",
+            cacheable=False,
         )
+
+
+DATA_CHECK_COPIES = 8  # what the data checks hold at once, in multiples of the tensors: clones, the forward's own
+
+
+def _available_memory() -> int:
+    """Bytes this machine can give now (MemAvailable), else its physical memory."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_data_fits(path: Path, at: dict, tensors: int) -> None:
+    """Refuse, before allocating anything, data checks whose tensors (`tensors` bytes at the sizes `at`, which no
+    smaller sizes could replace) would exhaust this machine: the OOM killer would end the probe with no sentence.
+    Not cached: a machine with more memory imports it."""
+    available = _available_memory()
+    if DATA_CHECK_COPIES * tensors <= available:
+        return
+    where = f"at {_show(at)}" if at else "at its own sizes"
+    raise Unimportable(
+        f"{path.name}: its data checks run on CPU {where} (no smaller sizes keep the model), where its inputs,"
+        f" weights and outputs take {tensors / (1 << 30):.3g} GiB, about {DATA_CHECK_COPIES * tensors / (1 << 30):.3g}"
+        f" GiB with the forward's and the checks' copies: more than the {available / (1 << 30):.3g} GiB this machine"
+        " has available. Import it on a machine with more memory, or make its sizes smaller",
+        cacheable=False,
+    )
+
+
+def untraced_data(module, sizes: dict, main: dict, notes: list[str]) -> tuple[dict, dict]:
+    """(the CPU observation the data checks use, its sizes) for a model the meta device cannot run (`main`: its
+    CPU run at its own sizes): one at every size above MIN_MODEL_SIZE halved together until its inputs and
+    weights (built on the meta device, not run) take at most DATA_CHECK_BYTES, where it runs there and is the
+    same model apart from its sizes; else `main`."""
+    assignment, need = {}, _meta_footprint(module, {})
+    while need is not None and need > DATA_CHECK_BYTES:
+        smaller = _shrunk(sizes, assignment)
+        if smaller == assignment:
+            break
+        assignment, need = smaller, _meta_footprint(module, smaller)
+    if not assignment or need is None:
+        return main, {}
+    try:
+        data = observe(module, "cpu", 0, assignment, keep=True)
+    except Exception:
+        return main, {}
+    if _shape_free(data) != _shape_free(main):
+        return main, {}
+    notes.append(f"the data checks ran on CPU at {_show(assignment)} (the problem's sizes, the model's too, reduced)")
+    return data, assignment
+
+
+def meta_main(module) -> tuple[str, dict | None, str]:
+    """(the meta device to trace on, the meta observation of the main sizes or None, why not): the model built
+    on the meta device, else built on CPU and moved there (a constructor that reads a value)."""
+    main, why = _try_observe(module, "meta", 0, {})
+    if main is not None or _meta_footprint(module, {}) is not None:
+        return "meta", main, why  # built there: its forward is what the meta device cannot run
+    on_cpu, _ = _try_observe(module, META_FROM_CPU, 0, {})
+    return META_FROM_CPU, on_cpu, why
+
+
+def traced(module, path: Path, meta: str, main: dict, result: dict) -> dict | None:
+    """Sizes and scenarios from the meta device, the small scenario, and the CPU observation the data checks use
+    (None where a CPU run disagrees with the meta device's shapes)."""
+    sizes, notes = result["sizes"], result["notes"]
+    result["traced"] = True
+    trace_sizes(module, meta, sizes, main, result, notes)
+    small, small_meta = small_sizes(module, meta, sizes, result["scalable"], main)
+    extra = result.setdefault("extra", [])
+    if small and all(small != e["assignment"] for e in extra):
+        extra.append({"case": "small", "assignment": small, "obs": _public(small_meta)})
+    at, at_meta = data_sizes(module, meta, sizes, small, small_meta)
+    check_data_fits(path, at, _bytes(at_meta))
+    data = _cpu_observe(module, path, at)
+    if not _agree(_public(data), at_meta):
+        return None
+    if at and at == small:
+        notes.append(f"the data checks ran on CPU at {_show(small)} (the problem's sizes, reduced: scenario small)")
+    elif at:
+        gib = _bytes(small_meta) / (1 << 30)
+        notes.append(
+            f"the data checks ran on CPU at {_show(at)} (the problem's sizes, the model's too, reduced: its tensors"
+            f" take {gib:.3g} GiB at {'scenario small' if small else 'its sizes'})"
+        )
+    result["data_sizes"] = at
+    return data
 
 
 def probe(path: Path, max_bytes: int) -> dict:
@@ -504,34 +689,35 @@ def probe(path: Path, max_bytes: int) -> dict:
         "scalable": [],
         "traced": False,
         "notes": notes,
+        "data_sizes": {},
     }
     # Shapes first, on the meta device (nothing computed); then the data, on CPU at sizes small enough.
-    main, why = _try_observe(module, "meta", 0, {})
+    meta, main, why = meta_main(module)
     data = None
     if main is not None:
-        result["traced"] = True
-        trace_sizes(module, sizes, main, result, notes)
-        small, small_meta = small_sizes(module, sizes, result["scalable"], main)
-        data = _cpu_observe(module, path, small)
-        if _agree(_public(data), small_meta):
-            if small:
-                notes.append(f"the data checks ran on CPU at {_show(small)} (the problem's sizes, reduced)")
-        else:
-            why, data = "its shapes there differ from a CPU run's", None
-    if data is None:  # untraced: everything from a CPU run at the problem's own sizes, one scenario
-        if main is not None:
-            del notes[:]
-            result.update(dropped=[], probes=[], scalable=[], traced=False)
-            result.pop("extra", None)
+        data = traced(module, path, meta, main, result)
+        if data is None:
+            why = "its shapes there differ from a CPU run's"
+    if data is None:  # untraced: shapes from a CPU run at the problem's own sizes, one scenario
+        del notes[:]
+        result.update(dropped=[], probes=[], scalable=[], traced=False, data_sizes={})
+        result.pop("extra", None)
         check_cpu_run_fits(module, path, max_bytes, why)
-        main = data = _cpu_observe(module, path, {})
-        small = {}
+        main = _cpu_observe(module, path, {})
+        data, result["data_sizes"] = untraced_data(module, sizes, main, notes)
         notes.append(f"the model could not be run on the meta device ({why}): only the main scenario is made")
     if len(main["inputs"]) > len(names) and not var_args:
         raise Unimportable(
             f"get_inputs() returns {len(main['inputs'])} values but Model.forward takes {len(names)} argument(s)"
         )
-    check_data(module, data, small, notes)
+    check_data(module, data, result["data_sizes"], notes)
+    adopted = main.get("adopted") or []
+    if adopted:
+        notes.append(
+            f"the model's plain tensor attribute(s) {', '.join(adopted)} (neither parameters nor buffers) are taken"
+            " as buffers: inputs of the kernel, made by the model's own constructor"
+        )
+    result["adopted"] = adopted
     result["main"] = _public(main)
     result["scenarios"] = [{"case": "main", "assignment": {}, "obs": _public(main)}] + result.pop("extra", [])
     return result
@@ -542,9 +728,9 @@ def main(argv: list[str]) -> int:
     try:
         result = probe(problem, max_bytes)
     except Unimportable as e:
-        result = {"ok": False, "error": str(e)}
+        result = {"ok": False, "error": str(e), "cacheable": e.cacheable}
     except BaseException as e:  # the user's code may raise anything, SystemExit included
-        result = {"ok": False, "error": f"{problem.name}: {_last_frame(e, problem)}"}
+        result = {"ok": False, "error": f"{problem.name}: {_last_frame(e, problem)}", "cacheable": False}
     out.write_text(json.dumps(result))
     return 0
 

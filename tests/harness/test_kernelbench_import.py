@@ -274,20 +274,23 @@ def test_a_size_named_like_the_importers_own_values_pushes_them_aside(tasks):
     assert main.params["kb_flops_2"] == 60
 
 
-def test_a_gpu_sized_problem_is_checked_on_cpu_at_reduced_sizes(tasks):
+def test_a_gpu_sized_problem_is_checked_on_cpu_at_reduced_sizes_kept_as_scenario_small(tasks):
     done = tasks("gpu_sized_softplus")  # level-1 sizes: a CPU run at them would need 12 GiB
     spec = load_spec(done.folder)
     main = spec.scenarios[0].params
     assert (main["batch_size"], main["dim"], main["kb_flops"]) == (4096, 393216, 4096 * 393216)
-    assert [sc.params["case"] for sc in spec.scenarios] == ["main", "half", "odd", "double"]
+    assert [sc.params["case"] for sc in spec.scenarios] == ["main", "half", "odd", "double", "small"]
+    small = spec.scenarios[-1]
+    assert (small.params["batch_size"], small.params["dim"]) == (64, 6144) and small.id not in spec.quick_ids
+    assert spec.smallest_scenario().id == small.id  # where `task check` runs the reference
     assert done.plan.notes == [
-        "the data checks ran on CPU at batch_size = 64, dim = 6144 (the problem's sizes, reduced)"
+        "the data checks ran on CPU at batch_size = 64, dim = 6144 (the problem's sizes, reduced: scenario small)"
     ]
 
 
 def test_a_scenario_beyond_a_tasks_size_is_dropped_with_a_note(tmp_path):
     done = import_kernelbench(PROBLEMS / "double_beyond_a_scenario.py", parent=tmp_path)  # 96 GiB; doubled 192
-    assert [sc.params["case"] for sc in load_spec(done.folder).scenarios] == ["main", "half", "odd"]
+    assert [sc.params["case"] for sc in load_spec(done.folder).scenarios] == ["main", "half", "odd", "small"]
     assert "scenario double dropped: its tensors take 192 GiB, more than 128 GiB" in done.plan.notes
 
 
@@ -312,7 +315,6 @@ def test_the_compiled_baseline_writes_the_outputs(tasks):
         ("dropout_training", "the forward is not deterministic"),
         ("keyword_only", "Model.forward has a keyword-only argument 'scale'"),
         ("string_input", "get_inputs()[1] is a str: only tensors, ints and floats"),
-        ("loose_tensor", "the model holds tensor(s) table that are neither parameters nor buffers"),
         ("forward_fails", "forward_fails.py: building the model or running its forward fails: RuntimeError: mat1"),
         ("returns_dict", "the forward returns a dict: only a tensor or a tuple/list of tensors"),
         ("complex_input", "get_inputs()[0] has dtype torch.complex64, which a task cannot hold"),

@@ -1,4 +1,4 @@
-"""Unimportable: the model holds a tensor that is neither a parameter nor a buffer."""
+"""Importable: the model holds a tensor that is neither a parameter nor a buffer (taken as a buffer: an input)."""
 
 import torch
 from torch import nn
