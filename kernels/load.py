@@ -6,6 +6,9 @@
     from kernels.load import softmax_rows
     y = softmax_rows(x)                               # softmax along x's last dim, bf16, any leading shape
 
+    from kernels.load import rmsnorm
+    y = rmsnorm(x, weight, eps=1e-6)                  # RMSNorm along x's last dim, bf16, weight [hidden]
+
 The first call compiles the kernel's single .cu file with nvcc (cached by source hash under
 $KSEEK_CACHE_DIR or ~/.cache/kernelseek/released) and loads it with ctypes. Only the standard library
 and torch are needed; torch is imported lazily so that this module imports on machines without it.
@@ -24,7 +27,8 @@ from pathlib import Path
 KERNELS_DIR = Path(__file__).resolve().parent
 ATTENTION_SM90 = KERNELS_DIR / "attention_fwd_sm90" / "attention_fwd_sm90.cu"
 SOFTMAX_ROWS = KERNELS_DIR / "softmax_rows" / "softmax_rows.cu"
-INT32_MAX = 2**31 - 1  # the softmax_rows ABI takes rows and cols as int
+RMSNORM = KERNELS_DIR / "rmsnorm" / "rmsnorm.cu"
+INT32_MAX = 2**31 - 1  # the softmax_rows and rmsnorm ABIs take rows and widths as int
 SUPPORTED_HEAD_DIMS = (64, 96, 128, 192, 256)
 
 
@@ -253,3 +257,66 @@ def softmax_rows(x, out=None):
     if _softmax is None:
         _softmax = SoftmaxRows(build(SOFTMAX_ROWS))
     return _softmax(x, out=out)
+
+
+class RmsNorm:
+    """ctypes binding of the `rmsnorm` ABI: kseek_rmsnorm(x, weight, y, rows, hidden, eps) on the default stream."""
+
+    def __init__(self, lib_path: str | os.PathLike):
+        self.lib_path = str(lib_path)
+        self._lib = ctypes.CDLL(self.lib_path)
+        self._fn = self._lib.kseek_rmsnorm
+        self._fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int, ctypes.c_int, ctypes.c_float]
+        self._fn.restype = ctypes.c_int
+
+    def __call__(self, x, weight, eps: float = 1e-6, out=None):
+        import torch
+
+        _check_rmsnorm_inputs(x, weight)
+        if out is None:
+            out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
+            raise ValueError("out must be a contiguous bfloat16 tensor shaped like x, on x's device")
+        hidden = x.shape[-1]
+        rows = x.numel() // hidden if hidden else 0
+        if rows > INT32_MAX or hidden > INT32_MAX:
+            raise ValueError(f"rows ({rows}) and hidden ({hidden}) must each fit in int32")
+        status = self._fn(x.data_ptr(), weight.data_ptr(), out.data_ptr(), rows, hidden, float(eps))
+        if status != 0:
+            raise KernelError(f"kseek_rmsnorm returned {status} for rows={rows} hidden={hidden}")
+        return out
+
+
+def _check_rmsnorm_inputs(x, weight) -> None:
+    import torch
+
+    for name, t in (("x", x), ("weight", weight)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor")
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dim (RMSNorm runs along its last)")
+    if weight.dim() != 1 or weight.shape[0] != x.shape[-1]:
+        raise ValueError(f"weight must be 1-d of x's last dim ({x.shape[-1]}), got shape {tuple(weight.shape)}")
+    for name, t in (("x", x), ("weight", weight)):
+        if not t.is_cuda:
+            raise ValueError(f"{name} must be on a CUDA device")
+        if t.dtype != torch.bfloat16:
+            raise ValueError(f"{name} must be bfloat16, got {t.dtype}")
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous")
+    if weight.device != x.device:
+        raise ValueError("weight must be on x's device")
+
+
+_rmsnorm: RmsNorm | None = None
+
+
+def rmsnorm(x, weight, eps: float = 1e-6, out=None):
+    """x / sqrt(mean(x^2, last dim) + eps) * weight with the released kernel (bf16 in and out, fp32 math).
+
+    The kernel runs on the legacy default stream, as its ABI says; x's device must be the current device."""
+    global _rmsnorm
+    _check_rmsnorm_inputs(x, weight)  # before the first call's build: a wrong input costs no nvcc run
+    if _rmsnorm is None:
+        _rmsnorm = RmsNorm(build(RMSNORM))
+    return _rmsnorm(x, weight, eps=eps, out=out)

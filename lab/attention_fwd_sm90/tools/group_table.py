@@ -14,7 +14,7 @@ import json
 import lzma
 import math
 
-BASELINES = (("flash", "FA2"), ("cudnn", "cuDNN"), ("fa4", "FA4"))
+BASELINES = (("flash", "FA2"), ("cudnn", "cuDNN"), ("fa3", "FA3"), ("fa4", "FA4"))
 
 
 def group(p):

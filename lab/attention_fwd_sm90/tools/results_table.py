@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 FOLDERS = (ROOT / "kernels" / "attention_fwd_sm90" / "results", ROOT / "lab" / "attention_fwd_sm90" / "results")
 VERSIONS = ROOT / "lab" / "attention_fwd_sm90" / "versions"
 SUMMARY = ROOT / "lab" / "attention_fwd_sm90" / "results" / "summary.md"
-BASELINE_ORDER = ("flash", "cudnn", "fa4")  # the columns' order; any other baseline follows by name
+BASELINE_ORDER = ("flash", "cudnn", "fa3", "fa4")  # the columns' order; any other baseline follows by name
 _VERSION = re.compile(r"_(v\d+)")
 
 HEADER = """# attention_fwd_sm90: every harness evaluation, one row each
