@@ -58,7 +58,10 @@ def test_fast_p_counts_every_problem_in_the_denominator():
 def test_a_manifest_as_the_importer_writes_it_is_read_with_kernelbench_as_its_format():
     read = parse_manifest(manifest(3, refused=1, check_failed=1))
     assert (read.suite, read.format, read.source) == ("level_test", "kernelbench", "KernelBench level_test")
-    assert [(p.name, p.outcome) for p in read.problems][-2:] == [("kb_hub_0", "refused"), ("kb_broken_0", "check failed")]
+    assert [(p.name, p.outcome) for p in read.problems][-2:] == [
+        ("kb_hub_0", "refused"),
+        ("kb_broken_0", "check failed"),
+    ]
     assert read.problems[3].reason.startswith("downloads its model")
     assert parse_manifest(manifest(1, format="gpumode")).source == "GPU MODE level_test"
 

@@ -161,7 +161,12 @@ def manifest(imported: int, *, refused: int = 0, check_failed: int = 0, **top) -
                 "reason": "task check exited 2",
             }
         )
-    return {"suite": "level_test", "written_by": "python -m gpu_harness task import-kernelbench", **top, "problems": problems}
+    return {
+        "suite": "level_test",
+        "written_by": "python -m gpu_harness task import-kernelbench",
+        **top,
+        "problems": problems,
+    }
 
 
 def write_suite(root: Path, imported: int, **kwargs) -> Path:
