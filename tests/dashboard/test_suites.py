@@ -27,7 +27,7 @@ from tests.foundation.suite_folders import manifest, problem_name, write_suite
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("api_models_configured")]
 
-FULL = ("r8_c64", "r16_c64")
+FULL = ("r32_c64", "r64_c64")
 
 
 def make_problem_task(index: int):

@@ -60,8 +60,8 @@ function = "reference"
 
 [scenarios]
 id = "r{{rows}}_c{{cols}}"
-list = [{{ rows = 8, cols = 64, scale = 0.5 }}, {{ rows = 16, cols = 64, scale = 2.0 }}]
-quick = ["r8_c64"]
+list = [{{ rows = 32, cols = 64, scale = 0.5 }}, {{ rows = 64, cols = 64, scale = 2.0 }}]
+quick = ["r32_c64"]
 
 [formulas]
 flops = "2*rows*cols"
@@ -138,7 +138,7 @@ def manifest(imported: int, *, refused: int = 0, check_failed: int = 0, **top) -
                 "name": problem_name(index),
                 "outcome": "imported",
                 "scenarios": ["main", "double"],
-                "check": "r8_c64 (cpu): outputs of the right shape and dtype",
+                "check": "r32_c64 (cpu): outputs of the right shape and dtype",
             }
         )
     for index in range(refused):
