@@ -92,6 +92,11 @@ def serve_workers(stack: ExitStack, site, port: int, names) -> None:
         stack.callback(worker.stop.set)
 
 
+def _json(value):
+    """A JSON column as read: text on SQLite, already parsed on PostgreSQL."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def verified_by_rows(site, run_id: int, full_ids: list[str]) -> tuple[bool, float | None]:
     """(correct, best speed-up over eager) of a run, from its stored rows: an evaluation counts when its status
     is correct, it ran every scenario of the task's full set, and each scenario it ran is correct."""
@@ -105,7 +110,7 @@ def verified_by_rows(site, run_id: int, full_ids: list[str]) -> tuple[bool, floa
         if status != "correct" or not set(full_ids) <= {s for s, _ in scenarios} or not all(ok for _, ok in scenarios):
             continue
         correct = True
-        eager = (json.loads(geomean).get("eager") or {}).get("speedup")
+        eager = (_json(geomean).get("eager") or {}).get("speedup")
         if eager is not None:
             best = eager if best is None else max(best, eager)
     return correct, best
@@ -162,7 +167,7 @@ def test_a_two_arm_study_over_a_suite_runs_through_the_worker_and_its_scoreboard
     board = json.loads(body)
     expected = {}
     for run_id, model, _task, scenario_ids in runs:
-        correct, eager = verified_by_rows(site, run_id, json.loads(scenario_ids))
+        correct, eager = verified_by_rows(site, run_id, _json(scenario_ids))
         expected.setdefault(model, []).append((correct, eager))
     for arm in board["arms"]:
         rows = expected[arm["arm"]]
