@@ -179,3 +179,16 @@ class StudyForm(StartRunForm):
         for word in dict.fromkeys(w.strip() for w in (data.get("values") or "").split(",") if w.strip()):
             if refusal := model_refusal(word, self.model_options, self.environ):
                 self.add_error("values", refusal)
+
+
+class SuiteStudyForm(StudyForm):
+    """A study over a suite: the study form without its task (every imported problem of the suite is one)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        del self.fields["task"]
+        self.fields["setting"].initial = "questions"
+        self.fields["values"].help_text = (
+            "comma-separated, one arm each (2 to 8), one run per arm on every problem: e.g. on, off · or "
+            "claude-sonnet-4-6, openai:qwen3-coder"
+        )

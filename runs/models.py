@@ -133,6 +133,10 @@ class Study(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="studies"
     )
+    # The suite study it is one problem of (its task's runs of each arm); null for a study of one task alone.
+    suite_study = models.ForeignKey(
+        "SuiteStudy", null=True, blank=True, on_delete=models.SET_NULL, related_name="studies"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -141,6 +145,77 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return f"study {self.pk} ({self.task.name}: {self.setting})"
+
+
+class SuiteFormat(models.TextChoices):
+    """Where a suite's problems came from: the benchmark whose files its manifest lists (runs/suite_manifest.py)."""
+
+    KERNELBENCH = "kernelbench", "KernelBench"
+    GPUMODE = "gpumode", "GPU MODE"
+    FLASHINFER = "flashinfer", "FlashInfer"
+
+
+class Suite(models.Model):
+    """A benchmark's problems imported as task folders together (a KernelBench level: `python -m gpu_harness task
+    import-kernelbench`), read from the manifest (suite.json) of its folder by `sync_tasks` (docs/tasks.md)."""
+
+    name = models.CharField(max_length=200, unique=True, help_text="The suite folder's name")
+    source = models.CharField(
+        max_length=300, blank=True, help_text="What it was imported from, e.g. KernelBench level1"
+    )
+    format = models.CharField(max_length=20, choices=SuiteFormat.choices, default=SuiteFormat.KERNELBENCH)
+    folder = models.CharField(max_length=1000, blank=True, help_text="The folder its manifest was read from")
+    manifest = models.JSONField(default=dict, help_text="suite.json as it was read")
+    created_at = models.DateTimeField(auto_now_add=True)
+    synced_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.CheckConstraint(condition=Q(format__in=SuiteFormat.values), name="suite_format_valid")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SuiteProblem(models.Model):
+    """One problem file of a suite and what became of it: the task it imported as, or why it did not."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="problems")
+    position = models.PositiveIntegerField(help_text="Its place in the manifest (KernelBench's order)")
+    file = models.CharField(max_length=300)
+    name = models.CharField(max_length=120, blank=True, help_text="The task name it imports as")
+    outcome = models.CharField(max_length=30, help_text="imported, imported, not checked, refused or check failed")
+    reason = models.TextField(blank=True, help_text="Why it was not imported (or not checked)")
+    scenarios = models.JSONField(default=list, blank=True, help_text="Its scenarios' cases, as imported")
+    # The dashboard's task of that name, when it has one (sync_tasks loads the folder before the manifest).
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="suite_problems")
+
+    class Meta:
+        ordering = ["suite", "position"]
+        constraints = [models.UniqueConstraint(fields=["suite", "file"], name="suite_problem_file_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.suite.name}/{self.file} ({self.outcome})"
+
+
+class SuiteStudy(models.Model):
+    """A study over a suite: one Study per imported problem, each of N runs that differ in one setting (the
+    arms). docs/fork.md, "Suite studies"."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="studies")
+    setting = models.CharField(max_length=40, help_text="The one setting its arms differ in")
+    values = models.JSONField(default=list, help_text="That setting's value in each arm")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="suite_studies"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "suite studies"
+
+    def __str__(self) -> str:
+        return f"suite study {self.pk} ({self.suite.name}: {self.setting})"
 
 
 class Run(models.Model):

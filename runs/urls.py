@@ -12,6 +12,7 @@ from runs import (
     views_kernels,
     views_review,
     views_studies,
+    views_suites,
     views_tasks,
     views_traces,
     views_workers,
@@ -47,6 +48,18 @@ urlpatterns = [
     path("evaluations/<int:evaluation_id>/", views_kernels.evaluation_detail, name="evaluation_detail"),
     path("tasks/", views_tasks.task_index, name="tasks"),
     path("tasks/<slug:name>/", views_tasks.task_detail, name="task_detail"),
+    path("suites/", views_suites.suite_index, name="suites"),
+    path("suites/<int:suite_id>/", views_suites.suite_detail, name="suite_detail"),
+    path("suites/<int:suite_id>/study/", views_suites.suite_study_start_view, name="suite_study_start"),
+    path("suites/studies/<int:study_id>/", views_suites.suite_scoreboard, name="suite_scoreboard"),
+    path(
+        "suites/studies/<int:study_id>/scoreboard.csv", views_suites.suite_scoreboard_csv, name="suite_scoreboard_csv"
+    ),
+    path(
+        "suites/studies/<int:study_id>/scoreboard.json",
+        views_suites.suite_scoreboard_json,
+        name="suite_scoreboard_json",
+    ),
     path("bank/", views_bank.bank, name="bank"),
     path("bank/add/", views_bank.bank_add, name="bank_add"),
     path("workers/", views_workers.workers, name="workers"),

@@ -21,6 +21,7 @@ per thing written:
     trace_import   a browsable run made from a trace file
     forks          a run that continues another from one of its steps, with its own decision at a question
     studies        runs of one task that differ in one setting, started together as one study
+    suites         a suite read from its folder's manifest; a study over a suite (one study per problem)
     verify         "verify here": one full evaluation of a kernel's exact source on a worker of this site
 """
 
@@ -59,6 +60,7 @@ from runs.services.questions import (
 from runs.services.runs import run_assignment, run_claim, run_control, run_send_human_message, run_set_status, run_start
 from runs.services.steps import EventOutcome, StepRecorded, events_store, step_record
 from runs.services.studies import study_start
+from runs.services.suites import suite_study_start, suite_sync
 from runs.services.tasks import task_upsert
 from runs.services.trace_import import trace_import
 from runs.services.verify import kernel_verify, verification_pending
@@ -104,6 +106,8 @@ __all__ = [
     "hash_token",
     "run_fork",
     "study_start",
+    "suite_study_start",
+    "suite_sync",
     "hello_targets",
     "kernel_record",
     "kernel_release",

@@ -78,8 +78,36 @@ def study_start(
     `recordings`: the recorded config of each model that is a recording found here (`runs.model_options`): a run
     of one starts from the kernel and goal it was recorded with, as a single run of it does."""
     parsed = study_values(setting, values)
-    base = {
-        "task": task,
+    base = run_settings(
+        model=model,
+        user=user,
+        review_mode=review_mode,
+        review_timeout_s=review_timeout_s,
+        budget_steps=budget_steps,
+        budget_tokens=budget_tokens,
+        budget_cost_usd=budget_cost_usd,
+        budget_wall_s=budget_wall_s,
+        budget_evaluations=budget_evaluations,
+    )
+    options = model_options()  # what can run here: a run that cannot is refused, not queued to fail
+    with transaction.atomic():
+        return study_queue(task, setting, parsed, base, options=options, recordings=recordings or {}, user=user)
+
+
+def run_settings(
+    *,
+    model: str,
+    user=None,
+    review_mode: str = ReviewMode.AUTO,
+    review_timeout_s: int | None = None,
+    budget_steps: int | None = None,
+    budget_tokens: int | None = None,
+    budget_cost_usd: Decimal | None = None,
+    budget_wall_s: int | None = None,
+    budget_evaluations: int | None = None,
+) -> dict:
+    """What every run of a study shares (run_start's arguments but the task and the setting that differs)."""
+    return {
         "model": model,
         "started_by": user,
         "review_mode": review_mode,
@@ -90,19 +118,24 @@ def study_start(
         "budget_wall_s": budget_wall_s,
         "budget_evaluations": budget_evaluations,
     }
-    options = model_options()  # what can run here: a run that cannot is refused, not queued to fail
-    with transaction.atomic():
-        study = Study.objects.create(task=task, setting=setting, values=parsed, created_by=user)
-        for value in parsed:
-            fields = dict(base)
-            if setting == "questions":
-                fields["asks_questions"] = _QUESTIONS[value]
-            else:
-                fields[setting] = value
-            if not fields["model"]:
-                raise ServiceError("the study's runs need a model")
-            recorded = _recorded(task, fields["model"], recordings or {})
-            if refusal := model_refusal(fields["model"], options):
-                raise ServiceError(refusal)
-            run_start(**fields, **recorded, study=study)
+
+
+def study_queue(
+    task: Task, setting: str, parsed: list, base: dict, *, options, recordings: dict, user=None, suite_study=None
+) -> Study:
+    """The study of `task` and its runs, one per parsed value; the caller holds the transaction (all or none).
+    `suite_study`: the suite study it is one problem of (runs/services/suites.py)."""
+    study = Study.objects.create(task=task, setting=setting, values=parsed, created_by=user, suite_study=suite_study)
+    for value in parsed:
+        fields = {"task": task, **base}
+        if setting == "questions":
+            fields["asks_questions"] = _QUESTIONS[value]
+        else:
+            fields[setting] = value
+        if not fields["model"]:
+            raise ServiceError("the study's runs need a model")
+        recorded = _recorded(task, fields["model"], recordings)
+        if refusal := model_refusal(fields["model"], options):
+            raise ServiceError(refusal)
+        run_start(**fields, **recorded, study=study)
     return study

@@ -16,6 +16,7 @@ ACTION = {"POST"}
 SERVES = {
     "run_start": FORM,
     "study_start": FORM,
+    "suite_study_start": FORM,
     "run_fork": FORM,
     "trace_import": FORM,
     "workers": FORM,

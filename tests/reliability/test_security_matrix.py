@@ -14,7 +14,9 @@ from django.test import Client
 
 from kseek_site.asgi import application
 from runs.models import Directive, Question, Run, RunStatus, Step, WorkerHost
-from runs.services import run_claim, trace_import, worker_event_record
+from runs.services import run_claim, suite_study_start, trace_import, worker_event_record
+from runs.services.suites import suite_store
+from runs.suite_manifest import parse_manifest
 from tests.dashboard.helpers import (
     BROWSER_HEADERS,
     WORKER_HEADERS,
@@ -53,7 +55,14 @@ def world():
     other = make_run(task=run.task)  # a second run, for the compare page
     demo = Path(__file__).resolve().parents[2] / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
     parent = trace_import(lines=io.BytesIO(demo.read_bytes()), name="demo.jsonl")  # a run to fork
+    # A suite of the task, and a study over it, for the suite pages and the scoreboard.
+    suite = suite_store(
+        parse_manifest({"problems": [{"file": "1_Matmul.py", "name": "matmul_cpu", "outcome": "imported"}]}), name="kb"
+    )
+    suite_study = suite_study_start(suite=suite, setting="questions", values=["on", "off"], model=DEMO_REPLAY)
     return {
+        "suite": suite,
+        "suite_study": suite_study,
         "parent": parent,
         "host": host,
         "token": token,
@@ -98,6 +107,18 @@ ENDPOINTS = [
     ("get", "/bank/", "viewer", None),
     ("get", "/tasks/", "viewer", None),
     ("get", "/tasks/matmul_cpu/", "viewer", None),
+    ("get", "/suites/", "viewer", None),
+    ("get", "/suites/{suite}/", "viewer", None),
+    ("get", "/suites/studies/{suite_study}/", "viewer", None),
+    ("get", "/suites/studies/{suite_study}/scoreboard.csv", "viewer", None),
+    ("get", "/suites/studies/{suite_study}/scoreboard.json", "viewer", None),
+    ("get", "/suites/{suite}/study/", "operator", None),
+    (
+        "post",
+        "/suites/{suite}/study/",
+        "operator",
+        {"model": DEMO_REPLAY, "review_mode": "auto", "setting": "questions", "values": "on,off"},
+    ),
     # Public on purpose: the sign-in page's styles and scripts (no data in them).
     ("get", "/assets/pygments.css", "anyone", None),
     ("get", "/assets/plotly.min.js", "anyone", None),
@@ -155,6 +176,8 @@ def test_each_role_can_do_exactly_what_it_allows_on_every_page_form_and_api(worl
             question=world["question"].pk,
             host=world["host"].pk,
             parent=world["parent"].pk,
+            suite=world["suite"].pk,
+            suite_study=world["suite_study"].pk,
         )
         before = state(world)
         response = client.get(url) if method == "get" else client.post(url, data)
@@ -185,6 +208,7 @@ def test_a_form_post_without_the_csrf_token_is_refused_and_changes_nothing(world
         host=world["host"].pk,
         parent=world["parent"].pk,
         kernel=world["kernel"].pk,
+        suite=world["suite"].pk,
     )
     client = Client(enforce_csrf_checks=True)
     client.force_login(make_user("boss", "operator"))

@@ -5,6 +5,10 @@ The harness defines what a task is (ABI, scenarios, starting kernel, target) and
 agentloop/policy.toml's [goals] table, the same goal `python -m agentloop run` uses. A task without a goal there
 is refused by name rather than given an invented one; a task folder's own [goal] (task.toml) is used when
 policy.toml names none.
+
+A task root (KSEEK_TASKS_DIR) that holds a suite's manifest (suite.json: `python -m gpu_harness task
+import-kernelbench` writes one) is read as a suite after the tasks (runs.services.suites.suite_sync), each of its
+imported problems linked to its task; a malformed manifest is reported and skipped, the rest still loaded.
 """
 
 import tomllib
@@ -14,7 +18,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import Target
-from runs.services import task_upsert
+from runs.selectors_suites import suite_problem_counts
+from runs.services import ServiceError, suite_sync, task_upsert
+from runs.suite_manifest import MANIFEST
 
 
 def default_goals(policy_path: Path) -> dict:
@@ -59,3 +65,21 @@ class Command(BaseCommand):
                 scenario_ids=[scenario.id for scenario in task.scenarios()],
             )
             self.stdout.write(f"task {name}: {target}, goal {goal['speedup']}x over {goal['baseline']}")
+        self.sync_suites()
+
+    def sync_suites(self) -> None:
+        """Every task root holding a suite.json, as a suite (the first root of a folder name wins, as for tasks)."""
+        from gpu_harness.tasks import task_roots
+
+        seen: set[str] = set()
+        for root in task_roots():
+            if not (root / MANIFEST).is_file() or root.resolve().name in seen:
+                continue
+            seen.add(root.resolve().name)
+            try:
+                suite = suite_sync(root)
+            except ServiceError as error:  # nothing of it was stored; the tasks and other suites stand
+                self.stderr.write(f"suite {root}: skipped: {error}")
+                continue
+            problems, linked = suite_problem_counts(suite)
+            self.stdout.write(f"suite {suite.name}: {suite.source}, {problems} problems, {linked} tasks linked")
