@@ -1,11 +1,24 @@
 """The admin: accounts and roles, tasks, worker hosts; every record the harness and the agent write is shown, never
-edited. A run, its steps, questions, kernels, evaluations and scenario results come only from a worker's events
+edited. Suites, their problems and suite studies are shown the same way: a suite is what its manifest
+(suite.json) says, synced by `sync_tasks`, and a suite study is queued whole by its service. A run, its steps, questions, kernels, evaluations and scenario results come only from a worker's events
 (or a trace import, or the released kernels' loader), through the services that keep their invariants: an admin
 form that could add or change one would forge a verdict, or a decision, no harness or reviewer made."""
 
 from django.contrib import admin
 
-from runs.models import Evaluation, Kernel, Question, Run, ScenarioResult, Step, Task, WorkerHost
+from runs.models import (
+    Evaluation,
+    Kernel,
+    Question,
+    Run,
+    ScenarioResult,
+    Step,
+    Suite,
+    SuiteProblem,
+    SuiteStudy,
+    Task,
+    WorkerHost,
+)
 
 
 class RecordAdmin(admin.ModelAdmin):
@@ -103,3 +116,19 @@ class WorkerHostAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(Suite)
+class SuiteAdmin(RecordAdmin):
+    list_display = ["name", "format", "source", "synced_at"]
+
+
+@admin.register(SuiteProblem)
+class SuiteProblemAdmin(RecordAdmin):
+    list_display = ["suite", "position", "file", "outcome", "task"]
+    list_filter = ["outcome"]
+
+
+@admin.register(SuiteStudy)
+class SuiteStudyAdmin(RecordAdmin):
+    list_display = ["pk", "suite", "setting", "created_at"]

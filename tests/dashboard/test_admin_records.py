@@ -5,7 +5,7 @@ or delete of any, on the pages or by a POST of their own."""
 import pytest
 from django.urls import reverse
 
-from runs.models import Evaluation, Kernel, Question, Run, ScenarioResult, Step
+from runs.models import Evaluation, Kernel, Question, Run, ScenarioResult, Step, Suite, SuiteProblem, SuiteStudy
 from runs.services import run_claim, worker_events_record
 from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run
@@ -76,3 +76,31 @@ def test_an_evaluations_scenario_results_show_inline_without_forms(superuser, re
     html = superuser.get(admin_url(Evaluation, "change", evaluation.pk)).content.decode()
     assert evaluation.scenarios.count() == 2 and "n256" in html
     assert 'name="scenarios-0-time_ms"' not in html  # shown as text, not as a field to change
+
+
+SUITE_RECORDS = [Suite, SuiteProblem, SuiteStudy]
+
+
+@pytest.fixture
+def suite_records():
+    """A suite as sync_tasks stores it (one refused problem) and a suite study over it."""
+    suite = Suite.objects.create(name="level_1", source="KernelBench level 1", manifest={"problems": []})
+    problem = SuiteProblem.objects.create(suite=suite, position=0, file="1_x.py", outcome="refused", reason="hub")
+    study = SuiteStudy.objects.create(suite=suite, setting="questions", values=["on", "off"])
+    return {Suite: suite, SuiteProblem: problem, SuiteStudy: study}
+
+
+@pytest.mark.parametrize("model", SUITE_RECORDS, ids=lambda m: m.__name__)
+def test_suites_show_in_the_admin_with_no_add_change_or_delete(superuser, suite_records, model):
+    record = suite_records[model]
+    before = list(model.objects.order_by("pk").values())
+    listing = superuser.get(admin_url(model, "changelist"))
+    assert listing.status_code == 200 and admin_url(model, "add") not in listing.content.decode()
+    assert superuser.get(admin_url(model, "change", record.pk)).status_code == 200
+    assert superuser.post(admin_url(model, "add"), {}).status_code == 403
+    assert (
+        superuser.post(admin_url(model, "change", record.pk), {"name": "forged", "outcome": "imported"}).status_code
+        == 403
+    )
+    assert superuser.post(admin_url(model, "delete", record.pk), {"post": "yes"}).status_code == 403
+    assert list(model.objects.order_by("pk").values()) == before
