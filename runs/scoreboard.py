@@ -4,7 +4,9 @@ fast_p (KernelBench's metric): the share of an arm's problems whose kernel is co
 by more than p (p = 0: correct at all). Each row is one problem of the arm, as the harness measured it: `correct`
 (a verified evaluation, full set and measured here, correct on every scenario) and `eager` (the best verified
 speed-up over eager, None where none was measured). A problem with no verified evaluation is a row with
-`correct` False: it counts as not fast, and every problem of the arm is in the denominator.
+`correct` False: it counts as not fast, and every problem of the arm is in the denominator. `eager_low`, the low
+end of that speed-up's 95% interval where the harness measured one, is what is held to p: a speed-up inside the
+noise is no speed-up.
 
 The interval is Wilson's score interval for a proportion: unlike the normal approximation it stays inside
 [0, 1] and is usable at 0 or n successes and at the small n of a suite (10 to 100 problems).
@@ -35,19 +37,26 @@ def wilson_interval(successes: int, total: int, z: float = Z_95) -> tuple[float,
     return low, high
 
 
-def is_fast(correct: bool, eager: float | None, p: float) -> bool:
-    """Whether one problem counts toward fast_p: correct, and (p > 0) a measured speed-up over eager above p."""
+def is_fast(correct: bool, eager: float | None, p: float, eager_low: float | None = None) -> bool:
+    """Whether one problem counts toward fast_p: correct, and (p > 0) a measured speed-up over eager above p
+    beyond the noise: where the harness measured the speed-up's 95% interval (`eager_low`, its low end), that low
+    end must be above p, so a speed-up the noise cannot tell from p does not count (KernelBench compares the point
+    figure alone); a verdict without an interval is held to its point."""
     if not correct:
         return False
     if p <= 0:
         return True
-    return eager is not None and eager > p
+    if eager is None:
+        return False
+    return (eager_low if eager_low is not None else eager) > p
 
 
 def fast_p(rows: list[dict], p: float) -> dict:
-    """fast_p over `rows` (each {"correct": bool, "eager": float | None}): how many are fast, of how many, the
-    share and its 95% Wilson interval (None for both when there are no rows)."""
-    fast = sum(1 for row in rows if is_fast(bool(row.get("correct")), row.get("eager"), p))
+    """fast_p over `rows` (each {"correct": bool, "eager": float | None, "eager_low": float | None}): how many
+    are fast, of how many, the share and its 95% Wilson interval (None for both when there are no rows)."""
+    fast = sum(
+        1 for row in rows if is_fast(bool(row.get("correct")), row.get("eager"), p, eager_low=row.get("eager_low"))
+    )
     total = len(rows)
     return {
         "p": p,

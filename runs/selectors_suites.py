@@ -18,10 +18,8 @@ from runs.models import (
     FINISHED_STATUSES,
     STUDY_SETTINGS,
     Evaluation,
-    EvaluationStatus,
     Question,
     Run,
-    ScenarioResult,
     Suite,
     SuiteStudy,
 )
@@ -44,6 +42,7 @@ ROW_FIELDS = [
     "status",
     "correct",
     "speedup_eager",
+    "speedup_eager_low",
     "speedup_compiled",
     "evaluations",
     "verified_evaluations",
@@ -118,27 +117,30 @@ def suite_page(suite_id: int) -> dict:
 
 
 def _verdicts(run_ids: list[int]) -> dict[int, list[dict]]:
-    """run id -> its evaluations as verdicts (status, geomean, each scenario's id and correctness), from two
-    queries however many runs there are."""
-    rows = list(Evaluation.objects.filter(run_id__in=run_ids).values("id", "run_id", "status", "geomean"))
-    scenarios = defaultdict(list)
-    correct_ids = [row["id"] for row in rows if row["status"] == EvaluationStatus.CORRECT]
-    for evaluation_id, scenario_id, correct in ScenarioResult.objects.filter(evaluation_id__in=correct_ids).values_list(
-        "evaluation_id", "scenario_id", "correct"
-    ):
-        scenarios[evaluation_id].append({"id": scenario_id, "correct": correct})
+    """run id -> its evaluations as verdicts (Evaluation.verdict: status, geomean, each scenario with its timing's
+    noise, which the speed-up's interval needs), from two queries however many runs there are."""
+    evaluations = Evaluation.objects.filter(run_id__in=run_ids).prefetch_related("scenarios").order_by("pk")
     by_run = defaultdict(list)
-    for row in rows:
-        by_run[row["run_id"]].append(
-            {"status": row["status"], "geomean": row["geomean"], "scenarios": scenarios[row["id"]]}
-        )
+    for evaluation in evaluations:
+        by_run[evaluation.run_id].append(evaluation.verdict())
     return by_run
+
+
+def _best(best: dict, verdict: dict, full_ids: list[str], imported: bool) -> None:
+    """Keep in `best` (baseline -> (speed-up, its interval's low end)) the higher of what it holds and this
+    verified, all-correct verdict's headline speed-up over each baseline."""
+    for baseline in BASELINE_LABELS:
+        speedup = figures.headline_speedup(verdict, baseline, full_ids, imported=imported)
+        if speedup is None or (best[baseline] is not None and best[baseline][0] >= speedup):
+            continue
+        interval = figures.geomean_interval(verdict, baseline)
+        best[baseline] = (speedup, interval[0] if interval else None)
 
 
 def run_measured(run: Run, verdicts: list[dict]) -> dict:
     """What the harness measured of one run: whether a verified evaluation is correct on its task's full set,
-    the best verified speed-up over eager and over torch.compile (None: none verified, or not measured), and how
-    many evaluations it spent (all, and verified)."""
+    the best verified speed-up over eager and over torch.compile (None: none verified, or not measured) with the
+    low end of the eager one's 95% interval, and how many evaluations it spent (all, and verified)."""
     full_ids = list(run.task.scenario_ids or [])
     imported = bool(run.imported_from)
     best = dict.fromkeys(BASELINE_LABELS)
@@ -147,17 +149,15 @@ def run_measured(run: Run, verdicts: list[dict]) -> dict:
         if figures.standing(verdict, full_ids, imported=imported) != figures.VERIFIED:
             continue
         verified += 1
-        if not figures.all_correct(verdict):
-            continue
-        correct = True
-        for baseline in best:
-            best[baseline] = figures.best_so_far(
-                best[baseline], figures.headline_speedup(verdict, baseline, full_ids, imported=imported)
-            )
+        if figures.all_correct(verdict):
+            correct = True
+            _best(best, verdict, full_ids, imported)
+    eager, compiled = best[EAGER] or (None, None), best[COMPILED] or (None, None)
     return {
         "correct": correct,
-        "eager": best[EAGER],
-        "compiled": best[COMPILED],
+        "eager": eager[0],
+        "eager_low": eager[1],
+        "compiled": compiled[0],
         "evaluations": len(verdicts),
         "verified_evaluations": verified,
     }
@@ -242,7 +242,7 @@ def _arm_summary(arm: str, rows: list[dict]) -> dict:
     """One arm: fast_p over its problems (a problem without a run of this arm counts as not fast), what it
     spent, and how many runs have finished."""
     cells = [row["arms"].get(arm) for row in rows]
-    measured = [cell or {"correct": False, "eager": None} for cell in cells]
+    measured = [cell or {"correct": False, "eager": None, "eager_low": None} for cell in cells]
     ran = [cell for cell in cells if cell]
     return {
         "arm": arm,
@@ -271,6 +271,7 @@ def scoreboard_rows(board: dict) -> list[dict]:
                     "status": cell["status"],
                     "correct": cell["correct"],
                     "speedup_eager": cell["eager"],
+                    "speedup_eager_low": cell["eager_low"],
                     "speedup_compiled": cell["compiled"],
                     "evaluations": cell["evaluations"],
                     "verified_evaluations": cell["verified_evaluations"],

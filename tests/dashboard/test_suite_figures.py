@@ -40,6 +40,14 @@ def test_a_problem_is_fast_only_when_correct_and_strictly_above_p_over_eager():
     assert is_fast(True, 2.5, 2) and not is_fast(True, 1.9, 2)
 
 
+def test_a_speedup_is_held_to_p_by_its_intervals_low_end_where_the_harness_measured_one():
+    assert not is_fast(True, 1.2, 1, eager_low=0.97)  # 1.2x whose interval holds 1.0: no speed-up
+    assert is_fast(True, 1.2, 1, eager_low=1.01) and not is_fast(True, 2.1, 2, eager_low=1.95)
+    assert is_fast(True, 0.5, 0, eager_low=0.4)  # fast_0 asks only for correctness
+    rows = [{"correct": True, "eager": 1.2, "eager_low": 0.97}, {"correct": True, "eager": 1.2, "eager_low": None}]
+    assert fast_p(rows, 1.0)["fast"] == 1  # the second, with no interval measured, is held to its point
+
+
 def test_fast_p_counts_every_problem_in_the_denominator():
     rows = [
         {"correct": True, "eager": 3.0},

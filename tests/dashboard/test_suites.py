@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from runs.models import Run, Study, Suite, SuiteProblem, SuiteStudy
-from runs.scoreboard import wilson_interval
+from runs.scoreboard import fast_p, wilson_interval
 from runs.selectors_suites import run_measured, suite_study_scoreboard
 from runs.services import ServiceError, run_claim, suite_study_start, suite_sync, worker_events_record
 from tests.dashboard.helpers import (
@@ -225,7 +225,36 @@ def test_an_imported_runs_evaluation_is_never_verified(played):
     run = Run.objects.get(pk=runs["p00", "a"].pk)
     run.imported_from = "trace.jsonl"  # unsaved: what the scoreboard reads of a run made from a trace
     measured = run_measured(run, [verdict(3.0)])
-    assert measured == {"correct": False, "eager": None, "compiled": None, "evaluations": 1, "verified_evaluations": 0}
+    assert measured == {
+        "correct": False,
+        "eager": None,
+        "eager_low": None,
+        "compiled": None,
+        "evaluations": 1,
+        "verified_evaluations": 0,
+    }
+
+
+def noisy(eager: float, spread: float) -> dict:
+    """A verified verdict whose every scenario is `eager` x faster than eager, each median timed within +-spread
+    (as a fraction): the interval the harness would have measured."""
+    out = verdict(eager)
+    for scenario in out["scenarios"]:
+        scenario["speedup"] = {"eager": eager}
+        scenario["time_ci_ms"] = [1.0 - spread, 1.0 + spread]
+        scenario["baseline_ms"] = {"eager": eager}
+        scenario["baseline_ci_ms"] = {"eager": [eager * (1 - spread), eager * (1 + spread)]}
+    return out
+
+
+def test_a_speedup_inside_the_noise_does_not_count_as_fast(played):
+    _, runs = played
+    run = Run.objects.get(pk=runs["p00", "a"].pk)
+    wide = run_measured(run, [noisy(1.05, 0.05)])  # 1.05x, its interval about 0.95x to 1.16x
+    assert wide["correct"] and wide["eager"] == pytest.approx(1.05) and wide["eager_low"] < 1.0
+    assert fast_p([wide], 1.0)["fast"] == 0 and fast_p([wide], 0.0)["fast"] == 1
+    tight = run_measured(run, [noisy(1.05, 0.005)])  # the same point, its interval clear of 1.0
+    assert tight["eager_low"] > 1.0 and fast_p([tight], 1.0)["fast"] == 1
 
 
 # ------------------------------------------------------------------------------------------------ the pages
