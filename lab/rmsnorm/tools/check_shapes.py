@@ -7,6 +7,7 @@ eager RMSNorm (LLaMA's) on the same input. Run from the repository root:
     python3 lab/rmsnorm/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick]
 
 --quick: a few small shapes, one of each path, for compute-sanitizer (memcheck, racecheck, synccheck).
+The full set ends with many rows of the widths the streaming kernel takes (aligned, and offset to the other paths).
 Prints one line per shape and a last line `checked N shapes, F failed`; exits 1 if any failed.
 """
 
@@ -22,7 +23,10 @@ HIDDEN = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 
           1000, 1023, 1024, 1025, 2047, 2048, 2049, 3333, 4095, 4096, 4097, 5120, 8192, 8193, 16384, 32760,
           32768, 32769, 65536, 100003]  # fmt: skip
 OFFSETS = [(0, 0, 0), (1, 1, 1), (3, 5, 2), (7, 0, 0), (0, 0, 3)]  # (x, y, weight) elements past 16 bytes
-QUICK = [(3, 7), (5, 31), (9, 129), (4, 1000), (3, 4097), (2, 8192), (2, 32769), (1, 100003)]
+QUICK = [(3, 7), (5, 31), (9, 129), (4, 1000), (3, 4097), (2, 8192), (2, 32769), (1, 100003), (600, 1024)]
+# Enough rows for the persistent streaming kernel (it takes whole rows of 2 to 32 KiB when there are at least two
+# per CTA of its grid: 528 on an H200), each row count leaving the grid's last pass partly empty.
+MANY_ROWS = [(h, r) for h in (1024, 2048, 4096, 5120, 8192, 16384) for r in (600, 1111)]
 GUARD = 64  # elements either side of y that the kernel must not write
 SENTINEL = -12345.0
 EPS = 1e-6
@@ -78,6 +82,7 @@ def main(argv):
         cases = [(r, h, *o) for r, h in QUICK for o in ((0, 0, 0), (3, 5, 2))]
     else:
         cases = [(r, h, *o) for h in HIDDEN for r in ((1, 37) if h < 50000 else (1, 3)) for o in OFFSETS]
+        cases += [(r, h, *o) for h, r in MANY_ROWS for o in ((0, 0, 0), (1, 1, 1), (0, 0, 3))]
     failed = 0
     for i, (rows, hidden, ox, oy, ow) in enumerate(cases):
         ok, text = run_one(kern, rows, hidden, ox, oy, ow, seed=i)
