@@ -39,14 +39,15 @@ def test_a_plain_float32_matmul_with_a_long_reduction_passes(long_k):
     task, params = long_k
     assert params["K"] == 524288
     inputs = task.make_inputs(params, SEED)
-    j = task.judge(params, SEED, {"out": sequential_sum_matmul(inputs["A"], inputs["B"])})
+    candidate = sequential_sum_matmul(inputs["A"], inputs["B"])
+    exact = inputs["A"].double() @ inputs["B"].double()
+    own_error = float((candidate.double() - exact).norm() / exact.norm())
+    assert own_error > 1e-5  # the fixed bound it failed before would refuse it
+    j = task.judge(params, SEED, {"out": candidate})
     assert j.correct, j.reason
-    assert j.error > 1e-5  # the fixed bound it failed before
-    assert j.details["vendor"] == "float64" and j.details["vendor_error"] < 1e-5  # the library's sum: far better
-    from gpu_harness.kernelbench_files import scenario_floor
-
-    assert j.tolerance == pytest.approx(2.0 * j.details["vendor_error"] + scenario_floor(524288, 2.0**-24))
-    assert j.tolerance <= 1e-2
+    assert j.tolerance > own_error and j.details["vendor"] == "float64"
+    # (Which error torch's own float32 CPU matmul has depends on the machine's BLAS: blocked sums land far below
+    # the sequential one, a sequential kernel on it. The bound follows from it either way; nothing here assumes.)
 
 
 def test_a_wrong_or_lower_precision_result_of_the_same_problem_still_fails(long_k):
