@@ -98,6 +98,9 @@ def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error)
         out = Path(work) / "probe.json"
         # CPU only (a probe learns shapes, it times nothing); -P: the probe's folder is not on sys.path
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        # this checkout's harness, where a generated reference.py it runs imports gpu_harness.imported_inputs
+        root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         cmd = [sys.executable, "-P", str(probe), *argv, str(out)]
         done = run_bounded(cmd, timeout_s, cwd=work, env=env)
         if done.timed_out:
