@@ -50,7 +50,9 @@ def _where(e: BaseException) -> str:
 
 def load(folder: Path):
     try:
-        return _load("kseek_flashinfer_task", folder / "reference.py")
+        task = _load("kseek_flashinfer_task", folder / "reference.py")
+        task.run_function()  # the definition's code imported now: a package it needs is said as such
+        return task
     except ModuleNotFoundError as e:
         top = (e.name or "?").split(".")[0]
         raise Unimportable(f"its reference needs {top}: pip install {top} (not installed here)", False) from None
