@@ -181,7 +181,7 @@ def test_an_import_whose_check_would_exhaust_this_machine_is_kept_unchecked_and_
     "argv, says",
     [
         (["--jobs", "0"], "argument --jobs: '0': at least 1"),
-        (["--name", "x"], "--name is for one problem file"),
+        (["--name", "x"], "--name is for one problem;"),
         (["--level", "7"], "no KernelBench/level7 or level7 folder in it"),
     ],
 )
