@@ -230,19 +230,21 @@ def _kernelbench_source(path: str, level: int | None) -> Path:
     raise ValueError(f"{path}: no KernelBench/level{level} or level{level} folder in it")
 
 
-def _import_suite(source: Path, args) -> int:
-    """Every problem of the folder, `--jobs` at a time, into `--dir` (default kernelbench_<folder>) with
-    suite.json; exit 0 when each one was imported and checked or refused with its reason, 1 when a check failed."""
+def _import_suite(source: Path, args, fmt=None) -> int:
+    """Every problem of the folder, `--jobs` at a time, into `--dir` (default <format>_<folder>) with suite.json;
+    exit 0 when each one was imported and checked or refused with its reason, 1 when a check failed."""
     import os
 
-    from .kernelbench_suite import CHECK_FAILED, IMPORTED, REFUSED, UNCHECKED, import_suite, problem_files
+    from .import_suite import CHECK_FAILED, IMPORTED, REFUSED, UNCHECKED, import_suite
+    from .kernelbench_suite import KERNELBENCH
 
+    fmt = fmt or KERNELBENCH
     if args.name is not None:
-        raise ValueError("--name is for one problem file; a folder's tasks are named after their files")
-    out = Path(args.dir or f"kernelbench_{source.resolve().name}")
+        raise ValueError("--name is for one problem; a folder's tasks are named after their problems")
+    out = Path(args.dir or f"{fmt.name}_{source.resolve().name}")
     jobs = args.jobs or os.cpu_count() or 1
-    _progress(f"importing {len(problem_files(source))} file(s) of {source} into {out}/, {jobs} at a time")
-    suite = import_suite(source, out, jobs=jobs, timeout_s=args.timeout, progress=_progress)
+    _progress(f"importing {len(fmt.problems(source))} problem(s) of {source} into {out}/, {jobs} at a time")
+    suite = import_suite(fmt, source, out, jobs=jobs, timeout_s=args.timeout, progress=_progress)
     manifest = suite.write()
     counts = suite.counts()
     took = time.perf_counter() - suite.started
@@ -254,6 +256,54 @@ def _import_suite(source: Path, args) -> int:
     if imported:
         print(_how_the_dashboard_finds(out / imported[0]))
     return 1 if counts[CHECK_FAILED] else 0
+
+
+def cmd_task_import_gpumode(args) -> int:
+    """A gpu-mode problem folder (task.yml + reference.py) as a task folder, or a folder of them as a suite."""
+    from .gpumode import SUITE, TASK_YML, import_gpumode
+
+    if not _has_torch():
+        print(f"error: {TORCH_MISSING.replace('import-kernelbench', 'import-gpumode')}", file=sys.stderr)
+        return 2
+    source = Path(args.path)
+    if source.is_dir() and not (source / TASK_YML).is_file():
+        return _import_suite(source, args, SUITE)
+    if args.jobs is not None:
+        raise ValueError("--jobs is for a folder of problems (a suite), not one problem")
+    done = import_gpumode(source, name=args.name, parent=args.dir or ".", timeout_s=args.timeout)
+    print(f"wrote {done.folder}/: task.toml, reference.py, problem/ (the problem's files)")
+    _print_imported(done.folder, done.plan.notes)
+    return 0
+
+
+def cmd_task_import_flashinfer(args) -> int:
+    """A FlashInfer-Bench definition (with its workloads) as a task folder, or a folder of them as a suite."""
+    from .flashinfer import SUITE, import_flashinfer
+
+    if not _has_torch():
+        print(f"error: {TORCH_MISSING.replace('import-kernelbench', 'import-flashinfer')}", file=sys.stderr)
+        return 2
+    source = Path(args.path)
+    if source.is_dir():
+        return _import_suite(source, args, SUITE)
+    if args.jobs is not None:
+        raise ValueError("--jobs is for a folder of definitions (a suite), not one definition")
+    done = import_flashinfer(source, name=args.name, parent=args.dir or ".", timeout_s=args.timeout)
+    print(f"wrote {done.folder}/: task.toml, reference.py, definition.json, workloads.jsonl")
+    _print_imported(done.folder, done.notes)
+    return 0
+
+
+def _print_imported(folder: Path, notes: list) -> None:
+    from .taskspec import load_spec
+
+    spec = load_spec(folder)
+    print(f"  abi        {spec.abi()}")
+    print(f"  scenarios  {len(spec.scenarios)} ({len(spec.quick_ids)} quick)")
+    for note in notes:
+        print(f"  note       {note}")
+    print(f"next: python -m gpu_harness task check {folder}")
+    print(_how_the_dashboard_finds(folder))
 
 
 def cmd_task_check(args) -> int:
@@ -420,6 +470,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kb.add_argument("--jobs", type=_jobs, default=None, help="a folder's problems imported at a time (default: cores)")
     kb.set_defaults(func=cmd_task_import_kernelbench)
+    for command, func, what in (
+        ("import-gpumode", cmd_task_import_gpumode, "a gpu-mode problem folder (task.yml + reference.py)"),
+        ("import-flashinfer", cmd_task_import_flashinfer, "a FlashInfer-Bench definition JSON (workloads beside it)"),
+    ):
+        im = ksub.add_parser(command, help=f"write a cuda-sm90 task folder from {what}, or a suite from a folder")
+        im.add_argument("path", help=f"{what}, or a folder of them")
+        im.add_argument("--name", default=None, help="the task's name (default: the problem's; one problem only)")
+        im.add_argument(
+            "--dir", default=None, help="the folder to create it in (default: here; a folder's: <format>_<folder>)"
+        )
+        im.add_argument(
+            "--timeout", type=_seconds, default=300.0, help="bound in seconds on running the problem (and its check)"
+        )
+        im.add_argument(
+            "--jobs", type=_jobs, default=None, help="a folder's problems imported at a time (default: cores)"
+        )
+        im.set_defaults(func=func)
     ch = ksub.add_parser("cheats", help="evaluate the task's cheats: each must be rejected for its reason")
     ch.add_argument("task", help="a task's name, or a task folder")
     ch.add_argument("--scenarios", default="quick", help="quick | full | comma-separated scenario ids")

@@ -14,32 +14,24 @@ level) is imported as a suite by kernelbench_suite.py.
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import math
-import os
-import platform
-import re
-import shutil
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .taskspec import C_RESERVED, DTYPES, MAX_SCENARIO_BYTES, NAME_RE, TaskSpecError, load_spec
+from . import problem_import
+from .problem_import import PROBE_TIMEOUT_S, UNIT_ROUNDOFF, ProblemImportError, c_name, task_name, torch_version
+from .taskspec import DTYPES, MAX_SCENARIO_BYTES
 
-PROBE_TIMEOUT_S = 300.0
 PROBLEM_FILE = "problem.py"
 # scenario values that are not sizes (a problem's size of the same name pushes them aside: kb_flops_2)
 FLOPS_SYMBOL = "kb_flops"  # the scenario value [formulas] flops reads: counted per scenario at import
 CASE_SYMBOL = "case"  # main, half, odd, double, small: the first field of every scenario id
 NOT_QUICK = ("double", "small")  # the quick subset: the problem's sizes, half and odd
 BOOL_AS = "uint8"  # the ABI has no bool: bool tensors travel as uint8 (0/1)
-# the unit roundoff of each float dtype: the tolerance's size term uses the problem's lowest precision
-UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+_torch_version = torch_version  # the suite's name for it before the formats shared it
 
 
-class KernelBenchImportError(ValueError):
+class KernelBenchImportError(ProblemImportError):
     """The problem cannot be imported; the message says why (the CLI prints it and exits 2)."""
 
 
@@ -92,80 +84,21 @@ def hub_refusal(path: Path, source: str) -> str | None:
 
 # ---- running the probe ----------------------------------------------------------------------------------------
 
-
-def _torch_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("torch")
-    except PackageNotFoundError:
-        return "none"
+PROBE = Path(__file__).with_name("kernelbench_probe.py")
 
 
 def probe_key(source: bytes) -> str:
-    """The probe's report is a function of these alone: the problem's source, the probe's own, torch's version,
-    Python's, and a task's limit on a scenario's tensors (its refusals that depend on more are not cached)."""
-    probe = Path(__file__).with_name("kernelbench_probe.py").read_bytes()
-    h = hashlib.sha256()
-    for part in (source, probe, _torch_version().encode(), platform.python_version().encode(),
-                 str(MAX_SCENARIO_BYTES).encode()):  # fmt: skip
-        h.update(hashlib.sha256(part).digest())
-    return h.hexdigest()
-
-
-def _probe_cache(key: str) -> Path:
-    from .build import cache_dir
-
-    return cache_dir() / "kernelbench-probe" / f"{key}.json"
-
-
-def _store(path: Path, report: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(report))
-    os.replace(tmp, path)
+    """The probe's report is a function of the problem's source and what problem_import.probe_key adds."""
+    return problem_import.probe_key(PROBE, source)
 
 
 def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S, cache: bool = True) -> dict:
-    """The probe's report on the problem file, or KernelBenchImportError naming what went wrong. A report (or a
-    refusal that follows from the file alone) is cached under probe_key: the same problem is not run again; the
-    report then says "cached": true."""
-    cached = _probe_cache(probe_key(path.read_bytes())) if cache else None
-    try:
-        report = {**json.loads(cached.read_text()), "cached": True} if cached else None
-    except (OSError, ValueError):
-        report = None
-    if report is None:
-        report = _run_probe_child(path, timeout_s)
-        if cached and (report.get("ok") or report.get("cacheable")):
-            _store(cached, report)
-    if not report.get("ok"):
-        raise KernelBenchImportError(report.get("error") or f"{path.name} cannot be imported")
-    return report
-
-
-def _run_probe_child(path: Path, timeout_s: float) -> dict:
-    from .procs import run_bounded
-
-    probe = Path(__file__).with_name("kernelbench_probe.py")
-    with tempfile.TemporaryDirectory(prefix="kseek-kbprobe-") as work:
-        out = Path(work) / "probe.json"
-        # CPU only (the probe learns shapes, it times nothing); -P: the probe's folder is not on sys.path
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-        cmd = [sys.executable, "-P", str(probe), str(path), str(out), str(MAX_SCENARIO_BYTES)]
-        done = run_bounded(cmd, timeout_s, cwd=work, env=env)
-        if done.timed_out:
-            raise KernelBenchImportError(
-                f"{path.name} did not finish within {timeout_s:g} s (importing it, building the model and checking "
-                "its forward on CPU at reduced sizes): it hangs, or needs a longer --timeout"
-            )
-        if not out.is_file():
-            tail = "\n".join((done.stderr or "").strip().splitlines()[-5:])
-            killed = " (killed: out of memory?)" if done.returncode == -9 else ""
-            raise KernelBenchImportError(
-                f"{path.name}: the probe process died (exit {done.returncode}){killed}: {tail}"
-            )
-        return json.loads(out.read_text())
+    """The probe's report on the problem file, or KernelBenchImportError naming what went wrong (cached by its
+    source: problem_import.run_probe)."""
+    argv = [str(path), str(MAX_SCENARIO_BYTES)]
+    return problem_import.run_probe(
+        PROBE, argv, [path.read_bytes()], path.name, timeout_s, cache=cache, error=KernelBenchImportError
+    )
 
 
 # ---- planning the task ------------------------------------------------------------------------------------
@@ -202,22 +135,14 @@ class Plan:
     reductions: list = field(default_factory=list)  # per scenario: how many terms one output element sums
     unit_roundoff: float = UNIT_ROUNDOFF["float32"]  # of the problem's lowest float precision
     adopted: list = field(default_factory=list)  # dotted names of plain tensor attributes taken as buffers
+    scaled: list = field(default_factory=list)  # ABI names of the inputs given as x * s + b (imported_inputs.py)
     cached: bool = False  # the probe's report came from its cache (the problem was not run again)
 
     def of(self, role: str) -> list:
         return [t for t in self.tensors if t.role == role]
 
 
-def _c_name(base: str, taken: set) -> str:
-    name = re.sub(r"[^A-Za-z0-9_]", "_", base) or "arg"
-    if name[0].isdigit():
-        name = "_" + name
-    candidate, n = name, 1
-    while candidate in taken or candidate in C_RESERVED:
-        n += 1
-        candidate = f"{name}_{n}"
-    taken.add(candidate)
-    return candidate
+_c_name = c_name
 
 
 def _free(base: str, taken: set) -> str:
@@ -321,6 +246,7 @@ def plan_task(report: dict, name: str) -> Plan:
         reductions=reductions,
         unit_roundoff=max(precisions, default=UNIT_ROUNDOFF["float32"]),
         adopted=list(report.get("adopted", [])),
+        scaled=[t.name for t in tensors if t.role == "input" and t.index in report.get("scaled", [])],
         cached=bool(report.get("cached")),
     )
 
@@ -428,8 +354,7 @@ def _reduction(obs: dict, tensors: list, k: int) -> int:
 def default_name(path: Path) -> str:
     """The task's name from the file's: lowercase letters, digits and _, starting with a letter ("19_ReLU.py"
     -> "kb_19_relu")."""
-    name = re.sub(r"[^a-z0-9]+", "_", path.stem.lower()).strip("_")
-    return name if re.match(r"^[a-z]", name) else f"kb_{name}".rstrip("_")
+    return task_name(path.stem, "kb")
 
 
 @dataclass
@@ -456,30 +381,9 @@ def import_kernelbench(
     if why := hub_refusal(path, path.read_text(errors="replace")):
         raise KernelBenchImportError(why)
     name = name or default_name(path)
-    if not NAME_RE.match(name):
-        raise KernelBenchImportError(f"task name {name!r}: use lowercase letters, digits and _ (it names a C symbol)")
     parent = Path(parent)
-    folder = parent / name
-    if folder.exists():
-        raise KernelBenchImportError(f"{folder} already exists")
+    problem_import.check_destination(parent, name, error=KernelBenchImportError)  # before anything runs
     plan = plan_task(run_probe(path.resolve(), timeout_s, cache=cache), name)
-    parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}.importing-", dir=parent))
-    try:
-        shutil.copyfile(path, work / PROBLEM_FILE)
-        (work / "reference.py").write_text(render_reference(plan))
-        staged = work / name  # load_spec reads the task's name from its folder's
-        staged.mkdir()
-        for f in (PROBLEM_FILE, "reference.py"):
-            os.replace(work / f, staged / f)
-        (staged / "task.toml").write_text(render_toml(plan))
-        try:
-            load_spec(staged)
-        except TaskSpecError as e:  # the importer's own fault: say so rather than leave a broken folder
-            raise KernelBenchImportError(f"the folder written for {path.name} is not a valid task: {e}") from None
-        if folder.exists():
-            raise KernelBenchImportError(f"{folder} already exists")
-        os.rename(staged, folder)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    files = {PROBLEM_FILE: path.read_bytes(), "reference.py": render_reference(plan), "task.toml": render_toml(plan)}
+    folder = problem_import.write_task_folder(parent, name, files, error=KernelBenchImportError)
     return Imported(folder, plan)

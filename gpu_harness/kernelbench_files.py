@@ -8,25 +8,11 @@ comment saying where each choice comes from (docs/tasks.md, "Importing a KernelB
 from __future__ import annotations
 
 import json
-import math
 from string import Template
 
-# [tolerance] of an imported problem: factor x the float32 reference's own error (its distance from the model in
-# float64, on the same inputs, at the problem's size) + a floor per scenario, at most KernelBench's own 1e-2. The
-# floor is the larger of MIN_FLOOR (an elementwise op whose float64 result rounds to the reference's: another
-# correct float32 evaluation, a fast exp) and PER_TERM x u x sqrt(terms summed per output element): a plain
-# kernel's sequential float32 sum is that much further from the truth than a library's blocked one (KernelBench
-# level 1 #6, K = 524,288 of torch.rand products: a tiled SGEMM 4.3e-5 from cuBLAS on an H200; here a sequential
-# sum 4.47e-5 = 1.04 u sqrt(K) from float64, the CPU's float32 matmul 2.1e-7), so 4 leaves it room.
-TOLERANCE = {"factor": 2.0, "default_error": 1e-4, "ceiling": 1e-2}
-MIN_FLOOR = 1e-5
-PER_TERM = 4.0
+from .problem_import import DEFENCES_COMMENT, TOLERANCE, scenario_floor, tolerance_lines, toml
 
-
-def scenario_floor(terms: int, unit_roundoff: float) -> float:
-    """The floor of a scenario whose output elements each sum `terms` products at `unit_roundoff`."""
-    return float(f"{max(MIN_FLOOR, PER_TERM * unit_roundoff * math.sqrt(terms)):.3g}")
-
+__all__ = ["TOLERANCE", "render_reference", "render_toml", "scenario_floor"]
 
 REFERENCE_PY = Template('''\
 """$name: the KernelBench problem $file as a cuda-sm90 task, written by `python -m gpu_harness task
@@ -49,6 +35,8 @@ import threading
 from pathlib import Path
 
 import torch
+
+from gpu_harness.imported_inputs import scale_and_shift, strict_names
 
 PROBLEM_FILE = Path(__file__).resolve().with_name("problem.py")
 $tables
@@ -127,7 +115,10 @@ def _make_input(name, generator, shape, params):
     # distribution would reproduce.
     with _sizes(params) as module, _seeded(generator), torch.device(generator.device):
         values = module.get_inputs()
-    return _as_abi(name, values[INPUT_INDEX[name]], generator.device, shape)
+    made = _as_abi(name, values[INPUT_INDEX[name]], generator.device, shape)
+    # A signed float input is scaled and shifted (x * s + b, s and b from the judge's seed): its mean and variance
+    # are then not 0 and 1, so a kernel that copies it cannot pass as its normalisation (imported_inputs.py).
+    return scale_and_shift(made, generator.initial_seed(), name, params) if name in SCALED else made
 
 
 def _make_weight(name, generator, shape, params):
@@ -176,12 +167,17 @@ def _slots(model):
             canonical = first.setdefault(id(t), dotted)
             prefix, _, leaf = dotted.rpartition(".")
             places.setdefault(canonical, []).append((model.get_submodule(prefix), leaf, kind))
+    # Strictly: a parameter or buffer the task does not bind would keep the model's own initialisation, which no
+    # kernel is given; a weight the model lacks would be bound nowhere. Either one is refused.
+    strict_names(WEIGHTS.values(), places, "the task's weights against the model's parameters and buffers")
     return {abi: places[dotted] for abi, dotted in WEIGHTS.items()}
 
 
 def _bind(slots, args):
     # The call's own tensors go in place of the model's (no copy, so a timed baseline pays nothing for it;
-    # the reference's float32 copies make the model compute in float32).
+    # the reference's float32 copies make the model compute in float32), every one of them: the call is given
+    # exactly the task's arguments.
+    strict_names(set(args) - set(OUTPUTS), ARGS, "the call's arguments against the task's")
     for abi, where in slots.items():
         t = args[abi].bool() if abi in BOOL else args[abi]
         for submodule, leaf, is_parameter in where:
@@ -257,19 +253,7 @@ def compiled(**args):
 ''')
 
 
-def _toml(value) -> str:
-    """A TOML value: strings as JSON strings (a subset of TOML's basic strings), numbers, lists, tables."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML for {value!r}")
+_toml = toml
 
 
 def _description(plan) -> str:
@@ -284,6 +268,7 @@ def render_toml(plan) -> str:
         f"# {plan.name}: the KernelBench problem {plan.file}, imported by `python -m gpu_harness task",
         '# import-kernelbench` (docs/tasks.md, "Importing a KernelBench problem"). problem.py is the problem as',
         "# given; reference.py runs it for the reference, the baselines and the inputs.",
+        *DEFENCES_COMMENT,
         f"description = {_toml(_description(plan))}",
         'target = "cuda-sm90"',
         "",
@@ -356,23 +341,10 @@ def render_toml(plan) -> str:
 
 def _tolerance_lines(plan) -> list[str]:
     """[tolerance]: twice the float32 reference's own error + a floor per scenario from its size, at most 1e-2."""
-    floors = {p[plan.case_key]: scenario_floor(n, plan.unit_roundoff) for p, n in zip(plan.scenarios, plan.reductions)}
-    terms = ", ".join(f"{p[plan.case_key]} {n}" for p, n in zip(plan.scenarios, plan.reductions))
-    return [
-        "# Twice the float32 reference's own relative L2 error (its distance from the model in float64 on seed a's",
-        "# inputs; eager's where float64 cannot run the model) + a floor per scenario: the larger of",
-        f"# {MIN_FLOOR:g} and {PER_TERM:g} x u x sqrt(terms summed per output element), since a plain kernel's sequential",
-        "# float32 sum is that much further from the truth than a library's blocked one; at most KernelBench's own",
-        f'# {TOLERANCE["ceiling"]:g} (docs/tasks.md, "Importing a KernelBench problem"). u = {plan.unit_roundoff:.3g};',
-        f"# terms per output element: {terms}.",
-        "[tolerance]",
-        'baseline = ["float64", "eager"]',
-        'measure = "once"',
-        f"factor = {TOLERANCE['factor']!r}",
-        f"floor = {_toml({'by': plan.case_key, **floors})}",
-        f"default_error = {TOLERANCE['default_error']!r}",
-        f"ceiling = {TOLERANCE['ceiling']!r}",
-    ]
+    cases = [p[plan.case_key] for p in plan.scenarios]
+    return tolerance_lines(
+        plan.case_key, cases, plan.reductions, plan.unit_roundoff, ("float64", "eager"), "the float32 reference"
+    )
 
 
 MAKE_FUNCTION = Template("""
@@ -408,6 +380,12 @@ def _tables(plan) -> str:
         ),
         ("SIZE_VARS", tuple(plan.size_vars), "problem.py's module-level sizes a scenario sets"),
         ("PLAIN", tuple(plan.adopted), "the model's plain tensor attributes, registered as buffers (weights)"),
+        ("SCALED", tuple(plan.scaled), "signed float inputs given as x * s + b (gpu_harness/imported_inputs.py)"),
+        (
+            "ARGS",
+            tuple(t.name for t in plan.tensors if t.role != "output") + tuple(s["name"] for s in plan.scalars),
+            "every argument but the outputs, each given to every call",
+        ),
     ]
     return "".join(f"# {comment}\n{name} = {_py(value)}\n" for name, value, comment in tables)
 

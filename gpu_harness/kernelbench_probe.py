@@ -1,6 +1,6 @@
 """The observing half of `task import-kernelbench`: runs a KernelBench problem file and says what it found.
 
-It runs in a child process of its own (`python -m gpu_harness.kernelbench_probe PROBLEM.py RESULT.json MAX_BYTES`,
+It runs in a child process of its own (`python -P gpu_harness/kernelbench_probe.py PROBLEM.py MAX_BYTES RESULT.json`,
 started by gpu_harness/kernelbench.py with a time limit; MAX_BYTES is a task scenario's limit on its tensors),
 because the problem file is code: an import that raises, calls sys.exit, or hangs must not take the importer
 with it. It runs on torch CPU (the child sees no GPU) and writes one JSON object: the problem's module-level
@@ -42,6 +42,17 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 MODULE_NAME = "kseek_kernelbench_problem"
+
+
+def _load_sibling(stem: str):
+    """A module of gpu_harness beside this file, loaded by path (the probe runs as a script: `python -P`)."""
+    spec = importlib.util.spec_from_file_location(f"kseek_{stem}", Path(__file__).with_name(f"{stem}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+defences = _load_sibling("imported_inputs")
 # torch dtypes a task can hold; bool tensors travel as uint8 (the ABI has no bool) and are turned back into
 # bool before the model sees them
 DTYPE_NAMES = {
@@ -345,6 +356,27 @@ def check_data(module, main: dict, assignment: dict, notes: list[str]) -> None:
             f"data-dependent output shape: the outputs are {_shapes(main)} on one input and {_shapes(other)} on "
             "another of the same sizes (e.g. torch.nonzero): a task's output shapes must follow from its sizes"
         )
+
+
+def scaled_inputs(data: dict, notes: list[str]) -> list[int]:
+    """The positions in get_inputs() of the inputs given as x * s + b (imported_inputs.py): signed float tensors
+    whose scaled values leave every finite output finite, on the data checks' observation."""
+    model, inputs = data["_model"], data["_inputs"]
+    tensors = {str(i): v for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)}
+
+    def run(given: dict) -> list:
+        with torch.no_grad():
+            args = [given[str(i)].clone() if str(i) in given else v for i, v in enumerate(inputs)]
+            return list(_as_tuple(model(*args)))
+
+    scaled = [int(i) for i in defences.scalable_inputs(tensors, run)]
+    kept = [f"get_inputs()[{i}]" for i, v in tensors.items() if defences.signed_float(v) and int(i) not in scaled]
+    if kept:
+        notes.append(
+            f"{', '.join(kept)} not scaled and shifted: its scaled values make an output non-finite (it keeps the "
+            "problem's own distribution)"
+        )
+    return scaled
 
 
 # ---- the sizes: which variable moves which dimension, which ones scale -------------------------------------
@@ -711,6 +743,7 @@ def probe(path: Path, max_bytes: int) -> dict:
             f"get_inputs() returns {len(main['inputs'])} values but Model.forward takes {len(names)} argument(s)"
         )
     check_data(module, data, result["data_sizes"], notes)
+    result["scaled"] = scaled_inputs(data, notes)
     adopted = main.get("adopted") or []
     if adopted:
         notes.append(
@@ -724,7 +757,7 @@ def probe(path: Path, max_bytes: int) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    problem, out, max_bytes = Path(argv[0]), Path(argv[1]), int(argv[2])
+    problem, max_bytes, out = Path(argv[0]), int(argv[1]), Path(argv[2])
     try:
         result = probe(problem, max_bytes)
     except Unimportable as e:

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from gpu_harness import kernelbench
+from gpu_harness import problem_import
 from gpu_harness.kernelbench import KernelBenchImportError, import_kernelbench
 from gpu_harness.taskspec import load_spec
 
@@ -95,7 +95,7 @@ def test_a_hub_download_is_refused_at_once_without_running_anything(tmp_path, mo
     def no_probe(*args, **kwargs):
         raise AssertionError("the probe ran")
 
-    monkeypatch.setattr(kernelbench, "_run_probe_child", no_probe)
+    monkeypatch.setattr(problem_import, "_run_child", no_probe)
     with pytest.raises(KernelBenchImportError) as e:
         import_kernelbench(PROBLEMS / "hub_pretrained.py", parent=tmp_path)
     assert str(e.value) == (
@@ -121,7 +121,7 @@ def test_the_probes_report_is_reused_for_the_same_source_and_not_for_another(tmp
         raise AssertionError("the probe ran again")
 
     with monkeypatch.context() as m:
-        m.setattr(kernelbench, "_run_probe_child", no_probe)
+        m.setattr(problem_import, "_run_child", no_probe)
         second = import_kernelbench(problem, name="second", parent=tmp_path / "out")
     assert second.plan.cached
     a, b = load_spec(first.folder), load_spec(second.folder)

@@ -158,7 +158,7 @@ def test_a_folder_that_holds_another_version_of_a_problem_is_left_alone_and_said
     done = cli(str(src), "--dir", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert progress(done.stderr)["3_relu.py"].startswith(
-        f"refused: {out / 'kb_3_relu'} holds another version of 3_relu.py (or no problem.py): remove it"
+        f"refused: {out / 'kb_3_relu'} holds another version of 3_relu.py (or none): remove it"
     )
     assert (out / "kb_3_relu" / "problem.py").read_text() == "# another version\n"
 
@@ -181,7 +181,7 @@ def test_an_import_whose_check_would_exhaust_this_machine_is_kept_unchecked_and_
     "argv, says",
     [
         (["--jobs", "0"], "argument --jobs: '0': at least 1"),
-        (["--name", "x"], "--name is for one problem file"),
+        (["--name", "x"], "--name is for one problem;"),
         (["--level", "7"], "no KernelBench/level7 or level7 folder in it"),
     ],
 )
