@@ -151,7 +151,6 @@ def run_command(args) -> int:
     from agentloop.config import Budgets, Goal, RunConfig
     from agentloop.console import ConsoleSink
     from agentloop.models import make_model
-    from agentloop.policy import default_policy
     from agentloop.review import AutoApprove, TerminalReviewer, TraceReviewer
     from agentloop.sandbox import Sandbox
     from agentloop.trace import TraceError, TraceWriter, read_trace
@@ -178,7 +177,7 @@ def run_command(args) -> int:
         run_id = resume_events[0]["run_id"]
         trace_path = Path(args.resume)
     else:
-        config = _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, default_policy())
+        config = _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig)
         run_id = "local-" + secrets.token_hex(4)
         trace_path = Path(args.trace) if args.trace else runs_dir() / run_id / "trace.jsonl"
         _refuse_a_used_trace(trace_path)
@@ -235,7 +234,7 @@ def _questions_from_args(args):
     return bank, stats
 
 
-def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, policy):
+def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig):
     base = None
     if recorded:
         started = next((e for e in recorded if e["kind"] == "status" and e["payload"].get("config")), None)
@@ -261,9 +260,8 @@ def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig, poli
     else:
         source = Path(harness_task.starting_kernel).read_text(encoding="utf-8")
         filename = Path(harness_task.starting_kernel).name
-    default_goal = (
-        (base or {}).get("goal") if base and base.get("task") == task else policy.goals.get(task, harness_task.goal)
-    )
+    # A task's one goal is its task.toml [goal] (a fork keeps its parent's)
+    default_goal = (base or {}).get("goal") if base and base.get("task") == task else harness_task.goal
     baseline = args.goal_baseline or (default_goal or {}).get("baseline")
     speedup = args.goal_speedup or (default_goal or {}).get("speedup")
     if not baseline or not speedup:

@@ -1,10 +1,11 @@
-"""Loads policy.toml: prompts, claimed-limit phrases, detector settings, tool limits, default goals."""
+"""Loads policy.toml: prompts, claimed-limit phrases, detector settings, tool limits. (A task's goal is its own,
+task.toml [goal]: one goal per task, nowhere else.)"""
 
 from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,7 +31,6 @@ class Policy:
     limit_patterns: tuple[re.Pattern, ...]
     detectors: DetectorSettings
     tools: dict
-    goals: dict = field(default_factory=dict)
 
 
 def _strip(text: str) -> str:
@@ -55,7 +55,6 @@ def load_policy(path: str | Path | None = None) -> Policy:
             priority=tuple(d["priority"]),
         ),
         tools=dict(data["tools"]),
-        goals={name: dict(goal) for name, goal in data.get("goals", {}).items()},
     )
 
 

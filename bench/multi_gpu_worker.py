@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 RELEASED = ROOT / "kernels" / "attention_fwd_sm90" / "attention_fwd_sm90.cu"
-CHEAT = ROOT / "kernels" / "cheats" / "attention_fwd" / "illegal_address.cu"
+CHEAT = ROOT / "tasks" / "attention_fwd" / "cheats" / "illegal_address.cu"
 WAIT_S = 550  # a reply held back longer would meet the model client's own timeout (600 s)
 
 

@@ -5,7 +5,7 @@ logic, compile checks and the CPU task work where torch is absent.
 
     from gpu_harness import evaluate
     from gpu_harness.report import render_table
-    result = evaluate("matmul_cpu", "kernels/matmul_cpu/naive.cpp", scenarios="quick")
+    result = evaluate("matmul_cpu", "tasks/matmul_cpu/naive.cpp", scenarios="quick")
     print(render_table(result))
 """
 

@@ -13,7 +13,7 @@ from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceWriter
 from gpu_harness import EvalResult, ScenarioOutcome, get_task
 
-NAIVE = (Path(__file__).resolve().parents[2] / "kernels" / "matmul_cpu" / "naive.cpp").read_text()
+NAIVE = (Path(__file__).resolve().parents[2] / "tasks" / "matmul_cpu" / "naive.cpp").read_text()
 TASK = get_task("matmul_cpu")
 FULL_IDS = [s.id for s in TASK.scenarios()]
 QUICK_IDS = list(TASK.quick_ids())

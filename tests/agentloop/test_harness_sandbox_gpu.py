@@ -27,9 +27,7 @@ def sandboxed_harness():
     evaluator.close()
 
 
-@pytest.mark.parametrize(
-    "kernel", ["kernels/attention_fwd/naive.cu", "kernels/attention_fwd_sm90/attention_fwd_sm90.cu"]
-)
+@pytest.mark.parametrize("kernel", ["tasks/attention_fwd/naive.cu", "kernels/attention_fwd_sm90/attention_fwd_sm90.cu"])
 def test_a_correct_kernel_is_judged_correct_on_every_quick_scenario_under_bubblewrap(sandboxed_harness, kernel):
     result = sandboxed_harness("attention_fwd", ROOT / kernel, "quick")
     assert result["status"] == "correct", result.get("reason")
@@ -37,7 +35,7 @@ def test_a_correct_kernel_is_judged_correct_on_every_quick_scenario_under_bubble
 
 
 def test_a_cheat_is_still_refused_for_its_reason_under_bubblewrap(sandboxed_harness):
-    result = sandboxed_harness("attention_fwd", ROOT / "kernels/cheats/attention_fwd/other_stream.cu", "quick")
+    result = sandboxed_harness("attention_fwd", ROOT / "tasks/attention_fwd/cheats/other_stream.cu", "quick")
     assert result["status"] == "error" and "cudaStreamCreateWithFlags" in result["reason"]
 
 

@@ -15,7 +15,7 @@ from tests.reliability.live import DEMO_TRACE, ROOT, LiveSite, wait_until
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 chromium = browser.chromium  # the browser tests' chromium fixture, used by name
 
-NAIVE = (ROOT / "kernels" / "matmul_cpu" / "naive.cpp").read_text()
+NAIVE = (ROOT / "tasks" / "matmul_cpu" / "naive.cpp").read_text()
 PASSWORD = "pw-123456789"
 
 

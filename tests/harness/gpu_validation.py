@@ -4,7 +4,7 @@
 
 1. builds naive.cu and every cheat in parallel (warms the build cache);
 2. evaluates naive.cu on the quick subset with the default baselines (speedups, TFLOP/s, baseline figures);
-3. evaluates every cheat in kernels/cheats/attention_fwd on two small scenarios and checks the reason;
+3. evaluates every cheat in tasks/attention_fwd/cheats on two small scenarios and checks the reason;
 4. with the time left, naive.cu on the full grid (correctness only, bounded so the call ends in time).
 Writes results.json and a log under DIR; prints a short summary last. Needs no Django and no pytest.
 """
@@ -26,8 +26,8 @@ from gpu_harness.build import build  # noqa: E402
 from gpu_harness.cheats import EXPECT_RE  # noqa: E402
 from gpu_harness.report import render_table, summary_line  # noqa: E402
 
-NAIVE = REPO / "kernels" / "attention_fwd" / "naive.cu"
-CHEATS = sorted((REPO / "kernels" / "cheats" / "attention_fwd").glob("*.cu"))
+NAIVE = REPO / "tasks" / "attention_fwd" / "naive.cu"
+CHEATS = sorted((REPO / "tasks" / "attention_fwd" / "cheats").glob("*.cu"))
 CHEAT_SCENARIOS = ["bf16_b32_sq113_sk113_h16x16_d128_causal", "fp16_b8_sq1_sk4096_h16x16_d128_causal"]
 LAST = ("illegal_address", "hang")  # they disturb the GPU: run them after the others
 

@@ -1,4 +1,4 @@
-"""Every cheating CPU kernel in kernels/cheats/matmul_cpu must be rejected, for the reason its header names."""
+"""Every cheating CPU kernel in tasks/matmul_cpu/cheats must be rejected, for the reason its header names."""
 
 import re
 from pathlib import Path
@@ -10,7 +10,7 @@ from gpu_harness.report import render_table
 
 from .conftest import needs_gxx
 
-CHEATS = sorted((Path(__file__).resolve().parents[2] / "kernels" / "cheats" / "matmul_cpu").glob("*.cpp"))
+CHEATS = sorted((Path(__file__).resolve().parents[2] / "tasks" / "matmul_cpu" / "cheats").glob("*.cpp"))
 SCENARIOS = ["m7_n13_k5", "m127_n255_k65"]
 
 

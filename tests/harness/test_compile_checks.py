@@ -1,5 +1,5 @@
-"""`python -m gpu_harness compile` on every kernel of kernels/ (nvcc needed; CI has it), and the cheats that
-the dependency checks must refuse before anything runs."""
+"""`python -m gpu_harness compile` on every released kernel and starting kernel (nvcc needed; CI has it), and the
+cheats that the dependency checks must refuse before anything runs."""
 
 import re
 import subprocess
@@ -13,14 +13,16 @@ from gpu_harness.build import build, parse_ptxas
 from .conftest import needs_nvcc
 
 REPO = Path(__file__).resolve().parents[2]
-# What ships: the starting kernels and the released files, under kernels/. The lab (lab/<kernel>/versions/, a
+# What ships and what the harness runs: the released files (kernels/) and each built-in task's starting kernel
+# (tasks/<task>/naive.*, its `naive` baseline too); a task's cheats are checked below, not built. The lab (lab/<kernel>/versions/, a
 # progression of whole files, ~35 s of nvcc each) keeps one cheap check: its newest version, which is the released
 # file byte for byte while the release is current (then the build cache, keyed by source, makes it free).
 _VERSION_NUMBER = re.compile(r"^v(\d+)")
 
 
 def _shipped_sources(repo: Path) -> list[Path]:
-    return [p for p in (repo / "kernels").rglob("*") if p.suffix in (".cu", ".cpp") and "cheats" not in p.parts]
+    released = [p for p in (repo / "kernels").rglob("*") if p.suffix in (".cu", ".cpp")]
+    return released + sorted((repo / "tasks").glob("*/naive.c*"))
 
 
 def _newest_version(folder: Path) -> list[Path]:
@@ -36,12 +38,12 @@ def compiled_in_ci(repo: Path) -> list[Path]:
 
 
 KERNELS = compiled_in_ci(REPO)
-GPU_CHEATS = sorted((REPO / "kernels" / "cheats").glob("*/*.cu"))  # attention_fwd's and every GPU folder task's
+GPU_CHEATS = sorted((REPO / "tasks").glob("*/cheats/*.cu"))  # attention_fwd's and every GPU folder task's
 STATIC = "refused"  # cheats whose expected reason is a static refusal
 
 
 def _cheat_id(path: Path) -> str:
-    return f"{path.parent.name}/{path.stem}"
+    return f"{path.parent.parent.name}/{path.stem}"  # tasks/<task>/cheats/<cheat>.cu
 
 
 def expected(path: Path) -> str:
@@ -70,7 +72,9 @@ def test_ci_compiles_what_ships_and_only_the_newest_version_of_each_lab_kernel()
         assert version.is_relative_to(REPO / "lab")
         number = int(_VERSION_NUMBER.match(version.name).group(1))
         assert all(int(_VERSION_NUMBER.match(p.name).group(1)) <= number for p in version.parent.glob("v*.cu"))
-    assert not [name for name in compiled if not name.startswith(("kernels/", "lab/"))]
+    starting = {p.relative_to(REPO).as_posix() for p in REPO.glob("tasks/*/naive.c*")}
+    assert "tasks/matmul_cpu/naive.cpp" in starting and starting <= compiled  # each task's starting kernel
+    assert not [name for name in compiled - starting if not name.startswith(("kernels/", "lab/"))]
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=[str(p.relative_to(REPO)) for p in KERNELS])
@@ -92,7 +96,7 @@ def test_every_kernel_builds_and_passes_the_dependency_checks(path):
 
 @needs_nvcc
 def test_naive_attention_kernel_has_no_spills_and_no_tensor_core_dependency():
-    b = build(REPO / "kernels" / "attention_fwd" / "naive.cu", "cuda", arch="sm_90a")
+    b = build(REPO / "tasks" / "attention_fwd" / "naive.cu", "cuda", arch="sm_90a")
     assert b.ok, b.reason
     assert b.kernels and all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for k in b.kernels.values())
 
@@ -135,6 +139,6 @@ def test_a_build_records_the_arch_it_was_compiled_for_also_the_default():
     """The verdict carries `build.arch` and the dashboard shows it on the kernel: the default arch is named too."""
     from gpu_harness.build import DEFAULT_ARCH
 
-    naive = REPO / "kernels" / "attention_fwd" / "naive.cu"
+    naive = REPO / "tasks" / "attention_fwd" / "naive.cu"
     assert build(naive, "cuda").arch == DEFAULT_ARCH
     assert build(naive, "cuda").arch == DEFAULT_ARCH  # from the cache as well

@@ -113,7 +113,7 @@ def test_two_interleaved_evaluations_of_the_cpu_task_each_judge_their_own_output
 @needs_gxx
 def test_an_evaluation_leaves_nothing_of_itself_on_the_cached_task():
     task = get_task("matmul_cpu")
-    naive = REPO / "kernels" / "matmul_cpu" / "naive.cpp"
+    naive = REPO / "tasks" / "matmul_cpu" / "naive.cpp"
     first = evaluate("matmul_cpu", naive, scenarios=["m7_n13_k5"], timing=False)
     assert first.status == "correct", first.reason
     before = dict(vars(task))  # after one evaluation: what the process keeps (reference.py, the self check)

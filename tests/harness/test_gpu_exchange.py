@@ -73,10 +73,10 @@ def test_naive_kernel_is_correct_and_a_partial_writer_is_not():
     from gpu_harness import evaluate
 
     ids = "bf16_b32_sq113_sk113_h16x16_d128_causal,fp16_b8_sq1_sk4096_h16x16_d128_causal"
-    good = evaluate("attention_fwd", "kernels/attention_fwd/naive.cu", scenarios=ids, baselines=[], timing=False)
+    good = evaluate("attention_fwd", "tasks/attention_fwd/naive.cu", scenarios=ids, baselines=[], timing=False)
     assert good.status == "correct", good.reason
     assert {"start_s", "correctness_s", "judge_s"} <= set(good.phases)
     bad = evaluate(
-        "attention_fwd", "kernels/cheats/attention_fwd/partial_write.cu", scenarios=ids, baselines=[], timing=False
+        "attention_fwd", "tasks/attention_fwd/cheats/partial_write.cu", scenarios=ids, baselines=[], timing=False
     )
     assert bad.status == "incorrect" and "NaN" in bad.reason

@@ -116,7 +116,7 @@ def test_the_spec_loads_with_stable_ids_quick_and_full_sets_and_odd_sizes(task):
     assert {"eager", "compile", "naive"} <= set(spec.default_baselines)
     assert spec.baselines["compile"].warm and spec.baselines["naive"].kernel == spec.starting_kernel
     # the goal is the fastest library on each scenario (issue 35), and every library is timed by default
-    assert spec.goal_baseline == "best_library" and spec.cheats == REPO / "kernels" / "cheats" / task
+    assert spec.goal_baseline == "best_library" and spec.cheats == REPO / "tasks" / task / "cheats"
     assert spec.libraries and set(spec.libraries) <= set(spec.default_baselines) and "naive" not in spec.libraries
 
 
@@ -205,7 +205,7 @@ def test_the_functional_rmsnorm_baseline_agrees_too():
 
 
 def _cut(x):
-    """bf16 with 3 of its 7 mantissa bits kept: what kernels/cheats/*/precision_cut.cu does to an input."""
+    """bf16 with 3 of its 7 mantissa bits kept: what tasks/*/cheats/precision_cut.cu does to an input."""
     return (x.view(torch.int16) & -16).view(torch.bfloat16)
 
 

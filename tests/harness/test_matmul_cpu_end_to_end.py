@@ -13,7 +13,7 @@ from gpu_harness.report import render_table
 from .conftest import needs_gxx
 
 REPO = Path(__file__).resolve().parents[2]
-NAIVE = REPO / "kernels" / "matmul_cpu" / "naive.cpp"
+NAIVE = REPO / "tasks" / "matmul_cpu" / "naive.cpp"
 SMALL = ["m7_n13_k5", "m127_n255_k65"]
 
 pytestmark = needs_gxx

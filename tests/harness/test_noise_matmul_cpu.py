@@ -11,7 +11,7 @@ from gpu_harness.report import render_table, summary_line
 
 from .conftest import needs_gxx
 
-NAIVE = Path(__file__).resolve().parents[2] / "kernels" / "matmul_cpu" / "naive.cpp"
+NAIVE = Path(__file__).resolve().parents[2] / "tasks" / "matmul_cpu" / "naive.cpp"
 
 pytestmark = needs_gxx
 

@@ -223,7 +223,7 @@ def test_every_built_in_task_folder_passes_task_check():
         p = _cli("task", "check", str(f))
         assert p.returncode == 0, p.stdout + p.stderr
         if f.name == "matmul_cpu":
-            assert "15 (6 quick)" in p.stdout and "kernels/cheats/matmul_cpu" in p.stdout
+            assert "15 (6 quick)" in p.stdout and "tasks/matmul_cpu/cheats" in p.stdout
 
 
 @needs_gxx

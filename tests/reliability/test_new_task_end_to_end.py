@@ -151,7 +151,7 @@ def gpu_task_responder(request):
         return Reply([text("QUESTION: none\nREASON: none")])
     turn = sum(1 for m in request["messages"] if m["role"] == "assistant")
     if turn == 0:
-        source = (ROOT / "kernels" / "softmax_rows" / "naive.cu").read_text()
+        source = (ROOT / "tasks" / "softmax_rows" / "naive.cu").read_text()
         return Reply([tool_use("editor", {"command": "create", "path": "naive.cu", "file_text": source})])
     if turn == 1:
         return Reply([tool_use("evaluate", {"scenarios": "quick"})])

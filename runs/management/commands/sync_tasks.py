@@ -1,20 +1,17 @@
 """Mirror the harness's tasks (gpu_harness/tasks) into the database, idempotently.
 
 The harness defines what a task is (ABI, scenarios, starting kernel, target) and summarises it for the task pages
-(gpu_harness.tasks.summary.task_summary, stored whole in Task.spec); the default goal of each task lives in
-agentloop/policy.toml's [goals] table, the same goal `python -m agentloop run` uses. A task without a goal there
-is refused by name rather than given an invented one; a task folder's own [goal] (task.toml) is used when
-policy.toml names none.
+(gpu_harness.tasks.summary.task_summary, stored whole in Task.spec); a task's one goal is its folder's task.toml
+[goal], the same goal `python -m agentloop run` uses. A task without one is refused by name rather than given an
+invented one.
 
 A task root (KSEEK_TASKS_DIR) that holds a suite's manifest (suite.json: `python -m gpu_harness task
 import-kernelbench` writes one) is read as a suite after the tasks (runs.services.suites.suite_sync), each of its
 imported problems linked to its task; a malformed manifest is reported and skipped, the rest still loaded.
 """
 
-import tomllib
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import Target
@@ -23,30 +20,22 @@ from runs.services import ServiceError, suite_sync, task_upsert
 from runs.suite_manifest import MANIFEST
 
 
-def default_goals(policy_path: Path) -> dict:
-    try:
-        return tomllib.loads(policy_path.read_text()).get("goals", {})
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise CommandError(f"cannot read the default goals from {policy_path}: {error}") from None
-
-
 class Command(BaseCommand):
-    help = "Load the harness's tasks and their default goals into the database (idempotent)."
+    help = "Load the harness's tasks and their goals into the database (idempotent)."
 
     def handle(self, *args, **options):
         from gpu_harness import get_task, list_tasks
         from gpu_harness.tasks.summary import task_summary
 
-        goals = default_goals(Path(settings.BASE_DIR) / "agentloop" / "policy.toml")
         for name in list_tasks():
             try:
                 task = get_task(name)
             except ValueError as error:  # a broken task folder (KSEEK_TASKS_DIR) is skipped, not fatal to the rest
                 self.stderr.write(f"task {name}: skipped: {error}")
                 continue
-            goal = goals.get(name) or task.goal  # policy.toml first; else the task folder's own [goal]
+            goal = task.goal
             if not goal or "baseline" not in goal or "speedup" not in goal:
-                raise CommandError(f"task {name} has no default goal in agentloop/policy.toml [goals.{name}]")
+                raise CommandError(f"task {name} has no goal: give its task.toml a [goal] (baseline, speedup)")
             summary = task_summary(task)
             target = summary["target"]
             if target not in Target.values:
