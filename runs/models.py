@@ -441,6 +441,10 @@ class Kernel(models.Model):
     step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="kernels")
     released = models.BooleanField(default=False)
     release_name = models.SlugField(max_length=120, null=True, blank=True)
+    # A released kernel's development: its lab's trace imported as a run (release.toml `development_trace`).
+    development_run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="developed_kernels"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -183,7 +183,8 @@ def trace_goal(found: dict) -> tuple[str, float | None]:
     return (goal["baseline"].strip(), float(goal["speedup"])) if goal else ("", None)
 
 
-def _imported_text(name: str, meta: dict) -> str:
+def imported_text(name: str, meta: dict) -> str:
+    """What an imported run's `imported_from` says: the trace's name, and the run it exports where it is one."""
     text = f"trace {name}" if name else "a trace"
     if meta.get("id") is not None:
         text += f" (an export of run {meta['id']}"
@@ -242,7 +243,7 @@ def _import_steps(again, found: dict, *, task: Task, goal: tuple, name: str, use
     harness = found["harness"]
     meta, config = found["meta"] or {}, found["config"] or {}
     run = Run.objects.create(
-        imported_from=_imported_text(name, meta),
+        imported_from=imported_text(name, meta),
         origin=trace_origin(found),
         task=task,
         goal_baseline=goal[0],

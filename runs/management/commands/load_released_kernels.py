@@ -7,9 +7,15 @@ A released kernel is a folder under `kernels/` holding a `release.toml`:
     source = "attention_fwd_sm90.cu"   # the single source file, beside release.toml
     target_arch = "sm_90a"             # blank for CPU kernels
     results = "results_h200.json"      # optional: the harness's `--json` output for this exact source
+    development_trace = "../../lab/attention_fwd_sm90/trace.jsonl.xz"   # optional: how it was made
 
 A kernel whose source changed gets a new row and takes over the release name; results recorded for another
 source (their sha256 differs) are refused rather than attached to the wrong kernel.
+
+The development trace (the harness's `--trace` lines of the lab's evaluations, plain or xz) is imported once as a
+run (runs.services.development) and linked to the kernel; its page links to it. It is optional all the way: where
+the file is absent (an install without the lab) or cannot be imported, the kernel and its results load anyway
+and the command says why in one line.
 """
 
 import json
@@ -21,7 +27,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from runs.models import Kernel, Task
-from runs.services import evaluation_record, kernel_record, kernel_release, sha256_text
+from runs.services import ServiceError, evaluation_record, kernel_record, kernel_release, sha256_text
+from runs.services.development import development_trace_name, kernel_development_link, read_trace_lines
 
 REQUIRED = ("name", "task", "source")
 
@@ -58,16 +65,37 @@ class Command(BaseCommand):
             self.stdout.write("No released kernels in this checkout.")
             return
         for manifest_path in manifests:
-            self.load_one(read_release(manifest_path))
+            manifest = read_release(manifest_path)
+            kernel = self.load_one(manifest)
+            if manifest.get("development_trace"):
+                self.load_development(manifest, kernel)
+
+    def load_development(self, manifest: dict, kernel: Kernel) -> None:
+        """Link the kernel to its development run; never fails the kernel (see the module's docstring)."""
+        given = manifest["development_trace"]
+        path = manifest["source_path"].parent / given
+        if not path.is_file():
+            self.stdout.write(f"{manifest['name']}: no development trace at {given} (the lab is not here)")
+            return
+        try:
+            lines = read_trace_lines(path)
+            run, imported = kernel_development_link(
+                kernel=kernel, lines=lines, name=development_trace_name(given, lines)
+            )
+        except ServiceError as error:
+            self.stderr.write(f"{manifest['name']}: development trace {given} not imported: {error}")
+            return
+        done = "imported as" if imported else "already imported as"
+        self.stdout.write(f"{manifest['name']}: development trace {done} run {run.pk}")
 
     @transaction.atomic
-    def load_one(self, manifest: dict) -> None:
+    def load_one(self, manifest: dict) -> Kernel:
         source = manifest["source_path"].read_text()
         digest = sha256_text(source)
         current = Kernel.objects.filter(released=True, release_name=manifest["name"], sha256=digest).first()
         if current:
             self.stdout.write(f"{manifest['name']}: up to date ({digest[:12]})")
-            return
+            return current
         task = Task.objects.filter(name=manifest["task"]).first()
         language = "cpp" if manifest["source_path"].suffix in (".cpp", ".cc") else "cuda"
         kernel = kernel_record(
@@ -88,3 +116,4 @@ class Command(BaseCommand):
                 )
             evaluation_record(kernel=kernel, result=result)
         self.stdout.write(self.style.SUCCESS(f"{manifest['name']}: released {digest[:12]}"))
+        return kernel
