@@ -44,6 +44,25 @@ def wait_until(condition, timeout: float, *, interval: float = 0.2, while_alive:
     return None
 
 
+def spool_pending(state_dir: Path) -> int:
+    """How many events a running worker's spool (`state_dir`/spool.jsonl) holds unacknowledged: its event lines
+    less its ack lines. Read only: `Spool` itself would compact the file under the worker. An acknowledged event's
+    line stays in the file until the spool compacts it, so the count of event lines alone is no measure."""
+    pending = set()
+    path = state_dir / "spool.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:  # the line being written
+            continue
+        if "event" in record:
+            pending.add((str(record["event"]["run_id"]), int(record["event"]["seq"])))
+        elif "ack" in record:
+            run_id, seq = record["ack"]
+            pending.discard((str(run_id), int(seq)))
+    return len(pending)
+
+
 def postgres_url() -> str | None:
     url = os.environ.get("DATABASE_URL", "")
     return url if url.startswith(("postgres://", "postgresql://")) else None
