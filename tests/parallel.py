@@ -77,3 +77,12 @@ def pytest_runtest_protocol(item, nextitem):
         return (yield)
     with lock.exclusive() if item.get_closest_marker("alone") else lock.shared():
         return (yield)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On xdist workers, tests/reliability first: its tests are the suite's longest (live servers, real workers
+    playing demo runs, 5-45 s each), and with the longest started first the short ones fill in at the end instead
+    of one worker finishing a long test alone. Each worker sorts its collection alike, as xdist requires."""
+    if getattr(config, "workerinput", None) is None:
+        return
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/reliability/"))
