@@ -79,10 +79,23 @@ def pytest_runtest_protocol(item, nextitem):
         return (yield)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-django's order, which it keeps
 def pytest_collection_modifyitems(config, items):
-    """On xdist workers, tests/reliability first: its tests are the suite's longest (live servers, real workers
-    playing demo runs, 5-45 s each), and with the longest started first the short ones fill in at the end instead
-    of one worker finishing a long test alone. Each worker sorts its collection alike, as xdist requires."""
+    """On xdist workers, the tests of tests/reliability that do not use the test database first: they are the
+    suite's longest (live sites with databases of their own, real workers playing demo runs, 5-45 s each), and with
+    the longest started first the short ones fill in at the end instead of one worker finishing a long test alone.
+    Tests that use the test database keep pytest-django's order (as Django's: a transactional test empties the
+    tables, the data migrations' rows too, so it comes after the others). Each worker sorts its collection alike,
+    as xdist requires."""
     if getattr(config, "workerinput", None) is None:
         return
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/reliability/"))
+    items.sort(key=lambda item: not (item.nodeid.startswith("tests/reliability/") and not _uses_test_database(item)))
+
+
+def _uses_test_database(item) -> bool:
+    if getattr(item, "cls", None) is not None:  # a unittest class (Django's TestCase among them): assume it does
+        return True
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or bool(
+        fixtures & {"db", "transactional_db", "live_server"}
+    )
