@@ -29,8 +29,13 @@ run: $(BIN)/.base-installed
 	$(BIN)/python manage.py bootstrap
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
+# The suite on TEST_WORKERS pytest-xdist workers (tests/parallel.py keeps them apart): most tests wait on child
+# processes, servers and sockets, so two workers on two cores take about half the time of one (docs/testing.md,
+# "CI time"). TEST_WORKERS=0 runs it in this one process. The slowest tests are listed at the end.
+TEST_WORKERS ?= 2
+
 test: $(BIN)/.dev-installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
 # Lint and format check (ruff, configured in pyproject.toml); CI runs it before the tests. `ruff format .` and
 # `ruff check --fix .` repair most of what it finds.

@@ -2,6 +2,9 @@ import os
 
 import pytest
 
+# `make test` runs the suite on two xdist workers: what keeps them apart, and the `alone` marker (tests/parallel.py).
+pytest_plugins = ["tests.parallel"]
+
 # Tests that need a GPU carry @pytest.mark.gpu and are skipped where none is present (CI never has one).
 # Tests that need a working bubblewrap (agent commands, the sandboxed harness, a worker or `make run` whose
 # agents run anything) carry @pytest.mark.sandbox: skipped with the reason where none works, and failed instead

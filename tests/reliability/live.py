@@ -8,14 +8,17 @@ and dropped at the end. REDIS_URL, when set, is passed on (a Redis channel layer
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +42,25 @@ def wait_until(condition, timeout: float, *, interval: float = 0.2, while_alive:
             return condition() or None
         time.sleep(interval)
     return None
+
+
+def spool_pending(state_dir: Path) -> int:
+    """How many events a running worker's spool (`state_dir`/spool.jsonl) holds unacknowledged: its event lines
+    less its ack lines. Read only: `Spool` itself would compact the file under the worker. An acknowledged event's
+    line stays in the file until the spool compacts it, so the count of event lines alone is no measure."""
+    pending = set()
+    path = state_dir / "spool.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:  # the line being written
+            continue
+        if "event" in record:
+            pending.add((str(record["event"]["run_id"]), int(record["event"]["seq"])))
+        elif "ack" in record:
+            run_id, seq = record["ack"]
+            pending.discard((str(run_id), int(seq)))
+    return len(pending)
 
 
 def postgres_url() -> str | None:
@@ -84,14 +106,22 @@ class LiveSite:
         return env
 
     def setup(self) -> LiveSite:
+        """The site's database, migrated and with the tasks synced: a copy of this process's template for the
+        environment the site's commands see (made by the first site that needs it), so that each test pays for a
+        file copy or a CREATE DATABASE ... TEMPLATE instead of two Django starts and every migration."""
+        template = SiteTemplate.for_site(self)
         if self.pg_name:
             import psycopg
 
             with psycopg.connect(self.pg_admin, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{self.pg_name}"')
+                conn.execute(f'CREATE DATABASE "{self.pg_name}" TEMPLATE "{template.pg_name}"')
+        else:
+            template.copy_sqlite(self.data_dir / "kernelseek.sqlite3")
+        return self
+
+    def migrate(self) -> None:
         self.manage("migrate", "--noinput")
         self.manage("sync_tasks")
-        return self
 
     def manage(self, *args) -> str:
         done = subprocess.run(
@@ -244,6 +274,52 @@ class LiveSite:
 
             with psycopg.connect(self.pg_admin, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+
+
+class SiteTemplate(LiveSite):
+    """A site that is never served: its database, migrated and with the tasks synced, is what `LiveSite.setup`
+    copies. One per environment a site's commands see (a test may name its own tasks folder), kept for the
+    process and dropped at its exit. Its secret key is not copied: each site makes its own, so that sites on one
+    Redis server keep their own channel prefix."""
+
+    _made: dict[tuple, SiteTemplate] = {}
+
+    def __init__(self, folder: Path, *, settings_env: dict, database_url: str | None):
+        super().__init__(folder, database_url=database_url)
+        self.settings_env = settings_env
+
+    @classmethod
+    def for_site(cls, site: LiveSite) -> SiteTemplate:
+        settings_env = {k: v for k, v in site.env().items() if k.startswith("KSEEK_") and k != "KSEEK_DATA_DIR"}
+        key = (site.pg_admin if site.pg_name else None, tuple(sorted(settings_env.items())))
+        if key not in cls._made:
+            folder = Path(tempfile.mkdtemp(prefix="kseek-site-template-"))
+            template = cls(folder, settings_env=settings_env, database_url=site.database_url)
+            atexit.register(template.remove)
+            if template.pg_name:
+                import psycopg
+
+                with psycopg.connect(template.pg_admin, autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{template.pg_name}"')
+            template.migrate()
+            cls._made[key] = template
+        return cls._made[key]
+
+    def env(self, **extra) -> dict:
+        return super().env(**{**self.settings_env, **extra})
+
+    def copy_sqlite(self, path: Path) -> None:
+        source = sqlite3.connect(self.data_dir / "kernelseek.sqlite3")
+        target = sqlite3.connect(path)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+            source.close()
+
+    def remove(self) -> None:
+        self.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def kill(process: subprocess.Popen) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.agentloop.test_worker_tls import a_non_loopback_address
 from tests.live_server import free_port
-from tests.reliability.live import LiveSite, wait_until
+from tests.reliability.live import LiveSite, spool_pending, wait_until
 from tests.reliability.test_worker_restart import assert_trace_stored_exactly, run_status, stored_steps
 from tests.reliability.tls_proxy import TlsProxy, worker_argv, worker_env
 from tests.tls_certs import make_ca, make_server_certificate
@@ -108,7 +108,7 @@ def test_the_real_worker_takes_a_run_over_wss_through_the_proxy_and_every_event_
         assert connected, worker_log(shape, "gpu-wss") + shape["proxy"].log()
         finished = wait_until(lambda: run_status(site, run_id) in FINISHED, 400, while_alive=worker)
         assert finished, worker_log(shape, "gpu-wss") + shape["proxy"].log()
-        wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 30)
+        wait_until(lambda: spool_pending(state_dir) == 0, 30)
     finally:
         worker.kill()
         worker.wait(timeout=30)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.reliability.feed import FeedFollower
-from tests.reliability.live import kill, wait_until
+from tests.reliability.live import kill, spool_pending, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -73,7 +73,7 @@ def test_a_worker_killed_mid_run_resumes_from_its_trace_and_every_step_is_stored
     )
     assert finished, site.worker_log(state_dir)
     # The last acks land after the status change is stored; give the spool a moment to empty.
-    wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
+    wait_until(lambda: spool_pending(state_dir) == 0, 20)
     kill(second)
 
     events = assert_trace_stored_exactly(site, state_dir, run_id)
@@ -116,7 +116,7 @@ def test_a_server_killed_while_a_worker_streams_loses_and_doubles_nothing_and_fe
             lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300, while_alive=worker
         )
         assert finished, site.worker_log(state_dir)
-        wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
+        wait_until(lambda: spool_pending(state_dir) == 0, 20)
         all_seqs = [s[0] for s in stored_steps(site, run_id)]
         assert wait_until(lambda: follower.held == set(all_seqs), 30), (sorted(follower.held), all_seqs)
     finally:
@@ -163,7 +163,7 @@ def test_a_reviewers_decision_for_an_offline_worker_is_delivered_when_it_reconne
         lambda: run_status(site, run_id) in ("succeeded", "failed", "stopped"), 300, while_alive=second
     )
     assert finished, site.worker_log(state_dir)
-    wait_until(lambda: not (state_dir / "spool.jsonl").read_text().count('"event"'), 20)
+    wait_until(lambda: spool_pending(state_dir) == 0, 20)
     kill(second)
 
     events = assert_trace_stored_exactly(site, state_dir, run_id)
