@@ -83,7 +83,7 @@ def test_make_run_loads_the_bank_and_released_kernels_and_its_local_worker_strea
     deadline = time.monotonic() + 120
     steps = 0
     while time.monotonic() < deadline:
-        row = database.execute("select status, step_count from runs_run").fetchone()
+        row = database.execute("select status, step_count from runs_run where imported_from = ''").fetchone()
         steps = row[1] if row else 0
         # the local worker claimed the demo run and its events are being stored, evaluations included
         if steps >= 5 and database.execute("select count(*) from runs_evaluation").fetchone()[0] >= 1:

@@ -105,7 +105,8 @@ class Command(BaseCommand):
                 "leaves that worker's token as it is). Serving the dashboard without a local worker."
             )
             no_worker = True
-        if not no_demo and not Run.objects.exists():
+        # the released kernels' development runs are imports, not runs of this site: they leave the demo due
+        if not no_demo and not Run.objects.filter(imported_from="").exists():
             self.queue_demo_run(base_dir)
         self.stopping = False
         signal.signal(signal.SIGTERM, self.request_stop)
