@@ -127,7 +127,8 @@ def test_a_bank_key_in_a_note_is_shown_with_its_question(tmp_path, client):
     assert one["note"]["questions"] == [{"key": BANK_KEY, "text": question}]
 
 
-def test_the_shipped_releases_each_link_their_labs_trace():
+def test_the_shipped_releases_each_link_their_labs_trace(client):
+    call_command("load_bank", stdout=io.StringIO())
     out, err = load(REPO / "kernels")
     assert not err, err
     released = Kernel.objects.filter(released=True)
@@ -136,3 +137,9 @@ def test_the_shipped_releases_each_link_their_labs_trace():
         assert kernel.development_run is not None, out
         assert kernel.development_run.imported_from
         assert Evaluation.objects.filter(run=kernel.development_run).exists()
+    # The attention kernel's lab named the bank questions that moved it (v15's layer-instruction-stream, ...).
+    client.force_login(make_user("vera"))
+    attention = released.get(release_name="attention-fwd-sm90").development_run_id
+    steps = client.get(reverse("run_steps", args=[attention])).json()["steps"]
+    asked = {question["key"] for step in steps if step["note"] for question in step["note"]["questions"]}
+    assert {"layer-instruction-stream", "limit-baseline-reasons"} <= asked
