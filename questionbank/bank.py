@@ -35,6 +35,10 @@ TEXT_MAX_LENGTH = 240
 REVIEWER_KEY_PREFIX = "reviewer-"
 
 _ENTRY_FIELDS = {"key", "text", "category", "triggers", "active"}
+# A key as free text names it (a trace's note, "... (limit-baseline-reasons)"): two or more words joined by
+# hyphens, not inside a longer hyphenated or underscored word. A one-word key is not looked for: the same word in
+# a sentence would be taken for it.
+_KEY_IN_TEXT = re.compile(r"(?<![\w-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w-])")
 
 
 class BankError(ValueError):
@@ -150,3 +154,9 @@ def load_bank(path: str | Path | None = None) -> list[BankEntry]:
     except OSError as exc:
         raise BankError([f"cannot read the bank file: {exc.strerror or exc}"], str(path)) from None
     return parse_bank(text, source=str(path))
+
+
+def keys_named_in(text: str) -> list[str]:
+    """The words of `text` that could be bank keys, each once, in the order they first appear; which of them are
+    keys is for the bank's rows (or entries) to say."""
+    return list(dict.fromkeys(word for word in _KEY_IN_TEXT.findall(text or "") if len(word) <= KEY_MAX_LENGTH))

@@ -37,3 +37,12 @@ def bank_entries(*, active_only: bool = True) -> list[BankEntry]:
         BankEntry(key=row.key, text=row.text, category=row.category, triggers=tuple(row.triggers), active=row.active)
         for row in bank_questions(active=True if active_only else None)
     ]
+
+
+def bank_texts_by_key(keys) -> dict[str, str]:
+    """The text of each of `keys` that is a bank question's key (active or not: a trace written before an entry
+    was retired still names it), as {key: text}; words that are no key are left out."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    return dict(BankQuestion.objects.filter(key__in=keys).values_list("key", "text"))

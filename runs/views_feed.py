@@ -12,6 +12,8 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_safe
 
 from agentloop.protocol import event_summary
+from questionbank.bank import keys_named_in
+from questionbank.selectors import bank_texts_by_key
 from runs.event_parser import INT_COLUMN_MAX
 from runs.models import Run, Step, StepKind
 from runs.selectors import (
@@ -24,6 +26,7 @@ from runs.selectors import (
 )
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
+NOTE_SHOWN_MAX = 2_000  # characters of an evaluation's note shown under its line (the whole is in its payload)
 
 
 def step_summary(step: Step) -> str:
@@ -32,7 +35,28 @@ def step_summary(step: Step) -> str:
     return event_summary(step.kind, step.payload)
 
 
-def step_json(step: Step, *, full: bool = False) -> dict:
+def step_notes(steps) -> dict[int, dict]:
+    """seq -> the note of each evaluation step that has one (a harness `--trace` line's `--note`, kept by the
+    import: in a released kernel's development run, the question asked then), with the bank questions it names by
+    key: {"text": note, "questions": [{"key", "text"}]}. One read of the bank for all the steps."""
+    notes = {}
+    for step in steps:
+        note = step.payload.get("note") if isinstance(step.payload, dict) else None
+        if step.kind == StepKind.EVALUATION and isinstance(note, str) and note.strip():
+            notes[step.seq] = note.strip()
+    named = {seq: keys_named_in(note) for seq, note in notes.items()}
+    bank = bank_texts_by_key({key for keys in named.values() for key in keys})
+    return {
+        seq: {
+            "text": note[:NOTE_SHOWN_MAX],
+            "questions": [{"key": key, "text": bank[key]} for key in named[seq] if key in bank],
+        }
+        for seq, note in notes.items()
+    }
+
+
+def step_json(step: Step, *, full: bool = False, note: dict | None = None) -> dict:
+    """A step as the feed sends it; `note` is its entry of step_notes (None: it has none)."""
     payload_text = json.dumps(step.payload, default=str)
     inline = full or len(payload_text) <= PAYLOAD_INLINE_MAX
     return {
@@ -40,6 +64,7 @@ def step_json(step: Step, *, full: bool = False) -> dict:
         "kind": step.kind,
         "ts": step.created_at.isoformat(),
         "summary": step_summary(step),
+        "note": note,
         "payload": step.payload if inline else None,
         "payload_chars": len(payload_text),
         "tokens_in": step.tokens_in,
@@ -92,13 +117,14 @@ def run_steps(request, run_id: int):
     except BadParameter as bad:
         return JsonResponse({"error": str(bad)}, status=400)
     page = steps_page(run_id=run.pk, **query)
+    notes = step_notes(page["steps"])
     return JsonResponse(
         {
             "run_id": run.pk,
             "run_last_seq": run.last_seq,
             "has_older": page["has_older"],
             "has_newer": page["has_newer"],
-            "steps": [step_json(s) for s in page["steps"]],
+            "steps": [step_json(s, note=notes.get(s.seq)) for s in page["steps"]],
         }
     )
 
@@ -107,7 +133,7 @@ def run_steps(request, run_id: int):
 @require_safe
 def run_step(request, run_id: int, seq: int):
     step = get_object_or_404(Step, run_id=run_id, seq=seq)
-    return JsonResponse(step_json(step, full=True))
+    return JsonResponse(step_json(step, full=True, note=step_notes([step]).get(step.seq)))
 
 
 def run_summary_json(run: Run) -> dict:

@@ -71,7 +71,27 @@
     }
     line.addEventListener("click", (e) => { if (e.target !== link && e.target !== fork) toggle(li, step); });
     li.append(line);
+    if (step.note) li.append(renderNote(step.note));
     return li;
+  }
+
+  // An evaluation's note (the question asked then, in an imported harness trace) under its line, with each bank
+  // question it names by key: the key and the bank's text (the server's step_notes). Text only, never markup.
+  function renderNote(note) {
+    const box = document.createElement("div");
+    box.className = "step-note";
+    const text = document.createElement("p");
+    text.textContent = "Note: " + note.text;
+    box.append(text);
+    for (const question of note.questions) {
+      const line = document.createElement("p");
+      line.className = "step-bank-question";
+      const key = document.createElement("code");
+      key.textContent = question.key;
+      line.append("Bank question ", key, ": " + question.text);
+      box.append(line);
+    }
+    return box;
   }
 
   async function toggle(li, step) {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from questionbank.bank import CATEGORIES, DECISION_POINTS, BankError, load_bank, parse_bank
+from questionbank.bank import CATEGORIES, DECISION_POINTS, BankError, keys_named_in, load_bank, parse_bank
 from questionbank.models import DecisionPoint, QuestionCategory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,3 +123,16 @@ def test_the_pure_modules_import_no_django():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_keys_named_in_free_text_are_hyphenated_words_standing_alone():
+    note = (
+        "v19 released. Question that moved it: why is the baseline as fast? (limit-baseline-reasons); "
+        "then layer-grid-idle-multiprocessors and limit-baseline-reasons again, flash-attn-4 beside "
+        "KSEEK_LAZY-RESCALE, x_layer-memory-reuse, layer-memory-reuse- and Layer-Memory-Reuse; memory alone"
+    )
+    # Each once, in order; not inside a longer word, not upper case, not a one-word key (the word "memory").
+    assert keys_named_in(note) == ["limit-baseline-reasons", "layer-grid-idle-multiprocessors", "flash-attn-4"]
+    assert keys_named_in("a-" + "b" * 80) == [] and keys_named_in("") == []
+    every_key = [entry.key for entry in load_bank()]
+    assert keys_named_in(" / ".join(every_key)) == every_key  # the bank's own keys are all found

@@ -12,10 +12,13 @@ A released kernel is a folder under `kernels/` holding a `release.toml`:
 A kernel whose source changed gets a new row and takes over the release name; results recorded for another
 source (their sha256 differs) are refused rather than attached to the wrong kernel.
 
-The development trace (the harness's `--trace` lines of the lab's evaluations, plain or xz) is imported once as a
-run (runs.services.development) and linked to the kernel; its page links to it. It is optional all the way: where
-the file is absent (an install without the lab) or cannot be imported, the kernel and its results load anyway
-and the command says why in one line.
+The development trace (the harness's `--trace` lines of the lab's evaluations, each with the question asked then
+as its note; a path from the release's folder, plain or xz, any number of concatenated xz streams) is imported
+once as an imported run (runs.services.development: loading again finds it by the trace's path and digest) and
+linked to the kernel; the kernel's page links to it, and the run's page names the kernel. It is optional all the
+way: where the file is absent (an install without the lab) or cannot be imported (a broken line: the refusal
+names the file and the line), the kernel and its results load anyway and the command says why in one line. The
+import notifies no one (runs/notify.py sends nothing for an imported run).
 """
 
 import json
