@@ -20,8 +20,9 @@ from tests.reliability.live import wait_until
 SERVER_KEY = "sk-test-never-sent"  # the form takes these model ids only where a key is set; no model is called
 FINISHED = ("succeeded", "failed", "stopped")
 
-# A model's plan for one run: the task's name -> the tool calls it makes, in order, before it says it is done.
-Plan = Callable[[str], list[tuple[str, dict]]]
+# A model's plan for one run: (the task's name, the run's kernel file) -> the tool calls it makes, in order, before
+# it says it is done.
+Plan = Callable[[str, str], list[tuple[str, dict]]]
 
 
 class ScriptedModel:
@@ -38,8 +39,10 @@ class ScriptedModel:
         if not tools:  # a question selection at a decision point
             return ModelReply([{"type": "text", "text": "QUESTION: none\nREASON: none"}], "end_turn", self.name, usage)
         turn = sum(1 for m in messages if m["role"] == "assistant")
-        task = re.search(r"Task: (\w+)", json.dumps(messages[0])).group(1)
-        calls = self.plan(task)
+        prompt = json.dumps(messages[0])
+        task = re.search(r"Task: (\w+)", prompt).group(1)
+        kernel_file = re.search(r"Your kernel file is `([^`]+)`", prompt).group(1)
+        calls = self.plan(task, kernel_file)
         if turn >= len(calls):
             return ModelReply([{"type": "text", "text": "done"}], "end_turn", self.name, usage)
         name, tool_input = calls[turn]

@@ -42,7 +42,7 @@ def kernel_for(model: str, problem: int) -> str:
 def plan_of(model: str):
     """The arm's plan: write its kernel for the run's problem (suite_pNN), run a full evaluation."""
 
-    def plan(task: str):
+    def plan(task: str, kernel_file: str):
         kernel = kernel_for(model, int(task.removeprefix("suite_p")))
         return [
             ("editor", {"command": "create", "path": "kernel.cpp", "file_text": kernel}),
