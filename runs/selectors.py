@@ -335,22 +335,6 @@ def kernel_get(kernel_id: int) -> Kernel:
     return Kernel.objects.select_related("task", "run", "step", "parent").get(pk=kernel_id)
 
 
-def kernel_development(kernel: Kernel) -> dict | None:
-    """A released kernel's development run (its lab's trace, imported) and how many evaluations it holds; None
-    where it has none."""
-    if kernel.development_run_id is None:
-        return None
-    return {
-        "run_id": kernel.development_run_id,
-        "evaluations": Evaluation.objects.filter(run_id=kernel.development_run_id).count(),
-    }
-
-
-def run_developed_kernels(run: Run) -> list[Kernel]:
-    """The released kernels whose development this (imported) run records."""
-    return list(Kernel.objects.filter(development_run=run, released=True).order_by("release_name"))
-
-
 def kernel_question_before(kernel: Kernel) -> Question | None:
     """The last question asked in the kernel's run before the step that produced it: where it came from."""
     if kernel.run_id is None or kernel.step is None:

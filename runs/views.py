@@ -19,7 +19,6 @@ from runs.selectors import (
     evaluations_for_run,
     fork_decision_text,
     run_best_text,
-    run_developed_kernels,
     run_forks,
     run_questions_closed,
     run_queue_reason,
@@ -31,6 +30,7 @@ from runs.selectors import (
     study_value_of,
 )
 from runs.selectors_compare import COMPARE_MAX
+from runs.selectors_kernels import run_developed_kernels
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_PER_PAGE = 50

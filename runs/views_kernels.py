@@ -26,7 +26,6 @@ from runs.selectors import (
     evaluation_environment,
     evaluation_get,
     evaluation_scenarios,
-    kernel_development,
     kernel_evaluations,
     kernel_get,
     kernel_list,
@@ -35,6 +34,7 @@ from runs.selectors import (
     kernel_verification,
 )
 from runs.selectors_evidence import evaluation_evidence
+from runs.selectors_kernels import kernel_development
 from runs.services import ServiceError, kernel_verify
 from runs.templatetags.kseek import highlight as highlight_source
 
