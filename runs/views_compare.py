@@ -8,6 +8,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from runs.csv_cells import spreadsheet_row
 from runs.selectors_compare import (
     COMPARE_MAX,
     COMPARE_MIN,
@@ -60,7 +61,7 @@ def _csv(summary: list[dict]) -> HttpResponse:
     writer = csv.DictWriter(out, fieldnames=SUMMARY_FIELDS)
     writer.writeheader()
     for row in summary:
-        writer.writerow({k: "" if row[k] is None else row[k] for k in SUMMARY_FIELDS})
+        writer.writerow(spreadsheet_row(row, SUMMARY_FIELDS))
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="compare.csv"'
     return response

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_safe
 
+from runs.csv_cells import spreadsheet_row
 from runs.forms import SuiteStudyForm
 from runs.models import Suite, SuiteStudy
 from runs.permissions import OPERATOR, VIEWER, role_required
@@ -118,7 +119,7 @@ def suite_scoreboard_csv(request, study_id: int):
     writer = csv.DictWriter(out, fieldnames=fields)
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: "" if row[k] is None else row[k] for k in fields})
+        writer.writerow(spreadsheet_row(row, fields))
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

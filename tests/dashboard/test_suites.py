@@ -330,3 +330,20 @@ def test_the_command_starts_a_suite_study_by_the_suites_name(tmp_path):
 
     with pytest.raises(CommandError, match="no suite named 'nope'"):
         call_command("start_suite_study", "nope", "--setting", "questions", "--values", "on,off", "--model", "m")
+
+
+def test_the_csv_writes_a_formula_like_text_as_text(client, played):
+    suite_study, _ = played
+    SuiteProblem.objects.filter(suite=suite_study.suite, name="suite_p00").update(file='=HYPERLINK("http://x","y")')
+    client.force_login(make_user("vera"))
+    text = client.get(reverse("suite_scoreboard_csv", args=[suite_study.pk])).content.decode()
+    problems = {r["problem"] for r in csv.DictReader(io.StringIO(text))}
+    assert '\'=HYPERLINK("http://x","y")' in problems and not any(p.startswith("=") for p in problems)
+
+
+def test_a_spreadsheet_cell_quotes_only_formula_like_texts():
+    from runs.csv_cells import spreadsheet_cell
+
+    for text in ("=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx"):
+        assert spreadsheet_cell(text) == "'" + text
+    assert spreadsheet_cell(-1.5) == -1.5 and spreadsheet_cell(None) == "" and spreadsheet_cell("a=b") == "a=b"

@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from questionbank import effectiveness
 from questionbank.selectors import large_gain_ratio
 from runs import selectors_bank as selectors
+from runs.csv_cells import spreadsheet_row
 
 TABLES = {
     "questions": selectors.effectiveness_by_question,
@@ -73,5 +74,5 @@ class Command(BaseCommand):
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(spreadsheet_row(row, columns) for row in rows)
         return buffer.getvalue()
