@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentloop import __version__
+from agentloop import __version__, fork_start
 from agentloop.config import RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.detectors import Firing, Turn, detect
@@ -37,13 +37,6 @@ from agentloop.tools import evaluate as evaluate_tool
 from agentloop.tools.editor import MAX_FILE_BYTES, EditorTool
 from agentloop.tools.shell import ShellTool
 from questionbank.bank import BankEntry, load_bank
-
-
-def _played_events(played: dict) -> list[dict]:
-    """Stand-ins for a fork parent's model calls before the cut, for the replay model's skip_played."""
-    turns = [{"kind": "model_message", "payload": {"purpose": "turn"}}] * int(played.get("turn") or 0)
-    asked = [{"kind": "question_proposed", "payload": {}}] * int(played.get("select_question") or 0)
-    return turns + asked
 
 
 @dataclass
@@ -211,7 +204,7 @@ class Agent:
         self._cost_warned = False
         played = (fork or self.state.fork or {}).get("played") or {}
         if resume_events or played:  # a fork of a replay goes on from where its parent was in the recording
-            model.skip_played(_played_events(played) + list(resume_events or []))
+            model.skip_played(fork_start.played_events(played) + list(resume_events or []))
         model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
         self.inbox.mark_seen(e["payload"].get("directive_id") for e in resume_events or [])
 
@@ -247,10 +240,7 @@ class Agent:
     def _start(self) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)
         (self.workspace / self.config.kernel_filename).write_text(self.config.starting_kernel, encoding="utf-8")
-        for name, text in ((self._fork or {}).get("files") or {}).items():  # the parent's workspace at the cut
-            path = self.editor.resolve(name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        fork_start.write_parent_files(self._fork, self.editor.resolve)
         info = self.task_info
         task_prompt = self.policy.task_template.format(
             task=self.config.task,
@@ -333,66 +323,15 @@ class Agent:
 
     # ---------------------------------------------------------------------------------------- forks
     def _fork_start(self) -> None:
-        """A fork's first events: what its workspace may lack, its decision at the question, and the loop's note
-        when the parent's model had the last word at the cut."""
-        fork = self._fork
-        for warning in fork.get("warnings") or []:
-            self.emitter.emit("note", {"text": f"fork workspace: {warning}", "level": "warning"})
+        """A fork's first events (agentloop/fork_start.py), and the loop's note when the parent's model had the last
+        word at the cut."""
+        fork_start.note_warnings(self.emitter.emit, self._fork)
         self._fork_decide()
         if self.state.model_has_last_word:
             self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
 
     def _fork_decide(self) -> None:
-        """The fork's own decision at the question it was forked at, instead of the parent's (docs/fork.md): a
-        veto asks nothing there; a bank question or a question of the operator's own is asked."""
-        fork = self.state.fork or self._fork
-        decision = fork.get("decision") or {}
-        if not decision:
-            return
-        question = fork.get("question") or {}
-        where = f"run {fork.get('parent_run')} at step #{fork.get('step_seq')}"
-        by = decision.get("by") or ""
-        if decision.get("action") == "veto":
-            self.emitter.emit(
-                "note",
-                {
-                    "text": f"fork of {where}: {by or 'the operator'} vetoed the question "
-                    f"{question.get('text', '')!r}; nothing is asked there",
-                    "level": "info",
-                    "fork_decision": True,
-                },
-            )
-            return
-        ref = f"q-{self.run_id}-fork"
-        pending = self.state.pending_question  # proposed before a crash, not yet decided: decided now, not again
-        if not (pending and pending.get("question_ref") == ref):
-            self._fork_propose(ref, decision, question, by, where)
-        self.emitter.emit(
-            "question_decided",
-            {
-                "question_ref": ref,
-                "action": "approve",
-                "text": decision["text"],
-                "by": "reviewer",
-                "reviewer": by or None,
-                "fork_decision": True,
-            },
-        )
-
-    def _fork_propose(self, ref: str, decision: dict, question: dict, by: str, where: str) -> None:
-        self.emitter.emit(
-            "question_proposed",
-            {
-                "question_ref": ref,
-                "bank_key": decision.get("bank_key"),
-                "text": decision["text"],
-                "category": decision.get("category") or question.get("category"),
-                "reason": f"chosen by {by or 'the operator'} when forking {where}",
-                "decision_point": question.get("decision_point"),
-                "by": "human",  # a person chose it, from the bank or in their own words
-                "attempt": 0,
-            },
-        )
+        fork_start.decide_at_question(self.emitter.emit, self.state.fork or self._fork, self.state, self.run_id)
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:

@@ -1,6 +1,28 @@
-"""Reads of a released kernel's development run (its lab's trace, imported by load_released_kernels)."""
+"""The reads of the kernel pages: the kernel list (identical sources as one row, the best kernel of each task), a
+kernel's page (its run, the question before it, its evaluations, its development run) and what this site
+verified of its exact source."""
 
-from runs.models import Evaluation, Kernel, Run
+from collections import defaultdict
+
+from django.db.models import Count, Max, Min
+
+from gpu_harness import figures
+from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, ScenarioResult
+
+
+def kernel_list(*, released: bool | None = None, run_id: int | None = None, task_name: str | None = None):
+    kernels = Kernel.objects.select_related("task", "run", "step").annotate(evaluation_count=Count("evaluations"))
+    if released is not None:
+        kernels = kernels.filter(released=released)
+    if run_id is not None:
+        kernels = kernels.filter(run_id=run_id)
+    if task_name:
+        kernels = kernels.filter(task__name=task_name)
+    return kernels.order_by("-released", "release_name", "-created_at")
+
+
+def kernel_get(kernel_id: int) -> Kernel:
+    return Kernel.objects.select_related("task", "run", "step", "parent").get(pk=kernel_id)
 
 
 def kernel_development(kernel: Kernel) -> dict | None:
@@ -17,3 +39,183 @@ def kernel_development(kernel: Kernel) -> dict | None:
 def run_developed_kernels(run: Run) -> list[Kernel]:
     """The released kernels whose development this (imported) run records."""
     return list(Kernel.objects.filter(development_run=run, released=True).order_by("release_name"))
+
+
+def kernel_question_before(kernel: Kernel) -> Question | None:
+    """The last question asked in the kernel's run before the step that produced it: where it came from."""
+    if kernel.run_id is None or kernel.step is None:
+        return None
+    return (
+        Question.objects.filter(run_id=kernel.run_id, step__seq__lt=kernel.step.seq)
+        .exclude(status__in=[QuestionStatus.PROPOSED, QuestionStatus.VETOED])
+        .select_related("step")
+        .order_by("-step__seq")
+        .first()
+    )
+
+
+def kernel_evaluations(kernel: Kernel):
+    """The kernel's evaluations, newest first (the kernel page leads with the first)."""
+    return (
+        kernel.evaluations.select_related("run", "run__task", "kernel", "kernel__task")
+        .prefetch_related("scenarios")
+        .order_by("-created_at", "-pk")
+    )
+
+
+# ---- the kernel list: identical sources as one row, and the best kernel of each task ----
+
+
+def _verdicts_of(evaluations) -> dict[int, dict]:
+    """evaluation id -> its verdict as gpu_harness.figures reads it (status, geomean, each scenario's id and
+    correctness), from two queries however many evaluations there are."""
+    evaluations = list(evaluations)
+    scenarios = defaultdict(list)
+    rows = ScenarioResult.objects.filter(evaluation__in=[e.pk for e in evaluations])
+    for evaluation_id, scenario_id, correct in rows.values_list("evaluation_id", "scenario_id", "correct"):
+        scenarios[evaluation_id].append({"id": scenario_id, "correct": correct})
+    return {e.pk: {"status": e.status, "geomean": e.geomean, "scenarios": scenarios[e.pk]} for e in evaluations}
+
+
+def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[float, int]]]:
+    """kernel id -> {standing: (its best all-correct speedup over its task's goal baseline, the evaluation that
+    gave it)}, one entry per standing its evaluations have (gpu_harness.figures.standing: verified, quick,
+    imported). Only the verified one may be called verified or be a best; the others are shown labelled."""
+    evaluations = Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct").select_related(
+        "kernel__task", "run"
+    )
+    evaluations = list(evaluations)
+    verdicts = _verdicts_of(evaluations)
+    best: dict[int, dict[str, tuple[float, int]]] = defaultdict(dict)
+    for e in evaluations:
+        speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))
+        task = e.kernel.task
+        standing = figures.standing(verdicts[e.pk], list(task.scenario_ids or []) if task else [], imported=e.imported)
+        current = best[e.kernel_id].get(standing)
+        if speedup is not None and (current is None or speedup > current[0]):
+            best[e.kernel_id][standing] = (speedup, e.pk)
+    return best
+
+
+def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
+    """kernel id -> (best verified speedup over its task's goal baseline, the evaluation that gave it): from full
+    evaluations measured here only (gpu_harness.figures.headline_speedup's rule)."""
+    by_standing = _best_by_standing(kernel_ids, baseline_of)
+    return {k: found[figures.VERIFIED] for k, found in by_standing.items() if figures.VERIFIED in found}
+
+
+def _task_goal_baseline(kernel: Kernel) -> str:
+    # Across runs of a task, each with its own goal, kernels compare on the task's goal baseline.
+    return kernel.task.goal_baseline if kernel.task_id else ""
+
+
+def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> list[dict]:
+    """Kernels produced by runs, one row per identical source (task, sha256), newest first: the newest kernel
+    of the group, how many kernels, runs and evaluations share it, and the best verified speedup any of them
+    reached over the task's goal baseline (a full evaluation measured here: gpu_harness.figures.standing), with
+    the best quick figure and the best figure an imported trace claims, each to be shown labelled."""
+    kernels = Kernel.objects.filter(released=False)
+    if task_name:
+        kernels = kernels.filter(task__name=task_name)
+    groups = list(
+        kernels.values("task_id", "sha256")
+        .annotate(
+            newest=Max("id"),
+            kernels=Count("id", distinct=True),
+            runs=Count("run", distinct=True),
+            evaluations=Count("evaluations", distinct=True),
+            first_at=Min("created_at"),
+            last_at=Max("created_at"),
+        )
+        .order_by("-last_at")[:limit]
+    )
+    members = defaultdict(list)
+    for kernel_id, task_id, sha in kernels.filter(sha256__in={g["sha256"] for g in groups}).values_list(
+        "id", "task_id", "sha256"
+    ):
+        members[(task_id, sha)].append(kernel_id)
+    newest = Kernel.objects.select_related("task", "run", "step").in_bulk([g["newest"] for g in groups])
+    best = _best_by_standing([k for ids in members.values() for k in ids], _task_goal_baseline)
+    rows = []
+    for g in groups:
+        tops = {}  # standing -> the group's best figure of it
+        for kernel_id in members[(g["task_id"], g["sha256"])]:
+            for standing, (speedup, _) in best.get(kernel_id, {}).items():
+                tops[standing] = max(speedup, tops.get(standing, speedup))
+        rows.append(
+            {
+                **g,
+                "kernel": newest[g["newest"]],
+                "best": tops.get(figures.VERIFIED),
+                # Shown labelled, beside the verified figure or in its place: never called verified.
+                "quick": tops.get(figures.QUICK),
+                "claimed": tops.get(figures.IMPORTED),
+            }
+        )
+    return rows
+
+
+def best_kernel_per_task() -> list[dict]:
+    """For each task with a verified kernel: the kernel with the best verified speedup over the task's goal
+    baseline (a full evaluation measured here; never a quick one or an imported trace's claim), that speedup,
+    and the evaluation that measured it."""
+    kernels = Kernel.objects.filter(task__isnull=False).select_related("task", "run")
+    best = _best_verified(kernels.values_list("id", flat=True), _task_goal_baseline)
+    by_id = kernels.in_bulk(list(best))
+    per_task: dict[int, dict] = {}
+    for kernel_id, (speedup, evaluation_id) in best.items():
+        kernel = by_id[kernel_id]
+        current = per_task.get(kernel.task_id)
+        if current is None or speedup > current["speedup"]:
+            per_task[kernel.task_id] = {
+                "task": kernel.task,
+                "kernel": kernel,
+                "speedup": speedup,
+                "baseline": kernel.task.goal_baseline,
+                "evaluation_id": evaluation_id,
+            }
+    return sorted(per_task.values(), key=lambda row: row["task"].name)
+
+
+# ---- verify here: what this site measured of a kernel's exact source (runs/services/verify.py) ----
+
+
+def evaluation_environment(evaluation: Evaluation) -> dict:
+    """Where an evaluation ran: the host and GPU of its verdict, and what its event adds (a verify run's
+    `environment`: Python and the library versions, docs/protocol.md 2.12); {} values where none was recorded."""
+    payload = evaluation.step.payload if evaluation.step_id else {}
+    recorded = payload.get("environment") if isinstance(payload.get("environment"), dict) else {}
+    return {
+        "host": evaluation.host or recorded.get("host") or "",
+        "gpu": evaluation.gpu_name,
+        "python": str(recorded.get("python") or ""),
+        "libraries": str(recorded.get("library_versions") or ""),
+    }
+
+
+def kernel_verification(kernel: Kernel) -> dict:
+    """The kernel page's "Verified here": every verified evaluation (full, measured here) of this kernel's exact
+    source, from any run of its task (a verify run's kernel is another row with the same sha256), with its
+    speed-up over the task's goal baseline and where it ran; and the verify run that is queued or running."""
+    from runs.services.verify import verification_pending
+
+    if kernel.task_id is None:
+        return {"rows": [], "pending": None}
+    same_source = (
+        Evaluation.objects.filter(kernel__task_id=kernel.task_id, kernel__sha256=kernel.sha256, status="correct")
+        .select_related("run", "kernel", "kernel__task", "step")
+        .prefetch_related("scenarios")
+        .order_by("-pk")
+    )
+    baseline = kernel.task.goal_baseline
+    rows = [
+        {
+            "evaluation": e,
+            "speedup": figures.verified_speedup(e.verdict(), baseline),
+            "baseline": baseline,
+            **evaluation_environment(e),
+        }
+        for e in same_source
+        if e.standing == figures.VERIFIED
+    ]
+    return {"rows": rows, "pending": verification_pending(kernel)}

@@ -21,11 +21,12 @@ from pygments.lexers import DiffLexer
 
 from runs.models import Evaluation, Kernel
 from runs.permissions import OPERATOR, role_required
-from runs.selectors import (
+from runs.selectors import evaluation_get, evaluation_scenarios
+from runs.selectors_evidence import evaluation_evidence
+from runs.selectors_kernels import (
     best_kernel_per_task,
     evaluation_environment,
-    evaluation_get,
-    evaluation_scenarios,
+    kernel_development,
     kernel_evaluations,
     kernel_get,
     kernel_list,
@@ -33,8 +34,6 @@ from runs.selectors import (
     kernel_source_groups,
     kernel_verification,
 )
-from runs.selectors_evidence import evaluation_evidence
-from runs.selectors_kernels import kernel_development
 from runs.services import ServiceError, kernel_verify
 from runs.templatetags.kseek import highlight as highlight_source
 

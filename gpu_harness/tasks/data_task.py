@@ -1,4 +1,4 @@
-"""The generic task: a Task made from a task folder (gpu_harness/taskspec.py), whatever its target.
+"""The generic task: a Task made from a task folder (gpu_harness/taskspec/), whatever its target.
 
 The folder gives data (the ABI, how inputs are made, scenarios, tolerance, baselines, formulas) and
 reference.py's plain functions; everything that makes a verdict trustworthy stays here and in evaluate.py,

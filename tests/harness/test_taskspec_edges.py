@@ -15,11 +15,11 @@ from gpu_harness.taskspec import (
     SpecProblem,
     TaskSpecError,
     Tolerance,
-    _Lines,
-    _relative,
     load_spec,
     parse_formula,
 )
+from gpu_harness.taskspec.lines import _Lines
+from gpu_harness.taskspec.spec import _relative
 
 
 @pytest.fixture
