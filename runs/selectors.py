@@ -320,8 +320,6 @@ def review_queue(*, context_steps: int = 5) -> list[dict]:
     return items
 
 
-
-
 def evaluation_get(evaluation_id: int) -> Evaluation:
     return Evaluation.objects.select_related("kernel", "kernel__task", "run", "run__task", "step").get(pk=evaluation_id)
 
