@@ -1,6 +1,7 @@
 """Noise on the real CPU task: the naive kernel timed against itself (the "naive" baseline is the same source)
-is no speed-up and no slow-down, however loaded the machine: its interval holds 1.0 and the report says "no
-difference". The harness also records the host's load while timing."""
+is no speed-up and no slow-down: its interval holds 1.0 and the report says "no difference". Where the host was
+busy while timing, the harness says so beside the figure instead (docs/harness.md, "Noise"). The harness also
+records the host's load while timing."""
 
 from pathlib import Path
 
@@ -15,20 +16,39 @@ NAIVE = Path(__file__).resolve().parents[2] / "tasks" / "matmul_cpu" / "naive.cp
 
 # Timed with no other test of ours beside it (tests/parallel.py): the candidate's and the baseline's calls are
 # interleaved, which evens out steady load, but the bursts of a second xdist worker (a compile, a daphne start)
-# still tilt a quick set; on a host loaded by other sessions its interval once came out at 0.83-0.998.
+# still tilt a quick set. Load from outside (other sessions on a shared host, a CI machine's neighbours) comes in
+# bursts that interleaving cannot even out: there the interval once came out at 0.83-0.998 and, on CI, at
+# 0.857-0.988, both times with the host flagged busy (load 3.09 on 2 cores). The claim the harness makes is then
+# "host was busy", and that is what is checked where no quiet evaluation could be had.
 pytestmark = [needs_gxx, pytest.mark.alone]
+
+ATTEMPTS = 3
+
+
+def _evaluate_naive():
+    # No baseline medians from an earlier evaluation of this process: the baseline is timed beside the candidate.
+    return evaluate("matmul_cpu", NAIVE, scenarios="quick", baseline_cache=False)
 
 
 @pytest.fixture(scope="module")
 def naive_against_itself():
-    # No baseline medians from an earlier evaluation of this process: the baseline is timed beside the candidate.
-    return evaluate("matmul_cpu", NAIVE, scenarios="quick", baseline_cache=False)
+    """The first of up to ATTEMPTS evaluations timed on a quiet host, else the last (busy) one."""
+    for _ in range(ATTEMPTS):
+        result = _evaluate_naive()
+        if figures.host_busy(result.to_dict()) is None:
+            break
+    return result
 
 
 def test_the_naive_kernel_against_itself_is_no_difference(naive_against_itself):
     result = naive_against_itself
     assert result.status == "correct", render_table(result)
     verdict = result.to_dict()
+    busy = figures.host_busy(verdict)
+    if busy is not None:
+        # Every attempt was timed on a busy host: its figures may lean either way, and the report must say why.
+        assert f"host was busy ({busy})" in summary_line(result), render_table(result)
+        return
     interval = figures.geomean_interval(verdict, "naive")
     assert interval is not None and interval[0] <= 1.0 <= interval[1], render_table(result)
     assert figures.no_difference(interval)
