@@ -204,6 +204,26 @@ def attention_fwd(q, k, v, causal: bool = False, softmax_scale: float | None = N
     return _default(q, k, v, causal=causal, softmax_scale=softmax_scale)
 
 
+def _output_like(x, out):
+    """`out`, or a new contiguous tensor like x: a row kernel writes y in x's shape, dtype and device."""
+    import torch
+
+    if out is None:
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
+        raise ValueError("out must be a contiguous bfloat16 tensor shaped like x, on x's device")
+    return out
+
+
+def _rows_and_width(x, width_name: str) -> tuple[int, int]:
+    """x as rows of its last dim (a 0-d x is one row of one), each count within the ABI's int32."""
+    width = x.shape[-1] if x.dim() else 1
+    rows = x.numel() // width if width else 0
+    if rows > INT32_MAX or width > INT32_MAX:
+        raise ValueError(f"rows ({rows}) and {width_name} ({width}) must each fit in int32")
+    return rows, width
+
+
 class SoftmaxRows:
     """ctypes binding of the `softmax_rows` ABI: kseek_softmax_rows(x, y, rows, cols) on the default stream."""
 
@@ -215,17 +235,9 @@ class SoftmaxRows:
         self._fn.restype = ctypes.c_int
 
     def __call__(self, x, out=None):
-        import torch
-
         _check_softmax_input(x)
-        if out is None:
-            out = torch.empty_like(x, memory_format=torch.contiguous_format)
-        if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
-            raise ValueError("out must be a contiguous bfloat16 tensor shaped like x, on x's device")
-        cols = x.shape[-1] if x.dim() else 1
-        rows = x.numel() // cols if cols else 0
-        if rows > INT32_MAX or cols > INT32_MAX:
-            raise ValueError(f"rows ({rows}) and cols ({cols}) must each fit in int32")
+        out = _output_like(x, out)
+        rows, cols = _rows_and_width(x, "cols")
         status = self._fn(x.data_ptr(), out.data_ptr(), rows, cols)
         if status != 0:
             raise KernelError(f"kseek_softmax_rows returned {status} for rows={rows} cols={cols}")
@@ -270,17 +282,9 @@ class RmsNorm:
         self._fn.restype = ctypes.c_int
 
     def __call__(self, x, weight, eps: float = 1e-6, out=None):
-        import torch
-
         _check_rmsnorm_inputs(x, weight)
-        if out is None:
-            out = torch.empty_like(x, memory_format=torch.contiguous_format)
-        if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
-            raise ValueError("out must be a contiguous bfloat16 tensor shaped like x, on x's device")
-        hidden = x.shape[-1]
-        rows = x.numel() // hidden if hidden else 0
-        if rows > INT32_MAX or hidden > INT32_MAX:
-            raise ValueError(f"rows ({rows}) and hidden ({hidden}) must each fit in int32")
+        out = _output_like(x, out)
+        rows, hidden = _rows_and_width(x, "hidden")
         status = self._fn(x.data_ptr(), weight.data_ptr(), out.data_ptr(), rows, hidden, float(eps))
         if status != 0:
             raise KernelError(f"kseek_rmsnorm returned {status} for rows={rows} hidden={hidden}")
