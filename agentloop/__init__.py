@@ -6,4 +6,3 @@ The events it emits and the worker's wire protocol are specified in docs/protoco
 """
 
 __version__ = "0.1.0"
-SCHEMA_VERSION = 1

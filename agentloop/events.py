@@ -11,9 +11,9 @@ import datetime as _dt
 import threading
 from collections.abc import Callable
 
-from agentloop import SCHEMA_VERSION
+from agentloop.event_types import payload_problem
 from agentloop.interfaces import Sink
-from agentloop.protocol import FINISHED_STATUSES, KINDS
+from agentloop.protocol import FINISHED_STATUSES, KINDS, PROTOCOL_VERSION
 
 ZERO_USAGE = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}
 
@@ -25,8 +25,11 @@ def utc_now() -> str:
 def make_event(run_id, seq: int, kind: str, payload: dict, usage: dict | None = None, ts: str | None = None) -> dict:
     if kind not in KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
+    problem = payload_problem(kind, payload)
+    if problem is not None:  # the server would refuse it: a bug of the loop's, not something to send
+        raise ValueError(problem)
     return {
-        "v": SCHEMA_VERSION,
+        "v": PROTOCOL_VERSION,
         "run_id": run_id,
         "seq": seq,
         "kind": kind,

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import json
 
+# The wire protocol's version (docs/protocol.md 2): every worker message, server message, event and trace line
+# carries it as `v`; a message of another version is answered with an error and not read.
+PROTOCOL_VERSION = 1
+
 # Every event kind (docs/protocol.md 1.2), with the label the dashboard shows for it.
 EVENT_KINDS: dict[str, str] = {
     "model_message": "Model message",

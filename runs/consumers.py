@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.db import DatabaseError
 
-from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
+from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES, PROTOCOL_VERSION
 from runs import services
 from runs.event_writer import EventWriter
 from runs.events import ALL_RUNS_GROUP, run_group
@@ -70,7 +70,6 @@ class RunFeedConsumer(NoConnectionSweep, AsyncJsonWebsocketConsumer):
 
 # ------------------------------------------------------------------------------------------------ workers
 
-PROTOCOL_VERSION = 1
 NO_WORK_RETRY_S = 5
 # The close code of a socket whose token was revoked while it was open.
 AUTH_REFUSED = 4401
@@ -174,7 +173,10 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             return
         if message.get("v") != PROTOCOL_VERSION:
             await self.send_message(
-                {"type": "error", "error": f"protocol version {message.get('v')!r} is not spoken here (1 is)"}
+                {
+                    "type": "error",
+                    "error": f"protocol version {message.get('v')!r} is not spoken here ({PROTOCOL_VERSION} is)",
+                }
             )
             return
         kind = message.get("type")

@@ -15,6 +15,7 @@ from decimal import Decimal
 
 from django.utils.dateparse import parse_datetime
 
+from agentloop.event_types import payload_problem
 from agentloop.protocol import KINDS
 from runs.nul_escape import NulRefused, escape_nul
 
@@ -68,6 +69,9 @@ def parse_event(raw, *, run_id: int | None = None, time_required: bool = False) 
         payload = raw.get("payload")
         if not isinstance(payload, dict):
             raise _Refused("payload must be a JSON object")
+        problem = payload_problem(kind, payload)  # its declared shape (agentloop/event_types.py)
+        if problem is not None:
+            raise _Refused(problem)
         if "\\u0000" in _strict_json(payload):  # only then is there a NUL to escape (runs/nul_escape.py)
             payload = _nul_escaped(payload)
         tokens_in, tokens_out, cost = _usage(raw.get("usage"))
@@ -77,6 +81,15 @@ def parse_event(raw, *, run_id: int | None = None, time_required: bool = False) 
     except _Refused as refused:
         return Refusal(str(refused))
     return ParsedEvent(run, seq, kind, payload, created_at, tokens_in, tokens_out, cost)
+
+
+def read_instant(value) -> datetime | None:
+    """A time as an event's `ts` is read (None for None; a time without an offset is UTC), or a Refusal's reason
+    as ValueError."""
+    try:
+        return _instant(value)
+    except _Refused as refused:
+        raise ValueError(str(refused)) from None
 
 
 def _strict_json(payload: dict) -> str:

@@ -4,6 +4,7 @@
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
 
+from agentloop.protocol import PROTOCOL_VERSION
 from gpu_harness import figures
 from runs.models import (
     FINISHED_STATUSES,
@@ -331,7 +332,7 @@ def evaluation_scenarios(evaluation: Evaluation) -> list[ScenarioResult]:
 def trace_export_records(run: Run):
     """The run as JSONL records: a run line, every step as its protocol event, then questions and evaluations."""
     yield {
-        "v": 1,
+        "v": PROTOCOL_VERSION,
         "type": "run",
         "id": run.pk,
         "task": run.task.name,
@@ -349,7 +350,7 @@ def trace_export_records(run: Run):
     }
     for step in Step.objects.filter(run=run).order_by("seq").iterator(chunk_size=1000):
         yield {
-            "v": 1,
+            "v": PROTOCOL_VERSION,
             "run_id": run.pk,
             "seq": step.seq,
             "kind": step.kind,
@@ -359,7 +360,7 @@ def trace_export_records(run: Run):
         }
     for question in Question.objects.filter(run=run).select_related("step", "reviewer", "bank_entry").order_by("pk"):
         yield {
-            "v": 1,
+            "v": PROTOCOL_VERSION,
             "type": "question",
             "id": question.pk,
             "seq": question.step.seq if question.step else None,
@@ -375,7 +376,7 @@ def trace_export_records(run: Run):
         }
     for evaluation in Evaluation.objects.filter(run=run).select_related("kernel", "step").order_by("pk"):
         yield {
-            "v": 1,
+            "v": PROTOCOL_VERSION,
             "type": "evaluation",
             "id": evaluation.pk,
             "seq": evaluation.step.seq if evaluation.step else None,

@@ -32,14 +32,14 @@ from pathlib import Path
 import websockets
 from websockets.sync.client import connect
 
-from agentloop import SCHEMA_VERSION, __version__
+from agentloop import __version__
 from agentloop.bank_source import bank_from_wire, stats_from_wire
 from agentloop.config import Budgets, Goal, RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.errors import ConfigError, RunParked
 from agentloop.events import Emitter
 from agentloop.models.replay import recording_path, served_model_spec
-from agentloop.protocol import FINISHED_STATUSES, VERIFY_MODEL
+from agentloop.protocol import FINISHED_STATUSES, PROTOCOL_VERSION, VERIFY_MODEL
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.messages import RESEND_AFTER_S, ServerMessages, event_key
@@ -188,7 +188,7 @@ class Worker(ServerMessages):
             return False
         try:
             with self._send_lock:
-                ws.send(json.dumps({"v": SCHEMA_VERSION, **message}))
+                ws.send(json.dumps({"v": PROTOCOL_VERSION, **message}))
             return True
         except (websockets.exceptions.WebSocketException, OSError):
             return False
@@ -203,7 +203,7 @@ class Worker(ServerMessages):
             if ws is None:
                 continue  # the spool re-sends them after the next hello
             try:
-                ws.send(frame.text(SCHEMA_VERSION))
+                ws.send(frame.text(PROTOCOL_VERSION))
             except (websockets.exceptions.WebSocketException, OSError):
                 ws = None
 

@@ -9,10 +9,10 @@ import json
 import logging
 import time
 
-from agentloop import SCHEMA_VERSION
 from agentloop.control import Directive
 from agentloop.errors import ConfigError
 from agentloop.fork import fork_problems
+from agentloop.protocol import PROTOCOL_VERSION
 from agentloop.worker.parking import DirectiveStore
 from agentloop.worker.window import Limits, SenderWindow
 
@@ -42,8 +42,8 @@ class ServerMessages:
                 raise Malformed(f"not JSON: {raw:.200}") from None
             if not isinstance(msg, dict):
                 raise Malformed(f"not a JSON object: {raw:.200}")
-            if msg.get("v") != SCHEMA_VERSION:
-                raise Malformed(f"protocol version {msg.get('v')!r:.50} is not spoken here ({SCHEMA_VERSION} is)")
+            if msg.get("v") != PROTOCOL_VERSION:
+                raise Malformed(f"protocol version {msg.get('v')!r:.50} is not spoken here ({PROTOCOL_VERSION} is)")
             self._handle(msg)
         except Malformed as exc:
             self._answer_error(str(exc))

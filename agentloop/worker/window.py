@@ -22,6 +22,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from agentloop.protocol import PROTOCOL_VERSION
+
 # A frame of events holds at most this much (or the server's message limit, when that is smaller): a batch never
 # meets the limit; an event bigger than `max_bytes` travels alone as an `event` message, where the server's answer
 # to an event over its event limit is a final nack (docs/protocol.md 2.4), not an error for the whole frame.
@@ -29,7 +31,7 @@ MAX_EVENTS = 256
 MAX_BYTES = 256 * 1024
 # What a server whose welcome has no `limits` accepts (daphne's default frame and message limit).
 OLD_SERVER_MESSAGE_BYTES = 2**20
-_EVENTS_OVERHEAD = len('{"type":"events","v":1,"events":[]}')
+_EVENTS_OVERHEAD = len(f'{{"type":"events","v":{PROTOCOL_VERSION},"events":[]}}')
 # One frame in flight (stop and wait): fuller frames, and at 2,000 events/s a lower p99 than with two frames in
 # flight (79 and 87 ms against 102 and 113 ms, docs/benchmarks.md "Events"). An idle link still sends at once.
 MAX_FRAMES = 1
@@ -72,7 +74,7 @@ class Frame:
     sent_at: float = 0.0
     unsettled: set = field(default_factory=set)
 
-    def text(self, version: int = 1) -> str:
+    def text(self, version: int = PROTOCOL_VERSION) -> str:
         if self.single:  # the envelope is a non-empty object: put type and v in front of its fields
             return f'{{"type":"event","v":{version},{self.encoded[0][1:]}'
         return f'{{"type":"events","v":{version},"events":[{",".join(self.encoded)}]}}'

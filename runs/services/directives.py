@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agentloop.protocol import PROTOCOL_VERSION
 from runs.models import Directive, DirectiveAction, Run, WorkerHost
 from runs.services.errors import ServiceError
 
@@ -72,7 +73,7 @@ def directive_wire_message(directive: Directive) -> dict:
     """The `directive` message of docs/protocol.md 2.3 for this row."""
     return {
         "type": "directive",
-        "v": 1,
+        "v": PROTOCOL_VERSION,
         "id": directive.wire_id,
         "run_id": directive.run_id,
         "action": directive.action,

@@ -8,7 +8,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from agentloop.protocol import MESSAGE_MAX_BYTES
+from agentloop.protocol import MESSAGE_MAX_BYTES, PROTOCOL_VERSION
 from runs import notify
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, Directive, DirectiveAction, ReviewMode, Run, RunStatus, Task, WorkerHost
@@ -206,7 +206,9 @@ def run_assignment(run: Run) -> dict:
 
 
 def _message_bytes(run: dict) -> int:
-    return len(json.dumps({"type": "assign", "v": 1, "run": run}))  # as sent: non-ASCII escaped, so bytes
+    return len(
+        json.dumps({"type": "assign", "v": PROTOCOL_VERSION, "run": run})
+    )  # as sent: non-ASCII escaped, so bytes
 
 
 def _assignment_questions() -> dict:

@@ -25,7 +25,7 @@ from decimal import Decimal
 from django.db import DataError, IntegrityError, connection, transaction
 from django.utils import timezone
 
-from runs.event_parser import ParsedEvent, Refusal, parse_event
+from runs.event_parser import ParsedEvent, Refusal, parse_event, read_instant
 from runs.events import announce_steps_stored
 from runs.models import Run, Step
 from runs.services.errors import ServiceError, StepConflict, UnconfirmedSuccess
@@ -52,10 +52,10 @@ _COST_PLACES = Decimal(10) ** -Step._meta.get_field("cost_usd").decimal_places
 
 def as_datetime(value) -> datetime:
     """A time as the parser reads an event's `ts`; now when there is none. ServiceError when it is no time."""
-    parsed = parse_event({"seq": 0, "kind": "note", "payload": {}, "ts": value}, run_id=0)
-    if isinstance(parsed, Refusal):
-        raise ServiceError(parsed.reason)
-    return parsed.created_at or timezone.now()
+    try:
+        return read_instant(value) or timezone.now()
+    except ValueError as refused:
+        raise ServiceError(str(refused)) from None
 
 
 def same_payload(a, b) -> bool:
