@@ -144,7 +144,7 @@ PAYLOADS: dict[str, dict[str, Field]] = {
     },
     "note": {
         "text": required(STRING),
-        "level": required(STRING),
+        "level": optional(STRING),  # info, warning or error; info when absent
         "to_model": optional(BOOLEAN),
         "refused_seq": optional(*COUNT),
         "decision_point": optional(STRING),

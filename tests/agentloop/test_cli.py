@@ -90,7 +90,9 @@ def test_a_new_run_onto_a_trace_that_holds_a_run_is_refused_and_the_trace_is_kep
     trace = tmp_path / "trace.jsonl"
     held = DEMO.read_text(encoding="utf-8")
     trace.write_text(held, encoding="utf-8")
-    proc = agentloop("run", "--model", f"replay:{DEMO}", "--trace", str(trace), "--quiet", cwd=tmp_path, timeout=120)
+    # --unsandboxed: on a host with no working sandbox the run would be refused for that first (exit 4)
+    proc = agentloop("run", "--unsandboxed", "--model", f"replay:{DEMO}", "--trace", str(trace), "--quiet",
+                     cwd=tmp_path, timeout=120)  # fmt: skip
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "already holds a run" in proc.stderr and f"--resume {trace}" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -29,7 +29,7 @@ class Run:
         return self
 
     def fired(self, name):
-        self.state.apply(make_event("r", self.seq, "decision_point", {"name": name}))
+        self.state.apply(make_event("r", self.seq, "decision_point", {"name": name, "detail": ""}))
         self.seq += 1
         return self
 

@@ -61,7 +61,7 @@ def test_the_demo_recording_fits_the_declaration():
     "kind, payload, problem",
     [
         ("note", {"text": "hi", "level": "info", "colour": "red"}, "field 'colour' is not one of its fields"),
-        ("note", {"text": "hi"}, "note payload: level is missing"),
+        ("note", {"level": "info"}, "note payload: text is missing"),
         ("note", {"text": 3, "level": "info"}, "text must be string, not integer"),
         (
             "tool_result",

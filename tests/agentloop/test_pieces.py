@@ -131,7 +131,7 @@ def test_plateau_fires_once_per_window_without_a_gain():
     assert plateau(state_with([1.5, 1.4, 1.3]), turn, SETTINGS) is None  # the first one was a gain
     state = state_with([1.5, 1.4, 1.3, 1.45])
     assert plateau(state, turn, SETTINGS).evidence["window"] == [1.4, 1.3, 1.45]
-    state.apply(make_event("r", 9, "decision_point", {"name": "plateau"}))
+    state.apply(make_event("r", 9, "decision_point", {"name": "plateau", "detail": ""}))
     assert plateau(state, turn, SETTINGS) is None  # asked already
     assert plateau(state_with([1.5, 1.4, 1.3, 1.6]), turn, SETTINGS) is None  # a gain resets it
     assert plateau(state_with([1.5, 1.4, 1.3, 1.45]), Turn("", False, 0), SETTINGS) is None

@@ -20,6 +20,7 @@ from runs.services import (
 )
 from tests.dashboard.helpers import connected_worker, make_worker
 from tests.foundation.factories import make_run, make_task
+from tests.payloads import payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,7 +38,7 @@ def earlier_run_history(task, reviewer_key: str) -> None:
     seq = iter(range(100))
 
     def evaluate(source, speedup):
-        step = step_record(run=run, seq=next(seq), kind="evaluation", payload={}).step
+        step = step_record(run=run, seq=next(seq), kind="evaluation", payload=payload("evaluation")).step
         kernel = kernel_record(source=source, run=run, task=task, language="cpp", step=step)
         evaluation_record(
             kernel=kernel,
@@ -51,7 +52,7 @@ def earlier_run_history(task, reviewer_key: str) -> None:
         )
 
     def ask(key, action):
-        step = step_record(run=run, seq=next(seq), kind="question_proposed", payload={}).step
+        step = step_record(run=run, seq=next(seq), kind="question_proposed", payload=payload("question_proposed")).step
         entry = BankQuestion.objects.get(key=key)
         question = question_propose(
             run=run, text=entry.text, source="self", decision_point="plateau", bank_entry=entry, step=step

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from kseek_site.asgi import application
 from runs.services import step_record
 from tests.foundation.factories import make_run
+from tests.payloads import payload
 
 
 async def test_a_message_round_trips_through_the_configured_layer():
@@ -74,13 +75,13 @@ async def test_nothing_is_published_for_a_step_whose_transaction_rolls_back(clie
 
     def record_then_fail():
         with transaction.atomic():
-            step_record(run=run, seq=0, kind="note", payload={})
+            step_record(run=run, seq=0, kind="note", payload=payload("note"))
             raise RuntimeError("rolled back")
 
     with pytest.raises(RuntimeError):
         await sync_to_async(record_then_fail)()
     assert await socket.receive_nothing(timeout=0.5)
-    await sync_to_async(step_record)(run=run, seq=1, kind="note", payload={})
+    await sync_to_async(step_record)(run=run, seq=1, kind="note", payload=payload("note"))
     assert (await socket.receive_json_from(timeout=5))["seq"] == 1
     await socket.disconnect()
 

@@ -16,14 +16,17 @@ from runs.services import (
     step_record,
 )
 from tests.foundation.factories import make_run, make_task
+from tests.payloads import payload
 
 pytestmark = pytest.mark.django_db
+
+MESSAGE = payload("model_message", content=[{"type": "text", "text": "hello"}])
 
 
 def test_a_step_delivered_twice_is_stored_once():
     run = make_run()
-    first = step_record(run=run, seq=0, kind="model_message", payload={"text": "hello"}, tokens_in=10, tokens_out=5)
-    again = step_record(run=run, seq=0, kind="model_message", payload={"text": "hello"}, tokens_in=10, tokens_out=5)
+    first = step_record(run=run, seq=0, kind="model_message", payload=MESSAGE, tokens_in=10, tokens_out=5)
+    again = step_record(run=run, seq=0, kind="model_message", payload=MESSAGE, tokens_in=10, tokens_out=5)
     assert first.created and not again.created
     assert again.step.pk == first.step.pk
     assert Step.objects.filter(run=run).count() == 1
@@ -34,16 +37,16 @@ def test_a_step_delivered_twice_is_stored_once():
 
 def test_a_different_event_under_a_used_sequence_number_is_refused_and_the_first_kept():
     run = make_run()
-    step_record(run=run, seq=3, kind="tool_call", payload={"tool": "shell", "input": {"command": "ls"}})
+    step_record(run=run, seq=3, kind="tool_call", payload=payload("tool_call", input={"command": "ls"}))
     with pytest.raises(StepConflict):
-        step_record(run=run, seq=3, kind="tool_call", payload={"tool": "shell", "input": {"command": "rm -rf /"}})
+        step_record(run=run, seq=3, kind="tool_call", payload=payload("tool_call", input={"command": "rm -rf /"}))
     assert Step.objects.get(run=run, seq=3).payload["input"]["command"] == "ls"
 
 
 def test_steps_out_of_order_keep_the_highest_sequence_number():
     run = make_run()
     for seq in (2, 0, 5, 1):
-        step_record(run=run, seq=seq, kind="note", payload={"n": seq}, cost_usd="0.25")
+        step_record(run=run, seq=seq, kind="note", payload=payload("note", text=str(seq)), cost_usd="0.25")
     run.refresh_from_db()
     assert run.last_seq == 5 and run.step_count == 4
     assert run.cost_usd == Decimal("1.000000")
@@ -125,7 +128,7 @@ def test_evaluation_status_outside_the_verdicts_is_refused():
 
 def test_deleting_a_run_removes_its_steps_and_questions_but_keeps_its_kernels():
     run = make_run()
-    step = step_record(run=run, seq=0, kind="note", payload={}).step
+    step = step_record(run=run, seq=0, kind="note", payload=payload("note")).step
     Question.objects.create(
         run=run, step=step, source="human", text="?", status="approved", decided_at="2026-11-30T10:00:00Z"
     )

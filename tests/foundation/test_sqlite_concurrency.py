@@ -19,7 +19,7 @@ from runs.services import run_set_status, step_record
 run = Run.objects.get(pk=int(sys.argv[1]))
 offset = int(sys.argv[2])
 for i in range(60):
-    step_record(run=run, seq=offset * 1000 + i, kind="note", payload={"writer": offset, "i": i})
+    step_record(run=run, seq=offset * 1000 + i, kind="note", payload={"text": f"writer {offset}, step {i}"})
     # run_set_status reads the run and then writes it in one transaction: the pattern that fails with
     # "database is locked" when a deferred transaction must upgrade its read lock while another process writes.
     run_set_status(run=run, status="paused" if i % 2 else "running")

@@ -21,6 +21,7 @@ from runs.selectors_bank import (
 )
 from runs.services import evaluation_record, kernel_record, question_decide, question_propose, step_record
 from tests.foundation.factories import make_run, make_task
+from tests.payloads import payload
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,7 @@ class RunBuilder:
     def _step(self, kind):
         if not self.with_steps:
             return None
-        step = step_record(run=self.run, seq=self.seq, kind=kind, payload={"n": self.seq}).step
+        step = step_record(run=self.run, seq=self.seq, kind=kind, payload=payload(kind)).step
         self.seq += 1
         return step
 

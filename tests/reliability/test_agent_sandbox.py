@@ -187,6 +187,7 @@ def test_a_run_the_operator_let_run_unsandboxed_says_unsandboxed_on_its_page_and
     assert "unsandboxed" in marker
 
 
+@pytest.mark.sandbox  # the opt-in opens bubblewrap's network: without bubblewrap there is nothing to open
 def test_an_operator_who_opts_in_to_the_network_lets_a_runs_commands_reach_the_hosts_services_and_the_trace_says_so(
     site, state
 ):
