@@ -39,7 +39,7 @@ def two_runs():
     record(a, 4, "question_proposed", question_payload("q-2", "Try SIMD?"))
     record(a, 5, "question_decided", {"question_ref": "q-2", "action": "veto", "by": "auto"})
     record(a, 6, "evaluation", evaluation_payload(2.4))
-    record(a, 7, "note", {"text": "after the goal"})
+    record(a, 7, "note", {"text": "after the goal", "level": "info"})
     question_ask_human(run=a, author=rita, text="Have you profiled it?")
     # B's kernels are sources of its own: two runs' best kernels of one source compare as "same source".
     record(b, 0, "evaluation", evaluation_payload(1.1, source="// b\n"), tokens_in=7, cost_usd=0.125)

@@ -16,7 +16,7 @@ from tests.dashboard.helpers import evaluation_payload, event, make_worker, ques
 
 
 def good(**fields) -> dict:
-    return {**event(7, 3, "note", {"text": "hi"}, tokens_in=5, tokens_out=2, cost_usd=0.25), **fields}
+    return {**event(7, 3, "note", {"text": "hi", "level": "info"}, tokens_in=5, tokens_out=2, cost_usd=0.25), **fields}
 
 
 # No django_db mark: the parser is pure, and a test that touched the database here would fail.
@@ -26,14 +26,14 @@ def test_a_well_formed_event_is_parsed_with_every_field():
         run_id=7,
         seq=3,
         kind="note",
-        payload={"text": "hi"},
+        payload={"text": "hi", "level": "info"},
         created_at=datetime(2026, 11, 30, 12, 0, 3, tzinfo=UTC),
         tokens_in=5,
         tokens_out=2,
         cost_usd=Decimal("0.25"),
     )
     # The run named by the caller (a trace import) wins over the event's own; no time and no usage are allowed.
-    bare = parse_event({"seq": 0, "kind": "status", "payload": {}}, run_id=9)
+    bare = parse_event({"seq": 0, "kind": "status", "payload": {"status": "running", "reason": "started"}}, run_id=9)
     assert (bare.run_id, bare.created_at, bare.tokens_in, bare.cost_usd) == (9, None, 0, 0)
 
 
@@ -49,6 +49,12 @@ REFUSED = [
     ("kind not a string", good(kind=["note"]), "unknown step kind"),
     ("payload a list", good(payload=[1]), "payload must be a JSON object"),
     ("payload missing", {k: v for k, v in good().items() if k != "payload"}, "payload must be a JSON object"),
+    (
+        "payload field undeclared",
+        good(payload={"text": "hi", "level": "info", "colour": "red"}),
+        "note payload: field 'colour' is not one of its fields",
+    ),
+    ("payload field missing", good(payload={"text": "hi"}), "note payload: level is missing"),
     ("usage a number", good(usage=3), "usage must be a JSON object"),
     ("tokens negative", good(usage={"tokens_in": -1}), "usage.tokens_in must be a non-negative integer"),
     ("tokens over", good(usage={"tokens_out": 2**40}), f"usage.tokens_out must be at most {INT_COLUMN_MAX}"),
@@ -69,9 +75,32 @@ def test_the_parser_refuses_a_malformed_event_with_its_reason(raw, reason):
     assert isinstance(refused, Refusal) and reason in refused.reason, refused
 
 
+# The least payload of each kind (its required fields: agentloop/event_types.py, docs/protocol.md 1.2).
+LEAST_PAYLOADS = {
+    "status": {"status": "running", "reason": "started"},
+    "model_message": {"purpose": "turn", "model": "m", "stop_reason": "end_turn", "content": []},
+    "tool_call": {"call_id": "c1", "name": "shell", "input": {"command": "ls"}},
+    "tool_result": {
+        "call_id": "c1",
+        "name": "shell",
+        "output": "",
+        "is_error": False,
+        "truncated_chars": 0,
+        "duration_s": 0.1,
+    },
+    "evaluation": {"purpose": "tool", "result": {}},
+    "decision_point": {"name": "plateau", "detail": "no gain in 3 evaluations"},
+    "question_proposed": {"question_ref": "q-1", "text": "What limits it?", "by": "model"},
+    "question_decided": {"question_ref": "q-1", "action": "approve", "by": "human"},
+    "human_message": {"text": "try tiling"},
+    "usage": {"purpose": "turn", "model": "m", "tokens_in": 1, "tokens_out": 1, "cost_usd": None},
+    "note": {"text": "hi", "level": "info"},
+}
+
+
 def test_every_kind_the_agent_can_emit_is_accepted_by_the_parser_and_has_a_line():
     for kind in protocol.KINDS:
-        emitted = make_event(7, 0, kind, {})
+        emitted = make_event(7, 0, kind, LEAST_PAYLOADS[kind])
         assert isinstance(parse_event(emitted), ParsedEvent), kind
         assert protocol.event_summary(kind, {}), kind
     with pytest.raises(ValueError):
@@ -125,12 +154,12 @@ def test_stored_steps_are_announced_after_the_commit_in_one_shape_per_block(
     make_run()
     run = run_claim(worker=host)
     items = [
-        (0, "note", {"text": "a"}),
-        (1, "tool_call", {"name": "shell", "input": {"command": "ls"}}),
+        (0, "note", {"text": "a", "level": "info"}),
+        (1, "tool_call", {"call_id": "c1", "name": "shell", "input": {"command": "ls"}}),
         (2, "question_proposed", question_payload("q-1")),  # a step with effects begins a block of its own
-        (3, "note", {"text": "b"}),
+        (3, "note", {"text": "b", "level": "info"}),
         (5, "evaluation", evaluation_payload(1.2)),  # after a gap
-        (6, "evaluation", {"result": "not an object"}),  # refused: not announced
+        (6, "evaluation", {"purpose": "tool", "result": "not an object"}),  # refused: not announced
     ]
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         outcomes = worker_events_record(items=[(host, event(run.pk, seq, kind, p)) for seq, kind, p in items])
@@ -148,8 +177,8 @@ def test_stored_steps_are_announced_after_the_commit_in_one_shape_per_block(
     # A re-delivery is stored already and announced by nobody; a single step is announced in the same shape.
     sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        again = worker_events_record(items=[(host, event(run.pk, 0, "note", {"text": "a"}))])
-        step_record(run=run, seq=7, kind="note", payload={})
+        again = worker_events_record(items=[(host, event(run.pk, 0, "note", {"text": "a", "level": "info"}))])
+        step_record(run=run, seq=7, kind="note", payload={"text": "c", "level": "info"})
     assert again[0].stored and not again[0].created
     assert [m for _, m in sent if m["type"] == "step.stored"] == [
         {"type": "step.stored", "run_id": run.pk, "seq": 7, "kind": "note"}

@@ -7,40 +7,42 @@ from decimal import Decimal
 from runs.event_parser import INT_COLUMN_MAX, Refusal, parse_event
 from tests.dashboard.helpers import event
 
+NOTE = {"text": "hi", "level": "info"}
+
 
 def test_the_largest_value_a_column_holds_is_taken():
-    parsed = parse_event(event(1, INT_COLUMN_MAX, "note", {}, tokens_in=INT_COLUMN_MAX))
+    parsed = parse_event(event(1, INT_COLUMN_MAX, "note", NOTE, tokens_in=INT_COLUMN_MAX))
     assert (parsed.seq, parsed.tokens_in) == (INT_COLUMN_MAX, INT_COLUMN_MAX)
 
 
 def test_a_time_without_an_offset_is_read_as_utc_and_one_with_an_offset_keeps_it():
-    naive = parse_event({**event(1, 0, "note", {}), "ts": "2026-12-01T10:00:00"})
+    naive = parse_event({**event(1, 0, "note", NOTE), "ts": "2026-12-01T10:00:00"})
     assert naive.created_at == datetime(2026, 12, 1, 10, 0, tzinfo=UTC) and naive.created_at.tzinfo is UTC
-    offset = parse_event({**event(1, 0, "note", {}), "ts": "2026-12-01T10:00:00+02:00"})
+    offset = parse_event({**event(1, 0, "note", NOTE), "ts": "2026-12-01T10:00:00+02:00"})
     assert offset.created_at.utcoffset() == timedelta(hours=2)
     assert offset.created_at == datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
 
 def test_a_datetime_given_by_a_caller_is_taken_as_it_is():
     when = datetime(2026, 12, 1, 9, 30, tzinfo=timezone(timedelta(hours=-5)))
-    assert parse_event({**event(1, 0, "note", {}), "ts": when}).created_at == when
+    assert parse_event({**event(1, 0, "note", NOTE), "ts": when}).created_at == when
     naive = datetime(2026, 12, 1, 9, 30)
-    assert parse_event({**event(1, 0, "note", {}), "ts": naive}).created_at == naive.replace(tzinfo=UTC)
+    assert parse_event({**event(1, 0, "note", NOTE), "ts": naive}).created_at == naive.replace(tzinfo=UTC)
 
 
 def test_missing_usage_and_missing_usage_fields_count_nothing():
     for usage in (None, {}, {"cost_usd": None}):
-        parsed = parse_event({**event(1, 0, "note", {}), "usage": usage})
+        parsed = parse_event({**event(1, 0, "note", NOTE), "usage": usage})
         assert (parsed.tokens_in, parsed.tokens_out, parsed.cost_usd) == (0, 0, Decimal(0)), usage
 
 
 def test_a_not_a_number_cost_is_refused():
-    refused = parse_event({**event(1, 0, "note", {}), "usage": {"cost_usd": float("nan")}})
+    refused = parse_event({**event(1, 0, "note", NOTE), "usage": {"cost_usd": float("nan")}})
     assert isinstance(refused, Refusal) and refused.reason == "usage.cost_usd must be a number from 0 to 10000, not NaN"
 
 
 def test_the_refusals_say_exactly_what_is_wrong():
-    ok = event(1, 0, "note", {})
+    ok = event(1, 0, "note", NOTE)
     cases = [
         ("a list", "an event must be a JSON object"),
         ({**ok, "payload": "text"}, "payload must be a JSON object"),
@@ -55,8 +57,10 @@ def test_a_payload_holding_nan_or_infinity_is_refused_not_stored():
     # Python's json reads NaN and Infinity; the database's JSON check does not, and refused the row mid-batch
     # (found by the generated-trace test: an evaluation payload with "scenarios": Infinity)
     for bad in (float("inf"), float("-inf"), float("nan")):
-        refused = parse_event(event(1, 0, "evaluation", {"result": {"scenarios": [1.0, bad]}}))
+        refused = parse_event(event(1, 0, "evaluation", {"purpose": "tool", "result": {"scenarios": [1.0, bad]}}))
         assert (
             isinstance(refused, Refusal) and refused.reason == "payload holds NaN or Infinity, which JSON cannot carry"
         )
-    assert not isinstance(parse_event(event(1, 0, "evaluation", {"result": {"scenarios": 1e308}})), Refusal)
+    assert not isinstance(
+        parse_event(event(1, 0, "evaluation", {"purpose": "tool", "result": {"scenarios": 1e308}})), Refusal
+    )

@@ -27,6 +27,9 @@ from tests.foundation.factories import make_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+NOTE = {"text": "a note", "level": "info"}
+
+
 async def stored(run) -> tuple:
     row = await sync_to_async(Run.objects.get)(pk=run.pk)
     return row.step_count, row.last_seq, row.tokens_in, row.tokens_out, row.cost_usd
@@ -36,13 +39,15 @@ async def test_a_runs_totals_are_added_batch_after_batch_and_its_last_seq_never_
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(batch(event(run.pk, 5, "note", {"text": "late"}, tokens_in=3, cost_usd=0.25)))
+    await socket.send_json_to(
+        batch(event(run.pk, 5, "note", {"text": "late", "level": "info"}, tokens_in=3, cost_usd=0.25))
+    )
     assert (await answers_for(socket, 1))[0] == [(run.pk, 5)]
     # seqs below the last one arrive after it (a worker's spool resent after a reconnect)
     await socket.send_json_to(
         batch(
-            event(run.pk, 2, "note", {"text": "two"}, tokens_in=4, tokens_out=1, cost_usd=0.5),
-            event(run.pk, 3, "note", {"text": "three"}, tokens_out=2, cost_usd=0.125),
+            event(run.pk, 2, "note", {"text": "two", "level": "info"}, tokens_in=4, tokens_out=1, cost_usd=0.5),
+            event(run.pk, 3, "note", {"text": "three", "level": "info"}, tokens_out=2, cost_usd=0.125),
         )
     )
     assert sorted((await answers_for(socket, 2))[0]) == [(run.pk, 2), (run.pk, 3)]
@@ -70,9 +75,9 @@ async def test_bad_data_in_a_batch_is_refused_for_good_alone_and_nothing_of_it_i
     run = await claimed_run(socket)
     await socket.send_json_to(
         batch(
-            event(run.pk, 0, "note", {"text": "fine"}, tokens_in=1),
-            {**event(run.pk, 1, "note", {"text": "bad"}, tokens_in=100), **bad},
-            event(run.pk, 2, "note", {"text": "fine too"}, tokens_in=1),
+            event(run.pk, 0, "note", {"text": "fine", "level": "info"}, tokens_in=1),
+            {**event(run.pk, 1, "note", {"text": "bad", "level": "info"}, tokens_in=100), **bad},
+            event(run.pk, 2, "note", {"text": "fine too", "level": "info"}, tokens_in=1),
         )
     )
     acked, nacks = await answers_for(socket, 3)
@@ -94,9 +99,9 @@ async def test_a_string_the_database_cannot_hold_is_refused_on_postgresql_and_st
     run = await claimed_run(socket)
     await socket.send_json_to(
         batch(
-            event(run.pk, 0, "note", {"text": "before"}),
-            event(run.pk, 1, "note", {"text": LONE_SURROGATE}),
-            event(run.pk, 2, "note", {"text": "after"}),
+            event(run.pk, 0, "note", {"text": "before", "level": "info"}),
+            event(run.pk, 1, "note", {"text": LONE_SURROGATE, "level": "info"}),
+            event(run.pk, 2, "note", {"text": "after", "level": "info"}),
         )
     )
     acked, nacks = await answers_for(socket, 3)
@@ -114,9 +119,10 @@ async def test_a_string_the_database_cannot_hold_is_refused_on_postgresql_and_st
 
 
 LONE_SURROGATE = "a lone \ud800 surrogate"
-BINARY_OUTPUT = {"name": "shell", "output": "[exit code 0]\na\u0000b", "exit_code": 0}  # printf 'a\000b'
+TOOL_RESULT = {"call_id": "c1", "name": "shell", "is_error": False, "truncated_chars": 0, "duration_s": 0.1}
+BINARY_OUTPUT = {**TOOL_RESULT, "output": "[exit code 0]\na\u0000b", "exit_code": 0}  # printf 'a\000b'
 BINARY_STORED = {
-    "name": "shell",
+    **TOOL_RESULT,
     "output": "[exit code 0]\na\u2400b",
     "exit_code": 0,
     "escaped_nul": {"/output": [[15, 1]]},
@@ -130,16 +136,20 @@ async def test_an_event_holding_a_nul_character_is_stored_escaped_on_every_datab
     socket = await connected_worker(token)
     run = await claimed_run(socket)
     sent = [
-        event(run.pk, 0, "note", {"text": "before"}),
+        event(run.pk, 0, "note", {"text": "before", "level": "info"}),
         event(run.pk, 1, "tool_result", BINARY_OUTPUT),
-        event(run.pk, 2, "note", {"text": "a NUL \u0000\u0000 and a \u2400 here"}),
+        event(run.pk, 2, "note", {"text": "a NUL \u0000\u0000 and a \u2400 here", "level": "info"}),
     ]
     await socket.send_json_to(batch(*sent))
     acked, nacks = await answers_for(socket, 3)
     assert nacks == [] and sorted(acked) == [(run.pk, 0), (run.pk, 1), (run.pk, 2)]
     rows = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("payload", flat=True))
     assert rows[1] == BINARY_STORED
-    assert rows[2] == {"text": "a NUL \u2400\u2400 and a \u2400 here", "escaped_nul": {"/text": [[6, 2]]}}
+    assert rows[2] == {
+        "text": "a NUL \u2400\u2400 and a \u2400 here",
+        "level": "info",
+        "escaped_nul": {"/text": [[6, 2]]},
+    }
     assert [unescape_nul(p) for p in rows] == [e["payload"] for e in sent]  # a literal ␀ stays one
     assert not await sync_to_async(RefusedEvent.objects.filter(run=run).exists)()
     # the worker's re-send after a lost ack is the same event, not a conflict
@@ -154,13 +164,13 @@ async def test_a_resent_payload_with_its_keys_in_another_order_is_the_same_event
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(batch(event(run.pk, 0, "note", {"b": 1, "a": 2, "c": 3})))
+    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "t", "level": "info", "to_model": False})))
     assert (await answers_for(socket, 1))[0] == [(run.pk, 0)]
     await socket.send_json_to(
         batch(
-            event(run.pk, 0, "note", {"c": 3, "a": 2, "b": 1}),
-            event(run.pk, 1, "note", {"b": 1, "a": 2, "c": 3}),
-            event(run.pk, 1, "note", {"c": 3, "a": 2, "b": 1}),
+            event(run.pk, 0, "note", {"to_model": False, "level": "info", "text": "t"}),
+            event(run.pk, 1, "note", {"text": "t", "level": "info", "to_model": False}),
+            event(run.pk, 1, "note", {"to_model": False, "level": "info", "text": "t"}),
         )
     )
     acked, nacks = await answers_for(socket, 3)
@@ -173,14 +183,14 @@ async def test_a_different_event_under_a_used_seq_is_nacked_naming_the_run_the_s
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(batch(event(run.pk, 4, "note", {"text": "first"})))
+    await socket.send_json_to(batch(event(run.pk, 4, "note", {"text": "first", "level": "info"})))
     assert (await answers_for(socket, 1))[0] == [(run.pk, 4)]
     # one against the stored step, one against an earlier event of the same batch
     await socket.send_json_to(
         batch(
-            event(run.pk, 4, "tool_call", {"tool": "shell"}),
-            event(run.pk, 6, "model_message", {"text": "one"}),
-            event(run.pk, 6, "note", {"text": "two"}),
+            event(run.pk, 4, "tool_call", {"call_id": "c1", "name": "shell", "input": {}}),
+            event(run.pk, 6, "model_message", MODEL_MESSAGE),
+            event(run.pk, 6, "note", {"text": "two", "level": "info"}),
         )
     )
     acked, nacks = await answers_for(socket, 3)
@@ -190,6 +200,14 @@ async def test_a_different_event_under_a_used_seq_is_nacked_naming_the_run_the_s
         (6, f"run {run.pk} already has a different step #6 (model_message)", False),
     ]
     await socket.disconnect()
+
+
+MODEL_MESSAGE = {
+    "purpose": "turn",
+    "model": "m",
+    "stop_reason": "end_turn",
+    "content": [{"type": "text", "text": "one"}],
+}
 
 
 async def test_an_evaluation_keeps_its_verdicts_times_and_one_with_a_garbage_time_is_refused_with_the_reason():
@@ -236,7 +254,7 @@ async def test_an_event_with_effects_is_applied_to_its_own_runs_step_when_anothe
     socket = await connected_worker(token)
     run = await claimed_run(socket)
     other = await sync_to_async(make_run)()
-    await sync_to_async(step_record)(run=other, seq=0, kind="note", payload={})
+    await sync_to_async(step_record)(run=other, seq=0, kind="note", payload=NOTE)
     await socket.send_json_to(batch(event(run.pk, 0, "evaluation", evaluation_payload(1.7))))
     assert (await answers_for(socket, 1)) == ([(run.pk, 0)], [])
     evaluation = await sync_to_async(Evaluation.objects.select_related("step").get)(run=run)
@@ -250,7 +268,7 @@ async def test_an_event_with_effects_is_applied_to_its_own_runs_step_when_anothe
 @pytest.mark.django_db
 def test_a_step_recorded_without_usage_adds_no_tokens_and_no_cost():
     run = make_run()
-    recorded = step_record(run=run, seq=0, kind="note", payload={})
+    recorded = step_record(run=run, seq=0, kind="note", payload=NOTE)
     assert (recorded.step.tokens_in, recorded.step.tokens_out, recorded.step.cost_usd) == (0, 0, Decimal(0))
     run.refresh_from_db()
     assert (run.step_count, run.tokens_in, run.tokens_out, run.cost_usd) == (1, 0, 0, Decimal(0))
@@ -259,30 +277,33 @@ def test_a_step_recorded_without_usage_adds_no_tokens_and_no_cost():
 @pytest.mark.django_db
 def test_a_step_recorded_with_a_time_keeps_it():
     when = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
-    assert step_record(run=make_run(), seq=0, kind="note", payload={}, created_at=when).step.created_at == when
+    assert step_record(run=make_run(), seq=0, kind="note", payload=NOTE, created_at=when).step.created_at == when
 
 
 @pytest.mark.django_db
 def test_step_record_refuses_a_different_step_under_a_used_seq_naming_the_step_that_holds_it():
     run = make_run()
-    step_record(run=run, seq=3, kind="tool_call", payload={"tool": "shell"})
+    step_record(run=run, seq=3, kind="tool_call", payload={"call_id": "c1", "name": "shell", "input": {}})
     with pytest.raises(StepConflict) as refused:
-        step_record(run=run, seq=3, kind="note", payload={})
+        step_record(run=run, seq=3, kind="note", payload=NOTE)
     assert str(refused.value) == f"run {run.pk} already has a different step #3 (tool_call)"
 
 
 @pytest.mark.django_db
 def test_step_record_gives_back_its_own_runs_step_when_another_run_has_the_same_seq():
     first, second = make_run(), make_run()
-    step_record(run=first, seq=0, kind="note", payload={"run": "first"})
-    recorded = step_record(run=second, seq=0, kind="note", payload={"run": "second"})
-    assert recorded.created and (recorded.step.run_id, recorded.step.payload) == (second.pk, {"run": "second"})
+    step_record(run=first, seq=0, kind="note", payload={"text": "first", "level": "info"})
+    recorded = step_record(run=second, seq=0, kind="note", payload={"text": "second", "level": "info"})
+    assert recorded.created and (recorded.step.run_id, recorded.step.payload) == (
+        second.pk,
+        {"text": "second", "level": "info"},
+    )
 
 
 @pytest.mark.django_db
 def test_step_record_refuses_a_step_the_database_cannot_hold_on_postgresql_and_stores_it_where_it_can():
     run = make_run()
-    payload = {"text": LONE_SURROGATE}
+    payload = {"text": LONE_SURROGATE, "level": "info"}
     if connection.vendor == "postgresql":
         with pytest.raises(ServiceError) as refused:
             step_record(run=run, seq=0, kind="note", payload=payload)
@@ -297,9 +318,12 @@ def test_step_record_stores_a_nul_character_escaped_on_every_database_and_refuse
     run = make_run()
     assert step_record(run=run, seq=0, kind="tool_result", payload=BINARY_OUTPUT).step.payload == BINARY_STORED
     with pytest.raises(ServiceError, match="a payload key holds a NUL character"):
-        step_record(run=run, seq=1, kind="note", payload={"te\u0000xt": "x"})
+        # a key inside a declared field (an undeclared top-level key is refused before: event_types)
+        step_record(
+            run=run, seq=1, kind="tool_call", payload={"call_id": "c1", "name": "x", "input": {"te\u0000xt": 1}}
+        )
     with pytest.raises(ServiceError, match="escaped_nul"):
-        step_record(run=run, seq=1, kind="note", payload={"text": "\u0000", "escaped_nul": {}})
+        step_record(run=run, seq=1, kind="note", payload={"text": "\u0000", "level": "info", "escaped_nul": {}})
     assert list(Step.objects.filter(run=run).values_list("seq", flat=True)) == [0]
 
 
@@ -337,9 +361,9 @@ def test_a_batch_without_repeats_reads_the_stored_steps_keys_once_and_inserts_it
     # The filter on (run in the call's runs, seq in the call's seqs) also matches stored steps that are no repeat
     # (here the first run's seq 1, crossed with the second run's): those are not read further.
     host, (first, second) = held_runs(2)
-    store_events(host, event(first.pk, 0, "note", {}), event(first.pk, 1, "note", {}))
+    store_events(host, event(first.pk, 0, "note", NOTE), event(first.pk, 1, "note", NOTE))
     with CaptureQueriesContext(connection) as queries:
-        outcomes = store_events(host, event(first.pk, 2, "note", {}), event(second.pk, 1, "note", {}))
+        outcomes = store_events(host, event(first.pk, 2, "note", NOTE), event(second.pk, 1, "note", NOTE))
     assert [(o.stored, o.created) for o in outcomes] == [(True, True), (True, True)]
     assert (statements(queries, "SELECT"), statements(queries, "INSERT")) == (1, 1)
 
@@ -348,7 +372,11 @@ def test_a_batch_without_repeats_reads_the_stored_steps_keys_once_and_inserts_it
 def test_a_resent_batch_is_answered_from_what_is_stored_without_trying_to_insert_it_again():
     host, (first, second) = held_runs(2)
     # seqs no run id of the test database equals, so that a run id looked for among the seqs finds nothing
-    sent = [event(first.pk, 9000, "note", {}), event(second.pk, 9001, "note", {}), event(first.pk, 9002, "note", {})]
+    sent = [
+        event(first.pk, 9000, "note", NOTE),
+        event(second.pk, 9001, "note", NOTE),
+        event(first.pk, 9002, "note", NOTE),
+    ]
     store_events(host, *sent)
     with CaptureQueriesContext(connection) as queries:
         outcomes = store_events(host, *sent)
@@ -361,7 +389,11 @@ def test_a_resent_batch_is_answered_from_what_is_stored_without_trying_to_insert
 def test_the_same_event_twice_in_one_batch_is_inserted_once_without_a_refused_insert():
     host, [run] = held_runs(1)
     with CaptureQueriesContext(connection) as queries:
-        outcomes = store_events(host, event(run.pk, 0, "note", {"n": 0}), event(run.pk, 0, "note", {"n": 0}))
+        outcomes = store_events(
+            host,
+            event(run.pk, 0, "note", {"text": "0", "level": "info"}),
+            event(run.pk, 0, "note", {"text": "0", "level": "info"}),
+        )
     assert [(o.stored, o.created) for o in outcomes] == [(True, True), (True, False)]
     assert statements(queries, "INSERT") == 1
     run.refresh_from_db()
@@ -408,13 +440,15 @@ def test_an_event_another_process_stored_meanwhile_is_acked_as_stored_before_and
     # only this run's own step #1 is the one to compare with.
     host, (older, newer) = held_runs(2)
     other, run = (older, newer) if other_run == "older" else (newer, older)
-    store_events(host, event(other.pk, 1, "note", {"text": "the other run's"}))
-    another_process_stores(monkeypatch, as_stored(run, 1, "note", {"text": "b"}, tokens_in=20, cost_usd=0.5))
+    store_events(host, event(other.pk, 1, "note", {"text": "the other run's", "level": "info"}))
+    another_process_stores(
+        monkeypatch, as_stored(run, 1, "note", {"text": "b", "level": "info"}, tokens_in=20, cost_usd=0.5)
+    )
     outcomes = store_events(
         host,
-        event(run.pk, 0, "note", {"text": "a"}, tokens_in=1),
-        event(run.pk, 1, "note", {"text": "b"}, tokens_in=20, cost_usd=0.5),
-        event(run.pk, 2, "note", {"text": "c"}, tokens_in=300),
+        event(run.pk, 0, "note", {"text": "a", "level": "info"}, tokens_in=1),
+        event(run.pk, 1, "note", {"text": "b", "level": "info"}, tokens_in=20, cost_usd=0.5),
+        event(run.pk, 2, "note", {"text": "c", "level": "info"}, tokens_in=300),
     )
     assert [(o.stored, o.created, o.error) for o in outcomes] == [(True, True, ""), (True, False, ""), (True, True, "")]
     assert list(Step.objects.filter(run=run).values_list("seq", flat=True)) == [0, 1, 2]
@@ -428,9 +462,9 @@ def test_an_event_another_process_stored_meanwhile_is_acked_as_stored_before_and
 def test_a_different_event_another_process_stored_meanwhile_is_refused_as_a_conflict(monkeypatch, kind):
     # a plain event (the batch insert fails, then one by one) and one with effects (stored alone)
     host, (other, run) = held_runs(2)
-    store_events(host, event(other.pk, 0, "note", {}))
-    another_process_stores(monkeypatch, as_stored(run, 0, "tool_call", {"tool": "shell"}))
-    payload = evaluation_payload(1.3) if kind == "evaluation" else {"text": "mine"}
+    store_events(host, event(other.pk, 0, "note", NOTE))
+    another_process_stores(monkeypatch, as_stored(run, 0, "tool_call", {"call_id": "c1", "name": "shell", "input": {}}))
+    payload = evaluation_payload(1.3) if kind == "evaluation" else {"text": "mine", "level": "info"}
     [outcome] = store_events(host, event(run.pk, 0, kind, payload))
     assert (outcome.stored, outcome.conflict) == (False, True)
     assert outcome.error == f"run {run.pk} already has a different step #0 (tool_call)"
@@ -453,8 +487,8 @@ def test_a_clash_that_is_no_stored_copy_of_the_event_is_raised_and_nothing_of_it
     # the events). The parser refuses negative counts before they reach the store: here the column's check does.
     run = make_run()
     when = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-    good = ParsedEvent(run.pk, 0, "note", {}, when, 1, 0, Decimal(0))
-    bad = ParsedEvent(run.pk, 1, "note", {}, when, -1, 0, Decimal(0))
+    good = ParsedEvent(run.pk, 0, "note", NOTE, when, 1, 0, Decimal(0))
+    bad = ParsedEvent(run.pk, 1, "note", NOTE, when, -1, 0, Decimal(0))
     with pytest.raises(IntegrityError):
         events_store([good, bad], effects={})
     assert not Step.objects.filter(run=run).exists()

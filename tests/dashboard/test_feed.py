@@ -12,17 +12,32 @@ from tests.foundation.factories import make_run, make_task
 pytestmark = pytest.mark.django_db
 
 
+TOOL_RESULT = {
+    "call_id": "c1",
+    "name": "shell",
+    "output": "",
+    "is_error": False,
+    "truncated_chars": 0,
+    "duration_s": 0.5,
+}
+
+
 def big_run(steps: int):
     make_task()
     kinds = ["model_message", "tool_call", "tool_result", "note"]
     lines = []
     for seq in range(steps):
         kind = kinds[seq % len(kinds)]
-        payload = (
-            {"content": [{"type": "text", "text": f"thought {seq}"}]}
-            if kind == "model_message"
-            else {"text": f"line {seq}"}
-        )
+        payload = {"text": f"line {seq}", "level": "info"}
+        if kind == "model_message":
+            payload = {
+                "purpose": "turn",
+                "model": "replay:big",
+                "stop_reason": "tool_use",
+                "content": [{"type": "text", "text": f"thought {seq}"}],
+            }
+        elif kind == "tool_result":
+            payload = {**TOOL_RESULT, "call_id": f"c{seq - 1}", "output": f"line {seq}"}
         if seq == 0:  # every agent-loop trace starts with its configuration
             kind, payload = (
                 "status",
@@ -103,7 +118,7 @@ def test_a_huge_payload_is_left_out_of_the_page_and_served_on_its_own(viewer):
     from runs.services import step_record
 
     run = make_run()
-    step_record(run=run, seq=0, kind="tool_result", payload={"name": "shell", "output": "x" * 50_000})
+    step_record(run=run, seq=0, kind="tool_result", payload={**TOOL_RESULT, "output": "x" * 50_000})
     listed = steps(viewer, run)["steps"][0]
     assert listed["payload"] is None and listed["payload_chars"] > 50_000 and "50000 chars" in listed["summary"]
     full = viewer.get(reverse("run_step", args=[run.pk, 0])).json()

@@ -326,7 +326,7 @@ def test_a_run_failed_because_its_worker_came_back_without_it_is_notified(receiv
     hook = receiver()
     settings.KSEEK_WEBHOOK_URL = hook.url
     worker, run = held_run()
-    [outcome] = worker_events_record(items=[(worker, event(run.pk, 0, "note", {"text": "started"}))])
+    [outcome] = worker_events_record(items=[(worker, event(run.pk, 0, "note", {"text": "started", "level": "info"}))])
     assert outcome.stored
     assert worker_runs_reconcile(worker=worker, active_run_ids=set()) == {run.pk: RunStatus.FAILED}
     assert notify.wait_until_sent(30)

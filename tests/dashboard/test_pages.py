@@ -415,15 +415,31 @@ def upload(name: str, content: bytes):
     [
         (b"[" * 100_000 + b"]" * 100_000, "line 1 nests deeper than 64 levels"),
         (
-            json.dumps({"seq": 0, "kind": "note", "payload": {"deep": json.loads("[" * 500 + "]" * 500)}}).encode(),
+            json.dumps(
+                {
+                    "seq": 0,
+                    "kind": "tool_call",
+                    "payload": {"call_id": "c1", "name": "shell", "input": json.loads("[" * 500 + "]" * 500)},
+                }
+            ).encode(),
             "line 1 nests deeper than 64 levels",
         ),
-        (json.dumps({"seq": 2**31, "kind": "note", "payload": {}}).encode(), "seq must be at most 2147483647"),
         (
-            json.dumps({"seq": 1, "kind": "note", "payload": {}, "usage": {"tokens_in": 2**40}}).encode(),
+            json.dumps({"seq": 2**31, "kind": "note", "payload": {"text": "a", "level": "info"}}).encode(),
+            "seq must be at most 2147483647",
+        ),
+        (
+            json.dumps(
+                {"seq": 1, "kind": "note", "payload": {"text": "a", "level": "info"}, "usage": {"tokens_in": 2**40}}
+            ).encode(),
             "usage.tokens_in must be at most 2147483647",
         ),
-        (json.dumps({"seq": 1, "kind": "note", "payload": {}, "ts": "2026-13-45T99:00:00"}).encode(), "timestamp"),
+        (
+            json.dumps(
+                {"seq": 1, "kind": "note", "payload": {"text": "a", "level": "info"}, "ts": "2026-13-45T99:00:00"}
+            ).encode(),
+            "timestamp",
+        ),
         (b"\xff\xfe not utf-8", "line 1 is not UTF-8 text"),
     ],
 )
@@ -454,7 +470,7 @@ def test_a_trace_over_the_upload_limit_is_refused_naming_the_limit_and_nothing_i
                 "seq": seq,
                 "kind": "note",
                 "ts": "2026-11-30T12:00:01+00:00",
-                "payload": {"text": f"note {seq}"},
+                "payload": {"text": f"note {seq}", "level": "info"},
                 "usage": {"tokens_in": 1, "tokens_out": 2},
             }
         )

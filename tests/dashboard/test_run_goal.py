@@ -34,13 +34,13 @@ class OwnGoalRun:
         self.run = make_run(self.task, goal_baseline="numpy", goal_speedup=0.5)
         self.seq = 0
 
-    def step(self, kind):
-        step = step_record(run=self.run, seq=self.seq, kind=kind, payload={"n": self.seq}).step
+    def step(self, kind, payload):
+        step = step_record(run=self.run, seq=self.seq, kind=kind, payload=payload).step
         self.seq += 1
         return step
 
     def evaluate(self, source, result):
-        step = self.step("evaluation")
+        step = self.step("evaluation", {"purpose": "tool", "result": result})
         kernel = kernel_record(source=source, run=self.run, task=self.task, language="cpp", step=step)
         return evaluation_record(kernel=kernel, run=self.run, step=step, result=result)
 
@@ -51,7 +51,7 @@ class OwnGoalRun:
             source="self",
             decision_point="plateau",
             bank_entry=bank_entry,
-            step=self.step("question_proposed"),
+            step=self.step("question_proposed", {"question_ref": f"q-{self.seq}", "text": text, "by": "model"}),
         )
 
 

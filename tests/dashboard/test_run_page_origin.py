@@ -41,7 +41,7 @@ def test_a_replay_that_played_its_whole_recording_is_shown_stopped_with_why(view
 def trace_lines(task_name: str, run_id="local-1") -> list[str]:
     events = [
         event(run_id, 0, "status", {"status": "running", "reason": "started", "config": {"task": task_name}}),
-        event(run_id, 1, "note", {"text": "hello"}),
+        event(run_id, 1, "note", {"text": "hello", "level": "info"}),
         event(run_id, 2, "status", {"status": "stopped", "reason": "stopped_by_human"}),
     ]
     return [json.dumps({k: v for k, v in e.items() if k != "type"}) for e in events]
@@ -66,7 +66,7 @@ def test_every_import_of_one_original_run_has_the_same_origin():
     host, _ = make_worker()
     task = make_run().task
     native = run_claim(worker=host)
-    [outcome] = worker_events_record(items=[(host, event(native.pk, 0, "note", {"text": "ran here"}))])
+    [outcome] = worker_events_record(items=[(host, event(native.pk, 0, "note", {"text": "ran here", "level": "info"}))])
     assert outcome.stored
     first = trace_import(lines=trace_lines(task.name), name="a.jsonl")
     again = trace_import(lines=trace_lines(task.name), name="b.jsonl")

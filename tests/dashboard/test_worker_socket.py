@@ -84,7 +84,7 @@ async def test_a_host_revoked_where_no_message_reached_its_socket_is_closed_at_i
     queued = await sync_to_async(make_run)()
     await sync_to_async(WorkerHost.objects.filter(pk=host.pk).update)(revoked_at=timezone.now())  # no message sent
     if first == "event":
-        await socket.send_json_to(event(run.pk, 0, "note", {"text": "after the revocation"}))
+        await socket.send_json_to(event(run.pk, 0, "note", {"text": "after the revocation", "level": "info"}))
         reply = await socket.receive_json_from(timeout=5)
         assert reply["type"] == "nack" and reply["retry"] is True and "revoked" in reply["error"], reply
     else:
@@ -112,7 +112,7 @@ async def test_an_event_is_stored_once_and_acked_each_time_it_is_sent():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    message = event(run.pk, 0, "note", {"text": "hello"}, tokens_in=10)
+    message = event(run.pk, 0, "note", {"text": "hello", "level": "info"}, tokens_in=10)
     for _ in range(2):
         await socket.send_json_to(message)
         assert await socket.receive_json_from(timeout=5) == {"type": "ack", "v": 1, "run_id": run.pk, "seq": 0}
@@ -125,9 +125,9 @@ async def test_a_different_event_under_a_used_seq_is_nacked_without_retry():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "note", {"text": "one"}))
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "one", "level": "info"}))
     await socket.receive_json_from(timeout=5)
-    await socket.send_json_to(event(run.pk, 0, "note", {"text": "two"}))
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "two", "level": "info"}))
     reply = await socket.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False and "different" in reply["error"]
     await socket.disconnect()
@@ -135,7 +135,7 @@ async def test_a_different_event_under_a_used_seq_is_nacked_without_retry():
 
 async def test_an_event_for_another_workers_run_is_refused():
     socket_a, socket_b, run = await two_hosts()
-    await socket_b.send_json_to(event(run.pk, 0, "note", {"text": "not mine"}))
+    await socket_b.send_json_to(event(run.pk, 0, "note", {"text": "not mine", "level": "info"}))
     reply = await socket_b.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False
     assert await sync_to_async(Step.objects.filter(run=run).count)() == 0
@@ -161,7 +161,7 @@ async def test_a_malformed_evaluation_is_nacked_and_leaves_no_step():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "evaluation", {"result": "not an object"}))
+    await socket.send_json_to(event(run.pk, 0, "evaluation", {"purpose": "tool", "result": "not an object"}))
     reply = await socket.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False
     assert await sync_to_async(Step.objects.filter(run=run).count)() == 0
@@ -270,7 +270,7 @@ async def test_a_resent_event_that_differs_in_usage_or_time_is_refused_and_the_t
         run.pk,
         0,
         "usage",
-        {"purpose": "turn", "tokens_in": 10, "tokens_out": 2},
+        {"purpose": "turn", "model": "m", "tokens_in": 10, "tokens_out": 2, "cost_usd": 0.01},
         tokens_in=10,
         tokens_out=2,
         cost_usd=0.01,
@@ -378,7 +378,7 @@ async def worker_and_browser(client):
 
 async def test_a_browser_following_the_run_hears_of_a_worker_event_after_it_is_stored(client):
     worker, run, browser = await worker_and_browser(client)
-    await worker.send_json_to(event(run.pk, 0, "note", {"text": "hi"}))
+    await worker.send_json_to(event(run.pk, 0, "note", {"text": "hi", "level": "info"}))
     assert (await worker.receive_json_from(timeout=5))["type"] == "ack"
     assert await browser.receive_json_from(timeout=5) == {
         "type": "step.stored",
@@ -473,15 +473,15 @@ async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplica
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "note", {"text": "zero"}, tokens_in=5))
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "zero", "level": "info"}, tokens_in=5))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     # seq 0 was stored before; seq 1 comes twice in the batch.
     await socket.send_json_to(
         batch(
-            event(run.pk, 0, "note", {"text": "zero"}, tokens_in=5),
-            event(run.pk, 1, "note", {"text": "one"}, tokens_in=5),
-            event(run.pk, 2, "note", {"text": "two"}, tokens_in=5),
-            event(run.pk, 1, "note", {"text": "one"}, tokens_in=5),
+            event(run.pk, 0, "note", {"text": "zero", "level": "info"}, tokens_in=5),
+            event(run.pk, 1, "note", {"text": "one", "level": "info"}, tokens_in=5),
+            event(run.pk, 2, "note", {"text": "two", "level": "info"}, tokens_in=5),
+            event(run.pk, 1, "note", {"text": "one", "level": "info"}, tokens_in=5),
         )
     )
     reply = await socket.receive_json_from(timeout=5)
@@ -492,7 +492,11 @@ async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplica
         (run.pk, 2),
     ]
     steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
-    assert steps == [(0, {"text": "zero"}), (1, {"text": "one"}), (2, {"text": "two"})]
+    assert steps == [
+        (0, {"text": "zero", "level": "info"}),
+        (1, {"text": "one", "level": "info"}),
+        (2, {"text": "two", "level": "info"}),
+    ]
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
     assert (stored.step_count, stored.last_seq, stored.tokens_in) == (3, 2, 15)
     await socket.disconnect()
@@ -502,13 +506,13 @@ async def test_a_refused_event_in_a_batch_is_nacked_alone_and_the_others_are_ack
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "note", {"text": "first"}))
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "first", "level": "info"}))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     await socket.send_json_to(
         batch(
-            event(run.pk, 0, "note", {"text": "a different first"}),
-            event(run.pk, 1, "evaluation", {"result": "not an object"}),
-            event(run.pk, 2, "note", {"text": "fine"}),
+            event(run.pk, 0, "note", {"text": "a different first", "level": "info"}),
+            event(run.pk, 1, "evaluation", {"purpose": "tool", "result": "not an object"}),
+            event(run.pk, 2, "note", {"text": "fine", "level": "info"}),
             event(run.pk, 3, "evaluation", evaluation_payload(1.5)),
         )
     )
@@ -517,7 +521,7 @@ async def test_a_refused_event_in_a_batch_is_nacked_alone_and_the_others_are_ack
     assert sorted((n["seq"], n["retry"]) for n in nacks) == [(0, False), (1, False)]
     assert all(n["error"] for n in nacks)
     steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
-    assert [seq for seq, _ in steps] == [0, 2, 3] and steps[0][1] == {"text": "first"}
+    assert [seq for seq, _ in steps] == [0, 2, 3] and steps[0][1] == {"text": "first", "level": "info"}
     assert await sync_to_async(Evaluation.objects.filter(run=run).count)() == 1
     await socket.disconnect()
 
@@ -527,9 +531,9 @@ async def test_events_for_a_run_the_sender_does_not_hold_are_refused_inside_a_ba
     mine = await claimed_run(socket_b)
     await socket_b.send_json_to(
         batch(
-            event(mine.pk, 0, "note", {"text": "mine"}),
+            event(mine.pk, 0, "note", {"text": "mine", "level": "info"}),
             event(theirs.pk, 0, "status", {"status": "stopped", "reason": "stopped_by_human"}),
-            event(10**9, 0, "note", {"text": "no such run"}),
+            event(10**9, 0, "note", {"text": "no such run", "level": "info"}),
         )
     )
     acked, nacks = await answers_for(socket_b, 3)
@@ -542,7 +546,7 @@ async def test_events_for_a_run_the_sender_does_not_hold_are_refused_inside_a_ba
 
 
 def _good(run_id, seq):
-    return batch(event(run_id, seq, "note", {"text": f"note {seq}"}))["events"][0]
+    return batch(event(run_id, seq, "note", {"text": f"note {seq}", "level": "info"}))["events"][0]
 
 
 MALFORMED_BATCHES = {
@@ -566,14 +570,16 @@ async def test_a_malformed_batch_gets_an_error_and_none_of_it_is_stored(case):
     assert await socket.receive_nothing(timeout=0.3)
     assert await sync_to_async(Step.objects.filter(run=run).count)() == 0
     # The socket stays up.
-    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "fine"})))
+    await socket.send_json_to(batch(event(run.pk, 0, "note", {"text": "fine", "level": "info"})))
     assert await socket.receive_json_from(timeout=5) == {"type": "acks", "v": 1, "acks": [[run.pk, 0]]}
     await socket.disconnect()
 
 
 async def test_a_browser_following_the_run_hears_of_a_batch_once_stored(client):
     worker, run, browser = await worker_and_browser(client)
-    await worker.send_json_to(batch(*(event(run.pk, seq, "note", {"text": str(seq)}) for seq in range(3))))
+    await worker.send_json_to(
+        batch(*(event(run.pk, seq, "note", {"text": str(seq), "level": "info"}) for seq in range(3)))
+    )
     assert (await worker.receive_json_from(timeout=5))["type"] == "acks"
     assert await browser.receive_json_from(timeout=5) == {
         "type": "step.stored",
@@ -649,7 +655,7 @@ async def test_a_workers_error_message_is_logged_not_answered():
 )
 async def test_an_event_the_parser_refuses_is_nacked_and_kept_on_its_run_with_the_reason(client, field, value, why):
     socket_a, socket_b, run = await two_hosts()
-    refused = {**event(run.pk, 4, "note", {"text": "hi"}), field: value}
+    refused = {**event(run.pk, 4, "note", {"text": "hi", "level": "info"}), field: value}
     await socket_a.send_json_to(refused)
     reply = await socket_a.receive_json_from(timeout=5)
     assert reply["type"] == "nack" and reply["retry"] is False and why in reply["error"]
