@@ -20,8 +20,9 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 MODE=${1:-dev}
 K=${2:-lab/gemm_bias_gelu/versions/v1_wgmma.cu}
 CHECK=lab/gemm_bias_gelu/tools/check_shapes.py
-# the screen's scenarios: the aligned squares, the odd shapes, the MLP shapes, decode-like m (KSEEK_SMALL_M's)
-SUBSET=m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m4096_n4097_k4096,m333_n777_k999,m1000_n1000_k1000,m8192_n3072_k768,m4096_n11008_k4096,m2048_n8192_k2048,m1_n4096_k4096,m16_n4096_k4096
+# the screen's scenarios: the aligned squares, the odd shapes, the MLP shapes, decode-like m (KSEEK_SMALL_M's), and
+# the mid-size ones that take the narrow tile (KSEEK_NARROW_TILES's)
+SUBSET=m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m4096_n4097_k4096,m333_n777_k999,m1000_n1000_k1000,m1024_n1024_k1024,m2048_n2048_k2048,m8192_n3072_k768,m4096_n11008_k4096,m2048_n8192_k2048,m1_n4096_k4096,m16_n4096_k4096
 # screen variants, most telling first (the budget may cut the last): the #define lines a candidate gets in front of
 # K, '|' between two (c0: K's defaults)
 VARIANTS=(
@@ -30,6 +31,8 @@ VARIANTS=(
   "KSEEK_BN 192|KSEEK_STAGES 5"
   "KSEEK_BN 128|KSEEK_STAGES 6"
   "KSEEK_SMALL_M 0"
+  "KSEEK_NARROW_TILES 0"
+  "KSEEK_NARROW_TILES 2"
   "KSEEK_BN 256|KSEEK_GROUP_M 16"
   "KSEEK_BN 128|KSEEK_PERSIST 0"
 )

@@ -1,8 +1,9 @@
 """gemm_bias_gelu on the GPU machine, beyond the harness's scenarios: the task's 18 scenario shapes, k = 0..17 (TMA
 needs 16-byte row strides: k % 8 != 0 goes through the zero-padded repack), odd n, m = 1..33 (the CUDA-core kernel
 and the wgmma kernel's partly empty tiles), operands and out 2 bytes off a 16-byte boundary (slices of a buffer;
-the repack and the element-by-element stores), 16-byte but not 128-byte aligned bases, and each of the two kernels
-forced on shapes the dispatch would not give it (variant 1: the CUDA-core kernel, 2: the wgmma kernel). Each case
+the repack and the element-by-element stores), 16-byte but not 128-byte aligned bases, and each kernel forced on
+shapes the dispatch would not give it (variant 1: the CUDA-core kernel, 2: the wgmma kernel's wide tile
+(KSEEK_BN), 3: its narrow 128 x 64 tile; variant 0 takes the narrow one below ~132 wide tiles). Each case
 checks the relative L2 error against a float64 reference at the task's tolerance (1.5 x torch eager's error on the
 same inputs + 1e-4, tasks/gemm_bias_gelu/task.toml [tolerance]), guard elements around out that must stay
 untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. Run from the repository root:
@@ -44,16 +45,16 @@ def cases_full():
     cases = [(m, n, k, 0, ALIGNED) for m, n, k in SCENARIOS]
     # k = 0..17 on two tile rows and two tile columns: the repack (k % 8), TMA's zero fill past k, k = 0's path
     for k in range(18):
-        cases.append((200, 136, k, 0, ALIGNED))
+        cases.append((200, 136, k, 0, ALIGNED))  # the narrow tile (4 wide tiles)
         if k:
             cases.append((200, 136, k, 2, ALIGNED))
     # odd n, partial tiles, more tile rows than KSEEK_GROUP_M, n below one tile
     for m, n, k in [(300, 3, 64), (257, 1001, 72), (129, 129, 129), (1000, 3000, 256), (1100, 130, 520),
                     (640, 8, 4104), (131, 2049, 1000), (2500, 777, 136)]:  # fmt: skip
-        cases += [(m, n, k, 0, ALIGNED), (m, n, k, 2, ALIGNED)]
+        cases += [(m, n, k, 0, ALIGNED), (m, n, k, 2, ALIGNED), (m, n, k, 3, ALIGNED)]
     # decode-like and small m: the CUDA-core kernel (variant 0 up to KSEEK_SMALL_M) and the wgmma kernel
     for m in (1, 2, 15, 16, 17, 33):
-        for v in (0, 1, 2):
+        for v in (0, 1, 2, 3):
             cases.append((m, 515, 264, v, ALIGNED))
     cases += [(1, 4097, 4096, 0, ALIGNED), (1, 4096, 4095, 0, ALIGNED), (16, 1000, 1000, 0, ALIGNED)]
     # operands and out off their 16-byte boundaries (and 16- but not 128-byte aligned: (8, 8, 0, 0))
@@ -63,11 +64,14 @@ def cases_full():
     cases += [(5, 7, 0, 0, ALIGNED), (300, 200, 0, 0, ALIGNED), (300, 200, 0, 1, ALIGNED)]
     # the CUDA-core kernel forced on shapes the dispatch gives the wgmma kernel
     cases += [(333, 777, 999, 1, ALIGNED), (64, 128, 4096, 1, ALIGNED), (100, 50, 37, 1, (1, 1, 1, 1))]
+    # the wide tile on shapes the dispatch gives the narrow one, and the narrow one on large shapes
+    cases += [(333, 777, 999, 2, (1, 1, 1, 1)), (1000, 1000, 1000, 2, ALIGNED), (4095, 4095, 4095, 3, ALIGNED),
+              (2048, 2048, 2048, 3, ALIGNED)]  # fmt: skip
     return cases
 
 
 def cases_quick():
-    return [(7, 13, 5, 0, ALIGNED), (16, 520, 264, 0, ALIGNED), (200, 136, 13, 0, ALIGNED), (257, 1001, 72, 2, ALIGNED),
+    return [(7, 13, 5, 0, ALIGNED), (16, 520, 264, 0, ALIGNED), (200, 136, 13, 0, ALIGNED), (257, 1001, 72, 2, ALIGNED), (131, 2049, 1000, 3, ALIGNED),
             (300, 200, 0, 0, ALIGNED), (129, 129, 129, 0, (1, 1, 1, 1)), (1, 4097, 256, 0, ALIGNED),
             (300, 520, 1024, 0, ALIGNED), (33, 100, 40, 1, (3, 5, 7, 1))]  # fmt: skip
 

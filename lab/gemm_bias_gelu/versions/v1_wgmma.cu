@@ -6,9 +6,10 @@
 //         accumulation, one rounding to bf16 at the end (round to nearest even). Legacy default stream.
 //
 // Three kernels:
-//  * gemm_wgmma (every m > KSEEK_SMALL_M): a persistent CTA of 3 warpgroups (384 threads) per SM taking 128 x BN
-//    tiles of out in a grouped order (KSEEK_GROUP_M tile rows at a time, so that the CTAs running together share
-//    A's and W's tiles in L2). Warpgroup 0 is the producer: one thread issues the TMA copies of A [128 x 64] and
+//  * gemm_wgmma<BN> (every m > KSEEK_SMALL_M): a persistent CTA of 3 warpgroups (384 threads) per SM taking
+//    128 x BN tiles of out (BN = KSEEK_BN, or 64 where KSEEK_BN's tiles would leave SMs idle) in a grouped order
+//    (KSEEK_GROUP_M tile rows at a time, so that the CTAs running together share A's and W's tiles in L2).
+//    Warpgroup 0 is the producer: one thread issues the TMA copies of A [128 x 64] and
 //    W [BN x 64] k-blocks (128-byte swizzle, zero fill past every edge) into a ring of ST stages, each guarded by
 //    two mbarriers (full: the copy engine's bytes landed; empty: both consumers finished reading it). Warpgroups
 //    1 and 2 are the consumers, 64 rows of the tile each: per k-block 4 wgmma.mma_async m64nBNk16 from shared
@@ -21,8 +22,9 @@
 //    reduce-scatter inside each warp, the 8 warps through shared memory) and apply bias and GELU.
 //  * repack: TMA needs a 16-byte aligned base and row strides that are multiples of 16 bytes. Where k % 8 != 0 or
 //    a / w is not 16-byte aligned, that operand is copied into a zero-padded [rows, kp] scratch (kp = k rounded
-//    up to 8; a cudaMalloc'd buffer kept between calls and grown when too small), then the aligned path runs.
-//    Zero padding matters: 0 * (padding) must be 0, so the padding is written, never left uninitialised.
+//    up to 8; a cudaMalloc'd buffer kept between calls and grown when too small; both operands in one launch), then
+//    the aligned path runs. Zero padding matters: 0 * (padding) must be 0, so the padding is written, never left
+//    uninitialised.
 //
 // Invariants of gemm_wgmma (read these before changing it):
 //  * Shared memory: [ST][128][64] bf16 of A, then [ST][BN][64] of W, then full[ST], empty[ST] (8-byte mbarriers).
@@ -44,8 +46,8 @@
 //  * Accumulator fragment of m64nNk16 (per consumer warpgroup): warp wi holds rows 16 wi + lane / 4 (+ 8), and
 //    acc[4 j + 2 r + e] is row (lane / 4 + 8 r), column 8 j + 2 (lane % 4) + e.
 //
-// Compile-time knobs (screened by lab/gemm_bias_gelu/device_run.sh screen): KSEEK_BN (128, 192, 256: the tile's
-// columns), KSEEK_STAGES, KSEEK_GROUP_M, KSEEK_SMALL_M, KSEEK_PERSIST (0: one CTA per tile).
+// Compile-time knobs (screened by lab/gemm_bias_gelu/device_run.sh screen): KSEEK_BN (128, 192, 256: the wide
+// tile's columns), KSEEK_STAGES, KSEEK_GROUP_M, KSEEK_SMALL_M, KSEEK_NARROW_TILES, KSEEK_PERSIST (0: a CTA a tile).
 //
 // Link with -lcuda (cuTensorMapEncodeTiled): kernels/load.py's build and the harness do.
 #include <cuda.h>
@@ -68,6 +70,9 @@
 #ifndef KSEEK_PERSIST
 #define KSEEK_PERSIST 1  // 1: one CTA per SM looping over tiles; 0: one CTA per tile
 #endif
+#ifndef KSEEK_NARROW_TILES
+#define KSEEK_NARROW_TILES 1  // 128 x 64 tiles where the WIDE ones number fewer than this x the SMs (0: never)
+#endif
 #ifndef KSEEK_PRODUCER_REGS
 #define KSEEK_PRODUCER_REGS 40
 #endif
@@ -77,16 +82,19 @@
 
 namespace kseek_gemm {
 
-constexpr int BM = 128, BN = KSEEK_BN, BK = 64, ST = KSEEK_STAGES;
+constexpr int BM = 128, BK = 64, ST = KSEEK_STAGES;
+constexpr int WIDE = KSEEK_BN, NARROW = 64;  // the tile's columns: WIDE, or NARROW where WIDE leaves SMs idle
 constexpr int NCONS = 2;                    // consumer warpgroups, 64 rows of the tile each
 constexpr int THREADS = 128 * (NCONS + 1);  // + the producer warpgroup
 constexpr int A_BYTES = BM * BK * 2;        // one stage of A: 128 rows of 128 bytes
-constexpr int B_BYTES = BN * BK * 2;        // one stage of W: BN rows of 128 bytes
-constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int SMEM = 1024 /* alignment slack */ + ST * STAGE_BYTES + 2 * ST * 8;
-static_assert(BN == 128 || BN == 192 || BN == 256, "BN: a wgmma N and a TMA box side (<= 256)");
-static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "every stage must keep the swizzle's 1024-byte phase");
-static_assert(SMEM <= 232448, "more shared memory than an H100/H200 CTA may have (227 KiB)");
+template <int BN> struct Tile {
+  static constexpr int B_BYTES = BN * BK * 2;  // one stage of W: BN rows of 128 bytes
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int SMEM = 1024 /* alignment slack */ + ST * STAGE_BYTES + 2 * ST * 8;
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN: a wgmma N and a TMA box side (<= 256)");
+  static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "every stage must keep the swizzle's 1024-byte phase");
+  static_assert(SMEM <= 232448, "more shared memory than an H100/H200 CTA may have (227 KiB)");
+};
 static_assert(BM == 64 * NCONS, "each consumer warpgroup owns 64 rows");
 static_assert(128 * KSEEK_PRODUCER_REGS + 128 * NCONS * KSEEK_CONSUMER_REGS <= 65536, "register file");
 
@@ -199,6 +207,7 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // ------------------------------------------------------------------------------------------------
 // gemm_wgmma: TMA + wgmma, producer warpgroup + 2 consumer warpgroups, persistent over 128 x BN tiles
 // ------------------------------------------------------------------------------------------------
+template <int BN>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                const __nv_bfloat16* __restrict__ bias, __nv_bfloat16* __restrict__ out, int m, int n, int kblocks,
@@ -210,6 +219,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sA = (raw + 1023) & ~1023u;  // the swizzle pattern repeats every 1024 bytes
   const uint32_t sB = sA + ST * A_BYTES;
+  constexpr int B_BYTES = Tile<BN>::B_BYTES;
   const uint32_t bar = sB + ST * B_BYTES;
   auto full = [&](int s) { return bar + 8 * s; };
   auto empty = [&](int s) { return bar + 8 * (ST + s); };
@@ -236,7 +246,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = it % ST;
           mbar_wait(empty(s), ((it / ST) & 1) ^ 1);  // round 0: a fresh barrier passes parity 1 at once
-          mbar_expect_tx(full(s), STAGE_BYTES);
+          mbar_expect_tx(full(s), Tile<BN>::STAGE_BYTES);
           tma_load_2d(sA + s * A_BYTES, &tmA, full(s), kb * BK, tm * BM);
           tma_load_2d(sB + s * B_BYTES, &tmW, full(s), kb * BK, tn * BN);
         }
@@ -421,9 +431,17 @@ __global__ void __launch_bounds__(SMALL_THREADS)
 // ------------------------------------------------------------------------------------------------
 // repack: src [rows, k] (any 2-byte alignment) -> dst [rows, kp] (kp % 8 == 0, 16-byte aligned), zeros past k
 // ------------------------------------------------------------------------------------------------
-__global__ void __launch_bounds__(256) repack(const uint16_t* __restrict__ src, uint16_t* __restrict__ dst, int rows,
-                                              int k, int kp) {
-  const long long per_row = kp / 8, total = (long long)rows * per_row;
+struct RepackJob {
+  const uint16_t* src;
+  uint16_t* dst;
+  int rows;
+};
+// blockIdx.y: which of the (one or two) operands
+__global__ void __launch_bounds__(256) repack(RepackJob job0, RepackJob job1, int k, int kp) {
+  const RepackJob job = blockIdx.y ? job1 : job0;
+  const uint16_t* __restrict__ src = job.src;
+  uint16_t* __restrict__ dst = job.dst;
+  const long long per_row = kp / 8, total = (long long)job.rows * per_row;
   for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < total;
        c += (long long)gridDim.x * blockDim.x) {
     const long long row = c / per_row;
@@ -446,8 +464,8 @@ int sm_count() {
   static int sms = 0;
   if (!sms) {
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        sms < 1)
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
       sms = 132;
   }
   return sms;
@@ -490,10 +508,11 @@ void* scratch(size_t bytes) {
   return g_scratch;
 }
 
-int launch_repack(const __nv_bfloat16* src, uint16_t* dst, int rows, int k, int kp) {
-  const long long total = (long long)rows * (kp / 8);
-  const long long blocks = (total + 255) / 256, cap = 16LL * sm_count();
-  repack<<<(unsigned)(blocks < cap ? blocks : cap), 256>>>(reinterpret_cast<const uint16_t*>(src), dst, rows, k, kp);
+int launch_repack(const RepackJob& job0, const RepackJob& job1, int jobs, int k, int kp) {
+  const long long rows = jobs == 2 && job1.rows > job0.rows ? job1.rows : job0.rows;
+  const long long total = rows * (kp / 8);
+  const long long blocks = (total + 255) / 256, cap = 8LL * sm_count();
+  repack<<<dim3((unsigned)(blocks < cap ? blocks : cap), (unsigned)jobs), 256>>>(job0, job1, k, kp);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }
 
@@ -509,8 +528,32 @@ bool make_map(CUtensorMap* map, const void* ptr, int rows, int kp, int box_rows)
                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+template <int BN>
+int launch_tiles(const void* ta, const void* tw, const __nv_bfloat16* bias, __nv_bfloat16* out, int m, int n, int kp) {
+  CUtensorMap ma, mw;
+  if (!make_map(&ma, ta, m, kp, BM) || !make_map(&mw, tw, n, kp, BN)) return 5;
+  static bool configured = false;
+  if (!configured) {
+    if (cudaFuncSetAttribute(gemm_wgmma<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile<BN>::SMEM) !=
+        cudaSuccess)
+      return 3;
+    configured = true;
+  }
+  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
+  const long long tiles = (long long)tiles_m * tiles_n;
+  if (tiles > 0x7fffffff) return 2;
+  const int sms = sm_count();
+  const unsigned grid = (unsigned)(KSEEK_PERSIST && tiles > sms ? sms : tiles);
+  const int kblocks = (kp + BK - 1) / BK;
+  const int vec_out = n % 2 == 0 && (reinterpret_cast<uintptr_t>(out) & 3) == 0;
+  gemm_wgmma<BN><<<grid, THREADS, Tile<BN>::SMEM>>>(ma, mw, bias, out, m, n, kblocks, tiles_m, tiles_n, vec_out);
+  return cudaGetLastError() == cudaSuccess ? 0 : 4;
+}
+
+// tile: 0 = WIDE, or NARROW where WIDE's tiles are fewer than KSEEK_NARROW_TILES x the SMs (mid-size problems:
+// 1000^3 is 64 tiles of 128 x 128 for 132 SMs, 128 of 128 x 64); 1 = WIDE; 2 = NARROW
 int launch_wgmma(const __nv_bfloat16* a, const __nv_bfloat16* w, const __nv_bfloat16* bias, __nv_bfloat16* out, int m,
-                 int n, int k) {
+                 int n, int k, int tile) {
   // TMA wants 16-byte aligned bases and row strides; otherwise the operand goes through the scratch buffer.
   const bool pack_a = k % 8 != 0 || !aligned16(a), pack_w = k % 8 != 0 || !aligned16(w);
   const int kp = (k + 7) / 8 * 8;
@@ -521,41 +564,28 @@ int launch_wgmma(const __nv_bfloat16* a, const __nv_bfloat16* w, const __nv_bflo
     const size_t w_bytes = pack_w ? (size_t)n * kp * 2 : 0;
     uint16_t* buf = static_cast<uint16_t*>(scratch(a_bytes + w_bytes));
     if (!buf) return 6;
-    uint16_t* pa = buf;
-    uint16_t* pw = buf + a_bytes / 2;
-    if (pack_a) {
-      if (int e = launch_repack(a, pa, m, k, kp)) return e;
-      ta = pa;
-    }
-    if (pack_w) {
-      if (int e = launch_repack(w, pw, n, k, kp)) return e;
-      tw = pw;
-    }
+    const RepackJob ja{reinterpret_cast<const uint16_t*>(a), buf, m};
+    const RepackJob jw{reinterpret_cast<const uint16_t*>(w), buf + a_bytes / 2, n};
+    const int e = pack_a && pack_w ? launch_repack(ja, jw, 2, k, kp) : launch_repack(pack_a ? ja : jw, ja, 1, k, kp);
+    if (e) return e;
+    if (pack_a) ta = ja.dst;
+    if (pack_w) tw = jw.dst;
   }
-  CUtensorMap ma, mw;
-  if (!make_map(&ma, ta, m, kp, BM) || !make_map(&mw, tw, n, kp, BN)) return 5;
-  static bool configured = false;
-  if (!configured) {
-    if (cudaFuncSetAttribute(gemm_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM) != cudaSuccess) return 3;
-    configured = true;
+  bool narrow = tile == 2;
+  if (tile == 0) {
+    const long long wide_tiles = (long long)((m + BM - 1) / BM) * ((n + WIDE - 1) / WIDE);
+    narrow = wide_tiles < (long long)KSEEK_NARROW_TILES * sm_count();
   }
-  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
-  const long long tiles = (long long)tiles_m * tiles_n;
-  if (tiles > 0x7fffffff) return 2;
-  const int sms = sm_count();
-  const unsigned grid = (unsigned)(KSEEK_PERSIST && tiles > sms ? sms : tiles);
-  const int kblocks = (kp + BK - 1) / BK;
-  const int vec_out = n % 2 == 0 && (reinterpret_cast<uintptr_t>(out) & 3) == 0;
-  gemm_wgmma<<<grid, THREADS, SMEM>>>(ma, mw, bias, out, m, n, kblocks, tiles_m, tiles_n, vec_out);
-  return cudaGetLastError() == cudaSuccess ? 0 : 4;
+  return narrow ? launch_tiles<NARROW>(ta, tw, bias, out, m, n, kp) : launch_tiles<WIDE>(ta, tw, bias, out, m, n, kp);
 }
 
 }  // namespace kseek_gemm
 
 using namespace kseek_gemm;
 
-// variant: 0 = the dispatch below, 1 = the CUDA-core kernel for every shape, 2 = the wgmma kernel wherever k >= 1
-// (lab/gemm_bias_gelu/tools/check_shapes.py checks both paths on shapes the dispatch would not give them).
+// variant: 0 = the dispatch below, 1 = the CUDA-core kernel for every shape, 2 = the wgmma kernel with the WIDE tile
+// and 3 with the NARROW one, wherever k >= 1 (lab/gemm_bias_gelu/tools/check_shapes.py checks every path on shapes
+// the dispatch would not give it).
 extern "C" int kseek_gemm_bias_gelu_variant(int variant, const __nv_bfloat16* a, const __nv_bfloat16* w,
                                             const __nv_bfloat16* bias, __nv_bfloat16* out, int m, int n, int k) {
   if (m < 0 || n < 0 || k < 0) return 1;
@@ -566,9 +596,9 @@ extern "C" int kseek_gemm_bias_gelu_variant(int variant, const __nv_bfloat16* a,
                         reinterpret_cast<uintptr_t>(bias) | reinterpret_cast<uintptr_t>(out)) & 1)
     return 1;
   if (variant == 1) return launch_small(a, w, bias, out, m, n, k);
-  if (variant == 2) return k >= 1 ? launch_wgmma(a, w, bias, out, m, n, k) : 7;
+  if (variant == 2 || variant == 3) return k >= 1 ? launch_wgmma(a, w, bias, out, m, n, k, variant - 1) : 7;
   if (k == 0 || m <= KSEEK_SMALL_M) return launch_small(a, w, bias, out, m, n, k);
-  const int status = launch_wgmma(a, w, bias, out, m, n, k);
+  const int status = launch_wgmma(a, w, bias, out, m, n, k, 0);
   // 5: the driver refused a tensor map (not expected for any shape; check_shapes.py's variant 2 would show it):
   // the CUDA-core kernel is slow but right
   return status == 5 ? launch_small(a, w, bias, out, m, n, k) : status;
