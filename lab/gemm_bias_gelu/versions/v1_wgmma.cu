@@ -56,7 +56,7 @@
 #include <stdint.h>
 
 #ifndef KSEEK_BN
-#define KSEEK_BN 128  // the tile's columns (each consumer warpgroup: 64 x KSEEK_BN)
+#define KSEEK_BN 128  // the wide tile's columns (each consumer warpgroup: 64 x KSEEK_BN)
 #endif
 #ifndef KSEEK_STAGES
 #define KSEEK_STAGES 4  // k-blocks in flight (32 KiB a stage at BN 128, 48 KiB at 256)
