@@ -17,6 +17,7 @@ m*n*k >= 2^30 also print the second call's time (one call, for orientation only:
 """
 
 import ctypes
+import os
 import sys
 from pathlib import Path
 
@@ -78,6 +79,10 @@ def cases_quick():
 
 class Gemm:
     def __init__(self, lib_path):
+        try:  # the driver's cuTensorMapEncodeTiled, where the library was linked without -lcuda (as the harness does)
+            ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
+        except OSError:
+            pass
         self._lib = ctypes.CDLL(str(lib_path))
         self._fn = self._lib.kseek_gemm_bias_gelu_variant
         self._fn.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3
