@@ -1,0 +1,140 @@
+#!/bin/bash
+# gemm_bias_gelu on the GPU machine (issue 35). Run from the repository root; each mode fits one 10-minute device
+# call (every step's timeout is cut to what is left of a 580-second budget, and steps that no longer fit are
+# skipped, saying so in log.txt):
+#   bash lab/gemm_bias_gelu/device_run.sh dev [K]     K (default versions/v1_wgmma.cu): check_shapes.py --quick
+#                                                     (stops here on a hang), the full check_shapes.py, the harness
+#                                                     on the quick set and on the full set against every library
+#                                                     (best_library) and the naive kernel, compute-sanitizer
+#                                                     (memcheck, racecheck, synccheck) on check_shapes.py --quick
+#   bash lab/gemm_bias_gelu/device_run.sh screen [K]  K with its knobs set by #define lines (the variants below):
+#                                                     quick check and the harness on SUBSET against eager (cuBLAS),
+#                                                     ranked by the geomean in rank.txt
+#   bash lab/gemm_bias_gelu/device_run.sh full [K]    only the harness's full set (best_library, naive)
+#   bash lab/gemm_bias_gelu/device_run.sh san [K]     only the sanitizers
+# Files land in $OUT, at most 8 of them (the device tool returns no more): log.txt, check.txt, eval_quick.txt/.json,
+# eval_full.txt/.json, trace.jsonl, sanitizer.txt (screen: log.txt, screen.txt, rank.txt, trace.jsonl).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+MODE=${1:-dev}
+K=${2:-lab/gemm_bias_gelu/versions/v1_wgmma.cu}
+CHECK=lab/gemm_bias_gelu/tools/check_shapes.py
+# the screen's scenarios: the aligned squares, the odd shapes, the MLP shapes, decode-like m (KSEEK_SMALL_M's), and
+# the mid-size ones that take the narrow tile (KSEEK_NARROW_TILES's)
+SUBSET=m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m4096_n4097_k4096,m333_n777_k999,m1000_n1000_k1000,m1024_n1024_k1024,m2048_n2048_k2048,m8192_n3072_k768,m4096_n11008_k4096,m2048_n8192_k2048,m1_n4096_k4096,m16_n4096_k4096
+# screen variants, most telling first (the budget may cut the last): the #define lines a candidate gets in front of
+# K, '|' between two (c0: K's defaults)
+VARIANTS=(
+  ""
+  "KSEEK_BN 256"
+  "KSEEK_BN 192|KSEEK_STAGES 5"
+  "KSEEK_BN 128|KSEEK_STAGES 6"
+  "KSEEK_SMALL_M 0"
+  "KSEEK_NARROW_TILES 0"
+  "KSEEK_NARROW_TILES 2"
+  "KSEEK_BN 256|KSEEK_GROUP_M 16"
+  "KSEEK_BN 128|KSEEK_PERSIST 0"
+)
+T0=$(date +%s)
+BUDGET=580
+log() { echo "$@" | tee -a "$OUT/log.txt"; }
+left() { echo $((BUDGET - ($(date +%s) - T0))); }
+# cap SECONDS [RESERVE]: the timeout a step gets, its cap or what is left after RESERVE seconds, whichever is less
+cap() { local l=$(($(left) - ${2:-0})); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+
+# FILES...: into the harness's build cache (as `eval` builds: arch left to its default, which is part of the cache
+# key) and kernels.load's (check_shapes.py), in parallel; the harness's ptxas report goes to log.txt
+prebuild() {
+  for f in "$@"; do
+    timeout 150 python3 -c "import sys; from gpu_harness.build import build; b = build(sys.argv[1], 'cuda')
+print(sys.argv[1], 'OK' if b.ok else 'FAILED: %s' % b.reason)
+for name, k in (b.kernels or {}).items(): print('  registers', k, name)" "$f" > "/tmp/compile_$(basename "$f" .cu).txt" 2>&1 &
+    timeout 150 python3 -c "import sys; from pathlib import Path; from kernels.load import build; build(Path(sys.argv[1]))" \
+      "$f" > /dev/null 2>&1 &
+  done
+  wait
+  for f in "$@"; do tail -n 8 "/tmp/compile_$(basename "$f" .cu).txt" | tee -a "$OUT/log.txt"; done
+}
+
+sanitize() {  # KERNEL
+  lib=$(python3 -c "import sys; from pathlib import Path; from kernels.load import build; print(build(Path(sys.argv[1])))" "$1")
+  : > "$OUT/sanitizer.txt"
+  for tool in memcheck racecheck synccheck; do
+    t=$(cap 90 5)
+    if [ "$t" -lt 20 ]; then log "sanitizer $tool skipped: ${t}s left"; continue; fi
+    timeout "$t" compute-sanitizer --tool "$tool" python3 $CHECK "$lib" --quick > /tmp/san_$tool.txt 2>&1
+    log "sanitizer $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|checked' /tmp/san_$tool.txt | tr '\n' ' ')"
+    { echo "== $tool"; head -c 200000 /tmp/san_$tool.txt; } >> "$OUT/sanitizer.txt"
+  done
+}
+
+evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE CAP RESERVE
+  t=$(cap "$6" "$7")
+  if [ "$t" -lt 40 ]; then log "$1 skipped: ${t}s left"; return; fi
+  timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$4" --scenarios "$2" --baselines "$3" --timeout $((t - 10)) \
+    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5" > "$OUT/$1.txt" 2>&1
+  log "$1 rc=$? (timeout ${t}s)"; grep -E '^m[0-9]|CORRECT|WRONG|FAIL|vs ' "$OUT/$1.txt" | tail -n 30 | tee -a "$OUT/log.txt"
+}
+
+check() {  # KERNEL [--quick] CAP: check_shapes.py, its summary and failures into log.txt; returns its exit code
+  t=$(cap "$3")
+  timeout "$t" python3 $CHECK "$1" $2 >> "$OUT/check.txt" 2>&1
+  rc=$?
+  log "check_shapes $2 rc=$rc (timeout ${t}s; 124: it ran out, a hang?): $(tail -n 1 "$OUT/check.txt")"
+  grep FAIL "$OUT/check.txt" | head -20 | tee -a "$OUT/log.txt"
+  return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
+log "mode $MODE kernel $K sha256 $(sha256sum "$K" | cut -c1-16)"
+case "$MODE" in
+dev)
+  prebuild "$K"
+  check "$K" --quick 90
+  rc=$?
+  if [ $rc -eq 124 ]; then log "stopping: the quick check ran out of time (a hang: barrier phases?)"; exit 1; fi
+  check "$K" "" 150
+  if [ $? -eq 124 ]; then  # a shape-specific hang: the harness would wait out its call timeouts on it too
+    log "the full check ran out of time (a hang on some shape?): no evaluation, sanitizers only"; sanitize "$K"; exit 1
+  fi
+  evaluate eval_quick quick best_library,naive "$K" "dev: $(basename "$K") quick set, every library" 100 330
+  evaluate eval_full full best_library,naive "$K" "dev: $(basename "$K") full set, every library" 330 90
+  sanitize "$K" ;;
+full)
+  prebuild "$K"
+  evaluate eval_full full best_library,naive "$K" "$(basename "$K") full set, every library" 560 0 ;;
+san)
+  prebuild "$K"
+  sanitize "$K" ;;
+screen)
+  mkdir -p /tmp/screen; : > /tmp/screen/rank.txt
+  files=()
+  for i in "${!VARIANTS[@]}"; do
+    f=/tmp/screen/c$i.cu
+    { IFS='|'; for d in ${VARIANTS[$i]}; do echo "#define $d"; done; unset IFS; cat "$K"; } > "$f"
+    files+=("$f")
+  done
+  prebuild "${files[@]}"
+  for i in "${!files[@]}"; do
+    f=${files[$i]}
+    name=$(basename "$f" .cu)
+    defs=${VARIANTS[$i]//|/, }
+    t=$(cap 60)
+    if [ "$t" -lt 30 ]; then log "$name skipped: ${t}s left"; continue; fi
+    timeout "$t" python3 $CHECK "$f" --quick > /tmp/screen/$name.check 2>&1
+    chk=$?
+    t=$(cap 100)
+    if [ "$t" -lt 40 ]; then log "$name eval skipped: ${t}s left"; continue; fi
+    timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$f" --scenarios $SUBSET --baselines eager \
+      --timeout $((t - 10)) --trace "$OUT/trace.jsonl" --note "screen $name: ${defs:-defaults}" > /tmp/screen/$name.txt 2>&1
+    gm=$(grep -o 'vs eager: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
+    [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $name ${defs:-defaults}" >> /tmp/screen/rank.txt
+    log "$name ${defs:-defaults} check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-200)"
+    { echo "== $name ${defs:-defaults}"; tail -n 1 /tmp/screen/$name.check; grep -E '^m[0-9]' /tmp/screen/$name.txt; } >> "$OUT/screen.txt"
+  done
+  sort -rn /tmp/screen/rank.txt | tee "$OUT/rank.txt" | tee -a "$OUT/log.txt" ;;
+*)
+  echo "usage: bash lab/gemm_bias_gelu/device_run.sh dev|screen|full|san [KERNEL.cu]"; exit 2 ;;
+esac
+log "done in $(($(date +%s) - T0))s"
