@@ -102,3 +102,11 @@ def test_the_loop_does_not_write_an_event_that_does_not_fit():
 def test_a_value_of_no_json_type_fits_no_field():
     assert event_types.json_type(object()) == "other"
     assert "not other" in payload_problem("note", {"text": object(), "level": "info"})
+
+
+def test_the_tests_minimal_payloads_fit_every_kind():
+    from tests.payloads import MINIMAL
+
+    assert set(MINIMAL) == set(PAYLOADS)
+    for kind, payload in MINIMAL.items():
+        assert payload_problem(kind, payload) is None, kind
