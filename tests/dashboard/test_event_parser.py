@@ -54,7 +54,7 @@ REFUSED = [
         good(payload={"text": "hi", "level": "info", "colour": "red"}),
         "note payload: field 'colour' is not one of its fields",
     ),
-    ("payload field missing", good(payload={"text": "hi"}), "note payload: level is missing"),
+    ("payload field missing", good(payload={"level": "info"}), "note payload: text is missing"),
     ("usage a number", good(usage=3), "usage must be a JSON object"),
     ("tokens negative", good(usage={"tokens_in": -1}), "usage.tokens_in must be a non-negative integer"),
     ("tokens over", good(usage={"tokens_out": 2**40}), f"usage.tokens_out must be at most {INT_COLUMN_MAX}"),
