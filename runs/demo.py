@@ -8,11 +8,9 @@ from pathlib import Path
 
 from django.conf import settings
 
-from runs.model_options import recorded_config, recorded_start
+from runs.model_options import DEMO_TRACE, recorded_config, recorded_start
 from runs.models import ReviewMode, Run, Task
 from runs.services import ServiceError, run_start
-
-DEMO_TRACE = Path("agentloop") / "replays" / "matmul_cpu_demo.jsonl"
 
 
 def demo_config() -> dict:

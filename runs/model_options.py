@@ -20,6 +20,9 @@ from agentloop.cli import DEFAULT_MODEL
 from agentloop.protocol import VERIFY_MODEL
 
 REPLAY_FOLDER = Path("agentloop") / "replays"
+# The demo's recording (runs/demo.py), named here, below the services, so that a selector can tell a demo run
+# by its model without importing the module that starts one.
+DEMO_TRACE = REPLAY_FOLDER / "matmul_cpu_demo.jsonl"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from questionbank import effectiveness as eff
 from questionbank.bank import CATEGORIES
 from questionbank.models import QuestionCategory
 from questionbank.selectors import bank_questions, large_gain_ratio
+from runs.model_options import DEMO_TRACE
 from runs.models import Evaluation, EvaluationStatus, Question, QuestionSource, QuestionStatus, Run, ScenarioResult
 
 # A question's status as the bank's attribution reads it: asked (approved, edited, answered), vetoed, or pending.
@@ -40,8 +41,6 @@ EXCLUDABLE = {
 
 
 def _excluded(run: Run, exclude: frozenset[str]) -> bool:
-    from runs.demo import DEMO_TRACE
-
     return (
         ("imported" in exclude and bool(run.imported_from))
         or ("replay" in exclude and run.model.startswith("replay:"))
