@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponseBadRequest, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from runs import permissions
@@ -12,11 +12,10 @@ from runs.demo import demo_run_start
 from runs.flash import flash_run_status
 from runs.forms import MessageForm, StartRunForm
 from runs.model_options import recorded_start, recording_of
-from runs.models import Run, RunStatus, StepKind, Task
+from runs.models import Run, RunStatus, StepKind
 from runs.permissions import OPERATOR, REVIEWER, role_required
 from runs.selectors import (
     RUN_SORTS,
-    evaluations_for_run,
     fork_decision_text,
     run_best_text,
     run_forks,
@@ -31,6 +30,7 @@ from runs.selectors import (
 )
 from runs.selectors_compare import COMPARE_MAX
 from runs.selectors_kernels import run_developed_kernels
+from runs.selectors_pages import newest_evaluations, refused_events_of, run_or_404, task_named, task_names
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 
 RUNS_PER_PAGE = 50
@@ -67,7 +67,7 @@ def _list_context(request) -> dict:
         "sort": sort,
         "sorts": [(key, label) for key, (label, _) in RUN_SORTS.items()],
         "statuses": RunStatus.choices,
-        "tasks": Task.objects.values_list("name", flat=True),
+        "tasks": task_names(),
     }
 
 
@@ -92,7 +92,7 @@ def run_start_view(request):
     """The start form on its own page (GET), and the start itself (POST): a list of 200 runs never buries it."""
     if request.method != "POST":
         # From a task's page (?task=NAME): that task is picked already.
-        task = Task.objects.filter(name=request.GET.get("task") or "").first()
+        task = task_named(request.GET.get("task") or "")
         return render(request, "runs/start.html", {"start_form": StartRunForm(initial={"task": task} if task else {})})
     form = StartRunForm(request.POST)
     if not form.is_valid():
@@ -150,7 +150,7 @@ def demo_start_view(request):
 @login_required
 @require_safe
 def run_detail(request, run_id: int):
-    run = get_object_or_404(Run.objects.select_related("task", "worker", "started_by", "study"), pk=run_id)
+    run = run_or_404(run_id, "task", "worker", "started_by", "study")
     goal_baseline, goal_speedup = run.goal  # the run's own goal, which it is judged against
     forks = run_forks(run)
     return render(
@@ -160,14 +160,12 @@ def run_detail(request, run_id: int):
             "run": run,
             "kinds": StepKind.choices,
             "message_form": MessageForm(),
-            "evaluations": evaluations_for_run(run.pk)
-            .prefetch_related("scenarios")
-            .order_by("-created_at", "-pk")[:EVALUATIONS_SHOWN],
+            "evaluations": newest_evaluations(run, EVALUATIONS_SHOWN),
             "evaluations_shown": EVALUATIONS_SHOWN,
             "baselines": sorted(run.best_speedups.items()),
             "goal_baseline": goal_baseline,
             "goal_speedup": goal_speedup,
-            "refused_events": run.refused_events.all(),
+            "refused_events": refused_events_of(run),
             "sandbox": run_sandbox(run.pk),
             "queue_reason": run_queue_reason(run),
             "forks": forks,
@@ -198,7 +196,7 @@ def _done(request, run_id: int, *, ok: bool, message: str, status: int = 200, ru
 @role_required(OPERATOR)
 @require_POST
 def run_control_view(request, run_id: int):
-    run = get_object_or_404(Run, pk=run_id)
+    run = run_or_404(run_id)
     action = request.POST.get("action")
     if action not in ("pause", "resume", "stop"):
         return HttpResponseBadRequest("action must be pause, resume or stop")
@@ -212,7 +210,7 @@ def run_control_view(request, run_id: int):
 @role_required(REVIEWER)
 @require_POST
 def run_message_view(request, run_id: int):
-    run = get_object_or_404(Run, pk=run_id)
+    run = run_or_404(run_id)
     form = MessageForm(request.POST)
     if not form.is_valid():
         return _done(request, run_id, ok=False, message="the message is empty or too long", status=400)

@@ -8,7 +8,6 @@ import json
 
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_safe
 
 from agentloop.protocol import event_summary
@@ -24,6 +23,7 @@ from runs.selectors import (
     run_speedup_series,
     steps_page,
 )
+from runs.selectors_pages import run_or_404, step_or_404
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
 NOTE_SHOWN_MAX = 2_000  # characters of an evaluation's note shown under its line (the whole is in its payload)
@@ -111,7 +111,7 @@ def _steps_query(request) -> dict:
 @login_required
 @require_safe
 def run_steps(request, run_id: int):
-    run = get_object_or_404(Run, pk=run_id)
+    run = run_or_404(run_id)
     try:
         query = _steps_query(request)
     except BadParameter as bad:
@@ -132,7 +132,7 @@ def run_steps(request, run_id: int):
 @login_required
 @require_safe
 def run_step(request, run_id: int, seq: int):
-    step = get_object_or_404(Step, run_id=run_id, seq=seq)
+    step = step_or_404(run_id, seq)
     return JsonResponse(step_json(step, full=True, note=step_notes([step]).get(step.seq)))
 
 
@@ -169,13 +169,13 @@ def run_summary_json(run: Run) -> dict:
 @login_required
 @require_safe
 def run_summary(request, run_id: int):
-    return JsonResponse(run_summary_json(get_object_or_404(Run.objects.select_related("worker"), pk=run_id)))
+    return JsonResponse(run_summary_json(run_or_404(run_id, "worker")))
 
 
 @login_required
 @require_safe
 def run_chart(request, run_id: int):
-    return JsonResponse(run_speedup_series(get_object_or_404(Run.objects.select_related("task"), pk=run_id)))
+    return JsonResponse(run_speedup_series(run_or_404(run_id, "task")))
 
 
 @login_required

@@ -1,15 +1,15 @@
 """Forks: a run continued from one of its steps (`/runs/<id>/fork/?seq=N`): the page that shows what the fork
 starts from and takes the operator's decision at a question (GET), and the fork itself (POST). docs/fork.md."""
 
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from questionbank.selectors import bank_entries
 from runs.flash import flash_run_status
 from runs.forms import ForkForm
 from runs.model_options import default_model, model_options, model_refusal
-from runs.models import Run, Step
 from runs.permissions import OPERATOR, role_required
+from runs.selectors_pages import run_or_404, step_at
 from runs.services import ServiceError, fork_preview, run_fork
 
 
@@ -21,7 +21,7 @@ def _seq(request) -> int | None:
 @role_required(OPERATOR)
 @require_http_methods(["GET", "HEAD", "POST"])
 def fork_view(request, run_id: int):
-    parent = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
+    parent = run_or_404(run_id, "task")
     seq = _seq(request)
     options = model_options()
     context = {"parent": parent, "seq": seq, "model_options": options}
@@ -36,7 +36,7 @@ def fork_view(request, run_id: int):
     bank = bank_entries() if cut.question else []
     if cut.question and cut.question.get("bank_key"):
         bank = [e for e in bank if e.key != cut.question["bank_key"]]  # another question than the one asked
-    step = Step.objects.filter(run=parent, seq=seq).first()
+    step = step_at(parent, seq)
     context |= {"cut": cut, "step": step}
     if request.method != "POST":
         # The parent's model when it can run here; else (an imported trace's, a model without its key) the form

@@ -10,7 +10,7 @@ import difflib
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.gzip import gzip_page
@@ -34,6 +34,7 @@ from runs.selectors_kernels import (
     kernel_source_groups,
     kernel_verification,
 )
+from runs.selectors_pages import kernel_or_404, other_kernels_of_task
 from runs.services import ServiceError, kernel_verify
 from runs.templatetags.kseek import highlight as highlight_source
 
@@ -101,12 +102,7 @@ def kernel_detail(request, kernel_id: int):
         kernel = kernel_get(kernel_id)
     except Kernel.DoesNotExist:
         raise Http404("no such kernel") from None
-    others = (
-        Kernel.objects.filter(task_id=kernel.task_id)
-        .exclude(pk=kernel.pk)
-        .select_related("step")
-        .order_by("-created_at")[:200]
-    )
+    others = other_kernels_of_task(kernel)
     evaluations = list(kernel_evaluations(kernel))
     lead = evaluations[0] if evaluations else None
     preview, whole = source_preview(kernel.source)
@@ -137,7 +133,7 @@ def kernel_detail(request, kernel_id: int):
 def kernel_source(request, kernel_id: int):
     """A kernel's whole source, on its own: plain text, shown in the browser (`?highlighted=1`: the HTML its page
     puts in place of the preview, highlighted up to HIGHLIGHT_MAX_CHARS, plain above)."""
-    kernel = get_object_or_404(Kernel, pk=kernel_id)
+    kernel = kernel_or_404(kernel_id)
     if request.GET.get("highlighted") != "1":
         return HttpResponse(kernel.source, content_type="text/plain; charset=utf-8")
     if len(kernel.source) > HIGHLIGHT_MAX_CHARS:
@@ -149,7 +145,7 @@ def kernel_source(request, kernel_id: int):
 @require_POST
 def kernel_verify_view(request, kernel_id: int):
     """Verify here: queue one full evaluation of this kernel's exact source on a worker of this site."""
-    kernel = get_object_or_404(Kernel.objects.select_related("task"), pk=kernel_id)
+    kernel = kernel_or_404(kernel_id, "task")
     try:
         run = kernel_verify(kernel=kernel, user=request.user)
     except ServiceError as refused:
@@ -174,7 +170,7 @@ def kernel_filename(kernel: Kernel) -> str:
 @login_required
 @require_safe
 def kernel_download(request, kernel_id: int):
-    kernel = get_object_or_404(Kernel, pk=kernel_id)
+    kernel = kernel_or_404(kernel_id)
     response = HttpResponse(kernel.source, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{kernel_filename(kernel)}"'
     return response
@@ -187,7 +183,7 @@ def kernel_diff(request):
     ids = [request.GET.get(name, "") for name in ("a", "b")]
     if not all(i.isascii() and i.isdigit() for i in ids):
         return HttpResponseBadRequest("pick two kernels by id: ?a=<id>&b=<id>", content_type="text/plain")
-    a, b = (get_object_or_404(Kernel, pk=int(i)) for i in ids)
+    a, b = (kernel_or_404(int(i)) for i in ids)
     lines = list(
         difflib.unified_diff(
             a.source.splitlines(keepends=True),

@@ -3,13 +3,13 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from runs.forms import DecisionForm
-from runs.models import Question
 from runs.permissions import REVIEWER, role_required
 from runs.selectors import review_queue, runs_waiting_on_review
+from runs.selectors_pages import question_or_404
 from runs.services import QuestionAlreadyDecided, QuestionClosed, ServiceError, question_review
 from runs.views_feed import step_summary
 
@@ -37,7 +37,7 @@ def queue_items(request):
 @role_required(REVIEWER)
 @require_POST
 def decide(request, question_id: int):
-    question = get_object_or_404(Question.objects.select_related("run", "step"), pk=question_id)
+    question = question_or_404(question_id)
     form = DecisionForm(request.POST)
     wants_json = "application/json" in request.headers.get("Accept", "")
     if not form.is_valid():

@@ -7,8 +7,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from runs.forms import StudyForm
-from runs.models import Task
 from runs.permissions import OPERATOR, role_required
+from runs.selectors_pages import task_named
 from runs.services import ServiceError, study_start
 
 
@@ -16,7 +16,7 @@ from runs.services import ServiceError, study_start
 @require_http_methods(["GET", "HEAD", "POST"])
 def study_start_view(request):
     if request.method != "POST":
-        task = Task.objects.filter(name=request.GET.get("task") or "").first()
+        task = task_named(request.GET.get("task") or "")
         form = StudyForm(initial={"task": task} if task else {})
         return render(request, "runs/study_start.html", {"form": form})
     form = StudyForm(request.POST)

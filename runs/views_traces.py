@@ -5,20 +5,20 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
 from runs.forms import TraceImportForm
-from runs.models import Run
 from runs.permissions import OPERATOR, role_required
 from runs.selectors import trace_export_records
+from runs.selectors_pages import run_or_404
 from runs.services import ServiceError, trace_import
 
 
 @login_required
 @require_safe
 def trace_export(request, run_id: int):
-    run = get_object_or_404(Run.objects.select_related("task"), pk=run_id)
+    run = run_or_404(run_id, "task")
     lines = (json.dumps(record, default=str) + "\n" for record in trace_export_records(run))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'

@@ -1,13 +1,13 @@
 """Worker hosts and their tokens: operators register a host (its token is shown once) or revoke one."""
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from runs.forms import WorkerHostForm
-from runs.models import WorkerHost
 from runs.permissions import OPERATOR, role_required
 from runs.selectors import held_runs_of, worker_hosts
+from runs.selectors_pages import worker_host_or_404, worker_name_taken
 from runs.services import worker_host_create, worker_host_revoke
 
 
@@ -17,7 +17,7 @@ def workers(request):
     form = WorkerHostForm(request.POST or None)
     token = None
     if request.method == "POST" and form.is_valid():
-        if WorkerHost.objects.filter(name=form.cleaned_data["name"]).exists():
+        if worker_name_taken(form.cleaned_data["name"]):
             form.add_error("name", "a host of this name exists; revoke it or choose another name")
         else:
             gpus = [g.strip() for g in form.cleaned_data["gpus"].split(",") if g.strip()]
@@ -37,7 +37,7 @@ def workers(request):
 @require_http_methods(["GET", "HEAD", "POST"])
 def worker_revoke(request, host_id: int):
     """GET asks for a confirmation (what revoking does to this host and its runs); POST revokes."""
-    host = get_object_or_404(WorkerHost, pk=host_id)
+    host = worker_host_or_404(host_id)
     if request.method == "GET":
         return render(request, "runs/worker_revoke.html", {"host": host, "held_runs": held_runs_of(host)})
     if not host.is_active:
