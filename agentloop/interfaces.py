@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from agentloop.models import ModelReply
+    from agentloop.models.reply import ModelReply
     from agentloop.tools import ToolResult
 
 Notify = Callable[[str], None]  # how a backend reports a retry or a warning (the loop turns it into a note)

@@ -8,34 +8,10 @@ share, `Model`, is declared in agentloop/interfaces.py; each backend subclasses 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from agentloop.interfaces import Model, Notify
+from agentloop.models.reply import ModelReply, Usage
 
-
-@dataclass
-class Usage:
-    tokens_in: int = 0  # every input token: uncached + cache reads + cache writes
-    tokens_out: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float | None = None  # None: the price of this model is not known
-
-
-@dataclass
-class ModelReply:
-    content: list[dict]
-    stop_reason: str
-    model: str
-    usage: Usage = field(default_factory=Usage)
-
-    @property
-    def text(self) -> str:
-        return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text").strip()
-
-    @property
-    def tool_uses(self) -> list[dict]:
-        return [b for b in self.content if b.get("type") == "tool_use"]
+__all__ = ["Model", "ModelReply", "Notify", "Usage", "make_model"]
 
 
 def make_model(spec: str, settings: dict | None = None, notify: Notify | None = None) -> Model:

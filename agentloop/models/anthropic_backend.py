@@ -26,7 +26,7 @@ import anthropic
 
 from agentloop.errors import ModelFailed
 from agentloop.interfaces import Model, Notify
-from agentloop.models import ModelReply, Usage
+from agentloop.models.reply import ModelReply, Usage
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from agentloop.prices import cost_usd
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agentloop.errors import ConfigError, ReplayFinished
 from agentloop.interfaces import Model
-from agentloop.models import ModelReply, Usage
+from agentloop.models.reply import ModelReply, Usage
 from agentloop.protocol import FINISHED_STATUSES as FINISHED
 from agentloop.trace import read_trace
 
