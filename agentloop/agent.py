@@ -16,6 +16,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentloop import __version__, fork_start
 from agentloop.config import RunConfig
@@ -59,7 +60,7 @@ JSON_TYPES = {
 }
 
 
-def invalid_input(block: dict) -> str | None:
+def invalid_input(block: dict[str, Any]) -> str | None:
     """What is wrong with a tool call's input, as the model reads it; None when the input is a JSON object. The
     model's mistake, answered as a tool error: the run goes on."""
     name = block.get("name")
@@ -77,7 +78,7 @@ def invalid_input(block: dict) -> str | None:
     return None
 
 
-def task_facts(task_name: str) -> dict:
+def task_facts(task_name: str) -> dict[str, Any]:
     """What the task statement shows the model about a harness task (its ABI, scenarios, baselines)."""
     from gpu_harness import get_task
 
@@ -112,7 +113,7 @@ class Oversight:
     reviewer: Reviewer | None = None
     inbox: ControlInbox = field(default_factory=ControlInbox)
     bank: list[BankEntry] | None = None
-    question_stats: dict[str, dict] | None = None
+    question_stats: dict[str, dict[str, Any]] | None = None
 
 
 class Agent:
@@ -124,12 +125,12 @@ class Agent:
         sinks: list[Sink],
         host: Host,
         config: RunConfig | None = None,
-        resume_events: list[dict] | None = None,
+        resume_events: list[dict[str, Any]] | None = None,
         evaluator: Evaluator | None = None,
         oversight: Oversight | None = None,
         policy: Policy | None = None,
-        fork: dict | None = None,
-    ):
+        fork: dict[str, Any] | None = None,
+    ) -> None:
         """A new run from its `config`, or the run whose trace is `resume_events`. `evaluator` None: the task's
         harness, in a process the agent starts in the host's sandbox and ends with the run. `fork`: a new run
         that continues another from one of its steps (docs/fork.md; the assignment's `fork`, checked by
@@ -447,7 +448,9 @@ class Agent:
         self.scoreboard.check_budget()
 
     # ------------------------------------------------------------------------------------- the model
-    def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
+    def _call_model(
+        self, purpose: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
         self._check_budgets()  # before a call of any purpose (a turn, a question selection): none once one is spent
         reply = self.model.query(system, messages, tools, purpose)
         u = reply.usage
@@ -473,7 +476,7 @@ class Agent:
         self._count_usage(purpose, reply.model, call)
         return reply
 
-    def _count_usage(self, purpose: str, model: str, call: dict) -> None:
+    def _count_usage(self, purpose: str, model: str, call: dict[str, Any]) -> None:
         """The `usage` event of one model call: what the run's totals and budgets count."""
         s = self.state
         cost = call["cost_usd"]
@@ -498,7 +501,7 @@ class Agent:
         self.emitter.emit("note", {"text": text, "level": "info", "to_model": True})
 
     # ------------------------------------------------------------------------------------- the tools
-    def _run_tool(self, block: dict) -> None:
+    def _run_tool(self, block: dict[str, Any]) -> None:
         """Run one tool call and record it."""
         call_id, name, tool_input = block["id"], block.get("name"), block.get("input")
         raw = {"raw_input": block["raw_input"]} if "raw_input" in block else {}
@@ -529,7 +532,7 @@ class Agent:
         if follow_up is not None:
             follow_up()
 
-    def _evaluate_tool(self, call_id: str, tool_input: dict):
+    def _evaluate_tool(self, call_id: str, tool_input: dict[str, Any]):
         scenarios, kernel = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
         path = self.editor.resolve(kernel)
         if not path.is_file():
@@ -549,7 +552,7 @@ class Agent:
         follow_up = None
         if payload["goal_met"]:
 
-            def follow_up():
+            def follow_up() -> None:
                 raise GoalMet(f"goal met on a full evaluation of {kernel}")
         elif self.scoreboard.worth_confirming(result):
             output += (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from agentloop.errors import ConfigError
 from questionbank.bank import BankEntry, entry_problems
@@ -82,7 +83,7 @@ def _stat_problem(stat) -> str | None:
     return None
 
 
-def stats_from_wire(data) -> tuple[dict[str, dict], list[str]]:
+def stats_from_wire(data) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Per-key figures, {key: {"asked", "mean_gain", "large_gain_rate"}}, and the problems of keys left out.
 
     Takes either that mapping itself (the assignment's `question_stats`) or the document of
@@ -112,7 +113,7 @@ def stats_from_wire(data) -> tuple[dict[str, dict], list[str]]:
     return stats, problems
 
 
-def load_stats_file(path: str | Path) -> dict[str, dict]:
+def load_stats_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """Figures from a JSON file (either shape of `stats_from_wire`). Raises ConfigError naming every problem."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

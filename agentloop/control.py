@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 ACTIONS = ("pause", "resume", "stop", "human_message", "question_decision")
 DECISIONS = ("approve", "edit", "veto", "replace")
@@ -39,7 +40,7 @@ class Directive:
         return None
 
     @classmethod
-    def from_wire(cls, msg: dict) -> Directive:
+    def from_wire(cls, msg: dict[str, Any]) -> Directive:
         return cls(
             action=msg.get("action", ""),
             id=msg.get("id"),
@@ -52,7 +53,7 @@ class Directive:
 
 
 class ControlInbox:
-    def __init__(self, seen_ids: set[str] | None = None):
+    def __init__(self, seen_ids: set[str] | None = None) -> None:
         self._cond = threading.Condition()
         self._pending: list[Directive] = []
         self._decisions: dict[str, Directive] = {}

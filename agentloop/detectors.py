@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentloop.policy import DetectorSettings
 from agentloop.state import RunState
@@ -26,7 +27,7 @@ class Turn:
 class Firing:
     name: str
     detail: str
-    evidence: dict = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
 
 
 def stopped_short(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Firing | None:
@@ -41,7 +42,7 @@ def stopped_short(state: RunState, turn: Turn, settings: DetectorSettings, **_) 
 
 
 def claimed_limit(
-    state: RunState, turn: Turn, settings: DetectorSettings, patterns: tuple[re.Pattern, ...] = (), **_
+    state: RunState, turn: Turn, settings: DetectorSettings, patterns: tuple[re.Pattern[str], ...] = (), **_
 ) -> Firing | None:
     if state.goal_met:
         return None

@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentloop.sandbox import Sandbox, is_secret_name, scrubbed_env
 from gpu_harness.build import cache_dir
@@ -51,7 +52,7 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
         progress: Callable[[str], None] | None = None,
         extra_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
-    ):
+    ) -> None:
         self.timeout_s = timeout_s
         self.progress = progress
         # e.g. CUDA_VISIBLE_DEVICES of the run's GPU. A secret's name is refused even here: the harness passes its
@@ -67,7 +68,7 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
         self._answers: LineReader | None = None
         self._next_id = 0
 
-    def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
+    def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict[str, Any]:
         if self.sandbox.mode == "refused":
             raise EvaluatorError(self.sandbox.refusal)
         self._ensure_started()
@@ -127,7 +128,7 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
             )
         self._answers = LineReader(self._proc.stdout.fileno(), chunk=1 << 20)
 
-    def _send(self, request: dict) -> None:
+    def _send(self, request: dict[str, Any]) -> None:
         try:
             self._proc.stdin.write((json.dumps(request) + "\n").encode())
             self._proc.stdin.flush()
@@ -136,7 +137,7 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
             self.close()
             raise EvaluatorError(f"the harness process is gone ({exc}): {tail}") from None
 
-    def _receive(self, deadline: float) -> dict:
+    def _receive(self, deadline: float) -> dict[str, Any]:
         try:
             line = self._answers.line(deadline)
         except TimeoutError:

@@ -10,6 +10,7 @@ to add an event kind").
 from __future__ import annotations
 
 import json
+from typing import Any
 
 # Every event kind (docs/protocol.md 1.2), with the label the dashboard shows for it.
 EVENT_KINDS: dict[str, str] = {
@@ -84,7 +85,7 @@ def _first_text(content) -> str:
     return ""
 
 
-def _tool_input_line(payload: dict) -> str:
+def _tool_input_line(payload: dict[str, Any]) -> str:
     tool_input = payload.get("input") or {}
     if isinstance(tool_input, dict):
         for key in ("command", "path", "kernel", "scenarios"):

@@ -10,6 +10,7 @@ conversation, as a user message with nothing added.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from agentloop.detectors import Firing
 from agentloop.errors import StoppedByHuman
@@ -25,7 +26,7 @@ class QuestionAsker:
         self,
         *,
         state: RunState,
-        emit: Callable,
+        emit: Callable[..., Any],
         ask_model: Callable[[str], str],
         bank: list[BankEntry],
         reviewer: Reviewer,
@@ -34,8 +35,8 @@ class QuestionAsker:
         cooldown_steps: int,
         max_proposals: int,
         set_status: Callable[[str, str], None],
-        stats: dict[str, dict] | None = None,
-    ):
+        stats: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.state = state
         self.emit = emit
         self.ask_model = ask_model
@@ -68,7 +69,7 @@ class QuestionAsker:
         )
         return False
 
-    def propose(self, decision_point: str, attempt: int) -> dict | None:
+    def propose(self, decision_point: str, attempt: int) -> dict[str, Any] | None:
         entries = eligible_entries(self.bank, decision_point, self.state.asked, self.state.steps, self.cooldown_steps)
         if not entries:
             self.emit(
@@ -99,7 +100,7 @@ class QuestionAsker:
         self.emit("question_proposed", proposal)
         return proposal
 
-    def review(self, proposal: dict) -> bool:
+    def review(self, proposal: dict[str, Any]) -> bool:
         """Decide `proposal`; True when a question was asked (False after a veto)."""
         interactive = self.reviewer.interactive  # declared by every Reviewer (agentloop/review.py)
         if interactive:

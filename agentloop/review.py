@@ -15,7 +15,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 from agentloop.control import ControlInbox
 from agentloop.errors import RunParked
@@ -33,7 +33,7 @@ class Decision:
 class Reviewer(Protocol):
     interactive: bool
 
-    def decide(self, proposal: dict, inbox: ControlInbox) -> Decision | None: ...
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None: ...
 
 
 class AutoApprove:
@@ -50,7 +50,7 @@ class InboxReviewer:
 
     interactive = True
 
-    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5, park: bool = False):
+    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5, park: bool = False) -> None:
         self.timeout_s = timeout_s
         self.poll_s = poll_s
         self.park = park
@@ -77,9 +77,9 @@ class ScriptedReviewer:
 
     interactive = True
 
-    def __init__(self, script: Iterable[Decision | Callable[[dict], Decision]]):
+    def __init__(self, script: Iterable[Decision | Callable[[dict[str, Any]], Decision]]) -> None:
         self.script = deque(script)
-        self.seen: list[dict] = []
+        self.seen: list[dict[str, Any]] = []
 
     def decide(self, proposal, inbox):
         self.seen.append(proposal)
@@ -92,7 +92,7 @@ class ScriptedReviewer:
 class TraceReviewer:
     interactive = True
 
-    def __init__(self, events: list[dict]):
+    def __init__(self, events: list[dict[str, Any]]) -> None:
         self.decisions = deque(e["payload"] for e in events if e["kind"] == "question_decided")
 
     def decide(self, proposal, inbox):
@@ -110,7 +110,7 @@ class TraceReviewer:
 class TerminalReviewer:
     interactive = True
 
-    def __init__(self, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout):
+    def __init__(self, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
         self.stdin, self.stdout = stdin, stdout
 
     def _ask(self, prompt: str) -> str:

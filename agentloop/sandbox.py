@@ -24,6 +24,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentloop.errors import ConfigError
 
@@ -73,7 +74,7 @@ def is_secret_name(name: str) -> bool:
     return upper.startswith(SECRET_PREFIXES) or any(word in upper for word in SECRET_WORDS)
 
 
-def scrubbed_env(workspace: str | os.PathLike, source: dict | None = None) -> dict[str, str]:
+def scrubbed_env(workspace: str | os.PathLike[str], source: dict[str, Any] | None = None) -> dict[str, str]:
     source = os.environ if source is None else source
     env = {name: source[name] for name in PASSED_VARIABLES if name in source and not is_secret_name(name)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -94,7 +95,7 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def network_opt_in(source: dict | None = None) -> bool:
+def network_opt_in(source: dict[str, Any] | None = None) -> bool:
     """Whether the operator let agent code reach the host's network (KSEEK_AGENT_NETWORK=1, true or yes)."""
     value = (os.environ if source is None else source).get(NETWORK_VARIABLE, "")
     return value.strip().lower() in ("1", "true", "yes")
@@ -176,7 +177,9 @@ def _network_args(network: bool, hidden) -> list[str]:
     return args
 
 
-def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], readable=(), network=False):
+def _bwrap(
+    bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], readable=(), network: bool = False
+):
     # A minimal /dev (null, zero, random, tty, a private shm, ...) plus the GPUs, for the harness and for the
     # model's own commands alike (it may run its test programs): not the host's /dev, whose other devices (disks,
     # memory, ...) a root-owned worker would hand its sandbox.

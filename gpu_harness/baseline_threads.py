@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 
 class BaselineThreads:
-    def __init__(self, threads: int):
+    def __init__(self, threads: int) -> None:
         self._pools = [
             ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kseek-baseline-{i}") for i in range(threads)
         ]

@@ -40,7 +40,9 @@ def cheat_files(task) -> list[Path]:
     return cheats
 
 
-def check_cheats(task_name: str, scenarios="quick", timeout_s: float | None = 60.0, paths=None) -> list[CheatOutcome]:
+def check_cheats(
+    task_name: str, scenarios: str = "quick", timeout_s: float | None = 60.0, paths=None
+) -> list[CheatOutcome]:
     """Evaluate each cheat as a candidate (timing included: some cheats show only there)."""
     from .evaluate import evaluate
     from .tasks import get_task

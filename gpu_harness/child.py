@@ -22,6 +22,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .baseline_threads import BaselineThreads
 from .exchange import SLOTS, SlotRing
@@ -29,22 +30,22 @@ from .stopwatch import Stopwatch
 
 
 class Channel:
-    def __init__(self, msg_fd: int, cmd_fd: int):
+    def __init__(self, msg_fd: int, cmd_fd: int) -> None:
         self._out = os.fdopen(msg_fd, "w", buffering=1)
         self._in = os.fdopen(cmd_fd, "r")
         self.slots = SlotRing(0)
 
-    def send(self, **msg):
+    def send(self, **msg) -> None:
         self._out.write(json.dumps(msg) + "\n")
         self._out.flush()
 
-    def _read(self) -> dict:
+    def _read(self) -> dict[str, Any]:
         line = self._in.readline()
         if not line:
             raise SystemExit(0)  # the parent is gone
         return json.loads(line)
 
-    def recv(self) -> dict:
+    def recv(self) -> dict[str, Any]:
         """The next command; slots the parent freed in the meantime are noted on the way."""
         while True:
             cmd = self._read()
@@ -142,16 +143,16 @@ class Bench:
     task: object
     side: object
     fn: object
-    base_libs: dict
+    base_libs: dict[str, Any]
     ch: Channel
-    derive_seed: Callable
+    derive_seed: Callable[..., Any]
     baselines: BaselineThreads
 
-    def fresh_io(self, params: dict, seed: int) -> tuple:
+    def fresh_io(self, params: dict[str, Any], seed: int) -> tuple[Any, ...]:
         """New inputs from `seed` and new (poisoned) outputs for one call."""
         return self.task.make_inputs(params, seed), self.task.new_outputs(params)
 
-    def time_candidate(self, inputs, outputs, params: dict) -> float:
+    def time_candidate(self, inputs, outputs, params: dict[str, Any]) -> float:
         return self.side.time_call(lambda: self.task.invoke(self.fn, inputs, outputs, params))
 
     def export(self, outputs) -> int:
@@ -168,7 +169,7 @@ class Bench:
             raise SystemExit(3)
 
 
-def _warm_baselines(bench: Bench, sc: dict, names: list[str]) -> None:
+def _warm_baselines(bench: Bench, sc: dict[str, Any], names: list[str]) -> None:
     """Queue one call of each baseline on this scenario's shape, on the thread that will time it, to run
     during the correctness phase: a library's first call of a shape is slow (cuDNN builds and compiles a
     plan), and this way that cost overlaps the correctness runs and the judging instead of adding to the
@@ -177,7 +178,7 @@ def _warm_baselines(bench: Bench, sc: dict, names: list[str]) -> None:
         return
     params = sc["params"]
 
-    def work():
+    def work() -> None:
         inputs = bench.task.make_inputs(params, bench.derive_seed(sc["seed_a"], "prewarm"))
         for f in bench.task.baseline_callables(names, params, inputs, bench.base_libs).values():
             if callable(f):
@@ -190,7 +191,7 @@ def _warm_baselines(bench: Bench, sc: dict, names: list[str]) -> None:
     bench.baselines.warm(sc["id"], work)
 
 
-def _time_scenario(bench: Bench, sc: dict, cmd: dict) -> None:
+def _time_scenario(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any]) -> None:
     t_warm = time.perf_counter()
     est, runnable, notes = _warm_up(bench, sc, cmd["baselines"])
     t_reps = time.perf_counter()
@@ -208,7 +209,7 @@ def _time_scenario(bench: Bench, sc: dict, cmd: dict) -> None:
     _serve_batches(bench, sc, cmd, est)
 
 
-def _warm_up(bench: Bench, sc: dict, names: list[str]) -> tuple[float, list[str], dict[str, str]]:
+def _warm_up(bench: Bench, sc: dict[str, Any], names: list[str]) -> tuple[float, list[str], dict[str, str]]:
     """One call each: the candidate's is also the estimate for the repeat count. The estimate, the baselines
     that ran, and a note for each that cannot run this scenario."""
     params = sc["params"]
@@ -241,7 +242,9 @@ def _baseline_problem(bench: Bench, sid, f) -> str | None:
     return None
 
 
-def _timed_calls(bench: Bench, sc: dict, cmd: dict, est: float, runnable: list[str]) -> tuple[list, dict, list]:
+def _timed_calls(
+    bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float, runnable: list[str]
+) -> tuple[list[Any], dict[str, Any], list[Any]]:
     """The repeated timed calls, candidate and baselines interleaved: the candidate's times, the baselines'
     times by name, and the calls whose outputs went to the parent to be checked."""
     params = sc["params"]
@@ -276,7 +279,7 @@ def _timed_calls(bench: Bench, sc: dict, cmd: dict, est: float, runnable: list[s
     return cand_ms, base_ms, checked
 
 
-def _serve_batches(bench: Bench, sc: dict, cmd: dict, est: float) -> None:
+def _serve_batches(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float) -> None:
     """Host-clock cross-check: the parent times batches of calls with its own clock, until it is satisfied."""
     params = sc["params"]
     n = max(1, min(cmd["batch_max"], int(cmd["batch_ms"] / max(est, 1e-3))))
@@ -297,7 +300,7 @@ def _serve_batches(bench: Bench, sc: dict, cmd: dict, est: float) -> None:
             raise SystemExit(3)
 
 
-def _settled(series: list[list[float]], cmd: dict) -> bool:
+def _settled(series: list[list[float]], cmd: dict[str, Any]) -> bool:
     """Enough timed calls: every implementation's median is known to within cmd["ci_rel"] (early_min calls at
     least; verdict.median_settled says how)."""
     from .verdict import median_settled
@@ -306,7 +309,7 @@ def _settled(series: list[list[float]], cmd: dict) -> bool:
     return bool(early_min and ci_rel) and all(median_settled(xs, early_min, ci_rel) for xs in series)
 
 
-def _repeats(est_ms: float, cmd: dict) -> int:
+def _repeats(est_ms: float, cmd: dict[str, Any]) -> int:
     from .verdict import adaptive_repeats
 
     return adaptive_repeats(est_ms, cmd["budget_ms"], cmd["min_reps"], cmd["max_reps"])

@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .report import render_table, summary_line
 
@@ -294,7 +295,7 @@ def cmd_task_import_flashinfer(args) -> int:
     return 0
 
 
-def _print_imported(folder: Path, notes: list) -> None:
+def _print_imported(folder: Path, notes: list[Any]) -> None:
     from .taskspec import load_spec
 
     spec = load_spec(folder)

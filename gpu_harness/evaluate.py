@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import figures, verdict
 from .build import build
@@ -35,7 +36,7 @@ __all__ = ["TIMING", "close_spares", "evaluate"]
 
 # (task, scenario id, device, versions, baseline) -> median ms, and the same key + "interval" -> the interval on
 # that median ([low, high] ms, verdict.median_interval); reused within one process run
-_BASELINE_CACHE: dict[tuple, float | list[float]] = {}
+_BASELINE_CACHE: dict[tuple[Any, ...], float | list[float]] = {}
 
 
 def _now() -> str:
@@ -64,7 +65,7 @@ class Request:
 
 def evaluate(
     task: str,
-    kernel: str | os.PathLike,
+    kernel: str | os.PathLike[str],
     scenarios: str | list[str] = "quick",
     baselines: list[str] | None = None,
     seed: int | None = None,
@@ -217,10 +218,10 @@ def _baseline_names(t, requested: list[str] | None) -> tuple[list[str], list[str
 
 
 # (task, the child's environment) -> a child process booted ahead for this process's next evaluation
-_SPARES: dict[tuple, ChildSession] = {}
+_SPARES: dict[tuple[Any, ...], ChildSession] = {}
 
 
-def _spare_key(t) -> tuple:
+def _spare_key(t) -> tuple[Any, ...]:
     return t.name, ChildSession.environment_key(t.child_env())
 
 

@@ -66,7 +66,7 @@ def _check(rc: int, what: str) -> None:
 class _DeviceBytes:
     """A raw device range as an object torch.as_tensor can view without copying."""
 
-    def __init__(self, ptr: int, nbytes: int):
+    def __init__(self, ptr: int, nbytes: int) -> None:
         self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 2}
 
 
@@ -81,7 +81,7 @@ class DeviceExchange:
 
     The CUDA context of the calling thread must be current (torch has initialised the device)."""
 
-    def __init__(self, ptr: int, slot_bytes: int, slots: int, owned: bool):
+    def __init__(self, ptr: int, slot_bytes: int, slots: int, owned: bool) -> None:
         self._ptr, self.slot_bytes, self.slots, self._owned = ptr, slot_bytes, slots, owned
         self.bytes = _view(ptr, slot_bytes * slots)  # uint8 tensor over the whole ring
 
@@ -134,7 +134,7 @@ class SlotRing:
     """The child's bookkeeping of which slots the parent has freed. `wait_free` reads the command channel
     until one is free (the parent frees each slot as soon as it has copied it)."""
 
-    def __init__(self, slots: int):
+    def __init__(self, slots: int) -> None:
         self.free = list(range(slots))
 
     def take(self, next_command) -> int:

@@ -20,6 +20,7 @@ import math
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -40,7 +41,7 @@ SEED, OTHER_SEED = 1234, 4321
 
 
 class Unimportable(Exception):
-    def __init__(self, message: str, cacheable: bool = True):
+    def __init__(self, message: str, cacheable: bool = True) -> None:
         super().__init__(message)
         self.cacheable = cacheable
 
@@ -69,7 +70,7 @@ def load(folder: Path):
     return module
 
 
-def describe_item(v, what: str) -> dict:
+def describe_item(v, what: str) -> dict[str, Any]:
     if isinstance(v, torch.Tensor):
         if v.dtype not in runtime.DTYPE_NAMES:
             known = ", ".join(runtime.DTYPE_NAMES.values())
@@ -80,7 +81,7 @@ def describe_item(v, what: str) -> dict:
     raise Unimportable(f"{what} is a {type(v).__name__}: only tensors, ints and finite floats can be a task's data")
 
 
-def observe(module, args: dict, device: str, seed: int = SEED, keep: bool = False) -> dict:
+def observe(module, args: dict[str, Any], device: str, seed: int = SEED, keep: bool = False) -> dict[str, Any]:
     """generate_input and ref_kernel at these arguments on this device, described."""
     with torch.no_grad(), runtime.on_device(device):
         data = module.generate_input(**args, seed=seed)
@@ -108,7 +109,7 @@ def observe(module, args: dict, device: str, seed: int = SEED, keep: bool = Fals
     return obs
 
 
-def shapes(module, case: dict, notes: list) -> dict:
+def shapes(module, case: dict[str, Any], notes: list[Any]) -> dict[str, Any]:
     try:
         return observe(module, case["args"], "meta")
     except Unimportable:
@@ -126,7 +127,7 @@ def shapes(module, case: dict, notes: list) -> dict:
         ) from None
 
 
-def _bytes(obs: dict) -> int:
+def _bytes(obs: dict[str, Any]) -> int:
     tensors = [d for d in obs["data"] if d["kind"] == "tensor"] + obs["outputs"]
     return sum(math.prod(t["shape"]) * torch.empty(0, dtype=runtime.TORCH_DTYPES[t["dtype"]]).element_size()
                for t in tensors)  # fmt: skip
@@ -145,11 +146,11 @@ def _poisoned(t: torch.Tensor) -> torch.Tensor:
     return torch.full_like(t, 7 if t.dtype != torch.bool else True)
 
 
-def roles(module, case: dict, first: dict) -> list:
+def roles(module, case: dict[str, Any], first: dict[str, Any]) -> list[Any]:
     """Each data item's role at the smallest scenario: input, output (a buffer), scalar or unused."""
     items = first["_data"]
 
-    def run(replaced: dict) -> list:
+    def run(replaced: dict[str, Any]) -> list[Any]:
         data = [runtime.clone(replaced.get(k, v)) for k, v in enumerate(items)]
         data = (
             data[0]
@@ -179,7 +180,7 @@ def roles(module, case: dict, first: dict) -> list:
     return result
 
 
-def check_data(module, case: dict, first: dict, result: dict) -> None:
+def check_data(module, case: dict[str, Any], first: dict[str, Any], result: dict[str, Any]) -> None:
     items = first["_data"]
     again = observe(module, case["args"], "cpu", keep=True)["_data"]
     if not all(_equal(a, b) for a, b in zip(items, again, strict=True)):
@@ -209,7 +210,7 @@ def check_data(module, case: dict, first: dict, result: dict) -> None:
     result["roles"] = roles(module, case, first)
     inputs = {str(k): v for k, v in enumerate(items) if result["roles"][k] == "input"}
 
-    def run(given: dict) -> list:
+    def run(given: dict[str, Any]) -> list[Any]:
         data = [given.get(str(k), v) for k, v in enumerate(items)]
         data = data[0] if first["container"] == "tensor" else tuple(data) if first["container"] == "tuple" else data
         with torch.no_grad(), runtime.on_device("cpu"):
@@ -218,10 +219,10 @@ def check_data(module, case: dict, first: dict, result: dict) -> None:
     result["scaled"] = [int(k) for k in defences.scalable_inputs(inputs, run)]
 
 
-def probe(folder: Path, cases: list, max_bytes: int) -> dict:
+def probe(folder: Path, cases: list[Any], max_bytes: int) -> dict[str, Any]:
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
     module = load(folder)
-    notes: list = []
+    notes: list[Any] = []
     observed = []
     for case in cases:
         obs = shapes(module, case, notes)

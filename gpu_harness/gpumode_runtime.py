@@ -18,6 +18,7 @@ import importlib.util
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -33,7 +34,7 @@ class MissingPackage(ImportError):
 class _Siblings(importlib.abc.MetaPathFinder):
     """Finds the problem's sibling modules by their plain names (`from utils import ...`), and only those."""
 
-    def __init__(self, siblings: dict):
+    def __init__(self, siblings: dict[str, Any]) -> None:
         self.siblings = siblings
 
     def find_spec(self, name, path=None, target=None):
@@ -89,7 +90,7 @@ def _is_cuda(device) -> bool:
 class _Redirect(TorchFunctionMode):
     """Every device the problem's code names as CUDA becomes `device` (factory functions, .to, .cuda)."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device) -> None:
         super().__init__()
         self.device = device
 
@@ -114,7 +115,7 @@ class _HostGenerator(_REAL_GENERATOR):
     def __new__(cls, device=None):
         return _REAL_GENERATOR.__new__(cls, device="cpu")
 
-    def __init__(self, device=None):
+    def __init__(self, device=None) -> None:
         pass
 
 
@@ -143,12 +144,12 @@ def on_device(device):
 # ---- data and outputs ------------------------------------------------------------------------------------------
 
 
-def items(data) -> list:
+def items(data) -> list[Any]:
     """The problem's data as a list of its items (a tensor alone is one item)."""
     return [data] if isinstance(data, torch.Tensor) else list(data)
 
 
-def outputs_of(out) -> list:
+def outputs_of(out) -> list[Any]:
     """ref_kernel's result as a list of tensors (a tensor, or a tuple or list of them)."""
     return [out] if isinstance(out, torch.Tensor) else list(out)
 
@@ -166,7 +167,7 @@ def clone(data):
 class Problem:
     """The problem of one imported task, as reference.py's tables describe it (gpumode_files.py writes them)."""
 
-    def __init__(self, folder: Path, tables: dict):
+    def __init__(self, folder: Path, tables: dict[str, Any]) -> None:
         self.folder = folder
         self.data = tables["DATA"]  # per data item: (role, name): input, output (a buffer), scalar, unused
         self.container = tables["CONTAINER"]  # "tensor", "tuple" or "list": what generate_input returns
@@ -177,7 +178,7 @@ class Problem:
         self.scaled = tables["SCALED"]
         self.args = tables["ARGS"]  # every argument but the outputs
         self._module = None
-        self._made: dict = {}
+        self._made: dict[str, Any] = {}
 
     def module(self):
         with _lock:
@@ -187,7 +188,7 @@ class Problem:
 
     # -- inputs: the problem's own generate_input, on the judge's seed --
 
-    def make(self, name: str, generator, shape, params: dict):
+    def make(self, name: str, generator, shape, params: dict[str, Any]):
         seed = generator.initial_seed() % 2**31  # a seed the problem's own generators and numpy take
         data = self._generated(seed, params, generator.device)
         index = next(k for k, (role, n) in enumerate(self.data) if role == "input" and n == name)
@@ -202,7 +203,7 @@ class Problem:
             t = scale_and_shift(t, seed, name, params)
         return t.to(generator.device).contiguous()
 
-    def _generated(self, seed: int, params: dict, device):
+    def _generated(self, seed: int, params: dict[str, Any], device):
         # every input of one seed comes from one call (inputs that must agree, indices and what they index, do)
         key = (seed, tuple(sorted((k, str(v)) for k, v in params.items())), str(device))
         with _lock:
@@ -214,10 +215,10 @@ class Problem:
 
     # -- the reference and the baselines --
 
-    def _shape(self, name: str, args: dict) -> tuple:
+    def _shape(self, name: str, args: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(int(args[d]) if isinstance(d, str) else d for d in self.dims[name])
 
-    def data_for(self, args: dict, wide: bool):
+    def data_for(self, args: dict[str, Any], wide: bool):
         """generate_input's data rebuilt from the task's arguments: inputs in their own dtypes (float64 where
         `wide`), output buffers and unused items made afresh, scalars as given."""
         from gpu_harness.imported_inputs import strict_names
@@ -240,7 +241,7 @@ class Problem:
             return built[0]
         return tuple(built) if self.container == "tuple" else built
 
-    def run(self, args: dict, wide: bool = False) -> dict:
+    def run(self, args: dict[str, Any], wide: bool = False) -> dict[str, Any]:
         """ref_kernel on the rebuilt data: the outputs by name, each in its ABI dtype unless `wide`."""
         data = self.data_for(args, wide)
         device = next(v.device for v in args.values() if isinstance(v, torch.Tensor))

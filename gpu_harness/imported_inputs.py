@@ -18,13 +18,14 @@ problem is judged against", states them:
 from __future__ import annotations
 
 import random
+from typing import Any
 
 # |log2 s| and |b|: s in [0.35, 0.71] or [1.41, 2.83], b in [-2, -0.5] or [0.5, 2] (signs drawn too)
 SCALE_EXPONENT = (0.5, 1.5)
 SHIFT = (0.5, 2.0)
 
 
-def affine(seed: int, name: str, params: dict) -> tuple[float, float]:
+def affine(seed: int, name: str, params: dict[str, Any]) -> tuple[float, float]:
     """The scale and shift of input `name` for this seed and scenario (a function of them alone)."""
     rng = random.Random(f"{seed}:{name}:{sorted((k, str(v)) for k, v in params.items())}")
     scale = 2.0 ** (rng.choice((-1.0, 1.0)) * rng.uniform(*SCALE_EXPONENT))
@@ -32,7 +33,7 @@ def affine(seed: int, name: str, params: dict) -> tuple[float, float]:
     return scale, shift
 
 
-def scale_and_shift(t, seed: int, name: str, params: dict):
+def scale_and_shift(t, seed: int, name: str, params: dict[str, Any]):
     """x * s + b in float32 (float64 for a float64 tensor), rounded to the tensor's own dtype."""
     return apply_affine(t, *affine(seed, name, params))
 
@@ -65,7 +66,7 @@ def newly_nonfinite(before, after) -> bool:
     return False
 
 
-def scalable_inputs(inputs: dict, run) -> list[str]:
+def scalable_inputs(inputs: dict[str, Any], run) -> list[str]:
     """The names of `inputs` (name -> tensor or other value) that scaling suits: signed float tensors whose scaled
     values, all together and at the corners of the ranges (EXTREMES), leave every finite output finite (`run(inputs)` -> the outputs, a list of tensors);
     where together they do not, each one alone is tried and kept when it does."""

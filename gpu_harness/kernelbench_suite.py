@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from .import_suite import (  # noqa: F401 (the names a caller of the KernelBench suite uses)
     CHECK_FAILED,
@@ -40,7 +41,7 @@ def _held(folder: Path) -> bytes | None:
     return held.read_bytes() if held.is_file() else None
 
 
-def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list, bool]:
+def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list[Any], bool]:
     done = import_kernelbench(path, name=name, parent=parent, timeout_s=timeout_s)
     return done.plan.notes, done.plan.cached
 

@@ -21,6 +21,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .taskspec import C_RESERVED, MAX_SCENARIO_BYTES, NAME_RE, TaskSpecError, load_spec
 
@@ -62,7 +63,7 @@ def _probe_cache(kind: str, key: str) -> Path:
     return cache_dir() / f"{kind}-probe" / f"{key}.json"
 
 
-def _store(path: Path, report: dict) -> None:
+def _store(path: Path, report: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps(report))
@@ -72,7 +73,7 @@ def _store(path: Path, report: dict) -> None:
 def run_probe(
     probe: Path, argv: list[str], sources: list[bytes], what: str, timeout_s: float, cache: bool = True,
     error=ProblemImportError,
-) -> dict:  # fmt: skip
+) -> dict[str, Any]:  # fmt: skip
     """The report of `python -P PROBE *argv RESULT.json` (the problem's code runs there, CPU only), or `error`
     naming what went wrong. A report (or a refusal that follows from the problem alone, "cacheable") is cached
     under probe_key of the sources: the same problem is not run again; the report then says "cached": true."""
@@ -91,7 +92,7 @@ def run_probe(
     return report
 
 
-def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error) -> dict:
+def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error) -> dict[str, Any]:
     from .procs import run_bounded
 
     with tempfile.TemporaryDirectory(prefix=f"kseek-{probe.stem}-") as work:
@@ -118,7 +119,7 @@ def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error)
 # ---- names -----------------------------------------------------------------------------------------------------
 
 
-def c_name(base: str, taken: set) -> str:
+def c_name(base: str, taken: set[Any]) -> str:
     """`base` as a C identifier no other argument has and no C or Python word is (a suffix _2, _3 where taken)."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", base) or "arg"
     if name[0].isdigit():
@@ -151,7 +152,7 @@ def check_destination(parent: Path, name: str, error=ProblemImportError) -> Path
     return folder
 
 
-def write_task_folder(parent: Path, name: str, files: dict, error=ProblemImportError) -> Path:
+def write_task_folder(parent: Path, name: str, files: dict[str, Any], error=ProblemImportError) -> Path:
     """Write `parent/name` holding `files` (relative path -> text or bytes; task.toml among them): staged beside
     it under `.NAME.importing-*`, checked with load_spec, then renamed into place, so that a failure leaves
     nothing behind; `error` when the name is not a task's, the folder exists or the written one is not valid."""
@@ -228,10 +229,12 @@ def reduction_terms(flops: int, output_elements: int, largest: int) -> int:
     return max(1, largest // outputs)
 
 
-def tolerance_lines(case_key: str, cases: list, terms: list, u: float, baselines: tuple, reference: str) -> list:
+def tolerance_lines(
+    case_key: str, cases: list[Any], terms: list[Any], u: float, baselines: tuple[Any, ...], reference: str
+) -> list[Any]:
     """[tolerance]: twice the reference's own error (`baselines[0]`, the problem in float64; the second where it
     cannot run) + a floor per scenario (`cases`, `terms` summed per output element), at most 1e-2."""
-    floors: dict = {}  # a case's floor: its largest scenario's (gpu-mode's cases, test and bench, repeat)
+    floors: dict[str, Any] = {}  # a case's floor: its largest scenario's (gpu-mode's cases, test and bench, repeat)
     for case, n in zip(cases, terms, strict=True):
         floors[case] = max(floors.get(case, 0.0), scenario_floor(n, u))
     said = ", ".join(f"{case} {n}" for case, n in zip(cases, terms, strict=True))

@@ -52,7 +52,7 @@ def _request_error(req) -> str | None:
 def serve(requests, answers) -> None:
     from .evaluate import close_spares, evaluate
 
-    def send(**msg):
+    def send(**msg) -> None:
         answers.write(json.dumps(msg) + "\n")
         answers.flush()
 

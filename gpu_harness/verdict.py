@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def _exact_numpy(name: str, cand, ref, rel_error: float) -> Comparison:
     )
 
 
-def difference_text(index: tuple, got, expected) -> str:
+def difference_text(index: tuple[Any, ...], got, expected) -> str:
     """Where an integer output first differs: `index (3, 17): 5, the reference 4`."""
     return f"index ({', '.join(str(i) for i in index)}): {got}, the reference {expected}"
 
@@ -209,7 +210,7 @@ def geometric_mean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
-def geomean_speedups(speedups: list[dict[str, float | None]], baselines: list[str]) -> dict[str, dict]:
+def geomean_speedups(speedups: list[dict[str, float | None]], baselines: list[str]) -> dict[str, dict[str, Any]]:
     """Per baseline: geometric mean over the scenarios it ran, and how many those were."""
     out = {}
     for b in baselines:

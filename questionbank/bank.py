@@ -44,7 +44,7 @@ _KEY_IN_TEXT = re.compile(r"(?<![\w-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w-])")
 class BankError(ValueError):
     """The bank file (or an entry) is not acceptable. `problems` lists every problem found, each naming its entry."""
 
-    def __init__(self, problems: list[str], source: str = ""):
+    def __init__(self, problems: list[str], source: str = "") -> None:
         self.problems = list(problems)
         where = f" in {source}" if source else ""
         super().__init__(

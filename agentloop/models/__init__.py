@@ -9,6 +9,7 @@ share, `Model`, is declared in agentloop/interfaces.py; each backend subclasses 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentloop.interfaces import Model, Notify
 
@@ -24,7 +25,7 @@ class Usage:
 
 @dataclass
 class ModelReply:
-    content: list[dict]
+    content: list[dict[str, Any]]
     stop_reason: str
     model: str
     usage: Usage = field(default_factory=Usage)
@@ -34,11 +35,11 @@ class ModelReply:
         return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text").strip()
 
     @property
-    def tool_uses(self) -> list[dict]:
+    def tool_uses(self) -> list[dict[str, Any]]:
         return [b for b in self.content if b.get("type") == "tool_use"]
 
 
-def make_model(spec: str, settings: dict | None = None, notify: Notify | None = None) -> Model:
+def make_model(spec: str, settings: dict[str, Any] | None = None, notify: Notify | None = None) -> Model:
     """A model from a spec: `replay:TRACE`, `openai:MODEL` (an OpenAI-compatible endpoint), or an Anthropic id."""
     settings = settings or {}
     if spec.startswith("replay:"):

@@ -19,7 +19,7 @@ class RetryPolicy:
         base_s: float = 1.0,
         cap_s: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
-    ):
+    ) -> None:
         self.max_retries = max_retries
         self.base_s = base_s
         self.cap_s = cap_s

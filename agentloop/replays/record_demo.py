@@ -128,7 +128,7 @@ SELECTIONS = [
 class ScriptedModel(Model):
     name = "scripted-demo"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.turns = list(TURNS)
         self.selections = list(SELECTIONS)
 

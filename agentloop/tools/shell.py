@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from agentloop.sandbox import BUBBLEWRAP, NONE, Sandbox, scrubbed_env
 from agentloop.tools import OutputKeeper, ToolResult, require
@@ -55,7 +56,7 @@ class ShellTool:
         use_bwrap: bool | None = None,
         extra_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
-    ):
+    ) -> None:
         """`sandbox` decides where commands run; without one it is chosen here: `use_bwrap=False` is the
         operator's --unsandboxed, anything else asks for bubblewrap and refuses commands where it does not work."""
         self.extra_env = dict(extra_env or {})
@@ -65,7 +66,7 @@ class ShellTool:
         self.output_limit = output_limit
         self.sandbox = sandbox or Sandbox.choose(unsandboxed=use_bwrap is False, hidden=hidden or [])
 
-    def argv(self, command: str) -> tuple[list[str], dict]:
+    def argv(self, command: str) -> tuple[list[str], dict[str, Any]]:
         """The command line and the environment to start it with. Under bubblewrap the command's environment is
         set inside the sandbox (--clearenv/--setenv), and bwrap itself also starts with the scrubbed one: it is
         PID 1 of the sandbox, so its /proc/1/environ is readable from inside. Without a sandbox the command runs
@@ -76,7 +77,7 @@ class ShellTool:
             return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), "--", *inner], env
         return self.sandbox.shell_argv(self.workspace, env, inner), env
 
-    def __call__(self, tool_input: dict) -> ToolResult:
+    def __call__(self, tool_input: dict[str, Any]) -> ToolResult:
         command = require(tool_input, "command")
         if self.sandbox.mode not in (BUBBLEWRAP, NONE):
             return ToolResult(

@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import websockets
 from websockets.sync.client import connect
@@ -118,7 +119,7 @@ class RunHandle:
 class SeenDirectives:
     """Directive ids acted on, kept on disk so that a restarted worker does not act on a re-sent one twice."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = path
         try:
             self.ids = set(json.loads(path.read_text()))
@@ -142,12 +143,12 @@ class Worker(ServerMessages):
         state_dir: Path,
         use_bwrap: bool | None = None,
         model_factory=None,
-        agent_kwargs: dict | None = None,
+        agent_kwargs: dict[str, Any] | None = None,
         hidden: list[Path] | None = None,
         ca_file: str | None = None,
         allow_plain_ws: bool = False,
         targets: list[str] | None = None,
-    ):
+    ) -> None:
         from agentloop.models import make_model
 
         self.url = worker_url(server)
@@ -182,7 +183,7 @@ class Worker(ServerMessages):
         self.stop = threading.Event()
 
     # ---------------------------------------------------------------------------------- sending
-    def _send(self, message: dict) -> bool:
+    def _send(self, message: dict[str, Any]) -> bool:
         ws = self._ws
         if ws is None:
             return False
@@ -207,7 +208,7 @@ class Worker(ServerMessages):
             except (websockets.exceptions.WebSocketException, OSError):
                 ws = None
 
-    def _offer(self, events: list[dict]) -> None:
+    def _offer(self, events: list[dict[str, Any]]) -> None:
         with self._send_lock:
             if self._window is None:
                 return
@@ -252,7 +253,7 @@ class Worker(ServerMessages):
                     event["seq"],
                 )
 
-    def _settle(self, keys: list[tuple]) -> None:
+    def _settle(self, keys: list[tuple[Any, ...]]) -> None:
         """The server answered these (run_id, seq): their frames' places in the window are free again."""
         with self._send_lock:
             if self._window is not None:
@@ -261,7 +262,7 @@ class Worker(ServerMessages):
                     frames += self._window.settle(run_id, seq)
                 self._send_frames(frames)
 
-    def _event_sink(self, event: dict) -> None:
+    def _event_sink(self, event: dict[str, Any]) -> None:
         self.spool.add(event)
         self._offer([event])
 
@@ -276,7 +277,7 @@ class Worker(ServerMessages):
     def _run_dir(self, run_id) -> Path:
         return self.state_dir / "runs" / str(run_id)
 
-    def _save_questions(self, run_id, run: dict) -> None:
+    def _save_questions(self, run_id, run: dict[str, Any]) -> None:
         """Keep the assignment's bank and figures next to the run's trace, so that a resumed run asks from the
         same bank it started with."""
         run_dir = self._run_dir(run_id)
@@ -286,7 +287,7 @@ class Worker(ServerMessages):
             saved["questions"] = False
         (run_dir / "questions.json").write_text(json.dumps(saved), encoding="utf-8")
 
-    def _question_kwargs(self, run_id) -> dict:
+    def _question_kwargs(self, run_id) -> dict[str, Any]:
         """The Agent's `bank` and `question_stats` from what the server sent (docs/protocol.md 2.3). Without a
         usable bank the agent reads the bank file; without figures it shows none."""
         try:
@@ -312,7 +313,12 @@ class Worker(ServerMessages):
         return kwargs
 
     def _start_run(
-        self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None, fork: dict | None = None
+        self,
+        run_id,
+        gpu: int,
+        config: RunConfig | None,
+        resume_events: list[dict[str, Any]] | None,
+        fork: dict[str, Any] | None = None,
     ) -> None:
         from agentloop.agent import Agent, Host, Oversight
         from agentloop.review import InboxReviewer
@@ -322,7 +328,7 @@ class Worker(ServerMessages):
         inbox = ControlInbox()
         questions = self._question_kwargs(run_id)
 
-        def work():
+        def work() -> None:
             trace = agent = spec = None
             try:
                 trace = TraceWriter(run_dir / "trace.jsonl")
@@ -378,7 +384,7 @@ class Worker(ServerMessages):
 
     @staticmethod
     def _prepare_inbox(
-        run_dir: Path, config: RunConfig | None, resume_events: list[dict] | None, inbox
+        run_dir: Path, config: RunConfig | None, resume_events: list[dict[str, Any]] | None, inbox
     ) -> float | None:
         """Give a resumed run the directives acknowledged before the worker stopped that it has not acted on yet,
         and return its review timeout: counted from the waiting proposal, not from this life of the run."""
@@ -468,7 +474,7 @@ class Worker(ServerMessages):
             log.info("resuming run %s from its trace", events[0]["run_id"])
             self._start_run(events[0]["run_id"], free[0], None, events)
 
-    def _assignment(self, run: dict) -> RunConfig:
+    def _assignment(self, run: dict[str, Any]) -> RunConfig:
         from gpu_harness import get_task
 
         try:
@@ -602,12 +608,12 @@ class Worker(ServerMessages):
         return 0
 
 
-def _envelope(event: dict) -> dict:
+def _envelope(event: dict[str, Any]) -> dict[str, Any]:
     """The event's wire fields (docs/protocol.md 2.2: the envelope of 1.1 minus `v`, which is the message's)."""
     return {k: event[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
 
 
-def _recorded_kernel_filename(run: dict) -> str | None:
+def _recorded_kernel_filename(run: dict[str, Any]) -> str | None:
     """For a replay model, the kernel file name of the recording: its recorded tool calls name that file (the
     editor writes `kernel.cpp`, evaluate judges the default kernel file), so the run must use the same name, not
     the task's (`naive.cpp`), or the replayed edits would never reach the file that is judged."""

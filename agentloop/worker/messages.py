@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from typing import Any
 
 from agentloop import SCHEMA_VERSION
 from agentloop.control import Directive
@@ -55,7 +56,7 @@ class ServerMessages:
         log.error("a server message was not acted on: %s", problem)
         self._send({"type": "error", "error": problem})
 
-    def _handle(self, msg: dict) -> None:
+    def _handle(self, msg: dict[str, Any]) -> None:
         """Act on one server message by its type (the table below, docs/protocol.md 2): a handler raises
         Malformed for a message it cannot act on."""
         kind = msg.get("type")
@@ -64,7 +65,7 @@ class ServerMessages:
             raise Malformed(f"unknown message type {kind!r:.50}")
         handler(self, msg)
 
-    def _on_welcome(self, msg: dict) -> None:
+    def _on_welcome(self, msg: dict[str, Any]) -> None:
         # A server that reads `events` gets batches; an older one gets every event at once, alone.
         accepts = msg.get("accepts")
         limits, problem = Limits.from_welcome(msg)
@@ -78,13 +79,13 @@ class ServerMessages:
         if problem:
             raise Malformed(f"{problem}; sending within {limits.message_bytes} bytes a message")
 
-    def _on_ack(self, msg: dict) -> None:
+    def _on_ack(self, msg: dict[str, Any]) -> None:
         key = _answer_key(msg)
         self.spool.ack(*key)
         self._last_sent.pop(event_key(*key), None)
         self._settle([key])
 
-    def _on_acks(self, msg: dict) -> None:
+    def _on_acks(self, msg: dict[str, Any]) -> None:
         """The events of `events` messages that one transaction stored; the well-formed pairs are taken even
         when others are not."""
         items = msg.get("acks")
@@ -107,7 +108,7 @@ class ServerMessages:
                 f"acks: {len(junk)} item(s) are not [run_id, seq] pairs (the others were taken): {junk!r:.200}"
             )
 
-    def _on_nack(self, msg: dict) -> None:
+    def _on_nack(self, msg: dict[str, Any]) -> None:
         key = _answer_key(msg)
         if not isinstance(msg.get("retry"), bool):
             raise Malformed(f"nack of {key}: `retry` must be true or false (the event stays in the spool)")
@@ -117,7 +118,7 @@ class ServerMessages:
             self._last_sent[event_key(*key)] = time.monotonic() - RESEND_AFTER_S + 2
         self._settle([key])
 
-    def _on_assign(self, msg: dict) -> None:
+    def _on_assign(self, msg: dict[str, Any]) -> None:
         claimed, self._claiming = self._claiming, False
         run = msg.get("run")
         if not isinstance(run, dict) or not _is_id(run.get("id")):
@@ -140,7 +141,7 @@ class ServerMessages:
         self._save_questions(run["id"], run)
         self._start_run(run["id"], gpu, config, None, fork=run.get("fork"))
 
-    def _on_no_work(self, msg: dict) -> None:
+    def _on_no_work(self, msg: dict[str, Any]) -> None:
         self._claiming = False
         wait = msg.get("retry_after_s")
         ok = isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 < wait < 3600
@@ -150,7 +151,7 @@ class ServerMessages:
                 f"no_work: `retry_after_s` must be a number of seconds, not {wait!r:.50} (claiming again in 5 s)"
             )
 
-    def _on_directive(self, msg: dict) -> None:
+    def _on_directive(self, msg: dict[str, Any]) -> None:
         ident = msg.get("id")
         if ident is not None and not (isinstance(ident, str) and ident):
             raise Malformed(f"directive: `id` must be a string, not {ident!r:.50}")
@@ -164,7 +165,7 @@ class ServerMessages:
             self.seen.add(ident)
             self._send({"type": "directive_ack", "id": ident})
 
-    def _on_error(self, msg: dict) -> None:
+    def _on_error(self, msg: dict[str, Any]) -> None:
         log.error("server: %s", msg.get("error"))  # never answered with an `error`: no ping-pong
 
     # the server's message types and who handles each (a new type is one method and one line here)
@@ -179,7 +180,7 @@ class ServerMessages:
         "error": _on_error,
     }
 
-    def _take_directive(self, msg: dict) -> None:
+    def _take_directive(self, msg: dict[str, Any]) -> None:
         """Keep a directive for a run of this worker durably (before it is acknowledged), then hand it to the
         running run, or wake the parked run it is for."""
         run_id = str(msg.get("run_id"))
@@ -200,7 +201,7 @@ def event_key(run_id, seq) -> tuple[str, int]:
     return (str(run_id), int(seq))
 
 
-def _assignment_problems(run: dict) -> list[str]:
+def _assignment_problems(run: dict[str, Any]) -> list[str]:
     """What makes an assignment's `fork` and `questions` unusable (fork_problems says what a fork must hold)."""
     fork = run.get("fork")
     problems = fork_problems(fork) if fork is not None else []
@@ -213,7 +214,7 @@ def _is_id(value) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
-def _answer_key(msg: dict) -> tuple:
+def _answer_key(msg: dict[str, Any]) -> tuple[Any, ...]:
     """The (run_id, seq) an ack or nack answers; Malformed when it names no event."""
     run_id, seq = msg.get("run_id"), msg.get("seq")
     if not _is_id(run_id) or not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:

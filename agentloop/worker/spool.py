@@ -12,6 +12,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 # Lines beyond twice the pending events (and the marks) before the file is rewritten: each compaction then writes
 # at most the pending events after at least this many appended lines, so rewriting costs O(1) a line.
@@ -23,11 +24,11 @@ def _key(run_id, seq) -> tuple[str, int]:
 
 
 class Spool:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()  # compaction reads `pending()` under it
-        self._pending: dict[tuple[str, int], dict] = {}
+        self._pending: dict[tuple[str, int], dict[str, Any]] = {}
         # Highest seq ever spooled per run, kept through compaction: on a restart, the trace's events above it
         # were written to the trace but never spooled (the worker died in between) and must be spooled now.
         self.marks: dict[str, int] = {}
@@ -74,7 +75,7 @@ class Spool:
         self._file = open(self.path, "a", encoding="utf-8")
         self._lines = len(self.marks) + len(self._pending)
 
-    def _append(self, record: dict) -> None:
+    def _append(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -84,13 +85,13 @@ class Spool:
         run_id = str(run_id)
         self.marks[run_id] = max(self.marks.get(run_id, -1), int(seq))
 
-    def add(self, event: dict) -> None:
+    def add(self, event: dict[str, Any]) -> None:
         with self._lock:
             self._pending[_key(event["run_id"], event["seq"])] = event
             self._mark(event["run_id"], event["seq"])
             self._append({"event": event})
 
-    def add_missing(self, events: list[dict]) -> int:
+    def add_missing(self, events: list[dict[str, Any]]) -> int:
         """Spool the events of a run's trace that were never spooled. Returns how many."""
         added = 0
         for event in events:
@@ -106,12 +107,12 @@ class Spool:
         """Forget these (run_id, seq), with one write and one fsync for all; returns how many were pending."""
         return len(self._forget(keys))
 
-    def drop(self, run_id, seq) -> dict | None:
+    def drop(self, run_id, seq) -> dict[str, Any] | None:
         """Forget an event refused for good; returns it (None when it was not pending)."""
         dropped = self._forget([(run_id, seq)])
         return dropped[0] if dropped else None
 
-    def _forget(self, keys) -> list[dict]:
+    def _forget(self, keys) -> list[dict[str, Any]]:
         with self._lock:
             forgotten, lines = [], []
             for run_id, seq in keys:
@@ -128,7 +129,7 @@ class Spool:
                     self._compact()
             return forgotten
 
-    def pending(self) -> list[dict]:
+    def pending(self) -> list[dict[str, Any]]:
         """Unacknowledged events in (run, seq) order."""
         with self._lock:  # run threads add while the socket's thread reads
             return [self._pending[k] for k in sorted(self._pending)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 # A frame of events holds at most this much (or the server's message limit, when that is smaller): a batch never
 # meets the limit; an event bigger than `max_bytes` travels alone as an `event` message, where the server's answer
@@ -45,7 +46,7 @@ class Limits:
     event_bytes: int = OLD_SERVER_MESSAGE_BYTES
 
     @classmethod
-    def from_welcome(cls, welcome: dict) -> tuple[Limits, str | None]:
+    def from_welcome(cls, welcome: dict[str, Any]) -> tuple[Limits, str | None]:
         """The limits a welcome announces, and what was wrong with them if anything (then the old server's 1 MiB
         holds: the smallest limit a version-1 server has had)."""
         if "limits" not in welcome:
@@ -58,7 +59,7 @@ class Limits:
         return cls(message, min(event, message)), None
 
 
-def event_key(event: dict) -> tuple[str, int]:
+def event_key(event: dict[str, Any]) -> tuple[str, int]:
     return (str(event["run_id"]), int(event["seq"]))
 
 
@@ -70,7 +71,7 @@ class Frame:
     keys: list[tuple[str, int]]
     single: bool
     sent_at: float = 0.0
-    unsettled: set = field(default_factory=set)
+    unsettled: set[Any] = field(default_factory=set)
 
     def text(self, version: int = 1) -> str:
         if self.single:  # the envelope is a non-empty object: put type and v in front of its fields
@@ -91,7 +92,7 @@ class SenderWindow:
         max_bytes: int = MAX_BYTES,
         limits: Limits | None = None,
         clock=time.monotonic,
-    ):
+    ) -> None:
         if max_frames < 1 or max_events < 1:
             raise ValueError("a window needs room for one frame of one event")
         self.batching = batching
@@ -126,7 +127,7 @@ class SenderWindow:
         return refused
 
     # ------------------------------------------------------------------------------------------ input
-    def offer(self, *events: dict) -> list[Frame]:
+    def offer(self, *events: dict[str, Any]) -> list[Frame]:
         """Queue events (an event already waiting or in flight is not queued twice, one over the message limit is
         not queued but refused: `take_refused`); return the frames to send now, in order."""
         for event in events:

@@ -81,7 +81,7 @@ class FusedReference:
     does not instantiate): the caller then uses `reference()`. `note` says which one is in use and why.
     `compare` is the same library's one-pass comparison of an output with its reference."""
 
-    def __init__(self, source: Path = FUSED_SOURCE):
+    def __init__(self, source: Path = FUSED_SOURCE) -> None:
         self._source = source
         self._thread: threading.Thread | None = None
         self._fn = None

@@ -16,6 +16,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .sides import Calls, FileOutputs, JudgeSide, OutputExchange
 
@@ -25,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @dataclass(frozen=True)
 class Scenario:
     id: str
-    params: dict
+    params: dict[str, Any]
     flops: float  # useful floating-point operations of one call
     bytes: float  # compulsory device-memory traffic of one call (inputs read once, outputs written once)
 
@@ -36,7 +37,7 @@ class Judgement:
     error: float | None
     tolerance: float | None
     reason: str | None = None
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class TaskError(RuntimeError):
@@ -59,7 +60,7 @@ class Task:
     default_baselines: tuple[str, ...] = ()
     libraries: tuple[str, ...] = ()  # the baselines that are libraries a user would call instead (taskspec)
     needs_gpu: bool = False
-    timing_overrides: dict = {}  # replaces entries of evaluation.TIMING for this task
+    timing_overrides: dict[str, Any] = {}  # replaces entries of evaluation.TIMING for this task
     output_names: tuple[str, ...] = ()  # the outputs of one call, in the order they are judged
     baseline_threads: int = 0  # threads of the child that own baseline calls (gpu_harness/baseline_threads.py)
     # baselines whose first call of a shape is slow (a plan to build, a kernel to compile): the child calls them
@@ -69,7 +70,7 @@ class Task:
     # per-call time bound in the child: base seconds + flops / this rate
     call_timeout_base_s: float = 20.0
     call_timeout_min_rate: float = 1e9
-    goal: dict | None = None  # {"baseline": name, "speedup": x} when the task states its own goal
+    goal: dict[str, Any] | None = None  # {"baseline": name, "speedup": x} when the task states its own goal
     # What a reader is shown of the task (gpu_harness/tasks/summary.py, the dashboard's task pages): what it
     # computes, where it runs (a name of gpu_harness.taskspec.TARGETS), how a candidate is judged, how its
     # useful work is counted.
@@ -142,16 +143,16 @@ class Task:
     def bind(self, lib):
         raise NotImplementedError
 
-    def make_inputs(self, params: dict, seed: int):
+    def make_inputs(self, params: dict[str, Any], seed: int):
         raise NotImplementedError
 
-    def new_outputs(self, params: dict):
+    def new_outputs(self, params: dict[str, Any]):
         raise NotImplementedError
 
     def poison(self, outputs) -> None:
         raise NotImplementedError
 
-    def invoke(self, fn, inputs, outputs, params: dict) -> int:
+    def invoke(self, fn, inputs, outputs, params: dict[str, Any]) -> int:
         raise NotImplementedError
 
     def new_calls(self) -> Calls:
@@ -159,7 +160,7 @@ class Task:
         raise NotImplementedError
 
     # ---- moving outputs from the child to the parent (see gpu_harness/exchange.py) ----
-    def output_nbytes(self, params: dict) -> int:
+    def output_nbytes(self, params: dict[str, Any]) -> int:
         """Bytes one call's outputs take (sizes the child's output slots)."""
         return 0
 
@@ -168,7 +169,9 @@ class Task:
         .npy files in the evaluation's scratch folder; a GPU task's goes through device memory."""
         return FileOutputs(self.output_names)
 
-    def baseline_callables(self, names: list[str], params: dict, inputs, libs: dict) -> dict:
+    def baseline_callables(
+        self, names: list[str], params: dict[str, Any], inputs, libs: dict[str, Any]
+    ) -> dict[str, Any]:
         """name -> zero-argument callable running the baseline on `inputs`, or a str saying why n/a."""
         return {}
 
@@ -181,7 +184,7 @@ class Task:
         """What the outputs are judged against (shown with the result)."""
         return ""
 
-    def parent_setup(self) -> dict:
+    def parent_setup(self) -> dict[str, Any]:
         """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
         return {}
 
@@ -191,7 +194,7 @@ class Task:
         return JudgeSide(self)
 
     def judge(
-        self, params: dict, seed: int, outputs, tolerance: float | None = None, spot_check: bool = False
+        self, params: dict[str, Any], seed: int, outputs, tolerance: float | None = None, spot_check: bool = False
     ) -> Judgement:
         """Regenerate the inputs from `seed`, compute the reference, compare the candidate's outputs (as
         the exchange's `import_` returned them), with nothing of an evaluation but the arguments (a JudgeSide

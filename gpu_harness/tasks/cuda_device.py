@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+from typing import Any
 
 from ..exchange import DeviceExchange, aligned
 from ..verdict import Comparison, TimingLimits, difference_text
@@ -113,7 +114,7 @@ def identical_tensors(a, b) -> bool:
 class CudaCalls:
     """The child's side of a CUDA task: the device, the cache flush and the event timer."""
 
-    def setup(self) -> dict:
+    def setup(self) -> dict[str, Any]:
         torch = torch_module()
         try:  # the driver's symbols, for candidates that encode tensor maps (cuTensorMapEncodeTiled)
             ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
@@ -155,7 +156,7 @@ class DeviceOutputs:
     `names`: the outputs in the order the child packs them (the task's output_names, the layout's order).
     The scratch `folder` the exchange's methods are given is not used: the slots are device memory."""
 
-    def __init__(self, layout, names):
+    def __init__(self, layout, names) -> None:
         self._layout = layout
         self._names = tuple(names)
         self._exchange: DeviceExchange | None = None
@@ -173,11 +174,11 @@ class DeviceOutputs:
         placed = self._placed(params)
         return placed[-1][3] + placed[-1][4] if placed else 0
 
-    def create(self, slot_bytes: int, slots: int, folder: str) -> dict:
+    def create(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         self._exchange, handle = DeviceExchange.create(slot_bytes, slots)
         return {"ipc_handle": handle}
 
-    def export(self, outputs: dict, slot: int) -> None:
+    def export(self, outputs: dict[str, Any], slot: int) -> None:
         """Child: pack `outputs` (made by the task from the scenario, so shaped as the layout says) in the
         order of `names`, each on an aligned boundary, as `_placed` lays them out."""
         torch = torch_module()
@@ -194,7 +195,7 @@ class DeviceOutputs:
             raise ValueError("the child named no output exchange")
         self._exchange = DeviceExchange.attach(handle, slot_bytes, slots)
 
-    def import_(self, params, slot: int) -> dict:
+    def import_(self, params, slot: int) -> dict[str, Any]:
         out = {}
         for name, dtype, shape, offset, nbytes in self._placed(params):
             out[name] = self._exchange.slot(slot, offset, nbytes).clone().view(dtype).reshape(shape)

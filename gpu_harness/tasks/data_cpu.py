@@ -7,6 +7,7 @@ the CPU. reference.py's functions get numpy arrays (data_task.py's conventions).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..taskspec import DTYPES
 from ..verdict import TimingLimits, compare_numpy
@@ -23,7 +24,7 @@ FLUSH_BYTES = 16 * 1024 * 1024  # larger than the last-level cache share one cor
 class CpuCalls:
     """The child's side of a CPU task (sides.Calls): the cache flush and perf_counter."""
 
-    def setup(self) -> dict:
+    def setup(self) -> dict[str, Any]:
         import numpy as np
 
         self._flush = np.empty(FLUSH_BYTES // 8)
@@ -84,7 +85,7 @@ class CpuDataTask(DataTask):
             out[a.name] = np.ascontiguousarray(x, dtype=dtype)
         return out
 
-    def _made_by_function(self, name: str, function: str, rng, shape: tuple, params: dict):
+    def _made_by_function(self, name: str, function: str, rng, shape: tuple[Any, ...], params: dict[str, Any]):
         """An input made by reference.py (e.g. a well-conditioned matrix), from the judge's generator."""
         import numpy as np
 
@@ -103,7 +104,7 @@ class CpuDataTask(DataTask):
         self.poison(outs)
         return outs
 
-    def poison(self, outputs):
+    def poison(self, outputs) -> None:
         import numpy as np
 
         # NaN for floats (judge_outputs names what is left of it); a value a kernel rarely writes for integers
@@ -114,7 +115,7 @@ class CpuDataTask(DataTask):
                 arr.fill(np.iinfo(arr.dtype).min if arr.dtype.kind == "i" else np.iinfo(arr.dtype).max)
 
     # ---- parent side ----
-    def parent_setup(self) -> dict:
+    def parent_setup(self) -> dict[str, Any]:
         if not self._checked:
             self.self_check()
         return {"device": "cpu"}

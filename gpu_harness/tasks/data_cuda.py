@@ -10,6 +10,8 @@ conventions). `device="cpu"` runs the judge's side on the CPU: tests of the judg
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..verdict import TimingLimits
 from .cuda_device import (
     CudaCalls,
@@ -40,7 +42,7 @@ def torch_dtype(name: str):
 
 
 class CudaDataTask(DataTask):
-    def __init__(self, spec, device: str = "cuda"):
+    def __init__(self, spec, device: str = "cuda") -> None:
         super().__init__(spec)
         self._device_name = device
         self._peaks: TimingLimits | None = None  # the card's, measured once per process
@@ -97,7 +99,7 @@ class CudaDataTask(DataTask):
             out[a.name] = x.to(device=dev, dtype=dtype).contiguous()
         return out
 
-    def _made_by_function(self, name: str, function: str, generator, shape: tuple, params: dict):
+    def _made_by_function(self, name: str, function: str, generator, shape: tuple[Any, ...], params: dict[str, Any]):
         """An input made by reference.py, from the judge's generator (on the judge's device)."""
         torch = torch_module()
         x = self._call_maker(name, function, generator, shape, params)
@@ -117,7 +119,7 @@ class CudaDataTask(DataTask):
         self.poison(outs)
         return outs
 
-    def poison(self, outputs):
+    def poison(self, outputs) -> None:
         torch = torch_module()
         # NaN for floats (judge_outputs names what is left of it); a value a kernel rarely writes for integers
         for t in outputs.values():
@@ -143,7 +145,7 @@ class CudaDataTask(DataTask):
         return all(identical_tensors(outputs_a[n], outputs_b[n]) for n in self.output_names)
 
     # ---- parent side ----
-    def parent_setup(self) -> dict:
+    def parent_setup(self) -> dict[str, Any]:
         torch = torch_module()
         # the reference is computed at its stated precision: no TF32 behind a float32 reference's back
         torch.backends.cuda.matmul.allow_tf32 = False

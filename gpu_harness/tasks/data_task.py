@@ -37,6 +37,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 from ..taskspec import DTYPES, TaskSpec
 from ..verdict import Comparison, judge_outputs
@@ -50,7 +51,7 @@ class DataTask(Task):
     evaluation (each evaluation's is its JudgeSide and ChildSide, sides.py), only what holds for every
     evaluation of the process: reference.py imported, the reference's self check passed."""
 
-    def __init__(self, spec: TaskSpec):
+    def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
         self.name = spec.name
         self.target = spec.target.name
@@ -79,7 +80,7 @@ class DataTask(Task):
         self._module = None
         self._checked = False
 
-    def _bytes(self, params: dict) -> float:
+    def _bytes(self, params: dict[str, Any]) -> float:
         if self.spec.bytes is not None:
             return self.spec.bytes(params)
         # compulsory traffic: every tensor read (inputs) or written (outputs) once
@@ -172,7 +173,7 @@ class DataTask(Task):
                 out[name] = lambda fn=fn, kwargs=kwargs: fn(**kwargs)
         return out
 
-    def _call_maker(self, name: str, function: str, rng, shape: tuple, params: dict):
+    def _call_maker(self, name: str, function: str, rng, shape: tuple[Any, ...], params: dict[str, Any]):
         """What reference.py's `function` returns for input `name` (init = {function = ...}), from the judge's
         generator; TaskError when it raises. The caller checks what it made against the ABI."""
         try:
@@ -184,7 +185,7 @@ class DataTask(Task):
                 f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def run_function_baseline(self, name: str, params: dict, inputs: dict, outputs: dict):
+    def run_function_baseline(self, name: str, params: dict[str, Any], inputs: dict[str, Any], outputs: dict[str, Any]):
         """Call the function baseline like the kernel; what it returns (None when it wrote `outputs` in place)."""
         fn = self.function(self.spec.baselines[name].function)
         try:
@@ -194,7 +195,7 @@ class DataTask(Task):
                 f"baseline {name} raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def baseline_outputs(self, name: str, params: dict, inputs: dict) -> dict:
+    def baseline_outputs(self, name: str, params: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
         """A function baseline's outputs on `inputs`, by name: those it wrote in place, or those it returned (a
         dict by name, which may give some outputs only, a tuple in the ABI's order, or one array for a task of
         one output), each of the ABI's shape; TaskError otherwise."""
@@ -247,7 +248,7 @@ class DataTask(Task):
             self._module = module
         return self._module
 
-    def missing_functions(self) -> list:
+    def missing_functions(self) -> list[Any]:
         """A SpecProblem (task.toml's file, field and line) for each function the spec names that reference.py does
         not define; imports reference.py (TaskError when it does not import)."""
         from ..taskspec import SPEC_FILE, SpecProblem
@@ -293,7 +294,7 @@ class DataTask(Task):
         except Exception as e:
             raise TaskError(f"{self.spec.versions_function} raised: {_where(e, self.spec.reference_path)}") from e
 
-    def scalar_values(self, params: dict) -> dict:
+    def scalar_values(self, params: dict[str, Any]) -> dict[str, Any]:
         out = {}
         for a in self.spec.scalars:
             v = a.value(params)
@@ -314,7 +315,7 @@ class DataTask(Task):
             raise TaskError(f"{self.spec.reference_path} has no callable {name!r} ([reference] fast)")
         return fast
 
-    def reference_outputs(self, params: dict, inputs: dict, rows=None) -> dict:
+    def reference_outputs(self, params: dict[str, Any], inputs: dict[str, Any], rows=None) -> dict[str, Any]:
         """The reference's outputs (float64 for float outputs, those of the fast reference at its own
         precision); TaskError when it raises or returns the wrong thing: the task is broken, the candidate is
         not to blame. `rows`: the sampled indices of a spot check ([spot_check]), given to reference.py as
@@ -367,12 +368,12 @@ class DataTask(Task):
         sc = self.spec.spot_check
         return arg.shape.index(sc.sample) if sc is not None and sc.sample in arg.shape else None
 
-    def sampled_shape(self, arg, params: dict, rows) -> tuple[int, ...]:
+    def sampled_shape(self, arg, params: dict[str, Any], rows) -> tuple[int, ...]:
         shape = self.spec.shape(arg, params)
         axis = None if rows is None else self.sample_axis(arg)
         return shape if axis is None else (*shape[:axis], len(rows), *shape[axis + 1 :])
 
-    def spot_rows(self, params: dict):
+    def spot_rows(self, params: dict[str, Any]):
         """The indices a spot check compares, drawn now (after the call) from os.urandom: the candidate cannot
         know them when it runs. None when the task samples nothing (a spot check is then a full check)."""
         sc = self.spec.spot_check
@@ -382,7 +383,7 @@ class DataTask(Task):
         n = min(size, max(sc.min_count, -(-size // sc.fraction)))
         return self._random_indices(size, n, int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1))
 
-    def whole_checks(self, outputs: dict, params: dict) -> dict:
+    def whole_checks(self, outputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         """Over the whole outputs, without a reference: output name -> (non-finite where finite is due, wrong
         specials), from reference.py's [spot_check] whole function; without one, every element is due finite."""
         sc = self.spec.spot_check
@@ -397,7 +398,7 @@ class DataTask(Task):
         except Exception as e:
             raise TaskError(f"{sc.whole} ([spot_check] whole) failed on {_params(params)}: {_where(e, path)}") from e
 
-    def sampled_comparisons(self, params, outputs, ref, rows) -> dict:
+    def sampled_comparisons(self, params, outputs, ref, rows) -> dict[str, Any]:
         """Each output's comparison on the sampled indices, its missed elements and wrong specials counted over
         the whole output too (an element left unwritten anywhere fails)."""
         whole = self.whole_checks(outputs, params)
@@ -416,7 +417,7 @@ class DataTask(Task):
             )
         return out
 
-    def self_check(self) -> dict:
+    def self_check(self) -> dict[str, Any]:
         """Run the reference (and each function baseline) on the smallest scenario: a broken task is found
         before any candidate is judged against it. Returns facts for `task check`."""
         missing = self.missing_functions()
@@ -484,7 +485,7 @@ class DataTask(Task):
         )
 
     # ---- parent side ----
-    def judge(self, params, seed, outputs, tolerance=None, spot_check=False) -> Judgement:
+    def judge(self, params, seed, outputs, tolerance=None, spot_check: bool = False) -> Judgement:
         # a spot check compares indices sampled now where the task says so ([spot_check]); else it is a full check
         rows = self.spot_rows(params) if spot_check else None
         inputs = self.make_inputs(params, seed)
@@ -524,7 +525,9 @@ class DataTask(Task):
                 return f"{o.name}: output has {wrong}, expected shape {shape} {dtype}"
         return None
 
-    def bounds(self, params, inputs, ref, tolerance=None, first_baselines=None, rows=None) -> tuple[dict, dict]:
+    def bounds(
+        self, params, inputs, ref, tolerance=None, first_baselines=None, rows=None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """(output name -> its bound, details: the baselines' errors that set them)."""
         details = {}
         held = self.held_outputs()
@@ -541,7 +544,9 @@ class DataTask(Task):
         }
         return bounds, details
 
-    def verdict(self, cmps: dict, bounds: dict, details: dict, outputs, ref, rows=None) -> Judgement:
+    def verdict(
+        self, cmps: dict[str, Any], bounds: dict[str, Any], details: dict[str, Any], outputs, ref, rows=None
+    ) -> Judgement:
         """The Judgement from each output's comparison with its reference (`cmps`: name -> Comparison, in ABI
         order), each output held to its bound; `outputs` and `ref` serve the allclose rule's element check."""
         if self.spec.tolerance is not None:
@@ -567,7 +572,7 @@ class DataTask(Task):
         details.update({f"{n}_error": e for n, e in errors.items() if n != head})
         return Judgement(ok, errors[head], bounds[head], reason, details)
 
-    def _sampled_outputs(self, outputs: dict, rows) -> dict:
+    def _sampled_outputs(self, outputs: dict[str, Any], rows) -> dict[str, Any]:
         """The outputs at the sampled indices (all of them without `rows`)."""
         if rows is None:
             return outputs
@@ -665,7 +670,9 @@ class DataTask(Task):
                 return error, name
         return None, None
 
-    def _baseline_error(self, name: str, params: dict, inputs: dict, ref: dict) -> float | None:
+    def _baseline_error(
+        self, name: str, params: dict[str, Any], inputs: dict[str, Any], ref: dict[str, Any]
+    ) -> float | None:
         """The named baseline's own relative error on these inputs (the worst of its outputs)."""
         outs = self.baseline_outputs(name, params, inputs)
         return max(self._compare(n, outs[n], ref[n]).rel_error for n in self.output_names if n in outs)
@@ -702,7 +709,7 @@ class DataTask(Task):
     def _pointer(self, arr) -> int:
         raise NotImplementedError
 
-    def _not_like(self, cand, dtype: str, shape: tuple) -> str | None:
+    def _not_like(self, cand, dtype: str, shape: tuple[Any, ...]) -> str | None:
         """None when the candidate's output has the ABI's shape and dtype; else what it has."""
         raise NotImplementedError
 
@@ -726,7 +733,7 @@ class DataTask(Task):
 
 
 def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
-    def call():
+    def call() -> None:
         rc = task.invoke(fn, inputs, outputs, params)
         if rc != 0:
             raise RuntimeError(f"the {name} baseline returned {rc} (configuration not supported)")
@@ -759,7 +766,7 @@ def _import_note(requires: tuple[tuple[str, ...], ...]) -> str | None:
 
 
 @functools.cache
-def _distributions() -> dict:
+def _distributions() -> dict[str, Any]:
     """Top-level module -> the distributions that install it (one scan of the installed packages a process)."""
     from importlib import metadata
 
@@ -785,7 +792,7 @@ def module_version(module: str) -> str | None:
     return f"{top} {version}" if version else None
 
 
-def _params(params: dict) -> str:
+def _params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 

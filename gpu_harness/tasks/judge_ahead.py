@@ -14,6 +14,7 @@ part of the judging took are kept by part (inputs, reference, vendor, compare).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..ahead import Ahead
 from ..stopwatch import Stopwatch
@@ -21,7 +22,7 @@ from .cuda_device import synchronize_stream, torch_module
 from .sides import JudgeSide
 
 
-def ahead_key(params: dict, seed: int) -> str:
+def ahead_key(params: dict[str, Any], seed: int) -> str:
     """Which scenario and inputs a result computed ahead belongs to."""
     return json.dumps(params, sort_keys=True) + f":{seed}"
 
@@ -30,7 +31,7 @@ class AheadJudge(JudgeSide):
     """The judge of one evaluation of a CudaDataTask whose spec says [judge] ahead = true. On a judge that
     computes on the CPU (tests) nothing is computed ahead; the seconds by part are still kept."""
 
-    def __init__(self, task):
+    def __init__(self, task) -> None:
         super().__init__(task)
         self._references: Ahead | None = None
         self._baselines: Ahead | None = None
@@ -41,7 +42,7 @@ class AheadJudge(JudgeSide):
         rule = self.task.spec.tolerances[held[0]] if held else None
         return rule.baselines[0] if rule is not None and rule.rule == "baseline" else None
 
-    def ahead(self, items):
+    def ahead(self, items) -> None:
         self.stop_ahead()
         task = self.task
         if task.judge_device() == "cpu" or not items:
@@ -91,14 +92,14 @@ class AheadJudge(JudgeSide):
             thread_context=own_stream,
         )
 
-    def stop_ahead(self):
+    def stop_ahead(self) -> None:
         for name in ("_references", "_baselines"):
             ahead = getattr(self, name, None)
             setattr(self, name, None)
             if ahead is not None:
                 ahead.stop()
 
-    def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
+    def judge(self, params, seed, outputs, tolerance=None, spot_check: bool = False):
         task = self.task
         # a spot check (a timed call's output) compares indices drawn now, after the call: nothing ahead
         rows = task.spot_rows(params) if spot_check else None

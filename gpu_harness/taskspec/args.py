@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from typing import Any
 
 from .context import SpecContext
 from .formula import Formula, FormulaError, parse_formula
@@ -29,7 +30,7 @@ def read_args(ctx: SpecContext, target: Target) -> list[Arg]:
     return out
 
 
-def read_arg(ctx: SpecContext, i: int, item, target: Target, seen: set, out: list[Arg]) -> Arg | None:
+def read_arg(ctx: SpecContext, i: int, item, target: Target, seen: set[Any], out: list[Arg]) -> Arg | None:
     """The i-th [[args]] table; None when it is unusable (its problems said). `seen`: the names so far;
     `out`: the arguments read so far."""
     line = ctx.lines.header("args", i)
@@ -55,7 +56,7 @@ def read_arg(ctx: SpecContext, i: int, item, target: Target, seen: set, out: lis
     return read_tensor_arg(ctx, where, name, kind, item, target, line)
 
 
-def read_arg_name(ctx: SpecContext, where: str, name, line, seen: set) -> str | None:
+def read_arg_name(ctx: SpecContext, where: str, name, line, seen: set[Any]) -> str | None:
     """An argument's name: a C identifier that is no keyword of C or Python (the kernel and reference.py's
     functions take the arguments by name). A second use of a name is said, and the argument still read."""
     if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
@@ -77,7 +78,7 @@ def read_arg_name(ctx: SpecContext, where: str, name, line, seen: set) -> str | 
     return name
 
 
-def read_scalar_arg(ctx: SpecContext, where: str, name: str, item: dict, line) -> Arg | None:
+def read_scalar_arg(ctx: SpecContext, where: str, name: str, item: dict[str, Any], line) -> Arg | None:
     """kind = "scalar": a C type of SCALAR_C_TYPES and a value (a formula, or formulas chosen by scenario)."""
     dtype = item.get("dtype")
     if not isinstance(dtype, str) or dtype not in SCALAR_C_TYPES:
@@ -95,7 +96,9 @@ def read_scalar_arg(ctx: SpecContext, where: str, name: str, item: dict, line) -
     return Arg(name, "scalar", dtype, value=value) if value is not None else None
 
 
-def read_tensor_arg(ctx: SpecContext, where: str, name: str, kind: str, item: dict, target: Target, line) -> Arg | None:
+def read_tensor_arg(
+    ctx: SpecContext, where: str, name: str, kind: str, item: dict[str, Any], target: Target, line
+) -> Arg | None:
     """kind = "input" or "output": a dtype (or dtypes chosen by scenario), a shape of symbols and sizes, and
     for an input how it is made from the seed."""
     dtype = read_tensor_dtype(ctx, where, item.get("dtype"), target, ctx.lines.key("dtype", line))
@@ -142,7 +145,7 @@ def read_tensor_dtype(ctx: SpecContext, where: str, dtype, target: Target, dline
     return mapping
 
 
-def read_stream(ctx: SpecContext, where: str, item: dict, target: Target, line, out: list) -> Arg | None:
+def read_stream(ctx: SpecContext, where: str, item: dict[str, Any], target: Target, line, out: list[Any]) -> Arg | None:
     """kind = "stream": the CUDA stream the kernel runs on, declared cudaStream_t; the harness passes 0, the
     legacy default stream its CUDA events time (a kernel that takes a stream can be called like a library's).
     `out`: the arguments read so far (a kernel runs on one stream)."""

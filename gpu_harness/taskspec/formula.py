@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 _BINOPS = {
     ast.Add: lambda a, b: a + b,
@@ -29,12 +30,12 @@ def _power(a, b):
 class SymbolValueError(TypeError):
     """A formula's symbol whose scenario value is no number (`value`: what it is)."""
 
-    def __init__(self, name: str, value):
+    def __init__(self, name: str, value) -> None:
         self.value = value
         super().__init__(f"symbol {name!r} is {value!r}, not a number")
 
 
-def _symbol_value(params: dict, name: str):
+def _symbol_value(params: dict[str, Any], name: str):
     """A symbol's value as a formula uses it: a number (a boolean counts 1 or 0), never text ("bf16"*2)."""
     value = params[name]
     if not isinstance(value, (int, float)):
@@ -59,7 +60,7 @@ class Formula:
     symbols: frozenset[str]
     _fn: object = field(repr=False, compare=False)
 
-    def __call__(self, params: dict):
+    def __call__(self, params: dict[str, Any]):
         return self._fn(params)
 
 
@@ -84,7 +85,7 @@ def parse_formula(text) -> Formula:
     return Formula(src, frozenset(symbols), fn)
 
 
-def _compile(node, src: str, symbols: set, depth: int = 0):
+def _compile(node, src: str, symbols: set[Any], depth: int = 0):
     """The node as a closure over params (a tree of small functions: fast to call, nothing eval'd)."""
     if depth > FORMULA_MAX_DEPTH:
         raise FormulaError(f"{src[:40]!r}... nests too deep (at most {FORMULA_MAX_DEPTH} levels)")

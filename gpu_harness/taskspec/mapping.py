@@ -4,11 +4,13 @@ scenarios are read."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .context import SpecContext
 from .spec import ByScenario, ScenarioSpec, value_key
 
 
-def read_mapping(ctx: SpecContext, fieldname: str, mapping: dict, line, problem_of) -> ByScenario | None:
+def read_mapping(ctx: SpecContext, fieldname: str, mapping: dict[str, Any], line, problem_of) -> ByScenario | None:
     """{by = "symbol", value = choice, ...}: each choice checked by problem_of (None: fine). Whether every
     scenario's value has a choice is checked once the scenarios are read (check_choices)."""
     by = mapping.get("by")

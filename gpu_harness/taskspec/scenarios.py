@@ -7,6 +7,7 @@ import itertools
 import math
 import string
 from dataclasses import dataclass, field
+from typing import Any
 
 from .context import SpecContext
 from .formula import Formula, FormulaError, SymbolValueError, parse_formula
@@ -14,7 +15,7 @@ from .spec import Arg, ScenarioSpec, value_key
 from .vocabulary import MAX_SCENARIOS
 
 
-def _id_text(symbol: str, value, id_names: dict):
+def _id_text(symbol: str, value, id_names: dict[str, Any]):
     """A scenario's value as its id writes it: the name id_names gives it (KeyError when it gives none)."""
     if symbol not in id_names:
         return value
@@ -87,7 +88,7 @@ def read_id_template(ctx: SpecContext, template, tline, head) -> _IdTemplate:
     return _IdTemplate(template, tline, fields)
 
 
-def read_scenario_params(ctx: SpecContext, sc: dict, head) -> list[tuple[dict, int | None]]:
+def read_scenario_params(ctx: SpecContext, sc: dict[str, Any], head) -> list[tuple[dict[str, Any], int | None]]:
     """Each scenario's symbols from scenarios.list, then from each [[scenarios.product]], with the line that
     gave it; at most MAX_SCENARIOS in all."""
     listed = sc.get("list", [])
@@ -98,7 +99,7 @@ def read_scenario_params(ctx: SpecContext, sc: dict, head) -> list[tuple[dict, i
     if len(listed) > MAX_SCENARIOS:
         ctx.problem("scenarios.list", f"{len(listed)} scenarios: at most {MAX_SCENARIOS}", lline)
         listed = []
-    params_list: list[tuple[dict, int | None]] = [(dict(p), lline) for p in listed]
+    params_list: list[tuple[dict[str, Any], int | None]] = [(dict(p), lline) for p in listed]
     products = sc.get("product", [])
     if isinstance(products, dict):
         products = [products]
@@ -112,7 +113,7 @@ def read_scenario_params(ctx: SpecContext, sc: dict, head) -> list[tuple[dict, i
     return params_list
 
 
-def read_product(ctx: SpecContext, i: int, axes, before: int, pline) -> list[tuple[dict, int | None]]:
+def read_product(ctx: SpecContext, i: int, axes, before: int, pline) -> list[tuple[dict[str, Any], int | None]]:
     """The i-th [[scenarios.product]]: every combination of its axes' values; none when it is unusable or
     would take the count (`before` of them so far) past MAX_SCENARIOS."""
     if not isinstance(axes, dict) or not axes or not all(isinstance(v, list) and v for v in axes.values()):
@@ -131,7 +132,7 @@ def read_product(ctx: SpecContext, i: int, axes, before: int, pline) -> list[tup
 
 
 def scenario_id(
-    ctx: SpecContext, params: dict, line, derived: _Derived, ids: _IdTemplate, id_names: dict, head
+    ctx: SpecContext, params: dict[str, Any], line, derived: _Derived, ids: _IdTemplate, id_names: dict[str, Any], head
 ) -> str | None:
     """One scenario's id from the template, once its derived symbols are added to `params`; None when the
     scenario is unusable (said) or the template is."""
@@ -154,7 +155,9 @@ def scenario_id(
     return None
 
 
-def check_id_names_used(ctx: SpecContext, id_names: dict, params_list: list[tuple[dict, int | None]], head) -> None:
+def check_id_names_used(
+    ctx: SpecContext, id_names: dict[str, Any], params_list: list[tuple[dict[str, Any], int | None]], head
+) -> None:
     """Each symbol scenarios.id_names names values of is a scenario symbol."""
     unnamed = [k for k in id_names if params_list and not any(k in p for p, _ in params_list)]
     if unnamed:  # a typo of a symbol would leave its values unnamed in every id
@@ -166,7 +169,7 @@ def check_id_names_used(ctx: SpecContext, id_names: dict, params_list: list[tupl
         )
 
 
-def read_quick(ctx: SpecContext, sc: dict, head, ids: _IdTemplate, where_id: dict) -> list[str]:
+def read_quick(ctx: SpecContext, sc: dict[str, Any], head, ids: _IdTemplate, where_id: dict[str, Any]) -> list[str]:
     """scenarios.quick: the ids of the quick subset, each a scenario's (checked when the ids could be made)."""
     quick = sc.get("quick", [])
     qline = ctx.lines.key("quick", head)
@@ -204,7 +207,7 @@ def read_derived(ctx: SpecContext, head) -> _Derived:
     return _Derived(out)
 
 
-def add_derived(ctx: SpecContext, params: dict, derived: _Derived) -> bool:
+def add_derived(ctx: SpecContext, params: dict[str, Any], derived: _Derived) -> bool:
     """Adds the derived symbols to one scenario's params; False when one cannot be (its problem is said for
     the first scenario it happens on only)."""
     for name, formula, fline in derived.formulas:

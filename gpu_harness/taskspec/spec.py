@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .formula import Formula
 from .vocabulary import DTYPES, REFERENCE_FILE, SCALAR_C_TYPES, Target
@@ -24,7 +25,7 @@ class ByScenario:
     checks that every scenario's value has a choice, so a lookup here does not fail on a loaded spec."""
 
     by: str  # the scenario symbol
-    choices: dict  # value_key(the symbol's value) -> a dtype's name, or a Formula (a scalar's value)
+    choices: dict[str, Any]  # value_key(the symbol's value) -> a dtype's name, or a Formula (a scalar's value)
 
     @property
     def text(self) -> str:
@@ -37,7 +38,7 @@ class ByScenario:
         """The symbols the choices' formulas use (not `by`, which check_choices checks on its own)."""
         return frozenset().union(*(v.symbols for v in self.choices.values() if isinstance(v, Formula)))
 
-    def __call__(self, params: dict):
+    def __call__(self, params: dict[str, Any]):
         chosen = self.choices[value_key(params[self.by])]
         return chosen(params) if isinstance(chosen, Formula) else chosen
 
@@ -93,7 +94,7 @@ class Arg:
 @dataclass(frozen=True)
 class ScenarioSpec:
     id: str
-    params: dict
+    params: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,10 @@ class Tolerance:
         """The baselines whose error may set the bound, in the order they are tried."""
         return (self.baseline, *self.fallbacks)
 
-    def floor_on(self, params: dict) -> float:
+    def floor_on(self, params: dict[str, Any]) -> float:
         return float(self.floor(params) if isinstance(self.floor, ByScenario) else self.floor)
 
-    def default_error_on(self, params: dict) -> float:
+    def default_error_on(self, params: dict[str, Any]) -> float:
         d = self.default_error
         return float(d(params) if isinstance(d, ByScenario) else d)
 
@@ -214,22 +215,22 @@ class TaskSpec:
     scenarios: tuple[ScenarioSpec, ...]
     quick_ids: tuple[str, ...]
     tolerance: Tolerance | None  # the one rule of every output; None when each output has its own
-    tolerances: dict  # output name -> its Tolerance (every output, in ABI order)
-    baselines: dict  # name -> Baseline, in the order written
+    tolerances: dict[str, Any]  # output name -> its Tolerance (every output, in ABI order)
+    baselines: dict[str, Any]  # name -> Baseline, in the order written
     default_baselines: tuple[str, ...]
     flops: Formula
     bytes: Formula | None  # None: inputs read once + outputs written once, from the ABI
     goal_baseline: str
     goal_speedup: float
-    timing: dict  # overrides of evaluation.TIMING
-    host_clock: dict  # overrides of verdict.TimingLimits
+    timing: dict[str, Any]  # overrides of evaluation.TIMING
+    host_clock: dict[str, Any]  # overrides of verdict.TimingLimits
     call_timeout_base_s: float
     call_timeout_min_rate: float
-    child_env: dict
+    child_env: dict[str, Any]
     cheats: Path | None
     # field -> its line in task.toml, for the fields naming a function of reference.py or a kernel file (whose
     # problems are found once reference.py is imported or the kernel built: `task check` names the line then)
-    lines: dict = field(default_factory=dict)
+    lines: dict[str, Any] = field(default_factory=dict)
 
     @property
     def libraries(self) -> tuple[str, ...]:
@@ -261,10 +262,10 @@ class TaskSpec:
         """The declaration generated from [[args]]: one line of C (the stub kernel is written from it)."""
         return f'extern "C" int {self.symbol}({", ".join(a.c_declaration() for a in self.args)});'
 
-    def shape(self, arg: Arg, params: dict) -> tuple[int, ...]:
+    def shape(self, arg: Arg, params: dict[str, Any]) -> tuple[int, ...]:
         return tuple(int(params[d]) if isinstance(d, str) else int(d) for d in arg.shape)
 
-    def dtype(self, arg: Arg, params: dict) -> str:
+    def dtype(self, arg: Arg, params: dict[str, Any]) -> str:
         """The argument's dtype in this scenario: its own, or the one its mapping chooses. Every reader of a dtype
         (making inputs and outputs, byte counts, the judge's checks) goes through here."""
         return arg.dtype(params) if isinstance(arg.dtype, ByScenario) else arg.dtype

@@ -5,6 +5,7 @@ every scenario, and no scenario's tensors exceed a scenario's size."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .context import SpecContext
 from .formula import Formula, FormulaError, SymbolValueError, parse_formula
@@ -36,7 +37,7 @@ def read_formulas(ctx: SpecContext) -> tuple[Formula, Formula | None]:
     return flops, parsed["bytes"]
 
 
-def _dims(arg: Arg, params: dict) -> list:
+def _dims(arg: Arg, params: dict[str, Any]) -> list[Any]:
     """The argument's shape on a scenario as written there (a symbol the scenario lacks reads 0), unchecked."""
     return [params.get(d, 0) if isinstance(d, str) else d for d in arg.shape]
 
@@ -90,7 +91,7 @@ def check_symbols(
 
 def symbol_users(
     ctx: SpecContext, args: list[Arg], bad_choices: set[str]
-) -> list[tuple[str, int | None, set, Formula | ByScenario | None]]:
+) -> list[tuple[str, int | None, set[Any], Formula | ByScenario | None]]:
     """Every field that uses scenario symbols: (field, line, its symbols, the formula to compute on every
     scenario or None). Shapes, scalars' values (unless their mapping is unusable), [formulas] flops and bytes."""
     users = []
@@ -114,7 +115,7 @@ def symbol_users(
     return users
 
 
-def check_defined(ctx: SpecContext, fieldname: str, line, syms: set, scenarios: list[ScenarioSpec]) -> bool:
+def check_defined(ctx: SpecContext, fieldname: str, line, syms: set[Any], scenarios: list[ScenarioSpec]) -> bool:
     """Each symbol is defined by every scenario; whether one is lacking anywhere."""
     lacking_any = False
     for s in sorted(syms):
@@ -170,7 +171,7 @@ def check_sizes(ctx: SpecContext, args: list[Arg], scenarios: list[ScenarioSpec]
     """No scenario's tensors take more than MAX_SCENARIO_BYTES together (a mapped dtype counted as the
     scenario's choice, the largest where it has none); the first scenario beyond is named, with how many are."""
 
-    def itemsize(a: Arg, params: dict) -> int:
+    def itemsize(a: Arg, params: dict[str, Any]) -> int:
         if isinstance(a.dtype, ByScenario) and value_key(params.get(a.dtype.by)) in a.dtype.choices:
             return DTYPES[a.dtype(params)].itemsize
         return max(DTYPES[d].itemsize for d in a.dtypes)

@@ -4,13 +4,16 @@ times a factor plus a floor, a fixed relative L2 bound, or atol/rtol."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .context import SpecContext
 from .mapping import check_mapping, read_mapping
 from .spec import Arg, ByScenario, Tolerance
 
 
-def read_tolerance(ctx: SpecContext, baselines: dict, args: list[Arg], scenarios) -> tuple[dict, Tolerance | None]:
+def read_tolerance(
+    ctx: SpecContext, baselines: dict[str, Any], args: list[Arg], scenarios
+) -> tuple[dict[str, Any], Tolerance | None]:
     """[tolerance]: one rule for every output, or a table per output ([tolerance.o], [tolerance.lse]).
     Returns (output name -> rule, the one rule or None)."""
     t = ctx.table("tolerance")
@@ -50,7 +53,9 @@ def read_tolerance(ctx: SpecContext, baselines: dict, args: list[Arg], scenarios
     return {n: rules[n] for n in outputs if n in rules}, None
 
 
-def read_rule(ctx: SpecContext, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
+def read_rule(
+    ctx: SpecContext, t: dict[str, Any], section: str, head, baselines: dict[str, Any], scenarios
+) -> Tolerance:
     """One tolerance rule from its table (`section` names it in problems)."""
     if "baseline" in t:
         return read_baseline_rule(ctx, t, section, head, baselines, scenarios)
@@ -68,7 +73,9 @@ def read_rule(ctx: SpecContext, t: dict, section: str, head, baselines: dict, sc
     return Tolerance("rel_l2", rel_l2=0.0)
 
 
-def read_baseline_rule(ctx: SpecContext, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
+def read_baseline_rule(
+    ctx: SpecContext, t: dict[str, Any], section: str, head, baselines: dict[str, Any], scenarios
+) -> Tolerance:
     """baseline = "name" (or names tried in turn): an output is held to `factor` times the baseline's own
     error against the reference, never below `floor`."""
     names = read_rule_baselines(ctx, t["baseline"], section, ctx.lines.key("baseline", head), baselines)
@@ -111,7 +118,7 @@ def read_baseline_rule(ctx: SpecContext, t: dict, section: str, head, baselines:
     )
 
 
-def read_rule_baselines(ctx: SpecContext, named, section: str, bline, baselines: dict) -> list:
+def read_rule_baselines(ctx: SpecContext, named, section: str, bline, baselines: dict[str, Any]) -> list[Any]:
     """A rule's baseline names (each must be a function baseline); [""] when none is usable."""
     names = named if isinstance(named, list) else [named]
     functions = [n for n, b in baselines.items() if b.function]
@@ -128,7 +135,7 @@ def read_rule_baselines(ctx: SpecContext, named, section: str, bline, baselines:
     return names
 
 
-def rule_number(ctx: SpecContext, t: dict, section: str, head, key: str, default=None) -> float:
+def rule_number(ctx: SpecContext, t: dict[str, Any], section: str, head, key: str, default=None) -> float:
     """A rule's number >= 0 (0.0 when it is not one, said)."""
     v = t.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -138,7 +145,7 @@ def rule_number(ctx: SpecContext, t: dict, section: str, head, key: str, default
 
 
 def rule_number_or_mapping(
-    ctx: SpecContext, t: dict, section: str, head, key: str, default, scenarios
+    ctx: SpecContext, t: dict[str, Any], section: str, head, key: str, default, scenarios
 ) -> float | ByScenario:
     """A number >= 0, or numbers chosen by a scenario symbol ({by = "dtype", bf16 = 2e-4, ...})."""
     v = t.get(key, default)

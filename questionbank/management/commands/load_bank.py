@@ -12,10 +12,10 @@ class Command(BaseCommand):
         "deactivated, never deleted. A file with any bad entry is refused whole and nothing is written."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser) -> None:
         parser.add_argument("--path", default=str(DEFAULT_PATH), help=f"bank file (default: {DEFAULT_PATH})")
 
-    def handle(self, *args, path, **options):
+    def handle(self, *args, path, **options) -> None:
         try:
             entries = load_bank(path)
             report = bank_sync(entries)
