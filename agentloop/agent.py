@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agentloop import __version__, fork_start
 from agentloop.config import RunConfig
@@ -25,7 +26,7 @@ from agentloop.detectors import Firing, Turn, detect
 from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, RunParked, StoppedByHuman
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
-from agentloop.interfaces import Evaluator, Model, Sink, Tool
+from agentloop.interfaces import Evaluator, EventSink, Model, Tool
 from agentloop.models import ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
@@ -120,9 +121,9 @@ class Agent:
     def __init__(
         self,
         *,
-        run_id,
+        run_id: object,
         model: Model,
-        sinks: list[Sink],
+        sinks: list[EventSink],
         host: Host,
         config: RunConfig | None = None,
         resume_events: list[dict[str, Any]] | None = None,
@@ -147,12 +148,12 @@ class Agent:
         self.policy = policy or default_policy()
         self.state = RunState()
         self._resume_events = resume_events
-        if resume_events:
+        if resume_events is not None:
             for event in resume_events:
                 self.state.apply(event)
             config = self.state.config
-            if config is None:
-                raise ValueError("the trace has no 'started' event: nothing to resume")
+        if config is None:  # (an empty trace too: it once failed later, on config.task)
+            raise ValueError("the trace has no 'started' event: nothing to resume")
         self.config = config
         oversight = oversight or Oversight()
         self.inbox = oversight.inbox
@@ -206,7 +207,11 @@ class Agent:
         played = (fork or self.state.fork or {}).get("played") or {}
         if resume_events or played:  # a fork of a replay goes on from where its parent was in the recording
             model.skip_played(fork_start.played_events(played) + list(resume_events or []))
-        model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
+
+        def notify(text: str) -> None:
+            self.emitter.emit("note", {"text": text, "level": "warning"})
+
+        model.notify = notify
         self.inbox.mark_seen(e["payload"].get("directive_id") for e in resume_events or [])
 
     # ------------------------------------------------------------------------------------------ the run
@@ -267,7 +272,7 @@ class Agent:
         self.emitter.emit("status", {"status": "running", "reason": "started", "config": config})
         self._sandbox_note()
         if self._fork is not None:
-            self._fork_start()
+            self._fork_start(self._fork)
         elif "start" in self.policy.detectors.enabled:
             self._decision_points([Firing("start", "the run is starting")])
 
@@ -323,16 +328,18 @@ class Agent:
             self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
 
     # ---------------------------------------------------------------------------------------- forks
-    def _fork_start(self) -> None:
+    def _fork_start(self, fork: dict[str, Any]) -> None:
         """A fork's first events (agentloop/fork_start.py), and the loop's note when the parent's model had the last
         word at the cut."""
-        fork_start.note_warnings(self.emitter.emit, self._fork)
+        fork_start.note_warnings(self.emitter.emit, fork)
         self._fork_decide()
         if self.state.model_has_last_word:
             self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
 
     def _fork_decide(self) -> None:
-        fork_start.decide_at_question(self.emitter.emit, self.state.fork or self._fork, self.state, self.run_id)
+        fork = self.state.fork or self._fork
+        assert fork is not None  # a fork's run: its trace or its assignment has the fork
+        fork_start.decide_at_question(self.emitter.emit, fork, self.state, self.run_id)
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:
@@ -375,7 +382,9 @@ class Agent:
         """The rest of a step once the turn's tools ran: the goal check when the model ended its turn, decision
         points and their question, and the note when the model would keep the last word. It reads only the state
         (the last turn, the evaluations since), so a resumed run finishes a step cut off here the same way."""
-        turn = ModelReply(content=self.state.last_turn.get("content") or [], stop_reason="", model="")
+        last_turn = self.state.last_turn
+        assert last_turn is not None  # called once a turn was recorded
+        turn = ModelReply(content=last_turn.get("content") or [], stop_reason="", model="")
         ended = not turn.tool_uses
         if ended:
             self._goal_check_at_end()
@@ -513,9 +522,9 @@ class Agent:
             if problem is not None:
                 result = ToolResult(problem, is_error=True, extra={"invalid_input": True})
             elif name in self.tools:
-                result = self.tools[name](tool_input)
+                result = self.tools[name](cast("dict[str, Any]", tool_input))  # a dict: invalid_input checked it
             elif name == "evaluate":
-                result, follow_up = self._evaluate_tool(call_id, tool_input)
+                result, follow_up = self._evaluate_tool(call_id, cast("dict[str, Any]", tool_input))
             else:
                 result = ToolResult(f"unknown tool {name!r}: use shell, editor or evaluate", is_error=True)
         except ToolInputError as exc:
@@ -532,7 +541,7 @@ class Agent:
         if follow_up is not None:
             follow_up()
 
-    def _evaluate_tool(self, call_id: str, tool_input: dict[str, Any]):
+    def _evaluate_tool(self, call_id: str, tool_input: dict[str, Any]) -> tuple[ToolResult, Callable[[], None] | None]:
         scenarios, kernel = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
         path = self.editor.resolve(kernel)
         if not path.is_file():
@@ -549,7 +558,7 @@ class Agent:
             return ToolResult(f"the harness could not evaluate {kernel}: {exc}", is_error=True), None
         payload = self.scoreboard.record(result, "tool", scenarios, kernel, call_id)
         output = self.scoreboard.verdict_text(result, payload)
-        follow_up = None
+        follow_up: Callable[[], None] | None = None
         if payload["goal_met"]:
 
             def follow_up() -> None:

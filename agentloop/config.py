@@ -47,7 +47,10 @@ class Budgets:
         unknown = set(d) - set(BUDGET_NAMES)
         if unknown:
             raise ConfigError(f"unknown budget(s) {', '.join(sorted(unknown))} (known: {', '.join(BUDGET_NAMES)})")
-        return cls(**{k: (float(v) if k in ("cost_usd", "wall_s") and v is not None else v) for k, v in d.items()})
+        values: dict[str, Any] = {
+            k: (float(v) if k in ("cost_usd", "wall_s") and v is not None else v) for k, v in d.items()
+        }
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,7 @@ class ControlInbox:
                     return False
                 self._seen.add(directive.id)
             if directive.action == "question_decision":
+                assert directive.question_ref is not None  # problem() refuses a decision without one
                 self._decisions[directive.question_ref] = directive
             else:
                 self._pending.append(directive)
@@ -77,7 +79,7 @@ class ControlInbox:
             self._cond.notify_all()
         return True
 
-    def mark_seen(self, ids) -> None:
+    def mark_seen(self, ids: Iterable[str | None]) -> None:
         with self._cond:
             self._seen.update(i for i in ids if i)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentloop import SCHEMA_VERSION
-from agentloop.interfaces import Sink
+from agentloop.interfaces import EventSink
 from agentloop.protocol import FINISHED_STATUSES, KINDS
 
 ZERO_USAGE = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}
@@ -24,7 +24,12 @@ def utc_now() -> str:
 
 
 def make_event(
-    run_id, seq: int, kind: str, payload: dict[str, Any], usage: dict[str, Any] | None = None, ts: str | None = None
+    run_id: object,
+    seq: int,
+    kind: str,
+    payload: dict[str, Any],
+    usage: dict[str, Any] | None = None,
+    ts: str | None = None,
 ) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
@@ -44,8 +49,8 @@ class Emitter:
 
     def __init__(
         self,
-        run_id,
-        sinks: list[Sink | Callable[[dict[str, Any]], None]],
+        run_id: object,
+        sinks: list[EventSink],
         next_seq: int = 0,
         clock: Callable[[], str] = utc_now,
     ) -> None:

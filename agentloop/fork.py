@@ -16,7 +16,7 @@ import hashlib
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agentloop.state import RunState, api_messages
 
@@ -179,7 +179,7 @@ def workspace_at(events: list[dict[str, Any]]) -> tuple[dict[str, str], list[str
             calls[p.get("call_id")] = p
         elif kind == "tool_result":
             call = calls.get(p.get("call_id")) or {}
-            tool_input = call.get("input") if isinstance(call.get("input"), dict) else {}
+            tool_input = given if isinstance(given := call.get("input"), dict) else {}
             if call.get("name") == "editor" and not p.get("is_error") and not p.get("invalid_input"):
                 problem = _apply_edit(files, tool_input)
                 if problem:
@@ -250,7 +250,7 @@ def first_call_messages(conversation: list[dict[str, Any]], closing: str | None 
     return api_messages(messages)
 
 
-def fork_wire(cut: ForkCut, parent_run, decision: dict[str, Any] | None) -> dict[str, Any]:
+def fork_wire(cut: ForkCut, parent_run: object, decision: dict[str, Any] | None) -> dict[str, Any]:
     """The `fork` object of an assignment (docs/protocol.md 2.10) for `cut` of run `parent_run`."""
     question = cut.question or {}
     return {
@@ -268,18 +268,18 @@ def fork_wire(cut: ForkCut, parent_run, decision: dict[str, Any] | None) -> dict
     }
 
 
-def _safe_path(name) -> bool:
+def _safe_path(name: object) -> bool:
     if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name or "\0" in name:
         return False
     return not any(part in ("", ".", "..") for part in name.split("/"))
 
 
-def fork_problems(fork) -> list[str]:
+def fork_problems(fork: object) -> list[str]:
     """What makes an assignment's `fork` unusable, in words (empty: usable). The worker checks it before it
     starts the run, and the server before it stores one, so that a bad fork fails at once and says why."""
     if not isinstance(fork, dict):
         return ["`fork` must be an object"]
-    problems = []
+    problems: list[str] = []
     if not isinstance(fork.get("parent_run"), (str, int)) or isinstance(fork.get("parent_run"), bool):
         problems.append("`fork.parent_run` must be the parent's id")
     seq = fork.get("step_seq")
@@ -304,7 +304,10 @@ def fork_problems(fork) -> list[str]:
         problems.append("`fork.conversation` must be a list of {role: user|assistant, content: [blocks]}")
     else:
         try:
-            invalid = conversation_problems(first_call_messages(conversation, "(the loop's note)"))
+            # (a list of messages: `shaped` says so)
+            invalid = conversation_problems(
+                first_call_messages(cast("list[dict[str, Any]]", conversation), "(the loop's note)")
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             invalid = [f"a block lacks a field: {exc}"]
         problems += [f"`fork.conversation`: {p}" for p in invalid]

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentloop.state import RunState
 
-Emit = Callable[[str, dict], dict]  # Emitter.emit: kind, payload -> the event
+Emit = Callable[[str, dict[str, Any]], dict[str, Any]]  # Emitter.emit: kind, payload -> the event
 
 
 def played_events(played: dict[str, Any]) -> list[dict[str, Any]]:
@@ -37,7 +37,7 @@ def note_warnings(emit: Emit, fork: dict[str, Any]) -> None:
         emit("note", {"text": f"fork workspace: {warning}", "level": "warning"})
 
 
-def decide_at_question(emit: Emit, fork: dict[str, Any], state: RunState, run_id) -> None:
+def decide_at_question(emit: Emit, fork: dict[str, Any], state: RunState, run_id: object) -> None:
     """The fork's own decision at the question it was forked at, instead of the parent's: a veto asks nothing
     there; a bank question or a question of the operator's own is asked."""
     decision = fork.get("decision") or {}

@@ -36,6 +36,7 @@ class Model(Protocol):
     def skip_played(self, events: list[dict[str, Any]]) -> None:
         """A resumed run starts from these events: a model that plays a recording drops the calls they hold
         (agentloop/models/replay.py). A live model has nothing to skip."""
+        return None  # (a body of its own: subclasses inherit this, and it is no abstract method)
 
 
 class Tool(Protocol):
@@ -62,3 +63,7 @@ class Sink(Protocol):
     function of one event will do as well."""
 
     def write(self, event: dict[str, Any]) -> None: ...
+
+
+# what the emitter takes: a Sink, or a plain function of one event
+EventSink = Sink | Callable[[dict[str, Any]], None]

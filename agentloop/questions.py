@@ -10,7 +10,7 @@ conversation, as a user message with nothing added.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop.detectors import Firing
 from agentloop.errors import StoppedByHuman
@@ -19,6 +19,9 @@ from agentloop.state import RunState
 from agentloop.summary import trajectory_summary
 from questionbank.bank import BankEntry
 from questionbank.selection import build_selection_prompt, eligible_entries, fallback_selection, parse_selection
+
+if TYPE_CHECKING:
+    from agentloop.control import ControlInbox
 
 
 class QuestionAsker:
@@ -30,8 +33,8 @@ class QuestionAsker:
         ask_model: Callable[[str], str],
         bank: list[BankEntry],
         reviewer: Reviewer,
-        inbox,
-        run_id,
+        inbox: ControlInbox,
+        run_id: object,
         cooldown_steps: int,
         max_proposals: int,
         set_status: Callable[[str, str], None],

@@ -39,7 +39,7 @@ class Reviewer(Protocol):
 class AutoApprove:
     interactive = False
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         return Decision("approve", by="auto")
 
 
@@ -55,7 +55,7 @@ class InboxReviewer:
         self.poll_s = poll_s
         self.park = park
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         import time
 
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
@@ -63,6 +63,7 @@ class InboxReviewer:
             wait = self.poll_s if deadline is None else max(0.0, min(self.poll_s, deadline - time.monotonic()))
             d = inbox.take_decision(proposal["question_ref"], 0 if self.park else wait)
             if d is not None:
+                assert d.decision is not None  # the inbox takes no decision without one (Directive.problem)
                 return Decision(d.decision, text=d.text, by="reviewer", reviewer=d.reviewer, directive_id=d.id)
             if inbox.stop_requested:
                 return None
@@ -81,7 +82,7 @@ class ScriptedReviewer:
         self.script = deque(script)
         self.seen: list[dict[str, Any]] = []
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         self.seen.append(proposal)
         if not self.script:
             return Decision("approve", by="reviewer", reviewer="script")
@@ -95,7 +96,7 @@ class TraceReviewer:
     def __init__(self, events: list[dict[str, Any]]) -> None:
         self.decisions = deque(e["payload"] for e in events if e["kind"] == "question_decided")
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         if not self.decisions:
             return Decision("approve", by="auto")
         p = self.decisions.popleft()
@@ -121,7 +122,7 @@ class TerminalReviewer:
             raise EOFError("the terminal closed while a question waited for review")
         return line.strip()
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         self.stdout.write(
             f"\n--- question proposed at {proposal['decision_point']} ({proposal.get('category', '')}) ---\n"
             f"{proposal['text']}\nwhy: {proposal.get('reason', '')}\n"

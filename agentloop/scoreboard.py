@@ -49,7 +49,7 @@ class Scoreboard:
 
     # ------------------------------------------------------------------------------------ the verdicts
     def record(
-        self, result: dict[str, Any], purpose: str, scenarios, kernel: str, call_id: str | None
+        self, result: dict[str, Any], purpose: str, scenarios: str | list[str], kernel: str, call_id: str | None
     ) -> dict[str, Any]:
         """Emit the `evaluation` event of a verdict (`purpose` "tool" or "goal_check"); its payload."""
         goal = self.goal

@@ -186,8 +186,11 @@ class RunState:
             self.goal_met = True
         if p.get("purpose", "tool") == "tool":
             self.turn_evaluations += 1
-            due = self.config is not None and not p.get("goal_met") and meets_target(result, self.config.goal)
-            self.goal_check_due = (p.get("kernel_path") or self.config.kernel_filename) if due else None
+            config = self.config
+            if config is not None and not p.get("goal_met") and meets_target(result, config.goal):
+                self.goal_check_due = p.get("kernel_path") or config.kernel_filename
+            else:
+                self.goal_check_due = None
         else:
             self.goal_check_due = None
 

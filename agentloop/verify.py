@@ -20,7 +20,7 @@ from agentloop.config import RunConfig
 from agentloop.control import ControlInbox
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
-from agentloop.interfaces import Evaluator, Sink
+from agentloop.interfaces import Evaluator, EventSink
 from agentloop.scoreboard import Scoreboard
 from agentloop.state import RunState
 
@@ -52,8 +52,8 @@ class Verification:
     def __init__(
         self,
         *,
-        run_id,
-        sinks: list[Sink],
+        run_id: object,
+        sinks: list[EventSink],
         host: Host,
         config: RunConfig | None = None,
         resume_events: list[dict[str, Any]] | None = None,
@@ -64,9 +64,10 @@ class Verification:
         self.state = RunState()
         for event in resume_events or []:
             self.state.apply(event)
-        self.config = config or self.state.config
-        if self.config is None:
+        config = config or self.state.config
+        if config is None:
             raise ValueError("the trace has no 'started' event: nothing to resume")
+        self.config = config
         self.run_id = run_id
         self.host = host
         self.inbox = inbox or ControlInbox()

@@ -64,7 +64,7 @@ class BankEntry:
         return decision_point in self.triggers
 
 
-def entry_problems(key, text, category, triggers, *, label: str) -> list[str]:
+def entry_problems(key: object, text: object, category: object, triggers: object, *, label: str) -> list[str]:
     """What is wrong with one entry's fields (empty when nothing is). `label` names the entry in each message."""
     problems = []
     if not isinstance(key, str) or not key:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 import anthropic
 
@@ -101,7 +102,12 @@ def block_to_dict(block: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
-def read_stream(events) -> dict[str, Any]:
+# The SDK's raw stream events (anthropic.types.RawMessageStreamEvent), read by their `type` alone: Any, since the
+# SDK's union does not narrow on `event.type`, and the tests hand in stand-ins of the same shape.
+StreamEvent = Any
+
+
+def read_stream(events: Iterable[StreamEvent]) -> dict[str, Any]:
     """The message a stream of raw server-sent events describes, as the API's JSON. Tool inputs are parsed whole,
     at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`. StreamCut
     when the stream ends before its `message_stop`, or its link drops."""
@@ -128,7 +134,9 @@ def read_stream(events) -> dict[str, Any]:
     return message
 
 
-def _read_event(event, message: dict[str, Any], blocks: list[dict[str, Any]], raw_inputs: dict[int, str]) -> None:
+def _read_event(
+    event: StreamEvent, message: dict[str, Any], blocks: list[dict[str, Any]], raw_inputs: dict[int, str]
+) -> None:
     """Add one raw event to the message being assembled (in place)."""
     if event.type == "message_start":
         message.update(event.message.to_dict(mode="json", exclude_none=True))
@@ -142,7 +150,7 @@ def _read_event(event, message: dict[str, Any], blocks: list[dict[str, Any]], ra
         message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
 
 
-def _read_delta(block: dict[str, Any], delta, index: int, raw_inputs: dict[int, str]) -> None:
+def _read_delta(block: dict[str, Any], delta: StreamEvent, index: int, raw_inputs: dict[int, str]) -> None:
     if delta.type == "text_delta":
         block["text"] = block.get("text", "") + delta.text
     elif delta.type == "input_json_delta":
@@ -174,7 +182,11 @@ def with_cache_breakpoints(
 
 class AnthropicModel(Model):
     def __init__(
-        self, name: str, settings: dict[str, Any] | None = None, notify: Notify | None = None, client=None
+        self,
+        name: str,
+        settings: dict[str, Any] | None = None,
+        notify: Notify | None = None,
+        client: anthropic.Anthropic | None = None,
     ) -> None:
         settings = settings or {}
         self.name = name
@@ -199,7 +211,8 @@ class AnthropicModel(Model):
         self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str
     ) -> ModelReply:
         system_blocks, messages, tools = with_cache_breakpoints(system, messages, tools)
-        kwargs = {"model": self.name, "max_tokens": self.max_tokens, "messages": messages}
+        # the conversation's JSON as it is: the SDK's TypedDict params would re-declare the Messages API here
+        kwargs: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens, "messages": messages}
         if system_blocks:
             kwargs["system"] = system_blocks
         if tools:
@@ -210,7 +223,8 @@ class AnthropicModel(Model):
                 with self.client.messages.create(**kwargs, stream=True) as events:
                     return read_stream(events)
             # The response's own JSON, not the SDK's typed message: it keeps a tool input that is not an object.
-            return self.client.messages.with_raw_response.create(**kwargs).json()
+            # (the SDK types the parsed body as `object`; the Messages API answers a JSON object)
+            return cast("dict[str, Any]", self.client.messages.with_raw_response.create(**kwargs).json())
 
         try:
             message = self.retry.run(call, classify, self.notify)

@@ -61,7 +61,7 @@ def classify(exc: Exception) -> tuple[bool, float | None, str]:
 # ------------------------------------------------------------------------------------ Messages API -> OpenAI
 
 
-def _text_of(content) -> str:
+def _text_of(content: str | list[Any] | None) -> str:
     """A tool result's content (a string or a list of blocks) as plain text."""
     if isinstance(content, str):
         return content
@@ -69,7 +69,7 @@ def _text_of(content) -> str:
 
 
 def to_openai_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = [{"role": "system", "content": system}] if system else []
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in messages:
         blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         if m["role"] == "assistant":
@@ -84,7 +84,7 @@ def to_openai_messages(system: str, messages: list[dict[str, Any]]) -> list[dict
                 if b.get("type") == "tool_use"
             ]
             # No text beside tool calls is null, as the API has it; an empty turn is "" (some servers refuse null).
-            message = {"role": "assistant", "content": "\n\n".join(texts) or (None if calls else "")}
+            message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) or (None if calls else "")}
             if calls:
                 message["tool_calls"] = calls
             out.append(message)
@@ -122,7 +122,7 @@ def to_openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _generated_ids = itertools.count(1)
 
 
-def _tool_input(arguments) -> dict[str, Any]:
+def _tool_input(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
     """The call's arguments as a dict. Arguments that are not a JSON object are passed on under `_raw_arguments`,
     so the tool refuses them with its own error and the model sees what it sent."""
     if isinstance(arguments, dict):
@@ -187,7 +187,8 @@ class OpenAIModel(Model):
         except http.client.HTTPException as exc:  # IncompleteRead above all: a link that dropped mid-body
             raise BodyCut(f"the server's answer was cut short ({type(exc).__name__})") from None
         try:
-            return json.loads(raw)
+            answer: dict[str, Any] = json.loads(raw)
+            return answer
         except ValueError:
             # A proxy's error page or a cut-off body: worth another try, like a dropped connection.
             raise ConnectionError(f"the server's answer is not JSON: {raw[:200]!r}") from None

@@ -57,8 +57,8 @@ def served_model_spec(spec: str, folder: Path = RECORDINGS) -> str:
 class ReplayModel(Model):
     def __init__(self, events: list[dict[str, Any]], name: str = "replay") -> None:
         self.name = name
-        self.queues: dict[str, deque] = {}
-        pending_usage: dict[str, deque] = {}
+        self.queues: dict[str, deque[dict[str, Any]]] = {}
+        pending_usage: dict[str, deque[dict[str, Any]]] = {}
         for event in events:
             p = event["payload"]
             if event["kind"] == "usage":
@@ -87,7 +87,9 @@ class ReplayModel(Model):
         }
         for purpose, count in played.items():
             for queue in (self.queues.get(purpose), self.usages.get(purpose)):
-                for _ in range(min(count, len(queue or ()))):
+                if queue is None:
+                    continue
+                for _ in range(min(count, len(queue))):
                     queue.popleft()
 
     def _finished_text(self, purpose: str = "turn") -> str:

@@ -28,7 +28,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.cap_s)
-        backoff = min(self.cap_s, self.base_s * 2**attempt)
+        backoff = min(self.cap_s, self.base_s * 2.0**attempt)
         return backoff * (0.5 + random.random() / 2)  # jitter: workers that failed together do not retry together
 
     def run(

@@ -74,7 +74,7 @@ class OutputKeeper:
         return _shown(head_text[:head], tail_text[max(0, len(tail_text) - tail) :], cut), cut
 
 
-def require(tool_input: dict[str, Any], name: str, kind: type | tuple[Any, ...] = str):
+def require(tool_input: dict[str, Any], name: str, kind: type | tuple[type, ...] = str) -> Any:
     if not isinstance(tool_input, dict) or name not in tool_input:
         raise ToolInputError(f"missing parameter `{name}`")
     value = tool_input[name]

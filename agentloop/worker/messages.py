@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentloop import SCHEMA_VERSION
 from agentloop.control import Directive
@@ -16,6 +19,12 @@ from agentloop.errors import ConfigError
 from agentloop.fork import fork_problems
 from agentloop.worker.parking import DirectiveStore
 from agentloop.worker.window import Limits, SenderWindow
+
+if TYPE_CHECKING:
+    from agentloop.config import RunConfig
+    from agentloop.worker.client import RunHandle, SeenDirectives
+    from agentloop.worker.parking import ParkedRun
+    from agentloop.worker.spool import Spool
 
 log = logging.getLogger("agentloop.worker")
 # an event unanswered this long is offered again (client.py); a retry nack shortens its wait to 2 s
@@ -30,7 +39,39 @@ class ServerMessages:
     """The handlers of `Worker` (client.py) for what the server sends; they act on the worker's spool, window,
     claims and runs."""
 
-    def _receive(self, raw) -> None:
+    if TYPE_CHECKING:  # what the handlers use of `Worker` (client.py), which defines them
+        targets: list[str]
+        spool: Spool
+        seen: SeenDirectives
+        runs: dict[str, RunHandle]
+        parked: dict[str, ParkedRun]
+        _lock: threading.Lock
+        _send_lock: threading.Lock
+        _window: SenderWindow | None
+        _last_sent: dict[tuple[str, int], float]
+        _claiming: bool
+        _claim_gpu: int
+        _next_claim: float
+
+        def _send(self, message: dict[str, Any]) -> bool: ...
+        def _offer(self, events: list[dict[str, Any]]) -> None: ...
+        def _settle(self, keys: list[tuple[Any, ...]]) -> None: ...
+        def _refuse_for_good(self, key: tuple[Any, ...], error: str) -> None: ...
+        def _free_gpus(self) -> list[int]: ...
+        def _assignment(self, run: dict[str, Any]) -> RunConfig: ...
+        def _cannot_start(self, run_id: object, detail: str) -> None: ...
+        def _save_questions(self, run_id: object, run: dict[str, Any]) -> None: ...
+        def _run_dir(self, run_id: object) -> Path: ...
+        def _start_run(
+            self,
+            run_id: object,
+            gpu: int,
+            config: RunConfig | None,
+            resume_events: list[dict[str, Any]] | None,
+            fork: dict[str, Any] | None = None,
+        ) -> None: ...
+
+    def _receive(self, raw: object) -> None:
         """One message from the server. A message the worker cannot act on (not a JSON text object, an unknown
         type, a field missing or of the wrong type) is logged and answered with `error`; it changes nothing else,
         and the worker goes on serving."""
@@ -145,7 +186,7 @@ class ServerMessages:
         self._claiming = False
         wait = msg.get("retry_after_s")
         ok = isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 < wait < 3600
-        self._next_claim = time.monotonic() + (float(wait) if ok else 5)
+        self._next_claim = time.monotonic() + (float(wait) if ok and isinstance(wait, (int, float)) else 5)
         if not ok:
             raise Malformed(
                 f"no_work: `retry_after_s` must be a number of seconds, not {wait!r:.50} (claiming again in 5 s)"
@@ -169,7 +210,7 @@ class ServerMessages:
         log.error("server: %s", msg.get("error"))  # never answered with an `error`: no ping-pong
 
     # the server's message types and who handles each (a new type is one method and one line here)
-    _HANDLERS = {
+    _HANDLERS: dict[str, Callable[[ServerMessages, dict[str, Any]], None]] = {
         "welcome": _on_welcome,
         "ack": _on_ack,
         "acks": _on_acks,
@@ -196,7 +237,7 @@ class ServerMessages:
                 handle.inbox.put(Directive.from_wire(msg))
 
 
-def event_key(run_id, seq) -> tuple[str, int]:
+def event_key(run_id: object, seq: int) -> tuple[str, int]:
     """An event's key in the worker's record of when it was last sent: (the run id as text, seq)."""
     return (str(run_id), int(seq))
 
@@ -210,7 +251,7 @@ def _assignment_problems(run: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _is_id(value) -> bool:
+def _is_id(value: object) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 

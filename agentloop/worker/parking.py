@@ -72,7 +72,7 @@ class ParkedRun:
     timeout approves it (seconds since the epoch), None without one. `ready`: a directive that wakes it came."""
 
     run_id: object
-    question_ref: str
+    question_ref: str | None  # None: the trace's waiting question named none
     deadline: float | None
     ready: bool = False
 

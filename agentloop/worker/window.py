@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 # A frame of events holds at most this much (or the server's message limit, when that is smaller): a batch never
 # meets the limit; an event bigger than `max_bytes` travels alone as an `event` message, where the server's answer
@@ -55,7 +56,7 @@ class Limits:
         sizes = [limits.get(name) if isinstance(limits, dict) else None for name in ("message_bytes", "event_bytes")]
         if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes):
             return cls(), f"the welcome's limits are not two positive byte counts: {limits!r:.200}"
-        message, event = sizes
+        message, event = cast("list[int]", sizes)  # checked just above
         return cls(message, min(event, message)), None
 
 
@@ -91,7 +92,7 @@ class SenderWindow:
         max_events: int = MAX_EVENTS,
         max_bytes: int = MAX_BYTES,
         limits: Limits | None = None,
-        clock=time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_frames < 1 or max_events < 1:
             raise ValueError("a window needs room for one frame of one event")
@@ -142,7 +143,7 @@ class SenderWindow:
                     self._waiting[key] = text
         return self._fill()
 
-    def settle(self, run_id, seq) -> list[Frame]:
+    def settle(self, run_id: object, seq: int) -> list[Frame]:
         """The server answered this event (ack, or nack of either kind): return the frames that may go now. An
         answer for an event the window does not hold (a duplicate, a frame already expired) changes nothing
         but dropping that event if it waits to be sent again."""
@@ -191,7 +192,9 @@ class SenderWindow:
         return frames
 
     def _next_frame(self) -> Frame:
-        keys, encoded, size = [], [], 0
+        keys: list[tuple[str, int]] = []
+        encoded: list[str] = []
+        size = 0
         for key, text in self._waiting.items():
             alone = not self.batching or len(text) > self.max_bytes
             if alone and keys:
