@@ -102,7 +102,7 @@ def kernel_detail(request, kernel_id: int):
     except Kernel.DoesNotExist:
         raise Http404("no such kernel") from None
     others = (
-        Kernel.objects.filter(task_id=kernel.task_id)
+        Kernel.objects.filter(task_id=kernel.task_id)  # type: ignore[misc]  # (None: the kernels without a task)
         .exclude(pk=kernel.pk)
         .select_related("step")
         .order_by("-created_at")[:200]

@@ -12,13 +12,26 @@ and used on both sides of the process boundary:
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .sides import Calls, FileOutputs, JudgeSide, OutputExchange
+
+if TYPE_CHECKING:
+    from ..verdict import TimingLimits
+
+# An array of a task's target: a numpy.ndarray on the CPU, a torch.Tensor on a GPU (or whatever a task's own
+# reference.py returns, checked by the task). The shared code hands arrays to the task's own methods only, so it
+# does not name the type; `Arrays` is one call's arrays by name.
+Array = Any
+Arrays = dict[str, Array]
+# the kernel's entry point in its built library (ctypes), with argtypes and restype set by `bind`
+KernelFunction = Callable[..., Any]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +58,7 @@ class TaskError(RuntimeError):
     evaluation ends as an error of the task, never as the candidate's fault."""
 
 
-def derive_seed(seed: int, *parts) -> int:
+def derive_seed(seed: int, *parts: object) -> int:
     """A per-scenario/per-run seed, derived so that the parent can regenerate exactly what the child made."""
     text = ":".join(str(p) for p in (seed, *parts))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & ((1 << 62) - 1)
@@ -140,19 +153,19 @@ class Task:
         return ""
 
     # ---- child side (pure functions of the scenario and seed; the child's state is a sides.ChildSide) ----
-    def bind(self, lib):
+    def bind(self, lib: ctypes.CDLL) -> KernelFunction:
         raise NotImplementedError
 
-    def make_inputs(self, params: dict[str, Any], seed: int):
+    def make_inputs(self, params: dict[str, Any], seed: int) -> Arrays:
         raise NotImplementedError
 
-    def new_outputs(self, params: dict[str, Any]):
+    def new_outputs(self, params: dict[str, Any]) -> Arrays:
         raise NotImplementedError
 
-    def poison(self, outputs) -> None:
+    def poison(self, outputs: Arrays) -> None:
         raise NotImplementedError
 
-    def invoke(self, fn, inputs, outputs, params: dict[str, Any]) -> int:
+    def invoke(self, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: dict[str, Any]) -> int:
         raise NotImplementedError
 
     def new_calls(self) -> Calls:
@@ -170,8 +183,8 @@ class Task:
         return FileOutputs(self.output_names)
 
     def baseline_callables(
-        self, names: list[str], params: dict[str, Any], inputs, libs: dict[str, Any]
-    ) -> dict[str, Any]:
+        self, names: list[str], params: dict[str, Any], inputs: Arrays, libs: dict[str, Any]
+    ) -> dict[str, Callable[[], object] | str]:
         """name -> zero-argument callable running the baseline on `inputs`, or a str saying why n/a."""
         return {}
 
@@ -194,7 +207,12 @@ class Task:
         return JudgeSide(self)
 
     def judge(
-        self, params: dict[str, Any], seed: int, outputs, tolerance: float | None = None, spot_check: bool = False
+        self,
+        params: dict[str, Any],
+        seed: int,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        spot_check: bool = False,
     ) -> Judgement:
         """Regenerate the inputs from `seed`, compute the reference, compare the candidate's outputs (as
         the exchange's `import_` returned them), with nothing of an evaluation but the arguments (a JudgeSide
@@ -204,7 +222,7 @@ class Task:
         `tolerance`: reuse a bound found earlier for this scenario instead of measuring the vendor's error."""
         raise NotImplementedError
 
-    def identical(self, outputs_a, outputs_b) -> bool:
+    def identical(self, outputs_a: Arrays, outputs_b: Arrays) -> bool:
         """Bit for bit the same (numpy arrays; a GPU task compares on the device)."""
         import numpy as np
 
@@ -215,7 +233,7 @@ class Task:
             for n in outputs_a
         )
 
-    def timing_limits(self):
+    def timing_limits(self) -> TimingLimits:
         from ..verdict import TimingLimits
 
         return TimingLimits()

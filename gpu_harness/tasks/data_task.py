@@ -36,12 +36,14 @@ import math
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from ..taskspec import DTYPES, TaskSpec
+from ..taskspec import DTYPES, Arg, TaskSpec, Tolerance
 from ..verdict import Comparison, judge_outputs
-from .base import Judgement, Scenario, Task, TaskError
+from .base import Array, Arrays, Judgement, KernelFunction, Scenario, Task, TaskError
 
 SCALAR_CTYPES = {"int32": ctypes.c_int, "int64": ctypes.c_int64, "float32": ctypes.c_float, "float64": ctypes.c_double}
 
@@ -123,16 +125,16 @@ class DataTask(Task):
     def quick_ids(self) -> list[str]:
         return list(self.spec.quick_ids)
 
-    def output_nbytes(self, params) -> int:
+    def output_nbytes(self, params: dict[str, Any]) -> int:
         return sum(
             math.prod(self.spec.shape(a, params)) * DTYPES[self.spec.dtype(a, params)].itemsize
             for a in self.spec.outputs
         )
 
     # ---- baselines ----
-    def baseline_availability(self, names):
+    def baseline_availability(self, names: list[str]) -> dict[str, str | None]:
         known = self.spec.baselines
-        out = {}
+        out: dict[str, str | None] = {}
         for n in names:
             if n not in known:
                 out[n] = f"unknown baseline {n!r} (known: {', '.join(known)})"
@@ -140,10 +142,10 @@ class DataTask(Task):
                 out[n] = _import_note(known[n].requires)
         return out
 
-    def baseline_libs(self, names) -> dict[str, str]:
+    def baseline_libs(self, names: list[str]) -> dict[str, str]:
         from ..build import build
 
-        out = {}
+        out: dict[str, str] = {}
         for name in names:
             b = self.spec.baselines.get(name)
             if b is None or b.kernel is None:
@@ -154,8 +156,10 @@ class DataTask(Task):
             out[name] = built.lib_path
         return out
 
-    def baseline_callables(self, names, params, inputs, libs):
-        out = {}
+    def baseline_callables(
+        self, names: list[str], params: dict[str, Any], inputs: Arrays, libs: dict[str, Any]
+    ) -> dict[str, Callable[[], object] | str]:
+        out: dict[str, Callable[[], object] | str] = {}
         for name in names:
             b = self.spec.baselines.get(name)
             if b is None:
@@ -173,7 +177,7 @@ class DataTask(Task):
                 out[name] = lambda fn=fn, kwargs=kwargs: fn(**kwargs)
         return out
 
-    def _call_maker(self, name: str, function: str, rng, shape: tuple[Any, ...], params: dict[str, Any]):
+    def _call_maker(self, name: str, function: str, rng: object, shape: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """What reference.py's `function` returns for input `name` (init = {function = ...}), from the judge's
         generator; TaskError when it raises. The caller checks what it made against the ABI."""
         try:
@@ -185,7 +189,7 @@ class DataTask(Task):
                 f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def run_function_baseline(self, name: str, params: dict[str, Any], inputs: dict[str, Any], outputs: dict[str, Any]):
+    def run_function_baseline(self, name: str, params: dict[str, Any], inputs: Arrays, outputs: Arrays) -> Any:
         """Call the function baseline like the kernel; what it returns (None when it wrote `outputs` in place)."""
         fn = self.function(self.spec.baselines[name].function)
         try:
@@ -204,6 +208,7 @@ class DataTask(Task):
         if got is None:
             return outs
         names = list(self.output_names)
+        returned: Arrays
         if isinstance(got, dict):
             unknown = [k for k in got if k not in names]
             if unknown:
@@ -232,13 +237,15 @@ class DataTask(Task):
         return returned
 
     # ---- reference.py ----
-    def module(self):
+    def module(self) -> ModuleType:
         """reference.py, imported once per process (in the parent and, for function baselines, the child)."""
         if self._module is None:
             path = self.spec.reference_path
             modname = f"kseek_task_{self.name}_reference"
             try:
                 spec = importlib.util.spec_from_file_location(modname, path)
+                if spec is None or spec.loader is None:  # (module_from_spec(None) raised here)
+                    raise ImportError(f"no module spec for {path}")
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[modname] = module
                 spec.loader.exec_module(module)
@@ -262,7 +269,7 @@ class DataTask(Task):
             if not callable(getattr(module, name, None))
         ]
 
-    def function(self, name: str):
+    def function(self, name: str) -> Callable[..., Any]:
         fn = getattr(self.module(), name, None)
         if not callable(fn):
             raise TaskError(f"{self.spec.reference_path} has no function {name!r}")
@@ -301,7 +308,7 @@ class DataTask(Task):
             out[a.name] = int(v) if a.dtype.startswith("int") else float(v)
         return out
 
-    def fast_reference(self):
+    def fast_reference(self) -> Any:
         """reference.py's faster reference ([reference] fast), or None. It is an object kept for the process:
         called like the reference (every input in its own dtype, every scalar, `sampled` when sampling) it returns
         the outputs, or None where it cannot serve (the reference function is then used); it may have `start()`
@@ -315,7 +322,7 @@ class DataTask(Task):
             raise TaskError(f"{self.spec.reference_path} has no callable {name!r} ([reference] fast)")
         return fast
 
-    def reference_outputs(self, params: dict[str, Any], inputs: dict[str, Any], rows=None) -> dict[str, Any]:
+    def reference_outputs(self, params: dict[str, Any], inputs: Arrays, rows: Array | None = None) -> Arrays:
         """The reference's outputs (float64 for float outputs, those of the fast reference at its own
         precision); TaskError when it raises or returns the wrong thing: the task is broken, the candidate is
         not to blame. `rows`: the sampled indices of a spot check ([spot_check]), given to reference.py as
@@ -346,7 +353,7 @@ class DataTask(Task):
             got = [got]
         if not isinstance(got, (tuple, list)) or len(got) != len(outs):
             raise TaskError(f"the reference must return {len(outs)} output(s) ({', '.join(o.name for o in outs)})")
-        result = {}
+        result: Arrays = {}
         for o, value in zip(outs, got, strict=True):
             arr = self._as_array(value)
             want = self.sampled_shape(o, params, rows)
@@ -363,17 +370,17 @@ class DataTask(Task):
         return result
 
     # ---- sampled spot checks ([spot_check]) ----
-    def sample_axis(self, arg) -> int | None:
+    def sample_axis(self, arg: Arg) -> int | None:
         """The axis of output `arg` that a spot check samples (None: it is compared whole)."""
         sc = self.spec.spot_check
         return arg.shape.index(sc.sample) if sc is not None and sc.sample in arg.shape else None
 
-    def sampled_shape(self, arg, params: dict[str, Any], rows) -> tuple[int, ...]:
+    def sampled_shape(self, arg: Arg, params: dict[str, Any], rows: Array | None) -> tuple[int, ...]:
         shape = self.spec.shape(arg, params)
         axis = None if rows is None else self.sample_axis(arg)
         return shape if axis is None else (*shape[:axis], len(rows), *shape[axis + 1 :])
 
-    def spot_rows(self, params: dict[str, Any]):
+    def spot_rows(self, params: dict[str, Any]) -> Array | None:
         """The indices a spot check compares, drawn now (after the call) from os.urandom: the candidate cannot
         know them when it runs. None when the task samples nothing (a spot check is then a full check)."""
         sc = self.spec.spot_check
@@ -398,11 +405,13 @@ class DataTask(Task):
         except Exception as e:
             raise TaskError(f"{sc.whole} ([spot_check] whole) failed on {_params(params)}: {_where(e, path)}") from e
 
-    def sampled_comparisons(self, params, outputs, ref, rows) -> dict[str, Any]:
+    def sampled_comparisons(
+        self, params: dict[str, Any], outputs: Arrays, ref: Arrays, rows: Array
+    ) -> dict[str, Comparison]:
         """Each output's comparison on the sampled indices, its missed elements and wrong specials counted over
         the whole output too (an element left unwritten anywhere fails)."""
         whole = self.whole_checks(outputs, params)
-        out = {}
+        out: dict[str, Comparison] = {}
         for o in self.spec.outputs:
             axis = self.sample_axis(o)
             cand = outputs[o.name] if axis is None else self._take(outputs[o.name], axis, rows)
@@ -427,7 +436,7 @@ class DataTask(Task):
         params = sc.params
         inputs = self.make_inputs(params, 12345)
         self.reference_outputs(params, inputs)
-        facts = {"scenario": sc.id, "device": self.judge_device()}
+        facts: dict[str, Any] = {"scenario": sc.id, "device": self.judge_device()}
         for name, b in self.spec.baselines.items():
             if not b.function or _import_note(b.requires) is not None:
                 continue  # a library not installed here: n/a for the timing, not a broken task
@@ -449,15 +458,15 @@ class DataTask(Task):
         return facts
 
     # ---- the kernel's call ----
-    def bind(self, lib):
+    def bind(self, lib: ctypes.CDLL) -> KernelFunction:
         fn = getattr(lib, self.symbol)
         fn.argtypes = [SCALAR_CTYPES[a.dtype] if a.kind == "scalar" else ctypes.c_void_p for a in self.spec.args]
         fn.restype = ctypes.c_int
         return fn
 
-    def invoke(self, fn, inputs, outputs, params):
+    def invoke(self, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: dict[str, Any]) -> int:
         scalars = self.scalar_values(params)
-        args = []
+        args: list[int | float | None] = []
         for a in self.spec.args:
             if a.kind == "input":
                 args.append(self._pointer(inputs[a.name]))
@@ -478,14 +487,21 @@ class DataTask(Task):
     def reference_note(self) -> str:
         fast = self.fast_reference()
         if isinstance(getattr(fast, "note", None), str) and self.judge_device() != "cpu":
-            return fast.note
+            return str(fast.note)
         return (
             f"{self.spec.reference_path.name}:{self.spec.reference_function} on {self.spec.reference_precision}"
             f" copies of the inputs ({self.judge_device()})"
         )
 
     # ---- parent side ----
-    def judge(self, params, seed, outputs, tolerance=None, spot_check: bool = False) -> Judgement:
+    def judge(
+        self,
+        params: dict[str, Any],
+        seed: int,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        spot_check: bool = False,
+    ) -> Judgement:
         # a spot check compares indices sampled now where the task says so ([spot_check]); else it is a full check
         rows = self.spot_rows(params) if spot_check else None
         inputs = self.make_inputs(params, seed)
@@ -493,7 +509,15 @@ class DataTask(Task):
         return self.judge_against(params, inputs, ref, outputs, tolerance, rows=rows)
 
     def judge_against(
-        self, params, inputs, ref, outputs, tolerance=None, first_baselines=None, rows=None, spent=None
+        self,
+        params: dict[str, Any],
+        inputs: Arrays,
+        ref: Arrays,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        first_baselines: dict[str, Arrays] | None = None,
+        rows: Array | None = None,
+        spent: Callable[[str], contextlib.AbstractContextManager[None]] | None = None,
     ) -> Judgement:
         """The Judgement of `outputs` against the reference `ref` of `inputs`. `tolerance`: the bound seed a set
         (see held_outputs); `first_baselines`: baseline name -> its outputs on these inputs, computed ahead of
@@ -515,7 +539,7 @@ class DataTask(Task):
             judgement.details["rows_checked"] = len(rows)
         return judgement
 
-    def wrong_output(self, params, outputs) -> str | None:
+    def wrong_output(self, params: dict[str, Any], outputs: Arrays) -> str | None:
         """Why the outputs cannot be compared (one missing, or not of the ABI's shape and dtype)."""
         for o in self.spec.outputs:
             cand = outputs.get(o.name)
@@ -526,10 +550,16 @@ class DataTask(Task):
         return None
 
     def bounds(
-        self, params, inputs, ref, tolerance=None, first_baselines=None, rows=None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self,
+        params: dict[str, Any],
+        inputs: Arrays,
+        ref: Arrays,
+        tolerance: float | None = None,
+        first_baselines: dict[str, Arrays] | None = None,
+        rows: Array | None = None,
+    ) -> tuple[dict[str, float], dict[str, Any]]:
         """(output name -> its bound, details: the baselines' errors that set them)."""
-        details = {}
+        details: dict[str, Any] = {}
         held = self.held_outputs()
         if self.spec.tolerance is not None:
             given = tolerance if held else None
@@ -545,13 +575,20 @@ class DataTask(Task):
         return bounds, details
 
     def verdict(
-        self, cmps: dict[str, Any], bounds: dict[str, Any], details: dict[str, Any], outputs, ref, rows=None
+        self,
+        cmps: dict[str, Comparison],
+        bounds: dict[str, float],
+        details: dict[str, Any],
+        outputs: Arrays,
+        ref: Arrays,
+        rows: Array | None = None,
     ) -> Judgement:
         """The Judgement from each output's comparison with its reference (`cmps`: name -> Comparison, in ABI
         order), each output held to its bound; `outputs` and `ref` serve the allclose rule's element check."""
         if self.spec.tolerance is not None:
             return self._uniform_verdict(cmps, bounds, details, self._sampled_outputs(outputs, rows), ref)
-        ok, reason, errors = True, None, {}
+        ok, reason = True, None
+        errors: dict[str, float] = {}
         for name, c in cmps.items():
             rule = self.spec.tolerances[name]
             if rule.rule == "allclose":
@@ -572,20 +609,28 @@ class DataTask(Task):
         details.update({f"{n}_error": e for n, e in errors.items() if n != head})
         return Judgement(ok, errors[head], bounds[head], reason, details)
 
-    def _sampled_outputs(self, outputs: dict[str, Any], rows) -> dict[str, Any]:
+    def _sampled_outputs(self, outputs: Arrays, rows: Array | None) -> Arrays:
         """The outputs at the sampled indices (all of them without `rows`)."""
         if rows is None:
             return outputs
-        out = {}
+        out: Arrays = {}
         for o in self.spec.outputs:
             if o.name in outputs:  # a baseline may return some outputs only
                 axis = self.sample_axis(o)
                 out[o.name] = outputs[o.name] if axis is None else self._take(outputs[o.name], axis, rows)
         return out
 
-    def _uniform_verdict(self, cmps, bounds, details, outputs, ref) -> Judgement:
+    def _uniform_verdict(
+        self,
+        cmps: dict[str, Comparison],
+        bounds: dict[str, float],
+        details: dict[str, Any],
+        outputs: Arrays,
+        ref: Arrays,
+    ) -> Judgement:
         """One rule for every output: the Judgement's error is the worst of them."""
         rule = self.spec.tolerance
+        assert rule is not None  # (verdict calls it for a uniform rule only)
         tolerance = bounds[self.output_names[0]]
         comparisons = list(cmps.values())
         if rule.rule == "allclose":
@@ -617,7 +662,18 @@ class DataTask(Task):
         held = self.held_outputs()
         return held[0] if held and self.spec.tolerance is None else self.spec.outputs[0].name
 
-    def _bound(self, rule, names, params, inputs, ref, held, details, first_baselines, rows=None) -> float:
+    def _bound(
+        self,
+        rule: Tolerance,
+        names: list[str],
+        params: dict[str, Any],
+        inputs: Arrays,
+        ref: Arrays,
+        held: float | None,
+        details: dict[str, Any],
+        first_baselines: dict[str, Arrays] | None,
+        rows: Array | None = None,
+    ) -> float:
         """The bound of the outputs `names` under `rule`: `held` where seed a set it, else the rule's."""
         if held is not None:
             if rule.rule == "baseline":
@@ -640,7 +696,16 @@ class DataTask(Task):
         bound = rule.factor * base + rule.floor_on(params)
         return bound if rule.ceiling is None else min(bound, rule.ceiling)
 
-    def _rule_error(self, rule, names, params, inputs, ref, first_baselines=None, rows=None):
+    def _rule_error(
+        self,
+        rule: Tolerance,
+        names: list[str],
+        params: dict[str, Any],
+        inputs: Arrays,
+        ref: Arrays,
+        first_baselines: dict[str, Arrays] | None = None,
+        rows: Array | None = None,
+    ) -> tuple[float, str] | tuple[None, None]:
         """(error, baseline): the first of the rule's baselines whose own error on `names` can be used: it runs
         (a baseline marked may_refuse that raises is skipped, any other's raise is the task's error), it gives
         those outputs, finite where the reference is, and its error is at most sanity x default_error where the
@@ -648,7 +713,7 @@ class DataTask(Task):
         lone = len(rule.baselines) == 1 and rule.sanity is None
         for name in rule.baselines:
             try:
-                if name in (first_baselines or {}):
+                if first_baselines is not None and name in first_baselines:
                     outs = first_baselines[name]
                 else:
                     outs = self.baseline_outputs(name, params, inputs)
@@ -682,57 +747,59 @@ class DataTask(Task):
         """Where the judge computes: "cpu" or "cuda"."""
         raise NotImplementedError
 
-    def _reference_copy(self, arr):
+    def _reference_copy(self, arr: Array) -> Array:
         """The reference's copy of an input: float tensors at the reference's precision."""
         raise NotImplementedError
 
-    def _as_array(self, value):
+    def _as_array(self, value: object) -> Array:
         raise NotImplementedError
 
-    def _is_array(self, value) -> bool:
+    def _is_array(self, value: object) -> bool:
         """An array of this target's kind (numpy array, torch tensor)."""
         raise NotImplementedError
 
-    def _is_float(self, arr) -> bool:
+    def _is_float(self, arr: Array) -> bool:
         raise NotImplementedError
 
-    def _is_integer(self, arr) -> bool:
+    def _is_integer(self, arr: Array) -> bool:
         raise NotImplementedError
 
-    def _widened(self, arr):
+    def _widened(self, arr: Array) -> Array:
         """A reference output as the judge compares it: float64 for floats."""
         raise NotImplementedError
 
-    def _any_nan(self, arr) -> bool:
+    def _any_nan(self, arr: Array) -> bool:
         raise NotImplementedError
 
-    def _pointer(self, arr) -> int:
+    def _pointer(self, arr: Array) -> int:
         raise NotImplementedError
 
-    def _not_like(self, cand, dtype: str, shape: tuple[Any, ...]) -> str | None:
+    def _not_like(self, cand: Array, dtype: str, shape: tuple[Any, ...]) -> str | None:
         """None when the candidate's output has the ABI's shape and dtype; else what it has."""
         raise NotImplementedError
 
-    def _compare(self, name: str, cand, ref) -> Comparison:
+    def _compare(self, name: str, cand: Array, ref: Array) -> Comparison:
         raise NotImplementedError
 
-    def _random_indices(self, size: int, n: int, seed: int):
+    def _random_indices(self, size: int, n: int, seed: int) -> Array:
         """n distinct indices of range(size), sorted, on the judge's device (all of them when n == size)."""
         raise NotImplementedError
 
-    def _take(self, arr, axis: int, rows):
+    def _take(self, arr: Array, axis: int, rows: Array) -> Array:
         """arr at indices `rows` along `axis`."""
         raise NotImplementedError
 
-    def _nonfinite_count(self, arr) -> int:
+    def _nonfinite_count(self, arr: Array) -> int:
         raise NotImplementedError
 
-    def _allclose_ratio(self, cand, ref, atol: float, rtol: float) -> float:
+    def _allclose_ratio(self, cand: Array, ref: Array, atol: float, rtol: float) -> float:
         """The worst |cand - ref| / (atol + rtol |ref|) where the reference is finite."""
         raise NotImplementedError
 
 
-def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
+def _kernel_call(
+    task: DataTask, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: dict[str, Any], name: str
+) -> Callable[[], None]:
     def call() -> None:
         rc = task.invoke(fn, inputs, outputs, params)
         if rc != 0:
@@ -742,7 +809,7 @@ def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
 
 
 @contextlib.contextmanager
-def _untimed(part: str):
+def _untimed(part: str) -> Iterator[None]:
     yield
 
 
@@ -766,7 +833,7 @@ def _import_note(requires: tuple[tuple[str, ...], ...]) -> str | None:
 
 
 @functools.cache
-def _distributions() -> dict[str, Any]:
+def _distributions() -> Mapping[str, list[str]]:
     """Top-level module -> the distributions that install it (one scan of the installed packages a process)."""
     from importlib import metadata
 
