@@ -11,7 +11,8 @@ from typing import Any
 
 from ..taskspec import DTYPES
 from ..verdict import TimingLimits, compare_numpy
-from .data_task import DataTask, TaskError
+from .base import TaskError
+from .data_task import DataTask
 
 # The cpu target's own child environment: the candidate may not use threads (the dependency check refuses
 # them), so numpy's BLAS gets one too, and no spinning helper threads steal the core the candidate runs on.

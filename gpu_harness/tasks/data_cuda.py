@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..verdict import TimingLimits
+from .base import TaskError
 from .cuda_device import (
     CudaCalls,
     DeviceOutputs,
@@ -23,7 +24,7 @@ from .cuda_device import (
     measure_peaks,
     torch_module,
 )
-from .data_task import DataTask, TaskError
+from .data_task import DataTask
 
 TORCH_DTYPES = {  # taskspec dtype -> torch's attribute
     "float32": "float32",

@@ -45,7 +45,12 @@ from ..taskspec import DTYPES, Arg, TaskSpec, Tolerance
 from ..verdict import Comparison, judge_outputs
 from .base import Array, Arrays, Judgement, KernelFunction, Scenario, Task, TaskError
 
-SCALAR_CTYPES = {"int32": ctypes.c_int, "int64": ctypes.c_int64, "float32": ctypes.c_float, "float64": ctypes.c_double}
+SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
+    "int32": ctypes.c_int,
+    "int64": ctypes.c_int64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
 
 
 class DataTask(Task):
@@ -79,7 +84,7 @@ class DataTask(Task):
             Scenario(sc.id, dict(sc.params), flops=float(spec.flops(sc.params)), bytes=float(self._bytes(sc.params)))
             for sc in spec.scenarios
         ]
-        self._module = None
+        self._module: ModuleType | None = None
         self._checked = False
 
     def _bytes(self, params: dict[str, Any]) -> float:
@@ -151,7 +156,7 @@ class DataTask(Task):
             if b is None or b.kernel is None:
                 continue
             built = build(b.kernel, self.language)
-            if not built.ok:
+            if not built.ok or built.lib_path is None:
                 raise RuntimeError(f"the {name} baseline does not build: {built.reason}")
             out[name] = built.lib_path
         return out
@@ -174,7 +179,7 @@ class DataTask(Task):
             else:
                 fn = self.function(b.function)
                 kwargs = {**inputs, **self.new_outputs(params), **self.scalar_values(params)}
-                out[name] = lambda fn=fn, kwargs=kwargs: fn(**kwargs)
+                out[name] = functools.partial(fn, **kwargs)
         return out
 
     def _call_maker(self, name: str, function: str, rng: object, shape: tuple[Any, ...], params: dict[str, Any]) -> Any:
@@ -270,7 +275,7 @@ class DataTask(Task):
         ]
 
     def function(self, name: str) -> Callable[..., Any]:
-        fn = getattr(self.module(), name, None)
+        fn: Callable[..., Any] | None = getattr(self.module(), name, None)
         if not callable(fn):
             raise TaskError(f"{self.spec.reference_path} has no function {name!r}")
         return fn
@@ -304,8 +309,9 @@ class DataTask(Task):
     def scalar_values(self, params: dict[str, Any]) -> dict[str, Any]:
         out = {}
         for a in self.spec.scalars:
+            assert a.value is not None  # (a scalar has its value: the reader refuses one without)
             v = a.value(params)
-            out[a.name] = int(v) if a.dtype.startswith("int") else float(v)
+            out[a.name] = int(v) if self.spec.dtype(a, params).startswith("int") else float(v)
         return out
 
     def fast_reference(self) -> Any:
@@ -377,8 +383,9 @@ class DataTask(Task):
 
     def sampled_shape(self, arg: Arg, params: dict[str, Any], rows: Array | None) -> tuple[int, ...]:
         shape = self.spec.shape(arg, params)
-        axis = None if rows is None else self.sample_axis(arg)
-        return shape if axis is None else (*shape[:axis], len(rows), *shape[axis + 1 :])
+        if rows is None or (axis := self.sample_axis(arg)) is None:
+            return shape
+        return (*shape[:axis], len(rows), *shape[axis + 1 :])
 
     def spot_rows(self, params: dict[str, Any]) -> Array | None:
         """The indices a spot check compares, drawn now (after the call) from os.urandom: the candidate cannot
@@ -394,6 +401,7 @@ class DataTask(Task):
         """Over the whole outputs, without a reference: output name -> (non-finite where finite is due, wrong
         specials), from reference.py's [spot_check] whole function; without one, every element is due finite."""
         sc = self.spec.spot_check
+        assert sc is not None  # (called for a task with [spot_check])
         if not sc.whole:
             return {n: (self._nonfinite_count(outputs[n]), 0) for n in self.output_names}
         path = self.spec.reference_path
@@ -459,8 +467,8 @@ class DataTask(Task):
 
     # ---- the kernel's call ----
     def bind(self, lib: ctypes.CDLL) -> KernelFunction:
-        fn = getattr(lib, self.symbol)
-        fn.argtypes = [SCALAR_CTYPES[a.dtype] if a.kind == "scalar" else ctypes.c_void_p for a in self.spec.args]
+        fn: ctypes._NamedFuncPointer = getattr(lib, self.symbol)
+        fn.argtypes = [SCALAR_CTYPES[str(a.dtype)] if a.kind == "scalar" else ctypes.c_void_p for a in self.spec.args]
         fn.restype = ctypes.c_int
         return fn
 

@@ -80,11 +80,11 @@ def read_baseline(ctx: SpecContext, name: str, item: dict[str, Any], where: str,
     return Baseline(name, kernel=path, warm=flags["warm"], description=description, library=flags["library"])
 
 
-def read_requires(ctx: SpecContext, requires, where: str, line: int | None) -> tuple[tuple[str, ...], ...]:
+def read_requires(ctx: SpecContext, requires: object, where: str, line: int | None) -> tuple[tuple[str, ...], ...]:
     """`requires`: a module name, or a list whose entries are module names or lists of alternatives (any one
     of which is enough: ["flash_attn_interface", "fa3_fwd_interface"] inside the list)."""
 
-    def module(m) -> bool:
+    def module(m: object) -> bool:
         return isinstance(m, str) and all(p.isidentifier() for p in m.split("."))
 
     requires = [requires] if isinstance(requires, str) else requires

@@ -33,7 +33,7 @@ class SpecContext:
     def only(
         self,
         table: dict[str, Any],
-        head,
+        head: int | None,
         allowed: set[Any],
         section: str = "tolerance",
         why: str = "not used with this rule",
@@ -46,7 +46,7 @@ class SpecContext:
                     self.lines.key(key, head),
                 )
 
-    def file_field(self, fieldname: str, value, line) -> Path | None:
+    def file_field(self, fieldname: str, value: object, line: int | None) -> Path | None:
         if not isinstance(value, str) or not value:
             self.problem(fieldname, f"expected a path (relative to the task folder), got {value!r}", line)
             return None

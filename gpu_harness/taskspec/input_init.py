@@ -11,7 +11,7 @@ from .spec import InputInit
 from .vocabulary import DISTRIBUTIONS, FLOAT_MAX, NORMAL_REACH_STD, DType
 
 
-def read_init(ctx: SpecContext, where: str, init, dtypes: list[DType], line) -> InputInit | None:
+def read_init(ctx: SpecContext, where: str, init: object, dtypes: list[DType], line: int | None) -> InputInit | None:
     """How the input is made; `dtypes`: every dtype it may have (one kind, float or int)."""
     dtype = dtypes[0]
     if init is None:
@@ -55,7 +55,7 @@ def read_init(ctx: SpecContext, where: str, init, dtypes: list[DType], line) -> 
     return InputInit(dist, vals[0], vals[1], native=native)
 
 
-def read_init_function(ctx: SpecContext, where: str, init: dict[str, Any], line) -> InputInit | None:
+def read_init_function(ctx: SpecContext, where: str, init: dict[str, Any], line: int | None) -> InputInit | None:
     """init = {function = "make_x"}: the input is made by a function of reference.py, and by nothing else."""
     fn = init["function"]
     if not isinstance(fn, str) or not fn.isidentifier() or set(init) != {"function"}:
@@ -64,7 +64,9 @@ def read_init_function(ctx: SpecContext, where: str, init: dict[str, Any], line)
     return InputInit("function", 0.0, 0.0, function=fn)
 
 
-def read_init_bounds(ctx: SpecContext, where: str, init: dict[str, Any], dist: str, line) -> list[float] | None:
+def read_init_bounds(
+    ctx: SpecContext, where: str, init: dict[str, Any], dist: str, line: int | None
+) -> list[float] | None:
     """The distribution's two numbers (mean and std, or low and high), its defaults where not given."""
     defaults = {"normal": (0.0, 1.0), "uniform": (0.0, 1.0), "integers": (None, None)}[dist]
     vals = []

@@ -12,7 +12,7 @@ from .formula import Formula
 from .vocabulary import DTYPES, REFERENCE_FILE, SCALAR_C_TYPES, Target
 
 
-def value_key(value) -> str:
+def value_key(value: object) -> str:
     """A scenario value as the keys of id_names and of a mapping write it: booleans as true/false, others as text
     (TOML keys are text: bf16, 64, true)."""
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -38,7 +38,7 @@ class ByScenario:
         """The symbols the choices' formulas use (not `by`, which check_choices checks on its own)."""
         return frozenset().union(*(v.symbols for v in self.choices.values() if isinstance(v, Formula)))
 
-    def __call__(self, params: dict[str, Any]):
+    def __call__(self, params: dict[str, Any]) -> Any:  # the choice: a dtype's name, a number, a formula's value
         chosen = self.choices[value_key(params[self.by])]
         return chosen(params) if isinstance(chosen, Formula) else chosen
 
@@ -80,7 +80,7 @@ class Arg:
         if self.kind == "stream":
             return f"cudaStream_t {self.name}"
         if self.kind == "scalar":
-            return f"{SCALAR_C_TYPES[self.dtype]} {self.name}"
+            return f"{SCALAR_C_TYPES[str(self.dtype)]} {self.name}"
         const = "const " if self.kind == "input" else ""
         c_types = dict.fromkeys(DTYPES[d].c_type for d in self.dtypes)
         if not isinstance(self.dtype, ByScenario):
@@ -140,7 +140,7 @@ class Tolerance:
         return f"|out - ref| <= {self.atol:g} + {self.rtol:g} x |ref|, element by element"
 
 
-def _number_text(value) -> str:
+def _number_text(value: object) -> str:
     """A number, or a mapping of numbers (bf16 2e-04, fp16 3e-05), as a description shows it."""
     if isinstance(value, ByScenario):
         return "(" + ", ".join(f"{k} {v:g}" for k, v in value.choices.items()) + ")"
@@ -280,7 +280,11 @@ class TaskSpec:
         """(field, name) of every function of reference.py the spec names, in the order written."""
         named = [("reference.function", self.reference_function)]
         named += [("reference.fast", self.reference_fast)] if self.reference_fast else []
-        named += [(f"args.{a.name}.init", a.init.function) for a in self.inputs if a.init.dist == "function"]
+        named += [
+            (f"args.{a.name}.init", a.init.function)
+            for a in self.inputs
+            if a.init is not None and a.init.dist == "function"
+        ]
         named += [(f"baselines.{n}.function", b.function) for n, b in self.baselines.items() if b.function]
         named += [("baselines.versions", self.versions_function)] if self.versions_function else []
         if self.spot_check is not None and self.spot_check.whole:
@@ -290,7 +294,7 @@ class TaskSpec:
     def smallest_scenario(self) -> ScenarioSpec:
         """The scenario with the fewest tensor elements (where the reference is tried first)."""
 
-        def size(sc):
+        def size(sc: ScenarioSpec) -> int:
             return sum(math.prod(self.shape(a, sc.params)) for a in self.args if a.is_tensor)
 
         return min(self.scenarios, key=size)
