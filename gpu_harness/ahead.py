@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager as ContextManager
+from typing import Any
 
 
 class Ahead:
@@ -26,7 +27,7 @@ class Ahead:
         depth: int,
         threads: int,
         name: str,
-        thread_context: Callable[[], ContextManager] | None = None,
+        thread_context: Callable[[], ContextManager[object]] | None = None,
     ) -> None:
         """`items`: (key, payload) in the order they will be taken. `work(payload)` returns the result;
         an exception makes the result None (the consumer then does the work itself, and sees the error).
@@ -74,7 +75,7 @@ class Ahead:
     def has(self, key: str) -> bool:
         return key in self._order
 
-    def take(self, key: str, timeout_s: float = 300.0):
+    def take(self, key: str, timeout_s: float = 300.0) -> Any:
         """The result for `key` (waiting for it); None when its work failed or did not finish in time."""
 
         def arrived() -> bool:

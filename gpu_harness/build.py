@@ -247,6 +247,7 @@ def build(
     # The arch it was compiled for, also when the default was used (a cached build from before kept None): the
     # verdict carries it (`build.arch`), and the dashboard shows it on the kernel.
     result.arch = (arch or DEFAULT_ARCH) if language == "cuda" else arch
+    assert result.lib_path is not None  # (a build that is ok has its library)
     symbols = depcheck.check_library(result.lib_path)
     result.undefined_symbols = symbols.undefined
     if not symbols.ok:

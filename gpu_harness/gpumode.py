@@ -111,7 +111,9 @@ def _cases(yml: dict[str, Any], where: str) -> tuple[list[Any], list[Any]]:
     if not isinstance(tests, list) or not tests:
         raise GpuModeImportError(f"{where}: no tests (each a mapping of generate_input's arguments and a seed)")
     benchmarks = yml.get("benchmarks") or []
-    cases, seen, notes = [], {}, []
+    cases: list[Any] = []
+    seen: dict[Any, str] = {}
+    notes: list[str] = []
     for kind, entries in (("test", tests), ("bench", benchmarks)):
         for k, entry in enumerate(entries):
             if not isinstance(entry, dict) or "seed" not in entry:
@@ -194,7 +196,7 @@ class Plan:
     unit_roundoff: float
     cached: bool = False
 
-    def of(self, *roles) -> list[Any]:
+    def of(self, *roles: str) -> list[Any]:
         return [t for t in self.tensors if t.role in roles]
 
 
@@ -299,7 +301,7 @@ def _name_dims(tensors: list[Any], scen: list[Any], test_args: list[Any], reserv
     return symbols
 
 
-def _data_scalars(data: list[Any], scen: list[Any], test_args: list[Any]) -> list:
+def _data_scalars(data: list[Any], scen: list[Any], test_args: list[Any]) -> list[Any]:
     """The data's numbers as scalars: a test argument's symbol where they have its values, else a value per
     scenario."""
     scalars = []

@@ -29,8 +29,8 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,7 +135,7 @@ class MemoryBudget:
         self.changed = threading.Condition()
 
     @contextlib.contextmanager
-    def hold(self, need: int):
+    def hold(self, need: int) -> Iterator[None]:
         need = min(need, self.total)
         with self.changed:
             self.changed.wait_for(lambda: self.free >= need)
@@ -315,7 +315,7 @@ def plan_problem(
 
 
 @contextlib.contextmanager
-def suite_lock(out: Path):
+def suite_lock(out: Path) -> Iterator[None]:
     """One import at a time writes a suite folder (a second would race on its folders and manifest)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / LOCK, "w") as f:
@@ -345,7 +345,9 @@ def _line(k: int, total: int, p: Problem, seconds: float, action: str) -> str:
     return head + f"{p.outcome}: {p.reason} ({seconds:.1f} s)"
 
 
-def import_suite(fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s: float, progress) -> Suite:
+def import_suite(
+    fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s: float, progress: Callable[[str], None]
+) -> Suite:
     """Import every problem of `source` into `out` (a task folder each, and suite.json), `jobs` at a time;
     `progress(line)` gets a line per problem as it completes. Refusals are outcomes, not errors."""
     files = fmt.problems(source)
@@ -353,7 +355,8 @@ def import_suite(fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s
         raise ProblemImportError(f"{source}: no {fmt.name} problems in it")
     with suite_lock(out):
         _clear_partial(out)
-        before, taken = previous_entries(out), {}
+        before = previous_entries(out)
+        taken: dict[str, Any] = {}
         suite = Suite(fmt, source, out, {})
         planned = [(path, *plan_problem(fmt, path, out, before, taken)) for path in files]
         for _path, p, _action in planned:
@@ -385,7 +388,7 @@ def import_suite(fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s
     return suite
 
 
-def _outcome(future, p: Problem) -> Problem:
+def _outcome(future: Future[Problem], p: Problem) -> Problem:
     """The problem's outcome; an error of the suite's own code (not the problem's) is said as a failed check."""
     try:
         return future.result()

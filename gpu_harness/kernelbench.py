@@ -53,7 +53,8 @@ def _hub_call(node: ast.AST) -> str | None:
     """The dotted name of a hub-downloading call (`AutoConfig.from_pretrained`, `torch.hub.load`), else None."""
     if not isinstance(node, ast.Call):
         return None
-    func, parts = node.func, []
+    func: ast.expr = node.func
+    parts: list[str] = []
     while isinstance(func, ast.Attribute):
         parts.insert(0, func.attr)
         func = func.value
@@ -72,7 +73,7 @@ def hub_refusal(path: Path, source: str) -> str | None:
         tree = ast.parse(source, filename=path.name)
     except SyntaxError:
         return None  # the probe's import says where it fails
-    calls = [(name, node.lineno) for node in ast.walk(tree) if (name := _hub_call(node))]
+    calls = [(name, node.lineno) for node in ast.walk(tree) if isinstance(node, ast.Call) and (name := _hub_call(node))]
     if not calls:
         return None
     calls.sort(key=lambda c: c[1])
@@ -252,7 +253,7 @@ def plan_task(report: dict[str, Any], name: str) -> Plan:
     )
 
 
-def _tensor(abi, role, dtype, shapes, **kw) -> Tensor:
+def _tensor(abi: str, role: str, dtype: str, shapes: list[tuple[int, ...]], **kw: Any) -> Tensor:
     is_bool = dtype == "bool"
     return Tensor(abi, role, BOOL_AS if is_bool else dtype, shapes, is_bool=is_bool, **kw)
 
@@ -284,7 +285,7 @@ def _name_dimensions(report: dict[str, Any], tensors: list[Any], reserved: set[A
     traced = report["traced"]
     var_values = {v: tuple(s["assignment"].get(v, sizes[v]) for s in scen) for v in sizes}
     symbols: dict[str, Any] = {}
-    generated: dict[str, Any] = {}  # (values, moved-by) -> symbol
+    generated: dict[tuple[tuple[Any, ...], frozenset[Any]], str] = {}  # (values, moved-by) -> symbol
     for t in tensors:
         probe_shapes = [(p, _probe_shape(p["obs"], t)) for p in probes]
         for d in range(len(t.shapes[0])):

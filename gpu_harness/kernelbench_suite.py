@@ -8,6 +8,7 @@ docs/tasks.md, "Importing a KernelBench level as a suite", describes it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from .kernelbench import PROBLEM_FILE, default_name, hub_refusal, import_kernelb
 def problem_files(folder: Path) -> list[Path]:
     """The folder's problem files in KernelBench's order (by their leading number, then name)."""
 
-    def order(p: Path):
+    def order(p: Path) -> tuple[int, int, str]:
         m = re.match(r"(\d+)", p.name)
         return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
 
@@ -58,6 +59,6 @@ KERNELBENCH = SuiteFormat(
 )
 
 
-def import_suite(source: Path, out: Path, jobs: int, timeout_s: float, progress) -> Suite:
+def import_suite(source: Path, out: Path, jobs: int, timeout_s: float, progress: Callable[[str], None]) -> Suite:
     """Every problem file of `source` into `out` (import_suite.import_suite with the KernelBench format)."""
     return _import_suite(KERNELBENCH, source, out, jobs, timeout_s, progress)

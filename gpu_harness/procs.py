@@ -17,7 +17,7 @@ class Completed:
     timed_out: bool
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen[Any]) -> None:
     """Kill the process and everything it started (its own session), then reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import figures
 
@@ -85,7 +85,7 @@ class EvalResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        return _json_safe(d)
+        return cast("dict[str, Any]", _json_safe(d))  # (a dict stays a dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EvalResult:
@@ -94,12 +94,12 @@ class EvalResult:
         return cls(**_known(cls, d))
 
 
-def _known(cls, d: dict[str, Any]) -> dict[str, Any]:
+def _known(cls: type[Any], d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in d.items() if k in names}
 
 
-def _json_safe(x):
+def _json_safe(x: object) -> object:
     # NaN and infinities are not JSON: store them as None so that to_dict() always serialises.
     if isinstance(x, float) and not math.isfinite(x):
         return None

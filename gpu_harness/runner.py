@@ -121,11 +121,12 @@ class ChildSession:
                 f"{waiting_for}; its output ends: {self.log_tail(600)!r}",
             )
         try:
-            return json.loads(line)
+            message: dict[str, Any] = json.loads(line)
+            return message
         except ValueError as e:
             raise ChildFailed("protocol", f"unreadable message from the child: {e}") from e
 
-    def send(self, **cmd) -> None:
+    def send(self, **cmd: object) -> None:
         data = (json.dumps(cmd) + "\n").encode()
         try:
             while data:  # a job is larger than a pipe's buffer: written as the child reads it

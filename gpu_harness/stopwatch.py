@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -18,7 +18,7 @@ class Stopwatch:
         self._settle = settle  # run before the clock stops: e.g. wait for the GPU work the block queued
 
     @contextlib.contextmanager
-    def __call__(self, part: str):
+    def __call__(self, part: str) -> Iterator[None]:
         t0 = time.perf_counter()
         try:
             yield

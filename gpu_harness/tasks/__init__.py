@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..taskspec import SPEC_FILE, load_spec
 from .base import REPO_ROOT, Judgement, Scenario, Task, TaskError, derive_seed
+
+if TYPE_CHECKING:
+    from ..taskspec import TaskSpec
+
 
 BUILTIN_TASKS_DIR = REPO_ROOT / "tasks"
 TASKS_DIR_ENV = "KSEEK_TASKS_DIR"
@@ -55,7 +60,7 @@ def get_task(name: str) -> Task:
     return _INSTANCES[folder]
 
 
-def folder_task(spec, device: str | None = None) -> Task:
+def folder_task(spec: TaskSpec, device: str | None = None) -> Task:
     """The generic task for a folder's spec: its target picks the implementation. `device` ("cpu" or "cuda")
     is where a cuda-sm90 task's judge computes (default: the GPU); tests of the judge pass "cpu"."""
     if spec.target.arrays == "torch":
