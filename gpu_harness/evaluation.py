@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import figures, verdict
 from .exchange import SLOTS
@@ -25,6 +25,7 @@ from .result import EvalResult, ScenarioOutcome
 from .runner import ChildFailed, ChildSession
 from .stopwatch import Stopwatch
 from .tasks import Scenario, Task, derive_seed
+from .tasks.base import Arrays, Judgement
 
 # Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
 # 60 ms / 15 gave the same geometric means as 120 ms / 25 over the full attention grid on an H200 (0.902x vs
@@ -63,7 +64,7 @@ class Plan:
     baseline_libs: dict[str, str]
     seed: int
     timing: bool
-    baseline_cache: dict[str, Any]
+    baseline_cache: dict[tuple[Any, ...], float | list[float]]
     reuse_baselines: bool
     deadline: float | None  # time.monotonic() by which everything must be over (None: no bound)
 
@@ -157,7 +158,7 @@ class Evaluation:
             [(s.params, derive_seed(seed, s.id, run), run == "a") for s in selected for run in ("a", "b")]
         )
         self.say(f"checking {len(selected)} scenarios (seed {seed})")
-        first_run: dict[str, object] = {}
+        first_run: dict[str, Arrays] = {}
         verdicts: dict[str, list[Any]] = {s.id: [] for s in selected}
         done_count = 0
         timeout_next = STAGE_TIMEOUT_S
@@ -373,7 +374,7 @@ class Evaluation:
         """The child's next message, waiting at most `stage_s` (and never past the deadline)."""
         return self.session.recv(left(self.plan.deadline, stage_s), what or self.current)
 
-    def take(self, params: dict[str, Any], slot):
+    def take(self, params: dict[str, Any], slot: int) -> Arrays:
         """A private copy of the outputs in `slot`, then the slot goes back to the child."""
         try:
             got = self.judge_side.import_outputs(params, slot)
@@ -382,7 +383,14 @@ class Evaluation:
         self.session.send(cmd="free", slot=slot)
         return got
 
-    def judge(self, params, seed, outputs, tolerance=None, spot_check: bool = False):
+    def judge(
+        self,
+        params: dict[str, Any],
+        seed: int,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        spot_check: bool = False,
+    ) -> Judgement:
         with self.spent("judge_s"):
             return self.judge_side.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
 
@@ -393,10 +401,10 @@ class Evaluation:
         """Add the baselines timed now to `cached` (name -> median) and to the process's cache, and return each
         baseline's interval on its median (verdict.median_interval): a cached one's from the evaluation that
         timed it, which ran under that evaluation's load, not this one's."""
-        intervals = {}
+        intervals: dict[str, list[float]] = {}
         for n in cached:
             if (interval := self.plan.baseline_cache.get((*self.cache_key(sc, n), "interval"))) is not None:
-                intervals[n] = interval
+                intervals[n] = cast("list[float]", interval)  # (an interval's key holds one)
         for n, samples in base_ms.items():
             if samples:
                 cached[n], _ = verdict.median_and_spread(samples)
@@ -407,7 +415,8 @@ class Evaluation:
 
     def cached_median(self, s: Scenario, name: str) -> float | None:
         """The baseline's median on this scenario from an earlier evaluation; None: it is timed in this one."""
-        return self.plan.baseline_cache.get(self.cache_key(s, name)) if self.plan.reuse_baselines else None
+        cached = self.plan.baseline_cache.get(self.cache_key(s, name)) if self.plan.reuse_baselines else None
+        return cast("float | None", cached)  # (a median's key holds one)
 
     def to_warm(self, s: Scenario) -> list[str]:
         """The baselines the child calls once on this scenario while we judge (see Task.baselines_to_warm):

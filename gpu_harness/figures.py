@@ -13,7 +13,7 @@ No Django and no torch here: this module sits at the bottom, under `agentloop` a
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 
 def all_correct(verdict: dict[str, Any]) -> bool:
@@ -153,7 +153,7 @@ def scenario_outcome(scenario: dict[str, Any]) -> str:
     return "not_run" if scenario_not_run(scenario) else "wrong"
 
 
-def _measured(value) -> float | None:
+def _measured(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         return None
     return float(value)
@@ -186,19 +186,19 @@ def speedup_spread(verdict: dict[str, Any], baseline: str) -> dict[str, Any]:
     }
 
 
-def tflops(flops, time_ms) -> float | None:
+def tflops(flops: object, time_ms: object) -> float | None:
     """TFLOP/s of a call of `flops` useful operations taking `time_ms` (the harness's own formula)."""
     flops, time_ms = _measured(flops), _measured(time_ms)
     return flops / (time_ms * 1e-3) / 1e12 if flops and time_ms else None
 
 
-def gbps(nbytes, time_ms) -> float | None:
+def gbps(nbytes: object, time_ms: object) -> float | None:
     """GB/s of compulsory traffic: `nbytes` moved by a call taking `time_ms`."""
     nbytes, time_ms = _measured(nbytes), _measured(time_ms)
     return nbytes / (time_ms * 1e-3) / 1e9 if nbytes and time_ms else None
 
 
-def peak_share(rate, peak) -> float | None:
+def peak_share(rate: object, peak: object) -> float | None:
     """A rate as a share of the device's measured peak (1.0: at the peak; above 1.0 the figure is suspect)."""
     rate, peak = _measured(rate), _measured(peak)
     return rate / peak if rate and peak else None
@@ -226,14 +226,14 @@ MEMORY_BOUND, COMPUTE_BOUND = "memory", "compute"
 NOMINAL_GBPS = {"NVIDIA H200": 4800.0, "NVIDIA H100 80GB HBM3": 3350.0}
 
 
-def _count(value) -> float | None:
+def _count(value: object) -> float | None:
     """A count of operations or bytes: a non-negative finite number (a copy does no floating-point work)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return None
     return float(value)
 
 
-def arithmetic_intensity(flops, nbytes) -> float | None:
+def arithmetic_intensity(flops: object, nbytes: object) -> float | None:
     """Useful operations per compulsory byte, or None where either count is missing (or no byte moves)."""
     flops, nbytes = _count(flops), _measured(nbytes)
     return flops / nbytes if flops is not None and nbytes else None
@@ -247,7 +247,7 @@ def ridge_point(peaks: dict[str, Any] | None) -> float | None:
     return tflops_peak * 1e12 / (gbps_peak * 1e9) if tflops_peak and gbps_peak else None
 
 
-def bound_by(flops, nbytes, peaks: dict[str, Any] | None) -> str | None:
+def bound_by(flops: object, nbytes: object, peaks: dict[str, Any] | None) -> str | None:
     """MEMORY_BOUND where the scenario's arithmetic intensity is below the device's ridge point, COMPUTE_BOUND
     at or above it; None where either is unknown (then TFLOP/s leads, as before)."""
     intensity, ridge = arithmetic_intensity(flops, nbytes), ridge_point(peaks)
@@ -256,12 +256,14 @@ def bound_by(flops, nbytes, peaks: dict[str, Any] | None) -> str | None:
     return MEMORY_BOUND if intensity < ridge else COMPUTE_BOUND
 
 
-def nominal_gbps(device_name) -> float | None:
+def nominal_gbps(device_name: object) -> float | None:
     """The maker's memory bandwidth of the named device (NOMINAL_GBPS), or None where it is not listed."""
     return NOMINAL_GBPS.get(device_name) if isinstance(device_name, str) else None
 
 
-def scenario_rates(flops, nbytes, time_ms, peaks: dict[str, Any] | None, device_name: str = "") -> dict[str, Any]:
+def scenario_rates(
+    flops: object, nbytes: object, time_ms: object, peaks: dict[str, Any] | None, device_name: str = ""
+) -> dict[str, Any]:
     """Every rate of one timed scenario and what bounds it: {"bound" (MEMORY_BOUND, COMPUTE_BOUND or None),
     "tflops", "tflops_share" (of the measured matrix peak), "gbps", "gbps_share" (of the measured bandwidth),
     "nominal_gbps" and "gbps_nominal_share" (of the maker's bandwidth, where the device is listed)}; None for each
@@ -279,7 +281,7 @@ def scenario_rates(flops, nbytes, time_ms, peaks: dict[str, Any] | None, device_
     }
 
 
-def implied_flops(rate_tflops, time_ms) -> float | None:
+def implied_flops(rate_tflops: object, time_ms: object) -> float | None:
     """The operations a verdict's own TFLOP/s and time imply: a scenario's count where its task's is not at hand."""
     rate_tflops, time_ms = _count(rate_tflops), _measured(time_ms)
     return rate_tflops * time_ms * 1e9 if rate_tflops is not None and time_ms else None
@@ -300,7 +302,7 @@ def other_rate(rates: dict[str, Any]) -> tuple[float | None, str, float | None]:
     return rates.get("gbps"), "GB/s", rates.get("gbps_share")
 
 
-def format_significant(value, digits: int = 3, *, suffix: str = "", missing: str = "—") -> str:
+def format_significant(value: object, digits: int = 3, *, suffix: str = "", missing: str = "—") -> str:
     """A number to `digits` significant digits, written plainly where it can be (1230, 0.00220, 1.40: the
     trailing zeros say the precision), with `suffix` after it; `missing` for none."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -330,15 +332,16 @@ BEST_LIBRARY = "best_library"
 def best_library(scenario: dict[str, Any], libraries: list[str]) -> dict[str, Any] | None:
     """The fastest of `libraries` on one scenario (its `baseline_ms`): {"name", "ms", "interval"} ([low, high] ms,
     or None), or None where none of them ran it (not installed, or each refused the shape)."""
-    medians = scenario.get("baseline_ms") if isinstance(scenario.get("baseline_ms"), dict) else {}
+    medians = given if isinstance(given := scenario.get("baseline_ms"), dict) else {}
     timed = {name: ms for name in libraries if (ms := _measured(medians.get(name))) is not None}
     if not timed:
         return None
-    name = min(timed, key=timed.get)
+    name = min(timed, key=timed.__getitem__)
     intervals = [_median_interval(ms, _by_baseline(scenario, "baseline_ci_ms", n)) for n, ms in timed.items()]
     interval = None
     if all(i is not None for i in intervals):
-        interval = [min(i[0] for i in intervals), min(i[1] for i in intervals)]
+        pairs = cast("list[tuple[float, float]]", intervals)  # (none is None)
+        interval = [min(i[0] for i in pairs), min(i[1] for i in pairs)]
     return {"name": name, "ms": timed[name], "interval": interval}
 
 
@@ -361,7 +364,7 @@ NOISY_SPREAD = 0.25
 _ROUNDING = 1e-9  # stored figures are rounded through JSON: a point this close to a bound is inside
 
 
-def _pair(value) -> tuple[float, float] | None:
+def _pair(value: object) -> tuple[float, float] | None:
     """[low, high]: two positive finite numbers, low <= high; anything else is no interval."""
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         return None
@@ -373,12 +376,12 @@ def _inside(value: float, low: float, high: float) -> bool:
     return low * (1 - _ROUNDING) <= value <= high * (1 + _ROUNDING)
 
 
-def _median_interval(median, interval) -> tuple[float, float] | None:
+def _median_interval(median: object, interval: object) -> tuple[float, float] | None:
     median, interval = _measured(median), _pair(interval)
     return interval if median is not None and interval is not None and _inside(median, *interval) else None
 
 
-def _by_baseline(scenario: dict[str, Any], name: str, baseline: str):
+def _by_baseline(scenario: dict[str, Any], name: str, baseline: str) -> object:
     mapping = scenario.get(name)
     return mapping.get(baseline) if isinstance(mapping, dict) else None
 
@@ -407,8 +410,9 @@ def geomean_interval(verdict: dict[str, Any], baseline: str) -> tuple[float, flo
     speedup = speedup_over(verdict, baseline)
     if speedup is None or not intervals or any(i is None for i in intervals):
         return None
-    low = math.exp(sum(math.log(i[0]) for i in intervals) / len(intervals))
-    high = math.exp(sum(math.log(i[1]) for i in intervals) / len(intervals))
+    pairs = cast("list[tuple[float, float]]", intervals)  # (none is None)
+    low = math.exp(sum(math.log(i[0]) for i in pairs) / len(pairs))
+    high = math.exp(sum(math.log(i[1]) for i in pairs) / len(pairs))
     return (low, high) if _inside(speedup, low, high) else None
 
 
@@ -473,7 +477,7 @@ def scenario_noise_fields(scenario: dict[str, Any]) -> dict[str, Any]:
         kept["time_ci_ms"] = list(interval)
     if (spread := _measured(scenario.get("spread_ms"))) is not None:
         kept["spread_ms"] = spread
-    medians = scenario.get("baseline_ms") if isinstance(scenario.get("baseline_ms"), dict) else {}
+    medians = given if isinstance(given := scenario.get("baseline_ms"), dict) else {}
     kept_medians, kept_intervals = {}, {}
     for name, median in medians.items():
         if (median := _measured(median)) is None:

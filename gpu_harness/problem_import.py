@@ -20,6 +20,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def _store(path: Path, report: dict[str, Any]) -> None:
 
 def run_probe(
     probe: Path, argv: list[str], sources: list[bytes], what: str, timeout_s: float, cache: bool = True,
-    error=ProblemImportError,
+    error: type[Exception] = ProblemImportError,
 ) -> dict[str, Any]:  # fmt: skip
     """The report of `python -P PROBE *argv RESULT.json` (the problem's code runs there, CPU only), or `error`
     naming what went wrong. A report (or a refusal that follows from the problem alone, "cacheable") is cached
@@ -92,7 +93,7 @@ def run_probe(
     return report
 
 
-def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error) -> dict[str, Any]:
+def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error: type[Exception]) -> dict[str, Any]:
     from .procs import run_bounded
 
     with tempfile.TemporaryDirectory(prefix=f"kseek-{probe.stem}-") as work:
@@ -113,7 +114,8 @@ def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error)
             tail = "\n".join((done.stderr or "").strip().splitlines()[-5:])
             killed = " (killed: out of memory?)" if done.returncode == -9 else ""
             raise error(f"{what}: the probe process died (exit {done.returncode}){killed}: {tail}")
-        return json.loads(out.read_text())
+        report: dict[str, Any] = json.loads(out.read_text())
+        return report
 
 
 # ---- names -----------------------------------------------------------------------------------------------------
@@ -142,7 +144,7 @@ def task_name(stem: str, prefix: str) -> str:
 # ---- writing the folder ----------------------------------------------------------------------------------------
 
 
-def check_destination(parent: Path, name: str, error=ProblemImportError) -> Path:
+def check_destination(parent: Path, name: str, error: type[Exception] = ProblemImportError) -> Path:
     """`parent/name`, or `error` when the name is not a task's or the folder exists (said before anything runs)."""
     if not NAME_RE.match(name):
         raise error(f"task name {name!r}: use lowercase letters, digits and _ (it names a C symbol)")
@@ -152,7 +154,9 @@ def check_destination(parent: Path, name: str, error=ProblemImportError) -> Path
     return folder
 
 
-def write_task_folder(parent: Path, name: str, files: dict[str, Any], error=ProblemImportError) -> Path:
+def write_task_folder(
+    parent: Path, name: str, files: dict[str, Any], error: type[Exception] = ProblemImportError
+) -> Path:
     """Write `parent/name` holding `files` (relative path -> text or bytes; task.toml among them): staged beside
     it under `.NAME.importing-*`, checked with load_spec, then renamed into place, so that a failure leaves
     nothing behind; `error` when the name is not a task's, the folder exists or the written one is not valid."""
@@ -180,7 +184,7 @@ def write_task_folder(parent: Path, name: str, files: dict[str, Any], error=Prob
     return folder
 
 
-def toml(value) -> str:
+def toml(value: object) -> str:
     """A TOML value: strings as JSON strings (a subset of TOML's basic strings), numbers, lists, tables."""
     if isinstance(value, str):
         return json.dumps(value)
@@ -214,7 +218,7 @@ def scenario_floor(terms: int, unit_roundoff: float) -> float:
     return float(f"{max(MIN_FLOOR, PER_TERM * unit_roundoff * math.sqrt(terms)):.3g}")
 
 
-def unit_roundoff(dtypes) -> float:
+def unit_roundoff(dtypes: Iterable[str]) -> float:
     """The unit roundoff of the lowest float precision among `dtypes` (float32's where none is a float)."""
     return max((UNIT_ROUNDOFF[d] for d in dtypes if d in UNIT_ROUNDOFF), default=UNIT_ROUNDOFF["float32"])
 

@@ -18,7 +18,7 @@ from .figures import BEST_LIBRARY, host_busy, no_difference, scenario_interval, 
 from .result import EvalResult, ScenarioOutcome
 
 
-def _num(x, fmt):
+def _num(x: float | None, fmt: str) -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
@@ -69,7 +69,7 @@ def _rates(s: ScenarioOutcome, counts: dict[str, Any], r: EvalResult) -> dict[st
     return figures.scenario_rates(flops, nbytes, s.time_ms, r.peaks, r.device_name)
 
 
-def _share(value) -> str:
+def _share(value: float | None) -> str:
     return "" if value is None else f"{value:.1%}"
 
 

@@ -57,6 +57,8 @@ class ChildSession:
     over the command pipe. It owns a scratch folder (its log, the CPU task's output files) that `close`
     removes."""
 
+    batch_n: int  # calls a timed batch makes (evaluation.py sets it from the child's `ready`)
+
     def __init__(self, task: str, extra_env: dict[str, Any] | None = None) -> None:
         self.started = False  # given a job
         child_env = self.environment(extra_env)
