@@ -22,7 +22,7 @@ class Ahead:
     def __init__(
         self,
         items: list[tuple[str, object]],
-        work: Callable[[object], object],
+        work: Callable[[Any], object],  # of an item's payload
         *,
         depth: int,
         threads: int,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from types import ModuleType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from .base import REPO_ROOT, Scenario
 
@@ -28,7 +28,7 @@ def attention_task(device: str = "cuda") -> DataTask:
     machine without a GPU)."""
     from . import load_folder_task
 
-    return cast(DataTask, load_folder_task(FOLDER, device=device))  # (a folder task: data_task's)
+    return load_folder_task(FOLDER, device=device)
 
 
 @functools.cache
