@@ -18,14 +18,17 @@ import math
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 
-def _load(name: str, path: Path):
+def _load(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -49,7 +52,7 @@ def _where(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" + (f" (the reference's line {line})" if line else "")
 
 
-def load(folder: Path):
+def load(folder: Path) -> ModuleType:
     try:
         task = _load("kseek_flashinfer_task", folder / "reference.py")
         task.run_function()  # the definition's code imported now: a package it needs is said as such
@@ -61,7 +64,7 @@ def load(folder: Path):
         raise Unimportable(f"its reference fails to load: {_where(e)}") from None
 
 
-def _args(task, params: dict[str, Any], device: str, seed: int) -> dict[str, Any]:
+def _args(task: ModuleType, params: dict[str, Any], device: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator(device="cpu").manual_seed(seed)
     args = {}
     for name, spec in task.INPUTS.items():
@@ -76,7 +79,7 @@ def _args(task, params: dict[str, Any], device: str, seed: int) -> dict[str, Any
     return args
 
 
-def flops(task, params: dict[str, Any]) -> int:
+def flops(task: ModuleType, params: dict[str, Any]) -> int:
     meta = {k: (torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor) else v)
             for k, v in _args(task, params, "cpu", 0).items()}  # fmt: skip
     try:
@@ -87,7 +90,7 @@ def flops(task, params: dict[str, Any]) -> int:
         return 0
 
 
-def check(task, params: dict[str, Any], result: dict[str, Any]) -> None:
+def check(task: ModuleType, params: dict[str, Any], result: dict[str, Any]) -> None:
     args = _args(task, params, "cpu", 1)
     try:
         with torch.no_grad():

@@ -20,15 +20,18 @@ import math
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, cast
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 
-def _load_sibling(stem: str):
+def _load_sibling(stem: str) -> ModuleType:
     """A module of gpu_harness beside this file, loaded by path (the probe runs as a script: `python -P`)."""
     spec = importlib.util.spec_from_file_location(f"kseek_{stem}", Path(__file__).with_name(f"{stem}.py"))
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -54,9 +57,9 @@ def _where(e: BaseException, folder: Path) -> str:
     return f"{type(e).__name__}: {e}" + (f" ({line})" if line else "")
 
 
-def load(folder: Path):
+def load(folder: Path) -> ModuleType:
     try:
-        module = runtime.load_problem(folder, "kseek_gpumode_probe")
+        module: ModuleType = runtime.load_problem(folder, "kseek_gpumode_probe")
     except runtime.MissingPackage as e:
         top = str(e).split(".")[0]
         raise Unimportable(f"its reference.py needs {top}: pip install {top} (not installed here)", False) from None
@@ -70,18 +73,20 @@ def load(folder: Path):
     return module
 
 
-def describe_item(v, what: str) -> dict[str, Any]:
+def describe_item(v: object, what: str) -> dict[str, Any]:
     if isinstance(v, torch.Tensor):
         if v.dtype not in runtime.DTYPE_NAMES:
             known = ", ".join(runtime.DTYPE_NAMES.values())
             raise Unimportable(f"{what} has dtype {v.dtype}, which a task cannot hold (known: {known})")
         return {"kind": "tensor", "dtype": runtime.DTYPE_NAMES[v.dtype], "shape": list(v.shape)}
-    if type(v) in (int, float) and math.isfinite(v):
+    if type(v) in (int, float) and math.isfinite(cast(float, v)):
         return {"kind": type(v).__name__, "value": v}
     raise Unimportable(f"{what} is a {type(v).__name__}: only tensors, ints and finite floats can be a task's data")
 
 
-def observe(module, args: dict[str, Any], device: str, seed: int = SEED, keep: bool = False) -> dict[str, Any]:
+def observe(
+    module: ModuleType, args: dict[str, Any], device: str, seed: int = SEED, keep: bool = False
+) -> dict[str, Any]:
     """generate_input and ref_kernel at these arguments on this device, described."""
     with torch.no_grad(), runtime.on_device(device):
         data = module.generate_input(**args, seed=seed)
@@ -109,13 +114,13 @@ def observe(module, args: dict[str, Any], device: str, seed: int = SEED, keep: b
     return obs
 
 
-def shapes(module, case: dict[str, Any], notes: list[Any]) -> dict[str, Any]:
+def shapes(module: ModuleType, case: dict[str, Any], notes: list[Any]) -> dict[str, Any]:
     try:
         return observe(module, case["args"], "meta")
     except Unimportable:
         raise
     except Exception as e:
-        where = _where(e, Path(module.__file__).parent)
+        where = _where(e, Path(cast(str, module.__file__)).parent)
         notes.append(f"scenario {case['case']} ran on the CPU (the meta device cannot run it: {where})")
     try:
         return observe(module, case["args"], "cpu")
@@ -123,7 +128,7 @@ def shapes(module, case: dict[str, Any], notes: list[Any]) -> dict[str, Any]:
         raise
     except Exception as e:
         raise Unimportable(
-            f"generate_input or ref_kernel fails at {case['args']}: {_where(e, Path(module.__file__).parent)}"
+            f"generate_input or ref_kernel fails at {case['args']}: {_where(e, Path(cast(str, module.__file__)).parent)}"
         ) from None
 
 
@@ -133,7 +138,7 @@ def _bytes(obs: dict[str, Any]) -> int:
                for t in tensors)  # fmt: skip
 
 
-def _equal(a, b) -> bool:
+def _equal(a: object, b: object) -> bool:
     if isinstance(a, torch.Tensor):
         return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
                 and torch.equal(a.nan_to_num(), b.nan_to_num()) and torch.equal(a.isnan(), b.isnan()))  # fmt: skip
@@ -146,18 +151,18 @@ def _poisoned(t: torch.Tensor) -> torch.Tensor:
     return torch.full_like(t, 7 if t.dtype != torch.bool else True)
 
 
-def roles(module, case: dict[str, Any], first: dict[str, Any]) -> list[Any]:
+def roles(module: ModuleType, case: dict[str, Any], first: dict[str, Any]) -> list[Any]:
     """Each data item's role at the smallest scenario: input, output (a buffer), scalar or unused."""
     items = first["_data"]
 
-    def run(replaced: dict[str, Any]) -> list[Any]:
-        data = [runtime.clone(replaced.get(k, v)) for k, v in enumerate(items)]
+    def run(replaced: dict[int, Any]) -> list[Any]:
+        cloned = [runtime.clone(replaced.get(k, v)) for k, v in enumerate(items)]
         data = (
-            data[0]
+            cloned[0]
             if first["container"] == "tensor"
-            else type(items)(data)
+            else type(items)(cloned)
             if first["container"] == "list"
-            else tuple(data)
+            else tuple(cloned)
         )
         with torch.no_grad(), runtime.on_device("cpu"):
             return [o.clone() for o in runtime.outputs_of(module.ref_kernel(data))]
@@ -180,7 +185,7 @@ def roles(module, case: dict[str, Any], first: dict[str, Any]) -> list[Any]:
     return result
 
 
-def check_data(module, case: dict[str, Any], first: dict[str, Any], result: dict[str, Any]) -> None:
+def check_data(module: ModuleType, case: dict[str, Any], first: dict[str, Any], result: dict[str, Any]) -> None:
     items = first["_data"]
     again = observe(module, case["args"], "cpu", keep=True)["_data"]
     if not all(_equal(a, b) for a, b in zip(items, again, strict=True)):
@@ -211,8 +216,14 @@ def check_data(module, case: dict[str, Any], first: dict[str, Any], result: dict
     inputs = {str(k): v for k, v in enumerate(items) if result["roles"][k] == "input"}
 
     def run(given: dict[str, Any]) -> list[Any]:
-        data = [given.get(str(k), v) for k, v in enumerate(items)]
-        data = data[0] if first["container"] == "tensor" else tuple(data) if first["container"] == "tuple" else data
+        given_items = [given.get(str(k), v) for k, v in enumerate(items)]
+        data = (
+            given_items[0]
+            if first["container"] == "tensor"
+            else tuple(given_items)
+            if first["container"] == "tuple"
+            else given_items
+        )
         with torch.no_grad(), runtime.on_device("cpu"):
             return [o.clone() for o in runtime.outputs_of(module.ref_kernel(runtime.clone(data)))]
 

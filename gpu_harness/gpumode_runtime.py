@@ -17,7 +17,10 @@ import importlib.abc
 import importlib.util
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -37,13 +40,13 @@ class _Siblings(importlib.abc.MetaPathFinder):
     def __init__(self, siblings: dict[str, Any]) -> None:
         self.siblings = siblings
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if name in self.siblings:
             return importlib.util.spec_from_file_location(name, self.siblings[name])
         return None
 
 
-def load_problem(folder: Path, module_name: str | None = None):
+def load_problem(folder: Path, module_name: str | None = None) -> ModuleType:
     """The problem's reference.py, its sibling modules (every other .py of the folder) importable by their plain
     names while it is executed, and only then (sys.modules as it was for those names afterwards)."""
     folder = Path(folder)
@@ -55,6 +58,8 @@ def load_problem(folder: Path, module_name: str | None = None):
         sys.meta_path.insert(0, finder)
         try:
             spec = importlib.util.spec_from_file_location(tag, folder / "reference.py")
+            if spec is None or spec.loader is None:  # (a .py file's path always has both)
+                raise ImportError("no loadable module spec")
             module = importlib.util.module_from_spec(spec)
             sys.modules[tag] = module  # what dataclasses and torch.compile look modules up by
             try:
@@ -66,21 +71,21 @@ def load_problem(folder: Path, module_name: str | None = None):
             return module
         finally:
             sys.meta_path.remove(finder)
-            for name, module in saved.items():
-                if module is None:
+            for name, kept in saved.items():
+                if kept is None:
                     sys.modules.pop(name, None)
                 else:
-                    sys.modules[name] = module
+                    sys.modules[name] = kept
 
 
-def entry_points_missing(module) -> list[str]:
+def entry_points_missing(module: ModuleType) -> list[str]:
     return [n for n in ENTRY_POINTS if not callable(getattr(module, n, None))]
 
 
 # ---- the device the problem's code runs on -------------------------------------------------------------------
 
 
-def _is_cuda(device) -> bool:
+def _is_cuda(device: object) -> bool:
     try:
         return isinstance(device, (str, torch.device, int)) and torch.device(device).type == "cuda"
     except (RuntimeError, TypeError):
@@ -94,7 +99,9 @@ class _Redirect(TorchFunctionMode):
         super().__init__()
         self.device = device
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(
+        self, func: Callable[..., Any], types: object, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = dict(kwargs or {})
         if _is_cuda(kwargs.get("device")):
             kwargs["device"] = self.device
@@ -112,15 +119,15 @@ class _HostGenerator(_REAL_GENERATOR):
     """torch.Generator while the problem runs off the GPU: a CPU generator whatever device it is asked for (still a
     torch.Generator, so torch's own annotations and checks hold)."""
 
-    def __new__(cls, device=None):
-        return _REAL_GENERATOR.__new__(cls, device="cpu")
+    def __new__(cls: type, device: object = None) -> Any:
+        return _REAL_GENERATOR.__new__(cls, device="cpu")  # type: ignore[call-arg]  # (torch's stub: object's __new__)
 
-    def __init__(self, device=None) -> None:
+    def __init__(self, device: object = None) -> None:
         pass
 
 
 @contextlib.contextmanager
-def on_device(device):
+def on_device(device: torch.device | str) -> Iterator[None]:
     """The problem's code run on `device`: a GPU's own (`cuda` is then that GPU), or CUDA names rewritten to the
     CPU or the meta device (its generators then made on the CPU, whose draws the meta device accepts)."""
     device = torch.device(device)
@@ -130,31 +137,31 @@ def on_device(device):
             yield
         return
     with _lock:
-        torch.Generator = _HostGenerator
+        torch.Generator = _HostGenerator  # type: ignore[misc]  # replaced while the problem runs, on purpose
         sync = torch.cuda.synchronize
         torch.cuda.synchronize = lambda *a, **k: None
         try:
             with _Redirect(device):
                 yield
         finally:
-            torch.Generator = _REAL_GENERATOR
+            torch.Generator = _REAL_GENERATOR  # type: ignore[misc]  # (put back)
             torch.cuda.synchronize = sync
 
 
 # ---- data and outputs ------------------------------------------------------------------------------------------
 
 
-def items(data) -> list[Any]:
+def items(data: torch.Tensor | Iterable[Any]) -> list[Any]:
     """The problem's data as a list of its items (a tensor alone is one item)."""
     return [data] if isinstance(data, torch.Tensor) else list(data)
 
 
-def outputs_of(out) -> list[Any]:
+def outputs_of(out: torch.Tensor | Iterable[Any]) -> list[Any]:
     """ref_kernel's result as a list of tensors (a tensor, or a tuple or list of them)."""
     return [out] if isinstance(out, torch.Tensor) else list(out)
 
 
-def clone(data):
+def clone(data: object) -> Any:
     if isinstance(data, torch.Tensor):
         return data.clone()
     if isinstance(data, (tuple, list)):
@@ -177,10 +184,10 @@ class Problem:
         self.test_args = tables["TEST_ARGS"]  # generate_input's arguments but seed
         self.scaled = tables["SCALED"]
         self.args = tables["ARGS"]  # every argument but the outputs
-        self._module = None
-        self._made: dict[str, Any] = {}
+        self._module: ModuleType | None = None
+        self._made: dict[tuple[int, tuple[tuple[str, str], ...], str], Any] = {}
 
-    def module(self):
+    def module(self) -> ModuleType:
         with _lock:
             if self._module is None:
                 self._module = load_problem(self.folder)
@@ -188,7 +195,7 @@ class Problem:
 
     # -- inputs: the problem's own generate_input, on the judge's seed --
 
-    def make(self, name: str, generator, shape, params: dict[str, Any]):
+    def make(self, name: str, generator: torch.Generator, shape: tuple[int, ...], params: dict[str, Any]) -> Any:
         seed = generator.initial_seed() % 2**31  # a seed the problem's own generators and numpy take
         data = self._generated(seed, params, generator.device)
         index = next(k for k, (role, n) in enumerate(self.data) if role == "input" and n == name)
@@ -203,7 +210,7 @@ class Problem:
             t = scale_and_shift(t, seed, name, params)
         return t.to(generator.device).contiguous()
 
-    def _generated(self, seed: int, params: dict[str, Any], device):
+    def _generated(self, seed: int, params: dict[str, Any], device: torch.device) -> Any:
         # every input of one seed comes from one call (inputs that must agree, indices and what they index, do)
         key = (seed, tuple(sorted((k, str(v)) for k, v in params.items())), str(device))
         with _lock:
@@ -218,7 +225,7 @@ class Problem:
     def _shape(self, name: str, args: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(int(args[d]) if isinstance(d, str) else d for d in self.dims[name])
 
-    def data_for(self, args: dict[str, Any], wide: bool):
+    def data_for(self, args: dict[str, Any], wide: bool) -> Any:
         """generate_input's data rebuilt from the task's arguments: inputs in their own dtypes (float64 where
         `wide`), output buffers and unused items made afresh, scalars as given."""
         from gpu_harness.imported_inputs import strict_names
@@ -270,5 +277,5 @@ TORCH_DTYPES = {
 DTYPE_NAMES = {v: k for k, v in TORCH_DTYPES.items()}
 
 
-def _torch_dtype(name: str):
+def _torch_dtype(name: str) -> Any:
     return TORCH_DTYPES["uint8" if name == "bool" else name]

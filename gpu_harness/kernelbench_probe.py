@@ -35,8 +35,10 @@ import math
 import os
 import sys
 import traceback
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, cast, overload
 
 import torch
 from torch import nn
@@ -45,9 +47,11 @@ from torch.utils.flop_counter import FlopCounterMode
 MODULE_NAME = "kseek_kernelbench_problem"
 
 
-def _load_sibling(stem: str):
+def _load_sibling(stem: str) -> ModuleType:
     """A module of gpu_harness beside this file, loaded by path (the probe runs as a script: `python -P`)."""
     spec = importlib.util.spec_from_file_location(f"kseek_{stem}", Path(__file__).with_name(f"{stem}.py"))
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -85,10 +89,12 @@ PIP_NAMES = {"sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "Pillow",
 # ---- loading the problem -------------------------------------------------------------------------------------
 
 
-def load_problem(path: Path):
+def load_problem(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
     if spec is None or spec.loader is None:
         raise Unimportable(f"{path.name} cannot be loaded as a Python module")
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     sys.modules[MODULE_NAME] = module
     try:
@@ -140,12 +146,12 @@ def _line_of(e: BaseException, path: Path) -> int | None:
     return line
 
 
-def size_variables(module) -> dict[str, Any]:
+def size_variables(module: ModuleType) -> dict[str, Any]:
     """Module-level ints (not bools), in the order written: the problem's sizes and settings."""
     return {k: v for k, v in vars(module).items() if type(v) is int and not k.startswith("_")}
 
 
-def forward_names(model_cls) -> tuple[list[str], bool]:
+def forward_names(model_cls: type[nn.Module]) -> tuple[list[str], bool]:
     """The forward's positional parameter names after self, and whether it takes *args."""
     params = list(inspect.signature(model_cls.forward).parameters.values())[1:]
     names, var = [], False
@@ -162,7 +168,7 @@ def forward_names(model_cls) -> tuple[list[str], bool]:
 
 
 @contextlib.contextmanager
-def sizes_set(module, assignment: dict[str, Any]):
+def sizes_set(module: ModuleType, assignment: dict[str, Any]) -> Iterator[None]:
     """The problem's module-level sizes changed for the block (get_inputs reads them when called)."""
     saved = {k: getattr(module, k) for k in assignment}
     try:
@@ -187,7 +193,7 @@ def _known_dtypes() -> str:
     return ", ".join(DTYPE_NAMES.values())
 
 
-def _describe_input(v, i: int) -> dict[str, Any]:
+def _describe_input(v: object, i: int) -> dict[str, Any]:
     if isinstance(v, torch.Tensor):
         return _describe_tensor(v, f"get_inputs()[{i}]")
     if type(v) is int:
@@ -201,7 +207,7 @@ def _describe_input(v, i: int) -> dict[str, Any]:
     )
 
 
-def describe_outputs(out) -> dict[str, Any]:
+def describe_outputs(out: object) -> dict[str, Any]:
     if isinstance(out, torch.Tensor):
         return {"container": "tensor", "items": [_describe_tensor(out, "the forward's output")]}
     if isinstance(out, (tuple, list)):
@@ -224,7 +230,7 @@ def describe_outputs(out) -> dict[str, Any]:
 
 def model_state(model: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
     """(dotted name, "parameter" or "buffer", tensor), each tensor once (a shared one under its first name)."""
-    out = [(n, "parameter", p) for n, p in model.named_parameters()]
+    out: list[tuple[str, str, torch.Tensor]] = [(n, "parameter", p) for n, p in model.named_parameters()]
     out += [(n, "buffer", b) for n, b in model.named_buffers()]
     return out
 
@@ -249,7 +255,7 @@ def adopt_plain_tensors(model: nn.Module) -> list[str]:
 META_FROM_CPU = "meta-from-cpu"
 
 
-def build(module, device: str, seed: int, assignment: dict[str, Any]) -> tuple[Any, ...]:
+def build(module: ModuleType, device: str, seed: int, assignment: dict[str, Any]) -> tuple[Any, ...]:
     """(init arguments, model, inputs, adopted plain tensors) at these sizes on this device, as the problem makes
     them."""
     model_device = "cpu" if device == META_FROM_CPU else device
@@ -268,7 +274,9 @@ def build(module, device: str, seed: int, assignment: dict[str, Any]) -> tuple[A
     return init, model, inputs, adopted
 
 
-def observe(module, device: str, seed: int, assignment: dict[str, Any], keep: bool = False) -> dict[str, Any]:
+def observe(
+    module: ModuleType, device: str, seed: int, assignment: dict[str, Any], keep: bool = False
+) -> dict[str, Any]:
     """Build the model and its inputs at these sizes on this device, run forward once, describe it all."""
     init, model, inputs, adopted = build(module, device, seed, assignment)
     device = "meta" if device == META_FROM_CPU else device
@@ -292,7 +300,9 @@ def observe(module, device: str, seed: int, assignment: dict[str, Any], keep: bo
     return obs
 
 
-def _try_observe(module, device, seed, assignment) -> tuple[dict[str, Any] | None, str]:
+def _try_observe(
+    module: ModuleType, device: str, seed: int, assignment: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str]:
     try:
         return observe(module, device, seed, assignment), ""
     except Unimportable as e:
@@ -301,7 +311,7 @@ def _try_observe(module, device, seed, assignment) -> tuple[dict[str, Any] | Non
         return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-def _as_tuple(out) -> tuple[Any, ...]:
+def _as_tuple(out: torch.Tensor | Iterable[Any]) -> tuple[Any, ...]:
     return (out,) if isinstance(out, torch.Tensor) else tuple(out)
 
 
@@ -321,7 +331,7 @@ def _same_tensors(a: torch.Tensor, b: torch.Tensor) -> bool:
 # ---- the data checks, on CPU at the main sizes -----------------------------------------------------------------
 
 
-def check_data(module, main: dict[str, Any], assignment: dict[str, Any], notes: list[str]) -> None:
+def check_data(module: ModuleType, main: dict[str, Any], assignment: dict[str, Any], notes: list[str]) -> None:
     """`main` was observed on CPU at these sizes (kept tensors): forward again on the same inputs must give the
     same outputs bit for bit, and on other inputs and weights outputs of the same number, shapes and dtypes."""
     model, inputs, first = main["_model"], main["_inputs"], _as_tuple(main["_out"])
@@ -434,7 +444,8 @@ def propose_scenarios(sizes: dict[str, Any], scalable: list[str], lead: str) -> 
         ("odd", {k: odd(sizes[k]) for k in scalable}),
         ("double", {lead: 2 * sizes[lead]}),
     ]
-    seen, out = [{}], []
+    seen: list[dict[str, Any]] = [{}]
+    out: list[tuple[str, dict[str, Any]]] = []
     for case, assignment in cands:
         changed = {k: v for k, v in assignment.items() if v != sizes[k]}
         if changed not in seen:
@@ -444,7 +455,7 @@ def propose_scenarios(sizes: dict[str, Any], scalable: list[str], lead: str) -> 
 
 
 def trace_sizes(
-    module, meta: str, sizes: dict[str, Any], main: dict[str, Any], result: dict[str, Any], notes: list[str]
+    module: ModuleType, meta: str, sizes: dict[str, Any], main: dict[str, Any], result: dict[str, Any], notes: list[str]
 ) -> None:
     """On the meta device: which sizes scale (doubling one alone moves an input's shape and nothing of the
     model), and the extra scenarios that keep the model (`main` is the meta observation of the main sizes;
@@ -467,7 +478,7 @@ def trace_sizes(
     lead = _lead(main, probes, sizes, scalable)
     for case, assignment in propose_scenarios(sizes, scalable, lead):
         obs, why = _try_observe(module, meta, 0, assignment)
-        reason = why or same_model(main, obs)
+        reason = why or same_model(main, cast("dict[str, Any]", obs))  # (an observation where no why)
         if reason:
             result["dropped"].append({"case": case, "assignment": assignment, "reason": reason})
             notes.append(f"scenario {case} ({_show(assignment)}) dropped: {reason}")
@@ -481,12 +492,20 @@ def _lead(main: dict[str, Any], probes: list[dict[str, Any]], sizes: dict[str, A
     for p in probes:
         if p["var"] in scalable and first is not None and p["obs"]["inputs"][first]["shape"][0] == p["value"]:
             if main["inputs"][first]["shape"][0] == sizes[p["var"]]:
-                return p["var"]
+                return str(p["var"])
     return scalable[0]
 
 
 def _show(assignment: dict[str, Any]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in assignment.items())
+
+
+@overload
+def _public(obs: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@overload
+def _public(obs: None) -> None: ...
 
 
 def _public(obs: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -514,12 +533,13 @@ def _bytes(obs: dict[str, Any]) -> int:
 
 
 def small_sizes(
-    module, meta: str, sizes: dict[str, Any], scalable: list[str], main: dict[str, Any]
-) -> tuple[dict[str, Any], dict]:
+    module: ModuleType, meta: str, sizes: dict[str, Any], scalable: list[str], main: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The scalable sizes halved together until no input or output exceeds SMALL_ELEMENTS (or one more halving
     would change the model or fail): KernelBench's sizes are a GPU's; the small scenario, and `task check` on a
     machine without one, need not be."""
-    assignment, obs = {}, main
+    assignment: dict[str, Any] = {}
+    obs = main
     while _largest(obs) > SMALL_ELEMENTS:
         now = {k: assignment.get(k, sizes[k]) for k in scalable}
         smaller = {k: half(v) for k, v in now.items()}
@@ -550,8 +570,8 @@ def _shrunk(sizes: dict[str, Any], assignment: dict[str, Any]) -> dict[str, Any]
 
 
 def data_sizes(
-    module, meta: str, sizes: dict[str, Any], assignment: dict[str, Any], obs: dict[str, Any]
-) -> tuple[dict, dict]:
+    module: ModuleType, meta: str, sizes: dict[str, Any], assignment: dict[str, Any], obs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Where the CPU data checks run (determinism, data-independent output shapes: properties of the code, not
     of its sizes): at `assignment` (the small scenario's sizes, `obs` its meta observation), with every size above
     MIN_MODEL_SIZE halved together, the model's own included, while the tensors take more than DATA_CHECK_BYTES
@@ -577,7 +597,7 @@ def _agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
     )
 
 
-def _cpu_observe(module, path: Path, assignment: dict[str, Any]) -> dict[str, Any]:
+def _cpu_observe(module: ModuleType, path: Path, assignment: dict[str, Any]) -> dict[str, Any]:
     try:
         return observe(module, "cpu", 0, assignment, keep=True)
     except Unimportable:
@@ -588,7 +608,7 @@ def _cpu_observe(module, path: Path, assignment: dict[str, Any]) -> dict[str, An
         ) from None
 
 
-def _meta_footprint(module, assignment: dict[str, Any]) -> int | None:
+def _meta_footprint(module: ModuleType, assignment: dict[str, Any]) -> int | None:
     """Bytes of the model's parameters and buffers and of the inputs at these sizes, built on the meta device
     without running the forward (None where even that fails: the CPU run then says why)."""
     try:
@@ -599,7 +619,7 @@ def _meta_footprint(module, assignment: dict[str, Any]) -> int | None:
         return None
 
 
-def check_cpu_run_fits(module, path: Path, max_bytes: int, why: str) -> None:
+def check_cpu_run_fits(module: ModuleType, path: Path, max_bytes: int, why: str) -> None:
     """Refuse, before allocating anything, a CPU run at the problem's own sizes that a task could not hold or that
     would exhaust this machine (the OOM killer would end the probe with no sentence)."""
     need = _meta_footprint(module, {})
@@ -652,12 +672,15 @@ def check_data_fits(path: Path, at: dict[str, Any], tensors: int) -> None:
     )
 
 
-def untraced_data(module, sizes: dict[str, Any], main: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any], dict]:
+def untraced_data(
+    module: ModuleType, sizes: dict[str, Any], main: dict[str, Any], notes: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the CPU observation the data checks use, its sizes) for a model the meta device cannot run (`main`: its
     CPU run at its own sizes): one at every size above MIN_MODEL_SIZE halved together until its inputs and
     weights (built on the meta device, not run) take at most DATA_CHECK_BYTES, where it runs there and is the
     same model apart from its sizes; else `main`."""
-    assignment, need = {}, _meta_footprint(module, {})
+    assignment: dict[str, Any] = {}
+    need = _meta_footprint(module, {})
     while need is not None and need > DATA_CHECK_BYTES:
         smaller = _shrunk(sizes, assignment)
         if smaller == assignment:
@@ -675,7 +698,7 @@ def untraced_data(module, sizes: dict[str, Any], main: dict[str, Any], notes: li
     return data, assignment
 
 
-def meta_main(module) -> tuple[str, dict[str, Any] | None, str]:
+def meta_main(module: ModuleType) -> tuple[str, dict[str, Any] | None, str]:
     """(the meta device to trace on, the meta observation of the main sizes or None, why not): the model built
     on the meta device, else built on CPU and moved there (a constructor that reads a value)."""
     main, why = _try_observe(module, "meta", 0, {})
@@ -685,7 +708,9 @@ def meta_main(module) -> tuple[str, dict[str, Any] | None, str]:
     return META_FROM_CPU, on_cpu, why
 
 
-def traced(module, path: Path, meta: str, main: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
+def traced(
+    module: ModuleType, path: Path, meta: str, main: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any] | None:
     """Sizes and scenarios from the meta device, the small scenario, and the CPU observation the data checks use
     (None where a CPU run disagrees with the meta device's shapes)."""
     sizes, notes = result["sizes"], result["notes"]
@@ -718,7 +743,7 @@ def probe(path: Path, max_bytes: int) -> dict[str, Any]:
     names, var_args = forward_names(module.Model)
     sizes = size_variables(module)
     notes: list[str] = []
-    result = {
+    result: dict[str, Any] = {
         "ok": True,
         "file": path.name,
         "sizes": sizes,
@@ -745,6 +770,7 @@ def probe(path: Path, max_bytes: int) -> dict[str, Any]:
         main = _cpu_observe(module, path, {})
         data, result["data_sizes"] = untraced_data(module, sizes, main, notes)
         notes.append(f"the model could not be run on the meta device ({why}): only the main scenario is made")
+    assert main is not None  # (traced, or observed on CPU just above)
     if len(main["inputs"]) > len(names) and not var_args:
         raise Unimportable(
             f"get_inputs() returns {len(main['inputs'])} values but Model.forward takes {len(names)} argument(s)"
