@@ -134,7 +134,8 @@ def attribute_run(history: RunHistory, large_gain_ratio: float = DEFAULT_LARGE_G
             if m.position > question.position and (next_position is None or m.position <= next_position)
         ]
         after = _best(before, *window)
-        gain = after / before if after is not None and before is not None and before > 0 else None
+        # (after is a number wherever before is one: the best of it and the window; mypy does not follow _best)
+        gain = after / before if before is not None and before > 0 else None  # type: ignore[operator]
         attributions.append(
             Attribution(
                 run_id=history.run_id,

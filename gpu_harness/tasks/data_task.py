@@ -248,12 +248,11 @@ class DataTask(Task):
             path = self.spec.reference_path
             modname = f"kseek_task_{self.name}_reference"
             try:
+                # (importlib types the spec and its loader as optional; a .py path always has both)
                 spec = importlib.util.spec_from_file_location(modname, path)
-                if spec is None or spec.loader is None:  # (module_from_spec(None) raised here)
-                    raise ImportError(f"no module spec for {path}")
-                module = importlib.util.module_from_spec(spec)
+                module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
                 sys.modules[modname] = module
-                spec.loader.exec_module(module)
+                spec.loader.exec_module(module)  # type: ignore[union-attr]
             except Exception as e:
                 sys.modules.pop(modname, None)
                 raise TaskError(f"{path} does not import: {_where(e, path)}") from e
