@@ -392,7 +392,10 @@ class Evaluation:
         spot_check: bool = False,
     ) -> Judgement:
         with self.spent("judge_s"):
-            return self.judge_side.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
+            judgement: Judgement = self.judge_side.judge(
+                params, seed, outputs, tolerance=tolerance, spot_check=spot_check
+            )
+            return judgement
 
     def cache_key(self, s: Scenario, name: str) -> tuple[Any, ...]:
         return self.task.name, s.id, self.device, self.versions, name

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # does not name the type; `Arrays` is one call's arrays by name.
 Array = Any
 Arrays = dict[str, Array]
+# a scenario's parameters by symbol
+Params = dict[str, Any]
 # the kernel's entry point in its built library (ctypes), with argtypes and restype set by `bind`
 KernelFunction = Callable[..., Any]
 

@@ -36,14 +36,20 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..taskspec import DTYPES, Arg, TaskSpec, Tolerance
 from ..verdict import Comparison, judge_outputs
-from .base import Array, Arrays, Judgement, KernelFunction, Scenario, Task, TaskError
+from .base import Array, Arrays, Judgement, KernelFunction, Params, Scenario, Task, TaskError
+from .data_target import TargetArrays
+from .libraries import _import_note, module_version  # (reference.py files import module_version from here)
+
+# a baseline name -> its outputs, computed ahead of the judge; a part of the judging -> a context timing it
+Baselines = dict[str, Arrays]
+Spent = Callable[[str], contextlib.AbstractContextManager[None]]
 
 SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "int32": ctypes.c_int,
@@ -53,7 +59,7 @@ SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
 }
 
 
-class DataTask(Task):
+class DataTask(Task, TargetArrays):
     """A task read from a folder. One instance per folder (the registry caches it); it holds no state of one
     evaluation (each evaluation's is its JudgeSide and ChildSide, sides.py), only what holds for every
     evaluation of the process: reference.py imported, the reference's self check passed."""
@@ -87,7 +93,7 @@ class DataTask(Task):
         self._module: ModuleType | None = None
         self._checked = False
 
-    def _bytes(self, params: dict[str, Any]) -> float:
+    def _bytes(self, params: Params) -> float:
         if self.spec.bytes is not None:
             return self.spec.bytes(params)
         # compulsory traffic: every tensor read (inputs) or written (outputs) once
@@ -130,7 +136,7 @@ class DataTask(Task):
     def quick_ids(self) -> list[str]:
         return list(self.spec.quick_ids)
 
-    def output_nbytes(self, params: dict[str, Any]) -> int:
+    def output_nbytes(self, params: Params) -> int:
         return sum(
             math.prod(self.spec.shape(a, params)) * DTYPES[self.spec.dtype(a, params)].itemsize
             for a in self.spec.outputs
@@ -162,7 +168,7 @@ class DataTask(Task):
         return out
 
     def baseline_callables(
-        self, names: list[str], params: dict[str, Any], inputs: Arrays, libs: dict[str, Any]
+        self, names: list[str], params: Params, inputs: Arrays, libs: dict[str, Any]
     ) -> dict[str, Callable[[], object] | str]:
         out: dict[str, Callable[[], object] | str] = {}
         for name in names:
@@ -182,7 +188,7 @@ class DataTask(Task):
                 out[name] = functools.partial(fn, **kwargs)
         return out
 
-    def _call_maker(self, name: str, function: str, rng: object, shape: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    def _call_maker(self, name: str, function: str, rng: object, shape: tuple[Any, ...], params: Params) -> Any:
         """What reference.py's `function` returns for input `name` (init = {function = ...}), from the judge's
         generator; TaskError when it raises. The caller checks what it made against the ABI."""
         try:
@@ -194,7 +200,7 @@ class DataTask(Task):
                 f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def run_function_baseline(self, name: str, params: dict[str, Any], inputs: Arrays, outputs: Arrays) -> Any:
+    def run_function_baseline(self, name: str, params: Params, inputs: Arrays, outputs: Arrays) -> Any:
         """Call the function baseline like the kernel; what it returns (None when it wrote `outputs` in place)."""
         fn = self.function(self.spec.baselines[name].function)
         try:
@@ -204,7 +210,7 @@ class DataTask(Task):
                 f"baseline {name} raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def baseline_outputs(self, name: str, params: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    def baseline_outputs(self, name: str, params: Params, inputs: dict[str, Any]) -> dict[str, Any]:
         """A function baseline's outputs on `inputs`, by name: those it wrote in place, or those it returned (a
         dict by name, which may give some outputs only, a tuple in the ABI's order, or one array for a task of
         one output), each of the ABI's shape; TaskError otherwise."""
@@ -305,7 +311,7 @@ class DataTask(Task):
         except Exception as e:
             raise TaskError(f"{self.spec.versions_function} raised: {_where(e, self.spec.reference_path)}") from e
 
-    def scalar_values(self, params: dict[str, Any]) -> dict[str, Any]:
+    def scalar_values(self, params: Params) -> dict[str, Any]:
         out = {}
         for a in self.spec.scalars:
             assert a.value is not None  # (a scalar has its value: the reader refuses one without)
@@ -327,7 +333,7 @@ class DataTask(Task):
             raise TaskError(f"{self.spec.reference_path} has no callable {name!r} ([reference] fast)")
         return fast
 
-    def reference_outputs(self, params: dict[str, Any], inputs: Arrays, rows: Array | None = None) -> Arrays:
+    def reference_outputs(self, params: Params, inputs: Arrays, rows: Array | None = None) -> Arrays:
         """The reference's outputs (float64 for float outputs, those of the fast reference at its own
         precision); TaskError when it raises or returns the wrong thing: the task is broken, the candidate is
         not to blame. `rows`: the sampled indices of a spot check ([spot_check]), given to reference.py as
@@ -380,13 +386,13 @@ class DataTask(Task):
         sc = self.spec.spot_check
         return arg.shape.index(sc.sample) if sc is not None and sc.sample in arg.shape else None
 
-    def sampled_shape(self, arg: Arg, params: dict[str, Any], rows: Array | None) -> tuple[int, ...]:
+    def sampled_shape(self, arg: Arg, params: Params, rows: Array | None) -> tuple[int, ...]:
         shape = self.spec.shape(arg, params)
         if rows is None or (axis := self.sample_axis(arg)) is None:
             return shape
         return (*shape[:axis], len(rows), *shape[axis + 1 :])
 
-    def spot_rows(self, params: dict[str, Any]) -> Array | None:
+    def spot_rows(self, params: Params) -> Array | None:
         """The indices a spot check compares, drawn now (after the call) from os.urandom: the candidate cannot
         know them when it runs. None when the task samples nothing (a spot check is then a full check)."""
         sc = self.spec.spot_check
@@ -396,7 +402,7 @@ class DataTask(Task):
         n = min(size, max(sc.min_count, -(-size // sc.fraction)))
         return self._random_indices(size, n, int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1))
 
-    def whole_checks(self, outputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    def whole_checks(self, outputs: dict[str, Any], params: Params) -> dict[str, Any]:
         """Over the whole outputs, without a reference: output name -> (non-finite where finite is due, wrong
         specials), from reference.py's [spot_check] whole function; without one, every element is due finite."""
         sc = self.spec.spot_check
@@ -412,9 +418,7 @@ class DataTask(Task):
         except Exception as e:
             raise TaskError(f"{sc.whole} ([spot_check] whole) failed on {_params(params)}: {_where(e, path)}") from e
 
-    def sampled_comparisons(
-        self, params: dict[str, Any], outputs: Arrays, ref: Arrays, rows: Array
-    ) -> dict[str, Comparison]:
+    def sampled_comparisons(self, params: Params, outputs: Arrays, ref: Arrays, rows: Array) -> dict[str, Comparison]:
         """Each output's comparison on the sampled indices, its missed elements and wrong specials counted over
         the whole output too (an element left unwritten anywhere fails)."""
         whole = self.whole_checks(outputs, params)
@@ -471,7 +475,7 @@ class DataTask(Task):
         fn.restype = ctypes.c_int
         return fn
 
-    def invoke(self, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: dict[str, Any]) -> int:
+    def invoke(self, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: Params) -> int:
         scalars = self.scalar_values(params)
         args: list[int | float | None] = []
         for a in self.spec.args:
@@ -502,12 +506,7 @@ class DataTask(Task):
 
     # ---- parent side ----
     def judge(
-        self,
-        params: dict[str, Any],
-        seed: int,
-        outputs: Arrays,
-        tolerance: float | None = None,
-        spot_check: bool = False,
+        self, params: Params, seed: int, outputs: Arrays, tolerance: float | None = None, spot_check: bool = False
     ) -> Judgement:
         # a spot check compares indices sampled now where the task says so ([spot_check]); else it is a full check
         rows = self.spot_rows(params) if spot_check else None
@@ -517,14 +516,14 @@ class DataTask(Task):
 
     def judge_against(
         self,
-        params: dict[str, Any],
+        params: Params,
         inputs: Arrays,
         ref: Arrays,
         outputs: Arrays,
         tolerance: float | None = None,
-        first_baselines: dict[str, Arrays] | None = None,
+        first_baselines: Baselines | None = None,
         rows: Array | None = None,
-        spent: Callable[[str], contextlib.AbstractContextManager[None]] | None = None,
+        spent: Spent | None = None,
     ) -> Judgement:
         """The Judgement of `outputs` against the reference `ref` of `inputs`. `tolerance`: the bound seed a set
         (see held_outputs); `first_baselines`: baseline name -> its outputs on these inputs, computed ahead of
@@ -546,7 +545,7 @@ class DataTask(Task):
             judgement.details["rows_checked"] = len(rows)
         return judgement
 
-    def wrong_output(self, params: dict[str, Any], outputs: Arrays) -> str | None:
+    def wrong_output(self, params: Params, outputs: Arrays) -> str | None:
         """Why the outputs cannot be compared (one missing, or not of the ABI's shape and dtype)."""
         for o in self.spec.outputs:
             cand = outputs.get(o.name)
@@ -558,11 +557,11 @@ class DataTask(Task):
 
     def bounds(
         self,
-        params: dict[str, Any],
+        params: Params,
         inputs: Arrays,
         ref: Arrays,
         tolerance: float | None = None,
-        first_baselines: dict[str, Arrays] | None = None,
+        first_baselines: Baselines | None = None,
         rows: Array | None = None,
     ) -> tuple[dict[str, float], dict[str, Any]]:
         """(output name -> its bound, details: the baselines' errors that set them)."""
@@ -673,12 +672,12 @@ class DataTask(Task):
         self,
         rule: Tolerance,
         names: list[str],
-        params: dict[str, Any],
+        params: Params,
         inputs: Arrays,
         ref: Arrays,
         held: float | None,
         details: dict[str, Any],
-        first_baselines: dict[str, Arrays] | None,
+        first_baselines: Baselines | None,
         rows: Array | None = None,
     ) -> float:
         """The bound of the outputs `names` under `rule`: `held` where seed a set it, else the rule's."""
@@ -707,10 +706,10 @@ class DataTask(Task):
         self,
         rule: Tolerance,
         names: list[str],
-        params: dict[str, Any],
+        params: Params,
         inputs: Arrays,
         ref: Arrays,
-        first_baselines: dict[str, Arrays] | None = None,
+        first_baselines: Baselines | None = None,
         rows: Array | None = None,
     ) -> tuple[float, str] | tuple[None, None]:
         """(error, baseline): the first of the rule's baselines whose own error on `names` can be used: it runs
@@ -742,70 +741,14 @@ class DataTask(Task):
                 return error, name
         return None, None
 
-    def _baseline_error(
-        self, name: str, params: dict[str, Any], inputs: dict[str, Any], ref: dict[str, Any]
-    ) -> float | None:
+    def _baseline_error(self, name: str, params: Params, inputs: dict[str, Any], ref: dict[str, Any]) -> float | None:
         """The named baseline's own relative error on these inputs (the worst of its outputs)."""
         outs = self.baseline_outputs(name, params, inputs)
         return max(self._compare(n, outs[n], ref[n]).rel_error for n in self.output_names if n in outs)
 
-    # ---- what each target provides (data_cpu.py, data_cuda.py) ----
-    def judge_device(self) -> str:
-        """Where the judge computes: "cpu" or "cuda"."""
-        raise NotImplementedError
-
-    def _reference_copy(self, arr: Array) -> Array:
-        """The reference's copy of an input: float tensors at the reference's precision."""
-        raise NotImplementedError
-
-    def _as_array(self, value: object) -> Array:
-        raise NotImplementedError
-
-    def _is_array(self, value: object) -> bool:
-        """An array of this target's kind (numpy array, torch tensor)."""
-        raise NotImplementedError
-
-    def _is_float(self, arr: Array) -> bool:
-        raise NotImplementedError
-
-    def _is_integer(self, arr: Array) -> bool:
-        raise NotImplementedError
-
-    def _widened(self, arr: Array) -> Array:
-        """A reference output as the judge compares it: float64 for floats."""
-        raise NotImplementedError
-
-    def _any_nan(self, arr: Array) -> bool:
-        raise NotImplementedError
-
-    def _pointer(self, arr: Array) -> int:
-        raise NotImplementedError
-
-    def _not_like(self, cand: Array, dtype: str, shape: tuple[Any, ...]) -> str | None:
-        """None when the candidate's output has the ABI's shape and dtype; else what it has."""
-        raise NotImplementedError
-
-    def _compare(self, name: str, cand: Array, ref: Array) -> Comparison:
-        raise NotImplementedError
-
-    def _random_indices(self, size: int, n: int, seed: int) -> Array:
-        """n distinct indices of range(size), sorted, on the judge's device (all of them when n == size)."""
-        raise NotImplementedError
-
-    def _take(self, arr: Array, axis: int, rows: Array) -> Array:
-        """arr at indices `rows` along `axis`."""
-        raise NotImplementedError
-
-    def _nonfinite_count(self, arr: Array) -> int:
-        raise NotImplementedError
-
-    def _allclose_ratio(self, cand: Array, ref: Array, atol: float, rtol: float) -> float:
-        """The worst |cand - ref| / (atol + rtol |ref|) where the reference is finite."""
-        raise NotImplementedError
-
 
 def _kernel_call(
-    task: DataTask, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: dict[str, Any], name: str
+    task: DataTask, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: Params, name: str
 ) -> Callable[[], None]:
     def call() -> None:
         rc = task.invoke(fn, inputs, outputs, params)
@@ -820,53 +763,7 @@ def _untimed(part: str) -> Iterator[None]:
     yield
 
 
-def _import_note(requires: tuple[tuple[str, ...], ...]) -> str | None:
-    """None when each entry of `requires` has a module that imports here (an entry's modules are alternatives);
-    else a note saying which does not (the baseline is then n/a)."""
-    for alternatives in requires:
-        errors = []
-        for module in alternatives:
-            try:
-                importlib.import_module(module)
-                break
-            except Exception as e:
-                errors.append(type(e).__name__)
-        else:
-            if len(alternatives) == 1:
-                return f"{alternatives[0]} does not import here ({errors[0]})"
-            names = " nor ".join(alternatives)
-            return f"neither {names} imports here ({', '.join(dict.fromkeys(errors))})"
-    return None
-
-
-@functools.cache
-def _distributions() -> Mapping[str, list[str]]:
-    """Top-level module -> the distributions that install it (one scan of the installed packages a process)."""
-    from importlib import metadata
-
-    return metadata.packages_distributions()
-
-
-def module_version(module: str) -> str | None:
-    """`module`'s distribution and version where it is installed ("quack-kernels 0.6.5"), from the package's
-    metadata (a module without __version__ has one too); None where it does not import or has none."""
-    from importlib import metadata
-
-    top = module.split(".")[0]
-    try:
-        importlib.import_module(top)
-    except Exception:
-        return None
-    for dist in _distributions().get(top, []):
-        try:
-            return f"{dist} {metadata.version(dist)}"
-        except metadata.PackageNotFoundError:
-            continue
-    version = getattr(sys.modules.get(top), "__version__", None)
-    return f"{top} {version}" if version else None
-
-
-def _params(params: dict[str, Any]) -> str:
+def _params(params: Params) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 

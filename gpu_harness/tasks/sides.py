@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .base import Arrays, Judgement, Task
+# base.py (Task, Judgement) imports this module: the task passed in here is a base.Task, named in words only (no
+# import of base here, not even for the type checker: tests/foundation/test_layering.py), and a judgement is Any
 
-# base.py (Task, Judgement) imports this module: the task passed in here is a base.Task, named in words only
+# one call's arrays by name, as base.Arrays (numpy arrays or torch tensors)
+Arrays = dict[str, Any]
 
 
 class OutputExchange(Protocol):
@@ -117,7 +118,7 @@ class JudgeSide:
     (a pure function: it regenerates the inputs and computes the reference); a task that works ahead of the
     child's outputs subclasses it (judge_ahead.AheadJudge)."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Any) -> None:
         self.task = task
         self.exchange: OutputExchange = task.new_exchange()
         self.seconds: dict[str, float] = {}  # the judge's time by part (inputs, reference, ...), when measured
@@ -140,7 +141,7 @@ class JudgeSide:
         outputs: Arrays,
         tolerance: float | None = None,
         spot_check: bool = False,
-    ) -> Judgement:
+    ) -> Any:
         """The task's Judgement of these outputs (Task.judge)."""
         return self.task.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
 
@@ -156,7 +157,7 @@ class ChildSide:
     """The candidate's process's side of its one evaluation of `task`: the device, clock and cache flush, and
     the child's end of the output exchange."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Any) -> None:
         self.calls: Calls = task.new_calls()
         self.exchange: OutputExchange = task.new_exchange()
 
