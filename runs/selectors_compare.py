@@ -101,7 +101,7 @@ def _evaluation_number_at(question: Question, evaluations: list[Evaluation], by_
     evaluation of the run has a step, by the time the server stored them otherwise (the order the bank's
     attribution reads a run in, so that a marker sits where its gain was measured from)."""
     if by_seq:
-        return sum(1 for e in evaluations if e.step.seq <= question.step.seq)  # type: ignore[misc]  # (see below)
+        return sum(1 for e in evaluations if e.step.seq <= question.step.seq)  # type: ignore[misc]  # (the nullable step: mypy then takes sum()'s bool overload)
     return sum(1 for e in evaluations if e.created_at <= question.created_at)
 
 
