@@ -37,11 +37,14 @@ TEST_WORKERS ?= 2
 test: $(BIN)/.dev-installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
-# Lint and format check (ruff, configured in pyproject.toml); CI runs it before the tests. `ruff format .` and
-# `ruff check --fix .` repair most of what it finds.
+# Lint and format check (ruff), then the type check (mypy: strict on gpu_harness, agentloop and questionbank,
+# django-stubs' plugin on the site), both configured in pyproject.toml; CI runs it before the tests. `ruff format .`
+# and `ruff check --fix .` repair most of what ruff finds. mypy keeps its cache in .mypy_cache (a warm run takes
+# seconds).
 lint: $(BIN)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Mutation testing of the modules that decide verdicts (configured in pyproject.toml, [tool.mutmut]; the figures
 # and what they mean in docs/testing.md). Takes an hour or more on two cores; not part of CI.

@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from agentloop import __version__, fork_start
 from agentloop.config import RunConfig
@@ -24,7 +26,7 @@ from agentloop.detectors import Firing, Turn, detect
 from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, RunParked, StoppedByHuman
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
-from agentloop.interfaces import Evaluator, Model, Sink, Tool
+from agentloop.interfaces import Evaluator, EventSink, Model, Tool
 from agentloop.models import ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
@@ -59,7 +61,7 @@ JSON_TYPES = {
 }
 
 
-def invalid_input(block: dict) -> str | None:
+def invalid_input(block: dict[str, Any]) -> str | None:
     """What is wrong with a tool call's input, as the model reads it; None when the input is a JSON object. The
     model's mistake, answered as a tool error: the run goes on."""
     name = block.get("name")
@@ -77,7 +79,7 @@ def invalid_input(block: dict) -> str | None:
     return None
 
 
-def task_facts(task_name: str) -> dict:
+def task_facts(task_name: str) -> dict[str, Any]:
     """What the task statement shows the model about a harness task (its ABI, scenarios, baselines)."""
     from gpu_harness import get_task
 
@@ -112,24 +114,24 @@ class Oversight:
     reviewer: Reviewer | None = None
     inbox: ControlInbox = field(default_factory=ControlInbox)
     bank: list[BankEntry] | None = None
-    question_stats: dict[str, dict] | None = None
+    question_stats: dict[str, dict[str, Any]] | None = None
 
 
 class Agent:
     def __init__(
         self,
         *,
-        run_id,
+        run_id: object,
         model: Model,
-        sinks: list[Sink],
+        sinks: list[EventSink],
         host: Host,
         config: RunConfig | None = None,
-        resume_events: list[dict] | None = None,
+        resume_events: list[dict[str, Any]] | None = None,
         evaluator: Evaluator | None = None,
         oversight: Oversight | None = None,
         policy: Policy | None = None,
-        fork: dict | None = None,
-    ):
+        fork: dict[str, Any] | None = None,
+    ) -> None:
         """A new run from its `config`, or the run whose trace is `resume_events`. `evaluator` None: the task's
         harness, in a process the agent starts in the host's sandbox and ends with the run. `fork`: a new run
         that continues another from one of its steps (docs/fork.md; the assignment's `fork`, checked by
@@ -146,12 +148,12 @@ class Agent:
         self.policy = policy or default_policy()
         self.state = RunState()
         self._resume_events = resume_events
-        if resume_events:
+        if resume_events is not None:
             for event in resume_events:
                 self.state.apply(event)
             config = self.state.config
-            if config is None:
-                raise ValueError("the trace has no 'started' event: nothing to resume")
+        if config is None:  # (an empty trace too: it once failed later, on config.task)
+            raise ValueError("the trace has no 'started' event: nothing to resume")
         self.config = config
         oversight = oversight or Oversight()
         self.inbox = oversight.inbox
@@ -205,7 +207,11 @@ class Agent:
         played = (fork or self.state.fork or {}).get("played") or {}
         if resume_events or played:  # a fork of a replay goes on from where its parent was in the recording
             model.skip_played(fork_start.played_events(played) + list(resume_events or []))
-        model.notify = lambda text: self.emitter.emit("note", {"text": text, "level": "warning"})
+
+        def notify(text: str) -> None:
+            self.emitter.emit("note", {"text": text, "level": "warning"})
+
+        model.notify = notify
         self.inbox.mark_seen(e["payload"].get("directive_id") for e in resume_events or [])
 
     # ------------------------------------------------------------------------------------------ the run
@@ -266,7 +272,7 @@ class Agent:
         self.emitter.emit("status", {"status": "running", "reason": "started", "config": config})
         self._sandbox_note()
         if self._fork is not None:
-            self._fork_start()
+            self._fork_start(self._fork)
         elif "start" in self.policy.detectors.enabled:
             self._decision_points([Firing("start", "the run is starting")])
 
@@ -322,16 +328,18 @@ class Agent:
             self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
 
     # ---------------------------------------------------------------------------------------- forks
-    def _fork_start(self) -> None:
+    def _fork_start(self, fork: dict[str, Any]) -> None:
         """A fork's first events (agentloop/fork_start.py), and the loop's note when the parent's model had the last
         word at the cut."""
-        fork_start.note_warnings(self.emitter.emit, self._fork)
+        fork_start.note_warnings(self.emitter.emit, fork)
         self._fork_decide()
         if self.state.model_has_last_word:
             self._tell_model(self.policy.not_done_template.format(goal_status=self.scoreboard.goal_status()))
 
     def _fork_decide(self) -> None:
-        fork_start.decide_at_question(self.emitter.emit, self.state.fork or self._fork, self.state, self.run_id)
+        fork = self.state.fork or self._fork
+        assert fork is not None  # a fork's run: its trace or its assignment has the fork
+        fork_start.decide_at_question(self.emitter.emit, fork, self.state, self.run_id)
 
     def _sandbox_note(self) -> None:
         if self.sandbox.mode == NONE:
@@ -374,7 +382,9 @@ class Agent:
         """The rest of a step once the turn's tools ran: the goal check when the model ended its turn, decision
         points and their question, and the note when the model would keep the last word. It reads only the state
         (the last turn, the evaluations since), so a resumed run finishes a step cut off here the same way."""
-        turn = ModelReply(content=self.state.last_turn.get("content") or [], stop_reason="", model="")
+        last_turn = self.state.last_turn
+        assert last_turn is not None  # called once a turn was recorded
+        turn = ModelReply(content=last_turn.get("content") or [], stop_reason="", model="")
         ended = not turn.tool_uses
         if ended:
             self._goal_check_at_end()
@@ -447,7 +457,9 @@ class Agent:
         self.scoreboard.check_budget()
 
     # ------------------------------------------------------------------------------------- the model
-    def _call_model(self, purpose: str, system: str, messages: list[dict], tools: list[dict]) -> ModelReply:
+    def _call_model(
+        self, purpose: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
         self._check_budgets()  # before a call of any purpose (a turn, a question selection): none once one is spent
         reply = self.model.query(system, messages, tools, purpose)
         u = reply.usage
@@ -473,7 +485,7 @@ class Agent:
         self._count_usage(purpose, reply.model, call)
         return reply
 
-    def _count_usage(self, purpose: str, model: str, call: dict) -> None:
+    def _count_usage(self, purpose: str, model: str, call: dict[str, Any]) -> None:
         """The `usage` event of one model call: what the run's totals and budgets count."""
         s = self.state
         cost = call["cost_usd"]
@@ -498,7 +510,7 @@ class Agent:
         self.emitter.emit("note", {"text": text, "level": "info", "to_model": True})
 
     # ------------------------------------------------------------------------------------- the tools
-    def _run_tool(self, block: dict) -> None:
+    def _run_tool(self, block: dict[str, Any]) -> None:
         """Run one tool call and record it."""
         call_id, name, tool_input = block["id"], block.get("name"), block.get("input")
         raw = {"raw_input": block["raw_input"]} if "raw_input" in block else {}
@@ -510,9 +522,9 @@ class Agent:
             if problem is not None:
                 result = ToolResult(problem, is_error=True, extra={"invalid_input": True})
             elif name in self.tools:
-                result = self.tools[name](tool_input)
+                result = self.tools[name](cast("dict[str, Any]", tool_input))  # a dict: invalid_input checked it
             elif name == "evaluate":
-                result, follow_up = self._evaluate_tool(call_id, tool_input)
+                result, follow_up = self._evaluate_tool(call_id, cast("dict[str, Any]", tool_input))
             else:
                 result = ToolResult(f"unknown tool {name!r}: use shell, editor or evaluate", is_error=True)
         except ToolInputError as exc:
@@ -529,7 +541,7 @@ class Agent:
         if follow_up is not None:
             follow_up()
 
-    def _evaluate_tool(self, call_id: str, tool_input: dict):
+    def _evaluate_tool(self, call_id: str, tool_input: dict[str, Any]) -> tuple[ToolResult, Callable[[], None] | None]:
         scenarios, kernel = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
         path = self.editor.resolve(kernel)
         if not path.is_file():
@@ -546,10 +558,10 @@ class Agent:
             return ToolResult(f"the harness could not evaluate {kernel}: {exc}", is_error=True), None
         payload = self.scoreboard.record(result, "tool", scenarios, kernel, call_id)
         output = self.scoreboard.verdict_text(result, payload)
-        follow_up = None
+        follow_up: Callable[[], None] | None = None
         if payload["goal_met"]:
 
-            def follow_up():
+            def follow_up() -> None:
                 raise GoalMet(f"goal met on a full evaluation of {kernel}")
         elif self.scoreboard.worth_confirming(result):
             output += (

@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from agentloop.errors import ConfigError
 from questionbank.bank import BankEntry, entry_problems
 
 
-def bank_from_wire(items) -> tuple[list[BankEntry], list[str]]:
+def bank_from_wire(items: object) -> tuple[list[BankEntry], list[str]]:
     """BankEntry values from the `bank` list of an assignment, and the problems of the entries left out.
 
     Each item is {"key", "text", "category", "triggers", "active"?}. Reviewers' keys (`reviewer-…`) are
@@ -28,7 +29,9 @@ def bank_from_wire(items) -> tuple[list[BankEntry], list[str]]:
     """
     if not isinstance(items, list):
         return [], [f"bank must be a list of entries, not {type(items).__name__}"]
-    entries, problems, seen = [], [], set()
+    entries: list[BankEntry] = []
+    problems: list[str] = []
+    seen: set[str] = set()
     for number, item in enumerate(items, start=1):
         if not isinstance(item, dict):
             problems.append(f"bank entry {number}: not an object")
@@ -41,7 +44,7 @@ def bank_from_wire(items) -> tuple[list[BankEntry], list[str]]:
             found.append(f"{label}: active must be true or false")
         if not found and key in seen:
             found.append(f"{label}: duplicate key")
-        if found:
+        if found or not isinstance(key, str):  # (entry_problems found a key that is not a string)
             problems.extend(found)
             continue
         seen.add(key)
@@ -57,7 +60,7 @@ def bank_from_wire(items) -> tuple[list[BankEntry], list[str]]:
     return entries, problems
 
 
-def _number(value, *, minimum: float, maximum: float | None = None) -> bool:
+def _number(value: object, *, minimum: float, maximum: float | None = None) -> bool:
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
@@ -67,7 +70,7 @@ def _number(value, *, minimum: float, maximum: float | None = None) -> bool:
     )
 
 
-def _stat_problem(stat) -> str | None:
+def _stat_problem(stat: object) -> str | None:
     if not isinstance(stat, dict):
         return "not an object"
     asked = stat.get("asked", 0)
@@ -82,7 +85,7 @@ def _stat_problem(stat) -> str | None:
     return None
 
 
-def stats_from_wire(data) -> tuple[dict[str, dict], list[str]]:
+def stats_from_wire(data: object) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Per-key figures, {key: {"asked", "mean_gain", "large_gain_rate"}}, and the problems of keys left out.
 
     Takes either that mapping itself (the assignment's `question_stats`) or the document of
@@ -112,7 +115,7 @@ def stats_from_wire(data) -> tuple[dict[str, dict], list[str]]:
     return stats, problems
 
 
-def load_stats_file(path: str | Path) -> dict[str, dict]:
+def load_stats_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """Figures from a JSON file (either shape of `stats_from_wire`). Raises ConfigError naming every problem."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -7,9 +7,17 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import ConfigError, ModelFailed
 from agentloop.worker.targets import TARGETS_ENV
+
+if TYPE_CHECKING:
+    from agentloop.config import Budgets as BudgetsType
+    from agentloop.config import Goal as GoalType
+    from agentloop.config import RunConfig as RunConfigType
+    from agentloop.interfaces import EventSink
+    from questionbank.bank import BankEntry
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 
@@ -104,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _unsandboxed_flag(parser) -> None:
+def _unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unsandboxed",
         "--no-bwrap",
@@ -146,7 +154,7 @@ def _refuse_a_used_trace(path: Path) -> None:
         )
 
 
-def run_command(args) -> int:
+def run_command(args: argparse.Namespace) -> int:
     from agentloop.agent import Agent, Host, Oversight
     from agentloop.config import Budgets, Goal, RunConfig
     from agentloop.console import ConsoleSink
@@ -186,14 +194,15 @@ def run_command(args) -> int:
     review = args.review or ("trace" if recorded else "auto")
     if review == "trace" and not recorded:
         raise ConfigError("--review trace needs a replay model (--model replay:TRACE)")
-    reviewer = {"auto": AutoApprove, "terminal": TerminalReviewer}.get(review, lambda: TraceReviewer(recorded))()
+    reviewer = {"auto": AutoApprove, "terminal": TerminalReviewer}.get(review, lambda: TraceReviewer(recorded or []))()
     if config is not None and review == "terminal":
         config = RunConfig(**{**config.__dict__, "review_mode": "review"})
 
     settings = {"stream": not args.no_stream}
     if args.base_url:
         settings["base_url"] = args.base_url
-    sinks = [TraceWriter(trace_path)]
+    trace = TraceWriter(trace_path)
+    sinks: list[EventSink] = [trace]
     if not args.quiet:
         sinks.append(ConsoleSink())
     model = make_model(model_spec, settings, notify=None)
@@ -209,7 +218,7 @@ def run_command(args) -> int:
     )
     print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)
     outcome = agent.run()
-    sinks[0].close()
+    trace.close()
     best = "none" if outcome.best_speedup is None else f"{outcome.best_speedup:.3g}x"
     print(
         f"run {run_id}: {outcome.status} ({outcome.reason}); best verified speedup {best}; "
@@ -219,7 +228,9 @@ def run_command(args) -> int:
     return 0 if outcome.status == "succeeded" else 1
 
 
-def _questions_from_args(args):
+def _questions_from_args(
+    args: argparse.Namespace,
+) -> tuple[list[BankEntry] | None, dict[str, dict[str, Any]] | None]:
     """The bank (None: the default file) and the effectiveness figures (None: none) a standalone run uses."""
     from agentloop.bank_source import load_stats_file
     from questionbank.bank import BankError, load_bank
@@ -234,7 +245,14 @@ def _questions_from_args(args):
     return bank, stats
 
 
-def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig):
+def _config_from_args(
+    args: argparse.Namespace,
+    model_spec: str,
+    recorded: list[dict[str, Any]] | None,
+    Budgets: type[BudgetsType],
+    Goal: type[GoalType],
+    RunConfig: type[RunConfigType],
+) -> RunConfigType:
     base = None
     if recorded:
         started = next((e for e in recorded if e["kind"] == "status" and e["payload"].get("config")), None)
@@ -258,8 +276,10 @@ def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig):
     elif base and base.get("task") == task:
         source, filename = base["starting_kernel"], base["kernel_filename"]
     else:
-        source = Path(harness_task.starting_kernel).read_text(encoding="utf-8")
-        filename = Path(harness_task.starting_kernel).name
+        if harness_task.starting_kernel is None:  # (Path(None) raised a TypeError here)
+            raise ConfigError(f"task {task} names no starting kernel: give --kernel")
+        source = harness_task.starting_kernel.read_text(encoding="utf-8")
+        filename = harness_task.starting_kernel.name
     # A task's one goal is its task.toml [goal] (a fork keeps its parent's)
     default_goal = (base or {}).get("goal") if base and base.get("task") == task else harness_task.goal
     baseline = args.goal_baseline or (default_goal or {}).get("baseline")
@@ -289,7 +309,7 @@ def _config_from_args(args, model_spec, recorded, Budgets, Goal, RunConfig):
     )
 
 
-def worker_command(args) -> int:
+def worker_command(args: argparse.Namespace) -> int:
     from agentloop.worker.client import run_worker
 
     if not args.token:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from agentloop.errors import ConfigError
 
@@ -17,7 +18,7 @@ class Goal:
     baseline: str
     speedup: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.baseline:
             raise ConfigError("the goal needs a baseline name")
         if not isinstance(self.speedup, (int, float)) or not math.isfinite(self.speedup) or self.speedup <= 0:
@@ -34,19 +35,22 @@ class Budgets:
     wall_s: float | None = None
     evaluations: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in BUDGET_NAMES:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
                 raise ConfigError(f"budget {name} must be a positive number or unset, not {value!r}")
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> Budgets:
+    def from_dict(cls, d: dict[str, Any] | None) -> Budgets:
         d = d or {}
         unknown = set(d) - set(BUDGET_NAMES)
         if unknown:
             raise ConfigError(f"unknown budget(s) {', '.join(sorted(unknown))} (known: {', '.join(BUDGET_NAMES)})")
-        return cls(**{k: (float(v) if k in ("cost_usd", "wall_s") and v is not None else v) for k, v in d.items()})
+        values: dict[str, Any] = {
+            k: (float(v) if k in ("cost_usd", "wall_s") and v is not None else v) for k, v in d.items()
+        }
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class RunConfig:
     review_mode: str = "auto"
     review_timeout_s: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.review_mode not in REVIEW_MODES:
             raise ConfigError(f"review mode must be one of {', '.join(REVIEW_MODES)}, not {self.review_mode!r}")
         if self.review_mode == "review_timeout" and not self.review_timeout_s:
@@ -68,11 +72,11 @@ class RunConfig:
         if not self.kernel_filename or "/" in self.kernel_filename or self.kernel_filename.startswith("."):
             raise ConfigError(f"the kernel file name must be a plain file name, not {self.kernel_filename!r}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> RunConfig:
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
         try:
             return cls(
                 task=d["task"],

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from agentloop.protocol import event_summary
 
@@ -12,11 +12,11 @@ LINE_MAX = 160  # characters of the summary on a terminal line
 
 
 class ConsoleSink:
-    def __init__(self, out: TextIO = sys.stderr, skip: tuple[str, ...] = ("usage",)):
+    def __init__(self, out: TextIO = sys.stderr, skip: tuple[str, ...] = ("usage",)) -> None:
         self.out = out
         self.skip = skip
 
-    def write(self, event: dict) -> None:
+    def write(self, event: dict[str, Any]) -> None:
         if event["kind"] in self.skip:
             return
         summary = event_summary(event["kind"], event["payload"], LINE_MAX)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 ACTIONS = ("pause", "resume", "stop", "human_message", "question_decision")
 DECISIONS = ("approve", "edit", "veto", "replace")
@@ -39,7 +41,7 @@ class Directive:
         return None
 
     @classmethod
-    def from_wire(cls, msg: dict) -> Directive:
+    def from_wire(cls, msg: dict[str, Any]) -> Directive:
         return cls(
             action=msg.get("action", ""),
             id=msg.get("id"),
@@ -52,7 +54,7 @@ class Directive:
 
 
 class ControlInbox:
-    def __init__(self, seen_ids: set[str] | None = None):
+    def __init__(self, seen_ids: set[str] | None = None) -> None:
         self._cond = threading.Condition()
         self._pending: list[Directive] = []
         self._decisions: dict[str, Directive] = {}
@@ -69,6 +71,7 @@ class ControlInbox:
                     return False
                 self._seen.add(directive.id)
             if directive.action == "question_decision":
+                assert directive.question_ref is not None  # problem() refuses a decision without one
                 self._decisions[directive.question_ref] = directive
             else:
                 self._pending.append(directive)
@@ -76,7 +79,7 @@ class ControlInbox:
             self._cond.notify_all()
         return True
 
-    def mark_seen(self, ids) -> None:
+    def mark_seen(self, ids: Iterable[str | None]) -> None:
         with self._cond:
             self._seen.update(i for i in ids if i)
 

@@ -7,10 +7,12 @@ full new window of evaluations before it fires again, so one long plateau does n
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentloop.policy import DetectorSettings
-from agentloop.state import RunState
+from agentloop.state import EvalRecord, RunState
 
 
 @dataclass(frozen=True)
@@ -26,10 +28,10 @@ class Turn:
 class Firing:
     name: str
     detail: str
-    evidence: dict = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def stopped_short(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Firing | None:
+def stopped_short(state: RunState, turn: Turn, settings: DetectorSettings, **_: object) -> Firing | None:
     if not turn.ended or state.goal_met:
         return None
     best = "none yet" if state.best_speedup is None else f"{state.best_speedup:.3g}x"
@@ -41,7 +43,7 @@ def stopped_short(state: RunState, turn: Turn, settings: DetectorSettings, **_) 
 
 
 def claimed_limit(
-    state: RunState, turn: Turn, settings: DetectorSettings, patterns: tuple[re.Pattern, ...] = (), **_
+    state: RunState, turn: Turn, settings: DetectorSettings, patterns: tuple[re.Pattern[str], ...] = (), **_: object
 ) -> Firing | None:
     if state.goal_met:
         return None
@@ -61,7 +63,7 @@ def _since_last_firing(state: RunState, name: str) -> int:
     return len(state.tool_evaluations) - state.last_fired.get(name, 0)
 
 
-def plateau(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Firing | None:
+def plateau(state: RunState, turn: Turn, settings: DetectorSettings, **_: object) -> Firing | None:
     k = settings.plateau_window
     evals = state.tool_evaluations
     if turn.new_evaluations == 0 or len(evals) < k or _since_last_firing(state, "plateau") < k:
@@ -76,7 +78,7 @@ def plateau(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Fir
     )
 
 
-def failure_streak(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Firing | None:
+def failure_streak(state: RunState, turn: Turn, settings: DetectorSettings, **_: object) -> Firing | None:
     n = settings.failure_streak
     evals = state.tool_evaluations
     if turn.new_evaluations == 0 or len(evals) < n or _since_last_firing(state, "failure-streak") < n:
@@ -91,12 +93,12 @@ def failure_streak(state: RunState, turn: Turn, settings: DetectorSettings, **_)
     )
 
 
-def regression(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> Firing | None:
+def regression(state: RunState, turn: Turn, settings: DetectorSettings, **_: object) -> Firing | None:
     evals = state.tool_evaluations
     if turn.new_evaluations == 0 or not evals:
         return None
 
-    def regressed(e) -> bool:
+    def regressed(e: EvalRecord) -> bool:
         best_before = e.best_after  # a regression never raises the best, so best_after is the best before it
         return (
             e.all_correct
@@ -118,7 +120,7 @@ def regression(state: RunState, turn: Turn, settings: DetectorSettings, **_) -> 
     )
 
 
-DETECTORS = {
+DETECTORS: dict[str, Callable[..., Firing | None]] = {
     "stopped-short": stopped_short,
     "claimed-limit": claimed_limit,
     "plateau": plateau,
@@ -127,9 +129,11 @@ DETECTORS = {
 }
 
 
-def detect(state: RunState, turn: Turn, settings: DetectorSettings, patterns=()) -> list[Firing]:
+def detect(
+    state: RunState, turn: Turn, settings: DetectorSettings, patterns: tuple[re.Pattern[str], ...] = ()
+) -> list[Firing]:
     """Every enabled detector that fires, in the policy's priority order (the first is the one asked about)."""
-    fired = []
+    fired: list[Firing] = []
     for name in settings.priority:
         if name in settings.enabled and name in DETECTORS:
             firing = DETECTORS[name](state, turn, settings, patterns=patterns)

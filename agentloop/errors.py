@@ -11,7 +11,7 @@ class RunEnded(Exception):
     status = "failed"
     reason = "internal_error"
 
-    def __init__(self, message: str = "", **details):
+    def __init__(self, message: str = "", **details: object) -> None:
         super().__init__(message or self.reason)
         self.details = details
 
@@ -24,7 +24,7 @@ class GoalMet(RunEnded):
 class BudgetExhausted(RunEnded):
     status = "failed"
 
-    def __init__(self, budget: str, used, limit):
+    def __init__(self, budget: str, used: float, limit: float | None) -> None:
         self.reason = f"budget_{budget}"
         super().__init__(f"{budget} budget exhausted: used {used} of {limit}", budget=budget, used=used, limit=limit)
 

@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentloop.sandbox import Sandbox, is_secret_name, scrubbed_env
 from gpu_harness.build import cache_dir
@@ -51,7 +52,7 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
         progress: Callable[[str], None] | None = None,
         extra_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
-    ):
+    ) -> None:
         self.timeout_s = timeout_s
         self.progress = progress
         # e.g. CUDA_VISIBLE_DEVICES of the run's GPU. A secret's name is refused even here: the harness passes its
@@ -62,12 +63,12 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
             raise ValueError(f"the harness's environment may not carry secrets: {', '.join(secrets)}")
         self.extra_env = dict(extra_env or {})
         self.sandbox = sandbox or Sandbox.choose()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._home: str | None = None  # the harness's scratch folder: its log and the kernel snapshots
         self._answers: LineReader | None = None
         self._next_id = 0
 
-    def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
+    def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict[str, Any]:
         if self.sandbox.mode == "refused":
             raise EvaluatorError(self.sandbox.refusal)
         self._ensure_started()
@@ -125,9 +126,11 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
                 stderr=log,
                 start_new_session=True,
             )
+        assert self._proc.stdout is not None  # stdout=PIPE
         self._answers = LineReader(self._proc.stdout.fileno(), chunk=1 << 20)
 
-    def _send(self, request: dict) -> None:
+    def _send(self, request: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None  # _ensure_started: stdin=PIPE
         try:
             self._proc.stdin.write((json.dumps(request) + "\n").encode())
             self._proc.stdin.flush()
@@ -136,7 +139,8 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
             self.close()
             raise EvaluatorError(f"the harness process is gone ({exc}): {tail}") from None
 
-    def _receive(self, deadline: float) -> dict:
+    def _receive(self, deadline: float) -> dict[str, Any]:
+        assert self._answers is not None and self._proc is not None  # _ensure_started made them
         try:
             line = self._answers.line(deadline)
         except TimeoutError:
@@ -148,12 +152,15 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
             self.close()
             raise EvaluatorError(f"the harness failed (exit code {code}): {tail}")
         try:
-            return json.loads(line)
+            answer: dict[str, Any] = json.loads(line)
+            return answer
         except ValueError:
             self.close()
             raise EvaluatorError(f"the harness wrote an unreadable line: {line[:300]!r}") from None
 
     def _log_tail(self) -> str:
+        if self._home is None:
+            return ""
         try:
             return (Path(self._home) / "harness.log").read_text(errors="replace").strip()[-2000:]
         except (OSError, TypeError):
@@ -164,7 +171,8 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
-                proc.stdin.close()  # the harness ends when its input closes ...
+                if proc.stdin is not None:  # (stdin=PIPE)
+                    proc.stdin.close()  # the harness ends when its input closes ...
                 proc.wait(timeout=15)
             except (OSError, subprocess.TimeoutExpired):
                 pass

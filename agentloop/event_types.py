@@ -14,6 +14,7 @@ agentloop/protocol.py it imports nothing of the project, so that a GPU host and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # JSON's types, as JSON names them. An integer is a whole number that is not a boolean; a number is an integer or a
 # finite float (the parser has already refused NaN and Infinity).
@@ -155,7 +156,7 @@ PAYLOADS: dict[str, dict[str, Field]] = {
 }
 
 
-def json_type(value) -> str:
+def json_type(value: object) -> str:
     """The JSON type of a decoded value; "integer" for whole numbers (a number too), "other" for anything else."""
     if value is None:
         return NULL
@@ -174,7 +175,7 @@ def json_type(value) -> str:
     return "other"
 
 
-def _fits(value, types: tuple[str, ...]) -> bool:
+def _fits(value: object, types: tuple[str, ...]) -> bool:
     kind = json_type(value)
     return kind in types or (kind == INTEGER and NUMBER in types)
 
@@ -183,7 +184,7 @@ def _type_words(types: tuple[str, ...]) -> str:
     return " or ".join(types)
 
 
-def payload_problem(kind: str, payload: dict) -> str | None:
+def payload_problem(kind: str, payload: dict[str, Any]) -> str | None:
     """What in `payload` does not fit its kind's declaration (the first such field), or None when it fits.
     An unknown kind is the caller's to refuse (agentloop.protocol.KINDS)."""
     fields = PAYLOADS.get(kind)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from agentloop.event_types import payload_problem
-from agentloop.interfaces import Sink
+from agentloop.interfaces import EventSink
 from agentloop.protocol import FINISHED_STATUSES, KINDS, PROTOCOL_VERSION
 
 ZERO_USAGE = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}
@@ -22,7 +23,14 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat()
 
 
-def make_event(run_id, seq: int, kind: str, payload: dict, usage: dict | None = None, ts: str | None = None) -> dict:
+def make_event(
+    run_id: object,
+    seq: int,
+    kind: str,
+    payload: dict[str, Any],
+    usage: dict[str, Any] | None = None,
+    ts: str | None = None,
+) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
     problem = payload_problem(kind, payload)
@@ -43,21 +51,25 @@ class Emitter:
     """Numbers events of one run and hands each to the sinks in order. Thread-safe (a reviewer thread may emit)."""
 
     def __init__(
-        self, run_id, sinks: list[Sink | Callable[[dict], None]], next_seq: int = 0, clock: Callable[[], str] = utc_now
-    ):
+        self,
+        run_id: object,
+        sinks: list[EventSink],
+        next_seq: int = 0,
+        clock: Callable[[], str] = utc_now,
+    ) -> None:
         self.run_id = run_id
         self.next_seq = next_seq
         self._sinks = list(sinks)
         self._clock = clock
         self._lock = threading.RLock()  # reentrant: emit_unless_finished emits while holding it
         self.finished = False  # a finished status was emitted (it stays the run's last event)
-        self._listeners: list[Callable[[dict], None]] = []
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
 
-    def add_listener(self, fn: Callable[[dict], None]) -> None:
+    def add_listener(self, fn: Callable[[dict[str, Any]], None]) -> None:
         """Called with every event after the sinks (the loop uses this to keep its state)."""
         self._listeners.append(fn)
 
-    def emit(self, kind: str, payload: dict, usage: dict | None = None) -> dict:
+    def emit(self, kind: str, payload: dict[str, Any], usage: dict[str, Any] | None = None) -> dict[str, Any]:
         with self._lock:
             event = make_event(self.run_id, self.next_seq, kind, payload, usage, ts=self._clock())
             self.next_seq += 1
@@ -68,7 +80,7 @@ class Emitter:
                 fn(event)
         return event
 
-    def emit_unless_finished(self, kind: str, payload: dict) -> dict | None:
+    def emit_unless_finished(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Emit from another thread (the worker reporting a refused event), unless the run's finished status is out
         already; None then."""
         with self._lock:

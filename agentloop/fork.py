@@ -16,6 +16,7 @@ import hashlib
 import posixpath
 import re
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from agentloop.state import RunState, api_messages
 
@@ -42,19 +43,19 @@ class ForkError(ValueError):
 @dataclass
 class ForkCut:
     step_seq: int
-    conversation: list[dict]  # RunState.messages at the cut: {"role", "content": [blocks]}, roles unmerged
+    conversation: list[dict[str, Any]]  # RunState.messages at the cut: {"role", "content": [blocks]}, roles unmerged
     files: dict[str, str]  # workspace path -> text, as the parent's workspace held it at the cut
     warnings: list[str] = field(default_factory=list)  # what the fork's workspace may lack, in words
-    question: dict | None = None  # the question_proposed payload when the step is a question
+    question: dict[str, Any] | None = None  # the question_proposed payload when the step is a question
     played: dict[str, int] = field(default_factory=dict)  # the parent's model calls before the cut, by purpose
-    config: dict = field(default_factory=dict)  # the parent's `started` config
+    config: dict[str, Any] = field(default_factory=dict)  # the parent's `started` config
 
     @property
     def model_has_last_word(self) -> bool:
         return bool(self.conversation) and self.conversation[-1]["role"] == "assistant"
 
 
-def question_at(events: list[dict], step_seq: int) -> tuple[int, dict] | None:
+def question_at(events: list[dict[str, Any]], step_seq: int) -> tuple[int, dict[str, Any]] | None:
     """(seq of its proposal, the proposal's payload) when step `step_seq` is a question: a `question_proposed`
     step, or a `question_decided` step (which forks at the proposal it decided)."""
     by_seq = {e["seq"]: e for e in events}
@@ -71,7 +72,7 @@ def question_at(events: list[dict], step_seq: int) -> tuple[int, dict] | None:
     return None
 
 
-def fork_cut(events: list[dict], step_seq: int, parent: object = "?") -> ForkCut:
+def fork_cut(events: list[dict[str, Any]], step_seq: int, parent: object = "?") -> ForkCut:
     """What a fork of the run of `events` at step `step_seq` starts from.
 
     A question step is cut before its proposal (the fork decides it anew); any other step after it. Tool calls
@@ -129,7 +130,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _apply_edit(files: dict[str, str], tool_input: dict) -> str | None:
+def _apply_edit(files: dict[str, str], tool_input: dict[str, Any]) -> str | None:
     """Apply one editor write that succeeded in the parent to `files`; a problem in words when it cannot be
     replayed (the file was not made by the editor: a shell command wrote it)."""
     command, path = tool_input.get("command"), tool_input.get("path")
@@ -156,7 +157,7 @@ def _apply_edit(files: dict[str, str], tool_input: dict) -> str | None:
     return None
 
 
-def workspace_at(events: list[dict]) -> tuple[dict[str, str], list[str]]:
+def workspace_at(events: list[dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
     """The files of the run's workspace after `events`, as far as the trace tells them, and what it cannot tell.
 
     The starting kernel, then every editor write whose result came back without error, in order. Where an
@@ -171,14 +172,14 @@ def workspace_at(events: list[dict]) -> tuple[dict[str, str], list[str]]:
     if inherited:  # a fork of a fork starts from what its own parent's workspace held
         files.update(inherited.get("files") or {})
         warnings += [f"(inherited from run {inherited.get('parent_run')}) {w}" for w in inherited.get("warnings") or []]
-    calls: dict[str, dict] = {}
+    calls: dict[str, dict[str, Any]] = {}
     for event in events:
         kind, p = event["kind"], event["payload"]
         if kind == "tool_call":
             calls[p.get("call_id")] = p
         elif kind == "tool_result":
             call = calls.get(p.get("call_id")) or {}
-            tool_input = call.get("input") if isinstance(call.get("input"), dict) else {}
+            tool_input = given if isinstance(given := call.get("input"), dict) else {}
             if call.get("name") == "editor" and not p.get("is_error") and not p.get("invalid_input"):
                 problem = _apply_edit(files, tool_input)
                 if problem:
@@ -209,7 +210,7 @@ def workspace_at(events: list[dict]) -> tuple[dict[str, str], list[str]]:
     return files, warnings
 
 
-def conversation_problems(messages: list[dict]) -> list[str]:
+def conversation_problems(messages: list[dict[str, Any]]) -> list[str]:
     """What the Messages API would refuse in `messages` (api_messages shape): the first message not the user's,
     roles not alternating, an empty message, a tool_result that answers no tool_use of the message before, a
     tool_use left unanswered by the next message. Empty when the conversation is valid."""
@@ -240,7 +241,7 @@ def conversation_problems(messages: list[dict]) -> list[str]:
     return problems
 
 
-def first_call_messages(conversation: list[dict], closing: str | None = None) -> list[dict]:
+def first_call_messages(conversation: list[dict[str, Any]], closing: str | None = None) -> list[dict[str, Any]]:
     """The messages of the fork's first model turn: its conversation (and `closing`, the loop's note, when the
     model had the last word), as the agent sends them."""
     messages = [copy.deepcopy(m) for m in conversation]
@@ -249,7 +250,7 @@ def first_call_messages(conversation: list[dict], closing: str | None = None) ->
     return api_messages(messages)
 
 
-def fork_wire(cut: ForkCut, parent_run, decision: dict | None) -> dict:
+def fork_wire(cut: ForkCut, parent_run: object, decision: dict[str, Any] | None) -> dict[str, Any]:
     """The `fork` object of an assignment (docs/protocol.md 2.10) for `cut` of run `parent_run`."""
     question = cut.question or {}
     return {
@@ -267,18 +268,18 @@ def fork_wire(cut: ForkCut, parent_run, decision: dict | None) -> dict:
     }
 
 
-def _safe_path(name) -> bool:
+def _safe_path(name: object) -> bool:
     if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name or "\0" in name:
         return False
     return not any(part in ("", ".", "..") for part in name.split("/"))
 
 
-def fork_problems(fork) -> list[str]:
+def fork_problems(fork: object) -> list[str]:
     """What makes an assignment's `fork` unusable, in words (empty: usable). The worker checks it before it
     starts the run, and the server before it stores one, so that a bad fork fails at once and says why."""
     if not isinstance(fork, dict):
         return ["`fork` must be an object"]
-    problems = []
+    problems: list[str] = []
     if not isinstance(fork.get("parent_run"), (str, int)) or isinstance(fork.get("parent_run"), bool):
         problems.append("`fork.parent_run` must be the parent's id")
     seq = fork.get("step_seq")
@@ -303,7 +304,10 @@ def fork_problems(fork) -> list[str]:
         problems.append("`fork.conversation` must be a list of {role: user|assistant, content: [blocks]}")
     else:
         try:
-            invalid = conversation_problems(first_call_messages(conversation, "(the loop's note)"))
+            # (a list of messages: `shaped` says so)
+            invalid = conversation_problems(
+                first_call_messages(cast("list[dict[str, Any]]", conversation), "(the loop's note)")
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             invalid = [f"a block lacks a field: {exc}"]
         problems += [f"`fork.conversation`: {p}" for p in invalid]

@@ -9,20 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentloop.state import RunState
 
-Emit = Callable[[str, dict], dict]  # Emitter.emit: kind, payload -> the event
+Emit = Callable[[str, dict[str, Any]], dict[str, Any]]  # Emitter.emit: kind, payload -> the event
 
 
-def played_events(played: dict) -> list[dict]:
+def played_events(played: dict[str, Any]) -> list[dict[str, Any]]:
     """Stand-ins for a fork parent's model calls before the cut, for the replay model's skip_played."""
     turns = [{"kind": "model_message", "payload": {"purpose": "turn"}}] * int(played.get("turn") or 0)
     asked = [{"kind": "question_proposed", "payload": {}}] * int(played.get("select_question") or 0)
     return turns + asked
 
 
-def write_parent_files(fork: dict | None, resolve: Callable[[str], Path]) -> None:
+def write_parent_files(fork: dict[str, Any] | None, resolve: Callable[[str], Path]) -> None:
     """The parent's workspace at the cut, each file where the editor resolves its name."""
     for name, text in ((fork or {}).get("files") or {}).items():
         path = resolve(name)
@@ -30,13 +31,13 @@ def write_parent_files(fork: dict | None, resolve: Callable[[str], Path]) -> Non
         path.write_text(text, encoding="utf-8")
 
 
-def note_warnings(emit: Emit, fork: dict) -> None:
+def note_warnings(emit: Emit, fork: dict[str, Any]) -> None:
     """What the fork's workspace may lack (files the parent's shell commands wrote), one note each."""
     for warning in fork.get("warnings") or []:
         emit("note", {"text": f"fork workspace: {warning}", "level": "warning"})
 
 
-def decide_at_question(emit: Emit, fork: dict, state: RunState, run_id) -> None:
+def decide_at_question(emit: Emit, fork: dict[str, Any], state: RunState, run_id: object) -> None:
     """The fork's own decision at the question it was forked at, instead of the parent's: a veto asks nothing
     there; a bank question or a question of the operator's own is asked."""
     decision = fork.get("decision") or {}
@@ -73,7 +74,7 @@ def decide_at_question(emit: Emit, fork: dict, state: RunState, run_id) -> None:
     )
 
 
-def _propose(emit: Emit, ref: str, decision: dict, question: dict, by: str, where: str) -> None:
+def _propose(emit: Emit, ref: str, decision: dict[str, Any], question: dict[str, Any], by: str, where: str) -> None:
     emit(
         "question_proposed",
         {

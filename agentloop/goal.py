@@ -10,6 +10,8 @@ run's `Goal`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentloop.config import Goal
 from gpu_harness import figures
 from gpu_harness.figures import all_correct, covers, speedup_over
@@ -17,15 +19,15 @@ from gpu_harness.figures import all_correct, covers, speedup_over
 __all__ = ["all_correct", "covers", "goal_met", "meets_target", "speedup_over", "verified_speedup"]
 
 
-def meets_target(result: dict, goal: Goal) -> bool:
+def meets_target(result: dict[str, Any], goal: Goal) -> bool:
     """Correct on what it ran and fast enough: worth a full check (a quick verdict never ends a run by itself)."""
     return figures.meets_target(result, goal.baseline, goal.speedup)
 
 
-def goal_met(result: dict, goal: Goal, full_ids: list[str]) -> bool:
+def goal_met(result: dict[str, Any], goal: Goal, full_ids: list[str]) -> bool:
     return figures.goal_met(result, goal.baseline, goal.speedup, full_ids)
 
 
-def verified_speedup(result: dict, goal: Goal) -> float | None:
+def verified_speedup(result: dict[str, Any], goal: Goal) -> float | None:
     """The speedup that counts toward the run's best: only from a verdict correct on everything it ran."""
     return figures.verified_speedup(result, goal.baseline)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from agentloop.models.reply import ModelReply
@@ -29,11 +29,14 @@ class Model(Protocol):
     # leaves it unused.
     notify: Notify | None = None
 
-    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply: ...
+    def query(
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str
+    ) -> ModelReply: ...
 
-    def skip_played(self, events: list[dict]) -> None:
+    def skip_played(self, events: list[dict[str, Any]]) -> None:
         """A resumed run starts from these events: a model that plays a recording drops the calls they hold
         (agentloop/models/replay.py). A live model has nothing to skip."""
+        return None  # (a body of its own: subclasses inherit this, and it is no abstract method)
 
 
 class Tool(Protocol):
@@ -41,15 +44,15 @@ class Tool(Protocol):
     it returns is exactly what the model sees. Unusable input raises agentloop.tools.ToolInputError."""
 
     name: str
-    schema: dict
+    schema: dict[str, Any]
 
-    def __call__(self, tool_input: dict) -> ToolResult: ...
+    def __call__(self, tool_input: dict[str, Any]) -> ToolResult: ...
 
 
 class Evaluator(Protocol):
     """The judge of a kernel file (agentloop/evaluator.py runs the harness in a process of its own)."""
 
-    def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict:
+    def __call__(self, task: str, kernel_path: Path, scenarios: str | list[str]) -> dict[str, Any]:
         """EvalResult.to_dict() of the verdict on the kernel file; EvaluatorError when there is no verdict."""
         ...
 
@@ -59,4 +62,8 @@ class Sink(Protocol):
     where it is going when `write` returns (the trace fsyncs it there): the loop never flushes a sink. A plain
     function of one event will do as well."""
 
-    def write(self, event: dict) -> None: ...
+    def write(self, event: dict[str, Any]) -> None: ...
+
+
+# what the emitter takes: a Sink, or a plain function of one event
+EventSink = Sink | Callable[[dict[str, Any]], None]

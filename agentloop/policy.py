@@ -8,6 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 POLICY_PATH = Path(__file__).resolve().parent / "policy.toml"
 
@@ -28,9 +29,9 @@ class Policy:
     system_prompt: str
     task_template: str
     not_done_template: str
-    limit_patterns: tuple[re.Pattern, ...]
+    limit_patterns: tuple[re.Pattern[str], ...]
     detectors: DetectorSettings
-    tools: dict
+    tools: dict[str, Any]
 
 
 def _strip(text: str) -> str:

@@ -10,6 +10,7 @@ to add an event kind").
 from __future__ import annotations
 
 import json
+from typing import Any
 
 # The wire protocol's version (docs/protocol.md 2): every worker message, server message, event and trace line
 # carries it as `v`; a message of another version is answered with an error and not read.
@@ -75,20 +76,20 @@ def kernel_source_refusal(size_bytes: int) -> str | None:
     )
 
 
-def _clip(text, limit: int) -> str:
+def _clip(text: object, limit: int) -> str:
     text = " ".join(str(text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _first_text(content) -> str:
+def _first_text(content: object) -> str:
     if isinstance(content, list):
         for block in content:
             if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
-                return block["text"]
+                return str(block["text"])
     return ""
 
 
-def _tool_input_line(payload: dict) -> str:
+def _tool_input_line(payload: dict[str, Any]) -> str:
     tool_input = payload.get("input") or {}
     if isinstance(tool_input, dict):
         for key in ("command", "path", "kernel", "scenarios"):
@@ -97,22 +98,22 @@ def _tool_input_line(payload: dict) -> str:
     return json.dumps(tool_input, default=str)[:SUMMARY_MAX]
 
 
-def _speedup_text(value) -> str:
+def _speedup_text(value: object) -> str:
     return f"{value:.3f}×" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
 
-def _money(value) -> str:
+def _money(value: object) -> str:
     return f"${value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "cost unknown"
 
 
-def event_summary(kind: str, payload, limit: int = SUMMARY_MAX) -> str:
+def event_summary(kind: str, payload: object, limit: int = SUMMARY_MAX) -> str:
     """The one line an event is shown as: in the dashboard's feed and on the agent's terminal.
 
     Written for any payload a sender may put under a kind (the server shows what a worker sent): a field that is
     missing or of the wrong type is shown as `?` or left out, never raised on."""
     p = payload if isinstance(payload, dict) else {}
     if kind == "model_message":
-        content = p.get("content") if isinstance(p.get("content"), list) else []
+        content = c if isinstance(c := p.get("content"), list) else []
         tools = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
         text = _first_text(content)
         tail = f" → {', '.join(str(t) for t in tools if t)}" if tools else ""
@@ -125,8 +126,8 @@ def event_summary(kind: str, payload, limit: int = SUMMARY_MAX) -> str:
         exit_code = f" exit {p['exit_code']}" if p.get("exit_code") is not None else ""
         return _clip(f"{p.get('name', 'tool')}{exit_code}{flags}, {len(output)} chars: {output.strip()[:200]}", limit)
     if kind == "evaluation":
-        result = p.get("result") if isinstance(p.get("result"), dict) else {}
-        goal = p.get("goal") if isinstance(p.get("goal"), dict) else {}
+        result = r if isinstance(r := p.get("result"), dict) else {}
+        goal = g if isinstance(g := p.get("goal"), dict) else {}
         over = f" over {goal['baseline']}" if goal.get("baseline") else ""
         reason = f": {result['reason']}" if result.get("reason") else ""
         met = " GOAL MET" if p.get("goal_met") is True else ""

@@ -10,6 +10,7 @@ conversation, as a user message with nothing added.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from agentloop.detectors import Firing
 from agentloop.errors import StoppedByHuman
@@ -19,23 +20,26 @@ from agentloop.summary import trajectory_summary
 from questionbank.bank import BankEntry
 from questionbank.selection import build_selection_prompt, eligible_entries, fallback_selection, parse_selection
 
+if TYPE_CHECKING:
+    from agentloop.control import ControlInbox
+
 
 class QuestionAsker:
     def __init__(
         self,
         *,
         state: RunState,
-        emit: Callable,
+        emit: Callable[..., Any],
         ask_model: Callable[[str], str],
         bank: list[BankEntry],
         reviewer: Reviewer,
-        inbox,
-        run_id,
+        inbox: ControlInbox,
+        run_id: object,
         cooldown_steps: int,
         max_proposals: int,
         set_status: Callable[[str, str], None],
-        stats: dict[str, dict] | None = None,
-    ):
+        stats: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.state = state
         self.emit = emit
         self.ask_model = ask_model
@@ -68,7 +72,7 @@ class QuestionAsker:
         )
         return False
 
-    def propose(self, decision_point: str, attempt: int) -> dict | None:
+    def propose(self, decision_point: str, attempt: int) -> dict[str, Any] | None:
         entries = eligible_entries(self.bank, decision_point, self.state.asked, self.state.steps, self.cooldown_steps)
         if not entries:
             self.emit(
@@ -99,7 +103,7 @@ class QuestionAsker:
         self.emit("question_proposed", proposal)
         return proposal
 
-    def review(self, proposal: dict) -> bool:
+    def review(self, proposal: dict[str, Any]) -> bool:
         """Decide `proposal`; True when a question was asked (False after a veto)."""
         interactive = self.reviewer.interactive  # declared by every Reviewer (agentloop/review.py)
         if interactive:

@@ -15,7 +15,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 from agentloop.control import ControlInbox
 from agentloop.errors import RunParked
@@ -33,13 +33,13 @@ class Decision:
 class Reviewer(Protocol):
     interactive: bool
 
-    def decide(self, proposal: dict, inbox: ControlInbox) -> Decision | None: ...
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None: ...
 
 
 class AutoApprove:
     interactive = False
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         return Decision("approve", by="auto")
 
 
@@ -50,12 +50,12 @@ class InboxReviewer:
 
     interactive = True
 
-    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5, park: bool = False):
+    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5, park: bool = False) -> None:
         self.timeout_s = timeout_s
         self.poll_s = poll_s
         self.park = park
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         import time
 
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
@@ -63,6 +63,7 @@ class InboxReviewer:
             wait = self.poll_s if deadline is None else max(0.0, min(self.poll_s, deadline - time.monotonic()))
             d = inbox.take_decision(proposal["question_ref"], 0 if self.park else wait)
             if d is not None:
+                assert d.decision is not None  # the inbox takes no decision without one (Directive.problem)
                 return Decision(d.decision, text=d.text, by="reviewer", reviewer=d.reviewer, directive_id=d.id)
             if inbox.stop_requested:
                 return None
@@ -77,11 +78,11 @@ class ScriptedReviewer:
 
     interactive = True
 
-    def __init__(self, script: Iterable[Decision | Callable[[dict], Decision]]):
+    def __init__(self, script: Iterable[Decision | Callable[[dict[str, Any]], Decision]]) -> None:
         self.script = deque(script)
-        self.seen: list[dict] = []
+        self.seen: list[dict[str, Any]] = []
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         self.seen.append(proposal)
         if not self.script:
             return Decision("approve", by="reviewer", reviewer="script")
@@ -92,10 +93,10 @@ class ScriptedReviewer:
 class TraceReviewer:
     interactive = True
 
-    def __init__(self, events: list[dict]):
+    def __init__(self, events: list[dict[str, Any]]) -> None:
         self.decisions = deque(e["payload"] for e in events if e["kind"] == "question_decided")
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         if not self.decisions:
             return Decision("approve", by="auto")
         p = self.decisions.popleft()
@@ -110,7 +111,7 @@ class TraceReviewer:
 class TerminalReviewer:
     interactive = True
 
-    def __init__(self, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout):
+    def __init__(self, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
         self.stdin, self.stdout = stdin, stdout
 
     def _ask(self, prompt: str) -> str:
@@ -121,7 +122,7 @@ class TerminalReviewer:
             raise EOFError("the terminal closed while a question waited for review")
         return line.strip()
 
-    def decide(self, proposal, inbox):
+    def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         self.stdout.write(
             f"\n--- question proposed at {proposal['decision_point']} ({proposal.get('category', '')}) ---\n"
             f"{proposal['text']}\nwhy: {proposal.get('reason', '')}\n"

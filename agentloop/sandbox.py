@@ -22,8 +22,10 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentloop.errors import ConfigError
 
@@ -73,9 +75,9 @@ def is_secret_name(name: str) -> bool:
     return upper.startswith(SECRET_PREFIXES) or any(word in upper for word in SECRET_WORDS)
 
 
-def scrubbed_env(workspace: str | os.PathLike, source: dict | None = None) -> dict[str, str]:
-    source = os.environ if source is None else source
-    env = {name: source[name] for name in PASSED_VARIABLES if name in source and not is_secret_name(name)}
+def scrubbed_env(workspace: str | os.PathLike[str], source: Mapping[str, str] | None = None) -> dict[str, str]:
+    values = os.environ if source is None else source
+    env = {name: values[name] for name in PASSED_VARIABLES if name in values and not is_secret_name(name)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(
         {
@@ -94,7 +96,7 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def network_opt_in(source: dict | None = None) -> bool:
+def network_opt_in(source: dict[str, Any] | None = None) -> bool:
     """Whether the operator let agent code reach the host's network (KSEEK_AGENT_NETWORK=1, true or yes)."""
     value = (os.environ if source is None else source).get(NETWORK_VARIABLE, "")
     return value.strip().lower() in ("1", "true", "yes")
@@ -135,7 +137,7 @@ def gpu_device_nodes() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*"))
 
 
-def host_unix_sockets(hidden=()) -> list[str]:
+def host_unix_sockets(hidden: Iterable[str | os.PathLike[str]] = ()) -> list[str]:
     """The file-system paths of the unix sockets listening on this host (/proc/net/unix, as this process's
     network namespace sees them): a network namespace of its own does not cut those, and a read-only bind does
     not stop a connect() (PostgreSQL's /run/postgresql/.s.PGSQL.5432 among them). Left out: sockets in /tmp or in
@@ -165,7 +167,7 @@ def _is_socket(path: str) -> bool:
         return False
 
 
-def _network_args(network: bool, hidden) -> list[str]:
+def _network_args(network: bool, hidden: Iterable[str | os.PathLike[str]]) -> list[str]:
     """bwrap's arguments that keep agent code off the host's services: its own network namespace, and /dev/null
     over every listening unix socket of the host. Nothing when the operator opted in to the network."""
     if network:
@@ -176,7 +178,16 @@ def _network_args(network: bool, hidden) -> list[str]:
     return args
 
 
-def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: list[str], readable=(), network=False):
+def _bwrap(
+    bwrap: str,
+    hidden: Iterable[Path],
+    writable: Iterable[Path],
+    cwd: Path,
+    env: dict[str, str],
+    argv: list[str],
+    readable: Iterable[Path] = (),
+    network: bool = False,
+) -> list[str]:
     # A minimal /dev (null, zero, random, tty, a private shm, ...) plus the GPUs, for the harness and for the
     # model's own commands alike (it may run its test programs): not the host's /dev, whose other devices (disks,
     # memory, ...) a root-owned worker would hand its sandbox.
@@ -189,11 +200,11 @@ def _bwrap(bwrap: str, hidden, writable, cwd: Path, env: dict[str, str], argv: l
     for path in dict.fromkeys(str(Path(p).resolve()) for p in readable):
         if Path(path).exists():
             cmd += ["--ro-bind", path, path]
-    for path in hidden:
-        cmd += ["--tmpfs", str(Path(path).resolve())]
+    for folder in hidden:
+        cmd += ["--tmpfs", str(Path(folder).resolve())]
     # After the hiding mounts, so that a writable folder inside a hidden one is visible again.
-    for path in writable:
-        path = str(Path(path).resolve())
+    for folder in writable:
+        path = str(Path(folder).resolve())
         cmd += ["--bind", path, path]
     # Last, so that no bind above shows a covered socket again.
     cmd += _network_args(network, hidden)
@@ -225,14 +236,16 @@ class Sandbox:
     network: bool = False  # the operator let agent code reach the host's network (KSEEK_AGENT_NETWORK)
 
     @classmethod
-    def choose(cls, *, unsandboxed: bool = False, hidden=(), network: bool | None = None) -> Sandbox:
+    def choose(
+        cls, *, unsandboxed: bool = False, hidden: Iterable[str | os.PathLike[str]] = (), network: bool | None = None
+    ) -> Sandbox:
         """`network`: None reads the operator's KSEEK_AGENT_NETWORK."""
-        hidden = tuple(Path(p) for p in hidden)
+        folders = tuple(Path(p) for p in hidden)
         network = network_opt_in() if network is None else network
         if unsandboxed:
-            return cls(NONE, hidden, network=True)  # no namespace at all: the host's network too
+            return cls(NONE, folders, network=True)  # no namespace at all: the host's network too
         path, why = working_bwrap(network)
-        return cls(BUBBLEWRAP, hidden, path, network=network) if path else cls(REFUSED, hidden, why=why)
+        return cls(BUBBLEWRAP, folders, path, network=network) if path else cls(REFUSED, folders, why=why)
 
     @property
     def refusal(self) -> str:
@@ -249,6 +262,7 @@ class Sandbox:
 
     def shell_argv(self, workspace: Path, env: dict[str, str], argv: list[str]) -> list[str]:
         if self.mode == BUBBLEWRAP:
+            assert self.bwrap is not None  # choose() gives a bubblewrap sandbox its path
             return bwrap_argv(self.bwrap, workspace, list(self.hidden), env, argv, network=self.network)
         return argv
 
@@ -257,6 +271,7 @@ class Sandbox:
         and build cache writable, the hidden folders hidden, nothing else writable, and, like the shell, no
         network unless the operator opted in: the candidate's process, which the harness starts, inherits it."""
         if self.mode == BUBBLEWRAP:
+            assert self.bwrap is not None  # choose() gives a bubblewrap sandbox its path
             sources = harness_sources(env)
             return _bwrap(
                 self.bwrap, self.hidden, [home, *writable], home, env, argv, readable=sources, network=self.network

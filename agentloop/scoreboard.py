@@ -9,6 +9,7 @@ which the events it emits keep, so a resumed run stands exactly where its trace 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from agentloop.config import RunConfig
 from agentloop.errors import BudgetExhausted
@@ -19,7 +20,9 @@ EVALUATIONS = "evaluations"  # the budget a refused evaluate call names (tool_re
 
 
 class Scoreboard:
-    def __init__(self, state: RunState, config: RunConfig, full_ids: list[str], emit: Callable[..., dict]):
+    def __init__(
+        self, state: RunState, config: RunConfig, full_ids: list[str], emit: Callable[..., dict[str, Any]]
+    ) -> None:
         self.state = state
         self.goal = config.goal
         self.evaluation_budget = config.budgets.evaluations  # the model's evaluate calls; None: no limit
@@ -45,7 +48,9 @@ class Scoreboard:
             raise BudgetExhausted(EVALUATIONS, len(self.state.tool_evaluations), self.evaluation_budget)
 
     # ------------------------------------------------------------------------------------ the verdicts
-    def record(self, result: dict, purpose: str, scenarios, kernel: str, call_id: str | None) -> dict:
+    def record(
+        self, result: dict[str, Any], purpose: str, scenarios: str | list[str], kernel: str, call_id: str | None
+    ) -> dict[str, Any]:
         """Emit the `evaluation` event of a verdict (`purpose` "tool" or "goal_check"); its payload."""
         goal = self.goal
         verified = verified_speedup(result, goal)
@@ -70,7 +75,7 @@ class Scoreboard:
         self.emit("evaluation", payload)
         return payload
 
-    def worth_confirming(self, result: dict) -> bool:
+    def worth_confirming(self, result: dict[str, Any]) -> bool:
         """A verdict that meets the target on the scenarios it ran: the loop confirms it by a full check of its own
         (a quick verdict never ends a run by itself)."""
         return meets_target(result, self.goal)
@@ -88,7 +93,7 @@ class Scoreboard:
         )
 
     # ---------------------------------------------------------------------------------- what is said
-    def verdict_text(self, result: dict, payload: dict) -> str:
+    def verdict_text(self, result: dict[str, Any], payload: dict[str, Any]) -> str:
         """What the evaluate tool answers: the harness's table, then the verdict against the goal."""
         try:
             from gpu_harness import EvalResult

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentloop.config import RunConfig
 from agentloop.protocol import FINISHED_STATUSES
@@ -40,7 +41,9 @@ class RunState:
     status: str = "queued"
     started_ts: str | None = None
     last_ts: str | None = None
-    messages: list[dict] = field(default_factory=list)  # {"role", "content": [blocks]}, adjacent roles unmerged
+    messages: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # {"role", "content": [blocks]}, adjacent roles unmerged
     steps: int = 0  # model turns taken
     model_calls: int = 0
     tokens_in: int = 0
@@ -53,12 +56,14 @@ class RunState:
     finished: bool = False
     final_reason: str | None = None
     asked: list[AskedQuestion] = field(default_factory=list)
-    proposals: dict[str, dict] = field(default_factory=dict)  # question_ref -> question_proposed payload
-    pending_question: dict | None = None  # proposed, not yet decided
-    open_tool_calls: list[dict] = field(default_factory=list)  # tool_use blocks of the last turn without result
+    proposals: dict[str, dict[str, Any]] = field(default_factory=dict)  # question_ref -> question_proposed payload
+    pending_question: dict[str, Any] | None = None  # proposed, not yet decided
+    open_tool_calls: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # tool_use blocks of the last turn without result
     last_fired: dict[str, int] = field(default_factory=dict)  # decision point -> tool evaluations when it fired
     questions_proposed: int = 0
-    last_turn: dict | None = None  # the last model_message payload (purpose turn)
+    last_turn: dict[str, Any] | None = None  # the last model_message payload (purpose turn)
     # Where the step of the last turn stands (reset by each turn), so that a run cut off mid-step finishes it:
     turn_evaluations: int = 0  # the model's evaluations since the last turn
     turn_fired: list[str] = field(default_factory=list)  # decision points fired since the last turn
@@ -67,9 +72,11 @@ class RunState:
     goal_check_due: str | None = None  # kernel path of a tool verdict that met the target, not yet checked
     invalid_inputs_in_a_row: int = 0  # the model's latest tool calls whose input was not a JSON object
     budget_spent: str | None = None  # a budget a tool call was refused for ("evaluations"): the run ends on it
-    fork: dict | None = None  # the `fork` of the started config: this run continues another's (docs/fork.md)
+    fork: dict[str, Any] | None = None  # the `fork` of the started config: this run continues another's (docs/fork.md)
     fork_decided: bool = False  # the fork's decision at its question is recorded (or it had none to take)
-    usage_due: dict | None = None  # the last model call ({purpose, model, usage}) while its usage event is missing
+    usage_due: dict[str, Any] | None = (
+        None  # the last model call ({purpose, model, usage}) while its usage event is missing
+    )
 
     # ---- derived ----
     @property
@@ -91,17 +98,17 @@ class RunState:
         return bool(self.messages) and self.messages[-1]["role"] == "assistant"
 
     # ---- applying events ----
-    def apply(self, event: dict) -> None:
+    def apply(self, event: dict[str, Any]) -> None:
         kind, p = event["kind"], event["payload"]
         self.last_ts = event.get("ts") or self.last_ts
         handler = getattr(self, "_on_" + kind, None)
         if handler is not None:
             handler(p, event)
 
-    def _user(self, block: dict) -> None:
+    def _user(self, block: dict[str, Any]) -> None:
         self.messages.append({"role": "user", "content": [block]})
 
-    def _on_status(self, p: dict, event: dict) -> None:
+    def _on_status(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         if p.get("reason") == "started" and p.get("config"):
             self.config = RunConfig.from_dict(p["config"])
             self.system_prompt = p["config"].get("system_prompt", "")
@@ -120,7 +127,7 @@ class RunState:
             self.finished = True
             self.final_reason = p.get("reason")
 
-    def _on_model_message(self, p: dict, event: dict) -> None:
+    def _on_model_message(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         if isinstance(p.get("usage"), dict):  # (older traces hold the usage in the usage event only)
             self.usage_due = {"purpose": p.get("purpose", "turn"), "model": p.get("model"), "usage": p["usage"]}
         if p.get("purpose") != "turn":
@@ -132,10 +139,10 @@ class RunState:
         self.turn_evaluations, self.turn_fired, self.open_decision, self.open_attempts = 0, [], None, 0
         self.goal_check_due = None
 
-    def _on_tool_call(self, p: dict, event: dict) -> None:
+    def _on_tool_call(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         self.goal_check_due = None  # the loop checks a verdict's goal before it runs the next tool
 
-    def _on_tool_result(self, p: dict, event: dict) -> None:
+    def _on_tool_result(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         self._user(
             {
                 "type": "tool_result",
@@ -152,7 +159,7 @@ class RunState:
         elif not p.get("interrupted"):
             self.invalid_inputs_in_a_row = 0
 
-    def _on_evaluation(self, p: dict, event: dict) -> None:
+    def _on_evaluation(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         result = p.get("result") or {}
         from agentloop.goal import all_correct, meets_target
         from gpu_harness.figures import best_so_far
@@ -179,25 +186,28 @@ class RunState:
             self.goal_met = True
         if p.get("purpose", "tool") == "tool":
             self.turn_evaluations += 1
-            due = self.config is not None and not p.get("goal_met") and meets_target(result, self.config.goal)
-            self.goal_check_due = (p.get("kernel_path") or self.config.kernel_filename) if due else None
+            config = self.config
+            if config is not None and not p.get("goal_met") and meets_target(result, config.goal):
+                self.goal_check_due = p.get("kernel_path") or config.kernel_filename
+            else:
+                self.goal_check_due = None
         else:
             self.goal_check_due = None
 
-    def _on_decision_point(self, p: dict, event: dict) -> None:
+    def _on_decision_point(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         self.last_fired[p["name"]] = len(self.tool_evaluations)
         if not self.turn_fired:  # of decision points fired together, the first is the one asked about
             self.open_decision, self.open_attempts = p["name"], 0
         self.turn_fired.append(p["name"])
 
-    def _on_question_proposed(self, p: dict, event: dict) -> None:
+    def _on_question_proposed(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         self.questions_proposed += 1
         self.proposals[p["question_ref"]] = p
         self.pending_question = p
         if p.get("decision_point") == self.open_decision:
             self.open_attempts = int(p.get("attempt") or 0) + 1
 
-    def _on_question_decided(self, p: dict, event: dict) -> None:
+    def _on_question_decided(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         if p.get("fork_decision"):
             self.fork_decided = True
         proposal = self.proposals.get(p["question_ref"], {})
@@ -218,10 +228,10 @@ class RunState:
         if not vetoed:
             self.open_decision = None
 
-    def _on_human_message(self, p: dict, event: dict) -> None:
+    def _on_human_message(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         self._user({"type": "text", "text": p["text"]})
 
-    def _on_note(self, p: dict, event: dict) -> None:
+    def _on_note(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         if p.get("fork_decision"):
             self.fork_decided = True
         if p.get("to_model"):
@@ -229,7 +239,7 @@ class RunState:
         if p.get("decision_point") and p["decision_point"] == self.open_decision:
             self.open_decision = None  # the loop gave up asking at it (no eligible question, or all vetoed)
 
-    def _on_usage(self, p: dict, event: dict) -> None:
+    def _on_usage(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         self.usage_due = None
         self.model_calls += 1
         self.tokens_in += int(p.get("tokens_in") or 0)
@@ -240,7 +250,7 @@ class RunState:
             self.cost_usd += float(p["cost_usd"])
 
 
-def api_block(block: dict) -> dict | None:
+def api_block(block: dict[str, Any]) -> dict[str, Any] | None:
     """A content block as the Messages API accepts it back, or None to leave it out.
 
     The trace keeps what the model sent; the API refuses a tool_use whose input is not an object or that carries
@@ -259,10 +269,10 @@ def api_block(block: dict) -> dict | None:
     return dict(block)
 
 
-def api_messages(messages: list[dict]) -> list[dict]:
+def api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The conversation as the Messages API wants it: roles alternating (adjacent same-role turns merged), tool
     results first in their message, no empty turn."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for m in messages:
         content = [b for b in map(api_block, m["content"]) if b is not None]
         if out and out[-1]["role"] == m["role"]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 class TraceWriter:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
@@ -38,7 +39,7 @@ class TraceWriter:
             cut = data.rfind(b"\n") + 1
             f.truncate(cut)
 
-    def write(self, event: dict) -> None:
+    def write(self, event: dict[str, Any]) -> None:
         self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
         self.sync()  # durable before the next sink sees the event (docs/protocol.md 1.3)
 
@@ -56,7 +57,7 @@ class TraceError(ValueError):
     pass
 
 
-def read_trace(path: str | os.PathLike) -> list[dict]:
+def read_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The events of a trace file, in order. A last line cut short by a crash is dropped; any other bad line
     is an error naming its line number."""
     path = Path(path)

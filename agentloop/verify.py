@@ -12,6 +12,7 @@ from __future__ import annotations
 import platform
 import socket
 from pathlib import Path
+from typing import Any
 
 from agentloop import __version__
 from agentloop.agent import Host, Outcome, task_facts
@@ -19,7 +20,7 @@ from agentloop.config import RunConfig
 from agentloop.control import ControlInbox
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
-from agentloop.interfaces import Evaluator, Sink
+from agentloop.interfaces import Evaluator, EventSink
 from agentloop.scoreboard import Scoreboard
 from agentloop.state import RunState
 
@@ -27,7 +28,7 @@ VERIFY_PURPOSE = "verify"
 VERIFIED = "verified"  # the final status's reason: the evaluation is done (whatever its verdict)
 
 
-def environment(task: str) -> dict:
+def environment(task: str) -> dict[str, Any]:
     """Where the evaluation ran, as far as this process can tell: the host, Python, and the task's library
     versions (gpu_harness's `Task.versions`, the libraries the baselines' timings depend on)."""
     from gpu_harness import get_task
@@ -51,21 +52,22 @@ class Verification:
     def __init__(
         self,
         *,
-        run_id,
-        sinks: list[Sink],
+        run_id: object,
+        sinks: list[EventSink],
         host: Host,
         config: RunConfig | None = None,
-        resume_events: list[dict] | None = None,
+        resume_events: list[dict[str, Any]] | None = None,
         inbox: ControlInbox | None = None,
         evaluator: Evaluator | None = None,
         timeout_s: float = 1800,
-    ):
+    ) -> None:
         self.state = RunState()
         for event in resume_events or []:
             self.state.apply(event)
-        self.config = config or self.state.config
-        if self.config is None:
+        config = config or self.state.config
+        if config is None:
             raise ValueError("the trace has no 'started' event: nothing to resume")
+        self.config = config
         self.run_id = run_id
         self.host = host
         self.inbox = inbox or ControlInbox()
@@ -126,7 +128,7 @@ class Verification:
             f"one full evaluation here: {result.get('status')}, {speedup} over {self.config.goal.baseline}",
         )
 
-    def _emit_verified(self, kind: str, payload: dict) -> dict:
+    def _emit_verified(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         return self.emitter.emit(kind, payload | {"environment": environment(self.config.task)})
 
     def _finish(self, status: str, reason: str, detail: str) -> None:

@@ -15,19 +15,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager as ContextManager
+from typing import Any
 
 
 class Ahead:
     def __init__(
         self,
         items: list[tuple[str, object]],
-        work: Callable[[object], object],
+        work: Callable[[Any], object],  # of an item's payload
         *,
         depth: int,
         threads: int,
         name: str,
-        thread_context: Callable[[], ContextManager] | None = None,
-    ):
+        thread_context: Callable[[], ContextManager[object]] | None = None,
+    ) -> None:
         """`items`: (key, payload) in the order they will be taken. `work(payload)` returns the result;
         an exception makes the result None (the consumer then does the work itself, and sees the error).
         `thread_context`: entered once by each thread around all its work (e.g. a CUDA stream of its own)."""
@@ -45,14 +46,14 @@ class Ahead:
         for t in self._threads:
             t.start()
 
-    def _run(self):
+    def _run(self) -> None:
         if self._context is None:
             self._loop()
             return
         with self._context():
             self._loop()
 
-    def _loop(self):
+    def _loop(self) -> None:
         while True:
             with self._cv:
                 self._cv.wait_for(lambda: self._stopped or len(self._ready) + self._busy < self._depth)
@@ -74,10 +75,10 @@ class Ahead:
     def has(self, key: str) -> bool:
         return key in self._order
 
-    def take(self, key: str, timeout_s: float = 300.0):
+    def take(self, key: str, timeout_s: float = 300.0) -> Any:
         """The result for `key` (waiting for it); None when its work failed or did not finish in time."""
 
-        def arrived():
+        def arrived() -> bool:
             # items before this one that were never taken make room
             for skipped in [k for k in self._ready if self._order[k] < self._order[key]]:
                 del self._ready[skipped]
@@ -91,7 +92,7 @@ class Ahead:
             self._cv.notify_all()
             return out
 
-    def stop(self):
+    def stop(self) -> None:
         """No new work; waits for the items in progress (none may still use the GPU when timing starts)."""
         with self._cv:
             self._stopped = True

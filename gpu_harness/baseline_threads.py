@@ -13,16 +13,20 @@ With `threads=0` (the CPU task, whose timer is the host clock around the call) c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class BaselineThreads:
-    def __init__(self, threads: int):
+    def __init__(self, threads: int) -> None:
         self._pools = [
             ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kseek-baseline-{i}") for i in range(threads)
         ]
         self._owner: dict[str, int] = {}
-        self._warming: list[Future] = []
+        self._warming: list[Future[None]] = []
 
     def _pool(self, scenario_id: str) -> ThreadPoolExecutor | None:
         if not self._pools:
@@ -31,7 +35,7 @@ class BaselineThreads:
             self._owner[scenario_id] = len(self._owner) % len(self._pools)
         return self._pools[self._owner[scenario_id]]
 
-    def warm(self, scenario_id: str, work) -> None:
+    def warm(self, scenario_id: str, work: Callable[[], object]) -> None:
         """Run `work` (calls of this scenario's baselines) on its owner thread, without waiting.
         Exceptions are dropped: the timing phase calls the baselines again and records why one is n/a."""
         pool = self._pool(scenario_id)
@@ -46,7 +50,7 @@ class BaselineThreads:
             f.result()
         self._warming.clear()
 
-    def call(self, scenario_id: str, fn):
+    def call(self, scenario_id: str, fn: Callable[[], T]) -> T:
         """fn() on the scenario's owner thread; returns its result or raises its exception."""
         pool = self._pool(scenario_id)
         return fn() if pool is None else pool.submit(fn).result()
@@ -56,7 +60,7 @@ class BaselineThreads:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _quietly(work) -> None:
+def _quietly(work: Callable[[], object]) -> None:
     try:
         work()
     except Exception:

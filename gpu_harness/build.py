@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from . import depcheck
 from .procs import run_bounded
@@ -41,11 +42,11 @@ class BuildResult:
     cache_hit: bool = False
     compile_s: float = 0.0
     arch: str | None = None
-    kernels: dict = field(default_factory=dict)  # per kernel: registers, spill bytes, smem, stack
+    kernels: dict[str, Any] = field(default_factory=dict)  # per kernel: registers, spill bytes, smem, stack
     undefined_symbols: list[str] = field(default_factory=list)
     source_sha256: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def resource_lines(self) -> list[str]:
@@ -189,8 +190,8 @@ _PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 _PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
-def parse_ptxas(log: str) -> dict:
-    kernels: dict[str, dict] = {}
+def parse_ptxas(log: str) -> dict[str, Any]:
+    kernels: dict[str, dict[str, Any]] = {}
     current = None
     for line in log.splitlines():
         m = _PTXAS_FUNC.search(line)
@@ -215,7 +216,7 @@ def parse_ptxas(log: str) -> dict:
 
 
 def build(
-    source_path: str | os.PathLike, language: str, arch: str | None = None, timeout_s: float = 300.0
+    source_path: str | os.PathLike[str], language: str, arch: str | None = None, timeout_s: float = 300.0
 ) -> BuildResult:
     src_path = Path(source_path)
     try:
@@ -246,6 +247,7 @@ def build(
     # The arch it was compiled for, also when the default was used (a cached build from before kept None): the
     # verdict carries it (`build.arch`), and the dashboard shows it on the kernel.
     result.arch = (arch or DEFAULT_ARCH) if language == "cuda" else arch
+    assert result.lib_path is not None  # (a build that is ok has its library)
     symbols = depcheck.check_library(result.lib_path)
     result.undefined_symbols = symbols.undefined
     if not symbols.ok:

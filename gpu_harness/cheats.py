@@ -7,6 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tasks.base import Task
+
 
 EXPECT_RE = re.compile(r"expect: (.+)")
 
@@ -30,7 +35,7 @@ class CheatOutcome:
         return "rejected for another reason" if rejected else "ACCEPTED"
 
 
-def cheat_files(task) -> list[Path]:
+def cheat_files(task: Task) -> list[Path]:
     """The task's cheats folder's kernels (of the task's own source suffix); ValueError when it has none."""
     folder = getattr(task, "cheats_dir", None)
     suffix = ".cu" if task.language == "cuda" else ".cpp"
@@ -40,7 +45,9 @@ def cheat_files(task) -> list[Path]:
     return cheats
 
 
-def check_cheats(task_name: str, scenarios="quick", timeout_s: float | None = 60.0, paths=None) -> list[CheatOutcome]:
+def check_cheats(
+    task_name: str, scenarios: str = "quick", timeout_s: float | None = 60.0, paths: list[Path] | None = None
+) -> list[CheatOutcome]:
     """Evaluate each cheat as a candidate (timing included: some cheats show only there)."""
     from .evaluate import evaluate
     from .tasks import get_task

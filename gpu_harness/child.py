@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import os
 import sys
@@ -22,29 +23,35 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from .baseline_threads import BaselineThreads
 from .exchange import SLOTS, SlotRing
 from .stopwatch import Stopwatch
 
+if TYPE_CHECKING:
+    from .tasks.base import Arrays, KernelFunction, Task
+    from .tasks.sides import ChildSide
+
 
 class Channel:
-    def __init__(self, msg_fd: int, cmd_fd: int):
+    def __init__(self, msg_fd: int, cmd_fd: int) -> None:
         self._out = os.fdopen(msg_fd, "w", buffering=1)
         self._in = os.fdopen(cmd_fd, "r")
         self.slots = SlotRing(0)
 
-    def send(self, **msg):
+    def send(self, **msg: object) -> None:
         self._out.write(json.dumps(msg) + "\n")
         self._out.flush()
 
-    def _read(self) -> dict:
+    def _read(self) -> dict[str, Any]:
         line = self._in.readline()
         if not line:
             raise SystemExit(0)  # the parent is gone
-        return json.loads(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
 
-    def recv(self) -> dict:
+    def recv(self) -> dict[str, Any]:
         """The next command; slots the parent freed in the meantime are noted on the way."""
         while True:
             cmd = self._read()
@@ -139,28 +146,28 @@ class Bench:
     candidate's function, the baselines' functions by name and the threads that own them, the channel to the
     parent and the seed derivation (the same as the parent's, so that it can regenerate any input)."""
 
-    task: object
-    side: object
-    fn: object
-    base_libs: dict
+    task: Task
+    side: ChildSide
+    fn: KernelFunction
+    base_libs: dict[str, Any]
     ch: Channel
-    derive_seed: Callable
+    derive_seed: Callable[..., Any]
     baselines: BaselineThreads
 
-    def fresh_io(self, params: dict, seed: int) -> tuple:
+    def fresh_io(self, params: dict[str, Any], seed: int) -> tuple[Any, ...]:
         """New inputs from `seed` and new (poisoned) outputs for one call."""
         return self.task.make_inputs(params, seed), self.task.new_outputs(params)
 
-    def time_candidate(self, inputs, outputs, params: dict) -> float:
+    def time_candidate(self, inputs: Arrays, outputs: Arrays, params: dict[str, Any]) -> float:
         return self.side.time_call(lambda: self.task.invoke(self.fn, inputs, outputs, params))
 
-    def export(self, outputs) -> int:
+    def export(self, outputs: Arrays) -> int:
         """Put the outputs into a free slot for the parent to judge; the slot's number."""
         slot = self.ch.take_slot()
         self.side.export_outputs(outputs, slot)
         return slot
 
-    def fail_on_device_error(self, sid, run: str) -> None:
+    def fail_on_device_error(self, sid: str, run: str) -> None:
         """A device error ends this process (exit 3) after the parent is told which call it followed."""
         err = self.side.sync_error()
         if err:
@@ -168,7 +175,7 @@ class Bench:
             raise SystemExit(3)
 
 
-def _warm_baselines(bench: Bench, sc: dict, names: list[str]) -> None:
+def _warm_baselines(bench: Bench, sc: dict[str, Any], names: list[str]) -> None:
     """Queue one call of each baseline on this scenario's shape, on the thread that will time it, to run
     during the correctness phase: a library's first call of a shape is slow (cuDNN builds and compiles a
     plan), and this way that cost overlaps the correctness runs and the judging instead of adding to the
@@ -177,7 +184,7 @@ def _warm_baselines(bench: Bench, sc: dict, names: list[str]) -> None:
         return
     params = sc["params"]
 
-    def work():
+    def work() -> None:
         inputs = bench.task.make_inputs(params, bench.derive_seed(sc["seed_a"], "prewarm"))
         for f in bench.task.baseline_callables(names, params, inputs, bench.base_libs).values():
             if callable(f):
@@ -190,7 +197,7 @@ def _warm_baselines(bench: Bench, sc: dict, names: list[str]) -> None:
     bench.baselines.warm(sc["id"], work)
 
 
-def _time_scenario(bench: Bench, sc: dict, cmd: dict) -> None:
+def _time_scenario(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any]) -> None:
     t_warm = time.perf_counter()
     est, runnable, notes = _warm_up(bench, sc, cmd["baselines"])
     t_reps = time.perf_counter()
@@ -208,7 +215,7 @@ def _time_scenario(bench: Bench, sc: dict, cmd: dict) -> None:
     _serve_batches(bench, sc, cmd, est)
 
 
-def _warm_up(bench: Bench, sc: dict, names: list[str]) -> tuple[float, list[str], dict[str, str]]:
+def _warm_up(bench: Bench, sc: dict[str, Any], names: list[str]) -> tuple[float, list[str], dict[str, str]]:
     """One call each: the candidate's is also the estimate for the repeat count. The estimate, the baselines
     that ran, and a note for each that cannot run this scenario."""
     params = sc["params"]
@@ -221,14 +228,14 @@ def _warm_up(bench: Bench, sc: dict, names: list[str]) -> tuple[float, list[str]
     notes = {n: f for n, f in base_fns.items() if isinstance(f, str)}
     runnable = [n for n in names if n not in notes]
     for n in list(runnable):
-        problem = _baseline_problem(bench, sc["id"], base_fns[n])
+        problem = _baseline_problem(bench, sc["id"], cast("Callable[[], object]", base_fns[n]))  # (runnable)
         if problem:  # a baseline that cannot run this scenario is n/a there, not a failure
             notes[n] = problem
             runnable.remove(n)
     return est, runnable, notes
 
 
-def _baseline_problem(bench: Bench, sid, f) -> str | None:
+def _baseline_problem(bench: Bench, sid: str, f: Callable[[], object]) -> str | None:
     """Why one call of a baseline failed, or None when it ran."""
     try:
         bench.side.flush_cache()
@@ -241,12 +248,16 @@ def _baseline_problem(bench: Bench, sid, f) -> str | None:
     return None
 
 
-def _timed_calls(bench: Bench, sc: dict, cmd: dict, est: float, runnable: list[str]) -> tuple[list, dict, list]:
+def _timed_calls(
+    bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float, runnable: list[str]
+) -> tuple[list[Any], dict[str, Any], list[Any]]:
     """The repeated timed calls, candidate and baselines interleaved: the candidate's times, the baselines'
     times by name, and the calls whose outputs went to the parent to be checked."""
     params = sc["params"]
     reps = _repeats(est, cmd)
-    cand_ms, base_ms, checked = [], {n: [] for n in runnable}, []
+    cand_ms: list[float] = []
+    base_ms: dict[str, list[float]] = {n: [] for n in runnable}
+    checked: list[Any] = []
     # the last timed call is always checked (catches "honest for the first N calls"), plus random others
     p_check = min(1.0, (cmd["checks"] - 1) / max(min(reps, cmd.get("early_min") or reps), 1))
     for rep in range(reps):
@@ -260,7 +271,8 @@ def _timed_calls(bench: Bench, sc: dict, cmd: dict, est: float, runnable: list[s
         for name in order:
             bench.side.flush_cache()
             if name != "__candidate__":
-                base_ms[name].append(bench.side.time_call(lambda f=fns[name]: bench.baselines.call(sc["id"], f)))
+                fn = cast("Callable[[], object]", fns[name])  # (a runnable baseline's call, no note)
+                base_ms[name].append(bench.side.time_call(functools.partial(bench.baselines.call, sc["id"], fn)))
                 continue
             cand_ms.append(bench.time_candidate(inputs, outputs, params))
             bench.fail_on_device_error(sc["id"], f"timed call {rep}")
@@ -276,7 +288,7 @@ def _timed_calls(bench: Bench, sc: dict, cmd: dict, est: float, runnable: list[s
     return cand_ms, base_ms, checked
 
 
-def _serve_batches(bench: Bench, sc: dict, cmd: dict, est: float) -> None:
+def _serve_batches(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float) -> None:
     """Host-clock cross-check: the parent times batches of calls with its own clock, until it is satisfied."""
     params = sc["params"]
     n = max(1, min(cmd["batch_max"], int(cmd["batch_ms"] / max(est, 1e-3))))
@@ -297,22 +309,24 @@ def _serve_batches(bench: Bench, sc: dict, cmd: dict, est: float) -> None:
             raise SystemExit(3)
 
 
-def _settled(series: list[list[float]], cmd: dict) -> bool:
+def _settled(series: list[list[float]], cmd: dict[str, Any]) -> bool:
     """Enough timed calls: every implementation's median is known to within cmd["ci_rel"] (early_min calls at
     least; verdict.median_settled says how)."""
     from .verdict import median_settled
 
     early_min, ci_rel = cmd.get("early_min"), cmd.get("ci_rel")
-    return bool(early_min and ci_rel) and all(median_settled(xs, early_min, ci_rel) for xs in series)
+    if not (early_min and ci_rel):
+        return False
+    return all(median_settled(xs, early_min, ci_rel) for xs in series)
 
 
-def _repeats(est_ms: float, cmd: dict) -> int:
+def _repeats(est_ms: float, cmd: dict[str, Any]) -> int:
     from .verdict import adaptive_repeats
 
     return adaptive_repeats(est_ms, cmd["budget_ms"], cmd["min_reps"], cmd["max_reps"])
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("task")
     ap.add_argument("--msg-fd", type=int, required=True)

@@ -11,8 +11,14 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from .report import render_table, summary_line
+
+if TYPE_CHECKING:
+    from .import_suite import SuiteFormat
+    from .result import EvalResult
+    from .tasks.data_task import DataTask
 
 
 def _seconds(text: str) -> float:
@@ -48,7 +54,7 @@ def _task_name(arg: str) -> str:
     return use_folder(arg) if Path(arg, "task.toml").is_file() else arg
 
 
-def cmd_eval(args) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
 
     args.task = _task_name(args.task)
@@ -74,7 +80,7 @@ def cmd_eval(args) -> int:
     return 0 if result.status == "correct" else 1
 
 
-def append_trace(path: str, result, note: str | None) -> None:
+def append_trace(path: str, result: EvalResult, note: str | None) -> None:
     """One JSON line per evaluation, so that a kernel's history can be replayed in the dashboard."""
     d = result.to_dict()
     line = {"kind": "evaluation", "note": note or "", "summary": summary_line(result), **d}
@@ -91,7 +97,7 @@ def language_of(path: str) -> str:
     raise ValueError(f"cannot tell the language of {path}: expected .cu or .cpp")
 
 
-def cmd_compile(args) -> int:
+def cmd_compile(args: argparse.Namespace) -> int:
     from .build import build
 
     status = 0
@@ -124,7 +130,7 @@ def cmd_compile(args) -> int:
     return status
 
 
-def cmd_scenarios(args) -> int:
+def cmd_scenarios(args: argparse.Namespace) -> int:
     from .tasks import get_task
 
     t = get_task(_task_name(args.task))
@@ -135,7 +141,7 @@ def cmd_scenarios(args) -> int:
     return 0
 
 
-def cmd_tasks(args) -> int:
+def cmd_tasks(args: argparse.Namespace) -> int:
     """Every task, one line each; a folder that is not a valid task is said on stderr with its problems (the
     others are still listed) and the exit status is then 1."""
     from .tasks import TaskError, get_task, list_tasks, task_folders
@@ -156,7 +162,7 @@ def cmd_tasks(args) -> int:
     return 1 if broken else 0
 
 
-def cmd_task_new(args) -> int:
+def cmd_task_new(args: argparse.Namespace) -> int:
     from .taskscaffold import scaffold
 
     folder = scaffold(args.name, args.dir, target=args.target)
@@ -190,7 +196,7 @@ TORCH_MISSING = (
 )
 
 
-def cmd_task_import_kernelbench(args) -> int:
+def cmd_task_import_kernelbench(args: argparse.Namespace) -> int:
     """Turn a KernelBench problem file into a cuda-sm90 task folder (gpu_harness/kernelbench.py), or every problem
     of a folder (a level) into a suite (gpu_harness/kernelbench_suite.py); a problem it cannot import is a
     ValueError, which main() prints and exits 2 on."""
@@ -230,7 +236,7 @@ def _kernelbench_source(path: str, level: int | None) -> Path:
     raise ValueError(f"{path}: no KernelBench/level{level} or level{level} folder in it")
 
 
-def _import_suite(source: Path, args, fmt=None) -> int:
+def _import_suite(source: Path, args: argparse.Namespace, fmt: SuiteFormat | None = None) -> int:
     """Every problem of the folder, `--jobs` at a time, into `--dir` (default <format>_<folder>) with suite.json;
     exit 0 when each one was imported and checked or refused with its reason, 1 when a check failed."""
     import os
@@ -258,7 +264,7 @@ def _import_suite(source: Path, args, fmt=None) -> int:
     return 1 if counts[CHECK_FAILED] else 0
 
 
-def cmd_task_import_gpumode(args) -> int:
+def cmd_task_import_gpumode(args: argparse.Namespace) -> int:
     """A gpu-mode problem folder (task.yml + reference.py) as a task folder, or a folder of them as a suite."""
     from .gpumode import SUITE, TASK_YML, import_gpumode
 
@@ -276,7 +282,7 @@ def cmd_task_import_gpumode(args) -> int:
     return 0
 
 
-def cmd_task_import_flashinfer(args) -> int:
+def cmd_task_import_flashinfer(args: argparse.Namespace) -> int:
     """A FlashInfer-Bench definition (with its workloads) as a task folder, or a folder of them as a suite."""
     from .flashinfer import SUITE, import_flashinfer
 
@@ -294,7 +300,7 @@ def cmd_task_import_flashinfer(args) -> int:
     return 0
 
 
-def _print_imported(folder: Path, notes: list) -> None:
+def _print_imported(folder: Path, notes: list[Any]) -> None:
     from .taskspec import load_spec
 
     spec = load_spec(folder)
@@ -306,7 +312,7 @@ def _print_imported(folder: Path, notes: list) -> None:
     print(_how_the_dashboard_finds(folder))
 
 
-def cmd_task_check(args) -> int:
+def cmd_task_check(args: argparse.Namespace) -> int:
     """Validate a task folder: the spec, then its reference and function baselines on the smallest scenario."""
     from .tasks import TaskError, folder_task
     from .taskspec import TaskSpecError, load_spec
@@ -373,7 +379,7 @@ def _judge_device_here() -> str | None:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def cmd_task_cheats(args) -> int:
+def cmd_task_cheats(args: argparse.Namespace) -> int:
     """Evaluate each kernel of the task's cheats folder: every one must be rejected for the reason its
     `expect: <reason>` line names (exit 0), else exit 1."""
     from .cheats import check_cheats
@@ -386,7 +392,7 @@ def cmd_task_cheats(args) -> int:
     return 1 if failed else 0
 
 
-def _check_kernels_build(task) -> str | None:
+def _check_kernels_build(task: DataTask) -> str | None:
     """Build the starting kernel and the kernel baselines as candidates are built (dependency checks
     included) and look for the task's symbol in each; None where the compiler is missing."""
     import ctypes
@@ -397,7 +403,8 @@ def _check_kernels_build(task) -> str | None:
     if shutil.which("g++" if task.language == "cpp" else "nvcc") is None:
         return None
     spec = task.spec
-    kernels = [("the starting kernel", task.starting_kernel, "kernel.starting")]
+    # (a folder task has its starting kernel)
+    kernels = [("the starting kernel", cast(Path, task.starting_kernel), "kernel.starting")]
     kernels += [(f"baseline {n}", b.kernel, f"baselines.{n}.kernel") for n, b in spec.baselines.items() if b.kernel]
     for label, path, where in kernels:
         line = spec.lines.get(where) if where != "kernel.starting" or spec.starting_kernel else None
@@ -495,10 +502,11 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except ValueError as e:  # bad task name, scenario id, ...: a clear message, not a traceback
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Any
 
 # C and C++ standard headers a kernel may reasonably need. Deliberately absent: <thread>, <mutex>, <future>,
 # <atomic> (host threads), <chrono>/<ctime> (clocks), <fstream>/<iostream> (files), <cstdio> is allowed for
@@ -237,7 +238,9 @@ class SymbolReport:
     undefined: list[str] = field(default_factory=list)
     raw_syscalls: list[str] = field(default_factory=list)
     tool_error: str | None = None
-    callers: dict = field(default_factory=dict)  # a refused STUB_ONLY symbol -> the functions that reference it
+    callers: dict[str, Any] = field(
+        default_factory=dict
+    )  # a refused STUB_ONLY symbol -> the functions that reference it
 
     @property
     def reason(self) -> str | None:

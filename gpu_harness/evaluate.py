@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import figures, verdict
 from .build import build
@@ -29,13 +30,13 @@ from .evaluation import TIMING, Evaluation, Plan
 from .report import summary_line
 from .result import EvalResult, ScenarioOutcome
 from .runner import ChildSession
-from .tasks import Scenario, TaskError, get_task
+from .tasks import Scenario, Task, TaskError, get_task
 
 __all__ = ["TIMING", "close_spares", "evaluate"]
 
 # (task, scenario id, device, versions, baseline) -> median ms, and the same key + "interval" -> the interval on
 # that median ([low, high] ms, verdict.median_interval); reused within one process run
-_BASELINE_CACHE: dict[tuple, float | list[float]] = {}
+_BASELINE_CACHE: dict[tuple[Any, ...], float | list[float]] = {}
 
 
 def _now() -> str:
@@ -64,7 +65,7 @@ class Request:
 
 def evaluate(
     task: str,
-    kernel: str | os.PathLike,
+    kernel: str | os.PathLike[str],
     scenarios: str | list[str] = "quick",
     baselines: list[str] | None = None,
     seed: int | None = None,
@@ -115,7 +116,7 @@ def evaluate(
     return res
 
 
-def _evaluate_into(res: EvalResult, t, request: Request) -> None:
+def _evaluate_into(res: EvalResult, t: Task, request: Request) -> None:
     try:
         source = request.kernel.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -144,7 +145,9 @@ def _evaluate_into(res: EvalResult, t, request: Request) -> None:
             _boot_spare(t)
 
 
-def _judge_source(res: EvalResult, t, request: Request, source: str, session, why: str | None) -> None:
+def _judge_source(
+    res: EvalResult, t: Task, request: Request, source: str, session: ChildSession | None, why: str | None
+) -> None:
     """Build the source; where candidates can run here, run the child's phases (evaluation.py) on it."""
     res.kernel_source = source
     res.kernel_sha256 = hashlib.sha256(source.encode()).hexdigest()
@@ -172,6 +175,7 @@ def _judge_source(res: EvalResult, t, request: Request, source: str, session, wh
         for o in res.scenarios:
             o.reason = "not run: " + why
         return
+    assert session is not None  # (there is none only where candidates cannot run here: `why`)
 
     availability = t.baseline_availability(names)
     res.baseline_notes = {n: note for n, note in availability.items() if note}
@@ -199,6 +203,7 @@ def _judge_source(res: EvalResult, t, request: Request, source: str, session, wh
         deadline=request.deadline,
     )
     evaluation = Evaluation(res, t, session, plan, t.timing_limits(), facts.get("device", ""), request.say)
+    assert b.lib_path is not None  # (a build that is ok has its library)
     try:
         evaluation.run(b.lib_path)
     finally:
@@ -206,7 +211,7 @@ def _judge_source(res: EvalResult, t, request: Request, source: str, session, wh
     _finish(res, request.scenarios, res.baselines)
 
 
-def _baseline_names(t, requested: list[str] | None) -> tuple[list[str], list[str]]:
+def _baseline_names(t: Task, requested: list[str] | None) -> tuple[list[str], list[str]]:
     """(the baselines to time, the libraries among them). "best_library" asked for by name stands for every
     library of the task; the task's defaults where nothing is asked for."""
     names = list(t.default_baselines if requested is None else requested)
@@ -217,14 +222,14 @@ def _baseline_names(t, requested: list[str] | None) -> tuple[list[str], list[str
 
 
 # (task, the child's environment) -> a child process booted ahead for this process's next evaluation
-_SPARES: dict[tuple, ChildSession] = {}
+_SPARES: dict[tuple[Any, ...], ChildSession] = {}
 
 
-def _spare_key(t) -> tuple:
+def _spare_key(t: Task) -> tuple[Any, ...]:
     return t.name, ChildSession.environment_key(t.child_env())
 
 
-def _take_child(t) -> ChildSession:
+def _take_child(t: Task) -> ChildSession:
     spare = _SPARES.pop(_spare_key(t), None)
     if spare is not None and spare.alive():
         return spare
@@ -233,7 +238,7 @@ def _take_child(t) -> ChildSession:
     return ChildSession(t.name, t.child_env())
 
 
-def _boot_spare(t) -> None:
+def _boot_spare(t: Task) -> None:
     key = _spare_key(t)
     if key not in _SPARES:
         _SPARES[key] = ChildSession(t.name, t.child_env())
@@ -246,7 +251,7 @@ def close_spares() -> None:
         _SPARES.popitem()[1].close()
 
 
-def _finish(res: EvalResult, selected, names) -> None:
+def _finish(res: EvalResult, selected: list[Scenario], names: list[str]) -> None:
     res.geomean = verdict.geomean_speedups([o.speedup for o in res.scenarios if o.correct], names)
     res.geomean_tflops = verdict.geometric_mean([o.tflops for o in res.scenarios if o.correct and o.tflops])
     if res.status == "correct":

@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from . import figures, verdict
 from .exchange import SLOTS
@@ -24,6 +25,7 @@ from .result import EvalResult, ScenarioOutcome
 from .runner import ChildFailed, ChildSession
 from .stopwatch import Stopwatch
 from .tasks import Scenario, Task, derive_seed
+from .tasks.base import Arrays, Judgement
 
 # Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
 # 60 ms / 15 gave the same geometric means as 120 ms / 25 over the full attention grid on an H200 (0.902x vs
@@ -62,7 +64,7 @@ class Plan:
     baseline_libs: dict[str, str]
     seed: int
     timing: bool
-    baseline_cache: dict
+    baseline_cache: dict[tuple[Any, ...], float | list[float]]
     reuse_baselines: bool
     deadline: float | None  # time.monotonic() by which everything must be over (None: no bound)
 
@@ -80,7 +82,7 @@ class Evaluation:
     current_sid: str | None = None  # the scenario being run: the culprit when the child fails
     outcome: dict[str, ScenarioOutcome] = field(init=False)  # scenario id -> its outcome in res
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.outcome = {o.id: o for o in self.res.scenarios}
         self.by_id = {s.id: s for s in self.plan.scenarios}
         self.versions = self.task.versions()
@@ -109,7 +111,7 @@ class Evaluation:
             self.close()
 
     # ---- start ----
-    def jobs(self) -> list[dict]:
+    def jobs(self) -> list[dict[str, Any]]:
         return [
             {
                 "id": s.id,
@@ -156,8 +158,8 @@ class Evaluation:
             [(s.params, derive_seed(seed, s.id, run), run == "a") for s in selected for run in ("a", "b")]
         )
         self.say(f"checking {len(selected)} scenarios (seed {seed})")
-        first_run: dict[str, object] = {}
-        verdicts: dict[str, list] = {s.id: [] for s in selected}
+        first_run: dict[str, Arrays] = {}
+        verdicts: dict[str, list[Any]] = {s.id: [] for s in selected}
         done_count = 0
         timeout_next = STAGE_TIMEOUT_S
         while True:
@@ -294,7 +296,7 @@ class Evaluation:
         o.speedup[figures.BEST_LIBRARY] = best["ms"] / o.time_ms if o.time_ms else None
         o.details[figures.BEST_LIBRARY] = best["name"]
 
-    def spot_check(self, sc: Scenario, o: ScenarioOutcome, checked: list[dict]) -> None:
+    def spot_check(self, sc: Scenario, o: ScenarioOutcome, checked: list[dict[str, Any]]) -> None:
         """Judge the outputs of the timed calls the child was told to keep (chosen after the calls ran)."""
         for chk in checked:
             j = self.judge(
@@ -368,11 +370,11 @@ class Evaluation:
         self.session.close()
 
     # ---- helpers ----
-    def recv(self, stage_s: float, what: str | None = None) -> dict:
+    def recv(self, stage_s: float, what: str | None = None) -> dict[str, Any]:
         """The child's next message, waiting at most `stage_s` (and never past the deadline)."""
         return self.session.recv(left(self.plan.deadline, stage_s), what or self.current)
 
-    def take(self, params: dict, slot):
+    def take(self, params: dict[str, Any], slot: int) -> Arrays:
         """A private copy of the outputs in `slot`, then the slot goes back to the child."""
         try:
             got = self.judge_side.import_outputs(params, slot)
@@ -381,21 +383,31 @@ class Evaluation:
         self.session.send(cmd="free", slot=slot)
         return got
 
-    def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
+    def judge(
+        self,
+        params: dict[str, Any],
+        seed: int,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        spot_check: bool = False,
+    ) -> Judgement:
         with self.spent("judge_s"):
-            return self.judge_side.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
+            judgement: Judgement = self.judge_side.judge(
+                params, seed, outputs, tolerance=tolerance, spot_check=spot_check
+            )
+            return judgement
 
-    def cache_key(self, s: Scenario, name: str) -> tuple:
+    def cache_key(self, s: Scenario, name: str) -> tuple[Any, ...]:
         return self.task.name, s.id, self.device, self.versions, name
 
-    def baseline_times(self, sc: Scenario, base_ms: dict, cached: dict) -> dict[str, list[float]]:
+    def baseline_times(self, sc: Scenario, base_ms: dict[str, Any], cached: dict[str, Any]) -> dict[str, list[float]]:
         """Add the baselines timed now to `cached` (name -> median) and to the process's cache, and return each
         baseline's interval on its median (verdict.median_interval): a cached one's from the evaluation that
         timed it, which ran under that evaluation's load, not this one's."""
-        intervals = {}
+        intervals: dict[str, list[float]] = {}
         for n in cached:
             if (interval := self.plan.baseline_cache.get((*self.cache_key(sc, n), "interval"))) is not None:
-                intervals[n] = interval
+                intervals[n] = cast("list[float]", interval)  # (an interval's key holds one)
         for n, samples in base_ms.items():
             if samples:
                 cached[n], _ = verdict.median_and_spread(samples)
@@ -406,7 +418,8 @@ class Evaluation:
 
     def cached_median(self, s: Scenario, name: str) -> float | None:
         """The baseline's median on this scenario from an earlier evaluation; None: it is timed in this one."""
-        return self.plan.baseline_cache.get(self.cache_key(s, name)) if self.plan.reuse_baselines else None
+        cached = self.plan.baseline_cache.get(self.cache_key(s, name)) if self.plan.reuse_baselines else None
+        return cast("float | None", cached)  # (a median's key holds one)
 
     def to_warm(self, s: Scenario) -> list[str]:
         """The baselines the child calls once on this scenario while we judge (see Task.baselines_to_warm):
@@ -416,7 +429,7 @@ class Evaluation:
         return [n for n in self.plan.baselines if n in self.task.baselines_to_warm and self.cached_median(s, n) is None]
 
 
-def host_load_now() -> dict:
+def host_load_now() -> dict[str, Any]:
     """The host's 1-minute load average and the cores this process may use ({} where the system has no load
     average). Read by the parent, out of the candidate's reach; the timed child itself adds about 1 to it."""
     try:
@@ -433,7 +446,7 @@ def left(deadline: float | None, stage_s: float) -> float:
     return max(0.0, min(stage_s, deadline - time.monotonic()))
 
 
-def _expect(msg: dict, ev: str) -> None:
+def _expect(msg: dict[str, Any], ev: str) -> None:
     if msg.get("ev") == "exception":
         raise ChildFailed("crash", msg.get("error", "exception in child"))
     if msg.get("ev") != ev:

@@ -17,6 +17,12 @@ Before this, outputs went through .npy files: about 0.1 s per judged output of 6
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
 
 # How many outputs the child may run ahead of the judge (>= the timed calls judged per scenario + 1). In a full
 # attention grid on an H200 the child waits ~12 s for a slot and the judge ~10 s for the child, of a 25 s
@@ -38,7 +44,7 @@ class ExchangeError(RuntimeError):
     """CUDA IPC is not usable here (the message says which driver call failed)."""
 
 
-def _driver():
+def _driver() -> ctypes.CDLL:
     # The driver library is loaded by any CUDA process already; its entry points are stable across versions.
     lib = ctypes.CDLL("libcuda.so.1")
     ptr = ctypes.POINTER(ctypes.c_uint64)
@@ -66,11 +72,11 @@ def _check(rc: int, what: str) -> None:
 class _DeviceBytes:
     """A raw device range as an object torch.as_tensor can view without copying."""
 
-    def __init__(self, ptr: int, nbytes: int):
+    def __init__(self, ptr: int, nbytes: int) -> None:
         self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 2}
 
 
-def _view(ptr: int, nbytes: int):
+def _view(ptr: int, nbytes: int) -> torch.Tensor:
     import torch
 
     return torch.as_tensor(_DeviceBytes(ptr, nbytes), device="cuda")
@@ -81,9 +87,10 @@ class DeviceExchange:
 
     The CUDA context of the calling thread must be current (torch has initialised the device)."""
 
-    def __init__(self, ptr: int, slot_bytes: int, slots: int, owned: bool):
-        self._ptr, self.slot_bytes, self.slots, self._owned = ptr, slot_bytes, slots, owned
-        self.bytes = _view(ptr, slot_bytes * slots)  # uint8 tensor over the whole ring
+    def __init__(self, ptr: int, slot_bytes: int, slots: int, owned: bool) -> None:
+        self._ptr: int | None = ptr  # None once closed
+        self.slot_bytes, self.slots, self._owned = slot_bytes, slots, owned
+        self.bytes: torch.Tensor | None = _view(ptr, slot_bytes * slots)  # uint8 tensor over the whole ring
 
     @classmethod
     def create(cls, slot_bytes: int, slots: int = SLOTS) -> tuple[DeviceExchange, str]:
@@ -109,13 +116,14 @@ class DeviceExchange:
         _check(_driver().cuIpcOpenMemHandle_v2(ctypes.byref(ptr), handle, 1), "cuIpcOpenMemHandle")
         return cls(ptr.value, aligned(max(1, slot_bytes)), slots, owned=False)
 
-    def slot(self, index: int, offset: int, nbytes: int):
+    def slot(self, index: int, offset: int, nbytes: int) -> torch.Tensor:
         """The uint8 view of bytes [offset, offset + nbytes) of slot `index` (bounds-checked)."""
         if not (isinstance(index, int) and 0 <= index < self.slots):
             raise ValueError(f"no slot {index!r} (there are {self.slots})")
         if offset < 0 or offset + nbytes > self.slot_bytes:
             raise ValueError(f"bytes {offset}..{offset + nbytes} do not fit a slot of {self.slot_bytes}")
         start = index * self.slot_bytes + offset
+        assert self.bytes is not None  # (not closed)
         return self.bytes[start : start + nbytes]
 
     def close(self) -> None:
@@ -134,10 +142,10 @@ class SlotRing:
     """The child's bookkeeping of which slots the parent has freed. `wait_free` reads the command channel
     until one is free (the parent frees each slot as soon as it has copied it)."""
 
-    def __init__(self, slots: int):
+    def __init__(self, slots: int) -> None:
         self.free = list(range(slots))
 
-    def take(self, next_command) -> int:
+    def take(self, next_command: Callable[[], dict[str, Any]]) -> int:
         while not self.free:
             cmd = next_command()
             if cmd.get("cmd") == "exit":

@@ -13,15 +13,16 @@ No Django and no torch here: this module sits at the bottom, under `agentloop` a
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 
-def all_correct(verdict: dict) -> bool:
+def all_correct(verdict: dict[str, Any]) -> bool:
     """Correct on every scenario it ran: the status says so, and there is at least one scenario, none failed."""
     scenarios = verdict.get("scenarios") or []
     return verdict.get("status") == "correct" and bool(scenarios) and all(s.get("correct") for s in scenarios)
 
 
-def speedup_over(verdict: dict, baseline: str) -> float | None:
+def speedup_over(verdict: dict[str, Any], baseline: str) -> float | None:
     """The geometric-mean speedup over `baseline`, or None where it was not measured (or is not a finite
     number: the harness stores NaN and infinities as None, so nothing else is a measurement)."""
     value = ((verdict.get("geomean") or {}).get(baseline) or {}).get("speedup")
@@ -30,24 +31,24 @@ def speedup_over(verdict: dict, baseline: str) -> float | None:
     return float(value)
 
 
-def verified_speedup(verdict: dict, baseline: str) -> float | None:
+def verified_speedup(verdict: dict[str, Any], baseline: str) -> float | None:
     """The speedup that counts toward a best: only from a verdict correct on everything it ran."""
     return speedup_over(verdict, baseline) if all_correct(verdict) else None
 
 
-def meets_target(verdict: dict, baseline: str, target: float) -> bool:
+def meets_target(verdict: dict[str, Any], baseline: str, target: float) -> bool:
     """Correct on what it ran and at least `target` over `baseline`. Exactly at the target counts as met."""
     speedup = verified_speedup(verdict, baseline)
     return speedup is not None and speedup >= target
 
 
-def covers(verdict: dict, scenario_ids: list[str]) -> bool:
+def covers(verdict: dict[str, Any], scenario_ids: list[str]) -> bool:
     """True when the verdict ran every one of `scenario_ids` (a task's full set); an empty set is never covered."""
     ran = {s.get("id") for s in verdict.get("scenarios") or []}
     return bool(scenario_ids) and set(scenario_ids) <= ran
 
 
-def goal_met(verdict: dict, baseline: str, target: float, full_ids: list[str]) -> bool:
+def goal_met(verdict: dict[str, Any], baseline: str, target: float, full_ids: list[str]) -> bool:
     """The goal: at least `target` over `baseline` beyond the noise (`clears_target`: the interval's low end),
     every scenario correct, and the full set run."""
     return (
@@ -64,7 +65,7 @@ def best_so_far(best: float | None, speedup: float | None) -> float | None:
     return speedup if best is None or speedup > best else best
 
 
-def best_per_baseline(best: dict[str, float], verdict: dict) -> dict[str, float]:
+def best_per_baseline(best: dict[str, float], verdict: dict[str, Any]) -> dict[str, float]:
     """The best verified speedup over each baseline after this verdict (a new dict; `best` is not changed)."""
     after = dict(best)
     for baseline in verdict.get("geomean") or {}:
@@ -74,7 +75,7 @@ def best_per_baseline(best: dict[str, float], verdict: dict) -> dict[str, float]
     return after
 
 
-def best_series(verdicts: list[dict], baseline: str) -> list[float | None]:
+def best_series(verdicts: list[dict[str, Any]], baseline: str) -> list[float | None]:
     """The best verified speedup over `baseline` after each verdict, in order (None until one is verified)."""
     series, best = [], None
     for verdict in verdicts:
@@ -90,7 +91,7 @@ def best_series(verdicts: list[dict], baseline: str) -> list[float | None]:
 VERIFIED, QUICK, IMPORTED = "verified", "quick", "imported"
 
 
-def standing(verdict: dict, full_ids: list[str], *, imported: bool = False) -> str:
+def standing(verdict: dict[str, Any], full_ids: list[str], *, imported: bool = False) -> str:
     """VERIFIED, QUICK or IMPORTED: what this verdict's figures may be called. `imported`: the record says no
     harness here measured it (its run was made from a trace)."""
     if imported:
@@ -98,13 +99,17 @@ def standing(verdict: dict, full_ids: list[str], *, imported: bool = False) -> s
     return VERIFIED if covers(verdict, full_ids) else QUICK
 
 
-def headline_speedup(verdict: dict, baseline: str, full_ids: list[str], *, imported: bool = False) -> float | None:
+def headline_speedup(
+    verdict: dict[str, Any], baseline: str, full_ids: list[str], *, imported: bool = False
+) -> float | None:
     """The speedup a headline best or a "verified" figure may show: `verified_speedup` of a full evaluation
     measured here; None for a quick or an imported one."""
     return verified_speedup(verdict, baseline) if standing(verdict, full_ids, imported=imported) == VERIFIED else None
 
 
-def headline_series(verdicts: list[dict], baseline: str, full_ids: list[str], *, imported: bool = False) -> list:
+def headline_series(
+    verdicts: list[dict[str, Any]], baseline: str, full_ids: list[str], *, imported: bool = False
+) -> list[Any]:
     """The best headline speedup after each verdict, in order (None until one is verified): `best_series` over
     verified figures only, so a best-so-far line never steps up on a quick or an imported figure."""
     series, best = [], None
@@ -114,7 +119,7 @@ def headline_series(verdicts: list[dict], baseline: str, full_ids: list[str], *,
     return series
 
 
-def build_arch(verdict: dict) -> str:
+def build_arch(verdict: dict[str, Any]) -> str:
     """The GPU architecture the verdict's build was compiled for (e.g. sm_90a); empty when it does not say (a
     CPU build, or a verdict from before the harness recorded it)."""
     arch = (verdict.get("build") or {}).get("arch")
@@ -136,37 +141,37 @@ def format_speedup(value: float | None, *, digits: str = ".3f", times: str = "x"
 NOT_RUN_PREFIX = "not run"
 
 
-def scenario_not_run(scenario: dict) -> bool:
+def scenario_not_run(scenario: dict[str, Any]) -> bool:
     """A scenario the harness never ran: not correct, and its reason says "not run"."""
     return not scenario.get("correct") and str(scenario.get("reason") or "").startswith(NOT_RUN_PREFIX)
 
 
-def scenario_outcome(scenario: dict) -> str:
+def scenario_outcome(scenario: dict[str, Any]) -> str:
     """ "correct", "not_run" or "wrong": what one scenario of a verdict says, in one word."""
     if scenario.get("correct"):
         return "correct"
     return "not_run" if scenario_not_run(scenario) else "wrong"
 
 
-def _measured(value) -> float | None:
+def _measured(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         return None
     return float(value)
 
 
-def scenario_speedup(scenario: dict, baseline: str) -> float | None:
+def scenario_speedup(scenario: dict[str, Any], baseline: str) -> float | None:
     """One scenario's speedup over `baseline` (its `speedup` map), or None where there is no positive finite one."""
     return _measured((scenario.get("speedup") or {}).get(baseline))
 
 
-def scenario_speedups(verdict: dict, baseline: str) -> list[float]:
+def scenario_speedups(verdict: dict[str, Any], baseline: str) -> list[float]:
     """The per-scenario speedups over `baseline` that its geometric mean covers: the correct scenarios with one
     (gpu_harness.verdict.geomean_speedups takes the same set), in the verdict's order."""
     values = (scenario_speedup(s, baseline) for s in verdict.get("scenarios") or [] if s.get("correct"))
     return [v for v in values if v is not None]
 
 
-def speedup_spread(verdict: dict, baseline: str) -> dict:
+def speedup_spread(verdict: dict[str, Any], baseline: str) -> dict[str, Any]:
     """How the speedups over `baseline` are spread, not only their mean: the count, min, median, the geometric
     mean (the stored one, `speedup_over`) and how many scenarios are below 1.0x (slower than the baseline)."""
     values = sorted(scenario_speedups(verdict, baseline))
@@ -181,19 +186,19 @@ def speedup_spread(verdict: dict, baseline: str) -> dict:
     }
 
 
-def tflops(flops, time_ms) -> float | None:
+def tflops(flops: object, time_ms: object) -> float | None:
     """TFLOP/s of a call of `flops` useful operations taking `time_ms` (the harness's own formula)."""
     flops, time_ms = _measured(flops), _measured(time_ms)
     return flops / (time_ms * 1e-3) / 1e12 if flops and time_ms else None
 
 
-def gbps(nbytes, time_ms) -> float | None:
+def gbps(nbytes: object, time_ms: object) -> float | None:
     """GB/s of compulsory traffic: `nbytes` moved by a call taking `time_ms`."""
     nbytes, time_ms = _measured(nbytes), _measured(time_ms)
     return nbytes / (time_ms * 1e-3) / 1e9 if nbytes and time_ms else None
 
 
-def peak_share(rate, peak) -> float | None:
+def peak_share(rate: object, peak: object) -> float | None:
     """A rate as a share of the device's measured peak (1.0: at the peak; above 1.0 the figure is suspect)."""
     rate, peak = _measured(rate), _measured(peak)
     return rate / peak if rate and peak else None
@@ -221,20 +226,20 @@ MEMORY_BOUND, COMPUTE_BOUND = "memory", "compute"
 NOMINAL_GBPS = {"NVIDIA H200": 4800.0, "NVIDIA H100 80GB HBM3": 3350.0}
 
 
-def _count(value) -> float | None:
+def _count(value: object) -> float | None:
     """A count of operations or bytes: a non-negative finite number (a copy does no floating-point work)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return None
     return float(value)
 
 
-def arithmetic_intensity(flops, nbytes) -> float | None:
+def arithmetic_intensity(flops: object, nbytes: object) -> float | None:
     """Useful operations per compulsory byte, or None where either count is missing (or no byte moves)."""
     flops, nbytes = _count(flops), _measured(nbytes)
     return flops / nbytes if flops is not None and nbytes else None
 
 
-def ridge_point(peaks: dict | None) -> float | None:
+def ridge_point(peaks: dict[str, Any] | None) -> float | None:
     """The device's ridge point in FLOP a byte: its measured matrix peak over its measured bandwidth; None unless
     both were measured (`EvalResult.peaks`, `Evaluation.peaks`)."""
     peaks = peaks if isinstance(peaks, dict) else {}
@@ -242,7 +247,7 @@ def ridge_point(peaks: dict | None) -> float | None:
     return tflops_peak * 1e12 / (gbps_peak * 1e9) if tflops_peak and gbps_peak else None
 
 
-def bound_by(flops, nbytes, peaks: dict | None) -> str | None:
+def bound_by(flops: object, nbytes: object, peaks: dict[str, Any] | None) -> str | None:
     """MEMORY_BOUND where the scenario's arithmetic intensity is below the device's ridge point, COMPUTE_BOUND
     at or above it; None where either is unknown (then TFLOP/s leads, as before)."""
     intensity, ridge = arithmetic_intensity(flops, nbytes), ridge_point(peaks)
@@ -251,12 +256,14 @@ def bound_by(flops, nbytes, peaks: dict | None) -> str | None:
     return MEMORY_BOUND if intensity < ridge else COMPUTE_BOUND
 
 
-def nominal_gbps(device_name) -> float | None:
+def nominal_gbps(device_name: object) -> float | None:
     """The maker's memory bandwidth of the named device (NOMINAL_GBPS), or None where it is not listed."""
     return NOMINAL_GBPS.get(device_name) if isinstance(device_name, str) else None
 
 
-def scenario_rates(flops, nbytes, time_ms, peaks: dict | None, device_name: str = "") -> dict:
+def scenario_rates(
+    flops: object, nbytes: object, time_ms: object, peaks: dict[str, Any] | None, device_name: str = ""
+) -> dict[str, Any]:
     """Every rate of one timed scenario and what bounds it: {"bound" (MEMORY_BOUND, COMPUTE_BOUND or None),
     "tflops", "tflops_share" (of the measured matrix peak), "gbps", "gbps_share" (of the measured bandwidth),
     "nominal_gbps" and "gbps_nominal_share" (of the maker's bandwidth, where the device is listed)}; None for each
@@ -274,13 +281,13 @@ def scenario_rates(flops, nbytes, time_ms, peaks: dict | None, device_name: str 
     }
 
 
-def implied_flops(rate_tflops, time_ms) -> float | None:
+def implied_flops(rate_tflops: object, time_ms: object) -> float | None:
     """The operations a verdict's own TFLOP/s and time imply: a scenario's count where its task's is not at hand."""
     rate_tflops, time_ms = _count(rate_tflops), _measured(time_ms)
     return rate_tflops * time_ms * 1e9 if rate_tflops is not None and time_ms else None
 
 
-def lead_rate(rates: dict) -> tuple[float | None, str, float | None]:
+def lead_rate(rates: dict[str, Any]) -> tuple[float | None, str, float | None]:
     """The figure a scenario leads with (`scenario_rates`'s dict): (GB/s, "GB/s", its share of the measured
     bandwidth) where it is memory-bound, else (TFLOP/s, "TFLOP/s", its share of the measured matrix peak)."""
     if rates.get("bound") == MEMORY_BOUND:
@@ -288,14 +295,14 @@ def lead_rate(rates: dict) -> tuple[float | None, str, float | None]:
     return rates.get("tflops"), "TFLOP/s", rates.get("tflops_share")
 
 
-def other_rate(rates: dict) -> tuple[float | None, str, float | None]:
+def other_rate(rates: dict[str, Any]) -> tuple[float | None, str, float | None]:
     """The figure that follows the lead one (`lead_rate`): TFLOP/s after GB/s, GB/s after TFLOP/s."""
     if rates.get("bound") == MEMORY_BOUND:
         return rates.get("tflops"), "TFLOP/s", rates.get("tflops_share")
     return rates.get("gbps"), "GB/s", rates.get("gbps_share")
 
 
-def format_significant(value, digits: int = 3, *, suffix: str = "", missing: str = "—") -> str:
+def format_significant(value: object, digits: int = 3, *, suffix: str = "", missing: str = "—") -> str:
     """A number to `digits` significant digits, written plainly where it can be (1230, 0.00220, 1.40: the
     trailing zeros say the precision), with `suffix` after it; `missing` for none."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -322,18 +329,19 @@ def format_significant(value, digits: int = 3, *, suffix: str = "", missing: str
 BEST_LIBRARY = "best_library"
 
 
-def best_library(scenario: dict, libraries: list[str]) -> dict | None:
+def best_library(scenario: dict[str, Any], libraries: list[str]) -> dict[str, Any] | None:
     """The fastest of `libraries` on one scenario (its `baseline_ms`): {"name", "ms", "interval"} ([low, high] ms,
     or None), or None where none of them ran it (not installed, or each refused the shape)."""
-    medians = scenario.get("baseline_ms") if isinstance(scenario.get("baseline_ms"), dict) else {}
+    medians = given if isinstance(given := scenario.get("baseline_ms"), dict) else {}
     timed = {name: ms for name in libraries if (ms := _measured(medians.get(name))) is not None}
     if not timed:
         return None
-    name = min(timed, key=timed.get)
+    name = min(timed, key=timed.__getitem__)
     intervals = [_median_interval(ms, _by_baseline(scenario, "baseline_ci_ms", n)) for n, ms in timed.items()]
     interval = None
     if all(i is not None for i in intervals):
-        interval = [min(i[0] for i in intervals), min(i[1] for i in intervals)]
+        pairs = cast("list[tuple[float, float]]", intervals)  # (none is None)
+        interval = [min(i[0] for i in pairs), min(i[1] for i in pairs)]
     return {"name": name, "ms": timed[name], "interval": interval}
 
 
@@ -356,7 +364,7 @@ NOISY_SPREAD = 0.25
 _ROUNDING = 1e-9  # stored figures are rounded through JSON: a point this close to a bound is inside
 
 
-def _pair(value) -> tuple[float, float] | None:
+def _pair(value: object) -> tuple[float, float] | None:
     """[low, high]: two positive finite numbers, low <= high; anything else is no interval."""
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         return None
@@ -368,17 +376,17 @@ def _inside(value: float, low: float, high: float) -> bool:
     return low * (1 - _ROUNDING) <= value <= high * (1 + _ROUNDING)
 
 
-def _median_interval(median, interval) -> tuple[float, float] | None:
+def _median_interval(median: object, interval: object) -> tuple[float, float] | None:
     median, interval = _measured(median), _pair(interval)
     return interval if median is not None and interval is not None and _inside(median, *interval) else None
 
 
-def _by_baseline(scenario: dict, name: str, baseline: str):
+def _by_baseline(scenario: dict[str, Any], name: str, baseline: str) -> object:
     mapping = scenario.get(name)
     return mapping.get(baseline) if isinstance(mapping, dict) else None
 
 
-def scenario_interval(scenario: dict, baseline: str) -> tuple[float, float] | None:
+def scenario_interval(scenario: dict[str, Any], baseline: str) -> tuple[float, float] | None:
     """The interval on one scenario's speedup over `baseline` (the baseline's interval over the candidate's),
     or None where the verdict has none or holds one that does not fit its own medians and speedup."""
     speedup = scenario_speedup(scenario, baseline)
@@ -392,7 +400,7 @@ def scenario_interval(scenario: dict, baseline: str) -> tuple[float, float] | No
     return (low, high) if _inside(speedup, low, high) else None
 
 
-def geomean_interval(verdict: dict, baseline: str) -> tuple[float, float] | None:
+def geomean_interval(verdict: dict[str, Any], baseline: str) -> tuple[float, float] | None:
     """The interval on the geometric-mean speedup over `baseline`: the geometric means of the scenarios' lows and
     highs, over the scenarios the mean covers (`scenario_speedups`'s); None unless every one of them has one."""
     covered = [
@@ -402,8 +410,9 @@ def geomean_interval(verdict: dict, baseline: str) -> tuple[float, float] | None
     speedup = speedup_over(verdict, baseline)
     if speedup is None or not intervals or any(i is None for i in intervals):
         return None
-    low = math.exp(sum(math.log(i[0]) for i in intervals) / len(intervals))
-    high = math.exp(sum(math.log(i[1]) for i in intervals) / len(intervals))
+    pairs = cast("list[tuple[float, float]]", intervals)  # (none is None)
+    low = math.exp(sum(math.log(i[0]) for i in pairs) / len(pairs))
+    high = math.exp(sum(math.log(i[1]) for i in pairs) / len(pairs))
     return (low, high) if _inside(speedup, low, high) else None
 
 
@@ -413,7 +422,7 @@ def no_difference(interval: tuple[float, float] | None) -> bool:
     return interval is not None and interval[0] <= 1.0 <= interval[1]
 
 
-def clears_target(verdict: dict, baseline: str, target: float) -> bool:
+def clears_target(verdict: dict[str, Any], baseline: str, target: float) -> bool:
     """At least `target` over `baseline` beyond the noise: the low end of the geometric mean's interval reaches
     the target. A verdict without an interval (from before the harness measured one) is held to its point."""
     interval = geomean_interval(verdict, baseline)
@@ -423,7 +432,7 @@ def clears_target(verdict: dict, baseline: str, target: float) -> bool:
     return interval[0] >= target
 
 
-def host_load(verdict: dict) -> dict:
+def host_load(verdict: dict[str, Any]) -> dict[str, Any]:
     """The verdict's `host_load` ({"load_1m", "cores"}) when well formed (a load that is a non-negative finite
     number, a positive whole number of cores); else {}."""
     value = verdict.get("host_load")
@@ -437,7 +446,7 @@ def host_load(verdict: dict) -> dict:
     return {"load_1m": float(load), "cores": cores}
 
 
-def _median_spread_share(verdict: dict) -> float | None:
+def _median_spread_share(verdict: dict[str, Any]) -> float | None:
     shares = sorted(
         spread / time
         for s in verdict.get("scenarios") or []
@@ -448,7 +457,7 @@ def _median_spread_share(verdict: dict) -> float | None:
     return shares[len(shares) // 2] if shares else None
 
 
-def host_busy(verdict: dict) -> str | None:
+def host_busy(verdict: dict[str, Any]) -> str | None:
     """Why the verdict's timings were taken on a busy host (its load while timing, or the calls' own spread), or
     None: not busy, or not recorded (a verdict from before the harness measured it)."""
     load = host_load(verdict)
@@ -460,15 +469,15 @@ def host_busy(verdict: dict) -> str | None:
     return None
 
 
-def scenario_noise_fields(scenario: dict) -> dict:
+def scenario_noise_fields(scenario: dict[str, Any]) -> dict[str, Any]:
     """What a store keeps of a scenario's noise figures (time_ci_ms, spread_ms, baseline_ms, baseline_ci_ms):
     only the well-formed ones; a malformed field from a worker or an import is dropped, not stored."""
-    kept: dict = {}
+    kept: dict[str, Any] = {}
     if (interval := _median_interval(scenario.get("time_ms"), scenario.get("time_ci_ms"))) is not None:
         kept["time_ci_ms"] = list(interval)
     if (spread := _measured(scenario.get("spread_ms"))) is not None:
         kept["spread_ms"] = spread
-    medians = scenario.get("baseline_ms") if isinstance(scenario.get("baseline_ms"), dict) else {}
+    medians = given if isinstance(given := scenario.get("baseline_ms"), dict) else {}
     kept_medians, kept_intervals = {}, {}
     for name, median in medians.items():
         if (median := _measured(median)) is None:
@@ -484,7 +493,7 @@ def scenario_noise_fields(scenario: dict) -> dict:
     return kept
 
 
-def time_ratio_interval(a: dict, b: dict) -> tuple[float, float] | None:
+def time_ratio_interval(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float] | None:
     """The interval on how many times faster scenario `a` ran than `b` (b's time over a's), two evaluations'
     timings of one scenario (the compare page); None where either has no interval."""
     ia = _median_interval(a.get("time_ms"), a.get("time_ci_ms"))
@@ -513,7 +522,7 @@ def speedup_text(
     return f"{format_speedup(value, times=times)} ({format_interval(interval, times=times)})"
 
 
-def verdict_speedup_text(verdict: dict, baseline: str, *, times: str = "×", missing: str = "—") -> str:
+def verdict_speedup_text(verdict: dict[str, Any], baseline: str, *, times: str = "×", missing: str = "—") -> str:
     """The geometric-mean speedup over `baseline` as every page and report writes it (`speedup_text`)."""
     return speedup_text(
         speedup_over(verdict, baseline), geomean_interval(verdict, baseline), times=times, missing=missing

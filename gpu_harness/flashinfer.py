@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from . import problem_import
 from .import_suite import SuiteFormat
@@ -49,13 +50,13 @@ class FlashInferImportError(ProblemImportError):
 @dataclass
 class Definition:
     path: Path
-    data: dict
-    workloads: list  # each: {"uuid", "axes", "inputs"}
+    data: dict[str, Any]
+    workloads: list[Any]  # each: {"uuid", "axes", "inputs"}
     workloads_path: Path
-    notes: list
+    notes: list[Any]
 
 
-def _json(path: Path) -> dict:
+def _json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
@@ -65,7 +66,7 @@ def _json(path: Path) -> dict:
     return data
 
 
-def workloads_file(path: Path, d: dict) -> Path:
+def workloads_file(path: Path, d: dict[str, Any]) -> Path:
     """Beside the definition (NAME.jsonl), else in its trace set (root/workloads/<op_type>/NAME.jsonl)."""
     beside = path.with_suffix(".jsonl")
     if beside.is_file():
@@ -76,7 +77,7 @@ def workloads_file(path: Path, d: dict) -> Path:
     return beside
 
 
-def _check_tensors(d: dict, where: str) -> None:
+def _check_tensors(d: dict[str, Any], where: str) -> None:
     axes = d["axes"]
     if not isinstance(axes, dict) or not axes:
         raise FlashInferImportError(f"{where}: axes: a mapping of axis name -> {{type: const|var}}")
@@ -105,7 +106,7 @@ def _check_tensors(d: dict, where: str) -> None:
         )
 
 
-def _check_reference(d: dict, where: str) -> None:
+def _check_reference(d: dict[str, Any], where: str) -> None:
     try:
         tree = ast.parse(str(d["reference"]))
     except SyntaxError as e:
@@ -114,7 +115,7 @@ def _check_reference(d: dict, where: str) -> None:
         raise FlashInferImportError(f"{where}: reference: no top-level function run (its entry point)")
 
 
-def _workloads(d: dict, path: Path, where: str) -> tuple[list, list]:
+def _workloads(d: dict[str, Any], path: Path, where: str) -> tuple[list[Any], list[Any]]:
     if not path.is_file():
         raise FlashInferImportError(f"{where}: no workloads ({path.name} beside it, or in its trace set's workloads/)")
     var = {a for a, s in d["axes"].items() if s["type"] == "var"}
@@ -151,7 +152,7 @@ def _workloads(d: dict, path: Path, where: str) -> tuple[list, list]:
     return kept, notes
 
 
-def problem_import_strict(given: set, expected: set, what: str) -> None:
+def problem_import_strict(given: set[Any], expected: set[Any], what: str) -> None:
     try:
         from .imported_inputs import strict_names
 
@@ -291,7 +292,7 @@ def make_$name(generator, shape, params):
 @dataclass
 class Imported:
     folder: Path
-    notes: list
+    notes: list[Any]
     cached: bool
 
 
@@ -299,7 +300,7 @@ def default_name(path: Path) -> str:
     return task_name(Path(path).stem, "fi")
 
 
-def _scenarios(defn: Definition) -> list:
+def _scenarios(defn: Definition) -> list[Any]:
     var = [a for a, s in defn.data["axes"].items() if s["type"] == "var"]
     scenarios, seen = [], set()
     for w in defn.workloads:
@@ -314,10 +315,10 @@ def _scenarios(defn: Definition) -> list:
     return scenarios
 
 
-def _render(defn: Definition, name: str, scenarios: list, report: dict, case_key: str) -> dict:
+def _render(defn: Definition, name: str, scenarios: list[Any], report: dict[str, Any], case_key: str) -> dict[str, Any]:
     d = defn.data
     var = [a for a, s in d["axes"].items() if s["type"] == "var"]
-    taken: set = set()
+    taken: set[Any] = set()
     abi = {n: c_name(n, taken) for n in [*d["inputs"], *d["outputs"], *var]}
     if any(abi[n] != n for n in abi):
         raise FlashInferImportError(f"{defn.path.name}: names {[n for n in abi if abi[n] != n]} are not C names")
@@ -447,7 +448,7 @@ def _source(path: Path) -> bytes:
     return path.read_bytes() + b"\0" + (w.read_bytes() if w.is_file() else b"")
 
 
-def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list, bool]:
+def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list[Any], bool]:
     done = import_flashinfer(path, name=name, parent=parent, timeout_s=timeout_s)
     return done.notes, done.cached
 

@@ -18,13 +18,17 @@ import math
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 
-def _load(name: str, path: Path):
+def _load(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -35,7 +39,7 @@ defences = _load("kseek_imported_inputs", Path(__file__).with_name("imported_inp
 
 
 class Unimportable(Exception):
-    def __init__(self, message: str, cacheable: bool = True):
+    def __init__(self, message: str, cacheable: bool = True) -> None:
         super().__init__(message)
         self.cacheable = cacheable
 
@@ -48,7 +52,7 @@ def _where(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" + (f" (the reference's line {line})" if line else "")
 
 
-def load(folder: Path):
+def load(folder: Path) -> ModuleType:
     try:
         task = _load("kseek_flashinfer_task", folder / "reference.py")
         task.run_function()  # the definition's code imported now: a package it needs is said as such
@@ -60,7 +64,7 @@ def load(folder: Path):
         raise Unimportable(f"its reference fails to load: {_where(e)}") from None
 
 
-def _args(task, params: dict, device: str, seed: int) -> dict:
+def _args(task: ModuleType, params: dict[str, Any], device: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator(device="cpu").manual_seed(seed)
     args = {}
     for name, spec in task.INPUTS.items():
@@ -75,7 +79,7 @@ def _args(task, params: dict, device: str, seed: int) -> dict:
     return args
 
 
-def flops(task, params: dict) -> int:
+def flops(task: ModuleType, params: dict[str, Any]) -> int:
     meta = {k: (torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor) else v)
             for k, v in _args(task, params, "cpu", 0).items()}  # fmt: skip
     try:
@@ -86,7 +90,7 @@ def flops(task, params: dict) -> int:
         return 0
 
 
-def check(task, params: dict, result: dict) -> None:
+def check(task: ModuleType, params: dict[str, Any], result: dict[str, Any]) -> None:
     args = _args(task, params, "cpu", 1)
     try:
         with torch.no_grad():
@@ -107,7 +111,7 @@ def check(task, params: dict, result: dict) -> None:
             raise Unimportable(f"its reference returns non-finite values in {name} on the definition's inputs")
     tensors = {n: v for n, v in args.items() if isinstance(v, torch.Tensor)}
 
-    def run(given: dict) -> list:
+    def run(given: dict[str, Any]) -> list[Any]:
         with torch.no_grad():
             out = task.reference(**{**args, **given})
         return [out[n] for n in task.OUTPUTS]
@@ -115,7 +119,7 @@ def check(task, params: dict, result: dict) -> None:
     result["scaled"] = defences.scalable_inputs(tensors, run)
 
 
-def probe(folder: Path, scenarios: list) -> dict:
+def probe(folder: Path, scenarios: list[Any]) -> dict[str, Any]:
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
     task = load(folder)
     smallest = min(scenarios, key=lambda p: sum(math.prod(s) for s in task.shapes(p)))

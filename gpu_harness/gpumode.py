@@ -20,6 +20,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import problem_import
 from .import_suite import SuiteFormat
@@ -54,13 +55,13 @@ class GpuModeImportError(ProblemImportError):
 @dataclass
 class Source:
     folder: Path
-    yml: dict
-    files: dict  # name in the task's problem/ -> bytes (task.yml and reference.py among them)
-    cases: list  # [{"case": "test" | "bench", "args": {...}}], duplicates dropped
-    notes: list = field(default_factory=list)
+    yml: dict[str, Any]
+    files: dict[str, Any]  # name in the task's problem/ -> bytes (task.yml and reference.py among them)
+    cases: list[Any]  # [{"case": "test" | "bench", "args": {...}}], duplicates dropped
+    notes: list[Any] = field(default_factory=list)
 
 
-def _yaml(path: Path) -> dict:
+def _yaml(path: Path) -> dict[str, Any]:
     try:
         import yaml
     except ImportError:
@@ -105,12 +106,14 @@ def read_problem(folder: Path) -> Source:
     return Source(folder, yml, files, cases, notes)
 
 
-def _cases(yml: dict, where: str) -> tuple[list, list]:
+def _cases(yml: dict[str, Any], where: str) -> tuple[list[Any], list[Any]]:
     tests = yml.get("tests")
     if not isinstance(tests, list) or not tests:
         raise GpuModeImportError(f"{where}: no tests (each a mapping of generate_input's arguments and a seed)")
     benchmarks = yml.get("benchmarks") or []
-    cases, seen, notes = [], {}, []
+    cases: list[Any] = []
+    seen: dict[Any, str] = {}
+    notes: list[str] = []
     for kind, entries in (("test", tests), ("bench", benchmarks)):
         for k, entry in enumerate(entries):
             if not isinstance(entry, dict) or "seed" not in entry:
@@ -169,8 +172,8 @@ class Tensor:
     name: str
     role: str  # input, output, buffer (an output's, in the data), unused
     dtype: str  # the problem's (bool: uint8 in the ABI)
-    shapes: list  # per scenario
-    dims: list = field(default_factory=list)
+    shapes: list[Any]  # per scenario
+    dims: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -178,32 +181,32 @@ class Plan:
     name: str
     folder: str
     description: str
-    tensors: list
-    data: list  # (role, name) per data item: input, output, scalar, unused
+    tensors: list[Any]
+    data: list[Any]  # (role, name) per data item: input, output, scalar, unused
     container: str
-    outputs: list
-    scalars: list  # {name, dtype, value}
-    scenarios: list
-    quick: list
+    outputs: list[Any]
+    scalars: list[Any]  # {name, dtype, value}
+    scenarios: list[Any]
+    quick: list[Any]
     id_template: str
-    test_args: list
-    scaled: list
-    notes: list
-    terms: list
+    test_args: list[Any]
+    scaled: list[Any]
+    notes: list[Any]
+    terms: list[Any]
     unit_roundoff: float
     cached: bool = False
 
-    def of(self, *roles) -> list:
+    def of(self, *roles: str) -> list[Any]:
         return [t for t in self.tensors if t.role in roles]
 
 
-def plan_task(source: Source, report: dict, name: str) -> Plan:
+def plan_task(source: Source, report: dict[str, Any], name: str) -> Plan:
     """The task from the probe's report: each data item's role and ABI name, each dimension named (a test
     argument whose values it has, a number, or a symbol of its own), the scenarios."""
     scen = report["scenarios"]
     first = scen[0]["obs"]
     roles = report["roles"]
-    taken: set = set()
+    taken: set[Any] = set()
     given = data_names(source.files["reference.py"])
     tensors, data = [], []
     outs = first["outputs"]
@@ -272,7 +275,7 @@ def plan_task(source: Source, report: dict, name: str) -> Plan:
     )
 
 
-def _free(base: str, taken: set) -> str:
+def _free(base: str, taken: set[Any]) -> str:
     candidate, n = base, 1
     while candidate in taken:
         n += 1
@@ -280,11 +283,11 @@ def _free(base: str, taken: set) -> str:
     return candidate
 
 
-def _name_dims(tensors: list, scen: list, test_args: list, reserved: set) -> dict:
+def _name_dims(tensors: list[Any], scen: list[Any], test_args: list[Any], reserved: set[Any]) -> dict[str, Any]:
     """Each dimension a test argument whose values over the scenarios it has (the first such), else its number
     where it is the same in every scenario, else a symbol of its own; {symbol: value per scenario} in order."""
     arg_values = {a: [s["args"][a] for s in scen] for a in test_args}
-    symbols: dict = {}
+    symbols: dict[str, Any] = {}
     for t in tensors:
         for d in range(len(t.shapes[0])):
             values = [shape[d] for shape in t.shapes]
@@ -298,7 +301,7 @@ def _name_dims(tensors: list, scen: list, test_args: list, reserved: set) -> dic
     return symbols
 
 
-def _data_scalars(data: list, scen: list, test_args: list) -> list:
+def _data_scalars(data: list[Any], scen: list[Any], test_args: list[Any]) -> list[Any]:
     """The data's numbers as scalars: a test argument's symbol where they have its values, else a value per
     scenario."""
     scalars = []
@@ -315,7 +318,7 @@ def _data_scalars(data: list, scen: list, test_args: list) -> list:
     return scalars
 
 
-def _role_notes(data: list) -> list:
+def _role_notes(data: list[Any]) -> list[Any]:
     unused = [name for role, name in data if role == "unused"]
     buffers = [name for role, name in data if role == "output"]
     notes = []
@@ -340,7 +343,7 @@ def default_name(folder: Path) -> str:
     return task_name(Path(folder).name, "gm")
 
 
-def run_probe(source: Source, timeout_s: float, cache: bool = True) -> dict:
+def run_probe(source: Source, timeout_s: float, cache: bool = True) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kseek-gpumode-") as work:
         staged = Path(work) / PROBLEM_DIR
         staged.mkdir()
@@ -380,7 +383,7 @@ def problem_folders(folder: Path) -> list[Path]:
     return sorted(p.parent for p in folder.rglob(TASK_YML) if PROBLEM_DIR not in p.parts[len(folder.parts) :])
 
 
-def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list, bool]:
+def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list[Any], bool]:
     done = import_gpumode(path, name=name, parent=parent, timeout_s=timeout_s)
     return done.plan.notes, done.plan.cached
 

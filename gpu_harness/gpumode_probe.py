@@ -20,14 +20,18 @@ import math
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 
-def _load_sibling(stem: str):
+def _load_sibling(stem: str) -> ModuleType:
     """A module of gpu_harness beside this file, loaded by path (the probe runs as a script: `python -P`)."""
     spec = importlib.util.spec_from_file_location(f"kseek_{stem}", Path(__file__).with_name(f"{stem}.py"))
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -40,7 +44,7 @@ SEED, OTHER_SEED = 1234, 4321
 
 
 class Unimportable(Exception):
-    def __init__(self, message: str, cacheable: bool = True):
+    def __init__(self, message: str, cacheable: bool = True) -> None:
         super().__init__(message)
         self.cacheable = cacheable
 
@@ -53,9 +57,9 @@ def _where(e: BaseException, folder: Path) -> str:
     return f"{type(e).__name__}: {e}" + (f" ({line})" if line else "")
 
 
-def load(folder: Path):
+def load(folder: Path) -> ModuleType:
     try:
-        module = runtime.load_problem(folder, "kseek_gpumode_probe")
+        module: ModuleType = runtime.load_problem(folder, "kseek_gpumode_probe")
     except runtime.MissingPackage as e:
         top = str(e).split(".")[0]
         raise Unimportable(f"its reference.py needs {top}: pip install {top} (not installed here)", False) from None
@@ -69,18 +73,20 @@ def load(folder: Path):
     return module
 
 
-def describe_item(v, what: str) -> dict:
+def describe_item(v: object, what: str) -> dict[str, Any]:
     if isinstance(v, torch.Tensor):
         if v.dtype not in runtime.DTYPE_NAMES:
             known = ", ".join(runtime.DTYPE_NAMES.values())
             raise Unimportable(f"{what} has dtype {v.dtype}, which a task cannot hold (known: {known})")
         return {"kind": "tensor", "dtype": runtime.DTYPE_NAMES[v.dtype], "shape": list(v.shape)}
-    if type(v) in (int, float) and math.isfinite(v):
+    if type(v) in (int, float) and math.isfinite(cast(float, v)):
         return {"kind": type(v).__name__, "value": v}
     raise Unimportable(f"{what} is a {type(v).__name__}: only tensors, ints and finite floats can be a task's data")
 
 
-def observe(module, args: dict, device: str, seed: int = SEED, keep: bool = False) -> dict:
+def observe(
+    module: ModuleType, args: dict[str, Any], device: str, seed: int = SEED, keep: bool = False
+) -> dict[str, Any]:
     """generate_input and ref_kernel at these arguments on this device, described."""
     with torch.no_grad(), runtime.on_device(device):
         data = module.generate_input(**args, seed=seed)
@@ -108,13 +114,13 @@ def observe(module, args: dict, device: str, seed: int = SEED, keep: bool = Fals
     return obs
 
 
-def shapes(module, case: dict, notes: list) -> dict:
+def shapes(module: ModuleType, case: dict[str, Any], notes: list[Any]) -> dict[str, Any]:
     try:
         return observe(module, case["args"], "meta")
     except Unimportable:
         raise
     except Exception as e:
-        where = _where(e, Path(module.__file__).parent)
+        where = _where(e, Path(cast(str, module.__file__)).parent)
         notes.append(f"scenario {case['case']} ran on the CPU (the meta device cannot run it: {where})")
     try:
         return observe(module, case["args"], "cpu")
@@ -122,17 +128,17 @@ def shapes(module, case: dict, notes: list) -> dict:
         raise
     except Exception as e:
         raise Unimportable(
-            f"generate_input or ref_kernel fails at {case['args']}: {_where(e, Path(module.__file__).parent)}"
+            f"generate_input or ref_kernel fails at {case['args']}: {_where(e, Path(cast(str, module.__file__)).parent)}"
         ) from None
 
 
-def _bytes(obs: dict) -> int:
+def _bytes(obs: dict[str, Any]) -> int:
     tensors = [d for d in obs["data"] if d["kind"] == "tensor"] + obs["outputs"]
     return sum(math.prod(t["shape"]) * torch.empty(0, dtype=runtime.TORCH_DTYPES[t["dtype"]]).element_size()
                for t in tensors)  # fmt: skip
 
 
-def _equal(a, b) -> bool:
+def _equal(a: object, b: object) -> bool:
     if isinstance(a, torch.Tensor):
         return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
                 and torch.equal(a.nan_to_num(), b.nan_to_num()) and torch.equal(a.isnan(), b.isnan()))  # fmt: skip
@@ -145,18 +151,18 @@ def _poisoned(t: torch.Tensor) -> torch.Tensor:
     return torch.full_like(t, 7 if t.dtype != torch.bool else True)
 
 
-def roles(module, case: dict, first: dict) -> list:
+def roles(module: ModuleType, case: dict[str, Any], first: dict[str, Any]) -> list[Any]:
     """Each data item's role at the smallest scenario: input, output (a buffer), scalar or unused."""
     items = first["_data"]
 
-    def run(replaced: dict) -> list:
-        data = [runtime.clone(replaced.get(k, v)) for k, v in enumerate(items)]
+    def run(replaced: dict[int, Any]) -> list[Any]:
+        cloned = [runtime.clone(replaced.get(k, v)) for k, v in enumerate(items)]
         data = (
-            data[0]
+            cloned[0]
             if first["container"] == "tensor"
-            else type(items)(data)
+            else type(items)(cloned)
             if first["container"] == "list"
-            else tuple(data)
+            else tuple(cloned)
         )
         with torch.no_grad(), runtime.on_device("cpu"):
             return [o.clone() for o in runtime.outputs_of(module.ref_kernel(data))]
@@ -179,7 +185,7 @@ def roles(module, case: dict, first: dict) -> list:
     return result
 
 
-def check_data(module, case: dict, first: dict, result: dict) -> None:
+def check_data(module: ModuleType, case: dict[str, Any], first: dict[str, Any], result: dict[str, Any]) -> None:
     items = first["_data"]
     again = observe(module, case["args"], "cpu", keep=True)["_data"]
     if not all(_equal(a, b) for a, b in zip(items, again, strict=True)):
@@ -209,19 +215,25 @@ def check_data(module, case: dict, first: dict, result: dict) -> None:
     result["roles"] = roles(module, case, first)
     inputs = {str(k): v for k, v in enumerate(items) if result["roles"][k] == "input"}
 
-    def run(given: dict) -> list:
-        data = [given.get(str(k), v) for k, v in enumerate(items)]
-        data = data[0] if first["container"] == "tensor" else tuple(data) if first["container"] == "tuple" else data
+    def run(given: dict[str, Any]) -> list[Any]:
+        given_items = [given.get(str(k), v) for k, v in enumerate(items)]
+        data = (
+            given_items[0]
+            if first["container"] == "tensor"
+            else tuple(given_items)
+            if first["container"] == "tuple"
+            else given_items
+        )
         with torch.no_grad(), runtime.on_device("cpu"):
             return [o.clone() for o in runtime.outputs_of(module.ref_kernel(runtime.clone(data)))]
 
     result["scaled"] = [int(k) for k in defences.scalable_inputs(inputs, run)]
 
 
-def probe(folder: Path, cases: list, max_bytes: int) -> dict:
+def probe(folder: Path, cases: list[Any], max_bytes: int) -> dict[str, Any]:
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
     module = load(folder)
-    notes: list = []
+    notes: list[Any] = []
     observed = []
     for case in cases:
         obs = shapes(module, case, notes)

@@ -17,7 +17,11 @@ import importlib.abc
 import importlib.util
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -33,16 +37,16 @@ class MissingPackage(ImportError):
 class _Siblings(importlib.abc.MetaPathFinder):
     """Finds the problem's sibling modules by their plain names (`from utils import ...`), and only those."""
 
-    def __init__(self, siblings: dict):
+    def __init__(self, siblings: dict[str, Any]) -> None:
         self.siblings = siblings
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if name in self.siblings:
             return importlib.util.spec_from_file_location(name, self.siblings[name])
         return None
 
 
-def load_problem(folder: Path, module_name: str | None = None):
+def load_problem(folder: Path, module_name: str | None = None) -> ModuleType:
     """The problem's reference.py, its sibling modules (every other .py of the folder) importable by their plain
     names while it is executed, and only then (sys.modules as it was for those names afterwards)."""
     folder = Path(folder)
@@ -54,6 +58,8 @@ def load_problem(folder: Path, module_name: str | None = None):
         sys.meta_path.insert(0, finder)
         try:
             spec = importlib.util.spec_from_file_location(tag, folder / "reference.py")
+            if spec is None or spec.loader is None:  # (a .py file's path always has both)
+                raise ImportError("no loadable module spec")
             module = importlib.util.module_from_spec(spec)
             sys.modules[tag] = module  # what dataclasses and torch.compile look modules up by
             try:
@@ -65,21 +71,21 @@ def load_problem(folder: Path, module_name: str | None = None):
             return module
         finally:
             sys.meta_path.remove(finder)
-            for name, module in saved.items():
-                if module is None:
+            for name, kept in saved.items():
+                if kept is None:
                     sys.modules.pop(name, None)
                 else:
-                    sys.modules[name] = module
+                    sys.modules[name] = kept
 
 
-def entry_points_missing(module) -> list[str]:
+def entry_points_missing(module: ModuleType) -> list[str]:
     return [n for n in ENTRY_POINTS if not callable(getattr(module, n, None))]
 
 
 # ---- the device the problem's code runs on -------------------------------------------------------------------
 
 
-def _is_cuda(device) -> bool:
+def _is_cuda(device: object) -> bool:
     try:
         return isinstance(device, (str, torch.device, int)) and torch.device(device).type == "cuda"
     except (RuntimeError, TypeError):
@@ -89,11 +95,13 @@ def _is_cuda(device) -> bool:
 class _Redirect(TorchFunctionMode):
     """Every device the problem's code names as CUDA becomes `device` (factory functions, .to, .cuda)."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device) -> None:
         super().__init__()
         self.device = device
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(
+        self, func: Callable[..., Any], types: object, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = dict(kwargs or {})
         if _is_cuda(kwargs.get("device")):
             kwargs["device"] = self.device
@@ -111,15 +119,15 @@ class _HostGenerator(_REAL_GENERATOR):
     """torch.Generator while the problem runs off the GPU: a CPU generator whatever device it is asked for (still a
     torch.Generator, so torch's own annotations and checks hold)."""
 
-    def __new__(cls, device=None):
-        return _REAL_GENERATOR.__new__(cls, device="cpu")
+    def __new__(cls: type, device: object = None) -> Any:
+        return _REAL_GENERATOR.__new__(cls, device="cpu")  # type: ignore[call-arg]  # (torch's stub: object's __new__)
 
-    def __init__(self, device=None):
+    def __init__(self, device: object = None) -> None:
         pass
 
 
 @contextlib.contextmanager
-def on_device(device):
+def on_device(device: torch.device | str) -> Iterator[None]:
     """The problem's code run on `device`: a GPU's own (`cuda` is then that GPU), or CUDA names rewritten to the
     CPU or the meta device (its generators then made on the CPU, whose draws the meta device accepts)."""
     device = torch.device(device)
@@ -129,31 +137,31 @@ def on_device(device):
             yield
         return
     with _lock:
-        torch.Generator = _HostGenerator
+        torch.Generator = _HostGenerator  # type: ignore[misc]  # replaced while the problem runs, on purpose
         sync = torch.cuda.synchronize
         torch.cuda.synchronize = lambda *a, **k: None
         try:
             with _Redirect(device):
                 yield
         finally:
-            torch.Generator = _REAL_GENERATOR
+            torch.Generator = _REAL_GENERATOR  # type: ignore[misc]  # (put back)
             torch.cuda.synchronize = sync
 
 
 # ---- data and outputs ------------------------------------------------------------------------------------------
 
 
-def items(data) -> list:
+def items(data: torch.Tensor | Iterable[Any]) -> list[Any]:
     """The problem's data as a list of its items (a tensor alone is one item)."""
     return [data] if isinstance(data, torch.Tensor) else list(data)
 
 
-def outputs_of(out) -> list:
+def outputs_of(out: torch.Tensor | Iterable[Any]) -> list[Any]:
     """ref_kernel's result as a list of tensors (a tensor, or a tuple or list of them)."""
     return [out] if isinstance(out, torch.Tensor) else list(out)
 
 
-def clone(data):
+def clone(data: object) -> Any:
     if isinstance(data, torch.Tensor):
         return data.clone()
     if isinstance(data, (tuple, list)):
@@ -166,7 +174,7 @@ def clone(data):
 class Problem:
     """The problem of one imported task, as reference.py's tables describe it (gpumode_files.py writes them)."""
 
-    def __init__(self, folder: Path, tables: dict):
+    def __init__(self, folder: Path, tables: dict[str, Any]) -> None:
         self.folder = folder
         self.data = tables["DATA"]  # per data item: (role, name): input, output (a buffer), scalar, unused
         self.container = tables["CONTAINER"]  # "tensor", "tuple" or "list": what generate_input returns
@@ -176,10 +184,10 @@ class Problem:
         self.test_args = tables["TEST_ARGS"]  # generate_input's arguments but seed
         self.scaled = tables["SCALED"]
         self.args = tables["ARGS"]  # every argument but the outputs
-        self._module = None
-        self._made: dict = {}
+        self._module: ModuleType | None = None
+        self._made: dict[tuple[int, tuple[tuple[str, str], ...], str], Any] = {}
 
-    def module(self):
+    def module(self) -> ModuleType:
         with _lock:
             if self._module is None:
                 self._module = load_problem(self.folder)
@@ -187,7 +195,7 @@ class Problem:
 
     # -- inputs: the problem's own generate_input, on the judge's seed --
 
-    def make(self, name: str, generator, shape, params: dict):
+    def make(self, name: str, generator: torch.Generator, shape: tuple[int, ...], params: dict[str, Any]) -> Any:
         seed = generator.initial_seed() % 2**31  # a seed the problem's own generators and numpy take
         data = self._generated(seed, params, generator.device)
         index = next(k for k, (role, n) in enumerate(self.data) if role == "input" and n == name)
@@ -202,7 +210,7 @@ class Problem:
             t = scale_and_shift(t, seed, name, params)
         return t.to(generator.device).contiguous()
 
-    def _generated(self, seed: int, params: dict, device):
+    def _generated(self, seed: int, params: dict[str, Any], device: torch.device) -> Any:
         # every input of one seed comes from one call (inputs that must agree, indices and what they index, do)
         key = (seed, tuple(sorted((k, str(v)) for k, v in params.items())), str(device))
         with _lock:
@@ -214,10 +222,10 @@ class Problem:
 
     # -- the reference and the baselines --
 
-    def _shape(self, name: str, args: dict) -> tuple:
+    def _shape(self, name: str, args: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(int(args[d]) if isinstance(d, str) else d for d in self.dims[name])
 
-    def data_for(self, args: dict, wide: bool):
+    def data_for(self, args: dict[str, Any], wide: bool) -> Any:
         """generate_input's data rebuilt from the task's arguments: inputs in their own dtypes (float64 where
         `wide`), output buffers and unused items made afresh, scalars as given."""
         from gpu_harness.imported_inputs import strict_names
@@ -240,7 +248,7 @@ class Problem:
             return built[0]
         return tuple(built) if self.container == "tuple" else built
 
-    def run(self, args: dict, wide: bool = False) -> dict:
+    def run(self, args: dict[str, Any], wide: bool = False) -> dict[str, Any]:
         """ref_kernel on the rebuilt data: the outputs by name, each in its ABI dtype unless `wide`."""
         data = self.data_for(args, wide)
         device = next(v.device for v in args.values() if isinstance(v, torch.Tensor))
@@ -269,5 +277,5 @@ TORCH_DTYPES = {
 DTYPE_NAMES = {v: k for k, v in TORCH_DTYPES.items()}
 
 
-def _torch_dtype(name: str):
+def _torch_dtype(name: str) -> Any:
     return TORCH_DTYPES["uint8" if name == "bool" else name]

@@ -29,10 +29,11 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .problem_import import ProblemImportError, torch_version
 
@@ -52,12 +53,14 @@ class SuiteFormat:
 
     name: str  # the manifest's "format": kernelbench, gpumode, flashinfer
     command: str  # the CLI command that imports it (the manifest's written_by)
-    problems: Callable  # (folder) -> the folder's problems (files or folders), in the format's order
-    default_name: Callable  # (problem) -> its task's name
-    source: Callable  # (problem) -> the bytes its import is a function of (its sha256 is the manifest's)
-    held: Callable  # (task folder) -> the same bytes of the copy the folder holds, or None
-    import_problem: Callable  # (problem, name, parent, timeout_s) -> (notes, probe cached)
-    refused_at_once: Callable = lambda problem, source: None  # why not, read without running anything, or None
+    problems: Callable[..., Any]  # (folder) -> the folder's problems (files or folders), in the format's order
+    default_name: Callable[..., Any]  # (problem) -> its task's name
+    source: Callable[..., Any]  # (problem) -> the bytes its import is a function of (its sha256 is the manifest's)
+    held: Callable[..., Any]  # (task folder) -> the same bytes of the copy the folder holds, or None
+    import_problem: Callable[..., Any]  # (problem, name, parent, timeout_s) -> (notes, probe cached)
+    refused_at_once: Callable[..., Any] = lambda problem, source: (
+        None
+    )  # why not, read without running anything, or None
 
 
 @dataclass
@@ -69,8 +72,8 @@ class Problem:
     name: str
     outcome: str = ""  # IMPORTED (and its check passed), REFUSED (reason), CHECK_FAILED (reason)
     reason: str = ""
-    scenarios: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
+    scenarios: list[Any] = field(default_factory=list)
+    notes: list[Any] = field(default_factory=list)
     abi: str = ""
     check: str = ""  # what the check said it ran, on success
     check_key: str = ""  # check_key() of the folder its check passed on
@@ -78,7 +81,7 @@ class Problem:
     check_s: float = 0.0
     probe_cached: bool = False
 
-    def entry(self) -> dict:
+    def entry(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in ("", [], None) or k in ("file", "outcome")}
 
 
@@ -127,12 +130,12 @@ class MemoryBudget:
     ones never run at once, and one larger than the whole is not run (the OOM killer would end it, and whatever
     else it picked, with no sentence)."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int) -> None:
         self.total, self.free = total, total
         self.changed = threading.Condition()
 
     @contextlib.contextmanager
-    def hold(self, need: int):
+    def hold(self, need: int) -> Iterator[None]:
         need = min(need, self.total)
         with self.changed:
             self.changed.wait_for(lambda: self.free >= need)
@@ -216,7 +219,7 @@ def import_one(path: Path, p: Problem, settings: Settings, check_only: bool) -> 
     return p
 
 
-def _described(folder: Path) -> tuple[str, list]:
+def _described(folder: Path) -> tuple[str, list[Any]]:
     """The task's declaration, as the agent is shown it, and its scenarios' cases (main, half, ...); empty where
     the folder does not load."""
     from .taskspec import TaskSpecError, load_spec
@@ -235,10 +238,10 @@ class Suite:
     fmt: SuiteFormat
     source: Path
     out: Path
-    problems: dict  # file -> Problem
+    problems: dict[str, Any]  # file -> Problem
     started: float = field(default_factory=time.perf_counter)
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, Any]:
         counts = {IMPORTED: 0, UNCHECKED: 0, REFUSED: 0, CHECK_FAILED: 0}
         for p in self.problems.values():
             if p.outcome:
@@ -263,7 +266,7 @@ class Suite:
         return path
 
 
-def previous_entries(out: Path) -> dict:
+def previous_entries(out: Path) -> dict[str, Any]:
     """file -> its entry in the manifest a previous run wrote ({} where there is none or it does not parse)."""
     try:
         data = json.loads((out / MANIFEST).read_text())
@@ -272,12 +275,14 @@ def previous_entries(out: Path) -> dict:
         return {}
 
 
-def _to_problem(entry: dict) -> Problem:
+def _to_problem(entry: dict[str, Any]) -> Problem:
     known = set(Problem.__dataclass_fields__)
     return Problem(**{k: v for k, v in entry.items() if k in known})
 
 
-def plan_problem(fmt: SuiteFormat, path: Path, out: Path, before: dict, taken: dict) -> tuple[Problem, str]:
+def plan_problem(
+    fmt: SuiteFormat, path: Path, out: Path, before: dict[str, Any], taken: dict[str, Any]
+) -> tuple[Problem, str]:
     """The problem and what to do with it: "done" (refused at once), "skip" (imported and checked before, nothing
     changed since), "check" (its folder is written, its check is due) or "import"."""
     try:
@@ -310,7 +315,7 @@ def plan_problem(fmt: SuiteFormat, path: Path, out: Path, before: dict, taken: d
 
 
 @contextlib.contextmanager
-def suite_lock(out: Path):
+def suite_lock(out: Path) -> Iterator[None]:
     """One import at a time writes a suite folder (a second would race on its folders and manifest)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / LOCK, "w") as f:
@@ -340,7 +345,9 @@ def _line(k: int, total: int, p: Problem, seconds: float, action: str) -> str:
     return head + f"{p.outcome}: {p.reason} ({seconds:.1f} s)"
 
 
-def import_suite(fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s: float, progress) -> Suite:
+def import_suite(
+    fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s: float, progress: Callable[[str], None]
+) -> Suite:
     """Import every problem of `source` into `out` (a task folder each, and suite.json), `jobs` at a time;
     `progress(line)` gets a line per problem as it completes. Refusals are outcomes, not errors."""
     files = fmt.problems(source)
@@ -348,7 +355,8 @@ def import_suite(fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s
         raise ProblemImportError(f"{source}: no {fmt.name} problems in it")
     with suite_lock(out):
         _clear_partial(out)
-        before, taken = previous_entries(out), {}
+        before = previous_entries(out)
+        taken: dict[str, Any] = {}
         suite = Suite(fmt, source, out, {})
         planned = [(path, *plan_problem(fmt, path, out, before, taken)) for path in files]
         for _path, p, _action in planned:
@@ -380,7 +388,7 @@ def import_suite(fmt: SuiteFormat, source: Path, out: Path, jobs: int, timeout_s
     return suite
 
 
-def _outcome(future, p: Problem) -> Problem:
+def _outcome(future: Future[Problem], p: Problem) -> Problem:
     """The problem's outcome; an error of the suite's own code (not the problem's) is said as a failed check."""
     try:
         return future.result()

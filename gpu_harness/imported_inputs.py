@@ -18,13 +18,19 @@ problem is judged against", states them:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
 
 # |log2 s| and |b|: s in [0.35, 0.71] or [1.41, 2.83], b in [-2, -0.5] or [0.5, 2] (signs drawn too)
 SCALE_EXPONENT = (0.5, 1.5)
 SHIFT = (0.5, 2.0)
 
 
-def affine(seed: int, name: str, params: dict) -> tuple[float, float]:
+def affine(seed: int, name: str, params: dict[str, Any]) -> tuple[float, float]:
     """The scale and shift of input `name` for this seed and scenario (a function of them alone)."""
     rng = random.Random(f"{seed}:{name}:{sorted((k, str(v)) for k, v in params.items())}")
     scale = 2.0 ** (rng.choice((-1.0, 1.0)) * rng.uniform(*SCALE_EXPONENT))
@@ -32,12 +38,12 @@ def affine(seed: int, name: str, params: dict) -> tuple[float, float]:
     return scale, shift
 
 
-def scale_and_shift(t, seed: int, name: str, params: dict):
+def scale_and_shift(t: torch.Tensor, seed: int, name: str, params: dict[str, Any]) -> torch.Tensor:
     """x * s + b in float32 (float64 for a float64 tensor), rounded to the tensor's own dtype."""
     return apply_affine(t, *affine(seed, name, params))
 
 
-def apply_affine(t, scale: float, shift: float):
+def apply_affine(t: torch.Tensor, scale: float, shift: float) -> torch.Tensor:
     import torch
 
     wide = t.double() if t.dtype == torch.float64 else t.float()
@@ -50,12 +56,12 @@ EXTREMES = ((2.0 ** SCALE_EXPONENT[1], SHIFT[1]), (2.0 ** SCALE_EXPONENT[1], -SH
             (2.0 ** -SCALE_EXPONENT[1], SHIFT[1]))  # fmt: skip
 
 
-def signed_float(t) -> bool:
+def signed_float(t: torch.Tensor) -> bool:
     """Whether the tensor is a float one holding a negative value: a signed distribution, which scaling keeps one."""
     return bool(t.is_floating_point() and t.numel() and (t < 0).any())
 
 
-def newly_nonfinite(before, after) -> bool:
+def newly_nonfinite(before: list[torch.Tensor], after: list[torch.Tensor]) -> bool:
     """Whether some output element is non-finite in `after` but finite in `before` (lists of tensors)."""
     import torch
 
@@ -65,7 +71,7 @@ def newly_nonfinite(before, after) -> bool:
     return False
 
 
-def scalable_inputs(inputs: dict, run) -> list[str]:
+def scalable_inputs(inputs: dict[str, Any], run: Callable[[dict[str, Any]], list[torch.Tensor]]) -> list[str]:
     """The names of `inputs` (name -> tensor or other value) that scaling suits: signed float tensors whose scaled
     values, all together and at the corners of the ranges (EXTREMES), leave every finite output finite (`run(inputs)` -> the outputs, a list of tensors);
     where together they do not, each one alone is tried and kept when it does."""
@@ -89,7 +95,7 @@ def scalable_inputs(inputs: dict, run) -> list[str]:
     return [n for n in candidates if fine([n])]
 
 
-def strict_names(given, expected, what: str) -> None:
+def strict_names(given: Iterable[str], expected: Iterable[str], what: str) -> None:
     """Refuse a call whose names are not exactly the expected ones (ValueError naming the missing and the extra)."""
     given, expected = set(given), set(expected)
     if given == expected:

@@ -17,6 +17,7 @@ import ast
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import problem_import
 from .problem_import import PROBE_TIMEOUT_S, UNIT_ROUNDOFF, ProblemImportError, c_name, task_name, torch_version
@@ -52,7 +53,8 @@ def _hub_call(node: ast.AST) -> str | None:
     """The dotted name of a hub-downloading call (`AutoConfig.from_pretrained`, `torch.hub.load`), else None."""
     if not isinstance(node, ast.Call):
         return None
-    func, parts = node.func, []
+    func: ast.expr = node.func
+    parts: list[str] = []
     while isinstance(func, ast.Attribute):
         parts.insert(0, func.attr)
         func = func.value
@@ -71,7 +73,7 @@ def hub_refusal(path: Path, source: str) -> str | None:
         tree = ast.parse(source, filename=path.name)
     except SyntaxError:
         return None  # the probe's import says where it fails
-    calls = [(name, node.lineno) for node in ast.walk(tree) if (name := _hub_call(node))]
+    calls = [(name, node.lineno) for node in ast.walk(tree) if isinstance(node, ast.Call) and (name := _hub_call(node))]
     if not calls:
         return None
     calls.sort(key=lambda c: c[1])
@@ -92,7 +94,7 @@ def probe_key(source: bytes) -> str:
     return problem_import.probe_key(PROBE, source)
 
 
-def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S, cache: bool = True) -> dict:
+def run_probe(path: Path, timeout_s: float = PROBE_TIMEOUT_S, cache: bool = True) -> dict[str, Any]:
     """The probe's report on the problem file, or KernelBenchImportError naming what went wrong (cached by its
     source: problem_import.run_probe)."""
     argv = [str(path), str(MAX_SCENARIO_BYTES)]
@@ -109,11 +111,11 @@ class Tensor:
     name: str  # the ABI name
     role: str  # "input" (of get_inputs), "weight" (a parameter or buffer) or "output"
     dtype: str  # the ABI dtype (bool -> uint8)
-    shapes: list  # one per kept scenario
+    shapes: list[Any]  # one per kept scenario
     index: int = 0  # inputs: position in get_inputs(); outputs: position in the forward's result
     dotted: str = ""  # weights: the state_dict name
     is_bool: bool = False
-    dims: list = field(default_factory=list)  # a symbol or a number per dimension, once named
+    dims: list[Any] = field(default_factory=list)  # a symbol or a number per dimension, once named
     adopted: bool = False  # weights: a plain tensor attribute of the model, taken as a buffer
 
 
@@ -122,30 +124,30 @@ class Plan:
     name: str
     file: str
     init: str
-    tensors: list
-    scalars: list  # dicts: name, dtype, value (a formula), origin ("input" or "size")
-    forward: list  # ABI names in the forward's order
-    scenarios: list  # dicts of params
-    quick: list
+    tensors: list[Any]
+    scalars: list[Any]  # dicts: name, dtype, value (a formula), origin ("input" or "size")
+    forward: list[Any]  # ABI names in the forward's order
+    scenarios: list[Any]  # dicts of params
+    quick: list[Any]
     id_template: str
-    notes: list
-    size_vars: list
+    notes: list[Any]
+    size_vars: list[Any]
     case_key: str = CASE_SYMBOL
     flops_key: str = FLOPS_SYMBOL
-    reductions: list = field(default_factory=list)  # per scenario: how many terms one output element sums
+    reductions: list[Any] = field(default_factory=list)  # per scenario: how many terms one output element sums
     unit_roundoff: float = UNIT_ROUNDOFF["float32"]  # of the problem's lowest float precision
-    adopted: list = field(default_factory=list)  # dotted names of plain tensor attributes taken as buffers
-    scaled: list = field(default_factory=list)  # ABI names of the inputs given as x * s + b (imported_inputs.py)
+    adopted: list[Any] = field(default_factory=list)  # dotted names of plain tensor attributes taken as buffers
+    scaled: list[Any] = field(default_factory=list)  # ABI names of the inputs given as x * s + b (imported_inputs.py)
     cached: bool = False  # the probe's report came from its cache (the problem was not run again)
 
-    def of(self, role: str) -> list:
+    def of(self, role: str) -> list[Any]:
         return [t for t in self.tensors if t.role == role]
 
 
 _c_name = c_name
 
 
-def _free(base: str, taken: set) -> str:
+def _free(base: str, taken: set[Any]) -> str:
     """A scenario key (not a C name: `case` may be one) that no size of the problem has."""
     candidate, n = base, 1
     while candidate in taken:
@@ -154,13 +156,13 @@ def _free(base: str, taken: set) -> str:
     return candidate
 
 
-def scenario_bytes(obs: dict) -> int:
+def scenario_bytes(obs: dict[str, Any]) -> int:
     """What one observation's tensors take together: the inputs, the model's parameters and buffers, the outputs."""
     items = [v for v in obs["inputs"] if v.get("kind") == "tensor"] + obs["state"] + obs["outputs"]["items"]
     return sum(math.prod(t["shape"]) * DTYPES[BOOL_AS if t["dtype"] == "bool" else t["dtype"]].itemsize for t in items)
 
 
-def _fitting(report: dict) -> dict:
+def _fitting(report: dict[str, Any]) -> dict[str, Any]:
     """The report without the scenarios whose tensors exceed a task's scenario (taskspec.MAX_SCENARIO_BYTES), a
     note saying each one dropped; the main scenario beyond it cannot be imported."""
     kept, notes = [], list(report["notes"])
@@ -179,14 +181,14 @@ def _fitting(report: dict) -> dict:
     return {**report, "scenarios": kept, "notes": notes}
 
 
-def plan_task(report: dict, name: str) -> Plan:
+def plan_task(report: dict[str, Any], name: str) -> Plan:
     """The task from the probe's report: the ABI in order (tensor inputs, weights, outputs, scalars), each
     dimension named (_name_dimensions), and the scenarios' values (those a task can hold: _fitting)."""
     report = _fitting(report)
     scen = report["scenarios"]
     main = report["main"]
     sizes = report["sizes"]
-    taken: set = set()
+    taken: set[Any] = set()
     forward_names = report["forward"]
     tensors, scalars, forward = [], [], []
     for i, v in enumerate(main["inputs"]):
@@ -251,12 +253,12 @@ def plan_task(report: dict, name: str) -> Plan:
     )
 
 
-def _tensor(abi, role, dtype, shapes, **kw) -> Tensor:
+def _tensor(abi: str, role: str, dtype: str, shapes: list[tuple[int, ...]], **kw: Any) -> Tensor:
     is_bool = dtype == "bool"
     return Tensor(abi, role, BOOL_AS if is_bool else dtype, shapes, is_bool=is_bool, **kw)
 
 
-def _probe_shape(probe_obs: dict | None, t: Tensor) -> list | None:
+def _probe_shape(probe_obs: dict[str, Any] | None, t: Tensor) -> list[Any] | None:
     """The tensor's shape in a probe's observation (None where the probe did not make it)."""
     if probe_obs is None:
         return None
@@ -269,7 +271,7 @@ def _probe_shape(probe_obs: dict | None, t: Tensor) -> list | None:
     return items[t.index]["shape"] if t.index < len(items) else None
 
 
-def _name_dimensions(report: dict, tensors: list, reserved: set) -> dict:
+def _name_dimensions(report: dict[str, Any], tensors: list[Any], reserved: set[Any]) -> dict[str, Any]:
     """Give every dimension a symbol or a number; returns {symbol: [value per scenario]} in order of use.
 
     A dimension is named after a module-level size variable when its values over the scenarios are that
@@ -282,8 +284,8 @@ def _name_dimensions(report: dict, tensors: list, reserved: set) -> dict:
     sizes, scen, probes = report["sizes"], report["scenarios"], report["probes"]
     traced = report["traced"]
     var_values = {v: tuple(s["assignment"].get(v, sizes[v]) for s in scen) for v in sizes}
-    symbols: dict = {}
-    generated: dict = {}  # (values, moved-by) -> symbol
+    symbols: dict[str, Any] = {}
+    generated: dict[tuple[tuple[Any, ...], frozenset[Any]], str] = {}  # (values, moved-by) -> symbol
     for t in tensors:
         probe_shapes = [(p, _probe_shape(p["obs"], t)) for p in probes]
         for d in range(len(t.shapes[0])):
@@ -321,7 +323,7 @@ def _name_dimensions(report: dict, tensors: list, reserved: set) -> dict:
     return symbols
 
 
-def _flops(obs: dict, tensors: list, k: int) -> int:
+def _flops(obs: dict[str, Any], tensors: list[Any], k: int) -> int:
     """FlopCounterMode's count (matmuls, convolutions, attention: 2 per multiply-add); where it counts none
     (elementwise, reductions), the elements of the largest tensor, one operation each."""
     counted = int(obs.get("flops") or 0)
@@ -336,7 +338,7 @@ def _flops(obs: dict, tensors: list, k: int) -> int:
     return max(1, largest)
 
 
-def _reduction(obs: dict, tensors: list, k: int) -> int:
+def _reduction(obs: dict[str, Any], tensors: list[Any], k: int) -> int:
     """How many terms one output element of scenario k sums, at most: the counted flops per output element, halved
     (a matmul's K, a convolution's in_channels x kernel size), or where none are counted (elementwise, reductions)
     the largest tensor's elements per output element (a sum over a dimension: its length; elementwise: 1)."""

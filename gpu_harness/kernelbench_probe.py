@@ -35,7 +35,10 @@ import math
 import os
 import sys
 import traceback
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -44,9 +47,11 @@ from torch.utils.flop_counter import FlopCounterMode
 MODULE_NAME = "kseek_kernelbench_problem"
 
 
-def _load_sibling(stem: str):
+def _load_sibling(stem: str) -> ModuleType:
     """A module of gpu_harness beside this file, loaded by path (the probe runs as a script: `python -P`)."""
     spec = importlib.util.spec_from_file_location(f"kseek_{stem}", Path(__file__).with_name(f"{stem}.py"))
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -72,7 +77,7 @@ class Unimportable(Exception):
     """The problem cannot become a task; the message says why, in the user's terms. `cacheable`: whether the
     refusal follows from the file alone (so the same file is refused again, whatever this machine has)."""
 
-    def __init__(self, message: str, cacheable: bool = True):
+    def __init__(self, message: str, cacheable: bool = True) -> None:
         super().__init__(message)
         self.cacheable = cacheable
 
@@ -84,10 +89,12 @@ PIP_NAMES = {"sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "Pillow",
 # ---- loading the problem -------------------------------------------------------------------------------------
 
 
-def load_problem(path: Path):
+def load_problem(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
     if spec is None or spec.loader is None:
         raise Unimportable(f"{path.name} cannot be loaded as a Python module")
+    if spec is None or spec.loader is None:  # (a .py file's path always has both)
+        raise ImportError("no loadable module spec")
     module = importlib.util.module_from_spec(spec)
     sys.modules[MODULE_NAME] = module
     try:
@@ -139,12 +146,12 @@ def _line_of(e: BaseException, path: Path) -> int | None:
     return line
 
 
-def size_variables(module) -> dict:
+def size_variables(module: ModuleType) -> dict[str, Any]:
     """Module-level ints (not bools), in the order written: the problem's sizes and settings."""
     return {k: v for k, v in vars(module).items() if type(v) is int and not k.startswith("_")}
 
 
-def forward_names(model_cls) -> tuple[list[str], bool]:
+def forward_names(model_cls: type[nn.Module]) -> tuple[list[str], bool]:
     """The forward's positional parameter names after self, and whether it takes *args."""
     params = list(inspect.signature(model_cls.forward).parameters.values())[1:]
     names, var = [], False
@@ -161,7 +168,7 @@ def forward_names(model_cls) -> tuple[list[str], bool]:
 
 
 @contextlib.contextmanager
-def sizes_set(module, assignment: dict):
+def sizes_set(module: ModuleType, assignment: dict[str, Any]) -> Iterator[None]:
     """The problem's module-level sizes changed for the block (get_inputs reads them when called)."""
     saved = {k: getattr(module, k) for k in assignment}
     try:
@@ -176,7 +183,7 @@ def sizes_set(module, assignment: dict):
 # ---- one observation: build, make inputs, run -------------------------------------------------------------------
 
 
-def _describe_tensor(t: torch.Tensor, what: str) -> dict:
+def _describe_tensor(t: torch.Tensor, what: str) -> dict[str, Any]:
     if t.dtype not in DTYPE_NAMES:
         raise Unimportable(f"{what} has dtype {t.dtype}, which a task cannot hold (known: {_known_dtypes()})")
     return {"kind": "tensor", "dtype": DTYPE_NAMES[t.dtype], "shape": list(t.shape)}
@@ -186,7 +193,7 @@ def _known_dtypes() -> str:
     return ", ".join(DTYPE_NAMES.values())
 
 
-def _describe_input(v, i: int) -> dict:
+def _describe_input(v: object, i: int) -> dict[str, Any]:
     if isinstance(v, torch.Tensor):
         return _describe_tensor(v, f"get_inputs()[{i}]")
     if type(v) is int:
@@ -200,7 +207,7 @@ def _describe_input(v, i: int) -> dict:
     )
 
 
-def describe_outputs(out) -> dict:
+def describe_outputs(out: object) -> dict[str, Any]:
     if isinstance(out, torch.Tensor):
         return {"container": "tensor", "items": [_describe_tensor(out, "the forward's output")]}
     if isinstance(out, (tuple, list)):
@@ -223,7 +230,7 @@ def describe_outputs(out) -> dict:
 
 def model_state(model: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
     """(dotted name, "parameter" or "buffer", tensor), each tensor once (a shared one under its first name)."""
-    out = [(n, "parameter", p) for n, p in model.named_parameters()]
+    out: list[tuple[str, str, torch.Tensor]] = [(n, "parameter", p) for n, p in model.named_parameters()]
     out += [(n, "buffer", b) for n, b in model.named_buffers()]
     return out
 
@@ -248,7 +255,7 @@ def adopt_plain_tensors(model: nn.Module) -> list[str]:
 META_FROM_CPU = "meta-from-cpu"
 
 
-def build(module, device: str, seed: int, assignment: dict) -> tuple:
+def build(module: ModuleType, device: str, seed: int, assignment: dict[str, Any]) -> tuple[Any, ...]:
     """(init arguments, model, inputs, adopted plain tensors) at these sizes on this device, as the problem makes
     them."""
     model_device = "cpu" if device == META_FROM_CPU else device
@@ -267,7 +274,9 @@ def build(module, device: str, seed: int, assignment: dict) -> tuple:
     return init, model, inputs, adopted
 
 
-def observe(module, device: str, seed: int, assignment: dict, keep: bool = False) -> dict:
+def observe(
+    module: ModuleType, device: str, seed: int, assignment: dict[str, Any], keep: bool = False
+) -> dict[str, Any]:
     """Build the model and its inputs at these sizes on this device, run forward once, describe it all."""
     init, model, inputs, adopted = build(module, device, seed, assignment)
     device = "meta" if device == META_FROM_CPU else device
@@ -291,7 +300,9 @@ def observe(module, device: str, seed: int, assignment: dict, keep: bool = False
     return obs
 
 
-def _try_observe(module, device, seed, assignment) -> tuple[dict | None, str]:
+def _try_observe(
+    module: ModuleType, device: str, seed: int, assignment: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str]:
     try:
         return observe(module, device, seed, assignment), ""
     except Unimportable as e:
@@ -300,11 +311,11 @@ def _try_observe(module, device, seed, assignment) -> tuple[dict | None, str]:
         return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-def _as_tuple(out) -> tuple:
+def _as_tuple(out: torch.Tensor | Iterable[Any]) -> tuple[Any, ...]:
     return (out,) if isinstance(out, torch.Tensor) else tuple(out)
 
 
-def _shapes(obs: dict) -> list:
+def _shapes(obs: dict[str, Any]) -> list[Any]:
     return [o["shape"] for o in obs["outputs"]["items"]]
 
 
@@ -320,7 +331,7 @@ def _same_tensors(a: torch.Tensor, b: torch.Tensor) -> bool:
 # ---- the data checks, on CPU at the main sizes -----------------------------------------------------------------
 
 
-def check_data(module, main: dict, assignment: dict, notes: list[str]) -> None:
+def check_data(module: ModuleType, main: dict[str, Any], assignment: dict[str, Any], notes: list[str]) -> None:
     """`main` was observed on CPU at these sizes (kept tensors): forward again on the same inputs must give the
     same outputs bit for bit, and on other inputs and weights outputs of the same number, shapes and dtypes."""
     model, inputs, first = main["_model"], main["_inputs"], _as_tuple(main["_out"])
@@ -358,13 +369,13 @@ def check_data(module, main: dict, assignment: dict, notes: list[str]) -> None:
         )
 
 
-def scaled_inputs(data: dict, notes: list[str]) -> list[int]:
+def scaled_inputs(data: dict[str, Any], notes: list[str]) -> list[int]:
     """The positions in get_inputs() of the inputs given as x * s + b (imported_inputs.py): signed float tensors
     whose scaled values leave every finite output finite, on the data checks' observation."""
     model, inputs = data["_model"], data["_inputs"]
     tensors = {str(i): v for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)}
 
-    def run(given: dict) -> list:
+    def run(given: dict[str, Any]) -> list[Any]:
         with torch.no_grad():
             args = [given[str(i)].clone() if str(i) in given else v for i, v in enumerate(inputs)]
             return list(_as_tuple(model(*args)))
@@ -382,19 +393,19 @@ def scaled_inputs(data: dict, notes: list[str]) -> list[int]:
 # ---- the sizes: which variable moves which dimension, which ones scale -------------------------------------
 
 
-def _structure(obs: dict) -> list:
+def _structure(obs: dict[str, Any]) -> list[Any]:
     return [(o["dtype"], len(o["shape"])) for o in obs["outputs"]["items"]]
 
 
-def _scalar_values(obs: dict) -> list:
+def _scalar_values(obs: dict[str, Any]) -> list[Any]:
     return [v.get("value") for v in obs["inputs"]]
 
 
-def _input_shapes(obs: dict) -> list:
+def _input_shapes(obs: dict[str, Any]) -> list[Any]:
     return [v.get("shape") for v in obs["inputs"]]
 
 
-def same_model(base: dict, other: dict) -> str:
+def same_model(base: dict[str, Any], other: dict[str, Any]) -> str:
     """Why `other` is not the same model on other input sizes ("" when it is)."""
     if other["init"] != base["init"]:
         return "get_init_inputs() changes"
@@ -427,13 +438,14 @@ def odd(v: int) -> int:
     return (3 * v // 4) | 1  # an odd size below the original: no power-of-two tile divides it
 
 
-def propose_scenarios(sizes: dict, scalable: list[str], lead: str) -> list[tuple[str, dict]]:
+def propose_scenarios(sizes: dict[str, Any], scalable: list[str], lead: str) -> list[tuple[str, dict[str, Any]]]:
     cands = [
         ("half", {k: half(sizes[k]) for k in scalable}),
         ("odd", {k: odd(sizes[k]) for k in scalable}),
         ("double", {lead: 2 * sizes[lead]}),
     ]
-    seen, out = [{}], []
+    seen: list[dict[str, Any]] = [{}]
+    out: list[tuple[str, dict[str, Any]]] = []
     for case, assignment in cands:
         changed = {k: v for k, v in assignment.items() if v != sizes[k]}
         if changed not in seen:
@@ -442,7 +454,9 @@ def propose_scenarios(sizes: dict, scalable: list[str], lead: str) -> list[tuple
     return out
 
 
-def trace_sizes(module, meta: str, sizes: dict, main: dict, result: dict, notes: list[str]) -> None:
+def trace_sizes(
+    module: ModuleType, meta: str, sizes: dict[str, Any], main: dict[str, Any], result: dict[str, Any], notes: list[str]
+) -> None:
     """On the meta device: which sizes scale (doubling one alone moves an input's shape and nothing of the
     model), and the extra scenarios that keep the model (`main` is the meta observation of the main sizes;
     `meta`: "meta", or META_FROM_CPU where the model must be built on CPU)."""
@@ -464,7 +478,7 @@ def trace_sizes(module, meta: str, sizes: dict, main: dict, result: dict, notes:
     lead = _lead(main, probes, sizes, scalable)
     for case, assignment in propose_scenarios(sizes, scalable, lead):
         obs, why = _try_observe(module, meta, 0, assignment)
-        reason = why or same_model(main, obs)
+        reason = why or same_model(main, cast("dict[str, Any]", obs))  # (an observation where no why)
         if reason:
             result["dropped"].append({"case": case, "assignment": assignment, "reason": reason})
             notes.append(f"scenario {case} ({_show(assignment)}) dropped: {reason}")
@@ -472,21 +486,21 @@ def trace_sizes(module, meta: str, sizes: dict, main: dict, result: dict, notes:
         result.setdefault("extra", []).append({"case": case, "assignment": assignment, "obs": _public(obs)})
 
 
-def _lead(main: dict, probes: list[dict], sizes: dict, scalable: list[str]) -> str:
+def _lead(main: dict[str, Any], probes: list[dict[str, Any]], sizes: dict[str, Any], scalable: list[str]) -> str:
     """The scalable size of the first tensor input's first dimension (the batch, usually)."""
     first = next((i for i, v in enumerate(main["inputs"]) if v["kind"] == "tensor" and v["shape"]), None)
     for p in probes:
         if p["var"] in scalable and first is not None and p["obs"]["inputs"][first]["shape"][0] == p["value"]:
             if main["inputs"][first]["shape"][0] == sizes[p["var"]]:
-                return p["var"]
+                return str(p["var"])
     return scalable[0]
 
 
-def _show(assignment: dict) -> str:
+def _show(assignment: dict[str, Any]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in assignment.items())
 
 
-def _public(obs: dict | None) -> dict | None:
+def _public(obs: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if obs is None else {k: v for k, v in obs.items() if not k.startswith("_")}
 
 
@@ -499,22 +513,25 @@ MIN_MODEL_SIZE = 16  # a size at or below it (a kernel size, a stride, a class c
 ITEMSIZE = {name: torch.empty(0, dtype=dtype).element_size() for dtype, name in DTYPE_NAMES.items()}
 
 
-def _largest(obs: dict) -> int:
+def _largest(obs: dict[str, Any]) -> int:
     tensors = [v["shape"] for v in obs["inputs"] if v["kind"] == "tensor"] + _shapes(obs)
     return max((math.prod(shape) for shape in tensors), default=0)
 
 
-def _bytes(obs: dict) -> int:
+def _bytes(obs: dict[str, Any]) -> int:
     """What the observation's tensors take together: inputs, parameters and buffers, outputs."""
     tensors = [v for v in obs["inputs"] if v["kind"] == "tensor"] + obs["state"] + obs["outputs"]["items"]
     return sum(math.prod(t["shape"]) * ITEMSIZE[t["dtype"]] for t in tensors)
 
 
-def small_sizes(module, meta: str, sizes: dict, scalable: list[str], main: dict) -> tuple[dict, dict]:
+def small_sizes(
+    module: ModuleType, meta: str, sizes: dict[str, Any], scalable: list[str], main: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The scalable sizes halved together until no input or output exceeds SMALL_ELEMENTS (or one more halving
     would change the model or fail): KernelBench's sizes are a GPU's; the small scenario, and `task check` on a
     machine without one, need not be."""
-    assignment, obs = {}, main
+    assignment: dict[str, Any] = {}
+    obs = main
     while _largest(obs) > SMALL_ELEMENTS:
         now = {k: assignment.get(k, sizes[k]) for k in scalable}
         smaller = {k: half(v) for k, v in now.items()}
@@ -527,7 +544,7 @@ def small_sizes(module, meta: str, sizes: dict, scalable: list[str], main: dict)
     return assignment, obs
 
 
-def _shape_free(obs: dict) -> tuple:
+def _shape_free(obs: dict[str, Any]) -> tuple[Any, ...]:
     """What an observation is apart from its sizes: the inputs' kinds, dtypes and ranks, the parameters' and
     buffers' names, dtypes and ranks, the outputs' dtypes and ranks."""
     return (
@@ -537,14 +554,16 @@ def _shape_free(obs: dict) -> tuple:
     )
 
 
-def _shrunk(sizes: dict, assignment: dict) -> dict:
+def _shrunk(sizes: dict[str, Any], assignment: dict[str, Any]) -> dict[str, Any]:
     """The assignment with every size above MIN_MODEL_SIZE halved (not below it), as changes from `sizes`."""
     now = {k: assignment.get(k, v) for k, v in sizes.items()}
     smaller = {k: max(MIN_MODEL_SIZE, v // 2) if v > MIN_MODEL_SIZE else v for k, v in now.items()}
     return {k: v for k, v in smaller.items() if v != sizes[k]}
 
 
-def data_sizes(module, meta: str, sizes: dict, assignment: dict, obs: dict) -> tuple[dict, dict]:
+def data_sizes(
+    module: ModuleType, meta: str, sizes: dict[str, Any], assignment: dict[str, Any], obs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Where the CPU data checks run (determinism, data-independent output shapes: properties of the code, not
     of its sizes): at `assignment` (the small scenario's sizes, `obs` its meta observation), with every size above
     MIN_MODEL_SIZE halved together, the model's own included, while the tensors take more than DATA_CHECK_BYTES
@@ -560,7 +579,7 @@ def data_sizes(module, meta: str, sizes: dict, assignment: dict, obs: dict) -> t
     return assignment, obs
 
 
-def _agree(a: dict, b: dict) -> bool:
+def _agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """The same shapes and dtypes everywhere (a CPU run and a meta run of the same sizes)."""
     return (
         a["inputs"] == b["inputs"]
@@ -570,7 +589,7 @@ def _agree(a: dict, b: dict) -> bool:
     )
 
 
-def _cpu_observe(module, path: Path, assignment: dict) -> dict:
+def _cpu_observe(module: ModuleType, path: Path, assignment: dict[str, Any]) -> dict[str, Any]:
     try:
         return observe(module, "cpu", 0, assignment, keep=True)
     except Unimportable:
@@ -581,7 +600,7 @@ def _cpu_observe(module, path: Path, assignment: dict) -> dict:
         ) from None
 
 
-def _meta_footprint(module, assignment: dict) -> int | None:
+def _meta_footprint(module: ModuleType, assignment: dict[str, Any]) -> int | None:
     """Bytes of the model's parameters and buffers and of the inputs at these sizes, built on the meta device
     without running the forward (None where even that fails: the CPU run then says why)."""
     try:
@@ -592,7 +611,7 @@ def _meta_footprint(module, assignment: dict) -> int | None:
         return None
 
 
-def check_cpu_run_fits(module, path: Path, max_bytes: int, why: str) -> None:
+def check_cpu_run_fits(module: ModuleType, path: Path, max_bytes: int, why: str) -> None:
     """Refuse, before allocating anything, a CPU run at the problem's own sizes that a task could not hold or that
     would exhaust this machine (the OOM killer would end the probe with no sentence)."""
     need = _meta_footprint(module, {})
@@ -628,7 +647,7 @@ def _available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def check_data_fits(path: Path, at: dict, tensors: int) -> None:
+def check_data_fits(path: Path, at: dict[str, Any], tensors: int) -> None:
     """Refuse, before allocating anything, data checks whose tensors (`tensors` bytes at the sizes `at`, which no
     smaller sizes could replace) would exhaust this machine: the OOM killer would end the probe with no sentence.
     Not cached: a machine with more memory imports it."""
@@ -645,12 +664,15 @@ def check_data_fits(path: Path, at: dict, tensors: int) -> None:
     )
 
 
-def untraced_data(module, sizes: dict, main: dict, notes: list[str]) -> tuple[dict, dict]:
+def untraced_data(
+    module: ModuleType, sizes: dict[str, Any], main: dict[str, Any], notes: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the CPU observation the data checks use, its sizes) for a model the meta device cannot run (`main`: its
     CPU run at its own sizes): one at every size above MIN_MODEL_SIZE halved together until its inputs and
     weights (built on the meta device, not run) take at most DATA_CHECK_BYTES, where it runs there and is the
     same model apart from its sizes; else `main`."""
-    assignment, need = {}, _meta_footprint(module, {})
+    assignment: dict[str, Any] = {}
+    need = _meta_footprint(module, {})
     while need is not None and need > DATA_CHECK_BYTES:
         smaller = _shrunk(sizes, assignment)
         if smaller == assignment:
@@ -668,7 +690,7 @@ def untraced_data(module, sizes: dict, main: dict, notes: list[str]) -> tuple[di
     return data, assignment
 
 
-def meta_main(module) -> tuple[str, dict | None, str]:
+def meta_main(module: ModuleType) -> tuple[str, dict[str, Any] | None, str]:
     """(the meta device to trace on, the meta observation of the main sizes or None, why not): the model built
     on the meta device, else built on CPU and moved there (a constructor that reads a value)."""
     main, why = _try_observe(module, "meta", 0, {})
@@ -678,7 +700,9 @@ def meta_main(module) -> tuple[str, dict | None, str]:
     return META_FROM_CPU, on_cpu, why
 
 
-def traced(module, path: Path, meta: str, main: dict, result: dict) -> dict | None:
+def traced(
+    module: ModuleType, path: Path, meta: str, main: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any] | None:
     """Sizes and scenarios from the meta device, the small scenario, and the CPU observation the data checks use
     (None where a CPU run disagrees with the meta device's shapes)."""
     sizes, notes = result["sizes"], result["notes"]
@@ -691,7 +715,7 @@ def traced(module, path: Path, meta: str, main: dict, result: dict) -> dict | No
     at, at_meta = data_sizes(module, meta, sizes, small, small_meta)
     check_data_fits(path, at, _bytes(at_meta))
     data = _cpu_observe(module, path, at)
-    if not _agree(_public(data), at_meta):
+    if not _agree(cast("dict[str, Any]", _public(data)), at_meta):  # (an observation: a dict)
         return None
     if at and at == small:
         notes.append(f"the data checks ran on CPU at {_show(small)} (the problem's sizes, reduced: scenario small)")
@@ -705,13 +729,13 @@ def traced(module, path: Path, meta: str, main: dict, result: dict) -> dict | No
     return data
 
 
-def probe(path: Path, max_bytes: int) -> dict:
+def probe(path: Path, max_bytes: int) -> dict[str, Any]:
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
     module = load_problem(path)
     names, var_args = forward_names(module.Model)
     sizes = size_variables(module)
     notes: list[str] = []
-    result = {
+    result: dict[str, Any] = {
         "ok": True,
         "file": path.name,
         "sizes": sizes,
@@ -738,6 +762,7 @@ def probe(path: Path, max_bytes: int) -> dict:
         main = _cpu_observe(module, path, {})
         data, result["data_sizes"] = untraced_data(module, sizes, main, notes)
         notes.append(f"the model could not be run on the meta device ({why}): only the main scenario is made")
+    assert main is not None  # (traced, or observed on CPU just above)
     if len(main["inputs"]) > len(names) and not var_args:
         raise Unimportable(
             f"get_inputs() returns {len(main['inputs'])} values but Model.forward takes {len(names)} argument(s)"

@@ -8,7 +8,9 @@ docs/tasks.md, "Importing a KernelBench level as a suite", describes it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .import_suite import (  # noqa: F401 (the names a caller of the KernelBench suite uses)
     CHECK_FAILED,
@@ -28,7 +30,7 @@ from .kernelbench import PROBLEM_FILE, default_name, hub_refusal, import_kernelb
 def problem_files(folder: Path) -> list[Path]:
     """The folder's problem files in KernelBench's order (by their leading number, then name)."""
 
-    def order(p: Path):
+    def order(p: Path) -> tuple[int, int, str]:
         m = re.match(r"(\d+)", p.name)
         return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
 
@@ -40,7 +42,7 @@ def _held(folder: Path) -> bytes | None:
     return held.read_bytes() if held.is_file() else None
 
 
-def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list, bool]:
+def _import(path: Path, name: str, parent: Path, timeout_s: float) -> tuple[list[Any], bool]:
     done = import_kernelbench(path, name=name, parent=parent, timeout_s=timeout_s)
     return done.plan.notes, done.plan.cached
 
@@ -57,6 +59,6 @@ KERNELBENCH = SuiteFormat(
 )
 
 
-def import_suite(source: Path, out: Path, jobs: int, timeout_s: float, progress) -> Suite:
+def import_suite(source: Path, out: Path, jobs: int, timeout_s: float, progress: Callable[[str], None]) -> Suite:
     """Every problem file of `source` into `out` (import_suite.import_suite with the KernelBench format)."""
     return _import_suite(KERNELBENCH, source, out, jobs, timeout_s, progress)

@@ -20,7 +20,9 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .taskspec import C_RESERVED, MAX_SCENARIO_BYTES, NAME_RE, TaskSpecError, load_spec
 
@@ -62,7 +64,7 @@ def _probe_cache(kind: str, key: str) -> Path:
     return cache_dir() / f"{kind}-probe" / f"{key}.json"
 
 
-def _store(path: Path, report: dict) -> None:
+def _store(path: Path, report: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps(report))
@@ -71,8 +73,8 @@ def _store(path: Path, report: dict) -> None:
 
 def run_probe(
     probe: Path, argv: list[str], sources: list[bytes], what: str, timeout_s: float, cache: bool = True,
-    error=ProblemImportError,
-) -> dict:  # fmt: skip
+    error: type[Exception] = ProblemImportError,
+) -> dict[str, Any]:  # fmt: skip
     """The report of `python -P PROBE *argv RESULT.json` (the problem's code runs there, CPU only), or `error`
     naming what went wrong. A report (or a refusal that follows from the problem alone, "cacheable") is cached
     under probe_key of the sources: the same problem is not run again; the report then says "cached": true."""
@@ -91,7 +93,7 @@ def run_probe(
     return report
 
 
-def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error) -> dict:
+def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error: type[Exception]) -> dict[str, Any]:
     from .procs import run_bounded
 
     with tempfile.TemporaryDirectory(prefix=f"kseek-{probe.stem}-") as work:
@@ -112,13 +114,14 @@ def _run_child(probe: Path, argv: list[str], what: str, timeout_s: float, error)
             tail = "\n".join((done.stderr or "").strip().splitlines()[-5:])
             killed = " (killed: out of memory?)" if done.returncode == -9 else ""
             raise error(f"{what}: the probe process died (exit {done.returncode}){killed}: {tail}")
-        return json.loads(out.read_text())
+        report: dict[str, Any] = json.loads(out.read_text())
+        return report
 
 
 # ---- names -----------------------------------------------------------------------------------------------------
 
 
-def c_name(base: str, taken: set) -> str:
+def c_name(base: str, taken: set[Any]) -> str:
     """`base` as a C identifier no other argument has and no C or Python word is (a suffix _2, _3 where taken)."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", base) or "arg"
     if name[0].isdigit():
@@ -141,7 +144,7 @@ def task_name(stem: str, prefix: str) -> str:
 # ---- writing the folder ----------------------------------------------------------------------------------------
 
 
-def check_destination(parent: Path, name: str, error=ProblemImportError) -> Path:
+def check_destination(parent: Path, name: str, error: type[Exception] = ProblemImportError) -> Path:
     """`parent/name`, or `error` when the name is not a task's or the folder exists (said before anything runs)."""
     if not NAME_RE.match(name):
         raise error(f"task name {name!r}: use lowercase letters, digits and _ (it names a C symbol)")
@@ -151,7 +154,9 @@ def check_destination(parent: Path, name: str, error=ProblemImportError) -> Path
     return folder
 
 
-def write_task_folder(parent: Path, name: str, files: dict, error=ProblemImportError) -> Path:
+def write_task_folder(
+    parent: Path, name: str, files: dict[str, Any], error: type[Exception] = ProblemImportError
+) -> Path:
     """Write `parent/name` holding `files` (relative path -> text or bytes; task.toml among them): staged beside
     it under `.NAME.importing-*`, checked with load_spec, then renamed into place, so that a failure leaves
     nothing behind; `error` when the name is not a task's, the folder exists or the written one is not valid."""
@@ -179,7 +184,7 @@ def write_task_folder(parent: Path, name: str, files: dict, error=ProblemImportE
     return folder
 
 
-def toml(value) -> str:
+def toml(value: object) -> str:
     """A TOML value: strings as JSON strings (a subset of TOML's basic strings), numbers, lists, tables."""
     if isinstance(value, str):
         return json.dumps(value)
@@ -213,7 +218,7 @@ def scenario_floor(terms: int, unit_roundoff: float) -> float:
     return float(f"{max(MIN_FLOOR, PER_TERM * unit_roundoff * math.sqrt(terms)):.3g}")
 
 
-def unit_roundoff(dtypes) -> float:
+def unit_roundoff(dtypes: Iterable[str]) -> float:
     """The unit roundoff of the lowest float precision among `dtypes` (float32's where none is a float)."""
     return max((UNIT_ROUNDOFF[d] for d in dtypes if d in UNIT_ROUNDOFF), default=UNIT_ROUNDOFF["float32"])
 
@@ -228,10 +233,12 @@ def reduction_terms(flops: int, output_elements: int, largest: int) -> int:
     return max(1, largest // outputs)
 
 
-def tolerance_lines(case_key: str, cases: list, terms: list, u: float, baselines: tuple, reference: str) -> list:
+def tolerance_lines(
+    case_key: str, cases: list[Any], terms: list[Any], u: float, baselines: tuple[Any, ...], reference: str
+) -> list[Any]:
     """[tolerance]: twice the reference's own error (`baselines[0]`, the problem in float64; the second where it
     cannot run) + a floor per scenario (`cases`, `terms` summed per output element), at most 1e-2."""
-    floors: dict = {}  # a case's floor: its largest scenario's (gpu-mode's cases, test and bench, repeat)
+    floors: dict[str, Any] = {}  # a case's floor: its largest scenario's (gpu-mode's cases, test and bench, repeat)
     for case, n in zip(cases, terms, strict=True):
         floors[case] = max(floors.get(case, 0.0), scenario_floor(n, u))
     said = ", ".join(f"{case} {n}" for case, n in zip(cases, terms, strict=True))

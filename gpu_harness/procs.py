@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -16,7 +17,7 @@ class Completed:
     timed_out: bool
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen[Any]) -> None:
     """Kill the process and everything it started (its own session), then reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -28,7 +29,9 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_bounded(cmd: list[str], timeout_s: float, cwd: str | None = None, env: dict | None = None) -> Completed:
+def run_bounded(
+    cmd: list[str], timeout_s: float, cwd: str | None = None, env: dict[str, Any] | None = None
+) -> Completed:
     proc = subprocess.Popen(
         cmd,
         cwd=cwd,

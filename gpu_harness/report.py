@@ -11,12 +11,14 @@ The byte counts come from the task (a verdict holds no bytes); a task not known 
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import figures
 from .figures import BEST_LIBRARY, host_busy, no_difference, scenario_interval, speedup_over, verdict_speedup_text
 from .result import EvalResult, ScenarioOutcome
 
 
-def _num(x, fmt):
+def _num(x: float | None, fmt: str) -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
@@ -42,7 +44,7 @@ def summary_line(r: EvalResult) -> str:
     return " | ".join(parts)
 
 
-def _speedup_cell(scenario: dict, baseline: str) -> str:
+def _speedup_cell(scenario: dict[str, Any], baseline: str) -> str:
     """A scenario's speedup in the table: "no diff" where its interval holds 1.0 (figures.no_difference)."""
     value = (scenario.get("speedup") or {}).get(baseline)
     if no_difference(scenario_interval(scenario, baseline)):
@@ -61,17 +63,17 @@ def _task_counts(task: str) -> dict[str, tuple[float, float]]:
         return {}
 
 
-def _rates(s: ScenarioOutcome, counts: dict, r: EvalResult) -> dict:
+def _rates(s: ScenarioOutcome, counts: dict[str, Any], r: EvalResult) -> dict[str, Any]:
     flops, nbytes = counts.get(s.id, (None, None))
     flops = figures.implied_flops(s.tflops, s.time_ms) if flops is None else flops  # a task not known here
     return figures.scenario_rates(flops, nbytes, s.time_ms, r.peaks, r.device_name)
 
 
-def _share(value) -> str:
+def _share(value: float | None) -> str:
     return "" if value is None else f"{value:.1%}"
 
 
-def _rate_cells(rates: dict, nominal: bool) -> list[str]:
+def _rate_cells(rates: dict[str, Any], nominal: bool) -> list[str]:
     """bound, rate, % peak, [% nominal], also: the bound rate first (figures.lead_rate), then the other."""
     value, unit, share = figures.lead_rate(rates)
     other, other_unit, _ = figures.other_rate(rates)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import figures
 
@@ -20,7 +20,7 @@ STATUSES = ("compiled", "incorrect", "correct", "error")
 @dataclass
 class ScenarioOutcome:
     id: str
-    params: dict
+    params: dict[str, Any]
     correct: bool
     error: float | None = None  # relative error of the main output (O for attention, C for matmul)
     reason: str | None = None  # why it is not correct, or why its timing is suspect
@@ -37,7 +37,7 @@ class ScenarioOutcome:
     # baseline's with its median; figures.scenario_interval turns them into an interval on each speedup
     time_ci_ms: list[float] | None = None
     baseline_ci_ms: dict[str, list[float]] = field(default_factory=dict)
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,7 +50,7 @@ class EvalResult:
     host: str = ""
     device_name: str = ""
     scenarios: list[ScenarioOutcome] = field(default_factory=list)
-    geomean: dict[str, dict] = field(default_factory=dict)  # baseline -> {"speedup", "count"}
+    geomean: dict[str, dict[str, Any]] = field(default_factory=dict)  # baseline -> {"speedup", "count"}
     started_at: str = ""
     finished_at: str = ""
     wall_s: float = 0.0
@@ -62,17 +62,17 @@ class EvalResult:
     # the baselines the task marks as libraries that this evaluation asked for: the "best_library" baseline is
     # the fastest of them on each scenario (figures.best_library)
     libraries: list[str] = field(default_factory=list)
-    build: dict = field(default_factory=dict)  # registers, spills, shared memory, compile time, cache hit
+    build: dict[str, Any] = field(default_factory=dict)  # registers, spills, shared memory, compile time, cache hit
     geomean_tflops: float | None = None
     # seconds spent in each part of this evaluation: build_s, setup_s (the judge's imports and peak
     # measurement), start_s (the child's start and load), correctness_s, timing_s, judge_s (inside the two)
-    phases: dict = field(default_factory=dict)
+    phases: dict[str, Any] = field(default_factory=dict)
     reference: str = ""  # what the outputs were judged against (e.g. "fused fp32 kernel")
     # the device's measured peaks the timings were checked against: peak_tflops, peak_gbps (empty on a CPU)
-    peaks: dict = field(default_factory=dict)
+    peaks: dict[str, Any] = field(default_factory=dict)
     # how loaded the host was while timing: load_1m (the highest 1-minute load average seen), cores (usable);
     # figures.host_busy says whether that, or the timings' own spread, makes the figures doubtful
-    host_load: dict = field(default_factory=dict)
+    host_load: dict[str, Any] = field(default_factory=dict)
 
     @property
     def all_correct(self) -> bool:
@@ -85,21 +85,21 @@ class EvalResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        return _json_safe(d)
+        return cast("dict[str, Any]", _json_safe(d))  # (a dict stays a dict)
 
     @classmethod
-    def from_dict(cls, d: dict) -> EvalResult:
+    def from_dict(cls, d: dict[str, Any]) -> EvalResult:
         d = dict(d)
         d["scenarios"] = [ScenarioOutcome(**_known(ScenarioOutcome, s)) for s in d.get("scenarios", [])]
         return cls(**_known(cls, d))
 
 
-def _known(cls, d: dict) -> dict:
+def _known(cls: type[Any], d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in d.items() if k in names}
 
 
-def _json_safe(x):
+def _json_safe(x: object) -> object:
     # NaN and infinities are not JSON: store them as None so that to_dict() always serialises.
     if isinstance(x, float) and not math.isfinite(x):
         return None

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from .procs import kill_group
 
@@ -20,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 class ChildFailed(Exception):
     """The child died, hung, or broke the protocol; `kind` is 'crash', 'timeout' or 'protocol'."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -29,7 +30,7 @@ class LineReader:
     """Lines from a pipe, each waited for until a deadline (the parent's end of the child's message pipe; the
     agent loop's end of the harness service's answers)."""
 
-    def __init__(self, fd: int, chunk: int = 1 << 16):
+    def __init__(self, fd: int, chunk: int = 1 << 16) -> None:
         self.fd, self._chunk, self._buf = fd, chunk, b""
 
     def line(self, deadline: float) -> bytes | None:
@@ -56,7 +57,9 @@ class ChildSession:
     over the command pipe. It owns a scratch folder (its log, the CPU task's output files) that `close`
     removes."""
 
-    def __init__(self, task: str, extra_env: dict | None = None):
+    batch_n: int  # calls a timed batch makes (evaluation.py sets it from the child's `ready`)
+
+    def __init__(self, task: str, extra_env: dict[str, Any] | None = None) -> None:
         self.started = False  # given a job
         child_env = self.environment(extra_env)
         self.workdir = tempfile.mkdtemp(prefix="kseek-eval-")
@@ -82,21 +85,21 @@ class ChildSession:
         self._closed = False
 
     @staticmethod
-    def environment(extra_env: dict | None = None) -> dict:
+    def environment(extra_env: dict[str, Any] | None = None) -> dict[str, Any]:
         env = {**os.environ, **(extra_env or {})}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
     @classmethod
-    def environment_key(cls, extra_env: dict | None = None) -> int:
+    def environment_key(cls, extra_env: dict[str, Any] | None = None) -> int:
         """Equal for two sessions started with the same environment (a spare is used only then)."""
         return hash(tuple(sorted(cls.environment(extra_env).items())))
 
     def alive(self) -> bool:
         return not self._closed and self.proc.poll() is None
 
-    def start(self, job: dict) -> None:
+    def start(self, job: dict[str, Any]) -> None:
         self.started = True
         self.send(cmd="job", job=job)
 
@@ -107,7 +110,7 @@ class ChildSession:
         except OSError:
             return ""
 
-    def recv(self, timeout_s: float, waiting_for: str) -> dict:
+    def recv(self, timeout_s: float, waiting_for: str) -> dict[str, Any]:
         try:
             line = self._lines.line(time.monotonic() + max(0.0, timeout_s))
         except TimeoutError:
@@ -120,11 +123,12 @@ class ChildSession:
                 f"{waiting_for}; its output ends: {self.log_tail(600)!r}",
             )
         try:
-            return json.loads(line)
+            message: dict[str, Any] = json.loads(line)
+            return message
         except ValueError as e:
             raise ChildFailed("protocol", f"unreadable message from the child: {e}") from e
 
-    def send(self, **cmd) -> None:
+    def send(self, **cmd: object) -> None:
         data = (json.dumps(cmd) + "\n").encode()
         try:
             while data:  # a job is larger than a pipe's buffer: written as the child reads it

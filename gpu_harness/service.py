@@ -21,9 +21,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable
+from typing import TextIO
 
 
-def _answer_channel():
+def _answer_channel() -> TextIO:
     """The answers go to the original stdout; anything else that prints (a library's warning, a stray print)
     goes to stderr from here on, so that it cannot corrupt the protocol."""
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -32,7 +34,7 @@ def _answer_channel():
     return channel
 
 
-def _request_error(req) -> str | None:
+def _request_error(req: object) -> str | None:
     if not isinstance(req, dict):
         return "a request is a JSON object"
     for name, kind in (("task", str), ("kernel", str)):
@@ -49,10 +51,10 @@ def _request_error(req) -> str | None:
     return None
 
 
-def serve(requests, answers) -> None:
+def serve(requests: Iterable[str], answers: TextIO) -> None:
     from .evaluate import close_spares, evaluate
 
-    def send(**msg):
+    def send(**msg: object) -> None:
         answers.write(json.dumps(msg) + "\n")
         answers.flush()
 

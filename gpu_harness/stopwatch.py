@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 class Stopwatch:
-    def __init__(self, seconds: dict | None = None, settle: Callable[[], None] | None = None):
+    def __init__(self, seconds: dict[str, Any] | None = None, settle: Callable[[], None] | None = None) -> None:
         self.seconds = {} if seconds is None else seconds  # part -> seconds; may be a dict the caller keeps
         self._settle = settle  # run before the clock stops: e.g. wait for the GPU work the block queued
 
     @contextlib.contextmanager
-    def __call__(self, part: str):
+    def __call__(self, part: str) -> Iterator[None]:
         t0 = time.perf_counter()
         try:
             yield

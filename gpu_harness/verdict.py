@@ -10,6 +10,10 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,7 @@ class Comparison:
 INTEGER_KINDS = "iub"  # numpy's kinds of signed, unsigned and bool arrays
 
 
-def compare_numpy(name: str, cand, ref) -> Comparison:
+def compare_numpy(name: str, cand: NDArray[Any], ref: NDArray[Any]) -> Comparison:
     """Compare with numpy in float64 (the CPU task; small arrays); integer outputs exactly."""
     import numpy as np
 
@@ -55,7 +59,7 @@ def compare_numpy(name: str, cand, ref) -> Comparison:
     return Comparison(name, _ratio(num, den), bad, special, int(c.size))
 
 
-def _exact_numpy(name: str, cand, ref, rel_error: float) -> Comparison:
+def _exact_numpy(name: str, cand: NDArray[Any], ref: NDArray[Any], rel_error: float) -> Comparison:
     """An integer output against its reference, element by element (compared in their own dtypes: no float64
     rounding of large int64 values). The relative error is kept for the record only."""
     import numpy as np
@@ -71,7 +75,7 @@ def _exact_numpy(name: str, cand, ref, rel_error: float) -> Comparison:
     )
 
 
-def difference_text(index: tuple, got, expected) -> str:
+def difference_text(index: tuple[Any, ...], got: object, expected: object) -> str:
     """Where an integer output first differs: `index (3, 17): 5, the reference 4`."""
     return f"index ({', '.join(str(i) for i in index)}): {got}, the reference {expected}"
 
@@ -209,7 +213,7 @@ def geometric_mean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
-def geomean_speedups(speedups: list[dict[str, float | None]], baselines: list[str]) -> dict[str, dict]:
+def geomean_speedups(speedups: list[dict[str, float | None]], baselines: list[str]) -> dict[str, dict[str, Any]]:
     """Per baseline: geometric mean over the scenarios it ran, and how many those were."""
     out = {}
     for b in baselines:

@@ -7,6 +7,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any, cast
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -125,7 +126,7 @@ def secret_key_from(data_dir: Path) -> str:
     return key
 
 
-def database_config(database_url: str | None, data_dir: Path) -> dict:
+def database_config(database_url: str | None, data_dir: Path) -> dict[str, Any]:
     """The default database: PostgreSQL (psycopg 3) when DATABASE_URL says so, else a SQLite file.
 
     SQLite runs in WAL mode with BEGIN IMMEDIATE transactions and a busy timeout, so that concurrent writers
@@ -135,7 +136,8 @@ def database_config(database_url: str | None, data_dir: Path) -> dict:
     import dj_database_url
 
     if database_url:
-        config = dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True)
+        # (a DBConfig, dj_database_url's TypedDict of the same keys)
+        config = cast("dict[str, Any]", dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True))
     else:
         database_file = private_sqlite_file(private_data_folder(data_dir) / SQLITE_FILE_NAME)
         config = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(database_file)}

@@ -44,7 +44,7 @@ _KEY_IN_TEXT = re.compile(r"(?<![\w-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w-])")
 class BankError(ValueError):
     """The bank file (or an entry) is not acceptable. `problems` lists every problem found, each naming its entry."""
 
-    def __init__(self, problems: list[str], source: str = ""):
+    def __init__(self, problems: list[str], source: str = "") -> None:
         self.problems = list(problems)
         where = f" in {source}" if source else ""
         super().__init__(
@@ -64,7 +64,7 @@ class BankEntry:
         return decision_point in self.triggers
 
 
-def entry_problems(key, text, category, triggers, *, label: str) -> list[str]:
+def entry_problems(key: object, text: object, category: object, triggers: object, *, label: str) -> list[str]:
     """What is wrong with one entry's fields (empty when nothing is). `label` names the entry in each message."""
     problems = []
     if not isinstance(key, str) or not key:

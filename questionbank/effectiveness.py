@@ -45,7 +45,7 @@ class QuestionEvent:
     decision_point: str = ""
     outcome: str = ASKED
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"unknown question outcome {self.outcome!r} (known: {', '.join(OUTCOMES)})")
 
@@ -80,7 +80,7 @@ class Attribution:
     large_gain: bool | None
     window_evaluations: int  # verified evaluations inside its window
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -97,7 +97,7 @@ class Aggregate:
     runs: int  # distinct runs in which it was asked
     vetoed: int = 0  # proposals a reviewer vetoed (not counted in `asked`)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -134,7 +134,8 @@ def attribute_run(history: RunHistory, large_gain_ratio: float = DEFAULT_LARGE_G
             if m.position > question.position and (next_position is None or m.position <= next_position)
         ]
         after = _best(before, *window)
-        gain = after / before if before is not None and before > 0 else None
+        # (after is a number wherever before is one: the best of it and the window; mypy does not follow _best)
+        gain = after / before if before is not None and before > 0 else None  # type: ignore[operator]
         attributions.append(
             Attribution(
                 run_id=history.run_id,
@@ -222,7 +223,7 @@ def effectiveness(
     return aggregate(attribute_runs(histories, large_gain_ratio), by=by, vetoed=veto_counts(histories, by=by))
 
 
-def selection_stats(per_key: dict[str, Aggregate]) -> dict[str, dict]:
+def selection_stats(per_key: dict[str, Aggregate]) -> dict[str, dict[str, Any]]:
     """The per-key figures in the shape `questionbank.selection` shows to the model."""
     return {
         key: {"asked": agg.asked, "mean_gain": agg.mean_gain, "large_gain_rate": agg.large_gain_rate}

@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from questionbank.bank import CATEGORIES, DECISION_POINTS, BankEntry
 
@@ -99,7 +100,7 @@ def eligible_entries(
     ]
 
 
-def _figures(stat: dict | None) -> str:
+def _figures(stat: dict[str, Any] | None) -> str:
     if not stat or not stat.get("asked"):
         return "not asked in earlier runs"
     parts = [f"asked {stat['asked']} time{'s' if stat['asked'] != 1 else ''}"]
@@ -114,7 +115,7 @@ def build_selection_prompt(
     decision_point: str,
     trajectory_summary: str,
     entries: list[BankEntry],
-    stats: dict[str, dict] | None = None,
+    stats: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """The message with which the agent picks its own question from `entries` (already the eligible ones)."""
     _check_decision_point(decision_point)
@@ -176,7 +177,7 @@ def parse_selection(model_text: str, entries: list[BankEntry]) -> Selection | No
     return None
 
 
-def _evidence_rank(stat: dict | None) -> tuple:
+def _evidence_rank(stat: dict[str, Any] | None) -> tuple[Any, ...]:
     """Sort key within a category: under-tried questions first (fewest asks first), then by mean gain, best first."""
     asked = int((stat or {}).get("asked") or 0)
     gain = (stat or {}).get("mean_gain")
@@ -186,7 +187,7 @@ def _evidence_rank(stat: dict | None) -> tuple:
 
 
 def fallback_selection(
-    decision_point: str, entries: list[BankEntry], stats: dict[str, dict] | None = None
+    decision_point: str, entries: list[BankEntry], stats: dict[str, dict[str, Any]] | None = None
 ) -> Selection:
     """A deterministic pick among `entries` (the eligible ones) when the model named none.
 
@@ -226,7 +227,7 @@ def select_question(
     ask_model: Callable[[str], str],
     *,
     cooldown_steps: int = DEFAULT_COOLDOWN_STEPS,
-    stats: dict[str, dict] | None = None,
+    stats: dict[str, dict[str, Any]] | None = None,
 ) -> Selection | None:
     """The whole choice in one call: eligible entries, the model's pick, the rule when the model's answer is unusable.
 

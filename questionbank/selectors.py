@@ -6,6 +6,8 @@ The evidence of which questions help is read from runs' rows, so it lives above 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.db.models import QuerySet
 
@@ -39,10 +41,10 @@ def bank_entries(*, active_only: bool = True) -> list[BankEntry]:
     ]
 
 
-def bank_texts_by_key(keys) -> dict[str, str]:
+def bank_texts_by_key(keys: Iterable[str]) -> dict[str, str]:
     """The text of each of `keys` that is a bank question's key (active or not: a trace written before an entry
     was retired still names it), as {key: text}; words that are no key are left out."""
-    keys = list(keys)
-    if not keys:
+    wanted = list(keys)
+    if not wanted:
         return {}
-    return dict(BankQuestion.objects.filter(key__in=keys).values_list("key", "text"))
+    return dict(BankQuestion.objects.filter(key__in=wanted).values_list("key", "text"))

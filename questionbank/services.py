@@ -9,12 +9,16 @@ file. Nothing is ever deleted: asked questions link to their entry, and history 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from django.db import transaction
 from django.utils.text import slugify
 
 from questionbank.bank import KEY_MAX_LENGTH, REVIEWER_KEY_PREFIX, BankEntry, entry_problems
 from questionbank.models import BankQuestion
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 
 class BankServiceError(Exception):
@@ -113,7 +117,9 @@ def _reviewer_key(text: str) -> str:
     return key
 
 
-def bank_question_add(text: str, category: str, triggers: list[str], added_by=None) -> BankQuestion:
+def bank_question_add(
+    text: str, category: str, triggers: list[str], added_by: User | AnonymousUser | None = None
+) -> BankQuestion:
     """A reviewer's own question, added to the bank from the dashboard, active at once.
 
     Checked as strictly as the file's entries (known category, known decision points, short non-empty text);
@@ -135,7 +141,7 @@ def bank_question_add(text: str, category: str, triggers: list[str], added_by=No
             category=category,
             triggers=triggers,
             active=True,
-            added_by=added_by if getattr(added_by, "pk", None) else None,
+            added_by=cast("User | None", added_by if getattr(added_by, "pk", None) else None),  # no AnonymousUser
         )
 
 

@@ -148,6 +148,7 @@ def _usage(usage) -> tuple[int, int, Decimal]:
 def _instant(value) -> datetime | None:
     if value is None:
         return None
+    parsed: datetime | None
     if isinstance(value, datetime):
         parsed = value
     else:

@@ -111,7 +111,7 @@ class EventWriter:
             )
         except DatabaseError as passing:
             log.warning("%d event(s) not stored, the database failed: %s", len(batch), passing)
-            replies = [("database unavailable", True)] * len(batch)
+            replies: list[tuple[str | None, bool]] = [("database unavailable", True)] * len(batch)
             outcomes = None
         except Exception:  # a fault of ours: the workers keep the events rather than lose them
             log.exception("%d event(s) not stored", len(batch))

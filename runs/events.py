@@ -20,6 +20,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -71,6 +72,7 @@ def collected_announcements() -> Iterator[list[tuple[str, dict]]]:
     would otherwise wait on the loop once per batch (async_to_sync): on a loaded single process that cost a
     fifth of the events stored per second (docs/benchmarks.md). Still only after the commit: a rolled-back
     transaction adds nothing."""
+    collected: list[Any]
     _thread.outbox = collected = []
     try:
         yield collected

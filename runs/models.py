@@ -98,7 +98,9 @@ class WorkerHost(models.Model):
 
 # Statuses and kinds are the protocol's (agentloop/protocol.py): each choice's name is its value in capitals
 # (RunStatus.WAITING_REVIEW == "waiting_review"), its label the protocol's.
-RunStatus = models.TextChoices("RunStatus", [(value.upper(), (value, label)) for value, label in RUN_STATUSES.items()])
+RunStatus = models.TextChoices(  # type: ignore[call-overload]  # django-stubs: no overload for the functional API's (value, label) pairs
+    "RunStatus", [(value.upper(), (value, label)) for value, label in RUN_STATUSES.items()]
+)
 
 FINISHED_STATUSES = tuple(RunStatus(status) for status in protocol_finished_statuses)
 # A worker host holds a run in these (waiting on a reviewer or paused, it still has the run and its state).
@@ -322,7 +324,9 @@ class Run(models.Model):
 
 # The event kinds. A Step's kind is checked by the event parser (runs/event_parser.py), not by the database: a new
 # kind needs no migration.
-StepKind = models.TextChoices("StepKind", [(value.upper(), (value, label)) for value, label in EVENT_KINDS.items()])
+StepKind = models.TextChoices(  # type: ignore[call-overload]  # django-stubs: no overload for the functional API's (value, label) pairs
+    "StepKind", [(value.upper(), (value, label)) for value, label in EVENT_KINDS.items()]
+)
 
 
 class Step(models.Model):
@@ -471,7 +475,7 @@ class Kernel(models.Model):
 
 # A verdict's statuses are the harness's (gpu_harness.result.STATUSES); these labels are the dashboard's.
 _EVALUATION_LABELS = {"compiled": "Compiled (not run)"}
-EvaluationStatus = models.TextChoices(
+EvaluationStatus = models.TextChoices(  # type: ignore[call-overload]  # django-stubs: no overload for the functional API's (value, label) pairs
     "EvaluationStatus",
     [(value.upper(), (value, _EVALUATION_LABELS.get(value, value.capitalize()))) for value in STATUSES],
 )

@@ -19,5 +19,5 @@ def browser(consumer):
 websocket_urlpatterns = [
     path("ws/runs/", browser(RunFeedConsumer.as_asgi())),
     path("ws/runs/<int:run_id>/", browser(RunFeedConsumer.as_asgi())),
-    path("ws/worker/", WorkerConsumer.as_asgi()),
+    path("ws/worker/", WorkerConsumer.as_asgi()),  # type: ignore[arg-type]  # django-stubs: views only; URLRouter takes ASGI apps
 ]

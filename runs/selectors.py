@@ -1,7 +1,9 @@
 """Every read the pages, consumers and commands make of runs and their parts (the kernel pages' in
 `selectors_kernels.py`)."""
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Q, QuerySet
+from collections.abc import Sequence
+
+from django.db.models import Count, DurationField, ExpressionWrapper, F, OrderBy, Prefetch, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
 
 from agentloop.protocol import PROTOCOL_VERSION
@@ -289,7 +291,7 @@ def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) 
     }
 
 
-def run_best_text(run: Run) -> str:
+def run_best_text(run: Run) -> str | None:
     """The run header's best (`Run.best_speedup`, a verified figure) as the page writes it: the interval of the
     evaluation that gave it ("no difference (…)" where it holds 1.0) and its label; "—" while there is none."""
     baseline = run.goal[0]
@@ -470,7 +472,7 @@ def start_problems(hosts) -> str:
     return "".join(f"; {host.start_problem}" for host in hosts if host.start_problem)
 
 
-def unserved_reason(target: str, connected: list[WorkerHost], offline: list[WorkerHost] = ()) -> str:
+def unserved_reason(target: str, connected: list[WorkerHost], offline: Sequence[WorkerHost] = ()) -> str:
     """ "no connected worker serves cuda-sm90", with what the connected ones serve and which offline host would."""
     serves = "; ".join(f"{host.name} serves {', '.join(host.targets) or 'no target'}" for host in connected)
     reason = f"no connected worker serves {target}" + (f" ({serves})" if serves else "")
@@ -480,7 +482,7 @@ def unserved_reason(target: str, connected: list[WorkerHost], offline: list[Work
     return reason
 
 
-def runs_queue_reasons(runs) -> dict[int, str]:
+def runs_queue_reasons(runs) -> dict[int, str | None]:
     """Of `runs` (a page of the runs list), each queued one that no worker holds yet: run id -> why it waits, in
     the words its page shows (`run_queue_reason`). The unserved ones (`runs_unserved`) in one read of the hosts;
     the few others, each on its own."""
@@ -504,7 +506,7 @@ def runs_unserved(runs) -> dict[int, str]:
     }
 
 
-RUN_SORTS = {
+RUN_SORTS: dict[str, tuple[str, list[str | OrderBy]]] = {
     # name in the page's `sort` parameter -> (label, ordering)
     "newest": ("newest first", ["-created_at", "-pk"]),
     "oldest": ("oldest first", ["created_at", "pk"]),

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 from gpu_harness import figures as verdict_figures
 from questionbank import effectiveness as eff
@@ -22,7 +24,7 @@ from runs.model_options import DEMO_TRACE
 from runs.models import Evaluation, EvaluationStatus, Question, QuestionSource, QuestionStatus, Run, ScenarioResult
 
 # A question's status as the bank's attribution reads it: asked (approved, edited, answered), vetoed, or pending.
-QUESTION_OUTCOME = {
+QUESTION_OUTCOME: dict[str, str] = {
     QuestionStatus.APPROVED: eff.ASKED,
     QuestionStatus.EDITED: eff.ASKED,
     QuestionStatus.ANSWERED: eff.ASKED,
@@ -57,7 +59,7 @@ def _one_per_origin(runs: list[Run]) -> list[Run]:
     return sorted(kept.values(), key=lambda r: r.pk)
 
 
-def _question_credit(q: dict) -> tuple[str | None, str]:
+def _question_credit(q: Mapping[str, Any]) -> tuple[str | None, str]:
     """(bank key, source) a question's figures count under. A question a reviewer replaced with their own
     (`Question.replaced`) is the reviewer's: the agent was asked the reviewer's question, so the bank entry that
     was proposed is not credited with what followed. An edit keeps the entry's credit (its wording changed)."""

@@ -7,6 +7,8 @@ own attribution), so that the compare page cannot disagree with the run page or 
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.db import connection
 from django.utils import timezone
 
@@ -99,7 +101,7 @@ def _evaluation_number_at(question: Question, evaluations: list[Evaluation], by_
     evaluation of the run has a step, by the time the server stored them otherwise (the order the bank's
     attribution reads a run in, so that a marker sits where its gain was measured from)."""
     if by_seq:
-        return sum(1 for e in evaluations if e.step.seq <= question.step.seq)
+        return sum(1 for e in evaluations if e.step.seq <= question.step.seq)  # type: ignore[misc]  # (the nullable step: mypy then takes sum()'s bool overload)
     return sum(1 for e in evaluations if e.created_at <= question.created_at)
 
 
@@ -114,7 +116,7 @@ def _largest_gain(run: Run, questions: list[Question]) -> tuple[float | None, st
     gains = [a for a in attributions([run.pk]) if a.gain is not None]
     if not gains:
         return None, ""
-    top = max(gains, key=lambda a: a.gain)
+    top = max(gains, key=lambda a: cast(float, a.gain))  # (none is None: filtered above)
     text = next((q.text for q in questions if q.pk == top.question_id), "")
     return top.gain, text
 
@@ -167,7 +169,8 @@ def run_comparison(runs: list[Run]) -> dict:
                 "imported": imported,
             }
         )
-        by_seq = all(row.step is not None for row in [*questions, *evaluations])
+        # (mypy joins the two lists to Model, which has no `step`: Question and Evaluation both have it)
+        by_seq = all(row.step is not None for row in [*questions, *evaluations])  # type: ignore[attr-defined]
         markers = []
         for q in questions:
             number = _evaluation_number_at(q, evaluations, by_seq)

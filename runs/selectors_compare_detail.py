@@ -9,6 +9,8 @@ attribution (runs.selectors_bank.attributions), so the compare page cannot disag
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpu_harness import figures
 from gpu_harness.verdict import geometric_mean
 from runs.evidence import SCENARIO_AXIS, scenario_grid
@@ -71,7 +73,7 @@ def ratio_grids(runs: list[Run]) -> list[dict]:
     first_best = best_evaluation(first)
     grids = []
     for other in runs[1:]:
-        entry = {"run_a": first.pk, "run_b": other.pk, "grid_rows": [], "note": ""}
+        entry: dict[str, Any] = {"run_a": first.pk, "run_b": other.pk, "grid_rows": [], "note": ""}
         grids.append(entry)
         if other.task_id != first.task_id:
             entry["note"] = f"run {other.pk} is of another task ({other.task.name}): no scenario in common"
@@ -94,7 +96,7 @@ def ratio_grids(runs: list[Run]) -> list[dict]:
         grid = scenario_grid(list(spec.get("parameters") or []), common)
         ratios = {sid: _ratio(a[sid], b[sid]) for sid in (s["id"] for s in common)}
         for r, values in enumerate(grid.rows):
-            cells = []
+            cells: list[dict[str, Any] | None] = []
             for c in range(len(grid.columns)):
                 sid = grid.cell(r, c)
                 if sid is None:

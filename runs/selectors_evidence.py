@@ -37,7 +37,7 @@ def _share_text(share: float | None) -> str:
     return "—" if share is None else _sig(share * 100, "%")
 
 
-def _spec_counts(spec: dict) -> dict[str, dict]:
+def _spec_counts(spec: dict) -> dict[str | None, dict]:
     return {s.get("id"): s for s in (spec or {}).get("scenarios") or [] if isinstance(s, dict)}
 
 

@@ -3,6 +3,8 @@ kernel's page (its run, the question before it, its evaluations, its development
 verified of its exact source."""
 
 from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
 
 from django.db.models import Count, Max, Min
 
@@ -81,9 +83,9 @@ def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[floa
     """kernel id -> {standing: (its best all-correct speedup over its task's goal baseline, the evaluation that
     gave it)}, one entry per standing its evaluations have (gpu_harness.figures.standing: verified, quick,
     imported). Only the verified one may be called verified or be a best; the others are shown labelled."""
-    evaluations = Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct").select_related(
-        "kernel__task", "run"
-    )
+    evaluations: Iterable[Evaluation] = Evaluation.objects.filter(
+        kernel_id__in=kernel_ids, status="correct"
+    ).select_related("kernel__task", "run")
     evaluations = list(evaluations)
     verdicts = _verdicts_of(evaluations)
     best: dict[int, dict[str, tuple[float, int]]] = defaultdict(dict)
@@ -118,7 +120,7 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
     if task_name:
         kernels = kernels.filter(task__name=task_name)
     groups = list(
-        kernels.values("task_id", "sha256")
+        kernels.values("task_id", "sha256")  # type: ignore[no-redef]  # django-stubs' plugin: `evaluations` below is a count, no relation
         .annotate(
             newest=Max("id"),
             kernels=Count("id", distinct=True),
@@ -138,7 +140,7 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
     best = _best_by_standing([k for ids in members.values() for k in ids], _task_goal_baseline)
     rows = []
     for g in groups:
-        tops = {}  # standing -> the group's best figure of it
+        tops: dict[str, Any] = {}  # standing -> the group's best figure of it
         for kernel_id in members[(g["task_id"], g["sha256"])]:
             for standing, (speedup, _) in best.get(kernel_id, {}).items():
                 tops[standing] = max(speedup, tops.get(standing, speedup))
@@ -162,7 +164,7 @@ def best_kernel_per_task() -> list[dict]:
     kernels = Kernel.objects.filter(task__isnull=False).select_related("task", "run")
     best = _best_verified(kernels.values_list("id", flat=True), _task_goal_baseline)
     by_id = kernels.in_bulk(list(best))
-    per_task: dict[int, dict] = {}
+    per_task: dict[int | None, dict] = {}
     for kernel_id, (speedup, evaluation_id) in best.items():
         kernel = by_id[kernel_id]
         current = per_task.get(kernel.task_id)

@@ -48,7 +48,7 @@ def kernel_or_404(kernel_id: int, *related: str) -> Kernel:
 def other_kernels_of_task(kernel: Kernel) -> QuerySet[Kernel]:
     """The newest other kernels of the kernel's task, with the step each came from."""
     return (
-        Kernel.objects.filter(task_id=kernel.task_id)
+        Kernel.objects.filter(task_id=kernel.task_id)  # type: ignore[misc]  # (None: the kernels without a task)
         .exclude(pk=kernel.pk)
         .select_related("step")
         .order_by("-created_at")[:KERNELS_OF_TASK_SHOWN]

@@ -116,11 +116,11 @@ def suite_page(suite_id: int) -> dict:
 # ---------------------------------------------------------------------------------------------- the scoreboard
 
 
-def _verdicts(run_ids: list[int]) -> dict[int, list[dict]]:
+def _verdicts(run_ids: list[int]) -> dict[int | None, list[dict]]:
     """run id -> its evaluations as verdicts (Evaluation.verdict: status, geomean, each scenario with its timing's
     noise, which the speed-up's interval needs), from two queries however many runs there are."""
     evaluations = Evaluation.objects.filter(run_id__in=run_ids).prefetch_related("scenarios").order_by("pk")
-    by_run = defaultdict(list)
+    by_run: defaultdict[int | None, list[dict]] = defaultdict(list)
     for evaluation in evaluations:
         by_run[evaluation.run_id].append(evaluation.verdict())
     return by_run
@@ -191,7 +191,7 @@ def suite_study_scoreboard(suite_study_id: int) -> dict:
     ids = [run.pk for run in runs]
     verdicts, gains, files = _verdicts(ids), _large_gains(ids), _problem_files(suite_study)
     arms = [str(value) for value in suite_study.values]
-    problems: dict[int, dict] = {}
+    problems: dict[int | None, dict] = {}
     for run in runs:
         problem = problems.setdefault(
             run.study_id,

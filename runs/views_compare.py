@@ -2,6 +2,7 @@
 
 import csv
 import io
+from typing import cast
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
@@ -38,7 +39,7 @@ def _run_ids(request) -> list[int]:
     checkboxes), each once, in the order given."""
     study = (request.GET.get("study") or "").strip().lstrip("#")
     if study:  # a study's runs (runs.services.studies)
-        ids = study_run_ids(_study_id(request)) if _study_id(request) is not None else []
+        ids = study_run_ids(cast(int, _study_id(request))) if _study_id(request) is not None else []
         if not ids:
             raise _BadRequest(f"no study {study} with runs", status=404)
         return ids

@@ -1,6 +1,8 @@
 """Forks: a run continued from one of its steps (`/runs/<id>/fork/?seq=N`): the page that shows what the fork
 starts from and takes the operator's decision at a question (GET), and the fork itself (POST). docs/fork.md."""
 
+from typing import Any
+
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -24,7 +26,7 @@ def fork_view(request, run_id: int):
     parent = run_or_404(run_id, "task")
     seq = _seq(request)
     options = model_options()
-    context = {"parent": parent, "seq": seq, "model_options": options}
+    context: dict[str, Any] = {"parent": parent, "seq": seq, "model_options": options}
     if seq is None:
         context["error"] = "name the step to fork at: ?seq=N, a step number of this run"
         return render(request, "runs/fork.html", context, status=400)

@@ -1,5 +1,7 @@
 """The review queue: self-asked questions waiting for a decision, across runs."""
 
+from typing import cast
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
@@ -41,7 +43,7 @@ def decide(request, question_id: int):
     form = DecisionForm(request.POST)
     wants_json = "application/json" in request.headers.get("Accept", "")
     if not form.is_valid():
-        error = "; ".join(e for errors in form.errors.values() for e in errors)
+        error = "; ".join(e for errors in form.errors.values() for e in errors)  # type: ignore[misc]  # (str here: django-stubs allows ValidationError)
         if wants_json:
             return JsonResponse({"ok": False, "error": error}, status=400)
         messages.error(request, error)
@@ -62,6 +64,6 @@ def decide(request, question_id: int):
     if wants_json:
         return JsonResponse(result, status=status)
     (messages.success if result["ok"] else messages.error)(
-        request, result.get("error") or f"Question {question.pk}: {result['status']}"
+        request, cast(str, result.get("error") or f"Question {question.pk}: {result['status']}")
     )
     return redirect("review_queue")

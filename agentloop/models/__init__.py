@@ -8,13 +8,15 @@ share, `Model`, is declared in agentloop/interfaces.py; each backend subclasses 
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentloop.interfaces import Model, Notify
 from agentloop.models.reply import ModelReply, Usage
 
 __all__ = ["Model", "ModelReply", "Notify", "Usage", "make_model"]
 
 
-def make_model(spec: str, settings: dict | None = None, notify: Notify | None = None) -> Model:
+def make_model(spec: str, settings: dict[str, Any] | None = None, notify: Notify | None = None) -> Model:
     """A model from a spec: `replay:TRACE`, `openai:MODEL` (an OpenAI-compatible endpoint), or an Anthropic id."""
     settings = settings or {}
     if spec.startswith("replay:"):

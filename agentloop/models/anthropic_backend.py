@@ -21,6 +21,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from collections.abc import Iterable
+from typing import Any, cast
 
 import anthropic
 
@@ -87,7 +89,7 @@ def classify(exc: Exception) -> tuple[bool, float | None, str]:
     return False, None, type(exc).__name__
 
 
-def block_to_dict(block: dict) -> dict:
+def block_to_dict(block: dict[str, Any]) -> dict[str, Any]:
     """A response's content block (the API's JSON) as the trace keeps it."""
     kind = block.get("type")
     if kind == "text":
@@ -100,12 +102,17 @@ def block_to_dict(block: dict) -> dict:
     return block
 
 
-def read_stream(events) -> dict:
+# The SDK's raw stream events (anthropic.types.RawMessageStreamEvent), read by their `type` alone: Any, since the
+# SDK's union does not narrow on `event.type`, and the tests hand in stand-ins of the same shape.
+StreamEvent = Any
+
+
+def read_stream(events: Iterable[StreamEvent]) -> dict[str, Any]:
     """The message a stream of raw server-sent events describes, as the API's JSON. Tool inputs are parsed whole,
     at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`. StreamCut
     when the stream ends before its `message_stop`, or its link drops."""
-    message: dict = {}
-    blocks: list[dict] = []
+    message: dict[str, Any] = {}
+    blocks: list[dict[str, Any]] = []
     raw_inputs: dict[int, str] = {}
     seen, stopped = 0, False
     try:
@@ -127,7 +134,9 @@ def read_stream(events) -> dict:
     return message
 
 
-def _read_event(event, message: dict, blocks: list[dict], raw_inputs: dict[int, str]) -> None:
+def _read_event(
+    event: StreamEvent, message: dict[str, Any], blocks: list[dict[str, Any]], raw_inputs: dict[int, str]
+) -> None:
     """Add one raw event to the message being assembled (in place)."""
     if event.type == "message_start":
         message.update(event.message.to_dict(mode="json", exclude_none=True))
@@ -141,7 +150,7 @@ def _read_event(event, message: dict, blocks: list[dict], raw_inputs: dict[int, 
         message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
 
 
-def _read_delta(block: dict, delta, index: int, raw_inputs: dict[int, str]) -> None:
+def _read_delta(block: dict[str, Any], delta: StreamEvent, index: int, raw_inputs: dict[int, str]) -> None:
     if delta.type == "text_delta":
         block["text"] = block.get("text", "") + delta.text
     elif delta.type == "input_json_delta":
@@ -154,7 +163,9 @@ def _read_delta(block: dict, delta, index: int, raw_inputs: dict[int, str]) -> N
         block.setdefault("citations", []).append(delta.citation.to_dict(mode="json", exclude_none=True))
 
 
-def with_cache_breakpoints(system: str, messages: list[dict], tools: list[dict]) -> tuple[list, list, list]:
+def with_cache_breakpoints(
+    system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[list[Any], list[Any], list[Any]]:
     system_blocks = [{"type": "text", "text": system, "cache_control": CACHE}] if system else []
     tools = [dict(t) for t in tools]
     if tools and not system_blocks:
@@ -170,7 +181,13 @@ def with_cache_breakpoints(system: str, messages: list[dict], tools: list[dict])
 
 
 class AnthropicModel(Model):
-    def __init__(self, name: str, settings: dict | None = None, notify: Notify | None = None, client=None):
+    def __init__(
+        self,
+        name: str,
+        settings: dict[str, Any] | None = None,
+        notify: Notify | None = None,
+        client: anthropic.Anthropic | None = None,
+    ) -> None:
         settings = settings or {}
         self.name = name
         self.max_tokens = int(settings.get("max_tokens", 8192))
@@ -190,20 +207,24 @@ class AnthropicModel(Model):
             )
         self.client = client
 
-    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
+    def query(
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str
+    ) -> ModelReply:
         system_blocks, messages, tools = with_cache_breakpoints(system, messages, tools)
-        kwargs = {"model": self.name, "max_tokens": self.max_tokens, "messages": messages}
+        # the conversation's JSON as it is: the SDK's TypedDict params would re-declare the Messages API here
+        kwargs: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens, "messages": messages}
         if system_blocks:
             kwargs["system"] = system_blocks
         if tools:
             kwargs["tools"] = tools
 
-        def call() -> dict:
+        def call() -> dict[str, Any]:
             if self.stream:
                 with self.client.messages.create(**kwargs, stream=True) as events:
                     return read_stream(events)
             # The response's own JSON, not the SDK's typed message: it keeps a tool input that is not an object.
-            return self.client.messages.with_raw_response.create(**kwargs).json()
+            # (the SDK types the parsed body as `object`; the Messages API answers a JSON object)
+            return cast("dict[str, Any]", self.client.messages.with_raw_response.create(**kwargs).json())
 
         try:
             message = self.retry.run(call, classify, self.notify)
@@ -211,7 +232,7 @@ class AnthropicModel(Model):
             raise ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
         return self._reply(message)
 
-    def _reply(self, message: dict) -> ModelReply:
+    def _reply(self, message: dict[str, Any]) -> ModelReply:
         u = message.get("usage") or {}
         uncached = int(u.get("input_tokens") or 0)
         read = int(u.get("cache_read_input_tokens") or 0)

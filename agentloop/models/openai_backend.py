@@ -20,6 +20,7 @@ import os
 import socket
 import urllib.error
 import urllib.request
+from typing import Any
 
 from agentloop.errors import ModelFailed
 from agentloop.interfaces import Model, Notify
@@ -39,7 +40,7 @@ FINISH_TO_STOP = {
 class HTTPFailure(Exception):
     """A non-2xx answer, with what the retry decision needs."""
 
-    def __init__(self, status: int, body: str, retry_after: float | None):
+    def __init__(self, status: int, body: str, retry_after: float | None) -> None:
         super().__init__(f"HTTP {status}: {body[:500]}")
         self.status = status
         self.retry_after = retry_after
@@ -60,15 +61,15 @@ def classify(exc: Exception) -> tuple[bool, float | None, str]:
 # ------------------------------------------------------------------------------------ Messages API -> OpenAI
 
 
-def _text_of(content) -> str:
+def _text_of(content: str | list[Any] | None) -> str:
     """A tool result's content (a string or a list of blocks) as plain text."""
     if isinstance(content, str):
         return content
     return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
 
 
-def to_openai_messages(system: str, messages: list[dict]) -> list[dict]:
-    out = [{"role": "system", "content": system}] if system else []
+def to_openai_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in messages:
         blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         if m["role"] == "assistant":
@@ -83,7 +84,7 @@ def to_openai_messages(system: str, messages: list[dict]) -> list[dict]:
                 if b.get("type") == "tool_use"
             ]
             # No text beside tool calls is null, as the API has it; an empty turn is "" (some servers refuse null).
-            message = {"role": "assistant", "content": "\n\n".join(texts) or (None if calls else "")}
+            message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) or (None if calls else "")}
             if calls:
                 message["tool_calls"] = calls
             out.append(message)
@@ -102,7 +103,7 @@ def to_openai_messages(system: str, messages: list[dict]) -> list[dict]:
     return out
 
 
-def to_openai_tools(tools: list[dict]) -> list[dict]:
+def to_openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
@@ -121,7 +122,7 @@ def to_openai_tools(tools: list[dict]) -> list[dict]:
 _generated_ids = itertools.count(1)
 
 
-def _tool_input(arguments) -> dict:
+def _tool_input(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
     """The call's arguments as a dict. Arguments that are not a JSON object are passed on under `_raw_arguments`,
     so the tool refuses them with its own error and the model sees what it sent."""
     if isinstance(arguments, dict):
@@ -133,7 +134,7 @@ def _tool_input(arguments) -> dict:
     return parsed if isinstance(parsed, dict) else {"_raw_arguments": str(arguments)}
 
 
-def from_openai_message(message: dict) -> list[dict]:
+def from_openai_message(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = []
     text = message.get("content")
     if isinstance(text, list):  # some servers return content parts
@@ -154,7 +155,7 @@ def from_openai_message(message: dict) -> list[dict]:
 
 
 class OpenAIModel(Model):
-    def __init__(self, name: str, settings: dict | None = None, notify: Notify | None = None):
+    def __init__(self, name: str, settings: dict[str, Any] | None = None, notify: Notify | None = None) -> None:
         settings = settings or {}
         self.name = name
         base_url = settings.get("base_url") or os.environ.get("OPENAI_BASE_URL")
@@ -172,7 +173,7 @@ class OpenAIModel(Model):
             max_retries=int(settings.get("max_retries", 8)), base_s=float(settings.get("backoff_base_s", 1.0))
         )
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -186,12 +187,15 @@ class OpenAIModel(Model):
         except http.client.HTTPException as exc:  # IncompleteRead above all: a link that dropped mid-body
             raise BodyCut(f"the server's answer was cut short ({type(exc).__name__})") from None
         try:
-            return json.loads(raw)
+            answer: dict[str, Any] = json.loads(raw)
+            return answer
         except ValueError:
             # A proxy's error page or a cut-off body: worth another try, like a dropped connection.
             raise ConnectionError(f"the server's answer is not JSON: {raw[:200]!r}") from None
 
-    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
+    def query(
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str
+    ) -> ModelReply:
         body = {"model": self.name, "messages": to_openai_messages(system, messages), "max_tokens": self.max_tokens}
         if tools:
             body["tools"] = to_openai_tools(tools)
@@ -201,7 +205,7 @@ class OpenAIModel(Model):
             raise ModelFailed(f"the model call failed: {exc}") from exc
         return self._reply(answer)
 
-    def _reply(self, answer: dict) -> ModelReply:
+    def _reply(self, answer: dict[str, Any]) -> ModelReply:
         try:
             choice = answer["choices"][0]
             message = choice["message"]

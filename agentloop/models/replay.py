@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from agentloop.errors import ConfigError, ReplayFinished
 from agentloop.interfaces import Model
@@ -54,10 +55,10 @@ def served_model_spec(spec: str, folder: Path = RECORDINGS) -> str:
 
 
 class ReplayModel(Model):
-    def __init__(self, events: list[dict], name: str = "replay"):
+    def __init__(self, events: list[dict[str, Any]], name: str = "replay") -> None:
         self.name = name
-        self.queues: dict[str, deque] = {}
-        pending_usage: dict[str, deque] = {}
+        self.queues: dict[str, deque[dict[str, Any]]] = {}
+        pending_usage: dict[str, deque[dict[str, Any]]] = {}
         for event in events:
             p = event["payload"]
             if event["kind"] == "usage":
@@ -73,7 +74,7 @@ class ReplayModel(Model):
     def from_trace(cls, path: str | Path) -> ReplayModel:
         return cls(read_trace(path), name=f"replay:{path}")
 
-    def skip_played(self, events: list[dict]) -> None:
+    def skip_played(self, events: list[dict[str, Any]]) -> None:
         """Drop the recorded calls a resumed run already made. A turn was made once its model message is in the
         trace; a question selection once the proposal it led to is: one whose proposal the crash lost is made
         again by the resumed run, and gets the same recorded answer."""
@@ -86,7 +87,9 @@ class ReplayModel(Model):
         }
         for purpose, count in played.items():
             for queue in (self.queues.get(purpose), self.usages.get(purpose)):
-                for _ in range(min(count, len(queue or ()))):
+                if queue is None:
+                    continue
+                for _ in range(min(count, len(queue))):
                     queue.popleft()
 
     def _finished_text(self, purpose: str = "turn") -> str:
@@ -101,7 +104,9 @@ class ReplayModel(Model):
             text += f" (the recorded run ended {ended})"
         return text
 
-    def query(self, system: str, messages: list[dict], tools: list[dict], purpose: str) -> ModelReply:
+    def query(
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str
+    ) -> ModelReply:
         queue = self.queues.get(purpose)
         if not queue:
             raise ReplayFinished(self._finished_text(purpose))

@@ -5,6 +5,7 @@ it without importing the package that picks a backend (no import cycle: tests/fo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -18,7 +19,7 @@ class Usage:
 
 @dataclass
 class ModelReply:
-    content: list[dict]
+    content: list[dict[str, Any]]
     stop_reason: str
     model: str
     usage: Usage = field(default_factory=Usage)
@@ -28,5 +29,5 @@ class ModelReply:
         return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text").strip()
 
     @property
-    def tool_uses(self) -> list[dict]:
+    def tool_uses(self) -> list[dict[str, Any]]:
         return [b for b in self.content if b.get("type") == "tool_use"]

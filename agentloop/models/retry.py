@@ -19,7 +19,7 @@ class RetryPolicy:
         base_s: float = 1.0,
         cap_s: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
-    ):
+    ) -> None:
         self.max_retries = max_retries
         self.base_s = base_s
         self.cap_s = cap_s
@@ -28,7 +28,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.cap_s)
-        backoff = min(self.cap_s, self.base_s * 2**attempt)
+        backoff = min(self.cap_s, self.base_s * 2.0**attempt)
         return backoff * (0.5 + random.random() / 2)  # jitter: workers that failed together do not retry together
 
     def run(

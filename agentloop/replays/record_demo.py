@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from agentloop.agent import Agent, Host
 from agentloop.config import Budgets, Goal, RunConfig
@@ -88,11 +89,11 @@ extern "C" int kseek_matmul(const float* a, const float* b, float* c, int m, int
 GOAL = Goal("naive", 0.5)
 
 
-def t(text):
+def t(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def use(ident, name, tool_input):
+def use(ident: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": ident, "name": name, "input": tool_input}
 
 
@@ -128,11 +129,13 @@ SELECTIONS = [
 class ScriptedModel(Model):
     name = "scripted-demo"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.turns = list(TURNS)
         self.selections = list(SELECTIONS)
 
-    def query(self, system, messages, tools, purpose):
+    def query(
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str
+    ) -> ModelReply:
         if purpose == "select_question":
             return ModelReply([t(self.selections.pop(0))], "end_turn", self.name, Usage(900, 40))
         content = self.turns.pop(0)

@@ -5,6 +5,7 @@ evaluate tool is run by the loop itself (its verdict is recorded, and may end th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -12,7 +13,7 @@ class ToolResult:
     output: str
     is_error: bool = False
     truncated_chars: int = 0
-    extra: dict = field(default_factory=dict)  # tool-specific payload fields (exit_code, timed_out, ...)
+    extra: dict[str, Any] = field(default_factory=dict)  # tool-specific payload fields (exit_code, timed_out, ...)
 
 
 class ToolInputError(ValueError):
@@ -41,7 +42,7 @@ class OutputKeeper:
     so a command's memory cost is bounded by the limit, not by its output. Characters dropped unseen are counted
     as UTF-8 (bytes that start a character)."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self.keep = 4 * limit + 4
         self.head = bytearray()
@@ -73,7 +74,7 @@ class OutputKeeper:
         return _shown(head_text[:head], tail_text[max(0, len(tail_text) - tail) :], cut), cut
 
 
-def require(tool_input: dict, name: str, kind: type | tuple = str):
+def require(tool_input: dict[str, Any], name: str, kind: type | tuple[type, ...] = str) -> Any:
     if not isinstance(tool_input, dict) or name not in tool_input:
         raise ToolInputError(f"missing parameter `{name}`")
     value = tool_input[name]

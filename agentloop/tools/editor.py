@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 from agentloop.tools import OutputKeeper, ToolInputError, ToolResult, require, truncate
 
@@ -47,7 +48,7 @@ class EditorTool:
     name = "editor"
     schema = SCHEMA
 
-    def __init__(self, workspace: Path, output_limit: int = 10000, max_file_bytes: int = MAX_FILE_BYTES):
+    def __init__(self, workspace: Path, output_limit: int = 10000, max_file_bytes: int = MAX_FILE_BYTES) -> None:
         self.workspace = Path(workspace).resolve()
         self.output_limit = output_limit
         self.max_file_bytes = max_file_bytes
@@ -58,7 +59,7 @@ class EditorTool:
             raise ToolInputError(f"{raw} is outside the workspace")
         return path
 
-    def __call__(self, tool_input: dict) -> ToolResult:
+    def __call__(self, tool_input: dict[str, Any]) -> ToolResult:
         command = require(tool_input, "command")
         path = self.resolve(require(tool_input, "path"))
         handler = {
@@ -95,7 +96,7 @@ class EditorTool:
         except UnicodeDecodeError:
             raise ToolInputError(f"{self._name(path)} is not a UTF-8 text file") from None
 
-    def view(self, path: Path, tool_input: dict) -> str | tuple[str, int]:
+    def view(self, path: Path, tool_input: dict[str, Any]) -> str | tuple[str, int]:
         if path.is_dir():
             return self._listing(path)
         view_range = tool_input.get("view_range")
@@ -147,7 +148,7 @@ class EditorTool:
             raise ToolInputError(f"view_range {view_range} is outside the file's {line} lines")
         return shown.result()
 
-    def create(self, path: Path, tool_input: dict) -> str:
+    def create(self, path: Path, tool_input: dict[str, Any]) -> str:
         text = require(tool_input, "file_text")
         if path.is_dir():
             raise ToolInputError(f"{self._name(path)} is a directory")
@@ -156,7 +157,7 @@ class EditorTool:
         path.write_text(text, encoding="utf-8")
         return f"{'Replaced' if existed else 'Created'} {self._name(path)} ({len(text)} characters)."
 
-    def str_replace(self, path: Path, tool_input: dict) -> str:
+    def str_replace(self, path: Path, tool_input: dict[str, Any]) -> str:
         old = require(tool_input, "old_str")
         new = tool_input.get("new_str", "")
         if not isinstance(new, str):
@@ -174,7 +175,7 @@ class EditorTool:
         path.write_text(text.replace(old, new, 1), encoding="utf-8")
         return f"Replaced 1 occurrence in {self._name(path)} at line {start_line}."
 
-    def insert(self, path: Path, tool_input: dict) -> str:
+    def insert(self, path: Path, tool_input: dict[str, Any]) -> str:
         line = require(tool_input, "insert_line", int)
         new = require(tool_input, "insert_text")
         lines = self._read(path, "edit it with the shell (sed -i, or a script that streams it)").split("\n")

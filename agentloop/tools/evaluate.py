@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from agentloop.protocol import kernel_source_refusal
 from agentloop.tools import ToolInputError
@@ -25,7 +26,7 @@ SCHEMA = {
 }
 
 
-def parse_input(tool_input: dict, default_kernel: str) -> tuple[str, str]:
+def parse_input(tool_input: dict[str, Any], default_kernel: str) -> tuple[str, str]:
     if not isinstance(tool_input, dict):
         raise ToolInputError("the input must be an object")
     scenarios = tool_input.get("scenarios", "quick")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO, Any
 
 from agentloop.sandbox import BUBBLEWRAP, NONE, Sandbox, scrubbed_env
 from agentloop.tools import OutputKeeper, ToolResult, require
@@ -55,7 +56,7 @@ class ShellTool:
         use_bwrap: bool | None = None,
         extra_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
-    ):
+    ) -> None:
         """`sandbox` decides where commands run; without one it is chosen here: `use_bwrap=False` is the
         operator's --unsandboxed, anything else asks for bubblewrap and refuses commands where it does not work."""
         self.extra_env = dict(extra_env or {})
@@ -65,7 +66,7 @@ class ShellTool:
         self.output_limit = output_limit
         self.sandbox = sandbox or Sandbox.choose(unsandboxed=use_bwrap is False, hidden=hidden or [])
 
-    def argv(self, command: str) -> tuple[list[str], dict]:
+    def argv(self, command: str) -> tuple[list[str], dict[str, Any]]:
         """The command line and the environment to start it with. Under bubblewrap the command's environment is
         set inside the sandbox (--clearenv/--setenv), and bwrap itself also starts with the scrubbed one: it is
         PID 1 of the sandbox, so its /proc/1/environ is readable from inside. Without a sandbox the command runs
@@ -76,7 +77,7 @@ class ShellTool:
             return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), "--", *inner], env
         return self.sandbox.shell_argv(self.workspace, env, inner), env
 
-    def __call__(self, tool_input: dict) -> ToolResult:
+    def __call__(self, tool_input: dict[str, Any]) -> ToolResult:
         command = require(tool_input, "command")
         if self.sandbox.mode not in (BUBBLEWRAP, NONE):
             return ToolResult(
@@ -105,7 +106,7 @@ class ShellTool:
             if timed_out:
                 self._stop(proc)
         finally:
-            proc.stdout.close()  # whatever may still hold the pipe's other end, we read no more of it
+            _pipe(proc).close()  # whatever may still hold the pipe's other end, we read no more of it
             if proc.poll() is None:
                 _kill_group(proc)
                 proc.wait()
@@ -126,7 +127,7 @@ class ShellTool:
             },
         )
 
-    def _stop(self, proc: subprocess.Popen) -> None:
+    def _stop(self, proc: subprocess.Popen[bytes]) -> None:
         """At the time limit. Under bubblewrap, killing bwrap kills the sandbox's PID 1 (--die-with-parent), and
         with it every process of the namespace. Without, the supervisor is asked to kill all below it first."""
         if self.sandbox.mode == NONE:
@@ -148,11 +149,17 @@ class ShellTool:
         _wait_ended(inits, time.monotonic() + STOP_GRACE_S)
 
 
-def _read(proc: subprocess.Popen, output: OutputKeeper, deadline: float) -> bool:
+def _pipe(proc: subprocess.Popen[bytes]) -> IO[bytes]:
+    """The command's output: a pipe (stdout=PIPE, stderr=STDOUT)."""
+    assert proc.stdout is not None
+    return proc.stdout
+
+
+def _read(proc: subprocess.Popen[bytes], output: OutputKeeper, deadline: float) -> bool:
     """Feed the command's output to `output` until the started process has ended and the pipe is closed; True
     if the deadline came first. After the process has ended, the pipe is read for DRAIN_S more at most: a
     process that escaped both the sandbox and the supervisor may hold it open, and we do not wait for that."""
-    fd = proc.stdout.fileno()
+    fd = _pipe(proc).fileno()
     pipe_open, drain_until = True, None
     while True:
         now = time.monotonic()
@@ -206,7 +213,7 @@ def _wait_ended(pids: list[int], deadline: float) -> None:
             time.sleep(0.01)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # Whatever is left in the started process's group (bwrap and its PID 1; the supervisor).
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -19,6 +19,8 @@ import os
 import signal
 import subprocess
 import sys
+from types import FrameType
+from typing import NoReturn
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -28,7 +30,7 @@ class Stop(Exception):
     pass
 
 
-def _stop(signum, frame):
+def _stop(signum: int, frame: FrameType | None) -> NoReturn:
     raise Stop
 
 

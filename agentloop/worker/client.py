@@ -26,11 +26,13 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import websockets
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from agentloop import __version__
 from agentloop.bank_source import bank_from_wire, stats_from_wire
@@ -46,7 +48,10 @@ from agentloop.worker.messages import RESEND_AFTER_S, ServerMessages, event_key
 from agentloop.worker.parking import DirectiveStore, ParkedRun, unapplied, waiting_review
 from agentloop.worker.spool import Spool
 from agentloop.worker.targets import choose_targets
-from agentloop.worker.window import SenderWindow
+from agentloop.worker.window import Frame
+
+if TYPE_CHECKING:
+    from agentloop.interfaces import EventSink, Model
 
 log = logging.getLogger("agentloop.worker")
 AUTH_REFUSED = 4401
@@ -118,7 +123,7 @@ class RunHandle:
 class SeenDirectives:
     """Directive ids acted on, kept on disk so that a restarted worker does not act on a re-sent one twice."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = path
         try:
             self.ids = set(json.loads(path.read_text()))
@@ -141,13 +146,13 @@ class Worker(ServerMessages):
         gpus: list[int],
         state_dir: Path,
         use_bwrap: bool | None = None,
-        model_factory=None,
-        agent_kwargs: dict | None = None,
+        model_factory: Callable[[str, dict[str, Any]], Model] | None = None,
+        agent_kwargs: dict[str, Any] | None = None,
         hidden: list[Path] | None = None,
         ca_file: str | None = None,
         allow_plain_ws: bool = False,
         targets: list[str] | None = None,
-    ):
+    ) -> None:
         from agentloop.models import make_model
 
         self.url = worker_url(server)
@@ -172,17 +177,18 @@ class Worker(ServerMessages):
         self.parked: dict[str, ParkedRun] = {}  # runs waiting for a reviewer, holding no GPU (parking.py)
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
-        self._ws = None
+        self._ws: ClientConnection | None = None
         # Until the server's welcome says whether it reads `events`, nothing is offered (the spool holds it all).
-        self._window: SenderWindow | None = None
+        self._window = None
         self._last_sent: dict[tuple[str, int], float] = {}  # pending events only: pruned when answered
-        self._refusals: queue.SimpleQueue = queue.SimpleQueue()  # (event, error): refused for good, to report
+        # (event, error): refused for good, to report
+        self._refusals: queue.SimpleQueue[tuple[dict[str, Any], str]] = queue.SimpleQueue()
         self._claiming = False
         self._next_claim = 0.0
         self.stop = threading.Event()
 
     # ---------------------------------------------------------------------------------- sending
-    def _send(self, message: dict) -> bool:
+    def _send(self, message: dict[str, Any]) -> bool:
         ws = self._ws
         if ws is None:
             return False
@@ -193,7 +199,7 @@ class Worker(ServerMessages):
         except (websockets.exceptions.WebSocketException, OSError):
             return False
 
-    def _send_frames(self, frames) -> None:
+    def _send_frames(self, frames: list[Frame]) -> None:
         """Send what the window released; the caller holds _send_lock, so frames leave in the window's order."""
         ws = self._ws
         now = time.monotonic()
@@ -207,7 +213,7 @@ class Worker(ServerMessages):
             except (websockets.exceptions.WebSocketException, OSError):
                 ws = None
 
-    def _offer(self, events: list[dict]) -> None:
+    def _offer(self, events: list[dict[str, Any]]) -> None:
         with self._send_lock:
             if self._window is None:
                 return
@@ -219,7 +225,7 @@ class Worker(ServerMessages):
                 key, f"not sent: its event message of {size} bytes is over the server's message limit of {limit} bytes"
             )
 
-    def _refuse_for_good(self, key, error: str) -> None:
+    def _refuse_for_good(self, key: tuple[Any, ...], error: str) -> None:
         """Drop an event from the spool for good; the socket's thread reports it (`_report_refusals`)."""
         event = self.spool.drop(*key)
         self._last_sent.pop(event_key(*key), None)
@@ -252,7 +258,7 @@ class Worker(ServerMessages):
                     event["seq"],
                 )
 
-    def _settle(self, keys: list[tuple]) -> None:
+    def _settle(self, keys: list[tuple[Any, ...]]) -> None:
         """The server answered these (run_id, seq): their frames' places in the window are free again."""
         with self._send_lock:
             if self._window is not None:
@@ -261,7 +267,7 @@ class Worker(ServerMessages):
                     frames += self._window.settle(run_id, seq)
                 self._send_frames(frames)
 
-    def _event_sink(self, event: dict) -> None:
+    def _event_sink(self, event: dict[str, Any]) -> None:
         self.spool.add(event)
         self._offer([event])
 
@@ -273,10 +279,10 @@ class Worker(ServerMessages):
                 del self.runs[rid]
         return [g for g in self.gpus if g not in busy]
 
-    def _run_dir(self, run_id) -> Path:
+    def _run_dir(self, run_id: object) -> Path:
         return self.state_dir / "runs" / str(run_id)
 
-    def _save_questions(self, run_id, run: dict) -> None:
+    def _save_questions(self, run_id: object, run: dict[str, Any]) -> None:
         """Keep the assignment's bank and figures next to the run's trace, so that a resumed run asks from the
         same bank it started with."""
         run_dir = self._run_dir(run_id)
@@ -286,7 +292,7 @@ class Worker(ServerMessages):
             saved["questions"] = False
         (run_dir / "questions.json").write_text(json.dumps(saved), encoding="utf-8")
 
-    def _question_kwargs(self, run_id) -> dict:
+    def _question_kwargs(self, run_id: object) -> dict[str, Any]:
         """The Agent's `bank` and `question_stats` from what the server sent (docs/protocol.md 2.3). Without a
         usable bank the agent reads the bank file; without figures it shows none."""
         try:
@@ -295,7 +301,7 @@ class Worker(ServerMessages):
             return {}
         if saved.get("questions") is False:  # an empty bank: every decision point is noted, nothing is asked
             return {"bank": []}
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if "bank" in saved:
             entries, problems = bank_from_wire(saved["bank"])
             for problem in problems:
@@ -312,7 +318,12 @@ class Worker(ServerMessages):
         return kwargs
 
     def _start_run(
-        self, run_id, gpu: int, config: RunConfig | None, resume_events: list[dict] | None, fork: dict | None = None
+        self,
+        run_id: object,
+        gpu: int,
+        config: RunConfig | None,
+        resume_events: list[dict[str, Any]] | None,
+        fork: dict[str, Any] | None = None,
     ) -> None:
         from agentloop.agent import Agent, Host, Oversight
         from agentloop.review import InboxReviewer
@@ -322,14 +333,21 @@ class Worker(ServerMessages):
         inbox = ControlInbox()
         questions = self._question_kwargs(run_id)
 
-        def work():
-            trace = agent = spec = None
+        def work() -> None:
+            trace: TraceWriter | None = None
+            agent: Agent | Verification | None = None
+            spec: str | None = None
             try:
                 trace = TraceWriter(run_dir / "trace.jsonl")
                 timeout_s = self._prepare_inbox(run_dir, config, resume_events, inbox)
-                spec = config.model if config else resume_events[0]["payload"]["config"]["model"]
+                # a resumed run (config None) has its trace's events
+                spec = (
+                    config.model
+                    if config
+                    else cast("list[dict[str, Any]]", resume_events)[0]["payload"]["config"]["model"]
+                )
                 host = Host(run_dir / "workspace", self.sandbox, {"CUDA_VISIBLE_DEVICES": str(gpu)})
-                sinks = [trace, self._event_sink]
+                sinks: list[EventSink] = [trace, self._event_sink]
                 if spec == VERIFY_MODEL:  # no agent: one full evaluation of the starting kernel (agentloop/verify.py)
                     agent = Verification(
                         run_id=run_id, config=config, resume_events=resume_events, sinks=sinks, host=host, inbox=inbox
@@ -378,11 +396,12 @@ class Worker(ServerMessages):
 
     @staticmethod
     def _prepare_inbox(
-        run_dir: Path, config: RunConfig | None, resume_events: list[dict] | None, inbox
+        run_dir: Path, config: RunConfig | None, resume_events: list[dict[str, Any]] | None, inbox: ControlInbox
     ) -> float | None:
         """Give a resumed run the directives acknowledged before the worker stopped that it has not acted on yet,
         and return its review timeout: counted from the waiting proposal, not from this life of the run."""
         if not resume_events:
+            assert config is not None  # a new run (no trace to resume) comes with its config
             return config.review_timeout_s
         for message in unapplied(DirectiveStore(run_dir).kept(), resume_events):
             inbox.put(Directive.from_wire(message))
@@ -391,7 +410,7 @@ class Worker(ServerMessages):
             return waiting.timeout_left(time.time())
         return RunConfig.from_dict(resume_events[0]["payload"]["config"]).review_timeout_s
 
-    def _park(self, run_id) -> None:
+    def _park(self, run_id: object) -> None:
         """The run's agent raised RunParked: it waits for its reviewer, holding no GPU. A directive that wakes it
         may have been kept while the agent was parking: it is ready at once then."""
         events = read_trace(self._run_dir(run_id) / "trace.jsonl")
@@ -428,7 +447,7 @@ class Worker(ServerMessages):
         except Exception:
             log.exception("run %s: its failure could not be recorded", emitter.run_id)
 
-    def _cannot_start(self, run_id, detail: str) -> None:
+    def _cannot_start(self, run_id: object, detail: str) -> None:
         """An assignment the worker cannot run: its first and last event says why (seq 0: nothing was emitted)."""
         trace = TraceWriter(self._run_dir(run_id) / "trace.jsonl")
         try:
@@ -468,14 +487,14 @@ class Worker(ServerMessages):
             log.info("resuming run %s from its trace", events[0]["run_id"])
             self._start_run(events[0]["run_id"], free[0], None, events)
 
-    def _assignment(self, run: dict) -> RunConfig:
+    def _assignment(self, run: dict[str, Any]) -> RunConfig:
         from gpu_harness import get_task
 
         try:
             filename = (
                 _recorded_kernel_filename(run)
                 or run.get("starting_kernel_name")
-                or Path(get_task(run["task"]).starting_kernel).name
+                or _starting_kernel_name(get_task(run["task"]).starting_kernel)
             )
             goal = run.get("goal") or {}
             return RunConfig(
@@ -504,7 +523,7 @@ class Worker(ServerMessages):
             self._claiming = True
             self._claim_gpu = free[0]
 
-    def _session(self, ws) -> None:
+    def _session(self, ws: ClientConnection) -> None:
         with self._send_lock:
             self._ws = ws
             self._window = None  # until the welcome; then the spool is offered, in (run, seq) order
@@ -602,12 +621,18 @@ class Worker(ServerMessages):
         return 0
 
 
-def _envelope(event: dict) -> dict:
+def _starting_kernel_name(path: Path | None) -> str:
+    if path is None:  # (as Path(None) did: the assignment is unusable)
+        raise TypeError("the task names no starting kernel")
+    return path.name
+
+
+def _envelope(event: dict[str, Any]) -> dict[str, Any]:
     """The event's wire fields (docs/protocol.md 2.2: the envelope of 1.1 minus `v`, which is the message's)."""
     return {k: event[k] for k in ("run_id", "seq", "kind", "ts", "payload", "usage")}
 
 
-def _recorded_kernel_filename(run: dict) -> str | None:
+def _recorded_kernel_filename(run: dict[str, Any]) -> str | None:
     """For a replay model, the kernel file name of the recording: its recorded tool calls name that file (the
     editor writes `kernel.cpp`, evaluate judges the default kernel file), so the run must use the same name, not
     the task's (`naive.cpp`), or the replayed edits would never reach the file that is judged."""

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentloop.control import Directive
 from agentloop.errors import ConfigError
@@ -15,6 +19,12 @@ from agentloop.fork import fork_problems
 from agentloop.protocol import PROTOCOL_VERSION
 from agentloop.worker.parking import DirectiveStore
 from agentloop.worker.window import Limits, SenderWindow
+
+if TYPE_CHECKING:
+    from agentloop.config import RunConfig
+    from agentloop.worker.client import RunHandle, SeenDirectives
+    from agentloop.worker.parking import ParkedRun
+    from agentloop.worker.spool import Spool
 
 log = logging.getLogger("agentloop.worker")
 # an event unanswered this long is offered again (client.py); a retry nack shortens its wait to 2 s
@@ -29,7 +39,39 @@ class ServerMessages:
     """The handlers of `Worker` (client.py) for what the server sends; they act on the worker's spool, window,
     claims and runs."""
 
-    def _receive(self, raw) -> None:
+    if TYPE_CHECKING:  # what the handlers use of `Worker` (client.py), which defines them
+        targets: list[str]
+        spool: Spool
+        seen: SeenDirectives
+        runs: dict[str, RunHandle]
+        parked: dict[str, ParkedRun]
+        _lock: threading.Lock
+        _send_lock: threading.Lock
+        _window: SenderWindow | None
+        _last_sent: dict[tuple[str, int], float]
+        _claiming: bool
+        _claim_gpu: int
+        _next_claim: float
+
+        def _send(self, message: dict[str, Any]) -> bool: ...
+        def _offer(self, events: list[dict[str, Any]]) -> None: ...
+        def _settle(self, keys: list[tuple[Any, ...]]) -> None: ...
+        def _refuse_for_good(self, key: tuple[Any, ...], error: str) -> None: ...
+        def _free_gpus(self) -> list[int]: ...
+        def _assignment(self, run: dict[str, Any]) -> RunConfig: ...
+        def _cannot_start(self, run_id: object, detail: str) -> None: ...
+        def _save_questions(self, run_id: object, run: dict[str, Any]) -> None: ...
+        def _run_dir(self, run_id: object) -> Path: ...
+        def _start_run(
+            self,
+            run_id: object,
+            gpu: int,
+            config: RunConfig | None,
+            resume_events: list[dict[str, Any]] | None,
+            fork: dict[str, Any] | None = None,
+        ) -> None: ...
+
+    def _receive(self, raw: object) -> None:
         """One message from the server. A message the worker cannot act on (not a JSON text object, an unknown
         type, a field missing or of the wrong type) is logged and answered with `error`; it changes nothing else,
         and the worker goes on serving."""
@@ -55,7 +97,7 @@ class ServerMessages:
         log.error("a server message was not acted on: %s", problem)
         self._send({"type": "error", "error": problem})
 
-    def _handle(self, msg: dict) -> None:
+    def _handle(self, msg: dict[str, Any]) -> None:
         """Act on one server message by its type (the table below, docs/protocol.md 2): a handler raises
         Malformed for a message it cannot act on."""
         kind = msg.get("type")
@@ -64,7 +106,7 @@ class ServerMessages:
             raise Malformed(f"unknown message type {kind!r:.50}")
         handler(self, msg)
 
-    def _on_welcome(self, msg: dict) -> None:
+    def _on_welcome(self, msg: dict[str, Any]) -> None:
         # A server that reads `events` gets batches; an older one gets every event at once, alone.
         accepts = msg.get("accepts")
         limits, problem = Limits.from_welcome(msg)
@@ -78,13 +120,13 @@ class ServerMessages:
         if problem:
             raise Malformed(f"{problem}; sending within {limits.message_bytes} bytes a message")
 
-    def _on_ack(self, msg: dict) -> None:
+    def _on_ack(self, msg: dict[str, Any]) -> None:
         key = _answer_key(msg)
         self.spool.ack(*key)
         self._last_sent.pop(event_key(*key), None)
         self._settle([key])
 
-    def _on_acks(self, msg: dict) -> None:
+    def _on_acks(self, msg: dict[str, Any]) -> None:
         """The events of `events` messages that one transaction stored; the well-formed pairs are taken even
         when others are not."""
         items = msg.get("acks")
@@ -107,7 +149,7 @@ class ServerMessages:
                 f"acks: {len(junk)} item(s) are not [run_id, seq] pairs (the others were taken): {junk!r:.200}"
             )
 
-    def _on_nack(self, msg: dict) -> None:
+    def _on_nack(self, msg: dict[str, Any]) -> None:
         key = _answer_key(msg)
         if not isinstance(msg.get("retry"), bool):
             raise Malformed(f"nack of {key}: `retry` must be true or false (the event stays in the spool)")
@@ -117,7 +159,7 @@ class ServerMessages:
             self._last_sent[event_key(*key)] = time.monotonic() - RESEND_AFTER_S + 2
         self._settle([key])
 
-    def _on_assign(self, msg: dict) -> None:
+    def _on_assign(self, msg: dict[str, Any]) -> None:
         claimed, self._claiming = self._claiming, False
         run = msg.get("run")
         if not isinstance(run, dict) or not _is_id(run.get("id")):
@@ -140,17 +182,17 @@ class ServerMessages:
         self._save_questions(run["id"], run)
         self._start_run(run["id"], gpu, config, None, fork=run.get("fork"))
 
-    def _on_no_work(self, msg: dict) -> None:
+    def _on_no_work(self, msg: dict[str, Any]) -> None:
         self._claiming = False
         wait = msg.get("retry_after_s")
         ok = isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 < wait < 3600
-        self._next_claim = time.monotonic() + (float(wait) if ok else 5)
+        self._next_claim = time.monotonic() + (float(wait) if ok and isinstance(wait, (int, float)) else 5)
         if not ok:
             raise Malformed(
                 f"no_work: `retry_after_s` must be a number of seconds, not {wait!r:.50} (claiming again in 5 s)"
             )
 
-    def _on_directive(self, msg: dict) -> None:
+    def _on_directive(self, msg: dict[str, Any]) -> None:
         ident = msg.get("id")
         if ident is not None and not (isinstance(ident, str) and ident):
             raise Malformed(f"directive: `id` must be a string, not {ident!r:.50}")
@@ -164,11 +206,11 @@ class ServerMessages:
             self.seen.add(ident)
             self._send({"type": "directive_ack", "id": ident})
 
-    def _on_error(self, msg: dict) -> None:
+    def _on_error(self, msg: dict[str, Any]) -> None:
         log.error("server: %s", msg.get("error"))  # never answered with an `error`: no ping-pong
 
     # the server's message types and who handles each (a new type is one method and one line here)
-    _HANDLERS = {
+    _HANDLERS: dict[str, Callable[[ServerMessages, dict[str, Any]], None]] = {
         "welcome": _on_welcome,
         "ack": _on_ack,
         "acks": _on_acks,
@@ -179,7 +221,7 @@ class ServerMessages:
         "error": _on_error,
     }
 
-    def _take_directive(self, msg: dict) -> None:
+    def _take_directive(self, msg: dict[str, Any]) -> None:
         """Keep a directive for a run of this worker durably (before it is acknowledged), then hand it to the
         running run, or wake the parked run it is for."""
         run_id = str(msg.get("run_id"))
@@ -195,12 +237,12 @@ class ServerMessages:
                 handle.inbox.put(Directive.from_wire(msg))
 
 
-def event_key(run_id, seq) -> tuple[str, int]:
+def event_key(run_id: object, seq: int) -> tuple[str, int]:
     """An event's key in the worker's record of when it was last sent: (the run id as text, seq)."""
     return (str(run_id), int(seq))
 
 
-def _assignment_problems(run: dict) -> list[str]:
+def _assignment_problems(run: dict[str, Any]) -> list[str]:
     """What makes an assignment's `fork` and `questions` unusable (fork_problems says what a fork must hold)."""
     fork = run.get("fork")
     problems = fork_problems(fork) if fork is not None else []
@@ -209,11 +251,11 @@ def _assignment_problems(run: dict) -> list[str]:
     return problems
 
 
-def _is_id(value) -> bool:
+def _is_id(value: object) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
-def _answer_key(msg: dict) -> tuple:
+def _answer_key(msg: dict[str, Any]) -> tuple[Any, ...]:
     """The (run_id, seq) an ack or nack answers; Malformed when it names no event."""
     run_id, seq = msg.get("run_id"), msg.get("seq")
     if not _is_id(run_id) or not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:

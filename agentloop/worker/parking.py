@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from agentloop.state import RunState
 
@@ -23,10 +24,10 @@ DIRECTIVES_FILE = "directives.jsonl"
 class DirectiveStore:
     """The directives of one run that its worker acknowledged, one wire message a line, in arrival order."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / DIRECTIVES_FILE
 
-    def add(self, message: dict) -> None:
+    def add(self, message: dict[str, Any]) -> None:
         """Durable when it returns: the caller acknowledges the directive only then."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as file:
@@ -34,7 +35,7 @@ class DirectiveStore:
             file.flush()
             os.fsync(file.fileno())
 
-    def kept(self) -> list[dict]:
+    def kept(self) -> list[dict[str, Any]]:
         """Each kept directive once (a directive re-sent before its id was marked seen may be kept twice); a line
         cut short by a crash was never acknowledged, and is skipped."""
         try:
@@ -53,7 +54,7 @@ class DirectiveStore:
         return messages
 
 
-def unapplied(kept: list[dict], events: list[dict]) -> list[dict]:
+def unapplied(kept: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The kept directives the run has not acted on, by its trace. The loop takes pause, resume, stop and messages
     in arrival order, each recorded with its `directive_id` when it changed something (a pause of a paused run
     changes nothing and leaves no event): so those before the last one the trace records were taken. A decision
@@ -71,11 +72,11 @@ class ParkedRun:
     timeout approves it (seconds since the epoch), None without one. `ready`: a directive that wakes it came."""
 
     run_id: object
-    question_ref: str
+    question_ref: str | None  # None: the trace's waiting question named none
     deadline: float | None
     ready: bool = False
 
-    def woken_by(self, message: dict) -> bool:
+    def woken_by(self, message: dict[str, Any]) -> bool:
         """A stop, or the decision on its question: what the run, resumed, acts on at once."""
         action = message.get("action")
         return action == "stop" or (action == "question_decision" and message.get("question_ref") == self.question_ref)
@@ -87,7 +88,7 @@ class ParkedRun:
         return None if self.deadline is None else max(0.0, self.deadline - now)
 
 
-def waiting_review(events: list[dict]) -> ParkedRun | None:
+def waiting_review(events: list[dict[str, Any]]) -> ParkedRun | None:
     """The run of this trace as parked, when it is waiting for a reviewer (its last status `waiting_review`, a
     proposal undecided, a review mode that waits for one); None otherwise. The timeout counts from the proposal."""
     state = RunState()

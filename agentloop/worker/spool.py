@@ -11,28 +11,30 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, TextIO
 
 # Lines beyond twice the pending events (and the marks) before the file is rewritten: each compaction then writes
 # at most the pending events after at least this many appended lines, so rewriting costs O(1) a line.
 COMPACT_SLACK = 1000
 
 
-def _key(run_id, seq) -> tuple[str, int]:
+def _key(run_id: object, seq: int) -> tuple[str, int]:
     return (str(run_id), int(seq))
 
 
 class Spool:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()  # compaction reads `pending()` under it
-        self._pending: dict[tuple[str, int], dict] = {}
+        self._pending: dict[tuple[str, int], dict[str, Any]] = {}
         # Highest seq ever spooled per run, kept through compaction: on a restart, the trace's events above it
         # were written to the trace but never spooled (the worker died in between) and must be spooled now.
         self.marks: dict[str, int] = {}
         self._load()
-        self._file = None
+        self._file: TextIO | None = None
         self._compact()
 
     def _load(self) -> None:
@@ -74,23 +76,29 @@ class Spool:
         self._file = open(self.path, "a", encoding="utf-8")
         self._lines = len(self.marks) + len(self._pending)
 
-    def _append(self, record: dict) -> None:
-        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+    @property
+    def _out(self) -> TextIO:
+        """The spool file, open for appending (from __init__'s first compaction on)."""
+        assert self._file is not None
+        return self._file
+
+    def _append(self, record: dict[str, Any]) -> None:
+        self._out.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._out.flush()
+        os.fsync(self._out.fileno())
         self._lines += 1
 
-    def _mark(self, run_id, seq) -> None:
-        run_id = str(run_id)
-        self.marks[run_id] = max(self.marks.get(run_id, -1), int(seq))
+    def _mark(self, run_id: object, seq: int) -> None:
+        key = str(run_id)
+        self.marks[key] = max(self.marks.get(key, -1), int(seq))
 
-    def add(self, event: dict) -> None:
+    def add(self, event: dict[str, Any]) -> None:
         with self._lock:
             self._pending[_key(event["run_id"], event["seq"])] = event
             self._mark(event["run_id"], event["seq"])
             self._append({"event": event})
 
-    def add_missing(self, events: list[dict]) -> int:
+    def add_missing(self, events: list[dict[str, Any]]) -> int:
         """Spool the events of a run's trace that were never spooled. Returns how many."""
         added = 0
         for event in events:
@@ -99,19 +107,19 @@ class Spool:
                 added += 1
         return added
 
-    def ack(self, run_id, seq) -> bool:
+    def ack(self, run_id: object, seq: int) -> bool:
         return self.ack_many([(run_id, seq)]) == 1
 
-    def ack_many(self, keys) -> int:
+    def ack_many(self, keys: Iterable[tuple[object, int]]) -> int:
         """Forget these (run_id, seq), with one write and one fsync for all; returns how many were pending."""
         return len(self._forget(keys))
 
-    def drop(self, run_id, seq) -> dict | None:
+    def drop(self, run_id: object, seq: int) -> dict[str, Any] | None:
         """Forget an event refused for good; returns it (None when it was not pending)."""
         dropped = self._forget([(run_id, seq)])
         return dropped[0] if dropped else None
 
-    def _forget(self, keys) -> list[dict]:
+    def _forget(self, keys: Iterable[tuple[object, int]]) -> list[dict[str, Any]]:
         with self._lock:
             forgotten, lines = [], []
             for run_id, seq in keys:
@@ -120,24 +128,24 @@ class Spool:
                     forgotten.append(event)
                     lines.append(json.dumps({"ack": [run_id, seq]}, separators=(",", ":")) + "\n")
             if lines:
-                self._file.write("".join(lines))
-                self._file.flush()
-                os.fsync(self._file.fileno())
+                self._out.write("".join(lines))
+                self._out.flush()
+                os.fsync(self._out.fileno())
                 self._lines += len(lines)
                 if self._lines > 2 * len(self._pending) + len(self.marks) + COMPACT_SLACK:
                     self._compact()
             return forgotten
 
-    def pending(self) -> list[dict]:
+    def pending(self) -> list[dict[str, Any]]:
         """Unacknowledged events in (run, seq) order."""
         with self._lock:  # run threads add while the socket's thread reads
             return [self._pending[k] for k in sorted(self._pending)]
 
-    def holds(self, run_id, seq) -> bool:
+    def holds(self, run_id: object, seq: int) -> bool:
         return _key(run_id, seq) in self._pending
 
     def __len__(self) -> int:
         return len(self._pending)
 
     def close(self) -> None:
-        self._file.close()
+        self._out.close()

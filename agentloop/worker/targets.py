@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentloop.errors import ConfigError
@@ -34,7 +35,11 @@ class Detected:
     why: str  # what was found, for the log: why cuda-sm90 is or is not among them
 
 
-def detect_targets(gpus: list[int], run=None) -> Detected:
+# subprocess.run, or a test's stand-in for it
+RunCommand = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def detect_targets(gpus: list[int], run: RunCommand | None = None) -> Detected:
     """The targets this host can serve with the GPUs the worker offers (`gpus`, nvidia-smi's indices). `run`:
     subprocess.run, or a stand-in for it."""
     try:
@@ -77,7 +82,9 @@ def parse_targets(text: str) -> list[str]:
     return names
 
 
-def choose_targets(gpus: list[int], requested: str | None = None, *, force: bool = False, run=None) -> list[str]:
+def choose_targets(
+    gpus: list[int], requested: str | None = None, *, force: bool = False, run: RunCommand | None = None
+) -> list[str]:
     """The targets to announce: those detected, or the operator's `requested` list. A requested target that was
     not detected is refused (ConfigError) unless `force`, and then served with a warning in the log."""
     detected = detect_targets(gpus, run=run)

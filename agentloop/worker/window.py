@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from agentloop.protocol import PROTOCOL_VERSION
 
@@ -47,7 +49,7 @@ class Limits:
     event_bytes: int = OLD_SERVER_MESSAGE_BYTES
 
     @classmethod
-    def from_welcome(cls, welcome: dict) -> tuple[Limits, str | None]:
+    def from_welcome(cls, welcome: dict[str, Any]) -> tuple[Limits, str | None]:
         """The limits a welcome announces, and what was wrong with them if anything (then the old server's 1 MiB
         holds: the smallest limit a version-1 server has had)."""
         if "limits" not in welcome:
@@ -56,11 +58,11 @@ class Limits:
         sizes = [limits.get(name) if isinstance(limits, dict) else None for name in ("message_bytes", "event_bytes")]
         if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes):
             return cls(), f"the welcome's limits are not two positive byte counts: {limits!r:.200}"
-        message, event = sizes
+        message, event = cast("list[int]", sizes)  # checked just above
         return cls(message, min(event, message)), None
 
 
-def event_key(event: dict) -> tuple[str, int]:
+def event_key(event: dict[str, Any]) -> tuple[str, int]:
     return (str(event["run_id"]), int(event["seq"]))
 
 
@@ -72,7 +74,7 @@ class Frame:
     keys: list[tuple[str, int]]
     single: bool
     sent_at: float = 0.0
-    unsettled: set = field(default_factory=set)
+    unsettled: set[Any] = field(default_factory=set)
 
     def text(self, version: int = PROTOCOL_VERSION) -> str:
         if self.single:  # the envelope is a non-empty object: put type and v in front of its fields
@@ -92,8 +94,8 @@ class SenderWindow:
         max_events: int = MAX_EVENTS,
         max_bytes: int = MAX_BYTES,
         limits: Limits | None = None,
-        clock=time.monotonic,
-    ):
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if max_frames < 1 or max_events < 1:
             raise ValueError("a window needs room for one frame of one event")
         self.batching = batching
@@ -128,7 +130,7 @@ class SenderWindow:
         return refused
 
     # ------------------------------------------------------------------------------------------ input
-    def offer(self, *events: dict) -> list[Frame]:
+    def offer(self, *events: dict[str, Any]) -> list[Frame]:
         """Queue events (an event already waiting or in flight is not queued twice, one over the message limit is
         not queued but refused: `take_refused`); return the frames to send now, in order."""
         for event in events:
@@ -143,7 +145,7 @@ class SenderWindow:
                     self._waiting[key] = text
         return self._fill()
 
-    def settle(self, run_id, seq) -> list[Frame]:
+    def settle(self, run_id: object, seq: int) -> list[Frame]:
         """The server answered this event (ack, or nack of either kind): return the frames that may go now. An
         answer for an event the window does not hold (a duplicate, a frame already expired) changes nothing
         but dropping that event if it waits to be sent again."""
@@ -192,7 +194,9 @@ class SenderWindow:
         return frames
 
     def _next_frame(self) -> Frame:
-        keys, encoded, size = [], [], 0
+        keys: list[tuple[str, int]] = []
+        encoded: list[str] = []
+        size = 0
         for key, text in self._waiting.items():
             alone = not self.batching or len(text) > self.max_bytes
             if alone and keys:

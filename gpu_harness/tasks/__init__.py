@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..taskspec import SPEC_FILE, load_spec
 from .base import REPO_ROOT, Judgement, Scenario, Task, TaskError, derive_seed
+
+if TYPE_CHECKING:
+    from ..taskspec import TaskSpec
+    from .data_task import DataTask
+
 
 BUILTIN_TASKS_DIR = REPO_ROOT / "tasks"
 TASKS_DIR_ENV = "KSEEK_TASKS_DIR"
@@ -55,7 +61,7 @@ def get_task(name: str) -> Task:
     return _INSTANCES[folder]
 
 
-def folder_task(spec, device: str | None = None) -> Task:
+def folder_task(spec: TaskSpec, device: str | None = None) -> DataTask:
     """The generic task for a folder's spec: its target picks the implementation. `device` ("cpu" or "cuda")
     is where a cuda-sm90 task's judge computes (default: the GPU); tests of the judge pass "cpu"."""
     if spec.target.arrays == "torch":
@@ -67,7 +73,7 @@ def folder_task(spec, device: str | None = None) -> Task:
     return CpuDataTask(spec)
 
 
-def load_folder_task(folder: str | Path, device: str | None = None) -> Task:
+def load_folder_task(folder: str | Path, device: str | None = None) -> DataTask:
     """A folder task, read afresh (not cached): what `task check` uses. `device`: where a cuda-sm90 task's
     judge computes ("cuda" by default; "cpu" to check a task on a machine without a GPU)."""
     return folder_task(load_spec(folder), device=device)

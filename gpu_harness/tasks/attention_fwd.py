@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import functools
 import math
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .base import REPO_ROOT, Scenario
+
+if TYPE_CHECKING:
+    from .data_task import DataTask
+
 
 FOLDER = REPO_ROOT / "tasks" / "attention_fwd"
 
 
-def attention_task(device: str = "cuda"):
+def attention_task(device: str = "cuda") -> DataTask:
     """The task read afresh from its folder, its judge computing on `device` ("cpu": tests of the judge on a
     machine without a GPU)."""
     from . import load_folder_task
@@ -26,20 +32,20 @@ def attention_task(device: str = "cuda"):
 
 
 @functools.cache
-def _counting_task():
+def _counting_task() -> DataTask:
     return attention_task("cpu")
 
 
-def reference_module():
+def reference_module() -> ModuleType:
     """tasks/attention_fwd/reference.py (its reference, baselines, SdpaBackendLock, whole), imported once."""
     return _counting_task().module()
 
 
-def scenario_id(dtype, b, sq, sk, hq, hkv, d, causal) -> str:
+def scenario_id(dtype: str, b: int, sq: int, sk: int, hq: int, hkv: int, d: int, causal: bool) -> str:
     return f"{dtype}_b{b}_sq{sq}_sk{sk}_h{hq}x{hkv}_d{d}_{'causal' if causal else 'full'}"
 
 
-def scenario(dtype, b, sq, sk, hq, hkv, d, causal) -> Scenario:
+def scenario(dtype: str, b: int, sq: int, sk: int, hq: int, hkv: int, d: int, causal: bool) -> Scenario:
     """The scenario of this shape: the folder's parameters (softmax_scale = 1/sqrt(head_dim), as its derived
     symbol computes it), FLOP formula and byte count."""
     params = {

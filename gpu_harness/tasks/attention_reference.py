@@ -14,12 +14,18 @@ from __future__ import annotations
 import ctypes
 import threading
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .base import Array
+
 
 FUSED_SOURCE = Path(__file__).with_name("attention_fwd_reference.cu")
 FUSED_HEAD_DIMS = (64, 96, 128, 192, 256)  # instantiated in the kernel; others use the torch reference
 
 
-def _torch():
+def _torch() -> ModuleType:
     import torch
 
     return torch
@@ -28,7 +34,9 @@ def _torch():
 REFERENCE_CHUNK_ELEMS = 1 << 28  # scores held at once by the reference (1 GiB of fp32)
 
 
-def reference(q, k, v, causal: bool, scale: float, budget_elems: int | None = None, rows=None):
+def reference(
+    q: Array, k: Array, v: Array, causal: bool, scale: float, budget_elems: int | None = None, rows: Array = None
+) -> tuple[Array, Array]:
     """fp32 attention in chunks of query rows: never materialises more than ~budget_elems scores.
 
     Inputs [B, S, H, D] (any float dtype, any device); returns O [B, Sq, Hq, D] and LSE [B, Hq, Sq] in fp32.
@@ -81,11 +89,11 @@ class FusedReference:
     does not instantiate): the caller then uses `reference()`. `note` says which one is in use and why.
     `compare` is the same library's one-pass comparison of an output with its reference."""
 
-    def __init__(self, source: Path = FUSED_SOURCE):
+    def __init__(self, source: Path = FUSED_SOURCE) -> None:
         self._source = source
         self._thread: threading.Thread | None = None
-        self._fn = None
-        self._compare = None
+        self._fn: ctypes._NamedFuncPointer | None = None
+        self._compare: ctypes._NamedFuncPointer | None = None
         self.note = "fused fp32 kernel: not built"
         self.build_s: float | None = None
 
@@ -118,10 +126,13 @@ class FusedReference:
 
     def ready(self, timeout_s: float | None = None) -> bool:
         self.start()
+        assert self._thread is not None  # (start made it)
         self._thread.join(timeout_s)
         return self._fn is not None
 
-    def __call__(self, q, k, v, causal: bool, scale: float, dtype: str, rows=None):
+    def __call__(
+        self, q: Array, k: Array, v: Array, causal: bool, scale: float, dtype: str, rows: Array = None
+    ) -> tuple[Array, Array] | None:
         torch = _torch()
         B, Sq, Hq, D = q.shape
         Sk, Hkv = k.shape[1], k.shape[2]
@@ -132,6 +143,7 @@ class FusedReference:
         lse = torch.empty((B, Hq, n), dtype=torch.float32, device=q.device)
         rows32 = None if rows is None else rows.to(device=q.device, dtype=torch.int32).contiguous()
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        assert self._fn is not None  # (ready)
         rc = self._fn(
             q.data_ptr(),
             k.data_ptr(),
@@ -157,7 +169,7 @@ class FusedReference:
             raise RuntimeError(f"the fused reference kernel failed with CUDA error {rc}")
         return o, lse
 
-    def compare(self, cand, ref) -> list[float] | None:
+    def compare(self, cand: Array, ref: Array) -> list[float] | None:
         """[missed, specials, sum (c - r)^2, sum r^2] of the output `cand` (bf16, fp16 or fp32) against the fp32
         reference `ref` of the same shape, as compare_torch defines them, from one kernel on torch's current
         stream; None where the kernel cannot serve (the caller then compares with torch)."""

@@ -12,12 +12,28 @@ and used on both sides of the process boundary:
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .sides import Calls, FileOutputs, JudgeSide, OutputExchange
+
+if TYPE_CHECKING:
+    from ..verdict import TimingLimits
+
+# An array of a task's target: a numpy.ndarray on the CPU, a torch.Tensor on a GPU (or whatever a task's own
+# reference.py returns, checked by the task). The shared code hands arrays to the task's own methods only, so it
+# does not name the type; `Arrays` is one call's arrays by name.
+Array = Any
+Arrays = dict[str, Array]
+# a scenario's parameters by symbol
+Params = dict[str, Any]
+# the kernel's entry point in its built library (ctypes), with argtypes and restype set by `bind`
+KernelFunction = Callable[..., Any]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +41,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @dataclass(frozen=True)
 class Scenario:
     id: str
-    params: dict
+    params: dict[str, Any]
     flops: float  # useful floating-point operations of one call
     bytes: float  # compulsory device-memory traffic of one call (inputs read once, outputs written once)
 
@@ -36,7 +52,7 @@ class Judgement:
     error: float | None
     tolerance: float | None
     reason: str | None = None
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class TaskError(RuntimeError):
@@ -44,7 +60,7 @@ class TaskError(RuntimeError):
     evaluation ends as an error of the task, never as the candidate's fault."""
 
 
-def derive_seed(seed: int, *parts) -> int:
+def derive_seed(seed: int, *parts: object) -> int:
     """A per-scenario/per-run seed, derived so that the parent can regenerate exactly what the child made."""
     text = ":".join(str(p) for p in (seed, *parts))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & ((1 << 62) - 1)
@@ -59,7 +75,7 @@ class Task:
     default_baselines: tuple[str, ...] = ()
     libraries: tuple[str, ...] = ()  # the baselines that are libraries a user would call instead (taskspec)
     needs_gpu: bool = False
-    timing_overrides: dict = {}  # replaces entries of evaluation.TIMING for this task
+    timing_overrides: dict[str, Any] = {}  # replaces entries of evaluation.TIMING for this task
     output_names: tuple[str, ...] = ()  # the outputs of one call, in the order they are judged
     baseline_threads: int = 0  # threads of the child that own baseline calls (gpu_harness/baseline_threads.py)
     # baselines whose first call of a shape is slow (a plan to build, a kernel to compile): the child calls them
@@ -69,7 +85,7 @@ class Task:
     # per-call time bound in the child: base seconds + flops / this rate
     call_timeout_base_s: float = 20.0
     call_timeout_min_rate: float = 1e9
-    goal: dict | None = None  # {"baseline": name, "speedup": x} when the task states its own goal
+    goal: dict[str, Any] | None = None  # {"baseline": name, "speedup": x} when the task states its own goal
     # What a reader is shown of the task (gpu_harness/tasks/summary.py, the dashboard's task pages): what it
     # computes, where it runs (a name of gpu_harness.taskspec.TARGETS), how a candidate is judged, how its
     # useful work is counted.
@@ -139,19 +155,19 @@ class Task:
         return ""
 
     # ---- child side (pure functions of the scenario and seed; the child's state is a sides.ChildSide) ----
-    def bind(self, lib):
+    def bind(self, lib: ctypes.CDLL) -> KernelFunction:
         raise NotImplementedError
 
-    def make_inputs(self, params: dict, seed: int):
+    def make_inputs(self, params: dict[str, Any], seed: int) -> Arrays:
         raise NotImplementedError
 
-    def new_outputs(self, params: dict):
+    def new_outputs(self, params: dict[str, Any]) -> Arrays:
         raise NotImplementedError
 
-    def poison(self, outputs) -> None:
+    def poison(self, outputs: Arrays) -> None:
         raise NotImplementedError
 
-    def invoke(self, fn, inputs, outputs, params: dict) -> int:
+    def invoke(self, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: dict[str, Any]) -> int:
         raise NotImplementedError
 
     def new_calls(self) -> Calls:
@@ -159,7 +175,7 @@ class Task:
         raise NotImplementedError
 
     # ---- moving outputs from the child to the parent (see gpu_harness/exchange.py) ----
-    def output_nbytes(self, params: dict) -> int:
+    def output_nbytes(self, params: dict[str, Any]) -> int:
         """Bytes one call's outputs take (sizes the child's output slots)."""
         return 0
 
@@ -168,7 +184,9 @@ class Task:
         .npy files in the evaluation's scratch folder; a GPU task's goes through device memory."""
         return FileOutputs(self.output_names)
 
-    def baseline_callables(self, names: list[str], params: dict, inputs, libs: dict) -> dict:
+    def baseline_callables(
+        self, names: list[str], params: dict[str, Any], inputs: Arrays, libs: dict[str, Any]
+    ) -> dict[str, Callable[[], object] | str]:
         """name -> zero-argument callable running the baseline on `inputs`, or a str saying why n/a."""
         return {}
 
@@ -181,7 +199,7 @@ class Task:
         """What the outputs are judged against (shown with the result)."""
         return ""
 
-    def parent_setup(self) -> dict:
+    def parent_setup(self) -> dict[str, Any]:
         """Prepare the judge (import torch, pick the device); return facts (device name, peaks)."""
         return {}
 
@@ -191,7 +209,12 @@ class Task:
         return JudgeSide(self)
 
     def judge(
-        self, params: dict, seed: int, outputs, tolerance: float | None = None, spot_check: bool = False
+        self,
+        params: dict[str, Any],
+        seed: int,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        spot_check: bool = False,
     ) -> Judgement:
         """Regenerate the inputs from `seed`, compute the reference, compare the candidate's outputs (as
         the exchange's `import_` returned them), with nothing of an evaluation but the arguments (a JudgeSide
@@ -201,7 +224,7 @@ class Task:
         `tolerance`: reuse a bound found earlier for this scenario instead of measuring the vendor's error."""
         raise NotImplementedError
 
-    def identical(self, outputs_a, outputs_b) -> bool:
+    def identical(self, outputs_a: Arrays, outputs_b: Arrays) -> bool:
         """Bit for bit the same (numpy arrays; a GPU task compares on the device)."""
         import numpy as np
 
@@ -212,7 +235,7 @@ class Task:
             for n in outputs_a
         )
 
-    def timing_limits(self):
+    def timing_limits(self) -> TimingLimits:
         from ..verdict import TimingLimits
 
         return TimingLimits()

@@ -10,9 +10,16 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ..exchange import DeviceExchange, aligned
 from ..verdict import Comparison, TimingLimits, difference_text
+
+if TYPE_CHECKING:
+    from .base import Array
+
 
 FLUSH_BYTES = 256 << 20  # > 4x the H200's 60 MB L2
 SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
@@ -20,7 +27,7 @@ SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU spin before each timed call: the laun
 # was too short for torch's cuDNN path (H200, 2026-11-30: 495 vs 591 TFLOP/s)
 
 
-def torch_module():
+def torch_module() -> ModuleType:
     import torch
 
     return torch
@@ -44,7 +51,7 @@ def cuda_unavailable() -> str | None:
     return None
 
 
-def compare_torch(name: str, cand, ref) -> Comparison:
+def compare_torch(name: str, cand: Array, ref: Array) -> Comparison:
     """Comparison in float64 on the tensors' device (the definition; the attention judge uses the same figures
     from one fused kernel where it can, FusedReference.compare); the four figures come back in one transfer."""
     torch = torch_module()
@@ -66,11 +73,11 @@ def compare_torch(name: str, cand, ref) -> Comparison:
     return comparison(name, figures, c.numel())
 
 
-def _is_integer(t) -> bool:
+def _is_integer(t: Array) -> bool:
     return not t.is_floating_point() and not t.is_complex()  # int8 ... int64, uint8, bool
 
 
-def _exact_torch(name: str, cand, ref) -> Comparison:
+def _exact_torch(name: str, cand: Array, ref: Array) -> Comparison:
     """An integer output against its reference, element by element in their own dtypes (no float64 rounding of
     large int64 values), as verdict.compare_numpy does on the CPU; the relative error is kept for the record."""
     torch = torch_module()
@@ -91,7 +98,7 @@ def _exact_torch(name: str, cand, ref) -> Comparison:
     return Comparison(name, rel, 0, 0, ref.numel(), exact=True, differing=int(count), first_difference=text)
 
 
-def comparison(name: str, figures, count: int) -> Comparison:
+def comparison(name: str, figures: Sequence[float], count: int) -> Comparison:
     """A Comparison from [missed, specials, sum (c - r)^2, sum r^2] over `count` elements."""
     bad, special, num2, den2 = figures
     num, den = math.sqrt(num2), math.sqrt(den2)
@@ -99,7 +106,7 @@ def comparison(name: str, figures, count: int) -> Comparison:
     return Comparison(name, rel, int(bad), int(special), count)
 
 
-def identical_tensors(a, b) -> bool:
+def identical_tensors(a: Array, b: Array) -> bool:
     """Bit for bit the same (compared as integers of the element's width, so NaN payloads and -0.0 count)."""
     torch = torch_module()
     as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -113,7 +120,7 @@ def identical_tensors(a, b) -> bool:
 class CudaCalls:
     """The child's side of a CUDA task: the device, the cache flush and the event timer."""
 
-    def setup(self) -> dict:
+    def setup(self) -> dict[str, Any]:
         torch = torch_module()
         try:  # the driver's symbols, for candidates that encode tensor maps (cuTensorMapEncodeTiled)
             ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
@@ -129,7 +136,7 @@ class CudaCalls:
         self._flush.zero_()
         torch_module().cuda._sleep(SLEEP_CYCLES)
 
-    def time_call(self, thunk) -> float:
+    def time_call(self, thunk: Callable[[], object]) -> float:
         # events on the legacy default stream: it waits for, and is waited on by, every blocking stream, so
         # they cover work the candidate might push to other (blocking) streams
         start, end = self._events
@@ -155,12 +162,14 @@ class DeviceOutputs:
     `names`: the outputs in the order the child packs them (the task's output_names, the layout's order).
     The scratch `folder` the exchange's methods are given is not used: the slots are device memory."""
 
-    def __init__(self, layout, names):
+    def __init__(
+        self, layout: Callable[[dict[str, Any]], list[tuple[str, Any, tuple[int, ...]]]], names: tuple[str, ...]
+    ) -> None:
         self._layout = layout
         self._names = tuple(names)
         self._exchange: DeviceExchange | None = None
 
-    def _placed(self, params):
+    def _placed(self, params: dict[str, Any]) -> list[tuple[str, Any, tuple[int, ...], int, int]]:
         torch = torch_module()
         offset, out = 0, []
         for name, dtype, shape in self._layout(params):
@@ -169,35 +178,41 @@ class DeviceOutputs:
             offset += aligned(nbytes)
         return out
 
-    def nbytes(self, params) -> int:
+    @property
+    def _ring(self) -> DeviceExchange:
+        """The slots (made by create, or reached by attach)."""
+        assert self._exchange is not None
+        return self._exchange
+
+    def nbytes(self, params: dict[str, Any]) -> int:
         placed = self._placed(params)
         return placed[-1][3] + placed[-1][4] if placed else 0
 
-    def create(self, slot_bytes: int, slots: int, folder: str) -> dict:
+    def create(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         self._exchange, handle = DeviceExchange.create(slot_bytes, slots)
         return {"ipc_handle": handle}
 
-    def export(self, outputs: dict, slot: int) -> None:
+    def export(self, outputs: dict[str, Any], slot: int) -> None:
         """Child: pack `outputs` (made by the task from the scenario, so shaped as the layout says) in the
         order of `names`, each on an aligned boundary, as `_placed` lays them out."""
         torch = torch_module()
         offset = 0
         for name in self._names:
             raw = outputs[name].reshape(-1).view(torch.uint8)
-            self._exchange.slot(slot, offset, raw.numel()).copy_(raw)
+            self._ring.slot(slot, offset, raw.numel()).copy_(raw)
             offset += aligned(raw.numel())
         torch.cuda.synchronize()
 
-    def attach(self, info, slot_bytes: int, slots: int, folder: str) -> None:
+    def attach(self, info: Any, slot_bytes: int, slots: int, folder: str) -> None:
         handle = info.get("ipc_handle") if isinstance(info, dict) else None
         if not isinstance(handle, str):
             raise ValueError("the child named no output exchange")
         self._exchange = DeviceExchange.attach(handle, slot_bytes, slots)
 
-    def import_(self, params, slot: int) -> dict:
+    def import_(self, params: dict[str, Any], slot: int) -> dict[str, Any]:
         out = {}
         for name, dtype, shape, offset, nbytes in self._placed(params):
-            out[name] = self._exchange.slot(slot, offset, nbytes).clone().view(dtype).reshape(shape)
+            out[name] = self._ring.slot(slot, offset, nbytes).clone().view(dtype).reshape(shape)
         # the copy is done before the child may reuse the slot (this stream only: not the work ahead)
         torch_module().cuda.current_stream().synchronize()
         return out

@@ -10,7 +10,10 @@ conventions). `device="cpu"` runs the judge's side on the CPU: tests of the judg
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..verdict import TimingLimits
+from .base import TaskError
 from .cuda_device import (
     CudaCalls,
     DeviceOutputs,
@@ -21,7 +24,14 @@ from .cuda_device import (
     measure_peaks,
     torch_module,
 )
-from .data_task import DataTask, TaskError
+from .data_task import DataTask
+
+if TYPE_CHECKING:
+    from ..taskspec import TaskSpec
+    from ..verdict import Comparison
+    from .base import Array, Arrays
+    from .sides import JudgeSide
+
 
 TORCH_DTYPES = {  # taskspec dtype -> torch's attribute
     "float32": "float32",
@@ -35,21 +45,21 @@ TORCH_DTYPES = {  # taskspec dtype -> torch's attribute
 }
 
 
-def torch_dtype(name: str):
+def torch_dtype(name: str) -> Any:
     return getattr(torch_module(), TORCH_DTYPES[name])
 
 
 class CudaDataTask(DataTask):
-    def __init__(self, spec, device: str = "cuda"):
+    def __init__(self, spec: TaskSpec, device: str = "cuda") -> None:
         super().__init__(spec)
         self._device_name = device
         self._peaks: TimingLimits | None = None  # the card's, measured once per process
 
-    def _device(self):
+    def _device(self) -> Any:
         return torch_module().device(self._device_name)
 
     # ---- environment ----
-    def runtime_unavailable(self):
+    def runtime_unavailable(self) -> str | None:
         return cuda_unavailable()
 
     def library_versions(self) -> str:
@@ -59,14 +69,14 @@ class CudaDataTask(DataTask):
     def judge_device(self) -> str:
         return self._device_name
 
-    def new_judge(self):
+    def new_judge(self) -> JudgeSide:
         if self.spec.ahead is None:
             return super().new_judge()
         from .judge_ahead import AheadJudge
 
         return AheadJudge(self)
 
-    def timing_limits(self):
+    def timing_limits(self) -> TimingLimits:
         peaks = self._peaks or TimingLimits()
         return TimingLimits(peak_tflops=peaks.peak_tflops, peak_gbps=peaks.peak_gbps, **self.spec.host_clock)
 
@@ -74,7 +84,7 @@ class CudaDataTask(DataTask):
     def new_calls(self) -> CudaCalls:
         return CudaCalls()
 
-    def make_inputs(self, params, seed):
+    def make_inputs(self, params: dict[str, Any], seed: int) -> Arrays:
         torch = torch_module()
         dev = self._device()
         g = torch.Generator(device=dev)
@@ -82,6 +92,7 @@ class CudaDataTask(DataTask):
         out = {}
         for a in self.spec.inputs:
             shape, dtype, init = self.spec.shape(a, params), torch_dtype(self.spec.dtype(a, params)), a.init
+            assert init is not None  # (the reader gives every input its init)
             # half types are drawn in float32 and rounded, unless the init asks for torch's own draw in them
             wide = dtype if init.native or dtype in (torch.float32, torch.float64) else torch.float32
             if init.dist == "normal":
@@ -97,7 +108,9 @@ class CudaDataTask(DataTask):
             out[a.name] = x.to(device=dev, dtype=dtype).contiguous()
         return out
 
-    def _made_by_function(self, name: str, function: str, generator, shape: tuple, params: dict):
+    def _made_by_function(
+        self, name: str, function: str, generator: object, shape: tuple[Any, ...], params: dict[str, Any]
+    ) -> Any:
         """An input made by reference.py, from the judge's generator (on the judge's device)."""
         torch = torch_module()
         x = self._call_maker(name, function, generator, shape, params)
@@ -106,7 +119,7 @@ class CudaDataTask(DataTask):
             raise TaskError(f"{function} made input {name} as {got}, the ABI says a tensor of shape {shape}")
         return x
 
-    def new_outputs(self, params):
+    def new_outputs(self, params: dict[str, Any]) -> Arrays:
         torch = torch_module()
         outs = {
             a.name: torch.empty(
@@ -117,7 +130,7 @@ class CudaDataTask(DataTask):
         self.poison(outs)
         return outs
 
-    def poison(self, outputs):
+    def poison(self, outputs: Arrays) -> None:
         torch = torch_module()
         # NaN for floats (judge_outputs names what is left of it); a value a kernel rarely writes for integers
         for t in outputs.values():
@@ -128,22 +141,22 @@ class CudaDataTask(DataTask):
                 t.fill_(info.min if info.min < 0 else info.max)
 
     # ---- outputs travel in device memory ----
-    def _layout(self, params):
+    def _layout(self, params: dict[str, Any]) -> list[tuple[str, Any, tuple[int, ...]]]:
         return [
             (a.name, torch_dtype(self.spec.dtype(a, params)), self.spec.shape(a, params)) for a in self.spec.outputs
         ]
 
-    def output_nbytes(self, params):
+    def output_nbytes(self, params: dict[str, Any]) -> int:
         return DeviceOutputs(self._layout, self.output_names).nbytes(params)
 
     def new_exchange(self) -> DeviceOutputs:
         return DeviceOutputs(self._layout, self.output_names)
 
-    def identical(self, outputs_a, outputs_b):
+    def identical(self, outputs_a: Arrays, outputs_b: Arrays) -> bool:
         return all(identical_tensors(outputs_a[n], outputs_b[n]) for n in self.output_names)
 
     # ---- parent side ----
-    def parent_setup(self) -> dict:
+    def parent_setup(self) -> dict[str, Any]:
         torch = torch_module()
         # the reference is computed at its stated precision: no TF32 behind a float32 reference's back
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -169,34 +182,34 @@ class CudaDataTask(DataTask):
         }
 
     # ---- tensors ----
-    def _reference_copy(self, t):
+    def _reference_copy(self, t: Array) -> Array:
         return t.to(torch_dtype(self.spec.reference_precision)) if t.is_floating_point() else t.clone()
 
-    def _as_array(self, value):
+    def _as_array(self, value: object) -> Array:
         torch = torch_module()
         if not isinstance(value, torch.Tensor):
             raise TaskError(f"the reference returned a {type(value).__name__}, not a torch tensor")
         return value.to(self._device())
 
-    def _is_array(self, value) -> bool:
+    def _is_array(self, value: object) -> bool:
         return isinstance(value, torch_module().Tensor)
 
-    def _is_float(self, t) -> bool:
+    def _is_float(self, t: Array) -> bool:
         return t.is_floating_point()
 
-    def _is_integer(self, t) -> bool:
+    def _is_integer(self, t: Array) -> bool:
         return not t.is_floating_point() and not t.is_complex() and t.dtype != torch_module().bool
 
-    def _widened(self, t):
+    def _widened(self, t: Array) -> Array:
         return t.double() if t.is_floating_point() else t
 
-    def _any_nan(self, t) -> bool:
+    def _any_nan(self, t: Array) -> bool:
         return bool(t.isnan().any())
 
-    def _pointer(self, t) -> int:
+    def _pointer(self, t: Array) -> int:
         return t.data_ptr()
 
-    def _not_like(self, cand, dtype, shape):
+    def _not_like(self, cand: Array, dtype: str, shape: tuple[int, ...]) -> str | None:
         torch = torch_module()
         if not isinstance(cand, torch.Tensor):
             return type(cand).__name__
@@ -204,7 +217,7 @@ class CudaDataTask(DataTask):
             return f"shape {tuple(cand.shape)} {str(cand.dtype).removeprefix('torch.')}"
         return None
 
-    def _compare(self, name, cand, ref):
+    def _compare(self, name: str, cand: Array, ref: Array) -> Comparison:
         fast = self.fast_reference() if self._device_name != "cpu" else None
         compare = getattr(fast, "compare", None)
         figures = compare(cand, ref) if compare is not None else None  # one fused pass where it can serve
@@ -214,20 +227,20 @@ class CudaDataTask(DataTask):
             else comparison(name, figures, cand.numel())
         )
 
-    def _random_indices(self, size, n, seed):
+    def _random_indices(self, size: int, n: int, seed: int) -> Array:
         torch = torch_module()
         if n >= size:
             return torch.arange(size, device=self._device())
         g = torch.Generator().manual_seed(seed)
         return torch.randperm(size, generator=g)[:n].sort().values.to(self._device())
 
-    def _take(self, t, axis, rows):
+    def _take(self, t: Array, axis: int, rows: Array) -> Array:
         return t.index_select(axis, rows.to(t.device))
 
-    def _nonfinite_count(self, t) -> int:
+    def _nonfinite_count(self, t: Array) -> int:
         return int((~torch_module().isfinite(t)).sum()) if t.is_floating_point() else 0
 
-    def _allclose_ratio(self, cand, ref, atol, rtol):
+    def _allclose_ratio(self, cand: Array, ref: Array, atol: float, rtol: float) -> float:
         torch = torch_module()
         c, r = cand.to(ref.device).double(), ref.double()
         fin = torch.isfinite(r)

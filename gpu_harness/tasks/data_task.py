@@ -36,21 +36,35 @@ import math
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-from ..taskspec import DTYPES, TaskSpec
+from ..taskspec import DTYPES, Arg, TaskSpec, Tolerance
 from ..verdict import Comparison, judge_outputs
-from .base import Judgement, Scenario, Task, TaskError
+from .base import Array, Arrays, Judgement, KernelFunction, Params, Scenario, Task, TaskError
+from .data_target import TargetArrays
+from .libraries import _import_note, module_version  # (reference.py files import module_version from here)
 
-SCALAR_CTYPES = {"int32": ctypes.c_int, "int64": ctypes.c_int64, "float32": ctypes.c_float, "float64": ctypes.c_double}
+# a baseline name -> its outputs, computed ahead of the judge; a part of the judging -> a context timing it
+Baselines = dict[str, Arrays]
+Spent = Callable[[str], contextlib.AbstractContextManager[None]]
+
+SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
+    "int32": ctypes.c_int,
+    "int64": ctypes.c_int64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
 
 
-class DataTask(Task):
+class DataTask(Task, TargetArrays):
     """A task read from a folder. One instance per folder (the registry caches it); it holds no state of one
     evaluation (each evaluation's is its JudgeSide and ChildSide, sides.py), only what holds for every
     evaluation of the process: reference.py imported, the reference's self check passed."""
 
-    def __init__(self, spec: TaskSpec):
+    def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
         self.name = spec.name
         self.target = spec.target.name
@@ -76,10 +90,10 @@ class DataTask(Task):
             Scenario(sc.id, dict(sc.params), flops=float(spec.flops(sc.params)), bytes=float(self._bytes(sc.params)))
             for sc in spec.scenarios
         ]
-        self._module = None
+        self._module: ModuleType | None = None
         self._checked = False
 
-    def _bytes(self, params: dict) -> float:
+    def _bytes(self, params: Params) -> float:
         if self.spec.bytes is not None:
             return self.spec.bytes(params)
         # compulsory traffic: every tensor read (inputs) or written (outputs) once
@@ -122,16 +136,16 @@ class DataTask(Task):
     def quick_ids(self) -> list[str]:
         return list(self.spec.quick_ids)
 
-    def output_nbytes(self, params) -> int:
+    def output_nbytes(self, params: Params) -> int:
         return sum(
             math.prod(self.spec.shape(a, params)) * DTYPES[self.spec.dtype(a, params)].itemsize
             for a in self.spec.outputs
         )
 
     # ---- baselines ----
-    def baseline_availability(self, names):
+    def baseline_availability(self, names: list[str]) -> dict[str, str | None]:
         known = self.spec.baselines
-        out = {}
+        out: dict[str, str | None] = {}
         for n in names:
             if n not in known:
                 out[n] = f"unknown baseline {n!r} (known: {', '.join(known)})"
@@ -139,22 +153,24 @@ class DataTask(Task):
                 out[n] = _import_note(known[n].requires)
         return out
 
-    def baseline_libs(self, names) -> dict[str, str]:
+    def baseline_libs(self, names: list[str]) -> dict[str, str]:
         from ..build import build
 
-        out = {}
+        out: dict[str, str] = {}
         for name in names:
             b = self.spec.baselines.get(name)
             if b is None or b.kernel is None:
                 continue
             built = build(b.kernel, self.language)
-            if not built.ok:
+            if not built.ok or built.lib_path is None:
                 raise RuntimeError(f"the {name} baseline does not build: {built.reason}")
             out[name] = built.lib_path
         return out
 
-    def baseline_callables(self, names, params, inputs, libs):
-        out = {}
+    def baseline_callables(
+        self, names: list[str], params: Params, inputs: Arrays, libs: dict[str, Any]
+    ) -> dict[str, Callable[[], object] | str]:
+        out: dict[str, Callable[[], object] | str] = {}
         for name in names:
             b = self.spec.baselines.get(name)
             if b is None:
@@ -169,10 +185,10 @@ class DataTask(Task):
             else:
                 fn = self.function(b.function)
                 kwargs = {**inputs, **self.new_outputs(params), **self.scalar_values(params)}
-                out[name] = lambda fn=fn, kwargs=kwargs: fn(**kwargs)
+                out[name] = functools.partial(fn, **kwargs)
         return out
 
-    def _call_maker(self, name: str, function: str, rng, shape: tuple, params: dict):
+    def _call_maker(self, name: str, function: str, rng: object, shape: tuple[Any, ...], params: Params) -> Any:
         """What reference.py's `function` returns for input `name` (init = {function = ...}), from the judge's
         generator; TaskError when it raises. The caller checks what it made against the ABI."""
         try:
@@ -184,7 +200,7 @@ class DataTask(Task):
                 f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def run_function_baseline(self, name: str, params: dict, inputs: dict, outputs: dict):
+    def run_function_baseline(self, name: str, params: Params, inputs: Arrays, outputs: Arrays) -> Any:
         """Call the function baseline like the kernel; what it returns (None when it wrote `outputs` in place)."""
         fn = self.function(self.spec.baselines[name].function)
         try:
@@ -194,7 +210,7 @@ class DataTask(Task):
                 f"baseline {name} raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
-    def baseline_outputs(self, name: str, params: dict, inputs: dict) -> dict:
+    def baseline_outputs(self, name: str, params: Params, inputs: dict[str, Any]) -> dict[str, Any]:
         """A function baseline's outputs on `inputs`, by name: those it wrote in place, or those it returned (a
         dict by name, which may give some outputs only, a tuple in the ABI's order, or one array for a task of
         one output), each of the ABI's shape; TaskError otherwise."""
@@ -203,6 +219,7 @@ class DataTask(Task):
         if got is None:
             return outs
         names = list(self.output_names)
+        returned: Arrays
         if isinstance(got, dict):
             unknown = [k for k in got if k not in names]
             if unknown:
@@ -231,23 +248,24 @@ class DataTask(Task):
         return returned
 
     # ---- reference.py ----
-    def module(self):
+    def module(self) -> ModuleType:
         """reference.py, imported once per process (in the parent and, for function baselines, the child)."""
         if self._module is None:
             path = self.spec.reference_path
             modname = f"kseek_task_{self.name}_reference"
             try:
+                # (importlib types the spec and its loader as optional; a .py path always has both)
                 spec = importlib.util.spec_from_file_location(modname, path)
-                module = importlib.util.module_from_spec(spec)
+                module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
                 sys.modules[modname] = module
-                spec.loader.exec_module(module)
+                spec.loader.exec_module(module)  # type: ignore[union-attr]
             except Exception as e:
                 sys.modules.pop(modname, None)
                 raise TaskError(f"{path} does not import: {_where(e, path)}") from e
             self._module = module
         return self._module
 
-    def missing_functions(self) -> list:
+    def missing_functions(self) -> list[Any]:
         """A SpecProblem (task.toml's file, field and line) for each function the spec names that reference.py does
         not define; imports reference.py (TaskError when it does not import)."""
         from ..taskspec import SPEC_FILE, SpecProblem
@@ -261,8 +279,8 @@ class DataTask(Task):
             if not callable(getattr(module, name, None))
         ]
 
-    def function(self, name: str):
-        fn = getattr(self.module(), name, None)
+    def function(self, name: str) -> Callable[..., Any]:
+        fn: Callable[..., Any] | None = getattr(self.module(), name, None)
         if not callable(fn):
             raise TaskError(f"{self.spec.reference_path} has no function {name!r}")
         return fn
@@ -293,14 +311,15 @@ class DataTask(Task):
         except Exception as e:
             raise TaskError(f"{self.spec.versions_function} raised: {_where(e, self.spec.reference_path)}") from e
 
-    def scalar_values(self, params: dict) -> dict:
+    def scalar_values(self, params: Params) -> dict[str, Any]:
         out = {}
         for a in self.spec.scalars:
+            assert a.value is not None  # (a scalar has its value: the reader refuses one without)
             v = a.value(params)
-            out[a.name] = int(v) if a.dtype.startswith("int") else float(v)
+            out[a.name] = int(v) if self.spec.dtype(a, params).startswith("int") else float(v)
         return out
 
-    def fast_reference(self):
+    def fast_reference(self) -> Any:
         """reference.py's faster reference ([reference] fast), or None. It is an object kept for the process:
         called like the reference (every input in its own dtype, every scalar, `sampled` when sampling) it returns
         the outputs, or None where it cannot serve (the reference function is then used); it may have `start()`
@@ -314,7 +333,7 @@ class DataTask(Task):
             raise TaskError(f"{self.spec.reference_path} has no callable {name!r} ([reference] fast)")
         return fast
 
-    def reference_outputs(self, params: dict, inputs: dict, rows=None) -> dict:
+    def reference_outputs(self, params: Params, inputs: Arrays, rows: Array | None = None) -> Arrays:
         """The reference's outputs (float64 for float outputs, those of the fast reference at its own
         precision); TaskError when it raises or returns the wrong thing: the task is broken, the candidate is
         not to blame. `rows`: the sampled indices of a spot check ([spot_check]), given to reference.py as
@@ -345,7 +364,7 @@ class DataTask(Task):
             got = [got]
         if not isinstance(got, (tuple, list)) or len(got) != len(outs):
             raise TaskError(f"the reference must return {len(outs)} output(s) ({', '.join(o.name for o in outs)})")
-        result = {}
+        result: Arrays = {}
         for o, value in zip(outs, got, strict=True):
             arr = self._as_array(value)
             want = self.sampled_shape(o, params, rows)
@@ -362,17 +381,18 @@ class DataTask(Task):
         return result
 
     # ---- sampled spot checks ([spot_check]) ----
-    def sample_axis(self, arg) -> int | None:
+    def sample_axis(self, arg: Arg) -> int | None:
         """The axis of output `arg` that a spot check samples (None: it is compared whole)."""
         sc = self.spec.spot_check
         return arg.shape.index(sc.sample) if sc is not None and sc.sample in arg.shape else None
 
-    def sampled_shape(self, arg, params: dict, rows) -> tuple[int, ...]:
+    def sampled_shape(self, arg: Arg, params: Params, rows: Array | None) -> tuple[int, ...]:
         shape = self.spec.shape(arg, params)
-        axis = None if rows is None else self.sample_axis(arg)
-        return shape if axis is None else (*shape[:axis], len(rows), *shape[axis + 1 :])
+        if rows is None or (axis := self.sample_axis(arg)) is None:
+            return shape
+        return (*shape[:axis], len(rows), *shape[axis + 1 :])
 
-    def spot_rows(self, params: dict):
+    def spot_rows(self, params: Params) -> Array | None:
         """The indices a spot check compares, drawn now (after the call) from os.urandom: the candidate cannot
         know them when it runs. None when the task samples nothing (a spot check is then a full check)."""
         sc = self.spec.spot_check
@@ -382,10 +402,11 @@ class DataTask(Task):
         n = min(size, max(sc.min_count, -(-size // sc.fraction)))
         return self._random_indices(size, n, int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1))
 
-    def whole_checks(self, outputs: dict, params: dict) -> dict:
+    def whole_checks(self, outputs: dict[str, Any], params: Params) -> dict[str, Any]:
         """Over the whole outputs, without a reference: output name -> (non-finite where finite is due, wrong
         specials), from reference.py's [spot_check] whole function; without one, every element is due finite."""
         sc = self.spec.spot_check
+        assert sc is not None  # (called for a task with [spot_check])
         if not sc.whole:
             return {n: (self._nonfinite_count(outputs[n]), 0) for n in self.output_names}
         path = self.spec.reference_path
@@ -397,11 +418,11 @@ class DataTask(Task):
         except Exception as e:
             raise TaskError(f"{sc.whole} ([spot_check] whole) failed on {_params(params)}: {_where(e, path)}") from e
 
-    def sampled_comparisons(self, params, outputs, ref, rows) -> dict:
+    def sampled_comparisons(self, params: Params, outputs: Arrays, ref: Arrays, rows: Array) -> dict[str, Comparison]:
         """Each output's comparison on the sampled indices, its missed elements and wrong specials counted over
         the whole output too (an element left unwritten anywhere fails)."""
         whole = self.whole_checks(outputs, params)
-        out = {}
+        out: dict[str, Comparison] = {}
         for o in self.spec.outputs:
             axis = self.sample_axis(o)
             cand = outputs[o.name] if axis is None else self._take(outputs[o.name], axis, rows)
@@ -416,7 +437,7 @@ class DataTask(Task):
             )
         return out
 
-    def self_check(self) -> dict:
+    def self_check(self) -> dict[str, Any]:
         """Run the reference (and each function baseline) on the smallest scenario: a broken task is found
         before any candidate is judged against it. Returns facts for `task check`."""
         missing = self.missing_functions()
@@ -426,7 +447,7 @@ class DataTask(Task):
         params = sc.params
         inputs = self.make_inputs(params, 12345)
         self.reference_outputs(params, inputs)
-        facts = {"scenario": sc.id, "device": self.judge_device()}
+        facts: dict[str, Any] = {"scenario": sc.id, "device": self.judge_device()}
         for name, b in self.spec.baselines.items():
             if not b.function or _import_note(b.requires) is not None:
                 continue  # a library not installed here: n/a for the timing, not a broken task
@@ -448,15 +469,15 @@ class DataTask(Task):
         return facts
 
     # ---- the kernel's call ----
-    def bind(self, lib):
-        fn = getattr(lib, self.symbol)
-        fn.argtypes = [SCALAR_CTYPES[a.dtype] if a.kind == "scalar" else ctypes.c_void_p for a in self.spec.args]
+    def bind(self, lib: ctypes.CDLL) -> KernelFunction:
+        fn: ctypes._NamedFuncPointer = getattr(lib, self.symbol)
+        fn.argtypes = [SCALAR_CTYPES[str(a.dtype)] if a.kind == "scalar" else ctypes.c_void_p for a in self.spec.args]
         fn.restype = ctypes.c_int
         return fn
 
-    def invoke(self, fn, inputs, outputs, params):
+    def invoke(self, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: Params) -> int:
         scalars = self.scalar_values(params)
-        args = []
+        args: list[int | float | None] = []
         for a in self.spec.args:
             if a.kind == "input":
                 args.append(self._pointer(inputs[a.name]))
@@ -477,14 +498,16 @@ class DataTask(Task):
     def reference_note(self) -> str:
         fast = self.fast_reference()
         if isinstance(getattr(fast, "note", None), str) and self.judge_device() != "cpu":
-            return fast.note
+            return str(fast.note)
         return (
             f"{self.spec.reference_path.name}:{self.spec.reference_function} on {self.spec.reference_precision}"
             f" copies of the inputs ({self.judge_device()})"
         )
 
     # ---- parent side ----
-    def judge(self, params, seed, outputs, tolerance=None, spot_check=False) -> Judgement:
+    def judge(
+        self, params: Params, seed: int, outputs: Arrays, tolerance: float | None = None, spot_check: bool = False
+    ) -> Judgement:
         # a spot check compares indices sampled now where the task says so ([spot_check]); else it is a full check
         rows = self.spot_rows(params) if spot_check else None
         inputs = self.make_inputs(params, seed)
@@ -492,7 +515,15 @@ class DataTask(Task):
         return self.judge_against(params, inputs, ref, outputs, tolerance, rows=rows)
 
     def judge_against(
-        self, params, inputs, ref, outputs, tolerance=None, first_baselines=None, rows=None, spent=None
+        self,
+        params: Params,
+        inputs: Arrays,
+        ref: Arrays,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        first_baselines: Baselines | None = None,
+        rows: Array | None = None,
+        spent: Spent | None = None,
     ) -> Judgement:
         """The Judgement of `outputs` against the reference `ref` of `inputs`. `tolerance`: the bound seed a set
         (see held_outputs); `first_baselines`: baseline name -> its outputs on these inputs, computed ahead of
@@ -514,7 +545,7 @@ class DataTask(Task):
             judgement.details["rows_checked"] = len(rows)
         return judgement
 
-    def wrong_output(self, params, outputs) -> str | None:
+    def wrong_output(self, params: Params, outputs: Arrays) -> str | None:
         """Why the outputs cannot be compared (one missing, or not of the ABI's shape and dtype)."""
         for o in self.spec.outputs:
             cand = outputs.get(o.name)
@@ -524,9 +555,17 @@ class DataTask(Task):
                 return f"{o.name}: output has {wrong}, expected shape {shape} {dtype}"
         return None
 
-    def bounds(self, params, inputs, ref, tolerance=None, first_baselines=None, rows=None) -> tuple[dict, dict]:
+    def bounds(
+        self,
+        params: Params,
+        inputs: Arrays,
+        ref: Arrays,
+        tolerance: float | None = None,
+        first_baselines: Baselines | None = None,
+        rows: Array | None = None,
+    ) -> tuple[dict[str, float], dict[str, Any]]:
         """(output name -> its bound, details: the baselines' errors that set them)."""
-        details = {}
+        details: dict[str, Any] = {}
         held = self.held_outputs()
         if self.spec.tolerance is not None:
             given = tolerance if held else None
@@ -541,12 +580,21 @@ class DataTask(Task):
         }
         return bounds, details
 
-    def verdict(self, cmps: dict, bounds: dict, details: dict, outputs, ref, rows=None) -> Judgement:
+    def verdict(
+        self,
+        cmps: dict[str, Comparison],
+        bounds: dict[str, float],
+        details: dict[str, Any],
+        outputs: Arrays,
+        ref: Arrays,
+        rows: Array | None = None,
+    ) -> Judgement:
         """The Judgement from each output's comparison with its reference (`cmps`: name -> Comparison, in ABI
         order), each output held to its bound; `outputs` and `ref` serve the allclose rule's element check."""
         if self.spec.tolerance is not None:
             return self._uniform_verdict(cmps, bounds, details, self._sampled_outputs(outputs, rows), ref)
-        ok, reason, errors = True, None, {}
+        ok, reason = True, None
+        errors: dict[str, float] = {}
         for name, c in cmps.items():
             rule = self.spec.tolerances[name]
             if rule.rule == "allclose":
@@ -567,20 +615,28 @@ class DataTask(Task):
         details.update({f"{n}_error": e for n, e in errors.items() if n != head})
         return Judgement(ok, errors[head], bounds[head], reason, details)
 
-    def _sampled_outputs(self, outputs: dict, rows) -> dict:
+    def _sampled_outputs(self, outputs: Arrays, rows: Array | None) -> Arrays:
         """The outputs at the sampled indices (all of them without `rows`)."""
         if rows is None:
             return outputs
-        out = {}
+        out: Arrays = {}
         for o in self.spec.outputs:
             if o.name in outputs:  # a baseline may return some outputs only
                 axis = self.sample_axis(o)
                 out[o.name] = outputs[o.name] if axis is None else self._take(outputs[o.name], axis, rows)
         return out
 
-    def _uniform_verdict(self, cmps, bounds, details, outputs, ref) -> Judgement:
+    def _uniform_verdict(
+        self,
+        cmps: dict[str, Comparison],
+        bounds: dict[str, float],
+        details: dict[str, Any],
+        outputs: Arrays,
+        ref: Arrays,
+    ) -> Judgement:
         """One rule for every output: the Judgement's error is the worst of them."""
         rule = self.spec.tolerance
+        assert rule is not None  # (verdict calls it for a uniform rule only)
         tolerance = bounds[self.output_names[0]]
         comparisons = list(cmps.values())
         if rule.rule == "allclose":
@@ -612,7 +668,18 @@ class DataTask(Task):
         held = self.held_outputs()
         return held[0] if held and self.spec.tolerance is None else self.spec.outputs[0].name
 
-    def _bound(self, rule, names, params, inputs, ref, held, details, first_baselines, rows=None) -> float:
+    def _bound(
+        self,
+        rule: Tolerance,
+        names: list[str],
+        params: Params,
+        inputs: Arrays,
+        ref: Arrays,
+        held: float | None,
+        details: dict[str, Any],
+        first_baselines: Baselines | None,
+        rows: Array | None = None,
+    ) -> float:
         """The bound of the outputs `names` under `rule`: `held` where seed a set it, else the rule's."""
         if held is not None:
             if rule.rule == "baseline":
@@ -635,7 +702,16 @@ class DataTask(Task):
         bound = rule.factor * base + rule.floor_on(params)
         return bound if rule.ceiling is None else min(bound, rule.ceiling)
 
-    def _rule_error(self, rule, names, params, inputs, ref, first_baselines=None, rows=None):
+    def _rule_error(
+        self,
+        rule: Tolerance,
+        names: list[str],
+        params: Params,
+        inputs: Arrays,
+        ref: Arrays,
+        first_baselines: Baselines | None = None,
+        rows: Array | None = None,
+    ) -> tuple[float, str] | tuple[None, None]:
         """(error, baseline): the first of the rule's baselines whose own error on `names` can be used: it runs
         (a baseline marked may_refuse that raises is skipped, any other's raise is the task's error), it gives
         those outputs, finite where the reference is, and its error is at most sanity x default_error where the
@@ -643,7 +719,7 @@ class DataTask(Task):
         lone = len(rule.baselines) == 1 and rule.sanity is None
         for name in rule.baselines:
             try:
-                if name in (first_baselines or {}):
+                if first_baselines is not None and name in first_baselines:
                     outs = first_baselines[name]
                 else:
                     outs = self.baseline_outputs(name, params, inputs)
@@ -665,68 +741,16 @@ class DataTask(Task):
                 return error, name
         return None, None
 
-    def _baseline_error(self, name: str, params: dict, inputs: dict, ref: dict) -> float | None:
+    def _baseline_error(self, name: str, params: Params, inputs: dict[str, Any], ref: dict[str, Any]) -> float | None:
         """The named baseline's own relative error on these inputs (the worst of its outputs)."""
         outs = self.baseline_outputs(name, params, inputs)
         return max(self._compare(n, outs[n], ref[n]).rel_error for n in self.output_names if n in outs)
 
-    # ---- what each target provides (data_cpu.py, data_cuda.py) ----
-    def judge_device(self) -> str:
-        """Where the judge computes: "cpu" or "cuda"."""
-        raise NotImplementedError
 
-    def _reference_copy(self, arr):
-        """The reference's copy of an input: float tensors at the reference's precision."""
-        raise NotImplementedError
-
-    def _as_array(self, value):
-        raise NotImplementedError
-
-    def _is_array(self, value) -> bool:
-        """An array of this target's kind (numpy array, torch tensor)."""
-        raise NotImplementedError
-
-    def _is_float(self, arr) -> bool:
-        raise NotImplementedError
-
-    def _is_integer(self, arr) -> bool:
-        raise NotImplementedError
-
-    def _widened(self, arr):
-        """A reference output as the judge compares it: float64 for floats."""
-        raise NotImplementedError
-
-    def _any_nan(self, arr) -> bool:
-        raise NotImplementedError
-
-    def _pointer(self, arr) -> int:
-        raise NotImplementedError
-
-    def _not_like(self, cand, dtype: str, shape: tuple) -> str | None:
-        """None when the candidate's output has the ABI's shape and dtype; else what it has."""
-        raise NotImplementedError
-
-    def _compare(self, name: str, cand, ref) -> Comparison:
-        raise NotImplementedError
-
-    def _random_indices(self, size: int, n: int, seed: int):
-        """n distinct indices of range(size), sorted, on the judge's device (all of them when n == size)."""
-        raise NotImplementedError
-
-    def _take(self, arr, axis: int, rows):
-        """arr at indices `rows` along `axis`."""
-        raise NotImplementedError
-
-    def _nonfinite_count(self, arr) -> int:
-        raise NotImplementedError
-
-    def _allclose_ratio(self, cand, ref, atol: float, rtol: float) -> float:
-        """The worst |cand - ref| / (atol + rtol |ref|) where the reference is finite."""
-        raise NotImplementedError
-
-
-def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
-    def call():
+def _kernel_call(
+    task: DataTask, fn: KernelFunction, inputs: Arrays, outputs: Arrays, params: Params, name: str
+) -> Callable[[], None]:
+    def call() -> None:
         rc = task.invoke(fn, inputs, outputs, params)
         if rc != 0:
             raise RuntimeError(f"the {name} baseline returned {rc} (configuration not supported)")
@@ -735,57 +759,11 @@ def _kernel_call(task: DataTask, fn, inputs, outputs, params, name):
 
 
 @contextlib.contextmanager
-def _untimed(part: str):
+def _untimed(part: str) -> Iterator[None]:
     yield
 
 
-def _import_note(requires: tuple[tuple[str, ...], ...]) -> str | None:
-    """None when each entry of `requires` has a module that imports here (an entry's modules are alternatives);
-    else a note saying which does not (the baseline is then n/a)."""
-    for alternatives in requires:
-        errors = []
-        for module in alternatives:
-            try:
-                importlib.import_module(module)
-                break
-            except Exception as e:
-                errors.append(type(e).__name__)
-        else:
-            if len(alternatives) == 1:
-                return f"{alternatives[0]} does not import here ({errors[0]})"
-            names = " nor ".join(alternatives)
-            return f"neither {names} imports here ({', '.join(dict.fromkeys(errors))})"
-    return None
-
-
-@functools.cache
-def _distributions() -> dict:
-    """Top-level module -> the distributions that install it (one scan of the installed packages a process)."""
-    from importlib import metadata
-
-    return metadata.packages_distributions()
-
-
-def module_version(module: str) -> str | None:
-    """`module`'s distribution and version where it is installed ("quack-kernels 0.6.5"), from the package's
-    metadata (a module without __version__ has one too); None where it does not import or has none."""
-    from importlib import metadata
-
-    top = module.split(".")[0]
-    try:
-        importlib.import_module(top)
-    except Exception:
-        return None
-    for dist in _distributions().get(top, []):
-        try:
-            return f"{dist} {metadata.version(dist)}"
-        except metadata.PackageNotFoundError:
-            continue
-    version = getattr(sys.modules.get(top), "__version__", None)
-    return f"{top} {version}" if version else None
-
-
-def _params(params: dict) -> str:
+def _params(params: Params) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 

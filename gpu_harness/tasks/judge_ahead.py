@@ -14,14 +14,21 @@ part of the judging took are kept by part (inputs, reference, vendor, compare).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from ..ahead import Ahead
 from ..stopwatch import Stopwatch
 from .cuda_device import synchronize_stream, torch_module
 from .sides import JudgeSide
 
+if TYPE_CHECKING:
+    from .base import Arrays, Judgement
+    from .data_task import DataTask
 
-def ahead_key(params: dict, seed: int) -> str:
+
+def ahead_key(params: dict[str, Any], seed: int) -> str:
     """Which scenario and inputs a result computed ahead belongs to."""
     return json.dumps(params, sort_keys=True) + f":{seed}"
 
@@ -30,7 +37,9 @@ class AheadJudge(JudgeSide):
     """The judge of one evaluation of a CudaDataTask whose spec says [judge] ahead = true. On a judge that
     computes on the CPU (tests) nothing is computed ahead; the seconds by part are still kept."""
 
-    def __init__(self, task):
+    task: DataTask  # a CudaDataTask whose spec says [judge] ahead = true
+
+    def __init__(self, task: DataTask) -> None:
         super().__init__(task)
         self._references: Ahead | None = None
         self._baselines: Ahead | None = None
@@ -41,20 +50,21 @@ class AheadJudge(JudgeSide):
         rule = self.task.spec.tolerances[held[0]] if held else None
         return rule.baselines[0] if rule is not None and rule.rule == "baseline" else None
 
-    def ahead(self, items):
+    def ahead(self, items: list[tuple[dict[str, Any], int, bool]]) -> None:
         self.stop_ahead()
         task = self.task
         if task.judge_device() == "cpu" or not items:
             return
         torch = torch_module()
         settings = task.spec.ahead
+        assert settings is not None  # (an AheadJudge is made for [judge] ahead = true only)
 
-        def own_stream():
+        def own_stream() -> AbstractContextManager[object]:
             # a stream of its own, created without the legacy default stream's implicit waits: the work ahead
             # runs beside the judge's comparisons instead of queueing behind them (or they behind it)
             return torch.cuda.stream(torch.cuda.Stream())
 
-        def reference(payload):
+        def reference(payload: tuple[dict[str, Any], int]) -> tuple[Arrays, Arrays]:
             params, seed = payload
             inputs = task.make_inputs(params, seed)
             ref = task.reference_outputs(params, inputs)
@@ -74,7 +84,7 @@ class AheadJudge(JudgeSide):
         if first is None:
             return
 
-        def baseline(payload):
+        def baseline(payload: tuple[dict[str, Any], int]) -> Arrays:
             params, seed = payload
             outs = task.baseline_outputs(first, params, task.make_inputs(params, seed))
             torch.cuda.current_stream().synchronize()
@@ -91,14 +101,21 @@ class AheadJudge(JudgeSide):
             thread_context=own_stream,
         )
 
-    def stop_ahead(self):
+    def stop_ahead(self) -> None:
         for name in ("_references", "_baselines"):
             ahead = getattr(self, name, None)
             setattr(self, name, None)
             if ahead is not None:
                 ahead.stop()
 
-    def judge(self, params, seed, outputs, tolerance=None, spot_check=False):
+    def judge(
+        self,
+        params: dict[str, Any],
+        seed: int,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        spot_check: bool = False,
+    ) -> Judgement:
         task = self.task
         # a spot check (a timed call's output) compares indices drawn now, after the call: nothing ahead
         rows = task.spot_rows(params) if spot_check else None
@@ -112,21 +129,21 @@ class AheadJudge(JudgeSide):
                 ref = task.reference_outputs(params, inputs, rows=rows)
         else:
             inputs, ref = ready
-        first = {}
+        first: dict[str, Arrays] = {}
         if tolerance is None and not spot_check:
             with self._spent("vendor"):
                 outs = _take_ahead(self._baselines, key)
-            if outs is not None:
-                first[self._first_baseline()] = outs
+            if outs is not None and (name := self._first_baseline()) is not None:  # (outs: there is one)
+                first[name] = outs
         return task.judge_against(params, inputs, ref, outputs, tolerance, first, rows, spent=self._spent)
 
-    def _spent(self, part):
+    def _spent(self, part: str) -> AbstractContextManager[None]:
         """Adds the seconds of the block (the GPU work it queued on this thread's stream included: it
         synchronises that stream, not the device, so as not to wait for the work ahead) to `seconds`."""
         return Stopwatch(self.seconds, settle=synchronize_stream)(part)
 
 
-def _take_ahead(ahead, key):
+def _take_ahead(ahead: Ahead | None, key: str) -> Any:
     """The result computed ahead for `key`, marked as used on this thread's stream (so that its memory is not
     handed to the background stream's next allocation while this stream still reads it); None if there is
     none."""
@@ -140,7 +157,7 @@ def _take_ahead(ahead, key):
     return out
 
 
-def _tensors(obj):
+def _tensors(obj: object) -> Iterator[Any]:
     if hasattr(obj, "record_stream"):
         yield obj
     elif isinstance(obj, dict):

@@ -17,25 +17,31 @@ a compiled reference kernel, the card's measured peaks, the fact that its refere
 from __future__ import annotations
 
 import os
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-# base.py (Task, Judgement) imports this module: the task passed in here is a base.Task, named in words only
+# base.py (Task, Judgement) imports this module: the task passed in here is a base.Task, named in words only (no
+# import of base here, not even for the type checker: tests/foundation/test_layering.py), and a judgement is Any
+
+# one call's arrays by name, as base.Arrays (numpy arrays or torch tensors)
+Arrays = dict[str, Any]
 
 
 class OutputExchange(Protocol):
     """One end of one evaluation's output slots (gpu_harness/exchange.py): the child creates them and exports
     into them, the parent attaches and imports; `close` releases what this end holds."""
 
-    def create(self, slot_bytes: int, slots: int, folder: str) -> dict:
+    def create(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         """Child: set up the slots; returns what the parent needs to reach them (JSON)."""
 
-    def export(self, outputs, slot: int) -> None:
+    def export(self, outputs: Arrays, slot: int) -> None:
         """Child: put one call's outputs into slot `slot`, completely, before returning."""
 
-    def attach(self, info, slot_bytes: int, slots: int, folder: str) -> None:
-        """Parent: reach the child's slots (`folder` is the parent's own scratch folder, not the child's word)."""
+    def attach(self, info: Any, slot_bytes: int, slots: int, folder: str) -> None:
+        """Parent: reach the child's slots (`info`: what the child's `create` returned, as received; `folder` is
+        the parent's own scratch folder, not the child's word)."""
 
-    def import_(self, params: dict, slot: int):
+    def import_(self, params: dict[str, Any], slot: int) -> Arrays:
         """Parent: a private copy of the outputs in slot `slot`; raises ValueError when they are unreadable.
         After it returns, the child may reuse the slot."""
 
@@ -45,7 +51,7 @@ class OutputExchange(Protocol):
 class Calls(Protocol):
     """The child's device, clock and cache flush, for one child process."""
 
-    def setup(self) -> dict:
+    def setup(self) -> dict[str, Any]:
         """Import what the child needs; return facts to report (device name, versions)."""
 
     def sync_error(self) -> str | None:
@@ -53,7 +59,7 @@ class Calls(Protocol):
 
     def flush_cache(self) -> None: ...
 
-    def time_call(self, thunk) -> float:
+    def time_call(self, thunk: Callable[[], object]) -> float:
         """Milliseconds of one call of thunk, measured around it."""
 
 
@@ -61,35 +67,41 @@ class FileOutputs:
     """The output exchange through .npy files in the evaluation's scratch folder, for tasks whose outputs are
     numpy arrays of a few MB (the CPU task). A GPU task's goes through device memory (cuda_device.DeviceOutputs)."""
 
-    def __init__(self, output_names: tuple[str, ...]):
+    def __init__(self, output_names: tuple[str, ...]) -> None:
         self._names = output_names
         self._folder: str | None = None
         self._slots = 0
 
-    def create(self, slot_bytes, slots, folder):
+    def create(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         self._folder = folder
         return {}
 
-    def export(self, outputs, slot):
+    def export(self, outputs: Arrays, slot: int) -> None:
         import numpy as np
 
         for name, arr in outputs.items():
-            path = os.path.join(self._folder, f"slot{slot}_{name}.npy")
+            path = os.path.join(self._slot_folder, f"slot{slot}_{name}.npy")
             np.save(path + ".tmp.npy", arr)
             os.replace(path + ".tmp.npy", path)
 
-    def attach(self, info, slot_bytes, slots, folder):
+    def attach(self, info: Any, slot_bytes: int, slots: int, folder: str) -> None:
         self._folder = folder
         self._slots = slots
 
-    def import_(self, params, slot):
+    @property
+    def _slot_folder(self) -> str:
+        """The folder of the slots' files (set by create or attach)."""
+        assert self._folder is not None
+        return self._folder
+
+    def import_(self, params: dict[str, Any], slot: int) -> Arrays:
         import numpy as np
 
         if not (isinstance(slot, int) and 0 <= slot < self._slots):
             raise ValueError(f"no output slot {slot!r}")
-        out = {}
+        out: Arrays = {}
         for name in self._names:
-            path = os.path.join(self._folder, f"slot{slot}_{name}.npy")
+            path = os.path.join(self._slot_folder, f"slot{slot}_{name}.npy")
             try:
                 out[name] = np.load(path, allow_pickle=False)
                 os.unlink(path)
@@ -97,7 +109,7 @@ class FileOutputs:
                 raise ValueError(f"output {name!r} unreadable: {e}") from e
         return out
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
@@ -106,23 +118,30 @@ class JudgeSide:
     (a pure function: it regenerates the inputs and computes the reference); a task that works ahead of the
     child's outputs subclasses it (judge_ahead.AheadJudge)."""
 
-    def __init__(self, task):
+    def __init__(self, task: Any) -> None:
         self.task = task
         self.exchange: OutputExchange = task.new_exchange()
         self.seconds: dict[str, float] = {}  # the judge's time by part (inputs, reference, ...), when measured
 
-    def attach(self, info, slot_bytes: int, slots: int, folder: str) -> None:
+    def attach(self, info: Any, slot_bytes: int, slots: int, folder: str) -> None:
         self.exchange.attach(info, slot_bytes, slots, folder)
 
-    def import_outputs(self, params: dict, slot: int):
+    def import_outputs(self, params: dict[str, Any], slot: int) -> Arrays:
         return self.exchange.import_(params, slot)
 
-    def ahead(self, items: list[tuple[dict, int, bool]]) -> None:
+    def ahead(self, items: list[tuple[dict[str, Any], int, bool]]) -> None:
         """The (params, seed, sets_tolerance) that `judge` will be called with, in order (sets_tolerance: the
         call has no tolerance yet and measures one): a judge may start work for them in the background (the
         reference, a vendor's output). `close` ends it."""
 
-    def judge(self, params: dict, seed: int, outputs, tolerance: float | None = None, spot_check: bool = False):
+    def judge(
+        self,
+        params: dict[str, Any],
+        seed: int,
+        outputs: Arrays,
+        tolerance: float | None = None,
+        spot_check: bool = False,
+    ) -> Any:
         """The task's Judgement of these outputs (Task.judge)."""
         return self.task.judge(params, seed, outputs, tolerance=tolerance, spot_check=spot_check)
 
@@ -138,11 +157,11 @@ class ChildSide:
     """The candidate's process's side of its one evaluation of `task`: the device, clock and cache flush, and
     the child's end of the output exchange."""
 
-    def __init__(self, task):
+    def __init__(self, task: Any) -> None:
         self.calls: Calls = task.new_calls()
         self.exchange: OutputExchange = task.new_exchange()
 
-    def setup(self) -> dict:
+    def setup(self) -> dict[str, Any]:
         return self.calls.setup()
 
     def sync_error(self) -> str | None:
@@ -151,11 +170,11 @@ class ChildSide:
     def flush_cache(self) -> None:
         self.calls.flush_cache()
 
-    def time_call(self, thunk) -> float:
+    def time_call(self, thunk: Callable[[], object]) -> float:
         return self.calls.time_call(thunk)
 
-    def create_exchange(self, slot_bytes: int, slots: int, folder: str) -> dict:
+    def create_exchange(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         return self.exchange.create(slot_bytes, slots, folder)
 
-    def export_outputs(self, outputs, slot: int) -> None:
+    def export_outputs(self, outputs: Arrays, slot: int) -> None:
         self.exchange.export(outputs, slot)

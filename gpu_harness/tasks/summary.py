@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from .base import Task
 
@@ -20,7 +21,7 @@ def _number(value: float) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def task_summary(task: Task) -> dict:
+def task_summary(task: Task) -> dict[str, Any]:
     """The task's description, target, ABI, parameter names, scenarios (id, parameters, FLOP and byte counts), quick subset,
     baselines (each described, default or not), which are libraries, tolerance rule, FLOP formula, own goal and starting kernel."""
     defaults = set(task.default_baselines)

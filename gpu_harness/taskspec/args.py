@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from typing import Any, cast
 
 from .context import SpecContext
 from .formula import Formula, FormulaError, parse_formula
@@ -19,7 +20,8 @@ def read_args(ctx: SpecContext, target: Target) -> list[Arg]:
     if not isinstance(raw, list) or not raw:
         ctx.problem("args", "the kernel's arguments, in order, as [[args]] tables: none given", None)
         return []
-    out, seen = [], set()
+    out: list[Arg] = []
+    seen: set[str] = set()
     for i, item in enumerate(raw):
         arg = read_arg(ctx, i, item, target, seen, out)
         if arg is not None:
@@ -29,7 +31,7 @@ def read_args(ctx: SpecContext, target: Target) -> list[Arg]:
     return out
 
 
-def read_arg(ctx: SpecContext, i: int, item, target: Target, seen: set, out: list[Arg]) -> Arg | None:
+def read_arg(ctx: SpecContext, i: int, item: object, target: Target, seen: set[Any], out: list[Arg]) -> Arg | None:
     """The i-th [[args]] table; None when it is unusable (its problems said). `seen`: the names so far;
     `out`: the arguments read so far."""
     line = ctx.lines.header("args", i)
@@ -55,7 +57,7 @@ def read_arg(ctx: SpecContext, i: int, item, target: Target, seen: set, out: lis
     return read_tensor_arg(ctx, where, name, kind, item, target, line)
 
 
-def read_arg_name(ctx: SpecContext, where: str, name, line, seen: set) -> str | None:
+def read_arg_name(ctx: SpecContext, where: str, name: object, line: int | None, seen: set[Any]) -> str | None:
     """An argument's name: a C identifier that is no keyword of C or Python (the kernel and reference.py's
     functions take the arguments by name). A second use of a name is said, and the argument still read."""
     if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
@@ -77,7 +79,7 @@ def read_arg_name(ctx: SpecContext, where: str, name, line, seen: set) -> str | 
     return name
 
 
-def read_scalar_arg(ctx: SpecContext, where: str, name: str, item: dict, line) -> Arg | None:
+def read_scalar_arg(ctx: SpecContext, where: str, name: str, item: dict[str, Any], line: int | None) -> Arg | None:
     """kind = "scalar": a C type of SCALAR_C_TYPES and a value (a formula, or formulas chosen by scenario)."""
     dtype = item.get("dtype")
     if not isinstance(dtype, str) or dtype not in SCALAR_C_TYPES:
@@ -95,7 +97,9 @@ def read_scalar_arg(ctx: SpecContext, where: str, name: str, item: dict, line) -
     return Arg(name, "scalar", dtype, value=value) if value is not None else None
 
 
-def read_tensor_arg(ctx: SpecContext, where: str, name: str, kind: str, item: dict, target: Target, line) -> Arg | None:
+def read_tensor_arg(
+    ctx: SpecContext, where: str, name: str, kind: str, item: dict[str, Any], target: Target, line: int | None
+) -> Arg | None:
     """kind = "input" or "output": a dtype (or dtypes chosen by scenario), a shape of symbols and sizes, and
     for an input how it is made from the seed."""
     dtype = read_tensor_dtype(ctx, where, item.get("dtype"), target, ctx.lines.key("dtype", line))
@@ -125,14 +129,16 @@ def read_tensor_arg(ctx: SpecContext, where: str, name: str, kind: str, item: di
     return Arg(name, kind, dtype, shape=tuple(shape), init=init)
 
 
-def read_tensor_dtype(ctx: SpecContext, where: str, dtype, target: Target, dline) -> str | ByScenario | None:
+def read_tensor_dtype(
+    ctx: SpecContext, where: str, dtype: object, target: Target, dline: int | None
+) -> str | ByScenario | None:
     """A tensor's dtype on `target`, or dtypes of one kind (float or integer) chosen by a scenario symbol."""
     if not isinstance(dtype, dict):
         problem = tensor_dtype(ctx, dtype, target)
         if problem:
             ctx.problem(f"{where}.dtype", problem, dline)
             return None
-        return dtype
+        return cast(str, dtype)  # (a dtype's name: tensor_dtype found no problem)
     mapping = read_mapping(ctx, f"{where}.dtype", dtype, dline, lambda d: tensor_dtype(ctx, d, target))
     if mapping is None:
         return None
@@ -142,7 +148,9 @@ def read_tensor_dtype(ctx: SpecContext, where: str, dtype, target: Target, dline
     return mapping
 
 
-def read_stream(ctx: SpecContext, where: str, item: dict, target: Target, line, out: list) -> Arg | None:
+def read_stream(
+    ctx: SpecContext, where: str, item: dict[str, Any], target: Target, line: int | None, out: list[Any]
+) -> Arg | None:
     """kind = "stream": the CUDA stream the kernel runs on, declared cudaStream_t; the harness passes 0, the
     legacy default stream its CUDA events time (a kernel that takes a stream can be called like a library's).
     `out`: the arguments read so far (a kernel runs on one stream)."""
@@ -158,7 +166,7 @@ def read_stream(ctx: SpecContext, where: str, item: dict, target: Target, line, 
     return Arg(item["name"], "stream", "")
 
 
-def tensor_dtype(ctx: SpecContext, dtype, target: Target) -> str | None:
+def tensor_dtype(ctx: SpecContext, dtype: object, target: Target) -> str | None:
     """What is wrong with a tensor's dtype on `target`; None when nothing is."""
     if not isinstance(dtype, str) or dtype not in DTYPES:
         return f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})"
@@ -167,11 +175,11 @@ def tensor_dtype(ctx: SpecContext, dtype, target: Target) -> str | None:
     return None
 
 
-def read_value(ctx: SpecContext, fieldname: str, value, line) -> Formula | ByScenario | None:
+def read_value(ctx: SpecContext, fieldname: str, value: object, line: int | None) -> Formula | ByScenario | None:
     """A scalar's value: a formula, or a formula chosen by a scenario symbol ({by = "dtype", bf16 = 0, ...})."""
     if isinstance(value, dict):
 
-        def formula_problem(v):
+        def formula_problem(v: object) -> str | None:
             try:
                 parse_formula(v)
             except FormulaError as e:

@@ -3,12 +3,14 @@ function) and the `[goal]` set against one of them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..figures import BEST_LIBRARY
 from .context import SpecContext
 from .spec import Baseline
 
 
-def read_baselines(ctx: SpecContext) -> tuple[dict, list[str], str]:
+def read_baselines(ctx: SpecContext) -> tuple[dict[str, Any], list[str], str]:
     b = ctx.table("baselines")
     head = ctx.lines.header("baselines")
     out = {}
@@ -42,7 +44,7 @@ def read_baselines(ctx: SpecContext) -> tuple[dict, list[str], str]:
     return out, defaults, versions
 
 
-def read_baseline(ctx: SpecContext, name: str, item: dict, where: str, line: int | None) -> Baseline | None:
+def read_baseline(ctx: SpecContext, name: str, item: dict[str, Any], where: str, line: int | None) -> Baseline | None:
     """One entry of [baselines]: a function of reference.py or a kernel file, with its flags."""
     known = ("function", "kernel", "warm", "requires", "may_refuse", "description", "library")
     unknown = [k for k in item if k not in known]
@@ -78,11 +80,11 @@ def read_baseline(ctx: SpecContext, name: str, item: dict, where: str, line: int
     return Baseline(name, kernel=path, warm=flags["warm"], description=description, library=flags["library"])
 
 
-def read_requires(ctx: SpecContext, requires, where: str, line: int | None) -> tuple[tuple[str, ...], ...]:
+def read_requires(ctx: SpecContext, requires: object, where: str, line: int | None) -> tuple[tuple[str, ...], ...]:
     """`requires`: a module name, or a list whose entries are module names or lists of alternatives (any one
     of which is enough: ["flash_attn_interface", "fa3_fwd_interface"] inside the list)."""
 
-    def module(m) -> bool:
+    def module(m: object) -> bool:
         return isinstance(m, str) and all(p.isidentifier() for p in m.split("."))
 
     requires = [requires] if isinstance(requires, str) else requires
@@ -97,7 +99,7 @@ def read_requires(ctx: SpecContext, requires, where: str, line: int | None) -> t
     return tuple(entries)
 
 
-def read_goal(ctx: SpecContext, baselines: dict) -> tuple[str, float]:
+def read_goal(ctx: SpecContext, baselines: dict[str, Any]) -> tuple[str, float]:
     g = ctx.table("goal")
     head = ctx.lines.header("goal")
     ctx.only(g, head, {"baseline", "speedup"}, section="goal", why="unknown field")

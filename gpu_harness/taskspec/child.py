@@ -4,13 +4,14 @@ bounds) and `[child]` (its environment and baseline threads)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .context import SpecContext
 from .vocabulary import CALL_TIMEOUT_KEYS, FORBIDDEN_ENV_PREFIXES, HOST_CLOCK_KEYS, TIMING_KEYS
 
 
-def read_timing(ctx: SpecContext) -> tuple[dict, dict, tuple[float, float]]:
-    def bounded(section: str, allowed: dict) -> dict:
+def read_timing(ctx: SpecContext) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
+    def bounded(section: str, allowed: dict[str, Any]) -> dict[str, Any]:
         table = ctx.table(section)
         head = ctx.lines.header(section)
         out = {}
@@ -35,7 +36,7 @@ def read_timing(ctx: SpecContext) -> tuple[dict, dict, tuple[float, float]]:
     return timing, host, (call.get("base_s", 20.0), call.get("min_rate", 1e9))
 
 
-def read_child(ctx: SpecContext) -> tuple[dict, int]:
+def read_child(ctx: SpecContext) -> tuple[dict[str, Any], int]:
     child = ctx.table("child")
     head = ctx.lines.header("child")
     env = child.get("env", {})

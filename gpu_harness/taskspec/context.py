@@ -4,6 +4,7 @@ of the fields a later check names (`TaskSpec.lines`)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .lines import _Lines
 from .problems import SpecProblem
@@ -13,7 +14,7 @@ class SpecContext:
     """One reading of one task.toml; each section's reader adds its problems here rather than stopping at the
     first."""
 
-    def __init__(self, folder: Path, path: Path, text: str, data: dict):
+    def __init__(self, folder: Path, path: Path, text: str, data: dict[str, Any]) -> None:
         self.folder, self.path, self.data = folder, path, data
         self.lines = _Lines(text)
         self.problems: list[SpecProblem] = []
@@ -22,7 +23,7 @@ class SpecContext:
     def problem(self, fieldname: str, message: str, line: int | None = None) -> None:
         self.problems.append(SpecProblem(str(self.path), fieldname, message, line))
 
-    def table(self, key: str) -> dict:
+    def table(self, key: str) -> dict[str, Any]:
         value = self.data.get(key, {})
         if not isinstance(value, dict):
             self.problem(key, f"must be a table ([{key}])", self.lines.key(key))
@@ -30,7 +31,12 @@ class SpecContext:
         return value
 
     def only(
-        self, table: dict, head, allowed: set, section: str = "tolerance", why: str = "not used with this rule"
+        self,
+        table: dict[str, Any],
+        head: int | None,
+        allowed: set[Any],
+        section: str = "tolerance",
+        why: str = "not used with this rule",
     ) -> None:
         for key in table:
             if key not in allowed:
@@ -40,7 +46,7 @@ class SpecContext:
                     self.lines.key(key, head),
                 )
 
-    def file_field(self, fieldname: str, value, line) -> Path | None:
+    def file_field(self, fieldname: str, value: object, line: int | None) -> Path | None:
         if not isinstance(value, str) or not value:
             self.problem(fieldname, f"expected a path (relative to the task folder), got {value!r}", line)
             return None

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
-_BINOPS = {
+# a formula's value: a number (an int where every operand is one)
+Number = int | float
+# a compiled piece of a formula: params -> its value
+Compiled = Callable[[dict[str, Any]], Number]
+
+_BINOPS: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
@@ -17,7 +24,7 @@ _BINOPS = {
 }
 
 
-def _power(a, b):
+def _power(a: Number, b: Number) -> Number:
     if abs(b) > 64:  # a spec's formula counts operations; "9**9**9" would only stall the loader
         raise ValueError(f"exponent {b} is too large")
     # "((9**64)**64)**64...": the same (integers; a float's power overflows on its own)
@@ -29,12 +36,12 @@ def _power(a, b):
 class SymbolValueError(TypeError):
     """A formula's symbol whose scenario value is no number (`value`: what it is)."""
 
-    def __init__(self, name: str, value):
+    def __init__(self, name: str, value: object) -> None:
         self.value = value
         super().__init__(f"symbol {name!r} is {value!r}, not a number")
 
 
-def _symbol_value(params: dict, name: str):
+def _symbol_value(params: dict[str, Any], name: str) -> Number:
     """A symbol's value as a formula uses it: a number (a boolean counts 1 or 0), never text ("bf16"*2)."""
     value = params[name]
     if not isinstance(value, (int, float)):
@@ -57,9 +64,9 @@ class Formula:
 
     text: str
     symbols: frozenset[str]
-    _fn: object = field(repr=False, compare=False)
+    _fn: Callable[[dict[str, Any]], float] = field(repr=False, compare=False)
 
-    def __call__(self, params: dict):
+    def __call__(self, params: dict[str, Any]) -> float:
         return self._fn(params)
 
 
@@ -67,7 +74,7 @@ class FormulaError(ValueError):
     pass
 
 
-def parse_formula(text) -> Formula:
+def parse_formula(text: object) -> Formula:
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise FormulaError(f"expected a formula (a string or a number), got {type(text).__name__}")
     src = str(text)
@@ -84,13 +91,13 @@ def parse_formula(text) -> Formula:
     return Formula(src, frozenset(symbols), fn)
 
 
-def _compile(node, src: str, symbols: set, depth: int = 0):
+def _compile(node: ast.expr, src: str, symbols: set[Any], depth: int = 0) -> Compiled:
     """The node as a closure over params (a tree of small functions: fast to call, nothing eval'd)."""
     if depth > FORMULA_MAX_DEPTH:
         raise FormulaError(f"{src[:40]!r}... nests too deep (at most {FORMULA_MAX_DEPTH} levels)")
     depth += 1
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        value = node.value
+        value = cast(Number, node.value)  # (an int or a float: checked just above)
         return lambda p: value
     if isinstance(node, ast.Name):
         name = node.id

@@ -4,13 +4,14 @@ draws every dtype of the input holds."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .context import SpecContext
 from .spec import InputInit
 from .vocabulary import DISTRIBUTIONS, FLOAT_MAX, NORMAL_REACH_STD, DType
 
 
-def read_init(ctx: SpecContext, where: str, init, dtypes: list[DType], line) -> InputInit | None:
+def read_init(ctx: SpecContext, where: str, init: object, dtypes: list[DType], line: int | None) -> InputInit | None:
     """How the input is made; `dtypes`: every dtype it may have (one kind, float or int)."""
     dtype = dtypes[0]
     if init is None:
@@ -54,7 +55,7 @@ def read_init(ctx: SpecContext, where: str, init, dtypes: list[DType], line) -> 
     return InputInit(dist, vals[0], vals[1], native=native)
 
 
-def read_init_function(ctx: SpecContext, where: str, init: dict, line) -> InputInit | None:
+def read_init_function(ctx: SpecContext, where: str, init: dict[str, Any], line: int | None) -> InputInit | None:
     """init = {function = "make_x"}: the input is made by a function of reference.py, and by nothing else."""
     fn = init["function"]
     if not isinstance(fn, str) or not fn.isidentifier() or set(init) != {"function"}:
@@ -63,7 +64,9 @@ def read_init_function(ctx: SpecContext, where: str, init: dict, line) -> InputI
     return InputInit("function", 0.0, 0.0, function=fn)
 
 
-def read_init_bounds(ctx: SpecContext, where: str, init: dict, dist: str, line) -> list[float] | None:
+def read_init_bounds(
+    ctx: SpecContext, where: str, init: dict[str, Any], dist: str, line: int | None
+) -> list[float] | None:
     """The distribution's two numbers (mean and std, or low and high), its defaults where not given."""
     defaults = {"normal": (0.0, 1.0), "uniform": (0.0, 1.0), "integers": (None, None)}[dist]
     vals = []
@@ -87,7 +90,7 @@ def _float_range_problem(dist: str, a: float, b: float, dtypes: list[DType]) -> 
     return None
 
 
-def _integer_range_problem(bounds: list, dtypes: list[DType]) -> str | None:
+def _integer_range_problem(bounds: list[Any], dtypes: list[DType]) -> str | None:
     """What is wrong with an integers init's [low, high) for the tensor's dtypes (None: nothing): whole numbers,
     every value drawn held by each dtype (high is excluded, so high may be the largest value + 1)."""
     low, high = bounds

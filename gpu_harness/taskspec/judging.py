@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .context import SpecContext
-from .spec import Arg, JudgeAhead, SpotCheck
+from .spec import Arg, JudgeAhead, ScenarioSpec, SpotCheck
 from .vocabulary import REFERENCE_FILE, REFERENCE_PRECISIONS, Target
 
 
@@ -33,7 +33,7 @@ def read_reference(ctx: SpecContext) -> tuple[str, str, str]:
     return names["function"], precision, names["fast"]
 
 
-def read_spot_check(ctx: SpecContext, args: list[Arg], scenarios) -> SpotCheck | None:
+def read_spot_check(ctx: SpecContext, args: list[Arg], scenarios: list[ScenarioSpec]) -> SpotCheck | None:
     """[spot_check]: within bounds that keep a spot check a check (at least 1 index in 8 of the axis, and at
     least 64 of them)."""
     t = ctx.table("spot_check")

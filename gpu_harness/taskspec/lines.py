@@ -8,7 +8,7 @@ _HEADER_RE = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?\s*(#.*)?$")  # 
 
 
 class _Lines:
-    def __init__(self, text: str):
+    def __init__(self, text: str) -> None:
         self.lines = text.splitlines()
 
     def header(self, name: str, index: int = 0) -> int | None:

@@ -4,11 +4,20 @@ scenarios are read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, cast
+
 from .context import SpecContext
 from .spec import ByScenario, ScenarioSpec, value_key
 
 
-def read_mapping(ctx: SpecContext, fieldname: str, mapping: dict, line, problem_of) -> ByScenario | None:
+def read_mapping(
+    ctx: SpecContext,
+    fieldname: str,
+    mapping: dict[str, Any],
+    line: int | None,
+    problem_of: Callable[[object], str | None],
+) -> ByScenario | None:
     """{by = "symbol", value = choice, ...}: each choice checked by problem_of (None: fine). Whether every
     scenario's value has a choice is checked once the scenarios are read (check_choices)."""
     by = mapping.get("by")
@@ -25,10 +34,12 @@ def read_mapping(ctx: SpecContext, fieldname: str, mapping: dict, line, problem_
         if said:
             ctx.problem(fieldname, f"{key}: {said}", line)
             ok = False
-    return ByScenario(by, choices) if ok else None
+    return ByScenario(cast(str, by), choices) if ok else None  # (a str where ok)
 
 
-def check_mapping(ctx: SpecContext, fieldname: str, mapping: ByScenario, line, scenarios: list[ScenarioSpec]) -> bool:
+def check_mapping(
+    ctx: SpecContext, fieldname: str, mapping: ByScenario, line: int | None, scenarios: list[ScenarioSpec]
+) -> bool:
     """The mapping's `by` is a symbol every scenario defines, and each scenario's value of it has a choice."""
     known = list(dict.fromkeys(k for sc in scenarios for k in sc.params))
     if not scenarios:

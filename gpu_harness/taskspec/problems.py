@@ -21,6 +21,6 @@ class SpecProblem:
 class TaskSpecError(ValueError):
     """A task folder that cannot be used; `problems` says every reason (file, field, line)."""
 
-    def __init__(self, problems: list[SpecProblem]):
+    def __init__(self, problems: list[SpecProblem]) -> None:
         self.problems = list(problems)
         super().__init__("invalid task:\n" + "\n".join(f"  {p}" for p in self.problems))

@@ -7,6 +7,7 @@ import itertools
 import math
 import string
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from .context import SpecContext
 from .formula import Formula, FormulaError, SymbolValueError, parse_formula
@@ -14,7 +15,7 @@ from .spec import Arg, ScenarioSpec, value_key
 from .vocabulary import MAX_SCENARIOS
 
 
-def _id_text(symbol: str, value, id_names: dict):
+def _id_text(symbol: str, value: object, id_names: dict[str, Any]) -> object:
     """A scenario's value as its id writes it: the name id_names gives it (KeyError when it gives none)."""
     if symbol not in id_names:
         return value
@@ -51,7 +52,8 @@ def read_scenarios(ctx: SpecContext, args: list[Arg]) -> tuple[list[ScenarioSpec
     params_list = read_scenario_params(ctx, sc, head)
     derived = read_derived(ctx, head)
     id_names = read_id_names(ctx, head)
-    out, where_id = [], {}
+    out: list[ScenarioSpec] = []
+    where_id: dict[str, dict[str, Any]] = {}
     for params, line in params_list:
         sid = scenario_id(ctx, params, line, derived, ids, id_names, head)
         if sid is None:
@@ -70,7 +72,7 @@ def read_scenarios(ctx: SpecContext, args: list[Arg]) -> tuple[list[ScenarioSpec
     return out, quick
 
 
-def read_id_template(ctx: SpecContext, template, tline, head) -> _IdTemplate:
+def read_id_template(ctx: SpecContext, template: object, tline: int | None, head: int | None) -> _IdTemplate:
     """scenarios.id: a format string of scenario symbols ("m{m}_n{n}"); its fields are None when unusable."""
     ids = _IdTemplate(template, tline, None)
     if not isinstance(template, str) or not template:
@@ -87,7 +89,9 @@ def read_id_template(ctx: SpecContext, template, tline, head) -> _IdTemplate:
     return _IdTemplate(template, tline, fields)
 
 
-def read_scenario_params(ctx: SpecContext, sc: dict, head) -> list[tuple[dict, int | None]]:
+def read_scenario_params(
+    ctx: SpecContext, sc: dict[str, Any], head: int | None
+) -> list[tuple[dict[str, Any], int | None]]:
     """Each scenario's symbols from scenarios.list, then from each [[scenarios.product]], with the line that
     gave it; at most MAX_SCENARIOS in all."""
     listed = sc.get("list", [])
@@ -98,7 +102,7 @@ def read_scenario_params(ctx: SpecContext, sc: dict, head) -> list[tuple[dict, i
     if len(listed) > MAX_SCENARIOS:
         ctx.problem("scenarios.list", f"{len(listed)} scenarios: at most {MAX_SCENARIOS}", lline)
         listed = []
-    params_list: list[tuple[dict, int | None]] = [(dict(p), lline) for p in listed]
+    params_list: list[tuple[dict[str, Any], int | None]] = [(dict(p), lline) for p in listed]
     products = sc.get("product", [])
     if isinstance(products, dict):
         products = [products]
@@ -112,7 +116,9 @@ def read_scenario_params(ctx: SpecContext, sc: dict, head) -> list[tuple[dict, i
     return params_list
 
 
-def read_product(ctx: SpecContext, i: int, axes, before: int, pline) -> list[tuple[dict, int | None]]:
+def read_product(
+    ctx: SpecContext, i: int, axes: object, before: int, pline: int | None
+) -> list[tuple[dict[str, Any], int | None]]:
     """The i-th [[scenarios.product]]: every combination of its axes' values; none when it is unusable or
     would take the count (`before` of them so far) past MAX_SCENARIOS."""
     if not isinstance(axes, dict) or not axes or not all(isinstance(v, list) and v for v in axes.values()):
@@ -131,7 +137,13 @@ def read_product(ctx: SpecContext, i: int, axes, before: int, pline) -> list[tup
 
 
 def scenario_id(
-    ctx: SpecContext, params: dict, line, derived: _Derived, ids: _IdTemplate, id_names: dict, head
+    ctx: SpecContext,
+    params: dict[str, Any],
+    line: int | None,
+    derived: _Derived,
+    ids: _IdTemplate,
+    id_names: dict[str, Any],
+    head: int | None,
 ) -> str | None:
     """One scenario's id from the template, once its derived symbols are added to `params`; None when the
     scenario is unusable (said) or the template is."""
@@ -146,7 +158,9 @@ def scenario_id(
         ctx.problem("scenarios.id", f"{ids.template!r} needs {', '.join(missing)}, which {params} lacks", ids.line)
         return None
     try:
-        return ids.template.format(**{k: _id_text(k, v, id_names) for k, v in params.items()})
+        return cast(str, ids.template).format(
+            **{k: _id_text(k, v, id_names) for k, v in params.items()}
+        )  # (a str: fields)
     except KeyError as e:
         ctx.problem("scenarios.id_names", f"{params}: no name for {e.args[0]}", ctx.lines.key("id_names", head))
     except (ValueError, TypeError) as e:
@@ -154,7 +168,9 @@ def scenario_id(
     return None
 
 
-def check_id_names_used(ctx: SpecContext, id_names: dict, params_list: list[tuple[dict, int | None]], head) -> None:
+def check_id_names_used(
+    ctx: SpecContext, id_names: dict[str, Any], params_list: list[tuple[dict[str, Any], int | None]], head: int | None
+) -> None:
     """Each symbol scenarios.id_names names values of is a scenario symbol."""
     unnamed = [k for k in id_names if params_list and not any(k in p for p, _ in params_list)]
     if unnamed:  # a typo of a symbol would leave its values unnamed in every id
@@ -166,7 +182,9 @@ def check_id_names_used(ctx: SpecContext, id_names: dict, params_list: list[tupl
         )
 
 
-def read_quick(ctx: SpecContext, sc: dict, head, ids: _IdTemplate, where_id: dict) -> list[str]:
+def read_quick(
+    ctx: SpecContext, sc: dict[str, Any], head: int | None, ids: _IdTemplate, where_id: dict[str, Any]
+) -> list[str]:
     """scenarios.quick: the ids of the quick subset, each a scenario's (checked when the ids could be made)."""
     quick = sc.get("quick", [])
     qline = ctx.lines.key("quick", head)
@@ -183,7 +201,7 @@ def read_quick(ctx: SpecContext, sc: dict, head, ids: _IdTemplate, where_id: dic
     return quick
 
 
-def read_derived(ctx: SpecContext, head) -> _Derived:
+def read_derived(ctx: SpecContext, head: int | None) -> _Derived:
     """`[scenarios.derived]`: symbols computed from each scenario's own (name = formula, in order; a later one
     may use an earlier one), e.g. softmax_scale = "1/head_dim**0.5"."""
     table = ctx.table("scenarios").get("derived", {})
@@ -204,13 +222,14 @@ def read_derived(ctx: SpecContext, head) -> _Derived:
     return _Derived(out)
 
 
-def add_derived(ctx: SpecContext, params: dict, derived: _Derived) -> bool:
+def add_derived(ctx: SpecContext, params: dict[str, Any], derived: _Derived) -> bool:
     """Adds the derived symbols to one scenario's params; False when one cannot be (its problem is said for
     the first scenario it happens on only)."""
     for name, formula, fline in derived.formulas:
         if name in params:
             derived_problem(ctx, derived, name, f"{params}: {name} is given by the scenario too", fline)
             return False
+        value: object
         try:
             value = formula(params)
             ok = type(value) in (int, float) and math.isfinite(value)
@@ -227,13 +246,13 @@ def add_derived(ctx: SpecContext, params: dict, derived: _Derived) -> bool:
     return True
 
 
-def derived_problem(ctx: SpecContext, derived: _Derived, name: str, message: str, line) -> None:
+def derived_problem(ctx: SpecContext, derived: _Derived, name: str, message: str, line: int | None) -> None:
     if name not in derived.said:
         derived.said.add(name)
         ctx.problem(f"scenarios.derived.{name}", message, line)
 
 
-def read_id_names(ctx: SpecContext, head) -> dict[str, dict[str, str]]:
+def read_id_names(ctx: SpecContext, head: int | None) -> dict[str, dict[str, str]]:
     """`[scenarios] id_names`: how a symbol's value is written in ids, e.g. causal = {true = "causal",
     false = "full"} (keys: the value as text, booleans as true/false)."""
     names = ctx.table("scenarios").get("id_names", {})

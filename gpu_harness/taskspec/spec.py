@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .formula import Formula
 from .vocabulary import DTYPES, REFERENCE_FILE, SCALAR_C_TYPES, Target
 
 
-def value_key(value) -> str:
+def value_key(value: object) -> str:
     """A scenario value as the keys of id_names and of a mapping write it: booleans as true/false, others as text
     (TOML keys are text: bf16, 64, true)."""
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -24,7 +25,7 @@ class ByScenario:
     checks that every scenario's value has a choice, so a lookup here does not fail on a loaded spec."""
 
     by: str  # the scenario symbol
-    choices: dict  # value_key(the symbol's value) -> a dtype's name, or a Formula (a scalar's value)
+    choices: dict[str, Any]  # value_key(the symbol's value) -> a dtype's name, or a Formula (a scalar's value)
 
     @property
     def text(self) -> str:
@@ -37,7 +38,7 @@ class ByScenario:
         """The symbols the choices' formulas use (not `by`, which check_choices checks on its own)."""
         return frozenset().union(*(v.symbols for v in self.choices.values() if isinstance(v, Formula)))
 
-    def __call__(self, params: dict):
+    def __call__(self, params: dict[str, Any]) -> Any:  # the choice: a dtype's name, a number, a formula's value
         chosen = self.choices[value_key(params[self.by])]
         return chosen(params) if isinstance(chosen, Formula) else chosen
 
@@ -79,7 +80,7 @@ class Arg:
         if self.kind == "stream":
             return f"cudaStream_t {self.name}"
         if self.kind == "scalar":
-            return f"{SCALAR_C_TYPES[self.dtype]} {self.name}"
+            return f"{SCALAR_C_TYPES[str(self.dtype)]} {self.name}"
         const = "const " if self.kind == "input" else ""
         c_types = dict.fromkeys(DTYPES[d].c_type for d in self.dtypes)
         if not isinstance(self.dtype, ByScenario):
@@ -93,7 +94,7 @@ class Arg:
 @dataclass(frozen=True)
 class ScenarioSpec:
     id: str
-    params: dict
+    params: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,10 @@ class Tolerance:
         """The baselines whose error may set the bound, in the order they are tried."""
         return (self.baseline, *self.fallbacks)
 
-    def floor_on(self, params: dict) -> float:
+    def floor_on(self, params: dict[str, Any]) -> float:
         return float(self.floor(params) if isinstance(self.floor, ByScenario) else self.floor)
 
-    def default_error_on(self, params: dict) -> float:
+    def default_error_on(self, params: dict[str, Any]) -> float:
         d = self.default_error
         return float(d(params) if isinstance(d, ByScenario) else d)
 
@@ -139,7 +140,7 @@ class Tolerance:
         return f"|out - ref| <= {self.atol:g} + {self.rtol:g} x |ref|, element by element"
 
 
-def _number_text(value) -> str:
+def _number_text(value: object) -> str:
     """A number, or a mapping of numbers (bf16 2e-04, fp16 3e-05), as a description shows it."""
     if isinstance(value, ByScenario):
         return "(" + ", ".join(f"{k} {v:g}" for k, v in value.choices.items()) + ")"
@@ -214,22 +215,22 @@ class TaskSpec:
     scenarios: tuple[ScenarioSpec, ...]
     quick_ids: tuple[str, ...]
     tolerance: Tolerance | None  # the one rule of every output; None when each output has its own
-    tolerances: dict  # output name -> its Tolerance (every output, in ABI order)
-    baselines: dict  # name -> Baseline, in the order written
+    tolerances: dict[str, Any]  # output name -> its Tolerance (every output, in ABI order)
+    baselines: dict[str, Any]  # name -> Baseline, in the order written
     default_baselines: tuple[str, ...]
     flops: Formula
     bytes: Formula | None  # None: inputs read once + outputs written once, from the ABI
     goal_baseline: str
     goal_speedup: float
-    timing: dict  # overrides of evaluation.TIMING
-    host_clock: dict  # overrides of verdict.TimingLimits
+    timing: dict[str, Any]  # overrides of evaluation.TIMING
+    host_clock: dict[str, Any]  # overrides of verdict.TimingLimits
     call_timeout_base_s: float
     call_timeout_min_rate: float
-    child_env: dict
+    child_env: dict[str, Any]
     cheats: Path | None
     # field -> its line in task.toml, for the fields naming a function of reference.py or a kernel file (whose
     # problems are found once reference.py is imported or the kernel built: `task check` names the line then)
-    lines: dict = field(default_factory=dict)
+    lines: dict[str, Any] = field(default_factory=dict)
 
     @property
     def libraries(self) -> tuple[str, ...]:
@@ -261,10 +262,10 @@ class TaskSpec:
         """The declaration generated from [[args]]: one line of C (the stub kernel is written from it)."""
         return f'extern "C" int {self.symbol}({", ".join(a.c_declaration() for a in self.args)});'
 
-    def shape(self, arg: Arg, params: dict) -> tuple[int, ...]:
+    def shape(self, arg: Arg, params: dict[str, Any]) -> tuple[int, ...]:
         return tuple(int(params[d]) if isinstance(d, str) else int(d) for d in arg.shape)
 
-    def dtype(self, arg: Arg, params: dict) -> str:
+    def dtype(self, arg: Arg, params: dict[str, Any]) -> str:
         """The argument's dtype in this scenario: its own, or the one its mapping chooses. Every reader of a dtype
         (making inputs and outputs, byte counts, the judge's checks) goes through here."""
         return arg.dtype(params) if isinstance(arg.dtype, ByScenario) else arg.dtype
@@ -279,7 +280,11 @@ class TaskSpec:
         """(field, name) of every function of reference.py the spec names, in the order written."""
         named = [("reference.function", self.reference_function)]
         named += [("reference.fast", self.reference_fast)] if self.reference_fast else []
-        named += [(f"args.{a.name}.init", a.init.function) for a in self.inputs if a.init.dist == "function"]
+        named += [
+            (f"args.{a.name}.init", a.init.function)
+            for a in self.inputs
+            if a.init is not None and a.init.dist == "function"
+        ]
         named += [(f"baselines.{n}.function", b.function) for n, b in self.baselines.items() if b.function]
         named += [("baselines.versions", self.versions_function)] if self.versions_function else []
         if self.spot_check is not None and self.spot_check.whole:
@@ -289,7 +294,7 @@ class TaskSpec:
     def smallest_scenario(self) -> ScenarioSpec:
         """The scenario with the fewest tensor elements (where the reference is tried first)."""
 
-        def size(sc):
+        def size(sc: ScenarioSpec) -> int:
             return sum(math.prod(self.shape(a, sc.params)) for a in self.args if a.is_tensor)
 
         return min(self.scenarios, key=size)

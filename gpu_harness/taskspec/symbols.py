@@ -5,6 +5,8 @@ every scenario, and no scenario's tensors exceed a scenario's size."""
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 from .context import SpecContext
 from .formula import Formula, FormulaError, SymbolValueError, parse_formula
@@ -16,7 +18,7 @@ from .vocabulary import DTYPES, FLOAT32_MAX, MAX_SCENARIO_BYTES
 def read_formulas(ctx: SpecContext) -> tuple[Formula, Formula | None]:
     f = ctx.table("formulas")
     head = ctx.lines.header("formulas")
-    parsed = {}
+    parsed: dict[str, Formula | None] = {}
     for key in ("flops", "bytes"):
         line = ctx.lines.key(key, head)
         if key not in f:
@@ -36,12 +38,12 @@ def read_formulas(ctx: SpecContext) -> tuple[Formula, Formula | None]:
     return flops, parsed["bytes"]
 
 
-def _dims(arg: Arg, params: dict) -> list:
+def _dims(arg: Arg, params: dict[str, Any]) -> list[Any]:
     """The argument's shape on a scenario as written there (a symbol the scenario lacks reads 0), unchecked."""
     return [params.get(d, 0) if isinstance(d, str) else d for d in arg.shape]
 
 
-def _scalar_problem(dtype: str | None, value) -> str | None:
+def _scalar_problem(dtype: str | ByScenario | None, value: float) -> str | None:
     """What is wrong with a scalar's value for its dtype (None: nothing): an integer's is a whole number its C
     type holds, a float32's is finite in float32."""
     if dtype in ("int32", "int64"):
@@ -58,7 +60,7 @@ def _scalar_problem(dtype: str | None, value) -> str | None:
 def check_choices(ctx: SpecContext, args: list[Arg], scenarios: list[ScenarioSpec]) -> set[str]:
     """Every mapping's `by` is a scenario symbol and has a choice for each scenario's value of it; returns the
     names of the arguments whose mapping is not (their values cannot be computed on every scenario)."""
-    bad = set()
+    bad: set[str] = set()
     if not scenarios:
         return bad
     for i, a in enumerate(args):
@@ -74,7 +76,7 @@ def check_choices(ctx: SpecContext, args: list[Arg], scenarios: list[ScenarioSpe
 
 
 def check_symbols(
-    ctx: SpecContext, args: list[Arg], scenarios: list[ScenarioSpec], bad_choices: set[str] = frozenset()
+    ctx: SpecContext, args: list[Arg], scenarios: list[ScenarioSpec], bad_choices: AbstractSet[str] = frozenset()
 ) -> None:
     if not scenarios:
         return
@@ -89,11 +91,11 @@ def check_symbols(
 
 
 def symbol_users(
-    ctx: SpecContext, args: list[Arg], bad_choices: set[str]
-) -> list[tuple[str, int | None, set, Formula | ByScenario | None]]:
+    ctx: SpecContext, args: list[Arg], bad_choices: AbstractSet[str]
+) -> list[tuple[str, int | None, set[Any], Formula | ByScenario | None]]:
     """Every field that uses scenario symbols: (field, line, its symbols, the formula to compute on every
     scenario or None). Shapes, scalars' values (unless their mapping is unusable), [formulas] flops and bytes."""
-    users = []
+    users: list[tuple[str, int | None, set[Any], Formula | ByScenario | None]] = []
     for i, a in enumerate(args):
         line = ctx.lines.header("args", i)
         if a.is_tensor:
@@ -101,7 +103,8 @@ def symbol_users(
             users.append((f"args.{a.name}.shape", ctx.lines.key("shape", line), syms, None))
         elif a.kind == "scalar":
             formula = None if a.name in bad_choices else a.value
-            users.append((f"args.{a.name}.value", ctx.lines.key("value", line), set(a.value.symbols), formula))
+            # (a scalar's value is never None: the reader gives every scalar one)
+            users.append((f"args.{a.name}.value", ctx.lines.key("value", line), set(a.value.symbols), formula))  # type: ignore[union-attr]
     f = ctx.data.get("formulas", {}) if isinstance(ctx.data.get("formulas"), dict) else {}
     head = ctx.lines.header("formulas")
     for key in ("flops", "bytes"):
@@ -114,7 +117,9 @@ def symbol_users(
     return users
 
 
-def check_defined(ctx: SpecContext, fieldname: str, line, syms: set, scenarios: list[ScenarioSpec]) -> bool:
+def check_defined(
+    ctx: SpecContext, fieldname: str, line: int | None, syms: set[Any], scenarios: list[ScenarioSpec]
+) -> bool:
     """Each symbol is defined by every scenario; whether one is lacking anywhere."""
     lacking_any = False
     for s in sorted(syms):
@@ -128,12 +133,18 @@ def check_defined(ctx: SpecContext, fieldname: str, line, syms: set, scenarios: 
 
 
 def check_formula_values(
-    ctx: SpecContext, fieldname: str, line, formula, scenarios: list[ScenarioSpec], scalar_dtype: str | None
+    ctx: SpecContext,
+    fieldname: str,
+    line: int | None,
+    formula: Formula | ByScenario,
+    scenarios: list[ScenarioSpec],
+    scalar_dtype: str | ByScenario | None,
 ) -> None:
     """A formula that cannot be computed on a scenario is the spec's error, found now (the first such
     scenario is said). A scalar's value must also fit its C type."""
     counts = fieldname.startswith("formulas.")  # FLOP and byte counts are never negative
     for sc in scenarios:
+        value: Any  # a number, or what was found instead
         try:
             value = formula(sc.params)
             ok = type(value) in (int, float) and math.isfinite(value)
@@ -170,7 +181,7 @@ def check_sizes(ctx: SpecContext, args: list[Arg], scenarios: list[ScenarioSpec]
     """No scenario's tensors take more than MAX_SCENARIO_BYTES together (a mapped dtype counted as the
     scenario's choice, the largest where it has none); the first scenario beyond is named, with how many are."""
 
-    def itemsize(a: Arg, params: dict) -> int:
+    def itemsize(a: Arg, params: dict[str, Any]) -> int:
         if isinstance(a.dtype, ByScenario) and value_key(params.get(a.dtype.by)) in a.dtype.choices:
             return DTYPES[a.dtype(params)].itemsize
         return max(DTYPES[d].itemsize for d in a.dtypes)

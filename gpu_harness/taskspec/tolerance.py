@@ -4,13 +4,16 @@ times a factor plus a floor, a fixed relative L2 bound, or atol/rtol."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .context import SpecContext
 from .mapping import check_mapping, read_mapping
-from .spec import Arg, ByScenario, Tolerance
+from .spec import Arg, ByScenario, ScenarioSpec, Tolerance
 
 
-def read_tolerance(ctx: SpecContext, baselines: dict, args: list[Arg], scenarios) -> tuple[dict, Tolerance | None]:
+def read_tolerance(
+    ctx: SpecContext, baselines: dict[str, Any], args: list[Arg], scenarios: list[ScenarioSpec]
+) -> tuple[dict[str, Any], Tolerance | None]:
     """[tolerance]: one rule for every output, or a table per output ([tolerance.o], [tolerance.lse]).
     Returns (output name -> rule, the one rule or None)."""
     t = ctx.table("tolerance")
@@ -50,7 +53,14 @@ def read_tolerance(ctx: SpecContext, baselines: dict, args: list[Arg], scenarios
     return {n: rules[n] for n in outputs if n in rules}, None
 
 
-def read_rule(ctx: SpecContext, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
+def read_rule(
+    ctx: SpecContext,
+    t: dict[str, Any],
+    section: str,
+    head: int | None,
+    baselines: dict[str, Any],
+    scenarios: list[ScenarioSpec],
+) -> Tolerance:
     """One tolerance rule from its table (`section` names it in problems)."""
     if "baseline" in t:
         return read_baseline_rule(ctx, t, section, head, baselines, scenarios)
@@ -68,7 +78,14 @@ def read_rule(ctx: SpecContext, t: dict, section: str, head, baselines: dict, sc
     return Tolerance("rel_l2", rel_l2=0.0)
 
 
-def read_baseline_rule(ctx: SpecContext, t: dict, section: str, head, baselines: dict, scenarios) -> Tolerance:
+def read_baseline_rule(
+    ctx: SpecContext,
+    t: dict[str, Any],
+    section: str,
+    head: int | None,
+    baselines: dict[str, Any],
+    scenarios: list[ScenarioSpec],
+) -> Tolerance:
     """baseline = "name" (or names tried in turn): an output is held to `factor` times the baseline's own
     error against the reference, never below `floor`."""
     names = read_rule_baselines(ctx, t["baseline"], section, ctx.lines.key("baseline", head), baselines)
@@ -111,7 +128,9 @@ def read_baseline_rule(ctx: SpecContext, t: dict, section: str, head, baselines:
     )
 
 
-def read_rule_baselines(ctx: SpecContext, named, section: str, bline, baselines: dict) -> list:
+def read_rule_baselines(
+    ctx: SpecContext, named: object, section: str, bline: int | None, baselines: dict[str, Any]
+) -> list[Any]:
     """A rule's baseline names (each must be a function baseline); [""] when none is usable."""
     names = named if isinstance(named, list) else [named]
     functions = [n for n, b in baselines.items() if b.function]
@@ -128,7 +147,9 @@ def read_rule_baselines(ctx: SpecContext, named, section: str, bline, baselines:
     return names
 
 
-def rule_number(ctx: SpecContext, t: dict, section: str, head, key: str, default=None) -> float:
+def rule_number(
+    ctx: SpecContext, t: dict[str, Any], section: str, head: int | None, key: str, default: float | None = None
+) -> float:
     """A rule's number >= 0 (0.0 when it is not one, said)."""
     v = t.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -138,7 +159,13 @@ def rule_number(ctx: SpecContext, t: dict, section: str, head, key: str, default
 
 
 def rule_number_or_mapping(
-    ctx: SpecContext, t: dict, section: str, head, key: str, default, scenarios
+    ctx: SpecContext,
+    t: dict[str, Any],
+    section: str,
+    head: int | None,
+    key: str,
+    default: float | None,
+    scenarios: list[ScenarioSpec],
 ) -> float | ByScenario:
     """A number >= 0, or numbers chosen by a scenario symbol ({by = "dtype", bf16 = 2e-4, ...})."""
     v = t.get(key, default)
@@ -146,9 +173,13 @@ def rule_number_or_mapping(
         return rule_number(ctx, t, section, head, key, default)
     line = ctx.lines.key(key, head) or head
 
-    def problem_of(choice):
+    def problem_of(choice: object) -> str | None:
         ok = not isinstance(choice, bool) and isinstance(choice, (int, float)) and math.isfinite(choice)
-        return None if ok and choice >= 0 else f"expected a number >= 0, got {choice!r}"
+        return (
+            None
+            if ok and isinstance(choice, (int, float)) and choice >= 0
+            else f"expected a number >= 0, got {choice!r}"
+        )
 
     mapping = read_mapping(ctx, f"{section}.{key}", v, line, problem_of)
     if mapping is None or not check_mapping(ctx, f"{section}.{key}", mapping, line, scenarios):

@@ -6,6 +6,7 @@ its figures are the trace's claims, never verified ones (gpu_harness.figures.sta
 import hashlib
 import lzma
 from pathlib import Path
+from typing import cast
 
 from runs.models import Kernel, Run
 from runs.services.errors import ServiceError
@@ -38,4 +39,4 @@ def kernel_development_link(*, kernel: Kernel, lines: list[str], name: str) -> t
     if imported:
         run = trace_import(lines=lines, name=name)
     Kernel.objects.filter(pk=kernel.pk).update(development_run=run)
-    return run, imported
+    return cast(Run, run), imported  # (found, or imported just now)

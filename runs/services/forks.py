@@ -8,6 +8,7 @@ docs/protocol.md 2.10) and refuses a fork too large for the worker socket before
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from django.db import transaction
 
@@ -100,7 +101,7 @@ def run_fork(
     operator picks (the parent's when none), starting from the parent's conversation and workspace at that step
     and, at a question, from the operator's decision instead of the parent's."""
     model = (model or parent.model).strip()
-    if not model or len(model) > Run._meta.get_field("model").max_length:
+    if not model or len(model) > cast(int, Run._meta.get_field("model").max_length):
         raise ServiceError("the fork needs a model id of at most 120 characters")
     if refusal := model_refusal(model, model_options()):  # what cannot run here is refused, not queued to fail
         raise ServiceError(f"the fork cannot start: {refusal}")

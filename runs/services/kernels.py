@@ -2,6 +2,7 @@
 
 import hashlib
 import math
+from typing import cast
 
 from django.db import transaction
 
@@ -76,7 +77,7 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
     a quick one, not an imported trace's claim; `_counts_toward_best`) and beats the run's best over the run's
     goal baseline, the run's best speedups move with it.
     """
-    status = result.get("status")
+    status = cast(str, result.get("status"))  # (checked just below)
     if status not in EvaluationStatus.values:
         raise ServiceError(f"unknown evaluation status {status!r}")
     scenarios = result.get("scenarios") or []

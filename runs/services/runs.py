@@ -211,13 +211,13 @@ def _message_bytes(run: dict) -> int:
     )  # as sent: non-ASCII escaped, so bytes
 
 
-def _assignment_questions() -> dict:
+def _assignment_questions() -> dict[str, object]:
     """`bank` and `question_stats` for an assignment. The run is already claimed when this runs, so a failure
     here must not lose the assignment: the fields are optional, and without them the worker uses its bank file."""
     from questionbank.selectors import bank_entries
     from runs.selectors_bank import selection_stats
 
-    questions = {}
+    questions: dict[str, object] = {}
     try:
         questions["bank"] = [
             {"key": e.key, "text": e.text, "category": e.category, "triggers": list(e.triggers), "active": e.active}

@@ -8,6 +8,7 @@ not at all. Every other kind is a row and a contribution to its run's totals.
 import logging
 from collections.abc import Callable
 from pathlib import PurePosixPath
+from typing import cast
 
 from django.contrib.auth import get_user_model
 
@@ -66,7 +67,7 @@ def status_reason_text(payload: dict) -> str:
     reason = str(payload.get("reason") or "").strip()
     detail = str(payload.get("detail") or "").strip()
     text = f"{reason}: {detail}" if reason and detail and detail != reason else (reason or detail)
-    limit = Run._meta.get_field("status_reason").max_length
+    limit = cast(int, Run._meta.get_field("status_reason").max_length)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import cast
 
 from django.db import DataError, IntegrityError, connection, transaction
 from django.utils import timezone
@@ -117,7 +118,7 @@ def events_store(events: list[ParsedEvent], *, effects: Effects) -> list[EventOu
                 outcomes[i] = _store_one(events[i], effects)
         created = [events[i] for i, outcome in enumerate(outcomes) if outcome.created]
         announce_steps_stored(_blocks(created, effects))
-    return outcomes
+    return cast("list[EventOutcome]", outcomes)  # (every slot is filled above)
 
 
 def _drop_repeats(events: list[ParsedEvent], outcomes: list) -> list[int]:

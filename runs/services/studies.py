@@ -4,6 +4,7 @@ tagged as one study, so that the compare page opens on them (docs/fork.md, "Stud
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import cast
 
 from django.db import transaction
 
@@ -42,7 +43,7 @@ def study_values(setting: str, words: list[str]) -> list:
             raise ServiceError(f"review modes are {', '.join(ReviewMode.values)}, not {', '.join(bad)}")
         return words
     if setting == "model":
-        too_long = [w for w in words if len(w) > Run._meta.get_field("model").max_length]
+        too_long = [w for w in words if len(w) > cast(int, Run._meta.get_field("model").max_length)]
         if too_long:
             raise ServiceError(f"a model id has at most 120 characters: {too_long[0][:40]}…")
         return words

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import cast
 
 from django.db import transaction
 
@@ -37,7 +38,7 @@ def suite_sync(folder: Path, *, name: str | None = None) -> Suite:
 def suite_store(manifest: Manifest, *, name: str, folder: str = "") -> Suite:
     """Store a checked manifest as the suite `name`: its problems replaced, each one whose folder holds a task
     linked to the dashboard's task of that name (none where sync_tasks did not load it)."""
-    if not name or len(name) > Suite._meta.get_field("name").max_length:
+    if not name or len(name) > cast(int, Suite._meta.get_field("name").max_length):
         raise ServiceError(f"a suite's name has 1 to 200 characters, not {len(name)}")
     names = [p.name for p in manifest.problems if p.outcome in HAS_TASK]
     tasks = {task.name: task for task in Task.objects.filter(name__in=names)}
@@ -72,7 +73,7 @@ def suite_study_tasks(suite: Suite) -> list[Task]:
     """The tasks a study over `suite` runs: its problems imported with their check passed, whose task the
     dashboard holds, in the manifest's order."""
     problems = suite.problems.filter(outcome=IMPORTED, task__isnull=False).select_related("task").order_by("position")
-    return [problem.task for problem in problems]
+    return [cast(Task, problem.task) for problem in problems]  # (an imported problem has its task)
 
 
 def suite_study_start(

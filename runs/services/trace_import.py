@@ -3,6 +3,7 @@
 import hashlib
 import json
 import math
+from typing import Any, cast
 
 from django.db import DataError, transaction
 from django.utils import timezone
@@ -111,7 +112,14 @@ def _events(records, harness: bool):
 
 def _scan(records) -> dict:
     """A first reading of the whole trace for what the run is made from, keeping none of its events."""
-    found = {"meta": None, "config": None, "evaluation_task": None, "harness": False, "events": False, "first": None}
+    found: dict[str, Any] = {
+        "meta": None,
+        "config": None,
+        "evaluation_task": None,
+        "harness": False,
+        "events": False,
+        "first": None,
+    }
     found["lines"] = {}  # "meta" / "config" -> the line it was read from (a refusal names it)
     count = 0
     for number, record in records:
@@ -160,7 +168,7 @@ def _goal_problem(goal) -> str | None:
     if (
         not isinstance(baseline, str)
         or not baseline.strip()
-        or len(baseline) > Run._meta.get_field("goal_baseline").max_length
+        or len(baseline) > cast(int, Run._meta.get_field("goal_baseline").max_length)
     ):
         return f"the goal's baseline must be a baseline's name, not {json.dumps(baseline)[:60]}"
     if isinstance(speedup, bool) or not isinstance(speedup, (int, float)) or not math.isfinite(speedup) or speedup <= 0:
@@ -251,7 +259,9 @@ def _import_steps(again, found: dict, *, task: Task, goal: tuple, name: str, use
         model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
         starting_kernel=config.get("starting_kernel") or task.starting_kernel,
         started_by=user,
-        review_mode=meta.get("review_mode") if meta.get("review_mode") in ReviewMode.values else ReviewMode.AUTO,
+        review_mode=cast(str, meta.get("review_mode"))
+        if meta.get("review_mode") in ReviewMode.values
+        else ReviewMode.AUTO,
     )
     seen: dict[int, bytes] = {}  # seq -> digest of (kind, payload): a repeat must be the same event
     batch, first, last, final = [], None, None, None

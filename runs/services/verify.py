@@ -3,8 +3,10 @@ this site that serves its task's target (docs/protocol.md 2.12). It is how an im
 figure this site measured: the imported kernel's own figures stay claims, and only the verify run's evaluation
 (a kernel of the same task and source) is verified (gpu_harness.figures.standing)."""
 
+from typing import cast
+
 from agentloop.protocol import VERIFY_MODEL
-from runs.models import FINISHED_STATUSES, Kernel, ReviewMode, Run
+from runs.models import FINISHED_STATUSES, Kernel, ReviewMode, Run, Task
 from runs.services.errors import ServiceError
 from runs.services.kernels import sha256_text
 from runs.services.runs import run_start
@@ -28,7 +30,7 @@ def kernel_verify(*, kernel: Kernel, user=None) -> Run:
     if pending is not None:
         raise ServiceError(f"run {pending.pk} already verifies this source ({pending.get_status_display().lower()})")
     return run_start(
-        task=kernel.task,
+        task=cast(Task, kernel.task),  # (a kernel that is verified names its task)
         model=VERIFY_MODEL,
         started_by=user,
         starting_kernel=kernel.source,

@@ -4,10 +4,12 @@ What the worker sockets' event writer calls (runs/event_writer.py), for one even
 themselves are read by runs/event_parser.py and stored by runs/services/steps.py.
 """
 
+from typing import Any, cast
+
 from django.db import transaction
 from django.utils import timezone
 
-from runs.event_parser import INT_COLUMN_MAX, Refusal, parse_event
+from runs.event_parser import INT_COLUMN_MAX, ParsedEvent, Refusal, parse_event
 from runs.events import publish_after_commit
 from runs.models import RefusedEvent, Run, RunStatus, WorkerHost
 from runs.nul_escape import NUL, SHOWN
@@ -31,6 +33,7 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
     outcomes: list[EventOutcome | None] = [None] * len(items)
     parsed = []  # (index, worker, parsed event)
     unparsed = []  # (worker, event, the parser's reason): refused for good
+    event: dict[str, Any] | ParsedEvent  # as sent, then as parsed (the loops below)
     for index, (worker, event) in enumerate(items):
         result = parse_event(event, time_required=True)
         if isinstance(result, Refusal):
@@ -75,7 +78,7 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
                 # the event's own savepoint, which rolled back.
                 worker, event = items[index]
                 event_refusal_record(worker=worker, event=event, error=outcome.error, fail_run=outcome.ends_run)
-    return outcomes
+    return cast("list[EventOutcome]", outcomes)  # (every slot is filled above)
 
 
 def worker_event_record(*, worker: WorkerHost, event: dict) -> StepRecorded:
@@ -104,13 +107,13 @@ def event_refusal_record(
     try:
         if isinstance(event.get("run_id"), bool):  # int(True) is 1: no run is named so
             raise TypeError
-        run_id, seq = int(event.get("run_id")), _seq_of(event.get("seq"))
+        run_id, seq = int(event.get("run_id")), _seq_of(event.get("seq"))  # type: ignore[arg-type]  # None: TypeError
     except (TypeError, ValueError, OverflowError):
         return None
     run = Run.objects.select_related("task").filter(pk=run_id, worker=worker).first()
     if run is None:
         return None
-    kind = event.get("kind") if isinstance(event.get("kind"), str) else ""
+    kind = cast(str, event.get("kind") if isinstance(event.get("kind"), str) else "")
     refusal, _ = RefusedEvent.objects.update_or_create(
         run=run,
         seq=seq,

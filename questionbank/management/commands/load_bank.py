@@ -1,6 +1,6 @@
 """Mirror questionbank/bank.toml into the database: `make run` calls it (through bootstrap) at every start."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from questionbank.bank import DEFAULT_PATH, BankError, load_bank
 from questionbank.services import BankServiceError, bank_sync
@@ -12,10 +12,10 @@ class Command(BaseCommand):
         "deactivated, never deleted. A file with any bad entry is refused whole and nothing is written."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--path", default=str(DEFAULT_PATH), help=f"bank file (default: {DEFAULT_PATH})")
 
-    def handle(self, *args, path, **options):
+    def handle(self, *args: object, path: str, **options: object) -> None:
         try:
             entries = load_bank(path)
             report = bank_sync(entries)
