@@ -27,7 +27,6 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -44,6 +43,7 @@ from agentloop.models.replay import recording_path, served_model_spec
 from agentloop.protocol import FINISHED_STATUSES, PROTOCOL_VERSION, VERIFY_MODEL
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
+from agentloop.worker.handles import RunHandle, SeenDirectives
 from agentloop.worker.messages import RESEND_AFTER_S, ServerMessages, event_key
 from agentloop.worker.parking import DirectiveStore, ParkedRun, unapplied, waiting_review
 from agentloop.worker.spool import Spool
@@ -109,32 +109,6 @@ def tls_context(url: str, *, ca_file: str | None = None, allow_plain_ws: bool = 
             f"${CA_FILE_ENV}; or, on a network you trust, pass {PLAIN_WS_FLAG}"
         )
     return None
-
-
-@dataclass
-class RunHandle:
-    run_id: object
-    gpu: int
-    thread: threading.Thread
-    inbox: ControlInbox
-    emitter: Emitter | None = None  # the agent's, once it is built: the socket's thread emits refusal notes with it
-
-
-class SeenDirectives:
-    """Directive ids acted on, kept on disk so that a restarted worker does not act on a re-sent one twice."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            self.ids = set(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            self.ids = set()
-
-    def add(self, ident: str) -> None:
-        self.ids.add(ident)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(sorted(self.ids)))
-        tmp.replace(self.path)
 
 
 class Worker(ServerMessages):

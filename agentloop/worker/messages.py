@@ -22,7 +22,7 @@ from agentloop.worker.window import Limits, SenderWindow
 
 if TYPE_CHECKING:
     from agentloop.config import RunConfig
-    from agentloop.worker.client import RunHandle, SeenDirectives
+    from agentloop.worker.handles import RunHandle, SeenDirectives
     from agentloop.worker.parking import ParkedRun
     from agentloop.worker.spool import Spool
 
