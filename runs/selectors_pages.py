@@ -25,8 +25,9 @@ def run_or_404(run_id: int, *related: str) -> Run:
 
 
 def newest_evaluations(run: Run, count: int) -> QuerySet[Evaluation]:
-    """The run's `count` newest evaluations with their scenario rows (the run page's table)."""
-    return evaluations_for_run(run.pk).prefetch_related("scenarios").order_by("-created_at", "-pk")[:count]
+    """The run's `count` newest evaluations with their scenario rows (the run page's table; evaluations_for_run
+    joins and prefetches them)."""
+    return evaluations_for_run(run.pk).order_by("-created_at", "-pk")[:count]
 
 
 def refused_events_of(run: Run) -> QuerySet[RefusedEvent]:

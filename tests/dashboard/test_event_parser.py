@@ -13,6 +13,7 @@ from agentloop.events import make_event
 from gpu_harness.result import STATUSES as HARNESS_STATUSES
 from runs.event_parser import INT_COLUMN_MAX, STEP_COST_LIMIT, ParsedEvent, Refusal, parse_event
 from tests.dashboard.helpers import evaluation_payload, event, make_worker, question_payload
+from tests.payloads import MINIMAL
 
 
 def good(**fields) -> dict:
@@ -75,32 +76,9 @@ def test_the_parser_refuses_a_malformed_event_with_its_reason(raw, reason):
     assert isinstance(refused, Refusal) and reason in refused.reason, refused
 
 
-# The least payload of each kind (its required fields: agentloop/event_types.py, docs/protocol.md 1.2).
-LEAST_PAYLOADS = {
-    "status": {"status": "running", "reason": "started"},
-    "model_message": {"purpose": "turn", "model": "m", "stop_reason": "end_turn", "content": []},
-    "tool_call": {"call_id": "c1", "name": "shell", "input": {"command": "ls"}},
-    "tool_result": {
-        "call_id": "c1",
-        "name": "shell",
-        "output": "",
-        "is_error": False,
-        "truncated_chars": 0,
-        "duration_s": 0.1,
-    },
-    "evaluation": {"purpose": "tool", "result": {}},
-    "decision_point": {"name": "plateau", "detail": "no gain in 3 evaluations"},
-    "question_proposed": {"question_ref": "q-1", "text": "What limits it?", "by": "model"},
-    "question_decided": {"question_ref": "q-1", "action": "approve", "by": "human"},
-    "human_message": {"text": "try tiling"},
-    "usage": {"purpose": "turn", "model": "m", "tokens_in": 1, "tokens_out": 1, "cost_usd": None},
-    "note": {"text": "hi", "level": "info"},
-}
-
-
 def test_every_kind_the_agent_can_emit_is_accepted_by_the_parser_and_has_a_line():
     for kind in protocol.KINDS:
-        emitted = make_event(7, 0, kind, LEAST_PAYLOADS[kind])
+        emitted = make_event(7, 0, kind, MINIMAL[kind])  # its required fields only
         assert isinstance(parse_event(emitted), ParsedEvent), kind
         assert protocol.event_summary(kind, {}), kind
     with pytest.raises(ValueError):
