@@ -75,6 +75,32 @@ def best_per_baseline(best: dict[str, float], verdict: dict[str, Any]) -> dict[s
     return after
 
 
+def best_intervals_after(
+    best: dict[str, float], intervals: dict[str, list[float]], verdict: dict[str, Any]
+) -> dict[str, list[float]]:
+    """The interval of each best after this verdict (a new dict, `best_per_baseline`'s companion): where the
+    verdict raises the best over a baseline, its geomean interval replaces the old one (or the old one goes,
+    where the verdict has none); elsewhere the interval stays the one of the verdict that set that best. Kept
+    with the bests so that a list page writes a best with its noise without reading any verdict."""
+    after = dict(intervals)
+    for baseline in verdict.get("geomean") or {}:
+        speedup = verified_speedup(verdict, baseline)
+        if speedup is None or (baseline in best and best[baseline] >= speedup):
+            continue
+        interval = geomean_interval(verdict, baseline)
+        if interval is None:
+            after.pop(baseline, None)
+        else:
+            after[baseline] = list(interval)
+    return after
+
+
+def interval_of(value: object) -> tuple[float, float] | None:
+    """A stored interval ([low, high], as `best_intervals_after` keeps it) as a pair, or None where it is not a
+    well-formed one (absent, from before intervals were kept, or malformed)."""
+    return _pair(value)
+
+
 def best_series(verdicts: list[dict[str, Any]], baseline: str) -> list[float | None]:
     """The best verified speedup over `baseline` after each verdict, in order (None until one is verified)."""
     series, best = [], None

@@ -241,6 +241,10 @@ class Run(models.Model):
     # speedup): kept by runs.services.kernels through gpu_harness.figures.
     best_speedup = models.FloatField(null=True, blank=True)
     best_speedups = models.JSONField(default=dict, blank=True)
+    # The 95% interval of each of those bests (baseline -> [low, high]), the geomean interval of the evaluation
+    # that set it (gpu_harness.figures.best_intervals_after); absent where that evaluation had none. A best is
+    # never shown without it: "no difference" where it holds 1.0 (issue 34, item 4).
+    best_intervals = models.JSONField(default=dict, blank=True)
     # Running totals kept by step_record, so that list pages need no aggregate over 12,000 steps.
     last_seq = models.IntegerField(default=-1, help_text="Highest stored step sequence number")
     step_count = models.PositiveIntegerField(default=0)
@@ -320,6 +324,18 @@ class Run(models.Model):
         """(baseline, speedup) this run must reach: its own when set, else its task's. Every page, chart and figure
         of a run reads its goal here, never from the task."""
         return (self.goal_baseline or self.task.goal_baseline, self.goal_speedup or self.task.goal_speedup)
+
+    def best_text(self, baseline: str | None = None) -> str:
+        """The best verified speedup over `baseline` (the goal's when None) as every list writes it: with the
+        interval of the evaluation that set it, "no difference (…)" where that holds 1.0; "—" while there is none."""
+        baseline = baseline or self.goal[0]
+        value = self.best_speedup if baseline == self.goal[0] else (self.best_speedups or {}).get(baseline)
+        interval = figures.interval_of((self.best_intervals or {}).get(baseline))
+        return figures.speedup_text(value, interval)
+
+    def best_texts(self) -> list[tuple[str, str]]:
+        """(baseline, `best_text` over it) for every baseline a best was measured over, by name."""
+        return [(name, self.best_text(name)) for name in sorted(self.best_speedups or {})]
 
 
 # The event kinds. A Step's kind is checked by the event parser (runs/event_parser.py), not by the database: a new

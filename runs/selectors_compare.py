@@ -30,6 +30,8 @@ SUMMARY_FIELDS = [
     "goal_speedup",
     "goal_met",
     "best_speedup",
+    "best_speedup_low",
+    "best_speedup_high",
     "evaluations",
     "evaluations_to_goal",
     "steps",
@@ -121,6 +123,14 @@ def _largest_gain(run: Run, questions: list[Question]) -> tuple[float | None, st
     return top.gain, text
 
 
+def _best_interval(verdicts: list[dict], bests: list, baseline: str) -> tuple[float, float] | None:
+    """The interval of the run's best (the last of its best-so-far series `bests`): the geomean interval of the
+    evaluation that first reached it; None where there is no best or that evaluation has no interval."""
+    if not bests or bests[-1] is None:
+        return None
+    return figures.geomean_interval(verdicts[bests.index(bests[-1])], baseline)
+
+
 def run_comparison(runs: list[Run]) -> dict:
     """{"summary": one row per run (SUMMARY_FIELDS), "series": one best-so-far line per run with its questions}."""
     summary, series = [], []
@@ -132,6 +142,7 @@ def run_comparison(runs: list[Run]) -> dict:
         # An imported run's figures are its trace's claims: no best and no goal met here (gpu_harness.figures).
         imported = bool(run.imported_from)
         bests = figures.headline_series(verdicts, baseline, full_set, imported=imported)
+        best_interval = _best_interval(verdicts, bests, baseline)
         goal_index = next(
             (i for i, v in enumerate(verdicts) if not imported and figures.goal_met(v, baseline, target, full_set)),
             None,
@@ -153,6 +164,9 @@ def run_comparison(runs: list[Run]) -> dict:
                 "goal_speedup": target,
                 "goal_met": goal_index is not None,
                 "best_speedup": bests[-1] if bests else None,
+                "best_speedup_low": best_interval[0] if best_interval else None,
+                "best_speedup_high": best_interval[1] if best_interval else None,
+                "best_text": figures.speedup_text(bests[-1] if bests else None, best_interval),
                 "evaluations": len(evaluations),
                 "evaluations_to_goal": None if goal_index is None else goal_index + 1,
                 "steps": run.step_count,

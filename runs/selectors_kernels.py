@@ -106,6 +106,14 @@ def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
     return {k: found[figures.VERIFIED] for k, found in by_standing.items() if figures.VERIFIED in found}
 
 
+def _speedup_texts(chosen: dict[int, str]) -> dict[int, str]:
+    """evaluation id -> its speedup over the baseline `chosen` names for it, with its interval ("no difference
+    (…)" where that holds 1.0: gpu_harness.figures.verdict_speedup_text), from two queries: a list shows the few
+    figures it picked with their noise, without reading every verdict's timings."""
+    evaluations = Evaluation.objects.filter(pk__in=list(chosen)).prefetch_related("scenarios")
+    return {e.pk: figures.verdict_speedup_text(e.verdict(), chosen[e.pk]) for e in evaluations}
+
+
 def _task_goal_baseline(kernel: Kernel) -> str:
     # Across runs of a task, each with its own goal, kernels compare on the task's goal baseline.
     return kernel.task.goal_baseline if kernel.task_id else ""
@@ -138,22 +146,28 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
         members[(task_id, sha)].append(kernel_id)
     newest = Kernel.objects.select_related("task", "run", "step").in_bulk([g["newest"] for g in groups])
     best = _best_by_standing([k for ids in members.values() for k in ids], _task_goal_baseline)
+    tops_of = {}  # (task id, sha256) -> standing -> (the group's best figure of it, the evaluation that gave it)
+    for g in groups:
+        tops: dict[str, tuple[float, int]] = {}
+        for kernel_id in members[(g["task_id"], g["sha256"])]:
+            for standing, top in best.get(kernel_id, {}).items():
+                if standing not in tops or top[0] > tops[standing][0]:
+                    tops[standing] = top
+        tops_of[(g["task_id"], g["sha256"])] = tops
+    baseline_of_group = {(g["task_id"], g["sha256"]): _task_goal_baseline(newest[g["newest"]]) for g in groups}
+    texts = _speedup_texts(
+        {evaluation_id: baseline_of_group[key] for key, tops in tops_of.items() for _, evaluation_id in tops.values()}
+    )
     rows = []
     for g in groups:
-        tops: dict[str, Any] = {}  # standing -> the group's best figure of it
-        for kernel_id in members[(g["task_id"], g["sha256"])]:
-            for standing, (speedup, _) in best.get(kernel_id, {}).items():
-                tops[standing] = max(speedup, tops.get(standing, speedup))
-        rows.append(
-            {
-                **g,
-                "kernel": newest[g["newest"]],
-                "best": tops.get(figures.VERIFIED),
-                # Shown labelled, beside the verified figure or in its place: never called verified.
-                "quick": tops.get(figures.QUICK),
-                "claimed": tops.get(figures.IMPORTED),
-            }
-        )
+        tops = tops_of[(g["task_id"], g["sha256"])]
+        row: dict[str, Any] = {**g, "kernel": newest[g["newest"]]}
+        # The verified figure, and beside it or in its place, labelled, the quick one and an import's claim.
+        for key, standing in (("best", figures.VERIFIED), ("quick", figures.QUICK), ("claimed", figures.IMPORTED)):
+            speedup, evaluation_id = tops.get(standing, (None, None))
+            row[key] = speedup
+            row[f"{key}_text"] = texts.get(evaluation_id, "") if evaluation_id is not None else ""
+        rows.append(row)
     return rows
 
 
@@ -176,6 +190,9 @@ def best_kernel_per_task() -> list[dict]:
                 "baseline": kernel.task.goal_baseline,
                 "evaluation_id": evaluation_id,
             }
+    texts = _speedup_texts({row["evaluation_id"]: row["baseline"] for row in per_task.values()})
+    for row in per_task.values():
+        row["speedup_text"] = texts[row["evaluation_id"]]
     return sorted(per_task.values(), key=lambda row: row["task"].name)
 
 

@@ -127,14 +127,13 @@ def _verdicts(run_ids: list[int]) -> dict[int | None, list[dict]]:
 
 
 def _best(best: dict, verdict: dict, full_ids: list[str], imported: bool) -> None:
-    """Keep in `best` (baseline -> (speed-up, its interval's low end)) the higher of what it holds and this
+    """Keep in `best` (baseline -> (speed-up, its interval or None)) the higher of what it holds and this
     verified, all-correct verdict's headline speed-up over each baseline."""
     for baseline in BASELINE_LABELS:
         speedup = figures.headline_speedup(verdict, baseline, full_ids, imported=imported)
         if speedup is None or (best[baseline] is not None and best[baseline][0] >= speedup):
             continue
-        interval = figures.geomean_interval(verdict, baseline)
-        best[baseline] = (speedup, interval[0] if interval else None)
+        best[baseline] = (speedup, figures.geomean_interval(verdict, baseline))
 
 
 def run_measured(run: Run, verdicts: list[dict]) -> dict:
@@ -156,8 +155,11 @@ def run_measured(run: Run, verdicts: list[dict]) -> dict:
     return {
         "correct": correct,
         "eager": eager[0],
-        "eager_low": eager[1],
+        "eager_low": eager[1][0] if eager[1] else None,
         "compiled": compiled[0],
+        # As the scoreboard writes them: with the interval, "no difference (…)" where it holds 1.0.
+        "eager_text": figures.speedup_text(eager[0], eager[1]),
+        "compiled_text": figures.speedup_text(compiled[0], compiled[1], missing="n/a"),
         "evaluations": len(verdicts),
         "verified_evaluations": verified,
     }

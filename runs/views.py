@@ -162,7 +162,7 @@ def run_detail(request, run_id: int):
             "message_form": MessageForm(),
             "evaluations": newest_evaluations(run, EVALUATIONS_SHOWN),
             "evaluations_shown": EVALUATIONS_SHOWN,
-            "baselines": sorted(run.best_speedups.items()),
+            "baselines": run.best_texts(),
             "goal_baseline": goal_baseline,
             "goal_speedup": goal_speedup,
             "refused_events": refused_events_of(run),

@@ -147,6 +147,8 @@ def run_summary_json(run: Run) -> dict:
         # its label (runs.selectors.run_best_text); the page sets it as it is.
         "best_text": run_best_text(run),
         "best_speedups": run.best_speedups,
+        # Each of them as the page writes it, with its interval ("no difference (…)" where that holds 1.0).
+        "best_texts": run.best_texts(),
         "step_count": run.step_count,
         "last_seq": run.last_seq,
         "tokens_in": run.tokens_in,

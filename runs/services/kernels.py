@@ -139,11 +139,15 @@ def _counts_toward_best(run: Run, verdict: dict) -> bool:
 def _raise_run_best(run: Run, verdict: dict) -> None:
     run = Run.objects.select_for_update().get(pk=run.pk)
     best = figures.best_per_baseline(run.best_speedups, verdict)
+    intervals = figures.best_intervals_after(run.best_speedups, run.best_intervals, verdict)
     best_over_goal = figures.best_so_far(run.best_speedup, figures.verified_speedup(verdict, run.goal[0]))
     fields = []
     if best != run.best_speedups:
         run.best_speedups = best
         fields.append("best_speedups")
+    if intervals != run.best_intervals:
+        run.best_intervals = intervals
+        fields.append("best_intervals")
     if best_over_goal != run.best_speedup:
         run.best_speedup = best_over_goal
         fields.append("best_speedup")

@@ -235,9 +235,9 @@
     // The run's best is a verified figure (a full evaluation measured here), with its interval and label: the
     // server writes the text (runs.selectors.run_best_text), as it does on first load.
     document.getElementById("run-best").textContent = s.best_text;
-    const baselines = Object.entries(s.best_speedups).sort();
-    document.getElementById("run-baselines").textContent = baselines.length
-      ? baselines.map(([n, v]) => n + " " + (v === null ? "—" : v.toFixed(3) + "×")).join(" · ") : "—";
+    // Each baseline's best with its interval, as the server writes it (Run.best_texts).
+    document.getElementById("run-baselines").textContent = s.best_texts.length
+      ? s.best_texts.map(([name, text]) => name + " " + text).join(" · ") : "—";
     document.getElementById("run-steps").textContent = s.step_count;
     document.getElementById("run-tokens").textContent = s.tokens_in + " / " + s.tokens_out;
     document.getElementById("run-cost").textContent = "$" + s.cost_usd.toFixed(4);

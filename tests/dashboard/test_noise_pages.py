@@ -3,6 +3,7 @@ run page and the evaluation page, a host that was busy says so, comparing two ru
 source says "same source", a run's goal is confirmed only beyond the noise, and verdicts from before intervals, or
 with malformed ones, still render with their point figure. Every verdict comes in through the worker's store."""
 
+import importlib
 import re
 
 import pytest
@@ -133,3 +134,48 @@ def test_a_verdict_from_before_intervals_or_with_malformed_ones_shows_its_point_
     for evaluation in Evaluation.objects.filter(run=run):
         page = viewer.get(reverse("evaluation_detail", args=[evaluation.pk]))
         assert page.status_code == 200 and 'class="interval"' not in page.content.decode()
+
+
+def test_a_best_inside_its_noise_is_no_difference_on_every_list_that_shows_it(viewer):
+    """The runs list, the task page, the compare summary, the kernel list (its best per task and its row per
+    source), the run page's line of baselines and its live summary write a run's best with the interval of the
+    evaluation that set it: the naive kernel against itself is "no difference", never 1.060×."""
+    run = a_run()
+    record(run, 0, "evaluation", measured(1.06, 0.82, 1.31))
+    other = a_run(run.task, "b")
+    record(other, 0, "evaluation", measured(1.52, 1.41, 1.63, source="// tiled\n"))
+    noise, real = "no difference (0.820–1.31×)", "1.520× (1.41–1.63×)"
+
+    def best_cells(page: str, row_pattern: str, cell_class: str) -> list[str]:
+        rows = re.findall(row_pattern, page, re.S)
+        return [re.search(rf'<td class="{cell_class}">(.*?)</td>', row, re.S).group(1).strip() for row in rows]
+
+    home = viewer.get(reverse("home")).content.decode()
+    assert sorted(best_cells(home, r"<tr[^>]*data-run=.*?</tr>", "best")) == sorted([noise, real])
+    task_page = viewer.get(reverse("task_detail", args=[run.task.name])).content.decode()
+    assert sorted(best_cells(task_page, r'<tr data-run="\d+">.*?</tr>', "best")) == sorted([noise, real])
+    compare = viewer.get(reverse("run_compare") + f"?runs={run.pk},{other.pk}").content.decode()
+    assert best_cells(compare, r'<tr data-run="\d+">\s*<td><a.*?</tr>', "best") == [noise, real]
+    summary = viewer.get(reverse("run_compare") + f"?runs={run.pk},{other.pk}&format=json").json()["summary"]
+    assert [(r["best_speedup_low"], r["best_speedup_high"]) for r in summary] == [(0.82, 1.31), (1.41, 1.63)]
+    kernels = viewer.get(reverse("kernels")).content.decode()
+    assert best_cells(kernels, r'<tr data-task="[^"]+">.*?</tr>', "speedup") == [f"{real} over naive"]
+    groups = best_cells(kernels, r'<tr data-sha="[^"]+">.*?</tr>', "best-verified")
+    assert sorted(groups) == sorted([f"{noise} over naive", f"{real} over naive"])
+    run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert re.search(r'<dd id="run-baselines">([^<]*)</dd>', run_page).group(1) == f"naive {noise}"
+    live = viewer.get(reverse("run_summary", args=[run.pk])).json()
+    assert live["best_texts"] == [["naive", noise]]
+
+
+def test_the_migration_gives_each_best_stored_before_it_the_interval_of_the_evaluation_that_set_it():
+    from django.apps import apps
+
+    backfill = importlib.import_module("runs.migrations.0019_run_best_intervals").backfill
+    run = a_run()
+    record(run, 0, "evaluation", measured(1.52, 1.41, 1.63))
+    record(run, 1, "evaluation", measured(1.06, 0.82, 1.31, source="// later, slower\n"))
+    stored = Run.objects.get(pk=run.pk).best_intervals
+    Run.objects.filter(pk=run.pk).update(best_intervals={})  # as a run stored before the field
+    backfill(apps, None)
+    assert Run.objects.get(pk=run.pk).best_intervals == stored == {"naive": [1.41, 1.63]}

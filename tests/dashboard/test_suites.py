@@ -230,6 +230,8 @@ def test_an_imported_runs_evaluation_is_never_verified(played):
         "eager": None,
         "eager_low": None,
         "compiled": None,
+        "eager_text": "—",
+        "compiled_text": "n/a",
         "evaluations": 1,
         "verified_evaluations": 0,
     }
@@ -255,6 +257,8 @@ def test_a_speedup_inside_the_noise_does_not_count_as_fast(played):
     assert fast_p([wide], 1.0)["fast"] == 0 and fast_p([wide], 0.0)["fast"] == 1
     tight = run_measured(run, [noisy(1.05, 0.005)])  # the same point, its interval clear of 1.0
     assert tight["eager_low"] > 1.0 and fast_p([tight], 1.0)["fast"] == 1
+    # The scoreboard writes each with its interval: the first is no speed-up at all (issue 34, item 4).
+    assert wide["eager_text"].startswith("no difference (0.9") and tight["eager_text"].startswith("1.050× (1.0")
 
 
 # ------------------------------------------------------------------------------------------------ the pages

@@ -157,3 +157,23 @@ def test_two_timings_of_one_scenario_compare_with_an_interval():
     assert low == pytest.approx(0.95 / 1.1) and high == pytest.approx(1.2 / 0.9)
     assert figures.no_difference((low, high))
     assert figures.time_ratio_interval(a, {"time_ms": 1.0}) is None
+
+
+def test_a_best_keeps_the_interval_of_the_verdict_that_set_it():
+    first = verdict_of(timed("a", 1.0, [0.9, 1.1], 2.0, [1.9, 2.1]))  # 2.0x
+    lower = verdict_of(timed("a", 1.0, [0.5, 2.0], 1.5, [1.0, 2.0]))  # 1.5x: not a best
+    higher_without = verdict_of({"id": "a", "correct": True, "time_ms": 1.0, "speedup": {"naive": 3.0}})
+    wrong = verdict_of(timed("a", 1.0, [0.9, 1.1], 9.0, [8.9, 9.1], correct=False), timed("b", 1.0, [1, 1], 1, [1, 1]))
+    best, intervals = {}, {}
+    steps = []
+    for verdict in (first, lower, wrong, higher_without):
+        intervals = figures.best_intervals_after(best, intervals, verdict)
+        best = figures.best_per_baseline(best, verdict)
+        steps.append((best.get("naive"), intervals.get("naive")))
+    expected_first = [pytest.approx(1.9 / 1.1), pytest.approx(2.1 / 0.9)]
+    assert steps[0] == (2.0, expected_first)
+    assert steps[1] == (2.0, expected_first)  # a lower verdict leaves both
+    assert steps[2] == (2.0, expected_first)  # a wrong one too
+    assert steps[3] == (pytest.approx(3.0), None)  # a higher best without an interval takes the old one's away
+    assert figures.interval_of([1.0, 2.0]) == (1.0, 2.0)
+    assert figures.interval_of([2.0, 1.0]) is None and figures.interval_of("wide") is None
