@@ -2,14 +2,16 @@
 # gemm_bias_gelu on the GPU machine (issue 35). Run from the repository root; each mode fits one 10-minute device
 # call (every step's timeout is cut to what is left of a 580-second budget, and steps that no longer fit are
 # skipped, saying so in log.txt):
-#   bash lab/gemm_bias_gelu/device_run.sh dev [K]     K (default versions/v1_wgmma.cu): check_shapes.py --quick
+#   bash lab/gemm_bias_gelu/device_run.sh dev [K]     K (default versions/v2_pingpong.cu): check_shapes.py --quick
 #                                                     (stops here on a hang), the full check_shapes.py, the harness
 #                                                     on the quick set and on the full set against every library
 #                                                     (best_library) and the naive kernel, compute-sanitizer
 #                                                     (memcheck, racecheck, synccheck) on check_shapes.py --quick
 #   bash lab/gemm_bias_gelu/device_run.sh screen [K]  K with its knobs set by #define lines (the variants below):
-#                                                     quick check and the harness on SUBSET against eager (cuBLAS),
-#                                                     ranked by the geomean in rank.txt
+#                                                     the full check_shapes.py on c0 (K as it is), then for each
+#                                                     variant the quick check and the harness on SUBSET against
+#                                                     eager (F.linear + F.gelu) and epilogue (cuBLASLt's fused
+#                                                     bias + GELU), ranked by the geomean against eager in rank.txt
 #   bash lab/gemm_bias_gelu/device_run.sh full [K]    only the harness's full set (best_library, naive)
 #   bash lab/gemm_bias_gelu/device_run.sh san [K]     only the sanitizers
 # Files land in $OUT, at most 8 of them (the device tool returns no more): log.txt, check.txt, eval_quick.txt/.json,
@@ -18,7 +20,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 MODE=${1:-dev}
-K=${2:-lab/gemm_bias_gelu/versions/v1_wgmma.cu}
+K=${2:-lab/gemm_bias_gelu/versions/v2_pingpong.cu}
 CHECK=lab/gemm_bias_gelu/tools/check_shapes.py
 # the screen's scenarios: the aligned squares, the odd shapes, the MLP shapes, decode-like m (KSEEK_SMALL_M's), and
 # the mid-size ones that take the narrow tile (KSEEK_NARROW_TILES's)
@@ -27,14 +29,16 @@ SUBSET=m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m4096_n4097_k4096,m
 # K, '|' between two (c0: K's defaults)
 VARIANTS=(
   ""
-  "KSEEK_BN 256"
-  "KSEEK_BN 192|KSEEK_STAGES 5"
-  "KSEEK_BN 128|KSEEK_STAGES 6"
-  "KSEEK_SMALL_M 0"
+  "KSEEK_GELU 1"
+  "KSEEK_PINGPONG 0|KSEEK_BN 256"
+  "KSEEK_PINGPONG 0|KSEEK_BN 256|KSEEK_GELU 1"
+  "KSEEK_PINGPONG 0"
+  "KSEEK_STAGES 4"
+  "KSEEK_SKINNY_MIN_M 2"
+  "KSEEK_PINGPONG 0|KSEEK_BN 192"
   "KSEEK_NARROW_TILES 0"
-  "KSEEK_NARROW_TILES 2"
-  "KSEEK_BN 256|KSEEK_GROUP_M 16"
-  "KSEEK_BN 128|KSEEK_PERSIST 0"
+  "KSEEK_GROUP_M 16"
+  "KSEEK_PINGPONG 0|KSEEK_BN 256|KSEEK_GROUP_M 16"
 )
 T0=$(date +%s)
 BUDGET=580
@@ -116,17 +120,23 @@ screen)
     files+=("$f")
   done
   prebuild "${files[@]}"
+  hang=0  # c0's quick check ran out (a hang): only the cooperative variants ("KSEEK_PINGPONG 0") are screened
+  check /tmp/screen/c0.cu --quick 60
+  if [ $? -eq 124 ]; then hang=1; log "c0 hangs: screening only the variants with KSEEK_PINGPONG 0";
+  else check /tmp/screen/c0.cu "" 120; fi
   for i in "${!files[@]}"; do
     f=${files[$i]}
     name=$(basename "$f" .cu)
     defs=${VARIANTS[$i]//|/, }
+    if [ $hang -eq 1 ] && [[ "${VARIANTS[$i]}" != *"KSEEK_PINGPONG 0"* ]]; then log "$name skipped (ping-pong)"; continue; fi
     t=$(cap 60)
     if [ "$t" -lt 30 ]; then log "$name skipped: ${t}s left"; continue; fi
     timeout "$t" python3 $CHECK "$f" --quick > /tmp/screen/$name.check 2>&1
     chk=$?
+    if [ $chk -eq 124 ]; then log "$name: its quick check ran out (a hang?), no eval"; continue; fi
     t=$(cap 100)
     if [ "$t" -lt 40 ]; then log "$name eval skipped: ${t}s left"; continue; fi
-    timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$f" --scenarios $SUBSET --baselines eager \
+    timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$f" --scenarios $SUBSET --baselines eager,epilogue \
       --timeout $((t - 10)) --trace "$OUT/trace.jsonl" --note "screen $name: ${defs:-defaults}" > /tmp/screen/$name.txt 2>&1
     gm=$(grep -o 'vs eager: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
     [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $name ${defs:-defaults}" >> /tmp/screen/rank.txt

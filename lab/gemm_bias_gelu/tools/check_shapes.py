@@ -3,14 +3,15 @@ needs 16-byte row strides: k % 8 != 0 goes through the zero-padded repack), odd 
 and the wgmma kernel's partly empty tiles), operands and out 2 bytes off a 16-byte boundary (slices of a buffer;
 the repack and the element-by-element stores), 16-byte but not 128-byte aligned bases, and each kernel forced on
 shapes the dispatch would not give it (variant 1: the CUDA-core kernel, 2: the wgmma kernel's wide tile
-(KSEEK_BN), 3: its narrow 128 x 64 tile; variant 0 takes the narrow one below ~132 wide tiles). Each case
+(KSEEK_BN), 3: its narrow 128 x 64 tile; variant 0 takes the narrow one below ~132 wide tiles; 4: v2's
+gemm_skinny, mma.sync). Each case
 checks the relative L2 error against a float64 reference at the task's tolerance (1.5 x torch eager's error on the
 same inputs + 1e-4, tasks/gemm_bias_gelu/task.toml [tolerance]), guard elements around out that must stay
 untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. Run from the repository root:
 
     python3 lab/gemm_bias_gelu/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick] [-D NAME=VALUE ...]
 
-SOURCE.cu defaults to lab/gemm_bias_gelu/versions/v1_wgmma.cu; -D defines are passed to nvcc (tile variants).
+SOURCE.cu defaults to lab/gemm_bias_gelu/versions/v2_pingpong.cu; -D defines are passed to nvcc (tile variants).
 --quick: a few small shapes covering every path, for compute-sanitizer (memcheck, racecheck, synccheck).
 Prints PASS or FAIL per case and a last line `checked N shapes, F failed`; exits 1 if any failed. The cases with
 m*n*k >= 2^30 also print the second call's time (one call, for orientation only: the harness measures).
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from kernels.load import build
 
 REPO = Path(__file__).resolve().parents[3]
-DEFAULT_SOURCE = REPO / "lab" / "gemm_bias_gelu" / "versions" / "v1_wgmma.cu"
+DEFAULT_SOURCE = REPO / "lab" / "gemm_bias_gelu" / "versions" / "v2_pingpong.cu"
 # the task's scenarios (tasks/gemm_bias_gelu/task.toml), in its order
 SCENARIOS = [(1, 1, 1), (7, 13, 5), (333, 777, 999), (1, 4096, 4096), (16, 4096, 4096), (128, 128, 128),
              (1000, 1000, 1000), (1024, 1024, 1024), (2048, 2048, 2048), (4095, 4095, 4095), (4096, 4096, 4096),
@@ -55,8 +56,13 @@ def cases_full():
         cases += [(m, n, k, 0, ALIGNED), (m, n, k, 2, ALIGNED), (m, n, k, 3, ALIGNED)]
     # decode-like and small m: the CUDA-core kernel (variant 0 up to KSEEK_SMALL_M) and the wgmma kernel
     for m in (1, 2, 15, 16, 17, 33):
-        for v in (0, 1, 2, 3):
+        for v in (0, 1, 2, 3, 4):
             cases.append((m, 515, 264, v, ALIGNED))
+    # gemm_skinny (variant 4, v2 on) forced: several 16-row blocks, k past its 8 warps' chunks or below one, odd n,
+    # bias and out off their 16-byte boundaries (it reads a and w only where 16-byte aligned with k % 8 == 0)
+    cases += [(128, 128, 128, 4, ALIGNED), (33, 100, 40, 4, (0, 0, 1, 1)), (7, 13, 8, 4, ALIGNED),
+              (300, 201, 72, 4, ALIGNED), (5, 3, 4104, 4, (0, 0, 1, 1)), (16, 4097, 4096, 4, ALIGNED),
+              (64, 4096, 520, 4, (8, 8, 0, 0)), (1, 1, 8, 4, ALIGNED)]  # fmt: skip
     cases += [(1, 4097, 4096, 0, ALIGNED), (1, 4096, 4095, 0, ALIGNED), (16, 1000, 1000, 0, ALIGNED)]
     # operands and out off their 16-byte boundaries (and 16- but not 128-byte aligned: (8, 8, 0, 0))
     for m, n, k in [(333, 777, 999), (256, 384, 512), (1000, 1000, 1000), (16, 4096, 4096), (1, 4096, 4096)]:
@@ -68,13 +74,16 @@ def cases_full():
     # the wide tile on shapes the dispatch gives the narrow one, and the narrow one on large shapes
     cases += [(333, 777, 999, 2, (1, 1, 1, 1)), (1000, 1000, 1000, 2, ALIGNED), (4095, 4095, 4095, 3, ALIGNED),
               (2048, 2048, 2048, 3, ALIGNED)]  # fmt: skip
+    # several tiles a CTA with fewer k-blocks than stages (1 and 3): the ping-pong turns and the barrier parities
+    cases += [(2048, 1920, 40, 2, ALIGNED), (4096, 2048, 136, 2, ALIGNED), (4000, 3000, 200, 3, (0, 0, 1, 1))]
     return cases
 
 
 def cases_quick():
     return [(7, 13, 5, 0, ALIGNED), (16, 520, 264, 0, ALIGNED), (200, 136, 13, 0, ALIGNED), (257, 1001, 72, 2, ALIGNED), (131, 2049, 1000, 3, ALIGNED),
             (300, 200, 0, 0, ALIGNED), (129, 129, 129, 0, (1, 1, 1, 1)), (1, 4097, 256, 0, ALIGNED),
-            (300, 520, 1024, 0, ALIGNED), (33, 100, 40, 1, (3, 5, 7, 1))]  # fmt: skip
+            (300, 520, 1024, 0, ALIGNED), (33, 100, 40, 1, (3, 5, 7, 1)), (33, 100, 40, 4, (0, 0, 1, 1)),
+            (700, 900, 264, 0, ALIGNED), (4096, 2048, 136, 2, ALIGNED)]  # fmt: skip
 
 
 class Gemm:
