@@ -1,4 +1,7 @@
+import functools
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +23,50 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+# With KSEEK_SITE_TESTS_ONLY=1 only the tests that reach the site's database or channel layer are run: CI's second
+# pass (PostgreSQL and Redis, .ci/run) runs those again; the rest (the harness's, the agent loop's) behave the same
+# on either and ran in the first pass (docs/testing.md, "CI time").
+SITE_TESTS_ONLY = "KSEEK_SITE_TESTS_ONLY"
+# A test reaches the site when it asks pytest-django for a database, a client or settings (not django_db_blocker,
+# which pytest-django's own autouse fixtures ask for in every test), or when its module
+# names Django, the site's apps or a live site (these words err towards running a test again, never skipping one
+# that needs the second configuration).
+_SITE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "admin_user",
+    "site",  # tests/reliability/conftest.py's live site
+    "client",
+    "admin_client",
+    "live_server",
+    "settings",
+    "django_user_model",
+}
+_SITE_WORDS = re.compile(
+    r"django|\bfrom runs\b|\bimport runs\b|\bruns\.\w|kseek_site|questionbank\.models|LiveSite|live_site|"
+    r"live_server|DATABASE_URL|REDIS_URL|postgres|sqlite|manage\.py|\bfrom channels\b|channel_layer|make run|make_run"
+)
+
+
+@functools.cache
+def _module_names_the_site(path: str) -> bool:
+    return bool(_SITE_WORDS.search(Path(path).read_text(encoding="utf-8", errors="replace")))
+
+
+def reaches_the_site(item: pytest.Item) -> bool:
+    if item.get_closest_marker("django_db") is not None:
+        return True
+    if _SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    return _module_names_the_site(str(item.path))
+
+
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get(SITE_TESTS_ONLY) == "1":
+        kept = [item for item in items if reaches_the_site(item)]
+        config.hook.pytest_deselected(items=[item for item in items if not reaches_the_site(item)])
+        items[:] = kept
     if _cuda_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (none on this machine)")
