@@ -335,6 +335,8 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
         # A new best whose interval holds 1.0: the header, redrawn live, says so as the server writes it.
         worker.event(run_id, 4, "evaluation", with_interval(eval_payload(2.0), 0.9, 3.0))
         page.wait_for_selector("#run-best:has-text('no difference (0.900–3.00×) (verified: full set)')")
+        # The line of baselines too, redrawn from the live summary (Run.best_texts).
+        page.wait_for_selector("#run-baselines:has-text('naive no difference (0.900–3.00×)')")
     finally:
         worker.close()
 
