@@ -2,7 +2,7 @@
 # gemm_bias_gelu on the GPU machine (issue 35). Run from the repository root; each mode fits one 10-minute device
 # call (every step's timeout is cut to what is left of a 580-second budget, and steps that no longer fit are
 # skipped, saying so in log.txt):
-#   bash lab/gemm_bias_gelu/device_run.sh dev [K]     K (default versions/v2_pingpong.cu): check_shapes.py --quick
+#   bash lab/gemm_bias_gelu/device_run.sh dev [K]     K (default versions/v3_dispatch.cu): check_shapes.py --quick
 #                                                     (stops here on a hang), the full check_shapes.py, the harness
 #                                                     on the quick set and on the full set against every library
 #                                                     (best_library) and the naive kernel, compute-sanitizer
@@ -12,6 +12,8 @@
 #                                                     variant the quick check and the harness on SUBSET against
 #                                                     eager (F.linear + F.gelu) and epilogue (cuBLASLt's fused
 #                                                     bias + GELU), ranked by the geomean against eager in rank.txt
+#   bash lab/gemm_bias_gelu/device_run.sh round [K]   K's full check, the harness's full set on K (best_library,
+#                                                     naive), the sanitizers, then the screen with what is left
 #   bash lab/gemm_bias_gelu/device_run.sh full [K]    only the harness's full set (best_library, naive)
 #   bash lab/gemm_bias_gelu/device_run.sh san [K]     only the sanitizers
 # Files land in $OUT, at most 8 of them (the device tool returns no more): log.txt, check.txt, eval_quick.txt/.json,
@@ -20,25 +22,24 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 MODE=${1:-dev}
-K=${2:-lab/gemm_bias_gelu/versions/v2_pingpong.cu}
+K=${2:-lab/gemm_bias_gelu/versions/v3_dispatch.cu}
 CHECK=lab/gemm_bias_gelu/tools/check_shapes.py
 # the screen's scenarios: the aligned squares, the odd shapes, the MLP shapes, decode-like m (KSEEK_SMALL_M's), and
 # the mid-size ones that take the narrow tile (KSEEK_NARROW_TILES's)
-SUBSET=m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m4096_n4097_k4096,m333_n777_k999,m1000_n1000_k1000,m1024_n1024_k1024,m2048_n2048_k2048,m8192_n3072_k768,m4096_n11008_k4096,m2048_n8192_k2048,m1_n4096_k4096,m16_n4096_k4096
+SUBSET=m128_n128_k128,m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m4096_n4097_k4096,m333_n777_k999,m1000_n1000_k1000,m1024_n1024_k1024,m2048_n2048_k2048,m8192_n3072_k768,m4096_n11008_k4096,m2048_n8192_k2048,m1_n4096_k4096,m16_n4096_k4096
 # screen variants, most telling first (the budget may cut the last): the #define lines a candidate gets in front of
 # K, '|' between two (c0: K's defaults)
 VARIANTS=(
   ""
   "KSEEK_GELU 1"
+  "KSEEK_GELU 0"
+  "KSEEK_SK_WARPS 16"
+  "KSEEK_SK_WARPS 16|KSEEK_SKINNY_MIN_M 1"
   "KSEEK_PINGPONG 0|KSEEK_BN 256"
-  "KSEEK_PINGPONG 0|KSEEK_BN 256|KSEEK_GELU 1"
-  "KSEEK_PINGPONG 0"
-  "KSEEK_STAGES 4"
-  "KSEEK_SKINNY_MIN_M 2"
-  "KSEEK_PINGPONG 0|KSEEK_BN 192"
-  "KSEEK_NARROW_TILES 0"
-  "KSEEK_GROUP_M 16"
-  "KSEEK_PINGPONG 0|KSEEK_BN 256|KSEEK_GROUP_M 16"
+  "KSEEK_TINY 0"
+  "KSEEK_PINGPONG 2"
+  "KSEEK_STAGES 5"
+  "KSEEK_GROUP_M 4"
 )
 T0=$(date +%s)
 BUDGET=580
@@ -92,6 +93,43 @@ check() {  # KERNEL [--quick] CAP: check_shapes.py, its summary and failures int
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
 log "mode $MODE kernel $K sha256 $(sha256sum "$K" | cut -c1-16)"
+screen_run() {  # the screen of K's VARIANTS (c0: K as it is); CHECK_C0=1: c0's full check first
+  mkdir -p /tmp/screen; : > /tmp/screen/rank.txt
+  files=()
+  for i in "${!VARIANTS[@]}"; do
+    f=/tmp/screen/c$i.cu
+    { IFS='|'; for d in ${VARIANTS[$i]}; do echo "#define $d"; done; unset IFS; cat "$K"; } > "$f"
+    files+=("$f")
+  done
+  prebuild "${files[@]}"
+  hang=0  # c0's quick check ran out (a hang): only the cooperative variants ("KSEEK_PINGPONG 0") are screened
+  if [ "$CHECK_C0" = 1 ]; then
+    check /tmp/screen/c0.cu --quick 60
+    if [ $? -eq 124 ]; then hang=1; log "c0 hangs: screening only the variants with KSEEK_PINGPONG 0";
+    else check /tmp/screen/c0.cu "" 120; fi
+  fi
+  for i in "${!files[@]}"; do
+    f=${files[$i]}
+    name=$(basename "$f" .cu)
+    defs=${VARIANTS[$i]//|/, }
+    if [ $hang -eq 1 ] && [[ "${VARIANTS[$i]}" != *"KSEEK_PINGPONG 0"* ]]; then log "$name skipped (ping-pong)"; continue; fi
+    t=$(cap 60)
+    if [ "$t" -lt 30 ]; then log "$name skipped: ${t}s left"; continue; fi
+    timeout "$t" python3 $CHECK "$f" --quick > /tmp/screen/$name.check 2>&1
+    chk=$?
+    if [ $chk -eq 124 ]; then log "$name: its quick check ran out (a hang?), no eval"; continue; fi
+    t=$(cap 100)
+    if [ "$t" -lt 40 ]; then log "$name eval skipped: ${t}s left"; continue; fi
+    timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$f" --scenarios $SUBSET --baselines eager,epilogue \
+      --timeout $((t - 10)) --trace "$OUT/trace.jsonl" --note "screen $name: ${defs:-defaults}" > /tmp/screen/$name.txt 2>&1
+    gm=$(grep -o 'vs eager: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
+    [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $name ${defs:-defaults}" >> /tmp/screen/rank.txt
+    log "$name ${defs:-defaults} check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-200)"
+    { echo "== $name ${defs:-defaults}"; tail -n 1 /tmp/screen/$name.check; grep -E '^m[0-9]' /tmp/screen/$name.txt; } >> "$OUT/screen.txt"
+  done
+  sort -rn /tmp/screen/rank.txt | tee "$OUT/rank.txt" | tee -a "$OUT/log.txt"
+}
+
 case "$MODE" in
 dev)
   prebuild "$K"
@@ -112,39 +150,16 @@ san)
   prebuild "$K"
   sanitize "$K" ;;
 screen)
-  mkdir -p /tmp/screen; : > /tmp/screen/rank.txt
-  files=()
-  for i in "${!VARIANTS[@]}"; do
-    f=/tmp/screen/c$i.cu
-    { IFS='|'; for d in ${VARIANTS[$i]}; do echo "#define $d"; done; unset IFS; cat "$K"; } > "$f"
-    files+=("$f")
-  done
-  prebuild "${files[@]}"
-  hang=0  # c0's quick check ran out (a hang): only the cooperative variants ("KSEEK_PINGPONG 0") are screened
-  check /tmp/screen/c0.cu --quick 60
-  if [ $? -eq 124 ]; then hang=1; log "c0 hangs: screening only the variants with KSEEK_PINGPONG 0";
-  else check /tmp/screen/c0.cu "" 120; fi
-  for i in "${!files[@]}"; do
-    f=${files[$i]}
-    name=$(basename "$f" .cu)
-    defs=${VARIANTS[$i]//|/, }
-    if [ $hang -eq 1 ] && [[ "${VARIANTS[$i]}" != *"KSEEK_PINGPONG 0"* ]]; then log "$name skipped (ping-pong)"; continue; fi
-    t=$(cap 60)
-    if [ "$t" -lt 30 ]; then log "$name skipped: ${t}s left"; continue; fi
-    timeout "$t" python3 $CHECK "$f" --quick > /tmp/screen/$name.check 2>&1
-    chk=$?
-    if [ $chk -eq 124 ]; then log "$name: its quick check ran out (a hang?), no eval"; continue; fi
-    t=$(cap 100)
-    if [ "$t" -lt 40 ]; then log "$name eval skipped: ${t}s left"; continue; fi
-    timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$f" --scenarios $SUBSET --baselines eager,epilogue \
-      --timeout $((t - 10)) --trace "$OUT/trace.jsonl" --note "screen $name: ${defs:-defaults}" > /tmp/screen/$name.txt 2>&1
-    gm=$(grep -o 'vs eager: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
-    [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $name ${defs:-defaults}" >> /tmp/screen/rank.txt
-    log "$name ${defs:-defaults} check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-200)"
-    { echo "== $name ${defs:-defaults}"; tail -n 1 /tmp/screen/$name.check; grep -E '^m[0-9]' /tmp/screen/$name.txt; } >> "$OUT/screen.txt"
-  done
-  sort -rn /tmp/screen/rank.txt | tee "$OUT/rank.txt" | tee -a "$OUT/log.txt" ;;
+  CHECK_C0=1 screen_run ;;
+round)
+  prebuild "$K"
+  check "$K" --quick 60
+  if [ $? -eq 124 ]; then log "stopping: the quick check ran out of time (a hang?)"; exit 1; fi
+  check "$K" "" 120
+  evaluate eval_full full best_library,naive "$K" "round: $(basename "$K") full set, every library" 200 200
+  sanitize "$K"
+  CHECK_C0=0 screen_run ;;
 *)
-  echo "usage: bash lab/gemm_bias_gelu/device_run.sh dev|screen|full|san [KERNEL.cu]"; exit 2 ;;
+  echo "usage: bash lab/gemm_bias_gelu/device_run.sh dev|screen|round|full|san [KERNEL.cu]"; exit 2 ;;
 esac
 log "done in $(($(date +%s) - T0))s"

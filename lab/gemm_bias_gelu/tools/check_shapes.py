@@ -4,14 +4,14 @@ and the wgmma kernel's partly empty tiles), operands and out 2 bytes off a 16-by
 the repack and the element-by-element stores), 16-byte but not 128-byte aligned bases, and each kernel forced on
 shapes the dispatch would not give it (variant 1: the CUDA-core kernel, 2: the wgmma kernel's wide tile
 (KSEEK_BN), 3: its narrow 128 x 64 tile; variant 0 takes the narrow one below ~132 wide tiles; 4: v2's
-gemm_skinny, mma.sync). Each case
+gemm_skinny, mma.sync; v3's 5 / 6: wide / narrow cooperative, 8 / 9: wide / narrow ping-pong). Each case
 checks the relative L2 error against a float64 reference at the task's tolerance (1.5 x torch eager's error on the
 same inputs + 1e-4, tasks/gemm_bias_gelu/task.toml [tolerance]), guard elements around out that must stay
 untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. Run from the repository root:
 
     python3 lab/gemm_bias_gelu/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick] [-D NAME=VALUE ...]
 
-SOURCE.cu defaults to lab/gemm_bias_gelu/versions/v2_pingpong.cu; -D defines are passed to nvcc (tile variants).
+SOURCE.cu defaults to lab/gemm_bias_gelu/versions/v3_dispatch.cu; -D defines are passed to nvcc (tile variants).
 --quick: a few small shapes covering every path, for compute-sanitizer (memcheck, racecheck, synccheck).
 Prints PASS or FAIL per case and a last line `checked N shapes, F failed`; exits 1 if any failed. The cases with
 m*n*k >= 2^30 also print the second call's time (one call, for orientation only: the harness measures).
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from kernels.load import build
 
 REPO = Path(__file__).resolve().parents[3]
-DEFAULT_SOURCE = REPO / "lab" / "gemm_bias_gelu" / "versions" / "v2_pingpong.cu"
+DEFAULT_SOURCE = REPO / "lab" / "gemm_bias_gelu" / "versions" / "v3_dispatch.cu"
 # the task's scenarios (tasks/gemm_bias_gelu/task.toml), in its order
 SCENARIOS = [(1, 1, 1), (7, 13, 5), (333, 777, 999), (1, 4096, 4096), (16, 4096, 4096), (128, 128, 128),
              (1000, 1000, 1000), (1024, 1024, 1024), (2048, 2048, 2048), (4095, 4095, 4095), (4096, 4096, 4096),
@@ -76,6 +76,11 @@ def cases_full():
               (2048, 2048, 2048, 3, ALIGNED)]  # fmt: skip
     # several tiles a CTA with fewer k-blocks than stages (1 and 3): the ping-pong turns and the barrier parities
     cases += [(2048, 1920, 40, 2, ALIGNED), (4096, 2048, 136, 2, ALIGNED), (4000, 3000, 200, 3, (0, 0, 1, 1))]
+    # v3: each of the wgmma kernels forced (5 / 6: wide / narrow cooperative, 8 / 9: wide / narrow ping-pong), on
+    # one tile a CTA and on several, full tiles (the epilogue without bounds checks) and partial ones, bias off 4 bytes
+    for m, n, k, o in [(257, 1001, 72, ALIGNED), (129, 129, 129, (1, 1, 1, 1)), (2048, 1920, 40, ALIGNED),
+                       (4000, 3000, 200, (0, 0, 1, 1)), (1024, 1024, 256, ALIGNED), (1024, 1024, 256, (0, 0, 1, 0))]:
+        cases += [(m, n, k, v, o) for v in (5, 6, 8, 9)]
     return cases
 
 
@@ -83,7 +88,8 @@ def cases_quick():
     return [(7, 13, 5, 0, ALIGNED), (16, 520, 264, 0, ALIGNED), (200, 136, 13, 0, ALIGNED), (257, 1001, 72, 2, ALIGNED), (131, 2049, 1000, 3, ALIGNED),
             (300, 200, 0, 0, ALIGNED), (129, 129, 129, 0, (1, 1, 1, 1)), (1, 4097, 256, 0, ALIGNED),
             (300, 520, 1024, 0, ALIGNED), (33, 100, 40, 1, (3, 5, 7, 1)), (33, 100, 40, 4, (0, 0, 1, 1)),
-            (700, 900, 264, 0, ALIGNED), (4096, 2048, 136, 2, ALIGNED)]  # fmt: skip
+            (700, 900, 264, 0, ALIGNED), (4096, 2048, 136, 2, ALIGNED), (1024, 1024, 256, 5, ALIGNED),
+            (1024, 1024, 256, 9, (0, 0, 1, 0))]  # fmt: skip
 
 
 class Gemm:
