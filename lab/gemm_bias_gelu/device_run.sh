@@ -2,7 +2,7 @@
 # gemm_bias_gelu on the GPU machine (issue 35). Run from the repository root; each mode fits one 10-minute device
 # call (every step's timeout is cut to what is left of a 580-second budget, and steps that no longer fit are
 # skipped, saying so in log.txt):
-#   bash lab/gemm_bias_gelu/device_run.sh dev [K]     K (default versions/v3_dispatch.cu): check_shapes.py --quick
+#   bash lab/gemm_bias_gelu/device_run.sh dev [K]     K (default versions/v4_stages5.cu): check_shapes.py --quick
 #                                                     (stops here on a hang), the full check_shapes.py, the harness
 #                                                     on the quick set and on the full set against every library
 #                                                     (best_library) and the naive kernel, compute-sanitizer
@@ -22,7 +22,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 MODE=${1:-dev}
-K=${2:-lab/gemm_bias_gelu/versions/v3_dispatch.cu}
+K=${2:-lab/gemm_bias_gelu/versions/v4_stages5.cu}
 CHECK=lab/gemm_bias_gelu/tools/check_shapes.py
 # the screen's scenarios: the aligned squares, the odd shapes, the MLP shapes, decode-like m (KSEEK_SMALL_M's), and
 # the mid-size ones that take the narrow tile (KSEEK_NARROW_TILES's)
@@ -31,15 +31,11 @@ SUBSET=m128_n128_k128,m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m409
 # K, '|' between two (c0: K's defaults)
 VARIANTS=(
   ""
+  "KSEEK_STAGES 6"
   "KSEEK_GELU 1"
-  "KSEEK_GELU 0"
-  "KSEEK_SK_WARPS 16"
-  "KSEEK_SK_WARPS 16|KSEEK_SKINNY_MIN_M 1"
+  "KSEEK_GROUP_M 8"
+  "KSEEK_STAGES 4"
   "KSEEK_PINGPONG 0|KSEEK_BN 256"
-  "KSEEK_TINY 0"
-  "KSEEK_PINGPONG 2"
-  "KSEEK_STAGES 5"
-  "KSEEK_GROUP_M 4"
 )
 T0=$(date +%s)
 BUDGET=580

@@ -11,7 +11,7 @@ untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. 
 
     python3 lab/gemm_bias_gelu/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick] [-D NAME=VALUE ...]
 
-SOURCE.cu defaults to lab/gemm_bias_gelu/versions/v3_dispatch.cu; -D defines are passed to nvcc (tile variants).
+SOURCE.cu defaults to lab/gemm_bias_gelu/versions/v4_stages5.cu; -D defines are passed to nvcc (tile variants).
 --quick: a few small shapes covering every path, for compute-sanitizer (memcheck, racecheck, synccheck).
 Prints PASS or FAIL per case and a last line `checked N shapes, F failed`; exits 1 if any failed. The cases with
 m*n*k >= 2^30 also print the second call's time (one call, for orientation only: the harness measures).
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from kernels.load import build
 
 REPO = Path(__file__).resolve().parents[3]
-DEFAULT_SOURCE = REPO / "lab" / "gemm_bias_gelu" / "versions" / "v3_dispatch.cu"
+DEFAULT_SOURCE = REPO / "lab" / "gemm_bias_gelu" / "versions" / "v4_stages5.cu"
 # the task's scenarios (tasks/gemm_bias_gelu/task.toml), in its order
 SCENARIOS = [(1, 1, 1), (7, 13, 5), (333, 777, 999), (1, 4096, 4096), (16, 4096, 4096), (128, 128, 128),
              (1000, 1000, 1000), (1024, 1024, 1024), (2048, 2048, 2048), (4095, 4095, 4095), (4096, 4096, 4096),
