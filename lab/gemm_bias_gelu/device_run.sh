@@ -38,7 +38,7 @@ VARIANTS=(
   "KSEEK_PINGPONG 0|KSEEK_BN 256"
 )
 T0=$(date +%s)
-BUDGET=580
+BUDGET=${BUDGET:-580}  # seconds for the whole call (the device tool allows 600)
 log() { echo "$@" | tee -a "$OUT/log.txt"; }
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
 # cap SECONDS [RESERVE]: the timeout a step gets, its cap or what is left after RESERVE seconds, whichever is less
