@@ -9,6 +9,9 @@
     from kernels.load import rmsnorm
     y = rmsnorm(x, weight, eps=1e-6)                  # RMSNorm along x's last dim, bf16, weight [hidden]
 
+    from kernels.load import gemm_bias_gelu
+    y = gemm_bias_gelu(x, w, bias)                    # gelu(x @ w.T + bias): nn.Linear's layout, bf16, x [..., k]
+
 The first call compiles the kernel's single .cu file with nvcc (cached by source hash under
 $KSEEK_CACHE_DIR or ~/.cache/kernelseek/released) and loads it with ctypes. Only the standard library
 and torch are needed; torch is imported lazily so that this module imports on machines without it.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import hashlib
+import math
 import os
 import shutil
 import subprocess
@@ -28,7 +32,8 @@ KERNELS_DIR = Path(__file__).resolve().parent
 ATTENTION_SM90 = KERNELS_DIR / "attention_fwd_sm90" / "attention_fwd_sm90.cu"
 SOFTMAX_ROWS = KERNELS_DIR / "softmax_rows" / "softmax_rows.cu"
 RMSNORM = KERNELS_DIR / "rmsnorm" / "rmsnorm.cu"
-INT32_MAX = 2**31 - 1  # the softmax_rows and rmsnorm ABIs take rows and widths as int
+GEMM_BIAS_GELU = KERNELS_DIR / "gemm_bias_gelu" / "gemm_bias_gelu.cu"
+INT32_MAX = 2**31 - 1  # the softmax_rows, rmsnorm and gemm_bias_gelu ABIs take rows and widths as int
 SUPPORTED_HEAD_DIMS = (64, 96, 128, 192, 256)
 
 
@@ -324,3 +329,71 @@ def rmsnorm(x, weight, eps: float = 1e-6, out=None):
     if _rmsnorm is None:
         _rmsnorm = RmsNorm(build(RMSNORM))
     return _rmsnorm(x, weight, eps=eps, out=out)
+
+
+class GemmBiasGelu:
+    """ctypes binding of the `gemm_bias_gelu` ABI: kseek_gemm_bias_gelu(a, w, bias, out, m, n, k) on the default
+    stream, out = gelu(a @ w^T + bias)."""
+
+    def __init__(self, lib_path: str | os.PathLike):
+        self.lib_path = str(lib_path)
+        self._lib = ctypes.CDLL(self.lib_path)
+        self._fn = self._lib.kseek_gemm_bias_gelu
+        self._fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3
+        self._fn.restype = ctypes.c_int
+
+    def __call__(self, x, weight, bias, out=None):
+        import torch
+
+        _check_gemm_inputs(x, weight, bias)
+        n, k = weight.shape
+        shape = (*x.shape[:-1], n)
+        m = math.prod(x.shape[:-1])
+        if m > INT32_MAX or n > INT32_MAX or k > INT32_MAX:
+            raise ValueError(f"m ({m}), n ({n}) and k ({k}) must each fit in int32")
+        if out is None:
+            out = torch.empty(shape, dtype=x.dtype, device=x.device)
+        elif out.shape != shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
+            raise ValueError(f"out must be a contiguous bfloat16 tensor of shape {tuple(shape)}, on x's device")
+        status = self._fn(x.data_ptr(), weight.data_ptr(), bias.data_ptr(), out.data_ptr(), m, n, k)
+        if status != 0:
+            raise KernelError(f"kseek_gemm_bias_gelu returned {status} for m={m} n={n} k={k}")
+        return out
+
+
+def _check_gemm_inputs(x, weight, bias) -> None:
+    import torch
+
+    for name, t in (("x", x), ("weight", weight), ("bias", bias)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor")
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dim (its last is the reduction, k)")
+    if weight.dim() != 2 or weight.shape[1] != x.shape[-1]:
+        raise ValueError(f"weight must be 2-d [n, k] with k = x's last dim ({x.shape[-1]}), got {tuple(weight.shape)}")
+    if bias.dim() != 1 or bias.shape[0] != weight.shape[0]:
+        raise ValueError(f"bias must be 1-d of weight's rows ({weight.shape[0]}), got shape {tuple(bias.shape)}")
+    for name, t in (("x", x), ("weight", weight), ("bias", bias)):
+        if not t.is_cuda:
+            raise ValueError(f"{name} must be on a CUDA device")
+        if t.dtype != torch.bfloat16:
+            raise ValueError(f"{name} must be bfloat16, got {t.dtype}")
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous")
+    if weight.device != x.device or bias.device != x.device:
+        raise ValueError("weight and bias must be on x's device")
+
+
+_gemm_bias_gelu: GemmBiasGelu | None = None
+
+
+def gemm_bias_gelu(x, weight, bias, out=None):
+    """gelu(x @ weight.T + bias) with the released kernel: nn.Linear's layout (weight [n, k], bias [n]), x [..., k],
+    bf16 in and out, fp32 accumulation, one rounding; the GELU is erf's to within half a bf16 ulp (v > -3.82).
+
+    The kernel runs on the legacy default stream, as its ABI says; x's device must be the current device."""
+    global _gemm_bias_gelu
+    _check_gemm_inputs(x, weight, bias)  # before the first call's build: a wrong input costs no nvcc run
+    if _gemm_bias_gelu is None:
+        _gemm_bias_gelu = GemmBiasGelu(build(GEMM_BIAS_GELU))
+    return _gemm_bias_gelu(x, weight, bias, out=out)

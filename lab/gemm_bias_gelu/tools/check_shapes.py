@@ -78,8 +78,14 @@ def cases_full():
     cases += [(2048, 1920, 40, 2, ALIGNED), (4096, 2048, 136, 2, ALIGNED), (4000, 3000, 200, 3, (0, 0, 1, 1))]
     # v3: each of the wgmma kernels forced (5 / 6: wide / narrow cooperative, 8 / 9: wide / narrow ping-pong), on
     # one tile a CTA and on several, full tiles (the epilogue without bounds checks) and partial ones, bias off 4 bytes
-    for m, n, k, o in [(257, 1001, 72, ALIGNED), (129, 129, 129, (1, 1, 1, 1)), (2048, 1920, 40, ALIGNED),
-                       (4000, 3000, 200, (0, 0, 1, 1)), (1024, 1024, 256, ALIGNED), (1024, 1024, 256, (0, 0, 1, 0))]:
+    for m, n, k, o in [
+        (257, 1001, 72, ALIGNED),
+        (129, 129, 129, (1, 1, 1, 1)),
+        (2048, 1920, 40, ALIGNED),
+        (4000, 3000, 200, (0, 0, 1, 1)),
+        (1024, 1024, 256, ALIGNED),
+        (1024, 1024, 256, (0, 0, 1, 0)),
+    ]:
         cases += [(m, n, k, v, o) for v in (5, 6, 8, 9)]
     return cases
 
