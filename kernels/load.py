@@ -209,6 +209,31 @@ def attention_fwd(q, k, v, causal: bool = False, softmax_scale: float | None = N
     return _default(q, k, v, causal=causal, softmax_scale=softmax_scale)
 
 
+def _require_tensors(**named) -> None:
+    """Each named argument is a torch tensor (TypeError naming the first that is not)."""
+    import torch
+
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor")
+
+
+def _require_bf16_on_x_device(x, **others) -> None:
+    """x and each of `others` are contiguous bf16 CUDA tensors, the others on x's device: what the row kernels'
+    and the GEMM's ABIs take (ValueError naming the first that is not)."""
+    import torch
+
+    for name, t in {"x": x, **others}.items():
+        if not t.is_cuda:
+            raise ValueError(f"{name} must be on a CUDA device")
+        if t.dtype != torch.bfloat16:
+            raise ValueError(f"{name} must be bfloat16, got {t.dtype}")
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous")
+    if any(t.device != x.device for t in others.values()):
+        raise ValueError(f"{' and '.join(others)} must be on x's device")
+
+
 def _output_like(x, out):
     """`out`, or a new contiguous tensor like x: a row kernel writes y in x's shape, dtype and device."""
     import torch
@@ -250,16 +275,8 @@ class SoftmaxRows:
 
 
 def _check_softmax_input(x) -> None:
-    import torch
-
-    if not isinstance(x, torch.Tensor):
-        raise TypeError("x must be a torch.Tensor")
-    if not x.is_cuda:
-        raise ValueError("x must be on a CUDA device")
-    if x.dtype != torch.bfloat16:
-        raise ValueError(f"x must be bfloat16, got {x.dtype}")
-    if not x.is_contiguous():
-        raise ValueError("x must be contiguous (the softmax runs along its last, innermost dim)")
+    _require_tensors(x=x)
+    _require_bf16_on_x_device(x)
 
 
 _softmax: SoftmaxRows | None = None
@@ -297,24 +314,12 @@ class RmsNorm:
 
 
 def _check_rmsnorm_inputs(x, weight) -> None:
-    import torch
-
-    for name, t in (("x", x), ("weight", weight)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor")
+    _require_tensors(x=x, weight=weight)
     if x.dim() == 0:
         raise ValueError("x must have at least one dim (RMSNorm runs along its last)")
     if weight.dim() != 1 or weight.shape[0] != x.shape[-1]:
         raise ValueError(f"weight must be 1-d of x's last dim ({x.shape[-1]}), got shape {tuple(weight.shape)}")
-    for name, t in (("x", x), ("weight", weight)):
-        if not t.is_cuda:
-            raise ValueError(f"{name} must be on a CUDA device")
-        if t.dtype != torch.bfloat16:
-            raise ValueError(f"{name} must be bfloat16, got {t.dtype}")
-        if not t.is_contiguous():
-            raise ValueError(f"{name} must be contiguous")
-    if weight.device != x.device:
-        raise ValueError("weight must be on x's device")
+    _require_bf16_on_x_device(x, weight=weight)
 
 
 _rmsnorm: RmsNorm | None = None
@@ -362,26 +367,14 @@ class GemmBiasGelu:
 
 
 def _check_gemm_inputs(x, weight, bias) -> None:
-    import torch
-
-    for name, t in (("x", x), ("weight", weight), ("bias", bias)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor")
+    _require_tensors(x=x, weight=weight, bias=bias)
     if x.dim() == 0:
         raise ValueError("x must have at least one dim (its last is the reduction, k)")
     if weight.dim() != 2 or weight.shape[1] != x.shape[-1]:
         raise ValueError(f"weight must be 2-d [n, k] with k = x's last dim ({x.shape[-1]}), got {tuple(weight.shape)}")
     if bias.dim() != 1 or bias.shape[0] != weight.shape[0]:
         raise ValueError(f"bias must be 1-d of weight's rows ({weight.shape[0]}), got shape {tuple(bias.shape)}")
-    for name, t in (("x", x), ("weight", weight), ("bias", bias)):
-        if not t.is_cuda:
-            raise ValueError(f"{name} must be on a CUDA device")
-        if t.dtype != torch.bfloat16:
-            raise ValueError(f"{name} must be bfloat16, got {t.dtype}")
-        if not t.is_contiguous():
-            raise ValueError(f"{name} must be contiguous")
-    if weight.device != x.device or bias.device != x.device:
-        raise ValueError("weight and bias must be on x's device")
+    _require_bf16_on_x_device(x, weight=weight, bias=bias)
 
 
 _gemm_bias_gelu: GemmBiasGelu | None = None
