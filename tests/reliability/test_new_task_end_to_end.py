@@ -180,5 +180,6 @@ def test_a_run_on_a_gpu_task_folder_reaches_a_worker_that_serves_cuda_and_finish
         "select w.name from runs_run r join runs_workerhost w on w.id = r.worker_id where r.id = ?", (run_id,)
     )
     assert host == "gpu-box"
-    ((status, reason),) = site.query("select status, reason from runs_evaluation where run_id = ?", (run_id,))
+    ((status, verdict),) = site.query("select status, verdict from runs_evaluation where run_id = ?", (run_id,))
+    reason = (json.loads(verdict) if isinstance(verdict, str) else verdict).get("reason") or ""
     assert status == "compiled" and "no CUDA GPU here" in reason, (status, reason)
