@@ -290,15 +290,16 @@ def run_best_text(run: Run) -> str | None:
     if run.best_speedup is None:
         return "—"
     # The best was raised by exactly this figure of one of the run's verified evaluations (runs.services.kernels):
-    # the newest verified one whose geomean gives it, whose verdict has the interval.
-    candidates = Evaluation.objects.filter(run=run, status=EvaluationStatus.CORRECT).only("pk", "verdict")
+    # find it by its verdict's geomean alone (a long run's verdicts are large), then read those verdicts whole.
+    correct = Evaluation.objects.filter(run=run, status=EvaluationStatus.CORRECT)
+    geomeans = correct.values_list("pk", "verdict__geomean")
+    given = [pk for pk, geomean in geomeans if figures.speedup_over({"geomean": geomean}, baseline) == run.best_speedup]
     full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
     source = next(
         (
             e
-            for e in candidates.order_by("-pk")
-            if e.speedup_over(baseline) == run.best_speedup
-            and figures.standing(e.verdict, full_ids, imported=imported) == figures.VERIFIED
+            for e in Evaluation.objects.filter(pk__in=given).order_by("-pk")
+            if figures.standing(e.verdict, full_ids, imported=imported) == figures.VERIFIED
         ),
         None,
     )
