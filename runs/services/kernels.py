@@ -143,9 +143,9 @@ def _speedups(value):
 def _instant(value):
     # A time as the parser reads an event's `ts` (one without an offset is UTC; the harness writes UTC with its
     # offset, which this keeps as it is); "" the harness's "not recorded"; a time that is none refuses the verdict.
-    if value == "":
-        return value
-    return as_datetime(value).isoformat() if isinstance(value, str) else DROP
+    if not value:
+        return "" if value == "" else DROP
+    return as_datetime(value).isoformat()
 
 
 # The verdict's fields (EvalResult) and each scenario's (ScenarioOutcome), each with what keeps it (a value, or
