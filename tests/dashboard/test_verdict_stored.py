@@ -146,3 +146,32 @@ def test_a_verdict_from_before_the_harness_recorded_bytes_takes_both_counts_from
     row = rates_row(client, {"time_ms": 1.0, "tflops": 2.0})
     assert (row["Bound"], row["Rate"]) == ("compute", sig(1.0, " TFLOP/s"))
     assert row["Also"].startswith(sig(1.0, " GB/s"))
+
+
+def test_a_trace_exports_evaluation_line_keeps_its_shape_read_from_the_verdict():
+    from runs.selectors import trace_export_records
+
+    verdict = harness_verdict()
+    run = make_run(task=make_task())
+    kernel = kernel_record(source=verdict["kernel_source"], run=run, language="cpp")
+    evaluation = evaluation_record(kernel=kernel, run=run, result=verdict)
+    [line] = [r for r in trace_export_records(run) if r.get("type") == "evaluation"]
+    assert line == {
+        "v": line["v"],
+        "type": "evaluation",
+        "id": evaluation.pk,
+        "seq": None,
+        "kernel_sha256": kernel.sha256,
+        "status": "incorrect",
+        "geomean": verdict["geomean"],
+        "scenarios": [
+            {
+                "id": s["id"],
+                "params": s["params"],
+                "correct": s["correct"],
+                "time_ms": s["time_ms"],
+                "speedup": s["speedup"],
+            }
+            for s in verdict["scenarios"]
+        ],
+    }
