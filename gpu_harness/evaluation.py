@@ -267,6 +267,7 @@ class Evaluation:
         o.time_ms, o.spread_ms, o.repeats = med, spread, len(msg["cand_ms"])
         o.time_ci_ms = list(verdict.median_interval(msg["cand_ms"]))
         o.tflops = sc.flops / (med * 1e-3) / 1e12 if med > 0 else None
+        o.bytes = sc.bytes  # what the GB/s of this timing is of, as the pages read it from the verdict
         intervals = self.baseline_times(sc, msg["base_ms"], cached)
         for n, note in msg["notes"].items():
             o.details[f"{n}_na"] = note

@@ -267,7 +267,7 @@ def arithmetic_intensity(flops: object, nbytes: object) -> float | None:
 
 def ridge_point(peaks: dict[str, Any] | None) -> float | None:
     """The device's ridge point in FLOP a byte: its measured matrix peak over its measured bandwidth; None unless
-    both were measured (`EvalResult.peaks`, `Evaluation.peaks`)."""
+    both were measured (`EvalResult.peaks`, stored in `Evaluation.verdict`)."""
     peaks = peaks if isinstance(peaks, dict) else {}
     tflops_peak, gbps_peak = _measured(peaks.get("peak_tflops")), _measured(peaks.get("peak_gbps"))
     return tflops_peak * 1e12 / (gbps_peak * 1e9) if tflops_peak and gbps_peak else None

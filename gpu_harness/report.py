@@ -6,7 +6,9 @@ This module sits above `result.py` (it imports the verdict type; the verdict kno
 Where the harness measured the device's peaks, each row leads with the rate that bounds it (figures.bound_by:
 GB/s for a memory-bound scenario such as attention decode, TFLOP/s otherwise), its share of the measured peak,
 for a memory-bound one its share of the maker's bandwidth where the device is listed, and then the other rate.
-The byte counts come from the task (a verdict holds no bytes); a task not known here leaves TFLOP/s leading.
+The counts come from the task's formulas, both of them (this process knows the task that judged; a verdict holds
+its bytes only since the harness recorded them, `ScenarioOutcome.bytes`); a task not known here leaves TFLOP/s
+leading.
 """
 
 from __future__ import annotations

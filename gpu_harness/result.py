@@ -33,6 +33,9 @@ class ScenarioOutcome:
     tolerance: float | None = None  # the error bound this scenario was held to
     baseline_ms: dict[str, float | None] = field(default_factory=dict)
     host_ms: float | None = None  # the parent's own wall clock over a batch, per call
+    # the compulsory bytes of one call (the task's `bytes` formula) the timing was checked against: with
+    # time_ms, the scenario's GB/s, as tflops is its FLOP count over time_ms (None when not timed)
+    bytes: float | None = None
     # the uncertainty of the medians (verdict.median_interval, [low, high] in ms): the candidate's, and each
     # baseline's with its median; figures.scenario_interval turns them into an interval on each speedup
     time_ci_ms: list[float] | None = None

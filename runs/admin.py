@@ -1,6 +1,6 @@
 """The admin: accounts and roles, tasks, worker hosts; every record the harness and the agent write is shown, never
 edited. Suites, their problems and suite studies are shown the same way: a suite is what its manifest
-(suite.json) says, synced by `sync_tasks`, and a suite study is queued whole by its service. A run, its steps, questions, kernels, evaluations and scenario results come only from a worker's events
+(suite.json) says, synced by `sync_tasks`, and a suite study is queued whole by its service. A run, its steps, questions, kernels and evaluations come only from a worker's events
 (or a trace import, or the released kernels' loader), through the services that keep their invariants: an admin
 form that could add or change one would forge a verdict, or a decision, no harness or reviewer made."""
 
@@ -11,7 +11,6 @@ from runs.models import (
     Kernel,
     Question,
     Run,
-    ScenarioResult,
     Step,
     Suite,
     SuiteProblem,
@@ -88,23 +87,19 @@ class KernelAdmin(RecordAdmin):
     search_fields = ["sha256", "release_name", "filename"]
 
 
-class ScenarioResultInline(RecordInline):
-    model = ScenarioResult
-
-
 @admin.register(Evaluation)
 class EvaluationAdmin(RecordAdmin):
-    list_display = ["pk", "kernel", "status", "gpu_name", "scenario_set", "created_at"]
-    list_filter = ["status", "gpu_name"]
+    list_display = ["pk", "kernel", "status", "device_name", "scenario_set", "created_at"]
+    list_filter = ["status"]
     raw_id_fields = ["kernel", "run", "step"]
-    inlines = [ScenarioResultInline]
 
+    @admin.display(description="device")
+    def device_name(self, evaluation: Evaluation) -> str:
+        return evaluation.verdict.get("device_name") or ""
 
-@admin.register(ScenarioResult)
-class ScenarioResultAdmin(RecordAdmin):
-    list_display = ["evaluation", "scenario_id", "correct", "error", "time_ms", "tflops"]
-    list_filter = ["correct"]
-    raw_id_fields = ["evaluation"]
+    @admin.display(description="scenarios")
+    def scenario_set(self, evaluation: Evaluation) -> str:
+        return evaluation.verdict.get("scenario_set") or ""
 
 
 @admin.register(WorkerHost)

@@ -498,23 +498,20 @@ EvaluationStatus = models.TextChoices(  # type: ignore[call-overload]  # django-
 
 
 class Evaluation(models.Model):
+    """One harness verdict of a kernel, stored once: `verdict` is `EvalResult.to_dict()` as the harness wrote it,
+    under its own field names, less what is stored elsewhere or malformed (runs.services.kernels.stored_verdict:
+    the kernel's source is its Kernel row's). Every figure of it comes from gpu_harness.figures on that dict.
+
+    The columns beside it are what queries filter or order on: the kernel, run and step it belongs to, its
+    status (a copy of the verdict's, written with it in `evaluation_record` and held valid by a constraint) and
+    when it was stored. No table per scenario: no query selects, orders or counts evaluations by a scenario, and
+    a page that shows a verdict's scenarios shows them all (the evidence view, the compare grid, the export)."""
+
     kernel = models.ForeignKey(Kernel, on_delete=models.CASCADE, related_name="evaluations")
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations")
     step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations")
-    host = models.CharField(max_length=120, blank=True)
-    gpu_name = models.CharField(max_length=120, blank=True)
     status = models.CharField(max_length=10, choices=EvaluationStatus.choices)
-    reason = models.TextField(blank=True, help_text="Why it failed, when it did")
-    scenario_set = models.CharField(max_length=40, blank=True, help_text="quick, full, or a list of ids")
-    # Baseline name -> {"speedup": geometric mean or null, "count": scenarios it covers}.
-    geomean = models.JSONField(default=dict, blank=True)
-    # The device's measured peaks the harness checked the timings against ({"peak_tflops", "peak_gbps"}; empty:
-    # not measured, e.g. a CPU task or a verdict from before the harness reported them).
-    peaks = models.JSONField(default=dict, blank=True, help_text="Measured device peaks: peak_tflops, peak_gbps")
-    # The host's load while timing ({"load_1m", "cores"}, gpu_harness.figures.host_load; empty: not recorded).
-    host_load = models.JSONField(default=dict, blank=True, help_text="Host load while timing: load_1m, cores")
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    verdict = models.JSONField(default=dict, blank=True, help_text="The harness's verdict (EvalResult.to_dict())")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -525,18 +522,6 @@ class Evaluation(models.Model):
 
     def __str__(self) -> str:
         return f"evaluation {self.pk} of {self.kernel} ({self.status})"
-
-    def verdict(self) -> dict:
-        """The stored verdict in the shape the harness sent it (`EvalResult.to_dict()`), as far as the figures
-        need it: status, geomean, peaks and each scenario as the harness sent it (from prefetched rows when there
-        are)."""
-        return {
-            "status": self.status,
-            "geomean": self.geomean,
-            "peaks": self.peaks,
-            "host_load": self.host_load,
-            "scenarios": [s.outcome() for s in self.scenarios.all()],
-        }
 
     @property
     def imported(self) -> bool:
@@ -552,52 +537,10 @@ class Evaluation(models.Model):
         full set), "quick" (measured here on fewer scenarios) or "imported" (a claim from a trace)."""
         task = self.kernel.task
         full_ids = list(task.scenario_ids or []) if task is not None else []
-        return figures.standing(self.verdict(), full_ids, imported=self.imported)
+        return figures.standing(self.verdict, full_ids, imported=self.imported)
 
     def speedup_over(self, baseline: str) -> float | None:
-        # The speedup reads only the geomean: no need to load the scenario rows.
-        return figures.speedup_over({"geomean": self.geomean}, baseline)
-
-
-class ScenarioResult(models.Model):
-    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="scenarios")
-    scenario_id = models.CharField(max_length=120)
-    params = models.JSONField(default=dict)
-    correct = models.BooleanField()
-    error = models.FloatField(null=True, blank=True, help_text="Relative error against the reference")
-    reason = models.TextField(blank=True)
-    time_ms = models.FloatField(null=True, blank=True)
-    tflops = models.FloatField(null=True, blank=True)
-    speedups = models.JSONField(default=dict, blank=True, help_text="Baseline name -> speedup (null: n/a)")
-    # The noise of the timing, as the harness measured it (gpu_harness.figures.scenario_noise_fields: time_ci_ms,
-    # spread_ms, baseline_ms, baseline_ci_ms; empty for a verdict from before them).
-    noise = models.JSONField(default=dict, blank=True, help_text="Intervals on the timed medians, the spread")
-
-    class Meta:
-        ordering = ["evaluation", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["evaluation", "scenario_id"], name="scenario_result_unique"),
-            models.CheckConstraint(
-                condition=Q(time_ms__isnull=True) | Q(time_ms__gt=0), name="scenario_result_time_positive"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.scenario_id}: {figures.scenario_outcome(self.outcome())}"
-
-    def outcome(self) -> dict:
-        """This scenario in the shape of a verdict's scenario (`ScenarioOutcome`), for gpu_harness.figures."""
-        return {
-            **(self.noise if isinstance(self.noise, dict) else {}),
-            "id": self.scenario_id,
-            "params": self.params,
-            "correct": self.correct,
-            "error": self.error,
-            "reason": self.reason,
-            "time_ms": self.time_ms,
-            "tflops": self.tflops,
-            "speedup": self.speedups,
-        }
+        return figures.speedup_over(self.verdict, baseline)
 
 
 class DirectiveAction(models.TextChoices):

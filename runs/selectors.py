@@ -92,12 +92,9 @@ def runs_waiting_on_review() -> list[dict]:
 
 
 def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
-    # The run, the task and the scenario rows: the page labels each figure quick, imported or verified.
+    # The run and the task: the page labels each figure quick, imported or verified.
     return (
-        Evaluation.objects.filter(run_id=run_id)
-        .select_related("kernel", "kernel__task", "run")
-        .prefetch_related("scenarios")
-        .order_by("created_at")
+        Evaluation.objects.filter(run_id=run_id).select_related("kernel", "kernel__task", "run").order_by("created_at")
     )
 
 
@@ -108,7 +105,7 @@ def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
 from django.db.models import TextField  # noqa: E402
 from django.db.models.functions import Cast  # noqa: E402
 
-from runs.models import HELD_STATUSES, ScenarioResult, Target, WorkerHost  # noqa: E402
+from runs.models import HELD_STATUSES, Target, WorkerHost  # noqa: E402
 
 # The statuses of a run that holds one of its worker's slots (a GPU): a run waiting for its reviewer is parked.
 SLOT_STATUSES = (RunStatus.RUNNING, RunStatus.PAUSED)
@@ -166,20 +163,15 @@ def steps_page(
 
 
 def run_evaluations(run: Run) -> list[Evaluation]:
-    """A run's evaluations in the order they were stored, with their steps and scenario rows (`verdict()` reads
-    those), as the figures of its chart and of the compare page take them."""
-    return list(
-        Evaluation.objects.filter(run=run)
-        .select_related("step", "kernel")
-        .prefetch_related("scenarios")
-        .order_by("created_at", "pk")
-    )
+    """A run's evaluations in the order they were stored, with their steps, as the figures of its chart and of the
+    compare page take them."""
+    return list(Evaluation.objects.filter(run=run).select_related("step", "kernel").order_by("created_at", "pk"))
 
 
 def evaluation_speedup_text(evaluation: Evaluation, baseline: str) -> str:
     """An evaluation's speedup over `baseline` as the run page's Evaluations table writes it: with its interval,
     "no difference" where that holds 1.0, and "host was busy" when it was (gpu_harness.figures)."""
-    verdict = evaluation.verdict()
+    verdict = evaluation.verdict
     text = figures.verdict_speedup_text(verdict, baseline)
     return f"{text} · host was busy" if figures.host_busy(verdict) else text
 
@@ -190,7 +182,7 @@ def run_speedup_series(run: Run) -> dict:
     baseline, target = run.goal
     evaluations = run_evaluations(run)
     full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
-    verdicts = [evaluation.verdict() for evaluation in evaluations]
+    verdicts = [evaluation.verdict for evaluation in evaluations]
     # The best-so-far line is a best: it moves with verified (full, measured here) evaluations only.
     bests = figures.headline_series(verdicts, baseline, full_ids, imported=imported)
     points, best_line = [], []
@@ -273,7 +265,7 @@ def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) 
     full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
     best: dict[str, tuple[float, Evaluation]] = {}
     for evaluation in run_evaluations(run) if evaluations is None else evaluations:
-        verdict = evaluation.verdict()
+        verdict = evaluation.verdict
         speedup = figures.verified_speedup(verdict, baseline)
         standing = figures.standing(verdict, full_ids, imported=imported)
         if speedup is not None and standing != figures.VERIFIED and speedup > best.get(standing, (0.0, None))[0]:
@@ -298,15 +290,16 @@ def run_best_text(run: Run) -> str | None:
     if run.best_speedup is None:
         return "—"
     # The best was raised by exactly this figure of one of the run's verified evaluations (runs.services.kernels):
-    # find it by its stored geomean alone, then read its verdict (scenario rows) for the interval.
-    candidates = Evaluation.objects.filter(run=run, status=EvaluationStatus.CORRECT).only("pk", "geomean")
-    given = [e.pk for e in candidates if e.speedup_over(baseline) == run.best_speedup]
+    # find it by its verdict's geomean alone (a long run's verdicts are large), then read those verdicts whole.
+    correct = Evaluation.objects.filter(run=run, status=EvaluationStatus.CORRECT)
+    geomeans = correct.values_list("pk", "verdict__geomean")
+    given = [pk for pk, geomean in geomeans if figures.speedup_over({"geomean": geomean}, baseline) == run.best_speedup]
     full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
     source = next(
         (
             e
-            for e in Evaluation.objects.filter(pk__in=given).prefetch_related("scenarios").order_by("-pk")
-            if figures.standing(e.verdict(), full_ids, imported=imported) == figures.VERIFIED
+            for e in Evaluation.objects.filter(pk__in=given).order_by("-pk")
+            if figures.standing(e.verdict, full_ids, imported=imported) == figures.VERIFIED
         ),
         None,
     )
@@ -325,10 +318,6 @@ def review_queue(*, context_steps: int = 5) -> list[dict]:
 
 def evaluation_get(evaluation_id: int) -> Evaluation:
     return Evaluation.objects.select_related("kernel", "kernel__task", "run", "run__task", "step").get(pk=evaluation_id)
-
-
-def evaluation_scenarios(evaluation: Evaluation) -> list[ScenarioResult]:
-    return list(evaluation.scenarios.all())
 
 
 def trace_export_records(run: Run):
@@ -377,6 +366,8 @@ def trace_export_records(run: Run):
             "decided_at": question.decided_at.isoformat() if question.decided_at else None,
         }
     for evaluation in Evaluation.objects.filter(run=run).select_related("kernel", "step").order_by("pk"):
+        verdict = evaluation.verdict
+        # The export's evaluation line: a few of the verdict's fields, as it has always written them.
         yield {
             "v": PROTOCOL_VERSION,
             "type": "evaluation",
@@ -384,16 +375,16 @@ def trace_export_records(run: Run):
             "seq": evaluation.step.seq if evaluation.step else None,
             "kernel_sha256": evaluation.kernel.sha256,
             "status": evaluation.status,
-            "geomean": evaluation.geomean,
+            "geomean": verdict.get("geomean") or {},
             "scenarios": [
                 {
-                    "id": s.scenario_id,
-                    "params": s.params,
-                    "correct": s.correct,
-                    "time_ms": s.time_ms,
-                    "speedup": s.speedups,
+                    "id": s["id"],
+                    "params": s.get("params") or {},
+                    "correct": s.get("correct"),
+                    "time_ms": s.get("time_ms"),
+                    "speedup": s.get("speedup") or {},
                 }
-                for s in evaluation.scenarios.all()
+                for s in verdict.get("scenarios") or []
             ],
         }
 

@@ -21,7 +21,7 @@ from questionbank.bank import CATEGORIES
 from questionbank.models import QuestionCategory
 from questionbank.selectors import bank_questions, large_gain_ratio
 from runs.model_options import DEMO_TRACE
-from runs.models import Evaluation, EvaluationStatus, Question, QuestionSource, QuestionStatus, Run, ScenarioResult
+from runs.models import Evaluation, EvaluationStatus, Question, QuestionSource, QuestionStatus, Run
 
 # A question's status as the bank's attribution reads it: asked (approved, edited, answered), vetoed, or pending.
 QUESTION_OUTCOME: dict[str, str] = {
@@ -112,17 +112,12 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
     candidates = Run.objects.filter(pk__in={q["run_id"] for q in question_rows}).select_related("task")
     runs = {run.pk: run for run in _one_per_origin([r for r in candidates if not _excluded(r, exclude)])}
     ids = sorted(runs)
-    # Only a correct status can be verified; each one's scenario rows say whether it is correct on all it ran.
+    # Only a correct status can be verified; its verdict says whether it is correct on all it ran.
     evaluation_rows = list(
         Evaluation.objects.filter(run_id__in=ids, status=EvaluationStatus.CORRECT)
         .order_by("created_at", "pk")
-        .values("id", "run_id", "step__seq", "created_at", "status", "geomean", "kernel__sha256")
+        .values("id", "run_id", "step__seq", "created_at", "verdict", "kernel__sha256")
     )
-    scenarios = defaultdict(list)
-    for evaluation_id, correct in ScenarioResult.objects.filter(
-        evaluation_id__in=[e["id"] for e in evaluation_rows]
-    ).values_list("evaluation_id", "correct"):
-        scenarios[evaluation_id].append({"correct": correct})
 
     questions_by_run, evaluations_by_run = defaultdict(list), defaultdict(list)
     for q in question_rows:
@@ -142,8 +137,7 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
         baseline, start_sha = run.goal[0], _sha256(run.starting_kernel)
         measurements, reference = [], None
         for e in es:
-            verdict = {"status": e["status"], "geomean": e["geomean"], "scenarios": scenarios[e["id"]]}
-            speedup = _verified_positive(verdict, baseline)
+            speedup = _verified_positive(e["verdict"], baseline)
             if speedup is None:
                 continue
             measurements.append(eff.Measurement(position=position(e), speedup=speedup))

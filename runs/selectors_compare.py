@@ -137,7 +137,7 @@ def run_comparison(runs: list[Run]) -> dict:
     for run in runs:
         baseline, target = run.goal
         evaluations = run_evaluations(run)
-        verdicts = [e.verdict() for e in evaluations]
+        verdicts = [e.verdict for e in evaluations]
         full_set = list(run.task.scenario_ids or [])
         # An imported run's figures are its trace's claims: no best and no goal met here (gpu_harness.figures).
         imported = bool(run.imported_from)

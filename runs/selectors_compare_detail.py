@@ -25,7 +25,7 @@ def best_evaluation(run: Run) -> Evaluation | None:
     baseline, _ = run.goal
     best, best_speedup = None, None
     for evaluation in run_evaluations(run):
-        speedup = figures.verified_speedup(evaluation.verdict(), baseline)
+        speedup = figures.verified_speedup(evaluation.verdict, baseline)
         if speedup is not None and (best_speedup is None or speedup > best_speedup):
             best, best_speedup = evaluation, speedup
     return best
@@ -86,8 +86,8 @@ def ratio_grids(runs: list[Run]) -> list[dict]:
         if first_best.kernel.sha256 == other_best.kernel.sha256:
             entry["note"] = same_source_note(first, other, first_best)
             continue
-        a = {s["id"]: s for s in first_best.verdict()["scenarios"]}
-        b = {s["id"]: s for s in other_best.verdict()["scenarios"]}
+        a = {s["id"]: s for s in first_best.verdict["scenarios"]}
+        b = {s["id"]: s for s in other_best.verdict["scenarios"]}
         common = [s for sid, s in a.items() if sid in b]
         if not common:
             entry["note"] = "their best evaluations ran no scenario in common"

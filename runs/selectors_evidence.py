@@ -41,6 +41,21 @@ def _spec_counts(spec: dict) -> dict[str | None, dict]:
     return {s.get("id"): s for s in (spec or {}).get("scenarios") or [] if isinstance(s, dict)}
 
 
+def scenario_counts(s: dict, spec_counts: dict) -> tuple[float | None, float | None]:
+    """The FLOP and byte counts of one call of a verdict's scenario, both from one source, so that its TFLOP/s and
+    its GB/s (and what bounds it) are of the same call: the verdict's own where the harness recorded its bytes
+    (the FLOP count its TFLOP/s and time imply, the bytes it checked the timing against); else, for a verdict
+    from before the harness recorded them (the released kernels' results, a trace), both from the task's summary,
+    the only counts there are; else the verdict's FLOP count alone."""
+    implied = figures.implied_flops(s.get("tflops"), s.get("time_ms"))
+    if s.get("bytes") is not None:
+        return implied, s.get("bytes")
+    counts = spec_counts.get(s["id"]) or {}
+    if counts.get("flops") is not None:
+        return counts.get("flops"), counts.get("bytes")
+    return implied, None
+
+
 def evaluation_baselines(evaluation: Evaluation) -> list[str]:
     """The baselines the evaluation measured (its geomean's), in the order its task lists them, then any other by
     name, `best_library` last. Not the stored dict's order: PostgreSQL's jsonb keeps no key order."""
@@ -48,7 +63,7 @@ def evaluation_baselines(evaluation: Evaluation) -> list[str]:
     listed = [b.get("name") for b in spec.get("baselines") or [] if isinstance(b, dict)]
     position = {name: i for i, name in enumerate(listed)}
     return sorted(
-        evaluation.geomean or {},
+        evaluation.verdict.get("geomean") or {},
         key=lambda name: (name == figures.BEST_LIBRARY, position.get(name, len(position)), name),
     )
 
@@ -101,12 +116,11 @@ def _rate_fields(rates: dict) -> dict:
 
 def _scenario_row(s: dict, spec_counts: dict, evaluation: Evaluation, baselines: list[str], libraries: list) -> dict:
     outcome = figures.scenario_outcome(s)
-    counts = spec_counts.get(s["id"]) or {}
-    peaks = evaluation.peaks or {}
-    # The task's FLOP count, or the verdict's own rate times its time where the task summary has none.
-    flops = counts.get("flops")
-    flops = figures.implied_flops(s.get("tflops"), s.get("time_ms")) if flops is None else flops
-    rates = figures.scenario_rates(flops, counts.get("bytes"), s.get("time_ms"), peaks, evaluation.gpu_name)
+    verdict = evaluation.verdict
+    flops, nbytes = scenario_counts(s, spec_counts)
+    rates = figures.scenario_rates(
+        flops, nbytes, s.get("time_ms"), verdict.get("peaks") or {}, verdict.get("device_name") or ""
+    )
     over_peak = any(share is not None and share > 1.0 for share in (rates["tflops_share"], rates["gbps_share"]))
     speedups = {b: figures.scenario_speedup(s, b) for b in baselines}
     intervals = {b: figures.scenario_interval(s, b) for b in baselines}
@@ -222,23 +236,21 @@ def _peaks_note(peaks: dict, device_name: str) -> str:
     return note
 
 
-def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
-    """Everything the evidence view shows of `evaluation` (its ScenarioResult rows in `scenarios`)."""
+def evaluation_evidence(evaluation: Evaluation) -> dict:
+    """Everything the evidence view shows of `evaluation`, from its stored verdict (the task's summary gives the
+    grid's parameters, the baselines' order, the libraries, and a scenario's counts only where the verdict has
+    none: `scenario_counts`)."""
     task = evaluation.kernel.task if evaluation.kernel.task_id else None
     spec = (task.spec if task else None) or {}
-    outcomes = [s.outcome() for s in scenarios]
-    verdict = {
-        "status": evaluation.status,
-        "geomean": evaluation.geomean,
-        "host_load": evaluation.host_load,
-        "scenarios": outcomes,
-    }
+    verdict = evaluation.verdict
+    outcomes = verdict.get("scenarios") or []
     baselines = evaluation_baselines(evaluation)
     chosen = default_baseline(evaluation, baselines)
-    peaks = evaluation.peaks or {}
-    has_bytes = any((c.get("bytes") or 0) > 0 for c in _spec_counts(spec).values())
+    peaks = verdict.get("peaks") or {}
+    spec_counts = _spec_counts(spec)
+    has_bytes = any((scenario_counts(s, spec_counts)[1] or 0) > 0 for s in outcomes)
     libraries = [name for name in spec.get("libraries") or [] if isinstance(name, str)]
-    rows = [_scenario_row(s, _spec_counts(spec), evaluation, baselines, libraries) for s in outcomes]
+    rows = [_scenario_row(s, spec_counts, evaluation, baselines, libraries) for s in outcomes]
     by_id = {r["id"]: r for r in rows}
     grid = scenario_grid(list(spec.get("parameters") or []), outcomes)
     shown = [a for a in [*grid.row_axes, *grid.column_axes] if a != SCENARIO_AXIS]
@@ -270,7 +282,7 @@ def evaluation_evidence(evaluation: Evaluation, scenarios) -> dict:
         "counts": counts,
         "has_peaks": has_peaks,
         "has_bytes": has_bytes,
-        "peaks_note": _peaks_note(peaks, evaluation.gpu_name),
+        "peaks_note": _peaks_note(peaks, verdict.get("device_name") or ""),
         # a column saying what bounds each scenario, and one for the share of the maker's bandwidth, where any has it
         "has_bounds": any(r["bound"] for r in rows),
         "has_nominal": any(r["rate_nominal_share"] for r in rows),

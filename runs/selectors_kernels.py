@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Count, Max, Min
 
 from gpu_harness import figures
-from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run, ScenarioResult
+from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run
 
 
 def kernel_list(*, released: bool | None = None, run_id: int | None = None, task_name: str | None = None):
@@ -58,25 +58,12 @@ def kernel_question_before(kernel: Kernel) -> Question | None:
 
 def kernel_evaluations(kernel: Kernel):
     """The kernel's evaluations, newest first (the kernel page leads with the first)."""
-    return (
-        kernel.evaluations.select_related("run", "run__task", "kernel", "kernel__task")
-        .prefetch_related("scenarios")
-        .order_by("-created_at", "-pk")
+    return kernel.evaluations.select_related("run", "run__task", "kernel", "kernel__task").order_by(
+        "-created_at", "-pk"
     )
 
 
 # ---- the kernel list: identical sources as one row, and the best kernel of each task ----
-
-
-def _verdicts_of(evaluations) -> dict[int, dict]:
-    """evaluation id -> its verdict as gpu_harness.figures reads it (status, geomean, each scenario's id and
-    correctness), from two queries however many evaluations there are."""
-    evaluations = list(evaluations)
-    scenarios = defaultdict(list)
-    rows = ScenarioResult.objects.filter(evaluation__in=[e.pk for e in evaluations])
-    for evaluation_id, scenario_id, correct in rows.values_list("evaluation_id", "scenario_id", "correct"):
-        scenarios[evaluation_id].append({"id": scenario_id, "correct": correct})
-    return {e.pk: {"status": e.status, "geomean": e.geomean, "scenarios": scenarios[e.pk]} for e in evaluations}
 
 
 def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[float, int]]]:
@@ -87,7 +74,7 @@ def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[floa
         kernel_id__in=kernel_ids, status="correct"
     ).select_related("kernel__task", "run")
     evaluations = list(evaluations)
-    verdicts = _verdicts_of(evaluations)
+    verdicts = {e.pk: e.verdict for e in evaluations}
     best: dict[int, dict[str, tuple[float, int]]] = defaultdict(dict)
     for e in evaluations:
         speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))
@@ -108,10 +95,9 @@ def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
 
 def _speedup_texts(chosen: dict[int, str]) -> dict[int, str]:
     """evaluation id -> its speedup over the baseline `chosen` names for it, with its interval ("no difference
-    (…)" where that holds 1.0: gpu_harness.figures.verdict_speedup_text), from two queries: a list shows the few
-    figures it picked with their noise, without reading every verdict's timings."""
-    evaluations = Evaluation.objects.filter(pk__in=list(chosen)).prefetch_related("scenarios")
-    return {e.pk: figures.verdict_speedup_text(e.verdict(), chosen[e.pk]) for e in evaluations}
+    (…)" where that holds 1.0: gpu_harness.figures.verdict_speedup_text), from one query."""
+    evaluations = Evaluation.objects.filter(pk__in=list(chosen))
+    return {e.pk: figures.verdict_speedup_text(e.verdict, chosen[e.pk]) for e in evaluations}
 
 
 def _task_goal_baseline(kernel: Kernel) -> str:
@@ -205,8 +191,8 @@ def evaluation_environment(evaluation: Evaluation) -> dict:
     payload = evaluation.step.payload if evaluation.step_id else {}
     recorded = payload.get("environment") if isinstance(payload.get("environment"), dict) else {}
     return {
-        "host": evaluation.host or recorded.get("host") or "",
-        "gpu": evaluation.gpu_name,
+        "host": evaluation.verdict.get("host") or recorded.get("host") or "",
+        "gpu": evaluation.verdict.get("device_name") or "",
         "python": str(recorded.get("python") or ""),
         "libraries": str(recorded.get("library_versions") or ""),
     }
@@ -223,14 +209,13 @@ def kernel_verification(kernel: Kernel) -> dict:
     same_source = (
         Evaluation.objects.filter(kernel__task_id=kernel.task_id, kernel__sha256=kernel.sha256, status="correct")
         .select_related("run", "kernel", "kernel__task", "step")
-        .prefetch_related("scenarios")
         .order_by("-pk")
     )
     baseline = kernel.task.goal_baseline
     rows = [
         {
             "evaluation": e,
-            "speedup": figures.verified_speedup(e.verdict(), baseline),
+            "speedup": figures.verified_speedup(e.verdict, baseline),
             "baseline": baseline,
             **evaluation_environment(e),
         }

@@ -25,8 +25,8 @@ def run_or_404(run_id: int, *related: str) -> Run:
 
 
 def newest_evaluations(run: Run, count: int) -> QuerySet[Evaluation]:
-    """The run's `count` newest evaluations with their scenario rows (the run page's table; evaluations_for_run
-    joins and prefetches them)."""
+    """The run's `count` newest evaluations, each with its verdict (the run page's table; evaluations_for_run
+    joins their kernels, tasks and runs)."""
     return evaluations_for_run(run.pk).order_by("-created_at", "-pk")[:count]
 
 

@@ -117,12 +117,12 @@ def suite_page(suite_id: int) -> dict:
 
 
 def _verdicts(run_ids: list[int]) -> dict[int | None, list[dict]]:
-    """run id -> its evaluations as verdicts (Evaluation.verdict: status, geomean, each scenario with its timing's
-    noise, which the speed-up's interval needs), from two queries however many runs there are."""
-    evaluations = Evaluation.objects.filter(run_id__in=run_ids).prefetch_related("scenarios").order_by("pk")
+    """run id -> its evaluations' verdicts (Evaluation.verdict, each scenario with its timing's noise, which the
+    speed-up's interval needs), from one query however many runs there are."""
+    evaluations = Evaluation.objects.filter(run_id__in=run_ids).only("pk", "run_id", "verdict").order_by("pk")
     by_run: defaultdict[int | None, list[dict]] = defaultdict(list)
     for evaluation in evaluations:
-        by_run[evaluation.run_id].append(evaluation.verdict())
+        by_run[evaluation.run_id].append(evaluation.verdict)
     return by_run
 
 

@@ -21,7 +21,7 @@ from pygments.lexers import DiffLexer
 
 from runs.models import Evaluation, Kernel
 from runs.permissions import OPERATOR, role_required
-from runs.selectors import evaluation_get, evaluation_scenarios
+from runs.selectors import evaluation_get
 from runs.selectors_evidence import evaluation_evidence
 from runs.selectors_kernels import (
     best_kernel_per_task,
@@ -113,7 +113,7 @@ def kernel_detail(request, kernel_id: int):
             "kernel": kernel,
             "evaluations": evaluations,
             "lead": lead,
-            "evidence": evaluation_evidence(lead, list(lead.scenarios.all())) if lead else None,
+            "evidence": evaluation_evidence(lead) if lead else None,
             "question": kernel_question_before(kernel),
             "development": kernel_development(kernel),
             "others": [(k.pk, _kernel_label(k)) for k in others],
@@ -208,7 +208,7 @@ def evaluation_detail(request, evaluation_id: int):
         evaluation = evaluation_get(evaluation_id)
     except Evaluation.DoesNotExist:
         raise Http404("no such evaluation") from None
-    evidence = evaluation_evidence(evaluation, evaluation_scenarios(evaluation))
+    evidence = evaluation_evidence(evaluation)
     return render(
         request,
         "runs/evaluation_detail.html",

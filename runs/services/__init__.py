@@ -11,7 +11,7 @@ per thing written:
                    announced after the commit; step_record, one step without its effects
     step_effects   what a stored event implies (a question, a decision, a kernel and its evaluation, a status)
     questions      proposed, decided once by a reviewer, asked by a person
-    kernels        kernel_record, kernel_release, evaluation_record (a verdict and its per-scenario rows), whether
+    kernels        kernel_record, kernel_release, evaluation_record (a verdict, stored once as the harness wrote it), whether
                    a stored verdict confirms a run's goal
     workers        worker hosts and their hashed tokens, connected or not, hello (its GPUs and the targets it
                    serves), the runs a host lost

@@ -1,15 +1,14 @@
-"""Writes to kernels and evaluations (a harness verdict with its per-scenario rows)."""
+"""Writes to kernels and evaluations (a harness verdict, stored once as the harness wrote it)."""
 
 import hashlib
 import math
-from typing import cast
 
 from django.db import transaction
 
 from agentloop.protocol import KERNEL_SOURCE_MAX_BYTES, kernel_source_refusal
 from gpu_harness import figures
 from runs.events import publish_after_commit
-from runs.models import Evaluation, EvaluationStatus, Kernel, Run, ScenarioResult, Step, Task
+from runs.models import Evaluation, EvaluationStatus, Kernel, Run, Step, Task
 from runs.services.errors import ServiceError
 from runs.services.steps import as_datetime
 
@@ -71,50 +70,158 @@ def kernel_release(*, kernel: Kernel, name: str) -> Kernel:
 
 
 def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, step: Step | None = None) -> Evaluation:
-    """Store a harness verdict (`EvalResult.to_dict()`) with its per-scenario rows, all or nothing.
+    """Store a harness verdict (`EvalResult.to_dict()`) as one row, its `verdict` the dict as the harness wrote it
+    (`stored_verdict`: under its own names, malformed fields dropped, the source left to its kernel).
 
     When the evaluation is a verified one (correct on every scenario of its task's full set, measured here: not
     a quick one, not an imported trace's claim; `_counts_toward_best`) and beats the run's best over the run's
     goal baseline, the run's best speedups move with it.
     """
-    status = cast(str, result.get("status"))  # (checked just below)
-    if status not in EvaluationStatus.values:
-        raise ServiceError(f"unknown evaluation status {status!r}")
-    scenarios = result.get("scenarios") or []
+    verdict = stored_verdict(result)
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
-            kernel=kernel,
-            run=run,
-            step=step,
-            host=result.get("host") or "",
-            gpu_name=result.get("device_name") or "",
-            status=status,
-            reason=result.get("reason") or "",
-            scenario_set=str(result.get("scenario_set") or "")[:40],
-            geomean=result.get("geomean") or {},
-            peaks=_peaks(result.get("peaks")),
-            host_load=figures.host_load(result),
-            started_at=as_datetime(result["started_at"]) if result.get("started_at") else None,
-            finished_at=as_datetime(result["finished_at"]) if result.get("finished_at") else None,
+            kernel=kernel, run=run, step=step, status=verdict["status"], verdict=verdict
         )
-        ScenarioResult.objects.bulk_create(
-            ScenarioResult(
-                evaluation=evaluation,
-                scenario_id=s["id"],
-                params=s.get("params") or {},
-                correct=bool(s.get("correct")),
-                error=s.get("error"),
-                reason=s.get("reason") or "",
-                time_ms=s.get("time_ms"),
-                tflops=s.get("tflops"),
-                speedups=s.get("speedup") or {},
-                noise=figures.scenario_noise_fields(s),
-            )
-            for s in scenarios
-        )
-        if run is not None and _counts_toward_best(run, result):
-            _raise_run_best(run, result)
+        if run is not None and _counts_toward_best(run, verdict):
+            _raise_run_best(run, verdict)
     return evaluation
+
+
+# ---- what is stored of a verdict: the harness's fields under their own names, each kept only when well formed ----
+#
+# A worker's verdict is not trusted blindly: each field the server stores is checked here, and a malformed one is
+# dropped (never stored), as if the harness had not written it; a null is kept where the harness writes one for
+# "not known" (a reason, an error, a time). What makes the whole verdict unusable (an unknown status, a time that is
+# no time, a scenario without its id or twice) refuses it. A field unknown to the harness's dataclasses
+# (gpu_harness/result.py: the server runs the same harness code) is not stored. `kernel_source` is not stored: the
+# kernel's row holds it, within the protocol's limit (kernel_record), and `kernel_sha256` says which source it is.
+# The step's payload keeps the event as it was sent (the event log); this is the verdict every figure reads.
+NOT_STORED = frozenset({"kernel_source"})
+DROP = object()  # what a check gives for a malformed value
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _optional(check):
+    """`check`, with null kept: the harness's own "not known"."""
+    return lambda value: None if value is None else check(value)
+
+
+def _positive(value):
+    return value if _number(value) and value > 0 else DROP
+
+
+def _non_negative(value):
+    return value if _number(value) and value >= 0 else DROP
+
+
+def _text(value):
+    return value if isinstance(value, str) else DROP
+
+
+def _whole(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else DROP
+
+
+def _mapping(value):
+    return value if isinstance(value, dict) else DROP
+
+
+def _names(value):
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else DROP
+
+
+def _speedups(value):
+    # baseline -> speedup, null where the baseline was not measured (the harness's own n/a)
+    if not isinstance(value, dict):
+        return DROP
+    return {str(name): v for name, v in value.items() if v is None or _positive(v) is not DROP}
+
+
+def _instant(value):
+    # A time as the parser reads an event's `ts` (one without an offset is UTC; the harness writes UTC with its
+    # offset, which this keeps as it is); "" the harness's "not recorded"; a time that is none refuses the verdict.
+    if not value:
+        return "" if value == "" else DROP
+    return as_datetime(value).isoformat()
+
+
+# The verdict's fields (EvalResult) and each scenario's (ScenarioOutcome), each with what keeps it (a value, or
+# DROP). status, scenarios, peaks, host_load and the noise fields have their own rules below.
+VERDICT_FIELDS = {
+    "task": _text,
+    "kernel_sha256": _text,
+    "reason": _optional(_text),
+    "host": _text,
+    "device_name": _text,
+    "geomean": _mapping,
+    "started_at": _instant,
+    "finished_at": _instant,
+    "wall_s": _non_negative,
+    "kernel_path": _text,
+    "seed": _optional(_whole),
+    "baselines": _names,
+    "baseline_notes": _mapping,
+    "libraries": _names,
+    "build": _mapping,
+    "geomean_tflops": _optional(_positive),
+    "phases": _mapping,
+    "reference": _text,
+    # not the harness's: the event's `scenario_set` (quick, full, or the ids), which the event store adds
+    "scenario_set": _text,
+}
+SCENARIO_FIELDS = {
+    "params": _mapping,
+    "error": _optional(_non_negative),
+    "reason": _optional(_text),
+    "time_ms": _optional(_positive),
+    "tflops": _optional(_non_negative),
+    "bytes": _optional(_positive),
+    "speedup": _speedups,
+    "repeats": _optional(_whole),
+    "tolerance": _optional(_non_negative),
+    "host_ms": _optional(_positive),
+    "details": _mapping,
+}
+# The noise fields (figures.scenario_noise_fields keeps the well-formed ones) and how the harness writes "none".
+NOISE_NONE: dict[str, object] = {"spread_ms": None, "time_ci_ms": None, "baseline_ms": {}, "baseline_ci_ms": {}}
+
+
+def _kept(fields: dict, given: dict) -> dict:
+    return {name: value for name, keep in fields.items() if name in given and (value := keep(given[name])) is not DROP}
+
+
+def stored_verdict(result: dict) -> dict:
+    """What is stored of a harness verdict: its fields under the harness's names, the malformed ones dropped.
+    ServiceError for a verdict that cannot be stored at all."""
+    status = result.get("status")
+    if status not in EvaluationStatus.values:
+        raise ServiceError(f"unknown evaluation status {status!r}")
+    verdict: dict = {"status": status, **_kept(VERDICT_FIELDS, result)}
+    verdict["peaks"] = _peaks(result.get("peaks"))
+    verdict["host_load"] = figures.host_load(result)
+    scenarios = result.get("scenarios") or []
+    if not isinstance(scenarios, list):
+        raise ServiceError("a verdict's scenarios are a list")
+    verdict["scenarios"] = [_stored_scenario(s) for s in scenarios]
+    seen: set[str] = set()
+    for s in verdict["scenarios"]:
+        if s["id"] in seen:
+            raise ServiceError(f"scenario {s['id']!r} is in the verdict twice")
+        seen.add(s["id"])
+    return verdict
+
+
+def _stored_scenario(s: dict) -> dict:
+    scenario = {"id": str(s["id"]), "correct": bool(s.get("correct"))}  # (a scenario without an id: KeyError)
+    scenario |= {"params": {}, "speedup": {}} | _kept(SCENARIO_FIELDS, s)
+    # the noise fields (spread_ms, baseline_ms, time_ci_ms, baseline_ci_ms) as figures.scenario_noise_fields keeps
+    # them, and each the harness wrote as "none" as it wrote it
+    noise = figures.scenario_noise_fields(s)
+    scenario |= {name: none for name, none in NOISE_NONE.items() if name in s and s[name] == none and name not in noise}
+    return scenario | noise
 
 
 def _peaks(value) -> dict:
@@ -163,7 +270,7 @@ def evaluation_meets_goal(evaluation: Evaluation, run: Run) -> bool:
     low end of its interval, `gpu_harness.figures.clears_target`, as the agent loop's own check). The worker's own
     `goal_met` is not taken on trust."""
     baseline, target = run.goal
-    return figures.goal_met(evaluation.verdict(), baseline, target, list(run.task.scenario_ids or []))
+    return figures.goal_met(evaluation.verdict, baseline, target, list(run.task.scenario_ids or []))
 
 
 def run_goal_evaluation(run: Run) -> Evaluation | None:

@@ -82,13 +82,13 @@ def speedup_interval(evaluation, baseline: str) -> str:
     """A stored evaluation's speedup over `baseline` with its interval, "no difference (…)" where that holds 1.0
     (gpu_harness.figures.verdict_speedup_text); where a line shows several baselines, `host_busy` says once that
     the host was busy."""
-    return figures.verdict_speedup_text(evaluation.verdict(), baseline)
+    return figures.verdict_speedup_text(evaluation.verdict, baseline)
 
 
 @register.filter
 def host_busy(evaluation) -> str:
     """Why the evaluation's timings were taken on a busy host (gpu_harness.figures.host_busy); "" when not."""
-    return figures.host_busy(evaluation.verdict()) or ""
+    return figures.host_busy(evaluation.verdict) or ""
 
 
 @register.filter
@@ -105,4 +105,4 @@ def standing_label(evaluation, baseline: str) -> str:
 
     task = evaluation.kernel.task
     full_ids = list(task.scenario_ids or []) if task is not None else []
-    return standing_suffix(evaluation.verdict(), baseline, full_ids, evaluation.imported)
+    return standing_suffix(evaluation.verdict, baseline, full_ids, evaluation.imported)

@@ -1,18 +1,18 @@
 """The admin shows what the harness and the agent recorded and offers no way to forge it (issue 34, item 5): a
-superuser sees runs, steps, questions, kernels, evaluations and scenario results, and is offered no add, change
+superuser sees runs, steps, questions, kernels and evaluations (each with its verdict), and is offered no add, change
 or delete of any, on the pages or by a POST of their own."""
 
 import pytest
 from django.urls import reverse
 
-from runs.models import Evaluation, Kernel, Question, Run, ScenarioResult, Step, Suite, SuiteProblem, SuiteStudy
+from runs.models import Evaluation, Kernel, Question, Run, Step, Suite, SuiteProblem, SuiteStudy
 from runs.services import run_claim, worker_events_record
 from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run
 
 pytestmark = pytest.mark.django_db
 
-RECORDS = [Run, Step, Question, Kernel, Evaluation, ScenarioResult]
+RECORDS = [Run, Step, Question, Kernel, Evaluation]
 
 
 @pytest.fixture
@@ -71,11 +71,11 @@ def test_a_superusers_own_post_adds_changes_or_deletes_no_record(superuser, reco
     assert {m: list(m.objects.order_by("pk").values()) for m in RECORDS} == before
 
 
-def test_an_evaluations_scenario_results_show_inline_without_forms(superuser, recorded):
+def test_an_evaluations_verdict_shows_with_its_scenarios_without_a_form(superuser, recorded):
     evaluation = recorded[Evaluation]
     html = superuser.get(admin_url(Evaluation, "change", evaluation.pk)).content.decode()
-    assert evaluation.scenarios.count() == 2 and "n256" in html
-    assert 'name="scenarios-0-time_ms"' not in html  # shown as text, not as a field to change
+    assert len(evaluation.verdict["scenarios"]) == 2 and "n256" in html
+    assert 'name="verdict"' not in html  # shown as text, not as a field to change
 
 
 SUITE_RECORDS = [Suite, SuiteProblem, SuiteStudy]

@@ -228,9 +228,10 @@ async def test_an_evaluation_keeps_its_verdicts_times_and_one_with_a_garbage_tim
     acked, nacks = await answers_for(socket, 3)
     assert sorted(acked) == [(run.pk, 0), (run.pk, 1)]
     assert [(n["seq"], n["error"], n["retry"]) for n in nacks] == [(2, "not an ISO 8601 timestamp: 'yesterday'", False)]
-    times = await sync_to_async(list)(
-        Evaluation.objects.filter(run=run).order_by("step__seq").values_list("started_at", "finished_at")
+    verdicts = await sync_to_async(list)(
+        Evaluation.objects.filter(run=run).order_by("step__seq").values_list("verdict", flat=True)
     )
+    times = [(datetime.fromisoformat(v["started_at"]), datetime.fromisoformat(v["finished_at"])) for v in verdicts]
     # the verdict's own times, a time without an offset read as UTC (as the parser reads an event's `ts`)
     expected = (datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC), datetime(2026, 11, 30, 12, 0, 5, tzinfo=UTC))
     assert times == [expected, expected]

@@ -51,16 +51,16 @@ def test_each_cell_shows_its_speedup_over_the_goal_baseline_in_three_digits(view
     html = viewer.get(reverse("evaluation_detail", args=[evaluation.pk])).content.decode()
     assert re.search(r'<option value="cudnn" selected>cudnn \(goal\)</option>', html)
     found = cells(html)
-    for row in evaluation.scenarios.filter(correct=True)[:20]:
-        expected = figures.format_significant(row.speedups["cudnn"], suffix="×")
-        assert found[row.scenario_id][1] == expected
+    for row in [s for s in evaluation.verdict["scenarios"] if s["correct"]][:20]:
+        expected = figures.format_significant(row["speedup"]["cudnn"], suffix="×")
+        assert found[row["id"]][1] == expected
     assert "0.002201252665921785" not in html and "0.00220" in html
 
 
 def test_the_spread_gives_min_median_geomean_and_the_count_below_one_per_baseline(viewer):
     evaluation = attention_evaluation()
     html = viewer.get(reverse("evaluation_detail", args=[evaluation.pk])).content.decode()
-    verdict = evaluation.verdict()
+    verdict = evaluation.verdict
     for baseline in ("cudnn", "fa4"):
         spread = figures.speedup_spread(verdict, baseline)
         row = re.search(rf'<tr data-baseline="{baseline}"[^>]*>(.*?)</tr>', html).group(1)
@@ -92,7 +92,7 @@ def test_rates_show_their_share_of_the_measured_peak_and_a_figure_above_it_stand
 
 def test_an_evaluation_without_measured_peaks_says_so_and_shows_no_share(viewer):
     evaluation = attention_evaluation()
-    Evaluation.objects.filter(pk=evaluation.pk).update(peaks={})
+    Evaluation.objects.filter(pk=evaluation.pk).update(verdict=evaluation.verdict | {"peaks": {}})
     html = viewer.get(reverse("evaluation_detail", args=[evaluation.pk])).content.decode()
     assert "No share of the peak" in html and "<th>% peak</th>" not in html
 
@@ -147,6 +147,6 @@ def test_only_positive_numeric_peaks_are_stored():
     kernel = kernel_record(source="// p\n")
     verdict = {"status": "error", "scenarios": [], "geomean": {}}
     stored = evaluation_record(kernel=kernel, result=verdict | {"peaks": {"peak_tflops": 750, "peak_gbps": "fast"}})
-    assert stored.peaks == {"peak_tflops": 750.0}
+    assert stored.verdict["peaks"] == {"peak_tflops": 750.0}
     for bad in ({"peak_tflops": -1, "peak_gbps": float("nan")}, "800", None):
-        assert evaluation_record(kernel=kernel, result=verdict | {"peaks": bad}).peaks == {}
+        assert evaluation_record(kernel=kernel, result=verdict | {"peaks": bad}).verdict["peaks"] == {}

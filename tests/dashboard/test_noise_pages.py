@@ -14,6 +14,7 @@ from runs.services import run_claim, worker_events_record
 from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker
 from tests.dashboard.test_compare import record
 from tests.foundation.factories import make_run, make_task
+from tests.foundation.migrating import at_migration
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +83,7 @@ def test_an_evaluation_on_a_busy_host_says_the_host_was_busy(viewer):
     run = a_run()
     record(run, 0, "evaluation", measured(2.4, 2.2, 2.6, host_load={"load_1m": 7.5, "cores": 2}))
     evaluation = Evaluation.objects.get(run=run)
-    assert evaluation.host_load == {"load_1m": 7.5, "cores": 2}
+    assert evaluation.verdict["host_load"] == {"load_1m": 7.5, "cores": 2}
     run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert evaluation_cell(run_page, evaluation) == "2.400× (2.20–2.60×) · host was busy"
     page = viewer.get(reverse("evaluation_detail", args=[evaluation.pk])).content.decode()
@@ -125,8 +126,10 @@ def test_a_verdict_from_before_intervals_or_with_malformed_ones_shows_its_point_
         s["baseline_ci_ms"] = {"naive": "wide"}
     record(run, 1, "evaluation", malformed)
     stored = Evaluation.objects.get(run=run, step__seq=1)
-    assert stored.host_load == {} and all(
-        s.noise == {"spread_ms": 0.01, "baseline_ms": {"naive": 2.25}} for s in stored.scenarios.all()
+    noise = ("time_ci_ms", "spread_ms", "baseline_ms", "baseline_ci_ms")
+    assert stored.verdict["host_load"] == {} and all(
+        {k: s[k] for k in noise if k in s} == {"spread_ms": 0.01, "baseline_ms": {"naive": 2.25}}
+        for s in stored.verdict["scenarios"]
     )
     run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
     texts = {evaluation_cell(run_page, e) for e in Evaluation.objects.filter(run=run)}
@@ -168,14 +171,15 @@ def test_a_best_inside_its_noise_is_no_difference_on_every_list_that_shows_it(vi
     assert live["best_texts"] == [["naive", noise]]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_migration_gives_each_best_stored_before_it_the_interval_of_the_evaluation_that_set_it():
-    from django.apps import apps
-
     backfill = importlib.import_module("runs.migrations.0019_run_best_intervals").backfill
     run = a_run()
     record(run, 0, "evaluation", measured(1.52, 1.41, 1.63))
     record(run, 1, "evaluation", measured(1.06, 0.82, 1.31, source="// later, slower\n"))
     stored = Run.objects.get(pk=run.pk).best_intervals
-    Run.objects.filter(pk=run.pk).update(best_intervals={})  # as a run stored before the field
-    backfill(apps, None)
+    # the evaluations as 0019 read them (columns and scenario rows: 0020 and 0021 taken back)
+    with at_migration("0019_run_best_intervals") as apps:
+        apps.get_model("runs", "Run").objects.filter(pk=run.pk).update(best_intervals={})  # as stored before it
+        backfill(apps, None)
     assert Run.objects.get(pk=run.pk).best_intervals == stored == {"naive": [1.41, 1.63]}

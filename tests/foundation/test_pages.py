@@ -41,7 +41,7 @@ def test_logging_in_with_the_form_reaches_the_runs_page(client):
 
 
 def test_every_model_is_in_the_admin(admin_client):
-    for model in ["task", "run", "step", "question", "kernel", "evaluation", "scenarioresult", "workerhost"]:
+    for model in ["task", "run", "step", "question", "kernel", "evaluation", "workerhost"]:
         assert admin_client.get(f"/admin/runs/{model}/").status_code == 200, model
     assert admin_client.get("/admin/questionbank/bankquestion/").status_code == 200
 

@@ -100,38 +100,22 @@ def _json(value):
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _verdict_of_rows(status, geomean, scenarios) -> dict:
-    """An evaluation's verdict rebuilt from its raw rows (what the harness sent, as stored)."""
-    return {
-        "status": status,
-        "geomean": _json(geomean) or {},
-        "scenarios": [
-            {**(_json(noise) or {}), "id": sid, "correct": bool(ok), "time_ms": time_ms, "speedup": _json(speedups)}
-            for sid, ok, time_ms, speedups, noise in scenarios
-        ],
-    }
-
-
 def measured_by_rows(site, run_id: int, full_ids: list[str]) -> tuple[bool, float | None, float | None]:
     """(correct, best speed-up over eager, the low end of that speed-up's 95% interval) of a run, from its stored
     rows: an evaluation counts when its status is correct, it ran every scenario of the task's full set, and each
     scenario it ran is correct. The interval is the harness's own arithmetic on the stored noise
     (gpu_harness.figures.geomean_interval; None where the rows hold none)."""
     correct, best, low = False, None, None
-    for evaluation_id, status, geomean in site.query(
-        "select id, status, geomean from runs_evaluation where run_id = ?", (run_id,)
-    ):
-        scenarios = site.query(
-            "select scenario_id, correct, time_ms, speedups, noise from runs_scenarioresult where evaluation_id = ?",
-            (evaluation_id,),
-        )
-        ran = {row[0] for row in scenarios}
-        if status != "correct" or not set(full_ids) <= ran or not all(row[1] for row in scenarios):
+    for status, stored in site.query("select status, verdict from runs_evaluation where run_id = ?", (run_id,)):
+        verdict = _json(stored)
+        scenarios = verdict.get("scenarios") or []
+        ran = {s["id"] for s in scenarios}
+        if status != "correct" or not set(full_ids) <= ran or not all(s.get("correct") for s in scenarios):
             continue
         correct = True
-        eager = (_json(geomean).get("eager") or {}).get("speedup")
+        eager = ((verdict.get("geomean") or {}).get("eager") or {}).get("speedup")
         if eager is not None and (best is None or eager > best):
-            interval = figures.geomean_interval(_verdict_of_rows(status, geomean, scenarios), "eager")
+            interval = figures.geomean_interval(verdict, "eager")
             best, low = eager, interval[0] if interval else None
     return correct, best, low
 

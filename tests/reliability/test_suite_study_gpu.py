@@ -46,6 +46,7 @@ import pytest
 from tests.reliability.live import LiveSite
 from tests.reliability.suite_study_helpers import (
     SERVER_KEY,
+    _json,
     check_fast_p_against_rows,
     scoreboard_table,
     serve_workers,
@@ -138,12 +139,10 @@ def failures(site, runs: list[tuple], model: str) -> list[str]:
     for run_id, run_model, task, _ids in runs:
         if run_model != model:
             continue
-        for scenario, reason in site.query(
-            "select s.scenario_id, s.reason from runs_scenarioresult s join runs_evaluation e"
-            " on e.id = s.evaluation_id where e.run_id = ? and not s.correct",
-            (run_id,),
-        ):
-            lines.append(f"{task} {scenario}: {reason[:300]}")
+        for (verdict,) in site.query("select verdict from runs_evaluation where run_id = ?", (run_id,)):
+            for s in _json(verdict).get("scenarios") or []:
+                if not s.get("correct"):
+                    lines.append(f"{task} {s['id']}: {(s.get('reason') or '')[:300]}")
     return lines
 
 
