@@ -497,6 +497,14 @@ EvaluationStatus = models.TextChoices(  # type: ignore[call-overload]  # django-
 )
 
 
+def standing_verdict(status: str, scenarios_correct: dict, geomean: dict | None) -> dict:
+    """The part of a verdict that says what its figures may be called and what they are (status, the geomean,
+    each scenario's id and correctness: all that gpu_harness.figures' `standing`, `all_correct` and
+    `verified_speedup` read), from an evaluation's columns and its verdict's geomean, read without the rest."""
+    scenarios = [{"id": sid, "correct": correct} for sid, correct in (scenarios_correct or {}).items()]
+    return {"status": status, "geomean": geomean or {}, "scenarios": scenarios}
+
+
 class Evaluation(models.Model):
     """One harness verdict of a kernel, stored once: `verdict` is `EvalResult.to_dict()` as the harness wrote it,
     under its own field names, less what is stored elsewhere or malformed (runs.services.kernels.stored_verdict:
@@ -512,6 +520,10 @@ class Evaluation(models.Model):
     step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations")
     status = models.CharField(max_length=10, choices=EvaluationStatus.choices)
     verdict = models.JSONField(default=dict, blank=True, help_text="The harness's verdict (EvalResult.to_dict())")
+    # An index of the verdict, not a second record of it: scenario id -> correct, written with it. The lists that
+    # rank many evaluations (the kernel list, a task's best) read this and the verdict's geomean alone
+    # (`standing_verdict`), never the whole verdict, whose per-scenario timings are ~150 KB for attention's grid.
+    scenarios_correct = models.JSONField(default=dict, blank=True, help_text="Scenario id -> correct (an index)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -522,6 +534,10 @@ class Evaluation(models.Model):
 
     def __str__(self) -> str:
         return f"evaluation {self.pk} of {self.kernel} ({self.status})"
+
+    def standing_verdict(self, geomean: dict) -> dict:
+        """`standing_verdict` of this row, its geomean read with it (`geomean=F("verdict__geomean")`)."""
+        return standing_verdict(self.status, self.scenarios_correct, geomean)
 
     @property
     def imported(self) -> bool:

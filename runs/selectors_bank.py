@@ -21,7 +21,15 @@ from questionbank.bank import CATEGORIES
 from questionbank.models import QuestionCategory
 from questionbank.selectors import bank_questions, large_gain_ratio
 from runs.model_options import DEMO_TRACE
-from runs.models import Evaluation, EvaluationStatus, Question, QuestionSource, QuestionStatus, Run
+from runs.models import (
+    Evaluation,
+    EvaluationStatus,
+    Question,
+    QuestionSource,
+    QuestionStatus,
+    Run,
+    standing_verdict,
+)
 
 # A question's status as the bank's attribution reads it: asked (approved, edited, answered), vetoed, or pending.
 QUESTION_OUTCOME: dict[str, str] = {
@@ -116,7 +124,16 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
     evaluation_rows = list(
         Evaluation.objects.filter(run_id__in=ids, status=EvaluationStatus.CORRECT)
         .order_by("created_at", "pk")
-        .values("id", "run_id", "step__seq", "created_at", "verdict", "kernel__sha256")
+        .values(
+            "id",
+            "run_id",
+            "step__seq",
+            "created_at",
+            "status",
+            "scenarios_correct",
+            "verdict__geomean",
+            "kernel__sha256",
+        )
     )
 
     questions_by_run, evaluations_by_run = defaultdict(list), defaultdict(list)
@@ -137,7 +154,8 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
         baseline, start_sha = run.goal[0], _sha256(run.starting_kernel)
         measurements, reference = [], None
         for e in es:
-            speedup = _verified_positive(e["verdict"], baseline)
+            verdict = standing_verdict(e["status"], e["scenarios_correct"], e["verdict__geomean"])
+            speedup = _verified_positive(verdict, baseline)
             if speedup is None:
                 continue
             measurements.append(eff.Measurement(position=position(e), speedup=speedup))

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, Max, Min
+from django.db.models import Count, F, Max, Min
 
 from gpu_harness import figures
 from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run
@@ -70,11 +70,15 @@ def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[floa
     """kernel id -> {standing: (its best all-correct speedup over its task's goal baseline, the evaluation that
     gave it)}, one entry per standing its evaluations have (gpu_harness.figures.standing: verified, quick,
     imported). Only the verified one may be called verified or be a best; the others are shown labelled."""
-    evaluations: Iterable[Evaluation] = Evaluation.objects.filter(
-        kernel_id__in=kernel_ids, status="correct"
-    ).select_related("kernel__task", "run")
+    # The index and the geomean only: never the whole verdicts of every evaluation a list ranks.
+    evaluations: Iterable[Evaluation] = (
+        Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct")
+        .select_related("kernel__task", "run")
+        .defer("verdict")
+        .annotate(geomean=F("verdict__geomean"))
+    )
     evaluations = list(evaluations)
-    verdicts = {e.pk: e.verdict for e in evaluations}
+    verdicts = {e.pk: e.standing_verdict(e.geomean) for e in evaluations}  # type: ignore[attr-defined]  # (annotated)
     best: dict[int, dict[str, tuple[float, int]]] = defaultdict(dict)
     for e in evaluations:
         speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))

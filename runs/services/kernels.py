@@ -80,11 +80,21 @@ def evaluation_record(*, kernel: Kernel, result: dict, run: Run | None = None, s
     verdict = stored_verdict(result)
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
-            kernel=kernel, run=run, step=step, status=verdict["status"], verdict=verdict
+            kernel=kernel,
+            run=run,
+            step=step,
+            status=verdict["status"],
+            verdict=verdict,
+            scenarios_correct=scenarios_correct(verdict),
         )
         if run is not None and _counts_toward_best(run, verdict):
             _raise_run_best(run, verdict)
     return evaluation
+
+
+def scenarios_correct(verdict: dict) -> dict[str, bool]:
+    """The verdict's index column (Evaluation.scenarios_correct): each scenario's id -> whether it was correct."""
+    return {s["id"]: bool(s.get("correct")) for s in verdict.get("scenarios") or []}
 
 
 # ---- what is stored of a verdict: the harness's fields under their own names, each kept only when well formed ----

@@ -76,6 +76,13 @@ def test_the_stored_verdict_is_the_harnesss_dict_under_its_own_names_less_the_ke
     assert NOT_STORED == {"kernel_source"} and kernel.source == verdict["kernel_source"]  # the source: its kernel's
     assert stored["device_name"] == "NVIDIA H200" and stored["scenarios"][0]["speedup"] == {"naive": 3.0, "numpy": None}
     assert "gpu_name" not in stored and "speedups" not in stored["scenarios"][0]
+    # Its index, which the lists read instead of it: each scenario's correctness, and so the same standing.
+    index = Evaluation.objects.get(pk=evaluation.pk)
+    assert index.scenarios_correct == {s["id"]: s["correct"] for s in verdict["scenarios"]}
+    light = index.standing_verdict(stored["geomean"])
+    for baseline in ("naive", "numpy"):
+        assert figures.verified_speedup(light, baseline) == figures.verified_speedup(stored, baseline)
+    assert figures.standing(light, ["m512", "m1024"]) == figures.standing(stored, ["m512", "m1024"])
 
 
 def test_a_malformed_field_is_dropped_and_never_stored():

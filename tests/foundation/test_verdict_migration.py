@@ -77,6 +77,8 @@ def test_an_evaluation_stored_the_old_way_has_its_verdict_under_the_harnesss_nam
         ],
     }
     assert figures.scenario_interval(verdict["scenarios"][0], "naive") is None  # no baseline interval was stored
+    # and its index (migration 0022), which the lists read instead of the verdict
+    assert Evaluation.objects.get(pk=stored.pk).scenarios_correct == {"m512": True, "m1024": False}
 
 
 def test_a_verdict_goes_back_to_the_old_columns_and_rows_and_forward_unchanged():
