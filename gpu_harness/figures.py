@@ -3,7 +3,7 @@
 A verdict is `EvalResult.to_dict()`: the form the harness returns, the agent loop records in its `evaluation`
 events and the dashboard stores (an `Evaluation` row gives the same dict back, `Evaluation.verdict()`). The agent
 loop (`agentloop.goal`, `agentloop.state`), the server's run totals (`runs.services.kernels`), its pages and
-charts (`runs.selectors`, the `speedup` template filter) and the question bank's figures (`runs.selectors_bank`)
+charts (`runs.run_pages.selectors`, the `speedup` template filter) and the question bank's figures (`runs.selectors_bank`)
 all read a verdict through these functions, so that they cannot disagree on what counts. Each caller passes the
 goal it means; the dashboard always passes the run's own goal (`Run.goal`), never its task's.
 
@@ -160,7 +160,7 @@ def format_speedup(value: float | None, *, digits: str = ".3f", times: str = "x"
     return f"{format(value, digits)}{times}"
 
 
-# ---- per-scenario figures (the evidence view: runs/evidence.py, runs/selectors_evidence.py) ----
+# ---- per-scenario figures (the evidence view: runs/kernel_pages/evidence.py, runs/kernel_pages/selectors_evidence.py) ----
 
 # The harness's reason for a scenario it never ran (no GPU on the host, the build failed first): such a scenario
 # is not wrong, only not measured (gpu_harness/evaluate.py writes it).

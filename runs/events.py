@@ -11,7 +11,7 @@ run's page reads is made here:
   which seqs it was told of (the tests, the benchmark's browsers) reads `last_seq`.
 - `run.changed` (a run's status, totals or host) and `question.changed`, also sent to the group of all runs.
 
-Sockets say only that something was stored; the page reads what from committed rows (runs/views_feed.py).
+Sockets say only that something was stored; the page reads what from committed rows (runs/run_pages/views_feed.py).
 A commit's messages are sent from the thread that committed, or, for the worker sockets' event writer, kept
 until its thread hands them back and sent on its event loop (`collected_announcements`).
 """

@@ -1,7 +1,8 @@
 """Runs, their steps, the questions asked in them, and the kernels they produce.
 
-Writes go through `runs.services`, reads through `runs.selectors`; views, consumers and commands call those and
-never save models directly, so that every write keeps the invariants written down there.
+Writes go through `runs.services`, reads through selectors (`runs.selectors`, each page area's `selectors.py`);
+views, consumers and commands call those and never save models directly, so that every write keeps the invariants
+written down there.
 """
 
 from django.conf import settings

@@ -2,21 +2,14 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from runs import (
-    views,
-    views_assets,
-    views_bank,
-    views_compare,
-    views_feed,
-    views_forks,
-    views_kernels,
-    views_review,
-    views_studies,
-    views_suites,
-    views_tasks,
-    views_traces,
-    views_workers,
-)
+from runs import views_assets
+from runs.kernel_pages import views as views_kernels
+from runs.review import views as views_review
+from runs.review import views_bank
+from runs.run_pages import views, views_compare, views_feed, views_forks, views_studies, views_traces
+from runs.task_pages import views as views_tasks
+from runs.task_pages import views_suites
+from runs.worker_pages import views as views_workers
 
 urlpatterns = [
     path("", views.home, name="home"),

@@ -1,5 +1,5 @@
 // The evidence grid: the baseline select recolours every cell from the texts and tones the server worked out
-// for each baseline (runs/selectors_evidence.py), and pointing at a cell shows its scenario's details below.
+// for each baseline (runs/kernel_pages/selectors_evidence.py), and pointing at a cell shows its scenario's details below.
 "use strict";
 (function () {
   const data = document.getElementById("evidence-cells");

@@ -1,5 +1,5 @@
 // A long kernel source: its page shows the first lines; the button puts the whole source in their place, as the
-// server highlighted it (runs/views_kernels.py, kernel_source), fetched only when someone asks for it.
+// server highlighted it (runs/kernel_pages/views.py, kernel_source), fetched only when someone asks for it.
 "use strict";
 (function () {
   const button = document.getElementById("source-load");

@@ -233,7 +233,7 @@
     showControls(s.status);
     dropStaleMessages(s.status);
     // The run's best is a verified figure (a full evaluation measured here), with its interval and label: the
-    // server writes the text (runs.selectors.run_best_text), as it does on first load.
+    // server writes the text (runs.run_pages.selectors.run_best_text), as it does on first load.
     document.getElementById("run-best").textContent = s.best_text;
     // Each baseline's best with its interval, as the server writes it (Run.best_texts).
     document.getElementById("run-baselines").textContent = s.best_texts.length

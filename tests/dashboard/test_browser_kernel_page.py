@@ -1,6 +1,6 @@
 """A kernel's page in a real browser, served compressed by the live daphne of tests/dashboard/test_browser.py:
 where the kernel came from and its evidence come first, on the first screen; a long source shows its first lines
-and the whole of it when asked for (runs/views_kernels.py, static/js/kernel_source.js)."""
+and the whole of it when asked for (runs/kernel_pages/views.py, static/js/kernel_source.js)."""
 
 import hashlib
 from pathlib import Path

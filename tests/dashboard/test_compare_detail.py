@@ -5,8 +5,8 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Run
-from runs.selectors_compare import compare_runs_get, run_comparison
-from runs.selectors_compare_detail import best_evaluation, question_timeline, ratio_grids
+from runs.run_pages.selectors_compare import compare_runs_get, run_comparison
+from runs.run_pages.selectors_compare_detail import best_evaluation, question_timeline, ratio_grids
 from runs.services import run_claim
 from tests.dashboard.helpers import evaluation_payload, make_user, make_worker
 from tests.dashboard.test_compare import record, two_runs  # noqa: F401 - the fixture

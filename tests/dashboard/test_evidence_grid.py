@@ -1,8 +1,8 @@
-"""The grid rule of runs/evidence.py on tasks shaped like attention, matmul and a one-parameter task."""
+"""The grid rule of runs/kernel_pages/evidence.py on tasks shaped like attention, matmul and a one-parameter task."""
 
 import itertools
 
-from runs.evidence import SCENARIO_AXIS, grid_axes, scenario_grid
+from runs.kernel_pages.evidence import SCENARIO_AXIS, grid_axes, scenario_grid
 
 
 def scenarios_of(params_list):
@@ -78,7 +78,7 @@ def test_parameters_beyond_the_task_order_still_count():
 
 
 def test_column_headers_span_the_columns_that_share_a_value():
-    from runs.selectors_evidence import column_headers
+    from runs.kernel_pages.selectors_evidence import column_headers
 
     columns = [("bf16", False), ("bf16", True), ("fp16", False), ("fp16", True)]
     assert column_headers(["dtype", "causal"], columns) == [

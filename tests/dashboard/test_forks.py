@@ -1,4 +1,4 @@
-"""Forks on the server (runs/services/forks.py, runs/views_forks.py): a fork of an imported run at a question
+"""Forks on the server (runs/services/forks.py, runs/run_pages/views_forks.py): a fork of an imported run at a question
 with each decision, what its assignment carries, the refusals (a step the parent lacks, a decision where there is
 no question, a fork too large for the socket), the pages (the fork's parent, the parent's forks, "Fork here"
 for operators only) and the compare page opening on parent and fork. Runs on SQLite and PostgreSQL alike."""

@@ -1,6 +1,6 @@
 """A kernel's page stays small whatever its source: it leads with where the kernel came from and its evidence,
 shows a long source by its first lines and serves the whole of it on its own; these pages are compressed when the
-browser asks (runs/views_kernels.py; the browser's view: tests/dashboard/test_browser_kernel_page.py)."""
+browser asks (runs/kernel_pages/views.py; the browser's view: tests/dashboard/test_browser_kernel_page.py)."""
 
 import gzip
 import hashlib

@@ -14,7 +14,8 @@ from django.urls import reverse
 
 from runs import notify
 from runs.models import QuestionSource, ReviewMode, RunStatus
-from runs.selectors import questions_pending, questions_pending_count, runs_waiting_on_review
+from runs.review.selectors import runs_waiting_on_review
+from runs.selectors import questions_pending, questions_pending_count
 from runs.services import question_propose, run_claim, run_set_status
 from runs.services.worker_events import worker_events_record
 from tests.dashboard import test_browser as browser

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Run
-from runs.selectors import trace_export_records
+from runs.run_pages.selectors import trace_export_records
 from runs.services import run_claim, trace_import, worker_events_record
 from tests.dashboard.helpers import event, make_user, make_worker
 from tests.foundation.factories import make_run

@@ -1,12 +1,12 @@
-"""The suite scoreboard's pure parts: fast_p with its Wilson interval (runs/scoreboard.py) and the manifest's
+"""The suite scoreboard's pure parts: fast_p with its Wilson interval (runs/task_pages/scoreboard.py) and the manifest's
 reading (runs/suite_manifest.py): a malformed manifest is refused with what is wrong."""
 
 import json
 
 import pytest
 
-from runs.scoreboard import fast_p, fast_p_table, format_fast_p, is_fast, wilson_interval
 from runs.suite_manifest import ManifestError, parse_manifest, read_manifest
+from runs.task_pages.scoreboard import fast_p, fast_p_table, format_fast_p, is_fast, wilson_interval
 from tests.foundation.suite_folders import manifest
 
 

@@ -1,4 +1,4 @@
-"""Suites (runs/services/suites.py, runs/selectors_suites.py, runs/views_suites.py): a suite read from its
+"""Suites (runs/services/suites.py, runs/task_pages/selectors_suites.py, runs/task_pages/views_suites.py): a suite read from its
 manifest (whole or not at all), a study over it that queues one run per arm on every imported problem (all or
 none), and its scoreboard: per problem what the harness verified, fast_p per arm over problems, the questions
 before large gains, as a page, CSV and JSON; 404 for unknown ids, 403 for roles below operator on the form."""
@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from runs.models import Run, Study, Suite, SuiteProblem, SuiteStudy
-from runs.scoreboard import fast_p, wilson_interval
-from runs.selectors_suites import run_measured, suite_study_scoreboard
 from runs.services import ServiceError, run_claim, suite_study_start, suite_sync, worker_events_record
+from runs.task_pages.scoreboard import fast_p, wilson_interval
+from runs.task_pages.selectors_suites import run_measured, suite_study_scoreboard
 from tests.dashboard.helpers import (
     api_models_configured,  # noqa: F401 - the fixture
     event,

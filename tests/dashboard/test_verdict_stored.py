@@ -156,7 +156,7 @@ def test_a_verdict_from_before_the_harness_recorded_bytes_takes_both_counts_from
 
 
 def test_a_trace_exports_evaluation_line_keeps_its_shape_read_from_the_verdict():
-    from runs.selectors import trace_export_records
+    from runs.run_pages.selectors import trace_export_records
 
     verdict = harness_verdict()
     run = make_run(task=make_task())

@@ -51,7 +51,7 @@ def test_the_dashboard_starts_and_serves_its_modules_without_torch(tmp_path):
         "for name in ('torch', 'cupy'): sys.modules[name] = None  # `import torch` now raises ImportError\n"
         "import django\ndjango.setup()\n"
         "from django.core.management import call_command\ncall_command('check')\n"
-        "import kseek_site.asgi, kseek_site.urls, runs.views, runs.consumers, runs.routing\n"
+        "import kseek_site.asgi, kseek_site.urls, runs.run_pages.views, runs.consumers, runs.routing\n"
         "print('ok')\n"
     )
     done = subprocess.run(

@@ -137,3 +137,89 @@ def test_a_cycle_through_a_function_level_import_is_found(monkeypatch):
 def test_report_sits_above_result():
     assert "gpu_harness.result" in GRAPH["gpu_harness.report"]
     assert not {"gpu_harness.report", "gpu_harness.report.render_table"} & GRAPH["gpu_harness.result"]
+
+
+# ---- the page areas of runs (issue 37, item 4) ----------------------------------------------------------------
+# Each area is the page code of one thing users see; the models, services and the pieces several areas share stay at
+# the top of `runs/` (docs/architecture.md, "Folders").
+AREAS = ("runs.run_pages", "runs.review", "runs.kernel_pages", "runs.task_pages", "runs.worker_pages")
+
+# The only reads one area makes of another's selectors (module, the module it imports): each is a page that shows
+# the other area's data, and says why. An area never imports another's views.
+CROSS_AREA_READS = {
+    ("runs.run_pages.views", "runs.worker_pages.selectors"): (
+        "a queued run's page and the runs list say why no worker has it yet: the hosts' state"
+    ),
+    ("runs.run_pages.views", "runs.kernel_pages.selectors"): "a run's page names the kernels it developed",
+    ("runs.run_pages.selectors_compare_detail", "runs.kernel_pages.evidence"): (
+        "the compare page lays out its grid of the best kernels by the evidence view's grid rule"
+    ),
+    ("runs.run_pages.selectors_compare_detail", "runs.kernel_pages.selectors_evidence"): (
+        "and writes its cells (parameters, tones, column headers) as the evidence view does"
+    ),
+    ("runs.task_pages.selectors", "runs.worker_pages.selectors"): (
+        "the task pages say how many connected workers serve each task's target"
+    ),
+}
+
+# The modules outside the areas that import an area: the URLs (they name every view), the commands that read a
+# page's rows, and one service that keeps a study within what the compare page can show.
+AREA_USERS = {("runs.urls", area) for area in AREAS} | {
+    ("runs.management.commands.start_suite_study", "runs.task_pages.selectors_suites"),
+    ("runs.management.commands.sync_tasks", "runs.task_pages.selectors_suites"),
+    ("runs.services.studies", "runs.run_pages.selectors_compare"),  # COMPARE_MIN, COMPARE_MAX
+}
+
+
+def area_of(module: str) -> str | None:
+    return next((area for area in AREAS if module == area or module.startswith(area + ".")), None)
+
+
+def imported_modules(module: str) -> set[str]:
+    """The modules of ours `module` imports (`from X import name` is X, or X.name where that is a module)."""
+    return {name if name in GRAPH else name.rpartition(".")[0] for name in GRAPH[module]} & GRAPH.keys()
+
+
+def area_edges() -> set[tuple[str, str]]:
+    """(module, imported module) for each import of an area's module by a module of another area or of none."""
+    return {
+        (module, target)
+        for module in GRAPH
+        if top(module) == "runs"
+        for target in imported_modules(module)
+        if area_of(target) and area_of(target) != area_of(module)
+    }
+
+
+def test_every_area_is_a_package_with_its_views():
+    for area in AREAS:
+        assert area in GRAPH, f"{area} has no __init__.py"
+        assert f"{area}.views" in GRAPH
+
+
+def views_crossings() -> list[str]:
+    return sorted(
+        f"{m} imports {t}" for m, t in area_edges() if area_of(m) and t.rpartition(".")[2].startswith("views")
+    )
+
+
+def test_no_area_imports_another_areas_views():
+    assert views_crossings() == []
+
+
+def test_an_area_reads_another_only_where_listed():
+    crossing = {(m, t) for m, t in area_edges() if area_of(m)}
+    assert crossing - CROSS_AREA_READS.keys() == set(), "a new cross-area read: list it with its reason, or move it"
+    assert CROSS_AREA_READS.keys() - crossing == set(), "a listed cross-area read no longer exists: drop it"
+
+
+def test_the_shared_modules_import_no_area():
+    # Below the areas: the models, services and shared pieces (permissions, forms, events, the shared selectors...).
+    outside = {(m, t) for m, t in area_edges() if not area_of(m)}
+    assert {(m, t) for m, t in outside if (m, t) not in AREA_USERS and (m, area_of(t)) not in AREA_USERS} == set()
+    assert AREA_USERS <= outside | {(m, area_of(t)) for m, t in outside}, "a listed user no longer imports it"
+
+
+def test_an_area_crossing_would_be_found(monkeypatch):
+    monkeypatch.setitem(GRAPH, "runs.review.views", GRAPH["runs.review.views"] | {"runs.run_pages.views_feed"})
+    assert views_crossings() == ["runs.review.views imports runs.run_pages.views_feed"]

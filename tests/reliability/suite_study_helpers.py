@@ -1,7 +1,7 @@
 """What the live suite-study tests share (tests/reliability/test_suite_study_live.py on the CPU,
 test_suite_study_gpu.py on an H200): a scripted model per arm, real in-process workers, starting a study from the
 suite's form, waiting for its runs, and fast_p read back from the database's rows with the scoreboard's rule
-written out again (runs/scoreboard.py), so that the scoreboard is checked against the stored evaluations rather
+written out again (runs/task_pages/scoreboard.py), so that the scoreboard is checked against the stored evaluations rather
 than against itself."""
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ from django.urls import reverse
 
 from runs.model_options import model_options
 from runs.models import ReviewMode, Suite
-from runs.selectors_suites import suite_by_name_or_id
 from runs.services import ServiceError, suite_study_start
 from runs.services.studies import SETTINGS
+from runs.task_pages.selectors_suites import suite_by_name_or_id
 
 
 def _cost(word: str | None) -> Decimal | None:

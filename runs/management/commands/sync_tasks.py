@@ -15,9 +15,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import Target
-from runs.selectors_suites import suite_problem_counts
 from runs.services import ServiceError, suite_sync, task_upsert
 from runs.suite_manifest import MANIFEST
+from runs.task_pages.selectors_suites import suite_problem_counts
 
 
 class Command(BaseCommand):

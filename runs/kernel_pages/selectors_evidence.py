@@ -1,11 +1,11 @@
-"""The evidence view of one evaluation: its scenarios as a grid by the task's own axes (runs/evidence.py),
+"""The evidence view of one evaluation: its scenarios as a grid by the task's own axes (runs/kernel_pages/evidence.py),
 coloured by speed-up against a chosen baseline, the rates and their share of the measured peak, and how the
 speed-ups are spread. Every figure comes from gpu_harness.figures; this module only lays them out as text."""
 
 from __future__ import annotations
 
 from gpu_harness import figures
-from runs.evidence import SCENARIO_AXIS, scenario_grid
+from runs.kernel_pages.evidence import SCENARIO_AXIS, scenario_grid
 from runs.models import Evaluation
 
 # Tone of a cell by its speed-up: slower than the baseline is red, about even is pale, faster is green. The upper

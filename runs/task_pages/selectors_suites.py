@@ -3,7 +3,7 @@
 The scoreboard's figures are the harness's only: per run, the best speed-up over eager and over torch.compile of
 its verified evaluations (full set, measured here, correct on every scenario: `gpu_harness.figures.standing` and
 `headline_speedup`, the rule every headline figure of the dashboard follows), never what the agent said; fast_p
-and its interval over problems per arm are `runs.scoreboard`'s; the questions that preceded a large gain are the
+and its interval over problems per arm are `runs.task_pages.scoreboard`'s; the questions that preceded a large gain are the
 bank's own attribution (`runs.selectors_bank.attributions`).
 """
 
@@ -23,10 +23,10 @@ from runs.models import (
     Suite,
     SuiteStudy,
 )
-from runs.scoreboard import FAST_P, fast_p_table, format_fast_p
 from runs.selectors import study_value_of
 from runs.selectors_bank import attributions
 from runs.suite_manifest import IMPORTED, OUTCOMES
+from runs.task_pages.scoreboard import FAST_P, fast_p_table, format_fast_p
 
 # The baselines the scoreboard reports, by the names a KernelBench-imported task gives them (gpu_harness/
 # kernelbench_files.py: `eager`, and `compiled` for torch.compile), with the words the page uses.

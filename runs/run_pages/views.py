@@ -11,27 +11,25 @@ from runs import permissions
 from runs.demo import demo_run_start
 from runs.flash import flash_run_status
 from runs.forms import MessageForm, StartRunForm
+from runs.kernel_pages.selectors import run_developed_kernels
 from runs.model_options import recorded_start, recording_of
 from runs.models import Run, RunStatus, StepKind
 from runs.permissions import OPERATOR, REVIEWER, role_required
-from runs.selectors import (
+from runs.run_pages.selectors import (
     RUN_SORTS,
     fork_decision_text,
     run_best_text,
     run_forks,
     run_questions_closed,
-    run_queue_reason,
     run_sandbox,
     run_search,
     run_unverified_bests,
-    runs_queue_reasons,
-    runs_unserved,
-    study_value_of,
 )
-from runs.selectors_compare import COMPARE_MAX
-from runs.selectors_kernels import run_developed_kernels
+from runs.run_pages.selectors_compare import COMPARE_MAX
+from runs.selectors import study_value_of
 from runs.selectors_pages import newest_evaluations, refused_events_of, run_or_404, task_named, task_names
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
+from runs.worker_pages.selectors import run_queue_reason, runs_queue_reasons, runs_unserved
 
 RUNS_PER_PAGE = 50
 EVALUATIONS_SHOWN = 20  # the newest evaluations the run page lists (run_page.js keeps the same number live)

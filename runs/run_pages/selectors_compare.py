@@ -15,7 +15,8 @@ from django.utils import timezone
 from gpu_harness import figures
 from questionbank import effectiveness as eff
 from runs.models import STUDY_SETTINGS, Evaluation, Question, QuestionSource, QuestionStatus, Run, Step, Study
-from runs.selectors import run_evaluations, study_value_of
+from runs.run_pages.selectors import run_evaluations
+from runs.selectors import study_value_of
 from runs.selectors_bank import QUESTION_OUTCOME, attributions
 
 COMPARE_MIN, COMPARE_MAX = 2, 8

@@ -15,14 +15,8 @@ from questionbank.bank import keys_named_in
 from questionbank.selectors import bank_texts_by_key
 from runs.event_parser import INT_COLUMN_MAX
 from runs.models import Run, Step, StepKind
-from runs.selectors import (
-    FEED_PAGE_MAX,
-    questions_pending_count,
-    run_best_text,
-    run_questions_waiting,
-    run_speedup_series,
-    steps_page,
-)
+from runs.run_pages.selectors import FEED_PAGE_MAX, run_best_text, run_speedup_series, steps_page
+from runs.selectors import questions_pending_count, run_questions_waiting
 from runs.selectors_pages import run_or_404, step_or_404
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
@@ -144,7 +138,7 @@ def run_summary_json(run: Run) -> dict:
         "status_reason": run.status_reason,
         "best_speedup": run.best_speedup,
         # The header's text of it, as the page renders it: its interval, "no difference" where that holds 1.0,
-        # its label (runs.selectors.run_best_text); the page sets it as it is.
+        # its label (runs.run_pages.selectors.run_best_text); the page sets it as it is.
         "best_text": run_best_text(run),
         "best_speedups": run.best_speedups,
         # Each of them as the page writes it, with its interval ("no difference (…)" where that holds 1.0).

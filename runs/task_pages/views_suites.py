@@ -15,7 +15,8 @@ from runs.csv_cells import spreadsheet_row
 from runs.forms import SuiteStudyForm
 from runs.models import Suite, SuiteStudy
 from runs.permissions import OPERATOR, VIEWER, role_required
-from runs.selectors_suites import (
+from runs.services import ServiceError, suite_study_start
+from runs.task_pages.selectors_suites import (
     FAST_P_FIELDS,
     ROW_FIELDS,
     fast_p_rows,
@@ -25,7 +26,6 @@ from runs.selectors_suites import (
     suite_page,
     suite_study_scoreboard,
 )
-from runs.services import ServiceError, suite_study_start
 
 
 @role_required(VIEWER)

@@ -227,3 +227,7 @@ def kernel_verification(kernel: Kernel) -> dict:
         if e.standing == figures.VERIFIED
     ]
     return {"rows": rows, "pending": verification_pending(kernel)}
+
+
+def evaluation_get(evaluation_id: int) -> Evaluation:
+    return Evaluation.objects.select_related("kernel", "kernel__task", "run", "run__task", "step").get(pk=evaluation_id)

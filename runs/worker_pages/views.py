@@ -6,9 +6,9 @@ from django.views.decorators.http import require_http_methods
 
 from runs.forms import WorkerHostForm
 from runs.permissions import OPERATOR, role_required
-from runs.selectors import held_runs_of, worker_hosts
 from runs.selectors_pages import worker_host_or_404, worker_name_taken
 from runs.services import worker_host_create, worker_host_revoke
+from runs.worker_pages.selectors import held_runs_of, worker_hosts
 
 
 @role_required(OPERATOR)

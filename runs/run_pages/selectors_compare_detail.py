@@ -1,5 +1,5 @@
 """The compare page's two detailed views: the runs' best kernels scenario by scenario (a grid of ratios, laid
-out by the evidence view's rule, runs/evidence.py), and the aligned timeline of the questions each run asked,
+out by the evidence view's rule, runs/kernel_pages/evidence.py), and the aligned timeline of the questions each run asked,
 with the gain (or none) over the evaluations that followed each one.
 
 The figures come from where the rest of the dashboard takes them: a run's best kernel is its evaluation with
@@ -13,11 +13,11 @@ from typing import Any
 
 from gpu_harness import figures
 from gpu_harness.verdict import geometric_mean
-from runs.evidence import SCENARIO_AXIS, scenario_grid
+from runs.kernel_pages.evidence import SCENARIO_AXIS, scenario_grid
+from runs.kernel_pages.selectors_evidence import _param_text, _sig, column_headers, speedup_tone
 from runs.models import Evaluation, Run
-from runs.selectors import run_evaluations
+from runs.run_pages.selectors import run_evaluations
 from runs.selectors_bank import attributions
-from runs.selectors_evidence import _param_text, _sig, column_headers, speedup_tone
 
 
 def best_evaluation(run: Run) -> Evaluation | None:

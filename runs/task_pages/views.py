@@ -6,7 +6,7 @@ from django.views.decorators.http import require_safe
 
 from runs.models import Task
 from runs.permissions import VIEWER, role_required
-from runs.selectors import task_overview, task_page
+from runs.task_pages.selectors import task_overview, task_page
 
 
 @role_required(VIEWER)

@@ -19,13 +19,10 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
-from runs.models import Evaluation, Kernel
-from runs.permissions import OPERATOR, role_required
-from runs.selectors import evaluation_get
-from runs.selectors_evidence import evaluation_evidence
-from runs.selectors_kernels import (
+from runs.kernel_pages.selectors import (
     best_kernel_per_task,
     evaluation_environment,
+    evaluation_get,
     kernel_development,
     kernel_evaluations,
     kernel_get,
@@ -34,6 +31,9 @@ from runs.selectors_kernels import (
     kernel_source_groups,
     kernel_verification,
 )
+from runs.kernel_pages.selectors_evidence import evaluation_evidence
+from runs.models import Evaluation, Kernel
+from runs.permissions import OPERATOR, role_required
 from runs.selectors_pages import kernel_or_404, other_kernels_of_task
 from runs.services import ServiceError, kernel_verify
 from runs.templatetags.kseek import highlight as highlight_source

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from runs.forms import TraceImportForm
 from runs.permissions import OPERATOR, role_required
-from runs.selectors import trace_export_records
+from runs.run_pages.selectors import trace_export_records
 from runs.selectors_pages import run_or_404
 from runs.services import ServiceError, trace_import
 

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from runs.csv_cells import spreadsheet_row
-from runs.selectors_compare import (
+from runs.run_pages.selectors_compare import (
     COMPARE_MAX,
     COMPARE_MIN,
     SUMMARY_FIELDS,
@@ -20,7 +20,7 @@ from runs.selectors_compare import (
     study_run_ids,
     study_setting,
 )
-from runs.selectors_compare_detail import question_timeline, ratio_grids
+from runs.run_pages.selectors_compare_detail import question_timeline, ratio_grids
 
 
 class _BadRequest(Exception):

@@ -1,0 +1,338 @@
+"""The reads of the run pages: the runs list's search, a run's page (its sandbox, closed questions, forks,
+best figures), its paged feed and chart, and its trace export."""
+
+from django.db.models import DurationField, ExpressionWrapper, F, OrderBy, Q, QuerySet, TextField
+from django.db.models.functions import Cast, Coalesce, Now
+
+from agentloop.protocol import PROTOCOL_VERSION
+from gpu_harness import figures
+from runs.models import (
+    Evaluation,
+    EvaluationStatus,
+    Question,
+    QuestionStatus,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+)
+from runs.nul_escape import unescape_nul
+from runs.selectors import evaluation_speedup_text, run_list, standing_suffix
+
+
+def run_sandbox(run_id: int) -> str | None:
+    """Where the run's agent commands ran (docs/protocol.md, section 3): "none" when it started or was resumed
+    unsandboxed (its `started` config, or the note a resume under --unsandboxed writes), else what its start
+    recorded ("bubblewrap", or "refused": nothing ran); None when its worker recorded nothing (older workers)."""
+    steps = Step.objects.filter(run_id=run_id)
+    if steps.filter(
+        Q(kind=StepKind.STATUS, payload__config__sandbox="none") | Q(kind=StepKind.NOTE, payload__sandbox="none")
+    ).exists():
+        return "none"
+    return (
+        steps.filter(kind=StepKind.STATUS, payload__config__sandbox__isnull=False)
+        .order_by("seq")
+        .values_list("payload__config__sandbox", flat=True)
+        .first()
+    )
+
+
+def run_questions_closed(run: Run) -> QuerySet[Question]:
+    """The run's questions closed undecided: proposed, and the run finished before anyone decided them."""
+    if not run.is_finished:
+        return Question.objects.none()
+    return run.questions.filter(status=QuestionStatus.PROPOSED).select_related("step").order_by("created_at")
+
+
+FEED_PAGE_MAX = 500
+
+
+def _feed_filter(run_id: int, kinds: list[str] | None, text: str | None):
+    steps = Step.objects.filter(run_id=run_id)
+    if kinds:
+        steps = steps.filter(kind__in=kinds)
+    if text:
+        # The payload as JSON text: searches every field at once, on SQLite and PostgreSQL alike.
+        steps = steps.annotate(payload_text=Cast("payload", TextField())).filter(payload_text__icontains=text)
+    return steps
+
+
+def steps_page(
+    *,
+    run_id: int,
+    after: int | None = None,
+    before: int | None = None,
+    around: int | None = None,
+    limit: int = 200,
+    kinds: list[str] | None = None,
+    text: str | None = None,
+) -> dict:
+    """One page of a run's feed, oldest first, under a kind/text filter; never more than FEED_PAGE_MAX steps.
+
+    after=N: the next steps with seq > N (paging forward, resuming after a reconnect).
+    before=N: the steps just before seq N (paging back); neither: the last `limit` steps (the tail).
+    around=N: up to limit/2 steps at or before N and the ones after it (a permalink).
+    Returns the steps and whether older / newer ones exist beyond the page.
+    """
+    limit = max(1, min(int(limit), FEED_PAGE_MAX))
+    steps = _feed_filter(run_id, kinds, text)
+    if around is not None:
+        half = max(1, limit // 2)
+        older = list(steps.filter(seq__lte=around).order_by("-seq")[: half + 1])
+        newer = list(steps.filter(seq__gt=around).order_by("seq")[: limit - half + 1])
+        has_older, has_newer = len(older) > half, len(newer) > limit - half
+        page = list(reversed(older[:half])) + newer[: limit - half]
+    elif after is not None:
+        page = list(steps.filter(seq__gt=after).order_by("seq")[: limit + 1])
+        has_newer = len(page) > limit
+        page = page[:limit]
+        has_older = steps.filter(seq__lte=after).exists()
+    else:
+        window = steps.filter(seq__lt=before) if before is not None else steps
+        page = list(window.order_by("-seq")[: limit + 1])
+        has_older = len(page) > limit
+        page = list(reversed(page[:limit]))
+        has_newer = before is not None and steps.filter(seq__gte=before).exists()
+    return {"steps": page, "has_older": has_older, "has_newer": has_newer}
+
+
+def run_evaluations(run: Run) -> list[Evaluation]:
+    """A run's evaluations in the order they were stored, with their steps, as the figures of its chart and of the
+    compare page take them."""
+    return list(Evaluation.objects.filter(run=run).select_related("step", "kernel").order_by("created_at", "pk"))
+
+
+def run_speedup_series(run: Run) -> dict:
+    """Every evaluation of a run as a point (x = its step's seq), the best-so-far line, and its questions, all
+    over the run's own goal (`Run.goal`), the one it is judged against."""
+    baseline, target = run.goal
+    evaluations = run_evaluations(run)
+    full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
+    verdicts = [evaluation.verdict for evaluation in evaluations]
+    # The best-so-far line is a best: it moves with verified (full, measured here) evaluations only.
+    bests = figures.headline_series(verdicts, baseline, full_ids, imported=imported)
+    points, best_line = [], []
+    for evaluation, verdict, best in zip(evaluations, verdicts, bests):
+        x = evaluation.step.seq if evaluation.step else None
+        points.append(
+            {
+                "x": x,
+                "speedup": evaluation.speedup_over(baseline),
+                "status": evaluation.status,
+                "evaluation_id": evaluation.pk,
+                "kernel_id": evaluation.kernel_id,
+                # What the run page's Evaluations table shows of it, as its template writes it (the page redraws
+                # the table from these when the feed announces an evaluation).
+                "status_label": evaluation.get_status_display(),
+                "speedup_text": evaluation_speedup_text(evaluation, baseline)
+                + standing_suffix(verdict, baseline, full_ids, imported),
+                "kernel_short": evaluation.kernel.sha256[:12],
+            }
+        )
+        if best is not None and x is not None:
+            best_line.append({"x": x, "best": best})
+    questions = [
+        {
+            "x": q.step.seq if q.step else None,
+            "text": q.text,
+            "status": q.status,
+            "category": q.category,
+            "question_id": q.pk,
+        }
+        for q in Question.objects.filter(run=run).select_related("step").order_by("created_at", "pk")
+    ]
+    return {
+        "baseline": baseline,
+        "goal": target,
+        "points": points,
+        "best": best_line,
+        "questions": questions,
+        "unverified": run_unverified_bests(run, evaluations),
+    }
+
+
+# The labels the run header writes after each of its best figures (what each may be called: gpu_harness.figures).
+BEST_LABELS = {
+    figures.VERIFIED: "(verified: full set)",
+    figures.QUICK: "(quick: on the quick set only, not verified)",
+    figures.IMPORTED: "(imported: the trace's claim, not measured here)",
+}
+
+
+def _labelled(evaluation: Evaluation | None, value: float | None, baseline: str, standing: str) -> str | None:
+    """A best figure as the run header writes it: the evaluation's speedup with its interval ("no difference"
+    where that holds 1.0, "host was busy" where it was: `evaluation_speedup_text`, as the Evaluations table
+    writes it), then its label; the point figure alone where no evaluation is at hand; None for no figure."""
+    if value is None:
+        return None
+    text = (
+        evaluation_speedup_text(evaluation, baseline)
+        if evaluation is not None
+        else figures.format_speedup(value, times="×")
+    )
+    return f"{text} {BEST_LABELS[standing]}"
+
+
+def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) -> dict:
+    """The run's best figures that are not verified, which its page shows labelled beside its verified best
+    (`Run.best_speedup`): "quick", the best all-correct quick-set figure measured here, and "claimed", the best
+    an imported trace claims; each None where there is none or where the verified best is as high. `quick_text`
+    and `claimed_text`: each as the header writes it, with its interval and label (`_labelled`)."""
+    baseline = run.goal[0]
+    full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
+    best: dict[str, tuple[float, Evaluation]] = {}
+    for evaluation in run_evaluations(run) if evaluations is None else evaluations:
+        verdict = evaluation.verdict
+        speedup = figures.verified_speedup(verdict, baseline)
+        standing = figures.standing(verdict, full_ids, imported=imported)
+        if speedup is not None and standing != figures.VERIFIED and speedup > best.get(standing, (0.0, None))[0]:
+            best[standing] = (speedup, evaluation)
+    verified = run.best_speedup or 0.0
+    quick, quick_from = best.get(figures.QUICK, (None, None))
+    if quick is not None and quick <= verified:
+        quick, quick_from = None, None
+    claimed, claimed_from = best.get(figures.IMPORTED, (None, None))
+    return {
+        "quick": quick,
+        "claimed": claimed,
+        "quick_text": _labelled(quick_from, quick, baseline, figures.QUICK),
+        "claimed_text": _labelled(claimed_from, claimed, baseline, figures.IMPORTED),
+    }
+
+
+def run_best_text(run: Run) -> str | None:
+    """The run header's best (`Run.best_speedup`, a verified figure) as the page writes it: the interval of the
+    evaluation that gave it ("no difference (…)" where it holds 1.0) and its label; "—" while there is none."""
+    baseline = run.goal[0]
+    if run.best_speedup is None:
+        return "—"
+    # The best was raised by exactly this figure of one of the run's verified evaluations (runs.services.kernels):
+    # find it by its verdict's geomean alone (a long run's verdicts are large), then read those verdicts whole.
+    correct = Evaluation.objects.filter(run=run, status=EvaluationStatus.CORRECT)
+    geomeans = correct.values_list("pk", "verdict__geomean")
+    given = [pk for pk, geomean in geomeans if figures.speedup_over({"geomean": geomean}, baseline) == run.best_speedup]
+    full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
+    source = next(
+        (
+            e
+            for e in Evaluation.objects.filter(pk__in=given).order_by("-pk")
+            if figures.standing(e.verdict, full_ids, imported=imported) == figures.VERIFIED
+        ),
+        None,
+    )
+    return _labelled(source, run.best_speedup, baseline, figures.VERIFIED)
+
+
+def trace_export_records(run: Run):
+    """The run as JSONL records: a run line, every step as its protocol event, then questions and evaluations."""
+    yield {
+        "v": PROTOCOL_VERSION,
+        "type": "run",
+        "id": run.pk,
+        "task": run.task.name,
+        "model": run.model,
+        "status": run.status,
+        "review_mode": run.review_mode,
+        # The goal it was judged against: an import keeps it (runs.services.trace_import.trace_goal).
+        "goal": dict(zip(("baseline", "speedup"), run.goal)),
+        "best_speedup": run.best_speedup,
+        "best_speedups": run.best_speedups,
+        "created_at": run.created_at.isoformat(),
+        # An imported run's export passes its origin on, so that a re-import is still the same original run.
+        "origin": run.origin_key,
+        "imported_from": run.imported_from,
+    }
+    for step in Step.objects.filter(run=run).order_by("seq").iterator(chunk_size=1000):
+        yield {
+            "v": PROTOCOL_VERSION,
+            "run_id": run.pk,
+            "seq": step.seq,
+            "kind": step.kind,
+            "ts": step.created_at.isoformat(),
+            "payload": unescape_nul(step.payload),  # the event as it was sent (runs/nul_escape.py)
+            "usage": {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": float(step.cost_usd)},
+        }
+    for question in Question.objects.filter(run=run).select_related("step", "reviewer", "bank_entry").order_by("pk"):
+        yield {
+            "v": PROTOCOL_VERSION,
+            "type": "question",
+            "id": question.pk,
+            "seq": question.step.seq if question.step else None,
+            "source": question.source,
+            "text": question.text,
+            "original_text": question.original_text,
+            "category": question.category,
+            "decision_point": question.decision_point,
+            "status": question.status,
+            "bank_key": question.bank_entry.key if question.bank_entry else None,
+            "reviewer": question.reviewer.get_username() if question.reviewer else None,
+            "decided_at": question.decided_at.isoformat() if question.decided_at else None,
+        }
+    for evaluation in Evaluation.objects.filter(run=run).select_related("kernel", "step").order_by("pk"):
+        verdict = evaluation.verdict
+        # The export's evaluation line: a few of the verdict's fields, as it has always written them.
+        yield {
+            "v": PROTOCOL_VERSION,
+            "type": "evaluation",
+            "id": evaluation.pk,
+            "seq": evaluation.step.seq if evaluation.step else None,
+            "kernel_sha256": evaluation.kernel.sha256,
+            "status": evaluation.status,
+            "geomean": verdict.get("geomean") or {},
+            "scenarios": [
+                {
+                    "id": s["id"],
+                    "params": s.get("params") or {},
+                    "correct": s.get("correct"),
+                    "time_ms": s.get("time_ms"),
+                    "speedup": s.get("speedup") or {},
+                }
+                for s in verdict.get("scenarios") or []
+            ],
+        }
+
+
+RUN_SORTS: dict[str, tuple[str, list[str | OrderBy]]] = {
+    # name in the page's `sort` parameter -> (label, ordering)
+    "newest": ("newest first", ["-created_at", "-pk"]),
+    "oldest": ("oldest first", ["created_at", "pk"]),
+    "speedup": ("best speedup", [F("best_speedup").desc(nulls_last=True), "-pk"]),
+    "cost": ("cost", ["-cost_usd", "-pk"]),
+    "duration": ("duration", [F("duration").desc(nulls_last=True), "-pk"]),
+    "steps": ("steps", ["-step_count", "-pk"]),
+}
+
+
+def run_search(
+    *, status: str | None = None, task_name: str | None = None, query: str | None = None, sort: str = "newest"
+) -> QuerySet[Run]:
+    """The runs list under its filters: `query` matches the run's number, task, model or status (its label too),
+    `sort` is a key of RUN_SORTS. Each run carries `duration`: started to finished, or to now while unfinished."""
+    runs = run_list(status=status, task_name=task_name).annotate(
+        duration=ExpressionWrapper(Coalesce("finished_at", Now()) - F("started_at"), output_field=DurationField())
+    )
+    query = (query or "").strip()
+    if query:
+        labels = [value for value, label in RunStatus.choices if query.lower() in label.lower()]
+        match = Q(task__name__icontains=query) | Q(model__icontains=query) | Q(status__in=labels)
+        number = query.lstrip("#")
+        if number.isascii() and number.isdigit():  # "²".isdigit() too, which int() refuses
+            match |= Q(pk=int(number))
+        runs = runs.filter(match)
+    return runs.order_by(*RUN_SORTS.get(sort, RUN_SORTS["newest"])[1])
+
+
+def run_forks(run: Run) -> list[Run]:
+    """The runs forked from `run`, oldest first (its page lists them)."""
+    return list(Run.objects.filter(parent=run).order_by("created_at", "pk"))
+
+
+def fork_decision_text(run: Run) -> str:
+    """A fork's decision at the question it was forked at, in words ("" when it forked at another step)."""
+    decision = (run.fork or {}).get("decision") or {}
+    by = f" by {decision['by']}" if decision.get("by") else ""
+    if decision.get("action") == "veto":
+        return f"the question was vetoed{by}"
+    if decision.get("action") in ("bank", "write"):
+        return f"asked instead{by}: {decision.get('text', '')}"
+    return ""
