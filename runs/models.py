@@ -126,6 +126,10 @@ STUDY_SETTINGS = {
 }
 
 
+# How many runs one comparison shows (the compare page), and so how many values a study of runs has.
+COMPARE_MIN, COMPARE_MAX = 2, 8
+
+
 class Study(models.Model):
     """Runs of one task started together that differ in one setting (an ablation, docs/fork.md): the compare
     page opens on them (`/runs/compare/?study=ID`)."""

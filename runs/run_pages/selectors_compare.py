@@ -14,12 +14,20 @@ from django.utils import timezone
 
 from gpu_harness import figures
 from questionbank import effectiveness as eff
-from runs.models import STUDY_SETTINGS, Evaluation, Question, QuestionSource, QuestionStatus, Run, Step, Study
+from runs.models import (
+    COMPARE_MAX,
+    STUDY_SETTINGS,
+    Evaluation,
+    Question,
+    QuestionSource,
+    QuestionStatus,
+    Run,
+    Step,
+    Study,
+)
 from runs.run_pages.selectors import run_evaluations
 from runs.selectors import study_value_of
 from runs.selectors_bank import QUESTION_OUTCOME, attributions
-
-COMPARE_MIN, COMPARE_MAX = 2, 8
 
 # The summary's columns, in the order the table, the CSV and the JSON give them.
 SUMMARY_FIELDS = [

@@ -13,7 +13,7 @@ from runs.flash import flash_run_status
 from runs.forms import MessageForm, StartRunForm
 from runs.kernel_pages.selectors import run_developed_kernels
 from runs.model_options import recorded_start, recording_of
-from runs.models import Run, RunStatus, StepKind
+from runs.models import COMPARE_MAX, Run, RunStatus, StepKind
 from runs.permissions import OPERATOR, REVIEWER, role_required
 from runs.run_pages.selectors import (
     RUN_SORTS,
@@ -25,7 +25,6 @@ from runs.run_pages.selectors import (
     run_search,
     run_unverified_bests,
 )
-from runs.run_pages.selectors_compare import COMPARE_MAX
 from runs.selectors import study_value_of
 from runs.selectors_pages import newest_evaluations, refused_events_of, run_or_404, task_named, task_names
 from runs.services import ServiceError, run_control, run_send_human_message, run_start

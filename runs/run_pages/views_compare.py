@@ -10,9 +10,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from runs.csv_cells import spreadsheet_row
+from runs.models import COMPARE_MAX, COMPARE_MIN
 from runs.run_pages.selectors_compare import (
-    COMPARE_MAX,
-    COMPARE_MIN,
     SUMMARY_FIELDS,
     compare_runs_get,
     fork_family,

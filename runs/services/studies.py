@@ -9,8 +9,7 @@ from typing import cast
 from django.db import transaction
 
 from runs.model_options import model_options, model_refusal, recorded_start
-from runs.models import STUDY_SETTINGS, ReviewMode, Run, Study, Task
-from runs.run_pages.selectors_compare import COMPARE_MAX, COMPARE_MIN
+from runs.models import COMPARE_MAX, COMPARE_MIN, STUDY_SETTINGS, ReviewMode, Run, Study, Task
 from runs.services.errors import ServiceError
 from runs.services.runs import run_start
 

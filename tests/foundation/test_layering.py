@@ -163,11 +163,10 @@ CROSS_AREA_READS = {
 }
 
 # The modules outside the areas that import an area: the URLs (they name every view), the commands that read a
-# page's rows, and one service that keeps a study within what the compare page can show.
+# page's rows.
 AREA_USERS = {("runs.urls", area) for area in AREAS} | {
     ("runs.management.commands.start_suite_study", "runs.task_pages.selectors_suites"),
     ("runs.management.commands.sync_tasks", "runs.task_pages.selectors_suites"),
-    ("runs.services.studies", "runs.run_pages.selectors_compare"),  # COMPARE_MIN, COMPARE_MAX
 }
 
 
