@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from contextlib import closing
 from pathlib import Path
@@ -121,10 +122,13 @@ def run_page(site, port: int, run_id: int) -> str:
 
 
 @pytest.fixture
-def state(site, tmp_path):
+def state(site):
     """The worker's state folder, outside /tmp: bubblewrap gives the shell a private /tmp, which would hide a
-    folder there whatever the sandbox did. Removed after the site's workers are gone."""
-    folder = Path.home() / ".cache" / f"kseek-sandbox-{tmp_path.name}"
+    folder there whatever the sandbox did. Removed after the site's workers are gone. A fresh name each time (not
+    the test's): another checkout's suite on this machine, or a killed run's leftover socket, never shares it."""
+    cache = Path.home() / ".cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="kseek-sandbox-", dir=cache))
     yield folder / "state"
     site.close()
     shutil.rmtree(folder, ignore_errors=True)

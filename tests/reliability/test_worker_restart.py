@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from gpu_harness import figures
 from tests.reliability.feed import FeedFollower
 from tests.reliability.live import kill, spool_pending, wait_until
 
@@ -82,19 +83,35 @@ def test_a_worker_killed_mid_run_resumes_from_its_trace_and_every_step_is_stored
     assert_finished_as_the_replay_allows(events)
 
 
+def goal_lost_in_the_noise(events) -> bool:
+    """Whether a full evaluation of the run reached its goal's target by its point figure but not beyond the noise
+    (gpu_harness.figures.clears_target): on a loaded host the interval can be too wide to confirm the goal, and
+    the harness rightly does not call it met (docs/harness.md, "Noise")."""
+    for event in events:
+        payload = event["payload"]
+        goal, result = payload.get("goal") or {}, payload.get("result") or {}
+        if event["kind"] != "evaluation" or not payload.get("full") or not goal:
+            continue
+        baseline, target = goal.get("baseline"), goal.get("speedup")
+        if figures.meets_target(result, baseline, target) and not figures.clears_target(result, baseline, target):
+            return True
+    return False
+
+
 def assert_finished_as_the_replay_allows(events):
     """The demo's model is a replay: it succeeds when the kill fell between tool calls; when it fell inside one,
     the resumed run reports that call interrupted (docs/protocol.md 1.2) and the recording has no turn for what
     a live model would do next, so the replay has played its whole recording and is stopped with replay_finished.
-    Anything else is a fault."""
+    The same ending is right where the host was too loaded for the goal to be confirmed beyond the noise
+    (`goal_lost_in_the_noise`). Anything else is a fault."""
     final = events[-1]
     assert final["kind"] == "status", final
     interrupted = [e for e in events if e["kind"] == "tool_result" and e["payload"].get("interrupted")]
     if final["payload"]["status"] != "succeeded":
-        assert interrupted and (final["payload"]["status"], final["payload"]["reason"]) == (
-            "stopped",
-            "replay_finished",
-        ), final["payload"]
+        assert (interrupted or goal_lost_in_the_noise(events)) and (
+            final["payload"]["status"],
+            final["payload"]["reason"],
+        ) == ("stopped", "replay_finished"), final["payload"]
 
 
 def test_a_server_killed_while_a_worker_streams_loses_and_doubles_nothing_and_feeds_resume(site, tmp_path):
