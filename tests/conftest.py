@@ -28,9 +28,9 @@ def _cuda_available() -> bool:
 # on either and ran in the first pass (docs/testing.md, "CI time").
 SITE_TESTS_ONLY = "KSEEK_SITE_TESTS_ONLY"
 # A test reaches the site when it asks pytest-django for a database, a client or settings (not django_db_blocker,
-# which pytest-django's own autouse fixtures ask for in every test), or when its module
-# names Django, the site's apps or a live site (these words err towards running a test again, never skipping one
-# that needs the second configuration).
+# which pytest-django's own autouse fixtures ask for in every test), or when its module names Django, the site's
+# apps, a live site, a database or the channel layer (these words err towards running a test again, never skipping
+# one that needs the second configuration).
 _SITE_FIXTURES = {
     "db",
     "transactional_db",
