@@ -34,6 +34,17 @@ class StartRunForm(forms.Form):
     budget_wall_s = forms.IntegerField(min_value=1, max_value=30 * 86_400, required=False, label="Wall time (s)")
     budget_evaluations = forms.IntegerField(min_value=1, max_value=100_000, required=False, label="Evaluations")
 
+    # The settings every run of this form gets as they are (a run, each run of a study or of a suite study).
+    RUN_SETTINGS = (
+        "review_mode",
+        "review_timeout_s",
+        "budget_steps",
+        "budget_tokens",
+        "budget_cost_usd",
+        "budget_wall_s",
+        "budget_evaluations",
+    )
+
     def __init__(self, *args, environ=None, **kwargs):
         super().__init__(*args, **kwargs)
         # What can run here, and what each needs (the page lists them; the field suggests them).
@@ -60,6 +71,14 @@ class StartRunForm(forms.Form):
         if data.get("review_mode") == ReviewMode.REVIEW_TIMEOUT and not data.get("review_timeout_s"):
             self.add_error("review_timeout_s", "a timeout is needed for this review mode")
         return data
+
+    def run_settings(self) -> dict:
+        """The cleaned review mode and budgets (RUN_SETTINGS), as the start services take them."""
+        return {name: self.cleaned_data[name] for name in self.RUN_SETTINGS}
+
+    def recordings(self) -> dict:
+        """Each recording the model field offers, by the spec a user types (a study's `recordings`)."""
+        return {option.spec: option.recording for option in self.model_options if option.recording}
 
     def check_models(self, data) -> None:
         """Refuse a model that cannot run here, with the reason the page's list gives (not queued to fail)."""

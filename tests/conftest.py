@@ -64,9 +64,9 @@ def reaches_the_site(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     if os.environ.get(SITE_TESTS_ONLY) == "1":
-        kept = [item for item in items if reaches_the_site(item)]
-        config.hook.pytest_deselected(items=[item for item in items if not reaches_the_site(item)])
-        items[:] = kept
+        reaches = {item.nodeid: reaches_the_site(item) for item in items}
+        config.hook.pytest_deselected(items=[item for item in items if not reaches[item.nodeid]])
+        items[:] = [item for item in items if reaches[item.nodeid]]
     if _cuda_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (none on this machine)")

@@ -107,13 +107,7 @@ def run_start_view(request):
             model=data["model"],
             started_by=request.user,
             **start,
-            review_mode=data["review_mode"],
-            review_timeout_s=data["review_timeout_s"],
-            budget_steps=data["budget_steps"],
-            budget_tokens=data["budget_tokens"],
-            budget_cost_usd=data["budget_cost_usd"],
-            budget_wall_s=data["budget_wall_s"],
-            budget_evaluations=data["budget_evaluations"],
+            **form.run_settings(),
         )
     except ServiceError as refused:
         form.add_error(None, str(refused))

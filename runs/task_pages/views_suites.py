@@ -52,14 +52,8 @@ def _start(request, suite: Suite, form: SuiteStudyForm):
         values=data["values"].split(","),
         model=data["model"],
         user=request.user,
-        review_mode=data["review_mode"],
-        review_timeout_s=data["review_timeout_s"],
-        budget_steps=data["budget_steps"],
-        budget_tokens=data["budget_tokens"],
-        budget_cost_usd=data["budget_cost_usd"],
-        budget_wall_s=data["budget_wall_s"],
-        budget_evaluations=data["budget_evaluations"],
-        recordings={option.spec: option.recording for option in form.model_options if option.recording},
+        **form.run_settings(),
+        recordings=form.recordings(),
     )
 
 
