@@ -31,13 +31,12 @@ from agentloop.models import ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
 from agentloop.review import AutoApprove, InboxReviewer, Reviewer
-from agentloop.sandbox import BUBBLEWRAP, NETWORK_VARIABLE, NONE, REFUSED, Sandbox
+from agentloop.sandbox import Sandbox
 from agentloop.scoreboard import EVALUATIONS, Scoreboard
 from agentloop.state import RunState, api_messages
 from agentloop.tools import ToolInputError, ToolResult
 from agentloop.tools import evaluate as evaluate_tool
-from agentloop.tools.editor import MAX_FILE_BYTES, EditorTool
-from agentloop.tools.shell import ShellTool
+from agentloop.tools.workbench import work_tools
 from questionbank.bank import BankEntry, load_bank
 
 
@@ -169,19 +168,7 @@ class Agent:
             )
         self.evaluator = evaluator
         self.scoreboard = Scoreboard(self.state, config, self.task_info["full_ids"], self.emitter.emit)
-        self.editor = EditorTool(
-            self.workspace,
-            output_limit=tools["output_limit_chars"],
-            max_file_bytes=int(tools.get("editor_max_file_bytes", MAX_FILE_BYTES)),
-        )
-        shell = ShellTool(
-            self.workspace,
-            timeout_s=tools["shell_timeout_s"],
-            timeout_max_s=tools["shell_timeout_max_s"],
-            output_limit=tools["output_limit_chars"],
-            extra_env=host.extra_env,
-            sandbox=self.sandbox,
-        )
+        shell, self.editor = work_tools(self.workspace, tools, host.extra_env, self.sandbox)
         self.tools: dict[str, Tool] = {tool.name: tool for tool in (shell, self.editor)}  # evaluate: the loop's own
         self.tool_schemas = [shell.schema, self.editor.schema, evaluate_tool.SCHEMA]
         reviewer = oversight.reviewer
@@ -247,20 +234,7 @@ class Agent:
         self.workspace.mkdir(parents=True, exist_ok=True)
         (self.workspace / self.config.kernel_filename).write_text(self.config.starting_kernel, encoding="utf-8")
         fork_start.write_parent_files(self._fork, self.editor.resolve)
-        info = self.task_info
-        task_prompt = self.policy.task_template.format(
-            task=self.config.task,
-            language=info["language"],
-            kernel_filename=self.config.kernel_filename,
-            abi=info["abi"],
-            scenario_count=len(info["full_ids"]),
-            quick_count=len(info["quick_ids"]),
-            scenario_ids=", ".join(info["full_ids"]),
-            baselines=", ".join(info["baselines"]),
-            goal_speedup=f"{self.config.goal.speedup:g}",
-            goal_baseline=self.config.goal.baseline,
-            starting_kernel=self.config.starting_kernel.rstrip("\n"),
-        )
+        task_prompt = self.policy.task_prompt(self.config, self.task_info)
         config = self.config.to_dict() | {
             "system_prompt": self.policy.system_prompt,
             "task_prompt": task_prompt,
@@ -270,7 +244,7 @@ class Agent:
         if self._fork is not None:
             config["fork"] = self._fork
         self.emitter.emit("status", {"status": "running", "reason": "started", "config": config})
-        self._sandbox_note()
+        self._emit_sandbox_note()
         if self._fork is not None:
             self._fork_start(self._fork)
         elif "start" in self.policy.detectors.enabled:
@@ -299,7 +273,7 @@ class Agent:
                     "duration_s": 0,
                 },
             )
-        self._sandbox_note()  # this life's sandbox may not be the one the run started in
+        self._emit_sandbox_note()  # this life's sandbox may not be the one the run started in
         if self.state.goal_met:
             raise GoalMet("goal confirmed by a full evaluation before the restart")
         self._finish_cut_step()
@@ -341,34 +315,10 @@ class Agent:
         assert fork is not None  # a fork's run: its trace or its assignment has the fork
         fork_start.decide_at_question(self.emitter.emit, fork, self.state, self.run_id)
 
-    def _sandbox_note(self) -> None:
-        if self.sandbox.mode == NONE:
-            self.emitter.emit(
-                "note",
-                {
-                    "level": "warning",
-                    "sandbox": NONE,
-                    "text": (
-                        "unsandboxed: the operator started this worker with --unsandboxed; the model's commands and kernels "
-                        "run as the worker's user with no isolation and can read its secrets (docs/protocol.md, section 3)"
-                    ),
-                },
-            )
-        elif self.sandbox.mode == REFUSED:
-            self.emitter.emit("note", {"level": "error", "sandbox": REFUSED, "text": self.sandbox.refusal})
-        elif self.sandbox.mode == BUBBLEWRAP and self.sandbox.network:
-            self.emitter.emit(
-                "note",
-                {
-                    "level": "warning",
-                    "sandbox": BUBBLEWRAP,
-                    "network": True,
-                    "text": (
-                        f"network: the operator set {NETWORK_VARIABLE}; the model's commands and kernels reach the "
-                        "host's network, its local services included (docs/protocol.md, section 3)"
-                    ),
-                },
-            )
+    def _emit_sandbox_note(self) -> None:
+        note = self.sandbox.note()
+        if note is not None:
+            self.emitter.emit("note", note)
 
     def step(self) -> None:
         self._turn_boundary()

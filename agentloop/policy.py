@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from agentloop.config import RunConfig
+
 POLICY_PATH = Path(__file__).resolve().parent / "policy.toml"
 
 
@@ -32,6 +34,23 @@ class Policy:
     limit_patterns: tuple[re.Pattern[str], ...]
     detectors: DetectorSettings
     tools: dict[str, Any]
+
+    def task_prompt(self, config: RunConfig, facts: dict[str, Any]) -> str:
+        """The run's first user message: the task template filled from the run's config and its task's `facts`
+        (agent.task_facts: language, ABI, scenario ids, baselines)."""
+        return self.task_template.format(
+            task=config.task,
+            language=facts["language"],
+            kernel_filename=config.kernel_filename,
+            abi=facts["abi"],
+            scenario_count=len(facts["full_ids"]),
+            quick_count=len(facts["quick_ids"]),
+            scenario_ids=", ".join(facts["full_ids"]),
+            baselines=", ".join(facts["baselines"]),
+            goal_speedup=f"{config.goal.speedup:g}",
+            goal_baseline=config.goal.baseline,
+            starting_kernel=config.starting_kernel.rstrip("\n"),
+        )
 
 
 def _strip(text: str) -> str:

@@ -256,6 +256,25 @@ class Sandbox:
             f"{UNSANDBOXED_FLAG} (docs/protocol.md, section 3)"
         )
 
+    def note(self) -> dict[str, Any] | None:
+        """The `note` payload a run records at its start and at each resume when its agent code is not fully
+        isolated (none, refused, or bubblewrap with the host's network); None for a closed sandbox."""
+        if self.mode == NONE:
+            text = (
+                f"unsandboxed: the operator started this worker with {UNSANDBOXED_FLAG}; the model's commands and "
+                "kernels run as the worker's user with no isolation and can read its secrets (docs/protocol.md, section 3)"
+            )
+            return {"level": "warning", "sandbox": NONE, "text": text}
+        if self.mode == REFUSED:
+            return {"level": "error", "sandbox": REFUSED, "text": self.refusal}
+        if self.mode == BUBBLEWRAP and self.network:
+            text = (
+                f"network: the operator set {NETWORK_VARIABLE}; the model's commands and kernels reach the "
+                "host's network, its local services included (docs/protocol.md, section 3)"
+            )
+            return {"level": "warning", "sandbox": BUBBLEWRAP, "network": True, "text": text}
+        return None
+
     def require(self) -> None:
         if self.mode == REFUSED:
             raise SandboxUnavailable(self.refusal)

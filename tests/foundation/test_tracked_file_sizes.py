@@ -42,3 +42,22 @@ def test_every_large_file_entry_names_a_large_tracked_file_and_says_why():
     for name, reason in allowed().items():
         assert isinstance(reason, str) and len(reason.split()) >= 3, f"{name}: give the reason in words"
         assert sizes.get(name, 0) > LIMIT_BYTES, f"{name} is not a tracked file over 1 MB: drop its entry"
+
+
+PRODUCT_LIMIT_BYTES = 5_000_000
+# What is not the product: the kernel lab (pyproject.toml ships none of it, CI compiles none of it), the tests,
+# the docs, the benchmarks and the examples. Everything else is what `pip install .` ships or the site serves
+# (templates, static, the tasks' folders) or CI compiles (kernels/*/<released>.cu, tasks/*/naive.cu).
+NOT_PRODUCT = ("lab", "tests", "docs", "bench", "examples")
+
+
+def product_bytes(sizes: dict[str, int]) -> int:
+    return sum(size for name, size in sizes.items() if name.split("/", 1)[0] not in NOT_PRODUCT)
+
+
+def test_the_product_is_under_5_mb_with_the_lab_apart():
+    sizes = tracked_sizes(ROOT)
+    product = product_bytes(sizes)
+    assert sizes.get("kernels/load.py") and product > 1_000_000, "the product's files were not found"
+    assert product <= PRODUCT_LIMIT_BYTES, f"the product is {product:,} bytes (limit {PRODUCT_LIMIT_BYTES:,})"
+    assert product_bytes({"lab/x/results.json": 9_000_000, "kernels/k/k.cu": 10}) == 10
