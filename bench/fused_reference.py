@@ -20,8 +20,12 @@ import torch
 
 from bench.gpu_timing import best_ms
 from gpu_harness import get_task
-from gpu_harness.tasks.attention_reference import FusedReference, reference
+from gpu_harness.tasks.attention_fwd import reference_module
 from gpu_harness.tasks.cuda_device import compare_torch
+
+attention_reference = reference_module()
+FusedReference = attention_reference.FusedReference
+reference = attention_reference.chunked_reference
 
 
 def main(argv=None) -> int:

@@ -15,9 +15,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from bench.gpu_timing import best_ms
+from gpu_harness.tasks.attention_fwd import reference_module
 from gpu_harness.tasks.attention_fwd import scenario as _sc
-from gpu_harness.tasks.attention_reference import REFERENCE_CHUNK_ELEMS, reference
 from gpu_harness.tasks.cuda_device import compare_torch
+
+attention_reference = reference_module()
+REFERENCE_CHUNK_ELEMS = attention_reference.REFERENCE_CHUNK_ELEMS
+reference = attention_reference.chunked_reference
 
 SHAPES = [
     ("bf16", 1, 16384, 16384, 16, 16, 128, False),

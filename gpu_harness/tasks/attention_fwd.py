@@ -1,6 +1,6 @@
 """attention_fwd, softmax attention's forward pass: a task folder (tasks/attention_fwd/: task.toml and
-reference.py) judged by the generic machinery like every task (issue #16). The fused fp32 reference kernel
-its reference.py uses is attention_reference.py's (and attention_fwd_reference.cu).
+reference.py) judged by the generic machinery like every task (issue #16). Its references (torch in chunks, and
+the fused fp32 kernel, fused_reference.cu) are the folder's own, in its reference.py.
 
 What stays here is how tools and tests reach it: the folder, its task with the judge on a device of their
 choice, its reference.py, and a scenario of any shape with the folder's parameters and counts (the 180 the

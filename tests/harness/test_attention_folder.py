@@ -31,7 +31,10 @@ def task():
 
 
 def honest(task, params, seed):
-    from gpu_harness.tasks.attention_reference import reference
+    from gpu_harness.tasks.attention_fwd import reference_module
+
+    attention_reference = reference_module()
+    reference = attention_reference.chunked_reference
 
     inp = task.make_inputs(params, seed)
     o, lse = reference(inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])

@@ -36,7 +36,10 @@ def task():
 
 
 def _outputs(task, params, seed, wrong=False):
-    from gpu_harness.tasks.attention_reference import reference
+    from gpu_harness.tasks.attention_fwd import reference_module
+
+    attention_reference = reference_module()
+    reference = attention_reference.chunked_reference
 
     inp = task.make_inputs(params, seed)
     o, lse = reference(inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])

@@ -7,8 +7,11 @@ import pytest
 from gpu_harness.verdict import judge_outputs
 
 torch = pytest.importorskip("torch")
-from gpu_harness.tasks.attention_reference import reference  # noqa: E402
+from gpu_harness.tasks.attention_fwd import reference_module  # noqa: E402
 from gpu_harness.tasks.cuda_device import compare_torch  # noqa: E402
+
+attention_reference = reference_module()
+reference = attention_reference.chunked_reference
 
 
 def direct(q, k, v, causal, scale):

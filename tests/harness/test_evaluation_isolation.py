@@ -217,8 +217,10 @@ def test_closing_one_evaluation_leaves_the_others_exchange_open(tmp_path, host_e
 
 def test_two_attention_judges_of_one_task_keep_their_own_figures():
     pytest.importorskip("torch")
-    from gpu_harness.tasks.attention_fwd import attention_task, scenario
-    from gpu_harness.tasks.attention_reference import reference
+    from gpu_harness.tasks.attention_fwd import attention_task, reference_module, scenario
+
+    attention_reference = reference_module()
+    reference = attention_reference.chunked_reference
 
     task = attention_task(device="cpu")
     task.parent_setup()

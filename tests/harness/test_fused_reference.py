@@ -1,5 +1,5 @@
 """The judge's fused fp32 reference kernel and its one-pass comparison
-(gpu_harness/tasks/attention_fwd_reference.cu).
+(tasks/attention_fwd/fused_reference.cu).
 
 On any machine with nvcc: it builds through the candidates' build path, passes the same dependency checks,
 and does not spill. On a GPU host (marker gpu): it agrees with the torch reference, the definition, on every
@@ -10,9 +10,13 @@ compare_torch's figures, special values included.
 import pytest
 
 from gpu_harness.build import build
-from gpu_harness.tasks.attention_reference import FUSED_HEAD_DIMS, FUSED_SOURCE
+from gpu_harness.tasks.attention_fwd import reference_module
 
 from .conftest import needs_nvcc
+
+attention_reference = reference_module()
+FUSED_HEAD_DIMS = attention_reference.FUSED_HEAD_DIMS
+FUSED_SOURCE = attention_reference.FUSED_SOURCE
 
 # At D = 256 the O accumulator alone takes 128 of a thread's 255 registers, and ptxas spills a register:
 # 4 bytes stored, 16 loaded. In the SASS (cuobjdump -sass on an H200 host, 2026-11-30;
@@ -50,9 +54,12 @@ def test_fused_reference_agrees_with_the_torch_reference(shape):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from gpu_harness.tasks.attention_fwd import attention_task, scenario
-    from gpu_harness.tasks.attention_reference import FusedReference, reference
+    from gpu_harness.tasks.attention_fwd import attention_task, reference_module, scenario
     from gpu_harness.tasks.cuda_device import compare_torch
+
+    attention_reference = reference_module()
+    FusedReference = attention_reference.FusedReference
+    reference = attention_reference.chunked_reference
 
     torch.backends.cuda.matmul.allow_tf32 = False
     sc = scenario(*shape)
@@ -81,7 +88,10 @@ def test_fused_reference_declines_a_head_dim_it_does_not_instantiate():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from gpu_harness.tasks.attention_reference import FusedReference
+    from gpu_harness.tasks.attention_fwd import reference_module
+
+    attention_reference = reference_module()
+    FusedReference = attention_reference.FusedReference
 
     q = torch.randn((1, 16, 2, 32), device="cuda", dtype=torch.bfloat16)
     assert FusedReference()(q, q, q, False, 0.1, "bf16") is None  # the judge falls back to torch
@@ -93,8 +103,11 @@ def test_fused_comparison_gives_the_figures_of_compare_torch(dtype):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from gpu_harness.tasks.attention_reference import FusedReference
+    from gpu_harness.tasks.attention_fwd import reference_module
     from gpu_harness.tasks.cuda_device import compare_torch, comparison
+
+    attention_reference = reference_module()
+    FusedReference = attention_reference.FusedReference
 
     fused = FusedReference()
     assert fused.ready(), fused.note

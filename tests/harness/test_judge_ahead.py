@@ -18,7 +18,10 @@ SHAPES = [  # dtype, B, Sq, Sk, Hq, Hkv, D, causal
 
 def _outputs(task, params, seed, torch, wrong=False):
     """An honest answer (the fp32 reference rounded to the dtype), or one with a wrong row."""
-    from gpu_harness.tasks.attention_reference import reference
+    from gpu_harness.tasks.attention_fwd import reference_module
+
+    attention_reference = reference_module()
+    reference = attention_reference.chunked_reference
 
     inp = task.make_inputs(params, seed)
     o, lse = reference(inp["q"], inp["k"], inp["v"], params["causal"], params["softmax_scale"])
