@@ -110,16 +110,21 @@ def best_series(verdicts: list[dict[str, Any]], baseline: str) -> list[float | N
     return series
 
 
-# ---- what a figure may be called: verified, quick or imported (issue 34) ----
+# ---- what a figure may be called: verified, quick, imported or recorded (issue 34) ----
 # A figure is "verified" only where a harness of this site measured it on the task's full scenario set; one it
-# measured on fewer scenarios (the quick set) is "quick"; one copied from an imported trace is "imported": a claim
-# that no harness here measured. Only a verified figure is a headline "best" or is called "verified".
-VERIFIED, QUICK, IMPORTED = "verified", "quick", "imported"
+# measured on fewer scenarios (the quick set) is "quick"; one copied from an imported trace is "imported", and a
+# released kernel's results file, read from the repository, is "recorded": claims that no harness here measured
+# (a results file's kernel_sha256 is a field anyone can write). Only a verified figure is a headline "best" or is
+# called "verified"; "Verify here" is how a claim becomes one.
+VERIFIED, QUICK, IMPORTED, RECORDED = "verified", "quick", "imported", "recorded"
 
 
-def standing(verdict: dict[str, Any], full_ids: list[str], *, imported: bool = False) -> str:
-    """VERIFIED, QUICK or IMPORTED: what this verdict's figures may be called. `imported`: the record says no
-    harness here measured it (its run was made from a trace)."""
+def standing(verdict: dict[str, Any], full_ids: list[str], *, imported: bool = False, recorded: bool = False) -> str:
+    """VERIFIED, QUICK, IMPORTED or RECORDED: what this verdict's figures may be called. `imported`: the record
+    says no harness here measured it (its run was made from a trace); `recorded`: it is a released kernel's
+    results file, loaded with the repository (runs/management/commands/load_released_kernels.py)."""
+    if recorded:
+        return RECORDED
     if imported:
         return IMPORTED
     return VERIFIED if covers(verdict, full_ids) else QUICK

@@ -546,19 +546,26 @@ class Evaluation(models.Model):
 
     @property
     def imported(self) -> bool:
-        """A claim no harness here measured: its run was made from a trace, or it has no run and its kernel is
-        not a released one (whose results come with the repository, docs/architecture.md "Imported runs")."""
+        """A trace's claim no harness here measured: its run was made from a trace, or it has no run and its
+        kernel is not a released one."""
         if self.run_id is not None:
             return bool(self.run.imported_from)
         return not self.kernel.released
 
     @property
+    def recorded(self) -> bool:
+        """A released kernel's results file, loaded with the repository (`load_released_kernels`): a claim no
+        harness here measured either, shown as the release's record (docs/architecture.md "Imported runs")."""
+        return self.run_id is None and self.kernel.released
+
+    @property
     def standing(self) -> str:
         """What its figures may be called (gpu_harness.figures.standing): "verified" (measured here on its task's
-        full set), "quick" (measured here on fewer scenarios) or "imported" (a claim from a trace)."""
+        full set), "quick" (measured here on fewer scenarios), "imported" (a claim from a trace) or "recorded"
+        (a released kernel's results file)."""
         task = self.kernel.task
         full_ids = list(task.scenario_ids or []) if task is not None else []
-        return figures.standing(self.verdict, full_ids, imported=self.imported)
+        return figures.standing(self.verdict, full_ids, imported=self.imported, recorded=self.recorded)
 
     def speedup_over(self, baseline: str) -> float | None:
         return figures.speedup_over(self.verdict, baseline)

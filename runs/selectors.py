@@ -64,10 +64,10 @@ def evaluation_speedup_text(evaluation: Evaluation, baseline: str) -> str:
     return f"{text} · host was busy" if figures.host_busy(verdict) else text
 
 
-def standing_suffix(verdict: dict, baseline: str, full_ids: list[str], imported: bool) -> str:
-    """ " (quick)" or " (imported)" after a speed-up that is not verified (gpu_harness.figures.standing); "" for
-    a verified one, or where there is no speed-up to label."""
-    standing = figures.standing(verdict, full_ids, imported=imported)
+def standing_suffix(verdict: dict, baseline: str, full_ids: list[str], imported: bool, recorded: bool = False) -> str:
+    """ " (quick)", " (imported)" or " (recorded)" after a speed-up that is not verified
+    (gpu_harness.figures.standing); "" for a verified one, or where there is no speed-up to label."""
+    standing = figures.standing(verdict, full_ids, imported=imported, recorded=recorded)
     if standing == figures.VERIFIED or figures.speedup_over(verdict, baseline) is None:
         return ""
     return f" ({standing})"

@@ -83,7 +83,8 @@ def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[floa
     for e in evaluations:
         speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))
         task = e.kernel.task
-        standing = figures.standing(verdicts[e.pk], list(task.scenario_ids or []) if task else [], imported=e.imported)
+        full_ids = list(task.scenario_ids or []) if task else []
+        standing = figures.standing(verdicts[e.pk], full_ids, imported=e.imported, recorded=e.recorded)
         current = best[e.kernel_id].get(standing)
         if speedup is not None and (current is None or speedup > current[0]):
             best[e.kernel_id][standing] = (speedup, e.pk)
@@ -158,6 +159,31 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
             row[key] = speedup
             row[f"{key}_text"] = texts.get(evaluation_id, "") if evaluation_id is not None else ""
         rows.append(row)
+    return rows
+
+
+def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
+    """The released kernels, each with the figure its release records (its results file, read from the
+    repository: a claim, gpu_harness.figures.RECORDED) and the best figure a harness of this site measured of the
+    same source ("Verify here"), each over its task's goal baseline with its interval; "" where there is none."""
+    kernels = list(kernel_list(released=True, task_name=task_name))
+    recorded = _best_by_standing([k.pk for k in kernels], _task_goal_baseline)
+    sources = Kernel.objects.filter(sha256__in={k.sha256 for k in kernels}, task_id__in={k.task_id for k in kernels})
+    siblings = defaultdict(list)  # (task id, sha256) -> the ids of every kernel of that source
+    for kernel_id, task_id, sha in sources.values_list("id", "task_id", "sha256"):
+        siblings[(task_id, sha)].append(kernel_id)
+    verified = _best_verified([i for ids in siblings.values() for i in ids], _task_goal_baseline)
+    rows = []
+    for kernel in kernels:
+        mine = recorded.get(kernel.pk, {}).get(figures.RECORDED)
+        here = max((verified[i] for i in siblings[(kernel.task_id, kernel.sha256)] if i in verified), default=None)
+        rows.append({"kernel": kernel, "recorded": mine[1] if mine else None, "verified": here[1] if here else None})
+    texts = _speedup_texts(
+        {row[key]: _task_goal_baseline(row["kernel"]) for row in rows for key in ("recorded", "verified") if row[key]}
+    )
+    for row in rows:
+        row["recorded_text"] = texts.get(row["recorded"], "")
+        row["verified_text"] = texts.get(row["verified"], "")
     return rows
 
 

@@ -26,10 +26,10 @@ from runs.kernel_pages.selectors import (
     kernel_development,
     kernel_evaluations,
     kernel_get,
-    kernel_list,
     kernel_question_before,
     kernel_source_groups,
     kernel_verification,
+    released_kernel_rows,
 )
 from runs.kernel_pages.selectors_evidence import evaluation_evidence
 from runs.models import Evaluation, Kernel
@@ -86,7 +86,7 @@ def kernel_index(request):
         request,
         "runs/kernels.html",
         {
-            "released": kernel_list(released=True, task_name=task),
+            "released": released_kernel_rows(task_name=task),
             "produced": kernel_source_groups(task_name=task, limit=KERNELS_SHOWN),
             "best": best_kernel_per_task(),
             "task": task,

@@ -99,10 +99,10 @@ def speedup_over(evaluation, baseline: str):
 
 @register.filter
 def standing_label(evaluation, baseline: str) -> str:
-    """ " (quick)" or " (imported)" after an evaluation's speed-up over `baseline` that is not verified (a
-    full evaluation measured here, gpu_harness.figures.standing); "" for a verified one."""
+    """ " (quick)", " (imported)" or " (recorded)" after an evaluation's speed-up over `baseline` that is not
+    verified (a full evaluation measured here, gpu_harness.figures.standing); "" for a verified one."""
     from runs.selectors import standing_suffix
 
     task = evaluation.kernel.task
     full_ids = list(task.scenario_ids or []) if task is not None else []
-    return standing_suffix(evaluation.verdict, baseline, full_ids, evaluation.imported)
+    return standing_suffix(evaluation.verdict, baseline, full_ids, evaluation.imported, evaluation.recorded)

@@ -4,17 +4,26 @@ an honest round trip keeps the run's goal and outcome; a malformed goal is refus
 import notifies no one. Runs are made through the real event store and trace import, pages through the views."""
 
 import html
+import io
 import json
 import math
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.urls import reverse
 
 from runs import notify
 from runs.models import Kernel, ReviewMode, Run
-from runs.services import run_claim, run_start, worker_events_record
-from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
+from runs.services import run_claim, run_start, sha256_text, worker_events_record
+from tests.dashboard.helpers import (
+    eval_result,
+    evaluation_payload,
+    event,
+    make_user,
+    make_worker,
+    question_payload,
+)
 from tests.dashboard.test_notify import Receiver
 from tests.foundation.factories import make_task
 
@@ -210,3 +219,47 @@ def test_a_trace_import_notifies_no_one(operator, settings, quiet_sender):
         assert hook.bodies[before:] == []  # the imported question and outcome wait on, and tell, nobody
     finally:
         hook.close()
+
+
+@pytest.mark.django_db
+def test_a_released_kernels_results_file_is_the_releases_record_not_a_figure_measured_here(operator, tmp_path):
+    # A results file is read from the repository: its kernel_sha256 is a field anyone can write, so a forged file
+    # loads as readily as an honest one. It is shown as the release's record, never "measured here" nor a best;
+    # only a harness of this site measuring the same source ("Verify here") makes a verified figure of it.
+    make_task()
+    source = "// released\n"
+    forged = eval_result(99.0, source=source)
+    forged["kernel_sha256"] = sha256_text(source)
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "k.cpp").write_text(source)
+    (folder / "results.json").write_text(json.dumps(forged))
+    manifest = 'name = "demo-release"\ntask = "matmul_cpu"\nsource = "k.cpp"\nresults = "results.json"\n'
+    (folder / "release.toml").write_text(manifest)
+    call_command("load_released_kernels", "--kernels-dir", str(tmp_path), stdout=io.StringIO())
+    release = Kernel.objects.get(released=True)
+    recorded = release.evaluations.get()
+    assert (recorded.standing, recorded.recorded, recorded.imported) == ("recorded", True, False)
+
+    kernels = shown(operator.get(reverse("kernels")))
+    best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
+    assert "99.000×" not in best and "No kernel is verified correct yet." in best
+    row = kernels[kernels.index('data-release="demo-release"') :].split("</tr>")[0]
+    assert "99.000×" in row and "recorded, not measured here" in row and '<td class="verified">not yet</td>' in row
+    kernel_page = shown(operator.get(reverse("kernel_detail", args=[release.pk])))
+    assert "measured here" not in kernel_page.replace("not measured here", "")
+    assert 'data-standing="recorded"' in kernel_page and "results recorded with the release" in kernel_page
+    evaluation_page = shown(operator.get(reverse("evaluation_detail", args=[recorded.pk])))
+    assert 'data-standing="recorded"' in evaluation_page and 'data-standing="verified"' not in evaluation_page
+
+    # A run of this site measures the same source: that figure, and only it, is verified and the task's best.
+    host, _ = make_worker()
+    verify = held_run(host)
+    record(verify, 0, "evaluation", evaluation_payload(1.25, source=source))
+    kernels = shown(operator.get(reverse("kernels")))
+    best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
+    assert "1.250×" in best and "99.000×" not in best
+    row = kernels[kernels.index('data-release="demo-release"') :].split("</tr>")[0]
+    assert "1.250×" in row.split('<td class="verified">')[1]
+    kernel_page = shown(operator.get(reverse("kernel_detail", args=[release.pk])))
+    assert 'class="verified-row"' in kernel_page and "1.250×" in kernel_page
