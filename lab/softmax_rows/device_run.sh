@@ -6,6 +6,7 @@
 #   bash lab/softmax_rows/device_run.sh release [K]    the best screened candidate (else K, else the released
 #                                                      file): full check, full eval against every library
 #                                                      (QuACK installed, PYTHONPATH set), compute-sanitizer
+#   bash lab/softmax_rows/device_run.sh ncu K RxC...    Nsight Compute's main sections for K on each shape
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
 set -u
 export PYTHONUNBUFFERED=1
@@ -33,7 +34,7 @@ evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
 case "${1:-dev}" in
 dev)
-  timeout 200 python3 lab/softmax_rows/tools/check_shapes.py > "$OUT/check.txt" 2>&1
+  timeout 300 python3 lab/softmax_rows/tools/check_shapes.py > "$OUT/check.txt" 2>&1
   log "check_shapes rc=$?: $(tail -n 1 "$OUT/check.txt")"; grep FAIL "$OUT/check.txt" | head -20 | tee -a "$OUT/log.txt"
   evaluate eval_dev full eager,compile,naive $K "dev: full set against torch's paths (QuACK not installed)"
   sanitize $K ;;
@@ -51,14 +52,28 @@ screen)
     { echo "== $name"; grep '^#define KSEEK' "$f"; tail -n 1 /tmp/screen/$name.check; grep -E '^r[0-9]' /tmp/screen/$name.txt; } >> "$OUT/screen.txt"
   done
   sort -rn /tmp/screen/rank.txt | tee -a "$OUT/log.txt" ;;
+ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's second call, summed up in ncu.txt
+  k=$2; shift 2
+  for shape in "$@"; do
+    timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section MemoryWorkloadAnalysis -k regex:softmax --launch-skip 1 --launch-count 1 \
+      python3 lab/softmax_rows/tools/run_shapes.py "$k" 2 "$shape" > /tmp/ncu_one.txt 2>&1
+    { echo "== $(basename "$k") $shape rc=$?"; grep -E "softmax_|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Waves Per SM|Grid Size|Block Size|Dynamic Shared|Mem Busy|Max Bandwidth|Cluster Size|Elapsed Cycles|==ERR|ERROR" /tmp/ncu_one.txt | head -40; } >> "$OUT/ncu.txt"
+  done
+  tail -n 400 "$OUT/ncu.txt" | cut -c1-150 ;;
 release)
-  cat /tmp/bw/part.* > /tmp/bw/all.tar && tar -xf /tmp/bw/all.tar -C /tmp/bw \
-    && python3 -m pip install -q --no-index --no-deps --target /tmp/bwsite /tmp/bw/*.whl || log "QuACK install failed"
+  if ls /tmp/qk/part.* > /dev/null 2>&1; then  # QuACK and the CuTe DSL as one xz tar of the unpacked wheels
+    mkdir -p /tmp/bwsite && cat /tmp/qk/part.* | python3 -c "import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/bwsite')" || log "QuACK unpack failed"
+  else
+    cat /tmp/bw/part.* > /tmp/bw/all.tar && tar -xf /tmp/bw/all.tar -C /tmp/bw \
+      && python3 -m pip install -q --no-index --no-deps --target /tmp/bwsite /tmp/bw/*.whl || log "QuACK install failed"
+  fi
+  export PYTHONPATH=/tmp/bwsite:/tmp/bwsite/nvidia_cutlass_dsl/dsl_packages
   python3 -c "import quack.softmax; print('quack imports')" 2>&1 | tail -n 1 | tee -a "$OUT/log.txt"
   cands=$( (sort -rn /tmp/screen/rank.txt 2>/dev/null | awk '{print $2}'; echo "${2:-$K}") )
   [ -f /tmp/screen/rank.txt ] && cp /tmp/screen/rank.txt "$OUT/rank.txt"
   for f in $cands; do
-    timeout 200 python3 lab/softmax_rows/tools/check_shapes.py "$f" > "$OUT/check.txt" 2>&1
+    timeout 300 python3 lab/softmax_rows/tools/check_shapes.py "$f" > "$OUT/check.txt" 2>&1
     rc=$?; log "check_shapes $f rc=$rc: $(tail -n 1 "$OUT/check.txt")"
     [ $rc -eq 0 ] && break
   done

@@ -2,7 +2,8 @@
 clusters of 1..8 CTAs, the two-pass kernel past 262144 columns), rows that start at any offset within 16 bytes
 (x and y each placed 0..7 elements past an aligned address, and at different offsets from each other), guard
 elements around y that must stay untouched, bit-for-bit repeatability, and the error against float64 next to
-torch's own bf16 softmax on the same input. Run from the repository root:
+torch's own bf16 softmax on the same input. For the streaming kernel (versions/v2.cu: x aligned and 8 | cols),
+shapes with more rows than it has clusters (its row buffers reused), y aligned and not. Run from the repository root:
 
     python3 lab/softmax_rows/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick]
 
@@ -24,8 +25,12 @@ from kernels.load import SOFTMAX_ROWS, SoftmaxRows, build
 COLS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1000,
         1023, 1024, 1025, 1031, 2047, 2048, 2049, 4095, 4097, 8192, 8193, 16383, 16384, 32000, 32768, 50257,
         65536, 131071, 262136, 262137, 300000]  # fmt: skip
-OFFSETS = [(0, 0), (1, 1), (3, 5), (7, 0)]  # (x, y) elements past a 16-byte boundary
+OFFSETS = [(0, 0), (1, 1), (3, 5), (7, 0), (0, 2)]  # (x, y) elements past a 16-byte boundary
 QUICK = [(3, 7), (5, 31), (9, 129), (4, 1000), (3, 4097), (2, 16383), (2, 50257), (1, 262137), (1, 300000)]
+# many rows (more than the streaming kernel's clusters, so that its row buffers are reused), x aligned, y at
+# offset 0 and 3 (vector and element stores)
+MANY = [(2400, 8192), (600, 32768), (9000, 2048), (130, 65536), (70, 65536)]
+MANY_QUICK = [(1800, 8192), (500, 32768)]
 GUARD = 64  # elements either side of y that the kernel must not write
 SENTINEL = -12345.0
 
@@ -69,8 +74,10 @@ def main(argv):
     kern = SoftmaxRows(build(Path(target)) if target.endswith(".cu") else target)
     if quick:
         cases = [(r, c, ox, oy) for r, c in QUICK for ox, oy in ((0, 0), (3, 5))]
+        cases += [(r, c, 0, oy) for r, c in MANY_QUICK for oy in (0, 3)]
     else:
         cases = [(r, c, ox, oy) for c in COLS for r in ((1, 37) if c < 100000 else (1, 3)) for ox, oy in OFFSETS]
+        cases += [(r, c, 0, oy) for r, c in MANY for oy in (0, 3)]
     failed = 0
     for i, (rows, cols, ox, oy) in enumerate(cases):
         ok, text = run_one(kern, rows, cols, ox, oy, seed=i)
