@@ -130,6 +130,21 @@ def standing(verdict: dict[str, Any], full_ids: list[str], *, imported: bool = F
     return VERIFIED if covers(verdict, full_ids) else QUICK
 
 
+def claim_scope(verdict: dict[str, Any], full_ids: list[str]) -> str:
+    """ "" for a verdict over the task's full set; else "on N of M scenarios": a claim (imported or recorded) made
+    on a subset says so wherever it is shown, as a quick figure measured here does (issue 34)."""
+    if covers(verdict, full_ids):
+        return ""
+    ran = {s.get("id") for s in verdict.get("scenarios") or []}
+    return f"on {len(ran & set(full_ids))} of {len(full_ids)} scenarios"
+
+
+def claim_rank(verdict: dict[str, Any], full_ids: list[str], speedup: float) -> tuple[bool, float]:
+    """How claims compete for a page's one "claimed" figure: a claim over the full set before any on a subset,
+    then the higher speed-up (a subset's screen must not stand for what the whole set showed)."""
+    return (covers(verdict, full_ids), speedup)
+
+
 def headline_speedup(
     verdict: dict[str, Any], baseline: str, full_ids: list[str], *, imported: bool = False
 ) -> float | None:

@@ -66,11 +66,13 @@ def evaluation_speedup_text(evaluation: Evaluation, baseline: str) -> str:
 
 def standing_suffix(verdict: dict, baseline: str, full_ids: list[str], imported: bool, recorded: bool = False) -> str:
     """ " (quick)", " (imported)" or " (recorded)" after a speed-up that is not verified
-    (gpu_harness.figures.standing); "" for a verified one, or where there is no speed-up to label."""
+    (gpu_harness.figures.standing), a claim on a subset with its scope (" (imported, on 6 of 18 scenarios)");
+    "" for a verified one, or where there is no speed-up to label."""
     standing = figures.standing(verdict, full_ids, imported=imported, recorded=recorded)
     if standing == figures.VERIFIED or figures.speedup_over(verdict, baseline) is None:
         return ""
-    return f" ({standing})"
+    scope = figures.claim_scope(verdict, full_ids) if standing in (figures.IMPORTED, figures.RECORDED) else ""
+    return f" ({standing}, {scope})" if scope else f" ({standing})"
 
 
 def study_value_of(run: Run):

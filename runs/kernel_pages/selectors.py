@@ -69,7 +69,8 @@ def kernel_evaluations(kernel: Kernel):
 def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[float, int]]]:
     """kernel id -> {standing: (its best all-correct speedup over its task's goal baseline, the evaluation that
     gave it)}, one entry per standing its evaluations have (gpu_harness.figures.standing: verified, quick,
-    imported). Only the verified one may be called verified or be a best; the others are shown labelled."""
+    imported, recorded). Only the verified one may be called verified or be a best; the others are shown labelled,
+    a claim over the full set chosen before any on a subset (gpu_harness.figures.claim_rank)."""
     # The index and the geomean only: never the whole verdicts of every evaluation a list ranks.
     evaluations: Iterable[Evaluation] = (
         Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct")
@@ -79,16 +80,19 @@ def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[floa
     )
     evaluations = list(evaluations)
     verdicts = {e.pk: e.standing_verdict(e.geomean) for e in evaluations}  # type: ignore[attr-defined]  # (annotated)
-    best: dict[int, dict[str, tuple[float, int]]] = defaultdict(dict)
+    ranked: dict[int, dict[str, tuple[tuple[bool, float], float, int]]] = defaultdict(dict)
     for e in evaluations:
         speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))
+        if speedup is None:
+            continue
         task = e.kernel.task
         full_ids = list(task.scenario_ids or []) if task else []
         standing = figures.standing(verdicts[e.pk], full_ids, imported=e.imported, recorded=e.recorded)
-        current = best[e.kernel_id].get(standing)
-        if speedup is not None and (current is None or speedup > current[0]):
-            best[e.kernel_id][standing] = (speedup, e.pk)
-    return best
+        rank = figures.claim_rank(verdicts[e.pk], full_ids, speedup)
+        current = ranked[e.kernel_id].get(standing)
+        if current is None or rank > current[0]:
+            ranked[e.kernel_id][standing] = (rank, speedup, e.pk)
+    return {k: {st: (speedup, pk) for st, (_, speedup, pk) in found.items()} for k, found in ranked.items()}
 
 
 def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
@@ -100,9 +104,16 @@ def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
 
 def _speedup_texts(chosen: dict[int, str]) -> dict[int, str]:
     """evaluation id -> its speedup over the baseline `chosen` names for it, with its interval ("no difference
-    (…)" where that holds 1.0: gpu_harness.figures.verdict_speedup_text), from one query."""
-    evaluations = Evaluation.objects.filter(pk__in=list(chosen))
-    return {e.pk: figures.verdict_speedup_text(e.verdict, chosen[e.pk]) for e in evaluations}
+    (…)" where that holds 1.0: gpu_harness.figures.verdict_speedup_text), and a claim made on a subset of its
+    task's scenarios with its scope ("… on 6 of 18 scenarios"), from one query."""
+    evaluations = Evaluation.objects.filter(pk__in=list(chosen)).select_related("kernel__task", "run")
+    texts = {}
+    for e in evaluations:
+        text = figures.verdict_speedup_text(e.verdict, chosen[e.pk])
+        task = e.kernel.task
+        scope = figures.claim_scope(e.verdict, list(task.scenario_ids or []) if task else [])
+        texts[e.pk] = f"{text} {scope}" if scope and (e.imported or e.recorded) else text
+    return texts
 
 
 def _task_goal_baseline(kernel: Kernel) -> str:

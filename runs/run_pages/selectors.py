@@ -159,10 +159,13 @@ BEST_LABELS = {
 }
 
 
-def _labelled(evaluation: Evaluation | None, value: float | None, baseline: str, standing: str) -> str | None:
+def _labelled(
+    evaluation: Evaluation | None, value: float | None, baseline: str, standing: str, scope: str = ""
+) -> str | None:
     """A best figure as the run header writes it: the evaluation's speedup with its interval ("no difference"
     where that holds 1.0, "host was busy" where it was: `evaluation_speedup_text`, as the Evaluations table
-    writes it), then its label; the point figure alone where no evaluation is at hand; None for no figure."""
+    writes it), then its label; the point figure alone where no evaluation is at hand; None for no figure.
+    `scope`: a claim's "on N of M scenarios" (gpu_harness.figures.claim_scope), said in its label."""
     if value is None:
         return None
     text = (
@@ -170,33 +173,41 @@ def _labelled(evaluation: Evaluation | None, value: float | None, baseline: str,
         if evaluation is not None
         else figures.format_speedup(value, times="×")
     )
-    return f"{text} {BEST_LABELS[standing]}"
+    label = BEST_LABELS[standing]
+    if scope:
+        label = label.replace("the trace's claim,", f"the trace's claim {scope},")
+    return f"{text} {label}"
 
 
 def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) -> dict:
     """The run's best figures that are not verified, which its page shows labelled beside its verified best
     (`Run.best_speedup`): "quick", the best all-correct quick-set figure measured here, and "claimed", the best
-    an imported trace claims; each None where there is none or where the verified best is as high. `quick_text`
-    and `claimed_text`: each as the header writes it, with its interval and label (`_labelled`)."""
+    an imported trace claims (over the full set where it claims one: `figures.claim_rank`; a subset's claim says
+    so); each None where there is none or where the verified best is as high. `quick_text` and `claimed_text`:
+    each as the header writes it, with its interval and label (`_labelled`)."""
     baseline = run.goal[0]
     full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
-    best: dict[str, tuple[float, Evaluation]] = {}
+    best: dict[str, tuple[tuple[bool, float], float, Evaluation]] = {}
     for evaluation in run_evaluations(run) if evaluations is None else evaluations:
         verdict = evaluation.verdict
         speedup = figures.verified_speedup(verdict, baseline)
         standing = figures.standing(verdict, full_ids, imported=imported)
-        if speedup is not None and standing != figures.VERIFIED and speedup > best.get(standing, (0.0, None))[0]:
-            best[standing] = (speedup, evaluation)
+        if speedup is None or standing == figures.VERIFIED:
+            continue
+        rank = figures.claim_rank(verdict, full_ids, speedup) if standing == figures.IMPORTED else (True, speedup)
+        if standing not in best or rank > best[standing][0]:
+            best[standing] = (rank, speedup, evaluation)
     verified = run.best_speedup or 0.0
-    quick, quick_from = best.get(figures.QUICK, (None, None))
+    _, quick, quick_from = best.get(figures.QUICK, (None, None, None))
     if quick is not None and quick <= verified:
         quick, quick_from = None, None
-    claimed, claimed_from = best.get(figures.IMPORTED, (None, None))
+    _, claimed, claimed_from = best.get(figures.IMPORTED, (None, None, None))
+    scope = figures.claim_scope(claimed_from.verdict, full_ids) if claimed_from is not None else ""
     return {
         "quick": quick,
         "claimed": claimed,
         "quick_text": _labelled(quick_from, quick, baseline, figures.QUICK),
-        "claimed_text": _labelled(claimed_from, claimed, baseline, figures.IMPORTED),
+        "claimed_text": _labelled(claimed_from, claimed, baseline, figures.IMPORTED, scope),
     }
 
 

@@ -263,3 +263,36 @@ def test_a_released_kernels_results_file_is_the_releases_record_not_a_figure_mea
     assert "1.250×" in row.split('<td class="verified">')[1]
     kernel_page = shown(operator.get(reverse("kernel_detail", args=[release.pk])))
     assert 'class="verified-row"' in kernel_page and "1.250×" in kernel_page
+
+
+@pytest.mark.django_db
+def test_a_claim_on_a_subset_says_so_and_never_stands_for_the_full_sets_claim(operator):
+    # A lab's trace screens variants on a few scenarios, then measures the full set: its screens' figures are
+    # higher and are the trace's claims on a subset. The run's claimed best is the full set's, and every figure
+    # on a subset is shown with how many scenarios it covers (the task has two).
+    host, _ = make_worker()
+    measured = held_run(host)
+    record(measured, 0, "evaluation", quick_payload(3.0, "// screened variant\n"))
+    record(measured, 1, "evaluation", evaluation_payload(1.2, source="// the release\n"))
+    record(measured, 2, "status", {"status": "failed", "reason": "budget_steps"})
+    assert import_lines(operator, exported(operator, measured)).status_code == 302
+    imported = Run.objects.exclude(pk=measured.pk).get()
+
+    page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
+    claimed = page.split('id="run-best-claimed"')[1].split("</dd>")[0]
+    assert "1.200×" in claimed and "3.000×" not in claimed
+    assert "<td>3.000× (imported, on 1 of 2 scenarios)</td>" in page  # its row of the Evaluations table
+    kernels = shown(operator.get(reverse("kernels")))
+    screened = Kernel.objects.get(run=imported, source="// screened variant\n")
+    row = kernels[kernels.index(f'data-sha="{screened.sha256}"') :].split("</tr>")[0]
+    assert "3.000×" in row and "on 1 of 2 scenarios" in row
+
+    # With only a subset's claim, that claim is the run's claimed figure, and its label says it is a subset's.
+    only_screen = held_run(host)
+    record(only_screen, 0, "evaluation", quick_payload(2.5, "// another screen\n"))
+    record(only_screen, 1, "status", {"status": "failed", "reason": "budget_steps"})
+    assert import_lines(operator, exported(operator, only_screen), name="screen.jsonl").status_code == 302
+    screen_run = Run.objects.exclude(pk__in=[measured.pk, imported.pk, only_screen.pk]).get()
+    page = shown(operator.get(reverse("run_detail", args=[screen_run.pk])))
+    claimed = page.split('id="run-best-claimed"')[1].split("</dd>")[0]
+    assert "2.500×" in claimed and "the trace's claim on 1 of 2 scenarios, not measured here" in claimed
