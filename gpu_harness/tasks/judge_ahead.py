@@ -5,8 +5,8 @@ Before the child sends a single output the judge knows which (scenario, seed) pa
 order (Evaluation calls `ahead`). What does not depend on the candidate's outputs is then computed on CUDA
 streams of its own while the child runs (gpu_harness/ahead.py): the inputs and the reference of every pair,
 and, where a tolerance rule measures its bound on seed a ("once"), its first baseline's outputs on seed a's
-inputs. The judgement itself is the task's (DataTask.judge_against), on the same inputs and reference as a
-judge that computes them when the outputs arrive: the work ahead changes when the figures are computed, never
+inputs. The judgement itself is the task's (`DataTask.judging`: output_judge.py), on the same inputs and reference
+as a judge that computes them when the outputs arrive: the work ahead changes when the figures are computed, never
 what they are. A spot check's reference is computed after the call, on indices drawn then. The seconds each
 part of the judging took are kept by part (inputs, reference, vendor, compare).
 """
@@ -46,7 +46,7 @@ class AheadJudge(JudgeSide):
 
     def _first_baseline(self) -> str | None:
         """The baseline whose outputs are computed ahead: the first of the rule measured once on seed a."""
-        held = self.task.held_outputs()
+        held = self.task.judging.held_outputs()
         rule = self.task.spec.tolerances[held[0]] if held else None
         return rule.baselines[0] if rule is not None and rule.rule == "baseline" else None
 
@@ -135,7 +135,7 @@ class AheadJudge(JudgeSide):
                 outs = _take_ahead(self._baselines, key)
             if outs is not None and (name := self._first_baseline()) is not None:  # (outs: there is one)
                 first[name] = outs
-        return task.judge_against(params, inputs, ref, outputs, tolerance, first, rows, spent=self._spent)
+        return task.judging.judge_against(params, inputs, ref, outputs, tolerance, first, rows, spent=self._spent)
 
     def _spent(self, part: str) -> AbstractContextManager[None]:
         """Adds the seconds of the block (the GPU work it queued on this thread's stream included: it

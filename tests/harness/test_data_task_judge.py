@@ -357,7 +357,7 @@ def test_a_missing_or_mistyped_output_is_named_with_what_the_abi_expects(folder)
     assert j.reason == "out: output has missing, expected shape (7, 33) float32"
     assert j.tolerance == pytest.approx(
         2.0
-        * task._baseline_error(
+        * task.judging.baseline_error(
             "numpy", PARAMS, task.make_inputs(PARAMS, 5), task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 5))
         )
         + 1e-6

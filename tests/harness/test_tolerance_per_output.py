@@ -180,11 +180,11 @@ def test_seed_a_sets_outs_bound_from_the_first_usable_baseline_and_out2_keeps_it
     # refuser raised (may_refuse), noisy is above 4 x 1e-3: good's error sets the bound
     assert j.correct and j.details["vendor"] == "good" and j.details["vendor_error"] == pytest.approx(good, rel=1e-3)
     assert j.tolerance == 2.0 * j.details["vendor_error"] + 1e-4
-    assert j.error < 1e-6 and j.details["out2_error"] < 1e-6 and task.headline_output() == "out"
+    assert j.error < 1e-6 and j.details["out2_error"] < 1e-6 and task.judging.headline_output() == "out"
     held = task.judge(PARAMS, 6, honest(task, PARAMS, 6), tolerance=1e-9)
     assert held.tolerance == 1e-9 and not held.correct and held.details["vendor"] is None
     assert held.reason.startswith("out: relative error")
-    assert task.held_outputs() == ("out",)
+    assert task.judging.held_outputs() == ("out",)
 
 
 def test_the_second_output_fails_by_its_own_rule(folder):
@@ -281,7 +281,7 @@ def test_the_self_check_reports_a_refusal_and_skips_what_does_not_import(folder)
 def test_a_measured_each_rule_per_output_measures_every_judgement(folder):
     attention_like(folder, ('measure = "once"', 'measure = "each"'))
     task = folder_task(load_spec(folder))
-    assert task.held_outputs() == ()
+    assert task.judging.held_outputs() == ()
     j = task.judge(PARAMS, 5, honest(task, PARAMS, 5), tolerance=1e-9)  # nothing held: the bound is measured
     assert j.correct and "good_error" in j.details and j.tolerance > 1e-9
     assert math.isclose(j.tolerance, 2.0 * j.details["good_error"] + 1e-4)
@@ -303,7 +303,7 @@ def test_an_allclose_output_passes_within_atol_plus_rtol_and_reports_its_worst_r
     j = task.judge(PARAMS, 5, outs)
     assert j.correct, j.reason
     assert j.details["out2_error"] == pytest.approx(0.5, rel=1e-2)
-    assert task.headline_output() == "out" and j.error < 1e-6  # the headline is out's, held by its rule
+    assert task.judging.headline_output() == "out" and j.error < 1e-6  # the headline is out's, held by its rule
 
 
 def test_an_allclose_output_fails_on_one_element_beyond_atol_plus_rtol(folder):
@@ -443,7 +443,7 @@ def test_a_lone_baseline_over_its_sanity_bound_sets_no_bound_the_default_error_d
 def test_seed_b_holds_the_held_output_to_its_own_bound_when_it_is_not_the_first_output(folder):
     rules = '[tolerance.out]\nrel_l2 = 0.1\n\n[tolerance.out2]\nbaseline = "good_out2"\nfactor = 2.0\nfloor = 1e-6\n'
     task = two_outputs(folder, rules + 'measure = "once"')
-    assert task.held_outputs() == ("out2",) and task.headline_output() == "out2"
+    assert task.judging.held_outputs() == ("out2",) and task.judging.headline_output() == "out2"
     seed_a = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
     assert seed_a.correct and seed_a.details["vendor"] == "good_out2"
     assert seed_a.tolerance == 2.0 * seed_a.details["vendor_error"] + 1e-6  # out2's bound, not out's 0.1
