@@ -487,3 +487,68 @@ def test_a_baseline_that_leaves_nan_in_one_of_two_outputs_sets_no_bound_the_next
     assert list(j.details) == ["both_error"] and j.details["both_error"] == pytest.approx(4e-3, rel=1e-3)
     wrong = task.judge(PARAMS, 5, off_by(honest(task, PARAMS, 5), "out", 1.02))
     assert not wrong.correct and wrong.reason.startswith("out: relative error 2.0")
+
+
+# ---- a ceiling, a default error chosen by the scenario, one rule held for every output (mutants that survived) ----
+
+
+def test_a_ceiling_caps_the_bound_a_loose_baseline_would_set(folder):
+    attention_like(folder, ("sanity = 4.0", "sanity = 4.0\nceiling = 5e-4"))
+    task = folder_task(load_spec(folder))
+    honest_j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))
+    assert honest_j.correct and honest_j.details["vendor"] == "good"  # 2 x 1e-3 + 1e-4 uncapped, 5e-4 capped
+    assert honest_j.tolerance == 5e-4
+    outs = honest(task, PARAMS, 5)
+    outs["out"] = outs["out"] * np.float32(1.001)  # 1e-3: inside the uncapped bound, beyond the ceiling
+    j = task.judge(PARAMS, 5, outs)
+    assert not j.correct and j.reason.startswith("out: relative error 1.0") and "above tolerance 5.000e-04" in j.reason
+
+
+def test_a_default_error_chosen_by_the_scenario_sets_the_bound_where_no_baseline_is_usable(folder):
+    attention_like(
+        folder,
+        ('["refuser", "noisy", "good"]', '["refuser", "noisy"]'),
+        ("default_error = 1e-3", 'default_error = { by = "scale", "0.5" = 1e-3, "2.0" = 1e-2 }'),
+    )
+    task = folder_task(load_spec(folder))
+    j = task.judge(PARAMS, 5, honest(task, PARAMS, 5))  # scale 0.5: its default error, 1e-3, and its floor, 1e-4
+    assert j.details["vendor"] is None and j.tolerance == pytest.approx(2.0 * 1e-3 + 1e-4)
+
+
+@pytest.mark.parametrize(
+    "rule, held",
+    [
+        (UNIFORM + '\nmeasure = "once"', ("out", "out2")),  # measured on seed a, then held for every output
+        (UNIFORM, ()),  # measured on each output judged: nothing held
+        ("[tolerance]\nrel_l2 = 1e-3", ("out", "out2")),  # a fixed bound: the rule's own, given back
+    ],
+)
+def test_one_rule_for_every_output_holds_them_all_when_measured_once_or_fixed(folder, rule, held):
+    task = folder_task(load_spec(edited(folder, TWO_OUTPUTS, (UNIFORM, rule), BASELINES, reference=REFERENCE)))
+    assert task.judging.held_outputs() == held
+    j = task.judge(PARAMS, 6, honest(task, PARAMS, 6), tolerance=1e-12)  # seed b, given seed a's bound
+    assert j.correct == (not held)  # a held bound of 1e-12 fails float32's rounding; a measured one passes
+
+
+def test_baseline_outputs_computed_ahead_are_the_ones_a_bound_is_measured_on(folder):
+    # The judge ahead (judge_ahead.py) computes a rule's baseline on seed a's inputs while the child runs and hands
+    # its outputs over: the bound comes from those, and the baseline is not called again (here refuser, which
+    # raises when called, gives outputs 2e-3 off: its error sets out's bound).
+    task = folder_task(load_spec(attention_like(folder)))
+    inputs = task.make_inputs(PARAMS, 5)
+    ref = task.reference_outputs(PARAMS, inputs)
+    ahead = {"refuser": {"out": (ref["out"] * 1.002).astype(np.float32)}}
+    j = task.judging.judge_against(PARAMS, inputs, ref, honest(task, PARAMS, 5), first_baselines=ahead)
+    assert j.correct and j.details["vendor"] == "refuser"
+    assert j.details["vendor_error"] == pytest.approx(2e-3, rel=1e-3)
+    assert j.tolerance == pytest.approx(2.0 * 2e-3 + 1e-4, rel=1e-5)
+
+
+def test_one_measured_rule_uses_the_baseline_outputs_computed_ahead_for_every_output(folder):
+    task = folder_task(load_spec(edited(folder, TWO_OUTPUTS, BASELINES, reference=REFERENCE)))
+    inputs = task.make_inputs(PARAMS, 5)
+    ref = task.reference_outputs(PARAMS, inputs)
+    ahead = {"numpy": {name: (ref[name] * 1.001).astype(np.float32) for name in ("out", "out2")}}
+    j = task.judging.judge_against(PARAMS, inputs, ref, honest(task, PARAMS, 5), first_baselines=ahead)
+    assert j.correct and j.details["numpy_error"] == pytest.approx(1e-3, rel=1e-3)
+    assert j.tolerance == pytest.approx(2.0 * 1e-3 + 1e-6, rel=1e-5)  # UNIFORM: 2 x numpy's own error + 1e-6
