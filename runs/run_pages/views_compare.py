@@ -1,7 +1,5 @@
 """The compare page: 2 to 8 runs side by side (`/runs/compare/?runs=1,2,3`), and its CSV and JSON exports."""
 
-import csv
-import io
 from typing import cast
 
 from django.contrib.auth.decorators import login_required
@@ -9,7 +7,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from runs.csv_cells import spreadsheet_row
+from runs.csv_cells import spreadsheet_csv
 from runs.models import COMPARE_MAX, COMPARE_MIN
 from runs.run_pages.selectors_compare import (
     SUMMARY_FIELDS,
@@ -57,12 +55,7 @@ def _run_ids(request) -> list[int]:
 
 
 def _csv(summary: list[dict]) -> HttpResponse:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=SUMMARY_FIELDS)
-    writer.writeheader()
-    for row in summary:
-        writer.writerow(spreadsheet_row(row, SUMMARY_FIELDS))
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(spreadsheet_csv(summary, SUMMARY_FIELDS), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="compare.csv"'
     return response
 

@@ -2,16 +2,13 @@
 or why not), a study over a suite started from one form (`/suites/<id>/study/`), and its scoreboard
 (`/suites/studies/<id>/`, with `scoreboard.csv` and `scoreboard.json`). docs/tasks.md, docs/fork.md."""
 
-import csv
-import io
-
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_safe
 
-from runs.csv_cells import spreadsheet_row
+from runs.csv_cells import spreadsheet_csv
 from runs.forms import SuiteStudyForm
 from runs.models import Suite, SuiteStudy
 from runs.permissions import OPERATOR, VIEWER, role_required
@@ -109,11 +106,6 @@ def suite_scoreboard_csv(request, study_id: int):
         fields, rows, name = FAST_P_FIELDS, fast_p_rows(board), f"suite-study-{study_id}-fast_p.csv"
     else:
         fields, rows, name = ROW_FIELDS, scoreboard_rows(board), f"suite-study-{study_id}.csv"
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=fields)
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(spreadsheet_row(row, fields))
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(spreadsheet_csv(rows, fields), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -2,9 +2,7 @@
 
 A command of `runs`, not of the bank: the figures are read from runs' rows (runs.selectors_bank)."""
 
-import csv
 import dataclasses
-import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from questionbank import effectiveness
 from questionbank.selectors import large_gain_ratio
 from runs import selectors_bank as selectors
-from runs.csv_cells import spreadsheet_row
+from runs.csv_cells import spreadsheet_csv
 
 TABLES = {
     "questions": selectors.effectiveness_by_question,
@@ -71,8 +69,4 @@ class Command(BaseCommand):
 
     @staticmethod
     def _csv(rows: list[dict], columns: list[str]) -> str:
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(spreadsheet_row(row, columns) for row in rows)
-        return buffer.getvalue()
+        return spreadsheet_csv(rows, columns, lineterminator="\n")
