@@ -12,15 +12,11 @@ from gpu_harness import figures
 from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run
 
 
-def kernel_list(*, released: bool | None = None, run_id: int | None = None, task_name: str | None = None):
-    kernels = Kernel.objects.select_related("task", "run", "step").annotate(evaluation_count=Count("evaluations"))
-    if released is not None:
-        kernels = kernels.filter(released=released)
-    if run_id is not None:
-        kernels = kernels.filter(run_id=run_id)
+def released_kernels(*, task_name: str | None = None) -> list[Kernel]:
+    kernels = Kernel.objects.filter(released=True).select_related("task")
     if task_name:
         kernels = kernels.filter(task__name=task_name)
-    return kernels.order_by("-released", "release_name", "-created_at")
+    return list(kernels.order_by("release_name", "-created_at"))
 
 
 def kernel_get(kernel_id: int) -> Kernel:
@@ -177,14 +173,14 @@ def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
     """The released kernels, each with the figure its release records (its results file, read from the
     repository: a claim, gpu_harness.figures.RECORDED) and the best figure a harness of this site measured of the
     same source ("Verify here"), each over its task's goal baseline with its interval; "" where there is none."""
-    kernels = list(kernel_list(released=True, task_name=task_name))
+    kernels = released_kernels(task_name=task_name)
     recorded = _best_by_standing([k.pk for k in kernels], _task_goal_baseline)
     sources = Kernel.objects.filter(sha256__in={k.sha256 for k in kernels}, task_id__in={k.task_id for k in kernels})
-    siblings = defaultdict(list)  # (task id, sha256) -> the ids of every kernel of that source
+    siblings: dict[tuple[int | None, str], list[int]] = defaultdict(list)  # (task id, sha256) -> every kernel of it
     for kernel_id, task_id, sha in sources.values_list("id", "task_id", "sha256"):
         siblings[(task_id, sha)].append(kernel_id)
     verified = _best_verified([i for ids in siblings.values() for i in ids], _task_goal_baseline)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for kernel in kernels:
         mine = recorded.get(kernel.pk, {}).get(figures.RECORDED)
         here = max((verified[i] for i in siblings[(kernel.task_id, kernel.sha256)] if i in verified), default=None)
