@@ -155,7 +155,7 @@ def run_speedup_series(run: Run) -> dict:
 BEST_LABELS = {
     figures.VERIFIED: "(verified: full set)",
     figures.QUICK: "(quick: on the quick set only, not verified)",
-    figures.IMPORTED: "(imported: the trace's claim, not measured here)",
+    figures.IMPORTED: "(imported: the trace's claim{scope}, not measured here)",
 }
 
 
@@ -173,10 +173,7 @@ def _labelled(
         if evaluation is not None
         else figures.format_speedup(value, times="×")
     )
-    label = BEST_LABELS[standing]
-    if scope:
-        label = label.replace("the trace's claim,", f"the trace's claim {scope},")
-    return f"{text} {label}"
+    return f"{text} {BEST_LABELS[standing].format(scope=f' {scope}' if scope else '')}"
 
 
 def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) -> dict:
