@@ -110,12 +110,11 @@ def _nul_escaped(payload: dict) -> dict:
 
 
 def _run_id(value) -> int:
-    if isinstance(value, bool):
-        raise _Refused(f"run_id must be a server run's id, not {value!r}")
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise _Refused(f"run_id must be a server run's id, not {value!r}") from None
+    """A server run's id is its integer key (docs/protocol.md 1.1); a string names a standalone run, so "7" is
+    refused rather than read as run 7 (which would also ack it under a string the worker never sent)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Refused(f"run_id must be a server run's id, an integer, not {value!r:.60}")
+    return value
 
 
 def _count(value, name: str) -> int:

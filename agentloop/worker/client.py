@@ -402,13 +402,13 @@ class Worker(ServerMessages):
         is due but waits for a GPU: no new run is claimed before it."""
         now = time.time()
         with self._lock:
-            due = [run_id for run_id, parked in self.parked.items() if parked.due(now)]
-        for run_id in due:
+            due = [(key, parked.run_id) for key, parked in self.parked.items() if parked.due(now)]
+        for key, run_id in due:  # the run's own id (an integer for a server's run), not its key's string
             free = self._free_gpus()
             if not free:
                 return True
             with self._lock:
-                self.parked.pop(run_id, None)
+                self.parked.pop(key, None)
             log.info("resuming parked run %s: its reviewer decided (or it was stopped, or timed out)", run_id)
             self._start_run(run_id, free[0], None, read_trace(self._run_dir(run_id) / "trace.jsonl"))
         return False

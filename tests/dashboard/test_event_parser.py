@@ -42,6 +42,8 @@ REFUSED = [
     ("not an object", ["a", "list"], "an event must be a JSON object"),
     ("run_id a word", good(run_id="seven"), "run_id must be a server run's id"),
     ("run_id a boolean", good(run_id=True), "run_id must be a server run's id"),
+    ("run_id a numeric string", good(run_id="7"), "run_id must be a server run's id, an integer"),
+    ("run_id a padded numeric string", good(run_id=" 07"), "run_id must be a server run's id, an integer"),
     ("seq negative", good(seq=-1), "seq must be a non-negative integer"),
     ("seq a boolean", good(seq=False), "seq must be a non-negative integer"),
     ("seq a float", good(seq=1.0), "seq must be a non-negative integer"),
