@@ -14,6 +14,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 K=kernels/softmax_rows/softmax_rows.cu
 SUBSET=r8192_c8192,r1024_c32000,r2048_c4096,r1024_c8192,r512_c16384,r256_c32768,r64_c65536,r1_c65536,r16384_c128,r65536_c31,r8192_c512,r4096_c1024,r4096_c2048,r1000_c1000
 log() { echo "$@" | tee -a "$OUT/log.txt"; }
+t0=$(date +%s)  # the call's start: screen's deadline counts from here
 
 sanitize() {  # KERNEL
   lib=$(python3 -c "import sys; from pathlib import Path; from kernels.load import build; print(build(Path(sys.argv[1])))" "$1")
@@ -31,25 +32,45 @@ evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE
   log "$1 rc=$?"; tail -n 40 "$OUT/$1.txt" | tee -a "$OUT/log.txt"
 }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
+timeout -k 5 30 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
 case "${1:-dev}" in
 dev)
   timeout 300 python3 lab/softmax_rows/tools/check_shapes.py > "$OUT/check.txt" 2>&1
   log "check_shapes rc=$?: $(tail -n 1 "$OUT/check.txt")"; grep FAIL "$OUT/check.txt" | head -20 | tee -a "$OUT/log.txt"
   evaluate eval_dev full eager,compile,naive $K "dev: full set against torch's paths (QuACK not installed)"
   sanitize $K ;;
-screen)
+screen)  # every step's timeout is cut to what is left of SCREEN_BUDGET s (540: one device call ends at 600 s, and
+         # then nothing comes back); no candidate starts after SCREEN_STOP s (480); each candidate's result line
+         # goes to $OUT/screen.txt and $OUT/log.txt as soon as it is known, so a killed call still returns them
   mkdir -p /tmp/screen; : > /tmp/screen/rank.txt
+  budget=${SCREEN_BUDGET:-540}; stop=${SCREEN_STOP:-480}
+  gone() { echo $(( $(date +%s) - t0 )); }
+  bound() { l=$(( budget - $(gone) - 5 )); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }  # NOMINAL, or what is left (less the -k 5)
+  n=$(ls "$2"/*.cu | wc -l)
+  log "screen: $n candidates, $(( n * 180 )) s of nominal timeouts, deadline ${budget} s (none started after ${stop} s)"
   for f in "$2"/*.cu; do
     name=$(basename "$f" .cu)
-    timeout 60 python3 lab/softmax_rows/tools/check_shapes.py "$f" --quick > /tmp/screen/$name.check 2>&1
+    if [ "$(gone)" -ge "$stop" ] || [ "$(bound 60)" -lt 30 ]; then
+      log "$name skipped: $(gone) s of the screen gone (deadline ${budget} s, none started after ${stop} s)"
+      echo "== $name skipped at $(gone) s (screen deadline)" >> "$OUT/screen.txt"; continue
+    fi
+    timeout -k 5 "$(bound 60)" python3 lab/softmax_rows/tools/check_shapes.py "$f" --quick > /tmp/screen/$name.check 2>&1
     chk=$?
-    timeout 120 python3 -m gpu_harness eval softmax_rows "$f" --scenarios $SUBSET --baselines eager --timeout 110 \
-      --trace "$OUT/trace.jsonl" --note "screen $name: $(grep '^#define KSEEK' "$f" | tr '\n' ' ')" > /tmp/screen/$name.txt 2>&1
+    te=$(bound 120)
+    if [ $chk -eq 124 ] || [ $chk -eq 137 ]; then  # the quick check hung: its eval would hang too (120 s lost)
+      echo "eval skipped: the quick check timed out" > /tmp/screen/$name.txt; ev=skipped
+    elif [ "$te" -ge 30 ]; then
+      timeout -k 5 "$te" python3 -m gpu_harness eval softmax_rows "$f" --scenarios $SUBSET --baselines eager --timeout $(( te - 10 )) \
+        --trace "$OUT/trace.jsonl" --note "screen $name: $(grep '^#define KSEEK' "$f" | tr '\n' ' ')" > /tmp/screen/$name.txt 2>&1
+      ev=$?
+    else
+      echo "eval skipped: $te s left of the screen's ${budget} s" > /tmp/screen/$name.txt; ev=skipped
+    fi
     gm=$(grep -o 'vs eager: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
     [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $f" >> /tmp/screen/rank.txt
-    log "$name check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-160)"
-    { echo "== $name"; grep '^#define KSEEK' "$f"; tail -n 1 /tmp/screen/$name.check; grep -E '^r[0-9]' /tmp/screen/$name.txt; } >> "$OUT/screen.txt"
+    line="$name at $(gone) s: check_rc=$chk ($(tail -n 1 /tmp/screen/$name.check | cut -c1-100)) eval_rc=$ev gm=${gm:-none} $(tail -n 1 /tmp/screen/$name.txt | cut -c1-160)"
+    log "$line"
+    { echo "== $line"; grep '^#define KSEEK' "$f"; grep -E '^r[0-9]' /tmp/screen/$name.txt; } >> "$OUT/screen.txt"
   done
   sort -rn /tmp/screen/rank.txt | tee -a "$OUT/log.txt" ;;
 ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's second call, summed up in ncu.txt
