@@ -139,10 +139,13 @@ def claim_scope(verdict: dict[str, Any], full_ids: list[str]) -> str:
     return f"on {len(ran & set(full_ids))} of {len(full_ids)} scenarios"
 
 
-def claim_rank(verdict: dict[str, Any], full_ids: list[str], speedup: float) -> tuple[bool, float]:
-    """How claims compete for a page's one "claimed" figure: a claim over the full set before any on a subset,
-    then the higher speed-up (a subset's screen must not stand for what the whole set showed)."""
-    return (covers(verdict, full_ids), speedup)
+def claim_rank(
+    verdict: dict[str, Any], full_ids: list[str], speedup: float, libraries_timed: bool = True
+) -> tuple[bool, bool, float]:
+    """How figures of one standing compete for a page's one figure: over the full set before any on a subset,
+    then over every library the baseline names before over some (`libraries_complete`), then the higher
+    speed-up (a screen on a subset, or against eager alone, must not stand for what the whole set showed)."""
+    return (covers(verdict, full_ids), libraries_timed, speedup)
 
 
 def headline_speedup(
@@ -389,6 +392,32 @@ def best_library(scenario: dict[str, Any], libraries: list[str]) -> dict[str, An
         pairs = cast("list[tuple[float, float]]", intervals)  # (none is None)
         interval = [min(i[0] for i in pairs), min(i[1] for i in pairs)]
     return {"name": name, "ms": timed[name], "interval": interval}
+
+
+def libraries_not_timed(verdict: dict[str, Any], task_libraries: list[str]) -> list[str]:
+    """The task's libraries that a verdict's best_library is not the best of: not asked for (a screen timed
+    against eager alone), or n/a for the whole evaluation (not installed where it ran: `baseline_notes`). A
+    library that refused some shapes was timed; its refusals are per scenario and said there."""
+    asked = verdict.get("libraries") or []
+    whole_run_notes = verdict.get("baseline_notes") or {}
+    return [name for name in task_libraries if name not in asked or name in whole_run_notes]
+
+
+def library_scope(verdict: dict[str, Any], baseline: str, task_libraries: list[str]) -> str:
+    """ "" unless `baseline` is best_library and the verdict did not time every library of its task; then what
+    its best library is the best of, so that a figure over eager alone never reads as one over the strongest
+    library: "best of eager only; not timed: compile, quack"."""
+    missing = libraries_not_timed(verdict, task_libraries) if baseline == BEST_LIBRARY else []
+    if not missing:
+        return ""
+    timed = [name for name in task_libraries if name not in missing]
+    return f"best of {', '.join(timed) if timed else 'no library'} only; not timed: {', '.join(missing)}"
+
+
+def libraries_complete(verdict: dict[str, Any], baseline: str, task_libraries: list[str]) -> bool:
+    """Whether a figure over `baseline` is over everything it names (always, but for a best_library that missed
+    one of its task's libraries): a figure over every library ranks before one over some (`claim_rank`)."""
+    return not (baseline == BEST_LIBRARY and libraries_not_timed(verdict, task_libraries))
 
 
 # ---- uncertainty: an interval on each speedup, "no difference", a busy host (docs/harness.md, "Noise") ----

@@ -39,7 +39,8 @@ def summary_line(r: EvalResult) -> str:
             parts.append(f"vs {name}: n/a" + (f" ({r.baseline_notes[name]})" if name in r.baseline_notes else ""))
         else:
             text = verdict_speedup_text(verdict, name, times="x")
-            parts.append(f"vs {name}: {text} over {r.geomean[name].get('count')}")
+            scope = figures.library_scope(verdict, name, _task_libraries(r.task)) if name == BEST_LIBRARY else ""
+            parts.append(f"vs {name}: {text} over {r.geomean[name].get('count')}" + (f" ({scope})" if scope else ""))
     if busy := host_busy(verdict):
         parts.append(f"host was busy ({busy})")
     parts.append(f"{r.wall_s:.1f}s")
@@ -63,6 +64,16 @@ def _task_counts(task: str) -> dict[str, tuple[float, float]]:
         return {s.id: (s.flops, s.bytes) for s in get_task(task).scenarios()}
     except (ValueError, TaskError, OSError):
         return {}
+
+
+def _task_libraries(task: str) -> list[str]:
+    """The task's libraries, from its spec; [] where the task is not known here."""
+    from .tasks import TaskError, get_task
+
+    try:
+        return list(get_task(task).libraries)
+    except (ValueError, TaskError, OSError):
+        return []
 
 
 def _rates(s: ScenarioOutcome, counts: dict[str, Any], r: EvalResult) -> dict[str, Any]:

@@ -50,6 +50,12 @@ class Task(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def libraries(self) -> list[str]:
+        """The baselines the task marks as libraries (its spec, from the harness): what a verdict's best_library
+        is the best of when it timed them all (gpu_harness.figures.library_scope)."""
+        return [str(name) for name in (self.spec or {}).get("libraries") or []]
+
 
 class WorkerHost(models.Model):
     """A GPU host that runs agents. Its token is stored only as a hash; the plain token is shown once."""
@@ -502,12 +508,21 @@ EvaluationStatus = models.TextChoices(  # type: ignore[call-overload]  # django-
 )
 
 
-def standing_verdict(status: str, scenarios_correct: dict, geomean: dict | None) -> dict:
+def standing_verdict(
+    status: str, scenarios_correct: dict, geomean: dict | None, libraries: list | None = None, notes: dict | None = None
+) -> dict:
     """The part of a verdict that says what its figures may be called and what they are (status, the geomean,
     each scenario's id and correctness: all that gpu_harness.figures' `standing`, `all_correct` and
-    `verified_speedup` read), from an evaluation's columns and its verdict's geomean, read without the rest."""
+    `verified_speedup` read; the libraries it timed and its n/a notes: what `libraries_not_timed` reads), from an
+    evaluation's columns and its verdict's geomean, libraries and notes, read without the rest."""
     scenarios = [{"id": sid, "correct": correct} for sid, correct in (scenarios_correct or {}).items()]
-    return {"status": status, "geomean": geomean or {}, "scenarios": scenarios}
+    return {
+        "status": status,
+        "geomean": geomean or {},
+        "scenarios": scenarios,
+        "libraries": libraries or [],
+        "baseline_notes": notes or {},
+    }
 
 
 class Evaluation(models.Model):
@@ -540,9 +555,9 @@ class Evaluation(models.Model):
     def __str__(self) -> str:
         return f"evaluation {self.pk} of {self.kernel} ({self.status})"
 
-    def standing_verdict(self, geomean: dict) -> dict:
-        """`standing_verdict` of this row, its geomean read with it (`geomean=F("verdict__geomean")`)."""
-        return standing_verdict(self.status, self.scenarios_correct, geomean)
+    def standing_verdict(self, geomean: dict, libraries: list | None = None, notes: dict | None = None) -> dict:
+        """`standing_verdict` of this row, its geomean, libraries and notes read with it (`STANDING_FIELDS`)."""
+        return standing_verdict(self.status, self.scenarios_correct, geomean, libraries, notes)
 
     @property
     def imported(self) -> bool:

@@ -58,10 +58,22 @@ def evaluations_for_run(run_id: int) -> QuerySet[Evaluation]:
 
 def evaluation_speedup_text(evaluation: Evaluation, baseline: str) -> str:
     """An evaluation's speedup over `baseline` as the run page's Evaluations table writes it: with its interval,
-    "no difference" where that holds 1.0, and "host was busy" when it was (gpu_harness.figures)."""
+    "no difference" where that holds 1.0, what its best library is the best of where it did not time every
+    library of its task, and "host was busy" when it was (gpu_harness.figures)."""
     verdict = evaluation.verdict
     text = figures.verdict_speedup_text(verdict, baseline)
+    if scope := evaluation_library_scope(evaluation, baseline):
+        text = f"{text} · {scope}"
     return f"{text} · host was busy" if figures.host_busy(verdict) else text
+
+
+def evaluation_library_scope(evaluation: Evaluation, baseline: str) -> str:
+    """ "" unless a best_library figure of the evaluation missed some of its task's libraries; then which it
+    timed and which not (gpu_harness.figures.library_scope)."""
+    task = evaluation.kernel.task
+    if task is None or figures.speedup_over(evaluation.verdict, baseline) is None:
+        return ""
+    return figures.library_scope(evaluation.verdict, baseline, task.libraries)
 
 
 def standing_suffix(verdict: dict, baseline: str, full_ids: list[str], imported: bool, recorded: bool = False) -> str:

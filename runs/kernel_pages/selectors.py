@@ -10,6 +10,7 @@ from django.db.models import Count, F, Max, Min
 
 from gpu_harness import figures
 from runs.models import Evaluation, Kernel, Question, QuestionStatus, Run
+from runs.selectors import evaluation_library_scope
 
 
 def released_kernels(*, task_name: str | None = None) -> list[Kernel]:
@@ -65,26 +66,32 @@ def kernel_evaluations(kernel: Kernel):
 def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[float, int]]]:
     """kernel id -> {standing: (its best all-correct speedup over its task's goal baseline, the evaluation that
     gave it)}, one entry per standing its evaluations have (gpu_harness.figures.standing: verified, quick,
-    imported, recorded). Only the verified one may be called verified or be a best; the others are shown labelled,
-    a claim over the full set chosen before any on a subset (gpu_harness.figures.claim_rank)."""
+    imported, recorded). Only the verified one may be called verified or be a best; the others are shown labelled.
+    Within a standing, a figure over the full set is chosen before any on a subset, and one over every library of
+    the task before one over some (gpu_harness.figures.claim_rank)."""
     # The index and the geomean only: never the whole verdicts of every evaluation a list ranks.
     evaluations: Iterable[Evaluation] = (
         Evaluation.objects.filter(kernel_id__in=kernel_ids, status="correct")
         .select_related("kernel__task", "run")
         .defer("verdict")
-        .annotate(geomean=F("verdict__geomean"))
+        .annotate(geomean=F("verdict__geomean"), libraries=F("verdict__libraries"), notes=F("verdict__baseline_notes"))
     )
     evaluations = list(evaluations)
-    verdicts = {e.pk: e.standing_verdict(e.geomean) for e in evaluations}  # type: ignore[attr-defined]  # (annotated)
-    ranked: dict[int, dict[str, tuple[tuple[bool, float], float, int]]] = defaultdict(dict)
+    verdicts = {
+        e.pk: e.standing_verdict(e.geomean, e.libraries, e.notes)  # type: ignore[attr-defined]  # (annotated)
+        for e in evaluations
+    }
+    ranked: dict[int, dict[str, tuple[tuple[bool, bool, float], float, int]]] = defaultdict(dict)
     for e in evaluations:
-        speedup = figures.verified_speedup(verdicts[e.pk], baseline_of(e.kernel))
+        baseline = baseline_of(e.kernel)
+        speedup = figures.verified_speedup(verdicts[e.pk], baseline)
         if speedup is None:
             continue
         task = e.kernel.task
         full_ids = list(task.scenario_ids or []) if task else []
         standing = figures.standing(verdicts[e.pk], full_ids, imported=e.imported, recorded=e.recorded)
-        rank = figures.claim_rank(verdicts[e.pk], full_ids, speedup)
+        complete = figures.libraries_complete(verdicts[e.pk], baseline, task.libraries if task else [])
+        rank = figures.claim_rank(verdicts[e.pk], full_ids, speedup, complete)
         current = ranked[e.kernel_id].get(standing)
         if current is None or rank > current[0]:
             ranked[e.kernel_id][standing] = (rank, speedup, e.pk)
@@ -108,7 +115,9 @@ def _speedup_texts(chosen: dict[int, str]) -> dict[int, str]:
         text = figures.verdict_speedup_text(e.verdict, chosen[e.pk])
         task = e.kernel.task
         scope = figures.claim_scope(e.verdict, list(task.scenario_ids or []) if task else [])
-        texts[e.pk] = f"{text} {scope}" if scope and (e.imported or e.recorded) else text
+        text = f"{text} {scope}" if scope and (e.imported or e.recorded) else text
+        libraries = evaluation_library_scope(e, chosen[e.pk])
+        texts[e.pk] = f"{text} ({libraries})" if libraries else text
     return texts
 
 

@@ -270,6 +270,8 @@ def evaluation_evidence(evaluation: Evaluation) -> dict:
         "baselines": baselines,
         "baseline": chosen,
         "best_library": figures.BEST_LIBRARY,
+        # which libraries this evaluation's best_library is the best of, where it did not time all of the task's
+        "library_scope": figures.library_scope(verdict, figures.BEST_LIBRARY, libraries),
         "row_axes": [a if a != SCENARIO_AXIS else "scenario" for a in grid.row_axes],
         "column_axes": grid.column_axes,
         "column_headers": column_headers(grid.column_axes, grid.columns),

@@ -184,14 +184,17 @@ def run_unverified_bests(run: Run, evaluations: list[Evaluation] | None = None) 
     each as the header writes it, with its interval and label (`_labelled`)."""
     baseline = run.goal[0]
     full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
-    best: dict[str, tuple[tuple[bool, float], float, Evaluation]] = {}
+    best: dict[str, tuple[tuple[bool, bool, float], float, Evaluation]] = {}
     for evaluation in run_evaluations(run) if evaluations is None else evaluations:
         verdict = evaluation.verdict
         speedup = figures.verified_speedup(verdict, baseline)
         standing = figures.standing(verdict, full_ids, imported=imported)
         if speedup is None or standing == figures.VERIFIED:
             continue
-        rank = figures.claim_rank(verdict, full_ids, speedup) if standing == figures.IMPORTED else (True, speedup)
+        complete = figures.libraries_complete(verdict, baseline, run.task.libraries)
+        rank = figures.claim_rank(verdict, full_ids, speedup, complete)
+        if standing == figures.QUICK:  # a quick figure is on a subset by its nature: only the libraries rank it
+            rank = (True, complete, speedup)
         if standing not in best or rank > best[standing][0]:
             best[standing] = (rank, speedup, evaluation)
     verified = run.best_speedup or 0.0

@@ -8,7 +8,7 @@ from django.utils.safestring import mark_safe
 from gpu_harness import figures
 from gpu_harness.figures import format_speedup
 from runs import permissions
-from runs.selectors import evaluation_speedup_text, questions_pending_count
+from runs.selectors import evaluation_library_scope, evaluation_speedup_text, questions_pending_count
 
 register = template.Library()
 
@@ -81,8 +81,10 @@ def speedup_measured(evaluation, baseline: str) -> str:
 def speedup_interval(evaluation, baseline: str) -> str:
     """A stored evaluation's speedup over `baseline` with its interval, "no difference (…)" where that holds 1.0
     (gpu_harness.figures.verdict_speedup_text); where a line shows several baselines, `host_busy` says once that
-    the host was busy."""
-    return figures.verdict_speedup_text(evaluation.verdict, baseline)
+    the host was busy; a best library that missed some of the task's libraries says which it timed."""
+    text = figures.verdict_speedup_text(evaluation.verdict, baseline)
+    scope = evaluation_library_scope(evaluation, baseline)
+    return f"{text} ({scope})" if scope else text
 
 
 @register.filter

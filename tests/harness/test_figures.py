@@ -110,3 +110,68 @@ def test_the_typed_verdict_gives_the_same_figures_as_its_dict():
 def test_a_speedup_that_is_not_finite_is_written_in_lower_case():
     # the figures never carry one (speedup_over gives None), but the formatter is public: it writes what it gets
     assert figures.format_speedup(float("inf")) == "infx"
+
+
+# ---- best_library: what it is the best of (a screen against eager alone is not a figure over the libraries) ----
+
+TASK_LIBRARIES = ["eager", "compile", "quack"]
+
+
+def _library_verdict(libraries, notes=None) -> dict:
+    return {
+        "status": "correct",
+        "scenarios": [{"id": "a", "correct": True}],
+        "geomean": {"eager": {"speedup": 1.8}, "best_library": {"speedup": 1.8}},
+        "libraries": libraries,
+        "baseline_notes": notes or {},
+    }
+
+
+def test_a_best_library_over_every_library_of_its_task_needs_no_scope():
+    verdict = _library_verdict(TASK_LIBRARIES, {"naive": "not a library"})
+    assert figures.libraries_not_timed(verdict, TASK_LIBRARIES) == []
+    assert figures.library_scope(verdict, "best_library", TASK_LIBRARIES) == ""
+    assert figures.libraries_complete(verdict, "best_library", TASK_LIBRARIES)
+
+
+def test_a_best_library_of_a_screen_against_eager_alone_says_so():
+    verdict = _library_verdict(["eager"])
+    assert figures.libraries_not_timed(verdict, TASK_LIBRARIES) == ["compile", "quack"]
+    assert figures.library_scope(verdict, "best_library", TASK_LIBRARIES) == (
+        "best of eager only; not timed: compile, quack"
+    )
+    assert not figures.libraries_complete(verdict, "best_library", TASK_LIBRARIES)
+
+
+def test_a_library_not_installed_where_it_ran_was_not_timed_but_one_that_refused_some_shapes_was():
+    not_installed = _library_verdict(TASK_LIBRARIES, {"quack": "quack.softmax is not installed"})
+    assert figures.library_scope(not_installed, "best_library", TASK_LIBRARIES) == (
+        "best of eager, compile only; not timed: quack"
+    )
+    refused_some = _library_verdict(TASK_LIBRARIES)
+    refused_some["scenarios"][0]["details"] = {"quack_na": "needs a row length divisible by 8"}
+    assert figures.library_scope(refused_some, "best_library", TASK_LIBRARIES) == ""
+    none_ran = _library_verdict([])
+    assert figures.library_scope(none_ran, "best_library", TASK_LIBRARIES).startswith("best of no library only")
+
+
+def test_only_best_library_has_a_library_scope():
+    verdict = _library_verdict(["eager"])
+    assert figures.library_scope(verdict, "eager", TASK_LIBRARIES) == ""
+    assert figures.libraries_complete(verdict, "eager", TASK_LIBRARIES)
+    assert figures.library_scope(verdict, "best_library", []) == ""  # a task with no libraries has nothing missing
+
+
+def test_a_figure_over_every_library_ranks_before_a_higher_one_over_some_and_the_full_set_before_both():
+    full = {"scenarios": [{"id": "a"}, {"id": "b"}]}
+    subset = {"scenarios": [{"id": "a"}]}
+    ranks = {
+        "full, every library": figures.claim_rank(full, ["a", "b"], 0.96, True),
+        "full, eager alone": figures.claim_rank(full, ["a", "b"], 1.8, False),
+        "subset, every library": figures.claim_rank(subset, ["a", "b"], 2.5, True),
+    }
+    assert sorted(ranks, key=ranks.__getitem__, reverse=True) == [
+        "full, every library",
+        "full, eager alone",
+        "subset, every library",
+    ]

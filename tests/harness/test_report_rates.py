@@ -59,3 +59,17 @@ def test_a_verdict_without_measured_peaks_keeps_tflops():
     verdict = json.loads(VERDICT.read_text()) | {"peaks": {}}
     table = render_table(EvalResult.from_dict(verdict))
     assert table.splitlines()[0].split()[4:6] == ["ms", "TFLOP/s"] and "GB/s" not in table
+
+
+def test_the_summary_line_says_what_a_best_library_missed_of_its_tasks_libraries():
+    """The released softmax's verdict timed eager, compile and QuACK: its best library needs no note. The same
+    verdict as a screen against eager alone (issue 35's lab did that) says which libraries it is not the best of."""
+    from gpu_harness.report import summary_line
+
+    released = Path(__file__).resolve().parents[2] / "kernels/softmax_rows/results/eval_full_v1_h200_2026-12-04.json"
+    verdict = json.loads(released.read_text())
+    line = summary_line(EvalResult.from_dict(verdict))
+    assert "vs best_library: 0.960x" in line and "not timed" not in line
+
+    screen = EvalResult.from_dict({**verdict, "libraries": ["eager"]})
+    assert "over 21 (best of eager only; not timed: compile, quack)" in summary_line(screen)

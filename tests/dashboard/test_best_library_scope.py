@@ -1,0 +1,93 @@
+"""A best_library figure says what it is the best of (issue 35's goal is the strongest library): an evaluation
+that timed eager alone, or ran where a library is not installed, shows which libraries it missed on the run page,
+the kernel page and the kernel list, and a figure over every library is chosen before a higher one over some.
+Runs are made through the real event store, pages through the views."""
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Evaluation, Run
+from runs.services import run_claim, run_start
+from tests.dashboard.helpers import evaluation_payload, make_user, make_worker
+from tests.dashboard.test_imported_figures import record, shown
+from tests.foundation.factories import make_task
+
+LIBRARIES = ["eager", "compile", "quack"]
+EAGER_ONLY = "best of eager only; not timed: compile, quack"
+
+
+def library_payload(speedup: float, source: str, libraries: list[str], notes: dict | None = None) -> dict:
+    """A full-set, all-correct verdict whose best_library is the best of `libraries` (as the harness writes it)."""
+    payload = evaluation_payload(speedup, source=source)
+    result = payload["result"]
+    for scenario in result["scenarios"]:
+        scenario["speedup"] = {"eager": speedup, "best_library": speedup}
+    result["geomean"] = {name: {"speedup": speedup, "count": 2} for name in ("eager", "best_library")}
+    result["libraries"] = libraries
+    result["baseline_notes"] = notes or {}
+    return payload
+
+
+@pytest.fixture
+def operator(client):
+    client.force_login(make_user("olga", "operator"))
+    return client
+
+
+@pytest.fixture
+def run():
+    task = make_task(goal_baseline="best_library", goal_speedup=5.0, spec={"libraries": LIBRARIES})
+    host, _ = make_worker()
+    started = run_start(task=task, model="claude-sonnet-4-6")
+    assert run_claim(worker=host).pk == started.pk
+    return Run.objects.get(pk=started.pk)
+
+
+@pytest.mark.django_db
+def test_a_figure_over_eager_alone_says_so_on_every_page_that_shows_it(operator, run):
+    record(run, 0, "evaluation", library_payload(1.8, "// screened\n", ["eager"]))
+
+    page = shown(operator.get(reverse("run_detail", args=[run.pk])))
+    assert f"1.800× · {EAGER_ONLY}" in page  # the run header's best and its Evaluations row
+    assert page.count(EAGER_ONLY) >= 2
+
+    evaluation = Evaluation.objects.get(run=run)
+    kernel_page = shown(operator.get(reverse("kernel_detail", args=[evaluation.kernel_id])))
+    assert f"In this evaluation it is the {EAGER_ONLY}." in kernel_page
+
+    kernels = shown(operator.get(reverse("kernels")))
+    best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
+    assert f"1.800× ({EAGER_ONLY})" in best
+    assert f"1.800× ({EAGER_ONLY}) over best_library" in kernels[kernels.index('id="kernel-groups"') :]
+
+
+@pytest.mark.django_db
+def test_a_library_not_installed_where_it_ran_is_named_and_a_complete_evaluation_needs_no_note(operator, run):
+    record(run, 0, "evaluation", library_payload(1.3, "// a\n", LIBRARIES, {"quack": "quack is not installed"}))
+    record(run, 1, "evaluation", library_payload(1.1, "// b\n", LIBRARIES))
+
+    page = shown(operator.get(reverse("run_detail", args=[run.pk])))
+    assert "1.300× · best of eager, compile only; not timed: quack" in page
+    assert "1.100×" in page and "1.100× ·" not in page
+
+    complete = Evaluation.objects.get(run=run, step__seq=1)
+    kernel_page = shown(operator.get(reverse("kernel_detail", args=[complete.kernel_id])))
+    assert "In this evaluation it is the" not in kernel_page
+
+
+@pytest.mark.django_db
+def test_the_kernel_list_chooses_the_figure_over_every_library_before_a_higher_one_over_eager(operator, run):
+    source = "// one kernel, timed twice\n"
+    record(run, 0, "evaluation", library_payload(1.8, source, ["eager"]))
+    record(run, 1, "evaluation", library_payload(0.96, source, LIBRARIES))
+
+    kernels = shown(operator.get(reverse("kernels")))
+    groups = kernels[kernels.index('id="kernel-groups"') :]
+    assert "0.960× over best_library" in groups
+    assert "1.800×" not in groups
+
+    # the kernel's page lists both evaluations, the one over eager alone with what it missed
+    kernel_id = Evaluation.objects.filter(run=run).first().kernel_id
+    kernel_page = shown(operator.get(reverse("kernel_detail", args=[kernel_id])))
+    assert f'data-baseline="best_library">1.800× ({EAGER_ONLY})</span>' in kernel_page
+    assert 'data-baseline="best_library">0.960×</span>' in kernel_page
