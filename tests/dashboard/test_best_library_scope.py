@@ -91,3 +91,10 @@ def test_the_kernel_list_chooses_the_figure_over_every_library_before_a_higher_o
     kernel_page = shown(operator.get(reverse("kernel_detail", args=[kernel_id])))
     assert f'data-baseline="best_library">1.800× ({EAGER_ONLY})</span>' in kernel_page
     assert 'data-baseline="best_library">0.960×</span>' in kernel_page
+
+
+@pytest.mark.django_db
+def test_a_tasks_page_names_the_libraries_its_best_library_goal_is_over(operator, run):
+    page = shown(operator.get(reverse("task_detail", args=[run.task.name])))
+    assert "over best_library (geometric mean over the full scenario set); best_library: on each" in page
+    assert "the fastest of eager, compile, quack that runs it, where installed" in page
