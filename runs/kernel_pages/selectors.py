@@ -203,6 +203,20 @@ def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
     return rows
 
 
+def _libraries_complete(kernel_of: dict[int, Kernel]) -> dict[int, bool]:
+    """evaluation id -> whether its figure over its task's goal baseline is over every library that names
+    (gpu_harness.figures.libraries_complete), read from its verdict's libraries and notes alone."""
+    rows = Evaluation.objects.filter(pk__in=list(kernel_of)).values_list(
+        "pk", "verdict__libraries", "verdict__baseline_notes"
+    )
+    complete = {}
+    for pk, libraries, notes in rows:
+        task = kernel_of[pk].task
+        verdict = {"libraries": libraries or [], "baseline_notes": notes or {}}
+        complete[pk] = figures.libraries_complete(verdict, task.goal_baseline, task.libraries)
+    return complete
+
+
 def best_kernel_per_task() -> list[dict]:
     """For each task with a verified kernel: the kernel with the best verified speedup over the task's goal
     baseline (a full evaluation measured here; never a quick one or an imported trace's claim), that speedup,
@@ -210,15 +224,18 @@ def best_kernel_per_task() -> list[dict]:
     kernels = Kernel.objects.filter(task__isnull=False).select_related("task", "run")
     best = _best_verified(kernels.values_list("id", flat=True), _task_goal_baseline)
     by_id = kernels.in_bulk(list(best))
+    complete = _libraries_complete({evaluation_id: by_id[k] for k, (_, evaluation_id) in best.items()})
     per_task: dict[int | None, dict] = {}
     for kernel_id, (speedup, evaluation_id) in best.items():
         kernel = by_id[kernel_id]
         current = per_task.get(kernel.task_id)
-        if current is None or speedup > current["speedup"]:
+        rank = (complete[evaluation_id], speedup)  # over every library before a higher figure over some
+        if current is None or rank > current["rank"]:
             per_task[kernel.task_id] = {
                 "task": kernel.task,
                 "kernel": kernel,
                 "speedup": speedup,
+                "rank": rank,
                 "baseline": kernel.task.goal_baseline,
                 "evaluation_id": evaluation_id,
             }

@@ -98,3 +98,13 @@ def test_a_tasks_page_names_the_libraries_its_best_library_goal_is_over(operator
     page = shown(operator.get(reverse("task_detail", args=[run.task.name])))
     assert "over best_library (geometric mean over the full scenario set); best_library: on each" in page
     assert "the fastest of eager, compile, quack that runs it, where installed" in page
+
+
+@pytest.mark.django_db
+def test_the_best_per_task_is_a_figure_over_every_library_before_a_higher_one_over_eager(operator, run):
+    record(run, 0, "evaluation", library_payload(1.8, "// screened\n", ["eager"]))
+    record(run, 1, "evaluation", library_payload(1.05, "// every library\n", LIBRARIES))
+
+    kernels = shown(operator.get(reverse("kernels")))
+    best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
+    assert "1.050×" in best and "1.800×" not in best
