@@ -256,6 +256,9 @@ class Run(models.Model):
     # that set it (gpu_harness.figures.best_intervals_after); absent where that evaluation had none. A best is
     # never shown without it: "no difference" where it holds 1.0 (issue 34, item 4).
     best_intervals = models.JSONField(default=dict, blank=True)
+    # What the best over best_library is the best of, where the evaluation that set it did not time every library
+    # of the task (gpu_harness.figures.library_scope: "best of eager only; not timed: compile, quack"); "" else.
+    best_library_scope = models.CharField(max_length=300, blank=True, default="")
     # Running totals kept by step_record, so that list pages need no aggregate over 12,000 steps.
     last_seq = models.IntegerField(default=-1, help_text="Highest stored step sequence number")
     step_count = models.PositiveIntegerField(default=0)
@@ -338,11 +341,15 @@ class Run(models.Model):
 
     def best_text(self, baseline: str | None = None) -> str:
         """The best verified speedup over `baseline` (the goal's when None) as every list writes it: with the
-        interval of the evaluation that set it, "no difference (…)" where that holds 1.0; "—" while there is none."""
+        interval of the evaluation that set it, "no difference (…)" where that holds 1.0, and over best_library
+        what it is the best of where that evaluation missed some of the task's libraries; "—" while there is none."""
         baseline = baseline or self.goal[0]
         value = self.best_speedup if baseline == self.goal[0] else (self.best_speedups or {}).get(baseline)
         interval = figures.interval_of((self.best_intervals or {}).get(baseline))
-        return figures.speedup_text(value, interval)
+        text = figures.speedup_text(value, interval)
+        if value is not None and baseline == figures.BEST_LIBRARY and self.best_library_scope:
+            text = f"{text} · {self.best_library_scope}"
+        return text
 
     def best_texts(self) -> list[tuple[str, str]]:
         """(baseline, `best_text` over it) for every baseline a best was measured over, by name."""

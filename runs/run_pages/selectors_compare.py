@@ -41,6 +41,7 @@ SUMMARY_FIELDS = [
     "best_speedup",
     "best_speedup_low",
     "best_speedup_high",
+    "best_library_scope",
     "evaluations",
     "evaluations_to_goal",
     "steps",
@@ -140,6 +141,14 @@ def _best_interval(verdicts: list[dict], bests: list, baseline: str) -> tuple[fl
     return figures.geomean_interval(verdicts[bests.index(bests[-1])], baseline)
 
 
+def _best_library_scope(verdicts: list[dict], bests: list, baseline: str, libraries: list[str]) -> str:
+    """What the run's best over best_library is the best of, where the evaluation that first reached it missed
+    some of the task's libraries (gpu_harness.figures.library_scope); "" else."""
+    if not bests or bests[-1] is None:
+        return ""
+    return figures.library_scope(verdicts[bests.index(bests[-1])], baseline, libraries)
+
+
 def run_comparison(runs: list[Run]) -> dict:
     """{"summary": one row per run (SUMMARY_FIELDS), "series": one best-so-far line per run with its questions}."""
     summary, series = [], []
@@ -152,6 +161,7 @@ def run_comparison(runs: list[Run]) -> dict:
         imported = bool(run.imported_from)
         bests = figures.headline_series(verdicts, baseline, full_set, imported=imported)
         best_interval = _best_interval(verdicts, bests, baseline)
+        library_scope = _best_library_scope(verdicts, bests, baseline, run.task.libraries)
         goal_index = next(
             (i for i, v in enumerate(verdicts) if not imported and figures.goal_met(v, baseline, target, full_set)),
             None,
@@ -175,7 +185,12 @@ def run_comparison(runs: list[Run]) -> dict:
                 "best_speedup": bests[-1] if bests else None,
                 "best_speedup_low": best_interval[0] if best_interval else None,
                 "best_speedup_high": best_interval[1] if best_interval else None,
-                "best_text": figures.speedup_text(bests[-1] if bests else None, best_interval),
+                "best_library_scope": library_scope,
+                "best_text": " · ".join(
+                    part
+                    for part in (figures.speedup_text(bests[-1] if bests else None, best_interval), library_scope)
+                    if part
+                ),
                 "evaluations": len(evaluations),
                 "evaluations_to_goal": None if goal_index is None else goal_index + 1,
                 "steps": run.step_count,

@@ -258,6 +258,7 @@ def _raise_run_best(run: Run, verdict: dict) -> None:
     best = figures.best_per_baseline(run.best_speedups, verdict)
     intervals = figures.best_intervals_after(run.best_speedups, run.best_intervals, verdict)
     best_over_goal = figures.best_so_far(run.best_speedup, figures.verified_speedup(verdict, run.goal[0]))
+    sets_library_best = best.get(figures.BEST_LIBRARY) != (run.best_speedups or {}).get(figures.BEST_LIBRARY)
     fields = []
     if best != run.best_speedups:
         run.best_speedups = best
@@ -265,6 +266,11 @@ def _raise_run_best(run: Run, verdict: dict) -> None:
     if intervals != run.best_intervals:
         run.best_intervals = intervals
         fields.append("best_intervals")
+    if sets_library_best:  # the best over best_library is this verdict's: so is what it is the best of
+        scope = figures.library_scope(verdict, figures.BEST_LIBRARY, run.task.libraries)
+        if scope != run.best_library_scope:
+            run.best_library_scope = scope
+            fields.append("best_library_scope")
     if best_over_goal != run.best_speedup:
         run.best_speedup = best_over_goal
         fields.append("best_speedup")

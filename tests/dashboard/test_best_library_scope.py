@@ -108,3 +108,36 @@ def test_the_best_per_task_is_a_figure_over_every_library_before_a_higher_one_ov
     kernels = shown(operator.get(reverse("kernels")))
     best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
     assert "1.050×" in best and "1.800×" not in best
+
+
+@pytest.mark.django_db
+def test_a_runs_best_over_eager_alone_says_so_in_the_runs_list_the_compare_page_and_its_csv(operator, run):
+    record(run, 0, "evaluation", library_payload(1.8, "// screened\n", ["eager"]))
+    run.refresh_from_db()
+    assert run.best_library_scope == EAGER_ONLY
+
+    rows = shown(operator.get(reverse("runs_rows")))
+    assert f"1.800× · {EAGER_ONLY}" in rows
+
+    other = make_task(
+        name="softmax_other", goal_baseline="best_library", goal_speedup=5.0, spec={"libraries": LIBRARIES}
+    )
+    host, _ = make_worker(name="gpu-b")
+    second = run_start(task=other, model="claude-sonnet-4-6")
+    assert run_claim(worker=host).pk == second.pk
+    record(Run.objects.get(pk=second.pk), 0, "evaluation", library_payload(1.1, "// every library\n", LIBRARIES))
+
+    url = reverse("run_compare") + f"?runs={run.pk},{second.pk}"
+    page = shown(operator.get(url))
+    assert f"1.800× · {EAGER_ONLY}" in page
+    summary = operator.get(url + "&format=json").json()["summary"]
+    assert [row["best_library_scope"] for row in summary] == [EAGER_ONLY, ""]
+
+
+@pytest.mark.django_db
+def test_a_later_best_over_every_library_clears_the_runs_scope(run):
+    record(run, 0, "evaluation", library_payload(1.1, "// a\n", ["eager"]))
+    record(run, 1, "evaluation", library_payload(1.3, "// b\n", LIBRARIES))
+    run.refresh_from_db()
+    assert run.best_speedup == pytest.approx(1.3) and run.best_library_scope == ""
+    assert run.best_text() == "1.300×"
