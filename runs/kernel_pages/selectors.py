@@ -204,7 +204,7 @@ def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
 
 
 def _libraries_complete(kernel_of: dict[int, Kernel]) -> dict[int, bool]:
-    """evaluation id -> whether its figure over its task's goal baseline is over every library that names
+    """evaluation id -> whether its figure over its task's goal baseline is over every library the baseline names
     (gpu_harness.figures.libraries_complete), read from its verdict's libraries and notes alone."""
     rows = Evaluation.objects.filter(pk__in=list(kernel_of)).values_list(
         "pk", "verdict__libraries", "verdict__baseline_notes"

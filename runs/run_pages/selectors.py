@@ -99,7 +99,9 @@ def steps_page(
 def run_evaluations(run: Run) -> list[Evaluation]:
     """A run's evaluations in the order they were stored, with their steps, as the figures of its chart and of the
     compare page take them."""
-    return list(Evaluation.objects.filter(run=run).select_related("step", "kernel").order_by("created_at", "pk"))
+    return list(
+        Evaluation.objects.filter(run=run).select_related("step", "kernel", "kernel__task").order_by("created_at", "pk")
+    )
 
 
 def run_speedup_series(run: Run) -> dict:
