@@ -79,7 +79,8 @@ def invalid_input(block: dict[str, Any]) -> str | None:
 
 
 def task_facts(task_name: str) -> dict[str, Any]:
-    """What the task statement shows the model about a harness task (its ABI, scenarios, baselines)."""
+    """What the task statement shows the model about a harness task (its ABI, scenarios, baselines, and the
+    libraries among them that a `best_library` goal is the fastest of)."""
     from gpu_harness import get_task
 
     task = get_task(task_name)
@@ -90,6 +91,7 @@ def task_facts(task_name: str) -> dict[str, Any]:
         "full_ids": full,
         "quick_ids": list(task.quick_ids()),
         "baselines": list(task.default_baselines),
+        "libraries": list(task.libraries),
     }
 
 

@@ -49,8 +49,16 @@ class Policy:
             baselines=", ".join(facts["baselines"]),
             goal_speedup=f"{config.goal.speedup:g}",
             goal_baseline=config.goal.baseline,
+            goal_note=_goal_note(config.goal.baseline, facts.get("libraries") or []),
             starting_kernel=config.starting_kernel.rstrip("\n"),
         )
+
+
+def _goal_note(baseline: str, libraries: list[str]) -> str:
+    """What a `best_library` goal is over, said where the goal is (the task's definition, not a hint)."""
+    if baseline != "best_library" or not libraries:
+        return ""
+    return f" (on each scenario, the fastest of the libraries {', '.join(libraries)} that runs it)"
 
 
 def _strip(text: str) -> str:
