@@ -563,7 +563,8 @@ class Evaluation(models.Model):
         return f"evaluation {self.pk} of {self.kernel} ({self.status})"
 
     def standing_verdict(self, geomean: dict, libraries: list | None = None, notes: dict | None = None) -> dict:
-        """`standing_verdict` of this row, its geomean, libraries and notes read with it (`STANDING_FIELDS`)."""
+        """`standing_verdict` of this row, its verdict's geomean, libraries and notes read with it (annotations:
+        `geomean=F("verdict__geomean")`, and `verdict__libraries`, `verdict__baseline_notes` the same way)."""
         return standing_verdict(self.status, self.scenarios_correct, geomean, libraries, notes)
 
     @property
