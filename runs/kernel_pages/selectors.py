@@ -4,7 +4,7 @@ verified of its exact source."""
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, F, Max, Min
 
@@ -63,9 +63,18 @@ def kernel_evaluations(kernel: Kernel):
 # ---- the kernel list: identical sources as one row, and the best kernel of each task ----
 
 
-def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[float, int]]]:
-    """kernel id -> {standing: (its best all-correct speedup over its task's goal baseline, the evaluation that
-    gave it)}, one entry per standing its evaluations have (gpu_harness.figures.standing: verified, quick,
+class _Top(NamedTuple):
+    """A kernel's best figure of one standing: how it ranks (gpu_harness.figures.claim_rank, which every choice
+    between figures uses, within a kernel and across kernels), its speedup, and the evaluation that gave it."""
+
+    rank: tuple[bool, bool, float]
+    speedup: float
+    evaluation_id: int
+
+
+def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, _Top]]:
+    """kernel id -> {standing: its best all-correct figure over its task's goal baseline (`_Top`)}, one entry per
+    standing its evaluations have (gpu_harness.figures.standing: verified, quick,
     imported, recorded). Only the verified one may be called verified or be a best; the others are shown labelled.
     Within a standing, a figure over the full set is chosen before any on a subset, and one over every library of
     the task before one over some (gpu_harness.figures.claim_rank)."""
@@ -81,7 +90,7 @@ def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[floa
         e.pk: e.standing_verdict(e.geomean, e.libraries, e.notes)  # type: ignore[attr-defined]  # (annotated)
         for e in evaluations
     }
-    ranked: dict[int, dict[str, tuple[tuple[bool, bool, float], float, int]]] = defaultdict(dict)
+    ranked: dict[int, dict[str, _Top]] = defaultdict(dict)
     for e in evaluations:
         baseline = baseline_of(e.kernel)
         speedup = figures.verified_speedup(verdicts[e.pk], baseline)
@@ -93,14 +102,14 @@ def _best_by_standing(kernel_ids, baseline_of) -> dict[int, dict[str, tuple[floa
         complete = figures.libraries_complete(verdicts[e.pk], baseline, task.libraries if task else [])
         rank = figures.claim_rank(verdicts[e.pk], full_ids, speedup, complete)
         current = ranked[e.kernel_id].get(standing)
-        if current is None or rank > current[0]:
-            ranked[e.kernel_id][standing] = (rank, speedup, e.pk)
-    return {k: {st: (speedup, pk) for st, (_, speedup, pk) in found.items()} for k, found in ranked.items()}
+        if current is None or rank > current.rank:
+            ranked[e.kernel_id][standing] = _Top(rank, speedup, e.pk)
+    return ranked
 
 
-def _best_verified(kernel_ids, baseline_of) -> dict[int, tuple[float, int]]:
-    """kernel id -> (best verified speedup over its task's goal baseline, the evaluation that gave it): from full
-    evaluations measured here only (gpu_harness.figures.headline_speedup's rule)."""
+def _best_verified(kernel_ids, baseline_of) -> dict[int, _Top]:
+    """kernel id -> its best verified figure over its task's goal baseline: from full evaluations measured here
+    only (gpu_harness.figures.headline_speedup's rule)."""
     by_standing = _best_by_standing(kernel_ids, baseline_of)
     return {k: found[figures.VERIFIED] for k, found in by_standing.items() if figures.VERIFIED in found}
 
@@ -153,17 +162,17 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
         members[(task_id, sha)].append(kernel_id)
     newest = Kernel.objects.select_related("task", "run", "step").in_bulk([g["newest"] for g in groups])
     best = _best_by_standing([k for ids in members.values() for k in ids], _task_goal_baseline)
-    tops_of = {}  # (task id, sha256) -> standing -> (the group's best figure of it, the evaluation that gave it)
+    tops_of = {}  # (task id, sha256) -> standing -> the group's best figure of it
     for g in groups:
-        tops: dict[str, tuple[float, int]] = {}
+        tops: dict[str, _Top] = {}
         for kernel_id in members[(g["task_id"], g["sha256"])]:
             for standing, top in best.get(kernel_id, {}).items():
-                if standing not in tops or top[0] > tops[standing][0]:
+                if standing not in tops or top.rank > tops[standing].rank:
                     tops[standing] = top
         tops_of[(g["task_id"], g["sha256"])] = tops
     baseline_of_group = {(g["task_id"], g["sha256"]): _task_goal_baseline(newest[g["newest"]]) for g in groups}
     texts = _speedup_texts(
-        {evaluation_id: baseline_of_group[key] for key, tops in tops_of.items() for _, evaluation_id in tops.values()}
+        {top.evaluation_id: baseline_of_group[key] for key, tops in tops_of.items() for top in tops.values()}
     )
     rows = []
     for g in groups:
@@ -171,9 +180,9 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
         row: dict[str, Any] = {**g, "kernel": newest[g["newest"]]}
         # The verified figure, and beside it or in its place, labelled, the quick one and an import's claim.
         for key, standing in (("best", figures.VERIFIED), ("quick", figures.QUICK), ("claimed", figures.IMPORTED)):
-            speedup, evaluation_id = tops.get(standing, (None, None))
-            row[key] = speedup
-            row[f"{key}_text"] = texts.get(evaluation_id, "") if evaluation_id is not None else ""
+            found = tops.get(standing)
+            row[key] = found.speedup if found else None
+            row[f"{key}_text"] = texts.get(found.evaluation_id, "") if found else ""
         rows.append(row)
     return rows
 
@@ -192,8 +201,15 @@ def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
     rows: list[dict[str, Any]] = []
     for kernel in kernels:
         mine = recorded.get(kernel.pk, {}).get(figures.RECORDED)
-        here = max((verified[i] for i in siblings[(kernel.task_id, kernel.sha256)] if i in verified), default=None)
-        rows.append({"kernel": kernel, "recorded": mine[1] if mine else None, "verified": here[1] if here else None})
+        mine_here = [verified[i] for i in siblings[(kernel.task_id, kernel.sha256)] if i in verified]
+        here = max(mine_here, key=lambda top: top.rank, default=None)
+        rows.append(
+            {
+                "kernel": kernel,
+                "recorded": mine.evaluation_id if mine else None,
+                "verified": here.evaluation_id if here else None,
+            }
+        )
     texts = _speedup_texts(
         {row[key]: _task_goal_baseline(row["kernel"]) for row in rows for key in ("recorded", "verified") if row[key]}
     )
@@ -203,20 +219,6 @@ def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
     return rows
 
 
-def _libraries_complete(kernel_of: dict[int, Kernel]) -> dict[int, bool]:
-    """evaluation id -> whether its figure over its task's goal baseline is over every library the baseline names
-    (gpu_harness.figures.libraries_complete), read from its verdict's libraries and notes alone."""
-    rows = Evaluation.objects.filter(pk__in=list(kernel_of)).values_list(
-        "pk", "verdict__libraries", "verdict__baseline_notes"
-    )
-    complete = {}
-    for pk, libraries, notes in rows:
-        task = kernel_of[pk].task
-        verdict = {"libraries": libraries or [], "baseline_notes": notes or {}}
-        complete[pk] = figures.libraries_complete(verdict, task.goal_baseline, task.libraries)
-    return complete
-
-
 def best_kernel_per_task() -> list[dict]:
     """For each task with a verified kernel: the kernel with the best verified speedup over the task's goal
     baseline (a full evaluation measured here; never a quick one or an imported trace's claim), that speedup,
@@ -224,20 +226,18 @@ def best_kernel_per_task() -> list[dict]:
     kernels = Kernel.objects.filter(task__isnull=False).select_related("task", "run")
     best = _best_verified(kernels.values_list("id", flat=True), _task_goal_baseline)
     by_id = kernels.in_bulk(list(best))
-    complete = _libraries_complete({evaluation_id: by_id[k] for k, (_, evaluation_id) in best.items()})
     per_task: dict[int | None, dict] = {}
-    for kernel_id, (speedup, evaluation_id) in best.items():
+    for kernel_id, top in best.items():
         kernel = by_id[kernel_id]
         current = per_task.get(kernel.task_id)
-        rank = (complete[evaluation_id], speedup)  # over every library before a higher figure over some
-        if current is None or rank > current["rank"]:
+        if current is None or top.rank > current["rank"]:  # over every library before a higher figure over some
             per_task[kernel.task_id] = {
                 "task": kernel.task,
                 "kernel": kernel,
-                "speedup": speedup,
-                "rank": rank,
+                "speedup": top.speedup,
+                "rank": top.rank,
                 "baseline": kernel.task.goal_baseline,
-                "evaluation_id": evaluation_id,
+                "evaluation_id": top.evaluation_id,
             }
     texts = _speedup_texts({row["evaluation_id"]: row["baseline"] for row in per_task.values()})
     for row in per_task.values():

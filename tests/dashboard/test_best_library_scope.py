@@ -34,13 +34,22 @@ def operator(client):
     return client
 
 
-@pytest.fixture
-def run():
-    task = make_task(goal_baseline="best_library", goal_speedup=5.0, spec={"libraries": LIBRARIES})
-    host, _ = make_worker()
+def library_task(name: str = "matmul_cpu"):
+    """A task whose goal is its best library, over LIBRARIES (its spec, as sync_tasks stores the harness's)."""
+    return make_task(name=name, goal_baseline="best_library", goal_speedup=5.0, spec={"libraries": LIBRARIES})
+
+
+def held_run(task, host_name: str = "gpu-a") -> Run:
+    """A run of `task` claimed by a worker of its own, as a worker's evaluations reach the event store."""
+    host, _ = make_worker(name=host_name)
     started = run_start(task=task, model="claude-sonnet-4-6")
     assert run_claim(worker=host).pk == started.pk
     return Run.objects.get(pk=started.pk)
+
+
+@pytest.fixture
+def run():
+    return held_run(library_task())
 
 
 @pytest.mark.django_db
@@ -101,6 +110,19 @@ def test_a_tasks_page_names_the_libraries_its_best_library_goal_is_over(operator
 
 
 @pytest.mark.django_db
+def test_a_source_timed_in_two_runs_shows_its_figure_over_every_library(operator, run):
+    """The same choice across kernels: a source's group takes the figure over every library that another run's
+    kernel of the same source has, before a higher one over eager alone."""
+    source = "// one source, two runs\n"
+    record(run, 0, "evaluation", library_payload(1.8, source, ["eager"]))
+    record(held_run(run.task, "gpu-b"), 0, "evaluation", library_payload(0.96, source, LIBRARIES))
+
+    kernels = shown(operator.get(reverse("kernels")))
+    groups = kernels[kernels.index('id="kernel-groups"') :]
+    assert "0.960× over best_library" in groups and "1.800×" not in groups
+
+
+@pytest.mark.django_db
 def test_the_best_per_task_is_a_figure_over_every_library_before_a_higher_one_over_eager(operator, run):
     record(run, 0, "evaluation", library_payload(1.8, "// screened\n", ["eager"]))
     record(run, 1, "evaluation", library_payload(1.05, "// every library\n", LIBRARIES))
@@ -119,13 +141,8 @@ def test_a_runs_best_over_eager_alone_says_so_in_the_runs_list_the_compare_page_
     rows = shown(operator.get(reverse("runs_rows")))
     assert f'1.800× · {EAGER_ONLY} <small class="over">over best_library</small>' in rows  # a list of many tasks
 
-    other = make_task(
-        name="softmax_other", goal_baseline="best_library", goal_speedup=5.0, spec={"libraries": LIBRARIES}
-    )
-    host, _ = make_worker(name="gpu-b")
-    second = run_start(task=other, model="claude-sonnet-4-6")
-    assert run_claim(worker=host).pk == second.pk
-    record(Run.objects.get(pk=second.pk), 0, "evaluation", library_payload(1.1, "// every library\n", LIBRARIES))
+    second = held_run(library_task("softmax_other"), "gpu-b")
+    record(second, 0, "evaluation", library_payload(1.1, "// every library\n", LIBRARIES))
 
     url = reverse("run_compare") + f"?runs={run.pk},{second.pk}"
     page = shown(operator.get(url))
