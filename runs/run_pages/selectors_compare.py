@@ -133,20 +133,12 @@ def _largest_gain(run: Run, questions: list[Question]) -> tuple[float | None, st
     return top.gain, text
 
 
-def _best_interval(verdicts: list[dict], bests: list, baseline: str) -> tuple[float, float] | None:
-    """The interval of the run's best (the last of its best-so-far series `bests`): the geomean interval of the
-    evaluation that first reached it; None where there is no best or that evaluation has no interval."""
+def _best_verdict(verdicts: list[dict], bests: list) -> dict | None:
+    """The verdict of the evaluation that first reached the run's best (the last of its best-so-far series
+    `bests`): its interval and its libraries are the best's; None where there is no best."""
     if not bests or bests[-1] is None:
         return None
-    return figures.geomean_interval(verdicts[bests.index(bests[-1])], baseline)
-
-
-def _best_library_scope(verdicts: list[dict], bests: list, baseline: str, libraries: list[str]) -> str:
-    """What the run's best over best_library is the best of, where the evaluation that first reached it missed
-    some of the task's libraries (gpu_harness.figures.library_scope); "" else."""
-    if not bests or bests[-1] is None:
-        return ""
-    return figures.library_scope(verdicts[bests.index(bests[-1])], baseline, libraries)
+    return verdicts[bests.index(bests[-1])]
 
 
 def run_comparison(runs: list[Run]) -> dict:
@@ -160,8 +152,10 @@ def run_comparison(runs: list[Run]) -> dict:
         # An imported run's figures are its trace's claims: no best and no goal met here (gpu_harness.figures).
         imported = bool(run.imported_from)
         bests = figures.headline_series(verdicts, baseline, full_set, imported=imported)
-        best_interval = _best_interval(verdicts, bests, baseline)
-        library_scope = _best_library_scope(verdicts, bests, baseline, run.task.libraries)
+        best_verdict = _best_verdict(verdicts, bests)
+        # the best's interval (None where that evaluation has none) and, over best_library, what it is the best of
+        best_interval = figures.geomean_interval(best_verdict, baseline) if best_verdict else None
+        library_scope = figures.library_scope(best_verdict, baseline, run.task.libraries) if best_verdict else ""
         goal_index = next(
             (i for i, v in enumerate(verdicts) if not imported and figures.goal_met(v, baseline, target, full_set)),
             None,
