@@ -3,7 +3,8 @@ clusters of 1..8 CTAs, the two-pass kernel past 262144 columns), rows that start
 (x and y each placed 0..7 elements past an aligned address, and at different offsets from each other), guard
 elements around y that must stay untouched, bit-for-bit repeatability, and the error against float64 next to
 torch's own bf16 softmax on the same input. For the streaming kernel (versions/v2.cu: x aligned and 8 | cols),
-shapes with more rows than it has clusters (its row buffers reused), y aligned and not. Run from the repository root:
+shapes with more rows than it has clusters (its row buffers reused), y aligned and not. For the staged kernel
+(versions/v5.cu: narrow rows that are not whole vectors), more rows than one CTA stages. Run from the repository root:
 
     python3 lab/softmax_rows/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick]
 
@@ -31,6 +32,9 @@ QUICK = [(3, 7), (5, 31), (9, 129), (4, 1000), (3, 4097), (2, 16383), (2, 50257)
 # offset 0 and 3 (vector and element stores)
 MANY = [(2400, 8192), (600, 32768), (9000, 2048), (130, 65536), (70, 65536)]
 MANY_QUICK = [(1800, 8192), (500, 32768)]
+# narrow rows that are not whole vectors, more of them than one CTA stages (versions/v5.cu's softmax_staged)
+NARROW = [(4100, 1), (2500, 7), (5000, 31), (3000, 33), (777, 255), (1000, 256)]
+NARROW_QUICK = [(700, 31)]
 GUARD = 64  # elements either side of y that the kernel must not write
 SENTINEL = -12345.0
 
@@ -75,9 +79,11 @@ def main(argv):
     if quick:
         cases = [(r, c, ox, oy) for r, c in QUICK for ox, oy in ((0, 0), (3, 5))]
         cases += [(r, c, 0, oy) for r, c in MANY_QUICK for oy in (0, 3)]
+        cases += [(r, c, ox, oy) for r, c in NARROW_QUICK for ox, oy in ((0, 0), (3, 5))]
     else:
         cases = [(r, c, ox, oy) for c in COLS for r in ((1, 37) if c < 100000 else (1, 3)) for ox, oy in OFFSETS]
         cases += [(r, c, 0, oy) for r, c in MANY for oy in (0, 3)]
+        cases += [(r, c, ox, oy) for r, c in NARROW for ox, oy in OFFSETS]
     failed = 0
     for i, (rows, cols, ox, oy) in enumerate(cases):
         ok, text = run_one(kern, rows, cols, ox, oy, seed=i)
