@@ -12,7 +12,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 K=kernels/softmax_rows/softmax_rows.cu
-SUBSET=r8192_c8192,r1024_c32000,r2048_c4096,r1024_c8192,r512_c16384,r256_c32768,r64_c65536,r1_c65536,r16384_c128,r65536_c31,r8192_c512,r4096_c1024,r4096_c2048,r1000_c1000
+SUBSET=${SUBSET:-r8192_c8192,r1024_c32000,r2048_c4096,r1024_c8192,r512_c16384,r256_c32768,r64_c65536,r1_c65536,r16384_c128,r65536_c31,r8192_c512,r4096_c1024,r4096_c2048,r1000_c1000}  # the screen's scenarios (SUBSET=... to screen others)
 log() { echo "$@" | tee -a "$OUT/log.txt"; }
 t0=$(date +%s)  # the call's start: screen's deadline counts from here
 
