@@ -1,20 +1,30 @@
-// softmax_rows: y = softmax(x) along each row, bf16 in and out, fp32 math. Released kernel (issue 35).
+// softmax_rows: y = softmax(x) along each row, bf16 in and out, fp32 math (issue 35). Version v4 of the lab
+// (lab/softmax_rows/versions/v4.cu): v1 with the cluster's merge by st.async (below).
+// kernels/softmax_rows/softmax_rows.cu is, byte for byte, the version the lab's README names as released.
 //
 // Math, per row r:  y[r, c] = exp(x[r, c] - max_c x[r, c]) / sum_c exp(x[r, c] - max_c x[r, c]),
 // in the log2 domain: t = x * log2(e), e_c = 2^(t_c - m), y = e_c / sum e_c, rounded once to bf16 (nearest even).
 //
 // One read of x and one write of y per element: a row is loaded once into registers, in 16-byte vectors of
 // 8 bf16, and stays there. Each thread keeps its own max m_t and sum s_t = sum 2^(t - m_t) (its exponentials
-// stay in registers as fp32), and the (m, s) pairs are merged once: m = max(m1, m2),
-// s = s1 2^(m1 - m) + s2 2^(m2 - m). So each element costs one ex2 and one multiply, and each row one reduction.
+// stay in registers as fp32), and the pairs are reduced once a row: the max of the m first, then each sum
+// rescaled to it (s 2^(m_t - m), one ex2 a thread and level) and added. So each element costs one ex2 and one
+// multiply, and each row one reduction.
 //
 // Three shapes of work, by the number of 16-byte vectors a row spans (nvec):
 //   nvec <= 128 (cols up to ~1000): `softmax_subwarp`, TPR lanes of a warp per row (1..32), VPT vectors each;
-//     the merge is TPR-wide shuffles, no shared memory, no barrier.
+//     the reduction is TPR-wide shuffles, no shared memory, no barrier.
 //   nvec <= 32768 (cols up to ~262000): `softmax_cluster`, a cluster of 1..8 CTAs per row (a thread block
-//     cluster, sm_90), 4 vectors per thread; the merge is shuffles, then shared memory across warps, then
-//     distributed shared memory across the cluster's CTAs (mapa + ld.shared::cluster). Long rows with few of
-//     them (64 x 65536, 1 x 65536) spread over up to 8 SMs each instead of leaving most of the chip idle.
+//     cluster, sm_90), 4 vectors per thread; the reduction is shuffles, then shared memory across warps,
+//     then an exchange across the cluster's CTAs: each CTA writes its pair into slot [rank] of every CTA of
+//     the cluster (itself included) with st.async, which completes on that CTA's mbarrier, and each CTA
+//     waits on its own. So no CTA reads another's shared memory, none exits while a peer's bytes are on
+//     their way to it, and there is no cluster barrier a row: the first release's barrier.cluster.arrive.release
+//     compiled to a GPU-wide fence (MEMBAR.ALL.GPU), and this exchange made its cluster shapes 1.1-1.3x faster
+//     (lab/softmax_rows/README.md, round 3). One relaxed cluster barrier after the mbarrier's init remains (no
+//     st.async may reach an uninitialised barrier); its wait comes after the loads and the CTA's reduction.
+//     Long rows with few of them (64 x 65536, 1 x 65536) spread over up to 8 SMs each instead of leaving
+//     most of the chip idle.
 //   longer rows: `softmax_online`, one CTA of 1024 threads per row, two passes over global memory (online
 //     max and sum, then the output).
 //
@@ -40,8 +50,14 @@ constexpr int kSubwarpThreads = 256;
 #ifndef KSEEK_STORE_CS  // 1: streaming stores (st.global.cs)
 #define KSEEK_STORE_CS 0
 #endif
-#ifndef KSEEK_CLUSTER_MODE  // 0: keep fp32 exponentials, 4 vectors a thread; 1: keep the bf16 input and
-#define KSEEK_CLUSTER_MODE 0  // compute each exponential twice (fewer registers), 4 vectors; 2: likewise, 8 vectors
+#ifndef KSEEK_CLUSTER_VPT  // vectors a thread in softmax_cluster
+#define KSEEK_CLUSTER_VPT 4
+#endif
+#ifndef KSEEK_CLUSTER_KEEP  // 1: keep fp32 exponentials; 0: keep the bf16 input, compute each exponential twice
+#define KSEEK_CLUSTER_KEEP 1
+#endif
+#ifndef KSEEK_CLUSTER_XCHG  // the cluster's merge: 0 cluster barriers and DSMEM reads (v1), 1 st.async + mbarrier
+#define KSEEK_CLUSTER_XCHG 1
 #endif
 #ifndef KSEEK_SUBWARP_KEEP  // 1: the lanes-per-row kernel keeps fp32 exponentials; 0: it keeps the input
 #define KSEEK_SUBWARP_KEEP 1
@@ -54,8 +70,8 @@ constexpr int kSubwarpThreads = 256;
 #endif
 constexpr int kClusterMaxThreads = KSEEK_CLUSTER_MAXT;
 constexpr int kClusterCtaTarget = KSEEK_CTA_TARGET;  // threads per CTA the cluster size is chosen for
-constexpr bool kClusterKeep = KSEEK_CLUSTER_MODE == 0;
-constexpr int kClusterVpt = KSEEK_CLUSTER_MODE == 2 ? 8 : 4;  // vectors per thread in softmax_cluster
+constexpr bool kClusterKeep = KSEEK_CLUSTER_KEEP != 0;
+constexpr int kClusterVpt = KSEEK_CLUSTER_VPT;  // vectors per thread in softmax_cluster
 constexpr bool kSubwarpKeep = KSEEK_SUBWARP_KEEP != 0;
 constexpr int kMaxCluster = 8;             // the portable cluster size limit
 constexpr int kOnlineThreads = 1024;
@@ -157,8 +173,18 @@ __device__ __forceinline__ Stat merge(Stat a, Stat b) {
     return {m, a.s * ex2(a.m - m) + b.s * ex2(b.m - m)};
 }
 
-__device__ __forceinline__ Stat shuffle_xor(Stat a, int offset) {
-    return {__shfl_xor_sync(0xFFFFFFFFu, a.m, offset), __shfl_xor_sync(0xFFFFFFFFu, a.s, offset)};
+// The (m, s) pair of WIDTH consecutive lanes (a power of two, at most 32; lanes xor'ed below WIDTH stay in the
+// group), the same bits in every lane of the group: the max by shuffles, then each lane's sum rescaled to it
+// (one ex2) and summed by shuffles (a + b == b + a, so each butterfly level gives every lane the same value).
+template <int WIDTH>
+__device__ __forceinline__ Stat group_reduce(Stat a) {
+    float m = a.m;
+#pragma unroll
+    for (int offset = WIDTH / 2; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, offset));
+    float s = (a.m == -INFINITY) ? 0.f : a.s * ex2(a.m - m);  // an empty pair adds 0 (not 0 * NaN)
+#pragma unroll
+    for (int offset = WIDTH / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, offset);
+    return {m, s};
 }
 
 // What a thread holds of its row between the load and the store: its exponentials in fp32 (KEEP: one ex2 per
@@ -248,9 +274,7 @@ softmax_subwarp(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int 
     const long long v0 = (row.g0 >> 3) + lane;
     Held<VPT, kSubwarpKeep> held;
     const Stat mine = load_row(xb, row, v0, TPR, held);
-    Stat all = mine;
-#pragma unroll
-    for (int offset = TPR / 2; offset > 0; offset /= 2) all = merge(all, shuffle_xor(all, offset));
+    const Stat all = group_reduce<TPR>(mine);
     store_row(yb, yvec, row, v0, TPR, held, mine, all);
 }
 
@@ -261,8 +285,9 @@ __device__ __forceinline__ unsigned cluster_size() {
     return n;
 }
 
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+#if !KSEEK_CLUSTER_XCHG
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 
 __device__ __forceinline__ Stat load_remote(const Stat* local, unsigned rank) {
     const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
@@ -272,43 +297,98 @@ __device__ __forceinline__ Stat load_remote(const Stat* local, unsigned rank) {
     asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(s.m), "=f"(s.s) : "r"(remote) : "memory");
     return s;
 }
+#endif
 
-// The CTA's merged pair: warps by shuffles, then every thread merges the warps' pairs in the same order.
+// The CTA's pair, the same in every thread: each warp's by shuffles, then in every warp lane w takes warp w's
+// pair (empty past the last warp) and the warp reduces them.
 __device__ __forceinline__ Stat block_merge(Stat a, Stat* warp_stats) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) a = merge(a, shuffle_xor(a, offset));
-    const int warps = blockDim.x / 32;
-    if (threadIdx.x % 32 == 0) warp_stats[threadIdx.x / 32] = a;
+    a = group_reduce<32>(a);
+    const int warps = blockDim.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) warp_stats[threadIdx.x / 32] = a;
     __syncthreads();
-    Stat all = warp_stats[0];
-    for (int w = 1; w < warps; ++w) all = merge(all, warp_stats[w]);
-    return all;
+    return group_reduce<32>(lane < warps ? warp_stats[lane] : Stat{-INFINITY, 0.f});
 }
+
+#if KSEEK_CLUSTER_XCHG
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// The exchange barrier: one arrival (thread 0's, with the bytes the cluster's st.async will bring) a phase.
+__device__ __forceinline__ void xchg_init(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits for phase 0 of `bar`, acquiring at cluster scope (the bytes were written by other CTAs' st.async).
+__device__ __forceinline__ void xchg_wait(unsigned bar) {
+    unsigned done = 0;
+    while (!done) {
+        asm volatile(
+            "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+            : "=r"(done)
+            : "r"(bar)
+            : "memory");
+    }
+}
+// Pair `a` into CTA `rank`'s copy of `slot`, completing on its copy of `bar` (this CTA's addresses, mapped).
+__device__ __forceinline__ void send_stat(unsigned slot, unsigned bar, unsigned rank, Stat a) {
+    unsigned rslot, rbar;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rslot) : "r"(slot), "r"(rank));
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar), "r"(rank));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];"
+                 ::"r"(rslot), "f"(a.m), "f"(a.s), "r"(rbar)
+                 : "memory");
+}
+#endif
 
 // blockDim.x: a multiple of 32 up to kClusterMaxThreads; the launch's cluster size (1 when launched without one) is the
 // number of CTAs per row, consecutive in blockIdx.x.
 __global__ void __launch_bounds__(KSEEK_CLUSTER_MAXT, KSEEK_CLUSTER_MINB)
 softmax_cluster(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int rows, int cols, int e0, bool yvec) {
     __shared__ Stat warp_stats[32];
+#if KSEEK_CLUSTER_XCHG
+    __shared__ __align__(8) Stat peer_stat[kMaxCluster];  // [rank]: the cluster's CTAs' pairs
+    __shared__ __align__(8) unsigned long long xbar;
+#else
     __shared__ Stat cta_stat;
+#endif
     const unsigned ctas = cluster_size();
     const unsigned rank = blockIdx.x % ctas;
     const Row row = row_at(blockIdx.x / ctas, rows, cols, e0);
     const int stride = static_cast<int>(ctas * blockDim.x);
     const long long v0 = (row.g0 >> 3) + rank * blockDim.x + threadIdx.x;
+#if KSEEK_CLUSTER_XCHG
+    if (ctas > 1) {
+        if (threadIdx.x == 0) xchg_init(smem_addr(&xbar), ctas * 8u);
+        cluster_arrive_relaxed();  // waited for below, after the loads: then every CTA's barrier is armed
+    }
+#endif
     Held<kClusterVpt, kClusterKeep> held;
     const Stat mine = load_row(xb, row, v0, stride, held);
     Stat all = block_merge(mine, warp_stats);
     if (ctas > 1) {
+#if KSEEK_CLUSTER_XCHG
+        cluster_wait();
+        if (threadIdx.x < ctas) send_stat(smem_addr(&peer_stat[rank]), smem_addr(&xbar), threadIdx.x, all);
+        xchg_wait(smem_addr(&xbar));
+        const unsigned slot = threadIdx.x % kMaxCluster;  // each group of 8 lanes reduces the same pairs
+        all = group_reduce<kMaxCluster>(slot < ctas ? peer_stat[slot] : Stat{-INFINITY, 0.f});
+#else
         if (threadIdx.x == 0) cta_stat = all;
         cluster_arrive();
         cluster_wait();
         all = load_remote(&cta_stat, 0);
         for (unsigned c = 1; c < ctas; ++c) all = merge(all, load_remote(&cta_stat, c));
         cluster_arrive();  // this CTA has read the others' pairs; they may exit once all have
+#endif
     }
     store_row(yb, yvec, row, v0, stride, held, mine, all);
+#if !KSEEK_CLUSTER_XCHG
     if (ctas > 1) cluster_wait();  // keep cta_stat alive until every CTA of the cluster has read it
+#endif
 }
 
 // ---- very long rows: two passes over global memory ----------------------------------------------------
@@ -333,15 +413,17 @@ softmax_online(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int r
 // ---- host ---------------------------------------------------------------------------------------------
 using Kernel = void (*)(const uint16_t*, uint16_t*, int, int, int, bool);
 
-template <int VPT>
-Kernel subwarp_for(int tpr) {
+// The kernel for TPR lanes of VPT vectors each. Only the pairs launch_subwarp picks are instantiated: VPT 1
+// with TPR 1..16 (rows of up to 16 vectors), VPT 2 with TPR 16 or 32 (up to 64), VPT 4 with TPR 32 (up to 128).
+Kernel subwarp_for(int vpt, int tpr) {
+    if (vpt == 4) return softmax_subwarp<32, 4>;
+    if (vpt == 2) return tpr == 16 ? softmax_subwarp<16, 2> : softmax_subwarp<32, 2>;
     switch (tpr) {
-        case 1: return softmax_subwarp<1, VPT>;
-        case 2: return softmax_subwarp<2, VPT>;
-        case 4: return softmax_subwarp<4, VPT>;
-        case 8: return softmax_subwarp<8, VPT>;
-        case 16: return softmax_subwarp<16, VPT>;
-        default: return softmax_subwarp<32, VPT>;
+        case 1: return softmax_subwarp<1, 1>;
+        case 2: return softmax_subwarp<2, 1>;
+        case 4: return softmax_subwarp<4, 1>;
+        case 8: return softmax_subwarp<8, 1>;
+        default: return softmax_subwarp<16, 1>;
     }
 }
 
@@ -355,7 +437,7 @@ int next_pow2(long long n) {
 int launch_subwarp(const uint16_t* xb, uint16_t* yb, int rows, int cols, int e0, bool yvec, long long nvec) {
     const int vpt = nvec <= 16 ? 1 : (nvec <= 64 ? 2 : 4);
     const int tpr = next_pow2((nvec + vpt - 1) / vpt);
-    const Kernel k = vpt == 1 ? subwarp_for<1>(tpr) : (vpt == 2 ? subwarp_for<2>(tpr) : subwarp_for<4>(tpr));
+    const Kernel k = subwarp_for(vpt, tpr);
     const long long rows_per_block = kSubwarpThreads / tpr;
     const long long blocks = (rows + rows_per_block - 1) / rows_per_block;
     k<<<static_cast<unsigned>(blocks), kSubwarpThreads>>>(xb, yb, rows, cols, e0, yvec);

@@ -66,10 +66,10 @@ def test_the_summary_line_says_what_a_best_library_missed_of_its_tasks_libraries
     verdict as a screen against eager alone (issue 35's lab did that) says which libraries it is not the best of."""
     from gpu_harness.report import summary_line
 
-    released = Path(__file__).resolve().parents[2] / "kernels/softmax_rows/results/eval_full_v1_h200_2026-12-04.json"
+    released = Path(__file__).resolve().parents[2] / "kernels/softmax_rows/results/eval_full_v4_h200_2026-12-05.json"
     verdict = json.loads(released.read_text())
     line = summary_line(EvalResult.from_dict(verdict))
-    assert "vs best_library: 0.960x" in line and "not timed" not in line
+    assert "vs best_library: no difference (0.975–1.06x) over 21 |" in line and "not timed" not in line
 
     screen = EvalResult.from_dict({**verdict, "libraries": ["eager"]})
     assert "over 21 (best of eager only; not timed: compile, quack)" in summary_line(screen)
