@@ -1,7 +1,7 @@
 #!/bin/bash
 # v4 candidates (versions/v4.cu: v1 with one ex2 a reduction level and the cluster's merge by st.async) with
-# knobs set by #define lines put before the file; v1 is the released file, for a same-call reference.
-#   [ROUND=2|3] bash lab/softmax_rows/make_v4_candidates.sh OUTDIR     (then: device_run.sh screen OUTDIR)
+# knobs set by #define lines put before the file; round 1 also writes v1, the first release, for reference.
+#   [ROUND=1|2|3] bash lab/softmax_rows/make_v4_candidates.sh OUTDIR     (then: device_run.sh screen OUTDIR)
 # ROUND=3 writes versions/v4.cu and versions/v5.cu alone, unchanged: the screen that chose the release, whose
 # winner `device_run.sh release` then takes from the same machine's /tmp/screen/rank.txt
 set -eu
@@ -11,21 +11,23 @@ gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
   for d in "$@"; do echo "#define ${d%%=*} ${d#*=}" >> "$out/$name.cu"; done
   cat "$V" >> "$out/$name.cu"
 }
-cp kernels/softmax_rows/softmax_rows.cu "$out/v1.cu"  # (v1 while it is the release)
-gen v4a                                               # v1's shapes (4 vectors, 256-thread CTAs), st.async merge
-gen v4b KSEEK_CLUSTER_XCHG=0                          # v4a with v1's cluster barriers: the reductions alone
-gen v4c KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256    # 8 vectors, 256 threads: half the CTAs a row (QuACK's)
-gen v4d KSEEK_CTA_TARGET=1024                         # 4 vectors, up to 1024 threads: no cluster below 32768
-gen v4e KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=512 KSEEK_CTA_TARGET=512  # 8 vectors, up to 512 threads
-gen v4f KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256 KSEEK_CTA_TARGET=128  # 8 vectors, 128 threads (8192: QuACK's)
-if [ "${ROUND:-1}" = 2 ]; then  # round 2 (after v4a led round 1): occupancy, hints and CTA size around v4a
-  rm -f "$out"/v1.cu "$out"/v4[b-f].cu
+case "${ROUND:-1}" in
+1)
+  cp lab/softmax_rows/versions/v1.cu "$out/v1.cu"  # the first release, for a same-call reference
+  gen v4a                                             # v1's shapes (4 vectors, 256-thread CTAs), st.async merge
+  gen v4b KSEEK_CLUSTER_XCHG=0                        # v4a with v1's cluster barriers: the reductions alone
+  gen v4c KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256  # 8 vectors, 256 threads: half the CTAs a row (QuACK's)
+  gen v4d KSEEK_CTA_TARGET=1024                       # 4 vectors, up to 1024 threads: no cluster below 32768
+  gen v4e KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=512 KSEEK_CTA_TARGET=512  # 8 vectors, up to 512 threads
+  gen v4f KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256 KSEEK_CTA_TARGET=128  # 8 vectors, 128 threads (8192: QuACK's)
+  ;;
+2)  # after v4a led round 1: occupancy, hints and CTA size around v4a
+  gen v4a
   gen v4g KSEEK_CLUSTER_VPT=2 KSEEK_CTA_TARGET=512 KSEEK_CLUSTER_MAXT=512 KSEEK_CLUSTER_MINB=3  # 39 regs, 3 CTAs an SM
   gen v4h KSEEK_LOAD_HINT=1                           # v4a with the L2::256B prefetch hint on loads
   gen v4i KSEEK_STORE_CS=1                            # v4a with streaming stores
   gen v4k KSEEK_CTA_TARGET=512                        # v4a with up to 512 threads a CTA (half the CTAs a row)
-fi
-if [ "${ROUND:-1}" = 3 ]; then
-  rm -f "$out"/*.cu
-  cp lab/softmax_rows/versions/v4.cu lab/softmax_rows/versions/v5.cu "$out/"
-fi
+  ;;
+3) cp lab/softmax_rows/versions/v4.cu lab/softmax_rows/versions/v5.cu "$out/" ;;
+*) echo "ROUND is 1, 2 or 3" >&2; exit 2 ;;
+esac
