@@ -16,13 +16,16 @@
 #                                                     naive), the sanitizers, then the screen with what is left
 #   bash lab/gemm_bias_gelu/device_run.sh full [K]    only the harness's full set (best_library, naive)
 #   bash lab/gemm_bias_gelu/device_run.sh san [K]     only the sanitizers
+#   bash lab/gemm_bias_gelu/device_run.sh ncu K... -- MxNxK...   Nsight Compute's main sections for gemm_wgmma of
+#                                                     each kernel on each shape (its second call), in ncu.txt; with
+#                                                     SCREEN=1 the screen runs first, on the first kernel
 # Files land in $OUT, at most 8 of them (the device tool returns no more): log.txt, check.txt, eval_quick.txt/.json,
 # eval_full.txt/.json, trace.jsonl, sanitizer.txt (screen: log.txt, screen.txt, rank.txt, trace.jsonl).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 MODE=${1:-dev}
-K=${2:-lab/gemm_bias_gelu/versions/v4_stages5.cu}
+K=${2:-lab/gemm_bias_gelu/versions/v5_cluster.cu}
 CHECK=lab/gemm_bias_gelu/tools/check_shapes.py
 # the screen's scenarios: the aligned squares, the odd shapes, the MLP shapes, decode-like m (KSEEK_SMALL_M's), and
 # the mid-size ones that take the narrow tile (KSEEK_NARROW_TILES's)
@@ -31,11 +34,12 @@ SUBSET=m128_n128_k128,m4096_n4096_k4096,m8192_n8192_k8192,m4095_n4095_k4095,m409
 # K, '|' between two (c0: K's defaults)
 VARIANTS=(
   ""
-  "KSEEK_STAGES 6"
-  "KSEEK_GELU 1"
-  "KSEEK_GROUP_M 8"
-  "KSEEK_STAGES 4"
+  "KSEEK_CLUSTER 1"
   "KSEEK_PINGPONG 0|KSEEK_BN 256"
+  "KSEEK_PINGPONG 0|KSEEK_BN 256|KSEEK_CLUSTER 1"
+  "KSEEK_GROUP_M 8"
+  "KSEEK_STAGES 6"
+  "KSEEK_STAGES 4"
 )
 T0=$(date +%s)
 BUDGET=${BUDGET:-580}  # seconds for the whole call (the device tool allows 600)
@@ -126,7 +130,35 @@ screen_run() {  # the screen of K's VARIANTS (c0: K as it is); CHECK_C0=1: c0's 
   sort -rn /tmp/screen/rank.txt | tee "$OUT/rank.txt" | tee -a "$OUT/log.txt"
 }
 
+# ncu KERNEL... -- MxNxK...: Nsight Compute's sections for each kernel on each shape, the lines worth reading in ncu.txt
+ncu_run() {
+  kernels=(); shapes=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do kernels+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  shapes=("$@")
+  prebuild "${kernels[@]}"
+  for k in "${kernels[@]}"; do
+    for shape in "${shapes[@]}"; do
+      t=$(cap 90 5)
+      if [ "$t" -lt 30 ]; then log "ncu $(basename "$k") $shape skipped: ${t}s left"; continue; fi
+      timeout "$t" ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
+        -k regex:gemm_wgmma --launch-skip 1 --launch-count 1 \
+        python3 lab/gemm_bias_gelu/tools/run_shape.py "$k" ${shape//x/ } 2 > /tmp/ncu_one.txt 2>&1
+      rc=$?
+      { echo "== $(basename "$k") $shape rc=$rc"
+        grep -E "gemm_wgmma|Duration|Elapsed Cycles|SM Busy|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued|Avg. Active Threads|Achieved Occupancy|Grid Size|Cluster Size|Registers Per|Dynamic Shared|Mem Busy|Max Bandwidth|L2 Hit Rate|Stall|==ERR|ERROR" /tmp/ncu_one.txt | head -60
+      } >> "$OUT/ncu.txt"
+      log "ncu $(basename "$k") $shape rc=$rc"
+    done
+  done
+}
+
 case "$MODE" in
+ncu)
+  shift
+  if [ "${SCREEN:-0}" = 1 ]; then K=$1; CHECK_C0=1 screen_run; fi
+  ncu_run "$@" ;;
 dev)
   prebuild "$K"
   check "$K" --quick 90
@@ -156,6 +188,6 @@ round)
   sanitize "$K"
   CHECK_C0=0 screen_run ;;
 *)
-  echo "usage: bash lab/gemm_bias_gelu/device_run.sh dev|screen|round|full|san [KERNEL.cu]"; exit 2 ;;
+  echo "usage: bash lab/gemm_bias_gelu/device_run.sh dev|screen|round|full|san [KERNEL.cu] | ncu KERNEL.cu... -- MxNxK..."; exit 2 ;;
 esac
 log "done in $(($(date +%s) - T0))s"

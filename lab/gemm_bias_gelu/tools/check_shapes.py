@@ -4,7 +4,8 @@ and the wgmma kernel's partly empty tiles), operands and out 2 bytes off a 16-by
 the repack and the element-by-element stores), 16-byte but not 128-byte aligned bases, and each kernel forced on
 shapes the dispatch would not give it (variant 1: the CUDA-core kernel, 2: the wgmma kernel's wide tile
 (KSEEK_BN), 3: its narrow 128 x 64 tile; variant 0 takes the narrow one below ~132 wide tiles; 4: v2's
-gemm_skinny, mma.sync; v3's 5 / 6: wide / narrow cooperative, 8 / 9: wide / narrow ping-pong). Each case
+gemm_skinny, mma.sync; v3's 5 / 6: wide / narrow cooperative, 8 / 9: wide / narrow ping-pong; v5's 10: the
+dispatch's wgmma kernel without thread-block clusters). Each case
 checks the relative L2 error against a float64 reference at the task's tolerance (1.5 x torch eager's error on the
 same inputs + 1e-4, tasks/gemm_bias_gelu/task.toml [tolerance]), guard elements around out that must stay
 untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. Run from the repository root:
@@ -87,6 +88,11 @@ def cases_full():
         (1024, 1024, 256, (0, 0, 1, 0)),
     ]:
         cases += [(m, n, k, v, o) for v in (5, 6, 8, 9)]
+    # v5's clusters of two CTAs along m: an odd count of tile rows (the last cluster's second CTA lies past m) with
+    # several units a cluster, ping-pong and cooperative; and the dispatch's kernel without clusters (variant 10)
+    cases += [(2176, 4096, 512, 0, ALIGNED), (2176, 4096, 512, 2, (0, 0, 1, 1)), (1152, 1024, 256, 5, ALIGNED),
+              (1152, 1024, 256, 8, ALIGNED), (2304, 520, 4104, 3, ALIGNED), (2176, 4096, 512, 10, ALIGNED),
+              (1000, 1000, 1000, 10, ALIGNED), (4096, 4096, 4096, 10, ALIGNED)]  # fmt: skip
     return cases
 
 
@@ -95,7 +101,7 @@ def cases_quick():
             (300, 200, 0, 0, ALIGNED), (129, 129, 129, 0, (1, 1, 1, 1)), (1, 4097, 256, 0, ALIGNED),
             (300, 520, 1024, 0, ALIGNED), (33, 100, 40, 1, (3, 5, 7, 1)), (33, 100, 40, 4, (0, 0, 1, 1)),
             (700, 900, 264, 0, ALIGNED), (4096, 2048, 136, 2, ALIGNED), (1024, 1024, 256, 5, ALIGNED),
-            (1024, 1024, 256, 9, (0, 0, 1, 0))]  # fmt: skip
+            (1024, 1024, 256, 9, (0, 0, 1, 0)), (1152, 1024, 256, 8, ALIGNED), (300, 520, 1024, 10, ALIGNED)]  # fmt: skip
 
 
 class Gemm:
