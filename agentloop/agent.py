@@ -169,7 +169,9 @@ class Agent:
                 timeout_s=float(tools["evaluate_timeout_s"]), extra_env=host.extra_env, sandbox=self.sandbox
             )
         self.evaluator = evaluator
-        self.scoreboard = Scoreboard(self.state, config, self.task_info["full_ids"], self.emitter.emit)
+        self.scoreboard = Scoreboard(
+            self.state, config, self.task_info["full_ids"], self.emitter.emit, libraries=self.task_info["libraries"]
+        )
         shell, self.editor = work_tools(self.workspace, tools, host.extra_env, self.sandbox)
         self.tools: dict[str, Tool] = {tool.name: tool for tool in (shell, self.editor)}  # evaluate: the loop's own
         self.tool_schemas = [shell.schema, self.editor.schema, evaluate_tool.SCHEMA]

@@ -3,7 +3,8 @@
 The model's words never enter here. A run succeeds only on a verdict that is correct on every scenario of the
 task's full set and at least the target speedup over the goal baseline beyond the noise: the low end of the
 interval on its geometric mean reaches the target (`figures.clears_target`, within `figures.goal_met`, the one
-function the server's check in `runs/services/kernels.py` calls too). The rules themselves are
+function the server's check in `runs/services/kernels.py` calls too). A `best_library` goal also needs every
+library of the task timed in that verdict: a library not installed where it ran leaves the best of the others. The rules themselves are
 `gpu_harness.figures` (the dashboard reads verdicts through the same functions); this module applies them to a
 run's `Goal`.
 """
@@ -24,8 +25,10 @@ def meets_target(result: dict[str, Any], goal: Goal) -> bool:
     return figures.meets_target(result, goal.baseline, goal.speedup)
 
 
-def goal_met(result: dict[str, Any], goal: Goal, full_ids: list[str]) -> bool:
-    return figures.goal_met(result, goal.baseline, goal.speedup, full_ids)
+def goal_met(result: dict[str, Any], goal: Goal, full_ids: list[str], libraries: list[str]) -> bool:
+    """`figures.goal_met` over the run's goal, the task's full set and its libraries (a best_library goal is met
+    only by a verdict that timed every one of them)."""
+    return figures.goal_met(result, goal.baseline, goal.speedup, full_ids, libraries)
 
 
 def verified_speedup(result: dict[str, Any], goal: Goal) -> float | None:

@@ -21,12 +21,19 @@ EVALUATIONS = "evaluations"  # the budget a refused evaluate call names (tool_re
 
 class Scoreboard:
     def __init__(
-        self, state: RunState, config: RunConfig, full_ids: list[str], emit: Callable[..., dict[str, Any]]
+        self,
+        state: RunState,
+        config: RunConfig,
+        full_ids: list[str],
+        emit: Callable[..., dict[str, Any]],
+        *,
+        libraries: list[str],
     ) -> None:
         self.state = state
         self.goal = config.goal
         self.evaluation_budget = config.budgets.evaluations  # the model's evaluate calls; None: no limit
         self.full_ids = full_ids  # the task's full scenario set: the goal is judged on it
+        self.libraries = libraries  # the task's libraries: a best_library goal is judged over all of them
         self.emit = emit
 
     # ---------------------------------------------------------------------------- the evaluation budget
@@ -68,7 +75,7 @@ class Scoreboard:
             "goal": {"baseline": goal.baseline, "speedup": goal.speedup},
             "speedup": speedup_over(result, goal.baseline),
             "full": covers(result, self.full_ids),
-            "goal_met": goal_met(result, goal, self.full_ids),
+            "goal_met": goal_met(result, goal, self.full_ids, self.libraries),
             "best_speedup": best,
             "evaluations_used": len(self.state.tool_evaluations) + (1 if purpose == "tool" else 0),
         }

@@ -119,7 +119,10 @@ class Verification:
         except EvaluatorError as exc:
             self._finish("failed", "verify_error", f"the harness could not evaluate the source: {exc}")
             return
-        board = Scoreboard(self.state, self.config, task_facts(self.config.task)["full_ids"], self._emit_verified)
+        facts = task_facts(self.config.task)
+        board = Scoreboard(
+            self.state, self.config, facts["full_ids"], self._emit_verified, libraries=facts["libraries"]
+        )
         payload = board.record(result, VERIFY_PURPOSE, "full", self.config.kernel_filename, None)
         speedup = "n/a" if payload["speedup"] is None else f"{payload['speedup']:.3f}x"
         self._finish(

@@ -48,13 +48,18 @@ def covers(verdict: dict[str, Any], scenario_ids: list[str]) -> bool:
     return bool(scenario_ids) and set(scenario_ids) <= ran
 
 
-def goal_met(verdict: dict[str, Any], baseline: str, target: float, full_ids: list[str]) -> bool:
+def goal_met(
+    verdict: dict[str, Any], baseline: str, target: float, full_ids: list[str], task_libraries: list[str]
+) -> bool:
     """The goal: at least `target` over `baseline` beyond the noise (`clears_target`: the interval's low end),
-    every scenario correct, and the full set run."""
+    every scenario correct, the full set run, and, over best_library, every library of the task timed
+    (`libraries_complete`): where one was not installed, the figure is over the best of the others, which is not
+    the goal the run was given."""
     return (
         meets_target(verdict, baseline, target)
         and clears_target(verdict, baseline, target)
         and covers(verdict, full_ids)
+        and libraries_complete(verdict, baseline, task_libraries)
     )
 
 
@@ -394,13 +399,29 @@ def best_library(scenario: dict[str, Any], libraries: list[str]) -> dict[str, An
     return {"name": name, "ms": timed[name], "interval": interval}
 
 
+def _libraries_asked(verdict: dict[str, Any]) -> list[str]:
+    """The libraries a verdict asked for (`libraries`); a malformed list (verdicts come from workers too) asked
+    for none."""
+    given = verdict.get("libraries")
+    return [name for name in given if isinstance(name, str)] if isinstance(given, list) else []
+
+
+def _libraries_named(verdict: dict[str, Any], task_libraries: list[str]) -> list[str]:
+    """The libraries a best_library figure of this verdict is to be the best of: the task's, then any other the
+    verdict asked for (a task row that does not list its libraries still names those)."""
+    return list(task_libraries) + [name for name in _libraries_asked(verdict) if name not in task_libraries]
+
+
 def libraries_not_timed(verdict: dict[str, Any], task_libraries: list[str]) -> list[str]:
-    """The task's libraries that a verdict's best_library is not the best of: not asked for (a screen timed
-    against eager alone), or n/a for the whole evaluation (not installed where it ran: `baseline_notes`). A
-    library that refused some shapes was timed; its refusals are per scenario and said there."""
-    asked = verdict.get("libraries") or []
-    whole_run_notes = verdict.get("baseline_notes") or {}
-    return [name for name in task_libraries if name not in asked or name in whole_run_notes]
+    """The libraries that a verdict's best_library is not the best of (`_libraries_named`): the task's that were
+    not asked for (a screen timed against eager alone), and any asked for that were n/a for the whole evaluation
+    (not installed where it ran: `baseline_notes`; malformed notes are none). A library that refused some shapes
+    was timed; its refusals are per scenario and said there."""
+    asked = _libraries_asked(verdict)
+    notes = verdict.get("baseline_notes")
+    whole_run_notes = notes if isinstance(notes, dict) else {}
+    named = _libraries_named(verdict, task_libraries)
+    return [name for name in named if name not in asked or name in whole_run_notes]
 
 
 def library_scope(verdict: dict[str, Any], baseline: str, task_libraries: list[str]) -> str:
@@ -410,7 +431,7 @@ def library_scope(verdict: dict[str, Any], baseline: str, task_libraries: list[s
     missing = libraries_not_timed(verdict, task_libraries) if baseline == BEST_LIBRARY else []
     if not missing:
         return ""
-    timed = [name for name in task_libraries if name not in missing]
+    timed = [name for name in _libraries_named(verdict, task_libraries) if name not in missing]
     return f"best of {', '.join(timed) if timed else 'no library'} only; not timed: {', '.join(missing)}"
 
 

@@ -157,7 +157,11 @@ def run_comparison(runs: list[Run]) -> dict:
         best_interval = figures.geomean_interval(best_verdict, baseline) if best_verdict else None
         library_scope = figures.library_scope(best_verdict, baseline, run.task.libraries) if best_verdict else ""
         goal_index = next(
-            (i for i, v in enumerate(verdicts) if not imported and figures.goal_met(v, baseline, target, full_set)),
+            (
+                i
+                for i, v in enumerate(verdicts)
+                if not imported and figures.goal_met(v, baseline, target, full_set, run.task.libraries)
+            ),
             None,
         )
         steps_to_goal = None

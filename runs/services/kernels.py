@@ -283,10 +283,10 @@ def evaluation_meets_goal(evaluation: Evaluation, run: Run) -> bool:
     """Whether this stored evaluation confirms `run`'s goal, by the server's own reading of it (docs/protocol.md
     1.2 `goal_met`): a correct verdict, every scenario correct, every scenario of the task's full set among them,
     and the geometric-mean speedup over the run's goal baseline at least the run's target beyond the noise (the
-    low end of its interval, `gpu_harness.figures.clears_target`, as the agent loop's own check). The worker's own
-    `goal_met` is not taken on trust."""
+    low end of its interval, `gpu_harness.figures.clears_target`, as the agent loop's own check), and over
+    best_library every library of the task timed. The worker's own `goal_met` is not taken on trust."""
     baseline, target = run.goal
-    return figures.goal_met(evaluation.verdict, baseline, target, list(run.task.scenario_ids or []))
+    return figures.goal_met(evaluation.verdict, baseline, target, list(run.task.scenario_ids or []), run.task.libraries)
 
 
 def run_goal_evaluation(run: Run) -> Evaluation | None:

@@ -14,8 +14,8 @@ def verdict(speedup, correct=True):
 
 def test_the_goal_is_met_exactly_at_its_target_on_the_full_set():
     goal = Goal(baseline="naive", speedup=2.0)
-    assert meets_target(verdict(2.0), goal) and goal_met(verdict(2.0), goal, ["a", "b"])
-    assert not goal_met(verdict(2.0), goal, ["a", "b", "c"]) and covers(verdict(2.0), ["a"])
+    assert meets_target(verdict(2.0), goal) and goal_met(verdict(2.0), goal, ["a", "b"], [])
+    assert not goal_met(verdict(2.0), goal, ["a", "b", "c"], []) and covers(verdict(2.0), ["a"])
     assert not meets_target(verdict(1.99), goal)
 
 
@@ -48,5 +48,15 @@ def test_the_goal_is_met_only_when_the_interval_clears_the_target():
     goal = Goal(baseline="naive", speedup=2.0)
     within_noise = timed_verdict(2.3, 1.7, 2.9)  # above the target at its point, not beyond its noise
     assert meets_target(within_noise, goal)  # worth a full check
-    assert not goal_met(within_noise, goal, ["a", "b"])
-    assert goal_met(timed_verdict(2.3, 2.0, 2.6), goal, ["a", "b"])  # exactly at the target, at its low end
+    assert not goal_met(within_noise, goal, ["a", "b"], [])
+    assert goal_met(timed_verdict(2.3, 2.0, 2.6), goal, ["a", "b"], [])  # exactly at the target, at its low end
+
+
+def test_a_best_library_goal_needs_every_library_of_the_task_timed():
+    goal = Goal(baseline="best_library", speedup=1.0)
+    result = verdict(1.2)
+    result["geomean"]["best_library"] = {"speedup": 1.2, "count": 2}
+    result["libraries"] = ["eager", "compile", "quack"]
+    assert goal_met(result, goal, ["a", "b"], ["eager", "compile", "quack"])
+    result["baseline_notes"] = {"quack": "quack.softmax is not installed"}
+    assert not goal_met(result, goal, ["a", "b"], ["eager", "compile", "quack"])

@@ -183,15 +183,15 @@ def test_the_goal_needs_the_full_set_every_scenario_correct_and_the_target(tmp_p
     kernel = tmp_path / "k.cpp"
     kernel.write_text("x")
     goal = Goal("naive", 2.0)
-    assert goal_met(verdict(kernel, "full", 2.1), goal, FULL_IDS)
-    assert not goal_met(verdict(kernel, "quick", 2.1), goal, FULL_IDS) and meets_target(
+    assert goal_met(verdict(kernel, "full", 2.1), goal, FULL_IDS, [])
+    assert not goal_met(verdict(kernel, "quick", 2.1), goal, FULL_IDS, []) and meets_target(
         verdict(kernel, "quick", 2.1), goal
     )
-    assert not goal_met(verdict(kernel, "full", 1.9), goal, FULL_IDS)
+    assert not goal_met(verdict(kernel, "full", 1.9), goal, FULL_IDS, [])
     wrong = verdict(kernel, "full", 2.1)
     wrong["scenarios"][3]["correct"] = False
-    assert not goal_met(wrong, goal, FULL_IDS)
-    assert not goal_met(verdict(kernel, "full", None, status="error"), goal, FULL_IDS)
+    assert not goal_met(wrong, goal, FULL_IDS, [])
+    assert not goal_met(verdict(kernel, "full", None, status="error"), goal, FULL_IDS, [])
 
 
 # ---- prices

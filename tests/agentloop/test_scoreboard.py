@@ -19,7 +19,7 @@ def board(tmp_path, evaluations=None):
     config = make_config(goal_speedup=2.0, budgets=Budgets(evaluations=evaluations))
     kernel = tmp_path / "kernel.cpp"
     kernel.write_text("// a kernel\n")
-    return Scoreboard(state, config, FULL_IDS, emitter.emit), state, events, kernel
+    return Scoreboard(state, config, FULL_IDS, emitter.emit, libraries=[]), state, events, kernel
 
 
 def test_each_verdict_is_recorded_with_its_figures_and_the_best_counts_only_correct_ones(tmp_path):

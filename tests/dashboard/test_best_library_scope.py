@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from runs.models import Evaluation, Run
 from runs.services import run_claim, run_start
+from runs.services.kernels import evaluation_meets_goal, run_goal_evaluation
 from tests.dashboard.helpers import evaluation_payload, make_user, make_worker
 from tests.dashboard.test_imported_figures import record, shown
 from tests.foundation.factories import make_task
@@ -158,3 +159,25 @@ def test_a_later_best_over_every_library_clears_the_runs_scope(run):
     run.refresh_from_db()
     assert run.best_speedup == pytest.approx(1.3) and run.best_library_scope == ""
     assert run.best_text() == "1.300×"
+
+
+@pytest.mark.django_db
+def test_a_best_library_goal_is_not_confirmed_by_an_evaluation_that_missed_a_library(operator, run):
+    """6x over the best of eager and compile, where quack was not installed, is not the run's goal (5x over the
+    task's best library): the server's check and the comparison refuse it; the same figure over every library
+    confirms it."""
+    record(run, 0, "evaluation", library_payload(6.0, "// a\n", LIBRARIES, {"quack": "quack is not installed"}))
+    missed = Evaluation.objects.get(run=run, step__seq=0)
+    assert not evaluation_meets_goal(missed, run) and run_goal_evaluation(run) is None
+    other = held_run(library_task("softmax_other"), "gpu-b")
+    record(other, 0, "evaluation", library_payload(6.0, "// c\n", LIBRARIES))
+    compare = reverse("run_compare") + f"?runs={run.pk},{other.pk}&format=json"
+    rows = operator.get(compare).json()["summary"]
+    assert [row["goal_met"] for row in rows] == [False, True]
+    assert rows[0]["best_library_scope"] == "best of eager, compile only; not timed: quack"
+
+    record(run, 1, "evaluation", library_payload(6.0, "// b\n", LIBRARIES))
+    complete = Evaluation.objects.get(run=run, step__seq=1)
+    assert evaluation_meets_goal(complete, run) and run_goal_evaluation(run).pk == complete.pk
+    first = operator.get(compare).json()["summary"][0]
+    assert first["goal_met"] is True and first["evaluations_to_goal"] == 2

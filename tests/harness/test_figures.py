@@ -49,9 +49,9 @@ def test_exactly_at_the_target_counts_as_met():
 
 
 def test_the_goal_needs_the_target_and_the_full_set():
-    assert figures.goal_met(verdict(2.0), "naive", 2.0, ["a", "b"])
-    assert not figures.goal_met(verdict(2.0), "naive", 2.0, ["a", "b", "c"])  # c was not run
-    assert not figures.goal_met(verdict(2.0), "naive", 2.0, [])  # an empty full set is never covered
+    assert figures.goal_met(verdict(2.0), "naive", 2.0, ["a", "b"], [])
+    assert not figures.goal_met(verdict(2.0), "naive", 2.0, ["a", "b", "c"], [])  # c was not run
+    assert not figures.goal_met(verdict(2.0), "naive", 2.0, [], [])  # an empty full set is never covered
     assert figures.covers(verdict(), ["b"]) and not figures.covers(verdict(), [])
 
 
@@ -153,6 +153,36 @@ def test_a_library_not_installed_where_it_ran_was_not_timed_but_one_that_refused
     assert figures.library_scope(refused_some, "best_library", TASK_LIBRARIES) == ""
     none_ran = _library_verdict([])
     assert figures.library_scope(none_ran, "best_library", TASK_LIBRARIES).startswith("best of no library only")
+
+
+def test_a_best_library_goal_is_met_only_by_a_verdict_that_timed_every_library_of_the_task():
+    every = _library_verdict(TASK_LIBRARIES)
+    assert figures.goal_met(every, "best_library", 1.5, ["a"], TASK_LIBRARIES)
+    # 1.8x over the best of eager and compile is not 1.8x over the task's strongest library, which did not run
+    not_installed = _library_verdict(TASK_LIBRARIES, {"quack": "quack.softmax is not installed"})
+    assert figures.meets_target(not_installed, "best_library", 1.5)
+    assert not figures.goal_met(not_installed, "best_library", 1.5, ["a"], TASK_LIBRARIES)
+    assert not figures.goal_met(_library_verdict(["eager"]), "best_library", 1.5, ["a"], TASK_LIBRARIES)
+    # a goal over one library names only that one
+    assert figures.goal_met(not_installed, "eager", 1.5, ["a"], TASK_LIBRARIES)
+
+
+def test_a_library_the_verdict_asked_for_but_could_not_run_is_missing_even_where_the_task_lists_none():
+    # a task row that does not list its libraries (an older row) must not make a library not installed count
+    not_installed = _library_verdict(TASK_LIBRARIES, {"quack": "quack.softmax is not installed"})
+    assert figures.libraries_not_timed(not_installed, []) == ["quack"]
+    assert figures.library_scope(not_installed, "best_library", []) == "best of eager, compile only; not timed: quack"
+    assert not figures.goal_met(not_installed, "best_library", 1.5, ["a"], [])
+    assert figures.goal_met(_library_verdict(TASK_LIBRARIES), "best_library", 1.5, ["a"], [])
+
+
+@pytest.mark.parametrize("libraries, notes", [(5, None), ("quack", None), ([None, 3], None), (["eager"], ["quack"])])
+def test_malformed_libraries_or_notes_count_as_nothing_asked_and_no_notes(libraries, notes):
+    malformed = _library_verdict(["eager"])
+    malformed["libraries"], malformed["baseline_notes"] = libraries, notes
+    missing = figures.libraries_not_timed(malformed, TASK_LIBRARIES)
+    assert set(missing) >= {"compile", "quack"}
+    assert not figures.goal_met(malformed, "best_library", 1.5, ["a"], TASK_LIBRARIES)
 
 
 def test_only_best_library_has_a_library_scope():

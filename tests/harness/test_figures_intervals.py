@@ -118,12 +118,12 @@ def test_the_goal_is_cleared_only_by_the_low_end_of_the_interval():
     # 2.2x at its point, but the interval reaches down to 1.8x: not beyond the noise of a 2.0x goal.
     noisy = verdict_of(timed("a", 1.0, [0.9, 1.2], 2.2, [2.16, 2.3]))
     assert figures.meets_target(noisy, "naive", 2.0)
-    assert not figures.clears_target(noisy, "naive", 2.0) and not figures.goal_met(noisy, "naive", 2.0, ["a"])
+    assert not figures.clears_target(noisy, "naive", 2.0) and not figures.goal_met(noisy, "naive", 2.0, ["a"], [])
     steady = verdict_of(timed("a", 1.0, [0.99, 1.01], 2.2, [2.18, 2.22]))
-    assert figures.clears_target(steady, "naive", 2.0) and figures.goal_met(steady, "naive", 2.0, ["a"])
+    assert figures.clears_target(steady, "naive", 2.0) and figures.goal_met(steady, "naive", 2.0, ["a"], [])
     # A verdict from before intervals is held to its point figure, as it always was.
     old = {"status": "correct", "scenarios": [{"id": "a", "correct": True}], "geomean": {"naive": {"speedup": 2.0}}}
-    assert figures.clears_target(old, "naive", 2.0) and figures.goal_met(old, "naive", 2.0, ["a"])
+    assert figures.clears_target(old, "naive", 2.0) and figures.goal_met(old, "naive", 2.0, ["a"], [])
 
 
 def test_a_host_loaded_beyond_half_its_cores_is_busy():
