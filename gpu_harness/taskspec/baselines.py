@@ -10,7 +10,9 @@ from .context import SpecContext
 from .spec import Baseline
 
 
-def read_baselines(ctx: SpecContext) -> tuple[dict[str, Any], list[str], str]:
+def read_baselines(ctx: SpecContext) -> tuple[dict[str, Any], list[str] | None, str]:
+    """The baselines by name, the default set (None where it is malformed: reported here) and the versions
+    function's name."""
     b = ctx.table("baselines")
     head = ctx.lines.header("baselines")
     out = {}
@@ -37,7 +39,7 @@ def read_baselines(ctx: SpecContext) -> tuple[dict[str, Any], list[str], str]:
     dline = ctx.lines.key("default", head)
     if not isinstance(defaults, list) or not all(isinstance(d, str) for d in defaults):
         ctx.problem("baselines.default", "a list of baseline names", dline)
-        defaults = []
+        return out, None, versions
     for d in defaults:
         if d not in out:
             ctx.problem("baselines.default", f"{d!r} is not a baseline (known: {', '.join(out)})", dline)
@@ -99,7 +101,11 @@ def read_requires(ctx: SpecContext, requires: object, where: str, line: int | No
     return tuple(entries)
 
 
-def read_goal(ctx: SpecContext, baselines: dict[str, Any]) -> tuple[str, float]:
+def read_goal(ctx: SpecContext, baselines: dict[str, Any], defaults: list[str] | None) -> tuple[str, float]:
+    """`[goal]`: a baseline (or best_library, over the baselines marked library) and the speed-up over it. The
+    agent loop evaluates with the default baselines, so the goal's baseline, or every library of a best_library
+    goal, must be among them: a goal they never time could never be met. `defaults` None: they were malformed
+    (reported by read_baselines), so nothing is checked against them."""
     g = ctx.table("goal")
     head = ctx.lines.header("goal")
     ctx.only(g, head, {"baseline", "speedup"}, section="goal", why="unknown field")
@@ -117,7 +123,24 @@ def read_goal(ctx: SpecContext, baselines: dict[str, Any]) -> tuple[str, float]:
             f"{base!r} is not a baseline (known: {', '.join([*baselines, *([BEST_LIBRARY] if libraries else [])])})",
             ctx.lines.key("baseline", head) or head,
         )
+    elif defaults is not None and (untimed := _untimed_goal(str(base), libraries, defaults)):
+        ctx.problem(
+            "goal.baseline",
+            f"{base!r} {untimed}, which the agent loop's evaluations time: a goal they never time can never be met",
+            ctx.lines.key("baseline", head) or head,
+        )
     if isinstance(speedup, bool) or not isinstance(speedup, (int, float)) or not speedup > 0:
         ctx.problem("goal.speedup", f"expected a number > 0, got {speedup!r}", ctx.lines.key("speedup", head) or head)
         speedup = 1.0
     return str(base), float(speedup)
+
+
+def _untimed_goal(base: str, libraries: list[str], defaults: list[str]) -> str:
+    """What the default baselines leave out of the goal, in words ("" where nothing): the goal's baseline, or
+    for best_library the libraries it is the fastest of."""
+    if base != BEST_LIBRARY:
+        return "" if base in defaults else "is not among [baselines] default"
+    missing = [name for name in libraries if name not in defaults]
+    return (
+        f"needs every library among [baselines] default (missing: {', '.join(map(repr, missing))})" if missing else ""
+    )

@@ -78,7 +78,7 @@ def read_spec(ctx: SpecContext) -> TaskSpec:
     flops, nbytes = read_formulas(ctx)
     baselines, defaults, versions_function = read_baselines(ctx)
     tolerances, uniform = read_tolerance(ctx, baselines, args, scenarios)
-    goal_baseline, goal_speedup = read_goal(ctx, baselines)
+    goal_baseline, goal_speedup = read_goal(ctx, baselines, defaults)
     timing, host_clock, (base_s, min_rate) = read_timing(ctx)
     child_env, baseline_threads = read_child(ctx)
     spot_check = read_spot_check(ctx, args, scenarios)
@@ -108,7 +108,7 @@ def read_spec(ctx: SpecContext) -> TaskSpec:
         tolerance=uniform,
         tolerances=tolerances,
         baselines=baselines,
-        default_baselines=tuple(defaults),
+        default_baselines=tuple(defaults or ()),
         flops=flops,
         bytes=nbytes,
         goal_baseline=goal_baseline,
