@@ -15,6 +15,7 @@ from agentloop.config import RunConfig
 from agentloop.errors import BudgetExhausted
 from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
 from agentloop.state import RunState
+from gpu_harness import figures
 
 EVALUATIONS = "evaluations"  # the budget a refused evaluate call names (tool_result's `budget_spent`)
 
@@ -84,8 +85,16 @@ class Scoreboard:
 
     def worth_confirming(self, result: dict[str, Any]) -> bool:
         """A verdict that meets the target on the scenarios it ran: the loop confirms it by a full check of its own
-        (a quick verdict never ends a run by itself)."""
-        return meets_target(result, self.goal)
+        (a quick verdict never ends a run by itself). Not where a best_library goal's library did not run: a check
+        on the same host would miss it again."""
+        return meets_target(result, self.goal) and not self.libraries_missing(result)
+
+    def libraries_missing(self, result: dict[str, Any]) -> list[str]:
+        """The task's libraries that a best_library goal needs and this verdict did not time ([] for any other
+        goal): while one is missing, no verdict of this host meets the goal."""
+        if self.goal.baseline != figures.BEST_LIBRARY:
+            return []
+        return figures.libraries_not_timed(result, self.libraries)
 
     def check_due_at_end(self, kernel_sha256: str) -> bool:
         """The model ended its turn with this source: check it, unless the verdicts on it already rule the goal
@@ -111,12 +120,19 @@ class Scoreboard:
             table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
         goal = self.goal
         best = payload["best_speedup"]
-        return (
+        text = (
             f"{table}\nGoal: {goal.speedup:g}x over {goal.baseline} on the full set, every scenario correct. "
             f"This evaluation: {'n/a' if payload['speedup'] is None else format(payload['speedup'], '.3g') + 'x'}"
             f" ({'full' if payload['full'] else 'not the full set'}). Best verified so far: "
             f"{'none' if best is None else format(best, '.3g') + 'x'}."
         )
+        missing = self.libraries_missing(result)
+        if missing:
+            text += (
+                f" The goal is over every library of the task; this evaluation did not time {', '.join(missing)} "
+                "(the table's notes say why), so it cannot meet the goal, and no evaluation where they do not run can."
+            )
+        return text
 
     def goal_status(self) -> str:
         """The run's standing in a line, for the note that tells the model the task is not finished."""

@@ -1,9 +1,11 @@
 """The scoreboard alone: what it records of each verdict, the best verified speedup, the goal, when a verdict
 calls for the loop's own check, and the evaluation budget, all kept in the run's state by the events it emits."""
 
+import dataclasses
+
 import pytest
 
-from agentloop.config import Budgets
+from agentloop.config import Budgets, Goal
 from agentloop.errors import BudgetExhausted
 from agentloop.events import Emitter
 from agentloop.scoreboard import EVALUATIONS, Scoreboard
@@ -64,3 +66,25 @@ def test_without_an_evaluation_budget_nothing_is_refused(tmp_path):
     for n in range(5):
         scores.record(verdict(kernel, "quick", 1.0), "tool", "quick", "kernel.cpp", f"toolu_{n}")
     assert scores.refusal() is None
+
+
+def test_a_best_library_verdict_that_missed_a_library_is_not_confirmed_and_the_model_is_told_why(tmp_path):
+    state, events = RunState(), []
+    emitter = Emitter("t1", [events.append])
+    emitter.add_listener(state.apply)
+    config = dataclasses.replace(make_config(), goal=Goal("best_library", 1.0))
+    scores = Scoreboard(state, config, FULL_IDS, emitter.emit, libraries=["naive", "numpy"])
+    kernel = tmp_path / "kernel.cpp"
+    kernel.write_text("// a kernel\n")
+    result = verdict(kernel, "full", 1.5)
+    result["geomean"]["best_library"] = {"speedup": 1.5, "count": len(FULL_IDS)}
+    result["libraries"] = ["naive", "numpy"]
+    assert scores.worth_confirming(result) and scores.libraries_missing(result) == []
+
+    result["baseline_notes"] = {"numpy": "numpy is not installed"}
+    payload = scores.record(result, "tool", "full", "kernel.cpp", "toolu_1")
+    assert not payload["goal_met"] and not scores.worth_confirming(result) and not state.goal_met
+    assert scores.libraries_missing(result) == ["numpy"]
+    assert "this evaluation did not time numpy (the table's notes say why), so it cannot meet the goal" in (
+        scores.verdict_text(result, payload)
+    )
