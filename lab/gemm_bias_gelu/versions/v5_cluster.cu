@@ -59,9 +59,11 @@
 //    the 128-byte row is +32 bytes on the start address; rows 64-127 of A start 64 * 128 bytes on.
 //  * Clusters (CL = 2): blockIdx.x / CL is the cluster, its rank the CTA's place in it. A cluster walks "units" of
 //    CL tile rows x 1 tile column; rank r computes tile row CL * unit_row + r (past m where tiles_m is odd: its
-//    A is not loaded, its products are of whatever the stage held, and nothing is stored). Both CTAs walk the same units, so their k-block counts `it` agree. W's TMA box is
+//    A is not loaded, its products are of whatever the stage held, and nothing is stored). A share of W's rows
+//    that lies wholly past n is not loaded either (its columns are not stored); full[s] expects what is loaded. Both CTAs walk the same units, so their k-block counts `it` agree. W's TMA box is
 //    BN / CL rows; rank r's copy lands at row r * BN / CL of every CTA's stage (the same offset in each CTA) and
-//    completes on each CTA's own full[s], which therefore still expects A_BYTES + B_BYTES. empty[s] counts the
+//    completes on each CTA's own full[s], which therefore expects A_BYTES + B_BYTES (less what is not loaded,
+//    below). empty[s] counts the
 //    reading warps of all CL CTAs. A cluster barrier after the barriers' init (no remote copy or arrive before
 //    they exist) and one at the end (no remote arrive on an exited CTA's barriers).
 //  * Barrier phases: the producer walks the CTA's tiles j = 0, 1, ... and their k-blocks, counting k-blocks in
@@ -77,9 +79,9 @@
 //    k-block has landed. That turn-taking is also what makes the epilogues overlap the other's main loop.
 //  * A stage is released only after the wgmma that read it completed: k-block kb's empty arrive follows
 //    wgmma.wait_group 1 issued after k-block kb+1's commit (or wait_group 0 at the tile's end).
-//  * The TMA box is always full-size in shared memory (out-of-range elements are zero-filled), so every full[s]
-//    expects exactly A_BYTES + B_BYTES; the zero rows/columns contribute nothing to the tile, and the epilogue
-//    never stores past m or n.
+//  * A TMA box that reaches past the tensor's edge is still full-size in shared memory (out-of-range elements are
+//    zero-filled) and counts its full bytes; the zero rows/columns contribute nothing to the tile, and the
+//    epilogue never stores past m or n. Boxes wholly past the edge are not issued (clusters, above).
 //  * Accumulator fragment of m64nNk16 (per wgmma): warp wi of the warpgroup holds rows 16 wi + lane / 4 (+ 8),
 //    and acc[4 j + 2 r + e] is row (lane / 4 + 8 r), column 8 j + 2 (lane % 4) + e.
 //
@@ -392,16 +394,21 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int j = 0; j < jtiles; ++j) {
         int tm, tn;
         coords(j, tm, tn);
+        // What lands in each CTA's stage: A's box, except for the tile row past m that an odd tiles_m leaves the
+        // last cluster, and the shares of W's rows that start before n (a share wholly past n is copied by no
+        // CTA, so that no copy depends on how TMA counts a box with no element inside the tensor)
+        const bool a_rows = tm < tiles_m;
+        const int w_shares = min(CL, (n - tn * BN + T::W_ROWS - 1) / T::W_ROWS);
+        const uint32_t stage_bytes = (a_rows ? A_BYTES : 0) + w_shares * T::W_ROWS * BK * 2;
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = it % ST;
           mbar_wait(empty(s), ((it / ST) & 1) ^ 1);  // round 0: a fresh barrier passes parity 1 at once
-          // A's box (none for the tile row past m that an odd tiles_m leaves the last cluster), every CTA's share of W
-          const bool a_rows = tm < tiles_m;
-          mbar_expect_tx(full(s), a_rows ? T::STAGE_BYTES : B_BYTES);
+          mbar_expect_tx(full(s), stage_bytes);
           if (a_rows) tma_load_2d(sA + s * A_BYTES, &tmA, full(s), kb * BK, tm * BM);
           if constexpr (CL > 1) {
-            tma_load_2d_multicast(sB + s * B_BYTES + rank * T::W_ROWS * 128, &tmW, full(s), kb * BK,
-                                  tn * BN + rank * T::W_ROWS, (uint16_t)((1u << CL) - 1));
+            if (rank < w_shares)
+              tma_load_2d_multicast(sB + s * B_BYTES + rank * T::W_ROWS * 128, &tmW, full(s), kb * BK,
+                                    tn * BN + rank * T::W_ROWS, (uint16_t)((1u << CL) - 1));
           } else {
             tma_load_2d(sB + s * B_BYTES, &tmW, full(s), kb * BK, tn * BN);
           }
