@@ -8,6 +8,8 @@
 #                                                  full check, full eval against every library (QuACK installed
 #                                                  from ../shared/tools/baseline-wheels.sh parts in /tmp/bw),
 #                                                  sanitizers; the candidate comes back as candidate.cu
+#   bash lab/rmsnorm/device_run.sh ncu [K] RxH...  Nsight Compute's main sections for K (default the released file)
+#                                                  on each shape's second call, the lines worth reading in ncu.txt
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
 set -u
 export PYTHONUNBUFFERED=1
@@ -49,6 +51,21 @@ variants() {  # each knob setting as its own file, on the subset against torch's
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
 case "${1:-dev}" in
+ncu)
+  shift
+  k=$K; case "${1:-}" in *.cu) k=$1; shift ;; esac
+  for shape in "${@:-32768x4096 16384x8192 4096x512}"; do
+    for one in $shape; do
+      timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section WarpStateStats --section Occupancy --section LaunchStats -k regex:rmsnorm --launch-skip 1 \
+        --launch-count 1 python3 lab/rmsnorm/tools/run_shapes.py "$k" 2 "$one" > /tmp/ncu_one.txt 2>&1
+      rc=$?
+      { echo "== $(basename "$k") $one rc=$rc"
+        grep -E "rmsnorm|Duration|Elapsed Cycles|DRAM Throughput|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Waves Per SM|Grid Size|Block Size|Mem Busy|Max Bandwidth|Warp Cycles Per Issued|Stall|max abs error|==ERR|ERROR" /tmp/ncu_one.txt | head -60
+      } >> "$OUT/ncu.txt"
+      log "ncu $(basename "$k") $one rc=$rc"
+    done
+  done ;;
 dev)
   timeout 200 python3 lab/rmsnorm/tools/check_shapes.py > "$OUT/check.txt" 2>&1
   log "check_shapes rc=$?: $(tail -n 1 "$OUT/check.txt")"; grep FAIL "$OUT/check.txt" | head -20 | tee -a "$OUT/log.txt"
