@@ -19,6 +19,11 @@
 //    half of W's rows, multicast into both CTAs' shared memory, so W crosses L2 once for two tiles (a CTA's L2
 //    reads a k-block: 32 KB -> 24 KB at BN 128). A stage is refilled only when the consumers of both CTAs have
 //    released it (each consumer warp arrives on the empty barrier of every CTA of its cluster).
+//    KSEEK_TMA_STORE 1 (off by default, for the screen): where out's rows are a multiple of 16 bytes and its base
+//    16-byte aligned, each consumer warpgroup writes its tile into shared memory (swizzled, no bank conflicts)
+//    and one thread stores it with TMA (cp.async.bulk.tensor), so the warpgroup leaves the epilogue after its
+//    shared-memory writes and the global writes go as whole lines; it takes 32 to 64 KB of shared memory (at BN
+//    256 cooperative, 3 stages instead of 4).
 //
 // Math:   out[i, j] = gelu(sum_p a[i, p] * w[j, p] + bias[j]),  gelu(v) = v/2 * (1 + erf(v / sqrt(2)))
 // Layout: a [m, k] row-major, w [n, k] (nn.Linear's weight), bias [n], out [m, n]; bf16 in and out, fp32
@@ -82,10 +87,15 @@
 //  * A TMA box that reaches past the tensor's edge is still full-size in shared memory (out-of-range elements are
 //    zero-filled) and counts its full bytes; the zero rows/columns contribute nothing to the tile, and the
 //    epilogue never stores past m or n. Boxes wholly past the edge are not issued (clusters, above).
+//  * KSEEK_TMA_STORE: [NCONS][BN / 64][MSUB * 64][64] bf16 after W's stages, one tile a consumer warpgroup. Its
+//    leader waits for the previous tile's stores to have read it (cp.async.bulk.wait_group.read), the warpgroup
+//    syncs (named barrier 3 + cw, 128 threads), writes, fences to the async proxy, syncs again, and the leader
+//    issues the stores; before exit each leader waits for its stores.
 //  * Accumulator fragment of m64nNk16 (per wgmma): warp wi of the warpgroup holds rows 16 wi + lane / 4 (+ 8),
 //    and acc[4 j + 2 r + e] is row (lane / 4 + 8 r), column 8 j + 2 (lane % 4) + e.
 //
-// Compile-time knobs (screened by lab/gemm_bias_gelu/device_run.sh screen): KSEEK_CLUSTER (1, 2), KSEEK_PINGPONG (0 never, 1 where
+// Compile-time knobs (screened by lab/gemm_bias_gelu/device_run.sh screen): KSEEK_CLUSTER (1, 2), KSEEK_TMA_STORE,
+// KSEEK_PINGPONG (0 never, 1 where
 // the tiles outnumber the SMs, 2 always), KSEEK_BN (64, 128; 192 and 256 are cooperative only: a ping-pong
 // warpgroup holds BN accumulators a thread), KSEEK_STAGES, KSEEK_GELU, KSEEK_GROUP_M, KSEEK_SMALL_M, KSEEK_TINY,
 // KSEEK_SKINNY, KSEEK_SKINNY_MIN_M, KSEEK_SK_WARPS, KSEEK_NARROW_TILES, KSEEK_PERSIST (0: a CTA a tile).
@@ -130,6 +140,9 @@
 #ifndef KSEEK_NARROW_TILES
 #define KSEEK_NARROW_TILES 1  // 128 x 64 tiles where the WIDE ones number fewer than this x the SMs (0: never)
 #endif
+#ifndef KSEEK_TMA_STORE
+#define KSEEK_TMA_STORE 0  // 1: the epilogue stages each warpgroup's tile in shared memory and TMA stores it
+#endif
 #ifndef KSEEK_CLUSTER
 #define KSEEK_CLUSTER 2  // CTAs a cluster along m, sharing W's k-blocks by TMA multicast (1: no clusters)
 #endif
@@ -151,14 +164,18 @@ constexpr int SMEM_LIMIT = 232448;          // an H100/H200 CTA's dynamic shared
 template <int BN, bool PP, int CL> struct Tile {
   static constexpr int B_BYTES = BN * BK * 2;  // one stage of W: BN rows of 128 bytes
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int MSUB = PP ? 2 : 1;            // m64 wgmmas a consumer issues per k-step
+  // KSEEK_TMA_STORE: each consumer warpgroup's tile of out (MSUB * 64 rows x BN) staged in bf16, as BN / 64 slabs
+  // of [rows][64] with the 128-byte swizzle (the TMA store's box)
+  static constexpr int OUT_ROWS = MSUB * 64, OUT_SLAB = OUT_ROWS * 128, OUT_WG = (BN / 64) * OUT_SLAB;
+  static constexpr int OUT_BYTES = KSEEK_TMA_STORE ? NCONS * OUT_WG : 0;
 #ifdef KSEEK_STAGES
   static constexpr int ST = KSEEK_STAGES;
 #else
-  static constexpr int FIT = (SMEM_LIMIT - 1024 - 128) / STAGE_BYTES;  // 1 KiB alignment slack, 16 B a stage
+  static constexpr int FIT = (SMEM_LIMIT - 1024 - 128 - OUT_BYTES) / STAGE_BYTES;  // 1 KiB alignment slack
   static constexpr int ST = FIT > 5 ? 5 : FIT;  // 7 at BN 128 ran 8192^3 17% slower than 5 (v3's screen)
 #endif
-  static constexpr int SMEM = 1024 /* alignment slack */ + ST * STAGE_BYTES + 2 * ST * 8;
-  static constexpr int MSUB = PP ? 2 : 1;            // m64 wgmmas a consumer issues per k-step
+  static constexpr int SMEM = 1024 /* alignment slack */ + ST * STAGE_BYTES + OUT_BYTES + 2 * ST * 8;
   static constexpr int READERS = (PP ? 4 : 4 * NCONS) * CL;  // warps that read each stage, in every CTA of the cluster
   static constexpr int W_ROWS = BN / CL;                      // the rows of W's k-block one CTA copies (its TMA box)
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN: a wgmma N and a TMA box side (<= 256)");
@@ -232,6 +249,22 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
+// The TMA store of one [rows][64] slab (2-d: c0 the column, c1 the row; elements past m or n are not written),
+// its bulk group, and the waits: until the slabs' shared memory was read (it may be written again), or until the
+// stores are done
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Shared-memory writes of this thread made visible to the async proxy (the TMA store that reads them)
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
@@ -296,6 +329,9 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
   if constexpr (N == 256) wgmma_ss_n256(d, da, db, accumulate);
 }
 
+// Named barriers 3 and 4: the 128 threads of consumer warpgroup 1 or 2 (its staged tile of out)
+__device__ __forceinline__ void warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+
 // Named barriers 1 and 2: the ping-pong consumers' turns (bar.sync waits for the 256 arrivals: this warpgroup's
 // 128 and the other's bar.arrive)
 __device__ __forceinline__ void turn_wait(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
@@ -341,14 +377,57 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
   tn = r / rows;
 }
 
+// KSEEK_TMA_STORE's epilogue of one consumer warpgroup: + bias, GELU, one rounding to bf16, into its staged tile
+// (`stage`: rows row_first.. of out, columns col_first..; swizzled as the TMA box wants it, 16-byte chunk c of row r
+// at chunk c ^ (r % 8), so that the 8 rows one warp store writes fall in 8 different chunks: no bank conflict);
+// then one thread stores its slabs with TMA, which writes nothing past m or n. vec_out bit 1: bias 4-byte aligned.
+// n % 8 == 0 here (the TMA store's row stride), so column col < n has col + 1 < n too.
+template <int BN, int MSUB>
+__device__ __forceinline__ void epilogue_tma(const float (&acc)[MSUB][BN / 2], const CUtensorMap* tm_out, uint32_t stage,
+                                             const __nv_bfloat16* __restrict__ bias, int m, int n, int row_first,
+                                             int col_first, int cw, int wi, int lane, int vec_out) {
+  constexpr int SLAB = MSUB * 64 * 128;  // one [rows][64] slab of bf16
+  const bool leader = wi == 0 && lane == 0;
+  if (leader) bulk_wait_read();  // the previous tile's stores have read the staged tile
+  warpgroup_sync(3 + cw);
+#pragma unroll
+  for (int jj = 0; jj < BN / 8; ++jj) {
+    const int col = col_first + 8 * jj + 2 * (lane & 3);
+    float2 b = make_float2(0.f, 0.f);
+    if (col < n) {
+      b = (vec_out & 2) ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + col))
+                        : make_float2(__bfloat162float(bias[col]), __bfloat162float(bias[col + 1]));
+    }
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ++ms) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = 64 * ms + wi * 16 + (lane >> 2) + 8 * r;  // in the staged tile
+        const __nv_bfloat162 v = __floats2bfloat162_rn(gelu(acc[ms][4 * jj + 2 * r] + b.x),
+                                                       gelu(acc[ms][4 * jj + 2 * r + 1] + b.y));
+        const uint32_t bits = __bfloat16_as_ushort(v.x) | (uint32_t)__bfloat16_as_ushort(v.y) << 16;
+        st_shared_u32(stage + (jj / 8) * SLAB + row * 128 + (((jj % 8) ^ (row & 7)) << 4) + 4 * (lane & 3), bits);
+      }
+    }
+  }
+  fence_proxy_async();  // each thread's writes, before the barrier that lets the leader's TMA store read them
+  warpgroup_sync(3 + cw);
+  if (leader && row_first < m) {
+#pragma unroll
+    for (int slab = 0; slab < BN / 64; ++slab)
+      if (col_first + 64 * slab < n) tma_store_2d(tm_out, stage + slab * SLAB, col_first + 64 * slab, row_first);
+    bulk_commit();
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // gemm_wgmma: TMA + wgmma, producer warpgroup + 2 consumer warpgroups, persistent over 128 x BN tiles
 // ------------------------------------------------------------------------------------------------
 template <int BN, bool PP, int CL>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-               const __nv_bfloat16* __restrict__ bias, __nv_bfloat16* __restrict__ out, int m, int n, int kblocks,
-               int tiles_m, int tiles_n, int vec_out) {
+               const __grid_constant__ CUtensorMap tmOut, const __nv_bfloat16* __restrict__ bias,
+               __nv_bfloat16* __restrict__ out, int m, int n, int kblocks, int tiles_m, int tiles_n, int vec_out) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // a build without sm_90a's features (-arch=sm_90a's compute_90 PTX too): never chosen on an sm_90a GPU
 #else
@@ -358,7 +437,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sA = (raw + 1023) & ~1023u;  // the swizzle pattern repeats every 1024 bytes
   const uint32_t sB = sA + ST * A_BYTES;
-  const uint32_t bar = sB + ST * B_BYTES;
+  const uint32_t sOut = sB + ST * B_BYTES;  // KSEEK_TMA_STORE's staged tiles (OUT_BYTES; 1024-byte aligned)
+  const uint32_t bar = sOut + T::OUT_BYTES;
   auto full = [&](int s) { return bar + 8 * s; };
   auto empty = [&](int s) { return bar + 8 * (ST + s); };
   // the cluster's units of CL tile rows x 1 tile column; every CTA of a cluster walks the same ones
@@ -468,6 +548,13 @@ __global__ void __launch_bounds__(THREADS, 1)
       release((it - 1) % ST);  // the tile's last stage (kblocks >= 1 on this path)
       if (PP && j + 1 < jtiles) turn_pass(1 + ((j + 1) & 1));  // tile j + 1's warpgroup may start
 
+      if constexpr (KSEEK_TMA_STORE != 0) {
+        if (vec_out & 4) {  // n % 8 == 0 and out 16-byte aligned: tmOut is out's map
+          epilogue_tma<BN, MSUB>(acc, &tmOut, sOut + cw * T::OUT_WG, bias, m, n, tm * BM + row0, tn * BN, cw, wi, lane,
+                                 vec_out);
+          continue;
+        }
+      }
       // Epilogue from registers: + bias, GELU, one rounding to bf16. vec_out bit 0: n even and out 4-byte aligned,
       // so the pair (col, col + 1) is one aligned 4-byte store; bit 1: bias 4-byte aligned too (one load). Full
       // tiles with both bits: no bounds checks; else every store is checked against m and n.
@@ -516,6 +603,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
     }
+  }
+  if constexpr (KSEEK_TMA_STORE != 0) {
+    if (wg > 0 && (tid & 127) == 0) bulk_wait_all();  // a consumer warpgroup's last stores are done
   }
   if constexpr (CL > 1) cluster_sync();  // the peer's consumers may still arrive on this CTA's empty barriers
 #endif
@@ -882,6 +972,10 @@ int launch_tiles(const void* ta, const void* tw, const __nv_bfloat16* bias, __nv
   using T = Tile<BN, PP, CL>;
   CUtensorMap ma, mw;
   if (!make_map(&ma, ta, m, kp, BM) || !make_map(&mw, tw, n, kp, T::W_ROWS)) return 5;
+  // KSEEK_TMA_STORE: out's map (rows of n, boxes of 64 columns x OUT_ROWS rows), where TMA can store to out: a
+  // 16-byte aligned base and rows of a multiple of 16 bytes; elsewhere the epilogue stores from registers
+  CUtensorMap mo = {};
+  const bool tma_store = KSEEK_TMA_STORE && n % 8 == 0 && aligned16(out) && make_map(&mo, out, m, n, T::OUT_ROWS);
   static int resident = 0;  // clusters that run at once (0: the kernel not yet configured)
   if (!resident) {
     if (cudaFuncSetAttribute(gemm_wgmma<BN, PP, CL>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::SMEM) !=
@@ -895,11 +989,13 @@ int launch_tiles(const void* ta, const void* tw, const __nv_bfloat16* bias, __nv
   if (units * CL > 0x7fffffff) return 2;
   const unsigned grid = (unsigned)(CL * (KSEEK_PERSIST && units > resident ? resident : units));
   const int kblocks = (kp + BK - 1) / BK;
-  const int vec_out = n % 2 == 0 && (reinterpret_cast<uintptr_t>(out) & 3) == 0
-                          ? 1 + ((reinterpret_cast<uintptr_t>(bias) & 3) == 0 ? 2 : 0)
-                          : 0;
+  const int vec_out = (n % 2 == 0 && (reinterpret_cast<uintptr_t>(out) & 3) == 0
+                           ? 1 + ((reinterpret_cast<uintptr_t>(bias) & 3) == 0 ? 2 : 0)
+                           : 0) |
+                      (tma_store ? 4 : 0);
   if constexpr (CL == 1) {
-    gemm_wgmma<BN, PP, 1><<<grid, THREADS, T::SMEM>>>(ma, mw, bias, out, m, n, kblocks, tiles_m, tiles_n, vec_out);
+    gemm_wgmma<BN, PP, 1><<<grid, THREADS, T::SMEM>>>(ma, mw, mo, bias, out, m, n, kblocks, tiles_m, tiles_n,
+                                                      vec_out);
   } else {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
@@ -913,7 +1009,7 @@ int launch_tiles(const void* ta, const void* tw, const __nv_bfloat16* bias, __nv
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    if (cudaLaunchKernelEx(&cfg, gemm_wgmma<BN, PP, CL>, ma, mw, bias, out, m, n, kblocks, tiles_m, tiles_n,
+    if (cudaLaunchKernelEx(&cfg, gemm_wgmma<BN, PP, CL>, ma, mw, mo, bias, out, m, n, kblocks, tiles_m, tiles_n,
                            vec_out) != cudaSuccess) {
       cudaGetLastError();
       return 4;
