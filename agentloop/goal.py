@@ -4,9 +4,9 @@ The model's words never enter here. A run succeeds only on a verdict that is cor
 task's full set and at least the target speedup over the goal baseline beyond the noise: the low end of the
 interval on its geometric mean reaches the target (`figures.clears_target`, within `figures.goal_met`, the one
 function the server's check in `runs/services/kernels.py` calls too). A `best_library` goal also needs every
-library of the task timed in that verdict: a library not installed where it ran leaves the best of the others. The rules themselves are
-`gpu_harness.figures` (the dashboard reads verdicts through the same functions); this module applies them to a
-run's `Goal`.
+library of the task timed in that verdict: a library not installed where it ran leaves the best of the others.
+The rules themselves are `gpu_harness.figures` (the dashboard reads verdicts through the same functions); this
+module applies them to a run's `Goal`.
 """
 
 from __future__ import annotations
