@@ -17,7 +17,15 @@ from agentloop.config import Goal
 from gpu_harness import figures
 from gpu_harness.figures import all_correct, covers, speedup_over
 
-__all__ = ["all_correct", "covers", "goal_met", "meets_target", "speedup_over", "verified_speedup"]
+__all__ = [
+    "all_correct",
+    "covers",
+    "goal_met",
+    "meets_target",
+    "speedup_over",
+    "verified_speedup",
+    "worth_a_goal_check",
+]
 
 
 def meets_target(result: dict[str, Any], goal: Goal) -> bool:
@@ -29,6 +37,12 @@ def goal_met(result: dict[str, Any], goal: Goal, full_ids: list[str], libraries:
     """`figures.goal_met` over the run's goal, the task's full set and its libraries (a best_library goal is met
     only by a verdict that timed every one of them)."""
     return figures.goal_met(result, goal.baseline, goal.speedup, full_ids, libraries)
+
+
+def worth_a_goal_check(result: dict[str, Any], goal: Goal, libraries: list[str]) -> bool:
+    """A verdict at the target on the scenarios it ran that a fresh full check could confirm: not one that missed
+    a library of a best_library goal (a check on the same host would miss it again)."""
+    return meets_target(result, goal) and figures.libraries_complete(result, goal.baseline, libraries)
 
 
 def verified_speedup(result: dict[str, Any], goal: Goal) -> float | None:

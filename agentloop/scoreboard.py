@@ -13,7 +13,7 @@ from typing import Any
 
 from agentloop.config import RunConfig
 from agentloop.errors import BudgetExhausted
-from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
+from agentloop.goal import covers, goal_met, speedup_over, verified_speedup, worth_a_goal_check
 from agentloop.state import RunState
 from gpu_harness import figures
 
@@ -87,7 +87,7 @@ class Scoreboard:
         """A verdict that meets the target on the scenarios it ran: the loop confirms it by a full check of its own
         (a quick verdict never ends a run by itself). Not where a best_library goal's library did not run: a check
         on the same host would miss it again."""
-        return meets_target(result, self.goal) and not self.libraries_missing(result)
+        return worth_a_goal_check(result, self.goal, self.libraries)
 
     def libraries_missing(self, result: dict[str, Any]) -> list[str]:
         """The task's libraries that a best_library goal needs and this verdict did not time ([] for any other

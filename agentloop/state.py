@@ -161,7 +161,7 @@ class RunState:
 
     def _on_evaluation(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         result = p.get("result") or {}
-        from agentloop.goal import all_correct, meets_target
+        from agentloop.goal import all_correct, worth_a_goal_check
         from gpu_harness.figures import best_so_far
 
         speedup = p.get("speedup")  # over the run's goal baseline, as the loop measured it
@@ -187,7 +187,9 @@ class RunState:
         if p.get("purpose", "tool") == "tool":
             self.turn_evaluations += 1
             config = self.config
-            if config is not None and not p.get("goal_met") and meets_target(result, config.goal):
+            # the scoreboard's test (Scoreboard.worth_confirming) over the verdict's own libraries: the loop asks for
+            # the task's default baselines, which `task check` requires to hold every library of a best_library goal
+            if config is not None and not p.get("goal_met") and worth_a_goal_check(result, config.goal, []):
                 self.goal_check_due = p.get("kernel_path") or config.kernel_filename
             else:
                 self.goal_check_due = None

@@ -88,3 +88,23 @@ def test_a_best_library_verdict_that_missed_a_library_is_not_confirmed_and_the_m
     assert "this evaluation did not time numpy (the table's notes say why), so it cannot meet the goal" in (
         scores.verdict_text(result, payload)
     )
+
+
+def test_the_runs_state_asks_for_a_goal_check_only_after_a_verdict_a_check_could_confirm(tmp_path):
+    """What a resumed run does after a crash (RunState.goal_check_due) agrees with the scoreboard."""
+    state, events = RunState(), []
+    emitter = Emitter("t1", [events.append])
+    emitter.add_listener(state.apply)
+    config = dataclasses.replace(make_config(), goal=Goal("best_library", 1.0))
+    state.config = config
+    scores = Scoreboard(state, config, FULL_IDS, emitter.emit, libraries=["naive", "numpy"])
+    kernel = tmp_path / "kernel.cpp"
+    kernel.write_text("// a kernel\n")
+    quick = verdict(kernel, "quick", 1.5)
+    quick["geomean"]["best_library"] = {"speedup": 1.5, "count": 1}
+    quick["libraries"] = ["naive", "numpy"]
+    scores.record(quick, "tool", "quick", "kernel.cpp", "toolu_1")
+    assert state.goal_check_due == "kernel.cpp" and scores.worth_confirming(quick)
+    quick["baseline_notes"] = {"numpy": "numpy is not installed"}
+    scores.record(quick, "tool", "quick", "kernel.cpp", "toolu_2")
+    assert state.goal_check_due is None and not scores.worth_confirming(quick)
