@@ -98,13 +98,15 @@ class Scoreboard:
 
     def check_due_at_end(self, kernel_sha256: str) -> bool:
         """The model ended its turn with this source: check it, unless the verdicts on it already rule the goal
-        out (a goal check, a full verdict, or one short of the target). A source never judged is checked."""
+        out (a goal check, a full verdict, one short of the target, or one that missed a library of a best_library
+        goal). A source never judged is checked."""
         return all(
             e.purpose != "goal_check"
             and not e.full
             and e.all_correct
             and e.speedup is not None
             and e.speedup >= self.goal.speedup
+            and e.libraries_complete
             for e in self.state.evaluated(kernel_sha256)
         )
 

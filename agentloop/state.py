@@ -28,6 +28,7 @@ class EvalRecord:
     kernel_sha256: str
     best_after: float | None  # the run's best verified speedup after this one
     gain: bool  # it raised the best verified speedup
+    libraries_complete: bool = True  # False: it missed a library of a best_library goal (no check can confirm it)
 
     @property
     def failed(self) -> bool:
@@ -162,10 +163,12 @@ class RunState:
     def _on_evaluation(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         result = p.get("result") or {}
         from agentloop.goal import all_correct, worth_a_goal_check
-        from gpu_harness.figures import best_so_far
+        from gpu_harness.figures import best_so_far, libraries_complete
 
         speedup = p.get("speedup")  # over the run's goal baseline, as the loop measured it
         correct = all_correct(result)
+        goal = self.config.goal if self.config is not None else None
+        complete = goal is None or libraries_complete(result, goal.baseline, [])  # the verdict's own libraries
         before = self.best_speedup
         self.best_speedup = best_so_far(before, speedup if correct else None)
         self.evaluations.append(
@@ -180,6 +183,7 @@ class RunState:
                 kernel_sha256=p.get("kernel_sha256") or result.get("kernel_sha256", ""),
                 best_after=self.best_speedup,
                 gain=self.best_speedup != before,
+                libraries_complete=complete,
             )
         )
         if p.get("goal_met"):

@@ -105,6 +105,8 @@ def test_the_runs_state_asks_for_a_goal_check_only_after_a_verdict_a_check_could
     quick["libraries"] = ["naive", "numpy"]
     scores.record(quick, "tool", "quick", "kernel.cpp", "toolu_1")
     assert state.goal_check_due == "kernel.cpp" and scores.worth_confirming(quick)
+    assert scores.check_due_at_end(quick["kernel_sha256"])  # the model ending its turn gets the check
     quick["baseline_notes"] = {"numpy": "numpy is not installed"}
     scores.record(quick, "tool", "quick", "kernel.cpp", "toolu_2")
     assert state.goal_check_due is None and not scores.worth_confirming(quick)
+    assert not scores.check_due_at_end(quick["kernel_sha256"])  # nor at the end of its turn
