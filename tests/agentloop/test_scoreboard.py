@@ -68,14 +68,21 @@ def test_without_an_evaluation_budget_nothing_is_refused(tmp_path):
     assert scores.refusal() is None
 
 
-def test_a_best_library_verdict_that_missed_a_library_is_not_confirmed_and_the_model_is_told_why(tmp_path):
-    state, events = RunState(), []
-    emitter = Emitter("t1", [events.append])
+def library_board(tmp_path):
+    """A scoreboard whose run's goal is 1x best_library over the libraries naive and numpy, its state knowing the
+    run's config (as a run's first status event gives it), and a kernel file."""
+    state = RunState()
+    emitter = Emitter("t1", [])
     emitter.add_listener(state.apply)
-    config = dataclasses.replace(make_config(), goal=Goal("best_library", 1.0))
-    scores = Scoreboard(state, config, FULL_IDS, emitter.emit, libraries=["naive", "numpy"])
+    state.config = dataclasses.replace(make_config(), goal=Goal("best_library", 1.0))
+    scores = Scoreboard(state, state.config, FULL_IDS, emitter.emit, libraries=["naive", "numpy"])
     kernel = tmp_path / "kernel.cpp"
     kernel.write_text("// a kernel\n")
+    return scores, state, kernel
+
+
+def test_a_best_library_verdict_that_missed_a_library_is_not_confirmed_and_the_model_is_told_why(tmp_path):
+    scores, state, kernel = library_board(tmp_path)
     result = verdict(kernel, "full", 1.5)
     result["geomean"]["best_library"] = {"speedup": 1.5, "count": len(FULL_IDS)}
     result["libraries"] = ["naive", "numpy"]
@@ -92,14 +99,7 @@ def test_a_best_library_verdict_that_missed_a_library_is_not_confirmed_and_the_m
 
 def test_the_runs_state_asks_for_a_goal_check_only_after_a_verdict_a_check_could_confirm(tmp_path):
     """What a resumed run does after a crash (RunState.goal_check_due) agrees with the scoreboard."""
-    state, events = RunState(), []
-    emitter = Emitter("t1", [events.append])
-    emitter.add_listener(state.apply)
-    config = dataclasses.replace(make_config(), goal=Goal("best_library", 1.0))
-    state.config = config
-    scores = Scoreboard(state, config, FULL_IDS, emitter.emit, libraries=["naive", "numpy"])
-    kernel = tmp_path / "kernel.cpp"
-    kernel.write_text("// a kernel\n")
+    scores, state, kernel = library_board(tmp_path)
     quick = verdict(kernel, "quick", 1.5)
     quick["geomean"]["best_library"] = {"speedup": 1.5, "count": 1}
     quick["libraries"] = ["naive", "numpy"]
