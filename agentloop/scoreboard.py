@@ -92,9 +92,7 @@ class Scoreboard:
     def libraries_missing(self, result: dict[str, Any]) -> list[str]:
         """The task's libraries that a best_library goal needs and this verdict did not time ([] for any other
         goal): while one is missing, no verdict of this host meets the goal."""
-        if self.goal.baseline != figures.BEST_LIBRARY:
-            return []
-        return figures.libraries_not_timed(result, self.libraries)
+        return figures.missing_libraries(result, self.goal.baseline, self.libraries)
 
     def check_due_at_end(self, kernel_sha256: str) -> bool:
         """The model ended its turn with this source: check it, unless the verdicts on it already rule the goal

@@ -424,11 +424,17 @@ def libraries_not_timed(verdict: dict[str, Any], task_libraries: list[str]) -> l
     return [name for name in named if name not in asked or name in whole_run_notes]
 
 
+def missing_libraries(verdict: dict[str, Any], baseline: str, task_libraries: list[str]) -> list[str]:
+    """What a figure over `baseline` misses of what it names: `libraries_not_timed` for best_library, nothing for
+    any other baseline (a baseline names only itself)."""
+    return libraries_not_timed(verdict, task_libraries) if baseline == BEST_LIBRARY else []
+
+
 def library_scope(verdict: dict[str, Any], baseline: str, task_libraries: list[str]) -> str:
     """ "" unless `baseline` is best_library and the verdict did not time every library of its task; then what
     its best library is the best of, so that a figure over eager alone never reads as one over the strongest
     library: "best of eager only; not timed: compile, quack"."""
-    missing = libraries_not_timed(verdict, task_libraries) if baseline == BEST_LIBRARY else []
+    missing = missing_libraries(verdict, baseline, task_libraries)
     if not missing:
         return ""
     timed = [name for name in _libraries_named(verdict, task_libraries) if name not in missing]
@@ -438,7 +444,7 @@ def library_scope(verdict: dict[str, Any], baseline: str, task_libraries: list[s
 def libraries_complete(verdict: dict[str, Any], baseline: str, task_libraries: list[str]) -> bool:
     """Whether a figure over `baseline` is over everything it names (always, but for a best_library that missed
     one of its task's libraries): a figure over every library ranks before one over some (`claim_rank`)."""
-    return not (baseline == BEST_LIBRARY and libraries_not_timed(verdict, task_libraries))
+    return not missing_libraries(verdict, baseline, task_libraries)
 
 
 # ---- uncertainty: an interval on each speedup, "no difference", a busy host (docs/harness.md, "Noise") ----
