@@ -360,7 +360,7 @@ class Agent:
                 self._apply(directive)
             if self.state.status != "paused":
                 return
-            self._check_budgets()
+            self._check_can_go_on()
             self.inbox.wait(1.0)
 
     def _apply(self, d: Directive) -> None:
@@ -387,7 +387,8 @@ class Agent:
         if self.state.status != status:
             self.emitter.emit("status", {"status": status, "reason": reason})
 
-    def _check_budgets(self) -> None:
+    def _check_can_go_on(self) -> None:
+        """Ends the run (raises) once a budget is spent or its goal cannot be met on this worker."""
         b, s = self.config.budgets, self.state
         if b.steps is not None and s.steps >= b.steps:
             raise BudgetExhausted("steps", s.steps, b.steps)
@@ -409,12 +410,13 @@ class Agent:
         if b.wall_s is not None and s.wall_s() >= b.wall_s:
             raise BudgetExhausted("wall", round(s.wall_s()), b.wall_s)
         self.scoreboard.check_budget()
+        self.scoreboard.check_reachable()
 
     # ------------------------------------------------------------------------------------- the model
     def _call_model(
         self, purpose: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
-        self._check_budgets()  # before a call of any purpose (a turn, a question selection): none once one is spent
+        self._check_can_go_on()  # before a call of any purpose (a turn, a question selection): none after an end
         reply = self.model.query(system, messages, tools, purpose)
         u = reply.usage
         call = {

@@ -29,6 +29,15 @@ class BudgetExhausted(RunEnded):
         super().__init__(f"{budget} budget exhausted: used {used} of {limit}", budget=budget, used=used, limit=limit)
 
 
+class GoalUnreachable(RunEnded):
+    """No evaluation on this worker can meet the run's goal: a library of its best_library goal cannot run here
+    (not installed), so every verdict here misses it. The run ends before its next model call rather than spend
+    its budget; the detail names the library and says why it did not run."""
+
+    status = "failed"
+    reason = "goal_unreachable"
+
+
 class StoppedByHuman(RunEnded):
     status = "stopped"
     reason = "stopped_by_human"

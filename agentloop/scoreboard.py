@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentloop.config import RunConfig
-from agentloop.errors import BudgetExhausted
+from agentloop.errors import BudgetExhausted, GoalUnreachable
 from agentloop.goal import covers, goal_met, speedup_over, verified_speedup, worth_a_goal_check
 from agentloop.state import RunState
 from gpu_harness import figures
@@ -54,6 +54,21 @@ class Scoreboard:
         """Ends the run once an evaluate call was refused for the budget (from the state: a resumed run too)."""
         if self.state.budget_spent == EVALUATIONS:
             raise BudgetExhausted(EVALUATIONS, len(self.state.tool_evaluations), self.evaluation_budget)
+
+    def check_reachable(self) -> None:
+        """Ends the run once a verdict said a library of its best_library goal cannot run where it ran: no verdict
+        there can meet the goal (`figures.goal_met`), so another turn would spend budget on a run that cannot
+        succeed. From the state, so a resumed run ends on it too."""
+        unavailable = self.state.libraries_unavailable
+        if unavailable:
+            why = "; ".join(f"{name}: {note}" for name, note in unavailable.items())
+            raise GoalUnreachable(
+                f"the goal, {self.goal.speedup:g}x over {self.goal.baseline}, cannot be met on this worker: it is "
+                f"met only by an evaluation that times every library of the task, and "
+                f"{', '.join(unavailable)} did not run here ({why}); run it on a worker where "
+                f"{'they are' if len(unavailable) > 1 else 'it is'} installed",
+                libraries=sorted(unavailable),
+            )
 
     # ------------------------------------------------------------------------------------ the verdicts
     def record(
@@ -132,6 +147,8 @@ class Scoreboard:
                 f" The goal is over every library of the task; this evaluation did not time {', '.join(missing)} "
                 "(the table's notes say why), so it cannot meet the goal, and no evaluation where they do not run can."
             )
+            if figures.libraries_unavailable(result, goal.baseline):
+                text += " They cannot run on this worker, so the run ends after this turn."
         return text
 
     def goal_status(self) -> str:

@@ -73,6 +73,9 @@ class RunState:
     goal_check_due: str | None = None  # kernel path of a tool verdict that met the target, not yet checked
     invalid_inputs_in_a_row: int = 0  # the model's latest tool calls whose input was not a JSON object
     budget_spent: str | None = None  # a budget a tool call was refused for ("evaluations"): the run ends on it
+    # libraries of a best_library goal that a verdict of this run could not run at all (not installed where it
+    # ran) -> the verdict's note: the goal cannot be met there, and the run ends on it (Scoreboard.check_reachable)
+    libraries_unavailable: dict[str, str] = field(default_factory=dict)
     fork: dict[str, Any] | None = None  # the `fork` of the started config: this run continues another's (docs/fork.md)
     fork_decided: bool = False  # the fork's decision at its question is recorded (or it had none to take)
     usage_due: dict[str, Any] | None = (
@@ -163,12 +166,14 @@ class RunState:
     def _on_evaluation(self, p: dict[str, Any], event: dict[str, Any]) -> None:
         result = p.get("result") or {}
         from agentloop.goal import all_correct, worth_a_goal_check
-        from gpu_harness.figures import best_so_far, libraries_complete
+        from gpu_harness.figures import best_so_far, libraries_complete, libraries_unavailable
 
         speedup = p.get("speedup")  # over the run's goal baseline, as the loop measured it
         correct = all_correct(result)
         goal = self.config.goal if self.config is not None else None
         complete = goal is None or libraries_complete(result, goal.baseline, [])  # the verdict's own libraries
+        for name, note in (libraries_unavailable(result, goal.baseline) if goal is not None else {}).items():
+            self.libraries_unavailable.setdefault(name, note)
         before = self.best_speedup
         self.best_speedup = best_so_far(before, speedup if correct else None)
         self.evaluations.append(

@@ -424,6 +424,21 @@ def libraries_not_timed(verdict: dict[str, Any], task_libraries: list[str]) -> l
     return [name for name in named if name not in asked or name in whole_run_notes]
 
 
+def libraries_unavailable(verdict: dict[str, Any], baseline: str) -> dict[str, str]:
+    """Of the libraries a best_library figure of this verdict asked for, those that could not run at all where it
+    ran (a whole-run `baseline_notes` entry: not installed, not importable), with that note; {} for any other
+    baseline. Unlike a library not asked for, no later evaluation on the same host can time these."""
+    if baseline != BEST_LIBRARY:
+        return {}
+    notes = verdict.get("baseline_notes")
+    whole_run_notes = notes if isinstance(notes, dict) else {}
+    return {
+        name: note if isinstance(note := whole_run_notes[name], str) else "n/a"
+        for name in _libraries_asked(verdict)
+        if name in whole_run_notes
+    }
+
+
 def missing_libraries(verdict: dict[str, Any], baseline: str, task_libraries: list[str]) -> list[str]:
     """What a figure over `baseline` misses of what it names: `libraries_not_timed` for best_library, nothing for
     any other baseline (a baseline names only itself)."""

@@ -110,3 +110,23 @@ def test_the_tests_minimal_payloads_fit_every_kind():
     assert set(MINIMAL) == set(PAYLOADS)
     for kind, payload in MINIMAL.items():
         assert payload_problem(kind, payload) is None, kind
+
+
+def _documented_reasons() -> set[str]:
+    """The `reason` list of docs/protocol.md 1.2's `status` kind."""
+    section = (ROOT / "docs" / "protocol.md").read_text().split("- `reason`:", 1)[1].split("Readers show", 1)[0]
+    return set(re.findall(r"`(\w+)`", section))
+
+
+def test_every_way_a_run_ends_has_its_reason_in_the_protocol_docs():
+    from agentloop import errors
+
+    endings = [errors.RunEnded, *_subclasses(errors.RunEnded)]
+    fixed = {cls.reason for cls in endings if isinstance(cls.__dict__.get("reason"), str)}
+    budgets = {f"budget_{name}" for name in ("steps", "tokens", "cost", "wall", "evaluations")}
+    assert {"goal_unreachable", "goal_met", "internal_error"} <= fixed
+    assert fixed | budgets <= _documented_reasons()
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [sub for direct in cls.__subclasses__() for sub in (direct, *_subclasses(direct))]

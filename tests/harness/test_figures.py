@@ -176,6 +176,20 @@ def test_a_library_the_verdict_asked_for_but_could_not_run_is_missing_even_where
     assert figures.goal_met(_library_verdict(TASK_LIBRARIES), "best_library", 1.5, ["a"], [])
 
 
+def test_only_a_library_that_could_not_run_at_all_is_unavailable_not_one_left_unasked():
+    """What ends a run `goal_unreachable` (agentloop's Scoreboard.check_reachable): a whole-run note, with its text."""
+    not_installed = _library_verdict(TASK_LIBRARIES, {"quack": "quack.softmax is not installed", "naive": "x"})
+    assert figures.libraries_unavailable(not_installed, "best_library") == {"quack": "quack.softmax is not installed"}
+    assert figures.libraries_unavailable(not_installed, "eager") == {}  # a goal over eager needs no quack
+    assert figures.libraries_unavailable(_library_verdict(["eager"]), "best_library") == {}  # not asked: no note
+    odd_note = _library_verdict(["quack"], {"quack": {"why": 3}})
+    assert figures.libraries_unavailable(odd_note, "best_library") == {"quack": "n/a"}
+    for malformed_notes in (["quack"], "quack", None):
+        malformed = _library_verdict(["quack"])
+        malformed["baseline_notes"] = malformed_notes
+        assert figures.libraries_unavailable(malformed, "best_library") == {}
+
+
 @pytest.mark.parametrize("libraries, notes", [(5, None), ("quack", None), ([None, 3], None), (["eager"], ["quack"])])
 def test_malformed_libraries_or_notes_count_as_nothing_asked_and_no_notes(libraries, notes):
     malformed = _library_verdict(["eager"])
