@@ -61,12 +61,13 @@ class Scoreboard:
         succeed. From the state, so a resumed run ends on it too."""
         unavailable = self.state.libraries_unavailable
         if unavailable:
-            why = "; ".join(f"{name}: {note}" for name, note in unavailable.items())
+            # the library first: the run's page keeps the first 200 characters of this (Run.status_reason)
+            why = "; ".join(unavailable.values())  # each note names its library ("quack is not installed")
             raise GoalUnreachable(
-                f"the goal, {self.goal.speedup:g}x over {self.goal.baseline}, cannot be met on this worker: it is "
-                f"met only by an evaluation that times every library of the task, and "
-                f"{', '.join(unavailable)} did not run here ({why}); run it on a worker where "
-                f"{'they are' if len(unavailable) > 1 else 'it is'} installed",
+                f"{', '.join(unavailable)} cannot run on this worker ({why}), so the goal, {self.goal.speedup:g}x "
+                f"over {self.goal.baseline}, cannot be met here: it is met only by an evaluation that times every "
+                f"library of the task. Run it on a worker where {'they are' if len(unavailable) > 1 else 'it is'} "
+                "installed",
                 libraries=sorted(unavailable),
             )
 
