@@ -22,11 +22,21 @@ def all_correct(verdict: dict[str, Any]) -> bool:
     return verdict.get("status") == "correct" and bool(scenarios) and all(s.get("correct") for s in scenarios)
 
 
+def geomean_entries(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The verdict's geometric mean per baseline ({name: {"speedup", "count"}}), each entry that is a mapping under
+    a name; a malformed geomean (verdicts come from workers and imports too) measured none."""
+    given = verdict.get("geomean")
+    if not isinstance(given, dict):
+        return {}
+    return {name: entry for name, entry in given.items() if isinstance(name, str) and isinstance(entry, dict)}
+
+
 def speedup_over(verdict: dict[str, Any], baseline: str) -> float | None:
-    """The geometric-mean speedup over `baseline`, or None where it was not measured (or is not a finite
-    number: the harness stores NaN and infinities as None, so nothing else is a measurement)."""
-    value = ((verdict.get("geomean") or {}).get(baseline) or {}).get("speedup")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """The geometric-mean speedup over `baseline`, or None where it was not measured (or is not a positive finite
+    number: the harness stores NaN and infinities as None and a geometric mean of speedups is never 0 or less, so
+    nothing else is a measurement)."""
+    value = geomean_entries(verdict).get(baseline, {}).get("speedup")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         return None
     return float(value)
 
@@ -73,7 +83,7 @@ def best_so_far(best: float | None, speedup: float | None) -> float | None:
 def best_per_baseline(best: dict[str, float], verdict: dict[str, Any]) -> dict[str, float]:
     """The best verified speedup over each baseline after this verdict (a new dict; `best` is not changed)."""
     after = dict(best)
-    for baseline in verdict.get("geomean") or {}:
+    for baseline in geomean_entries(verdict):
         value = best_so_far(after.get(baseline), verified_speedup(verdict, baseline))
         if value is not None:
             after[baseline] = value
@@ -88,7 +98,7 @@ def best_intervals_after(
     where the verdict has none); elsewhere the interval stays the one of the verdict that set that best. Kept
     with the bests so that a list page writes a best with its noise without reading any verdict."""
     after = dict(intervals)
-    for baseline in verdict.get("geomean") or {}:
+    for baseline in geomean_entries(verdict):
         speedup = verified_speedup(verdict, baseline)
         if speedup is None or (baseline in best and best[baseline] >= speedup):
             continue

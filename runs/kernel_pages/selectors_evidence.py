@@ -63,7 +63,7 @@ def evaluation_baselines(evaluation: Evaluation) -> list[str]:
     listed = [b.get("name") for b in spec.get("baselines") or [] if isinstance(b, dict)]
     position = {name: i for i, name in enumerate(listed)}
     return sorted(
-        evaluation.verdict.get("geomean") or {},
+        figures.geomean_entries(evaluation.verdict),
         key=lambda name: (name == figures.BEST_LIBRARY, position.get(name, len(position)), name),
     )
 

@@ -150,6 +150,22 @@ def _speedups(value):
     return {str(name): v for name, v in value.items() if v is None or _positive(v) is not DROP}
 
 
+def _geomeans(value):
+    # baseline -> {"speedup": a positive number or null (the harness's n/a), "count": a whole number}: an entry of
+    # another shape is dropped (pages reading `{"naive": 5}` failed whole), as is a geomean that is no mapping,
+    # and a count that is no whole number (no figure reads it from here)
+    if not isinstance(value, dict):
+        return DROP
+    kept = {}
+    for name, entry in value.items():
+        speedup = _optional(_positive)(entry.get("speedup")) if isinstance(entry, dict) else DROP
+        if speedup is DROP:
+            continue
+        count = _whole(entry.get("count"))
+        kept[str(name)] = {"speedup": speedup} | ({} if count is DROP or count < 0 else {"count": count})
+    return kept
+
+
 def _instant(value):
     # A time as the parser reads an event's `ts` (one without an offset is UTC; the harness writes UTC with its
     # offset, which this keeps as it is); "" the harness's "not recorded"; a time that is none refuses the verdict.
@@ -166,7 +182,7 @@ VERDICT_FIELDS = {
     "reason": _optional(_text),
     "host": _text,
     "device_name": _text,
-    "geomean": _mapping,
+    "geomean": _geomeans,
     "started_at": _instant,
     "finished_at": _instant,
     "wall_s": _non_negative,

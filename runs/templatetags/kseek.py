@@ -88,6 +88,13 @@ def speedup_interval(evaluation, baseline: str) -> str:
 
 
 @register.filter
+def geomean_baselines(evaluation) -> list[str]:
+    """The baselines a stored evaluation has a well-formed geometric mean over (gpu_harness.figures.geomean_entries;
+    an imported verdict's malformed geomean has none)."""
+    return list(figures.geomean_entries(evaluation.verdict))
+
+
+@register.filter
 def host_busy(evaluation) -> str:
     """Why the evaluation's timings were taken on a busy host (gpu_harness.figures.host_busy); "" when not."""
     return figures.host_busy(evaluation.verdict) or ""
