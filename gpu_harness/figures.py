@@ -543,6 +543,19 @@ def geomean_interval(verdict: dict[str, Any], baseline: str) -> tuple[float, flo
     return (low, high) if _inside(speedup, low, high) else None
 
 
+def noise_unknown(verdict: dict[str, Any], baseline: str) -> bool:
+    """The geometric mean over `baseline` has no interval although some scenario it covers has interval fields:
+    one of them lacks its interval or holds a malformed one (the harness writes one on every timed scenario). Its
+    noise is unknown, not unmeasured, so it is never held to its point: only a verdict with no interval fields at
+    all (from before the harness measured them) is (`clears_target`)."""
+    if geomean_interval(verdict, baseline) is not None:
+        return False
+    covered = [
+        s for s in verdict.get("scenarios") or [] if s.get("correct") and scenario_speedup(s, baseline) is not None
+    ]
+    return any(s.get(name) not in (None, {}, []) for s in covered for name in ("time_ci_ms", "baseline_ci_ms"))
+
+
 def no_difference(interval: tuple[float, float] | None) -> bool:
     """True when the interval holds 1.0: the candidate cannot be told from the baseline; shown as "no
     difference", never as a speedup or a slowdown."""
@@ -551,11 +564,12 @@ def no_difference(interval: tuple[float, float] | None) -> bool:
 
 def clears_target(verdict: dict[str, Any], baseline: str, target: float) -> bool:
     """At least `target` over `baseline` beyond the noise: the low end of the geometric mean's interval reaches
-    the target. A verdict without an interval (from before the harness measured one) is held to its point."""
+    the target. A verdict without any interval (from before the harness measured one) is held to its point; one
+    whose noise is unknown (`noise_unknown`: an interval missing or malformed among others) clears nothing."""
     interval = geomean_interval(verdict, baseline)
     if interval is None:
         speedup = speedup_over(verdict, baseline)
-        return speedup is not None and speedup >= target
+        return speedup is not None and speedup >= target and not noise_unknown(verdict, baseline)
     return interval[0] >= target
 
 
@@ -650,7 +664,9 @@ def speedup_text(
 
 
 def verdict_speedup_text(verdict: dict[str, Any], baseline: str, *, times: str = "×", missing: str = "—") -> str:
-    """The geometric-mean speedup over `baseline` as every page and report writes it (`speedup_text`)."""
-    return speedup_text(
+    """The geometric-mean speedup over `baseline` as every page and report writes it (`speedup_text`), with
+    "(noise unknown)" after a point whose interval is missing among others (`noise_unknown`)."""
+    text = speedup_text(
         speedup_over(verdict, baseline), geomean_interval(verdict, baseline), times=times, missing=missing
     )
+    return f"{text} (noise unknown)" if text != missing and noise_unknown(verdict, baseline) else text

@@ -126,6 +126,34 @@ def test_the_goal_is_cleared_only_by_the_low_end_of_the_interval():
     assert figures.clears_target(old, "naive", 2.0) and figures.goal_met(old, "naive", 2.0, ["a"], [])
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"time_ci_ms": None},  # dropped where it was stored malformed
+        {"time_ci_ms": [5.0, 9.0]},  # one that does not hold its own median
+        {"baseline_ci_ms": {}},
+        {"baseline_ci_ms": {"naive": "wide"}},
+    ],
+)
+def test_a_verdict_with_an_interval_missing_among_others_clears_no_goal_and_says_its_noise_is_unknown(broken):
+    # Wide intervals: no difference from 1.0, so the goal is not met; an interval missing on one scenario must not
+    # turn the figure back into its point (a forged import did exactly that, and was shown "succeeded").
+    wide = [timed("a", 1.0, [0.6, 1.5], 1.3, [0.9, 1.6]), timed("b", 1.0, [0.6, 1.5], 1.3, [0.9, 1.6])]
+    assert figures.no_difference(figures.geomean_interval(verdict_of(*wide), "naive"))
+    assert not figures.clears_target(verdict_of(*wide), "naive", 1.2)
+    wide[0] |= broken
+    one_broken = verdict_of(*wide)
+    assert figures.geomean_interval(one_broken, "naive") is None and figures.noise_unknown(one_broken, "naive")
+    assert figures.meets_target(one_broken, "naive", 1.2)
+    assert not figures.clears_target(one_broken, "naive", 1.2)
+    assert not figures.goal_met(one_broken, "naive", 1.2, ["a", "b"], [])
+    assert figures.verdict_speedup_text(one_broken, "naive") == "1.300× (noise unknown)"
+    # with no interval fields anywhere (a verdict from before them), the point stands, and says nothing more
+    old = verdict_of(*({k: v for k, v in s.items() if not k.endswith("_ci_ms")} for s in wide))
+    assert not figures.noise_unknown(old, "naive") and figures.clears_target(old, "naive", 1.2)
+    assert figures.verdict_speedup_text(old, "naive") == "1.300×"
+
+
 def test_a_host_loaded_beyond_half_its_cores_is_busy():
     quiet = timed("a", 1.0, [0.9, 1.1], 2.0, [1.9, 2.1], spread_ms=0.05)
     assert figures.host_busy(verdict_of(quiet, host_load={"load_1m": 1.9, "cores": 2})) is None
