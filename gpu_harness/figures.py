@@ -195,6 +195,8 @@ def format_speedup(value: float | None, *, digits: str = ".3f", times: str = "x"
     `—` for none (its `speedup` filter); the harness's tables and summaries `.3f` and `x`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return missing
+    if math.isfinite(value) and abs(value) >= 1e6:  # (a forged 1e308 wrote 309 digits in fixed point)
+        return f"{value:.3e}{times}"
     return f"{format(value, digits)}{times}"
 
 

@@ -219,3 +219,8 @@ def test_a_figure_over_every_library_ranks_before_a_higher_one_over_some_and_the
         "full, eager alone",
         "subset, every library",
     ]
+
+
+def test_a_speedup_beyond_a_million_is_written_in_exponent_form_not_hundreds_of_digits():
+    assert figures.format_speedup(1e308, times="×") == "1.000e+308×"
+    assert figures.format_speedup(999_999.0) == "999999.000x" and figures.format_speedup(1.5) == "1.500x"
