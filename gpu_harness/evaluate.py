@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import figures, verdict
+from . import childbox, figures, verdict
 from .build import build
 from .evaluation import TIMING, Evaluation, Plan
 from .report import summary_line
@@ -176,6 +176,7 @@ def _judge_source(
             o.reason = "not run: " + why
         return
     assert session is not None  # (there is none only where candidates cannot run here: `why`)
+    res.child_sandbox = session.sandbox
 
     availability = t.baseline_availability(names)
     res.baseline_notes = {n: note for n, note in availability.items() if note}
@@ -226,7 +227,11 @@ _SPARES: dict[tuple[Any, ...], ChildSession] = {}
 
 
 def _spare_key(t: Task) -> tuple[Any, ...]:
-    return t.name, ChildSession.environment_key(t.child_env())
+    return t.name, ChildSession.environment_key(t.child_env()), childbox.sandbox_for(t.target)
+
+
+def _new_child(t: Task) -> ChildSession:
+    return ChildSession(t.name, t.child_env(), sandbox=childbox.sandbox_for(t.target))
 
 
 def _take_child(t: Task) -> ChildSession:
@@ -235,13 +240,13 @@ def _take_child(t: Task) -> ChildSession:
         return spare
     if spare is not None:
         spare.close()
-    return ChildSession(t.name, t.child_env())
+    return _new_child(t)
 
 
 def _boot_spare(t: Task) -> None:
     key = _spare_key(t)
     if key not in _SPARES:
-        _SPARES[key] = ChildSession(t.name, t.child_env())
+        _SPARES[key] = _new_child(t)
 
 
 @atexit.register

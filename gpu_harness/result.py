@@ -76,6 +76,9 @@ class EvalResult:
     # how loaded the host was while timing: load_1m (the highest 1-minute load average seen), cores (usable);
     # figures.host_busy says whether that, or the timings' own spread, makes the figures doubtful
     host_load: dict[str, Any] = field(default_factory=dict)
+    # where the candidate's process ran: "bubblewrap" (a sandbox of its own: gpu_harness/childbox.py) or "none";
+    # "" where no candidate ran (the build failed, or candidates cannot run on this host)
+    child_sandbox: str = ""
 
     @property
     def all_correct(self) -> bool:

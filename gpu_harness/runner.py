@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import childbox
 from .procs import kill_group
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -59,16 +60,22 @@ class ChildSession:
 
     batch_n: int  # calls a timed batch makes (evaluation.py sets it from the child's `ready`)
 
-    def __init__(self, task: str, extra_env: dict[str, Any] | None = None) -> None:
+    def __init__(self, task: str, extra_env: dict[str, Any] | None = None, sandbox: str = childbox.NONE) -> None:
         self.started = False  # given a job
-        child_env = self.environment(extra_env)
+        self.sandbox = sandbox  # childbox.BUBBLEWRAP: the child runs in a sandbox of its own, this folder its only
+        child_env = self.environment(extra_env)  # writable one
         self.workdir = tempfile.mkdtemp(prefix="kseek-eval-")
         self.log_path = os.path.join(self.workdir, "child.log")
+        argv = [sys.executable, "-m", "gpu_harness.child", task]
+        if sandbox == childbox.BUBBLEWRAP:
+            child_env["TMPDIR"] = os.path.join(self.workdir, "tmp")  # (the rest of the file system is read-only)
+            os.mkdir(child_env["TMPDIR"])
+            argv = childbox.contained(argv, self.workdir)
         msg_r, msg_w = os.pipe()
         cmd_r, cmd_w = os.pipe()
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gpu_harness.child", task, "--msg-fd", str(msg_w), "--cmd-fd", str(cmd_r)],
+                [*argv, "--msg-fd", str(msg_w), "--cmd-fd", str(cmd_r)],
                 pass_fds=(msg_w, cmd_r),
                 stdin=subprocess.DEVNULL,
                 stdout=log,

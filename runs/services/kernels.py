@@ -195,6 +195,7 @@ VERDICT_FIELDS = {
     "geomean_tflops": _optional(_positive),
     "phases": _mapping,
     "reference": _text,
+    "child_sandbox": _text,
     # not the harness's: the event's `scenario_set` (quick, full, or the ids), which the event store adds
     "scenario_set": _text,
 }

@@ -1,0 +1,70 @@
+"""The candidate's process in a sandbox of its own (bubblewrap), so that what its native code does outside the
+checked symbols reaches nothing the harness keeps.
+
+The symbol allowlist (depcheck.py) decides what a kernel may *import*; it cannot stop native code from calling a
+function it never imported: `system`'s address is `printf`'s plus a constant of the host's libc. With it, a
+kernel of allowlisted imports ran commands in the child: it rewrote the cached builds the next evaluations load
+(the naive baseline among them), killed the judging parent, and left a process running after its evaluation
+(an outside test found all three). Contained here, the child:
+
+- sees the file system read-only, but for its scratch folder (its log, its output files, its TMPDIR): the build
+  cache and everything else the harness reads cannot be written;
+- runs in PID, IPC, UTS and network namespaces of its own: it cannot see or signal the parent or any other
+  process, and reaches no network; whatever it starts dies with it (the namespace's first process dies with the
+  child's bubblewrap, which dies with the parent's kill);
+- keeps the pipes the parent passed it (messages and commands), its environment and its working directory.
+
+A CPU task's child is contained wherever a working `bwrap` is found; a GPU task's is not yet: the parent and the
+child share device memory through CUDA IPC, which these namespaces have not been checked to keep (docs/harness.md,
+"Threat model"). Each verdict says which (`child_sandbox`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+
+BUBBLEWRAP = "bubblewrap"
+NONE = "none"
+_NAMESPACES = [
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-net",
+]
+
+
+def _base(bwrap: str) -> list[str]:
+    return [bwrap, *_NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+
+
+@functools.cache
+def working_bwrap() -> str | None:
+    """bubblewrap's path where it can make these namespaces here (probed once per process), else None."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None
+    try:
+        probe = subprocess.run([*_base(path), "--", "true"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if probe.returncode == 0 else None
+
+
+def sandbox_for(target: str) -> str:
+    """Where a task's candidate runs (`child_sandbox` of its verdicts): `bubblewrap` for a CPU task where it
+    works, `none` otherwise."""
+    return BUBBLEWRAP if target == "cpu" and working_bwrap() is not None else NONE
+
+
+def contained(argv: list[str], workdir: str) -> list[str]:
+    """`argv` run inside the child's sandbox, `workdir` (which must exist) its only writable folder."""
+    bwrap = working_bwrap()
+    if bwrap is None:
+        raise RuntimeError("no working bubblewrap to contain the candidate's process")
+    folder = os.path.realpath(workdir)
+    return [*_base(bwrap), "--bind", folder, folder, "--chdir", folder, "--", *argv]

@@ -1,0 +1,102 @@
+"""The candidate's process in a sandbox of its own (gpu_harness/childbox.py). An outside test found that a kernel
+of allowlisted imports can call `system` through `printf`'s address plus a constant of the host's libc, and
+with it rewrite the build cache, kill the judging parent and leave a process running. Here that kernel runs
+against the CPU task: contained, it writes nothing, signals nothing outside, leaves nothing behind, and its
+verdict says where it ran."""
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from gpu_harness import childbox, evaluate
+
+from .conftest import needs_gxx
+
+pytestmark = [needs_gxx, pytest.mark.sandbox]
+NAIVE = (Path(__file__).resolve().parents[2] / "tasks" / "matmul_cpu" / "naive.cpp").read_text()
+SCENARIOS = ["m7_n13_k5"]
+LEFTOVER = "987.654"  # the argument of the `sleep` the kernel leaves running: found by it afterwards
+
+
+def _system_offset() -> int:
+    """`system`'s address less `printf`'s in this host's libc (the candidate's process loads the same one)."""
+    libc = ctypes.CDLL(None)
+    address = ctypes.cast
+    return address(libc.system, ctypes.c_void_p).value - address(libc.printf, ctypes.c_void_p).value
+
+
+def escaping_kernel(command: str) -> str:
+    """The naive kernel that first runs `command` through `system`, which it never imports."""
+    quoted = command.replace("\\", "\\\\").replace('"', '\\"')
+    escape = f"""#include <cstdio>
+typedef int (*run_fn)(const char*);
+static int ran = 0;
+static void escape() {{
+    if (ran++) return;
+    run_fn run = (run_fn)((const char*)&printf + ({_system_offset()}L));
+    run("{quoted}");
+}}
+"""
+    body = NAIVE.replace(
+        "    if (m < 0 || n < 0 || k < 0) return 1;", "    escape();\n    if (m < 0 || n < 0 || k < 0) return 1;"
+    )
+    assert body != NAIVE
+    return escape + body
+
+
+def _leftovers() -> list[str]:
+    found = subprocess.run(["pgrep", "-f", f"sleep {LEFTOVER}"], capture_output=True, text=True, check=False)
+    return found.stdout.split()
+
+
+@pytest.fixture
+def bystander():
+    """A process of the same user that the kernel tries to kill (it stands in for the judging parent)."""
+    proc = subprocess.Popen(["sleep", "300"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_kernel_that_runs_commands_reaches_nothing_outside_its_sandbox(tmp_path, monkeypatch, bystander):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KSEEK_CACHE_DIR", str(cache))
+    marker = tmp_path / "written-by-the-kernel"
+    command = (
+        f"touch {marker}; touch {cache}/poisoned; kill -9 {bystander.pid}; "
+        f"setsid sleep {LEFTOVER} > /dev/null 2>&1 < /dev/null &"
+    )
+    kernel = tmp_path / "escape.cpp"
+    kernel.write_text(escaping_kernel(command))
+    result = evaluate("matmul_cpu", kernel, scenarios=SCENARIOS, timeout_s=60)
+    assert result.child_sandbox == childbox.BUBBLEWRAP
+    assert result.status == "correct" and result.all_correct  # it computed the product; its command did nothing
+    time.sleep(0.5)
+    assert not marker.exists() and not (cache / "poisoned").exists()
+    assert bystander.poll() is None  # not killed
+    assert _leftovers() == []  # the process it started died with its sandbox
+
+
+def test_outside_a_sandbox_the_same_kernel_does_reach_them(tmp_path, monkeypatch, bystander):
+    """The test above can fail: without the sandbox, the kernel's command runs as the harness's user."""
+    monkeypatch.setattr(childbox, "sandbox_for", lambda target: childbox.NONE)
+    marker = tmp_path / "written-by-the-kernel"
+    kernel = tmp_path / "escape.cpp"
+    kernel.write_text(escaping_kernel(f"touch {marker}; kill -9 {bystander.pid}"))
+    result = evaluate("matmul_cpu", kernel, scenarios=SCENARIOS, timeout_s=60)
+    assert result.child_sandbox == childbox.NONE
+    deadline = time.monotonic() + 10
+    while bystander.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists() and bystander.returncode == -signal.SIGKILL
+
+
+def test_a_gpu_tasks_candidate_is_not_yet_contained_and_its_verdict_says_so():
+    assert childbox.sandbox_for("cuda-sm90") == childbox.NONE
+    assert childbox.sandbox_for("cpu") == (childbox.BUBBLEWRAP if childbox.working_bwrap() else childbox.NONE)
+    assert os.path.basename(childbox.contained(["true"], "/")[0]) == "bwrap"
