@@ -12,7 +12,8 @@ CSRF_TRUSTED_ORIGINS  comma-separated origins, for a deployment behind a proxy
 KSEEK_TRUSTED_PROXIES  how many proxies stand in front and append to X-Forwarded-For (default 0: it is not read)
 KSEEK_LOGIN_FAILURE_LIMIT, KSEEK_LOGIN_COOLOFF_MINUTES  wrong passwords per (username, address) before that pair
                is locked out (5), and for how long (15)
-KSEEK_TRACE_UPLOAD_MAX_BYTES  the largest trace file the import takes (32 MiB)
+KSEEK_TRACE_UPLOAD_MAX_BYTES  the largest trace file the import takes (32 MiB); a released kernel's development
+               trace is held to it decompressed (runs/services/development.py)
 KSEEK_BEHIND_TLS_PROXY  1 where a TLS proxy stands in front (docs/deployment.md): secure cookies, HSTS, the SSL
                redirect, and the proxy's X-Forwarded-Proto trusted (default off: plain http, as `make run` serves)
 KSEEK_HSTS_SECONDS  with KSEEK_BEHIND_TLS_PROXY: how long browsers keep to https (default 31536000, one year)

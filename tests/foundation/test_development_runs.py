@@ -84,6 +84,37 @@ def test_an_xz_trace_of_several_streams_is_read_whole(tmp_path):
     assert Evaluation.objects.filter(run=run).count() == 3
 
 
+def test_an_xz_trace_that_unpacks_past_the_limit_is_refused_and_the_kernel_still_loads(tmp_path, settings):
+    # The trace audit's finding 7: a 17 KB xz file unpacking to one 48 MiB line was read whole. The trace upload's
+    # limit (KSEEK_TRACE_UPLOAD_MAX_BYTES) applies to the decompressed bytes as they come.
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES = 64 * 1024
+    write_release(tmp_path / "demo", "trace.jsonl.xz")
+    bomb = lzma.compress(harness_line(0, "x" * 4 * 2**20).encode())  # one line of 4 MiB
+    assert len(bomb) < 4096
+    (tmp_path / "demo" / "trace.jsonl.xz").write_bytes(bomb)
+    out, err = load(tmp_path)
+    assert "demo-matmul: released" in out and Kernel.objects.get(released=True).development_run is None
+    assert err == (
+        "demo-matmul: development trace trace.jsonl.xz not imported: trace.jsonl.xz is over the limit of a trace: "
+        "more than 65,536 bytes once decompressed (KSEEK_TRACE_UPLOAD_MAX_BYTES=65536)\n"
+    )
+    assert not Run.objects.exists()
+
+
+def test_a_trace_of_exactly_the_limit_is_imported_and_one_byte_more_is_not(tmp_path, settings):
+    text = trace_text(3)
+    write_release(tmp_path / "demo", "trace.jsonl.xz")
+    (tmp_path / "demo" / "trace.jsonl.xz").write_bytes(lzma.compress(text.encode()))
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES = len(text.encode()) - 1
+    _, err = load(tmp_path)
+    assert f"more than {len(text.encode()) - 1:,} bytes once decompressed" in err and not Run.objects.exists()
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES = len(text.encode())
+    out, err = load(tmp_path)
+    run = Kernel.objects.get(released=True).development_run
+    assert not err and f"development trace imported as run {run.pk}" in out
+    assert Evaluation.objects.filter(run=run).count() == 3
+
+
 def test_a_missing_trace_leaves_the_kernel_loaded_and_says_so(tmp_path):
     write_release(tmp_path / "demo", "../../lab/demo/trace.jsonl.xz")
     out, err = load(tmp_path)

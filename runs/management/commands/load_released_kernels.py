@@ -15,10 +15,11 @@ source (their sha256 differs) are refused rather than attached to the wrong kern
 The development trace (the harness's `--trace` lines of the lab's evaluations, each with the question asked then
 as its note; a path from the release's folder, plain or xz, any number of concatenated xz streams) is imported
 once as an imported run (runs.services.development: loading again finds it by the trace's path and digest) and
-linked to the kernel; the kernel's page links to it, and the run's page names the kernel. It is optional all the
-way: where the file is absent (an install without the lab) or cannot be imported (a broken line: the refusal
-names the file and the line), the kernel and its results load anyway and the command says why in one line. The
-import notifies no one (runs/notify.py sends nothing for an imported run).
+linked to the kernel; the kernel's page links to it, and the run's page names the kernel. It is read under the
+trace upload's limit (KSEEK_TRACE_UPLOAD_MAX_BYTES, counted on the decompressed bytes as they come). It is optional
+all the way: where the file is absent (an install without the lab) or cannot be imported (over the limit, or a
+broken line: the refusal names the file and the line), the kernel and its results load anyway and the command says
+why in one line. The import notifies no one (runs/notify.py sends nothing for an imported run).
 """
 
 import json
@@ -31,7 +32,7 @@ from django.db import transaction
 
 from runs.models import Kernel, Task
 from runs.services import ServiceError, evaluation_record, kernel_record, kernel_release, sha256_text
-from runs.services.development import development_trace_name, kernel_development_link, read_trace_lines
+from runs.services.development import development_trace_name, development_trace_read, kernel_development_link
 
 REQUIRED = ("name", "task", "source")
 
@@ -81,10 +82,10 @@ class Command(BaseCommand):
             self.stdout.write(f"{manifest['name']}: no development trace at {given} (the lab is not here)")
             return
         try:
-            lines = read_trace_lines(path)
-            run, imported = kernel_development_link(
-                kernel=kernel, lines=lines, name=development_trace_name(given, lines)
-            )
+            with development_trace_read(path) as trace:
+                run, imported = kernel_development_link(
+                    kernel=kernel, lines=trace.file, name=development_trace_name(given, trace.sha256)
+                )
         except ServiceError as error:
             self.stderr.write(f"{manifest['name']}: development trace {given} not imported: {error}")
             return
