@@ -1,3 +1,7 @@
+"""Loading kernels/*/release.toml (load_released_kernels): a release loads with its own results only, each release
+loads or is refused alone, and a refusal is one line naming its file (reproducers of the trace audit's findings 5
+and 6 among them)."""
+
 import io
 import json
 from pathlib import Path
@@ -12,15 +16,36 @@ from runs.services import sha256_text
 
 pytestmark = pytest.mark.django_db
 
+SOURCE = "__global__ void k() {}\n"
 
-def write_release(folder, source="__global__ void k() {}\n", results=None):
+
+@pytest.fixture(autouse=True)
+def tasks():
+    call_command("sync_tasks", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def write_release(folder, source=SOURCE, results=None, name="demo-kernel", task="attention_fwd"):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "k.cu").write_text(source)
-    lines = ['name = "demo-kernel"', 'task = "attention_fwd"', 'source = "k.cu"', 'target_arch = "sm_90a"']
+    lines = [f'name = "{name}"', f'task = "{task}"', 'source = "k.cu"', 'target_arch = "sm_90a"']
     if results is not None:
-        (folder / "results.json").write_text(json.dumps(results))
+        text = results if isinstance(results, str) else json.dumps(results)
+        (folder / "results.json").write_text(text)
         lines.append('results = "results.json"')
     (folder / "release.toml").write_text("\n".join(lines) + "\n")
+
+
+def verdict(source=SOURCE, **fields):
+    """The harness's `--json` verdict of `source` on the attention task; `fields` change or (None) drop fields."""
+    result = {
+        "status": "correct",
+        "task": "attention_fwd",
+        "kernel_sha256": sha256_text(source),
+        "geomean": {"flash": {"speedup": 1.2, "count": 1}},
+        "scenarios": [{"id": "s1", "params": {}, "correct": True, "speedup": {"flash": 1.2}, "time_ms": 1.0}],
+    }
+    result.update(fields)
+    return {key: value for key, value in result.items() if value is not None}
 
 
 def load(kernels_dir):
@@ -29,16 +54,18 @@ def load(kernels_dir):
     return out.getvalue()
 
 
+def refused(kernels_dir) -> tuple[str, str, str]:
+    """Load a folder where some release is refused: (stdout, stderr, the command's error)."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError) as failure:
+        call_command("load_released_kernels", "--kernels-dir", str(kernels_dir), stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue(), str(failure.value)
+
+
 def test_a_released_kernel_is_loaded_once_with_its_results(tmp_path):
-    source = "__global__ void k() {}\n"
-    result = {
-        "status": "correct",
-        "kernel_sha256": sha256_text(source),
-        "geomean": {"flash": {"speedup": 1.2, "count": 1}},
-        "scenarios": [{"id": "s1", "params": {}, "correct": True, "speedup": {"flash": 1.2}, "time_ms": 1.0}],
-    }
-    write_release(tmp_path / "demo", source, result)
-    assert "released" in load(tmp_path)
+    write_release(tmp_path / "demo", SOURCE, verdict())
+    out = load(tmp_path)
+    assert "demo-kernel: released" in out and "released kernels: loaded 1, refused 0" in out
     assert "up to date" in load(tmp_path)
     kernel = Kernel.objects.get(released=True)
     assert kernel.release_name == "demo-kernel" and kernel.evaluations.get().speedup_over("flash") == 1.2
@@ -54,19 +81,103 @@ def test_a_changed_source_takes_over_the_release_name(tmp_path):
 
 
 def test_results_recorded_for_another_source_are_refused(tmp_path):
-    write_release(
-        tmp_path / "demo", "// v2\n", {"status": "correct", "kernel_sha256": sha256_text("// v1\n"), "scenarios": []}
-    )
-    with pytest.raises(CommandError, match="re-run the evaluation"):
-        load(tmp_path)
+    write_release(tmp_path / "demo", "// v2\n", verdict(kernel_sha256=sha256_text("// v1\n")))
+    _, err, _ = refused(tmp_path)
+    assert f"{tmp_path / 'demo' / 'results.json'}: results are for source" in err and "re-run the evaluation" in err
     assert not Kernel.objects.exists()
 
 
 def test_a_manifest_without_its_source_is_refused_by_name(tmp_path):
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "release.toml").write_text('name = "x"\ntask = "t"\nsource = "missing.cu"\n')
-    with pytest.raises(CommandError, match="missing.cu is not there"):
-        load(tmp_path)
+    _, err, _ = refused(tmp_path)
+    assert f"refused: {tmp_path / 'broken' / 'release.toml'}: source file missing.cu is not there" in err
+
+
+# Finding 5: a results file names the source and the task it measured, and the release names a known task.
+
+
+def test_results_without_kernel_sha256_are_refused_not_attached_to_another_source(tmp_path):
+    # The audit's r1b: another source's results with their sha256 taken out loaded as this source's (40x shown).
+    write_release(tmp_path / "demo", "// a different kernel entirely\n", verdict(kernel_sha256=None))
+    _, err, error = refused(tmp_path)
+    assert f"refused: {tmp_path / 'demo' / 'results.json'}: no kernel_sha256" in err
+    assert "loaded 0, refused 1" in error
+    assert not Kernel.objects.exists()
+
+
+def test_results_of_another_task_or_of_none_are_refused(tmp_path):
+    # The audit's r6: softmax results attached to an rmsnorm kernel.
+    write_release(tmp_path / "other", SOURCE, verdict(task="softmax_rows"), name="other-task")
+    write_release(tmp_path / "untold", SOURCE, verdict(task=None), name="no-task")
+    _, err, error = refused(tmp_path)
+    other, untold = tmp_path / "other" / "results.json", tmp_path / "untold" / "results.json"
+    assert f"{other}: task 'softmax_rows' is not release.toml's task 'attention_fwd'" in err
+    assert f"{untold}: task 'None' is not release.toml's task 'attention_fwd'" in err
+    assert "loaded 0, refused 2" in error and not Kernel.objects.exists()
+
+
+def test_a_release_of_a_task_this_site_does_not_have_is_refused(tmp_path):
+    write_release(tmp_path / "demo", SOURCE, verdict(task="no_such_task"), task="no_such_task")
+    _, err, _ = refused(tmp_path)
+    assert f"{tmp_path / 'demo' / 'release.toml'}: task 'no_such_task' is not one of this site's tasks" in err
+    assert not Kernel.objects.exists()
+
+
+def test_a_release_name_that_is_not_a_slug_is_refused(tmp_path):
+    write_release(tmp_path / "demo", name="<img src=x onerror=alert(1)>")
+    _, err, _ = refused(tmp_path)
+    assert f"{tmp_path / 'demo' / 'release.toml'}: name '<img src=x onerror=alert(1)>' is not a slug" in err
+    assert not Kernel.objects.exists()
+
+
+# Finding 6: one bad release never stops the others; bad input is one line naming the file, never a traceback.
+
+
+def test_a_refused_release_does_not_stop_the_next_one(tmp_path):
+    write_release(tmp_path / "a_mismatch", SOURCE, verdict(kernel_sha256=sha256_text("// v1\n")), name="a-mismatch")
+    write_release(tmp_path / "b_fine", "// fine\n", verdict("// fine\n"), name="b-fine")
+    out, err, error = refused(tmp_path)
+    assert "b-fine: released" in out and Kernel.objects.get(released=True).release_name == "b-fine"
+    assert [line for line in err.splitlines() if line.startswith("refused: ")] == [
+        line for line in err.splitlines() if "a_mismatch" in line
+    ]
+    assert error == "released kernels: loaded 1, refused 1 (each refusal above names its file and why)"
+
+
+@pytest.mark.parametrize(
+    ("results", "why"),
+    [
+        ("[1,2]\n", "not a JSON object but an array"),
+        ('{"status": "correct",\n', "not valid JSON (line 2, column 1: Expecting property name"),
+        ('{"status": "correct"\n  "task": 1}', "not valid JSON (line 2, column 3: Expecting ','"),
+        ("null", "not a JSON object but null"),
+        (json.dumps(verdict(scenarios=[{"correct": True}])), "not a verdict that can be stored (KeyError: 'id')"),
+    ],
+)
+def test_a_broken_results_file_is_one_line_naming_the_file(tmp_path, results, why):
+    write_release(tmp_path / "a_broken", SOURCE, results, name="a-broken")
+    write_release(tmp_path / "b_fine", "// fine\n", name="b-fine")
+    out, err, _ = refused(tmp_path)
+    assert err.startswith(f"refused: {tmp_path / 'a_broken' / 'results.json'}: {why}")
+    assert len(err.splitlines()) == 1 and "b-fine: released" in out
+    assert list(Kernel.objects.values_list("release_name", flat=True)) == ["b-fine"]
+
+
+def test_a_missing_results_file_is_refused_by_name(tmp_path):
+    write_release(tmp_path / "demo", SOURCE, verdict())
+    (tmp_path / "demo" / "results.json").unlink()
+    _, err, _ = refused(tmp_path)
+    assert f"refused: {tmp_path / 'demo' / 'release.toml'}: results file results.json is not there" in err
+
+
+def test_a_refused_release_leaves_an_earlier_version_as_it_was(tmp_path):
+    write_release(tmp_path / "demo", "// v1\n", verdict("// v1\n"))
+    load(tmp_path)
+    write_release(tmp_path / "demo", "// v2\n", verdict("// v1\n"))  # a new source, its results not re-run
+    refused(tmp_path)
+    kept = Kernel.objects.get()
+    assert (kept.source, kept.released, kept.evaluations.count()) == ("// v1\n", True, 1)
 
 
 def test_no_released_kernels_is_said_plainly(tmp_path):
