@@ -180,6 +180,20 @@ def test_a_refused_release_leaves_an_earlier_version_as_it_was(tmp_path):
     assert (kept.source, kept.released, kept.evaluations.count()) == ("// v1\n", True, 1)
 
 
+def test_bootstrap_reports_a_refused_release_and_goes_on(tmp_path, settings, monkeypatch):
+    # `make run` runs bootstrap and then serves: a refused release is printed, the site still starts.
+    monkeypatch.setenv("KSEEK_ADMIN_PASSWORD", "correct-horse-battery")
+    settings.BASE_DIR = tmp_path  # load_released_kernels reads BASE_DIR/kernels
+    write_release(tmp_path / "kernels" / "a_array", SOURCE, "[1,2]", name="a-array")
+    write_release(tmp_path / "kernels" / "b_fine", "// fine\n", name="b-fine")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("bootstrap", stdout=out, stderr=err)
+    assert f"refused: {tmp_path / 'kernels' / 'a_array' / 'results.json'}: not a JSON object" in err.getvalue()
+    assert "bootstrap: load_released_kernels: released kernels: loaded 1, refused 1" in err.getvalue()
+    assert "bootstrap: ensure_admin" in out.getvalue()
+    assert list(Kernel.objects.values_list("release_name", flat=True)) == ["b-fine"]
+
+
 def test_no_released_kernels_is_said_plainly(tmp_path):
     assert "No released kernels" in load(tmp_path)
 
