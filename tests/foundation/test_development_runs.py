@@ -101,6 +101,18 @@ def test_an_xz_trace_that_unpacks_past_the_limit_is_refused_and_the_kernel_still
     assert not Run.objects.exists()
 
 
+def test_an_xz_trace_is_refused_at_the_limit_unread_beyond_it(tmp_path, settings):
+    # What follows the limit is never decompressed: here a broken xz stream, which a reader that unpacked the whole
+    # file before counting would meet (and report) first.
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES = 64 * 1024
+    write_release(tmp_path / "demo", "trace.jsonl.xz")
+    broken_tail = lzma.compress(harness_line(1).encode())[:40]
+    (tmp_path / "demo" / "trace.jsonl.xz").write_bytes(lzma.compress(trace_text(200).encode()) + broken_tail)
+    _, err = load(tmp_path)
+    assert "is over the limit of a trace: more than 65,536 bytes once decompressed" in err
+    assert "cannot read" not in err and not Run.objects.exists()
+
+
 def test_a_trace_of_exactly_the_limit_is_imported_and_one_byte_more_is_not(tmp_path, settings):
     text = trace_text(3)
     write_release(tmp_path / "demo", "trace.jsonl.xz")
