@@ -16,12 +16,15 @@ kernel of allowlisted imports ran commands in the child: it rewrote the cached b
 
 A CPU task's child is contained wherever a working `bwrap` is found; a GPU task's is not yet: the parent and the
 child share device memory through CUDA IPC, which these namespaces have not been checked to keep (docs/harness.md,
-"Threat model"). Each verdict says which (`child_sandbox`).
+"Threat model"). `KSEEK_CHILD_SANDBOX_GPU=1` contains a GPU task's child too (its sandbox then holds the GPUs'
+device nodes), for `tests/harness/test_child_sandbox_gpu.py` to check on a GPU before it becomes the default.
+Each verdict says which (`child_sandbox`).
 """
 
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import subprocess
@@ -55,16 +58,22 @@ def working_bwrap() -> str | None:
     return path if probe.returncode == 0 else None
 
 
+GPU_OPT_IN = "KSEEK_CHILD_SANDBOX_GPU"
+
+
 def sandbox_for(target: str) -> str:
     """Where a task's candidate runs (`child_sandbox` of its verdicts): `bubblewrap` for a CPU task where it
-    works, `none` otherwise."""
-    return BUBBLEWRAP if target == "cpu" and working_bwrap() is not None else NONE
+    works (and for a GPU task with `KSEEK_CHILD_SANDBOX_GPU=1`), `none` otherwise."""
+    wanted = target == "cpu" or os.environ.get(GPU_OPT_IN) == "1"
+    return BUBBLEWRAP if wanted and working_bwrap() is not None else NONE
 
 
 def contained(argv: list[str], workdir: str) -> list[str]:
-    """`argv` run inside the child's sandbox, `workdir` (which must exist) its only writable folder."""
+    """`argv` run inside the child's sandbox, `workdir` (which must exist) its only writable folder; the GPUs'
+    device nodes (none on a host without the driver) are in its minimal /dev."""
     bwrap = working_bwrap()
     if bwrap is None:
         raise RuntimeError("no working bubblewrap to contain the candidate's process")
     folder = os.path.realpath(workdir)
-    return [*_base(bwrap), "--bind", folder, folder, "--chdir", folder, "--", *argv]
+    devices = [arg for node in sorted(glob.glob("/dev/nvidia*")) for arg in ("--dev-bind", node, node)]
+    return [*_base(bwrap), *devices, "--bind", folder, folder, "--chdir", folder, "--", *argv]

@@ -96,7 +96,11 @@ def test_outside_a_sandbox_the_same_kernel_does_reach_them(tmp_path, monkeypatch
     assert marker.exists() and bystander.returncode == -signal.SIGKILL
 
 
-def test_a_gpu_tasks_candidate_is_not_yet_contained_and_its_verdict_says_so():
+def test_a_gpu_tasks_candidate_is_not_yet_contained_unless_asked(monkeypatch):
+    monkeypatch.delenv(childbox.GPU_OPT_IN, raising=False)
     assert childbox.sandbox_for("cuda-sm90") == childbox.NONE
-    assert childbox.sandbox_for("cpu") == (childbox.BUBBLEWRAP if childbox.working_bwrap() else childbox.NONE)
-    assert os.path.basename(childbox.contained(["true"], "/")[0]) == "bwrap"
+    assert childbox.sandbox_for("cpu") == childbox.BUBBLEWRAP
+    monkeypatch.setenv(childbox.GPU_OPT_IN, "1")
+    assert childbox.sandbox_for("cuda-sm90") == childbox.BUBBLEWRAP
+    argv = childbox.contained(["true"], "/")
+    assert os.path.basename(argv[0]) == "bwrap" and argv[-2:] == ["--", "true"]
