@@ -52,7 +52,8 @@ class QuestionEvent:
 
 @dataclass(frozen=True)
 class Measurement:
-    """A verified evaluation: correct on every scenario it ran, with its speedup over the goal baseline."""
+    """A verified evaluation (measured by a harness of the site on the task's full set, correct on every scenario:
+    the caller's to decide, `runs.selectors_bank`), with its speedup over the goal baseline."""
 
     position: Any
     speedup: float

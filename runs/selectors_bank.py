@@ -4,8 +4,10 @@ The maths lives in `questionbank.effectiveness` (plain data, no Django); this mo
 `RunHistory` values and its results into rows for pages and exports. It lives in `runs`, not in the bank, because
 it reads runs' questions and evaluations: `questionbank` is the lower layer and imports nothing from `runs`.
 
-A verified speedup is `gpu_harness.figures.verified_speedup` over the RUN's goal baseline (`Run.goal`), the one
-the run was judged against, as the run's own best speedup is.
+A verified speedup is `gpu_harness.figures.headline_speedup` over the RUN's goal baseline (`Run.goal`), the one
+the run was judged against, as the run's own best speedup is: a figure a harness of this site measured on the
+task's full set, correct on every scenario. An imported run's figures (its trace's claims) and quick-set figures
+are never verified, so they are no gain's base and no gain (issue 34; docs/architecture.md, "standing").
 """
 
 from __future__ import annotations
@@ -83,9 +85,10 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _verified_positive(verdict: dict, baseline: str) -> float | None:
-    """The verified speedup, when it can be a gain's base (a ratio needs a positive one)."""
-    speedup = verdict_figures.verified_speedup(verdict, baseline)
+def _verified_positive(verdict: dict, baseline: str, full_ids: list[str], imported: bool) -> float | None:
+    """The verified speedup (`headline_speedup`: measured here on the task's full set, correct on all of it; None
+    for an imported claim or a quick-set figure), when it can be a gain's base (a ratio needs a positive one)."""
+    speedup = verdict_figures.headline_speedup(verdict, baseline, full_ids, imported=imported)
     return speedup if speedup is not None and speedup > 0 else None
 
 
@@ -152,10 +155,11 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
             return row["step__seq"] if by_seq else row["created_at"]
 
         baseline, start_sha = run.goal[0], _sha256(run.starting_kernel)
+        full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
         measurements, reference = [], None
         for e in es:
             verdict = standing_verdict(e["status"], e["scenarios_correct"], e["verdict__geomean"])
-            speedup = _verified_positive(verdict, baseline)
+            speedup = _verified_positive(verdict, baseline, full_ids, imported)
             if speedup is None:
                 continue
             measurements.append(eff.Measurement(position=position(e), speedup=speedup))

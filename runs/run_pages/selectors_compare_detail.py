@@ -3,8 +3,9 @@ out by the evidence view's rule, runs/kernel_pages/evidence.py), and the aligned
 with the gain (or none) over the evaluations that followed each one.
 
 The figures come from where the rest of the dashboard takes them: a run's best kernel is its evaluation with
-the best verified speedup over its own goal baseline (gpu_harness.figures), a question's gain is the bank's own
-attribution (runs.selectors_bank.attributions), so the compare page cannot disagree with the run or bank pages.
+the best verified speedup over its own goal baseline (gpu_harness.figures.headline_speedup: measured by a harness of
+this site on the task's full set; never an imported claim or a quick-set figure), a question's gain is the bank's
+own attribution (runs.selectors_bank.attributions), so the compare page cannot disagree with the run or bank pages.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from runs.selectors_bank import attributions
 
 
 def best_evaluation(run: Run) -> Evaluation | None:
-    """The run's evaluation with the best verified speedup over its goal baseline (the first of equals)."""
+    """The run's evaluation with the best verified speedup over its goal baseline (the first of equals): the
+    headline rule (`figures.headline_speedup`), so an imported run, whose figures are its trace's claims, and a run
+    with quick-set figures alone have none."""
     baseline, _ = run.goal
+    full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
     best, best_speedup = None, None
     for evaluation in run_evaluations(run):
-        speedup = figures.verified_speedup(evaluation.verdict, baseline)
+        speedup = figures.headline_speedup(evaluation.verdict, baseline, full_ids, imported=imported)
         if speedup is not None and (best_speedup is None or speedup > best_speedup):
             best, best_speedup = evaluation, speedup
     return best
@@ -39,6 +43,19 @@ def _ratio(a: dict | None, b: dict | None) -> float | None:
     if not (isinstance(ta, (int, float)) and isinstance(tb, (int, float)) and ta > 0 and tb > 0):
         return None
     return tb / ta
+
+
+def no_best_note(run: Run) -> str:
+    """What the grid says instead of ratios when `run` has no verified best kernel (`best_evaluation` is None)."""
+    if run.imported_from:
+        return (
+            f"run {run.pk} is imported: its evaluations are the trace's claims, not measured here, so it has no "
+            'verified best kernel to compare ("Verify here" on its kernel\'s page measures one here)'
+        )
+    return (
+        f"run {run.pk} has no verified evaluation yet: none measured here on its task's full set of scenarios "
+        "and correct on all of them"
+    )
 
 
 def same_source_note(first: Run, other: Run, best: Evaluation) -> str:
@@ -80,8 +97,7 @@ def ratio_grids(runs: list[Run]) -> list[dict]:
             continue
         other_best = best_evaluation(other)
         if first_best is None or other_best is None:
-            missing = first.pk if first_best is None else other.pk
-            entry["note"] = f"run {missing} has no evaluation correct on every scenario it ran yet"
+            entry["note"] = no_best_note(first if first_best is None else other)
             continue
         if first_best.kernel.sha256 == other_best.kernel.sha256:
             entry["note"] = same_source_note(first, other, first_best)
@@ -125,9 +141,15 @@ def question_timeline(runs: list[Run], markers_by_run: dict[int, list[dict]]) ->
     gains = {a.question_id: a.gain for a in attributions([r.pk for r in runs])}
     by_point: dict[int, dict[int, list[dict]]] = {}
     for run in runs:
+        # An imported run's figures are its trace's claims: never a gain (the bank's rule), and the table says why.
+        none = (
+            "no gain measured: imported, its figures are the trace's claims"
+            if run.imported_from
+            else "no gain measured"
+        )
         for marker in markers_by_run.get(run.pk, []):
             gain = gains.get(marker["question_id"])
-            entry = {**marker, "gain": gain, "gain_text": "no gain measured" if gain is None else _sig(gain, "×")}
+            entry = {**marker, "gain": gain, "gain_text": none if gain is None else _sig(gain, "×")}
             by_point.setdefault(marker["evaluation"], {}).setdefault(run.pk, []).append(entry)
     rows = [{"evaluation": n, "cells": [by_point[n].get(run.pk, []) for run in runs]} for n in sorted(by_point)]
     return {"runs": [r.pk for r in runs], "rows": rows}

@@ -55,7 +55,30 @@ def test_a_run_of_another_task_or_without_a_verified_kernel_gets_a_note_instead_
     record(c, 0, "evaluation", evaluation_payload(None, correct=False))
     other, unverified = ratio_grids([Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk), Run.objects.get(pk=c.pk)])
     assert "another task" in other["note"] and not other["grid_rows"]
-    assert unverified["note"] == f"run {c.pk} has no evaluation correct on every scenario it ran yet"
+    assert unverified["note"] == (
+        f"run {c.pk} has no verified evaluation yet: none measured here on its task's full set of scenarios "
+        "and correct on all of them"
+    )
+
+
+def test_a_runs_best_kernel_is_its_best_full_set_figure_never_a_quick_one():
+    # A quick-set figure is not verified (gpu_harness.figures.headline_speedup): the quick x9.0 is neither run
+    # a's best kernel nor makes one of run b's, whose figures are all quick.
+    host, _ = make_worker()
+    task = make_task()
+    make_run(task=task, model="a")
+    a = run_claim(worker=host)
+    make_run(task=task, model="b")
+    b = run_claim(worker=host)
+    quick = timed(9.0, {"n256": 0.1, "n512": 0.1}, source="// quick\n")
+    quick["result"]["scenarios"] = quick["result"]["scenarios"][:1]  # one of the task's two: the quick set
+    record(a, 0, "evaluation", timed(1.2, {"n256": 1.0, "n512": 1.0}, source="// full\n"))
+    record(a, 1, "evaluation", quick)
+    record(b, 0, "evaluation", quick)
+    a, b = Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk)
+    assert best_evaluation(a).step.seq == 0 and best_evaluation(b) is None
+    (grid,) = ratio_grids([a, b])
+    assert grid["note"].startswith(f"run {b.pk} has no verified evaluation yet") and not grid["grid_rows"]
 
 
 def test_questions_are_aligned_by_the_evaluations_before_them_with_the_banks_gain(two_runs):  # noqa: F811

@@ -7,14 +7,18 @@ import html
 import io
 import json
 import math
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
+from questionbank.bank import load_bank
+from questionbank.services import bank_sync
 from runs import notify
 from runs.models import Kernel, ReviewMode, Run
+from runs.selectors_bank import selection_stats
 from runs.services import run_claim, run_start, sha256_text, worker_events_record
 from tests.dashboard.helpers import (
     eval_result,
@@ -296,3 +300,58 @@ def test_a_claim_on_a_subset_says_so_and_never_stands_for_the_full_sets_claim(op
     page = shown(operator.get(reverse("run_detail", args=[screen_run.pk])))
     claimed = page.split('id="run-best-claimed"')[1].split("</dd>")[0]
     assert "2.500×" in claimed and "the trace's claim on 1 of 2 scenarios, not measured here" in claimed
+
+
+DEMO_TRACE = Path(__file__).resolve().parents[2] / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
+
+
+@pytest.fixture
+def demo_imported_beside_a_measured_run(operator):
+    """The shipped demo trace imported (its question asked after a quick-set x0.168, then a quick x1.164 and a full
+    goal check, x1.287: a gain of x7.65 if its claims counted), and a run of this site that measured the goal
+    check's kernel on the full set. The task has the demo's 15 scenarios, so the goal check covers its full set."""
+    records = [json.loads(line) for line in DEMO_TRACE.read_text().splitlines()]
+    goal_check = [r for r in records if r["kind"] == "evaluation"][-1]["payload"]
+    task = make_task(scenario_ids=[s["id"] for s in goal_check["result"]["scenarios"]])
+    bank_sync(load_bank())
+    assert import_lines(operator, records, name="demo.jsonl").status_code == 302
+    imported = Run.objects.get()
+    host, _ = make_worker()
+    measured = run_start(task=task, model="claude-sonnet-4-6")
+    assert run_claim(worker=host).pk == measured.pk
+    record(Run.objects.get(pk=measured.pk), 0, "evaluation", goal_check)
+    return imported, Run.objects.get(pk=measured.pk)
+
+
+@pytest.mark.django_db
+def test_an_imported_traces_claims_are_no_gain_on_the_bank_page_nor_in_an_assignments_stats(
+    operator, demo_imported_beside_a_measured_run
+):
+    imported, _ = demo_imported_beside_a_measured_run
+    key = imported.questions.get().bank_entry.key
+    assert selection_stats()[key] == {"asked": 1, "mean_gain": None, "large_gain_rate": None}
+    bank = shown(operator.get(reverse("bank")))
+    row = bank[bank.index(f"<td>{key}</td>") :].split("</tr>")[0]
+    assert "7.65" not in row and "<td>1</td>" in row  # asked once, with no gain
+    assert "7.65" not in bank
+
+
+@pytest.mark.django_db
+def test_the_compare_page_gives_an_imported_run_no_gain_and_no_best_kernel_saying_why(
+    operator, demo_imported_beside_a_measured_run
+):
+    imported, measured = demo_imported_beside_a_measured_run
+    response = operator.get(reverse("run_compare") + f"?runs={measured.pk},{imported.pk}")
+    page = shown(response)
+    summary = {row["run_id"]: row for row in response.context["comparison"]["summary"]}
+    assert summary[imported.pk]["largest_gain"] is None
+    gain_cell = page[page.index(f'<tr data-run="{imported.pk}">') :].split('class="largest-gain">')[1]
+    assert gain_cell.startswith("none measured: imported, its figures are the trace's claims")
+    timeline = page[page.index('id="compare-timeline"') : page.index('id="compare-grids"')]
+    assert "no gain measured: imported, its figures are the trace's claims" in timeline and "7.65" not in timeline
+    grids = page[page.index('id="compare-grids"') :]
+    assert (
+        f"run {imported.pk} is imported: its evaluations are the trace's claims, not measured here, so it has no "
+        "verified best kernel to compare" in grids
+    )
+    assert "ratio-grid" not in grids and "geometric mean" not in grids

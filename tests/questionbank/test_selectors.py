@@ -45,11 +45,13 @@ class RunBuilder:
         self.seq += 1
         return step
 
-    def evaluate(self, source, status, geomean):
+    def evaluate(self, source, status, geomean, scenario_ids=None):
         step = self._step("evaluation")
         kernel = kernel_record(source=source, run=self.run, task=self.run.task, language="cpp", step=step)
-        # One scenario, correct when the verdict is: a verified speedup needs a verdict correct on what it ran.
-        scenarios = [{"id": "n256", "correct": status == "correct"}]
+        # The task's full set unless told (fewer: a quick-set figure), each correct when the verdict is: a verified
+        # speedup needs a verdict correct on every scenario of the full set (gpu_harness.figures.headline_speedup).
+        ids = self.run.task.scenario_ids if scenario_ids is None else scenario_ids
+        scenarios = [{"id": sid, "correct": status == "correct"} for sid in ids]
         evaluation_record(
             kernel=kernel,
             run=self.run,
@@ -166,6 +168,47 @@ def test_per_source_and_selection_stats(history):
     stats = selection_stats()
     assert stats["layer-reuse"] == {"asked": 1, "mean_gain": pytest.approx(1.6), "large_gain_rate": 1.0}
     assert "process-plan" not in stats  # never asked: no figures to show
+
+
+def test_a_quick_set_figure_is_no_gain_and_no_gains_base(history):
+    # Only a figure a harness of this site measured on the task's full set is verified (docs/architecture.md,
+    # `standing`): the quick set's x1e6 after process-plan moves nothing, and in a run whose only figure before its
+    # question is a quick one, nothing was verified when it was asked, so the question has no gain at all.
+    one, _ = history
+    builder = RunBuilder(one)
+    builder.seq = 9
+    builder.ask("process-plan", "approve")  # 9: asked at run one's best so far, x2.0
+    builder.evaluate("// quick", "correct", naive(1e6), scenario_ids=["n256"])  # 10: one of the task's two
+    quick_base = RunBuilder(make_run(one.task))
+    quick_base.evaluate(one.starting_kernel, "correct", naive(0.168), scenario_ids=["n256"])
+    quick_base.ask("layer-reuse", "approve")
+    quick_base.evaluate("// full", "correct", naive(1.3))
+    rows = {(a.run_id, a.key): a for a in attributions()}
+    assert (rows[one.pk, "process-plan"].after, rows[one.pk, "process-plan"].gain) == (2.0, 1.0)
+    assert rows[quick_base.run.pk, "layer-reuse"].gain is None
+    stats = selection_stats()
+    assert stats["process-plan"] == {"asked": 1, "mean_gain": 1.0, "large_gain_rate": 0.0}
+    assert stats["layer-reuse"] == {"asked": 2, "mean_gain": pytest.approx(1.6), "large_gain_rate": 1.0}
+
+
+def test_an_imported_runs_figures_are_its_traces_claims_and_give_no_gain(history):
+    # A trace's figures are claims no harness here measured: its run's questions count as asked, but no figure of
+    # it is a gain's base or a gain, on the bank page, in its export or in the stats every assignment carries.
+    from runs.models import Run
+
+    forged = RunBuilder(make_run(history[0].task))
+    forged.evaluate(forged.run.starting_kernel, "correct", naive(0.168))
+    forged.ask("layer-reuse", "approve")
+    forged.evaluate("// claimed", "correct", naive(1e6))
+    Run.objects.filter(pk=forged.run.pk).update(imported_from="trace forged.jsonl", origin="trace:forged:1")
+    assert {a.run_id: a.gain for a in attributions() if a.key == "layer-reuse"}[forged.run.pk] is None
+    assert selection_stats()["layer-reuse"] == {"asked": 2, "mean_gain": pytest.approx(1.6), "large_gain_rate": 1.0}
+    row = {r["key"]: r for r in effectiveness_by_question()}["layer-reuse"]
+    assert (row["asked"], row["attributed"], row["mean_gain"]) == (2, 1, pytest.approx(1.6))
+    layer = {r["category"]: r for r in effectiveness_by_category()}["layer"]
+    assert (layer["large_gains"], layer["mean_gain"]) == (1, pytest.approx(1.6))
+    document = json.loads(export())
+    assert max(a["gain"] for a in document["asked"] if a["gain"] is not None) == pytest.approx(1.6)
 
 
 def test_with_no_runs_every_figure_is_empty():
