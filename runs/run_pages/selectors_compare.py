@@ -100,12 +100,25 @@ def compare_runs_get(run_ids: list[int]) -> tuple[list[Run], list[int]]:
     return [found[i] for i in run_ids if i in found], [i for i in run_ids if i not in found]
 
 
-def _who_decided(question: Question) -> str:
+def _who_decided(question: Question, run: Run) -> str:
+    """Who decided the question: a reviewer's name, "automatic" (the agent's review mode), "nobody yet" while it
+    waits, "nobody" once its run finished before anyone decided it (closed undecided, as the run page says)."""
     if question.status == QuestionStatus.PROPOSED:
-        return "nobody yet"
+        return "nobody" if run.is_finished else "nobody yet"
     if question.reviewer is not None:
         return question.reviewer.get_username()
     return "automatic"
+
+
+def _decision_text(question: Question, run: Run, decided_by: str) -> str:
+    """The decision as the chart's hover and the question table write it: "approved by rita"; "waiting for a
+    reviewer"; "closed undecided: the run succeeded while it waited for a reviewer" (the run page's words,
+    `run_questions_closed`)."""
+    if question.status != QuestionStatus.PROPOSED:
+        return f"{question.status} by {decided_by}"
+    if run.is_finished:
+        return f"closed undecided: the run {run.get_status_display().lower()} while it waited for a reviewer"
+    return "waiting for a reviewer"
 
 
 def _evaluation_number_at(question: Question, evaluations: list[Evaluation], by_seq: bool) -> int:
@@ -210,14 +223,16 @@ def run_comparison(runs: list[Run]) -> dict:
         markers = []
         for q in questions:
             number = _evaluation_number_at(q, evaluations, by_seq)
+            decided_by = _who_decided(q, run)
             markers.append(
                 {
                     "question_id": q.pk,
                     "evaluation": number,
                     "best": bests[number - 1] if number else None,
                     "text": q.text,
-                    "decided_by": _who_decided(q),
+                    "decided_by": decided_by,
                     "decision": q.status,
+                    "decision_text": _decision_text(q, run, decided_by),
                 }
             )
         series.append(

@@ -1,12 +1,14 @@
 """A question whose run has finished is closed (issue 34, item 6): deciding it answers 409 with the reason,
 stores nothing and sends no directive to a worker that no longer holds the run, and the pages show it closed."""
 
+import html
+
 import pytest
 from django.urls import reverse
 
 from runs.models import Directive, DirectiveAction, Question, QuestionStatus, Run
 from runs.services import run_claim, worker_events_record
-from tests.dashboard.helpers import event, make_user, make_worker, question_payload
+from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
 from tests.foundation.factories import make_run
 
 pytestmark = pytest.mark.django_db
@@ -76,3 +78,62 @@ def test_a_waiting_question_of_a_running_run_is_not_shown_closed(client):
     assert 'id="run-questions-closed"' not in client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert client.get(reverse("run_summary", args=[run.pk])).json()["pending_questions"] == 1
     assert reverse("review_queue") in client.get(reverse("runs_rows")).content.decode()
+
+
+def compare_of(client, *runs) -> tuple[str, dict]:
+    """The compare page of `runs` as its reader sees its text, and its JSON export's questions by text."""
+    query = reverse("run_compare") + "?runs=" + ",".join(str(r.pk) for r in runs)
+    page = html.unescape(client.get(query).content.decode())
+    series = client.get(query + "&format=json").json()["series"]
+    return page, {s["run_id"]: s["questions"] for s in series}
+
+
+def test_a_closed_question_is_closed_undecided_on_the_compare_page_not_proposed_by_nobody(
+    client, stopped_while_waiting
+):
+    run, _ = stopped_while_waiting
+    host, _ = make_worker("other-host")
+    make_run(review_mode="review")
+    waiting = run_claim(worker=host)
+    [outcome] = worker_events_record(items=[(host, event(waiting.pk, 0, "question_proposed", question_payload("q-2")))])
+    assert outcome.stored, outcome.error
+    page, questions = compare_of(client, run, waiting)
+    timeline = page[page.index('id="compare-timeline"') : page.index('id="compare-grids"')]
+    assert "closed undecided: the run stopped while it waited for a reviewer" in timeline
+    assert "waiting for a reviewer" in timeline and "by nobody" not in timeline
+    ((closed,),) = [questions[run.pk]]
+    assert (closed["decided_by"], closed["decision"]) == ("nobody", "proposed")
+    assert closed["decision_text"] == "closed undecided: the run stopped while it waited for a reviewer"
+    ((still,),) = [questions[waiting.pk]]
+    assert (still["decided_by"], still["decision_text"]) == ("nobody yet", "waiting for a reviewer")
+
+
+def test_an_imported_runs_undecided_question_is_closed_and_its_status_on_the_runs_list_says_it_is_the_claim(
+    client, stopped_while_waiting
+):
+    from tests.dashboard.test_imported_figures import exported, import_lines
+
+    run, _ = stopped_while_waiting
+    client.force_login(make_user("otto", "operator"))
+    # Its trace, made to say that a full evaluation met the goal and the run succeeded with the question undecided.
+    records = exported(client, run)
+    at = next(i for i, r in enumerate(records) if r.get("kind") == "question_proposed")
+    proposed = records[at]
+    status = {"status": "succeeded", "reason": "goal_met", "detail": "goal confirmed by a fresh full evaluation"}
+    records[at + 1 : at + 1] = [
+        {**proposed, "seq": 1, "kind": "evaluation", "payload": evaluation_payload(2.5)},
+        {**proposed, "seq": 2, "kind": "status", "payload": status},
+    ]
+    assert import_lines(client, records).status_code == 302
+    imported = Run.objects.exclude(pk=run.pk).get()
+    assert (imported.status, imported.questions.get().status) == ("succeeded", QuestionStatus.PROPOSED)
+    page, questions = compare_of(client, imported, run)
+    assert "closed undecided: the run succeeded while it waited for a reviewer" in page
+    assert "nobody yet" not in page and "proposed by" not in page
+    assert questions[imported.pk][0]["decided_by"] == "nobody"
+    rows = html.unescape(client.get(reverse("runs_rows")).content.decode())
+    row = rows[rows.index(f'<tr data-run="{imported.pk}">') :].split("</tr>")[0]
+    status_cell = row[row.index('class="status-succeeded"') :].split("</td>")[0]
+    # Said in the cell itself, not only in its title (a tooltip nobody hovers): the status is the trace's claim.
+    claim = status_cell.split(">", 1)[1]
+    assert 'class="status-claim">the trace\'s claim, not measured here' in claim
