@@ -4,18 +4,22 @@
   const series = JSON.parse(document.getElementById("compare-data").textContent);
   const el = document.getElementById("compare-chart");
   const colours = ["#3557c9", "#18794e", "#b26b00", "#c0362c", "#7a3fb0", "#0f7c8c", "#8a5a00", "#555f6d"];
+  // Every string from a run (its label, its baseline's name, a question's text and decision) reaches Plotly
+  // through KSeek.plotlyText, and as data (customdata), never inside a hovertemplate, where %{...} would be read.
+  const text = KSeek.plotlyText;
   const traces = [];
   series.forEach((run, i) => {
     const colour = colours[i % colours.length];
-    traces.push({name: run.label, legendgroup: "run-" + run.run_id, meta: "run", type: "scatter", mode: "lines+markers",
-      x: run.evaluations, y: run.best, line: {shape: "hv", color: colour},
-      hovertemplate: "evaluation %{x}: %{y:.3f}× over " + run.baseline + "<extra>#" + run.run_id + "</extra>"});
+    traces.push({name: text(run.label), legendgroup: "run-" + run.run_id, meta: "run", type: "scatter",
+      mode: "lines+markers", x: run.evaluations, y: run.best, line: {shape: "hv", color: colour},
+      customdata: run.evaluations.map(() => text(run.baseline)),
+      hovertemplate: "evaluation %{x}: %{y:.3f}× over %{customdata}<extra>#" + run.run_id + "</extra>"});
     const qs = run.questions;
     traces.push({name: "questions of #" + run.run_id, legendgroup: "run-" + run.run_id, meta: "questions",
       type: "scatter", mode: "markers", showlegend: false, marker: {symbol: "diamond", size: 10, color: colour},
       x: qs.map((q) => q.evaluation), y: qs.map((q) => (q.best === null ? 0 : q.best)),
-      customdata: qs.map((q) => [q.text, q.decided_by, q.decision]),
-      hovertemplate: "%{customdata[0]}<br>decided by %{customdata[1]}: %{customdata[2]}<extra>#" + run.run_id + "</extra>"});
+      customdata: qs.map((q) => [text(q.text), text(q.decision_text)]),
+      hovertemplate: "%{customdata[0]}<br>%{customdata[1]}<extra>#" + run.run_id + "</extra>"});
   });
   Plotly.newPlot(el, traces, {
     margin: {t: 10, r: 10, b: 40, l: 50}, height: 360, legend: {orientation: "h"},

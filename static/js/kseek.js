@@ -45,6 +45,15 @@
     return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
   }
 
+  // Text for Plotly. Its hover boxes, labels, legends and titles render a subset of HTML (<a href>, <b>, <i>,
+  // <span style>, <br>) and entities (&lt;, &#60;), so text from a trace, a run or a reviewer (a question, a
+  // baseline's or a model's name) is handed over with &, < and > escaped: Plotly turns the entities back into
+  // the characters typed and shows them as text, never as markup. Not-a-string (null: a gap) is passed as it is.
+  function plotlyText(value) {
+    if (value === null || value === undefined) return value;
+    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+
   const refreshPending = debounce(async () => {
     const badge = document.getElementById("pending-count");
     if (!badge) return;
@@ -66,6 +75,6 @@
     },
   });
 
-  window.KSeek = {csrfToken, postForm, liveSocket, debounce, refreshPending,
+  window.KSeek = {csrfToken, postForm, liveSocket, debounce, refreshPending, plotlyText,
                   onRunsEvent: (handler) => runsHandlers.push(handler)};
 })();

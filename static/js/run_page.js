@@ -331,12 +331,16 @@
     const top = Math.max(data.goal, ...ok.map((p) => p.speedup), 1) * 1.1;
     const questions = data.questions.filter((q) => q.x !== null);
     const qx = [], qy = [], qtext = [];
-    questions.forEach((q) => { qx.push(q.x, q.x, null); qy.push(0, top, null); qtext.push(q.text, q.text, null); });
+    // A question's text is shown as typed, never as markup (KSeek.plotlyText): it may come from a trace.
+    questions.forEach((q) => {
+      const shown = KSeek.plotlyText(q.text);
+      qx.push(q.x, q.x, null); qy.push(0, top, null); qtext.push(shown, shown, null);
+    });
     const traces = [
       {name: "correct evaluation", x: ok.map((p) => p.x), y: ok.map((p) => p.speedup), mode: "markers", type: "scatter",
        customdata: ok.map((p) => p.evaluation_id), hovertemplate: "step %{x}: %{y:.3f}×<extra>evaluation</extra>"},
       {name: "not correct", x: bad.map((p) => p.x), y: bad.map(() => 0), mode: "markers", type: "scatter",
-       marker: {symbol: "x", color: "#c0362c", size: 9}, text: bad.map((p) => p.status),
+       marker: {symbol: "x", color: "#c0362c", size: 9}, text: bad.map((p) => KSeek.plotlyText(p.status)),
        hovertemplate: "step %{x}: %{text}<extra></extra>"},
       {name: "best so far", x: data.best.map((b) => b.x), y: data.best.map((b) => b.best), mode: "lines", type: "scatter",
        line: {shape: "hv", color: "#18794e"}},
@@ -345,7 +349,7 @@
     ];
     const layout = {
       margin: {t: 10, r: 10, b: 40, l: 50}, height: 320, xaxis: {title: {text: "step"}},
-      yaxis: {title: {text: "speedup over " + data.baseline}, rangemode: "tozero"},
+      yaxis: {title: {text: "speedup over " + KSeek.plotlyText(data.baseline)}, rangemode: "tozero"},
       shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: data.goal, y1: data.goal, line: {color: "#3557c9", dash: "dash"}}],
       legend: {orientation: "h"},
     };

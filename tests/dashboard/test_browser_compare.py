@@ -1,6 +1,8 @@
 """The compare page in a real browser: two runs picked on the runs list, Compare pressed, one line each on the
 chart. Same live server as tests/dashboard/test_browser.py (its own instance for this module)."""
 
+import html
+
 import pytest
 
 from tests.dashboard import test_browser as browser
@@ -45,3 +47,54 @@ def test_two_runs_picked_on_the_runs_list_open_a_comparison_with_a_line_each(liv
     assert by_name == {f"#{first}": [1.25, 1.5], f"#{second}": [1.1, 1.1, 1.75]}
     assert page.locator("#compare-chart .scatterlayer .trace").count() >= 2
     assert page.locator(f"#compare-summary tr[data-run='{second}'] td.best").inner_text() == "1.750×"
+
+
+# A question's text as a trace or a model may write it: Plotly renders a subset of HTML (a live link, bold, a
+# styled span) and entities in hover boxes, so each must reach it escaped and be shown as typed.
+MARKUP = (
+    'Tiled? <a href="https://example.com/x" target="_blank">click</a> <b>bold</b> '
+    '<span style="font-size:80px">big</span> &lt;i&gt; & done'
+)
+
+
+def shown_as_typed(page, chart: str, curve: int) -> str:
+    """The text of `chart`'s hover box over the first point of trace `curve`, after checking no markup rendered."""
+    page.evaluate("([chart, curve]) => Plotly.Fx.hover(chart, [{curveNumber: curve, pointNumber: 0}])", [chart, curve])
+    box = page.wait_for_selector(f"#{chart} .hoverlayer .hovertext")
+    assert page.locator(f"#{chart} a").count() == 0  # no link drawn anywhere in the chart
+    assert (
+        page.locator(f"#{chart} .hoverlayer tspan[style*='bold'], #{chart} .hoverlayer tspan[style*='80px']").count()
+        == 0
+    )
+    return box.text_content()
+
+
+def test_a_questions_markup_is_handed_to_plotly_escaped_and_its_hover_shows_it_as_typed(live_site, login):
+    page = login("olga")
+    run_id = start_run_from_page(page, "openai:markup-a")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        worker.event(run_id, 0, "evaluation", eval_payload(1.25))
+        question = {"question_ref": "q-m", "text": MARKUP, "category": "hypothesis", "decision_point": "plateau"}
+        worker.event(run_id, 1, "question_proposed", {**question, "by": "model"})
+        worker.event(run_id, 2, "evaluation", eval_payload(1.5))
+    finally:
+        worker.close()
+    stop_run(page, live_site["base"], run_id)
+    page.goto(live_site["base"] + "/")
+    other = run_with_evaluations(page, live_site, "openai:markup-b", [1.1])
+
+    page.goto(live_site["base"] + f"/runs/compare/?runs={run_id},{other}")
+    page.wait_for_selector("#compare-chart[data-runs='2']")
+    handed = page.evaluate("""() => document.getElementById('compare-chart').data
+        .filter((t) => t.meta === 'questions')[0].customdata[0]""")
+    assert handed[0] == html.escape(MARKUP, quote=False)  # &, < and > escaped: '&lt;i&gt;' became '&amp;lt;i&amp;gt;'
+    hover = shown_as_typed(page, "compare-chart", 1)
+    assert MARKUP in hover and "closed undecided: the run stopped while it waited for a reviewer" in hover
+
+    page.goto(live_site["base"] + f"/runs/{run_id}/")
+    page.wait_for_selector("#speedup-chart[data-questions='1']")
+    handed = page.evaluate("() => document.getElementById('speedup-chart').data[3].text.filter((t) => t)")
+    assert handed == [html.escape(MARKUP, quote=False)] * 2
+    assert MARKUP in shown_as_typed(page, "speedup-chart", 3)
