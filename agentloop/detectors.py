@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloop.policy import DetectorSettings
+from gpu_harness import figures
 from agentloop.state import EvalRecord, RunState
 
 
@@ -31,13 +32,25 @@ class Firing:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
+def best_words(state: RunState) -> str:
+    """The run's best so far, named by the rule every page uses (gpu_harness.figures.standing): "best verified"
+    only where the evaluation that set it ran the full set; a best from the quick set is "best quick", never
+    called verified (docs/harness.md)."""
+    if state.best_speedup is None:
+        return "best: none yet"
+    best = state.best_speedup
+    full = any(e.full and e.all_correct and e.speedup == best for e in state.evaluations)
+    standing = figures.VERIFIED if full else figures.QUICK
+    scope = "full set" if full else "quick set only, not verified"
+    return f"best {standing}: {best:.3g}x, {scope}"
+
+
 def stopped_short(state: RunState, turn: Turn, settings: DetectorSettings, **_: object) -> Firing | None:
     if not turn.ended or state.goal_met:
         return None
-    best = "none yet" if state.best_speedup is None else f"{state.best_speedup:.3g}x"
     return Firing(
         "stopped-short",
-        f"the model ended its turn before the goal was confirmed (best verified: {best})",
+        f"the model ended its turn before the goal was confirmed ({best_words(state)})",
         {"best_speedup": state.best_speedup},
     )
 

@@ -21,9 +21,9 @@ class Run:
     def __init__(self):
         self.state, self.seq = RunState(), 0
 
-    def evaluate(self, speedup, status="correct"):
+    def evaluate(self, speedup, status="correct", full=False):
         result = {"status": status, "scenarios": [{"id": "a", "correct": status == "correct"}]}
-        payload = {"purpose": "tool", "result": result, "speedup": speedup}
+        payload = {"purpose": "tool", "result": result, "speedup": speedup, "full": full}
         self.state.apply(make_event("r", self.seq, "evaluation", payload))
         self.seq += 1
         return self
@@ -122,11 +122,19 @@ def test_a_claimed_limit_keeps_the_phrase_and_its_context():
     assert len(firing.evidence["context"]) == len(phrase) + 160
 
 
-def test_stopping_short_says_the_best_so_far():
-    assert "best verified: none yet" in stopped_short(RunState(), Turn("", True, 0), SETTINGS).detail
-    state = Run().evaluate(1.234).state
+def test_stopping_short_says_the_best_so_far_and_calls_it_verified_only_from_the_full_set():
+    assert "best: none yet" in stopped_short(RunState(), Turn("", True, 0), SETTINGS).detail
+    state = Run().evaluate(1.234, full=True).state
     firing = stopped_short(state, Turn("", True, 0), SETTINGS)
-    assert "best verified: 1.23x" in firing.detail and firing.evidence == {"best_speedup": 1.234}
+    assert "best verified: 1.23x, full set" in firing.detail and firing.evidence == {"best_speedup": 1.234}
+
+
+def test_stopping_short_after_quick_figures_only_never_calls_the_best_verified():
+    # The audit's demo run: a quick-set 0.134x was called "best verified" while the header said quick.
+    state = Run().evaluate(0.134).evaluate(0.1, full=True).state
+    detail = stopped_short(state, Turn("", True, 0), SETTINGS).detail
+    assert "verified" not in detail.replace("not verified", "")
+    assert "best quick: 0.134x, quick set only, not verified" in detail
 
 
 def test_a_detector_disabled_in_the_policy_never_fires():
