@@ -2,8 +2,8 @@
 socket's size limits and the one line an event is shown as.
 
 The agent loop writes events with these kinds and statuses; the server (`runs`) derives its model choices, its
-parser's checks and its feed's lines from this module. It imports nothing, so that a GPU host (no Django) and the
-dashboard (no torch) can both import it. A new event kind is one line in EVENT_KINDS (docs/architecture.md, "How
+parser's checks and its feed's lines from this module. It imports only `gpu_harness.figures` (no Django, no
+torch: the one rule for how a figure is written), so that a GPU host and the dashboard can both import it. A new event kind is one line in EVENT_KINDS (docs/architecture.md, "How
 to add an event kind").
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from gpu_harness import figures
 
 # The wire protocol's version (docs/protocol.md 2): every worker message, server message, event and trace line
 # carries it as `v`; a message of another version is answered with an error and not read.
@@ -81,6 +83,11 @@ def _clip(text: object, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def one_line(text: object, limit: int = SUMMARY_MAX) -> str:
+    """`text` as one line of at most `limit` characters (an event's summary)."""
+    return _clip(text, limit)
+
+
 def _first_text(content: object) -> str:
     if isinstance(content, list):
         for block in content:
@@ -106,6 +113,27 @@ def _money(value: object) -> str:
     return f"${value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "cost unknown"
 
 
+def evaluation_line(payload: dict[str, Any], *, baseline: str = "", scenario_set: str = "", figure: str = "") -> str:
+    """An evaluation event's one line: its status, its geometric-mean speed-up over its goal's baseline as every
+    page writes it (`figures.verdict_speedup_text`: with its interval, "no difference" where that holds 1.0), the
+    purpose and the scenario set. `baseline` and `scenario_set`: what the reader knows where the payload does not
+    say (a harness trace's line, imported, carries the verdict alone: the server passes the run's goal and the set
+    it covered); the payload's own, where it has them, come first. `figure`: the speed-up as the reader writes it
+    from its stored row (the server's Evaluations table: `runs.selectors.evaluation_speedup_text`)."""
+    result = r if isinstance(r := payload.get("result"), dict) else {}
+    goal = g if isinstance(g := payload.get("goal"), dict) else {}
+    baseline = str(goal.get("baseline") or baseline or "")
+    text = figure or (figures.verdict_speedup_text(result, baseline) if baseline else "—")
+    if text == "—":  # no verdict figure over it: the sender's own point figure, where it gave one
+        text = _speedup_text(payload.get("speedup"))
+    figure = text if text.startswith("no difference") else f"speedup {text}"
+    over = f" over {baseline}" if baseline else ""
+    reason = f": {result['reason']}" if result.get("reason") else ""
+    met = " GOAL MET" if payload.get("goal_met") is True else ""
+    scenarios = payload.get("scenario_set") or scenario_set
+    return f"{result.get('status', '?')}, {figure}{over}{met} ({payload.get('purpose', 'tool')}, {scenarios}){reason}"
+
+
 def event_summary(kind: str, payload: object, limit: int = SUMMARY_MAX) -> str:
     """The one line an event is shown as: in the dashboard's feed and on the agent's terminal.
 
@@ -126,16 +154,7 @@ def event_summary(kind: str, payload: object, limit: int = SUMMARY_MAX) -> str:
         exit_code = f" exit {p['exit_code']}" if p.get("exit_code") is not None else ""
         return _clip(f"{p.get('name', 'tool')}{exit_code}{flags}, {len(output)} chars: {output.strip()[:200]}", limit)
     if kind == "evaluation":
-        result = r if isinstance(r := p.get("result"), dict) else {}
-        goal = g if isinstance(g := p.get("goal"), dict) else {}
-        over = f" over {goal['baseline']}" if goal.get("baseline") else ""
-        reason = f": {result['reason']}" if result.get("reason") else ""
-        met = " GOAL MET" if p.get("goal_met") is True else ""
-        return _clip(
-            f"{result.get('status', '?')}, speedup {_speedup_text(p.get('speedup'))}{over}{met} "
-            f"({p.get('purpose', 'tool')}, {p.get('scenario_set', '')}){reason}",
-            limit,
-        )
+        return _clip(evaluation_line(p), limit)
     if kind == "decision_point":
         return _clip(f"{p.get('name', '?')}: {p.get('detail', '')}", limit)
     if kind == "question_proposed":

@@ -8,10 +8,10 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from agentloop.protocol import event_summary
 from runs.forms import DecisionForm
 from runs.permissions import REVIEWER, role_required
 from runs.review.selectors import review_queue, runs_waiting_on_review
+from runs.run_pages.selectors import step_evaluations, step_summary
 from runs.selectors_pages import question_or_404
 from runs.services import QuestionAlreadyDecided, QuestionClosed, ServiceError, question_review
 
@@ -19,8 +19,9 @@ from runs.services import QuestionAlreadyDecided, QuestionClosed, ServiceError, 
 def _queue_context() -> dict:
     items = review_queue()
     for item in items:
-        # Each step folded to the line the feed shows it as (the protocol's summary of its event).
-        item["recent"] = [(s.seq, s.kind, event_summary(s.kind, s.payload)) for s in item["recent_steps"]]
+        # Each step folded to the line the feed shows it as (run_pages.selectors.step_summary).
+        evaluations = step_evaluations(item["recent_steps"])
+        item["recent"] = [(s.seq, s.kind, step_summary(s, evaluations.get(s.seq))) for s in item["recent_steps"]]
     return {"items": items, "waiting_runs": runs_waiting_on_review()}
 
 

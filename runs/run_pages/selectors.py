@@ -4,7 +4,7 @@ best figures), its paged feed and chart, and its trace export."""
 from django.db.models import DurationField, ExpressionWrapper, F, OrderBy, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Coalesce, Now
 
-from agentloop.protocol import PROTOCOL_VERSION
+from agentloop.protocol import PROTOCOL_VERSION, evaluation_line, event_summary, one_line
 from gpu_harness import figures
 from runs.models import (
     Evaluation,
@@ -94,6 +94,41 @@ def steps_page(
         page = list(reversed(page[:limit]))
         has_newer = before is not None and steps.filter(seq__gte=before).exists()
     return {"steps": page, "has_older": has_older, "has_newer": has_newer}
+
+
+def step_summary(step: Step, evaluation: Evaluation | None = None) -> str:
+    """The one line a step is folded to in the feed: the protocol's summary of its event (agentloop/protocol.py),
+    the same line the agent's terminal shows. An evaluation step with its stored row (`step_evaluations`) is
+    written from that row, as the run page's Evaluations table writes it: its speed-up with its interval ("no
+    difference" where that holds 1.0) over the run's goal baseline, the set it covered where the event does not
+    say (a harness trace's line, imported, carries the verdict alone), and "imported" on a trace's claim."""
+    if step.kind != StepKind.EVALUATION or evaluation is None or evaluation.run is None:
+        return event_summary(step.kind, step.payload)
+    run = evaluation.run
+    baseline = run.goal[0]
+    full_ids = list(run.task.scenario_ids or [])
+    payload = step.payload if isinstance(step.payload, dict) else {}
+    verdict = evaluation.verdict
+    scenarios = payload.get("scenario_set") or ("full" if figures.covers(verdict, full_ids) else "quick")
+    if run.imported_from:
+        scope = figures.claim_scope(verdict, full_ids)
+        scenarios = f"{scenarios}, imported{f' {scope}' if scope else ''}"
+    line = evaluation_line(
+        {**payload, "result": {**verdict, "reason": verdict.get("reason")}},
+        baseline=baseline,
+        scenario_set=scenarios,
+        figure=evaluation_speedup_text(evaluation, baseline) if evaluation.speedup_over(baseline) else "",
+    )
+    return one_line(line)
+
+
+def step_evaluations(steps) -> dict[int, Evaluation]:
+    """seq -> the stored evaluation of each evaluation step (with its run and task), read in one query."""
+    ids = [step.pk for step in steps if step.kind == StepKind.EVALUATION]
+    if not ids:
+        return {}
+    rows = Evaluation.objects.filter(step_id__in=ids).select_related("step", "run", "run__task", "kernel__task")
+    return {row.step.seq: row for row in rows}
 
 
 def run_evaluations(run: Run) -> list[Evaluation]:

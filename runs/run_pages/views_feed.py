@@ -10,23 +10,23 @@ from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.views.decorators.http import require_safe
 
-from agentloop.protocol import event_summary
 from questionbank.bank import keys_named_in
 from questionbank.selectors import bank_texts_by_key
 from runs.event_parser import INT_COLUMN_MAX
-from runs.models import Run, Step, StepKind
-from runs.run_pages.selectors import FEED_PAGE_MAX, run_best_text, run_speedup_series, steps_page
+from runs.models import Evaluation, Run, Step, StepKind
+from runs.run_pages.selectors import (
+    FEED_PAGE_MAX,
+    run_best_text,
+    run_speedup_series,
+    step_evaluations,
+    step_summary,
+    steps_page,
+)
 from runs.selectors import questions_pending_count, run_questions_waiting
 from runs.selectors_pages import run_or_404, step_or_404
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded
 NOTE_SHOWN_MAX = 2_000  # characters of an evaluation's note shown under its line (the whole is in its payload)
-
-
-def step_summary(step: Step) -> str:
-    """The one line a step is folded to in the feed: the protocol's summary of its event (agentloop/protocol.py),
-    the same line the agent's terminal shows."""
-    return event_summary(step.kind, step.payload)
 
 
 def step_notes(steps) -> dict[int, dict]:
@@ -49,15 +49,18 @@ def step_notes(steps) -> dict[int, dict]:
     }
 
 
-def step_json(step: Step, *, full: bool = False, note: dict | None = None) -> dict:
-    """A step as the feed sends it; `note` is its entry of step_notes (None: it has none)."""
+def step_json(
+    step: Step, *, full: bool = False, note: dict | None = None, evaluation: Evaluation | None = None
+) -> dict:
+    """A step as the feed sends it; `note` is its entry of step_notes (None: it has none), `evaluation` its
+    stored row (step_evaluations; None: none)."""
     payload_text = json.dumps(step.payload, default=str)
     inline = full or len(payload_text) <= PAYLOAD_INLINE_MAX
     return {
         "seq": step.seq,
         "kind": step.kind,
         "ts": step.created_at.isoformat(),
-        "summary": step_summary(step),
+        "summary": step_summary(step, evaluation),
         "note": note,
         "payload": step.payload if inline else None,
         "payload_chars": len(payload_text),
@@ -112,13 +115,14 @@ def run_steps(request, run_id: int):
         return JsonResponse({"error": str(bad)}, status=400)
     page = steps_page(run_id=run.pk, **query)
     notes = step_notes(page["steps"])
+    evaluations = step_evaluations(page["steps"])
     return JsonResponse(
         {
             "run_id": run.pk,
             "run_last_seq": run.last_seq,
             "has_older": page["has_older"],
             "has_newer": page["has_newer"],
-            "steps": [step_json(s, note=notes.get(s.seq)) for s in page["steps"]],
+            "steps": [step_json(s, note=notes.get(s.seq), evaluation=evaluations.get(s.seq)) for s in page["steps"]],
         }
     )
 
@@ -127,7 +131,9 @@ def run_steps(request, run_id: int):
 @require_safe
 def run_step(request, run_id: int, seq: int):
     step = step_or_404(run_id, seq)
-    return JsonResponse(step_json(step, full=True, note=step_notes([step]).get(step.seq)))
+    return JsonResponse(
+        step_json(step, full=True, note=step_notes([step]).get(step.seq), evaluation=step_evaluations([step]).get(seq))
+    )
 
 
 def run_summary_json(run: Run) -> dict:

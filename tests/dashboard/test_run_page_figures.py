@@ -1,0 +1,98 @@
+"""The run page says what each figure is (the audit of 2026-12-05): the feed writes an evaluation as its
+Evaluations table does (a speed-up inside the noise is "no difference"), an imported lab trace's evaluations keep
+their figure and the set they covered, and the chart's data carries each point's interval and standing."""
+
+import html
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from runs.models import Run
+from tests.dashboard.helpers import eval_result, evaluation_payload, make_user, make_worker
+from tests.dashboard.test_imported_figures import held_run, quick_payload, record
+from tests.foundation.factories import make_task
+
+
+def noisy(payload: dict, low: float, high: float) -> dict:
+    """`payload` with an interval on every scenario's speed-up over naive: the candidate's time 1.5 ms held in
+    [1.5/high*k, ...]; built so that the geometric mean's interval is about [low, high]."""
+    for scenario in payload["result"]["scenarios"]:
+        speedup = scenario["speedup"]["naive"]
+        base = speedup * scenario["time_ms"]
+        scenario["baseline_ms"] = {"naive": base}
+        scenario["baseline_ci_ms"] = {"naive": [base, base]}
+        scenario["time_ci_ms"] = [base / high, base / low]
+    return payload
+
+
+@pytest.fixture
+def operator(client):
+    client.force_login(make_user("olga", "operator"))
+    return client
+
+
+def feed_lines(client, run) -> dict[int, str]:
+    steps = client.get(reverse("run_steps", args=[run.pk])).json()["steps"]
+    return {step["seq"]: step["summary"] for step in steps}
+
+
+@pytest.mark.django_db
+def test_the_feed_writes_a_speedup_inside_the_noise_as_no_difference_like_the_evaluations_table(operator):
+    host, _ = make_worker()
+    run = held_run(host)
+    record(run, 0, "evaluation", noisy(quick_payload(1.085, "// a\n"), 0.41, 1.67))
+    record(run, 1, "evaluation", noisy(evaluation_payload(1.5, source="// b\n"), 1.4, 1.6))
+    lines = feed_lines(operator, run)
+    assert lines[0].startswith("correct, no difference (0.410–1.67×) over naive")
+    assert "1.085" not in lines[0] and "(tool, quick)" in lines[0]
+    assert lines[1].startswith("correct, speedup 1.500× (1.40–1.60×) over naive")
+    page = html.unescape(operator.get(reverse("run_detail", args=[run.pk])).content.decode())
+    assert "no difference (0.410–1.67×)" in page  # the table says the same
+
+
+def harness_line(speedup: float, note: str) -> dict:
+    """A `python -m gpu_harness eval --trace` line: the verdict alone, no purpose, set or goal."""
+    return {"kind": "evaluation", "note": note, **eval_result(speedup, source=f"// {note}\n")}
+
+
+@pytest.mark.django_db
+def test_an_imported_harness_trace_keeps_each_evaluations_figure_and_set_in_the_feed(operator):
+    make_task()
+    screen = harness_line(2.0, "screen")
+    screen["scenarios"] = screen["scenarios"][:1]
+    lines_text = "\n".join(json.dumps(line) for line in (harness_line(1.25, "full"), screen))
+    response = operator.post(
+        reverse("trace_import"), {"trace": SimpleUploadedFile("lab.jsonl", lines_text.encode())}
+    )
+    assert response.status_code == 302, response.content.decode()[-600:]
+    run = Run.objects.get()
+    lines = feed_lines(operator, run)
+    assert lines[0].startswith("correct, speedup 1.250× over naive (tool, full, imported)"), lines[0]
+    assert lines[1].startswith("correct, speedup 2.000× over naive (tool, quick, imported on 1 of 2 scenarios)")
+    single = operator.get(reverse("run_step", args=[run.pk, 0])).json()
+    assert single["summary"] == lines[0]
+
+
+def test_the_workers_console_writes_a_speedup_inside_the_noise_as_no_difference_too():
+    from agentloop import protocol
+
+    payload = noisy(evaluation_payload(1.158), 0.54, 2.08)
+    payload["goal"], payload["goal_met"] = {"baseline": "naive", "speedup": 0.5}, True
+    line = protocol.event_summary("evaluation", payload)
+    assert line.startswith("correct, no difference (0.540–2.08×) over naive GOAL MET (tool, quick)"), line
+    assert protocol.event_summary("evaluation", evaluation_payload(1.2)).startswith("correct, speedup 1.200×")
+
+
+@pytest.mark.django_db
+def test_the_review_queue_shows_the_steps_before_a_question_in_the_feeds_words(operator):
+    from tests.dashboard.helpers import question_payload
+
+    host, _ = make_worker()
+    run = held_run(host)
+    record(run, 0, "evaluation", noisy(quick_payload(1.085, "// a\n"), 0.41, 1.67))
+    record(run, 1, "question_proposed", question_payload("q1"))
+    page = html.unescape(operator.get(reverse("review_queue")).content.decode())
+    recent = page[page.index("Last steps before it") :]
+    assert "correct, no difference (0.410–1.67×) over naive" in recent and "1.085" not in recent
