@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloop.policy import DetectorSettings
-from gpu_harness import figures
 from agentloop.state import EvalRecord, RunState
+from gpu_harness import figures
 
 
 @dataclass(frozen=True)

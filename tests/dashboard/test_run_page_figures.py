@@ -63,9 +63,7 @@ def test_an_imported_harness_trace_keeps_each_evaluations_figure_and_set_in_the_
     screen = harness_line(2.0, "screen")
     screen["scenarios"] = screen["scenarios"][:1]
     lines_text = "\n".join(json.dumps(line) for line in (harness_line(1.25, "full"), screen))
-    response = operator.post(
-        reverse("trace_import"), {"trace": SimpleUploadedFile("lab.jsonl", lines_text.encode())}
-    )
+    response = operator.post(reverse("trace_import"), {"trace": SimpleUploadedFile("lab.jsonl", lines_text.encode())})
     assert response.status_code == 302, response.content.decode()[-600:]
     run = Run.objects.get()
     lines = feed_lines(operator, run)
