@@ -4,7 +4,7 @@ best figures), its paged feed and chart, and its trace export."""
 from django.db.models import DurationField, ExpressionWrapper, F, OrderBy, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Coalesce, Now
 
-from agentloop.protocol import PROTOCOL_VERSION, evaluation_line, event_summary, one_line
+from agentloop.protocol import PROTOCOL_VERSION, VERIFY_MODEL, evaluation_line, event_summary, one_line
 from gpu_harness import figures
 from runs.models import (
     Evaluation,
@@ -35,6 +35,35 @@ def run_sandbox(run_id: int) -> str | None:
         .values_list("payload__config__sandbox", flat=True)
         .first()
     )
+
+
+def run_forkable(run: Run) -> bool:
+    """Whether a fork can continue `run` (agentloop.fork.fork_cut): its events begin with its `started` status,
+    config and all. An imported harness trace (evaluations only) has none: nothing to fork."""
+    first = Step.objects.filter(run=run, seq=0, kind=StepKind.STATUS).values_list("payload", flat=True).first()
+    return isinstance(first, dict) and bool(first.get("config"))
+
+
+def run_usage_unknown(run: Run) -> bool:
+    """An imported run whose trace recorded no usage (a harness trace: evaluations only): its tokens and cost are
+    unknown, not zero."""
+    return bool(run.imported_from) and not (run.tokens_in or run.tokens_out or run.cost_usd)
+
+
+def run_is_verify(run: Run) -> bool:
+    """A "Verify here" run: no agent, one full evaluation by a worker's harness (docs/protocol.md 2.12)."""
+    return run.model == VERIFY_MODEL
+
+
+def elapsed_text(run: Run, now=None) -> str:
+    """Started to finished (to `now` while it runs) as the page writes it, "67h 34m 2s"; "—" before it started."""
+    from django.utils import timezone
+
+    if run.started_at is None:
+        return "—"
+    end = run.finished_at or now or timezone.now()
+    seconds = max(0, round((end - run.started_at).total_seconds()))
+    return f"{seconds // 3600}h {seconds % 3600 // 60}m {seconds % 60}s"
 
 
 def run_questions_closed(run: Run) -> QuerySet[Question]:

@@ -17,13 +17,17 @@ from runs.models import COMPARE_MAX, Run, RunStatus, StepKind
 from runs.permissions import OPERATOR, REVIEWER, role_required
 from runs.run_pages.selectors import (
     RUN_SORTS,
+    elapsed_text,
     fork_decision_text,
     run_best_text,
+    run_forkable,
     run_forks,
+    run_is_verify,
     run_questions_closed,
     run_sandbox,
     run_search,
     run_unverified_bests,
+    run_usage_unknown,
 )
 from runs.selectors import study_value_of
 from runs.selectors_pages import newest_evaluations, refused_events_of, run_or_404, task_named, task_names
@@ -168,6 +172,12 @@ def run_detail(request, run_id: int):
             "unverified": run_unverified_bests(run),
             "best_text": run_best_text(run),  # the verified best with its interval (run_page.js redraws it)
             "closed_questions": run_questions_closed(run),
+            "elapsed": elapsed_text(run),  # run_page.js ticks it on while the run runs
+            "forkable": run_forkable(run),
+            "usage_unknown": run_usage_unknown(run),
+            "is_verify": run_is_verify(run),
+            # The feed follows new steps only where some can come: not on a finished or an imported run.
+            "live": not run.is_finished and not run.imported_from,
         },
     )
 

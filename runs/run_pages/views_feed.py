@@ -18,6 +18,7 @@ from runs.run_pages.selectors import (
     FEED_PAGE_MAX,
     run_best_text,
     run_speedup_series,
+    run_usage_unknown,
     step_evaluations,
     step_summary,
     steps_page,
@@ -154,6 +155,9 @@ def run_summary_json(run: Run) -> dict:
         "tokens_in": run.tokens_in,
         "tokens_out": run.tokens_out,
         "cost_usd": float(run.cost_usd),
+        # An imported trace that records no usage: the page writes its tokens and cost as unknown, not zero.
+        "usage_unknown": run_usage_unknown(run),
+        "imported": bool(run.imported_from),
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "pending_questions": run_questions_waiting(run),

@@ -144,7 +144,8 @@
   function showState() {
     olderButton.hidden = !olderButton.dataset.more;
     newerButton.hidden = atTail;
-    feedState.textContent = held.size + " steps shown" + (atTail ? ", following live" : "");
+    // "following live" only where new steps can come: not on a finished or an imported run (data-live).
+    feedState.textContent = held.size + " steps shown" + (atTail && page.dataset.live ? ", following live" : "");
   }
 
   async function reset() {
@@ -239,9 +240,13 @@
     document.getElementById("run-baselines").textContent = s.best_texts.length
       ? s.best_texts.map(([name, text]) => name + " " + text).join(" · ") : "—";
     document.getElementById("run-steps").textContent = s.step_count;
-    document.getElementById("run-tokens").textContent = s.tokens_in + " / " + s.tokens_out;
-    document.getElementById("run-cost").textContent = "$" + s.cost_usd.toFixed(4);
-    document.getElementById("run-worker").textContent = s.worker || "no worker yet";
+    // An imported trace that records no usage: its tokens and cost stay "unknown", as the server wrote them.
+    if (!s.usage_unknown) {
+      document.getElementById("run-tokens").textContent = s.tokens_in + " / " + s.tokens_out;
+      document.getElementById("run-cost").textContent = "$" + s.cost_usd.toFixed(4);
+    }
+    if (!s.imported) document.getElementById("run-worker").textContent = s.worker || "no worker yet";
+    if (["succeeded", "failed", "stopped"].includes(s.status)) { delete page.dataset.live; showState(); }
     document.getElementById("run-worker-gpu").textContent = s.worker && s.worker_gpu ? " · " + s.worker_gpu : "";
     const offline = document.getElementById("run-worker-offline");
     offline.hidden = s.worker_offline_since === null;

@@ -94,3 +94,84 @@ def test_the_review_queue_shows_the_steps_before_a_question_in_the_feeds_words(o
     page = html.unescape(operator.get(reverse("review_queue")).content.decode())
     recent = page[page.index("Last steps before it") :]
     assert "correct, no difference (0.410–1.67×) over naive" in recent and "1.085" not in recent
+
+
+def imported_lab_run(client) -> Run:
+    """An imported harness trace (a released kernel's development run): evaluations only, no usage, no start."""
+    make_task()
+    lines_text = "\n".join(json.dumps(harness_line(s, f"v{s}")) for s in (1.25, 1.5))
+    response = client.post(reverse("trace_import"), {"trace": SimpleUploadedFile("lab.jsonl", lines_text.encode())})
+    assert response.status_code == 302
+    return Run.objects.get()
+
+
+def page_of(client, run) -> str:
+    return html.unescape(client.get(reverse("run_detail", args=[run.pk])).content.decode())
+
+
+@pytest.mark.django_db
+def test_an_imported_runs_header_puts_the_claim_under_its_own_label_never_under_best(operator):
+    run = imported_lab_run(operator)
+    page = page_of(operator, run)
+    best = page[page.index("<dt>Best speedup") :].split("</div>")[0]
+    assert '<dd id="run-best">—</dd>' in best and "1.500" not in best and "run-best-claimed" not in best
+    claim = page[page.index("<dt>The trace's claim over naive</dt>") :].split("</div>")[0]
+    assert 'id="run-best-claimed"' in claim and "1.500×" in claim and "the trace's claim" in claim
+
+
+@pytest.mark.django_db
+def test_an_imported_run_without_usage_shows_cost_and_tokens_unknown_and_no_host_or_live_feed(operator):
+    run = imported_lab_run(operator)
+    page = page_of(operator, run)
+    assert '<dd id="run-tokens">unknown: the trace records none</dd>' in page
+    assert '<dd id="run-cost">unknown: the trace records none</dd>' in page
+    assert "$0.0000" not in page and "no worker yet" not in page
+    assert "imported: no host of this site ran it" in page
+    assert "data-live" not in page  # the feed does not say it follows a run that does not run on
+    summary = operator.get(reverse("run_summary", args=[run.pk])).json()
+    assert (summary["usage_unknown"], summary["imported"]) == (True, True)
+
+
+@pytest.mark.django_db
+def test_a_run_measured_here_keeps_its_cost_tokens_host_and_live_feed(operator):
+    host, _ = make_worker()
+    run = held_run(host)
+    page = page_of(operator, run)
+    assert '<dd id="run-cost">$0.0000</dd>' in page and 'data-live="1"' in page
+    assert operator.get(reverse("run_summary", args=[run.pk])).json()["usage_unknown"] is False
+
+
+@pytest.mark.django_db
+def test_fork_here_is_offered_only_on_a_run_that_can_be_forked(operator):
+    lab = imported_lab_run(operator)
+    page = page_of(operator, lab)
+    assert "data-fork-url" not in page and 'id="fork-unavailable"' in page
+    host, _ = make_worker()
+    run = held_run(host)
+    record(run, 0, "status", {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}})
+    page = page_of(operator, run)
+    assert "data-fork-url" in page and 'id="fork-unavailable"' not in page
+
+
+@pytest.mark.django_db
+def test_a_verify_run_takes_no_message_and_has_no_review_mode(operator, settings):
+    from runs.services.verify import kernel_verify
+
+    lab = imported_lab_run(operator)
+    verify = kernel_verify(kernel=lab.evaluations.first().kernel)
+    page = page_of(operator, verify)
+    assert 'id="message-form"' not in page and "approved automatically" not in page
+    assert "none: a verify run has no agent" in page
+
+
+@pytest.mark.django_db
+def test_without_javascript_the_page_says_why_the_feed_and_chart_are_empty_and_shows_elapsed(operator):
+    from datetime import timedelta
+
+    host, _ = make_worker()
+    run = held_run(host)
+    Run.objects.filter(pk=run.pk).update(finished_at=run.started_at + timedelta(hours=67, minutes=34, seconds=2))
+    page = page_of(operator, run)
+    assert '<dd id="run-elapsed">67h 34m 2s</dd>' in page
+    assert 'id="feed-noscript"' in page and 'id="speedup-chart-noscript"' in page
+    assert page.index("<noscript>") < page.index('id="feed-noscript"')
