@@ -184,6 +184,7 @@ def run_speedup_series(run: Run) -> dict:
             {
                 "x": x,
                 "speedup": evaluation.speedup_over(baseline),
+                **chart_point_standing(verdict, baseline, full_ids, imported, run.task.libraries),
                 "status": evaluation.status,
                 "evaluation_id": evaluation.pk,
                 "kernel_id": evaluation.kernel_id,
@@ -209,12 +210,50 @@ def run_speedup_series(run: Run) -> dict:
     ]
     return {
         "baseline": baseline,
+        "axis_label": chart_axis_label(baseline, points),
         "goal": target,
         "points": points,
         "best": best_line,
         "questions": questions,
         "unverified": run_unverified_bests(run, evaluations),
     }
+
+
+def chart_point_standing(
+    verdict: dict, baseline: str, full_ids: list[str], imported: bool, libraries: list[str]
+) -> dict:
+    """What the chart draws of a point besides its figure (gpu_harness.figures, the rules every page uses): its
+    interval ([low, high], drawn as an error bar; None where the verdict has none), whether that holds 1.0 ("no
+    difference"), its standing ("verified", "quick" or "imported": each drawn in its own marker), and `partial`,
+    what it did not cover: a claim's "on N of M scenarios" and, over best_library, the libraries it did not time
+    (figures.library_scope); "" where it covered all."""
+    interval = figures.geomean_interval(verdict, baseline)
+    standing = figures.standing(verdict, full_ids, imported=imported)
+    scopes = [
+        figures.claim_scope(verdict, full_ids) if standing == figures.IMPORTED else "",
+        figures.library_scope(verdict, baseline, libraries) if figures.speedup_over(verdict, baseline) else "",
+    ]
+    return {
+        "interval": list(interval) if interval is not None else None,
+        "no_difference": figures.no_difference(interval),
+        "standing": standing,
+        "partial": " · ".join(scope for scope in scopes if scope),
+    }
+
+
+def chart_axis_label(baseline: str, points: list[dict]) -> str:
+    """The chart's y-axis: the speed-up over `baseline`, naming the scope actually timed where its points did not
+    time every library the baseline names (figures.library_scope): the one scope they share, or that it varies."""
+    scopes = {scope for p in points if p["speedup"] is not None for scope in [_library_part(p["partial"])] if scope}
+    if not scopes:
+        return f"speedup over {baseline}"
+    if len(scopes) == 1:
+        return f"speedup over {baseline} ({scopes.pop()})"
+    return f"speedup over {baseline} (libraries timed vary by point: see each)"
+
+
+def _library_part(partial: str) -> str:
+    return next((part for part in partial.split(" · ") if part.startswith("best of ")), "")
 
 
 # The labels the run header writes after each of its best figures (what each may be called: gpu_harness.figures).

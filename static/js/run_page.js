@@ -328,12 +328,48 @@
     }));
   }
 
+  // How each point is drawn, by what it may be called (the server's `standing` and `partial`, from
+  // gpu_harness.figures): only a verified point is a filled circle; a quick-set figure, a trace's claim and a figure
+  // that did not cover everything it names (a subset's claim, best_library without every library) each have their
+  // own marker and legend entry, so none reads as a measured full figure.
+  const POINT_STYLES = {
+    "verified": {name: "verified (full set, measured here)", symbol: "circle"},
+    "verified-partial": {name: "full set, not every library timed", symbol: "triangle-up"},
+    "quick": {name: "quick set (not verified)", symbol: "circle-open"},
+    "quick-partial": {name: "quick set, not every library timed", symbol: "triangle-up-open"},
+    "imported": {name: "imported (the trace's claim)", symbol: "diamond"},
+    "imported-partial": {name: "imported claim, on a subset or fewer libraries", symbol: "diamond-open"},
+  };
+
+  function pointTraces(ok) {
+    const groups = new Map();
+    for (const p of ok) {
+      const key = p.standing + (p.partial ? "-partial" : "");
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(p);
+    }
+    return [...groups].map(([key, group]) => {
+      const style = POINT_STYLES[key] || {name: key, symbol: "circle"};
+      return {
+        name: style.name, meta: key, x: group.map((p) => p.x), y: group.map((p) => p.speedup),
+        mode: "markers", type: "scatter", marker: {symbol: style.symbol, size: 9},
+        // The interval as an error bar (none where the verdict has none): a point inside the noise shows it.
+        error_y: {type: "data", symmetric: false, visible: true,
+                  array: group.map((p) => (p.interval ? p.interval[1] - p.speedup : 0)),
+                  arrayminus: group.map((p) => (p.interval ? p.speedup - p.interval[0] : 0))},
+        customdata: group.map((p) => p.evaluation_id),
+        text: group.map((p) => KSeek.plotlyText(p.speedup_text + (p.partial ? " · " + p.partial : ""))),
+        hovertemplate: "step %{x}: %{text}<extra></extra>",
+      };
+    });
+  }
+
   function drawSpeedupChart(el, data) {
     const points = data.points.filter((p) => p.x !== null);
     document.getElementById("speedup-chart-empty").hidden = points.length > 0;
     const ok = points.filter((p) => p.status === "correct" && p.speedup !== null);
     const bad = points.filter((p) => !(p.status === "correct" && p.speedup !== null));
-    const top = Math.max(data.goal, ...ok.map((p) => p.speedup), 1) * 1.1;
+    const top = Math.max(data.goal, ...ok.map((p) => (p.interval ? p.interval[1] : p.speedup)), 1) * 1.1;
     const questions = data.questions.filter((q) => q.x !== null);
     const qx = [], qy = [], qtext = [];
     // A question's text is shown as typed, never as markup (KSeek.plotlyText): it may come from a trace.
@@ -342,19 +378,19 @@
       qx.push(q.x, q.x, null); qy.push(0, top, null); qtext.push(shown, shown, null);
     });
     const traces = [
-      {name: "correct evaluation", x: ok.map((p) => p.x), y: ok.map((p) => p.speedup), mode: "markers", type: "scatter",
-       customdata: ok.map((p) => p.evaluation_id), hovertemplate: "step %{x}: %{y:.3f}×<extra>evaluation</extra>"},
-      {name: "not correct", x: bad.map((p) => p.x), y: bad.map(() => 0), mode: "markers", type: "scatter",
+      ...pointTraces(ok),
+      {name: "not correct", meta: "not-correct", x: bad.map((p) => p.x), y: bad.map(() => 0), mode: "markers", type: "scatter",
        marker: {symbol: "x", color: "#c0362c", size: 9}, text: bad.map((p) => KSeek.plotlyText(p.status)),
        hovertemplate: "step %{x}: %{text}<extra></extra>"},
-      {name: "best so far", x: data.best.map((b) => b.x), y: data.best.map((b) => b.best), mode: "lines", type: "scatter",
+      {name: "best so far (verified)", meta: "best", x: data.best.map((b) => b.x), y: data.best.map((b) => b.best), mode: "lines", type: "scatter",
        line: {shape: "hv", color: "#18794e"}},
-      {name: "question", x: qx, y: qy, mode: "lines", type: "scatter", text: qtext, hoverinfo: "text",
+      {name: "question", meta: "question", x: qx, y: qy, mode: "lines", type: "scatter", text: qtext, hoverinfo: "text",
        line: {color: "#b26b00", dash: "dot"}},
     ];
     const layout = {
       margin: {t: 10, r: 10, b: 40, l: 50}, height: 320, xaxis: {title: {text: "step"}},
-      yaxis: {title: {text: "speedup over " + KSeek.plotlyText(data.baseline)}, rangemode: "tozero"},
+      // The scope actually timed (the server's axis_label: "best of eager only; not timed: ..." where it differs).
+      yaxis: {title: {text: KSeek.plotlyText(data.axis_label)}, rangemode: "tozero"},
       shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: data.goal, y1: data.goal, line: {color: "#3557c9", dash: "dash"}}],
       legend: {orientation: "h"},
     };

@@ -325,9 +325,12 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
         page.wait_for_selector("#speedup-chart[data-points='3']")
         drawn = page.evaluate("""() => {
             const data = document.getElementById('speedup-chart').data;
-            return {correct: data[0].y, failed: data[1].x, best: data[2].y, question: data[3].text.filter(t => t)};
+            const by = (meta) => data.find((t) => t.meta === meta) || {};
+            return {correct: by('verified').y, failed: by('not-correct').x, best: by('best').y,
+                    question: by('question').text.filter(t => t), legend: data.map((t) => t.name)};
         }""")
         assert drawn["correct"] == [1.25, 1.75] and drawn["failed"] == [2]
+        assert "verified (full set, measured here)" in drawn["legend"]
         assert drawn["best"] == [1.25, 1.25, 1.75]
         assert drawn["question"] == ["Is the inner loop vectorised?"] * 2
         assert page.locator("#speedup-chart .scatterlayer .point").count() >= 3
@@ -335,6 +338,17 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
         # A new best whose interval holds 1.0: the header, redrawn live, says so as the server writes it.
         worker.event(run_id, 4, "evaluation", with_interval(eval_payload(2.0), 0.9, 3.0))
         page.wait_for_selector("#run-best:has-text('no difference (0.900–3.00×) (verified: full set)')")
+        # The chart draws its interval as an error bar, and a quick-set point in its own marker and legend entry.
+        bars = page.evaluate("""() => document.getElementById('speedup-chart').data
+            .find((t) => t.meta === 'verified').error_y""")
+        assert [round(v, 3) for v in bars["array"]][-1] == 1.0 and [round(v, 3) for v in bars["arrayminus"]][-1] == 1.1
+        quick = eval_payload(1.5)
+        quick["result"]["scenarios"] = quick["result"]["scenarios"][:1]
+        worker.event(run_id, 5, "evaluation", quick)
+        page.wait_for_selector("#speedup-chart[data-points='5']")
+        style = page.evaluate("""() => { const t = document.getElementById('speedup-chart').data
+            .find((t) => t.meta === 'quick'); return {name: t.name, symbol: t.marker.symbol, y: t.y}; }""")
+        assert style == {"name": "quick set (not verified)", "symbol": "circle-open", "y": [1.5]}
         # The line of baselines too, redrawn from the live summary (Run.best_texts).
         page.wait_for_selector("#run-baselines:has-text('naive no difference (0.900–3.00×)')")
     finally:

@@ -175,3 +175,45 @@ def test_without_javascript_the_page_says_why_the_feed_and_chart_are_empty_and_s
     assert '<dd id="run-elapsed">67h 34m 2s</dd>' in page
     assert 'id="feed-noscript"' in page and 'id="speedup-chart-noscript"' in page
     assert page.index("<noscript>") < page.index('id="feed-noscript"')
+
+
+@pytest.mark.django_db
+def test_the_chart_data_carries_each_points_interval_and_standing(operator):
+    host, _ = make_worker()
+    run = held_run(host)
+    record(run, 0, "evaluation", noisy(quick_payload(1.085, "// a\n"), 0.41, 1.67))
+    record(run, 1, "evaluation", noisy(evaluation_payload(1.5, source="// b\n"), 1.4, 1.6))
+    record(run, 2, "evaluation", evaluation_payload(1.7, source="// c\n"))
+    chart = operator.get(reverse("run_chart", args=[run.pk])).json()
+    quick, full, bare = chart["points"]
+    assert (quick["standing"], quick["no_difference"], quick["partial"]) == ("quick", True, "")
+    assert [round(v, 2) for v in quick["interval"]] == [0.41, 1.67]
+    assert (full["standing"], full["no_difference"]) == ("verified", False)
+    assert [round(v, 2) for v in full["interval"]] == [1.4, 1.6]
+    assert bare["interval"] is None and bare["standing"] == "verified"
+    assert chart["axis_label"] == "speedup over naive"
+
+
+def best_library_line(speedup: float, scenarios: int = 2) -> dict:
+    """A harness line over best_library that timed eager alone, of a task whose libraries are eager and compile."""
+    line = harness_line(speedup, f"bl{speedup}")
+    line["scenarios"] = line["scenarios"][:scenarios]
+    line["libraries"] = ["eager"]
+    line["geomean"] = {"best_library": {"speedup": speedup, "count": scenarios}}
+    for scenario in line["scenarios"]:
+        scenario["speedup"] = {"best_library": speedup}
+    return line
+
+
+@pytest.mark.django_db
+def test_an_imported_charts_axis_names_the_scope_timed_and_marks_partial_claims(operator):
+    make_task(goal_baseline="best_library", goal_speedup=1.0, spec={"libraries": ["eager", "compile"]})
+    lines_text = "\n".join(json.dumps(line) for line in (best_library_line(1.9), best_library_line(2.5, 1)))
+    response = operator.post(reverse("trace_import"), {"trace": SimpleUploadedFile("lab.jsonl", lines_text.encode())})
+    assert response.status_code == 302, response.content.decode()[-400:]
+    chart = operator.get(reverse("run_chart", args=[Run.objects.get().pk])).json()
+    assert chart["axis_label"] == "speedup over best_library (best of eager only; not timed: compile)"
+    full, subset = chart["points"]
+    assert (full["standing"], full["partial"]) == ("imported", "best of eager only; not timed: compile")
+    assert subset["partial"] == "on 1 of 2 scenarios · best of eager only; not timed: compile"
+    assert chart["best"] == []  # a claim never moves the best-so-far line
