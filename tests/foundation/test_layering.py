@@ -151,6 +151,10 @@ CROSS_AREA_READS = {
         "a queued run's page and the runs list say why no worker has it yet: the hosts' state"
     ),
     ("runs.run_pages.views", "runs.kernel_pages.selectors"): "a run's page names the kernels it developed",
+    ("runs.review.views", "runs.run_pages.selectors"): (
+        "the review queue folds a question's last steps to the feed's own lines (step_summary: an evaluation as its "
+        "Evaluations table writes it)"
+    ),
     ("runs.run_pages.selectors_compare_detail", "runs.kernel_pages.evidence"): (
         "the compare page lays out its grid of the best kernels by the evidence view's grid rule"
     ),
