@@ -173,7 +173,8 @@ def run_detail(request, run_id: int):
             "best_text": run_best_text(run),  # the verified best with its interval (run_page.js redraws it)
             "closed_questions": run_questions_closed(run),
             "elapsed": elapsed_text(run),  # run_page.js ticks it on while the run runs
-            "forkable": run_forkable(run),
+            # Only operators fork (one more query, asked for them alone).
+            "forkable": permissions.has_role(request.user, OPERATOR) and run_forkable(run),
             "usage_unknown": run_usage_unknown(run),
             "is_verify": run_is_verify(run),
             # The feed follows new steps only where some can come: not on a finished or an imported run.
