@@ -1,4 +1,6 @@
 // The review queue's keyboard: j/k move, a approve, e edit, w write your own, v veto, ? help.
+// Approve with an open editor whose text differs from the proposal sends that text (as an edit, or as the
+// reviewer's own question); Esc cancels an edit and restores the proposal.
 // Decisions are POSTed (the server checks the reviewer role); the list is fetched again when questions change.
 "use strict";
 (function () {
@@ -27,6 +29,31 @@
   // A viewer's items carry no decide form (nor its textarea): the page offers no button they cannot use.
   function editing(el) { const area = el && el.querySelector("textarea"); return !!area && !area.hidden; }
 
+  // The decision an open editor holds: its mode ("edit" or "replace") once its text is not the proposal's, else
+  // null. Approve (button or key) sends that instead of a plain approval, so a reviewer's edit is never dropped.
+  function pendingEdit(el) {
+    if (!editing(el)) return null;
+    const area = el.querySelector("textarea");
+    const text = area.value.trim();
+    return text && text !== area.defaultValue.trim() ? area.dataset.mode || "edit" : null;
+  }
+
+  // The Approve button says what it will send: the proposal, or the reviewer's text.
+  function labelApprove(el) {
+    const button = el && el.querySelector("button[value=approve]");
+    if (button) button.textContent = pendingEdit(el) ? "Approve my text (a)" : "Approve (a)";
+  }
+
+  function cancelEdit(el) {
+    const area = el.querySelector("textarea");
+    const changed = !!pendingEdit(el);
+    area.value = area.defaultValue;  // Esc drops the edit visibly: a hidden editor never holds unsent text
+    area.hidden = true;
+    labelApprove(el);
+    if (changed) state.textContent = "Edit cancelled: the question is as proposed.";
+    el.focus();
+  }
+
   function startEdit(el, replace) {
     if (!canDecide) { state.textContent = "Deciding needs the reviewer role."; return; }
     const area = el.querySelector("textarea");
@@ -38,6 +65,7 @@
 
   async function decide(el, decision) {
     if (!canDecide) { state.textContent = "Deciding needs the reviewer role."; return; }
+    if (decision === "approve") decision = pendingEdit(el) || decision;
     const fields = {decision};
     if (decision === "edit" || decision === "replace") fields.text = el.querySelector("textarea").value;
     const all = items();
@@ -54,6 +82,10 @@
     }
   }
 
+  root.addEventListener("input", (e) => {
+    if (e.target.tagName === "TEXTAREA") labelApprove(e.target.closest(".review-item"));
+  });
+
   root.addEventListener("click", (e) => {
     const button = e.target.closest("button[name=decision]");
     const el = e.target.closest(".review-item");
@@ -68,7 +100,7 @@
   document.addEventListener("keydown", (e) => {
     const el = selected();
     if (e.target.tagName === "TEXTAREA") {
-      if (e.key === "Escape") { e.target.hidden = true; el && el.focus(); }
+      if (e.key === "Escape") cancelEdit(e.target.closest(".review-item"));
       else if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && el) { e.preventDefault(); decide(el, e.target.dataset.mode || "edit"); }
       return;
     }

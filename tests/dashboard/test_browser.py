@@ -299,6 +299,96 @@ def test_a_reviewer_approves_a_question_with_the_keyboard_and_the_worker_receive
         worker.close()
 
 
+def propose(worker: ScriptedWorker, run_id: int, seq: int, ref: str, text: str) -> None:
+    worker.event(
+        run_id,
+        seq,
+        "question_proposed",
+        {
+            "question_ref": ref,
+            "bank_key": "",
+            "text": text,
+            "category": "hypothesis",
+            "reason": "three evaluations without gain",
+            "decision_point": "plateau",
+            "by": "model",
+            "attempt": 0,
+        },
+    )
+
+
+def review_item(word: str) -> str:
+    """The queue item whose own question starts with `word` (an item's earlier steps quote the others)."""
+    return f".review-item:has(blockquote:has-text('{word}:'))"
+
+
+def take_decision(worker: ScriptedWorker) -> dict:
+    decision = worker.directive("question_decision")
+    worker.directives.remove(decision)  # the next call waits for the next decision
+    return decision
+
+
+def test_approve_after_an_edit_sends_the_edited_text_by_button_and_by_key(live_site, login):
+    """Audit finding 9: a reviewer who changed the text and then pressed Approve lost the edit without a word."""
+    operator = login("olga")
+    run_id = start_run_from_page(operator, "openai:review-edit-demo")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        reviewer = login("rita")
+        reviewer.goto(live_site["base"] + "/review/")
+        reviewer.wait_for_selector("#live-state.live-on")
+        for seq, word in enumerate(["Alpha", "Bravo", "Charlie"]):
+            propose(worker, run_id, seq, f"q-{word}", f"{word}: which loop order touches memory contiguously?")
+        for word in ["Alpha", "Bravo", "Charlie"]:
+            reviewer.wait_for_selector(review_item(word))
+
+        # The button: edit, then Approve, which now says it sends the reviewer's text.
+        item = reviewer.locator(review_item("Alpha"))
+        item.locator("button:has-text('Edit (e)')").click()
+        item.locator("textarea").fill("Alpha: does blocking by 64 keep B in L1?")
+        assert item.locator("button[value=approve]").inner_text() == "Approve my text (a)"
+        item.locator("button[value=approve]").click()
+        decision = take_decision(worker)
+        assert (decision["question_ref"], decision["decision"], decision["text"]) == (
+            "q-Alpha",
+            "edit",
+            "Alpha: does blocking by 64 keep B in L1?",
+        )
+        reviewer.wait_for_selector("#review-state:has-text('edited')")
+
+        # The key: write my own (w), leave the editor for the item, press a: the reviewer's question is sent.
+        reviewer.wait_for_selector(review_item("Alpha"), state="detached")
+        item = reviewer.locator(review_item("Bravo"))
+        item.locator("blockquote").click()
+        reviewer.keyboard.press("w")
+        reviewer.keyboard.type("Bravo: where does the inner loop stall?")
+        item.locator("blockquote").click()
+        reviewer.keyboard.press("a")
+        decision = take_decision(worker)
+        assert (decision["question_ref"], decision["decision"], decision["text"]) == (
+            "q-Bravo",
+            "replace",
+            "Bravo: where does the inner loop stall?",
+        )
+
+        # Esc cancels an edit, saying so; a then approves the proposal as it was.
+        reviewer.wait_for_selector(review_item("Bravo"), state="detached")
+        item = reviewer.locator(review_item("Charlie"))
+        item.locator("blockquote").click()
+        reviewer.keyboard.press("e")
+        reviewer.keyboard.type(" And vectorise?")
+        reviewer.keyboard.press("Escape")
+        reviewer.wait_for_selector("#review-state:has-text('Edit cancelled')")
+        assert item.locator("button[value=approve]").inner_text() == "Approve (a)"
+        reviewer.keyboard.press("a")
+        decision = take_decision(worker)
+        assert (decision["question_ref"], decision["decision"]) == ("q-Charlie", "approve")
+        assert "text" not in decision or decision["text"] in (None, "")
+    finally:
+        worker.close()
+
+
 def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, login):
     page = login("olga")
     run_id = start_run_from_page(page, "openai:chart-demo")
