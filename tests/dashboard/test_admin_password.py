@@ -1,7 +1,10 @@
 """The generated admin password stays findable after the start-up output has scrolled away."""
 
 import io
+import re
 import stat
+import subprocess
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -33,6 +36,19 @@ def test_the_generated_password_is_kept_in_a_file_only_its_owner_can_read(data_d
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert kept.read_text().splitlines() == ["admin", password]
     assert "changepassword admin" in out.getvalue()
+
+
+def test_the_readmes_command_prints_the_kept_password_alone(data_dir):
+    """Audit 11d: the README said the password is kept in the file, which holds the account's name first."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    command = re.search(r"`([^`]*data/admin_password[^`]*)` prints the password", readme)
+    assert command, "the README shows the command that prints the kept password"
+    out = io.StringIO()
+    call_command("ensure_admin", stdout=out)
+    printed = subprocess.run(
+        command[1].replace("data/", ""), shell=True, cwd=data_dir, capture_output=True, text=True, check=True
+    ).stdout
+    assert printed.strip() == generated_password(out.getvalue())
 
 
 def test_the_notice_shows_the_password_until_it_is_changed_then_deletes_the_file(data_dir):
