@@ -173,5 +173,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # A 403 is expected: logged in one line, without its traceback (kseek_site/logfilters.py).
+    "filters": {"expected_denials": {"()": "kseek_site.logfilters.ExpectedDenialsInOneLine"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "django.request": {"filters": ["expected_denials"]},
+    },
 }
