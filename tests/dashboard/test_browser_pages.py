@@ -96,6 +96,32 @@ def test_the_pages_are_readable_at_390_px_wide_with_the_runs_table_scrolling_in_
     stop_run(page, base, run_id)
 
 
+def right_edge_on_screen(page, selector: str) -> bool:
+    """Whether the element ends within the viewport's width, nothing of it scrolled out of sight sideways."""
+    return page.evaluate(
+        "(s) => document.querySelector(s).getBoundingClientRect().right <= document.documentElement.clientWidth",
+        selector,
+    )
+
+
+def test_at_390_px_the_headline_figures_are_on_screen_without_scrolling_sideways(live_site, login):
+    """Audit finding 13: the runs list's Best speedup and the kernel page's figure were off-screen on a phone."""
+    page = login("olga")
+    page.set_viewport_size({"width": 390, "height": 844})
+    base = live_site["base"]
+    page.goto(base + "/")
+    assert page.locator("table.runs th.best").is_visible() and right_edge_on_screen(page, "table.runs th.best")
+    assert page.locator("table.runs th:has-text('Model')").is_hidden()  # the run's page has the rest
+    page.goto(f"{base}/tasks/matmul_cpu/")
+    assert right_edge_on_screen(page, "#task-runs th.best")
+    page.goto(f"{base}/evaluations/{live_site['evidence_evaluation']}/")
+    page.locator("main a[href^='/kernels/']").first.click()  # "Kernel <its name>", the evaluation's kernel
+    page.wait_for_selector("#lead-evaluation")
+    figure = page.locator("#evidence-headline")
+    assert figure.is_visible() and figure.inner_text().startswith("speed-up over cudnn: ")
+    assert right_edge_on_screen(page, "#evidence-headline")
+
+
 def test_the_pages_carry_a_favicon(live_site, login):
     page = login("olga")
     href = page.get_attribute("link[rel=icon]", "href")
