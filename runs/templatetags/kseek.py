@@ -7,7 +7,7 @@ from django.utils.safestring import mark_safe
 
 from gpu_harness import figures
 from gpu_harness.figures import format_speedup
-from runs import permissions
+from runs import demo, permissions
 from runs.selectors import evaluation_library_scope, evaluation_speedup_text, questions_pending_count
 
 register = template.Library()
@@ -23,6 +23,13 @@ def user_roles(context) -> list[str]:
     """The roles the signed-in user holds, lowest first (the 403 page says them beside the one that was needed)."""
     held = permissions.roles_of(context["request"].user)
     return [role for role in permissions.ROLE_ORDER if role in held]
+
+
+@register.filter
+def goal_note(run) -> str:
+    """A run's own goal beside the task's, where they differ (runs.demo.goal_note): "demo goal 0.500× over naive
+    (the task's is 2.000×)"; "" where they do not."""
+    return demo.goal_note(run)
 
 
 @register.simple_tag
