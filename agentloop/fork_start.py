@@ -81,7 +81,8 @@ def _propose(emit: Emit, ref: str, decision: dict[str, Any], question: dict[str,
             "question_ref": ref,
             "bank_key": decision.get("bank_key"),
             "text": decision["text"],
-            "category": decision.get("category") or question.get("category"),
+            # the bank's category of a bank question; none for a person's own words (never the parent's question's)
+            "category": decision.get("category"),
             "reason": f"chosen by {by or 'the operator'} when forking {where}",
             "decision_point": question.get("decision_point"),
             "by": "human",  # a person chose it, from the bank or in their own words

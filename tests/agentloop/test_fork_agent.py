@@ -79,6 +79,8 @@ def test_a_fork_with_its_own_question_asks_it_first(tmp_path):
     events = read_trace(tmp_path / "trace.jsonl")
     (proposed,) = payloads(events, "question_proposed")
     assert proposed["by"] == "human" and proposed["decision_point"] == QUESTION["payload"]["decision_point"]
+    # Audit 15: the person's own question carries no bank category (it was tagged with the parent question's).
+    assert QUESTION["payload"]["category"] and proposed["category"] is None and not proposed["bank_key"]
     (decided,) = payloads(events, "question_decided")
     assert decided["action"] == "approve" and decided["reviewer"] == "olga"
 

@@ -6,6 +6,7 @@ for operators only) and the compare page opening on parent and fork. Runs on SQL
 import io
 import json
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,10 @@ def test_the_fork_form_offers_a_model_that_can_run_here_when_the_parents_cannot_
     offered = re.search(r'<input[^>]*name="model"[^>]*value="([^"]*)"', html).group(1)
     assert offered != "scripted-demo" and model_refusal(offered, model_options()) is None
     assert "The parent's model is not offered: scripted-demo cannot run here" in html
+
+
+def test_the_fork_pages_step_line_names_the_steps_kind_and_its_feed_line(parent, olga, client):
+    """Audit 15: "The step" read "#16 ·" with nothing after the dot (Step.kind has no choices to display)."""
+    html = client.get(reverse("run_fork", args=[parent.pk]) + f"?seq={QUESTION_SEQ}").content.decode()
+    line = unescape(re.search(r'<p id="fork-step-line">([^<]*)</p>', html)[1])
+    assert line.startswith(f"#{QUESTION_SEQ} · Question proposed: ") and QUESTION_TEXT[:40] in line
