@@ -26,7 +26,12 @@ def test_the_demos_own_goal_shows_where_its_status_and_best_show(client):
     demo_run_start()
     run = run_claim(worker=host)
     record(run, 0, "evaluation", measured(1.06, 0.82, 1.31))
-    for url in (reverse("home"), reverse("kernels"), reverse("task_detail", args=["matmul_cpu"])):
+    for url in (
+        reverse("home"),
+        reverse("kernels"),
+        reverse("task_detail", args=["matmul_cpu"]),
+        reverse("run_detail", args=[run.pk]),
+    ):
         assert NOTE in unescape(client.get(url).content.decode()), url
 
 
