@@ -82,7 +82,12 @@ def same_event(stored: tuple, new: tuple) -> bool:
     )
 
 
-def _fields(event: ParsedEvent) -> tuple:
+# A stored step's columns that same_event compares, in its order (Step.objects.values_list(*STEP_FIELDS)).
+STEP_FIELDS = ("kind", "payload", "created_at", "tokens_in", "tokens_out", "cost_usd")
+
+
+def event_fields(event: ParsedEvent) -> tuple:
+    """What same_event compares, in its order: (kind, payload, created_at, tokens_in, tokens_out, cost_usd)."""
     return (event.kind, event.payload, event.created_at, event.tokens_in, event.tokens_out, event.cost_usd)
 
 
@@ -139,7 +144,7 @@ def _drop_repeats(events: list[ParsedEvent], outcomes: list) -> list[int]:
             (run_id, seq): tuple(fields)
             for run_id, seq, *fields in Step.objects.filter(
                 run_id__in={k[0] for k in repeats}, seq__in={k[1] for k in repeats}
-            ).values_list("run_id", "seq", "kind", "payload", "created_at", "tokens_in", "tokens_out", "cost_usd")
+            ).values_list("run_id", "seq", *STEP_FIELDS)
             if (run_id, seq) in repeats
         }
     first_in_call: dict[tuple[int, int], ParsedEvent] = {}
@@ -148,9 +153,9 @@ def _drop_repeats(events: list[ParsedEvent], outcomes: list) -> list[int]:
         key = (event.run_id, event.seq)
         earlier = stored.get(key)
         if earlier is None and key in first_in_call:
-            earlier = _fields(first_in_call[key])
+            earlier = event_fields(first_in_call[key])
         if earlier is not None:
-            same = same_event(earlier, _fields(event))
+            same = same_event(earlier, event_fields(event))
             outcomes[i] = _STORED_BEFORE if same else _conflict(event.run_id, event.seq, earlier[0])
             continue
         first_in_call[key] = event
@@ -199,15 +204,13 @@ def _store_one(event: ParsedEvent, effects: Effects) -> EventOutcome:
         return EventOutcome(stored=False, error=refusal_of_database_error(rejected))
     except IntegrityError:
         # Stored by another process since we looked (or a clash of something else: then let it be seen).
-        existing = (
-            Step.objects.filter(run_id=event.run_id, seq=event.seq)
-            .values_list("kind", "payload", "created_at", "tokens_in", "tokens_out", "cost_usd")
-            .first()
-        )
+        existing = Step.objects.filter(run_id=event.run_id, seq=event.seq).values_list(*STEP_FIELDS).first()
         if existing is None:
             raise
         return (
-            _STORED_BEFORE if same_event(existing, _fields(event)) else _conflict(event.run_id, event.seq, existing[0])
+            _STORED_BEFORE
+            if same_event(existing, event_fields(event))
+            else _conflict(event.run_id, event.seq, existing[0])
         )
     return _STORED_NOW
 

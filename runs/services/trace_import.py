@@ -1,6 +1,5 @@
 """A browsable run made from a trace file: this dashboard's export, an agent-loop trace, a harness `--trace`."""
 
-import hashlib
 import json
 import math
 from typing import Any, cast
@@ -8,18 +7,52 @@ from typing import Any, cast
 from django.db import DataError, transaction
 from django.utils import timezone
 
+from agentloop.protocol import PROTOCOL_VERSION
 from runs.event_parser import ParsedEvent, Refusal, parse_event
 from runs.events import publish_after_commit
-from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, StepKind, Task
+from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
 from runs.services.errors import ServiceError
 from runs.services.kernels import run_goal_evaluation
 from runs.services.step_effects import IMPORT_EFFECTS, status_reason_text
-from runs.services.steps import events_store
+from runs.services.steps import STEP_FIELDS, event_fields, events_store, same_event
 
 _IMPORT_BATCH = 1000
 # Far deeper than any event KernelSeek writes (a few levels), and shallow enough that storing, exporting and
 # showing a payload never meets Python's recursion limit. json.loads itself raises RecursionError near 1,000.
 NESTING_MAX = 64
+# A refusal's message is shown on the import form: however long what the trace holds, the message stays short.
+MESSAGE_MAX = 400
+# docs/protocol.md 1.1: every event has exactly these top-level fields.
+ENVELOPE_FIELDS = ("v", "run_id", "seq", "kind", "ts", "payload", "usage")
+# This dashboard's export holds these lines besides its run's events (runs/run_pages/selectors.py).
+EXPORT_TYPES = ("run", "question", "evaluation")
+# The first bytes of a compressed file, its format, and how to decompress it (the lab ships traces as .jsonl.xz).
+COMPRESSED = (
+    (b"\xfd7zXZ\x00", "xz", "xz -dk FILE"),
+    (b"\x1f\x8b", "gzip", "gunzip -k FILE"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d FILE"),
+    (b"PK\x03\x04", "zip", "unzip FILE"),
+    (b"PK\x05\x06", "zip", "unzip FILE"),
+    (b"BZh", "bzip2", "bunzip2 -k FILE"),
+)
+
+
+def _clipped(message: str) -> str:
+    """A refusal's message within MESSAGE_MAX characters (a trace's own text quoted in it may be long)."""
+    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+def _compressed(first_line) -> str | None:
+    """Why a file whose first line starts with a compression format's magic bytes is refused, or None."""
+    if not isinstance(first_line, bytes):
+        return None
+    for magic, name, command in COMPRESSED:
+        if first_line.startswith(magic):
+            return (
+                f"the file is {name}-compressed, not JSONL text: decompress it first ({command}) and import the "
+                "file that gives"
+            )
+    return None
 
 
 def _too_deep(value, limit: int = NESTING_MAX) -> bool:
@@ -57,6 +90,8 @@ def _trace_records(lines):
     number = 0
     for line in lines:
         number += 1
+        if number == 1 and (compressed := _compressed(line)):
+            raise ServiceError(compressed)
         try:
             text = line.decode("utf-8") if isinstance(line, bytes) else line
         except UnicodeDecodeError:
@@ -85,6 +120,92 @@ def _is_harness_line(record: dict) -> bool:
     return record.get("kind") == "evaluation" and "seq" not in record and "scenarios" in record
 
 
+def _is_export_line(record: dict) -> bool:
+    # The export's run line, and its question and evaluation lines after the events: read for the run, not stored.
+    return record.get("type") in EXPORT_TYPES
+
+
+def _line_format(record: dict) -> str:
+    """ "harness" for a harness `--trace` line, "events" for a run event or an export's own line."""
+    return "harness" if _is_harness_line(record) else "events"
+
+
+FORMAT_WORDS = {"harness": "a harness --trace line", "events": "a run event (or an export's line)"}
+
+
+def _envelope_problem(record: dict) -> str | None:
+    """What makes a line no event by docs/protocol.md 1.1's envelope, or None: exactly its fields, v the version
+    this server reads, run_id a string or an integer (seq, kind, ts, payload and usage are the parser's)."""
+    extra = [name for name in record if name not in ENVELOPE_FIELDS]
+    if extra:
+        return (
+            f"{json.dumps(extra[0])[:60]} is not a field of an event (an event has exactly "
+            f"{', '.join(ENVELOPE_FIELDS)}: docs/protocol.md 1.1)"
+        )
+    missing = [name for name in ENVELOPE_FIELDS if name not in record]
+    if missing:
+        return (
+            f"the event has no {missing[0]} (an event has exactly {', '.join(ENVELOPE_FIELDS)}: docs/protocol.md 1.1)"
+        )
+    version = record["v"]
+    if isinstance(version, bool) or not isinstance(version, int) or version != PROTOCOL_VERSION:
+        return f"v must be {PROTOCOL_VERSION}, the protocol version this server reads, not {json.dumps(version)[:60]}"
+    run_id = record["run_id"]
+    if isinstance(run_id, bool) or not isinstance(run_id, (str, int)):
+        return f"run_id must be a string or an integer, not {json.dumps(run_id)[:60]}"
+    return None
+
+
+def _differences(stored: tuple, new: tuple) -> list[str]:
+    """Which parts of two events under one seq differ (kind, payload, ts, usage), each by the store's own
+    comparison (steps.same_event, over steps.event_fields' tuples)."""
+    parts = {"kind": (0,), "payload": (1,), "ts": (2,), "usage": (3, 4, 5)}
+    return [
+        name
+        for name, places in parts.items()
+        if not same_event(stored, tuple(new[i] if i in places else stored[i] for i in range(len(stored))))
+    ]
+
+
+class _Numbering:
+    """docs/protocol.md 1.1's numbering of a trace's events, held line by line: one run_id throughout, and each
+    new seq the next one, 0, 1, 2, … in line order with no gaps. A seq already used is a re-sent event, which the
+    store takes only as the same event (steps.same_event; `_store` says what differs). An export of this
+    dashboard's may skip a seq (the server keeps no event it refused for good: 2.4) but holds the rest, its
+    events' run_id being its run line's id."""
+
+    def __init__(self, meta: dict | None):
+        self.export = meta is not None
+        self.run_id = (meta or {}).get("id")
+        self.highest = -1
+        self.skipped: list[range] = []  # an export's gaps, which no later line may fill
+
+    def is_new(self, number: int, run_id, seq: int) -> bool:
+        """Whether the line's event has a new seq (False: a seq used before); else ServiceError."""
+        self._check_run(number, run_id)
+        if seq <= self.highest and not any(seq in gap for gap in self.skipped):
+            return False
+        if seq != self.highest + 1 and not (self.export and seq > self.highest):
+            after = f"follows seq {self.highest}" if self.highest >= 0 else "is the trace's first event"
+            raise ServiceError(
+                f"line {number}: seq {seq} {after}, where seq {self.highest + 1} was due: a trace's events are "
+                "numbered 0, 1, 2, … in line order, with no gaps (docs/protocol.md 1.1)"
+            )
+        if seq > self.highest + 1:
+            self.skipped.append(range(self.highest + 1, seq))
+        self.highest = seq
+        return True
+
+    def _check_run(self, number: int, run_id) -> None:
+        if self.run_id is None:
+            self.run_id = run_id
+        elif run_id != self.run_id or type(run_id) is not type(self.run_id):
+            raise ServiceError(
+                f"line {number}: run_id {json.dumps(run_id)[:60]} is not the trace's run "
+                f"({json.dumps(self.run_id)[:60]}): a trace holds the events of one run"
+            )
+
+
 def _harness_line_as_event(record: dict, seq: int) -> dict:
     result = {k: v for k, v in record.items() if k not in ("kind", "note", "summary")}
     payload = {
@@ -99,19 +220,23 @@ def _harness_line_as_event(record: dict, seq: int) -> dict:
 
 
 def _events(records, harness: bool):
-    """The run events of a trace's records: a harness trace's lines numbered as events, or the envelopes."""
+    """The run events of a trace's records: a harness trace's lines numbered as events, or the envelopes (each
+    held to docs/protocol.md 1.1's; an export's own lines are left out)."""
     seq = 0
     for number, record in records:
         if harness:
-            if _is_harness_line(record):
-                yield number, _harness_line_as_event(record, seq)
-                seq += 1
-        elif "seq" in record and "kind" in record and "type" not in record:
+            yield number, _harness_line_as_event(record, seq)
+            seq += 1
+        elif not _is_export_line(record):
+            problem = _envelope_problem(record)
+            if problem:
+                raise ServiceError(f"line {number}: {problem}")
             yield number, record
 
 
 def _scan(records) -> dict:
-    """A first reading of the whole trace for what the run is made from, keeping none of its events."""
+    """A first reading of the whole trace for what the run is made from, keeping none of its events. A trace is of
+    one format: a line of the other format than its first line's is refused, naming it."""
     found: dict[str, Any] = {
         "meta": None,
         "config": None,
@@ -121,28 +246,39 @@ def _scan(records) -> dict:
         "first": None,
     }
     found["lines"] = {}  # "meta" / "config" -> the line it was read from (a refusal names it)
-    count = 0
+    trace_format = None  # (format, line) of the trace's first line
     for number, record in records:
-        count += 1
-        if record.get("type") == "run" and found["meta"] is None:
-            found["meta"], found["lines"]["meta"] = record, number
-        if found["first"] is None and (_is_harness_line(record) or ("seq" in record and "kind" in record)):
-            found["first"] = record
-        if _is_harness_line(record):
-            found["harness"] = True
-            found["evaluation_task"] = found["evaluation_task"] or record.get("task")
-        elif "seq" in record and "kind" in record and "type" not in record:
-            found["events"] = True
-            payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
-            if record.get("kind") == StepKind.STATUS and payload.get("config") and found["config"] is None:
-                found["config"] = payload["config"] if isinstance(payload["config"], dict) else {}
-                found["lines"]["config"] = number
-            result = payload.get("result")
-            if record.get("kind") == StepKind.EVALUATION and isinstance(result, dict):
-                found["evaluation_task"] = found["evaluation_task"] or result.get("task")
-    if not count:
+        line_format = _line_format(record)
+        if trace_format is None:
+            trace_format = (line_format, number)
+        elif line_format != trace_format[0]:
+            raise ServiceError(
+                f"line {number} is {FORMAT_WORDS[line_format]}, but line {trace_format[1]} is "
+                f"{FORMAT_WORDS[trace_format[0]]}: a trace holds one format or the other, so import them apart"
+            )
+        _scan_record(found, number, record)
+    if trace_format is None:
         raise ServiceError("the trace holds no events")
     return found
+
+
+def _scan_record(found: dict, number: int, record: dict) -> None:
+    if record.get("type") == "run" and found["meta"] is None:
+        found["meta"], found["lines"]["meta"] = record, number
+    if found["first"] is None and (_is_harness_line(record) or not _is_export_line(record)):
+        found["first"] = record
+    if _is_harness_line(record):
+        found["harness"] = True
+        found["evaluation_task"] = found["evaluation_task"] or record.get("task")
+    elif not _is_export_line(record):
+        found["events"] = True
+        payload = record["payload"] if isinstance(record.get("payload"), dict) else {}
+        if record.get("kind") == StepKind.STATUS and payload.get("config") and found["config"] is None:
+            found["config"] = payload["config"] if isinstance(payload["config"], dict) else {}
+            found["lines"]["config"] = number
+        result = payload.get("result")
+        if record.get("kind") == StepKind.EVALUATION and isinstance(result, dict):
+            found["evaluation_task"] = found["evaluation_task"] or result.get("task")
 
 
 def trace_origin(found: dict) -> str:
@@ -200,8 +336,9 @@ def imported_text(name: str, meta: dict) -> str:
     return text[: Run._meta.get_field("imported_from").max_length]
 
 
-def _parsed(run: Run, number: int, event: dict) -> ParsedEvent:
-    parsed = parse_event(event, run_id=run.pk)
+def _parsed(run: Run, number: int, event: dict, *, harness: bool) -> ParsedEvent:
+    # An event's time is required as from a worker (docs/protocol.md 1.1); a harness line's may be missing.
+    parsed = parse_event(event, run_id=run.pk, time_required=not harness)
     if isinstance(parsed, Refusal):
         raise ServiceError(f"line {number}: {parsed.reason}")
     return parsed
@@ -209,8 +346,16 @@ def _parsed(run: Run, number: int, event: dict) -> ParsedEvent:
 
 def _store(batch: list[tuple[int, ParsedEvent]]) -> None:
     """Store a batch of the trace's events through the one store, with their effects but the status's (the
-    import sets the run's status itself); anything refused refuses the whole import."""
+    import sets the run's status itself); anything refused refuses the whole import. A seq used before is taken
+    by the store only as the same event (a re-send); another event under it is refused, saying what differs."""
     for (number, event), outcome in zip(batch, events_store([e for _, e in batch], effects=IMPORT_EFFECTS)):
+        if outcome.conflict:
+            stored = Step.objects.filter(run_id=event.run_id, seq=event.seq).values_list(*STEP_FIELDS).get()
+            differ = " and ".join(_differences(stored, event_fields(event)))
+            raise ServiceError(
+                f"line {number}: seq {event.seq} again, with another {differ} than the event an earlier line gave "
+                "it: an event sent again must be the same event (docs/protocol.md 1.1)"
+            )
         if not outcome.stored:
             raise ServiceError(f"line {number} (seq {event.seq}): {outcome.error}")
 
@@ -219,12 +364,21 @@ def trace_import(*, lines, name: str, user=None) -> Run:
     """Make a browsable run from a trace: this dashboard's export, an agent-loop trace, or a harness `--trace` file.
 
     `lines` is an open file (read twice from its start, line by line: a first pass finds the task and the
-    format, the second stores the steps) or a list of lines. Steps are stored in batches, so memory holds one
-    batch and a digest per seq, not the trace; questions, kernels and evaluations are derived from their events
-    as if a worker had sent them. The run ends in the trace's last finished status, or `stopped` when the trace
-    stops before one (an imported run never runs on); a `succeeded` that no evaluation in the trace confirms is
-    shown `failed`, with that as its reason. Anything refused stores nothing.
+    format, one a file, the second stores the steps) or a list of lines. Each event line is held to the
+    protocol's envelope and numbering (docs/protocol.md 1.1, 1.3: `_envelope_problem`, `_Numbering`; a seq used
+    before goes to the store, which takes it only as the same event). Steps are stored in batches, so memory holds
+    one batch, not the trace; questions, kernels and evaluations are derived from their events as if a worker had
+    sent them. The run ends in the trace's last finished status, or `stopped` when the trace stops before one (an
+    imported run never runs on); a `succeeded` that no evaluation in the trace confirms is shown `failed`, with
+    that as its reason. Anything refused stores nothing, and its message is at most MESSAGE_MAX characters.
     """
+    try:
+        return _import(lines, name=name, user=user)
+    except ServiceError as refused:
+        raise ServiceError(_clipped(str(refused))) from None
+
+
+def _import(lines, *, name: str, user) -> Run:
     again = _rewind(lines)
     found = _scan(_trace_records(again()))
     meta, config = found["meta"] or {}, found["config"] or {}
@@ -263,20 +417,15 @@ def _import_steps(again, found: dict, *, task: Task, goal: tuple, name: str, use
         if meta.get("review_mode") in ReviewMode.values
         else ReviewMode.AUTO,
     )
-    seen: dict[int, bytes] = {}  # seq -> digest of (kind, payload): a repeat must be the same event
+    numbering = _Numbering(found["meta"])
     batch, first, last, final = [], None, None, None
     for number, event in _events(_trace_records(again()), harness):
-        step = _parsed(run, number, event)
-        digest = hashlib.sha256(json.dumps([step.kind, step.payload], sort_keys=True).encode()).digest()
-        if step.seq in seen:
-            if seen[step.seq] != digest:
-                raise ServiceError(f"seq {step.seq} appears twice with different events")
-            continue
-        seen[step.seq] = digest
-        first = step if first is None or step.seq < first.seq else first
-        last = step if last is None or step.seq > last.seq else last
-        if step.kind == StepKind.STATUS and step.payload.get("status") in FINISHED_STATUSES:
-            final = step if final is None or step.seq > final.seq else final
+        step = _parsed(run, number, event, harness=harness)
+        if harness or numbering.is_new(number, event["run_id"], step.seq):  # else a re-send, for the store
+            first = first or step
+            last = step  # new seqs come in order
+            if step.kind == StepKind.STATUS and step.payload.get("status") in FINISHED_STATUSES:
+                final = step
         batch.append((number, step))
         if len(batch) >= _IMPORT_BATCH:
             _store(batch)

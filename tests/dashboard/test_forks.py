@@ -112,7 +112,7 @@ def test_a_fork_over_what_the_socket_carries_is_refused_before_it_is_stored(olga
     huge = char * int(fork_max_bytes(task.starting_kernel) * count + 10)
     lines = [
         dict(EVENTS[0], run_id="big"),
-        {"v": 1, "run_id": "big", "seq": 1, "kind": "human_message", "ts": EVENTS[1]["ts"], "payload": {"text": huge}},
+        dict(EVENTS[1], run_id="big", seq=1, kind="human_message", payload={"text": huge}),
     ]
     parent = trace_import(lines=io.BytesIO("\n".join(json.dumps(e) for e in lines).encode()), name="big.jsonl")
     with pytest.raises(ServiceError, match="over the .* bytes the worker socket carries"):

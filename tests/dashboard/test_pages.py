@@ -326,13 +326,22 @@ def test_a_trace_of_an_unknown_task_is_refused():
 
 # Bad input answered as bad input (issue 15, finding 18): a form error or a 400 with the reason, never a 500.
 
-NOTE_LINE = json.dumps(
-    {
-        "seq": 0,
-        "kind": "status",
+
+def envelope(seq: int, kind: str, payload: dict, **fields) -> dict:
+    """A trace line as the agent loop writes it (docs/protocol.md 1.1), with `fields` replaced."""
+    return {
+        "v": 1,
+        "run_id": "local-1",
+        "seq": seq,
+        "kind": kind,
         "ts": "2026-11-30T12:00:00+00:00",
-        "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}},
-    }
+        "payload": payload,
+        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+    } | fields
+
+
+NOTE_LINE = json.dumps(
+    envelope(0, "status", {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}})
 )
 
 
@@ -416,28 +425,20 @@ def upload(name: str, content: bytes):
         (b"[" * 100_000 + b"]" * 100_000, "line 1 nests deeper than 64 levels"),
         (
             json.dumps(
-                {
-                    "seq": 0,
-                    "kind": "tool_call",
-                    "payload": {"call_id": "c1", "name": "shell", "input": json.loads("[" * 500 + "]" * 500)},
-                }
+                envelope(0, "tool_call", {"call_id": "c1", "name": "shell", "input": json.loads("[" * 500 + "]" * 500)})
             ).encode(),
             "line 1 nests deeper than 64 levels",
         ),
         (
-            json.dumps({"seq": 2**31, "kind": "note", "payload": {"text": "a", "level": "info"}}).encode(),
+            json.dumps(envelope(2**31, "note", {"text": "a", "level": "info"})).encode(),
             "seq must be at most 2147483647",
         ),
         (
-            json.dumps(
-                {"seq": 1, "kind": "note", "payload": {"text": "a", "level": "info"}, "usage": {"tokens_in": 2**40}}
-            ).encode(),
+            json.dumps(envelope(0, "note", {"text": "a", "level": "info"}, usage={"tokens_in": 2**40})).encode(),
             "usage.tokens_in must be at most 2147483647",
         ),
         (
-            json.dumps(
-                {"seq": 1, "kind": "note", "payload": {"text": "a", "level": "info"}, "ts": "2026-13-45T99:00:00"}
-            ).encode(),
+            json.dumps(envelope(0, "note", {"text": "a", "level": "info"}, ts="2026-13-45T99:00:00")).encode(),
             "timestamp",
         ),
         (b"\xff\xfe not utf-8", "line 1 is not UTF-8 text"),
@@ -466,13 +467,7 @@ def test_a_trace_over_the_upload_limit_is_refused_naming_the_limit_and_nothing_i
     settings.KSEEK_TRACE_UPLOAD_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 2**20, 1024
     lines = [NOTE_LINE] + [
         json.dumps(
-            {
-                "seq": seq,
-                "kind": "note",
-                "ts": "2026-11-30T12:00:01+00:00",
-                "payload": {"text": f"note {seq}", "level": "info"},
-                "usage": {"tokens_in": 1, "tokens_out": 2},
-            }
+            envelope(seq, "note", {"text": f"note {seq}", "level": "info"}, usage={"tokens_in": 1, "tokens_out": 2})
         )
         for seq in range(1, 2500)
     ]

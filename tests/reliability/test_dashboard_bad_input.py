@@ -17,10 +17,13 @@ pytestmark = pytest.mark.timeout(300)
 
 STATUS_LINE = json.dumps(
     {
+        "v": 1,
+        "run_id": "local-1",
         "seq": 0,
         "kind": "status",
         "ts": "2026-11-30T12:00:00+00:00",
         "payload": {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}},
+        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
     }
 )
 
@@ -109,10 +112,13 @@ def test_a_large_trace_upload_costs_the_server_about_its_size_in_memory_not_ten_
     lines = [STATUS_LINE] + [
         json.dumps(
             {
+                "v": 1,
+                "run_id": "local-1",
                 "seq": seq,
                 "kind": "note",
                 "ts": "2026-11-30T12:00:01+00:00",
                 "payload": {"text": f"note {seq} " + "x" * 320},
+                "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
             }
         )
         for seq in range(1, 40_000)
@@ -149,6 +155,8 @@ def trace_lines():
     headers and harness lines, some that are not JSON or nest too deeply."""
     envelope = st.fixed_dictionaries(
         {
+            "v": st.one_of(st.just(1), st.just(1), json_leaf),
+            "run_id": st.one_of(st.just("local-1"), st.just("local-1"), json_leaf),
             "seq": st.one_of(st.integers(0, 20), st.integers(-3, 2**40), json_leaf),
             "kind": st.one_of(kinds, json_value),
             "payload": st.one_of(

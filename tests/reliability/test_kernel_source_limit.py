@@ -56,10 +56,13 @@ def test_a_trace_import_with_a_ten_megabyte_kernel_source_is_refused_naming_the_
     port = site.start_server()
     browser = Browser(site, port)
     evaluation = {
+        "v": 1,
+        "run_id": "local-1",
         "seq": 1,
         "kind": "evaluation",
         "ts": "2026-11-30T12:00:01+00:00",
         "payload": evaluation_payload(source_of(10 * 2**20)),
+        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
     }
     status, page = browser.upload_trace(f"{STATUS_LINE}\n{json.dumps(evaluation)}\n".encode())
     assert status == 400 and "line 2 (seq 1):" in page and LIMIT_TEXT in page, re.findall('class="errorlist.*', page)

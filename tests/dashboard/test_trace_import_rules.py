@@ -1,0 +1,198 @@
+"""A trace import holds each line to the protocol's envelope (docs/protocol.md 1.1 and 1.3): exactly its fields,
+v 1, one run, seq 0, 1, 2, … in line order, a seq again only as the same event; a trace of one format; and a
+refusal that says in plain, short words what is wrong and where, storing nothing. The traces are the demo
+recording, changed as an outside tester changed it (the trace audit's findings 8, 11 and 13)."""
+
+import gzip
+import io
+import json
+import lzma
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from runs.models import Run, Step
+from runs.run_pages.selectors import trace_export_records
+from runs.services import ServiceError, run_claim, trace_import, worker_events_record
+from tests.dashboard.helpers import eval_result, event, make_user, make_worker
+from tests.foundation.factories import make_run, make_task
+
+pytestmark = pytest.mark.django_db
+
+DEMO = Path(__file__).resolve().parents[2] / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
+
+
+def demo_events() -> list[dict]:
+    return [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]
+
+
+def as_file(events: list) -> io.BytesIO:
+    return io.BytesIO("".join((e if isinstance(e, str) else json.dumps(e)) + "\n" for e in events).encode())
+
+
+def refusal(events: list) -> str:
+    """Why the import refuses these lines; and that it stored nothing."""
+    make_task()
+    with pytest.raises(ServiceError) as refused:
+        trace_import(lines=as_file(events), name="t.jsonl")
+    assert not Run.objects.exists() and not Step.objects.exists()
+    return str(refused.value)
+
+
+def test_the_demo_trace_as_it_is_imports_whole():
+    make_task()
+    run = trace_import(lines=as_file(demo_events()), name="demo.jsonl")
+    assert run.step_count == len(demo_events()) == run.last_seq + 1
+
+
+@pytest.mark.parametrize(
+    "change, line, reason",
+    [
+        (lambda e: e[0].update(v=2), 1, "v must be 1, the protocol version this server reads, not 2"),
+        (lambda e: e[0].update(v=True), 1, "v must be 1"),
+        (lambda e: e[0].update(v=1.0), 1, "v must be 1"),
+        (lambda e: e[3].update(evil=1), 4, '"evil" is not a field of an event (an event has exactly v, run_id, seq'),
+        (lambda e: e[3].pop("usage"), 4, "the event has no usage"),
+        (lambda e: e[3].pop("ts"), 4, "the event has no ts"),
+        (lambda e: e[3].pop("v"), 4, "the event has no v"),
+        (lambda e: e[3].update(ts=None), 4, "ts is missing"),
+        (lambda e: e[3].update(run_id=None), 4, "run_id must be a string or an integer, not null"),
+        (lambda e: e[5].update(run_id="another"), 6, 'run_id "another" is not the trace\'s run ("demo")'),
+        (lambda e: e[0].update(run_id=7), 2, 'run_id "demo" is not the trace\'s run (7)'),
+    ],
+)
+def test_a_line_that_breaks_the_envelope_is_refused_naming_the_line(change, line, reason):
+    events = demo_events()
+    change(events)
+    message = refusal(events)
+    assert message.startswith(f"line {line}: ") and reason in message
+
+
+def test_a_gap_in_the_numbering_is_refused_naming_the_line():
+    events = demo_events()
+    del events[5:8]
+    assert refusal(events) == (
+        "line 6: seq 8 follows seq 4, where seq 5 was due: a trace's events are numbered 0, 1, 2, … in line order, "
+        "with no gaps (docs/protocol.md 1.1)"
+    )
+
+
+def test_a_trace_that_does_not_start_at_seq_0_or_is_out_of_order_is_refused():
+    assert "line 1: seq 28 is the trace's first event, where seq 0 was due" in refusal(demo_events()[::-1])
+    Run.objects.all().delete()
+    events = demo_events()
+    events[3], events[4] = events[4], events[3]
+    assert refusal(events).startswith("line 4: seq 4 follows seq 2, where seq 3 was due")
+
+
+def test_an_event_sent_again_unchanged_is_stored_once_wherever_its_line_is():
+    events = demo_events()
+    make_task()
+    run = trace_import(lines=as_file(events[:10] + [events[9], events[2]] + events[10:] + [events[0]]), name="t")
+    assert run.step_count == len(events) and run.status == trace_import(lines=as_file(events), name="u").status
+
+
+@pytest.mark.parametrize(
+    "change, differs",
+    [
+        (lambda e: e["usage"].update(tokens_in=e["usage"]["tokens_in"] + 1), "usage"),
+        (lambda e: e["usage"].update(cost_usd=0.5), "usage"),
+        (lambda e: e.update(ts="2026-11-30T11:41:59+00:00"), "ts"),
+        (lambda e: e["payload"].update(reason="resumed"), "payload"),
+        (lambda e: e.update(ts="2026-11-30T13:41:02.500798+02:00"), None),  # the same instant: the same event
+    ],
+)
+def test_an_event_sent_again_with_another_usage_or_time_is_refused_saying_what_differs(change, differs):
+    events = demo_events()
+    again = json.loads(json.dumps(events[0]))
+    change(again)
+    if differs is None:
+        make_task()
+        assert trace_import(lines=as_file(events + [again]), name="t").step_count == len(events)
+        return
+    assert refusal(events + [again]) == (
+        f"line {len(events) + 1}: seq 0 again, with another {differs} than the event an earlier line gave it: an "
+        "event sent again must be the same event (docs/protocol.md 1.1)"
+    )
+
+
+def test_a_last_line_cut_short_by_a_crash_is_ignored_and_one_before_the_end_is_refused():
+    events = demo_events()
+    cut = [json.dumps(e) for e in events[:6]] + [json.dumps(events[6])[:40]]
+    make_task()
+    assert trace_import(lines=as_file(cut), name="crashed.jsonl").step_count == 6
+    Run.objects.all().delete()
+    assert refusal(cut + [events[7]]) == "line 7 is not JSON"
+
+
+def test_an_export_of_a_run_with_an_event_the_server_refused_imports_with_its_gap():
+    host, _ = make_worker()
+    make_run()
+    run = run_claim(worker=host)
+    payloads = [
+        (0, "status", {"status": "running", "reason": "started"}),
+        (2, "note", {"text": "seq 1 was refused for good, so the run has no step 1", "level": "info"}),
+    ]
+    for seq, kind, payload in payloads:
+        [outcome] = worker_events_record(items=[(host, event(run.pk, seq, kind, payload))])
+        assert outcome.stored
+    lines = [json.dumps(r, default=str) for r in trace_export_records(run)]
+    copy = trace_import(lines=lines, name="export.jsonl")
+    assert list(copy.steps.values_list("seq", flat=True).order_by("seq")) == [0, 2]
+    # The export's numbering is still held: its events are its run line's run, and no later line fills a gap.
+    records = [json.loads(line) for line in lines]
+    records[2]["run_id"] = run.pk + 1000
+    with pytest.raises(ServiceError, match=f"line 3: run_id {run.pk + 1000} is not the trace's run \\({run.pk}\\)"):
+        trace_import(lines=[json.dumps(r) for r in records], name="x")
+    records = [json.loads(line) for line in lines]
+    filler = dict(records[1], seq=1)
+    with pytest.raises(ServiceError, match="line 4: seq 1 follows seq 2, where seq 3 was due"):
+        trace_import(lines=[json.dumps(r) for r in records[:3] + [filler] + records[3:]], name="y")
+
+
+# Finding 8: one format a trace.
+
+
+def harness_line(source="// v2\n") -> dict:
+    return {"kind": "evaluation", "note": "", "summary": "", **eval_result(1.5, source=source)}
+
+
+def test_a_trace_of_run_events_with_a_harness_line_is_refused_naming_that_line():
+    events = demo_events()
+    assert refusal(events + [harness_line()]) == (
+        f"line {len(events) + 1} is a harness --trace line, but line 1 is a run event (or an export's line): a "
+        "trace holds one format or the other, so import them apart"
+    )
+
+
+def test_a_harness_trace_with_a_run_event_is_refused_naming_that_line():
+    assert refusal([harness_line(), harness_line("// v3\n"), demo_events()[0]]) == (
+        "line 3 is a run event (or an export's line), but line 1 is a harness --trace line: a trace holds one "
+        "format or the other, so import them apart"
+    )
+
+
+# Finding 13: refusals in plain words.
+
+
+@pytest.mark.parametrize(
+    "pack, words",
+    [
+        (gzip.compress, "the file is gzip-compressed, not JSONL text: decompress it first (gunzip -k FILE)"),
+        (lzma.compress, "the file is xz-compressed, not JSONL text: decompress it first (xz -dk FILE)"),
+        (
+            lambda b: b"\x28\xb5\x2f\xfd" + b,
+            "the file is zstd-compressed, not JSONL text: decompress it first (zstd -d",
+        ),
+        (lambda b: b"PK\x03\x04" + b, "the file is zip-compressed, not JSONL text: decompress it first (unzip FILE)"),
+    ],
+)
+def test_a_compressed_upload_is_refused_saying_so_and_how_to_decompress_it(client, pack, words):
+    make_task()
+    client.force_login(make_user("olga", "operator"))
+    packed = pack(DEMO.read_bytes())
+    response = client.post(reverse("trace_import"), {"trace": SimpleUploadedFile("demo.jsonl.xz", packed)})
+    assert response.status_code == 400 and words in response.content.decode()
+    assert "UTF-8" not in response.content.decode() and not Run.objects.exists()
