@@ -65,7 +65,7 @@ def parse_event(raw, *, run_id: int | None = None, time_required: bool = False) 
         seq = _count(raw.get("seq"), "seq")
         kind = raw.get("kind")
         if not isinstance(kind, str) or kind not in _KINDS:
-            raise _Refused(f"unknown step kind {kind!r}")
+            raise _Refused(f"unknown step kind {kind!r:.60}")
         payload = raw.get("payload")
         if not isinstance(payload, dict):
             raise _Refused("payload must be a JSON object")
@@ -120,9 +120,9 @@ def _run_id(value) -> int:
 def _count(value, name: str) -> int:
     """A non-negative integer that fits an integer column."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Refused(f"{name} must be a non-negative integer, not {value!r}")
+        raise _Refused(f"{name} must be a non-negative integer, not {value!r:.60}")
     if value > INT_COLUMN_MAX:
-        raise _Refused(f"{name} must be at most {INT_COLUMN_MAX}, not {value}")
+        raise _Refused(f"{name} must be at most {INT_COLUMN_MAX}, not {str(value):.60}")
     return value
 
 
@@ -133,14 +133,14 @@ def _usage(usage) -> tuple[int, int, Decimal]:
         raise _Refused("usage must be a JSON object")
     cost = usage.get("cost_usd")
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
-        raise _Refused(f"usage.cost_usd must be a number or null, not {cost!r}")
+        raise _Refused(f"usage.cost_usd must be a number or null, not {cost!r:.60}")
     tokens_in = _count(usage.get("tokens_in", 0), "usage.tokens_in")
     tokens_out = _count(usage.get("tokens_out", 0), "usage.tokens_out")
     # An unknown price is null in the protocol; a total adds nothing for it (the run's cost is then a floor).
     # str() of any int or float is a valid Decimal ("inf" and "nan" included: refused just below).
     amount = Decimal(str(cost or 0))
     if not amount.is_finite() or not 0 <= amount < STEP_COST_LIMIT:
-        raise _Refused(f"usage.cost_usd must be a number from 0 to {STEP_COST_LIMIT}, not {amount}")
+        raise _Refused(f"usage.cost_usd must be a number from 0 to {STEP_COST_LIMIT}, not {str(amount):.60}")
     return tokens_in, tokens_out, amount
 
 
@@ -154,8 +154,8 @@ def _instant(value) -> datetime | None:
         try:
             parsed = parse_datetime(str(value))
         except (ValueError, OverflowError):  # well-formed but impossible, e.g. month 13
-            raise _Refused(f"not a valid timestamp: {value!r}") from None
+            raise _Refused(f"not a valid timestamp: {value!r:.60}") from None
         if parsed is None:
-            raise _Refused(f"not an ISO 8601 timestamp: {value!r}")
+            raise _Refused(f"not an ISO 8601 timestamp: {value!r:.60}")
     # A time without an offset is read as UTC (the protocol's times carry one).
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

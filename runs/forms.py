@@ -101,6 +101,21 @@ class DecisionForm(forms.Form):
         return data
 
 
+def _sizes(size: int, limit: int) -> tuple[str, str]:
+    """Two sizes in bytes and in MiB, the MiB with as many decimals as it takes for them to differ (and for the
+    smaller not to read 0)."""
+    places = next(
+        (
+            p
+            for p in range(1, 9)
+            if f"{size / 2**20:.{p}f}" != f"{limit / 2**20:.{p}f}" and round(min(size, limit) / 2**20, p) > 0
+        ),
+        9,
+    )
+    size_text, limit_text = (f"{n:,} bytes ({n / 2**20:.{places}f} MiB)" for n in (size, limit))
+    return size_text, limit_text
+
+
 def _size(size: int) -> str:
     if size >= 2**20:
         return f"{size / 2**20:.1f} MiB"
@@ -119,9 +134,10 @@ class TraceImportForm(forms.Form):
         upload = self.cleaned_data["trace"]
         limit = settings.KSEEK_TRACE_UPLOAD_MAX_BYTES
         if upload.size > limit:
+            size, most = _sizes(upload.size, limit)
             raise forms.ValidationError(
-                f"the file is {_size(upload.size)}; the import takes at most {_size(limit)} (KSEEK_TRACE_UPLOAD_MAX_BYTES="
-                f"{limit}): split the trace, or ask the administrator to raise the limit",
+                f"the file is {size}; the import takes at most {most} (KSEEK_TRACE_UPLOAD_MAX_BYTES={limit}): split "
+                "the trace, or ask the administrator to raise the limit",
                 code="too_large",
             )
         return upload

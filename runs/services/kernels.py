@@ -33,7 +33,13 @@ def kernel_record(
     A source over the protocol's limit (KERNEL_SOURCE_MAX_BYTES) is refused, whoever sends it: a worker's
     evaluation is then refused for good and kept on its run, a trace import refused with its line."""
     _within_source_limit(source)
-    digest = sha256_text(source)
+    try:
+        digest = sha256_text(source)
+    except UnicodeEncodeError as bad:  # a lone surrogate ("\ud800" in JSON): no text UTF-8 can carry
+        raise ServiceError(
+            f"the kernel source holds {ascii(bad.object[bad.start])}, a lone surrogate, at character {bad.start:,}: "
+            "not text that UTF-8 can carry"
+        ) from None
     if run is not None:
         existing = Kernel.objects.filter(run=run, sha256=digest).first()
         if existing:
@@ -225,7 +231,7 @@ def stored_verdict(result: dict) -> dict:
     ServiceError for a verdict that cannot be stored at all."""
     status = result.get("status")
     if status not in EvaluationStatus.values:
-        raise ServiceError(f"unknown evaluation status {status!r}")
+        raise ServiceError(f"unknown evaluation status {status!r:.60}")
     verdict: dict = {"status": status, **_kept(VERDICT_FIELDS, result)}
     verdict["peaks"] = _peaks(result.get("peaks"))
     verdict["host_load"] = figures.host_load(result)
@@ -236,13 +242,15 @@ def stored_verdict(result: dict) -> dict:
     seen: set[str] = set()
     for s in verdict["scenarios"]:
         if s["id"] in seen:
-            raise ServiceError(f"scenario {s['id']!r} is in the verdict twice")
+            raise ServiceError(f"scenario {s['id']!r:.60} is in the verdict twice")
         seen.add(s["id"])
     return verdict
 
 
 def _stored_scenario(s: dict) -> dict:
-    scenario = {"id": str(s["id"]), "correct": bool(s.get("correct"))}  # (a scenario without an id: KeyError)
+    if not isinstance(s, dict) or "id" not in s:
+        raise ServiceError("each of a verdict's scenarios must be an object with its id (result.scenarios)")
+    scenario = {"id": str(s["id"]), "correct": bool(s.get("correct"))}
     scenario |= {"params": {}, "speedup": {}} | _kept(SCENARIO_FIELDS, s)
     # the noise fields (spread_ms, baseline_ms, time_ci_ms, baseline_ci_ms) as figures.scenario_noise_fields keeps
     # them, and each the harness wrote as "none" as it wrote it

@@ -140,6 +140,8 @@ def _evaluation_from_event(run: Run, step: Step) -> Evaluation:
     result = dict(result)
     if payload.get("scenario_set") is not None and not result.get("scenario_set"):
         scenario_set = payload["scenario_set"]
+        if isinstance(scenario_set, list) and not all(isinstance(s, str) for s in scenario_set):
+            raise ServiceError("an evaluation's scenario_set must be a set's name or a list of scenario ids (strings)")
         result["scenario_set"] = ",".join(scenario_set) if isinstance(scenario_set, list) else scenario_set
     return evaluation_record(kernel=kernel, result=result, run=run, step=step)
 

@@ -91,6 +91,18 @@ def event_fields(event: ParsedEvent) -> tuple:
     return (event.kind, event.payload, event.created_at, event.tokens_in, event.tokens_out, event.cost_usd)
 
 
+def shape_words(error: Exception) -> str:
+    """What a payload of the wrong shape made an effect raise, in words and short: never the exception's repr,
+    which may quote a whole kernel source (a UnicodeEncodeError repeats the string it could not encode)."""
+    if isinstance(error, KeyError):
+        return f"its field {str(error.args[0] if error.args else '')[:60]!r} is missing"
+    if isinstance(error, UnicodeError):
+        return "a string in it holds a character that UTF-8 cannot carry (a lone surrogate)"
+    if isinstance(error, (TypeError, AttributeError)):
+        return f"a field in it holds a value of another type than it should ({str(error)[:120]})"
+    return f"a field in it holds a value it cannot take ({str(error)[:120]})"
+
+
 def _conflict(run_id: int, seq: int, stored_kind: str) -> EventOutcome:
     return EventOutcome(
         stored=False, conflict=True, error=f"run {run_id} already has a different step #{seq} ({stored_kind})"
@@ -195,7 +207,7 @@ def _store_one(event: ParsedEvent, effects: Effects) -> EventOutcome:
                     effects[event.kind](run, step)
                 except (KeyError, TypeError, ValueError, AttributeError) as malformed:
                     # A payload of the wrong shape: refuse the event (its step rolls back) with a clear reason.
-                    raise ServiceError(f"a {event.kind} event of the wrong shape: {malformed!r}") from None
+                    raise ServiceError(f"a {event.kind} event of the wrong shape: {shape_words(malformed)}") from None
     except UnconfirmedSuccess as refused:
         return EventOutcome(stored=False, error=str(refused), ends_run=True)
     except ServiceError as refused:

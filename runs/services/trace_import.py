@@ -391,7 +391,7 @@ def _import(lines, *, name: str, user) -> Run:
             task = Task.objects.filter(name=task_name).first() if isinstance(task_name, str) and task_name else None
             if task is None:
                 raise ServiceError(
-                    f"the trace's task {task_name!r} is not known here" if task_name else "the trace names no task"
+                    f"the trace's task {task_name!r:.60} is not known here" if task_name else "the trace names no task"
                 )
             run = _import_steps(again, found, task=task, goal=goal, name=name, user=user)
     except DataError as rejected:  # e.g. PostgreSQL cannot hold a NUL character in a text or JSON value

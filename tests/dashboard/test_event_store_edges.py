@@ -246,7 +246,11 @@ async def test_an_event_of_the_wrong_shape_for_its_kind_is_refused_saying_what_w
     del payload["result"]["scenarios"][1]["id"]
     await socket.send_json_to(batch(event(run.pk, 0, "evaluation", payload)))
     _, [nack] = await answers_for(socket, 1)
-    assert (nack["error"], nack["retry"]) == ("a evaluation event of the wrong shape: KeyError('id')", False)
+    # In words, naming the field (trace audit 13), not as the exception's repr (it was KeyError('id')).
+    assert (nack["error"], nack["retry"]) == (
+        "each of a verdict's scenarios must be an object with its id (result.scenarios)",
+        False,
+    )
     await socket.disconnect()
 
 

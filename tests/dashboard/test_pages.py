@@ -461,7 +461,7 @@ def test_a_trace_over_the_upload_limit_is_refused_naming_the_limit_and_nothing_i
     )
     assert response.status_code == 413
     page = " ".join(response.content.decode().split())
-    assert "the import takes at most 4.0 KiB (KSEEK_TRACE_UPLOAD_MAX_BYTES=4096)" in page
+    assert "the import takes at most 4,096 bytes (0.004 MiB) (KSEEK_TRACE_UPLOAD_MAX_BYTES=4096)" in page
     assert not Run.objects.exists()
     # A file within the limit is taken; one over FILE_UPLOAD_MAX_MEMORY_SIZE from its temporary file, line by line.
     settings.KSEEK_TRACE_UPLOAD_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 2**20, 1024

@@ -196,3 +196,81 @@ def test_a_compressed_upload_is_refused_saying_so_and_how_to_decompress_it(clien
     response = client.post(reverse("trace_import"), {"trace": SimpleUploadedFile("demo.jsonl.xz", packed)})
     assert response.status_code == 400 and words in response.content.decode()
     assert "UTF-8" not in response.content.decode() and not Run.objects.exists()
+
+
+def test_a_file_over_the_size_limit_is_refused_with_both_sizes_in_bytes_and_in_mib_that_differ(client, settings):
+    settings.KSEEK_TRACE_UPLOAD_MAX_BYTES = 32 * 2**20
+    client.force_login(make_user("olga", "operator"))
+    upload = SimpleUploadedFile("big.jsonl", b"x" * (32 * 2**20 + 1))
+    response = client.post(reverse("trace_import"), {"trace": upload})
+    page = " ".join(response.content.decode().split())
+    assert response.status_code == 413 and not Run.objects.exists()
+    assert (
+        "the file is 33,554,433 bytes (32.000001 MiB); the import takes at most 33,554,432 bytes (32.000000 MiB) "
+        "(KSEEK_TRACE_UPLOAD_MAX_BYTES=33554432)"
+    ) in page
+
+
+def first_evaluation(events: list[dict]) -> dict:
+    return next(e for e in events if e["kind"] == "evaluation")
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            lambda p: p["result"]["scenarios"][0].pop("id"),
+            "each of a verdict's scenarios must be an object with its id (result.scenarios)",
+        ),
+        (
+            lambda p: p["result"]["scenarios"].append("oops"),
+            "each of a verdict's scenarios must be an object with its id (result.scenarios)",
+        ),
+        (
+            lambda p: p.update(scenario_set=[1, 2]),
+            "an evaluation's scenario_set must be a set's name or a list of scenario ids (strings)",
+        ),
+        (
+            lambda p: p.update(kernel_source="// a kernel\n\ud800" + "x" * 100_000),
+            "the kernel source holds '\\ud800', a lone surrogate, at character 12: not text that UTF-8 can carry",
+        ),
+    ],
+)
+def test_an_evaluation_of_the_wrong_shape_is_refused_in_plain_words_naming_the_field(change, words):
+    events = demo_events()
+    evaluation = first_evaluation(events)
+    change(evaluation["payload"])
+    message = refusal(events)
+    assert message == f"line {evaluation['seq'] + 1} (seq {evaluation['seq']}): {words}"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda e: e[0]["payload"]["config"].update(task="t" * 100_000),
+        lambda e: e[3].update(ts="x" * 100_000),
+        lambda e: e[3].update(kind="k" * 100_000),
+        lambda e: e[3].update(seq="9" * 100_000),
+        lambda e: e[3].update(run_id="r" * 100_000),
+        lambda e: e[3].update(**{"f" * 100_000: 1}),
+    ],
+)
+def test_a_refusal_quotes_at_most_a_short_part_of_what_the_trace_holds(change):
+    events = demo_events()
+    change(events)
+    message = refusal(events)
+    assert len(message) <= 400 and not any(c * 100 in message for c in "tx k9rf")
+
+
+def test_an_effect_raising_on_a_malformed_payload_is_told_in_words_never_as_the_exceptions_repr():
+    from runs.services.steps import shape_words
+
+    source = "// a kernel source\n" * 50_000
+    surrogate = UnicodeEncodeError("utf-8", source + "\ud800", len(source), len(source) + 1, "surrogates not allowed")
+    assert shape_words(KeyError("id")) == "its field 'id' is missing"
+    assert shape_words(surrogate) == "a string in it holds a character that UTF-8 cannot carry (a lone surrogate)"
+    said = shape_words(TypeError("string indices must be integers, not 'str'" + "!" * 1000))
+    assert (
+        said.startswith("a field in it holds a value of another type than it should (string indices")
+        and len(said) < 200
+    )

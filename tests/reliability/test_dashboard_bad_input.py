@@ -91,7 +91,10 @@ def test_bad_input_on_a_live_server_gets_a_form_error_or_a_400_with_the_reason_a
 
     over_a_mib = (STATUS_LINE + "\n").encode() * (2**20 // len(STATUS_LINE) + 1)
     status, page = browser.upload_trace(over_a_mib)
-    assert status == 413 and "the import takes at most 1.0 MiB (KSEEK_TRACE_UPLOAD_MAX_BYTES=1048576)" in page
+    assert (
+        status == 413
+        and "the import takes at most 1,048,576 bytes (1.000 MiB) (KSEEK_TRACE_UPLOAD_MAX_BYTES=1048576)" in page
+    )
 
     assert site.query("SELECT COUNT(*) FROM runs_run")[0][0] == 1  # the demo run alone
     assert "Traceback" not in site.server_log(port)
