@@ -447,6 +447,11 @@ class Question(models.Model):
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="questions_decided"
     )
+    # An imported run's decision is its trace's claim: the reviewer the trace names is kept as its text, never
+    # looked up as an account of this site (runs/services/step_effects.py).
+    trace_reviewer = models.CharField(
+        max_length=150, blank=True, help_text="The reviewer an imported trace names: the trace's word, no account here"
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -72,9 +72,10 @@ def _one_per_origin(runs: list[Run]) -> list[Run]:
 def _question_credit(q: Mapping[str, Any]) -> tuple[str | None, str]:
     """(bank key, source) a question's figures count under. A question a reviewer replaced with their own
     (`Question.replaced`) is the reviewer's: the agent was asked the reviewer's question, so the bank entry that
-    was proposed is not credited with what followed. An edit keeps the entry's credit (its wording changed)."""
+    was proposed is not credited with what followed. An edit keeps the entry's credit (its wording changed). A
+    replacement in an imported run is its trace's claim, which no reviewer here made: credited to no one."""
     if q["replaced"]:
-        return None, QuestionSource.HUMAN
+        return None, "" if q["run__imported_from"] else QuestionSource.HUMAN
     return q["bank_entry__key"], q["source"]
 
 
@@ -115,6 +116,7 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
             "decision_point",
             "status",
             "replaced",
+            "run__imported_from",
         )
     )
     exclude = frozenset(exclude)

@@ -58,10 +58,17 @@ def question_propose(
 
 
 def question_decide(
-    *, question: Question, reviewer, action: str, text: str | None = None, replaced: bool = False
+    *,
+    question: Question,
+    reviewer,
+    action: str,
+    text: str | None = None,
+    replaced: bool = False,
+    trace_reviewer: str = "",
 ) -> Question:
     """A reviewer's decision on a proposed question: approve, edit (approve a new text) or veto. Once only.
-    `replaced`: the edit's text is the reviewer's own question, written in place of the proposal."""
+    `replaced`: the edit's text is the reviewer's own question, written in place of the proposal.
+    `trace_reviewer`: the reviewer an imported trace names (its claim; `reviewer` is then None)."""
     if action not in ("approve", "edit", "veto"):
         raise ServiceError(f"unknown decision {action!r}: use approve, edit or veto")
     if action == "edit" and not (text and text.strip()):
@@ -78,9 +85,11 @@ def question_decide(
             "edit": QuestionStatus.EDITED,
             "veto": QuestionStatus.VETOED,
         }[action]
-        question.reviewer = reviewer
+        question.reviewer, question.trace_reviewer = reviewer, trace_reviewer
         question.decided_at = timezone.now()
-        question.save(update_fields=["status", "text", "original_text", "replaced", "reviewer", "decided_at"])
+        question.save(
+            update_fields=["status", "text", "original_text", "replaced", "reviewer", "trace_reviewer", "decided_at"]
+        )
         publish_after_commit(
             question.run_id,
             {

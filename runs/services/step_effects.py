@@ -96,7 +96,9 @@ def _question_from_event(run: Run, step: Step) -> Question:
 
 
 def _decision_from_event(run: Run, step: Step) -> None:
-    """The agent reports a decision: one the dashboard made (already stored) or an auto/timeout approval."""
+    """The agent reports a decision: one the dashboard made (already stored) or an auto/timeout approval. In an
+    imported run it is the trace's claim: the reviewer it names is kept as the trace's text, never looked up as an
+    account here (a trace could otherwise credit its decisions to any user of the site)."""
     payload = step.payload
     question = question_by_ref(run, str(payload.get("question_ref") or ""))
     if question is None or question.status != QuestionStatus.PROPOSED:
@@ -104,15 +106,20 @@ def _decision_from_event(run: Run, step: Step) -> None:
     action = payload.get("action")
     if action not in ("approve", "edit", "veto", "replace"):
         return
-    reviewer = None
+    reviewer, named = None, ""
     if payload.get("by") == "reviewer" and payload.get("reviewer"):
-        reviewer = get_user_model().objects.filter(username=payload["reviewer"]).first()
+        if run.imported_from:
+            limit = cast(int, Question._meta.get_field("trace_reviewer").max_length)
+            named = str(payload["reviewer"])[:limit]
+        else:
+            reviewer = get_user_model().objects.filter(username=payload["reviewer"]).first()
     question_decide(
         question=question,
         reviewer=reviewer,
         action="edit" if action == "replace" else action,
         text=payload.get("text"),
         replaced=action == "replace",
+        trace_reviewer=named,
     )
 
 

@@ -31,6 +31,7 @@ from tests.dashboard.helpers import (
 from tests.dashboard.test_notify import Receiver
 from tests.foundation.factories import make_task
 
+DEMO = Path(__file__).resolve().parents[2] / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
 FORGED_SOURCE = 'extern "C" int kseek_matmul(const float*, const float*, float*, int, int, int) { return 0; }\n'
 
 
@@ -355,3 +356,40 @@ def test_the_compare_page_gives_an_imported_run_no_gain_and_no_best_kernel_sayin
         "verified best kernel to compare" in grids
     )
     assert "ratio-grid" not in grids and "geometric mean" not in grids
+
+
+@pytest.mark.django_db
+def test_a_traces_question_decision_is_its_claim_never_a_local_account_nor_a_reviewers_own_question(operator):
+    """Trace audit finding 4: a trace naming this site's admin as the reviewer who replaced its question."""
+    from runs.models import Question
+    from runs.selectors_bank import effectiveness_by_source, run_histories
+    from tests.foundation.factories import make_run
+
+    make_user("admin", "reviewer")
+    native = make_run(task=make_task())
+    events = [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]
+    decided = next(e for e in events if e["kind"] == "question_decided")
+    decided["payload"] = {
+        "question_ref": decided["payload"]["question_ref"],
+        "action": "replace",
+        "text": "A reviewer question nobody here wrote",
+        "by": "reviewer",
+        "reviewer": "admin",
+    }
+    assert import_lines(operator, events).status_code == 302
+    imported = Run.objects.exclude(pk=native.pk).get()
+    question = Question.objects.get(run=imported)
+    assert (question.reviewer, question.trace_reviewer, question.text) == (
+        None,
+        "admin",
+        "A reviewer question nobody here wrote",
+    )
+    # Not the reviewer's own question in the bank's figures, nor the bank entry's: the trace's claim, no one's.
+    [history] = [h for h in run_histories() if h.run_id == imported.pk]
+    assert [(q.key, q.source) for q in history.questions] == [(None, "")]
+    assert "human" not in {row["source"] for row in effectiveness_by_source()}
+    # The pages say whose word it is.
+    page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
+    assert "question decisions, and who it says made them, are the trace's claims" in page
+    compare = shown(operator.get(reverse("run_compare") + f"?runs={native.pk},{imported.pk}"))
+    assert "edited by admin, as the trace says" in compare and "edited by admin<" not in compare
