@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.utils.html import escape
+from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST, require_safe
@@ -35,7 +36,7 @@ from runs.kernel_pages.selectors_evidence import evaluation_evidence
 from runs.models import Evaluation, Kernel
 from runs.permissions import OPERATOR, role_required
 from runs.selectors_pages import kernel_or_404, other_kernels_of_task
-from runs.services import ServiceError, kernel_verify
+from runs.services import ServiceError, kernel_verify, safe_filename
 from runs.templatetags.kseek import highlight as highlight_source
 
 KERNELS_SHOWN = 300
@@ -160,11 +161,13 @@ def kernel_verify_view(request, kernel_id: int):
 
 
 def kernel_filename(kernel: Kernel) -> str:
+    """The download's file name: the release's name or the kernel's file name with the language's suffix, made
+    safe again (a row kept before kernel_record cleaned names may hold anything)."""
     suffix = ".cu" if kernel.language == "cuda" else ".cpp"
     stem = kernel.release_name or (
         kernel.filename.rsplit(".", 1)[0] if kernel.filename else f"kernel-{kernel.sha256[:12]}"
     )
-    return f"{stem}{suffix}"
+    return safe_filename(f"{stem}{suffix}", kernel.language)
 
 
 @login_required
@@ -172,7 +175,8 @@ def kernel_filename(kernel: Kernel) -> str:
 def kernel_download(request, kernel_id: int):
     kernel = kernel_or_404(kernel_id)
     response = HttpResponse(kernel.source, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{kernel_filename(kernel)}"'
+    # Django's header: a quote is escaped, a name beyond ASCII sent as RFC 5987's filename*.
+    response["Content-Disposition"] = content_disposition_header(True, kernel_filename(kernel))
     return response
 
 

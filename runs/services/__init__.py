@@ -47,6 +47,7 @@ from runs.services.kernels import (
     kernel_record,
     kernel_release,
     run_goal_evaluation,
+    safe_filename,
     sha256_text,
 )
 from runs.services.questions import (
@@ -110,6 +111,7 @@ __all__ = [
     "suite_sync",
     "hello_targets",
     "kernel_record",
+    "safe_filename",
     "kernel_release",
     "no_work_reason",
     "question_ask_human",

@@ -2,6 +2,9 @@
 
 import hashlib
 import math
+import re
+import unicodedata
+from typing import cast
 
 from django.db import transaction
 
@@ -15,6 +18,31 @@ from runs.services.steps import as_datetime
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# What a kernel's file name never holds: control characters (newline included), format characters (the bidi
+# overrides and isolates, zero-width ones), surrogates, private-use and unassigned code points, line and
+# paragraph separators. A name comes from a worker's or a trace's kernel_path, and the pages and the download's
+# Content-Disposition show it.
+_NOT_IN_A_FILENAME = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def safe_filename(name: str, language: str = "cuda") -> str:
+    """A kernel's file name as it is kept: the last part of a path (no / or \\), without the characters above or
+    leading and trailing spaces and dots, within Kernel.filename's length (its extension kept); `kernel.cu` (or
+    `.cpp`) when nothing is left of a name that was given, "" when none was."""
+    if not name:
+        return ""
+    base = re.split(r"[/\\]", name)[-1]
+    kept = "".join(c for c in base if unicodedata.category(c) not in _NOT_IN_A_FILENAME).strip(" .")
+    if not kept:
+        return "kernel.cu" if language == "cuda" else "kernel.cpp"
+    limit = cast(int, Kernel._meta.get_field("filename").max_length)
+    if len(kept) > limit:
+        stem, dot, extension = kept.rpartition(".")
+        tail = dot + extension if stem and len(extension) <= 16 else ""
+        kept = kept[: limit - len(tail)] + tail
+    return kept
 
 
 def kernel_record(
@@ -31,7 +59,8 @@ def kernel_record(
     """Store a kernel's source. Within one run the same source is one kernel, however often it is evaluated.
 
     A source over the protocol's limit (KERNEL_SOURCE_MAX_BYTES) is refused, whoever sends it: a worker's
-    evaluation is then refused for good and kept on its run, a trace import refused with its line."""
+    evaluation is then refused for good and kept on its run, a trace import refused with its line. The file name
+    is kept as safe_filename makes it."""
     _within_source_limit(source)
     try:
         digest = sha256_text(source)
@@ -50,7 +79,7 @@ def kernel_record(
         task=task,
         language=language,
         target_arch=target_arch,
-        filename=filename,
+        filename=safe_filename(filename, language),
         parent=parent,
         run=run,
         step=step,

@@ -99,3 +99,57 @@ def test_a_diff_too_long_to_highlight_is_shown_as_plain_text(viewer):
     b = kernel_record(source="// b\n" + "long y;\n" * 60_000, language="cpp")
     page = viewer.get(reverse("kernel_diff") + f"?a={a.pk}&b={b.pk}").content.decode()
     assert '<pre class="source plain">' in page and "+long y;" in page
+
+
+# Trace audit finding 9: a kernel's file name comes from a worker's or a trace's kernel_path.
+
+DEMO = Path(__file__).resolve().parents[2] / "agentloop" / "replays" / "matmul_cpu_demo.jsonl"
+
+
+def imported_kernel_named(kernel_path: str) -> Kernel:
+    """The first kernel of the demo trace imported with its first evaluation's kernel_path replaced."""
+    import io
+    import json
+
+    from runs.services import trace_import
+
+    make_task()
+    events = [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]
+    evaluation = next(e for e in events if e["kind"] == "evaluation")
+    evaluation["payload"]["kernel_path"] = evaluation["payload"]["result"]["kernel_path"] = kernel_path
+    lines = io.BytesIO("".join(json.dumps(e) + "\n" for e in events).encode())
+    run = trace_import(lines=lines, name="named.jsonl")
+    return Kernel.objects.filter(run=run, step__seq=evaluation["seq"]).get()
+
+
+@pytest.mark.parametrize(
+    "kernel_path, kept, header",
+    [
+        ("work/a\nb.cpp", "ab.cpp", 'attachment; filename="ab.cpp"'),
+        (
+            'a"; filename=evil.html; x=".cpp',
+            'a"; filename=evil.html; x=".cpp',
+            'attachment; filename="a\\"; filename=evil.html; x=\\".cpp"',
+        ),
+        ("kérnel.cpp", "kérnel.cpp", "attachment; filename*=utf-8''k%C3%A9rnel.cpp"),
+        ("invoice\u202egpj.cpp", "invoicegpj.cpp", 'attachment; filename="invoicegpj.cpp"'),
+        ("x" * 5000 + ".cpp", "x" * 196 + ".cpp", f'attachment; filename="{"x" * 196}.cpp"'),
+        ("..\\..\\win\\name.cpp", "name.cpp", 'attachment; filename="name.cpp"'),
+        ("kernels/\n\t ", "kernel.cpp", 'attachment; filename="kernel.cpp"'),
+    ],
+)
+def test_a_kernel_file_name_from_a_trace_is_kept_safe_and_downloads_with_a_well_formed_header(
+    viewer, kernel_path, kept, header
+):
+    kernel = imported_kernel_named(kernel_path)
+    assert kernel.filename == kept
+    response = viewer.get(reverse("kernel_download", args=[kernel.pk]))
+    assert response.status_code == 200 and response["Content-Disposition"] == header
+
+
+def test_a_kernel_kept_with_an_unsafe_name_before_the_cleaning_still_downloads(viewer):
+    kernel = kernel_record(source="// k\n", task=make_task(), language="cuda", filename="k.cu")
+    Kernel.objects.filter(pk=kernel.pk).update(filename='a\r\nSet-Cookie: x=1"\u202e.cu')
+    response = viewer.get(reverse("kernel_download", args=[kernel.pk]))
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="aSet-Cookie: x=1\\".cu"'
