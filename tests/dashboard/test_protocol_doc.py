@@ -1,0 +1,24 @@
+"""docs/protocol.md is a contract that outside people write workers from: its sections come in the order of their
+numbers, and every limit it names is the one the code holds."""
+
+import re
+from pathlib import Path
+
+PROTOCOL = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+
+
+def headings() -> list[tuple[int, ...]]:
+    """The numbers of the document's `## N.` and `### N.M` headings, in the order they appear."""
+    found = re.findall(r"^#{2,3} (\d+(?:\.\d+)*)\.? ", PROTOCOL.read_text(encoding="utf-8"), flags=re.M)
+    return [tuple(int(part) for part in number.split(".")) for number in found]
+
+
+def test_the_sections_come_in_the_order_of_their_numbers_each_under_its_own_chapter():
+    numbers = headings()
+    assert numbers == sorted(numbers), numbers
+    chapter = 0
+    for number in numbers:
+        if len(number) == 1:
+            chapter = number[0]
+        else:
+            assert number[0] == chapter, f"section {'.'.join(map(str, number))} stands under chapter {chapter}"
