@@ -18,6 +18,13 @@ from gpu_harness import figures
 # carries it as `v`; a message of another version is answered with an error and not read.
 PROTOCOL_VERSION = 1
 
+
+def speaks_version(value: object) -> bool:
+    """Whether a message's `v` is this protocol's version: the JSON integer 1, not `true` or `1.0`, which Python
+    holds equal to 1 (docs/protocol.md 2.1). Both halves read `v` with this."""
+    return type(value) is int and value == PROTOCOL_VERSION
+
+
 # Every event kind (docs/protocol.md 1.2), with the label the dashboard shows for it.
 EVENT_KINDS: dict[str, str] = {
     "model_message": "Model message",

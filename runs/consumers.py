@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.db import DatabaseError
 
-from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES, PROTOCOL_VERSION
+from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES, PROTOCOL_VERSION, speaks_version
 from runs import services
 from runs.event_writer import EventWriter
 from runs.events import ALL_RUNS_GROUP, run_group
@@ -171,7 +171,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         if not isinstance(message, dict):
             await self.send_message({"type": "error", "error": "a message must be a JSON object"})
             return
-        if message.get("v") != PROTOCOL_VERSION:
+        if not speaks_version(message.get("v")):
             await self.send_message(
                 {
                     "type": "error",
@@ -224,11 +224,12 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             worker=self.worker, gpus=message.get("gpus"), targets=message.get("targets")
         )
         _, targets_problem = services.hello_targets(message.get("targets"))
-        active = message.get("active_runs")
+        _, gpus_problem = services.hello_gpus(message.get("gpus"))
         # Only a well-formed list is taken as the worker's word on what it holds; a malformed one changes nothing.
-        if isinstance(active, list) and all(isinstance(a, dict) and "run_id" in a for a in active):
+        active = services.hello_active_runs(message.get("active_runs"))
+        if active is not None:
             lost = await database_sync_to_async(services.worker_runs_reconcile)(
-                worker=self.worker, active_run_ids={str(a["run_id"]) for a in active}
+                worker=self.worker, active_run_ids=active
             )
             if lost:
                 log.warning("worker %s reconnected without runs %s", self.worker.name, lost)
@@ -245,9 +246,11 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
                 "targets": list(self.worker.targets),
             }
         )
-        if targets_problem is not None:
-            # The worker is greeted all the same (its spooled events are still taken); it hears why no run comes.
-            await self.send_message({"type": "error", "error": targets_problem})
+        # The worker is greeted all the same (its spooled events are still taken); it hears why no run comes, and
+        # why its GPUs are not shown.
+        for problem in (targets_problem, gpus_problem):
+            if problem is not None:
+                await self.send_message({"type": "error", "error": problem})
         self.greeted = True
         # A new hello means the worker may have restarted and forgotten what it got: send everything again.
         self.sent_directives.clear()

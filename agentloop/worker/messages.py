@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agentloop.control import Directive
 from agentloop.errors import ConfigError
 from agentloop.fork import fork_problems
-from agentloop.protocol import PROTOCOL_VERSION
+from agentloop.protocol import PROTOCOL_VERSION, speaks_version
 from agentloop.worker.parking import DirectiveStore
 from agentloop.worker.window import Limits, SenderWindow
 
@@ -84,7 +84,7 @@ class ServerMessages:
                 raise Malformed(f"not JSON: {raw:.200}") from None
             if not isinstance(msg, dict):
                 raise Malformed(f"not a JSON object: {raw:.200}")
-            if msg.get("v") != PROTOCOL_VERSION:
+            if not speaks_version(msg.get("v")):
                 raise Malformed(f"protocol version {msg.get('v')!r:.50} is not spoken here ({PROTOCOL_VERSION} is)")
             self._handle(msg)
         except Malformed as exc:

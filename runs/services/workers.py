@@ -87,8 +87,9 @@ def hello_targets(raw) -> tuple[list[str], str | None]:
         or not all(isinstance(t, str) and len(t) <= TARGET_NAME_MAX_CHARS for t in raw)
     ):
         return [], (
-            f"hello `targets` must be a list of at most {TARGETS_MAX_COUNT} target names (strings; known here: "
-            f"{known}), not {json.dumps(raw, default=str)[:100]}: {NO_RUN}"
+            f"hello `targets` must be a list of at most {TARGETS_MAX_COUNT} target names, each a string of at most "
+            f"{TARGET_NAME_MAX_CHARS} characters (known here: {known}), not {json.dumps(raw, default=str)[:100]}: "
+            f"{NO_RUN}"
         )
     served = [t for t in dict.fromkeys(raw) if t in Target.values]
     unknown = [t for t in dict.fromkeys(raw) if t not in Target.values]
@@ -109,13 +110,50 @@ def no_work_reason(worker: WorkerHost) -> str:
     return f"no queued run of a task for {', '.join(worker.targets)}"
 
 
+# A hello names each GPU it offers; the workers page shows the names (docs/protocol.md 2.2).
+GPUS_MAX_COUNT = 64
+GPU_NAME_MAX_CHARS = 100
+
+
+def hello_gpus(raw) -> tuple[list[str], str | None]:
+    """The GPU names a hello's `gpus` field announces, and what was wrong with the field (None: nothing). A field
+    that is not a list of at most GPUS_MAX_COUNT strings of at most GPU_NAME_MAX_CHARS characters is refused whole:
+    the host is shown with no GPU names (nothing is cut or kept from before), and the worker is told why."""
+    if (
+        isinstance(raw, list)
+        and len(raw) <= GPUS_MAX_COUNT
+        and all(isinstance(g, str) and len(g) <= GPU_NAME_MAX_CHARS for g in raw)
+    ):
+        return raw, None
+    return [], (
+        f"hello `gpus` must be a list of at most {GPUS_MAX_COUNT} GPU names, each a string of at most "
+        f"{GPU_NAME_MAX_CHARS} characters, not {json.dumps(raw, default=str)[:100]}: this host is shown with no GPU"
+    )
+
+
+def hello_active_runs(raw) -> set[int] | None:
+    """The run ids a hello's `active_runs` lists, or None when the field is malformed (then it changes nothing,
+    docs/protocol.md 2.4): a list of objects, each with a `run_id` that is a server run's id, an integer (not a
+    boolean, a float or a string, as for an event's run_id: 1.1)."""
+    if not isinstance(raw, list):
+        return None
+    ids = set()
+    for entry in raw:
+        run_id = entry.get("run_id") if isinstance(entry, dict) else None
+        if type(run_id) is not int:
+            return None
+        ids.add(run_id)
+    return ids
+
+
 def worker_hello(*, worker: WorkerHost, gpus, targets=None) -> WorkerHost:
-    """Record what a host's hello says it offers: its GPUs (a list of names; anything else changes nothing) and
-    the targets it serves (`hello_targets`: every hello replaces them, so a hello without a readable list leaves
-    the host serving none)."""
+    """Record what a host's hello says it offers: its GPUs (`hello_gpus`) and the targets it serves
+    (`hello_targets`). Every hello replaces both, so a hello without a readable list leaves the host with no GPU
+    names, serving no target."""
     fields = []
-    if isinstance(gpus, list) and all(isinstance(g, str) for g in gpus) and gpus != worker.gpus:
-        worker.gpus = gpus[:64]
+    names, _ = hello_gpus(gpus)
+    if names != worker.gpus:
+        worker.gpus = names
         fields.append("gpus")
     served, _ = hello_targets(targets)
     if served != worker.targets:
@@ -152,7 +190,7 @@ def _announce_to_held_runs(worker: WorkerHost) -> None:
         publish_after_commit(run_id, {"type": "run.changed", "run_id": run_id, "worker_changed": True})
 
 
-def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> dict[int, str]:
+def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[int]) -> dict[int, str]:
     """Runs this worker holds here but did not list in its `hello` (docs/protocol.md 2.4): it has lost them
     (a wiped state folder, a new machine under the old name), so no event of theirs will come.
 
@@ -165,7 +203,7 @@ def worker_runs_reconcile(*, worker: WorkerHost, active_run_ids: set[str]) -> di
     with transaction.atomic():
         held = Run.objects.select_for_update().filter(worker=worker, status__in=HELD_STATUSES)
         for run in held:
-            if str(run.pk) in active_run_ids:
+            if run.pk in active_run_ids:
                 continue
             if run.step_count == 0:
                 # Back to the queue, unheld: not a transition run_set_status makes (a running run never goes back).

@@ -231,6 +231,9 @@ MALFORMED = [
     '"a string"',
     '[{"type":"ack","v":1,"run_id":7,"seq":0}]',
     '{"type":["ack"],"v":1}',  # a type that is no string is an unknown one, not a failure of the worker
+    # Python holds True and 1.0 equal to 1; neither is the JSON integer 1 (docs/protocol.md 2.1).
+    '{"type":"ack","v":true,"run_id":7,"seq":0}',
+    '{"type":"ack","v":1.0,"run_id":7,"seq":0}',
     "not json at all",
     b'{"type":"ack","v":1,"run_id":7,"seq":0}',
 ]

@@ -22,3 +22,20 @@ def test_the_sections_come_in_the_order_of_their_numbers_each_under_its_own_chap
             chapter = number[0]
         else:
             assert number[0] == chapter, f"section {'.'.join(map(str, number))} stands under chapter {chapter}"
+
+
+def test_the_envelopes_limits_are_the_parsers():
+    from runs.event_parser import INT_COLUMN_MAX, STEP_COST_LIMIT
+
+    text = PROTOCOL.read_text(encoding="utf-8")
+    envelope = text[text.index("### 1.1 ") : text.index("### 1.2 ")]
+    assert f"`seq`, `usage.tokens_in` and `usage.tokens_out` are at most **{INT_COLUMN_MAX}**" in envelope
+    assert f"`usage.cost_usd` is at least 0\n  and below **{STEP_COST_LIMIT}**" in envelope
+
+
+def test_the_hellos_limits_are_the_servers():
+    from runs.services.workers import GPU_NAME_MAX_CHARS, GPUS_MAX_COUNT, TARGET_NAME_MAX_CHARS, TARGETS_MAX_COUNT
+
+    text = PROTOCOL.read_text(encoding="utf-8")
+    assert f"at most {GPUS_MAX_COUNT} names, each at most {GPU_NAME_MAX_CHARS} characters" in text
+    assert f"at most {TARGETS_MAX_COUNT} of them, each at most {TARGET_NAME_MAX_CHARS} characters" in text

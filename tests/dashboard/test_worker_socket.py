@@ -149,6 +149,10 @@ async def test_bad_json_a_wrong_version_and_an_unknown_type_get_errors_and_the_s
     assert (await socket.receive_json_from(timeout=5))["type"] == "error"
     await socket.send_json_to({"type": "claim", "v": 2})
     assert "version" in (await socket.receive_json_from(timeout=5))["error"]
+    # Python holds true and 1.0 equal to 1; the protocol's version is the JSON integer 1 (docs/protocol.md 2.1).
+    for version in (True, 1.0):
+        await socket.send_json_to({"type": "claim", "v": version})
+        assert "version" in (await socket.receive_json_from(timeout=5))["error"]
     await socket.send_json_to({"type": "dance", "v": 1})
     assert "unknown" in (await socket.receive_json_from(timeout=5))["error"]
     await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
@@ -428,6 +432,72 @@ async def test_a_hello_without_a_readable_list_of_runs_changes_no_run():
     assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.RUNNING
     await again.disconnect()
+
+
+@pytest.mark.parametrize(
+    "active_runs",
+    [
+        [{"run_id": None}],
+        [{"run_id": 15.0}],
+        [{"run_id": [18]}],
+        [{"run_id": True}],
+        [{"last_seq": 3}],
+        ["run 7"],
+        [{"run_id": "RUN"}],  # a string: filled in with the held run's id below, as "16" for run 16
+    ],
+)
+async def test_an_active_runs_entry_that_names_no_run_by_its_integer_id_changes_no_run(active_runs):
+    """docs/protocol.md 2.4: a malformed active_runs changes nothing; a run id is a JSON integer (1.1), so a
+    string, a float, a boolean or null makes the whole list malformed, even beside a well-formed entry."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(event(run.pk, 0, "status", {"status": "running", "reason": "started"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    await socket.disconnect()
+    entries = [{"run_id": str(run.pk)} if e == {"run_id": "RUN"} else e for e in active_runs]
+    again = worker_socket(token)
+    assert (await again.connect())[0]
+    await again.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "targets": ["cpu"], "active_runs": entries}
+    )
+    assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert stored.status == RunStatus.RUNNING and stored.status_reason == "", stored.status_reason
+    await again.disconnect()
+
+
+@pytest.mark.parametrize(
+    ("gpus", "shown", "why"),
+    [
+        (["gpu 0", "gpu 1"], ["gpu 0", "gpu 1"], None),
+        ([], [], None),
+        ("gpu0", [], "must be a list of at most 64 GPU names, each a string of at most 100 characters"),
+        ([1, 2], [], "must be a list of at most 64 GPU names"),
+        ([f"gpu {i}" for i in range(65)], [], "must be a list of at most 64 GPU names"),
+        (["x" * 101], [], "each a string of at most 100 characters"),
+        (None, [], "must be a list of at most 64 GPU names"),
+    ],
+)
+async def test_a_hello_whose_gpus_are_malformed_is_told_why_and_its_host_shows_no_gpu(gpus, shown, why):
+    """docs/protocol.md 2.2: `gpus` is a list of names, within the limits named there. A malformed list is not cut
+    to fit or ignored (the host keeping what an earlier hello said): the host shows no GPU and the worker hears
+    why, as for `targets`; it is welcomed all the same."""
+    host, token = await sync_to_async(make_worker)()
+    assert host.gpus == ["NVIDIA H200"]
+    socket = worker_socket(token)
+    assert (await socket.connect())[0]
+    await socket.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": gpus, "targets": ["cpu"], "active_runs": []}
+    )
+    assert (await socket.receive_json_from(timeout=5))["type"] == "welcome"
+    if why is None:
+        assert await socket.receive_nothing(timeout=0.3)
+    else:
+        error = await socket.receive_json_from(timeout=5)
+        assert error["type"] == "error" and why in error["error"], error
+    assert (await sync_to_async(WorkerHost.objects.get)(pk=host.pk)).gpus == shown
+    await socket.disconnect()
 
 
 # ------------------------------------------------------------------------- events in batches (`events`, `acks`)
