@@ -448,22 +448,25 @@ async def test_a_hello_without_a_readable_list_of_runs_changes_no_run():
 )
 async def test_an_active_runs_entry_that_names_no_run_by_its_integer_id_changes_no_run(active_runs):
     """docs/protocol.md 2.4: a malformed active_runs changes nothing; a run id is a JSON integer (1.1), so a
-    string, a float, a boolean or null makes the whole list malformed, even beside a well-formed entry."""
+    string, a float, a boolean or null makes the whole list malformed. The host holds two started runs: a list
+    read as naming one of them (as "16" was read as run 16) would fail the other."""
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
-    run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "status", {"status": "running", "reason": "started"}))
-    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    runs = [await claimed_run(socket), await claimed_run(socket)]
+    for run in runs:
+        await socket.send_json_to(event(run.pk, 0, "status", {"status": "running", "reason": "started"}))
+        assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     await socket.disconnect()
-    entries = [{"run_id": str(run.pk)} if e == {"run_id": "RUN"} else e for e in active_runs]
+    entries = [{"run_id": str(runs[0].pk)} if e == {"run_id": "RUN"} else e for e in active_runs]
     again = worker_socket(token)
     assert (await again.connect())[0]
     await again.send_json_to(
         {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "targets": ["cpu"], "active_runs": entries}
     )
     assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
-    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
-    assert stored.status == RunStatus.RUNNING and stored.status_reason == "", stored.status_reason
+    for run in runs:
+        stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+        assert stored.status == RunStatus.RUNNING and stored.status_reason == "", stored.status_reason
     await again.disconnect()
 
 
