@@ -65,6 +65,18 @@ VERIFY_MODEL = "verify"
 MESSAGE_MAX_BYTES = 8 * 2**20
 EVENT_MAX_BYTES = 4 * 2**20
 
+
+def event_message_bytes(event: dict[str, Any]) -> int:
+    """The size an event counts against EVENT_MAX_BYTES, the one rule for an event alone (an `event` message) and
+    inside an `events` message: its `event` message written as compact JSON (no spaces) with every character
+    other than those JSON must escape as itself in UTF-8, whatever spelling the sender chose (docs/protocol.md
+    2.1). `event` is the message or the envelope (its own `type` and `v`, if any, are the message's)."""
+    fields = {key: value for key, value in event.items() if key not in ("type", "v")}
+    message = {"type": "event", "v": PROTOCOL_VERSION, **fields}
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 # The largest kernel source an evaluation may carry (`result.kernel_source`, in UTF-8), end to end: the agent does
 # not evaluate a larger file (agentloop/agent.py), and the server refuses an evaluation event that carries one,
 # from a worker or a trace import (runs/event_parser.py). Nine times the largest kernel written here (the released

@@ -16,7 +16,13 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.db import DatabaseError
 
-from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES, PROTOCOL_VERSION, speaks_version
+from agentloop.protocol import (
+    EVENT_MAX_BYTES,
+    MESSAGE_MAX_BYTES,
+    PROTOCOL_VERSION,
+    event_message_bytes,
+    speaks_version,
+)
 from runs import services
 from runs.event_writer import EventWriter
 from runs.events import ALL_RUNS_GROUP, run_group
@@ -74,7 +80,8 @@ NO_WORK_RETRY_S = 5
 # The close code of a socket whose token was revoked while it was open.
 AUTH_REFUSED = 4401
 # The size limits are the protocol's (agentloop/protocol.py; daphne is started with them, kseek_site/serving.py):
-# a message up to MESSAGE_MAX_BYTES is read; an event over EVENT_MAX_BYTES gets a final nack that names its size.
+# a message up to MESSAGE_MAX_BYTES is read; an event over EVENT_MAX_BYTES (as event_message_bytes measures it,
+# alone or in a batch) gets a final nack that names its size.
 # The most events one `events` message may list (its size is bounded by MESSAGE_MAX_BYTES like any message's).
 # The agentloop worker sends at most 256 (agentloop/worker/window.py).
 EVENTS_MAX_COUNT = 1000
@@ -97,8 +104,8 @@ def events_problem(events) -> str | None:
 
 def text_bytes(text: str) -> int:
     """The size of a text frame as sent (UTF-8). A text of n characters takes n to 4n bytes: only a text that
-    could be over the event limit is encoded to measure it."""
-    return len(text) if len(text) * 4 <= EVENT_MAX_BYTES else len(text.encode("utf-8", "surrogatepass"))
+    could be over the message limit is encoded to measure it."""
+    return len(text) if len(text) * 4 <= MESSAGE_MAX_BYTES else len(text.encode("utf-8", "surrogatepass"))
 
 
 def message_problem(raw: str) -> str | None:
@@ -188,15 +195,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         too_large = message_problem(text_data)
         if too_large is not None:
             if kind == "event":
-                await self.send_message(
-                    {
-                        "type": "nack",
-                        "run_id": message.get("run_id"),
-                        "seq": message.get("seq"),
-                        "error": too_large,
-                        "retry": False,
-                    }
-                )
+                await self.refuse_oversize(message, text_bytes(text_data), too_large)
             else:  # for `events`: each event may be fine alone, and the worker sends smaller messages
                 await self.send_message({"type": "error", "error": f"{too_large}; none of it was read"})
             return
@@ -271,8 +270,8 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         run = services.run_claim(worker=self.worker, gpu=gpu)
         return services.run_assignment(run) if run is not None else None
 
-    async def on_event(self, message, raw):
-        size = text_bytes(raw)
+    async def on_event(self, message, _raw):
+        size = event_message_bytes(message)
         if size > EVENT_MAX_BYTES:
             await self.refuse_oversize(message, size)
             return
@@ -280,30 +279,46 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         # follows the commit.
         EventWriter.for_this_loop().submit(self, message)
 
-    async def on_events(self, message, raw):
+    async def on_events(self, message, _raw):
         events = message.get("events")
         problem = events_problem(events)
         if problem is not None:
             # The whole message is refused before any of it is queued: nothing of it is stored.
             await self.send_message({"type": "error", "error": f"events: {problem}; none of its events was stored"})
             return
-        if text_bytes(raw) > EVENT_MAX_BYTES:
-            # Only a message over the event limit can hold an event over it: each is measured as its own message.
-            kept = []
-            for event in events:
-                size = text_bytes(json.dumps({"type": "event", "v": PROTOCOL_VERSION, **event}))
-                if size > EVENT_MAX_BYTES:
-                    await self.refuse_oversize(event, size)
-                else:
-                    kept.append(event)
-            events = kept
-        if events:
+        # Each event counts what it would as its own `event` message (event_message_bytes), however the batch
+        # was spelled: an event stored alone is stored in any batch.
+        kept = []
+        for event in events:
+            size = event_message_bytes(event)
+            if size > EVENT_MAX_BYTES:
+                await self.refuse_oversize(event, size)
+            else:
+                kept.append(event)
+        events = kept
+        if events and not self.closed:
             EventWriter.for_this_loop().submit_many(self, events)
 
-    async def refuse_oversize(self, event: dict, size: int) -> None:
+    async def refuse_oversize(self, event: dict, size: int, error: str = "") -> None:
         """An event too large to store: a final nack that names its size, so the worker drops it (and says so in
-        its run) rather than send it forever, and the refusal kept on the run for its page."""
-        error = f"an event of {size} bytes is over the server's limit of {EVENT_MAX_BYTES} bytes"
+        its run) rather than send it forever, and the refusal kept on the run for its page. Not for a host whose
+        token was revoked meanwhile (2.1: nothing it sends is acted on): its event gets a retry nack, as the event
+        writer answers it, and the socket closes."""
+        if self.closed:
+            return
+        if await database_sync_to_async(services.worker_host_is_revoked)(worker=self.worker):
+            await self.send_message(
+                {
+                    "type": "nack",
+                    "run_id": event.get("run_id"),
+                    "seq": event.get("seq"),
+                    "error": f"the token of worker {self.worker.name} is revoked",
+                    "retry": True,
+                }
+            )
+            await self.close_revoked()
+            return
+        error = error or f"an event of {size} bytes is over the server's limit of {EVENT_MAX_BYTES} bytes"
         try:
             await database_sync_to_async(services.event_refusal_record)(
                 worker=self.worker, event=event, error=error, size_bytes=size

@@ -6,6 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from agentloop.protocol import EVENT_MAX_BYTES
 from runs.models import (
     Directive,
     Evaluation,
@@ -72,20 +73,23 @@ async def test_revoking_a_host_closes_its_open_socket_with_4401_and_stores_nothi
     assert await sync_to_async(Run.objects.filter(status=RunStatus.QUEUED).count)() == 1
 
 
-@pytest.mark.parametrize("first", ["event", "claim"])
+@pytest.mark.parametrize("first", ["event", "oversized event", "claim"])
 async def test_a_host_revoked_where_no_message_reached_its_socket_is_closed_at_its_next_event_or_claim(first):
     """A revocation made in another process with no shared channel layer (`manage.py worker_token --revoke` beside
     a single daphne) does not reach the socket: the host's next event is not stored (a retry nack: it stays in its
-    spool for a new token) and its next claim gets no run; either closes the socket with 4401."""
+    spool for a new token), an event over the size limit too (not refused for good, nor kept on its run: nothing
+    the host sends is acted on), and its next claim gets no run; each closes the socket with 4401."""
     host, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
     queued = await sync_to_async(make_run)()
     await sync_to_async(WorkerHost.objects.filter(pk=host.pk).update)(revoked_at=timezone.now())  # no message sent
-    if first == "event":
-        await socket.send_json_to(event(run.pk, 0, "note", {"text": "after the revocation", "level": "info"}))
+    if first != "claim":
+        text = "x" * (EVENT_MAX_BYTES if first == "oversized event" else 20)
+        await socket.send_json_to(event(run.pk, 0, "note", {"text": text, "level": "info"}))
         reply = await socket.receive_json_from(timeout=5)
         assert reply["type"] == "nack" and reply["retry"] is True and "revoked" in reply["error"], reply
+        assert not await sync_to_async(RefusedEvent.objects.filter(run=run).exists)()
     else:
         await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
     assert (await socket.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4401}

@@ -9,6 +9,7 @@ import pytest
 import websockets
 from websockets.sync.client import connect
 
+from agentloop.protocol import event_message_bytes
 from kseek_site.serving import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
 from tests.reliability.live import wait_until
 from tests.reliability.wire import WireWorker, note_event
@@ -17,12 +18,12 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def sized_note(run_id: int, seq: int, size: int) -> dict:
-    """A note event whose `event` message is exactly `size` bytes of UTF-8."""
+    """A note event whose `event` message is exactly `size` bytes by the protocol's measure (compact, UTF-8:
+    agentloop.protocol.event_message_bytes)."""
     message = note_event(run_id, seq)
     message["payload"]["text"] = ""
-    padding = size - len(json.dumps(message).encode())
-    message["payload"]["text"] = "x" * padding
-    assert len(json.dumps(message).encode()) == size
+    message["payload"]["text"] = "x" * (size - event_message_bytes(message))
+    assert event_message_bytes(message) == size
     return message
 
 
@@ -99,6 +100,51 @@ def test_the_largest_event_is_stored_the_next_byte_is_refused_for_good_and_later
     ]
     refused = site.query("select seq, kind, size_bytes from runs_refusedevent where run_id = ? order by seq", (run_id,))
     assert refused == [(2, "note", EVENT_MAX_BYTES + 1), (3, "note", MESSAGE_MAX_BYTES - 1024)]
+
+
+def utf8_note(run_id: int, seq: int, size: int) -> dict:
+    """A note of 700,000 "é" and ASCII padding whose `event` message is `size` bytes by the protocol's one measure
+    (compact, UTF-8: agentloop.protocol.event_message_bytes); sent as json.dumps spells it (spaces, every "é" as
+    \\u00e9) its frame is about 7 MB."""
+    message = note_event(run_id, seq, "é" * 700_000)
+    message["payload"]["text"] += "x" * (size - event_message_bytes(message))
+    assert event_message_bytes(message) == size
+    return message
+
+
+def test_an_event_counts_the_same_bytes_alone_and_in_a_batch_however_it_is_spelled(site):
+    """protocol.md 2.1: an event's size is its `event` message's, compact in UTF-8, alone or inside `events`. The
+    audit's case: a non-ASCII event stored alone was refused inside a batch over 4 MiB, re-measured there with
+    escapes and spaces."""
+    port = site.start_server()
+    worker = WireWorker(port, site.worker_token("gpu-a"))
+    site.queue_demo_run()
+    run_id = worker.claim()
+
+    def batch(*events: dict) -> dict:
+        return {
+            "type": "events",
+            "v": 1,
+            "events": [{k: v for k, v in e.items() if k not in ("type", "v")} for e in events],
+        }
+
+    worker.send(batch(utf8_note(run_id, 0, EVENT_MAX_BYTES), note_event(run_id, 1)))
+    assert sorted(map(tuple, worker.recv()["acks"])) == [(run_id, 0), (run_id, 1)]
+    worker.send(batch(utf8_note(run_id, 2, EVENT_MAX_BYTES + 1), note_event(run_id, 3)))
+    worker.send(utf8_note(run_id, 4, EVENT_MAX_BYTES + 1))
+    worker.send(utf8_note(run_id, 5, EVENT_MAX_BYTES))
+    replies = []
+    while len(replies) < 4:
+        reply = worker.recv(60)
+        replies += [{"type": "ack", "seq": seq} for _, seq in reply["acks"]] if reply["type"] == "acks" else [reply]
+    by_seq = {reply["seq"]: reply for reply in replies}
+    assert by_seq[3]["type"] == by_seq[5]["type"] == "ack", replies
+    for seq in (2, 4):
+        assert by_seq[seq]["type"] == "nack" and by_seq[seq]["retry"] is False, by_seq[seq]
+        assert f"an event of {EVENT_MAX_BYTES + 1} bytes is over the server's limit" in by_seq[seq]["error"]
+    worker.close()
+    stored = site.query("select seq from runs_step where run_id = ? order by seq", (run_id,))
+    assert [seq for (seq,) in stored] == [0, 1, 3, 5]
 
 
 def test_revoking_a_connected_worker_ends_its_connection_and_refuses_it_while_its_run_says_why(site, tmp_path):
