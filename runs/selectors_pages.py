@@ -2,7 +2,7 @@
 itself (docs/architecture.md, "How to add a page"; tests/foundation/test_views_query_nothing.py). The `_or_404`
 reads raise Http404 when there is no such row, as a page about it would answer."""
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.shortcuts import get_object_or_404
 
 from runs.models import Evaluation, Kernel, Question, RefusedEvent, Run, Step, Task, WorkerHost
@@ -31,7 +31,11 @@ def newest_evaluations(run: Run, count: int) -> QuerySet[Evaluation]:
 
 
 def refused_events_of(run: Run) -> QuerySet[RefusedEvent]:
-    return run.refused_events.all()
+    """The events of the run the server refused for good, each with `step_stored`: whether the run holds a step
+    under its number all the same (another event: one stored before it, whose number it reused, or one sent
+    under the number since)."""
+    same_number = Step.objects.filter(run_id=OuterRef("run_id"), seq=OuterRef("seq"))
+    return run.refused_events.annotate(step_stored=Exists(same_number))
 
 
 def step_or_404(run_id: int, seq: int) -> Step:

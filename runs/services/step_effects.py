@@ -72,10 +72,25 @@ def status_reason_text(payload: dict) -> str:
 
 
 def _question_from_event(run: Run, step: Step) -> Question:
+    """A proposed question. Its `question_ref` is unique within the run (docs/protocol.md 1.2: a reviewer's
+    decision names it), so a second proposal under a used ref is refused; the same event re-sent never gets here
+    (the store acknowledges it as stored before)."""
     payload = step.payload
     text = str(payload.get("text") or "").strip()
     if not text:
         raise ServiceError("a question_proposed event needs text")
+    ref = payload.get("question_ref")
+    earlier = (
+        Step.objects.filter(run=run, kind=StepKind.QUESTION_PROPOSED, payload__question_ref=ref)
+        .exclude(pk=step.pk)
+        .values_list("seq", flat=True)
+        .first()
+    )
+    if earlier is not None:
+        raise ServiceError(
+            f"question_ref {ref!r} is already used in run {run.pk} (step #{earlier}): a question_ref is unique "
+            "within its run"
+        )
     bank_key = payload.get("bank_key")
     bank_entry = BankQuestion.objects.filter(key=bank_key).first() if bank_key else None
     decision_point = payload.get("decision_point") if payload.get("decision_point") in DecisionPoint.values else ""

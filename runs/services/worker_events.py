@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from runs.event_parser import INT_COLUMN_MAX, ParsedEvent, Refusal, parse_event
 from runs.events import publish_after_commit
-from runs.models import RefusedEvent, Run, RunStatus, WorkerHost
+from runs.models import FINISHED_STATUSES, RefusedEvent, Run, RunStatus, Step, StepKind, WorkerHost
 from runs.nul_escape import NUL, SHOWN
 from runs.services.errors import ServiceError, StepConflict, UnconfirmedSuccess
 from runs.services.runs import run_set_status
@@ -71,7 +71,7 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
             else:
                 held.append(index)
         held_set = set(held)
-        for index, outcome in zip(held, events_store([e for i, _, e in parsed if i in held_set], effects=EFFECTS)):
+        for index, outcome in zip(held, _store_until_the_end([e for i, _, e in parsed if i in held_set])):
             outcomes[index] = outcome
             if not outcome.stored:
                 # Refused for good on a run this host holds: the run's page says what is missing and why. Outside
@@ -79,6 +79,74 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
                 worker, event = items[index]
                 event_refusal_record(worker=worker, event=event, error=outcome.error, fail_run=outcome.ends_run)
     return cast("list[EventOutcome]", outcomes)  # (every slot is filled above)
+
+
+def _is_final(event: ParsedEvent) -> bool:
+    return event.kind == StepKind.STATUS and event.payload.get("status") in FINISHED_STATUSES
+
+
+def _stored_ends(run_ids: set[int]) -> dict[int, int]:
+    """run -> the seq of its stored final status (the first, should an older server have stored two). Only a
+    finished run can have one, so a batch of running runs costs one query on their rows, none on their steps."""
+    finished = set(Run.objects.filter(pk__in=run_ids, status__in=FINISHED_STATUSES).values_list("pk", flat=True))
+    ends: dict[int, int] = {}
+    if finished:
+        for run_id, seq in Step.objects.filter(
+            run_id__in=finished, kind=StepKind.STATUS, payload__status__in=FINISHED_STATUSES
+        ).values_list("run_id", "seq"):
+            ends[run_id] = min(seq, ends.get(run_id, seq))
+    return ends
+
+
+def _store_until_the_end(events: list[ParsedEvent]) -> list[EventOutcome]:
+    """Store a worker's events of runs it holds (events_store), less what comes after its run's end: a run's
+    final status is its last event (docs/protocol.md 1.2), so once one is stored, a new event under a later seq,
+    or a second final status, is refused for good. A re-send of a stored event is still acknowledged (stored
+    once, 2.4), and an event under an earlier seq (a gap before the final status, filled late) is stored.
+
+    Two passes, in the caller's transaction: first every event that is not after an end stored before or sent in
+    this call (the final statuses among them); then the rest, against the ends stored now (a final status the
+    store refused, such as an unconfirmed `succeeded`, ends nothing)."""
+    outcomes: list[EventOutcome | None] = [None] * len(events)
+    ends = _stored_ends({e.run_id for e in events})
+    horizon = dict(ends)
+    for e in events:
+        if _is_final(e):
+            horizon[e.run_id] = min(e.seq, horizon.get(e.run_id, e.seq))
+    later = {
+        i for i, e in enumerate(events) if e.seq > horizon.get(e.run_id, e.seq) or _is_final(e) and e.run_id in ends
+    }
+    first = [i for i in range(len(events)) if i not in later]
+    for i, outcome in zip(first, events_store([events[i] for i in first], effects=EFFECTS)):
+        outcomes[i] = outcome
+    if later:
+        rest = []
+        for i, refusal in zip(sorted(later), _after_the_end([events[i] for i in sorted(later)])):
+            if refusal is None:
+                rest.append(i)
+            else:
+                outcomes[i] = EventOutcome(stored=False, error=refusal)
+        for i, outcome in zip(rest, events_store([events[i] for i in rest], effects=EFFECTS)):
+            outcomes[i] = outcome
+    return cast("list[EventOutcome]", outcomes)
+
+
+def _after_the_end(events: list[ParsedEvent]) -> list[str | None]:
+    """For each event, why it is refused as coming after its run's stored final status, or None (then it goes to
+    the store, which acknowledges a re-send of a stored event and refuses a different one under its seq)."""
+    ends = _stored_ends({e.run_id for e in events})
+    stored = set(
+        Step.objects.filter(run_id__in={e.run_id for e in events}, seq__in={e.seq for e in events}).values_list(
+            "run_id", "seq"
+        )
+    )
+    return [
+        f"run {e.run_id} has ended: its final status is step #{ends[e.run_id]}, and no event after it (nor another "
+        "final status) is stored"
+        if (e.run_id, e.seq) not in stored and e.run_id in ends and (e.seq > ends[e.run_id] or _is_final(e))
+        else None
+        for e in events
+    ]
 
 
 def worker_event_record(*, worker: WorkerHost, event: dict) -> StepRecorded:

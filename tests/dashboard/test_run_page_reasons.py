@@ -76,6 +76,26 @@ def test_a_run_page_lists_the_events_the_server_refused(operator):
     assert WorkerHost.objects.count() == 2
 
 
+def test_a_refused_event_under_a_number_the_feed_holds_is_shown_as_a_different_event(operator):
+    """The audit's page: "#0 (status): run 5 already has a different step #0" while step #0 is in the feed. The
+    page says no more that the feed has no step under a refused number; it says which refusals share their
+    number with a stored step, another event."""
+    host, run = held_run()
+    first = event(run.pk, 0, "note", {"text": "stored", "level": "info"})
+    outcomes = worker_events_record(
+        items=[(host, first), (host, first | {"payload": {"text": "changed", "level": "info"}})]
+        + [(host, event(run.pk, 1, "evaluation", {"purpose": "tool", "result": "no object"}))]
+    )
+    assert [o.stored for o in outcomes] == [True, False, False]
+    page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "the feed has no step under their numbers" not in page
+    assert "already has a different step #0" in page
+    assert page.count("in the feed is a different event)") == 1 and "(step #0 in the feed is a different event)" in page
+    worker_events_record(items=[(host, event(run.pk, 1, "note", {"text": "sent again", "level": "info"}))])
+    page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "(step #1 in the feed is a different event)" in page
+
+
 @pytest.mark.parametrize("speedup, status", [(2.5, "succeeded"), (1.5, "failed")])
 def test_an_imported_trace_that_says_succeeded_is_shown_succeeded_only_when_an_evaluation_in_it_confirms_it(
     speedup, status

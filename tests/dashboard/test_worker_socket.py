@@ -188,7 +188,7 @@ async def test_an_evaluation_event_stores_kernel_evaluation_scenarios_and_raises
     await socket.disconnect()
 
 
-async def test_a_status_event_moves_the_run_and_a_refused_transition_is_still_stored():
+async def test_a_status_event_moves_the_run_and_a_status_after_the_final_one_is_refused():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
@@ -197,9 +197,10 @@ async def test_a_status_event_moves_the_run_and_a_refused_transition_is_still_st
     await socket.send_json_to(event(run.pk, 1, "status", {"status": "succeeded", "reason": "goal_met"}))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.SUCCEEDED
-    # A finished run stays finished; the late event is kept as history.
+    # A finished run stays finished, and its final status stays its last event (docs/protocol.md 1.2).
     await socket.send_json_to(event(run.pk, 2, "status", {"status": "running", "reason": "resumed"}))
-    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is False and "has ended" in reply["error"], reply
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.SUCCEEDED
     await socket.disconnect()
 
@@ -436,6 +437,86 @@ async def test_a_hello_without_a_readable_list_of_runs_changes_no_run():
     assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
     assert (await sync_to_async(Run.objects.get)(pk=run.pk)).status == RunStatus.RUNNING
     await again.disconnect()
+
+
+# ---- a run's final status is its last event (docs/protocol.md 1.2, 2.4)
+async def replies(socket, count: int) -> dict[int, dict]:
+    """The next `count` acks and nacks, by seq."""
+    got = {}
+    while len(got) < count:
+        reply = await socket.receive_json_from(timeout=5)
+        assert reply["type"] in ("ack", "nack"), reply
+        got[reply["seq"]] = reply
+    return got
+
+
+def ended(reply: dict) -> bool:
+    return reply["type"] == "nack" and reply["retry"] is False and "has ended" in reply["error"]
+
+
+async def test_after_a_final_status_new_events_are_refused_for_good_and_resends_still_acked():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    note = event(run.pk, 0, "note", {"text": "before", "level": "info"})
+    final = event(run.pk, 2, "status", {"status": "failed", "reason": "budget_steps", "detail": "50 of 50"})
+    # The final status and a note after it in one batch: the note is refused, the final status stored.
+    await socket.send_json_to(batch(note, final, event(run.pk, 3, "note", {"text": "after", "level": "info"})))
+    acked, nacks = await answers_for(socket, 3)
+    assert sorted(acked) == [(run.pk, 0), (run.pk, 2)] and [n["seq"] for n in nacks] == [3] and ended(nacks[0])
+    later = [
+        event(run.pk, 4, "note", {"text": "later", "level": "info"}),
+        event(run.pk, 5, "status", {"status": "failed", "reason": "internal_error", "detail": "a new reason"}),
+        event(run.pk, 1, "status", {"status": "stopped", "reason": "stopped_by_human"}),  # a second final status
+    ]
+    for message in later:
+        await socket.send_json_to(message)
+    assert all(ended(reply) for reply in (await replies(socket, 3)).values())
+    # Re-sends of stored events are acknowledged (stored once), and a gap before the end is filled.
+    for message in (note, final, event(run.pk, 1, "note", {"text": "late but before the end", "level": "info"})):
+        await socket.send_json_to(message)
+    assert {seq: r["type"] for seq, r in (await replies(socket, 3)).items()} == {0: "ack", 2: "ack", 1: "ack"}
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert (stored.status, stored.status_reason, stored.step_count) == ("failed", "budget_steps: 50 of 50", 3)
+    refused = await sync_to_async(list)(RefusedEvent.objects.filter(run=run).order_by("seq").values_list("seq"))
+    assert refused == [(1,), (3,), (4,), (5,)]  # #1: a second final status was refused there (the note came later)
+    await socket.disconnect()
+
+
+async def test_a_worker_catching_up_after_an_operator_stop_stores_its_tail_and_its_final_status_ends_it():
+    """run_control stops the run at once; its worker hears the stop at its next turn boundary and sends what it
+    did until then and its own final status (step_effects keeps the run stopped). After that, nothing more."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await sync_to_async(run_control)(run=run, action="stop")
+    assert (await socket.receive_json_from(timeout=5))["action"] == "stop"
+    await socket.send_json_to(event(run.pk, 0, "note", {"text": "the turn in flight", "level": "info"}))
+    await socket.send_json_to(event(run.pk, 1, "status", {"status": "stopped", "reason": "stopped_by_human"}))
+    await socket.send_json_to(event(run.pk, 2, "note", {"text": "after the end", "level": "info"}))
+    got = await replies(socket, 3)
+    assert got[0]["type"] == got[1]["type"] == "ack" and ended(got[2]), got
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert (stored.status, stored.status_reason, stored.step_count) == ("stopped", "stopped_by_human", 2)
+    await socket.disconnect()
+
+
+async def test_a_question_ref_used_in_the_run_is_refused_for_a_new_proposal_and_a_resend_is_acked():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    first = event(run.pk, 0, "question_proposed", question_payload("q-x-0"))
+    await socket.send_json_to(first)
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    await socket.send_json_to(event(run.pk, 1, "question_proposed", question_payload("q-x-0", "Another question?")))
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "nack" and reply["retry"] is False, reply
+    assert "question_ref 'q-x-0' is already used in run" in reply["error"] and "step #0" in reply["error"]
+    await socket.send_json_to(first)
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    assert await sync_to_async(Question.objects.filter(run=run).count)() == 1
+    assert await sync_to_async(Step.objects.filter(run=run).count)() == 1
+    await socket.disconnect()
 
 
 @pytest.mark.parametrize(
