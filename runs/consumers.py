@@ -26,6 +26,7 @@ from agentloop.protocol import (
 from runs import services
 from runs.event_writer import EventWriter
 from runs.events import ALL_RUNS_GROUP, run_group
+from runs.services.workers import REVOKED
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,9 @@ class RunFeedConsumer(NoConnectionSweep, AsyncJsonWebsocketConsumer):
 NO_WORK_RETRY_S = 5
 # The close code of a socket whose token was revoked while it was open.
 AUTH_REFUSED = 4401
+# The close code of a socket that a newer socket of its host replaced (docs/protocol.md 2.1): a host has one live
+# socket, its newest.
+SUPERSEDED = 4409
 # The size limits are the protocol's (agentloop/protocol.py; daphne is started with them, kseek_site/serving.py):
 # a message up to MESSAGE_MAX_BYTES is read; an event over EVENT_MAX_BYTES (as event_message_bytes measures it,
 # alone or in a batch) gets a final nack that names its size.
@@ -146,7 +150,12 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         self.group = services.worker_group(self.worker.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await database_sync_to_async(services.worker_connected)(worker=self.worker, connection=self.channel_name)
+        replaced = await database_sync_to_async(services.worker_connected)(
+            worker=self.worker, connection=self.channel_name
+        )
+        if replaced:
+            # One live socket per host (docs/protocol.md 2.1): the older one closes with SUPERSEDED, wherever it is.
+            await self.channel_layer.send(replaced, {"type": "worker.superseded"})
 
     async def disconnect(self, code):
         self.closed = True
@@ -164,6 +173,8 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps({"v": PROTOCOL_VERSION, **message}, default=str))
 
     async def receive(self, text_data=None, bytes_data=None):
+        if self.closed:
+            return  # closed by the server (a revoked token, a newer socket of the host): nothing more is read
         if text_data is None:
             # docs/protocol.md 2.1: every message is a JSON text frame.
             await self.send_message(
@@ -217,7 +228,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await handler(message, text_data)
 
     async def on_hello(self, message, _raw):
-        if await self.closed_if_revoked():
+        if await self.closed_if_not_live():
             return
         self.worker = await database_sync_to_async(services.worker_hello)(
             worker=self.worker, gpus=message.get("gpus"), targets=message.get("targets")
@@ -256,7 +267,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         await self.send_pending_directives()
 
     async def on_claim(self, message, _raw):
-        if await self.closed_if_revoked():
+        if await self.closed_if_not_live():
             return
         run = await database_sync_to_async(self._claim)(message.get("gpu"))
         if run is None:
@@ -306,17 +317,14 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         writer answers it, and the socket closes."""
         if self.closed:
             return
-        if await database_sync_to_async(services.worker_host_is_revoked)(worker=self.worker):
-            await self.send_message(
-                {
-                    "type": "nack",
-                    "run_id": event.get("run_id"),
-                    "seq": event.get("seq"),
-                    "error": f"the token of worker {self.worker.name} is revoked",
-                    "retry": True,
-                }
-            )
-            await self.close_revoked()
+        state = await database_sync_to_async(services.worker_socket_state)(
+            worker=self.worker, connection=self.channel_name
+        )
+        if state is not None:
+            why = "its token is revoked" if state == REVOKED else "a newer socket of it replaced this one"
+            nack = {"type": "nack", "run_id": event.get("run_id"), "seq": event.get("seq"), "retry": True}
+            await self.send_message(nack | {"error": f"worker {self.worker.name}: {why}"})
+            await self.close_not_live(state)
             return
         error = error or f"an event of {size} bytes is over the server's limit of {EVENT_MAX_BYTES} bytes"
         try:
@@ -339,7 +347,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             log.info("worker %s: reply %s not sent, the socket closed", self.worker.name, message.get("type"))
 
     async def on_directive_ack(self, message, _raw):
-        if await self.closed_if_revoked():
+        if await self.closed_if_not_live():
             return
         known = await database_sync_to_async(services.directive_acknowledge)(
             worker=self.worker, wire_id=message.get("id")
@@ -352,16 +360,26 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         next handshake is refused."""
         await self.close_revoked()
 
-    async def closed_if_revoked(self) -> bool:
-        """Whether the host's token was revoked since this socket opened, by the database, closing the socket if so.
-        The revocation's own message (`worker_revoked`) reaches only the sockets its channel layer reaches: not
-        those of a process with the in-memory layer when another process revoked it. So every message that could
-        greet the host, hand it a run or tell it something (a hello, a claim, a directive ack, pending directives)
-        asks the database first; events are checked by the event writer, per batch."""
-        if await database_sync_to_async(services.worker_host_is_revoked)(worker=self.worker):
-            await self.close_revoked()
-            return True
-        return False
+    async def worker_superseded(self, _message):
+        """A newer socket of this host opened (docs/protocol.md 2.1): this one closes now."""
+        await self.close_superseded()
+
+    async def closed_if_not_live(self) -> bool:
+        """Whether this socket may no longer act, by the database, closing it if so: the host's token was revoked
+        since it opened (4401), or a newer socket of the host opened (4409). The revocation's own message
+        (`worker_revoked`) reaches only the sockets its channel layer reaches: not those of a process with the
+        in-memory layer when another process revoked it. So every message that could greet the host, hand it a
+        run or tell it something (a hello, a claim, a directive ack, pending directives) asks the database first;
+        events are checked by the event writer, per batch."""
+        state = await database_sync_to_async(services.worker_socket_state)(
+            worker=self.worker, connection=self.channel_name
+        )
+        if state is not None:
+            await self.close_not_live(state)
+        return state is not None
+
+    async def close_not_live(self, state: str) -> None:
+        await (self.close_revoked() if state == REVOKED else self.close_superseded())
 
     async def close_revoked(self) -> None:
         if not self.closed:
@@ -369,12 +387,18 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             log.warning("worker %s: its token is revoked; closing its socket", self.worker.name)
             await self.close(code=AUTH_REFUSED)
 
+    async def close_superseded(self) -> None:
+        if not self.closed:
+            self.closed = True
+            log.warning("worker %s: a newer socket of this host opened; closing the older one", self.worker.name)
+            await self.close(code=SUPERSEDED)
+
     async def directives_available(self, _message):
         if self.greeted:
             await self.send_pending_directives()
 
     async def send_pending_directives(self):
-        if await self.closed_if_revoked():
+        if await self.closed_if_not_live():
             return
         pending = await database_sync_to_async(services.directives_pending_for)(worker=self.worker)
         for directive in pending:

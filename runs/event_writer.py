@@ -28,13 +28,17 @@ WRITER_IDLE_RELEASE_S = 1.0
 
 
 class EventSource(Protocol):
-    """What the writer needs of a socket: its host, a way to answer, and a way to close it (a revoked token)."""
+    """What the writer needs of a socket: its host, its channel name (which socket of the host it is), a way to
+    answer, and ways to close it (a revoked token, a newer socket of its host)."""
 
     worker: WorkerHost
+    channel_name: str
 
     async def send_reply(self, message: dict) -> None: ...
 
     async def close_revoked(self) -> None: ...
+
+    async def close_superseded(self) -> None: ...
 
 
 class EventWriter:
@@ -107,7 +111,8 @@ class EventWriter:
     async def _write(self, batch: list[tuple["EventSource", dict, bool]]) -> None:
         try:
             outcomes, announcements = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
-                [(consumer.worker, message) for consumer, message, _ in batch]
+                [(consumer.worker, message) for consumer, message, _ in batch],
+                [consumer.channel_name for consumer, _, _ in batch],
             )
         except DatabaseError as passing:
             log.warning("%d event(s) not stored, the database failed: %s", len(batch), passing)
@@ -119,7 +124,9 @@ class EventWriter:
             outcomes = None
         if outcomes is not None:
             await events.send_collected(announcements)
-            replies = [(None, False) if o.stored else (o.error, o.sender_revoked) for o in outcomes]
+            replies = [
+                (None, False) if o.stored else (o.error, o.sender_revoked or o.sender_superseded) for o in outcomes
+            ]
         # An event that came alone is answered alone (`ack`); those that came in `events` messages are
         # acknowledged in one `acks` per socket, after the batch's nacks. Either way only after the commit.
         acks: dict[EventSource, list] = {}
@@ -139,6 +146,10 @@ class EventWriter:
         # was revoked from another process with no shared channel layer): its socket closes after its nacks.
         for consumer in {consumer for (consumer, _, _), o in zip(batch, outcomes or []) if o.sender_revoked}:
             await consumer.close_revoked()
+        # A socket that a newer socket of its host replaced (docs/protocol.md 2.1): closed after its nacks, where the
+        # replacement's own message has not closed it yet.
+        for consumer in {consumer for (consumer, _, _), o in zip(batch, outcomes or []) if o.sender_superseded}:
+            await consumer.close_superseded()
 
 
 def _close_connection() -> None:
@@ -146,12 +157,12 @@ def _close_connection() -> None:
         connection.close()
 
 
-def _store_batch(items):
+def _store_batch(items, sockets):
     """Store one batch on the writer's thread, on the connection the previous batch left open; return its outcomes
     and what its commit announces (sent by the caller, on the event loop)."""
     try:
         with events.collected_announcements() as announcements:
-            return services.worker_events_record(items=items), announcements
+            return services.worker_events_record(items=items, sockets=sockets), announcements
     except DatabaseError:
         # The connection may be broken (a restarted database): drop it, the next batch connects afresh.
         connection.close()

@@ -57,6 +57,11 @@ log = logging.getLogger("agentloop.worker")
 AUTH_REFUSED = 4401
 EXIT_TOKEN_REFUSED = 3  # the server refused the token (403 at the handshake, or 4401)
 EXIT_CERTIFICATE_REFUSED = 5  # the server's TLS certificate did not verify (4 is EXIT_NO_SANDBOX)
+# A newer socket of this host replaced this worker's own (close code 4409, docs/protocol.md 2.1): another worker
+# runs with this host's token. This worker never has two sockets open (it reconnects only after its socket is
+# gone), so it stops rather than take the host back and fail the other's runs, back and forth.
+SUPERSEDED = 4409
+EXIT_SUPERSEDED = 6
 PLAIN_WS_FLAG = "--insecure-plain-ws"
 CA_FILE_ENV = "KSEEK_WORKER_CA_FILE"
 
@@ -569,6 +574,12 @@ class Worker(ServerMessages):
                 if exc.rcvd is not None and exc.rcvd.code == AUTH_REFUSED:
                     log.error("the server refused the worker token")
                     return EXIT_TOKEN_REFUSED
+                if exc.rcvd is not None and exc.rcvd.code == SUPERSEDED:
+                    log.error(
+                        "another connection with this host's token replaced this worker's (close 4409): is a second "
+                        "worker running with this token? stopping; this host's runs are the newer worker's now"
+                    )
+                    return EXIT_SUPERSEDED
                 log.warning("connection lost: %s", exc)
             except ssl.SSLCertVerificationError as exc:
                 # Not a passing fault: the server is not the one this worker was told to trust (or the CA is the

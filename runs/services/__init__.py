@@ -84,6 +84,7 @@ from runs.services.workers import (
     worker_host_revoke,
     worker_host_rotate_token,
     worker_runs_reconcile,
+    worker_socket_state,
 )
 
 __all__ = [
@@ -138,6 +139,7 @@ __all__ = [
     "kernel_verify",
     "verification_pending",
     "worker_connected",
+    "worker_socket_state",
     "worker_disconnected",
     "worker_event_record",
     "worker_events_record",

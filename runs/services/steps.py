@@ -44,6 +44,9 @@ class EventOutcome:
     # Not stored because the sender's token was revoked after its socket opened: not refused for good (with a new
     # token the host may deliver it), and the socket is closed. Set by the worker path only.
     sender_revoked: bool = False
+    # Not stored because a newer socket of the sender's host replaced the one it came on (docs/protocol.md 2.1):
+    # not refused for good (the worker sends it again on its live socket), and the socket is closed.
+    sender_superseded: bool = False
 
 
 _STORED_NOW = EventOutcome(stored=True, created=True)

@@ -19,50 +19,49 @@ from runs.services.step_effects import EFFECTS
 from runs.services.steps import EventOutcome, StepRecorded, events_store
 
 
-def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventOutcome]:
+def worker_events_record(
+    *, items: list[tuple[WorkerHost, dict]], sockets: list[str | None] | None = None
+) -> list[EventOutcome]:
     """Store `event` messages (from one or several worker sockets) in one transaction; one outcome each.
 
     An event is refused (stored: False, with its reason) when the parser refuses it, when its run does not exist
     or is not held by its sender, or when the store refuses it (a different event under a used seq, a payload of
-    the wrong shape, a `succeeded` nobody confirmed). A refusal for good of an event on a run its sender holds is
-    kept on the run (RefusedEvent), so its page says what is missing and why: the parser's refusals too, where
-    the event's `run_id` and `seq` can be read. A sender whose token was revoked
-    after its socket opened has nothing stored (sender_revoked: not refused for good). A fault of the database
-    raises DatabaseError for the whole batch, which then is not stored at all.
+    the wrong shape, a `succeeded` nobody confirmed, an event after its run's final status). A refusal for good
+    of an event on a run its sender holds is kept on the run (RefusedEvent), so its page says what is missing
+    and why: the parser's refusals too, where the event's `run_id` and `seq` can be read. A sender whose token
+    was revoked after its socket opened has nothing stored (sender_revoked: not refused for good), nor has a
+    socket that a newer socket of its host replaced (sender_superseded; `sockets`: the channel name of the socket
+    each item came on, None where the caller has none). A fault of the database raises DatabaseError for the
+    whole batch, which then is not stored at all.
     """
     outcomes: list[EventOutcome | None] = [None] * len(items)
     parsed = []  # (index, worker, parsed event)
-    unparsed = []  # (worker, event, the parser's reason): refused for good
+    unparsed = []  # (index, worker, event, the parser's reason): refused for good
     event: dict[str, Any] | ParsedEvent  # as sent, then as parsed (the loops below)
     for index, (worker, event) in enumerate(items):
         result = parse_event(event, time_required=True)
         if isinstance(result, Refusal):
             outcomes[index] = EventOutcome(stored=False, error=result.reason)
-            unparsed.append((worker, event, result.reason))
+            unparsed.append((index, worker, event, result.reason))
         else:
             parsed.append((index, worker, result))
     with transaction.atomic():
         holders = dict(Run.objects.filter(pk__in={e.run_id for _, _, e in parsed}).values_list("pk", "worker_id"))
-        # A host whose token was revoked after its socket opened: nothing more of it is stored (its socket is being
-        # closed). Not refused for good: the events stay in its spool, for a new token to deliver.
-        senders = {worker.pk for _, worker, _ in parsed} | {worker.pk for worker, _, _ in unparsed}
-        revoked = (
-            set(WorkerHost.objects.filter(pk__in=senders, revoked_at__isnull=False).values_list("pk", flat=True))
-            if senders
-            else set()
-        )
-        for worker, event, reason in unparsed:
+        # A socket that may no longer act (its host's token revoked, or a newer socket of the host opened since):
+        # nothing more of it is stored (it is being closed). Not refused for good: the events stay in its spool,
+        # for a new token or the live socket to deliver.
+        hosts = _senders({worker.pk for worker, _ in items})
+        for index, worker, event, reason in unparsed:
             # The parser's refusal is kept on its run too, where the event names one this host holds by a number
             # it can be kept under (event_refusal_record reads both): the run's page says what is missing and why.
-            if worker.pk not in revoked:
+            if _not_live(worker, sockets[index] if sockets else None, hosts) is None:
                 event_refusal_record(worker=worker, event=event, error=reason)
         held = []
         for index, worker, event in parsed:
-            if worker.pk in revoked:
-                outcomes[index] = EventOutcome(
-                    stored=False, error=f"the token of worker {worker.name} is revoked", sender_revoked=True
-                )
-            elif event.run_id not in holders:
+            outcomes[index] = _not_live(worker, sockets[index] if sockets else None, hosts)
+            if outcomes[index] is not None:
+                continue
+            if event.run_id not in holders:
                 outcomes[index] = EventOutcome(stored=False, error=f"there is no run {event.run_id}")
             elif holders[event.run_id] != worker.pk:
                 outcomes[index] = EventOutcome(
@@ -79,6 +78,28 @@ def worker_events_record(*, items: list[tuple[WorkerHost, dict]]) -> list[EventO
                 worker, event = items[index]
                 event_refusal_record(worker=worker, event=event, error=outcome.error, fail_run=outcome.ends_run)
     return cast("list[EventOutcome]", outcomes)  # (every slot is filled above)
+
+
+def _senders(host_ids: set[int]) -> dict[int, tuple]:
+    """host -> (revoked_at, the channel name of its live socket), read in the batch's transaction."""
+    if not host_ids:
+        return {}
+    rows = WorkerHost.objects.filter(pk__in=host_ids).values_list("pk", "revoked_at", "connection")
+    return {pk: (revoked_at, connection) for pk, revoked_at, connection in rows}
+
+
+def _not_live(worker: WorkerHost, socket: str | None, hosts: dict[int, tuple]) -> EventOutcome | None:
+    """The outcome of an event whose socket may no longer act (docs/protocol.md 2.1), or None."""
+    revoked_at, live = hosts.get(worker.pk, (None, socket))
+    if revoked_at is not None:
+        return EventOutcome(stored=False, error=f"the token of worker {worker.name} is revoked", sender_revoked=True)
+    if socket is not None and live != socket:
+        return EventOutcome(
+            stored=False,
+            error=f"a newer socket of worker {worker.name} replaced this one: send it there",
+            sender_superseded=True,
+        )
+    return None
 
 
 def _is_final(event: ParsedEvent) -> bool:

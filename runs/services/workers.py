@@ -164,12 +164,29 @@ def worker_hello(*, worker: WorkerHost, gpus, targets=None) -> WorkerHost:
     return worker
 
 
-def worker_connected(*, worker: WorkerHost, connection: str) -> None:
-    """The host's socket `connection` (a channel name) is open: the host is shown connected through it, since now
-    (`last_seen`)."""
+def worker_connected(*, worker: WorkerHost, connection: str) -> str:
+    """The host's socket `connection` (a channel name) is open: it is the host's live socket from now on, and the
+    host is shown connected through it, since now (`last_seen`). A host has one live socket (docs/protocol.md
+    2.1): returns the channel name of the socket this one replaces ('' if none), which the caller closes."""
     with transaction.atomic():
+        previous = (
+            WorkerHost.objects.select_for_update().filter(pk=worker.pk).values_list("connection", flat=True).first()
+        )
         WorkerHost.objects.filter(pk=worker.pk).update(connection=connection, last_seen=timezone.now())
         _announce_to_held_runs(worker)
+    return previous if previous and previous != connection else ""
+
+
+REVOKED, SUPERSEDED = "revoked", "superseded"
+
+
+def worker_socket_state(*, worker: WorkerHost, connection: str) -> str | None:
+    """Why the host's socket `connection` may no longer act, by the database: REVOKED (the host's token was
+    revoked since it opened), SUPERSEDED (a newer socket of the host opened since: worker_connected), or None."""
+    row = WorkerHost.objects.filter(pk=worker.pk).values_list("revoked_at", "connection").first()
+    if row is None or row[0] is not None:
+        return REVOKED
+    return SUPERSEDED if row[1] != connection else None
 
 
 def worker_disconnected(*, worker: WorkerHost, connection: str) -> bool:

@@ -39,3 +39,14 @@ def test_the_hellos_limits_are_the_servers():
     text = PROTOCOL.read_text(encoding="utf-8")
     assert f"at most {GPUS_MAX_COUNT} names, each at most {GPU_NAME_MAX_CHARS} characters" in text
     assert f"at most {TARGETS_MAX_COUNT} of them, each at most {TARGET_NAME_MAX_CHARS} characters" in text
+
+
+def test_the_close_codes_and_the_workers_exit_statuses_are_the_codes():
+    from agentloop.worker import client
+    from runs import consumers
+
+    text = PROTOCOL.read_text(encoding="utf-8")
+    assert consumers.SUPERSEDED == client.SUPERSEDED and consumers.AUTH_REFUSED == client.AUTH_REFUSED
+    assert f"closed with code **{consumers.SUPERSEDED}**" in text and f"code **{consumers.AUTH_REFUSED}**" in text
+    assert f"the agentloop worker exits with status {client.EXIT_SUPERSEDED}" in text
+    assert f"the agentloop worker exits\n  with status {client.EXIT_TOKEN_REFUSED}" in text

@@ -776,6 +776,50 @@ async def test_the_late_close_of_an_old_socket_leaves_a_reconnected_host_connect
     assert not (await host_state(host.pk)).is_connected
 
 
+async def test_a_newer_socket_of_a_host_closes_the_older_with_4409_and_only_the_newer_is_heard():
+    """docs/protocol.md 2.1: a host has one live socket, its newest. The audit's case: socket A holds a run and
+    stores #0; socket B of the same host says hello without it. B's word is the host's (the run is lost there),
+    and A, closed with 4409 when B opened, stores nothing more; the host is shown connected as long as B is open."""
+    host, token = await sync_to_async(make_worker)()
+    older = await connected_worker(token)
+    run = await claimed_run(older)
+    await older.send_json_to(event(run.pk, 0, "status", {"status": "running", "reason": "started"}))
+    assert (await older.receive_json_from(timeout=5))["type"] == "ack"
+    newer = await connected_worker(token, holding=[])
+    assert (await older.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4409}
+    lost = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert lost.status == RunStatus.FAILED and "reconnected without this run" in lost.status_reason
+    await older.send_json_to(event(run.pk, 1, "note", {"text": "from the replaced socket", "level": "info"}))
+    await older.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assert await older.receive_nothing(timeout=0.3)
+    assert await sync_to_async(Step.objects.filter(run=run).count)() == 1
+    await older.disconnect()
+    assert (await host_state(host.pk)).is_connected  # through the newer socket
+    await newer.disconnect()
+    assert not (await host_state(host.pk)).is_connected
+
+
+@pytest.mark.parametrize("first", ["event", "claim"])
+async def test_a_socket_whose_host_opened_a_newer_one_unheard_is_closed_at_its_next_message(first):
+    """Where the replacement's message did not reach the older socket, the database says which socket is live:
+    the older one's next event is not stored (a retry nack: the worker sends it on its live socket) and its next
+    claim gets no run; either closes it with 4409."""
+    host, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    queued = await sync_to_async(make_run)()
+    await sync_to_async(WorkerHost.objects.filter(pk=host.pk).update)(connection="another-socket")  # no message
+    if first == "event":
+        await socket.send_json_to(event(run.pk, 0, "note", {"text": "from the older socket", "level": "info"}))
+        reply = await socket.receive_json_from(timeout=5)
+        assert reply["type"] == "nack" and reply["retry"] is True and "replaced this one" in reply["error"], reply
+    else:
+        await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assert (await socket.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4409}
+    assert not await sync_to_async(Step.objects.filter(run=run).exists)()
+    assert (await sync_to_async(Run.objects.get)(pk=queued.pk)).status == RunStatus.QUEUED
+
+
 async def test_the_pages_of_a_hosts_runs_hear_when_it_goes_offline_and_its_summary_says_since_when(client):
     worker, run, browser = await worker_and_browser(client)
     summary = (await sync_to_async(client.get)(f"/runs/{run.pk}/summary/")).json()

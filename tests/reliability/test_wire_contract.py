@@ -221,24 +221,52 @@ def closed_with(wire: WireWorker) -> tuple[int | None, list[dict]]:
         return (closed.rcvd.code if closed.rcvd else None), messages
 
 
-def test_a_host_revoked_from_another_process_is_closed_at_its_next_hello_or_ack_not_welcomed(site):
-    # One daphne with the in-memory layer: the revocation's message from another process cannot reach its sockets.
+@pytest.mark.parametrize("first", ["hello", "directive_ack"])
+def test_a_host_revoked_from_another_process_is_closed_at_its_next_hello_or_ack_not_welcomed(site, first):
+    # One daphne with the in-memory layer: the revocation's message from another process cannot reach its socket.
+    # (One socket a case: a host has one live socket, a second would replace the first, 2.1.)
     port = site.start_server(REDIS_URL="")
     token = site.worker_token("gpu-late")
     site.queue_demo_run()
-    greeter, acker = WireWorker(port, token), WireWorker(port, token)
-    run_id = greeter.claim()
+    wire = WireWorker(port, token)
+    run_id = wire.claim()
     directive = site.django(
         "from runs.models import Run, WorkerHost\nfrom runs.services import directive_send, worker_host_revoke\n"
         "directive = directive_send(run=Run.objects.get(pk=run_id), action='pause')\n"
         "worker_host_revoke(host=WorkerHost.objects.get(name='gpu-late'))\nresult = directive.wire_id",
         run_id=run_id,
     )
-    greeter.send({"type": "hello", "v": 1, "host": "wire", "gpus": ["cpu"], "targets": ["cpu"], "active_runs": []})
-    acker.send({"type": "directive_ack", "v": 1, "id": directive})
-    for wire in (greeter, acker):
-        code, messages = closed_with(wire)
-        assert code == 4401 and messages == [], (code, messages)
+    if first == "hello":
+        wire.send({"type": "hello", "v": 1, "host": "wire", "gpus": ["cpu"], "targets": ["cpu"], "active_runs": []})
+    else:
+        wire.send({"type": "directive_ack", "v": 1, "id": directive})
+    code, messages = closed_with(wire)
+    assert code == 4401 and messages == [], (code, messages)
     # Nothing it sent was acted on: no reconcile took its run back, and the directive waits unacknowledged.
     assert site.query("select status, worker_id is not null from runs_run where id = ?", (run_id,)) == [("running", 1)]
     assert site.query("select acked_at from runs_directive where run_id = ?", (run_id,)) == [(None,)]
+
+
+def test_a_second_socket_of_a_hosts_token_replaces_the_first_and_the_real_worker_stops(site, tmp_path):
+    """docs/protocol.md 2.1: a host has one live socket. The real worker never opens a second one itself (it
+    reconnects after its socket is gone); a socket opened beside it with its token (a second worker) replaces
+    its socket, which closes with 4409, and it stops (exit status 6) rather than take the host back."""
+    port = site.start_server()
+    token = site.worker_token("gpu-twice")
+    run_id = site.queue_demo_run()
+    state_dir = tmp_path / "worker"
+    worker = site.start_worker(port, token, state_dir)
+    assert wait_until(
+        lambda: site.query("select step_count from runs_run where id = ?", (run_id,))[0][0] > 0, 120, while_alive=worker
+    ), site.worker_log(state_dir)
+    second = WireWorker(port, token)
+    try:
+        assert worker.wait(timeout=30) == 6, site.worker_log(state_dir)
+        assert "replaced this worker's (close 4409)" in site.worker_log(state_dir)
+        # The newest socket's hello is the host's word: it holds no run, so the worker's run is lost there.
+        assert site.query("select status from runs_run where id = ?", (run_id,)) == [("failed",)]
+        connected = "select connection != '' from runs_workerhost where name = 'gpu-twice'"
+        assert site.query(connected) == [(1,)]
+    finally:
+        second.close()
+    assert wait_until(lambda: site.query(connected) == [(0,)], 10)
