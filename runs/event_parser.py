@@ -16,7 +16,7 @@ from decimal import Decimal
 from django.utils.dateparse import parse_datetime
 
 from agentloop.event_types import payload_problem
-from agentloop.protocol import KINDS
+from agentloop.protocol import KINDS, PROTOCOL_VERSION, RUN_STATUSES
 from runs.nul_escape import NulRefused, escape_nul
 
 # The largest value of the integer columns (PositiveIntegerField: 32-bit signed on PostgreSQL), checked here so
@@ -26,6 +26,9 @@ INT_COLUMN_MAX = 2**31 - 1
 STEP_COST_LIMIT = Decimal(10_000)
 
 _KINDS = frozenset(KINDS)
+_STATUSES = frozenset(RUN_STATUSES)
+ENVELOPE_FIELDS = ("v", "run_id", "seq", "kind", "ts", "payload", "usage")
+USAGE_FIELDS = ("tokens_in", "tokens_out", "cost_usd")
 
 
 @dataclass(frozen=True)
@@ -53,14 +56,43 @@ class _Refused(Exception):
     pass
 
 
-def parse_event(raw, *, run_id: int | None = None, time_required: bool = False) -> ParsedEvent | Refusal:
+def envelope_problem(record: dict) -> str | None:
+    """What makes a line no event by docs/protocol.md 1.1's envelope, or None: exactly its fields, v the version
+    this server reads, run_id a string or an integer (seq, kind, ts, payload and usage are the parser's)."""
+    extra = [name for name in record if name not in ENVELOPE_FIELDS]
+    if extra:
+        return (
+            f"{json.dumps(extra[0])[:60]} is not a field of an event (an event has exactly "
+            f"{', '.join(ENVELOPE_FIELDS)}: docs/protocol.md 1.1)"
+        )
+    missing = [name for name in ENVELOPE_FIELDS if name not in record]
+    if missing:
+        return (
+            f"the event has no {missing[0]} (an event has exactly {', '.join(ENVELOPE_FIELDS)}: docs/protocol.md 1.1)"
+        )
+    version = record["v"]
+    if isinstance(version, bool) or not isinstance(version, int) or version != PROTOCOL_VERSION:
+        return f"v must be {PROTOCOL_VERSION}, the protocol version this server reads, not {json.dumps(version)[:60]}"
+    run_id = record["run_id"]
+    if isinstance(run_id, bool) or not isinstance(run_id, (str, int)):
+        return f"run_id must be a string or an integer, not {json.dumps(run_id)[:60]}"
+    return None
+
+
+def parse_event(
+    raw, *, run_id: int | None = None, time_required: bool = False, strict: bool = False
+) -> ParsedEvent | Refusal:
     """Read one event. `run_id`: the run the caller stores it in (a trace import, step_record); without it the
     event's own `run_id` names it (a worker's event). `time_required`: an event without a `ts` is refused (a
     worker's: docs/protocol.md 1.1 requires it, and a re-send without one could not be told from another event
-    under the same number)."""
+    under the same number). `strict` (a worker's event): the whole of 1.1 besides: exactly the envelope's fields,
+    `usage` with its three, all zero but on a `usage` event, whose envelope repeats its payload's, and `ts` with
+    its offset."""
     try:
         if not isinstance(raw, dict):
             raise _Refused("an event must be a JSON object")
+        if strict and (problem := envelope_problem(_as_envelope(raw))) is not None:
+            raise _Refused(problem)
         run = run_id if run_id is not None else _run_id(raw.get("run_id"))
         seq = _count(raw.get("seq"), "seq")
         kind = raw.get("kind")
@@ -72,12 +104,16 @@ def parse_event(raw, *, run_id: int | None = None, time_required: bool = False) 
         problem = payload_problem(kind, payload)  # its declared shape (agentloop/event_types.py)
         if problem is not None:
             raise _Refused(problem)
+        if kind == "status" and payload.get("status") not in _STATUSES:
+            raise _Refused(f"status {payload.get('status')!r:.60} is not a run status ({', '.join(RUN_STATUSES)})")
         if "\\u0000" in _strict_json(payload):  # only then is there a NUL to escape (runs/nul_escape.py)
             payload = _nul_escaped(payload)
         tokens_in, tokens_out, cost = _usage(raw.get("usage"))
+        if strict:
+            _usage_agrees(raw["usage"], kind, payload)
         if time_required and raw.get("ts") is None:
             raise _Refused("ts is missing: every event carries when it happened (ISO 8601 with an offset)")
-        created_at = _instant(raw.get("ts"))
+        created_at = _instant(raw.get("ts"), offset_required=strict)
     except _Refused as refused:
         return Refusal(str(refused))
     return ParsedEvent(run, seq, kind, payload, created_at, tokens_in, tokens_out, cost)
@@ -144,7 +180,32 @@ def _usage(usage) -> tuple[int, int, Decimal]:
     return tokens_in, tokens_out, amount
 
 
-def _instant(value) -> datetime | None:
+def _as_envelope(raw: dict) -> dict:
+    """A worker's event as the envelope it stands for: an `event` message is the envelope and its `type`; a batch's
+    item may leave out `v` (its `events` message carries it, docs/protocol.md 2.8); a missing `ts` has its own
+    refusal ("ts is missing")."""
+    envelope = {name: value for name, value in raw.items() if name != "type"}
+    envelope.setdefault("v", PROTOCOL_VERSION)
+    envelope.setdefault("ts", None)
+    return envelope
+
+
+def _usage_agrees(usage: dict, kind: str, payload: dict) -> None:
+    """A worker's `usage` (docs/protocol.md 1.1): its three fields, all zero (cost 0 or null) on every event but a
+    `usage` event, whose envelope repeats its payload's (so a run's totals count each model call once, and only
+    as the call's own event says)."""
+    missing = [name for name in USAGE_FIELDS if name not in usage]
+    if missing or len(usage) != len(USAGE_FIELDS):
+        raise _Refused(f"usage must have exactly {', '.join(USAGE_FIELDS)}")
+    if kind == "usage":
+        expected = {name: payload.get(name) for name in USAGE_FIELDS}
+        if any(usage[name] != expected[name] for name in USAGE_FIELDS):
+            raise _Refused("a usage event's envelope usage must repeat its payload's tokens_in, tokens_out, cost_usd")
+    elif usage["tokens_in"] or usage["tokens_out"] or usage["cost_usd"]:
+        raise _Refused(f"usage must be all zero on a {kind} event: only a usage event counts a model call")
+
+
+def _instant(value, *, offset_required: bool = False) -> datetime | None:
     if value is None:
         return None
     parsed: datetime | None
@@ -157,5 +218,9 @@ def _instant(value) -> datetime | None:
             raise _Refused(f"not a valid timestamp: {value!r:.60}") from None
         if parsed is None:
             raise _Refused(f"not an ISO 8601 timestamp: {value!r:.60}")
-    # A time without an offset is read as UTC (the protocol's times carry one).
+    if parsed.tzinfo is None and offset_required:
+        raise _Refused(
+            f"ts must be a time with its offset (ISO 8601, e.g. 2026-11-30T11:02:03+00:00), not {value!r:.60}"
+        )
+    # A time without an offset is read as UTC (the protocol's times carry one; a trace's older lines may not).
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

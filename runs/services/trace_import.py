@@ -7,8 +7,7 @@ from typing import Any, cast
 from django.db import DataError, transaction
 from django.utils import timezone
 
-from agentloop.protocol import PROTOCOL_VERSION
-from runs.event_parser import ParsedEvent, Refusal, parse_event
+from runs.event_parser import ParsedEvent, Refusal, envelope_problem, parse_event
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
 from runs.services.errors import ServiceError
@@ -23,7 +22,6 @@ NESTING_MAX = 64
 # A refusal's message is shown on the import form: however long what the trace holds, the message stays short.
 MESSAGE_MAX = 400
 # docs/protocol.md 1.1: every event has exactly these top-level fields.
-ENVELOPE_FIELDS = ("v", "run_id", "seq", "kind", "ts", "payload", "usage")
 # This dashboard's export holds these lines besides its run's events (runs/run_pages/selectors.py).
 EXPORT_TYPES = ("run", "question", "evaluation")
 # The first bytes of a compressed file, its format, and how to decompress it (the lab ships traces as .jsonl.xz).
@@ -133,29 +131,6 @@ def _line_format(record: dict) -> str:
 FORMAT_WORDS = {"harness": "a harness --trace line", "events": "a run event (or an export's line)"}
 
 
-def _envelope_problem(record: dict) -> str | None:
-    """What makes a line no event by docs/protocol.md 1.1's envelope, or None: exactly its fields, v the version
-    this server reads, run_id a string or an integer (seq, kind, ts, payload and usage are the parser's)."""
-    extra = [name for name in record if name not in ENVELOPE_FIELDS]
-    if extra:
-        return (
-            f"{json.dumps(extra[0])[:60]} is not a field of an event (an event has exactly "
-            f"{', '.join(ENVELOPE_FIELDS)}: docs/protocol.md 1.1)"
-        )
-    missing = [name for name in ENVELOPE_FIELDS if name not in record]
-    if missing:
-        return (
-            f"the event has no {missing[0]} (an event has exactly {', '.join(ENVELOPE_FIELDS)}: docs/protocol.md 1.1)"
-        )
-    version = record["v"]
-    if isinstance(version, bool) or not isinstance(version, int) or version != PROTOCOL_VERSION:
-        return f"v must be {PROTOCOL_VERSION}, the protocol version this server reads, not {json.dumps(version)[:60]}"
-    run_id = record["run_id"]
-    if isinstance(run_id, bool) or not isinstance(run_id, (str, int)):
-        return f"run_id must be a string or an integer, not {json.dumps(run_id)[:60]}"
-    return None
-
-
 def _differences(stored: tuple, new: tuple) -> list[str]:
     """Which parts of two events under one seq differ (kind, payload, ts, usage), each by the store's own
     comparison (steps.same_event, over steps.event_fields' tuples)."""
@@ -228,7 +203,7 @@ def _events(records, harness: bool):
             yield number, _harness_line_as_event(record, seq)
             seq += 1
         elif not _is_export_line(record):
-            problem = _envelope_problem(record)
+            problem = envelope_problem(record)
             if problem:
                 raise ServiceError(f"line {number}: {problem}")
             yield number, record
@@ -365,7 +340,7 @@ def trace_import(*, lines, name: str, user=None) -> Run:
 
     `lines` is an open file (read twice from its start, line by line: a first pass finds the task and the
     format, one a file, the second stores the steps) or a list of lines. Each event line is held to the
-    protocol's envelope and numbering (docs/protocol.md 1.1, 1.3: `_envelope_problem`, `_Numbering`; a seq used
+    protocol's envelope and numbering (docs/protocol.md 1.1, 1.3: `runs.event_parser.envelope_problem`, `_Numbering`; a seq used
     before goes to the store, which takes it only as the same event). Steps are stored in batches, so memory holds
     one batch, not the trace; questions, kernels and evaluations are derived from their events as if a worker had
     sent them. The run ends in the trace's last finished status, or `stopped` when the trace stops before one (an

@@ -39,7 +39,7 @@ def worker_events_record(
     unparsed = []  # (index, worker, event, the parser's reason): refused for good
     event: dict[str, Any] | ParsedEvent  # as sent, then as parsed (the loops below)
     for index, (worker, event) in enumerate(items):
-        result = parse_event(event, time_required=True)
+        result = parse_event(event, time_required=True, strict=True)
         if isinstance(result, Refusal):
             outcomes[index] = EventOutcome(stored=False, error=result.reason)
             unparsed.append((index, worker, event, result.reason))

@@ -17,7 +17,9 @@ from tests.payloads import MINIMAL
 
 
 def good(**fields) -> dict:
-    return {**event(7, 3, "note", {"text": "hi", "level": "info"}, tokens_in=5, tokens_out=2, cost_usd=0.25), **fields}
+    """A note carrying usage: the lenient reading (a trace's line, step_record) takes it; a worker's is strict."""
+    note = event(7, 3, "note", {"text": "hi", "level": "info"})
+    return {**note, "usage": {"tokens_in": 5, "tokens_out": 2, "cost_usd": 0.25}, **fields}
 
 
 # No django_db mark: the parser is pure, and a test that touched the database here would fail.
@@ -163,3 +165,48 @@ def test_stored_steps_are_announced_after_the_commit_in_one_shape_per_block(
     assert [m for _, m in sent if m["type"] == "step.stored"] == [
         {"type": "step.stored", "run_id": run.pk, "seq": 7, "kind": "note"}
     ]
+
+
+def worker_note(**fields) -> dict:
+    return {**event(7, 3, "note", {"text": "hi", "level": "info"}), **fields}
+
+
+def worker_usage(**usage) -> dict:
+    payload = {"purpose": "turn", "model": "m", "tokens_in": 5, "tokens_out": 2, "cost_usd": 0.25}
+    return event(7, 4, "usage", payload, **payload) | ({"usage": usage} if usage else {})
+
+
+@pytest.mark.parametrize(
+    "raw, because",
+    [
+        (worker_note(extra=1), "is not a field of an event"),
+        ({k: v for k, v in worker_note().items() if k != "usage"}, "the event has no usage"),
+        (worker_note(v=2), "v must be 1"),
+        (worker_note(v=True), "v must be 1"),
+        (worker_note(usage={"tokens_in": 0, "tokens_out": 0}), "usage must have exactly"),
+        (worker_note(usage={"tokens_in": 1000, "tokens_out": 1000, "cost_usd": 12.5}), "usage must be all zero"),
+        (worker_usage(tokens_in=999999, tokens_out=2, cost_usd=0.25), "must repeat its payload"),
+        (worker_note(ts="2026-12-05T10:00:00"), "ts must be a time with its offset"),
+        (worker_note(ts="2026-12-05"), "ts must be a time with its offset"),
+    ],
+)
+def test_a_workers_event_is_held_to_the_whole_envelope(raw, because):
+    """Protocol audit findings 5 and 6: what a worker sends is refused for good where it breaks docs/protocol.md 1.1
+    (the lenient reading of a trace's line or the services' own events still takes these)."""
+    refused = parse_event(raw, time_required=True, strict=True)
+    assert isinstance(refused, Refusal) and because in refused.reason, refused
+
+
+def test_a_workers_event_message_and_a_batch_item_without_v_are_envelopes():
+    assert isinstance(parse_event(worker_note(), time_required=True, strict=True), ParsedEvent)  # with its `type`
+    item = {k: v for k, v in worker_note().items() if k not in ("type", "v")}
+    assert isinstance(parse_event(item, time_required=True, strict=True), ParsedEvent)
+    counted = parse_event(worker_usage(), time_required=True, strict=True)
+    assert (counted.tokens_in, counted.tokens_out, counted.cost_usd) == (5, 2, Decimal("0.25"))
+
+
+def test_a_status_event_names_a_run_status_in_any_reading():
+    bogus = worker_note(kind="status", payload={"status": "bogus", "reason": "started"})
+    for strict in (False, True):
+        refused = parse_event(bogus, time_required=True, strict=strict)
+        assert isinstance(refused, Refusal) and "is not a run status" in refused.reason

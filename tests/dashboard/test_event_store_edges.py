@@ -428,8 +428,8 @@ def as_stored(run, seq: int, kind: str, payload: dict, **usage) -> Step:
     return Step(
         run=run,
         seq=seq,
-        kind=kind,
-        payload=payload,
+        kind=sent["kind"],
+        payload=sent["payload"],
         created_at=datetime.fromisoformat(sent["ts"]),
         tokens_in=usage.get("tokens_in", 0),
         cost_usd=Decimal(str(usage.get("cost_usd", 0))),

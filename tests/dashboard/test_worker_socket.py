@@ -285,7 +285,10 @@ async def test_a_resent_event_that_differs_in_usage_or_time_is_refused_and_the_t
     )
     assert (await send(first))["type"] in ("ack", "acks")
     assert (await send(first))["type"] in ("ack", "acks")  # the same event again: stored once, acked again
-    reply = await send(first | {field: value})
+    changed = first | {field: value}
+    if field == "usage":  # a usage event's envelope repeats its payload (docs/protocol.md 1.1): both differ
+        changed["payload"] = first["payload"] | value
+    reply = await send(changed)
     assert reply["type"] == "nack" and reply["retry"] is False and "different step #0" in reply["error"], reply
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
     assert (stored.step_count, stored.tokens_in, stored.tokens_out, stored.cost_usd) == (1, 10, 2, Decimal("0.01"))
@@ -648,12 +651,9 @@ async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplica
         (run.pk, 1),
         (run.pk, 2),
     ]
-    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
-    assert steps == [
-        (0, {"text": "zero", "level": "info"}),
-        (1, {"text": "one", "level": "info"}),
-        (2, {"text": "two", "level": "info"}),
-    ]
+    # (each carries usage, so the helper sends each as a usage event: only those count a model call)
+    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "kind"))
+    assert steps == [(0, "usage"), (1, "usage"), (2, "usage")]
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
     assert (stored.step_count, stored.last_seq, stored.tokens_in) == (3, 2, 15)
     await socket.disconnect()
