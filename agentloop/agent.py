@@ -11,7 +11,6 @@ agentloop/questions.py.
 
 from __future__ import annotations
 
-import hashlib
 import time
 import traceback
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnd
 from agentloop.evaluator import EvaluatorError, HarnessEvaluator
 from agentloop.events import Emitter
 from agentloop.interfaces import Evaluator, EventSink, Model, Tool
+from agentloop.kernel_file import KernelFile, read_kernel, snapshot
 from agentloop.models import ModelReply
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
@@ -291,7 +291,7 @@ class Agent:
             self._fork_decide()
         self._check_tool_inputs()
         if s.goal_check_due is not None:
-            self._goal_check(self.editor.resolve(s.goal_check_due), s.goal_check_due)
+            self._goal_check(s.goal_check_due)
         pending = s.pending_question
         point = s.open_decision or (pending or {}).get("decision_point")
         if point is not None:
@@ -498,59 +498,68 @@ class Agent:
             follow_up()
 
     def _evaluate_tool(self, call_id: str, tool_input: dict[str, Any]) -> tuple[ToolResult, Callable[[], None] | None]:
-        scenarios, kernel = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
-        path = self.editor.resolve(kernel)
-        if not path.is_file():
-            raise ToolInputError(f"no file {kernel} in the workspace")
-        oversized = evaluate_tool.too_large(path)
-        if oversized is not None:
-            return ToolResult(oversized, is_error=True), None
+        scenarios, name = evaluate_tool.parse_input(tool_input, self.config.kernel_filename)
+        kernel = self._read_kernel(name)  # KernelFileError: the tool's error answer
         refusal = self.scoreboard.refusal()
         if refusal is not None:  # answered like any call, so that the trace stays a whole conversation
             return ToolResult(refusal, is_error=True, extra={"budget_spent": EVALUATIONS}), None
         try:
-            result = self.evaluator(self.config.task, path, scenarios)
+            result = self._judge(kernel, scenarios)
         except EvaluatorError as exc:
-            return ToolResult(f"the harness could not evaluate {kernel}: {exc}", is_error=True), None
-        payload = self.scoreboard.record(result, "tool", scenarios, kernel, call_id)
+            return ToolResult(f"the harness could not evaluate {name}: {exc}", is_error=True), None
+        payload = self.scoreboard.record(result, "tool", scenarios, name, call_id)
         output = self.scoreboard.verdict_text(result, payload)
         follow_up: Callable[[], None] | None = None
         if payload["goal_met"]:
 
             def follow_up() -> None:
-                raise GoalMet(f"goal met on a full evaluation of {kernel}")
+                raise GoalMet(f"goal met on a full evaluation of {name}")
         elif self.scoreboard.worth_confirming(result):
             output += (
                 "\nThis meets the target on the scenarios it ran; the loop now runs a fresh full evaluation "
                 "to confirm the goal."
             )
-            follow_up = lambda: self._goal_check(path, kernel)  # noqa: E731
+            follow_up = lambda: self._goal_check(name)  # noqa: E731
         return ToolResult(output, is_error=result.get("status") != "correct"), follow_up
 
+    def _read_kernel(self, name: str) -> KernelFile:
+        """The workspace's kernel file `name`, read as the harness is to judge it (agentloop/kernel_file.py): inside
+        the workspace, no symbolic link, a regular file within the limit. KernelFileError otherwise."""
+        return read_kernel(self.editor.resolve, self.workspace, name)
+
+    def _judge(self, kernel: KernelFile, scenarios: str | list[str]) -> dict[str, Any]:
+        """The harness's verdict on the bytes read, judged from a snapshot of them. Where the verdict names the file
+        it judged (the harness's does), it names the workspace's file, not the snapshot gone with the call."""
+        with snapshot(kernel) as path:
+            result = self.evaluator(self.config.task, path, scenarios)
+        if result.get("kernel_path"):
+            result["kernel_path"] = str(kernel.path)
+        return result
+
     # ------------------------------------------------------------------------------------ the goal
-    def _goal_check(self, path: Path, kernel: str) -> None:
+    def _goal_check(self, name: str) -> None:
         """A fresh full evaluation by the loop itself; the run succeeds only if it confirms the goal."""
-        oversized = evaluate_tool.too_large(path)
-        if oversized is not None:
-            self.emitter.emit("note", {"text": f"the goal check could not run: {oversized}", "level": "error"})
-            return
         try:
-            result = self.evaluator(self.config.task, path, "full")
-        except EvaluatorError as exc:
+            result = self._judge(self._read_kernel(name), "full")
+        except (ToolInputError, EvaluatorError) as exc:  # a KernelFileError is a ToolInputError
             self.emitter.emit("note", {"text": f"the goal check could not run: {exc}", "level": "error"})
             return
-        if self.scoreboard.record(result, "goal_check", "full", kernel, None)["goal_met"]:
-            raise GoalMet(f"goal confirmed by a fresh full evaluation of {kernel}")
+        if self.scoreboard.record(result, "goal_check", "full", name, None)["goal_met"]:
+            raise GoalMet(f"goal confirmed by a fresh full evaluation of {name}")
 
     def _goal_check_at_end(self) -> None:
         """The model ended its turn. Check its kernel unless the verdicts on this very source already rule it out."""
-        path = self.workspace / self.config.kernel_filename
+        name = self.config.kernel_filename
         try:
-            sha = hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
-        except (OSError, UnicodeDecodeError):
+            kernel = self._read_kernel(name)
+            kernel.data.decode("utf-8")
+        except ToolInputError as exc:  # a KernelFileError too: a link, a FIFO, a file over the limit
+            self.emitter.emit("note", {"text": f"the goal check could not run: {exc}", "level": "error"})
             return
-        if self.scoreboard.check_due_at_end(sha):
-            self._goal_check(path, self.config.kernel_filename)
+        except UnicodeDecodeError:
+            return
+        if self.scoreboard.check_due_at_end(kernel.sha256):
+            self._goal_check(name)
 
     # ----------------------------------------------------------------------------- decision points
     def _decision_points(self, fired: list[Firing]) -> None:

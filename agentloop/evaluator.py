@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentloop.kernel_file import KernelFileError, read_regular_file
 from agentloop.sandbox import Sandbox, is_secret_name, scrubbed_env
 from gpu_harness.build import cache_dir
 from gpu_harness.runner import LineReader
@@ -74,7 +75,10 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
         self._ensure_started()
         with tempfile.TemporaryDirectory(prefix="snapshot-", dir=self._home) as tmp:
             snapshot = Path(tmp) / Path(kernel_path).name
-            shutil.copyfile(kernel_path, snapshot)
+            try:  # never through a link, never a FIFO or a device, never more than the limit (kernel_file.py)
+                snapshot.write_bytes(read_regular_file(Path(kernel_path), Path(kernel_path).name))
+            except KernelFileError as exc:
+                raise EvaluatorError(str(exc)) from None
             self._next_id += 1
             rid = self._next_id
             self._send(

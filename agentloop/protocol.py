@@ -78,7 +78,7 @@ def event_message_bytes(event: dict[str, Any]) -> int:
 
 
 # The largest kernel source an evaluation may carry (`result.kernel_source`, in UTF-8), end to end: the agent does
-# not evaluate a larger file (agentloop/agent.py), and the server refuses an evaluation event that carries one,
+# not evaluate a larger file (agentloop/kernel_file.py), and the server refuses an evaluation event that carries one,
 # from a worker or a trace import (runs/event_parser.py). Nine times the largest kernel written here (the released
 # attention kernel, 115 KB), a quarter of EVENT_MAX_BYTES, and small enough that a kernel's page and its diff stay
 # quick to make (docs/protocol.md 1.2).

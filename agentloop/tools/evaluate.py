@@ -1,11 +1,10 @@
-"""The evaluate tool's schema and input checking; the loop runs the harness and records the verdict."""
+"""The evaluate tool's schema and input checking; the loop reads the kernel file (agentloop/kernel_file.py), runs the
+harness and records the verdict."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from agentloop.protocol import kernel_source_refusal
 from agentloop.tools import ToolInputError
 
 SCHEMA = {
@@ -36,11 +35,3 @@ def parse_input(tool_input: dict[str, Any], default_kernel: str) -> tuple[str, s
     if not isinstance(kernel, str):
         raise ToolInputError("kernel must be a file name")
     return scenarios, kernel
-
-
-def too_large(path: Path) -> str | None:
-    """Why the kernel file at `path` is not evaluated (its size over the protocol's limit on a kernel source,
-    which the server holds every evaluation to), or None. Checked before the harness starts on it: a verdict on a
-    source the server would refuse is work for nothing, and the model learns the limit at once."""
-    refusal = kernel_source_refusal(path.stat().st_size)
-    return f"{path.name} is not evaluated: {refusal}; make the file smaller" if refusal else None

@@ -61,3 +61,18 @@ def test_a_bad_request_is_an_evaluator_error_and_the_harness_stays(kernel):
         assert evaluator._proc.pid == pid
     finally:
         evaluator.close()
+
+
+def test_the_evaluator_snapshots_no_link_and_no_fifo_whoever_calls_it(tmp_path):
+    """Its snapshot is read as the loop reads a kernel (agentloop/kernel_file.py): a caller that hands it a link to
+    the agent's environment, or a FIFO, gets an error, not the environment judged or a call that never returns."""
+    (tmp_path / "linked.cpp").symlink_to("/proc/self/environ")
+    os.mkfifo(tmp_path / "fifo.cpp")
+    evaluator = HarnessEvaluator(timeout_s=300)
+    try:
+        with pytest.raises(EvaluatorError, match="linked.cpp is a symbolic link"):
+            evaluator("matmul_cpu", tmp_path / "linked.cpp", SMALL)
+        with pytest.raises(EvaluatorError, match="fifo.cpp is not a regular file"):
+            evaluator("matmul_cpu", tmp_path / "fifo.cpp", SMALL)
+    finally:
+        evaluator.close()
