@@ -485,6 +485,8 @@ class Agent:
                 result = ToolResult(f"unknown tool {name!r}: use shell, editor or evaluate", is_error=True)
         except ToolInputError as exc:
             result = ToolResult(f"error: {exc}", is_error=True)
+        except OSError as exc:  # what the file system or the kernel said to the model's input: its to read
+            result = ToolResult(f"error: {exc.strerror or exc}", is_error=True)
         payload = {
             "call_id": call_id,
             "name": name,

@@ -8,9 +8,12 @@ A directory listing looks at a bounded number of entries.
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agentloop.tools import OutputKeeper, ToolInputError, ToolResult, require, truncate
 
@@ -18,6 +21,9 @@ MAX_FILE_BYTES = 4 * 1024 * 1024  # a kernel source is a few hundred KB at most
 READ_CHUNK = 1 << 16
 LISTED = 500  # entries a directory listing shows ...
 LISTING_SCAN = 20 * LISTED  # ... chosen (sorted) from at most this many found
+PATH_MAX = 4096  # bytes of a path (Linux's PATH_MAX) ...
+NAME_MAX = 255  # ... and of one name in it (NAME_MAX): what the file system takes
+_NOT_REGULAR = "{name} is not a regular file (a FIFO, a socket or a device): the editor neither reads nor writes it"
 
 SCHEMA = {
     "name": "editor",
@@ -54,7 +60,15 @@ class EditorTool:
         self.max_file_bytes = max_file_bytes
 
     def resolve(self, raw: str) -> Path:
-        path = (self.workspace / raw).resolve()
+        """`raw` (the model's path) inside the workspace, links resolved; ToolInputError for a path the file
+        system cannot take (a NUL, over PATH_MAX or NAME_MAX) or one outside the workspace."""
+        problem = path_problem(raw)
+        if problem is not None:
+            raise ToolInputError(problem)
+        try:
+            path = (self.workspace / raw).resolve()
+        except (OSError, RuntimeError) as exc:  # (RuntimeError: a loop of links, before Python 3.13)
+            raise ToolInputError(f"{raw[:200]!r} cannot be resolved: {getattr(exc, 'strerror', None) or exc}") from None
         if path != self.workspace and self.workspace not in path.parents:
             raise ToolInputError(f"{raw} is outside the workspace")
         return path
@@ -70,7 +84,10 @@ class EditorTool:
         }.get(command)
         if handler is None:
             raise ToolInputError(f"unknown command {command!r}: use view, create, str_replace or insert")
-        output = handler(path, tool_input)
+        try:
+            output = handler(path, tool_input)
+        except OSError as exc:  # the file system's answer (not a directory, no space, ...): the model's to read
+            return ToolResult(f"error: {self._name(path)}: {exc.strerror or exc}", is_error=True)
         # A streamed view comes already cut to the limit, with its count; anything else is cut here.
         shown, cut = output if isinstance(output, tuple) else truncate(output, self.output_limit)
         return ToolResult(shown, truncated_chars=cut)
@@ -83,18 +100,43 @@ class EditorTool:
 
     def _read(self, path: Path, instead: str) -> str:
         """The whole file, if it is a UTF-8 text file within the limit; else what to do `instead` is told."""
-        if not path.is_file():
-            raise ToolInputError(f"{self._name(path)} is not a file")
-        size = path.stat().st_size
-        if size > self.max_file_bytes:
-            raise ToolInputError(
-                f"{self._name(path)} is {size:,} bytes, over the editor's limit of {self.max_file_bytes:,} bytes "
-                f"for a file it reads whole: {instead}"
-            )
+        with self._open(path, os.O_RDONLY) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > self.max_file_bytes:
+                raise ToolInputError(
+                    f"{self._name(path)} is {size:,} bytes, over the editor's limit of {self.max_file_bytes:,} "
+                    f"bytes for a file it reads whole: {instead}"
+                )
+            data = f.read(self.max_file_bytes + 1)
+        if len(data) > self.max_file_bytes:
+            raise ToolInputError(f"{self._name(path)} grew over the editor's limit while it was read: {instead}")
         try:
-            return path.read_text(encoding="utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolInputError(f"{self._name(path)} is not a UTF-8 text file") from None
+
+    def _open(self, path: Path, flags: int) -> BinaryIO:
+        """The regular file at `path`, opened without waiting (a FIFO opens at once, or not at all: ENXIO) and
+        checked by fstat of what was opened: a FIFO, a device or a socket is never read or written."""
+        try:
+            fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        except FileNotFoundError:
+            raise ToolInputError(f"{self._name(path)} is not a file") from None
+        except IsADirectoryError:
+            raise ToolInputError(f"{self._name(path)} is a directory") from None
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO with no reader, a socket
+                raise ToolInputError(_NOT_REGULAR.format(name=self._name(path))) from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ToolInputError(_NOT_REGULAR.format(name=self._name(path)))
+        os.set_blocking(fd, True)
+        return open(fd, "rb" if flags == os.O_RDONLY else "wb", closefd=True)
+
+    def _write(self, path: Path, text: str) -> None:
+        with self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as f:
+            f.write(text.encode("utf-8"))
 
     def view(self, path: Path, tool_input: dict[str, Any]) -> str | tuple[str, int]:
         if path.is_dir():
@@ -105,7 +147,7 @@ class EditorTool:
         ):
             raise ToolInputError("view_range must be [first, last] line numbers (last may be -1)")
         if view_range is not None and path.is_file() and self._too_large(path):
-            return self._view_streamed(path, view_range)
+            return self._view_streamed(path, view_range)  # (opened as _open opens: a regular file, checked)
         lines = self._read(
             path, "view a part of it with view_range [first, last], or use the shell (head, tail, sed -n, grep)"
         ).split("\n")
@@ -132,7 +174,7 @@ class EditorTool:
             raise ToolInputError(f"view_range {view_range} must have 1 <= first <= last (last may be -1)")
         shown = OutputKeeper(self.output_limit)
         line, wrote_any, line_started = 1, False, False
-        with open(path, "rb") as f:
+        with self._open(path, os.O_RDONLY) as f:
             for chunk in iter(lambda: f.read(READ_CHUNK), b""):
                 for i, piece in enumerate(chunk.split(b"\n")):
                     if i:  # a newline ended the line before this piece
@@ -152,9 +194,11 @@ class EditorTool:
         text = require(tool_input, "file_text")
         if path.is_dir():
             raise ToolInputError(f"{self._name(path)} is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
         existed = path.exists()
-        path.write_text(text, encoding="utf-8")
+        if existed and not path.is_file():
+            raise ToolInputError(_NOT_REGULAR.format(name=self._name(path)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._write(path, text)
         return f"{'Replaced' if existed else 'Created'} {self._name(path)} ({len(text)} characters)."
 
     def str_replace(self, path: Path, tool_input: dict[str, Any]) -> str:
@@ -172,7 +216,7 @@ class EditorTool:
                 else "old_str is empty"
             )
         start_line = text[: text.index(old)].count("\n") + 1
-        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        self._write(path, text.replace(old, new, 1))
         return f"Replaced 1 occurrence in {self._name(path)} at line {start_line}."
 
     def insert(self, path: Path, tool_input: dict[str, Any]) -> str:
@@ -182,5 +226,18 @@ class EditorTool:
         if not 0 <= line <= len(lines):
             raise ToolInputError(f"insert_line {line} is outside 0..{len(lines)}")
         added = new.split("\n")
-        path.write_text("\n".join(lines[:line] + added + lines[line:]), encoding="utf-8")
+        self._write(path, "\n".join(lines[:line] + added + lines[line:]))
         return f"Inserted {len(added)} line(s) after line {line} of {self._name(path)}."
+
+
+def path_problem(raw: str) -> str | None:
+    """Why the model's path `raw` cannot be a path of the file system, in words it reads; None when it can."""
+    if "\0" in raw:
+        return "a path may not contain a NUL character"
+    size = len(raw.encode("utf-8", errors="surrogatepass"))
+    if size > PATH_MAX:
+        return f"the path is {size:,} bytes, over the limit of {PATH_MAX:,} bytes (PATH_MAX)"
+    longest = max((len(part.encode("utf-8", errors="surrogatepass")) for part in raw.split("/")), default=0)
+    if longest > NAME_MAX:
+        return f"a name in the path is {longest:,} bytes, over the limit of {NAME_MAX} bytes (NAME_MAX)"
+    return None

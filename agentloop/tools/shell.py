@@ -4,6 +4,7 @@ memory (what the model is shown is kept, the rest counted)."""
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import signal
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agentloop.sandbox import BUBBLEWRAP, NONE, Sandbox, scrubbed_env
-from agentloop.tools import OutputKeeper, ToolResult, require
+from agentloop.tools import OutputKeeper, ToolInputError, ToolResult, require
 
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 READ_CHUNK = 1 << 16
@@ -23,6 +24,9 @@ READ_CHUNK = 1 << 16
 # for a process, only for bytes already written.
 DRAIN_S = 2.0
 STOP_GRACE_S = 5.0  # for the supervisor to kill what is below it after SIGTERM
+# The longest command line, in UTF-8 (the policy's shell_command_max_bytes): it travels as one argument of
+# `bash -c`, and Linux takes at most 128 KiB (MAX_ARG_STRLEN) in one argument; a longer script belongs in a file.
+COMMAND_MAX_BYTES = 100_000
 
 SCHEMA = {
     "name": "shell",
@@ -56,6 +60,7 @@ class ShellTool:
         use_bwrap: bool | None = None,
         extra_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
+        command_max_bytes: int = COMMAND_MAX_BYTES,
     ) -> None:
         """`sandbox` decides where commands run; without one it is chosen here: `use_bwrap=False` is the
         operator's --unsandboxed, anything else asks for bubblewrap and refuses commands where it does not work."""
@@ -64,6 +69,7 @@ class ShellTool:
         self.timeout_s = timeout_s
         self.timeout_max_s = timeout_max_s
         self.output_limit = output_limit
+        self.command_max_bytes = command_max_bytes
         self.sandbox = sandbox or Sandbox.choose(unsandboxed=use_bwrap is False, hidden=hidden or [])
 
     def argv(self, command: str) -> tuple[list[str], dict[str, Any]]:
@@ -79,6 +85,9 @@ class ShellTool:
 
     def __call__(self, tool_input: dict[str, Any]) -> ToolResult:
         command = require(tool_input, "command")
+        problem = command_problem(command, self.command_max_bytes)
+        if problem is not None:
+            raise ToolInputError(problem)
         if self.sandbox.mode not in (BUBBLEWRAP, NONE):
             return ToolResult(
                 output=f"[not run] {self.sandbox.refusal}",
@@ -86,7 +95,7 @@ class ShellTool:
                 extra={"exit_code": None, "timed_out": False, "duration_s": 0},
             )
         timeout = tool_input.get("timeout_s", self.timeout_s)
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout < math.inf:
             timeout = self.timeout_s
         timeout = min(float(timeout), self.timeout_max_s)
         argv, env = self.argv(command)
@@ -147,6 +156,20 @@ class ShellTool:
         _kill_group(proc)
         proc.wait()
         _wait_ended(inits, time.monotonic() + STOP_GRACE_S)
+
+
+def command_problem(command: str, max_bytes: int) -> str | None:
+    """Why `command` cannot be run, in words the model reads (a NUL, which no argument can hold; over the limit on
+    a command's length); None when it can."""
+    if "\0" in command:
+        return "the command contains a NUL character, which no command line can hold: nothing was run"
+    size = len(command.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        return (
+            f"the command is {size:,} bytes, over the limit of {max_bytes:,} bytes on a shell command: nothing was "
+            "run. Write a long script to a file with the editor and run the file"
+        )
+    return None
 
 
 def _pipe(proc: subprocess.Popen[bytes]) -> IO[bytes]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from agentloop.sandbox import Sandbox
 from agentloop.tools.editor import MAX_FILE_BYTES, EditorTool
-from agentloop.tools.shell import ShellTool
+from agentloop.tools.shell import COMMAND_MAX_BYTES, ShellTool
 
 
 def work_tools(
@@ -27,5 +27,6 @@ def work_tools(
         output_limit=limits["output_limit_chars"],
         extra_env=extra_env,
         sandbox=sandbox,
+        command_max_bytes=int(limits.get("shell_command_max_bytes", COMMAND_MAX_BYTES)),
     )
     return shell, editor
