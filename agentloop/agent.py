@@ -28,6 +28,7 @@ from agentloop.events import Emitter
 from agentloop.interfaces import Evaluator, EventSink, Model, Tool
 from agentloop.kernel_file import KernelFile, read_kernel, snapshot
 from agentloop.models import ModelReply
+from agentloop.models.reply import received
 from agentloop.policy import Policy, default_policy
 from agentloop.questions import QuestionAsker
 from agentloop.review import AutoApprove, InboxReviewer, Reviewer
@@ -64,6 +65,12 @@ def invalid_input(block: dict[str, Any]) -> str | None:
     """What is wrong with a tool call's input, as the model reads it; None when the input is a JSON object. The
     model's mistake, answered as a tool error: the run goes on."""
     name = block.get("name")
+    if "duplicate_of" in block:
+        return (
+            f"error: this call of `{name}` came without an id of its own (it had {block['duplicate_of']!r}, which "
+            f"an earlier call of the same reply has, or none), so nothing was run; the loop named it "
+            f"{block['id']!r}. Call the tool again: each tool call needs an id of its own."
+        )
     if "raw_input" in block:
         return (
             f"error: your input for `{name}` was not valid JSON, so nothing was run (it began: "
@@ -417,7 +424,7 @@ class Agent:
         self, purpose: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
         self._check_can_go_on()  # before a call of any purpose (a turn, a question selection): none after an end
-        reply = self.model.query(system, messages, tools, purpose)
+        reply = received(self.model.query(system, messages, tools, purpose))  # what the trace and the API take
         u = reply.usage
         call = {
             "tokens_in": u.tokens_in,

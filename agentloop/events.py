@@ -14,6 +14,7 @@ from typing import Any
 
 from agentloop.event_types import payload_problem
 from agentloop.interfaces import EventSink
+from agentloop.json_safe import json_safe
 from agentloop.protocol import FINISHED_STATUSES, KINDS, PROTOCOL_VERSION
 
 ZERO_USAGE = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}
@@ -33,6 +34,7 @@ def make_event(
 ) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
+    payload = json_safe(payload)  # strict JSON: the trace is written with allow_nan=False (agentloop/json_safe.py)
     problem = payload_problem(kind, payload)
     if problem is not None:  # the server would refuse it: a bug of the loop's, not something to send
         raise ValueError(problem)
@@ -43,7 +45,7 @@ def make_event(
         "kind": kind,
         "ts": ts or utc_now(),
         "payload": payload,
-        "usage": dict(usage or ZERO_USAGE),
+        "usage": dict(json_safe(usage or ZERO_USAGE)),
     }
 
 

@@ -40,7 +40,9 @@ class TraceWriter:
             f.truncate(cut)
 
     def write(self, event: dict[str, Any]) -> None:
-        self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        # Strict JSON, one line of UTF-8: the emitter made the event so (agentloop/events.py, json_safe), and a
+        # value that is not would fail here rather than write a line no other reader takes.
+        self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n")
         self.sync()  # durable before the next sink sees the event (docs/protocol.md 1.3)
 
     def sync(self) -> None:

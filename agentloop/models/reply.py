@@ -4,8 +4,11 @@ it without importing the package that picks a backend (no import cycle: tests/fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from agentloop.json_safe import json_safe, non_finite
 
 
 @dataclass
@@ -31,3 +34,31 @@ class ModelReply:
     @property
     def tool_uses(self) -> list[dict[str, Any]]:
         return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+def received(reply: ModelReply) -> ModelReply:
+    """The reply as the loop keeps it, records it and sends it back, whatever the model sent: lone surrogates
+    replaced (the API and the trace take only UTF-8); a tool input holding NaN or an infinity (not JSON, though
+    Python's reader takes it) kept as the `raw_input` of an empty input, which the loop answers as invalid input;
+    a tool_use whose id is missing or repeats an earlier one of the reply given an id of its own, its
+    `duplicate_of` naming the id it repeated, which the loop answers with an error. So every tool_use is answered
+    exactly once, under its own id (hostile-model audit, findings 8 and 11)."""
+    content, seen = [], {b.get("id") for b in reply.content if b.get("type") == "tool_use"}
+    used: set[object] = set()
+    for block in reply.content:
+        block = dict(block)
+        if block.get("type") == "tool_use":
+            if non_finite(block.get("input")):
+                block["raw_input"], block["input"] = json.dumps(block["input"]), {}
+            ident = block.get("id")
+            if not isinstance(ident, str) or not ident or ident in used:
+                fresh = next(
+                    f"{ident or 'toolu'}_kseek{n}"
+                    for n in range(1, len(seen) + 2)
+                    if f"{ident or 'toolu'}_kseek{n}" not in seen
+                )
+                block["duplicate_of"], block["id"] = ident, fresh
+                seen.add(fresh)
+            used.add(block["id"])
+        content.append(json_safe(block))
+    return replace(reply, content=content, stop_reason=json_safe(reply.stop_reason), model=json_safe(reply.model))

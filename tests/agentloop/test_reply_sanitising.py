@@ -1,0 +1,105 @@
+"""Replies that are valid JSON to Python's reader but that the loop could not send back or record: a lone surrogate
+in a text block, NaN in a tool's input, two tool calls under one id. Each is taken as the model's mistake and the
+run goes on; the trace stays strict JSON (hostile-model audit, findings 8 and 11). Through the real loop and the
+real `anthropic` client, streamed and not."""
+
+import json
+import math
+
+import pytest
+
+from agentloop.config import Budgets
+from agentloop.trace import TraceWriter
+from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config, payloads
+from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
+
+
+def strict_events(path) -> list[dict]:
+    """The trace's events, read as strict JSON (NaN, Infinity refused) of UTF-8 (a lone surrogate refused)."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} in the trace")
+
+    raw = path.read_bytes().decode("utf-8")
+    return [json.loads(line, parse_constant=refuse) for line in raw.splitlines()]
+
+
+def play(tmp_path, turns, stream=True, evaluator=None):
+    turns = [*turns, Reply([tool_use("shell", {"command": "echo still here"})])]
+    with MessagesServer(Script(turns)) as server:
+        agent, trace = make_agent(
+            tmp_path,
+            anthropic_model(server, stream=stream),
+            config=make_config(budgets=Budgets(steps=len(turns))),
+            evaluator=evaluator or ScriptedEvaluator(),
+        )
+        outcome = agent.run()
+        trace.close()
+    assert outcome.reason == "budget_steps", outcome
+    assert server.refusals == []  # every request the loop sent, the API would take
+    events = strict_events(tmp_path / "trace.jsonl")
+    assert payloads(events, "tool_result")[-1]["output"] == "[exit code 0]\nstill here\n"
+    return events
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_lone_surrogate_in_a_reply_is_replaced_and_the_run_goes_on(tmp_path, stream):
+    events = play(
+        tmp_path,
+        [Reply([text("half a pair: \ud800 ends here"), tool_use("shell", {"command": "echo '\udc00'"})])],
+        stream=stream,
+    )
+    first = payloads(events, "model_message")[0]
+    assert first["content"][0]["text"] == "half a pair: \ufffd ends here"
+    assert payloads(events, "tool_call")[0]["input"] == {"command": "echo '\ufffd'"}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_nan_in_a_tool_input_is_answered_as_invalid_input_and_nothing_runs(tmp_path, stream):
+    events = play(
+        tmp_path, [Reply([tool_use("shell", {"command": "touch ran", "timeout_s": math.nan})])], stream=stream
+    )
+    answer = payloads(events, "tool_result")[0]
+    assert answer["is_error"] and answer["invalid_input"] and "not valid JSON" in answer["output"]
+    assert "NaN" in answer["output"]
+    assert not (tmp_path / "ws" / "ran").exists()
+
+
+def test_two_tool_calls_under_one_id_are_each_answered_once_the_second_with_an_error(tmp_path):
+    events = play(
+        tmp_path,
+        [
+            Reply(
+                [
+                    tool_use("shell", {"command": "echo one"}, ident="toolu_same"),
+                    tool_use("shell", {"command": "touch twice"}, ident="toolu_same"),
+                ]
+            )
+        ],
+    )
+    calls = [b for b in payloads(events, "model_message")[0]["content"] if b["type"] == "tool_use"]
+    ids = [b["id"] for b in calls]
+    assert ids[0] == "toolu_same" and ids[1] != "toolu_same" and calls[1]["duplicate_of"] == "toolu_same"
+    results = payloads(events, "tool_result")[:2]
+    assert [r["call_id"] for r in results] == ids
+    assert results[0]["output"] == "[exit code 0]\none\n"
+    assert results[1]["is_error"] and results[1]["invalid_input"] and "'toolu_same'" in results[1]["output"]
+    assert not (tmp_path / "ws" / "twice").exists()
+
+
+class NonFiniteEvaluator(ScriptedEvaluator):
+    def __call__(self, task, kernel_path, scenarios):
+        return super().__call__(task, kernel_path, scenarios) | {"wall_s": math.inf, "odd": [math.nan]}
+
+
+def test_a_verdict_with_non_finite_numbers_is_recorded_as_strict_json(tmp_path):
+    events = play(tmp_path, [Reply([tool_use("evaluate", {"scenarios": "quick"})])], evaluator=NonFiniteEvaluator())
+    [evaluation] = payloads(events, "evaluation")
+    assert evaluation["result"]["wall_s"] is None and evaluation["result"]["odd"] == [None]
+
+
+def test_the_trace_writer_refuses_a_non_finite_number_rather_than_write_a_line_that_is_not_json(tmp_path):
+    trace = TraceWriter(tmp_path / "t.jsonl")
+    with pytest.raises(ValueError):
+        trace.write({"seq": 0, "kind": "note", "payload": {"x": math.nan}})
+    trace.close()
