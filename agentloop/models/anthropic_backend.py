@@ -28,7 +28,7 @@ import anthropic
 
 from agentloop.errors import ModelFailed
 from agentloop.interfaces import Model, Notify
-from agentloop.models.reply import ModelReply, Usage
+from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from agentloop.prices import cost_usd
 
@@ -107,56 +107,82 @@ def block_to_dict(block: dict[str, Any]) -> dict[str, Any]:
 StreamEvent = Any
 
 
+class _Assembly:
+    """A streamed message being put together: each block's text, thinking and input JSON kept as pieces and
+    joined once at the end (appending to a string made a long reply cost quadratic time: 1 MB of 7-character
+    deltas took 120 s), and the bytes of the reply counted against REPLY_MAX_BYTES."""
+
+    def __init__(self) -> None:
+        self.message: dict[str, Any] = {}
+        self.blocks: list[dict[str, Any]] = []
+        self.pieces: dict[tuple[int, str], list[str]] = {}  # (block index, field) -> its pieces
+        self.size = 0
+
+    def add(self, index: int, key: str, piece: str) -> None:
+        self.size += len(piece.encode("utf-8", errors="surrogatepass"))
+        if self.size > REPLY_MAX_BYTES:
+            raise ModelFailed(reply_too_large(self.size))
+        self.pieces.setdefault((index, key), []).append(piece)
+
+    def finish(self) -> dict[str, Any]:
+        for (index, key), pieces in self.pieces.items():
+            joined = "".join(pieces)
+            if key != "input_json":
+                self.blocks[index][key] = self.blocks[index].get(key, "") + joined
+                continue
+            try:
+                self.blocks[index]["input"] = json.loads(joined) if joined.strip() else {}
+            except ValueError:
+                self.blocks[index]["input"] = {}
+                self.blocks[index]["raw_input"] = joined
+        for index, block in enumerate(self.blocks):
+            if block.get("type") == "tool_use" and (index, "input_json") not in self.pieces:
+                block.setdefault("input", {})
+        self.message["content"] = self.blocks
+        return self.message
+
+
 def read_stream(events: Iterable[StreamEvent]) -> dict[str, Any]:
     """The message a stream of raw server-sent events describes, as the API's JSON. Tool inputs are parsed whole,
     at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`. StreamCut
-    when the stream ends before its `message_stop`, or its link drops."""
-    message: dict[str, Any] = {}
-    blocks: list[dict[str, Any]] = []
-    raw_inputs: dict[int, str] = {}
+    when the stream ends before its `message_stop`, or its link drops; ModelFailed once the reply's text passes
+    REPLY_MAX_BYTES (the call is not tried again: the model would send as much again)."""
+    assembly = _Assembly()
     seen, stopped = 0, False
     try:
         for event in events:
             seen += 1
             stopped = stopped or event.type == "message_stop"
-            _read_event(event, message, blocks, raw_inputs)
+            _read_event(event, assembly)
     except TRANSPORT_ERRORS as exc:
         raise StreamCut(f"the stream's link dropped after {seen} events ({type(exc).__name__})") from exc
     if not stopped:
         raise StreamCut(f"the stream ended after {seen} events without message_stop")
-    for index, text in raw_inputs.items():
-        try:
-            blocks[index]["input"] = json.loads(text) if text.strip() else {}
-        except ValueError:
-            blocks[index]["input"] = {}
-            blocks[index]["raw_input"] = text
-    message["content"] = blocks
-    return message
+    return assembly.finish()
 
 
-def _read_event(
-    event: StreamEvent, message: dict[str, Any], blocks: list[dict[str, Any]], raw_inputs: dict[int, str]
-) -> None:
+def _read_event(event: StreamEvent, assembly: _Assembly) -> None:
     """Add one raw event to the message being assembled (in place)."""
+    message, blocks = assembly.message, assembly.blocks
     if event.type == "message_start":
         message.update(event.message.to_dict(mode="json", exclude_none=True))
     elif event.type == "content_block_start":
         blocks.append(event.content_block.to_dict(mode="json", exclude_none=True))
     elif event.type == "content_block_delta":
-        _read_delta(blocks[event.index], event.delta, event.index, raw_inputs)
+        _read_delta(blocks[event.index], event.delta, event.index, assembly)
     elif event.type == "message_delta":
         message["stop_reason"] = event.delta.stop_reason
         # Usage on a message_delta is cumulative: it replaces what message_start said, field by field.
         message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
 
 
-def _read_delta(block: dict[str, Any], delta: StreamEvent, index: int, raw_inputs: dict[int, str]) -> None:
+def _read_delta(block: dict[str, Any], delta: StreamEvent, index: int, assembly: _Assembly) -> None:
     if delta.type == "text_delta":
-        block["text"] = block.get("text", "") + delta.text
+        assembly.add(index, "text", delta.text)
     elif delta.type == "input_json_delta":
-        raw_inputs[index] = raw_inputs.get(index, "") + delta.partial_json
+        assembly.add(index, "input_json", delta.partial_json)
     elif delta.type == "thinking_delta":
-        block["thinking"] = block.get("thinking", "") + delta.thinking
+        assembly.add(index, "thinking", delta.thinking)
     elif delta.type == "signature_delta":
         block["signature"] = delta.signature
     elif delta.type == "citations_delta":
@@ -224,7 +250,11 @@ class AnthropicModel(Model):
                     return read_stream(events)
             # The response's own JSON, not the SDK's typed message: it keeps a tool input that is not an object.
             # (the SDK types the parsed body as `object`; the Messages API answers a JSON object)
-            return cast("dict[str, Any]", self.client.messages.with_raw_response.create(**kwargs).json())
+            response = self.client.messages.with_raw_response.create(**kwargs)
+            size = len(response.http_response.content)
+            if size > REPLY_MAX_BYTES:
+                raise ModelFailed(reply_too_large(size))
+            return cast("dict[str, Any]", response.json())
 
         try:
             message = self.retry.run(call, classify, self.notify)

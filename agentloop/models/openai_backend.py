@@ -24,7 +24,7 @@ from typing import Any
 
 from agentloop.errors import ModelFailed
 from agentloop.interfaces import Model, Notify
-from agentloop.models.reply import ModelReply, Usage
+from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from agentloop.prices import cost_usd
 
@@ -180,12 +180,14 @@ class OpenAIModel(Model):
         request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read()
+                raw = response.read(REPLY_MAX_BYTES + 1)
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace")
             raise HTTPFailure(exc.code, text, parse_retry_after(exc.headers.get("retry-after"))) from None
         except http.client.HTTPException as exc:  # IncompleteRead above all: a link that dropped mid-body
             raise BodyCut(f"the server's answer was cut short ({type(exc).__name__})") from None
+        if len(raw) > REPLY_MAX_BYTES:
+            raise ModelFailed(reply_too_large(len(raw)))
         try:
             answer: dict[str, Any] = json.loads(raw)
             return answer

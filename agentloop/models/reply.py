@@ -10,6 +10,19 @@ from typing import Any
 
 from agentloop.json_safe import json_safe, non_finite
 
+# The most a model's reply may hold, in bytes (the streamed text, thinking and tool inputs in UTF-8, or a whole
+# JSON answer): far above a reply of max_tokens (8,192 by default, some 32 KB of text), and half the largest event
+# the server stores (agentloop.protocol.EVENT_MAX_BYTES), which its model_message must fit. Past it the call ends
+# the run, `model_error` (docs/protocol.md 1.2, `model_message`).
+REPLY_MAX_BYTES = 2 * 2**20
+
+
+def reply_too_large(size: int) -> str:
+    return (
+        f"the model's reply passed {size:,} bytes, over the limit of {REPLY_MAX_BYTES:,} bytes on a reply "
+        "(REPLY_MAX_BYTES): the call was ended"
+    )
+
 
 @dataclass
 class Usage:

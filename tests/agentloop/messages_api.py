@@ -27,6 +27,7 @@ class Reply:
     cache_read: int = 0
     cache_write: int = 0
     model: str = "claude-sonnet-4-6"
+    delta_chars: int = 7  # a streamed text block comes in deltas of this many characters
 
     def message(self, ident: str) -> dict:
         stop = self.stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn")
@@ -158,8 +159,8 @@ def api_refusal(body: dict) -> str | None:
     return None
 
 
-def _sse(message: dict) -> bytes:
-    return b"".join(_sse_events(message))
+def _sse(message: dict, delta_chars: int = 7) -> bytes:
+    return b"".join(_sse_events(message, delta_chars))
 
 
 def _sse_event(name: str, data: dict) -> bytes:
@@ -171,7 +172,7 @@ OVERLOADED_EVENT = _sse_event(
 )
 
 
-def _sse_events(message: dict) -> list[bytes]:
+def _sse_events(message: dict, delta_chars: int = 7) -> list[bytes]:
     """The stream of `message`, one server-sent event an item."""
     events = []
     start = dict(message, content=[], stop_reason=None)
@@ -186,7 +187,7 @@ def _sse_events(message: dict) -> list[bytes]:
                 )
             )
             t = block["text"]
-            for piece in [t[j : j + 7] for j in range(0, len(t), 7)] or [""]:
+            for piece in [t[j : j + delta_chars] for j in range(0, len(t), delta_chars)] or [""]:
                 events.append(
                     (
                         "content_block_delta",
@@ -273,7 +274,7 @@ class MessagesServer:
                     return
                 message = reply.message(f"msg_{len(server.requests):04d}")
                 if body.get("stream"):
-                    data = _sse(message)
+                    data = _sse(message, reply.delta_chars)
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
                     self.send_header("content-length", str(len(data)))
