@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-stream", action="store_true", help="do not stream model responses")
     _unsandboxed_flag(run)
+    _hide_flag(run, "$KSEEK_AGENT_RUNS, the other runs' traces and workspaces, is always hidden")
     run.add_argument("--quiet", action="store_true")
 
     worker = sub.add_parser("worker", help="serve a dashboard: take queued runs, stream their events")
@@ -101,15 +102,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--state-dir", help="spool, traces and workspaces (default: under $KSEEK_AGENT_RUNS)")
     _unsandboxed_flag(worker)
-    worker.add_argument(
+    _hide_flag(worker, "the worker's state folder is always hidden")
+    return parser
+
+
+def _hide_flag(parser: argparse.ArgumentParser, always: str) -> None:
+    parser.add_argument(
         "--hide",
         action="append",
         default=[],
         metavar="DIR",
-        help="a folder the agent's shell must not see under bubblewrap, e.g. a dashboard's data "
-        "folder on the same host (repeatable; the worker's state folder is always hidden)",
+        help="a folder the agent's commands and kernels must not see under bubblewrap (an empty folder in its "
+        f"place), e.g. a dashboard's data folder on the same host (repeatable; {always}). Nothing is hidden "
+        "with --unsandboxed, and every other file this user can read stays readable (docs/protocol.md, section 3)",
     )
-    return parser
 
 
 def _unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
@@ -212,8 +218,11 @@ def run_command(args: argparse.Namespace) -> int:
         resume_events=resume_events,
         model=model,
         sinks=sinks,
-        # Under bubblewrap the model's shell does not see the other runs' traces and workspaces.
-        host=Host(workspace, Sandbox.choose(unsandboxed=args.unsandboxed, hidden=[runs_dir()])),
+        # Under bubblewrap the model's shell does not see the other runs' traces and workspaces, nor --hide's folders.
+        host=Host(
+            workspace,
+            Sandbox.choose(unsandboxed=args.unsandboxed, hidden=[runs_dir(), *(Path(p) for p in args.hide)]),
+        ),
         oversight=Oversight(reviewer=reviewer, bank=bank, question_stats=stats),
     )
     print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)

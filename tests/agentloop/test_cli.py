@@ -97,3 +97,25 @@ def test_a_new_run_onto_a_trace_that_holds_a_run_is_refused_and_the_trace_is_kep
     assert "already holds a run" in proc.stderr and f"--resume {trace}" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert trace.read_text(encoding="utf-8") == held
+
+
+@pytest.mark.sandbox
+def test_run_hides_the_folders_named_with_hide_from_the_models_commands(tmp_path):
+    """`agentloop run --hide DIR`, as the worker has it (hostile-model audit, finding 12: before it, a standalone
+    run's shell read the dashboard's data folder, its SQLite database and secret key)."""
+    from tests.agentloop.messages_api import MessagesServer, Reply, Script, tool_use
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "secret_key").write_text("SECRET-KEY-CANARY-12")
+    look = f"ls -a {data}; cat {data}/secret_key"
+    with MessagesServer(Script([Reply([tool_use("shell", {"command": look})])])) as server:
+        done = agentloop(
+            "run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6", "--base-url", server.url,
+            "--max-steps", "1", "--quiet", "--hide", str(data), "--trace", str(tmp_path / "trace.jsonl"),
+            cwd=tmp_path, env_extra={"ANTHROPIC_API_KEY": "sk-test"},
+        )  # fmt: skip
+    assert "failed (budget_steps)" in done.stderr, done.stderr  # it ran its one step
+    [result] = [e["payload"] for e in read_trace(tmp_path / "trace.jsonl") if e["kind"] == "tool_result"]
+    assert "SECRET-KEY-CANARY-12" not in result["output"] and "No such file" in result["output"], result["output"]
+    assert (data / "secret_key").read_text() == "SECRET-KEY-CANARY-12"  # hidden, not touched
