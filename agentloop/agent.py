@@ -23,7 +23,7 @@ from agentloop.config import RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.detectors import Firing, Turn, detect
 from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, RunParked, StoppedByHuman
-from agentloop.evaluator import EvaluatorError, HarnessEvaluator
+from agentloop.evaluator import EvaluatorError, HarnessDied, HarnessEvaluator
 from agentloop.events import Emitter
 from agentloop.interfaces import Evaluator, EventSink, Model, Tool
 from agentloop.kernel_file import KernelFile, read_kernel, snapshot
@@ -83,6 +83,22 @@ def invalid_input(block: dict[str, Any]) -> str | None:
             f"nothing was run. Call the tool again with its parameters as one JSON object."
         )
     return None
+
+
+def died_verdict(task: str, kernel: KernelFile, died: HarnessDied) -> dict[str, Any]:
+    """The verdict recorded when the harness died on a kernel (it gave none): status `error`, the reason in words,
+    the source and its hash as every verdict carries them, so the evaluation that killed it is on the record."""
+    from gpu_harness import EvalResult
+
+    source = kernel.data.decode("utf-8", errors="replace")
+    return EvalResult(
+        task=task,
+        kernel_sha256=kernel.sha256,
+        kernel_source=source,
+        status="error",
+        reason=f"{died.why} while evaluating this kernel; no verdict",
+        kernel_path=str(kernel.path),
+    ).to_dict()
 
 
 def task_facts(task_name: str) -> dict[str, Any]:
@@ -514,6 +530,16 @@ class Agent:
             return ToolResult(refusal, is_error=True, extra={"budget_spent": EVALUATIONS}), None
         try:
             result = self._judge(kernel, scenarios)
+        except HarnessDied as exc:  # recorded as an error verdict on this source: it may be what killed it
+            payload = self.scoreboard.record(
+                died_verdict(self.config.task, kernel, exc), "tool", scenarios, name, call_id
+            )
+            said = f" Its log ended: {exc.log_tail[-500:]}" if exc.log_tail else " Its log said nothing."
+            return ToolResult(
+                f"error: {exc.why} while evaluating {name}, so there is no verdict; it is recorded as an error "
+                f"on this source. A kernel that kills its process, or the harness, does that.{said}",
+                is_error=True,
+            ), None
         except EvaluatorError as exc:
             return ToolResult(f"the harness could not evaluate {name}: {exc}", is_error=True), None
         payload = self.scoreboard.record(result, "tool", scenarios, name, call_id)
@@ -549,7 +575,12 @@ class Agent:
     def _goal_check(self, name: str) -> None:
         """A fresh full evaluation by the loop itself; the run succeeds only if it confirms the goal."""
         try:
-            result = self._judge(self._read_kernel(name), "full")
+            kernel = self._read_kernel(name)
+            result = self._judge(kernel, "full")
+        except HarnessDied as exc:
+            self.scoreboard.record(died_verdict(self.config.task, kernel, exc), "goal_check", "full", name, None)
+            self.emitter.emit("note", {"text": f"the goal check could not run: {exc}", "level": "error"})
+            return
         except (ToolInputError, EvaluatorError) as exc:  # a KernelFileError is a ToolInputError
             self.emitter.emit("note", {"text": f"the goal check could not run: {exc}", "level": "error"})
             return

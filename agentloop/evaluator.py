@@ -37,6 +37,24 @@ class EvaluatorError(RuntimeError):
     """The harness itself could not produce a verdict (not: the kernel was wrong; that is a verdict)."""
 
 
+class HarnessDied(EvaluatorError):
+    """The harness process ended while it held a request (its kernel may be what killed it): `why` says how, in
+    words ("the harness process died (signal 9)"), and `log_tail` what its log said last."""
+
+    def __init__(self, why: str, log_tail: str) -> None:
+        super().__init__(f"{why}: {log_tail}" if log_tail else why)
+        self.why = why
+        self.log_tail = log_tail
+
+
+def how_it_ended(code: int) -> str:
+    """A process's exit status in words: a signal (negative, or 128 + N as bwrap reports its child's), or a code."""
+    signal_number = -code if code < 0 else code - 128 if code > 128 else None
+    if signal_number is not None:
+        return f"the harness process died (signal {signal_number})"
+    return f"the harness process ended (exit code {code})"
+
+
 class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
     """Evaluations through one long-lived harness process (python -m gpu_harness.service), started at the first
     call from a scrubbed environment and kept for the next: it keeps the baselines' timings, the device's
@@ -141,7 +159,7 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
         except OSError as exc:
             tail = self._log_tail()
             self.close()
-            raise EvaluatorError(f"the harness process is gone ({exc}): {tail}") from None
+            raise HarnessDied(f"the harness process is gone ({exc})", tail) from None
 
     def _receive(self, deadline: float) -> dict[str, Any]:
         assert self._answers is not None and self._proc is not None  # _ensure_started made them
@@ -154,7 +172,7 @@ class HarnessEvaluator:  # an agentloop.interfaces.Evaluator
             code = self._proc.wait()
             tail = self._log_tail()
             self.close()
-            raise EvaluatorError(f"the harness failed (exit code {code}): {tail}")
+            raise HarnessDied(how_it_ended(code), tail)
         try:
             answer: dict[str, Any] = json.loads(line)
             return answer
