@@ -1,8 +1,8 @@
 """The Anthropic backend: the `anthropic` SDK's Messages API with tool use, retries, prompt caching and costs.
 
 Settings (the run's settings, else the environment): api_key (ANTHROPIC_API_KEY), base_url (ANTHROPIC_BASE_URL),
-max_tokens, stream (stream each response and assemble it; needed for long outputs), max_retries, backoff_base_s,
-timeout_s.
+max_tokens, stream (stream each response and assemble it; needed for long outputs), max_reply_bytes (the most a reply
+may hold, agentloop.models.reply.REPLY_MAX_BYTES unless set), max_retries, backoff_base_s, timeout_s.
 
 Prompt caching: the stable prefix (tools and system prompt) carries one cache breakpoint and the newest message
 another, so each turn re-reads the conversation so far from the cache instead of paying for it again.
@@ -112,7 +112,8 @@ class _Assembly:
     joined once at the end (appending to a string made a long reply cost quadratic time: 1 MB of 7-character
     deltas took 120 s), and the bytes of the reply counted against REPLY_MAX_BYTES."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
         self.message: dict[str, Any] = {}
         self.blocks: list[dict[str, Any]] = []
         self.pieces: dict[tuple[int, str], list[str]] = {}  # (block index, field) -> its pieces
@@ -120,8 +121,8 @@ class _Assembly:
 
     def add(self, index: int, key: str, piece: str) -> None:
         self.size += len(piece.encode("utf-8", errors="surrogatepass"))
-        if self.size > REPLY_MAX_BYTES:
-            raise ModelFailed(reply_too_large(self.size))
+        if self.size > self.max_bytes:
+            raise ModelFailed(reply_too_large(self.size, self.max_bytes))
         self.pieces.setdefault((index, key), []).append(piece)
 
     def finish(self) -> dict[str, Any]:
@@ -142,12 +143,12 @@ class _Assembly:
         return self.message
 
 
-def read_stream(events: Iterable[StreamEvent]) -> dict[str, Any]:
+def read_stream(events: Iterable[StreamEvent], max_bytes: int = REPLY_MAX_BYTES) -> dict[str, Any]:
     """The message a stream of raw server-sent events describes, as the API's JSON. Tool inputs are parsed whole,
     at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`. StreamCut
     when the stream ends before its `message_stop`, or its link drops; ModelFailed once the reply's text passes
-    REPLY_MAX_BYTES (the call is not tried again: the model would send as much again)."""
-    assembly = _Assembly()
+    `max_bytes` (the call is not tried again: the model would send as much again)."""
+    assembly = _Assembly(max_bytes)
     seen, stopped = 0, False
     try:
         for event in events:
@@ -218,6 +219,7 @@ class AnthropicModel(Model):
         self.name = name
         self.max_tokens = int(settings.get("max_tokens", 8192))
         self.stream = bool(settings.get("stream", True))
+        self.max_reply_bytes = int(settings.get("max_reply_bytes", REPLY_MAX_BYTES))
         self.notify = notify
         self.retry = RetryPolicy(
             max_retries=int(settings.get("max_retries", 8)), base_s=float(settings.get("backoff_base_s", 1.0))
@@ -247,13 +249,13 @@ class AnthropicModel(Model):
         def call() -> dict[str, Any]:
             if self.stream:
                 with self.client.messages.create(**kwargs, stream=True) as events:
-                    return read_stream(events)
+                    return read_stream(events, self.max_reply_bytes)
             # The response's own JSON, not the SDK's typed message: it keeps a tool input that is not an object.
             # (the SDK types the parsed body as `object`; the Messages API answers a JSON object)
             response = self.client.messages.with_raw_response.create(**kwargs)
             size = len(response.http_response.content)
-            if size > REPLY_MAX_BYTES:
-                raise ModelFailed(reply_too_large(size))
+            if size > self.max_reply_bytes:
+                raise ModelFailed(reply_too_large(size, self.max_reply_bytes))
             return cast("dict[str, Any]", response.json())
 
         try:

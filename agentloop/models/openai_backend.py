@@ -3,7 +3,8 @@ like serve it, for teams that run their own models (`--model openai:MODEL`).
 
 Settings (the run's settings, else the environment): base_url (OPENAI_BASE_URL, e.g. http://localhost:8000/v1;
 required: there is no sensible default for a server of one's own), api_key (OPENAI_API_KEY; optional, many local
-servers want none), max_tokens, max_retries, backoff_base_s, timeout_s.
+servers want none), max_tokens, max_reply_bytes (agentloop.models.reply.REPLY_MAX_BYTES unless set), max_retries,
+backoff_base_s, timeout_s.
 
 The loop speaks the Messages-API shape (content blocks, tool_use / tool_result); this module translates both ways,
 so the trace of a run on an OpenAI-compatible model has the same events as any other. Only the standard library
@@ -167,6 +168,7 @@ class OpenAIModel(Model):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key = settings.get("api_key") or os.environ.get("OPENAI_API_KEY") or ""
         self.max_tokens = int(settings.get("max_tokens", 8192))
+        self.max_reply_bytes = int(settings.get("max_reply_bytes", REPLY_MAX_BYTES))
         self.timeout_s = float(settings.get("timeout_s", 600))
         self.notify = notify
         self.retry = RetryPolicy(
@@ -180,14 +182,14 @@ class OpenAIModel(Model):
         request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read(REPLY_MAX_BYTES + 1)
+                raw = response.read(self.max_reply_bytes + 1)
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace")
             raise HTTPFailure(exc.code, text, parse_retry_after(exc.headers.get("retry-after"))) from None
         except http.client.HTTPException as exc:  # IncompleteRead above all: a link that dropped mid-body
             raise BodyCut(f"the server's answer was cut short ({type(exc).__name__})") from None
-        if len(raw) > REPLY_MAX_BYTES:
-            raise ModelFailed(reply_too_large(len(raw)))
+        if len(raw) > self.max_reply_bytes:
+            raise ModelFailed(reply_too_large(len(raw), self.max_reply_bytes))
         try:
             answer: dict[str, Any] = json.loads(raw)
             return answer

@@ -17,10 +17,10 @@ from agentloop.json_safe import json_safe, non_finite
 REPLY_MAX_BYTES = 2 * 2**20
 
 
-def reply_too_large(size: int) -> str:
+def reply_too_large(size: int, limit: int = REPLY_MAX_BYTES) -> str:
     return (
-        f"the model's reply passed {size:,} bytes, over the limit of {REPLY_MAX_BYTES:,} bytes on a reply "
-        "(REPLY_MAX_BYTES): the call was ended"
+        f"the model's reply passed {size:,} bytes, over the limit of {limit:,} bytes on a reply "
+        "(the model's max_reply_bytes setting, REPLY_MAX_BYTES unless set): the call was ended"
     )
 
 

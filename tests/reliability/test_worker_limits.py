@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from agentloop.models.anthropic_backend import AnthropicModel
+from agentloop.protocol import MESSAGE_MAX_BYTES
 from agentloop.worker.client import Worker
 from tests.agentloop.helpers import NAIVE, ScriptedEvaluator
 from tests.agentloop.messages_api import MessagesServer, Reply, text, tool_use
@@ -58,7 +59,15 @@ def test_an_event_larger_than_the_servers_messages_gets_a_note_and_the_run_still
             gpus=[0],
             state_dir=state_dir,
             model_factory=lambda spec, settings: AnthropicModel(
-                spec, settings={"api_key": "sk-test", "base_url": messages.url, "stream": False, "backoff_base_s": 0.01}
+                spec,
+                # a reply over the server's largest message, which the model's own limit would refuse first
+                settings={
+                    "api_key": "sk-test",
+                    "base_url": messages.url,
+                    "stream": False,
+                    "backoff_base_s": 0.01,
+                    "max_reply_bytes": 4 * MESSAGE_MAX_BYTES,
+                },
             ),
             agent_kwargs={"evaluator": ScriptedEvaluator()},
         )
