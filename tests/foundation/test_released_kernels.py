@@ -152,7 +152,10 @@ def test_a_refused_release_does_not_stop_the_next_one(tmp_path):
         ('{"status": "correct",\n', "not valid JSON (line 2, column 1: Expecting property name"),
         ('{"status": "correct"\n  "task": 1}', "not valid JSON (line 2, column 3: Expecting ','"),
         ("null", "not a JSON object but null"),
-        (json.dumps(verdict(scenarios=[{"correct": True}])), "not a verdict that can be stored (KeyError: 'id')"),
+        (
+            json.dumps(verdict(scenarios=[{"correct": True}])),
+            "not a verdict that can be stored (each of a verdict's scenarios must be an object with its id",
+        ),
     ],
 )
 def test_a_broken_results_file_is_one_line_naming_the_file(tmp_path, results, why):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kseek_site.serving import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
 from runs.models import Evaluation, Kernel, Question, RefusedEvent, Run, Step
-from runs.services import hello_targets, run_claim
+from runs.services import hello_gpus, hello_targets, run_claim
 from tests.dashboard.helpers import connected_worker, evaluation_payload, make_worker, question_payload, worker_socket
 from tests.foundation.factories import make_run
 
@@ -102,14 +102,15 @@ def batch_messages(run_id: int, other_run_id: int):
 
 def answers_expected(frame) -> int:
     """How many answers a frame gets: one per event of a readable `events` message (an entry of `acks` or a
-    nack); a `hello` whose `targets` the server cannot serve, its `welcome` and an `error` saying why
-    (docs/protocol.md 2.9); otherwise one reply."""
+    nack); a `hello`, its `welcome` and an `error` for each of its `targets` the server cannot serve (docs/protocol.md
+    2.9) and its `gpus` it cannot read (2.2); otherwise one reply."""
     if isinstance(frame, dict) and frame.get("type") == "events" and frame.get("v") == 1:
         items = frame.get("events")
         if isinstance(items, list) and 0 < len(items) <= 1000 and all(isinstance(i, dict) for i in items):
             return len(items)
     if isinstance(frame, dict) and frame.get("type") == "hello" and frame.get("v") == 1 and frame.get("v") is not True:
-        return 1 + (hello_targets(frame.get("targets"))[1] is not None)
+        problems = (hello_targets(frame.get("targets"))[1], hello_gpus(frame.get("gpus"))[1])
+        return 1 + sum(problem is not None for problem in problems)
     return 1
 
 
