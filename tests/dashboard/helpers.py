@@ -79,17 +79,6 @@ async def connected_worker(
 
 
 def event(run_id, seq: int, kind: str, payload: dict, **usage) -> dict:
-    """An `event` message. With `usage` (tokens_in, tokens_out, cost_usd) it is a `usage` event carrying them, as
-    the protocol has it (docs/protocol.md 1.1: only a usage event counts a model call), whatever `kind` says."""
-    if any(usage.values()) and kind != "usage":
-        kind = "usage"
-        payload = {
-            "purpose": "turn",
-            "model": "m",
-            "tokens_in": usage.get("tokens_in", 0),
-            "tokens_out": usage.get("tokens_out", 0),
-            "cost_usd": usage.get("cost_usd", 0),
-        }
     return {
         "type": "event",
         "v": 1,

@@ -651,9 +651,12 @@ async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplica
         (run.pk, 1),
         (run.pk, 2),
     ]
-    # (each carries usage, so the helper sends each as a usage event: only those count a model call)
-    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "kind"))
-    assert steps == [(0, "usage"), (1, "usage"), (2, "usage")]
+    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
+    assert steps == [
+        (0, {"text": "zero", "level": "info"}),
+        (1, {"text": "one", "level": "info"}),
+        (2, {"text": "two", "level": "info"}),
+    ]
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
     assert (stored.step_count, stored.last_seq, stored.tokens_in) == (3, 2, 15)
     await socket.disconnect()

@@ -18,7 +18,7 @@ def note_event(run_id: int, seq: int, text: str | None = None) -> dict:
         "kind": "note",
         "ts": datetime(2026, 11, 30, 12, 0, tzinfo=UTC).isoformat(),
         "payload": {"text": text or f"note {seq}"},
-        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+        "usage": {"tokens_in": 1, "tokens_out": 2, "cost_usd": 0.001},
     }
 
 
