@@ -106,7 +106,10 @@ def parse_event(
             raise _Refused(problem)
         if kind == "status" and payload.get("status") not in _STATUSES:
             raise _Refused(f"status {payload.get('status')!r:.60} is not a run status ({', '.join(RUN_STATUSES)})")
-        if "\\u0000" in _strict_json(payload):  # only then is there a NUL to escape (runs/nul_escape.py)
+        text = _strict_json(payload)
+        if "\\ud" in text:  # only then can a lone surrogate be in it (no database can store one)
+            _refuse_lone_surrogate(payload, "payload")
+        if "\\u0000" in text:  # only then is there a NUL to escape (runs/nul_escape.py)
             payload = _nul_escaped(payload)
         tokens_in, tokens_out, cost = _usage(raw.get("usage"))
         if strict:
@@ -135,6 +138,27 @@ def _strict_json(payload: dict) -> str:
         return json.dumps(payload, allow_nan=False)
     except ValueError:
         raise _Refused("payload holds NaN or Infinity, which JSON cannot carry") from None
+
+
+def _refuse_lone_surrogate(value, where: str) -> None:
+    """Refuses a value holding a lone surrogate ("\\ud800" in JSON: no text UTF-8, and so no database, can carry),
+    naming the first field that holds one and where in it (SQLite stored it and PostgreSQL refused the row, so the
+    two said different things, neither in words)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as bad:
+            raise _Refused(
+                f"{where} holds {ascii(value[bad.start])}, a lone surrogate, at character {bad.start:,}: "
+                "not text that UTF-8 can carry"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_lone_surrogate(key, f"a key of {where}")
+            _refuse_lone_surrogate(item, f"{where}.{str(key)[:40]}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_lone_surrogate(item, f"{where}[{index}]")
 
 
 def _nul_escaped(payload: dict) -> dict:

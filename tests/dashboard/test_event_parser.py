@@ -209,3 +209,17 @@ def test_a_status_event_names_a_run_status_in_any_reading():
     for strict in (False, True):
         refused = parse_event(bogus, time_required=True, strict=strict)
         assert isinstance(refused, Refusal) and "is not a run status" in refused.reason
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_lone_surrogate_anywhere_in_a_payload_is_refused_in_words_on_every_database(strict):
+    """SQLite stored one and PostgreSQL refused the row as a database error: the parser refuses it for both."""
+    raw = worker_note(payload={"text": "ok \U0001f600 then \ud800 here", "level": "info"})
+    refused = parse_event(raw, time_required=True, strict=strict)
+    assert isinstance(refused, Refusal)
+    assert (
+        refused.reason
+        == "payload.text holds '\\ud800', a lone surrogate, at character 10: not text that UTF-8 can carry"
+    )
+    emoji = parse_event(worker_note(payload={"text": "ok \U0001f600", "level": "info"}), strict=strict)
+    assert isinstance(emoji, ParsedEvent)
