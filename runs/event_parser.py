@@ -85,9 +85,8 @@ def parse_event(
     """Read one event. `run_id`: the run the caller stores it in (a trace import, step_record); without it the
     event's own `run_id` names it (a worker's event). `time_required`: an event without a `ts` is refused (a
     worker's: docs/protocol.md 1.1 requires it, and a re-send without one could not be told from another event
-    under the same number). `strict` (a worker's event): the whole of 1.1 besides: exactly the envelope's fields,
-    `usage` with its three, all zero but on a `usage` event, whose envelope repeats its payload's, and `ts` with
-    its offset."""
+    under the same number). `strict` (a worker's event): 1.1's envelope besides: exactly its fields, `usage` with
+    its three (a `usage` event's repeating its payload's), and `ts` with its offset."""
     try:
         if not isinstance(raw, dict):
             raise _Refused("an event must be a JSON object")
