@@ -2,7 +2,7 @@
 # rmsnorm on the GPU machine (issue 35). Run from the repository root:
 #   bash lab/rmsnorm/device_run.sh dev             check_shapes.py, a full eval against torch's paths, the knob
 #                                                  variants on the large and mid scenarios, sanitizers
-#   bash lab/rmsnorm/device_run.sh screen          make_candidates.sh's files: quick shape check and the subset
+#   bash lab/rmsnorm/device_run.sh screen [MAKER]  the files MAKER writes (default make_candidates.sh): quick shape check and the subset
 #                                                  against torch's fused path; ranked in /tmp/screen/rank.txt
 #   bash lab/rmsnorm/device_run.sh release [K]     the best screened candidate (else K, else the released file):
 #                                                  full check, full eval against every library (QuACK installed
@@ -26,6 +26,13 @@ sanitize() {  # KERNEL
     log "sanitizer $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|checked' "$OUT/san_$tool.txt" | tr '\n' ' ')"
   done
   cat "$OUT"/san_*.txt > "$OUT/sanitizer.txt"; rm -f "$OUT"/san_*.txt
+}
+
+# A candidate's knobs: the #define lines put before its source (make_v3_candidates.sh), else every KSEEK knob's
+# line (make_candidates.sh edits them in place)
+knobs_of() {
+  local lead; lead=$(awk '/^#define KSEEK/ { print; next } { exit }' "$1" | tr '\n' ' ')
+  [ -n "$lead" ] && echo "$lead" || grep '^#define KSEEK' "$1" | tr '\n' ' '
 }
 
 evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE
@@ -73,13 +80,13 @@ dev)
   variants
   sanitize $K ;;
 screen)
-  bash lab/rmsnorm/make_candidates.sh /tmp/screen; : > /tmp/screen/rank.txt
+  bash "${2:-lab/rmsnorm/make_candidates.sh}" /tmp/screen; : > /tmp/screen/rank.txt
   for f in /tmp/screen/c*.cu; do
     name=$(basename "$f" .cu)
     timeout 90 python3 lab/rmsnorm/tools/check_shapes.py "$f" --quick > /tmp/screen/$name.check 2>&1
     chk=$?
     timeout 120 python3 -m gpu_harness eval rmsnorm "$f" --scenarios $SUBSET --baselines functional --timeout 110 \
-      --trace "$OUT/trace.jsonl" --note "screen $name: $(grep '^#define KSEEK' "$f" | tr '\n' ' ')" > /tmp/screen/$name.txt 2>&1
+      --trace "$OUT/trace.jsonl" --note "screen $name: $(knobs_of "$f")" > /tmp/screen/$name.txt 2>&1
     gm=$(grep -o 'vs functional: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
     [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $f" >> /tmp/screen/rank.txt
     log "$name check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-160)"
