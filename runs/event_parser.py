@@ -110,7 +110,7 @@ def parse_event(
             _refuse_lone_surrogate(payload, "payload")
         if "\\u0000" in text:  # only then is there a NUL to escape (runs/nul_escape.py)
             payload = _nul_escaped(payload)
-        tokens_in, tokens_out, cost = _usage(raw.get("usage"))
+        tokens_in, tokens_out, cost = _usage(raw.get("usage"), kind)
         if strict:
             _usage_agrees(raw["usage"], kind, payload)
         if time_required and raw.get("ts") is None:
@@ -185,7 +185,10 @@ def _count(value, name: str) -> int:
     return value
 
 
-def _usage(usage) -> tuple[int, int, Decimal]:
+def _usage(usage, kind: str) -> tuple[int, int, Decimal]:
+    """The counts and cost an event adds to its run's totals: a usage event's only (docs/protocol.md 1.1), so a
+    run's totals never count a model call twice nor take a figure no call made; every reader (a worker, a trace's
+    import, step_record) alike."""
     if usage is None:
         return 0, 0, Decimal(0)
     if not isinstance(usage, dict):
@@ -200,6 +203,8 @@ def _usage(usage) -> tuple[int, int, Decimal]:
     amount = Decimal(str(cost or 0))
     if not amount.is_finite() or not 0 <= amount < STEP_COST_LIMIT:
         raise _Refused(f"usage.cost_usd must be a number from 0 to {STEP_COST_LIMIT}, not {str(amount):.60}")
+    if kind != "usage" and (tokens_in or tokens_out or amount):
+        raise _Refused(f"usage must be all zero on a {kind} event: only a usage event counts a model call")
     return tokens_in, tokens_out, amount
 
 
@@ -215,8 +220,10 @@ def _as_envelope(raw: dict) -> dict:
 
 def _usage_agrees(usage: dict, kind: str, payload: dict) -> None:
     """A worker's `usage` (docs/protocol.md 1.1): its three fields, and on a `usage` event the payload's own (so a
-    run's totals count a model call as the call's event says). Usage on another kind is still added to the
-    totals (the agentloop worker sends none there; a rule that refuses it waits for the tests' fixtures)."""
+    run's totals count a model call as the call's event says); usage on another kind is refused for every reader,
+    in parse_event."""
+    if not isinstance(usage, dict):  # null: the lenient reading's "no usage", which a worker's envelope may not say
+        raise _Refused(f"usage must be an object with exactly {', '.join(USAGE_FIELDS)}, not {json.dumps(usage)[:60]}")
     missing = [name for name in USAGE_FIELDS if name not in usage]
     if missing or len(usage) != len(USAGE_FIELDS):
         raise _Refused(f"usage must have exactly {', '.join(USAGE_FIELDS)}")

@@ -95,6 +95,13 @@ def event(run_id, seq: int, kind: str, payload: dict, **usage) -> dict:
     }
 
 
+def usage_event(run_id, seq: int, *, tokens_in: int = 0, tokens_out: int = 0, cost_usd: float | None = 0) -> dict:
+    """An `event` message of a model call's `usage`: the only kind whose counts and cost a run's totals take, its
+    envelope repeating its payload's (docs/protocol.md 1.1)."""
+    counts = {"tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost_usd}
+    return event(run_id, seq, "usage", {"purpose": "turn", "model": "m", **counts}, **counts)
+
+
 def eval_result(speedup: float | None, *, correct: bool = True, source: str = "// fast\n", failing: str | None = None):
     """An EvalResult.to_dict()-shaped verdict over two scenarios."""
     scenarios = []

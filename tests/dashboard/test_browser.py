@@ -135,6 +135,8 @@ class ScriptedWorker:
         return reply["run"]
 
     def event(self, run_id: int, seq: int, kind: str, payload: dict) -> None:
+        # a count or a cost only on a usage event, repeating its payload's (docs/protocol.md 1.1)
+        counted = {name: payload[name] for name in ("tokens_in", "tokens_out", "cost_usd")} if kind == "usage" else {}
         self.send(
             {
                 "type": "event",
@@ -143,7 +145,7 @@ class ScriptedWorker:
                 "kind": kind,
                 "ts": "2026-11-30T12:00:00+00:00",
                 "payload": payload,
-                "usage": {"tokens_in": 5, "tokens_out": 3, "cost_usd": 0.001},
+                "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0} | counted,
             }
         )
         reply = self.receive()

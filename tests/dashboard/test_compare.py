@@ -9,15 +9,21 @@ from django.urls import reverse
 
 from runs.models import Run
 from runs.services import question_ask_human, run_claim, worker_events_record
-from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload
+from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload, usage_event
 from tests.foundation.factories import make_run, make_task
 
 pytestmark = pytest.mark.django_db
 
 
-def record(run, seq, kind, payload, **usage):
+def record(run, seq, kind, payload):
     """Store an event as the server stores its worker's: through the one store, with what it implies."""
-    [outcome] = worker_events_record(items=[(run.worker, event(run.pk, seq, kind, payload, **usage))])
+    [outcome] = worker_events_record(items=[(run.worker, event(run.pk, seq, kind, payload))])
+    assert outcome.stored, outcome.error
+
+
+def spend(run, seq, **counts):
+    """A model call's usage event: the only kind whose counts and cost a run's totals take (docs/protocol.md 1.1)."""
+    [outcome] = worker_events_record(items=[(run.worker, usage_event(run.pk, seq, **counts))])
     assert outcome.stored, outcome.error
 
 
@@ -32,19 +38,22 @@ def two_runs():
     a = run_claim(worker=host)
     make_run(task=task, model="model-b")
     b = run_claim(worker=host)
-    record(a, 0, "evaluation", evaluation_payload(1.2), tokens_in=100, tokens_out=10, cost_usd=0.5)
+    record(a, 0, "evaluation", evaluation_payload(1.2))
     record(a, 1, "question_proposed", question_payload("q-1", "Is the loop tiled?"))
     record(a, 2, "question_decided", {"question_ref": "q-1", "action": "approve", "by": "reviewer", "reviewer": "rita"})
-    record(a, 3, "evaluation", evaluation_payload(1.8), tokens_in=50, tokens_out=5, cost_usd=0.25)
+    record(a, 3, "evaluation", evaluation_payload(1.8))
     record(a, 4, "question_proposed", question_payload("q-2", "Try SIMD?"))
     record(a, 5, "question_decided", {"question_ref": "q-2", "action": "veto", "by": "auto"})
     record(a, 6, "evaluation", evaluation_payload(2.4))
     record(a, 7, "note", {"text": "after the goal", "level": "info"})
+    spend(a, 8, tokens_in=100, tokens_out=10, cost_usd=0.5)
+    spend(a, 9, tokens_in=50, tokens_out=5, cost_usd=0.25)
     question_ask_human(run=a, author=rita, text="Have you profiled it?")
     # B's kernels are sources of its own: two runs' best kernels of one source compare as "same source".
-    record(b, 0, "evaluation", evaluation_payload(1.1, source="// b\n"), tokens_in=7, cost_usd=0.125)
+    record(b, 0, "evaluation", evaluation_payload(1.1, source="// b\n"))
     record(b, 1, "evaluation", evaluation_payload(None, correct=False, source="// b wrong\n"))
     record(b, 2, "evaluation", evaluation_payload(1.5, source="// b best\n"))
+    spend(b, 3, tokens_in=7, cost_usd=0.125)
     return Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk)
 
 
@@ -66,7 +75,7 @@ def test_the_summary_gives_each_runs_figures_from_its_evaluations_and_questions(
     assert row_a["run_id"] == a.pk and row_b["run_id"] == b.pk
     assert (row_a["goal_baseline"], row_a["goal_speedup"], row_a["goal_met"]) == ("naive", 2.0, True)
     assert (row_a["best_speedup"], row_a["evaluations"], row_a["evaluations_to_goal"]) == (2.4, 3, 3)
-    assert (row_a["steps"], row_a["steps_to_goal"]) == (8, 7)
+    assert (row_a["steps"], row_a["steps_to_goal"]) == (10, 7)  # its two usage events after the goal count as steps
     assert (row_a["tokens_in"], row_a["tokens_out"], row_a["cost_usd"]) == (150, 15, 0.75)
     assert (row_a["questions_asked"], row_a["questions_vetoed"], row_a["questions_by_reviewers"]) == (2, 1, 1)
     # The bank's attribution: 1.2 before the tiling question, 2.4 by the next asked one (the reviewer's own).

@@ -17,19 +17,21 @@ from tests.payloads import MINIMAL
 
 
 def good(**fields) -> dict:
-    """A note carrying usage: the lenient reading (a trace's line, step_record) takes it; a worker's is strict."""
-    note = event(7, 3, "note", {"text": "hi", "level": "info"})
-    return {**note, "usage": {"tokens_in": 5, "tokens_out": 2, "cost_usd": 0.25}, **fields}
+    """A note, its usage all zero as on every kind but usage (docs/protocol.md 1.1)."""
+    return {**event(7, 3, "note", {"text": "hi", "level": "info"}), **fields}
+
+
+USAGE_PAYLOAD = {"purpose": "turn", "model": "m", "tokens_in": 5, "tokens_out": 2, "cost_usd": 0.25}
 
 
 # No django_db mark: the parser is pure, and a test that touched the database here would fail.
 def test_a_well_formed_event_is_parsed_with_every_field():
-    parsed = parse_event(good())
+    parsed = parse_event(event(7, 3, "usage", USAGE_PAYLOAD, **USAGE_PAYLOAD))
     assert parsed == ParsedEvent(
         run_id=7,
         seq=3,
-        kind="note",
-        payload={"text": "hi", "level": "info"},
+        kind="usage",
+        payload=USAGE_PAYLOAD,
         created_at=datetime(2026, 11, 30, 12, 0, 3, tzinfo=UTC),
         tokens_in=5,
         tokens_out=2,
@@ -184,7 +186,10 @@ def worker_usage(**usage) -> dict:
         (worker_note(v=2), "v must be 1"),
         (worker_note(v=True), "v must be 1"),
         (worker_note(usage={"tokens_in": 0, "tokens_out": 0}), "usage must have exactly"),
+        (worker_note(usage=None), "usage must be an object with exactly tokens_in, tokens_out, cost_usd, not null"),
         (worker_usage(tokens_in=999999, tokens_out=2, cost_usd=0.25), "must repeat its payload"),
+        (worker_note(usage={"tokens_in": 1000, "tokens_out": 1000, "cost_usd": 12.5}), "usage must be all zero"),
+        (worker_note(usage={"tokens_in": 0, "tokens_out": 0, "cost_usd": 12.5}), "usage must be all zero on a note"),
         (worker_note(ts="2026-12-05T10:00:00"), "ts must be a time with its offset"),
         (worker_note(ts="2026-12-05"), "ts must be a time with its offset"),
     ],
@@ -194,6 +199,20 @@ def test_a_workers_event_is_held_to_the_whole_envelope(raw, because):
     (the lenient reading of a trace's line or the services' own events still takes these)."""
     refused = parse_event(raw, time_required=True, strict=True)
     assert isinstance(refused, Refusal) and because in refused.reason, refused
+
+
+@pytest.mark.parametrize("kind", ["note", "evaluation", "model_message", "status"])
+def test_a_count_or_cost_on_a_kind_other_than_usage_is_refused_by_every_reader(kind):
+    """Only a usage event counts a model call (docs/protocol.md 1.1): a note that says it cost $12.50 is refused, by
+    a worker's strict reading and by the lenient one of a trace's line or step_record alike, naming the kind."""
+    sent = event(7, 3, kind, MINIMAL[kind], tokens_in=1000, tokens_out=1000, cost_usd=12.5)
+    for strict in (True, False):
+        refused = parse_event(sent, time_required=True, strict=strict)
+        assert isinstance(refused, Refusal) and refused.reason == (
+            f"usage must be all zero on a {kind} event: only a usage event counts a model call"
+        ), refused
+    unknown_price = event(7, 3, kind, MINIMAL[kind], cost_usd=None)  # all zero: null is no cost
+    assert isinstance(parse_event(unknown_price, time_required=True, strict=True), ParsedEvent)
 
 
 def test_a_workers_event_message_and_a_batch_item_without_v_are_envelopes():

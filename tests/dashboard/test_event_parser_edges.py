@@ -11,7 +11,8 @@ NOTE = {"text": "hi", "level": "info"}
 
 
 def test_the_largest_value_a_column_holds_is_taken():
-    parsed = parse_event(event(1, INT_COLUMN_MAX, "note", NOTE, tokens_in=INT_COLUMN_MAX))
+    counts = {"tokens_in": INT_COLUMN_MAX, "tokens_out": 0, "cost_usd": 0}
+    parsed = parse_event(event(1, INT_COLUMN_MAX, "usage", {"purpose": "turn", "model": "m", **counts}, **counts))
     assert (parsed.seq, parsed.tokens_in) == (INT_COLUMN_MAX, INT_COLUMN_MAX)
 
 

@@ -20,7 +20,7 @@ from runs.models import Evaluation, RefusedEvent, Run, Step
 from runs.nul_escape import unescape_nul
 from runs.services import ServiceError, StepConflict, events_store, run_claim, step_record, worker_events_record
 from runs.services import steps as store
-from tests.dashboard.helpers import connected_worker, evaluation_payload, event, make_worker
+from tests.dashboard.helpers import connected_worker, evaluation_payload, event, make_worker, usage_event
 from tests.dashboard.test_worker_socket import answers_for, batch, claimed_run
 from tests.foundation.factories import make_run
 
@@ -39,15 +39,13 @@ async def test_a_runs_totals_are_added_batch_after_batch_and_its_last_seq_never_
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(
-        batch(event(run.pk, 5, "note", {"text": "late", "level": "info"}, tokens_in=3, cost_usd=0.25))
-    )
+    await socket.send_json_to(batch(usage_event(run.pk, 5, tokens_in=3, cost_usd=0.25)))
     assert (await answers_for(socket, 1))[0] == [(run.pk, 5)]
     # seqs below the last one arrive after it (a worker's spool resent after a reconnect)
     await socket.send_json_to(
         batch(
-            event(run.pk, 2, "note", {"text": "two", "level": "info"}, tokens_in=4, tokens_out=1, cost_usd=0.5),
-            event(run.pk, 3, "note", {"text": "three", "level": "info"}, tokens_out=2, cost_usd=0.125),
+            usage_event(run.pk, 2, tokens_in=4, tokens_out=1, cost_usd=0.5),
+            usage_event(run.pk, 3, tokens_out=2, cost_usd=0.125),
         )
     )
     assert sorted((await answers_for(socket, 2))[0]) == [(run.pk, 2), (run.pk, 3)]
@@ -75,9 +73,9 @@ async def test_bad_data_in_a_batch_is_refused_for_good_alone_and_nothing_of_it_i
     run = await claimed_run(socket)
     await socket.send_json_to(
         batch(
-            event(run.pk, 0, "note", {"text": "fine", "level": "info"}, tokens_in=1),
-            {**event(run.pk, 1, "note", {"text": "bad", "level": "info"}, tokens_in=100), **bad},
-            event(run.pk, 2, "note", {"text": "fine too", "level": "info"}, tokens_in=1),
+            usage_event(run.pk, 0, tokens_in=1),
+            {**usage_event(run.pk, 1, tokens_in=100), **bad},
+            usage_event(run.pk, 2, tokens_in=1),
         )
     )
     acked, nacks = await answers_for(socket, 3)
@@ -416,17 +414,17 @@ def another_process_stores(monkeypatch, *rows: Step) -> None:
     monkeypatch.setattr(store, "_drop_repeats", look_then_another_process_stores)
 
 
-def as_stored(run, seq: int, kind: str, payload: dict, **usage) -> Step:
-    """The step another process would have stored for `event(run, seq, kind, payload, **usage)`."""
-    sent = event(run.pk, seq, kind, payload, **usage)
+def as_stored(run, sent: dict) -> Step:
+    """The step another process would have stored for the event message `sent`."""
     return Step(
         run=run,
-        seq=seq,
+        seq=sent["seq"],
         kind=sent["kind"],
         payload=sent["payload"],
         created_at=datetime.fromisoformat(sent["ts"]),
-        tokens_in=usage.get("tokens_in", 0),
-        cost_usd=Decimal(str(usage.get("cost_usd", 0))),
+        tokens_in=sent["usage"]["tokens_in"],
+        tokens_out=sent["usage"]["tokens_out"],
+        cost_usd=Decimal(str(sent["usage"]["cost_usd"])),
     )
 
 
@@ -440,14 +438,12 @@ def test_an_event_another_process_stored_meanwhile_is_acked_as_stored_before_and
     host, (older, newer) = held_runs(2)
     other, run = (older, newer) if other_run == "older" else (newer, older)
     store_events(host, event(other.pk, 1, "note", {"text": "the other run's", "level": "info"}))
-    another_process_stores(
-        monkeypatch, as_stored(run, 1, "note", {"text": "b", "level": "info"}, tokens_in=20, cost_usd=0.5)
-    )
+    another_process_stores(monkeypatch, as_stored(run, usage_event(run.pk, 1, tokens_in=20, cost_usd=0.5)))
     outcomes = store_events(
         host,
-        event(run.pk, 0, "note", {"text": "a", "level": "info"}, tokens_in=1),
-        event(run.pk, 1, "note", {"text": "b", "level": "info"}, tokens_in=20, cost_usd=0.5),
-        event(run.pk, 2, "note", {"text": "c", "level": "info"}, tokens_in=300),
+        usage_event(run.pk, 0, tokens_in=1),
+        usage_event(run.pk, 1, tokens_in=20, cost_usd=0.5),
+        usage_event(run.pk, 2, tokens_in=300),
     )
     assert [(o.stored, o.created, o.error) for o in outcomes] == [(True, True, ""), (True, False, ""), (True, True, "")]
     assert list(Step.objects.filter(run=run).values_list("seq", flat=True)) == [0, 1, 2]
@@ -462,7 +458,9 @@ def test_a_different_event_another_process_stored_meanwhile_is_refused_as_a_conf
     # a plain event (the batch insert fails, then one by one) and one with effects (stored alone)
     host, (other, run) = held_runs(2)
     store_events(host, event(other.pk, 0, "note", NOTE))
-    another_process_stores(monkeypatch, as_stored(run, 0, "tool_call", {"call_id": "c1", "name": "shell", "input": {}}))
+    another_process_stores(
+        monkeypatch, as_stored(run, event(run.pk, 0, "tool_call", {"call_id": "c1", "name": "shell", "input": {}}))
+    )
     payload = evaluation_payload(1.3) if kind == "evaluation" else {"text": "mine", "level": "info"}
     [outcome] = store_events(host, event(run.pk, 0, kind, payload))
     assert (outcome.stored, outcome.conflict) == (False, True)
@@ -473,7 +471,7 @@ def test_a_different_event_another_process_stored_meanwhile_is_refused_as_a_conf
 @pytest.mark.django_db
 def test_the_same_evaluation_another_process_stored_meanwhile_is_acked_without_applying_it_again(monkeypatch):
     host, [run] = held_runs(1)
-    another_process_stores(monkeypatch, as_stored(run, 0, "evaluation", evaluation_payload(1.3)))
+    another_process_stores(monkeypatch, as_stored(run, event(run.pk, 0, "evaluation", evaluation_payload(1.3))))
     [outcome] = store_events(host, event(run.pk, 0, "evaluation", evaluation_payload(1.3)))
     assert (outcome.stored, outcome.created) == (True, False)
     assert not Evaluation.objects.filter(run=run).exists()  # the other process applies what it stored

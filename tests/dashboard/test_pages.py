@@ -340,6 +340,8 @@ def envelope(seq: int, kind: str, payload: dict, **fields) -> dict:
     } | fields
 
 
+# A model call's usage: the only kind whose counts a run's totals take (docs/protocol.md 1.1).
+USAGE_PAYLOAD = {"purpose": "turn", "model": "m", "tokens_in": 1, "tokens_out": 2, "cost_usd": 0}
 NOTE_LINE = json.dumps(
     envelope(0, "status", {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}})
 )
@@ -466,9 +468,7 @@ def test_a_trace_over_the_upload_limit_is_refused_naming_the_limit_and_nothing_i
     # A file within the limit is taken; one over FILE_UPLOAD_MAX_MEMORY_SIZE from its temporary file, line by line.
     settings.KSEEK_TRACE_UPLOAD_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 2**20, 1024
     lines = [NOTE_LINE] + [
-        json.dumps(
-            envelope(seq, "note", {"text": f"note {seq}", "level": "info"}, usage={"tokens_in": 1, "tokens_out": 2})
-        )
+        json.dumps(envelope(seq, "usage", USAGE_PAYLOAD, usage={"tokens_in": 1, "tokens_out": 2, "cost_usd": 0}))
         for seq in range(1, 2500)
     ]
     response = operator.post(reverse("trace_import"), {"trace": upload("long.jsonl", "\n".join(lines).encode())})

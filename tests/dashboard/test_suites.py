@@ -21,6 +21,7 @@ from tests.dashboard.helpers import (
     make_user,
     make_worker,
     question_payload,
+    usage_event,
 )
 from tests.foundation.factories import make_task
 from tests.foundation.suite_folders import manifest, problem_name, write_suite
@@ -65,14 +66,20 @@ def verdict(eager, *, compiled=None, correct=True, scenarios=FULL, source="// k\
     }
 
 
-def record(run, seq, kind, payload, **usage):
-    [outcome] = worker_events_record(items=[(run.worker, event(run.pk, seq, kind, payload, **usage))])
+def record(run, seq, kind, payload):
+    [outcome] = worker_events_record(items=[(run.worker, event(run.pk, seq, kind, payload))])
     assert outcome.stored, outcome.error
 
 
-def evaluation(run, seq, result, **usage):
+def evaluation(run, seq, result):
     payload = {"purpose": "tool", "kernel_path": "kernel.cpp", "kernel_source": result["kernel_source"]}
-    record(run, seq, "evaluation", {**payload, "scenario_set": "full", "result": result}, **usage)
+    record(run, seq, "evaluation", {**payload, "scenario_set": "full", "result": result})
+
+
+def spend(run, seq, **counts):
+    """A model call's usage event: the only kind whose counts and cost a run's totals take (docs/protocol.md 1.1)."""
+    [outcome] = worker_events_record(items=[(run.worker, usage_event(run.pk, seq, **counts))])
+    assert outcome.stored, outcome.error
 
 
 # ------------------------------------------------------------------------------------------------ the suite
@@ -179,8 +186,10 @@ def played(tmp_path):
     for _ in range(6):
         run = run_claim(worker=host)
         runs[(run.task.name[-3:], run.model[-1])] = run
-    evaluation(runs["p00", "a"], 0, verdict(3.0, compiled=1.2), tokens_in=100, cost_usd=0.25)
-    evaluation(runs["p00", "a"], 1, verdict(9.0, scenarios=FULL[:1], source="// quick\n"), cost_usd=0.5)
+    evaluation(runs["p00", "a"], 0, verdict(3.0, compiled=1.2))
+    evaluation(runs["p00", "a"], 1, verdict(9.0, scenarios=FULL[:1], source="// quick\n"))
+    spend(runs["p00", "a"], 2, tokens_in=100, cost_usd=0.25)
+    spend(runs["p00", "a"], 3, cost_usd=0.5)
     evaluation(runs["p00", "b"], 0, verdict(None, correct=False))
     evaluation(runs["p01", "a"], 0, verdict(1.2))
     evaluation(runs["p01", "b"], 0, verdict(0.5))

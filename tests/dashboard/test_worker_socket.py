@@ -26,6 +26,7 @@ from tests.dashboard.helpers import (
     make_user,
     make_worker,
     question_payload,
+    usage_event,
     worker_socket,
 )
 from tests.foundation.factories import make_run
@@ -115,7 +116,7 @@ async def test_an_event_is_stored_once_and_acked_each_time_it_is_sent():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    message = event(run.pk, 0, "note", {"text": "hello", "level": "info"}, tokens_in=10)
+    message = usage_event(run.pk, 0, tokens_in=10)
     for _ in range(2):
         await socket.send_json_to(message)
         assert await socket.receive_json_from(timeout=5) == {"type": "ack", "v": 1, "run_id": run.pk, "seq": 0}
@@ -633,15 +634,15 @@ async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplica
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
     run = await claimed_run(socket)
-    await socket.send_json_to(event(run.pk, 0, "note", {"text": "zero", "level": "info"}, tokens_in=5))
+    await socket.send_json_to(usage_event(run.pk, 0, tokens_in=4))
     assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
     # seq 0 was stored before; seq 1 comes twice in the batch.
     await socket.send_json_to(
         batch(
-            event(run.pk, 0, "note", {"text": "zero", "level": "info"}, tokens_in=5),
-            event(run.pk, 1, "note", {"text": "one", "level": "info"}, tokens_in=5),
-            event(run.pk, 2, "note", {"text": "two", "level": "info"}, tokens_in=5),
-            event(run.pk, 1, "note", {"text": "one", "level": "info"}, tokens_in=5),
+            usage_event(run.pk, 0, tokens_in=4),
+            usage_event(run.pk, 1, tokens_in=5),
+            usage_event(run.pk, 2, tokens_in=6),
+            usage_event(run.pk, 1, tokens_in=5),
         )
     )
     reply = await socket.receive_json_from(timeout=5)
@@ -651,12 +652,8 @@ async def test_a_batch_is_stored_once_per_seq_and_acked_in_one_acks_with_duplica
         (run.pk, 1),
         (run.pk, 2),
     ]
-    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
-    assert steps == [
-        (0, {"text": "zero", "level": "info"}),
-        (1, {"text": "one", "level": "info"}),
-        (2, {"text": "two", "level": "info"}),
-    ]
+    steps = await sync_to_async(list)(Step.objects.filter(run=run).order_by("seq").values_list("seq", "tokens_in"))
+    assert steps == [(0, 4), (1, 5), (2, 6)]
     stored = await sync_to_async(Run.objects.get)(pk=run.pk)
     assert (stored.step_count, stored.last_seq, stored.tokens_in) == (3, 2, 15)
     await socket.disconnect()

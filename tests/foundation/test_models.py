@@ -20,13 +20,13 @@ from tests.payloads import payload
 
 pytestmark = pytest.mark.django_db
 
-MESSAGE = payload("model_message", content=[{"type": "text", "text": "hello"}])
+USAGE = payload("usage", tokens_in=10, tokens_out=5)
 
 
 def test_a_step_delivered_twice_is_stored_once():
     run = make_run()
-    first = step_record(run=run, seq=0, kind="model_message", payload=MESSAGE, tokens_in=10, tokens_out=5)
-    again = step_record(run=run, seq=0, kind="model_message", payload=MESSAGE, tokens_in=10, tokens_out=5)
+    first = step_record(run=run, seq=0, kind="usage", payload=USAGE, tokens_in=10, tokens_out=5)
+    again = step_record(run=run, seq=0, kind="usage", payload=USAGE, tokens_in=10, tokens_out=5)
     assert first.created and not again.created
     assert again.step.pk == first.step.pk
     assert Step.objects.filter(run=run).count() == 1
@@ -46,7 +46,8 @@ def test_a_different_event_under_a_used_sequence_number_is_refused_and_the_first
 def test_steps_out_of_order_keep_the_highest_sequence_number():
     run = make_run()
     for seq in (2, 0, 5, 1):
-        step_record(run=run, seq=seq, kind="note", payload=payload("note", text=str(seq)), cost_usd="0.25")
+        spent = payload("usage", cost_usd=0.25, tokens_in=seq)
+        step_record(run=run, seq=seq, kind="usage", payload=spent, tokens_in=seq, cost_usd="0.25")
     run.refresh_from_db()
     assert run.last_seq == 5 and run.step_count == 4
     assert run.cost_usd == Decimal("1.000000")

@@ -66,7 +66,8 @@ def event_messages(run_id: int, other_run_id: int):
                 good_payloads, good_payloads, st.dictionaries(st.text(max_size=8), json_value, max_size=4), json_value
             ),
             "usage": st.one_of(
-                st.just({"tokens_in": 3, "tokens_out": 4, "cost_usd": 0.01}),
+                st.just({"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}),
+                st.just({"tokens_in": 3, "tokens_out": 4, "cost_usd": 0.01}),  # counted on a usage event only
                 st.fixed_dictionaries({"tokens_in": json_leaf, "tokens_out": json_leaf, "cost_usd": json_leaf}),
                 json_value,
             ),

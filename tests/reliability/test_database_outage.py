@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from tests.reliability.live import postgres_url
-from tests.reliability.wire import WireWorker, note_event
+from tests.reliability.wire import WireWorker, usage_event
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -62,12 +62,12 @@ def test_events_sent_while_the_database_is_down_are_nacked_for_retry_then_stored
     worker = WireWorker(port, token)
     run_id = worker.claim()
     for seq in range(3):
-        worker.send(note_event(run_id, seq))
+        worker.send(usage_event(run_id, seq))
     assert all(r["type"] == "ack" for r in worker.replies_for(3))
 
     with outage(site):
         for seq in range(3, 8):
-            worker.send(note_event(run_id, seq))
+            worker.send(usage_event(run_id, seq))
         refused = worker.replies_for(5, timeout=60)
     assert [(r["type"], r["retry"]) for r in refused] == [("nack", True)] * 5, refused
     assert "database" in refused[0]["error"]
@@ -75,7 +75,7 @@ def test_events_sent_while_the_database_is_down_are_nacked_for_retry_then_stored
     # Back: the worker sends its spool again (here by hand, the events unchanged), plus one repeat of an
     # event stored before the outage.
     for seq in [2] + list(range(3, 8)):
-        worker.send(note_event(run_id, seq))
+        worker.send(usage_event(run_id, seq))
     assert all(r["type"] == "ack" for r in worker.replies_for(6)), "the server did not recover"
     worker.close()
 

@@ -18,8 +18,15 @@ def note_event(run_id: int, seq: int, text: str | None = None) -> dict:
         "kind": "note",
         "ts": datetime(2026, 11, 30, 12, 0, tzinfo=UTC).isoformat(),
         "payload": {"text": text or f"note {seq}"},
-        "usage": {"tokens_in": 1, "tokens_out": 2, "cost_usd": 0.001},
+        "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
     }
+
+
+def usage_event(run_id: int, seq: int) -> dict:
+    """A model call's usage (1 token in, 2 out, $0.001): the only kind a run's totals count (docs/protocol.md 1.1)."""
+    counts = {"tokens_in": 1, "tokens_out": 2, "cost_usd": 0.001}
+    payload = {"purpose": "turn", "model": "m", **counts}
+    return note_event(run_id, seq) | {"kind": "usage", "payload": payload, "usage": counts}
 
 
 class WireWorker:
