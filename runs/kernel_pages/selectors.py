@@ -249,8 +249,9 @@ def best_kernel_per_task() -> list[dict]:
 
 
 def evaluation_environment(evaluation: Evaluation) -> dict:
-    """Where an evaluation ran: the host and GPU of its verdict, and what its event adds (a verify run's
-    `environment`: Python and the library versions, docs/protocol.md 2.12); {} values where none was recorded."""
+    """Where an evaluation ran: the host and GPU of its verdict, whether the candidate's process had a sandbox of
+    its own, and what its event adds (a verify run's `environment`: Python and the library versions,
+    docs/protocol.md 2.12); {} values where none was recorded."""
     payload = evaluation.step.payload if evaluation.step_id else {}
     recorded = payload.get("environment") if isinstance(payload.get("environment"), dict) else {}
     return {
@@ -258,7 +259,23 @@ def evaluation_environment(evaluation: Evaluation) -> dict:
         "gpu": evaluation.verdict.get("device_name") or "",
         "python": str(recorded.get("python") or ""),
         "libraries": str(recorded.get("library_versions") or ""),
+        "candidate_process": candidate_process_text(evaluation.verdict.get("child_sandbox")),
     }
+
+
+# The verdict's `child_sandbox` (gpu_harness/childbox.py) in a user's words: whether the kernel's own process was
+# shut in (docs/harness.md, "Threat model"), or, for a verdict from before the harness recorded it, that nobody knows.
+CANDIDATE_PROCESS_WORDS = {
+    "bubblewrap": "contained (bubblewrap)",
+    "none": "not contained: the kernel's process had no sandbox of its own",
+}
+
+
+def candidate_process_text(child_sandbox) -> str:
+    """What the evaluation page says of the candidate's process; an unknown value is shown as the text it is."""
+    if not child_sandbox or not isinstance(child_sandbox, str):
+        return "not recorded"
+    return CANDIDATE_PROCESS_WORDS.get(child_sandbox, child_sandbox)
 
 
 def kernel_verification(kernel: Kernel) -> dict:
