@@ -25,7 +25,7 @@ from runs.models import (
     Step,
     Study,
 )
-from runs.run_pages.selectors import run_evaluations
+from runs.run_pages.selectors import run_evaluations, run_usage_unknown
 from runs.selectors import study_value_of
 from runs.selectors_bank import QUESTION_OUTCOME, attributions
 
@@ -49,6 +49,7 @@ SUMMARY_FIELDS = [
     "tokens_in",
     "tokens_out",
     "cost_usd",
+    "usage",
     "wall_s",
     "questions_asked",
     "questions_vetoed",
@@ -149,6 +150,23 @@ def _largest_gain(run: Run, questions: list[Question]) -> tuple[float | None, st
     return top.gain, text
 
 
+# Where a run's tokens and cost come from: this site's worker measured them, or an imported trace claims them (or,
+# recording none, leaves them unknown: not a measured zero), as the run page says.
+USAGE_MEASURED, USAGE_CLAIMED, USAGE_UNKNOWN = "measured", "the trace's claim", "unknown: the trace records none"
+
+
+def _usage_columns(run: Run) -> dict:
+    """The summary's tokens_in, tokens_out, cost_usd (None where unknown) and usage (which of the three)."""
+    if run_usage_unknown(run):
+        return {"tokens_in": None, "tokens_out": None, "cost_usd": None, "usage": USAGE_UNKNOWN}
+    return {
+        "tokens_in": run.tokens_in,
+        "tokens_out": run.tokens_out,
+        "cost_usd": float(run.cost_usd),
+        "usage": USAGE_CLAIMED if run.imported_from else USAGE_MEASURED,
+    }
+
+
 def _best_verdict(verdicts: list[dict], bests: list) -> dict | None:
     """The verdict of the evaluation that first reached the run's best (the last of its best-so-far series
     `bests`): its interval and its libraries are the best's; None where there is no best."""
@@ -209,9 +227,7 @@ def run_comparison(runs: list[Run]) -> dict:
                 "evaluations_to_goal": None if goal_index is None else goal_index + 1,
                 "steps": run.step_count,
                 "steps_to_goal": steps_to_goal,
-                "tokens_in": run.tokens_in,
-                "tokens_out": run.tokens_out,
-                "cost_usd": float(run.cost_usd),
+                **_usage_columns(run),
                 "wall_s": _wall_s(run),
                 "questions_asked": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.ASKED),
                 "questions_vetoed": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.VETOED),

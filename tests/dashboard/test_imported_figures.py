@@ -7,6 +7,7 @@ import html
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -393,3 +394,39 @@ def test_a_traces_question_decision_is_its_claim_never_a_local_account_nor_a_rev
     assert "question decisions, and who it says made them, are the trace's claims" in page
     compare = shown(operator.get(reverse("run_compare") + f"?runs={native.pk},{imported.pk}"))
     assert "edited by admin, as the trace says" in compare and "edited by admin<" not in compare
+
+
+def summary_cells(page: str, run_id: int) -> tuple[str, str]:
+    """The compare table's tokens and cost cells of a run, as text."""
+    row = page[page.index(f'<tr data-run="{run_id}">') :].split("</tr>")[0]
+    tokens = row.split('class="tokens">')[1].split("</td>")[0]
+    cost = row.split('class="cost">')[1].split("</td>")[0]
+    return html.unescape(re.sub(r"<[^>]+>", "", tokens)), html.unescape(re.sub(r"<[^>]+>", "", cost))
+
+
+@pytest.mark.django_db
+def test_the_compare_page_writes_an_imported_runs_cost_as_the_traces_claim_or_unknown_never_a_measured_zero(
+    operator, demo_imported_beside_a_measured_run
+):
+    claimed, measured = demo_imported_beside_a_measured_run  # the demo trace records its model calls' usage
+    # The same trace without its usage events: it records no cost at all, which is unknown, not zero.
+    records = [json.loads(line) for line in DEMO_TRACE.read_text().splitlines()]
+    without = [r for r in records if r["kind"] != "usage"]
+    assert import_lines(operator, [r | {"seq": seq} for seq, r in enumerate(without)]).status_code == 302
+    imported = Run.objects.exclude(pk__in=[claimed.pk, measured.pk]).get()
+    url = reverse("run_compare") + f"?runs={measured.pk},{imported.pk},{claimed.pk}"
+    page = shown(operator.get(url))
+    assert summary_cells(page, imported.pk) == ("unknown: the trace records none", "unknown: the trace records none")
+    tokens = f"{claimed.tokens_in} / {claimed.tokens_out} the trace's claim"
+    assert claimed.tokens_in > 0 and summary_cells(page, claimed.pk) == (
+        tokens,
+        f"${claimed.cost_usd:.4f} the trace's claim",
+    )
+    assert summary_cells(page, measured.pk) == ("0 / 0", "$0.0000")  # measured here: no model call, a real zero
+    rows = {row["run_id"]: row for row in operator.get(url + "&format=json").json()["summary"]}
+    assert (rows[imported.pk]["cost_usd"], rows[imported.pk]["usage"]) == (None, "unknown: the trace records none")
+    assert (rows[claimed.pk]["cost_usd"], rows[claimed.pk]["usage"]) == (float(claimed.cost_usd), "the trace's claim")
+    assert (rows[measured.pk]["cost_usd"], rows[measured.pk]["usage"]) == (0.0, "measured")
+    # The run page says the same of the imported run.
+    run_page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
+    assert 'id="run-cost">unknown: the trace records none</dd>' in run_page
