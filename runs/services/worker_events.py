@@ -4,7 +4,7 @@ What the worker sockets' event writer calls (runs/event_writer.py), for one even
 themselves are read by runs/event_parser.py and stored by runs/services/steps.py.
 """
 
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -106,17 +106,50 @@ def _is_final(event: ParsedEvent) -> bool:
     return event.kind == StepKind.STATUS and event.payload.get("status") in FINISHED_STATUSES
 
 
-def _stored_ends(run_ids: set[int]) -> dict[int, int]:
-    """run -> the seq of its stored final status (the first, should an older server have stored two). Only a
-    finished run can have one, so a batch of running runs costs one query on their rows, none on their steps."""
-    finished = set(Run.objects.filter(pk__in=run_ids, status__in=FINISHED_STATUSES).values_list("pk", flat=True))
-    ends: dict[int, int] = {}
+class _End(NamedTuple):
+    seq: int  # the worker's final status's, or the last stored before the server ended the run
+    server_status: str = ""  # the status the server ended it with ("": the worker's final status ended it)
+
+    def refusal(self, run_id: int) -> str:
+        """The protocol's words for an event after this end (docs/protocol.md 1.2)."""
+        end = (
+            f"the server ended it {self.server_status} after step #{self.seq}"
+            if self.server_status
+            else f"its final status is step #{self.seq}"
+        )
+        return f"run {run_id} has ended: {end}, and no event after it (nor another final status) is stored"
+
+
+def _stored_ends(run_ids: set[int]) -> dict[int, _End]:
+    """run -> the seq of its end: its stored final status (the first, should an older server have stored two),
+    or, for a run the server ended itself (`_ended_by_server`), the last seq it stored then (nothing is stored
+    after it, so its last_seq stays that). Only a finished run has one, so a batch of running runs costs one query
+    on their rows, none on their steps."""
+    finished = {
+        pk: (status, last_seq)
+        for pk, status, last_seq in Run.objects.filter(pk__in=run_ids, status__in=FINISHED_STATUSES).values_list(
+            "pk", "status", "last_seq"
+        )
+    }
+    ends: dict[int, _End] = {}
     if finished:
         for run_id, seq in Step.objects.filter(
             run_id__in=finished, kind=StepKind.STATUS, payload__status__in=FINISHED_STATUSES
         ).values_list("run_id", "seq"):
-            ends[run_id] = min(seq, ends.get(run_id, seq))
+            ends[run_id] = _End(min(seq, ends[run_id].seq if run_id in ends else seq))
+        for run_id, (status, last_seq) in finished.items():
+            if run_id not in ends and _ended_by_server(status):
+                ends[run_id] = _End(last_seq, status)
     return ends
+
+
+def _ended_by_server(status: str) -> bool:
+    """Whether a finished run without a final status of its worker's was ended by the server itself: failed when
+    its host came back without it (workers.worker_runs_reconcile) or when the server refused its unconfirmed
+    `succeeded` (event_refusal_record). Nothing of its worker's is stored after that, as after a final status
+    (docs/protocol.md 1.2). An operator's stop (stopped) is not such an end: the worker's events until it hears the
+    stop, and its own final status, are stored, and the run stays stopped."""
+    return status != RunStatus.STOPPED
 
 
 def _store_until_the_end(events: list[ParsedEvent]) -> list[EventOutcome]:
@@ -130,7 +163,7 @@ def _store_until_the_end(events: list[ParsedEvent]) -> list[EventOutcome]:
     store refused, such as an unconfirmed `succeeded`, ends nothing)."""
     outcomes: list[EventOutcome | None] = [None] * len(events)
     ends = _stored_ends({e.run_id for e in events})
-    horizon = dict(ends)
+    horizon = {run_id: end.seq for run_id, end in ends.items()}
     for e in events:
         if _is_final(e):
             horizon[e.run_id] = min(e.seq, horizon.get(e.run_id, e.seq))
@@ -153,7 +186,8 @@ def _store_until_the_end(events: list[ParsedEvent]) -> list[EventOutcome]:
 
 
 def _after_the_end(events: list[ParsedEvent]) -> list[str | None]:
-    """For each event, why it is refused as coming after its run's stored final status, or None (then it goes to
+    """For each event, why it is refused as coming after its run's end (its stored final status, or the server's
+    own end of it), or None (then it goes to
     the store, which acknowledges a re-send of a stored event and refuses a different one under its seq)."""
     ends = _stored_ends({e.run_id for e in events})
     stored = set(
@@ -162,9 +196,8 @@ def _after_the_end(events: list[ParsedEvent]) -> list[str | None]:
         )
     )
     return [
-        f"run {e.run_id} has ended: its final status is step #{ends[e.run_id]}, and no event after it (nor another "
-        "final status) is stored"
-        if (e.run_id, e.seq) not in stored and e.run_id in ends and (e.seq > ends[e.run_id] or _is_final(e))
+        ends[e.run_id].refusal(e.run_id)
+        if (e.run_id, e.seq) not in stored and e.run_id in ends and (e.seq > ends[e.run_id].seq or _is_final(e))
         else None
         for e in events
     ]

@@ -505,6 +505,45 @@ async def test_a_worker_catching_up_after_an_operator_stop_stores_its_tail_and_i
     await socket.disconnect()
 
 
+async def test_after_the_server_ends_a_run_itself_its_workers_new_events_are_refused_as_after_a_final_status():
+    """A run the server failed without its worker's final status (its host came back without it,
+    workers.worker_runs_reconcile) takes nothing more, exactly as after a final status: a new event, a later one and
+    a final status are refused for good with the protocol's "has ended"; a re-send is still acked, a gap filled."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    started = event(run.pk, 0, "status", {"status": "running", "reason": "started"})
+    await socket.send_json_to(batch(started, event(run.pk, 2, "note", {"text": "before", "level": "info"})))
+    assert sorted((await answers_for(socket, 2))[0]) == [(run.pk, 0), (run.pk, 2)]
+    await socket.disconnect()
+    again = worker_socket(token)  # back without the run: the server fails it
+    assert (await again.connect())[0]
+    await again.send_json_to(
+        {"type": "hello", "v": 1, "host": "gpu-a", "gpus": [], "targets": ["cpu"], "active_runs": []}
+    )
+    assert (await again.receive_json_from(timeout=5))["type"] == "welcome"
+    reason = (await sync_to_async(Run.objects.get)(pk=run.pk)).status_reason
+    after = [
+        event(run.pk, 3, "note", {"text": "after the end", "level": "info"}),
+        event(run.pk, 4, "status", {"status": "succeeded", "reason": "goal_met"}),
+        event(run.pk, 1, "status", {"status": "stopped", "reason": "stopped_by_human"}),  # a final status, even early
+    ]
+    for message in after:
+        await again.send_json_to(message)
+    got = await replies(again, 3)
+    assert all(ended(reply) for reply in got.values()), got
+    assert got[3]["error"] == (
+        f"run {run.pk} has ended: the server ended it failed after step #2, and no event after it (nor another final "
+        "status) is stored"
+    )
+    for message in (started, event(run.pk, 1, "note", {"text": "a gap before the end", "level": "info"})):
+        await again.send_json_to(message)
+    assert {seq: r["type"] for seq, r in (await replies(again, 2)).items()} == {0: "ack", 1: "ack"}
+    stored = await sync_to_async(Run.objects.get)(pk=run.pk)
+    assert (stored.status, stored.status_reason, stored.step_count, stored.last_seq) == ("failed", reason, 3, 2)
+    await again.disconnect()
+
+
 async def test_a_question_ref_used_in_the_run_is_refused_for_a_new_proposal_and_a_resend_is_acked():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
