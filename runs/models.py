@@ -452,6 +452,11 @@ class Question(models.Model):
     trace_reviewer = models.CharField(
         max_length=150, blank=True, help_text="The reviewer an imported trace names: the trace's word, no account here"
     )
+    # Likewise who an imported trace says proposed it (its `by`): a "human" there is no person of this site, so
+    # the bank's figures credit that question to no one (runs/selectors_bank.py, `_question_credit`).
+    trace_proposed_by = models.CharField(
+        max_length=20, blank=True, help_text="Who an imported trace says proposed it (its `by`): the trace's word"
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -73,7 +73,10 @@ def _question_credit(q: Mapping[str, Any]) -> tuple[str | None, str]:
     """(bank key, source) a question's figures count under. A question a reviewer replaced with their own
     (`Question.replaced`) is the reviewer's: the agent was asked the reviewer's question, so the bank entry that
     was proposed is not credited with what followed. An edit keeps the entry's credit (its wording changed). A
-    replacement in an imported run is its trace's claim, which no reviewer here made: credited to no one."""
+    replacement in an imported run is its trace's claim, which no reviewer here made: credited to no one; so is a
+    question an imported trace says a person proposed (`Question.trace_proposed_by`)."""
+    if q["trace_proposed_by"] == QuestionSource.HUMAN:
+        return None, ""
     if q["replaced"]:
         return None, "" if q["run__imported_from"] else QuestionSource.HUMAN
     return q["bank_entry__key"], q["source"]
@@ -116,6 +119,7 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
             "decision_point",
             "status",
             "replaced",
+            "trace_proposed_by",
             "run__imported_from",
         )
     )

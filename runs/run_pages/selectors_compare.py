@@ -114,10 +114,21 @@ def _who_decided(question: Question, run: Run) -> str:
     return "automatic"
 
 
+def _by_a_reviewer_here(question: Question) -> bool:
+    """A person's own question, written on this site: not one an imported trace says a person proposed."""
+    return question.source == QuestionSource.HUMAN and not question.trace_proposed_by
+
+
 def _decision_text(question: Question, run: Run, decided_by: str) -> str:
     """The decision as the chart's hover and the question table write it: "approved by rita"; "waiting for a
     reviewer"; "closed undecided: the run succeeded while it waited for a reviewer" (the run page's words,
-    `run_questions_closed`)."""
+    `run_questions_closed`); led, for a question an imported trace says a person proposed, by that claim."""
+    if question.trace_proposed_by == QuestionSource.HUMAN:
+        return f"a person's question, as the trace says; {_decision_words(question, run, decided_by)}"
+    return _decision_words(question, run, decided_by)
+
+
+def _decision_words(question: Question, run: Run, decided_by: str) -> str:
     if question.status != QuestionStatus.PROPOSED:
         return f"{question.status} by {decided_by}"
     if run.is_finished:
@@ -231,7 +242,7 @@ def run_comparison(runs: list[Run]) -> dict:
                 "wall_s": _wall_s(run),
                 "questions_asked": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.ASKED),
                 "questions_vetoed": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.VETOED),
-                "questions_by_reviewers": sum(1 for q in questions if q.source == QuestionSource.HUMAN),
+                "questions_by_reviewers": sum(1 for q in questions if _by_a_reviewer_here(q)),
                 "largest_gain": gain,
                 "largest_gain_question": gain_question,
                 "imported": imported,

@@ -21,7 +21,9 @@ def question_propose(
     reason: str = "",
     bank_entry: BankQuestion | None = None,
     step: Step | None = None,
+    trace_proposed_by: str = "",
 ) -> Question:
+    """A question proposed in `run`. `trace_proposed_by`: who an imported trace says proposed it (its claim)."""
     if source not in QuestionSource.values:
         raise ServiceError(f"unknown question source {source!r}")
     if not text.strip():
@@ -36,6 +38,7 @@ def question_propose(
             reason=reason,
             bank_entry=bank_entry,
             step=step,
+            trace_proposed_by=trace_proposed_by,
         )
         # A question the agent asked itself waits on a person unless the run approves them automatically: the
         # webhook and the review page's browser notification (`needs_review`) tell reviewers of those only. A

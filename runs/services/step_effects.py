@@ -96,8 +96,10 @@ def _question_from_event(run: Run, step: Step) -> Question:
     decision_point = payload.get("decision_point") if payload.get("decision_point") in DecisionPoint.values else ""
     category = payload.get("category") if payload.get("category") in QuestionCategory.values else ""
     by = payload.get("by", "model")
-    # "human": a person's own question, as a fork's operator writes it (docs/fork.md)
+    # "human": a person's own question, as a fork's operator writes it (docs/fork.md). In an imported run it is
+    # the trace's word, kept as such (Question.trace_proposed_by): no person here wrote it.
     source = {"model": QuestionSource.SELF, "human": QuestionSource.HUMAN}.get(by, QuestionSource.BANK)
+    limit = cast(int, Question._meta.get_field("trace_proposed_by").max_length)
     return question_propose(
         run=run,
         text=text,
@@ -107,6 +109,7 @@ def _question_from_event(run: Run, step: Step) -> Question:
         reason=str(payload.get("reason") or ""),
         bank_entry=bank_entry,
         step=step,
+        trace_proposed_by=str(by)[:limit] if run.imported_from else "",
     )
 
 

@@ -430,3 +430,50 @@ def test_the_compare_page_writes_an_imported_runs_cost_as_the_traces_claim_or_un
     # The run page says the same of the imported run.
     run_page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
     assert 'id="run-cost">unknown: the trace records none</dd>' in run_page
+
+
+@pytest.mark.django_db
+def test_a_question_an_imported_trace_says_a_person_proposed_is_its_claim_never_a_human_question(operator):
+    """A trace's `by: "human"` is its word: kept as such (Question.trace_proposed_by), no human question in the
+    bank's figures nor in an assignment's stats, and the pages say whose word it is."""
+    from runs.models import Question
+    from runs.selectors_bank import effectiveness_by_source, run_histories
+    from tests.foundation.factories import make_run
+
+    bank_sync(load_bank())
+    native = make_run(task=make_task())
+    records = [json.loads(line) for line in DEMO_TRACE.read_text().splitlines()]
+    proposed = next(r for r in records if r["kind"] == "question_proposed")
+    proposed["payload"]["by"] = "human"
+    assert import_lines(operator, records, name="human.jsonl").status_code == 302
+    imported = Run.objects.exclude(pk=native.pk).get()
+    question = Question.objects.get(run=imported)
+    assert (question.trace_proposed_by, question.reviewer, question.trace_reviewer) == ("human", None, "")
+    [history] = [h for h in run_histories() if h.run_id == imported.pk]
+    assert [(q.key, q.source) for q in history.questions] == [(None, "")]
+    assert "human" not in {row["source"] for row in effectiveness_by_source()}
+    assert selection_stats().get(proposed["payload"]["bank_key"], {"asked": 0})["asked"] == 0
+    response = operator.get(reverse("run_compare") + f"?runs={native.pk},{imported.pk}")
+    [row] = [r for r in response.context["comparison"]["summary"] if r["run_id"] == imported.pk]
+    assert row["questions_by_reviewers"] == 0
+    page = shown(response)
+    timeline = page[page.index('id="compare-timeline"') :]
+    assert "a person's question, as the trace says; approved by automatic, as the trace says" in timeline
+    assert "its questions and who it says proposed them" in shown(
+        operator.get(reverse("run_detail", args=[imported.pk]))
+    )
+
+
+@pytest.mark.django_db
+def test_a_persons_question_sent_by_this_sites_worker_is_still_a_human_question(operator):
+    """The other side: a fork operator's own question, proposed by a worker of this site (`by: "human"`)."""
+    from runs.models import Question
+    from runs.selectors_bank import run_histories
+
+    host, _ = make_worker()
+    run = held_run(host)
+    record(run, 0, "question_proposed", {"question_ref": "q-0", "text": "Have you profiled it?", "by": "human"})
+    question = Question.objects.get(run=run)
+    assert (question.source, question.trace_proposed_by) == ("human", "")
+    [history] = [h for h in run_histories() if h.run_id == run.pk]
+    assert [(q.key, q.source) for q in history.questions] == [(None, "human")]
