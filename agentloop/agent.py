@@ -109,6 +109,7 @@ def task_facts(task_name: str) -> dict[str, Any]:
     task = get_task(task_name)
     full = [s.id for s in task.scenarios()]
     return {
+        "target": task.target,  # which of the bank's questions apply (questionbank.bank.BankEntry.applies_to)
         "language": task.language,
         "abi": task.abi,
         "full_ids": full,
@@ -215,6 +216,7 @@ class Agent:
             cooldown_steps=settings.cooldown_steps,
             max_proposals=settings.max_proposals,
             set_status=self._set_status,
+            task_target=self.task_info["target"],
             stats=oversight.question_stats,
         )
         self._cost_warned = False

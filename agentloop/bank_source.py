@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from agentloop.errors import ConfigError
-from questionbank.bank import BankEntry, entry_problems
+from questionbank.bank import BankEntry, entry_problems, entry_targets, targets_problems
 
 
 def bank_from_wire(items: object) -> tuple[list[BankEntry], list[str]]:
     """BankEntry values from the `bank` list of an assignment, and the problems of the entries left out.
 
-    Each item is {"key", "text", "category", "triggers", "active"?}. Reviewers' keys (`reviewer-…`) are
+    Each item is {"key", "text", "category", "triggers", "active"?, "targets"?} (`targets` absent or null: every
+    target). Reviewers' keys (`reviewer-…`) are
     accepted here: the file refuses them only so that a file sync never mistakes one for a removed entry.
     """
     if not isinstance(items, list):
@@ -42,6 +43,7 @@ def bank_from_wire(items: object) -> tuple[list[BankEntry], list[str]]:
         active = item.get("active", True)
         if not isinstance(active, bool):
             found.append(f"{label}: active must be true or false")
+        found.extend(targets_problems(item.get("targets"), label=label))
         if not found and key in seen:
             found.append(f"{label}: duplicate key")
         if found or not isinstance(key, str):  # (entry_problems found a key that is not a string)
@@ -55,6 +57,7 @@ def bank_from_wire(items: object) -> tuple[list[BankEntry], list[str]]:
                 category=item["category"],
                 triggers=tuple(item["triggers"]),
                 active=active,
+                targets=entry_targets(item.get("targets")),
             )
         )
     return entries, problems

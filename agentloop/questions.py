@@ -38,6 +38,7 @@ class QuestionAsker:
         cooldown_steps: int,
         max_proposals: int,
         set_status: Callable[[str, str], None],
+        task_target: str | None,
         stats: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.state = state
@@ -51,6 +52,8 @@ class QuestionAsker:
         self.max_proposals = max_proposals
         self.set_status = set_status
         self.stats = stats or {}  # bank key -> figures from earlier runs, shown in the selection prompt
+        # The task's target ("cpu", "cuda-sm90"): a question made for another kind of target is never proposed.
+        self.task_target = task_target
 
     def ask(self, firing: Firing, first_attempt: int = 0) -> bool:
         """Propose, review, repeat after vetoes. True when a question entered the conversation. A resumed run
@@ -73,7 +76,14 @@ class QuestionAsker:
         return False
 
     def propose(self, decision_point: str, attempt: int) -> dict[str, Any] | None:
-        entries = eligible_entries(self.bank, decision_point, self.state.asked, self.state.steps, self.cooldown_steps)
+        entries = eligible_entries(
+            self.bank,
+            decision_point,
+            self.state.asked,
+            self.state.steps,
+            self.cooldown_steps,
+            task_target=self.task_target,
+        )
         if not entries:
             self.emit(
                 "note",

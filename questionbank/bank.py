@@ -21,6 +21,11 @@ DECISION_POINTS: tuple[str, ...] = (
     "regression",
 )
 CATEGORIES: tuple[str, ...] = ("layer", "limit", "hypothesis", "process", "information")
+# What an entry's `targets` may name: the kinds of machine a task runs on, not the harness's target names
+# (gpu_harness.taskspec.TARGETS), so that a new CUDA target (another architecture) needs no edit of the bank.
+TARGET_KINDS: tuple[str, ...] = ("cpu", "gpu")
+# The harness's target names of the CUDA targets all start with this ("cuda-sm90"): each is a "gpu" target.
+_CUDA_TARGET_PREFIX = "cuda"
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "bank.toml"
 
@@ -34,7 +39,7 @@ TEXT_MAX_LENGTH = 240
 # loading the file never mistakes a reviewer's question for an entry removed from the file.
 REVIEWER_KEY_PREFIX = "reviewer-"
 
-_ENTRY_FIELDS = {"key", "text", "category", "triggers", "active"}
+_ENTRY_FIELDS = {"key", "text", "category", "triggers", "active", "targets"}
 # A key as free text names it (a trace's note, "... (limit-baseline-reasons)"): two or more words joined by
 # hyphens, not inside a longer hyphenated or underscored word. A one-word key is not looked for: the same word in
 # a sentence would be taken for it.
@@ -52,6 +57,16 @@ class BankError(ValueError):
         )
 
 
+def target_kind(task_target: str | None) -> str | None:
+    """The kind of `task_target` (a task's target as the harness names it: "cpu", "cuda-sm90") that an entry's
+    `targets` names: "cpu" or "gpu"; None for a target that is unknown or not given."""
+    if task_target == "cpu":
+        return "cpu"
+    if task_target and task_target.startswith(_CUDA_TARGET_PREFIX):
+        return "gpu"
+    return None
+
+
 @dataclass(frozen=True)
 class BankEntry:
     key: str
@@ -59,9 +74,18 @@ class BankEntry:
     category: str
     triggers: tuple[str, ...]
     active: bool = True
+    # The kinds of target (TARGET_KINDS) the question makes sense on; empty: every target.
+    targets: tuple[str, ...] = ()
 
     def suits(self, decision_point: str) -> bool:
         return decision_point in self.triggers
+
+    def applies_to(self, task_target: str | None) -> bool:
+        """Whether the question may be asked on a task of `task_target` (the harness's name: "cuda-sm90").
+        A target this bank cannot place (None, an unknown name) keeps every entry: leaving a question out is
+        the choice that needs a reason."""
+        kind = target_kind(task_target)
+        return not self.targets or kind is None or kind in self.targets
 
 
 def entry_problems(key: object, text: object, category: object, triggers: object, *, label: str) -> list[str]:
@@ -90,6 +114,30 @@ def entry_problems(key: object, text: object, category: object, triggers: object
         if len(set(map(str, triggers))) != len(triggers):
             problems.append(f"{label}: a trigger is listed twice")
     return problems
+
+
+def targets_problems(targets: object, *, label: str) -> list[str]:
+    """What is wrong with an entry's `targets` (None: not given, every target). `label` names the entry."""
+    if targets is None:
+        return []
+    if not isinstance(targets, (list, tuple)) or not targets:
+        return [
+            f"{label}: targets must be a non-empty list of {', '.join(map(repr, TARGET_KINDS))} "
+            f"(leave it out for every target), not {targets!r}"
+        ]
+    unknown = [t for t in targets if t not in TARGET_KINDS]
+    if unknown:
+        return [f"{label}: unknown target(s) {', '.join(map(repr, unknown))} (known: {', '.join(TARGET_KINDS)})"]
+    if len(set(targets)) != len(targets):
+        return [f"{label}: a target is listed twice"]
+    return []
+
+
+def entry_targets(targets: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """An entry's checked `targets` as BankEntry holds them: in TARGET_KINDS' order, and empty when they name
+    every kind, so that "every target" is written one way only (the rows, the wire, the bank's page)."""
+    named = tuple(kind for kind in TARGET_KINDS if kind in (targets or ()))
+    return () if named == TARGET_KINDS else named
 
 
 def parse_bank(text: str, source: str = "") -> list[BankEntry]:
@@ -126,6 +174,7 @@ def parse_bank(text: str, source: str = "") -> list[BankEntry]:
         active = raw.get("active", True)
         if not isinstance(active, bool):
             found.append(f"{label}: active must be true or false")
+        found.extend(targets_problems(raw.get("targets"), label=label))
         if isinstance(key, str) and key in seen:
             found.append(f"{label}: duplicate key {key!r} (first used by entry {seen[key]})")
         elif isinstance(key, str):
@@ -139,6 +188,7 @@ def parse_bank(text: str, source: str = "") -> list[BankEntry]:
                     category=raw["category"],
                     triggers=tuple(raw["triggers"]),
                     active=active,
+                    targets=entry_targets(raw.get("targets")),
                 )
             )
     if problems:

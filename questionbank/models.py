@@ -31,6 +31,9 @@ class BankQuestion(models.Model):
     text = models.TextField()
     category = models.CharField(max_length=20, choices=QuestionCategory.choices)
     triggers = models.JSONField(default=list, blank=True, help_text="Decision points this question suits")
+    targets = models.JSONField(
+        default=list, blank=True, help_text='Kinds of task target it is for ("cpu", "gpu"); empty: every target'
+    )
     active = models.BooleanField(default=True)
     added_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

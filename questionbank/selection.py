@@ -83,12 +83,15 @@ def eligible_entries(
     history: list[AskedQuestion],
     now_step: int,
     cooldown_steps: int = DEFAULT_COOLDOWN_STEPS,
+    *,
+    task_target: str | None = None,
 ) -> list[BankEntry]:
     """The entries that may be proposed now, in bank order.
 
-    Active, suited to the decision point, never vetoed at this decision point in this run (a reviewer's veto
-    holds for the rest of the run), and not asked less than `cooldown_steps` steps ago. A vetoed proposal was
-    not asked, so it starts no cooldown.
+    Active, suited to the decision point, made for the run's task target (`task_target`, the harness's name:
+    "cpu", "cuda-sm90"; None: not known, and no entry is left out for it: `BankEntry.applies_to`), never vetoed
+    at this decision point in this run (a reviewer's veto holds for the rest of the run), and not asked less
+    than `cooldown_steps` steps ago. A vetoed proposal was not asked, so it starts no cooldown.
     """
     _check_decision_point(decision_point)
     if cooldown_steps < 0:
@@ -96,7 +99,13 @@ def eligible_entries(
     vetoed_here = {h.key for h in history if h.vetoed and h.decision_point == decision_point}
     cooling = {h.key for h in history if not h.vetoed and now_step - h.step < cooldown_steps}
     return [
-        e for e in entries if e.active and e.suits(decision_point) and e.key not in vetoed_here and e.key not in cooling
+        e
+        for e in entries
+        if e.active
+        and e.suits(decision_point)
+        and e.applies_to(task_target)
+        and e.key not in vetoed_here
+        and e.key not in cooling
     ]
 
 
@@ -228,13 +237,14 @@ def select_question(
     *,
     cooldown_steps: int = DEFAULT_COOLDOWN_STEPS,
     stats: dict[str, dict[str, Any]] | None = None,
+    task_target: str | None = None,
 ) -> Selection | None:
     """The whole choice in one call: eligible entries, the model's pick, the rule when the model's answer is unusable.
 
     `ask_model` sends the prompt and returns the model's text; if it raises, the rule picks. None when no
-    entry is eligible at all (every suitable one vetoed here or cooling down).
+    entry is eligible at all (every suitable one vetoed here, cooling down or made for another target).
     """
-    eligible = eligible_entries(entries, decision_point, history, now_step, cooldown_steps)
+    eligible = eligible_entries(entries, decision_point, history, now_step, cooldown_steps, task_target=task_target)
     if not eligible:
         return None
     prompt = build_selection_prompt(decision_point, trajectory_summary, eligible, stats)

@@ -33,12 +33,21 @@ def bank_questions(*, category: str | None = None, active: bool | None = None) -
     return rows.order_by("key")
 
 
-def bank_entries(*, active_only: bool = True) -> list[BankEntry]:
-    """The bank as the agent loop uses it (file entries and reviewers' own), in key order."""
-    return [
-        BankEntry(key=row.key, text=row.text, category=row.category, triggers=tuple(row.triggers), active=row.active)
+def bank_entries(*, active_only: bool = True, task_target: str | None = None) -> list[BankEntry]:
+    """The bank as the agent loop uses it (file entries and reviewers' own), in key order; with `task_target`
+    (the harness's name: "cpu", "cuda-sm90"), only the entries that apply to a task of it."""
+    entries = (
+        BankEntry(
+            key=row.key,
+            text=row.text,
+            category=row.category,
+            triggers=tuple(row.triggers),
+            active=row.active,
+            targets=tuple(row.targets),
+        )
         for row in bank_questions(active=True if active_only else None)
-    ]
+    )
+    return [entry for entry in entries if entry.applies_to(task_target)]
 
 
 def bank_texts_by_key(keys: Iterable[str]) -> dict[str, str]:

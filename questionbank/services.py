@@ -76,6 +76,7 @@ def bank_sync(entries: list[BankEntry]) -> SyncReport:
                 "category": entry.category,
                 "triggers": list(entry.triggers),
                 "active": entry.active,
+                "targets": list(entry.targets),
             }
             row = rows.get(entry.key)
             if row is None:

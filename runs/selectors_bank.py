@@ -229,6 +229,7 @@ def effectiveness_by_question(exclude=frozenset()) -> list[dict]:
             "text": row.text,
             "category": row.category,
             "active": row.active,
+            "targets": list(row.targets),  # empty: every target
             "added_by": row.added_by.get_username() if row.added_by else "",
             **_figures(per_key.get(row.key)),
         }

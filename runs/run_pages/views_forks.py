@@ -35,7 +35,7 @@ def fork_view(request, run_id: int):
     except ServiceError as refused:
         context["error"] = str(refused)
         return render(request, "runs/fork.html", context, status=400)
-    bank = bank_entries() if cut.question else []
+    bank = bank_entries(task_target=parent.task.target) if cut.question else []
     if cut.question and cut.question.get("bank_key"):
         bank = [e for e in bank if e.key != cut.question["bank_key"]]  # another question than the one asked
     step = step_at(parent, seq)

@@ -62,9 +62,12 @@ def fork_preview(*, parent: Run, step_seq: int) -> ForkCut:
         raise ServiceError(f"run {parent.pk} cannot be forked at step #{step_seq}: {exc}") from None
 
 
-def fork_decision(cut: ForkCut, *, action: str, bank_key: str = "", text: str = "", user=None) -> dict | None:
+def fork_decision(
+    cut: ForkCut, *, action: str, bank_key: str = "", text: str = "", user=None, task_target: str | None = None
+) -> dict | None:
     """The fork's decision at its question, as the worker receives it: None for a step that is not a question;
-    for a question, a veto, a bank question (by key, its text from the bank) or the operator's own text."""
+    for a question, a veto, a bank question (by key, its text from the bank; one that applies to the run's
+    `task_target`) or the operator's own text."""
     by = user.get_username() if user is not None else ""
     if cut.question is None:
         if action:
@@ -75,9 +78,10 @@ def fork_decision(cut: ForkCut, *, action: str, bank_key: str = "", text: str = 
     if action == "bank":
         from questionbank.selectors import bank_entries
 
-        entry = next((e for e in bank_entries() if e.key == bank_key), None)
+        entry = next((e for e in bank_entries(task_target=task_target) if e.key == bank_key), None)
         if entry is None:
-            raise ServiceError(f"the bank has no active question {bank_key!r}")
+            where = f" for a {task_target} task" if task_target else ""
+            raise ServiceError(f"the bank has no active question {bank_key!r}{where}")
         return {"action": "bank", "bank_key": entry.key, "text": entry.text, "category": entry.category, "by": by}
     if action == "write":
         text = (text or "").strip()
@@ -106,7 +110,9 @@ def run_fork(
     if refusal := model_refusal(model, model_options()):  # what cannot run here is refused, not queued to fail
         raise ServiceError(f"the fork cannot start: {refusal}")
     cut = fork_preview(parent=parent, step_seq=step_seq)
-    decision = fork_decision(cut, action=action, bank_key=bank_key, text=text, user=user)
+    decision = fork_decision(
+        cut, action=action, bank_key=bank_key, text=text, user=user, task_target=parent.task.target
+    )
     wire = fork_wire(cut, parent.pk, decision)
     problems = fork_problems(wire)
     if problems:  # the worker would refuse it: say so now, not after a claim

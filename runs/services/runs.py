@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentloop.protocol import MESSAGE_MAX_BYTES, PROTOCOL_VERSION
+from questionbank.bank import BankEntry
 from runs import notify
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, Directive, DirectiveAction, ReviewMode, Run, RunStatus, Task, WorkerHost
@@ -197,7 +198,7 @@ def run_assignment(run: Run) -> dict:
     if run.fork is not None:  # docs/protocol.md 2.10: the worker starts it from the parent's step
         assignment["fork"] = run.fork
         assignment["starting_kernel_name"] = run.fork.get("kernel_filename") or assignment["starting_kernel_name"]
-    with_questions = assignment | _assignment_questions()
+    with_questions = assignment | _assignment_questions(task.target)
     # The bank and its figures are optional: an assignment they would push over the socket's limit goes without.
     if _message_bytes(with_questions) > MESSAGE_MAX_BYTES:
         _log.warning("run %s: assignment sent without the question bank, which would exceed the message limit", run.pk)
@@ -211,18 +212,32 @@ def _message_bytes(run: dict) -> int:
     )  # as sent: non-ASCII escaped, so bytes
 
 
-def _assignment_questions() -> dict[str, object]:
+def _wire_entry(entry: BankEntry) -> dict[str, object]:
+    """A bank entry as the assignment's `bank` lists it (docs/protocol.md 2.7): `targets` only where the entry is
+    not for every target, since the worker reads a missing one as every target and refuses an empty list."""
+    wire: dict[str, object] = {
+        "key": entry.key,
+        "text": entry.text,
+        "category": entry.category,
+        "triggers": list(entry.triggers),
+        "active": entry.active,
+    }
+    if entry.targets:
+        wire["targets"] = list(entry.targets)
+    return wire
+
+
+def _assignment_questions(task_target: str) -> dict[str, object]:
     """`bank` and `question_stats` for an assignment. The run is already claimed when this runs, so a failure
-    here must not lose the assignment: the fields are optional, and without them the worker uses its bank file."""
+    here must not lose the assignment: the fields are optional, and without them the worker uses its bank file.
+    The bank is the entries that apply to the run's `task_target`, each with its `targets`: a worker that
+    predates them (and would ask any entry) still gets none made for another target."""
     from questionbank.selectors import bank_entries
     from runs.selectors_bank import selection_stats
 
     questions: dict[str, object] = {}
     try:
-        questions["bank"] = [
-            {"key": e.key, "text": e.text, "category": e.category, "triggers": list(e.triggers), "active": e.active}
-            for e in bank_entries()
-        ]
+        questions["bank"] = [_wire_entry(e) for e in bank_entries(task_target=task_target)]
     except Exception:
         _log.exception("assignment without the question bank: it could not be read")
         return questions

@@ -108,3 +108,21 @@ def test_an_assignment_goes_out_without_figures_when_they_cannot_be_computed(mon
     assignment = run_assignment(run)
     assert assignment["id"] == run.pk and "question_stats" not in assignment
     assert isinstance(assignment["bank"], list)
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_cpu_runs_assignment_leaves_out_the_questions_made_for_gpus_and_a_gpu_runs_keeps_them():
+    warps = BankEntry("layer-warps", "What does each warp own?", "layer", ("plateau",), targets=("gpu",))
+    bank_sync([*FILE_ENTRIES, warps])
+    on_cpu = run_assignment(make_run(make_task("matmul_cpu", target="cpu")))
+    assert [e["key"] for e in on_cpu["bank"]] == ["layer-reuse", "limit-evidence"]
+    assert all("targets" not in e for e in on_cpu["bank"])  # for every target: the field is left out
+    on_gpu = run_assignment(make_run(make_task("softmax_rows", target="cuda-sm90")))
+    wired = {e["key"]: e for e in on_gpu["bank"]}
+    assert set(wired) == {"layer-reuse", "limit-evidence", "layer-warps"}
+    assert wired["layer-warps"]["targets"] == ["gpu"]
+    # What the worker reads of it: the entry keeps its targets, so the agent's own filter holds them too.
+    from agentloop.bank_source import bank_from_wire
+
+    entries, problems = bank_from_wire(on_gpu["bank"])
+    assert problems == [] and {e.key: e.targets for e in entries}["layer-warps"] == ("gpu",)

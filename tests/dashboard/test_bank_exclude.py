@@ -32,3 +32,21 @@ def test_the_bank_page_leaves_out_the_kinds_of_run_ticked(client):
     left_out = client.get(reverse("bank") + "?exclude=replay&exclude=nonsense").content.decode()
     assert 'name="exclude" value="replay" checked' in left_out
     assert '"layer-reuse"' in chart(page) and '"layer-reuse"' not in chart(left_out)
+
+
+def test_the_bank_page_names_the_targets_of_a_question_not_made_for_every_target(client):
+    from questionbank.bank import BankEntry
+
+    client.force_login(make_user("vera"))
+    bank_sync(
+        [
+            BankEntry("layer-reuse", "Which data is fetched twice?", "layer", ("plateau",)),
+            BankEntry("layer-warps", "What does each warp own?", "layer", ("plateau",), targets=("gpu",)),
+        ]
+    )
+    page = client.get(reverse("bank")).content.decode()
+    row = {
+        key: re.search(rf"<tr><td>{key}</td>(.*?)</tr>", page, re.S).group(1) for key in ("layer-reuse", "layer-warps")
+    }
+    assert "(gpu only)" in row["layer-warps"]
+    assert "only)" not in row["layer-reuse"]

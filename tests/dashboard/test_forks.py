@@ -106,6 +106,25 @@ def test_forks_that_cannot_be_made_are_refused_with_the_reason(parent, olga):
     assert Run.objects.filter(parent=parent).count() == 0
 
 
+def test_a_fork_of_a_cpu_run_neither_lists_nor_takes_a_question_made_for_gpus(parent, olga, client):
+    bank_sync(
+        [
+            BankEntry("layer-reuse", "Which data is fetched twice?", "layer", ("plateau",)),
+            BankEntry("layer-warps", "What does each warp own?", "layer", ("plateau",), targets=("gpu",)),
+        ]
+    )
+    assert parent.task.target == "cpu"
+    page = client.get(reverse("run_fork", args=[parent.pk]) + f"?seq={QUESTION_SEQ}").content.decode()
+    assert "layer-reuse" in page and "layer-warps" not in page and "each warp" not in page
+    with pytest.raises(ServiceError, match="no active question 'layer-warps' for a cpu task"):
+        run_fork(parent=parent, step_seq=QUESTION_SEQ, action="bank", bank_key="layer-warps", user=olga)
+    response = client.post(
+        reverse("run_fork", args=[parent.pk]),
+        {"seq": QUESTION_SEQ, "model": parent.model, "decision": "bank", "bank_key": "layer-warps"},
+    )
+    assert response.status_code == 400 and Run.objects.filter(parent=parent).count() == 0
+
+
 @pytest.mark.parametrize("char,count", [("x", 1.0), ("é", 0.25)])  # é: under the limit in UTF-8, 6 bytes escaped
 def test_a_fork_over_what_the_socket_carries_is_refused_before_it_is_stored(olga, char, count):
     task = make_task()

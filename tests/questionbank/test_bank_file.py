@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from questionbank.bank import CATEGORIES, DECISION_POINTS, BankError, keys_named_in, load_bank, parse_bank
+from gpu_harness.taskspec import TARGETS
+from questionbank.bank import (
+    CATEGORIES,
+    DECISION_POINTS,
+    TARGET_KINDS,
+    BankError,
+    keys_named_in,
+    load_bank,
+    parse_bank,
+    target_kind,
+)
 from questionbank.models import DecisionPoint, QuestionCategory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,6 +101,11 @@ def test_an_entry_can_be_retired_in_the_file():
         (entry(key="reviewer-mine"), "keys starting with 'reviewer-' are kept for questions added from the dashboard"),
         (entry() + 'trigger = ["start"]\n', "entry 1 (layer-one): unknown field(s) trigger"),
         (entry() + "active = 1\n", "entry 1 (layer-one): active must be true or false"),
+        (entry() + 'targets = ["tpu"]\n', "entry 1 (layer-one): unknown target(s) 'tpu' (known: cpu, gpu)"),
+        (entry() + 'targets = ["cuda-sm90"]\n', "entry 1 (layer-one): unknown target(s) 'cuda-sm90'"),
+        (entry() + 'targets = "gpu"\n', "entry 1 (layer-one): targets must be a non-empty list of 'cpu', 'gpu'"),
+        (entry() + "targets = []\n", "entry 1 (layer-one): targets must be a non-empty list"),
+        (entry() + 'targets = ["gpu", "gpu"]\n', "entry 1 (layer-one): a target is listed twice"),
         ("[[question]]\ncategory = 'layer'\ntriggers = ['start']\ntext = 'Why?'\n", "entry 1: needs a key"),
         ("[[question]\nkey=", "not valid TOML"),
         ('[questions]\nkey = "x"\n', "unknown top-level table(s): questions"),
@@ -101,6 +116,54 @@ def test_a_bad_entry_is_refused_with_a_message_naming_it(bad, message):
         parse_bank(bad, source="bank.toml")
     assert message in str(caught.value)
     assert "bank.toml" in str(caught.value)
+
+
+def test_an_entry_names_the_targets_it_is_for_and_is_for_every_target_without_them():
+    entries = parse_bank(
+        entry("layer-a")
+        + entry("layer-b")
+        + 'targets = ["gpu"]\n'
+        + entry("layer-c")
+        + 'targets = ["gpu", "cpu"]\n'  # both: the same as leaving it out
+    )
+    assert [e.targets for e in entries] == [(), ("gpu",), ()]
+    gpu_only = entries[1]
+    assert gpu_only.applies_to("cuda-sm90") and not gpu_only.applies_to("cpu")
+    assert gpu_only.applies_to(None) and gpu_only.applies_to("")  # a target not known keeps every question
+    assert entries[0].applies_to("cpu") and entries[0].applies_to("cuda-sm90")
+
+
+def test_every_harness_target_has_a_kind_of_the_bank():
+    # A new target of the harness (another CUDA architecture) must fall under "gpu" or "cpu", or the bank would
+    # offer it every question, GPU-only ones on a CPU or none's filter on a GPU.
+    for name, target in TARGETS.items():
+        assert target_kind(name) == ("gpu" if target.needs_gpu else "cpu"), name
+    assert set(TARGET_KINDS) == {"cpu", "gpu"}
+
+
+def test_the_shipped_bank_keeps_its_gpu_questions_from_cpu_tasks():
+    entries = load_bank()
+    gpu_only = {e.key for e in entries if e.targets == ("gpu",)}
+    assert {
+        "layer-tiling-ownership",
+        "layer-tiling-working-set",
+        "layer-grid-idle-multiprocessors",
+        "layer-grid-last-wave",
+        "layer-grid-top-down",
+        "information-shared-memory",
+        "information-block-size",
+    } <= gpu_only
+    assert all(e.targets in ((), ("gpu",)) for e in entries)
+    # Every decision point still has directing questions on a CPU task.
+    for point in DECISION_POINTS:
+        directing = [e for e in entries if e.suits(point) and e.applies_to("cpu") and e.category != "information"]
+        assert len(directing) >= 3, point
+    # The words of a GPU's blocks, warps and shared memory appear in no question a CPU task is offered ("global
+    # memory" does, in layer-memory-byte-journey: on a CPU it reads as main memory, and the question stands).
+    gpu_words = re.compile(r"\b(blocks?|warps?|grid|multiprocessors?|shared memory|threads?)\b", re.I)
+    for e in entries:
+        if e.applies_to("cpu"):
+            assert not gpu_words.search(e.text), e.key
 
 
 def test_every_problem_of_a_file_is_reported_at_once():

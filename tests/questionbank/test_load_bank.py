@@ -130,3 +130,33 @@ def test_bootstrap_loads_the_bank(monkeypatch):
     call_command("bootstrap", stdout=out)
     assert "bootstrap: load_bank" in out.getvalue()
     assert BankQuestion.objects.count() == len(load_bank())
+
+
+def test_an_entrys_targets_are_stored_updated_and_read_back(tmp_path):
+    from questionbank.selectors import bank_entries
+
+    bank = tmp_path / "bank.toml"
+    bank.write_text(ENTRY.format(**A) + 'targets = ["gpu"]\n' + ENTRY.format(**B), encoding="utf-8")
+    load(bank)
+    assert dict(BankQuestion.objects.values_list("key", "targets")) == {"layer-a": ["gpu"], "limit-b": []}
+    assert {e.key: e.targets for e in bank_entries()} == {"layer-a": ("gpu",), "limit-b": ()}
+    assert [e.key for e in bank_entries(task_target="cpu")] == ["limit-b"]
+    assert "unchanged 2" in load(bank)
+    # Made for every target again: the row follows the file, in place.
+    out = load(write_bank(bank, A, B))
+    assert "updated: layer-a" in out and BankQuestion.objects.get(key="layer-a").targets == []
+    assert [e.key for e in bank_entries(task_target="cpu")] == ["layer-a", "limit-b"]
+
+
+def test_a_file_with_malformed_targets_is_refused_whole_by_the_command(tmp_path):
+    bank = tmp_path / "bank.toml"
+    bank.write_text(ENTRY.format(**A) + 'targets = ["gpu", "fpga"]\n' + ENTRY.format(**B), encoding="utf-8")
+    with pytest.raises(CommandError, match=r"entry 1 \(layer-a\): unknown target\(s\) 'fpga' \(known: cpu, gpu\)"):
+        load(bank)
+    assert BankQuestion.objects.count() == 0
+
+
+def test_the_shipped_bank_loads_with_its_targets():
+    call_command("load_bank", stdout=io.StringIO())
+    assert BankQuestion.objects.get(key="layer-grid-last-wave").targets == ["gpu"]
+    assert BankQuestion.objects.get(key="layer-memory-reuse").targets == []

@@ -4,6 +4,7 @@ import pytest
 
 from questionbank.bank import BankEntry, load_bank
 from questionbank.selection import (
+    DECISION_POINTS,
     AskedQuestion,
     Selection,
     build_selection_prompt,
@@ -44,6 +45,30 @@ def test_a_question_vetoed_at_a_decision_point_is_never_proposed_there_again_in_
     assert "layer-grid" not in keys(eligible_entries(BANK, "plateau", history, now_step=500, cooldown_steps=0))
     # ...but a veto at one decision point says nothing about another, and starts no cooldown.
     assert "layer-grid" in keys(eligible_entries(BANK, "start", history, now_step=4, cooldown_steps=10))
+
+
+def test_a_question_made_for_another_kind_of_target_is_never_eligible():
+    warps = BankEntry("layer-warps", "What does each warp own?", "layer", ("plateau",), targets=("gpu",))
+    bank = [*BANK, warps]
+    assert "layer-warps" not in keys(eligible_entries(bank, "plateau", [], now_step=0, task_target="cpu"))
+    assert "layer-warps" in keys(eligible_entries(bank, "plateau", [], now_step=0, task_target="cuda-sm90"))
+    # The prompt and the rule only ever see the eligible ones: a CPU run's choice never reaches it, even when the
+    # model names it.
+    pick = select_question(
+        "plateau", "s", bank, [], 0, ask_model=lambda p: "QUESTION: layer-warps\nREASON: r", task_target="cpu"
+    )
+    assert pick is not None and pick.key != "layer-warps" and pick.by == "rule"
+    only_warps = [warps]
+    assert select_question("plateau", "s", only_warps, [], 0, ask_model=str, task_target="cpu") is None
+
+
+def test_on_a_cpu_task_no_gpu_only_question_of_the_shipped_bank_is_eligible_at_any_decision_point():
+    shipped = load_bank()
+    for point in DECISION_POINTS:
+        on_cpu = eligible_entries(shipped, point, [], now_step=0, task_target="cpu")
+        on_gpu = eligible_entries(shipped, point, [], now_step=0, task_target="cuda-sm90")
+        assert on_cpu and all(e.targets != ("gpu",) for e in on_cpu), point
+        assert [e for e in on_gpu if e not in on_cpu] == [e for e in shipped if e.suits(point) and e.targets], point
 
 
 def test_an_asked_question_waits_out_the_cooldown_before_it_is_asked_again():
