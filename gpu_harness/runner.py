@@ -68,8 +68,12 @@ class ChildSession:
         self.log_path = os.path.join(self.workdir, "child.log")
         argv = [sys.executable, "-m", "gpu_harness.child", task]
         if sandbox == childbox.BUBBLEWRAP:
-            child_env["TMPDIR"] = os.path.join(self.workdir, "tmp")  # (the rest of the file system is read-only)
-            os.mkdir(child_env["TMPDIR"])
+            # the rest of the file system is read-only: temporary files, and the caches libraries keep under
+            # HOME (Triton's, for torch.compile baselines), go to the scratch folder, and die with it (a cache
+            # that outlived the evaluation would be one the candidate could leave poisoned for the next)
+            for var, name in (("TMPDIR", "tmp"), ("HOME", "home")):
+                child_env[var] = os.path.join(self.workdir, name)
+                os.mkdir(child_env[var])
             argv = childbox.contained(argv, self.workdir)
         msg_r, msg_w = os.pipe()
         cmd_r, cmd_w = os.pipe()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness import childbox, evaluate
+from gpu_harness.runner import ChildSession
 
 from .conftest import needs_gxx
 
@@ -104,3 +105,24 @@ def test_a_gpu_tasks_candidate_is_not_yet_contained_unless_asked(monkeypatch):
     assert childbox.sandbox_for("cuda-sm90") == childbox.BUBBLEWRAP
     argv = childbox.contained(["true"], "/")
     assert os.path.basename(argv[0]) == "bwrap" and argv[-2:] == ["--", "true"]
+
+
+def _environment_of(pid: int) -> dict[str, str]:
+    entries = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
+    return dict(entry.split("=", 1) for entry in entries if "=" in entry)
+
+
+def test_a_contained_childs_home_and_temporary_files_are_in_its_scratch_folder():
+    """Libraries the baselines load keep caches under TMPDIR and HOME (torch.compile's, Triton's): a contained
+    child's are in its scratch folder, which it may write and which dies with the evaluation, so no cache it could
+    poison outlives it; an uncontained child keeps the harness's own."""
+    contained = ChildSession("matmul_cpu", sandbox=childbox.BUBBLEWRAP)
+    plain = ChildSession("matmul_cpu", sandbox=childbox.NONE)
+    try:
+        env = _environment_of(contained.proc.pid)
+        for var, folder in (("HOME", "home"), ("TMPDIR", "tmp")):
+            assert env[var] == os.path.join(contained.workdir, folder) and os.path.isdir(env[var])
+        assert _environment_of(plain.proc.pid).get("HOME") == os.environ.get("HOME")
+    finally:
+        contained.close()
+        plain.close()
