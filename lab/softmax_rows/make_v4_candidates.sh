@@ -3,7 +3,8 @@
 # knobs set by #define lines put before the file; round 1 also writes v1, the first release, for reference.
 #   [ROUND=1|2|3] bash lab/softmax_rows/make_v4_candidates.sh OUTDIR     (then: device_run.sh screen OUTDIR)
 # ROUND=3 writes versions/v4.cu and versions/v5.cu alone, unchanged: the screen that chose the release, whose
-# winner `device_run.sh release` then takes from the same machine's /tmp/screen/rank.txt
+# winner `device_run.sh release` then takes from the same machine's /tmp/screen/rank.txt. ROUND=6 writes the
+# release (v4) beside versions/v6_persist.cu with its persistent lanes-per-row grid on and off.
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -12,6 +13,12 @@ gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
   cat "$V" >> "$out/$name.cu"
 }
 case "${ROUND:-1}" in
+6)  # v6: softmax_subwarp's grid the CTAs that fit at once (r8192_c512 ran 1.29 waves at 0.916x QuACK)
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v6_persist.cu
+  gen v6a                                             # persistent (the file's default)
+  gen v6b KSEEK_SUBWARP_PERSIST=0                     # a CTA per group of rows, as v4: the loop alone
+  ;;
 1)
   cp lab/softmax_rows/versions/v1.cu "$out/v1.cu"  # the first release, for a same-call reference
   gen v4a                                             # v1's shapes (4 vectors, 256-thread CTAs), st.async merge
