@@ -99,6 +99,13 @@ def database_url_in_use() -> str:
     return os.environ.get("DATABASE_URL", "")
 
 
+# Passwords the tests' own process sets or checks are hashed with MD5: the site's PBKDF2 (a million rounds) costs
+# 0.4 s a hash on CI's machine, and the suite creates and signs in users in hundreds of tests (docs/testing.md, "CI
+# time"). No test asserts the hasher; the site's own hashers stay behind it, so a hash made by a live site's
+# process (which keeps the site's settings and so PBKDF2, as the live login tests want) is still checked here.
+FAST_TEST_HASHER = "django.contrib.auth.hashers.MD5PasswordHasher"
+
+
 def pytest_configure(config):
     # Connections opened in asgiref's worker threads (async tests, consumers) are only closed by
     # close_old_connections, which keeps them open for CONN_MAX_AGE; at 0 they close after each call, so the test
@@ -109,6 +116,7 @@ def pytest_configure(config):
         return
     if settings.configured:
         settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+        settings.PASSWORD_HASHERS = [FAST_TEST_HASHER, *settings.PASSWORD_HASHERS]
 
 
 @pytest.fixture(autouse=True)
