@@ -36,11 +36,25 @@ def make_run_env(data_dir: Path) -> dict:
     return env
 
 
-@pytest.fixture
-def served_site(tmp_path, data_dir):
+@pytest.fixture(scope="module")
+def served_folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("make-run")
+
+
+@pytest.fixture(scope="module")
+def served_data_dir(served_folder) -> Path:
+    return served_folder / "data"
+
+
+@pytest.fixture(scope="module")
+def served_site(served_folder, served_data_dir):
+    """One `make run` for the module's tests of a served site: each start costs 11-14 s on CI's machine (docs/
+    testing.md, "CI time"). They only read the site, sign in, or start other servers on its data folder that must
+    leave it as it was; the test without bubblewrap starts its own."""
     port = free_port()
-    env = make_run_env(data_dir)
-    with serving(["make", "run", f"PORT={port}"], port=port, env=env, log_path=tmp_path / "make-run.log") as base:
+    env = make_run_env(served_data_dir)
+    log_path = served_folder / "make-run.log"
+    with serving(["make", "run", f"PORT={port}"], port=port, env=env, log_path=log_path) as base:
         yield base
 
 
@@ -71,10 +85,12 @@ def test_make_run_serves_the_runs_page_to_a_signed_in_user_and_redirects_anonymo
 
 
 @pytest.mark.sandbox  # the local worker starts only where bubblewrap works
-def test_make_run_loads_the_bank_and_released_kernels_and_its_local_worker_streams_the_demo_run(served_site, data_dir):
+def test_make_run_loads_the_bank_and_released_kernels_and_its_local_worker_streams_the_demo_run(
+    served_site, served_data_dir
+):
     import sqlite3
 
-    database = sqlite3.connect(data_dir / "kernelseek.sqlite3", timeout=20)
+    database = sqlite3.connect(served_data_dir / "kernelseek.sqlite3", timeout=20)
     assert database.execute("select count(*) from questionbank_bankquestion where active").fetchone()[0] >= 40
     # every kernels/*/release.toml of the checkout (attention's, softmax_rows', ...), each once
     shipped = {tomllib.loads(p.read_text())["name"] for p in (ROOT / "kernels").glob("*/release.toml")}
@@ -139,8 +155,9 @@ def connected_local_worker(data_dir: Path) -> tuple[str, str]:
 
 @pytest.mark.sandbox  # the local worker starts only where bubblewrap works
 def test_a_second_make_run_refuses_a_busy_port_and_never_takes_the_first_ones_local_worker(
-    served_site, data_dir, tmp_path
+    served_site, served_data_dir, tmp_path
 ):
+    data_dir = served_data_dir
     first = connected_local_worker(data_dir)
     port = int(served_site.rsplit(":", 1)[1])
 
