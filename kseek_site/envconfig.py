@@ -126,12 +126,12 @@ def secret_key_from(data_dir: Path) -> str:
     return key
 
 
-def database_config(database_url: str | None, data_dir: Path) -> dict[str, Any]:
+def database_config(database_url: str | None, data_dir: Path, sqlite_busy_timeout_s: int = 20) -> dict[str, Any]:
     """The default database: PostgreSQL (psycopg 3) when DATABASE_URL says so, else a SQLite file.
 
-    SQLite runs in WAL mode with BEGIN IMMEDIATE transactions and a busy timeout, so that concurrent writers
-    (daphne workers, management commands, the local agent worker) wait for the lock instead of failing with
-    "database is locked" halfway through a transaction.
+    SQLite runs in WAL mode with BEGIN IMMEDIATE transactions and a busy timeout (`sqlite_busy_timeout_s`), so that
+    concurrent writers (daphne workers, management commands, the local agent worker) wait for the lock instead of
+    failing with "database is locked" halfway through a transaction.
     """
     import dj_database_url
 
@@ -145,7 +145,7 @@ def database_config(database_url: str | None, data_dir: Path) -> dict[str, Any]:
         config.setdefault("OPTIONS", {}).update(
             {
                 "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
+                "timeout": sqlite_busy_timeout_s,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
             }
         )

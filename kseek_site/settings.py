@@ -1,6 +1,7 @@
 """KernelSeek settings: one module, every deployment choice read from the environment.
 
 DATABASE_URL   unset: SQLite in the data folder; e.g. postgres://user@127.0.0.1:5432/kernelseek
+KSEEK_SQLITE_BUSY_TIMEOUT_S  on SQLite: how long a write waits for another's lock before it fails (20)
 REDIS_URL      unset: in-memory channel layer (one server process); e.g. redis://127.0.0.1:6379/0
 SECRET_KEY     unset: generated once into the data folder
 KSEEK_LARGE_GAIN_RATIO  the gain after a question (best speedup after / before) that counts as large (1.2)
@@ -95,7 +96,13 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_config(os.environ.get("DATABASE_URL"), DATA_DIR)}
+DATABASES = {
+    "default": database_config(
+        os.environ.get("DATABASE_URL"),
+        DATA_DIR,
+        sqlite_busy_timeout_s=env_int("KSEEK_SQLITE_BUSY_TIMEOUT_S", 20, minimum=1),
+    )
+}
 CHANNEL_LAYERS = channel_layers_config(
     os.environ.get("REDIS_URL"), prefix=os.environ.get("KSEEK_CHANNEL_PREFIX"), secret_key=SECRET_KEY
 )

@@ -58,6 +58,8 @@ def test_defaults_are_sqlite_in_the_data_folder_with_wal_and_immediate_transacti
     assert Path(found["name"]).parent == tmp_path
     assert found["options"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in found["options"]["init_command"]
+    assert found["options"]["timeout"] == 20
+    assert probe_settings(tmp_path, KSEEK_SQLITE_BUSY_TIMEOUT_S="4")["options"]["timeout"] == 4
     assert found["layer"] == "kseek_site.layers.LocalChannelLayer"
     assert found["debug"] is False
     assert found["hosts"] == ["localhost", "127.0.0.1", "[::1]"]
