@@ -43,6 +43,9 @@ class ParsedEvent:
     tokens_in: int
     tokens_out: int
     cost_usd: Decimal
+    # A usage event whose model's price is unknown (its cost_usd null, docs/protocol.md 1.1): cost_usd is then 0,
+    # what a total adds, and the run's cost is a floor (Run.cost_incomplete). False on every other event.
+    cost_unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,8 @@ def parse_event(
         created_at = _instant(raw.get("ts"), offset_required=strict)
     except _Refused as refused:
         return Refusal(str(refused))
-    return ParsedEvent(run, seq, kind, payload, created_at, tokens_in, tokens_out, cost)
+    unknown = _cost_unknown(raw.get("usage"), kind, payload)
+    return ParsedEvent(run, seq, kind, payload, created_at, tokens_in, tokens_out, cost, unknown)
 
 
 def read_instant(value) -> datetime | None:
@@ -206,6 +210,16 @@ def _usage(usage, kind: str) -> tuple[int, int, Decimal]:
     if kind != "usage" and (tokens_in or tokens_out or amount):
         raise _Refused(f"usage must be all zero on a {kind} event: only a usage event counts a model call")
     return tokens_in, tokens_out, amount
+
+
+def _cost_unknown(usage, kind: str, payload: dict) -> bool:
+    """Whether a usage event's cost is unknown: its envelope's cost_usd or its payload's is null. The payload's
+    counts too: it is the event as sent, while this dashboard's trace export writes the stored figure, 0, in the
+    envelope, and a lenient reader (a trace import) does not hold the two equal. Only a usage event counts a call."""
+    if kind != "usage":
+        return False
+    envelope_null = isinstance(usage, dict) and usage.get("cost_usd") is None
+    return envelope_null or payload.get("cost_usd") is None
 
 
 def _as_envelope(raw: dict) -> dict:

@@ -5,6 +5,8 @@ views, consumers and commands call those and never save models directly, so that
 written down there.
 """
 
+from decimal import ROUND_HALF_UP, Decimal
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -265,6 +267,11 @@ class Run(models.Model):
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # A usage event of the run had no cost (its model's price unknown, docs/protocol.md 1.1): cost_usd is then a
+    # floor, and every page and export says so. A column rather than a read of the usage steps: the runs list
+    # shows it per row, and the event store sets it with the totals, once per stored row (runs/services/steps.py),
+    # so a re-send, a replay or a trace import sets it exactly when it adds to the totals.
+    cost_incomplete = models.BooleanField(default=False)
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs_started"
     )
@@ -354,6 +361,24 @@ class Run(models.Model):
     def best_texts(self) -> list[tuple[str, str]]:
         """(baseline, `best_text` over it) for every baseline a best was measured over, by name."""
         return [(name, self.best_text(name)) for name in sorted(self.best_speedups or {})]
+
+    @property
+    def cost_text(self) -> str:
+        """The run's cost as every page writes it: "$0.0123", or, where a model's price was unknown, the floor it
+        is, "at least $0.0123 (a model's price is unknown)" (docs/protocol.md 1.1: a cost is never invented)."""
+        return cost_words(self.cost_usd, self.cost_incomplete)
+
+
+# What follows a run's cost whose total is a floor: a usage event of the run had no price (Run.cost_incomplete).
+COST_INCOMPLETE_NOTE = "a model's price is unknown"
+
+
+def cost_words(cost_usd, incomplete: bool) -> str:
+    """A cost in dollars to 4 places, as the pages write it; "at least …" with its note where it is incomplete
+    (a sum over runs is incomplete where any of them is)."""
+    # Rounded half up, as the templates' floatformat:4 wrote it before.
+    amount = f"${Decimal(str(cost_usd)).quantize(Decimal('0.0001'), ROUND_HALF_UP)}"
+    return f"at least {amount} ({COST_INCOMPLETE_NOTE})" if incomplete else amount
 
 
 # The event kinds. A Step's kind is checked by the event parser (runs/event_parser.py), not by the database: a new

@@ -49,6 +49,7 @@ SUMMARY_FIELDS = [
     "tokens_in",
     "tokens_out",
     "cost_usd",
+    "cost_complete",
     "usage",
     "wall_s",
     "questions_asked",
@@ -167,13 +168,24 @@ USAGE_MEASURED, USAGE_CLAIMED, USAGE_UNKNOWN = "measured", "the trace's claim", 
 
 
 def _usage_columns(run: Run) -> dict:
-    """The summary's tokens_in, tokens_out, cost_usd (None where unknown) and usage (which of the three)."""
+    """The summary's tokens_in, tokens_out, cost_usd, cost_complete (None where unknown) and usage (which of the
+    three); cost_text, the table's cost ("at least …" where cost_complete is false: a model's price was unknown,
+    so cost_usd is a floor)."""
     if run_usage_unknown(run):
-        return {"tokens_in": None, "tokens_out": None, "cost_usd": None, "usage": USAGE_UNKNOWN}
+        return {
+            "tokens_in": None,
+            "tokens_out": None,
+            "cost_usd": None,
+            "cost_complete": None,
+            "cost_text": USAGE_UNKNOWN,
+            "usage": USAGE_UNKNOWN,
+        }
     return {
         "tokens_in": run.tokens_in,
         "tokens_out": run.tokens_out,
         "cost_usd": float(run.cost_usd),
+        "cost_complete": not run.cost_incomplete,
+        "cost_text": run.cost_text,
         "usage": USAGE_CLAIMED if run.imported_from else USAGE_MEASURED,
     }
 

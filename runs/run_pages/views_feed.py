@@ -155,6 +155,10 @@ def run_summary_json(run: Run) -> dict:
         "tokens_in": run.tokens_in,
         "tokens_out": run.tokens_out,
         "cost_usd": float(run.cost_usd),
+        # false where a model's price was unknown: cost_usd is then a floor, and cost_text says "at least" (the
+        # page sets it as it is).
+        "cost_complete": not run.cost_incomplete,
+        "cost_text": run.cost_text,
         # An imported trace that records no usage: the page writes its tokens and cost as unknown, not zero.
         "usage_unknown": run_usage_unknown(run),
         "imported": bool(run.imported_from),

@@ -264,7 +264,9 @@ def _insert_rows(rows: list[ParsedEvent]) -> None:
 
 
 def _add_to_run_totals(stored: list[ParsedEvent]) -> None:
-    """Each run's totals (last seq, step count, tokens, cost) move once, in one statement for all runs.
+    """Each run's totals (last seq, step count, tokens, cost, whether the cost is incomplete) move once, in one
+    statement for all runs. Only a row inserted now adds to them, so a re-sent event changes nothing twice; an
+    unknown cost only ever sets cost_incomplete (a floor stays a floor).
 
     Plain SQL rather than a QuerySet.update per run: the ORM compiles each update anew, which cost more than
     inserting the rows.
@@ -280,6 +282,7 @@ def _add_to_run_totals(stored: list[ParsedEvent]) -> None:
             sum(e.tokens_in for e in steps),
             sum(e.tokens_out for e in steps),
             str(sum((e.cost_usd for e in steps), Decimal(0))),
+            any(e.cost_unknown for e in steps),
             now,
             run_id,
         )
@@ -290,7 +293,7 @@ def _add_to_run_totals(stored: list[ParsedEvent]) -> None:
         cursor.executemany(
             f"UPDATE {Run._meta.db_table} SET last_seq = {greatest}(last_seq, %s), step_count = step_count + %s, "
             f"tokens_in = tokens_in + %s, tokens_out = tokens_out + %s, cost_usd = cost_usd + {cost}, "
-            f"updated_at = %s WHERE id = %s",
+            f"cost_incomplete = (cost_incomplete OR %s), updated_at = %s WHERE id = %s",
             rows,
         )
 

@@ -22,6 +22,7 @@ from runs.models import (
     Run,
     Suite,
     SuiteStudy,
+    cost_words,
 )
 from runs.selectors import study_value_of
 from runs.selectors_bank import attributions
@@ -47,6 +48,7 @@ ROW_FIELDS = [
     "evaluations",
     "verified_evaluations",
     "cost_usd",
+    "cost_complete",
     "tokens_in",
     "tokens_out",
     "large_gain_questions",
@@ -211,6 +213,9 @@ def suite_study_scoreboard(suite_study_id: int) -> dict:
             "status": run.status,
             **run_measured(run, verdicts[run.pk]),
             "cost_usd": float(run.cost_usd),
+            # false where a model's price was unknown: cost_usd is a floor ("at least", Run.cost_text)
+            "cost_complete": not run.cost_incomplete,
+            "cost_text": run.cost_text,
             "tokens_in": run.tokens_in,
             "tokens_out": run.tokens_out,
             "large_gains": gains[run.pk],
@@ -251,10 +256,17 @@ def _arm_summary(arm: str, rows: list[dict]) -> dict:
         "problems": len(rows),
         "fast_p": [{**entry, "text": format_fast_p(entry)} for entry in fast_p_table(measured)],
         "evaluations": sum(cell["evaluations"] for cell in ran),
-        "cost_usd": sum(cell["cost_usd"] for cell in ran),
+        **_arm_cost(ran),
         "finished": sum(1 for cell in ran if cell["status"] in FINISHED_STATUSES),
         "large_gains": [{**gain, "run_id": cell["run_id"]} for cell in ran for gain in cell["large_gains"]],
     }
+
+
+def _arm_cost(ran: list[dict]) -> dict:
+    """What an arm's runs cost in all: a floor where any run's is (a model's price unknown)."""
+    cost = sum(cell["cost_usd"] for cell in ran)
+    complete = all(cell["cost_complete"] for cell in ran)
+    return {"cost_usd": cost, "cost_complete": complete, "cost_text": cost_words(cost, not complete)}
 
 
 def scoreboard_rows(board: dict) -> list[dict]:
@@ -278,6 +290,7 @@ def scoreboard_rows(board: dict) -> list[dict]:
                     "evaluations": cell["evaluations"],
                     "verified_evaluations": cell["verified_evaluations"],
                     "cost_usd": cell["cost_usd"],
+                    "cost_complete": cell["cost_complete"],
                     "tokens_in": cell["tokens_in"],
                     "tokens_out": cell["tokens_out"],
                     "large_gain_questions": " | ".join(g["text"] for g in cell["large_gains"]),

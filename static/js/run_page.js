@@ -243,7 +243,10 @@
     // An imported trace that records no usage: its tokens and cost stay "unknown", as the server wrote them.
     if (!s.usage_unknown) {
       document.getElementById("run-tokens").textContent = s.tokens_in + " / " + s.tokens_out;
-      document.getElementById("run-cost").textContent = "$" + s.cost_usd.toFixed(4);
+      // "at least $…" where a model's price was unknown: the server writes it (Run.cost_text).
+      const cost = document.getElementById("run-cost");
+      cost.textContent = s.cost_text;
+      cost.classList.toggle("cost-incomplete", !s.cost_complete);
     }
     if (!s.imported) document.getElementById("run-worker").textContent = s.worker || "no worker yet";
     if (["succeeded", "failed", "stopped"].includes(s.status)) { delete page.dataset.live; showState(); }

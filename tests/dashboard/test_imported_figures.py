@@ -400,7 +400,7 @@ def summary_cells(page: str, run_id: int) -> tuple[str, str]:
     """The compare table's tokens and cost cells of a run, as text."""
     row = page[page.index(f'<tr data-run="{run_id}">') :].split("</tr>")[0]
     tokens = row.split('class="tokens">')[1].split("</td>")[0]
-    cost = row.split('class="cost">')[1].split("</td>")[0]
+    cost = re.split(r'class="cost[^"]*">', row)[1].split("</td>")[0]
     return html.unescape(re.sub(r"<[^>]+>", "", tokens)), html.unescape(re.sub(r"<[^>]+>", "", cost))
 
 
@@ -408,7 +408,8 @@ def summary_cells(page: str, run_id: int) -> tuple[str, str]:
 def test_the_compare_page_writes_an_imported_runs_cost_as_the_traces_claim_or_unknown_never_a_measured_zero(
     operator, demo_imported_beside_a_measured_run
 ):
-    claimed, measured = demo_imported_beside_a_measured_run  # the demo trace records its model calls' usage
+    # The demo trace records its model calls' usage, without a price (its scripted model has none): a floor.
+    claimed, measured = demo_imported_beside_a_measured_run
     # The same trace without its usage events: it records no cost at all, which is unknown, not zero.
     records = [json.loads(line) for line in DEMO_TRACE.read_text().splitlines()]
     without = [r for r in records if r["kind"] != "usage"]
@@ -420,12 +421,13 @@ def test_the_compare_page_writes_an_imported_runs_cost_as_the_traces_claim_or_un
     tokens = f"{claimed.tokens_in} / {claimed.tokens_out} the trace's claim"
     assert claimed.tokens_in > 0 and summary_cells(page, claimed.pk) == (
         tokens,
-        f"${claimed.cost_usd:.4f} the trace's claim",
+        f"at least ${claimed.cost_usd:.4f} (a model's price is unknown) the trace's claim",
     )
     assert summary_cells(page, measured.pk) == ("0 / 0", "$0.0000")  # measured here: no model call, a real zero
     rows = {row["run_id"]: row for row in operator.get(url + "&format=json").json()["summary"]}
     assert (rows[imported.pk]["cost_usd"], rows[imported.pk]["usage"]) == (None, "unknown: the trace records none")
     assert (rows[claimed.pk]["cost_usd"], rows[claimed.pk]["usage"]) == (float(claimed.cost_usd), "the trace's claim")
+    assert [rows[run.pk]["cost_complete"] for run in (imported, claimed, measured)] == [None, False, True]
     assert (rows[measured.pk]["cost_usd"], rows[measured.pk]["usage"]) == (0.0, "measured")
     # The run page says the same of the imported run.
     run_page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
