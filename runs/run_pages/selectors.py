@@ -339,6 +339,15 @@ def run_best_text(run: Run) -> str | None:
     return _labelled(source, run.best_speedup, baseline, figures.VERIFIED)
 
 
+def _exported_usage(step: Step) -> dict:
+    """A step's envelope usage as the export writes it: a usage event whose call had no known price (its payload's
+    cost_usd null) says null here too, as the worker sent it (docs/protocol.md 1.1: a usage event's envelope repeats
+    its payload), where the stored cost is the 0 a total adds for it."""
+    unpriced = step.kind == StepKind.USAGE and isinstance(step.payload, dict) and step.payload.get("cost_usd") is None
+    cost = None if unpriced else float(step.cost_usd)
+    return {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": cost}
+
+
 def trace_export_records(run: Run):
     """The run as JSONL records: a run line, every step as its protocol event, then questions and evaluations."""
     yield {
@@ -366,7 +375,7 @@ def trace_export_records(run: Run):
             "kind": step.kind,
             "ts": step.created_at.isoformat(),
             "payload": unescape_nul(step.payload),  # the event as it was sent (runs/nul_escape.py)
-            "usage": {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": float(step.cost_usd)},
+            "usage": _exported_usage(step),
         }
     for question in Question.objects.filter(run=run).select_related("step", "reviewer", "bank_entry").order_by("pk"):
         yield {

@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from questionbank.bank import load_bank
 from questionbank.services import bank_sync
+from runs.event_parser import Refusal, parse_event
 from runs.models import Run, Step
 from runs.services import run_claim, run_start, worker_events_record
 from tests.dashboard.helpers import make_user, make_worker, usage_event
@@ -162,12 +163,17 @@ def test_an_imported_trace_with_an_unpriced_call_shows_its_claimed_cost_as_a_flo
 
 
 def test_an_exported_unpriced_run_imported_again_is_still_a_floor(operator, priced_and_unpriced):
-    """The export writes a step's stored cost, 0, in its envelope; the payload, the event as sent, keeps the
-    null, and the import reads it."""
+    """The export writes an unpriced call's envelope cost as null, as its payload and the worker said it (a usage
+    event's envelope repeats its payload: each exported event passes the worker's own strict reading), and the
+    import reads it."""
     _, unpriced, _ = priced_and_unpriced
     body = b"".join(operator.get(reverse("trace_export", args=[unpriced.pk])).streaming_content).decode()
     records = [json.loads(line) for line in body.splitlines()]
-    assert [r["usage"]["cost_usd"] for r in records if r.get("kind") == "usage"] == [0.0123, 0.0]
+    usage = [r for r in records if r.get("kind") == "usage"]
+    assert [r["usage"]["cost_usd"] for r in usage] == [0.0123, None]
+    for record in usage:
+        read = parse_event(record, strict=True)
+        assert not isinstance(read, Refusal), read
     again = import_lines(operator, records, "export.jsonl")
     assert (float(again.cost_usd), again.cost_incomplete) == (0.0123, True)
 
