@@ -47,6 +47,11 @@ from .data_target import TargetArrays
 from .libraries import _import_note, module_version  # (reference.py files import module_version from here)
 from .output_judge import OutputJudge
 
+# what reference.py's code may raise that is the task's error, never the judge's end: any Exception, and
+# SystemExit too (a sys.exit() in reference.py, at import or in a call, would otherwise end the judge's own
+# process with the task's exit code and no verdict)
+TASK_CODE_ERRORS = (Exception, SystemExit)
+
 SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "int32": ctypes.c_int,
     "int64": ctypes.c_int64,
@@ -192,7 +197,7 @@ class DataTask(Task, TargetArrays):
             return self.function(function)(rng, shape, dict(params))
         except TaskError:
             raise
-        except Exception as e:
+        except TASK_CODE_ERRORS as e:
             raise TaskError(
                 f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
@@ -202,7 +207,7 @@ class DataTask(Task, TargetArrays):
         fn = self.function(self.spec.baselines[name].function)
         try:
             return fn(**inputs, **outputs, **self.scalar_values(params))
-        except Exception as e:
+        except TASK_CODE_ERRORS as e:
             raise TaskError(
                 f"baseline {name} raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
@@ -256,7 +261,7 @@ class DataTask(Task, TargetArrays):
                 module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
                 sys.modules[modname] = module
                 spec.loader.exec_module(module)  # type: ignore[union-attr]
-            except Exception as e:
+            except TASK_CODE_ERRORS as e:
                 sys.modules.pop(modname, None)
                 raise TaskError(f"{path} does not import: {_where(e, path)}") from e
             self._module = module
@@ -305,7 +310,7 @@ class DataTask(Task, TargetArrays):
             return str(self.function(self.spec.versions_function)())
         except TaskError:
             raise
-        except Exception as e:
+        except TASK_CODE_ERRORS as e:
             raise TaskError(f"{self.spec.versions_function} raised: {_where(e, self.spec.reference_path)}") from e
 
     def scalar_values(self, params: Params) -> dict[str, Any]:
@@ -341,7 +346,7 @@ class DataTask(Task, TargetArrays):
         if fast is not None:
             try:
                 got = fast(**inputs, **self.scalar_values(params), **sampled)
-            except Exception as e:
+            except TASK_CODE_ERRORS as e:
                 raise TaskError(f"the fast reference raised on {_params(params)}: {_where(e, path)}") from e
         widen = got is None
         if got is None:
@@ -349,7 +354,7 @@ class DataTask(Task, TargetArrays):
             fn = self.function(self.spec.reference_function)
             try:
                 got = fn(**copies, **self.scalar_values(params), **sampled)
-            except Exception as e:
+            except TASK_CODE_ERRORS as e:
                 raise TaskError(f"the reference raised on {_params(params)}: {_where(e, path)}") from e
         outs = self.spec.outputs
         if isinstance(got, dict):
@@ -412,7 +417,7 @@ class DataTask(Task, TargetArrays):
             return {n: (int(got[n][0]), int(got[n][1])) for n in self.output_names}
         except TaskError:
             raise
-        except Exception as e:
+        except TASK_CODE_ERRORS as e:
             raise TaskError(f"{sc.whole} ([spot_check] whole) failed on {_params(params)}: {_where(e, path)}") from e
 
     def sampled_comparisons(self, params: Params, outputs: Arrays, ref: Arrays, rows: Array) -> dict[str, Comparison]:

@@ -288,6 +288,21 @@ def test_a_reference_that_raises_names_the_line_in_reference_py_not_the_harness(
         task.reference_outputs(PARAMS, task.make_inputs(PARAMS, 4))
 
 
+def test_a_sys_exit_in_reference_py_is_the_tasks_error_not_the_judges_end(folder):
+    # SystemExit is no Exception: let through, it ended `eval` and `task check` with the task's own exit code and
+    # no verdict, where the contract is a task error (docs/tasks.md, "reference.py")
+    task = task_of(folder, reference="import sys\n\nsys.exit(3)\n")
+    with pytest.raises(TaskError, match=r"does not import: SystemExit: 3 \(reference.py, line 3\)$"):
+        task.module()
+    task = task_of(folder, reference="import sys\n\n\ndef reference(x, y, scale, rows, cols):\n    sys.exit(4)\n\n\n"
+                   "def numpy_scale_add(x, y, out, scale, rows, cols):\n    sys.exit(5)\n")  # fmt: skip
+    inputs = task.make_inputs(PARAMS, 3)
+    with pytest.raises(TaskError, match=r"^the reference raised on rows=7, cols=33, scale=0.5: SystemExit: 4 "):
+        task.reference_outputs(PARAMS, inputs)
+    with pytest.raises(TaskError, match=r"^baseline numpy raised on rows=7, cols=33, scale=0.5: SystemExit: 5 "):
+        task.run_function_baseline("numpy", PARAMS, inputs, task.new_outputs(PARAMS))
+
+
 # ---- the kernel's call ----
 
 
