@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .taskspec import C_RESERVED, MAX_SCENARIO_BYTES, NAME_RE, TaskSpecError, load_spec
+from .taskspec import MAX_SCENARIO_BYTES, NAME_RE, TaskSpecError, load_spec, reserved_by
 
 PROBE_TIMEOUT_S = 300.0
 # the unit roundoff of each float dtype: the tolerance's size term uses the problem's lowest precision
@@ -127,7 +127,7 @@ def c_name(base: str, taken: set[Any]) -> str:
     if name[0].isdigit():
         name = "_" + name
     candidate, n = name, 1
-    while candidate in taken or candidate in C_RESERVED:
+    while candidate in taken or reserved_by(candidate):
         n += 1
         candidate = f"{name}_{n}"
     taken.add(candidate)

@@ -23,10 +23,12 @@ from .vocabulary import (
     REFERENCE_FILE,
     SPEC_FILE,
     TARGETS,
+    reserved_by,
 )
 
 __all__ = [
     "C_RESERVED",
+    "reserved_by",
     "DTYPES",
     "FORMULA_MAX_BITS",
     "FORMULA_MAX_CHARS",

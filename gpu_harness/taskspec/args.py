@@ -3,7 +3,6 @@ stream, with its dtype (or dtypes chosen by scenario), shape or value. How an in
 
 from __future__ import annotations
 
-import keyword
 import re
 from typing import Any, cast
 
@@ -12,7 +11,7 @@ from .formula import Formula, FormulaError, parse_formula
 from .input_init import read_init
 from .mapping import read_mapping
 from .spec import Arg, ByScenario
-from .vocabulary import C_RESERVED, DTYPES, SCALAR_C_TYPES, Target
+from .vocabulary import DTYPES, SCALAR_C_TYPES, Target, reserved_by
 
 
 def read_args(ctx: SpecContext, target: Target) -> list[Arg]:
@@ -64,8 +63,7 @@ def read_arg_name(ctx: SpecContext, where: str, name: object, line: int | None, 
         ctx.problem(f"{where}.name", f"{name!r} is not a C identifier", ctx.lines.key("name", line))
         return None
     where = f"args.{name}"
-    if keyword.iskeyword(name) or name in C_RESERVED:
-        lang = "Python" if keyword.iskeyword(name) else "C/C++"
+    if lang := reserved_by(name):
         ctx.problem(
             f"{where}.name",
             f"{name!r} is a {lang} keyword or type name: the kernel and reference.py's functions take the"

@@ -3,6 +3,7 @@ task may set the harness's knobs and size (docs/tasks.md, "task.toml, field by f
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass
 
@@ -10,13 +11,35 @@ SPEC_FILE = "task.toml"
 REFERENCE_FILE = "reference.py"
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 # names a C/C++/CUDA argument may not take, though Python allows them (an argument is also a parameter of
-# reference.py's functions, so Python's keywords are refused too: keyword.iskeyword)
+# reference.py's functions, so Python's keywords are refused too: keyword.iskeyword): every C++20 keyword and
+# alternative token (`true`, `nullptr`, `and_eq`: a parameter of that name is a syntax error in the generated
+# declaration), CUDA's declaration specifiers, NULL (a macro), and the type names a kernel's declaration or body
+# uses (a parameter of such a name hides the type)
 C_RESERVED = frozenset(
-    "auto bool break case catch char class const constexpr continue default delete do double else enum "
-    "extern float for goto if inline int long namespace new operator private protected public register "
-    "return short signed sizeof static struct switch template this throw try typedef union unsigned "
-    "using virtual void volatile while half dim3 int8_t int16_t int32_t int64_t uint8_t size_t".split()
+    # C++20 keywords
+    "alignas alignof asm auto bool break case catch char char8_t char16_t char32_t class concept const consteval "
+    "constexpr constinit const_cast continue co_await co_return co_yield decltype default delete do double "
+    "dynamic_cast else enum explicit export extern false float for friend goto if inline int long mutable "
+    "namespace new noexcept nullptr operator private protected public register reinterpret_cast requires return "
+    "short signed sizeof static static_assert static_cast struct switch template this thread_local throw true try "
+    "typedef typeid typename union unsigned using virtual void volatile wchar_t while "
+    # the alternative tokens (and, or, not are Python keywords too)
+    "and and_eq bitand bitor compl not not_eq or or_eq xor xor_eq "
+    # C's own keywords, CUDA's specifiers, and NULL
+    "restrict _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert _Thread_local "
+    "__global__ __device__ __host__ __shared__ __constant__ __managed__ __restrict__ __forceinline__ __noinline__ "
+    "__launch_bounds__ __grid_constant__ NULL "
+    # type names of the generated declarations and of <cstdint>, <cuda_fp16.h>, <cuda_bf16.h>, <cuda_runtime.h>
+    "half dim3 int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t ptrdiff_t intptr_t "
+    "uintptr_t std __half __half2 half2 __nv_bfloat16 __nv_bfloat162 nv_bfloat16 nv_bfloat162 cudaStream_t".split()
 )
+
+
+def reserved_by(name: str) -> str | None:
+    """The language that keeps `name` from being an argument's ("Python" or "C/C++"), or None where it is free."""
+    if keyword.iskeyword(name):
+        return "Python"
+    return "C/C++" if name in C_RESERVED else None
 
 
 @dataclass(frozen=True)

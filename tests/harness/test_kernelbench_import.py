@@ -267,6 +267,16 @@ def test_names_that_clash_or_are_c_keywords_get_a_suffix(tasks):
     assert torch.equal(got, torch.roll(args["weight"] * args["weight_2"] * 1.5, 2, 1))
 
 
+def test_names_that_are_cpp_keywords_python_allows_or_cuda_types_get_a_suffix_too():
+    # a forward(self, true, nullptr) once imported as `const float* true, const float* nullptr`, whose stub did
+    # not compile (task check failed on the importer's own folder)
+    from gpu_harness.problem_import import c_name
+
+    taken: set[str] = set()
+    names = [c_name(n, taken) for n in ("true", "nullptr", "cudaStream_t", "from", "x")]
+    assert names == ["true_2", "nullptr_2", "cudaStream_t_2", "from_2", "x"]
+
+
 def test_a_size_named_like_the_importers_own_values_pushes_them_aside(tasks):
     spec = load_spec(tasks("size_named_case").folder)
     assert spec.inputs[0].shape == ("case", "kb_flops") and spec.flops.text == "kb_flops_2"

@@ -55,7 +55,22 @@ def test_an_unknown_field_of_kernel_scenarios_or_goal_is_named_at_its_line(folde
     assert got[0][2].startswith("unknown field (its fields: ")
 
 
-@pytest.mark.parametrize("name, lang", [("lambda", "Python"), ("class", "Python"), ("int", "C/C++"), ("half", "C/C++")])
+@pytest.mark.parametrize(
+    "name, lang",
+    [
+        ("lambda", "Python"),
+        ("class", "Python"),
+        ("int", "C/C++"),
+        ("half", "C/C++"),
+        # C++ keywords Python allows, and type names of the generated declarations: once let through, their
+        # declaration (`const float* true`, `double nullptr`) did not compile
+        ("true", "C/C++"),
+        ("nullptr", "C/C++"),
+        ("and_eq", "C/C++"),
+        ("uint32_t", "C/C++"),
+        ("cudaStream_t", "C/C++"),
+    ],
+)
 def test_an_argument_named_like_a_keyword_is_refused(folder, name, lang):
     got = problems(folder, ('name = "y"', f'name = "{name}"'))
     assert got[0] == (
