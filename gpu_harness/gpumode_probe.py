@@ -151,32 +151,38 @@ def _poisoned(t: torch.Tensor) -> torch.Tensor:
     return torch.full_like(t, 7 if t.dtype != torch.bool else True)
 
 
-def roles(module: ModuleType, case: dict[str, Any], first: dict[str, Any]) -> list[Any]:
-    """Each data item's role at the smallest scenario: input, output (a buffer), scalar or unused."""
+def _call_on_clones(module: ModuleType, first: dict[str, Any], replaced: dict[int, Any]) -> tuple[list[Any], list[Any]]:
+    """ref_kernel's outputs on a clone of the data (item k replaced by `replaced[k]`), and the clones as the call
+    left them (an item it updated in place differs from what it was given)."""
     items = first["_data"]
+    cloned = [runtime.clone(replaced.get(k, v)) for k, v in enumerate(items)]
+    data = (
+        cloned[0]
+        if first["container"] == "tensor"
+        else type(items)(cloned)
+        if first["container"] == "list"
+        else tuple(cloned)
+    )
+    with torch.no_grad(), runtime.on_device("cpu"):
+        return [o.clone() for o in runtime.outputs_of(module.ref_kernel(data))], cloned
 
-    def run(replaced: dict[int, Any]) -> list[Any]:
-        cloned = [runtime.clone(replaced.get(k, v)) for k, v in enumerate(items)]
-        data = (
-            cloned[0]
-            if first["container"] == "tensor"
-            else type(items)(cloned)
-            if first["container"] == "list"
-            else tuple(cloned)
-        )
-        with torch.no_grad(), runtime.on_device("cpu"):
-            return [o.clone() for o in runtime.outputs_of(module.ref_kernel(data))]
 
-    base = run({})
+def roles(module: ModuleType, case: dict[str, Any], first: dict[str, Any]) -> list[Any]:
+    """Each data item's role at the smallest scenario: input, output (a buffer), scalar or unused. An item
+    ref_kernel reads and writes (returned, or only updated in place: `x.mul_(2); return x.sum()`) is refused."""
+    items = first["_data"]
+    base, after = _call_on_clones(module, first, {})
     result = []
     for k, v in enumerate(items):
         if not isinstance(v, torch.Tensor):
             result.append("scalar")
             continue
-        read = not all(_equal(a, b) for a, b in zip(base, run({k: _poisoned(v)}), strict=True))
+        poisoned, _ = _call_on_clones(module, first, {k: _poisoned(v)})
+        read = not all(_equal(a, b) for a, b in zip(base, poisoned, strict=True))
         returned = k in first["returned"].values()
+        updated = not _equal(v, after[k])
         shaped = any(o["shape"] == list(v.shape) and o["dtype"] == first["data"][k]["dtype"] for o in first["outputs"])
-        if read and returned:
+        if read and (returned or updated):
             raise Unimportable(
                 f"generate_input's item {k} is read and written by ref_kernel (an update in place): a task's inputs "
                 "are read-only and its outputs written whole"

@@ -143,6 +143,10 @@ def test_a_gpumode_task_yml_that_lacks_what_the_format_needs_is_refused_before_a
             ),
             "the reference fails its own check_implementation: never right",
         ),
+        (  # an input updated in place though not returned: once imported, the timed ref_kernel rewrote its inputs
+            lambda src: src.replace("    return torch.softmax(", "    x.mul_(2.0)\n    return torch.softmax("),
+            "item 0 is read and written by ref_kernel \\(an update in place\\)",
+        ),
     ],
 )
 def test_a_gpumode_reference_that_cannot_be_a_task_is_refused_naming_why(tmp_path, edit, says):
