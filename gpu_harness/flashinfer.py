@@ -83,8 +83,8 @@ def _check_tensors(d: dict[str, Any], where: str) -> None:
         raise FlashInferImportError(f"{where}: axes: a mapping of axis name -> {{type: const|var}}")
     for axis, spec in axes.items():
         kind = spec.get("type") if isinstance(spec, dict) else None
-        if kind not in ("const", "var") or (kind == "const" and type(spec.get("value")) is not int):
-            raise FlashInferImportError(f"{where}: axis {axis}: {{type: var}} or {{type: const, value: an int}}")
+        if kind not in ("const", "var") or (kind == "const" and not _is_size(spec.get("value"))):
+            raise FlashInferImportError(f"{where}: axis {axis}: {{type: var}} or {{type: const, value: an int >= 0}}")
     for field in ("inputs", "outputs"):
         if not isinstance(d[field], dict) or not d[field]:
             raise FlashInferImportError(f"{where}: {field}: a mapping of name -> {{shape, dtype}}")
@@ -132,10 +132,8 @@ def _workloads(d: dict[str, Any], path: Path, where: str) -> tuple[list[Any], li
             raise FlashInferImportError(f"{path.name}:{k + 1}: a workload with axes is due")
         if entry.get("definition", d["name"]) != d["name"]:
             continue
-        problem_import_strict(set(w["axes"]), var, f"{path.name}:{k + 1}: axes against the definition's var axes")
+        _check_bindings(d, w, var, f"{path.name}:{k + 1}")
         inputs = w.get("inputs") or {}
-        if extra := sorted(set(inputs) - set(d["inputs"])):
-            raise FlashInferImportError(f"{path.name}:{k + 1}: inputs {extra} are not the definition's")
         kinds = {n: (inputs.get(n) or {"type": "random"}).get("type") for n in d["inputs"]}
         if bad := [n for n, t in kinds.items() if t not in ("random", "scalar")]:
             notes.append(f"workload {w.get('uuid', k + 1)} dropped: {', '.join(bad)} come(s) from a file "
@@ -150,6 +148,20 @@ def _workloads(d: dict[str, Any], path: Path, where: str) -> tuple[list[Any], li
     if not kept:
         raise FlashInferImportError(f"{where}: none of its workloads can be a scenario ({'; '.join(notes) or 'none'})")
     return kept, notes
+
+
+def _is_size(value: object) -> bool:
+    """A size an axis may take: a whole number >= 0 (a bool is no size, though Python counts it an int)."""
+    return type(value) is int and value >= 0
+
+
+def _check_bindings(d: dict[str, Any], w: dict[str, Any], var: set[Any], where: str) -> None:
+    """A workload binds exactly the definition's var axes, each to a size, and names only its inputs."""
+    problem_import_strict(set(w["axes"]), var, f"{where}: axes against the definition's var axes")
+    if bad := [f"{a} = {v!r}" for a, v in w["axes"].items() if not _is_size(v)]:
+        raise FlashInferImportError(f"{where}: axes {', '.join(bad)}: each axis's size is a whole number >= 0")
+    if extra := sorted(set(w.get("inputs") or {}) - set(d["inputs"])):
+        raise FlashInferImportError(f"{where}: inputs {extra} are not the definition's")
 
 
 def problem_import_strict(given: set[Any], expected: set[Any], what: str) -> None:

@@ -183,6 +183,11 @@ def _edit_workloads(path: Path, edit) -> None:
         (lambda d, w: w.unlink(), "no workloads"),
         (lambda d, w: _edit_workloads(w, lambda x: x["axes"].update(tokens=4)), "extra tokens"),
         (lambda d, w: _edit_workloads(w, lambda x: x["axes"].clear()), "missing batch_size"),
+        # sizes that are not whole numbers >= 0: once a TypeError traceback ("five") or a folder load_spec refused
+        (lambda d, w: _edit_workloads(w, lambda x: x["axes"].update(batch_size="five")), "batch_size = 'five': each"),
+        (lambda d, w: _edit_workloads(w, lambda x: x["axes"].update(batch_size=True)), "batch_size = True: each"),
+        (lambda d, w: _edit_workloads(w, lambda x: x["axes"].update(batch_size=-5)), "batch_size = -5: each"),
+        (lambda d, w: d["axes"]["hidden_size"].update(value=-3), "axis hidden_size: .*an int >= 0"),
         (
             lambda d, w: _edit_workloads(w, lambda x: x["inputs"].update(bias={"type": "random"})),
             "are not the definition's",
