@@ -52,6 +52,11 @@ def _where(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" + (f" (the reference's line {line})" if line else "")
 
 
+def _raised_by_definition(e: BaseException) -> bool:
+    """Whether the definition's code (definition_reference.py) was running when `e` was raised."""
+    return any(Path(f.filename).name == "definition_reference.py" for f in traceback.extract_tb(e.__traceback__))
+
+
 def load(folder: Path) -> ModuleType:
     try:
         task = _load("kseek_flashinfer_task", folder / "reference.py")
@@ -97,7 +102,9 @@ def check(task: ModuleType, params: dict[str, Any], result: dict[str, Any]) -> N
             first = task.reference(**args)
             again = task.reference(**args)
     except ValueError as e:
-        raise Unimportable(str(e)) from None
+        if _raised_by_definition(e):  # the definition's own ValueError: its bare message could be just "1"
+            raise Unimportable(f"its reference fails on the smallest workload: {_where(e)}") from None
+        raise Unimportable(str(e)) from None  # the generated reference's own sentence (outputs, arguments)
     except Exception as e:
         raise Unimportable(f"its reference fails on the smallest workload: {_where(e)}") from None
     for name, spec in task.OUTPUTS.items():

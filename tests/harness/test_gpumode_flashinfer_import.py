@@ -188,6 +188,16 @@ def _edit_workloads(path: Path, edit) -> None:
         (lambda d, w: _edit_workloads(w, lambda x: x["axes"].update(batch_size=True)), "batch_size = True: each"),
         (lambda d, w: _edit_workloads(w, lambda x: x["axes"].update(batch_size=-5)), "batch_size = -5: each"),
         (lambda d, w: d["axes"]["hidden_size"].update(value=-3), "axis hidden_size: .*an int >= 0"),
+        # the definition's own ValueError is a failure of its reference (once said as its bare message: "error: 1");
+        # the generated reference's ValueErrors keep their own sentence
+        (
+            lambda d, w: d.update(reference="def run(hidden_states, weight, eps):\n    raise ValueError(1)\n"),
+            r"^its reference fails on the smallest workload: ValueError: 1 \(the reference's line 2\)$",
+        ),
+        (
+            lambda d, w: d.update(reference="def run(hidden_states, weight, eps):\n    return hidden_states, weight\n"),
+            r"^the reference returned 2 output\(s\), the definition has 1$",
+        ),
         (
             lambda d, w: _edit_workloads(w, lambda x: x["inputs"].update(bias={"type": "random"})),
             "are not the definition's",
