@@ -51,8 +51,9 @@ def _symbol_value(params: dict[str, Any], name: str) -> Number:
 
 _FUNCS = {"min": min, "max": max}
 FORMULA_HELP = "numbers, scenario symbols, + - * / // ** ( ) and min()/max()"
-# a formula's size: its text, how deep it nests (each operator, call and parenthesis a level), the magnitude
-# of a power; a formula counts the operations of one call, and these bound the loader's time on it
+# a formula's size: its text, how deep it nests (each operator and call a level, as Python's syntax tree has
+# them: a sum of n terms is n - 1 deep; parentheses alone add none), the magnitude of a power; a formula
+# counts the operations of one call, and these bound the loader's time on it
 FORMULA_MAX_CHARS = 1000
 FORMULA_MAX_DEPTH = 100
 FORMULA_MAX_BITS = 1024

@@ -179,4 +179,12 @@ def test_the_docs_limits_are_the_loaders():
     assert f"at most {taskspec.MAX_SCENARIOS} scenarios" in doc
     assert f"more than {taskspec.MAX_SCENARIO_BYTES >> 30} GiB" in doc
     assert f"at most {taskspec.FORMULA_MAX_CHARS} characters and {taskspec.FORMULA_MAX_DEPTH} levels" in doc
+    # what a level is: the doc once said "levels of nesting", though parentheses add none and a flat sum of more
+    # than FORMULA_MAX_DEPTH + 1 terms is refused
+    depth = taskspec.FORMULA_MAX_DEPTH
+    assert f"a sum of {depth + 1} terms, `a+b+...`, is {depth} deep" in doc and "parentheses alone add none" in doc
+    taskspec.parse_formula("+".join(["m"] * (depth + 1)))
+    taskspec.parse_formula("(" * (depth + 5) + "m" + ")" * (depth + 5))
+    with pytest.raises(taskspec.FormulaError, match="nests too deep"):
+        taskspec.parse_formula("+".join(["m"] * (depth + 2)))
     assert f"no integer power beyond 2^{taskspec.FORMULA_MAX_BITS}" in doc
