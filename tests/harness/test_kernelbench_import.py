@@ -211,6 +211,15 @@ def test_an_elementwise_problem_counts_one_operation_per_element(tasks):
         assert spec.flops(sc.params) == sc.params["batch_size"] * sc.params["dim"]
 
 
+def test_the_docs_goal_and_default_baselines_are_the_ones_an_import_writes(tasks):
+    # docs/tasks.md once said `[goal] baseline = "eager"` where the import writes best_library
+    spec = load_spec(tasks("elementwise_relu").folder)
+    doc = " ".join((REPO / "docs" / "tasks.md").read_text().split())
+    default = ", ".join(f'"{b}"' for b in spec.default_baselines)
+    goal = f'`[goal] baseline = "{spec.goal_baseline}", speedup = {spec.goal_speedup}`'
+    assert f"`[baselines] default = [{default}]`, {goal}" in doc
+
+
 def test_scalar_inputs_are_fixed_scalars_and_buffers_are_inputs(tasks):
     done = tasks("linear_scale_gelu")
     spec = load_spec(done.folder)
