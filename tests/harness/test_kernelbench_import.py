@@ -220,6 +220,14 @@ def test_the_docs_goal_and_default_baselines_are_the_ones_an_import_writes(tasks
     assert f"`[baselines] default = [{default}]`, {goal}" in doc
 
 
+def test_a_keyword_only_argument_with_a_default_keeps_it_and_the_doc_says_so(tasks):
+    # docs/tasks.md once said any keyword-only argument is refused; the probe refuses only one without a default
+    spec = load_spec(tasks("keyword_only_with_default").folder)
+    assert [a.name for a in spec.args if a.is_tensor] == ["x", "out"]
+    doc = " ".join((REPO / "docs" / "tasks.md").read_text().split())
+    assert "takes a keyword-only argument without a default" in doc
+
+
 def test_scalar_inputs_are_fixed_scalars_and_buffers_are_inputs(tasks):
     done = tasks("linear_scale_gelu")
     spec = load_spec(done.folder)
