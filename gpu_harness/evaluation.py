@@ -253,7 +253,7 @@ class Evaluation:
         )
         per_call = self.task.call_timeout_s(sc)
         _expect(self.recv(STAGE_TIMEOUT_S), "calling")  # the warm-up call
-        msg = self.recv(per_call * (TIMING["max_reps"] + 2) * (1 + len(base_names)) + STAGE_TIMEOUT_S)
+        msg = self.recv(self.timing_wait_s(per_call, len(base_names)))
         if msg.get("ev") == "device_error":
             o.correct = False
             o.reason = f"device error while timing: {msg.get('error')}"
@@ -281,6 +281,15 @@ class Evaluation:
         if suspect:
             o.correct = False
             o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
+
+    def timing_wait_s(self, per_call: float, n_baselines: int) -> float:
+        """How long one scenario's timing may take before the child counts as hung: every repeat of the candidate
+        and of each baseline at its per-call bound. The repeats are the task's ([timing] may raise max_reps above
+        the harness's default, and a min_reps above max_reps wins: verdict.adaptive_repeats), or a correct kernel
+        that is merely slow would be judged a hang."""
+        timing = {**TIMING, **self.task.timing_overrides}
+        reps = int(max(timing["max_reps"], timing["min_reps"]))
+        return per_call * (reps + 2) * (1 + n_baselines) + STAGE_TIMEOUT_S
 
     def add_best_library(self, o: ScenarioOutcome) -> None:
         """The fastest library on this scenario (figures.best_library) as one more baseline: its median, interval

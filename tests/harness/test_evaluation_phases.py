@@ -218,6 +218,22 @@ def test_timing_a_scenario_records_the_median_speedups_and_the_baseline_cache(mo
     assert ev3.session.sent[0]["baselines"] == ["base"]
 
 
+def test_timing_waits_for_every_repeat_the_tasks_timing_asks_for(monkeypatch):
+    # the wait once counted the harness's default max_reps (15) whatever the task's [timing] said: with the
+    # min_reps = 100 docs/tasks.md allows, a correct kernel taking a fifth of its per-call bound was a hang
+    ev, _ = evaluation(timed([1.0, 1.0, 1.0]), {0: "ok"})
+    ev.task.timing_overrides = {"min_reps": 100, "max_reps": 50}
+    waits = []
+    recv = ev.session.recv
+    monkeypatch.setattr(ev.session, "recv", lambda timeout, what: (waits.append(timeout), recv(timeout, what))[1])
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
+    o = ev.res.scenarios[0]
+    o.correct = True
+    ev.time_scenario(SCENARIOS[0], o)
+    per_call = ev.task.call_timeout_s(SCENARIOS[0])
+    assert o.correct and max(waits) >= per_call * 100 * 2  # 100 repeats of the candidate and of the baseline
+
+
 def test_a_rate_above_the_measured_peak_is_suspect(monkeypatch):
     ev, _ = evaluation(timed([1e-9, 1e-9, 1e-9]), {0: "ok"}, limits=TimingLimits(peak_tflops=1.0, peak_gbps=1.0))
     monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
