@@ -176,9 +176,16 @@ def cmd_task_new(args: argparse.Namespace) -> int:
 def _how_the_dashboard_finds(folder: Path) -> str:
     """The hint after a folder is written: where it lies, and what makes the dashboard offer it (a folder outside
     the task roots is judged by path, but no server or worker finds it by name)."""
-    from .tasks import BUILTIN_TASKS_DIR, TASKS_DIR_ENV, task_roots
+    from .tasks import BUILTIN_TASKS_DIR, TASKS_DIR_ENV, task_folders, task_roots
 
     where = Path(folder).resolve()
+    taken = task_folders().get(where.name)
+    if taken is not None and taken != where:  # the first folder of a name wins (docs/tasks.md)
+        return (
+            f"note: the task {where.name!r} is already {taken}, which is found first by that name: the server, its "
+            f"workers and `eval {where.name}` take that one, never {where}. Give this folder another name for them "
+            f"to find it (it is still judged by its path: `eval {where}`)"
+        )
     sync = "`.venv/bin/python manage.py sync_tasks` (`make run` runs it at every start)"
     if where.parent in {root.resolve() for root in task_roots()}:
         return f"then: the dashboard lists it after {sync}"
@@ -312,11 +319,23 @@ def _print_imported(folder: Path, notes: list[Any]) -> None:
     print(_how_the_dashboard_finds(folder))
 
 
+def _task_folder(arg: str) -> str:
+    """A task folder's path, or the folder of the task of that name where no such folder is here (as `eval` and
+    `task cheats` take a name: `task check softmax_rows`)."""
+    from .tasks import task_folders
+
+    if Path(arg, "task.toml").is_file():
+        return arg
+    named = task_folders().get(arg)
+    return str(named) if named is not None else arg
+
+
 def cmd_task_check(args: argparse.Namespace) -> int:
     """Validate a task folder: the spec, then its reference and function baselines on the smallest scenario."""
     from .tasks import TaskError, folder_task
     from .taskspec import TaskSpecError, load_spec
 
+    args.folder = _task_folder(args.folder)
     try:
         spec = load_spec(args.folder)
         torch_task = spec.target.arrays == "torch"
@@ -456,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--target", default="cpu", help="cpu (a C++ kernel) or cuda-sm90 (a .cu kernel); default cpu")
     n.set_defaults(func=cmd_task_new)
     c = ksub.add_parser("check", help="validate a task folder (exit 0, or 2 with every problem found)")
-    c.add_argument("folder")
+    c.add_argument("folder", help="a task folder, or the name of a task found by name (`tasks` lists them)")
     c.set_defaults(func=cmd_task_check)
     kb = ksub.add_parser(
         "import-kernelbench",

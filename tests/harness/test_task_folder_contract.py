@@ -188,3 +188,21 @@ def test_the_docs_limits_are_the_loaders():
     with pytest.raises(taskspec.FormulaError, match="nests too deep"):
         taskspec.parse_formula("+".join(["m"] * (depth + 2)))
     assert f"no integer power beyond 2^{taskspec.FORMULA_MAX_BITS}" in doc
+
+
+@needs_gxx
+def test_task_check_takes_a_tasks_name_as_eval_does(tmp_path, monkeypatch, capsys):
+    """`task check NAME` finds the task of that name (KSEEK_TASKS_DIR's folders too), as `eval` and `task cheats`
+    take one; a name no task has is still refused as a folder that is not a task."""
+    monkeypatch.chdir(tmp_path)  # no folder named like the task here
+    assert main(["task", "check", "matmul_cpu"]) == 0
+    assert "OK, task 'matmul_cpu'" in capsys.readouterr().out
+    assert main(["task", "check", "no_such_task"]) == 2
+
+
+def test_task_new_under_the_name_of_a_task_found_first_says_that_one_wins(tmp_path, capsys):
+    assert main(["task", "new", "matmul_cpu", "--dir", str(tmp_path)]) == 0
+    said = capsys.readouterr().out
+    assert "note: the task 'matmul_cpu' is already" in said and "Give this folder another name" in said
+    assert main(["task", "new", "my_own_op", "--dir", str(tmp_path)]) == 0
+    assert "already" not in capsys.readouterr().out
