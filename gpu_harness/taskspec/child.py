@@ -31,9 +31,26 @@ def read_timing(ctx: SpecContext) -> tuple[dict[str, Any], dict[str, Any], tuple
         return out
 
     timing = bounded("timing", TIMING_KEYS)
+    _check_repeats(ctx, timing)
     host = bounded("host_clock", HOST_CLOCK_KEYS)
     call = bounded("call_timeout", CALL_TIMEOUT_KEYS)
     return timing, host, (call.get("base_s", 20.0), call.get("min_rate", 1e9))
+
+
+def _check_repeats(ctx: SpecContext, timing: dict[str, Any]) -> None:
+    """min_reps may not exceed max_reps, each as the task sets it or else the harness's default (the harness would
+    take the minimum's count, so a maximum set below it would be ignored unsaid)."""
+    from ..evaluation import TIMING  # (here, not at the top: the evaluation imports the task specs)
+
+    low, high = timing.get("min_reps", TIMING["min_reps"]), timing.get("max_reps", TIMING["max_reps"])
+    if low > high:
+        named = "min_reps" if "min_reps" in timing else "max_reps"
+        ctx.problem(
+            f"timing.{named}",
+            f"min_reps ({low}) is more than max_reps ({high}; the harness's defaults: min_reps "
+            f"{TIMING['min_reps']}, max_reps {TIMING['max_reps']})",
+            ctx.lines.key(named, ctx.lines.header("timing")),
+        )
 
 
 def read_child(ctx: SpecContext) -> tuple[dict[str, Any], int]:

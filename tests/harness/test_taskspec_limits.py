@@ -314,6 +314,25 @@ def test_a_timing_count_is_a_whole_number(folder):
     assert load_spec(folder).timing == {"min_reps": 5, "batch_ms": 20.5}
 
 
+@pytest.mark.parametrize(
+    "table, key, says",
+    [
+        ("min_reps = 20\nmax_reps = 10", "min_reps = 20", "min_reps (20) is more than max_reps (10;"),
+        ("max_reps = 2", "max_reps = 2", "min_reps (3) is more than max_reps (2;"),  # the default minimum: 3
+        ("min_reps = 40", "min_reps = 40", "min_reps (40) is more than max_reps (15;"),  # the default maximum: 15
+    ],
+)
+def test_more_repeats_at_least_than_at_most_is_refused(folder, table, key, says):
+    """The harness would take the minimum's count, so the maximum the task set would be ignored unsaid."""
+    [(line, name, text)] = problems(folder, ("[goal]", f"[timing]\n{table}\n\n[goal]"))
+    assert line == line_of(folder, key) and name == f"timing.{key.split()[0]}" and text.startswith(says), text
+
+
+def test_repeats_within_each_other_pass(folder):
+    edit_task_folder(folder, ("[goal]", "[timing]\nmin_reps = 15\nmax_reps = 15\n\n[goal]"))
+    assert load_spec(folder).timing == {"min_reps": 15, "max_reps": 15}
+
+
 def test_a_description_is_text(folder):
     got = problems(folder, ('description = "out', 'description = 3\nxdescription = "out'))
     assert (line_of(folder, "description = 3"), "description", "one line of text") in got
