@@ -26,25 +26,9 @@ from .runner import ChildFailed, ChildSession
 from .stopwatch import Stopwatch
 from .tasks import Scenario, Task, derive_seed
 from .tasks.base import Arrays, Judgement
+from .taskspec.vocabulary import TIMING_DEFAULTS
 
-# Timing knobs (per scenario). The candidate gets ~budget_ms of timed calls, between min and max repeats.
-# 60 ms / 15 gave the same geometric means as 120 ms / 25 over the full attention grid on an H200 (0.902x vs
-# 0.903x cuDNN, 1.471x vs 1.472x FA2) in 15 s less (docs/benchmarks.md).
-# Within that, timing stops early once every implementation's median is pinned down to 0.5% (after 5 calls
-# at least; verdict.median_settled).
-# The host-clock batch is ~10 ms of back-to-back calls (25 ms before: 4.6 s of a 48 s full grid): the parent's
-# per-batch latency is subtracted (TimingLimits.batch_latency_ms), and what the check catches (work the events
-# do not see) adds a call's worth of time per call, whatever the batch's length.
-TIMING = {
-    "budget_ms": 60.0,
-    "min_reps": 3,
-    "max_reps": 15,
-    "early_min": 5,
-    "ci_rel": 0.005,
-    "checks": 2,
-    "batch_ms": 10.0,
-    "batch_max": 200,
-}
+TIMING = TIMING_DEFAULTS  # (gpu_harness/taskspec/vocabulary.py, beside what a task may change of it)
 HOST_BATCHES = 3  # host-clock batches tried before a disagreement is called suspect
 STAGE_TIMEOUT_S = 120.0  # anything that is not a candidate call (start, input generation, ...)
 SAVE_MARGIN_S = 15.0  # after a call: copying its outputs into a slot

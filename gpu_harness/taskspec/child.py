@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from .context import SpecContext
-from .vocabulary import CALL_TIMEOUT_KEYS, FORBIDDEN_ENV_PREFIXES, HOST_CLOCK_KEYS, TIMING_KEYS
+from .vocabulary import CALL_TIMEOUT_KEYS, FORBIDDEN_ENV_PREFIXES, HOST_CLOCK_KEYS, TIMING_DEFAULTS, TIMING_KEYS
 
 
 def read_timing(ctx: SpecContext) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
@@ -40,15 +40,13 @@ def read_timing(ctx: SpecContext) -> tuple[dict[str, Any], dict[str, Any], tuple
 def _check_repeats(ctx: SpecContext, timing: dict[str, Any]) -> None:
     """min_reps may not exceed max_reps, each as the task sets it or else the harness's default (the harness would
     take the minimum's count, so a maximum set below it would be ignored unsaid)."""
-    from ..evaluation import TIMING  # (here, not at the top: the evaluation imports the task specs)
-
-    low, high = timing.get("min_reps", TIMING["min_reps"]), timing.get("max_reps", TIMING["max_reps"])
+    low, high = timing.get("min_reps", TIMING_DEFAULTS["min_reps"]), timing.get("max_reps", TIMING_DEFAULTS["max_reps"])
     if low > high:
         named = "min_reps" if "min_reps" in timing else "max_reps"
         ctx.problem(
             f"timing.{named}",
             f"min_reps ({low}) is more than max_reps ({high}; the harness's defaults: min_reps "
-            f"{TIMING['min_reps']}, max_reps {TIMING['max_reps']})",
+            f"{TIMING_DEFAULTS['min_reps']}, max_reps {TIMING_DEFAULTS['max_reps']})",
             ctx.lines.key(named, ctx.lines.header("timing")),
         )
 
