@@ -212,14 +212,18 @@ def _usage(usage, kind: str) -> tuple[int, int, Decimal]:
     return tokens_in, tokens_out, amount
 
 
+def unpriced_call(kind: str, payload) -> bool:
+    """Whether an event, as sent, is a model call whose price is unknown: a usage event whose payload's cost_usd is
+    null (docs/protocol.md 1.1). Only a usage event counts a call."""
+    return kind == "usage" and isinstance(payload, dict) and payload.get("cost_usd") is None
+
+
 def _cost_unknown(usage, kind: str, payload: dict) -> bool:
-    """Whether a usage event's cost is unknown: its envelope's cost_usd or its payload's is null. The payload's
-    counts too: it is the event as sent, while this dashboard's trace export writes the stored figure, 0, in the
-    envelope, and a lenient reader (a trace import) does not hold the two equal. Only a usage event counts a call."""
-    if kind != "usage":
-        return False
+    """Whether a usage event's cost is unknown: its payload's cost_usd or its envelope's is null. The payload
+    counts too: it is the event as sent, and a lenient reader (a trace import) does not hold the two equal (an
+    export from before the export wrote null there has the stored 0 in the envelope)."""
     envelope_null = isinstance(usage, dict) and usage.get("cost_usd") is None
-    return envelope_null or payload.get("cost_usd") is None
+    return unpriced_call(kind, payload) or (kind == "usage" and envelope_null)
 
 
 def _as_envelope(raw: dict) -> dict:

@@ -6,6 +6,7 @@ from django.db.models.functions import Cast, Coalesce, Now
 
 from agentloop.protocol import PROTOCOL_VERSION, VERIFY_MODEL, evaluation_line, event_summary, one_line
 from gpu_harness import figures
+from runs.event_parser import unpriced_call
 from runs.models import (
     Evaluation,
     EvaluationStatus,
@@ -343,8 +344,7 @@ def _exported_usage(step: Step) -> dict:
     """A step's envelope usage as the export writes it: a usage event whose call had no known price (its payload's
     cost_usd null) says null here too, as the worker sent it (docs/protocol.md 1.1: a usage event's envelope repeats
     its payload), where the stored cost is the 0 a total adds for it."""
-    unpriced = step.kind == StepKind.USAGE and isinstance(step.payload, dict) and step.payload.get("cost_usd") is None
-    cost = None if unpriced else float(step.cost_usd)
+    cost = None if unpriced_call(step.kind, step.payload) else float(step.cost_usd)
     return {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": cost}
 
 
