@@ -108,8 +108,15 @@ def test_a_gpu_tasks_candidate_is_not_yet_contained_unless_asked(monkeypatch):
 
 
 def _environment_of(pid: int) -> dict[str, str]:
-    entries = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
-    return dict(entry.split("=", 1) for entry in entries if "=" in entry)
+    """The process's environment once its exec has set it up: Popen returns when the exec closes the error pipe,
+    which the kernel does before it places the new environment, so a read at once may find it empty (CI did)."""
+    deadline = time.monotonic() + 10
+    while True:
+        entries = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
+        environment = dict(entry.split("=", 1) for entry in entries if "=" in entry)
+        if environment or time.monotonic() > deadline:
+            return environment
+        time.sleep(0.05)
 
 
 def test_a_contained_childs_home_and_temporary_files_are_in_its_scratch_folder():
