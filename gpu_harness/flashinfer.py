@@ -73,7 +73,14 @@ def workloads_file(path: Path, d: dict[str, Any]) -> Path:
         return beside
     for root in path.parents:
         if root.name == "definitions":
-            return root.parent / "workloads" / str(d.get("op_type")) / f"{d.get('name')}.jsonl"
+            folder = root.parent / "workloads"
+            found = folder / str(d.get("op_type")) / f"{d.get('name')}.jsonl"
+            if not found.resolve().is_relative_to(folder.resolve()):  # the definition's words make the path
+                raise FlashInferImportError(
+                    f"{path.name}: op_type {d.get('op_type')!r} and name {d.get('name')!r} lead outside the trace "
+                    f"set's workloads/ ({found}): a task takes its workloads from there only"
+                )
+            return found
     return beside
 
 
@@ -453,10 +460,9 @@ def _held(task: Path) -> bytes | None:
 
 def _source(path: Path) -> bytes:
     try:
-        d = _json(path)
+        w = workloads_file(path, _json(path))
     except FlashInferImportError:
         return path.read_bytes() + b"\0"
-    w = workloads_file(path, d)
     return path.read_bytes() + b"\0" + (w.read_bytes() if w.is_file() else b"")
 
 

@@ -75,6 +75,18 @@ def _yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def files_root(folder: Path) -> Path:
+    """The folder a problem's file sources must lie in: its repository's (the nearest folder above it holding
+    .git), else the one above it (gpu-mode's problems share `../utils.py`). A task.yml is the downloaded problem's
+    word: a source it names anywhere else (`../../../.ssh/id_rsa`, `/etc/...`, a link out) would be copied into
+    the task, where the agent reads it and a shared task carries it."""
+    folder = folder.resolve()
+    for parent in (folder, *folder.parents):
+        if (parent / ".git").exists():
+            return parent
+    return folder.parent
+
+
 def read_problem(folder: Path) -> Source:
     """task.yml parsed and its files gathered, or GpuModeImportError naming what is missing or unsupported."""
     folder = Path(folder)
@@ -89,6 +101,7 @@ def read_problem(folder: Path) -> Source:
         raise GpuModeImportError(f"{where}: no files field (the list of {{name, source}} the problem is made of)")
     files = {TASK_YML: (folder / TASK_YML).read_bytes()}
     runner = (yml.get("config") or {}).get("main") if isinstance(yml.get("config"), dict) else None
+    root = files_root(folder)
     for e in entries:
         if not isinstance(e, dict) or not {"name", "source"} <= set(e):
             raise GpuModeImportError(f"{where}: files: each entry has a name and a source, not {e!r}")
@@ -97,6 +110,11 @@ def read_problem(folder: Path) -> Source:
         source = (folder / str(e["source"])).resolve()
         if not source.is_file():
             raise GpuModeImportError(f"{where}: files: {e['name']}'s source {e['source']} is not there")
+        if not source.is_relative_to(root):
+            raise GpuModeImportError(
+                f"{where}: files: {e['name']}'s source {e['source']} is outside {root} (the problem's repository, "
+                "or the folder above the problem where it is in none): a task copies the problem's own files only"
+            )
         if not re.match(r"^[A-Za-z0-9_.-]+\.py$", str(e["name"])):
             raise GpuModeImportError(f"{where}: files: {e['name']!r} is not a Python file's name")
         files[str(e["name"])] = source.read_bytes()

@@ -131,6 +131,24 @@ def test_a_gpumode_task_yml_that_lacks_what_the_format_needs_is_refused_before_a
         read_problem(problem)
 
 
+@pytest.mark.parametrize("source", ["../../secret.py", "{secret}", "../linked.py"])
+def test_a_gpumode_file_source_outside_the_problems_folders_is_refused_and_not_copied(tmp_path, source):
+    """A downloaded task.yml names its sources: one outside the problem's repository (or, in none, the folder
+    above the problem) is refused, whether a path up, an absolute path or a link out, so no file of the importing
+    user's ends up in the task. The problem's own `../utils.py` (the fixture's) still imports: test above."""
+    problem = _copy_gpumode(tmp_path)
+    secret = tmp_path / "secret.py"
+    secret.write_text("TOKEN = 'not for the task'\n")
+    (problem.parent / "linked.py").symlink_to(secret)
+    yml = (problem / "task.yml").read_text()
+    (problem / "task.yml").write_text(yml.replace('"../utils.py"', json.dumps(source.format(secret=secret))))
+    with pytest.raises(GpuModeImportError, match=f"utils.py's source .* is outside {problem.parent}"):
+        read_problem(problem)
+    (tmp_path / ".git").mkdir()  # in a repository, its root bounds the sources instead
+    (problem / "task.yml").write_text(yml.replace('"../utils.py"', '"../../secret.py"'))
+    assert read_problem(problem).files["utils.py"] == secret.read_bytes()
+
+
 @pytest.mark.parametrize(
     "edit, says",
     [
@@ -181,6 +199,10 @@ def _edit_workloads(path: Path, edit) -> None:
         (lambda d, w: d["inputs"]["weight"].update(shape=["hidden"]), "axis 'hidden' is not in axes"),
         (lambda d, w: d.update(reference="def main():\n    pass\n"), "no top-level function run"),
         (lambda d, w: w.unlink(), "no workloads"),
+        (  # a definition's op_type names a folder: one up and out would take a .jsonl of the user's
+            lambda d, w: (shutil.copy(w, w.parents[3]), d.update(op_type="../..")),
+            "op_type '../..' and name 'rmsnorm_h128' lead outside the trace set's workloads/",
+        ),
         (lambda d, w: _edit_workloads(w, lambda x: x["axes"].update(tokens=4)), "extra tokens"),
         (lambda d, w: _edit_workloads(w, lambda x: x["axes"].clear()), "missing batch_size"),
         # sizes that are not whole numbers >= 0: once a TypeError traceback ("five") or a folder load_spec refused
