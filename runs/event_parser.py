@@ -114,8 +114,8 @@ def parse_event(
         if "\\u0000" in text:  # only then is there a NUL to escape (runs/nul_escape.py)
             payload = _nul_escaped(payload)
         tokens_in, tokens_out, cost = _usage(raw.get("usage"), kind)
-        if strict:
-            _usage_agrees(raw["usage"], kind, payload)
+        if strict and (problem := usage_problem(raw["usage"], kind, payload)) is not None:
+            raise _Refused(problem)
         if time_required and raw.get("ts") is None:
             raise _Refused("ts is missing: every event carries when it happened (ISO 8601 with an offset)")
         created_at = _instant(raw.get("ts"), offset_required=strict)
@@ -219,9 +219,9 @@ def unpriced_call(kind: str, payload) -> bool:
 
 
 def _cost_unknown(usage, kind: str, payload: dict) -> bool:
-    """Whether a usage event's cost is unknown: its payload's cost_usd or its envelope's is null. The payload
-    counts too: it is the event as sent, and a lenient reader (a trace import) does not hold the two equal (an
-    export from before the export wrote null there has the stored 0 in the envelope)."""
+    """Whether a usage event's cost is unknown: its payload's cost_usd or its envelope's is null. A worker's event
+    and a trace's line hold the two equal (usage_problem); the services' own step_record does not, and its
+    payload is the event as sent."""
     envelope_null = isinstance(usage, dict) and usage.get("cost_usd") is None
     return unpriced_call(kind, payload) or (kind == "usage" and envelope_null)
 
@@ -236,19 +236,29 @@ def _as_envelope(raw: dict) -> dict:
     return envelope
 
 
-def _usage_agrees(usage: dict, kind: str, payload: dict) -> None:
-    """A worker's `usage` (docs/protocol.md 1.1): its three fields, and on a `usage` event the payload's own (so a
-    run's totals count a model call as the call's event says); usage on another kind is refused for every reader,
-    in parse_event."""
-    if not isinstance(usage, dict):  # null: the lenient reading's "no usage", which a worker's envelope may not say
-        raise _Refused(f"usage must be an object with exactly {', '.join(USAGE_FIELDS)}, not {json.dumps(usage)[:60]}")
+def usage_problem(usage, kind: str, payload: dict) -> str | None:
+    """What makes an event's envelope `usage` break docs/protocol.md 1.1, or None: it is an object with exactly
+    its three fields (`null`, the lenient reading's "no usage", included), and a `usage` event's repeats its
+    payload's (so a run's totals count a model call as the call's event says). A worker's event (parse_event,
+    `strict`) and a trace's line (runs/services/trace_import.py) are both held to it; usage on another kind is
+    refused for every reader, in parse_event. `payload` is one parse_event has read (an object of its kind)."""
+    if not isinstance(usage, dict):
+        return f"usage must be an object with exactly {', '.join(USAGE_FIELDS)}, not {json.dumps(usage)[:60]}"
     missing = [name for name in USAGE_FIELDS if name not in usage]
     if missing or len(usage) != len(USAGE_FIELDS):
-        raise _Refused(f"usage must have exactly {', '.join(USAGE_FIELDS)}")
-    if kind == "usage":
-        expected = {name: payload.get(name) for name in USAGE_FIELDS}
-        if any(usage[name] != expected[name] for name in USAGE_FIELDS):
-            raise _Refused("a usage event's envelope usage must repeat its payload's tokens_in, tokens_out, cost_usd")
+        return f"usage must have exactly {', '.join(USAGE_FIELDS)}"
+    expected = repeated_usage(kind, payload)
+    if expected is not None and any(usage[name] != expected[name] for name in USAGE_FIELDS):
+        return "a usage event's envelope usage must repeat its payload's tokens_in, tokens_out, cost_usd"
+    return None
+
+
+def repeated_usage(kind: str, payload: dict) -> dict | None:
+    """The envelope `usage` a usage event must carry, its payload's three fields (docs/protocol.md 1.1), or None
+    for another kind (whose usage is all zero). The export writes it, so an exported event is the one sent."""
+    if kind != "usage":
+        return None
+    return {name: payload.get(name) for name in USAGE_FIELDS}
 
 
 def _instant(value, *, offset_required: bool = False) -> datetime | None:

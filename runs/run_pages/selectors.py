@@ -6,7 +6,7 @@ from django.db.models.functions import Cast, Coalesce, Now
 
 from agentloop.protocol import PROTOCOL_VERSION, VERIFY_MODEL, evaluation_line, event_summary, one_line
 from gpu_harness import figures
-from runs.event_parser import unpriced_call
+from runs.event_parser import repeated_usage
 from runs.models import (
     Evaluation,
     EvaluationStatus,
@@ -341,11 +341,14 @@ def run_best_text(run: Run) -> str | None:
 
 
 def _exported_usage(step: Step) -> dict:
-    """A step's envelope usage as the export writes it: a usage event whose call had no known price (its payload's
-    cost_usd null) says null here too, as the worker sent it (docs/protocol.md 1.1: a usage event's envelope repeats
-    its payload), where the stored cost is the 0 a total adds for it."""
-    cost = None if unpriced_call(step.kind, step.payload) else float(step.cost_usd)
-    return {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": cost}
+    """A step's envelope usage as the export writes it: a usage event's repeats its payload's, as the worker sent
+    it and as an import requires (docs/protocol.md 1.1), where the stored cost is rounded to 6 places (the payload
+    may hold 8) and is the 0 a total adds for a call of unknown price (null in the payload); another kind's is
+    its stored zeros."""
+    repeated = repeated_usage(step.kind, step.payload)
+    if repeated is not None:
+        return repeated
+    return {"tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": float(step.cost_usd)}
 
 
 def trace_export_records(run: Run):

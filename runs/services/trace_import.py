@@ -7,7 +7,7 @@ from typing import Any, cast
 from django.db import DataError, transaction
 from django.utils import timezone
 
-from runs.event_parser import ParsedEvent, Refusal, envelope_problem, parse_event
+from runs.event_parser import ParsedEvent, Refusal, envelope_problem, parse_event, usage_problem
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
 from runs.services.errors import ServiceError
@@ -316,6 +316,10 @@ def _parsed(run: Run, number: int, event: dict, *, harness: bool) -> ParsedEvent
     parsed = parse_event(event, run_id=run.pk, time_required=not harness)
     if isinstance(parsed, Refusal):
         raise ServiceError(f"line {number}: {parsed.reason}")
+    # Its usage as a worker's: the three fields, a usage event's repeating its payload's (a harness line has no
+    # envelope: the import gives its evaluation none).
+    if not harness and (problem := usage_problem(event["usage"], parsed.kind, event["payload"])) is not None:
+        raise ServiceError(f"line {number}: {problem}")
     return parsed
 
 
@@ -340,7 +344,8 @@ def trace_import(*, lines, name: str, user=None) -> Run:
 
     `lines` is an open file (read twice from its start, line by line: a first pass finds the task and the
     format, one a file, the second stores the steps) or a list of lines. Each event line is held to the
-    protocol's envelope and numbering (docs/protocol.md 1.1, 1.3: `runs.event_parser.envelope_problem`, `_Numbering`; a seq used
+    protocol's envelope, usage and numbering (docs/protocol.md 1.1, 1.3: `runs.event_parser.envelope_problem`,
+    `usage_problem`, `_Numbering`; a seq used
     before goes to the store, which takes it only as the same event). Steps are stored in batches, so memory holds
     one batch, not the trace; questions, kernels and evaluations are derived from their events as if a worker had
     sent them. The run ends in the trace's last finished status, or `stopped` when the trace stops before one (an

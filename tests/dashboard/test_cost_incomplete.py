@@ -178,6 +178,20 @@ def test_an_exported_unpriced_run_imported_again_is_still_a_floor(operator, pric
     assert (float(again.cost_usd), again.cost_incomplete) == (0.0123, True)
 
 
+def test_an_exported_call_priced_to_eight_places_imports_again_as_the_worker_sent_it(operator):
+    """The worker's price has 8 places (agentloop/prices.py), the stored cost 6: the export repeats the payload's,
+    so its usage event's envelope still repeats its payload, as the import requires (docs/protocol.md 1.1)."""
+    host, _ = make_worker()
+    run = held_run(host)
+    spend(run, host, 0, tokens_in=100, tokens_out=10, cost_usd=0.00123456)
+    body = b"".join(operator.get(reverse("trace_export", args=[run.pk])).streaming_content).decode()
+    records = [json.loads(line) for line in body.splitlines()]
+    [call] = [r for r in records if r.get("kind") == "usage"]
+    assert call["usage"] == {"tokens_in": 100, "tokens_out": 10, "cost_usd": 0.00123456}
+    again = import_lines(operator, records, "export.jsonl")
+    assert (again.tokens_in, str(again.cost_usd), again.cost_incomplete) == (100, "0.001235", False)
+
+
 def test_the_migration_marks_runs_stored_before_it(priced_and_unpriced):
     priced, unpriced, _ = priced_and_unpriced
     Run.objects.update(cost_incomplete=False)

@@ -70,6 +70,31 @@ def test_a_line_that_breaks_the_envelope_is_refused_naming_the_line(change, line
     assert message.startswith(f"line {line}: ") and reason in message
 
 
+REPEAT = "a usage event's envelope usage must repeat its payload's tokens_in, tokens_out, cost_usd"
+EXACTLY = "usage must be an object with exactly tokens_in, tokens_out, cost_usd, not null"
+
+
+@pytest.mark.parametrize(
+    "kind, change, reason",
+    [
+        ("usage", lambda e: e["usage"].update(tokens_in=e["usage"]["tokens_in"] + 1), REPEAT),
+        ("usage", lambda e: e["usage"].update(tokens_out=0), REPEAT),
+        ("usage", lambda e: e["usage"].update(cost_usd=0.5), REPEAT),
+        ("usage", lambda e: e.update(usage=None), EXACTLY),
+        ("usage", lambda e: e["usage"].pop("cost_usd"), "usage must have exactly tokens_in, tokens_out, cost_usd"),
+        ("model_message", lambda e: e.update(usage=None), EXACTLY),
+        ("status", lambda e: e["usage"].update(cache_read_tokens=0), "usage must have exactly tokens_in"),
+    ],
+)
+def test_a_line_whose_usage_a_worker_could_not_send_is_refused_naming_the_line(kind, change, reason):
+    """docs/protocol.md 1.1's usage, held as on the wire (runs.event_parser.usage_problem): its three fields, and a
+    usage event's repeating its payload's; the import stores nothing of the trace (`refusal` checks)."""
+    events = demo_events()
+    index = next(i for i, e in enumerate(events) if e["kind"] == kind)
+    change(events[index])
+    assert refusal(events).startswith(f"line {index + 1}: {reason}")
+
+
 def test_a_gap_in_the_numbering_is_refused_naming_the_line():
     events = demo_events()
     del events[5:8]
@@ -94,11 +119,21 @@ def test_an_event_sent_again_unchanged_is_stored_once_wherever_its_line_is():
     assert run.step_count == len(events) and run.status == trace_import(lines=as_file(events), name="u").status
 
 
+def another_call(**fields):
+    """A change to a usage event's call: its payload and its envelope alike (the envelope repeats the payload)."""
+
+    def change(event: dict) -> None:
+        event["payload"].update(fields)
+        event["usage"].update(fields)
+
+    return change
+
+
 @pytest.mark.parametrize(
     "change, differs",
     [
-        (lambda e: e["usage"].update(tokens_in=e["usage"]["tokens_in"] + 1), "usage"),
-        (lambda e: e["usage"].update(cost_usd=0.5), "usage"),
+        (another_call(tokens_in=999), "payload and usage"),
+        (another_call(cost_usd=0.5), "payload and usage"),
         (lambda e: e.update(ts="2026-11-30T11:41:59+00:00"), "ts"),
         (lambda e: e["payload"].update(reason="resumed"), "payload"),
         (lambda e: e.update(ts="2026-11-30T13:41:02.500798+02:00"), None),  # the same instant: the same event
@@ -107,7 +142,7 @@ def test_an_event_sent_again_unchanged_is_stored_once_wherever_its_line_is():
 def test_an_event_sent_again_with_another_usage_or_time_is_refused_saying_what_differs(change, differs):
     events = demo_events()
     # a count or a cost only on a usage event (docs/protocol.md 1.1): the first one's is changed, the rest on seq 0's
-    kind = "usage" if differs == "usage" else "status"
+    kind = "usage" if differs and "usage" in differs else "status"
     again = json.loads(json.dumps(next(e for e in events if e["kind"] == kind)))
     change(again)
     if differs is None:
