@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, cast
 from django.db import transaction
 from django.utils.text import slugify
 
-from questionbank.bank import KEY_MAX_LENGTH, REVIEWER_KEY_PREFIX, BankEntry, entry_problems
+from questionbank.bank import (
+    KEY_MAX_LENGTH,
+    REVIEWER_KEY_PREFIX,
+    BankEntry,
+    entry_problems,
+    entry_targets,
+    targets_problems,
+)
 from questionbank.models import BankQuestion
 
 if TYPE_CHECKING:
@@ -119,16 +126,25 @@ def _reviewer_key(text: str) -> str:
 
 
 def bank_question_add(
-    text: str, category: str, triggers: list[str], added_by: User | AnonymousUser | None = None
+    text: str,
+    category: str,
+    triggers: list[str],
+    added_by: User | AnonymousUser | None = None,
+    *,
+    targets: list[str] | tuple[str, ...] = (),
 ) -> BankQuestion:
     """A reviewer's own question, added to the bank from the dashboard, active at once.
 
-    Checked as strictly as the file's entries (known category, known decision points, short non-empty text);
-    the same text as an entry already in the bank is refused, naming that entry.
+    Checked as strictly as the file's entries (known category, known decision points, short non-empty text,
+    known target kinds: the loader's own checks); `targets` empty is every target, as an entry without them is.
+    The same text as an entry already in the bank is refused, naming that entry.
     """
     text = _normalised(text or "")
     triggers = list(triggers or [])
     problems = entry_problems("reviewer-new", text, category, triggers, label="the new question")
+    # None is the loader's "not given" (every target); an empty list in the file is an error, here it is the form's
+    # nothing ticked.
+    problems += targets_problems(list(targets) or None, label="the new question")
     if problems:
         raise BankQuestionInvalid("; ".join(p.removeprefix("the new question: ") for p in problems))
     with transaction.atomic():
@@ -141,6 +157,7 @@ def bank_question_add(
             text=text,
             category=category,
             triggers=triggers,
+            targets=list(entry_targets(targets)),
             active=True,
             added_by=cast("User | None", added_by if getattr(added_by, "pk", None) else None),  # no AnonymousUser
         )

@@ -3,6 +3,7 @@
 from django import forms
 from django.conf import settings
 
+from questionbank.bank import TARGET_KINDS
 from questionbank.models import DecisionPoint, QuestionCategory
 from runs.model_options import default_model, model_options, model_refusal, recording_of
 from runs.models import Kernel, ReviewMode, Task
@@ -152,6 +153,14 @@ class BankQuestionForm(forms.Form):
     text = forms.CharField(max_length=1_000, widget=forms.Textarea(attrs={"rows": 2}))
     category = forms.ChoiceField(choices=QuestionCategory.choices)
     triggers = forms.MultipleChoiceField(choices=DecisionPoint.choices, widget=forms.CheckboxSelectMultiple)
+    # The bank file's `targets` words (questionbank.bank.TARGET_KINDS); none ticked, like both, is every target.
+    targets = forms.MultipleChoiceField(
+        choices=[(kind, kind) for kind in TARGET_KINDS],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Only for targets",
+        help_text='none ticked: every target ("gpu" is any CUDA target)',
+    )
 
 
 class ForkForm(forms.Form):

@@ -56,6 +56,7 @@ def bank_add(request):
                 form.cleaned_data["category"],
                 form.cleaned_data["triggers"],
                 added_by=request.user,
+                targets=form.cleaned_data["targets"],
             )
         except BankQuestionInvalid as refused:
             form.add_error(None, str(refused))
