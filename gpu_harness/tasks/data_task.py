@@ -46,10 +46,12 @@ from .base import Array, Arrays, Judgement, KernelFunction, Params, Scenario, Ta
 from .data_target import TargetArrays
 from .libraries import _import_note, module_version  # (reference.py files import module_version from here)
 from .output_judge import OutputJudge
+from .task_exit import TaskCodeExit, task_code
 
 # what reference.py's code may raise that is the task's error, never the judge's end: any Exception, and
 # SystemExit too (a sys.exit() in reference.py, at import or in a call, would otherwise end the judge's own
-# process with the task's exit code and no verdict)
+# process with the task's exit code and no verdict; an os._exit() inside `task_code()` raises TaskCodeExit, a
+# SystemExit: task_exit.py)
 TASK_CODE_ERRORS = (Exception, SystemExit)
 
 SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
@@ -194,22 +196,24 @@ class DataTask(Task, TargetArrays):
         """What reference.py's `function` returns for input `name` (init = {function = ...}), from the judge's
         generator; TaskError when it raises. The caller checks what it made against the ABI."""
         try:
-            return self.function(function)(rng, shape, dict(params))
+            with task_code():
+                return self.function(function)(rng, shape, dict(params))
         except TaskError:
             raise
         except TASK_CODE_ERRORS as e:
             raise TaskError(
-                f"{function} (input {name}) raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
+                f"{function} (input {name}) {_did(e)} on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
     def run_function_baseline(self, name: str, params: Params, inputs: Arrays, outputs: Arrays) -> Any:
         """Call the function baseline like the kernel; what it returns (None when it wrote `outputs` in place)."""
         fn = self.function(self.spec.baselines[name].function)
         try:
-            return fn(**inputs, **outputs, **self.scalar_values(params))
+            with task_code():
+                return fn(**inputs, **outputs, **self.scalar_values(params))
         except TASK_CODE_ERRORS as e:
             raise TaskError(
-                f"baseline {name} raised on {_params(params)}: {_where(e, self.spec.reference_path)}"
+                f"baseline {name} {_did(e)} on {_params(params)}: {_where(e, self.spec.reference_path)}"
             ) from e
 
     def baseline_outputs(self, name: str, params: Params, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -260,10 +264,13 @@ class DataTask(Task, TargetArrays):
                 spec = importlib.util.spec_from_file_location(modname, path)
                 module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
                 sys.modules[modname] = module
-                spec.loader.exec_module(module)  # type: ignore[union-attr]
+                with task_code():
+                    spec.loader.exec_module(module)  # type: ignore[union-attr]
             except TASK_CODE_ERRORS as e:
                 sys.modules.pop(modname, None)
-                raise TaskError(f"{path} does not import: {_where(e, path)}") from e
+                raise TaskError(
+                    f"{path} {_did(e, 'does not import', 'ended the process at import')}: {_where(e, path)}"
+                ) from e
             self._module = module
         return self._module
 
@@ -307,11 +314,12 @@ class DataTask(Task, TargetArrays):
         if not self.spec.versions_function:
             return None
         try:
-            return str(self.function(self.spec.versions_function)())
+            with task_code():
+                return str(self.function(self.spec.versions_function)())
         except TaskError:
             raise
         except TASK_CODE_ERRORS as e:
-            raise TaskError(f"{self.spec.versions_function} raised: {_where(e, self.spec.reference_path)}") from e
+            raise TaskError(f"{self.spec.versions_function} {_did(e)}: {_where(e, self.spec.reference_path)}") from e
 
     def scalar_values(self, params: Params) -> dict[str, Any]:
         out = {}
@@ -345,17 +353,19 @@ class DataTask(Task, TargetArrays):
         fast, got = self.fast_reference(), None
         if fast is not None:
             try:
-                got = fast(**inputs, **self.scalar_values(params), **sampled)
+                with task_code():
+                    got = fast(**inputs, **self.scalar_values(params), **sampled)
             except TASK_CODE_ERRORS as e:
-                raise TaskError(f"the fast reference raised on {_params(params)}: {_where(e, path)}") from e
+                raise TaskError(f"the fast reference {_did(e)} on {_params(params)}: {_where(e, path)}") from e
         widen = got is None
         if got is None:
             copies = {n: self._reference_copy(a) for n, a in inputs.items()}
             fn = self.function(self.spec.reference_function)
             try:
-                got = fn(**copies, **self.scalar_values(params), **sampled)
+                with task_code():
+                    got = fn(**copies, **self.scalar_values(params), **sampled)
             except TASK_CODE_ERRORS as e:
-                raise TaskError(f"the reference raised on {_params(params)}: {_where(e, path)}") from e
+                raise TaskError(f"the reference {_did(e)} on {_params(params)}: {_where(e, path)}") from e
         outs = self.spec.outputs
         if isinstance(got, dict):
             missing = [o.name for o in outs if o.name not in got]
@@ -413,12 +423,15 @@ class DataTask(Task, TargetArrays):
             return {n: (self._nonfinite_count(outputs[n]), 0) for n in self.output_names}
         path = self.spec.reference_path
         try:
-            got = self.function(sc.whole)(dict(outputs), dict(params))
+            with task_code():
+                got = self.function(sc.whole)(dict(outputs), dict(params))
             return {n: (int(got[n][0]), int(got[n][1])) for n in self.output_names}
         except TaskError:
             raise
         except TASK_CODE_ERRORS as e:
-            raise TaskError(f"{sc.whole} ([spot_check] whole) failed on {_params(params)}: {_where(e, path)}") from e
+            raise TaskError(
+                f"{sc.whole} ([spot_check] whole) {_did(e, 'failed')} on {_params(params)}: {_where(e, path)}"
+            ) from e
 
     def sampled_comparisons(self, params: Params, outputs: Arrays, ref: Arrays, rows: Array) -> dict[str, Comparison]:
         """Each output's comparison on the sampled indices, its missed elements and wrong specials counted over
@@ -532,10 +545,17 @@ def _params(params: Params) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
+def _did(e: BaseException, otherwise: str = "raised", ended: str = "ended the process") -> str:
+    """What task code did that ended it: os._exit() ended the process (and nothing was raised by the code itself)."""
+    return ended if isinstance(e, TaskCodeExit) else otherwise
+
+
 def _where(e: BaseException, path: Path) -> str:
-    """The exception, with the line of reference.py it came from."""
+    """The exception, with the line of reference.py it came from (os._exit's call as it was written)."""
     frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == Path(path).resolve()]
     at = f" ({path.name}, line {frames[-1].lineno})" if frames else ""
     if isinstance(e, SyntaxError) and e.lineno:
         at = f" ({path.name}, line {e.lineno})"
+    if isinstance(e, TaskCodeExit):
+        return f"{e}, exit code {e.exit_code}{at}"
     return f"{type(e).__name__}: {e}{at}"
