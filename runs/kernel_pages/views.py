@@ -162,7 +162,8 @@ def kernel_verify_view(request, kernel_id: int):
 
 def kernel_filename(kernel: Kernel) -> str:
     """The download's file name: the release's name or the kernel's file name with the language's suffix, made
-    safe again (a row kept before kernel_record cleaned names may hold anything)."""
+    safe again (a release's name is not cleaned when kept; a kernel's file name is, and those kept before
+    kernel_record cleaned them were cleaned by migration 0027)."""
     suffix = ".cu" if kernel.language == "cuda" else ".cpp"
     stem = kernel.release_name or (
         kernel.filename.rsplit(".", 1)[0] if kernel.filename else f"kernel-{kernel.sha256[:12]}"

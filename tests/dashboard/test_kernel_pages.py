@@ -4,10 +4,12 @@ browser asks (runs/kernel_pages/views.py; the browser's view: tests/dashboard/te
 
 import gzip
 import hashlib
+import importlib
 import re
 from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.urls import reverse
 
 from runs.models import Kernel
@@ -153,3 +155,22 @@ def test_a_kernel_kept_with_an_unsafe_name_before_the_cleaning_still_downloads(v
     response = viewer.get(reverse("kernel_download", args=[kernel.pk]))
     assert response.status_code == 200
     assert response["Content-Disposition"] == 'attachment; filename="aSet-Cookie: x=1\\".cu"'
+
+
+def test_the_migration_cleans_the_names_of_kernels_kept_before_the_cleaning():
+    task = make_task()
+    kept = {
+        'a\r\nSet-Cookie: x=1"\u202e.cu': 'aSet-Cookie: x=1".cu',
+        "work/run-7/kernel.cu": "kernel.cu",
+        "\n\t ": "kernel.cu",
+        "clean.cu": "clean.cu",
+        "": "",
+    }
+    kernels = {}
+    for number, stored in enumerate(kept):
+        kernel = kernel_record(source=f"// k{number}\n", task=task, language="cuda", filename="k.cu")
+        Kernel.objects.filter(pk=kernel.pk).update(filename=stored)
+        kernels[kernel.pk] = kept[stored]
+    migration = importlib.import_module("runs.migrations.0027_kernel_filename_cleaned")
+    migration.clean_kernel_filenames(apps, None)
+    assert dict(Kernel.objects.values_list("pk", "filename")) == kernels
