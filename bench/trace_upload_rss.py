@@ -29,36 +29,25 @@ def memory_kib(pid: int) -> dict:
     return {key: int(re.search(rf"^{key}:\s+(\d+) kB", status, re.M).group(1)) for key in ("VmRSS", "VmHWM")}
 
 
+def _event(seq: int, kind: str, ts: str, payload: dict) -> str:
+    """One line of a run's trace as docs/protocol.md 1.1 and 1.3 hold it (the import refuses anything else)."""
+    usage = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0}  # a count or cost belongs on usage events only
+    envelope = {"v": 1, "run_id": "local-bench", "seq": seq, "kind": kind, "ts": ts, "payload": payload, "usage": usage}
+    return json.dumps(envelope) + "\n"
+
+
 def write_trace(path: Path, megabytes: float) -> int:
     with path.open("w") as out:
+        config = {"task": "matmul_cpu", "model": "bench"}
         out.write(
-            json.dumps(
-                {
-                    "seq": 0,
-                    "kind": "status",
-                    "ts": "2026-11-30T12:00:00+00:00",
-                    "payload": {
-                        "status": "running",
-                        "reason": "started",
-                        "config": {"task": "matmul_cpu", "model": "bench"},
-                    },
-                }
+            _event(
+                0, "status", "2026-11-30T12:00:00+00:00", {"status": "running", "reason": "started", "config": config}
             )
-            + "\n"
         )
         seq, size = 1, 0
         while size < megabytes * 1e6:
-            line = (
-                json.dumps(
-                    {
-                        "seq": seq,
-                        "kind": "note",
-                        "ts": "2026-11-30T12:00:01+00:00",
-                        "payload": {"text": f"note {seq} " + "x" * 320, "level": "info"},
-                        "usage": {"tokens_in": 1, "tokens_out": 1, "cost_usd": 0},
-                    }
-                )
-                + "\n"
+            line = _event(
+                seq, "note", "2026-11-30T12:00:01+00:00", {"text": f"note {seq} " + "x" * 320, "level": "info"}
             )
             out.write(line)
             size += len(line)
