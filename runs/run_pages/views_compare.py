@@ -19,6 +19,10 @@ from runs.run_pages.selectors_compare import (
 )
 from runs.run_pages.selectors_compare_detail import question_timeline, ratio_grids
 
+# More digits than any run's key has (a 64-bit key has 19): such an id names no run. int() is not asked to read
+# it, since Python refuses to convert a string of more than 4300 digits (a ValueError, a 500 for a long link).
+_ID_MAX_DIGITS = 20
+
 
 class _BadRequest(Exception):
     def __init__(self, message: str, status: int = 400):
@@ -46,6 +50,10 @@ def _run_ids(request) -> list[int]:
     bad = [w for w in words if not (w.isascii() and w.isdigit())]
     if bad:
         raise _BadRequest(f"run ids are numbers: {', '.join(bad[:5])} is not")
+    too_long = [w for w in words if len(w.lstrip("0")) > _ID_MAX_DIGITS]
+    if too_long:
+        named = ", ".join(f"#{w[:_ID_MAX_DIGITS]}… ({len(w)} digits)" for w in too_long[:5])
+        raise _BadRequest(f"no such run: {named}", status=404)
     ids = list(dict.fromkeys(int(w) for w in words))
     if len(ids) == 1:  # one run: a fork opens on its parent and itself, a parent on itself and its forks
         ids = fork_family(ids[0]) or ids

@@ -161,3 +161,11 @@ def test_the_compare_page_needs_a_sign_in(client, two_runs):
     a, b = two_runs
     response = client.get(compare_url(a.pk, b.pk))
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_an_id_of_thousands_of_digits_gets_a_404_naming_it_not_a_server_error(viewer, two_runs):
+    """Python's int() refuses a string of more than 4300 digits: a shared link holding such an id was a 500."""
+    a, _ = two_runs
+    response = viewer.get(compare_url(a.pk, "9" * 5000))
+    assert response.status_code == 404
+    assert "no such run: #99999999999999999999… (5000 digits)" in response.content.decode()
