@@ -180,7 +180,15 @@ class ForkForm(forms.Form):
         ],
         widget=forms.RadioSelect,
     )
-    bank_key = forms.ChoiceField(required=False, label="Bank question")
+    bank_key = forms.ChoiceField(
+        required=False,
+        label="Bank question",
+        # Said in the bank's terms: the choices are the active questions for the task's target, less the parent's.
+        error_messages={
+            "invalid_choice": "%(value)s is not an active bank question offered for this fork (the question the "
+            "parent was asked is not offered)"
+        },
+    )
     text = forms.CharField(
         required=False, max_length=10_000, widget=forms.Textarea(attrs={"rows": 3}), label="Your question"
     )

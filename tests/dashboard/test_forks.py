@@ -201,3 +201,22 @@ def test_the_fork_pages_step_line_names_the_steps_kind_and_its_feed_line(parent,
     html = client.get(reverse("run_fork", args=[parent.pk]) + f"?seq={QUESTION_SEQ}").content.decode()
     line = unescape(re.search(r'<p id="fork-step-line">([^<]*)</p>', html)[1])
     assert line.startswith(f"#{QUESTION_SEQ} · Question proposed: ") and QUESTION_TEXT[:40] in line
+
+
+@pytest.mark.parametrize(
+    "field,value,says",
+    [
+        ("bank_key", "nope", "nope is not an active bank question offered for this fork"),
+        ("text", "x" * 10_001, "Ensure this value has at most 10000 characters (it has 10001)."),
+    ],
+)
+def test_the_fork_page_says_why_it_refuses_a_bank_key_or_a_question_text(parent, olga, client, field, value, says):
+    """The page refused these with a 400 and no reason: the form's errors on the bank question and the text were
+    never written out."""
+    decision = "bank" if field == "bank_key" else "write"
+    response = client.post(
+        reverse("run_fork", args=[parent.pk]),
+        {"seq": QUESTION_SEQ, "model": parent.model, "decision": decision, field: value},
+    )
+    assert response.status_code == 400 and Run.objects.filter(parent=parent).count() == 0
+    assert says in unescape(response.content.decode())
