@@ -76,6 +76,8 @@ def fork_decision(
     if action == "veto":
         return {"action": "veto", "by": by}
     if action == "bank":
+        if not bank_key:  # the form's "—": nothing picked (not a question the bank lacks)
+            raise ServiceError("pick the bank question the fork asks instead")
         from questionbank.selectors import bank_entries
 
         entry = next((e for e in bank_entries(task_target=task_target) if e.key == bank_key), None)

@@ -101,6 +101,8 @@ def test_forks_that_cannot_be_made_are_refused_with_the_reason(parent, olga):
         run_fork(parent=parent, step_seq=QUESTION_SEQ, action="", user=olga)
     with pytest.raises(ServiceError, match="no active question"):
         run_fork(parent=parent, step_seq=QUESTION_SEQ, action="bank", bank_key="nope", user=olga)
+    with pytest.raises(ServiceError, match="pick the bank question the fork asks instead"):
+        run_fork(parent=parent, step_seq=QUESTION_SEQ, action="bank", bank_key="", user=olga)
     with pytest.raises(ServiceError, match="write the question"):
         run_fork(parent=parent, step_seq=QUESTION_SEQ, action="write", text="  ", user=olga)
     assert Run.objects.filter(parent=parent).count() == 0
