@@ -58,7 +58,7 @@ def fork_view(request, run_id: int):
             parent=parent,
             step_seq=seq,
             model=data["model"],
-            action=data["decision"] if cut.question else "",
+            action=data["decision"],  # the service refuses one at a step that is not a question (docs/fork.md)
             bank_key=data["bank_key"],
             text=data["text"],
             user=request.user,

@@ -222,3 +222,12 @@ def test_the_fork_page_says_why_it_refuses_a_bank_key_or_a_question_text(parent,
     )
     assert response.status_code == 400 and Run.objects.filter(parent=parent).count() == 0
     assert says in unescape(response.content.decode())
+
+
+def test_the_fork_page_refuses_a_decision_at_a_step_that_is_not_a_question(parent, olga, client):
+    """The page dropped the decision there and queued the fork as though none had been given."""
+    response = client.post(reverse("run_fork", args=[parent.pk]), {"seq": 3, "model": parent.model, "decision": "veto"})
+    assert response.status_code == 400 and Run.objects.filter(parent=parent).count() == 0
+    assert "step #3 is not a question: there is no decision to take there" in unescape(response.content.decode())
+    queued = client.post(reverse("run_fork", args=[parent.pk]), {"seq": 3, "model": parent.model})
+    assert queued.status_code == 302 and Run.objects.filter(parent=parent).count() == 1
