@@ -15,9 +15,11 @@ import copy
 import hashlib
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agentloop.protocol import VERIFY_MODEL
 from agentloop.state import RunState, api_messages
 
 # The decisions a fork at a question may take instead of the parent's (docs/fork.md).
@@ -72,14 +74,34 @@ def question_at(events: list[dict[str, Any]], step_seq: int) -> tuple[int, dict[
     return None
 
 
+def start_problem(first: Mapping[str, Any] | None) -> str:
+    """Why a run whose record begins with event `first` cannot be forked at any step ("" when it can): the run
+    page words it after "No Fork here:", and `fork_cut` refuses with it."""
+    payload = first.get("payload") if isinstance(first, dict) else None
+    config = payload.get("config") if isinstance(payload, dict) else None
+    if first is None or first.get("kind") != "status" or not isinstance(config, dict) or not config:
+        return (
+            "this run's record does not begin with its started status (an imported harness trace holds its "
+            "evaluations only), so a fork has nothing to continue from"
+        )
+    # A "Verify here" run (docs/protocol.md 2.12) has no agent: a fork of it would be a new agent run with no
+    # conversation and the verify run's budget of one evaluation, spent at once (it failed on it).
+    if config.get("model") == VERIFY_MODEL:
+        return (
+            "this is a Verify here run, one full evaluation of a stored kernel with no agent, so a fork has no "
+            "conversation to continue; start a run to improve that kernel instead"
+        )
+    return ""
+
+
 def fork_cut(events: list[dict[str, Any]], step_seq: int, parent: object = "?") -> ForkCut:
     """What a fork of the run of `events` at step `step_seq` starts from.
 
     A question step is cut before its proposal (the fork decides it anew); any other step after it. Tool calls
     the model had made but whose results came after the cut are answered as not run, so the conversation keeps
     no dangling `tool_use`."""
-    if not events or events[0]["kind"] != "status" or not (events[0]["payload"].get("config")):
-        raise ForkError("the parent's events do not begin with its `started` status: there is nothing to fork")
+    if problem := start_problem(events[0] if events else None):
+        raise ForkError(problem)
     seqs = [e["seq"] for e in events]
     if step_seq not in seqs:
         raise ForkError(f"the parent has no step #{step_seq} (its steps are #0 to #{max(seqs)})")

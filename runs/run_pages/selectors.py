@@ -4,6 +4,7 @@ best figures), its paged feed and chart, and its trace export."""
 from django.db.models import DurationField, ExpressionWrapper, F, OrderBy, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Coalesce, Now
 
+from agentloop.fork import start_problem
 from agentloop.protocol import PROTOCOL_VERSION, VERIFY_MODEL, evaluation_line, event_summary, one_line
 from gpu_harness import figures
 from runs.event_parser import repeated_usage
@@ -38,11 +39,12 @@ def run_sandbox(run_id: int) -> str | None:
     )
 
 
-def run_forkable(run: Run) -> bool:
-    """Whether a fork can continue `run` (agentloop.fork.fork_cut): its events begin with its `started` status,
-    config and all. An imported harness trace (evaluations only) has none: nothing to fork."""
-    first = Step.objects.filter(run=run, seq=0, kind=StepKind.STATUS).values_list("payload", flat=True).first()
-    return isinstance(first, dict) and bool(first.get("config"))
+def run_fork_refusal(run: Run) -> str:
+    """Why no fork can continue `run` ("" when one can): agentloop.fork's rule over the first event of its record,
+    which must be its `started` status, config and all (an imported harness trace has none), of an agent run (a
+    "Verify here" run has no agent: nothing to continue)."""
+    first = Step.objects.filter(run=run, seq=0).values("kind", "payload").first()
+    return start_problem(first)
 
 
 def run_usage_unknown(run: Run) -> bool:

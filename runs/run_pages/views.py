@@ -20,7 +20,7 @@ from runs.run_pages.selectors import (
     elapsed_text,
     fork_decision_text,
     run_best_text,
-    run_forkable,
+    run_fork_refusal,
     run_forks,
     run_is_verify,
     run_questions_closed,
@@ -173,8 +173,8 @@ def run_detail(request, run_id: int):
             "best_text": run_best_text(run),  # the verified best with its interval (run_page.js redraws it)
             "closed_questions": run_questions_closed(run),
             "elapsed": elapsed_text(run),  # run_page.js ticks it on while the run runs
-            # Only operators fork (one more query, asked for them alone).
-            "forkable": permissions.has_role(request.user, OPERATOR) and run_forkable(run),
+            # Only operators fork (one more query, asked for them alone), and are told why where they cannot.
+            "fork_refusal": run_fork_refusal(run) if permissions.has_role(request.user, OPERATOR) else "",
             "usage_unknown": run_usage_unknown(run),
             "is_verify": run_is_verify(run),
             # The feed follows new steps only where some can come: not on a finished or an imported run.

@@ -94,6 +94,16 @@ def test_bad_cuts_say_why():
         fork_cut([events[0], *events[2:]], 5)
 
 
+def test_a_verify_runs_record_is_not_forked_it_has_no_agent_to_continue():
+    """A "Verify here" run begins with a started status like any run; a fork of it was queued as an agent run with
+    no conversation and the verify run's budget of one evaluation, and failed on that budget at once."""
+    events = read_trace(REPLAYS[0])
+    started = {**events[0], "payload": {**events[0]["payload"], "config": {**events[0]["payload"]["config"]}}}
+    started["payload"]["config"]["model"] = "verify"
+    with pytest.raises(ForkError, match="Verify here run, one full evaluation of a stored kernel with no agent"):
+        fork_cut([started, *events[1:]], 3)
+
+
 def test_fork_problems_refuse_paths_outside_the_workspace_and_broken_conversations():
     events = read_trace(REPLAYS[0])
     wire = fork_wire(fork_cut(events, 5), 1, None)

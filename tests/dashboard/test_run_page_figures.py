@@ -10,7 +10,14 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from runs.models import Run
-from tests.dashboard.helpers import eval_result, evaluation_payload, make_user, make_worker
+from runs.services import run_claim
+from tests.dashboard.helpers import (  # noqa: F401 - api_models_configured: a fixture
+    api_models_configured,
+    eval_result,
+    evaluation_payload,
+    make_user,
+    make_worker,
+)
 from tests.dashboard.test_imported_figures import held_run, quick_payload, record
 from tests.foundation.factories import make_task
 
@@ -151,6 +158,29 @@ def test_fork_here_is_offered_only_on_a_run_that_can_be_forked(operator):
     record(run, 0, "status", {"status": "running", "reason": "started", "config": {"task": "matmul_cpu"}})
     page = page_of(operator, run)
     assert "data-fork-url" in page and 'id="fork-unavailable"' not in page
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("api_models_configured")  # the fork's model can run here: the refusal is the parent's
+def test_a_verify_run_offers_no_fork_and_its_page_and_the_fork_service_say_why(operator):
+    """A fork of a "Verify here" run was offered and queued: an agent run with no conversation and the verify
+    run's one-evaluation budget, which failed on that budget at once."""
+    from runs.services import ServiceError, run_fork
+    from runs.services.verify import kernel_verify
+
+    lab = imported_lab_run(operator)
+    host, _ = make_worker()
+    queued = kernel_verify(kernel=lab.evaluations.first().kernel)
+    verify = run_claim(worker=host)
+    assert verify.pk == queued.pk
+    record(verify, 0, "status", {"status": "running", "reason": "started", "config": {"model": "verify"}})
+    record(verify, 1, "evaluation", evaluation_payload(1.5))
+    page = html.unescape(page_of(operator, verify))
+    assert "data-fork-url" not in page
+    assert "No “Fork here”: this is a Verify here run, one full evaluation of a stored kernel with no agent" in page
+    with pytest.raises(ServiceError, match="cannot be forked at step #1: this is a Verify here run"):
+        run_fork(parent=verify, step_seq=1, model="claude-sonnet-4-6", user=None)
+    assert not Run.objects.filter(parent=verify).exists()
 
 
 @pytest.mark.django_db
