@@ -88,6 +88,16 @@ def study_setting(study_id: int) -> dict | None:
     }
 
 
+def study_csv(summary: list[dict], study: dict) -> tuple[list[dict], list[str]]:
+    """A study's CSV rows and columns: the summary with the setting its runs differ in and each run's value of it
+    after `run_id`, as the page's second column gives them (a CSV without them could not tell the arms apart)."""
+    rows = [
+        {**row, "study_setting": study["setting"], "study_value": study["values"].get(row["run_id"], "")}
+        for row in summary
+    ]
+    return rows, [SUMMARY_FIELDS[0], "study_setting", "study_value", *SUMMARY_FIELDS[1:]]
+
+
 def study_run_ids(study_id: int) -> list[int]:
     """The ids of a study's runs, in the order they were started (what compare opens on)."""
     return list(Run.objects.filter(study_id=study_id).order_by("pk").values_list("pk", flat=True)[:COMPARE_MAX])

@@ -14,6 +14,7 @@ from runs.run_pages.selectors_compare import (
     compare_runs_get,
     fork_family,
     run_comparison,
+    study_csv,
     study_run_ids,
     study_setting,
 )
@@ -62,8 +63,9 @@ def _run_ids(request) -> list[int]:
     return ids
 
 
-def _csv(summary: list[dict]) -> HttpResponse:
-    response = HttpResponse(spreadsheet_csv(summary, SUMMARY_FIELDS), content_type="text/csv; charset=utf-8")
+def _csv(summary: list[dict], study: dict | None) -> HttpResponse:
+    rows, fields = study_csv(summary, study) if study else (summary, SUMMARY_FIELDS)
+    response = HttpResponse(spreadsheet_csv(rows, fields), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="compare.csv"'
     return response
 
@@ -85,8 +87,10 @@ def compare(request):
     if export == "json":
         return JsonResponse(comparison)
     if export == "csv":
-        return _csv(comparison["summary"])
-    share = ",".join(str(i) for i in ids)
+        return _csv(comparison["summary"], comparison.get("study"))
+    # A study's page shares and exports the study, so that its links keep the setting and each run's value.
+    study = comparison.get("study")
+    share = f"study={study['id']}" if study else "runs=" + ",".join(str(i) for i in ids)
     markers = {series["run_id"]: series["questions"] for series in comparison["series"]}
     return render(
         request,

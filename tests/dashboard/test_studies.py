@@ -1,6 +1,10 @@
 """Studies (runs/services/studies.py): N runs of one task that differ in one setting, queued together from one
 form, each with its value; compare opens on them; bad values are refused and nothing is queued."""
 
+import csv
+import io
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -134,3 +138,18 @@ def test_the_study_page_names_the_setting_and_each_runs_value_of_it(client):
     exported = client.get(reverse("run_compare") + f"?study={study.pk}&format=json").json()
     assert exported["study"]["setting"] == "budget_steps"
     assert sorted(exported["study"]["values"].values()) == ["10", "40"]
+
+
+def test_a_studys_csv_gives_each_runs_value_and_its_page_links_share_and_export_the_study(client):
+    """The study's page linked its CSV and JSON as `?runs=...`, which drops the study (its JSON then had no
+    `study`), and its CSV had no column saying which run was which arm."""
+    study = study_start(task=make_task(), setting="budget_steps", values=["10", "40"], model="m")
+    client.force_login(make_user("vera"))
+    page = client.get(reverse("run_compare") + f"?study={study.pk}").content.decode()
+    for link in ("compare-link", "compare-csv", "compare-json"):
+        assert re.search(rf'id="{link}" href="[^"]*\?study={study.pk}[&"]', page), link
+    exported = client.get(reverse("run_compare") + f"?study={study.pk}&format=csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert list(rows[0])[:3] == ["run_id", "study_setting", "study_value"]
+    by_run = {int(row["run_id"]): (row["study_setting"], row["study_value"]) for row in rows}
+    assert by_run == {run.pk: ("budget_steps", str(run.budget_steps)) for run in study.runs.all()}
