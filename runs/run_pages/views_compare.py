@@ -58,6 +58,8 @@ def _run_ids(request) -> list[int]:
     ids = list(dict.fromkeys(int(w) for w in words))
     if len(ids) == 1:  # one run: a fork opens on its parent and itself, a parent on itself and its forks
         ids = fork_family(ids[0]) or ids
+    if len(ids) == 1 and compare_runs_get(ids)[1]:  # an id no run has is named, alone as among others
+        raise _BadRequest(f"no such run: #{ids[0]}", status=404)
     if not COMPARE_MIN <= len(ids) <= COMPARE_MAX:
         raise _BadRequest(f"pick {COMPARE_MIN} to {COMPARE_MAX} runs to compare ({len(ids)} given)")
     return ids

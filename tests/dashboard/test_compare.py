@@ -157,6 +157,14 @@ def test_unknown_runs_get_a_404_naming_them(viewer, two_runs):
     assert "no such run: #99998, #99999" in response.content.decode()
 
 
+@pytest.mark.parametrize("runs", ["99999", "99999,99999", "99999999999999999999"])
+def test_one_unknown_run_alone_gets_a_404_naming_it_not_a_request_for_more_runs(viewer, two_runs, runs):
+    """It was a 400 "pick 2 to 8 runs (1 given)", as though the run existed and merely stood alone."""
+    response = viewer.get(reverse("run_compare") + "?runs=" + runs)
+    assert response.status_code == 404
+    assert f"no such run: #{runs.split(',')[0]}" in response.content.decode()
+
+
 def test_the_compare_page_needs_a_sign_in(client, two_runs):
     a, b = two_runs
     response = client.get(compare_url(a.pk, b.pk))
