@@ -3,6 +3,8 @@ figures, the chart's lines and question markers, the CSV and JSON exports, and t
 
 import csv
 import io
+import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -177,3 +179,18 @@ def test_an_id_of_thousands_of_digits_gets_a_404_naming_it_not_a_server_error(vi
     response = viewer.get(compare_url(a.pk, "9" * 5000))
     assert response.status_code == 404
     assert "no such run: #99999999999999999999… (5000 digits)" in response.content.decode()
+
+
+def test_docs_compare_md_lists_every_column_of_the_summary_and_no_other():
+    """The summary's table in docs/compare.md is what a CSV or JSON reader goes by: it lacked `imported`."""
+    from runs.run_pages.selectors_compare import SUMMARY_FIELDS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "compare.md").read_text()
+    table = doc.split("## The summary table", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        name
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for name in re.findall(r"`(\w+)`", line.split("|")[1])
+    }
+    assert documented == set(SUMMARY_FIELDS)
