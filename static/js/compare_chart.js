@@ -15,11 +15,16 @@
       customdata: run.evaluations.map(() => text(run.baseline)),
       hovertemplate: "evaluation %{x}: %{y:.3f}× over %{customdata}<extra>#" + run.run_id + "</extra>"});
     const qs = run.questions;
+    // A question asked before the run had a verified best has no speedup to stand at: it is drawn open, on the
+    // axis, and its hover says so, so it does not read as a 0x measurement.
+    const unmeasured = (q) => q.best === null;
     traces.push({name: "questions of #" + run.run_id, legendgroup: "run-" + run.run_id, meta: "questions",
-      type: "scatter", mode: "markers", showlegend: false, marker: {symbol: "diamond", size: 10, color: colour},
-      x: qs.map((q) => q.evaluation), y: qs.map((q) => (q.best === null ? 0 : q.best)),
-      customdata: qs.map((q) => [text(q.text), text(q.decision_text)]),
-      hovertemplate: "%{customdata[0]}<br>%{customdata[1]}<extra>#" + run.run_id + "</extra>"});
+      type: "scatter", mode: "markers", showlegend: false,
+      marker: {symbol: qs.map((q) => (unmeasured(q) ? "diamond-open" : "diamond")), size: 10, color: colour},
+      x: qs.map((q) => q.evaluation), y: qs.map((q) => (unmeasured(q) ? 0 : q.best)),
+      customdata: qs.map((q) => [text(q.text), text(q.decision_text),
+        unmeasured(q) ? "asked before any verified best" : "best verified then: " + q.best.toFixed(3) + "×"]),
+      hovertemplate: "%{customdata[0]}<br>%{customdata[1]}<br>%{customdata[2]}<extra>#" + run.run_id + "</extra>"});
   });
   Plotly.newPlot(el, traces, {
     margin: {t: 10, r: 10, b: 40, l: 50}, height: 360, legend: {orientation: "h"},

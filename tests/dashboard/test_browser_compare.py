@@ -57,9 +57,14 @@ MARKUP = (
 )
 
 
-def shown_as_typed(page, chart: str, curve: int) -> str:
-    """The text of `chart`'s hover box over the first point of trace `curve`, after checking no markup rendered."""
-    page.evaluate("([chart, curve]) => Plotly.Fx.hover(chart, [{curveNumber: curve, pointNumber: 0}])", [chart, curve])
+def shown_as_typed(page, chart: str, curve: int, point: int = 0) -> str:
+    """The text of `chart`'s hover box over point `point` of trace `curve`, after checking no markup rendered."""
+    page.evaluate("(chart) => Plotly.Fx.unhover(chart)", chart)  # an earlier hover's box goes first
+    page.wait_for_selector(f"#{chart} .hoverlayer .hovertext", state="detached")
+    page.evaluate(
+        "([chart, curve, point]) => Plotly.Fx.hover(chart, [{curveNumber: curve, pointNumber: point}])",
+        [chart, curve, point],
+    )
     box = page.wait_for_selector(f"#{chart} .hoverlayer .hovertext")
     assert page.locator(f"#{chart} a").count() == 0  # no link drawn anywhere in the chart
     assert (
@@ -75,10 +80,17 @@ def test_a_questions_markup_is_handed_to_plotly_escaped_and_its_hover_shows_it_a
     worker = ScriptedWorker(live_site)
     try:
         assert worker.claim()["id"] == run_id
-        worker.event(run_id, 0, "evaluation", eval_payload(1.25))
+        early = {
+            "question_ref": "q-0",
+            "text": "Where is the time?",
+            "category": "hypothesis",
+            "decision_point": "stopped_short",
+        }
+        worker.event(run_id, 0, "question_proposed", {**early, "by": "model"})  # before any verified best
+        worker.event(run_id, 1, "evaluation", eval_payload(1.25))
         question = {"question_ref": "q-m", "text": MARKUP, "category": "hypothesis", "decision_point": "plateau"}
-        worker.event(run_id, 1, "question_proposed", {**question, "by": "model"})
-        worker.event(run_id, 2, "evaluation", eval_payload(1.5))
+        worker.event(run_id, 2, "question_proposed", {**question, "by": "model"})
+        worker.event(run_id, 3, "evaluation", eval_payload(1.5))
     finally:
         worker.close()
     stop_run(page, live_site["base"], run_id)
@@ -87,14 +99,19 @@ def test_a_questions_markup_is_handed_to_plotly_escaped_and_its_hover_shows_it_a
 
     page.goto(live_site["base"] + f"/runs/compare/?runs={run_id},{other}")
     page.wait_for_selector("#compare-chart[data-runs='2']")
-    handed = page.evaluate("""() => document.getElementById('compare-chart').data
-        .filter((t) => t.meta === 'questions')[0].customdata[0]""")
+    questions = page.evaluate("""() => document.getElementById('compare-chart').data
+        .filter((t) => t.meta === 'questions')[0]""")
+    handed = questions["customdata"][1]
     assert handed[0] == html.escape(MARKUP, quote=False)  # &, < and > escaped: '&lt;i&gt;' became '&amp;lt;i&amp;gt;'
-    hover = shown_as_typed(page, "compare-chart", 1)
+    hover = shown_as_typed(page, "compare-chart", 1, point=1)
     assert MARKUP in hover and "closed undecided: the run stopped while it waited for a reviewer" in hover
+    assert "best verified then: 1.250×" in hover
+    # the question asked before any verified best is drawn open on the axis and says so, not read as 0x
+    assert questions["marker"]["symbol"] == ["diamond-open", "diamond"] and questions["y"] == [0, 1.25]
+    assert "asked before any verified best" in shown_as_typed(page, "compare-chart", 1, point=0)
 
     page.goto(live_site["base"] + f"/runs/{run_id}/")
-    page.wait_for_selector("#speedup-chart[data-questions='1']")
+    page.wait_for_selector("#speedup-chart[data-questions='2']")
     handed = page.evaluate("() => document.getElementById('speedup-chart').data[3].text.filter((t) => t)")
-    assert handed == [html.escape(MARKUP, quote=False)] * 2
-    assert MARKUP in shown_as_typed(page, "speedup-chart", 3)
+    assert handed == [early["text"]] * 2 + [html.escape(MARKUP, quote=False)] * 2  # each question a line of 2 points
+    assert MARKUP in shown_as_typed(page, "speedup-chart", 3, point=3)
