@@ -35,6 +35,10 @@ SAVE_MARGIN_S = 15.0  # after a call: copying its outputs into a slot
 assert TIMING["checks"] < SLOTS  # the child never waits for a slot in the middle of timing
 
 STOP_KINDS = {"timeout": "hang/timeout", "crash": "crash", "protocol": "protocol error"}
+# What reading a forged message can raise: a missing field, a field of the wrong type, an empty or malformed
+# value (`"notes": []`, `"cand_ms": []`, `"n": 0`; a kernel of allowlisted imports writes such lines onto the
+# message pipe through `stderr`'s file number). A task's own failure (TaskError, a RuntimeError) is none of them.
+MALFORMED = (LookupError, TypeError, ValueError, AttributeError, ArithmeticError)
 
 
 @dataclass
@@ -85,7 +89,7 @@ class Evaluation:
             self.check_correctness()
             self.time_correct_scenarios()
             self.res.status = "correct"
-        except (ChildFailed, KeyError, TypeError) as e:
+        except (ChildFailed, *MALFORMED) as e:
             # a message missing a field or of the wrong type (the candidate can write to the child's message
             # pipe) stops the evaluation as a protocol error, never the harness
             if not isinstance(e, ChildFailed):

@@ -153,6 +153,35 @@ def test_a_malformed_message_is_a_protocol_error_not_a_crash_of_the_judge(tmp_pa
     assert ev.session.closed
 
 
+FORGED_TIMING = {  # what a kernel wrote onto the message pipe in place of the child's words (fputs to stderr with
+    # stderr's file number set to the pipe's): each raised past the judge before, ending the CLI with a traceback
+    # and the harness service altogether
+    "notes a list": {"notes": []},  # AttributeError
+    "no timed calls": {"cand_ms": []},  # ValueError: no samples
+    "a batch of no calls": {"batch_n": 0},  # ZeroDivisionError
+}
+
+
+@pytest.mark.parametrize("forged", FORGED_TIMING.values(), ids=FORGED_TIMING.keys())
+def test_a_forged_timing_message_is_a_protocol_error_not_a_crash_of_the_judge(tmp_path, forged):
+    script = timed([1.0, 1.0, 1.0])
+    script[1].update({k: v for k, v in forged.items() if k != "batch_n"})
+    script[2]["n"] = forged.get("batch_n", 10)
+    script.append({"ev": "batch_done", "inproc_ms": 1.0})
+    ev, _ = evaluation([{"ev": "ready"}, {"ev": "loaded"}, *runs("s1", 0, 1, 2), {"ev": "checked"}, *script],
+                       {0: "ok", 1: "ok", 2: "ok"})  # fmt: skip
+    ev.plan.scenarios = SCENARIOS[:1]
+    ev.session.workdir = str(tmp_path)
+    ev.outdir = str(tmp_path / "out")
+    ev.judge_side.attach = lambda *a: None
+    ev.task.output_nbytes = lambda p: 0
+    ev.task.call_timeout_s = lambda sc: 1.0
+    ev.session.start = lambda job: None
+    ev.run("lib.so")
+    assert ev.res.status == "error" and ev.res.reason.startswith("protocol error: malformed message"), ev.res.reason
+    assert ev.session.closed
+
+
 def timed(cand_ms, checked=({"seed": 9, "slot": 0, "rep": 2},), base_ms=None):
     return [
         {"ev": "calling"},
