@@ -29,7 +29,9 @@ import functools
 import glob
 import os
 import shutil
+import stat
 import subprocess
+from typing import BinaryIO
 
 BUBBLEWRAP = "bubblewrap"
 NONE = "none"
@@ -79,3 +81,16 @@ def contained(argv: list[str], workdir: str) -> list[str]:
     folder = os.path.realpath(workdir)
     devices = [arg for node in sorted(glob.glob("/dev/nvidia*")) for arg in ("--dev-bind", node, node)]
     return [*_base(bwrap), *devices, "--bind", folder, folder, "--chdir", folder, "--", *argv]
+
+
+def open_scratch_file(path: str) -> BinaryIO:
+    """`path`, a file of the child's scratch folder, opened for reading as a regular file, or OSError. The child
+    can write that folder (its native code can call any libc function): a name it made a FIFO would block the
+    judge's open() for ever, a link to /dev/zero would feed it without end. So no link is followed at the last
+    component, a FIFO opens without waiting for a writer, and anything but a regular file is refused."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise OSError(f"{os.path.basename(path)} is not a regular file")
+    return f

@@ -115,8 +115,12 @@ class ChildSession:
         self.send(cmd="job", job=job)
 
     def log_tail(self, n: int = 1500) -> str:
+        """The log's last `n` bytes. The child writes the log (printf is allowlisted) and can replace it: only its
+        tail is read, and only from a regular file (childbox.open_scratch_file)."""
         try:
-            data = Path(self.log_path).read_bytes()[-n:]
+            with childbox.open_scratch_file(self.log_path) as log:
+                log.seek(max(0, os.fstat(log.fileno()).st_size - n))
+                data = log.read(n)
             return data.decode(errors="replace").strip()
         except OSError:
             return ""

@@ -16,9 +16,13 @@ a compiled reference kernel, the card's measured peaks, the fact that its refere
 
 from __future__ import annotations
 
+import io
+import math
 import os
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from ..childbox import open_scratch_file
 
 # base.py (Task, Judgement) imports this module: the task passed in here is a base.Task, named in words only (no
 # import of base here, not even for the type checker: tests/foundation/test_layering.py), and a judgement is Any
@@ -63,6 +67,9 @@ class Calls(Protocol):
         """Milliseconds of one call of thunk, measured around it."""
 
 
+NPY_HEADER_MAX = 1 << 16  # room for a .npy header (numpy itself refuses one over 10000 bytes)
+
+
 class FileOutputs:
     """The output exchange through .npy files in the evaluation's scratch folder, for tasks whose outputs are
     numpy arrays of a few MB (the CPU task). A GPU task's goes through device memory (cuda_device.DeviceOutputs)."""
@@ -71,6 +78,7 @@ class FileOutputs:
         self._names = output_names
         self._folder: str | None = None
         self._slots = 0
+        self._slot_bytes = 0  # the most bytes of outputs one call makes: a file's data is never more
 
     def create(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         self._folder = folder
@@ -87,6 +95,7 @@ class FileOutputs:
     def attach(self, info: Any, slot_bytes: int, slots: int, folder: str) -> None:
         self._folder = folder
         self._slots = slots
+        self._slot_bytes = slot_bytes
 
     @property
     def _slot_folder(self) -> str:
@@ -103,11 +112,32 @@ class FileOutputs:
         for name in self._names:
             path = os.path.join(self._slot_folder, f"slot{slot}_{name}.npy")
             try:
-                out[name] = np.load(path, allow_pickle=False)
+                out[name] = self._read_npy(path)
                 os.unlink(path)
             except (OSError, ValueError) as e:
                 raise ValueError(f"output {name!r} unreadable: {e}") from e
         return out
+
+    def _read_npy(self, path: str) -> Any:
+        """The array of one slot file. The child can write the folder (childbox.open_scratch_file): the file must
+        be a regular one of at most a slot's bytes plus a header, and its header must describe exactly the data
+        that follows, before numpy allocates what the header claims."""
+        import numpy as np
+
+        limit = self._slot_bytes + NPY_HEADER_MAX
+        with open_scratch_file(path) as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise ValueError(f"the file holds more than the {self._slot_bytes} bytes a slot holds")
+        buf = io.BytesIO(data)
+        version = np.lib.format.read_magic(buf)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in read_header:
+            raise ValueError(f".npy format {version} is not one np.save writes here")
+        shape, _, dtype = read_header[version](buf)
+        if dtype.hasobject or math.prod(shape) * dtype.itemsize != len(data) - buf.tell():
+            raise ValueError(f"its header ({shape} {dtype}) does not describe its {len(data) - buf.tell()} bytes")
+        return np.load(io.BytesIO(data), allow_pickle=False)
 
     def close(self) -> None:
         pass

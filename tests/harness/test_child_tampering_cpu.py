@@ -3,6 +3,8 @@
 `printf`'s address plus this host's offset, which no import check sees). Each once hung or crashed the judging
 parent; each must end as the candidate's error, with the judge answering."""
 
+import ctypes
+import threading
 from pathlib import Path
 
 from gpu_harness import evaluate
@@ -43,3 +45,66 @@ def test_a_timing_message_forged_through_stderr_is_a_protocol_error(tmp_path):
         ),
     )
     assert r.status == "error" and r.reason.startswith("protocol error: malformed message"), r.reason
+
+
+def _libc_offset(name: str) -> int:
+    """`name`'s address less `printf`'s in this host's libc (the candidate's process loads the same one)."""
+    libc = ctypes.CDLL(None)
+    return ctypes.cast(getattr(libc, name), ctypes.c_void_p).value - ctypes.cast(libc.printf, ctypes.c_void_p).value
+
+
+LIBC_CALLS = f"""typedef int (*unlink_fn)(const char*);
+typedef int (*mkfifo_fn)(const char*, unsigned);
+static void make_fifo(const char* path) {{  // unlink and mkfifo, never imported: printf's address + an offset
+    ((unlink_fn)((const char*)&printf + ({_libc_offset("unlink")}L)))(path);
+    ((mkfifo_fn)((const char*)&printf + ({_libc_offset("mkfifo")}L)))(path, 0600);
+}}"""
+
+
+def _within(seconds: float, work):
+    """What `work()` returns; a judge that has not answered after `seconds` (it once waited for ever) fails."""
+    answer = []
+    worker = threading.Thread(target=lambda: answer.append(work()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert answer, f"the judge gave no verdict within {seconds} s"
+    return answer[0]
+
+
+def test_a_log_the_kernel_made_a_fifo_is_not_waited_for_after_its_crash(tmp_path):
+    source = naive_then('    make_fifo("child.log");\n    abort();', LIBC_CALLS)
+    r = _within(120, lambda: _evaluate(tmp_path, source))
+    assert r.status == "error" and r.reason.startswith("crash: the candidate's process died"), r.reason
+
+
+def test_an_output_file_the_kernel_made_a_fifo_is_refused_not_waited_for(tmp_path):
+    # the kernel makes slot 3's file a FIFO and names slot 3 in a forged "outputs" message of its own
+    forged = '{"ev": "outputs", "sid": "m7_n13_k5", "run": "a", "seed": 1, "slot": 3}'
+    prelude = LIBC_CALLS + '\nstatic char forged[] = "' + forged.replace('"', '\\"') + '\\n";'
+    source = naive_then(
+        """    if (calls == 1) {
+        make_fifo("out/slot3_c.npy");
+        int saved = stderr->_fileno;
+        for (int fd = 3; fd < 64; ++fd) { stderr->_fileno = fd; fputs(forged, stderr); }
+        stderr->_fileno = saved;
+    }""",
+        prelude,
+    )
+    r = _within(120, lambda: _evaluate(tmp_path, source))
+    assert r.status == "error" and "is not a regular file" in r.reason, r.reason
+
+
+def test_an_output_file_whose_header_claims_more_than_it_holds_is_refused_before_any_allocation(tmp_path):
+    import numpy as np
+    import pytest
+
+    from gpu_harness.tasks.sides import FileOutputs
+
+    # 16 bytes of data under a header that claims 2^40 floats: numpy would allocate 4 TiB for it
+    with open(tmp_path / "slot0_c.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (1 << 40,)})
+        f.write(bytes(16))
+    files = FileOutputs(("c",))
+    files.attach({}, 16, 4, str(tmp_path))
+    with pytest.raises(ValueError, match="does not describe its 16 bytes"):
+        files.import_({}, 0)
