@@ -104,7 +104,6 @@ class FileOutputs:
         return self._folder
 
     def import_(self, params: dict[str, Any], slot: int) -> Arrays:
-        import numpy as np
 
         if not (isinstance(slot, int) and 0 <= slot < self._slots):
             raise ValueError(f"no output slot {slot!r}")

@@ -108,3 +108,21 @@ def test_an_output_file_whose_header_claims_more_than_it_holds_is_refused_before
     files.attach({}, 16, 4, str(tmp_path))
     with pytest.raises(ValueError, match="does not describe its 16 bytes"):
         files.import_({}, 0)
+
+
+def test_only_the_tail_of_a_log_the_kernel_flooded_is_read(tmp_path):
+    import tracemalloc
+    import types
+
+    from gpu_harness.runner import ChildSession
+
+    log = tmp_path / "child.log"
+    log.write_bytes(b"x" * (32 << 20) + b"the end")  # printf is allowlisted: a kernel printed 600 MB so
+    tracemalloc.start()
+    try:
+        tail = ChildSession.log_tail(types.SimpleNamespace(log_path=str(log)), 100)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert tail.endswith("the end") and len(tail) == 100
+    assert peak < 1 << 20, f"{peak} bytes held to read a 100-byte tail"
