@@ -13,6 +13,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -215,12 +216,29 @@ def parse_ptxas(log: str) -> dict[str, Any]:
     return {k: v for k, v in kernels.items() if "registers" in v}
 
 
+# The largest kernel source the harness reads: the wire's limit on one (agentloop.protocol.KERNEL_SOURCE_MAX_BYTES,
+# which tests/harness/test_kernel_source_file.py holds equal), so a file the agent could not send is not judged here.
+KERNEL_SOURCE_MAX_BYTES = 2**20
+
+
+def read_kernel_source(path: str | os.PathLike[str]) -> str:
+    """The text of the kernel file at `path`: a regular file of at most KERNEL_SOURCE_MAX_BYTES, in UTF-8. A FIFO
+    is not waited on and a device (/dev/zero) not read without end; OSError or UnicodeDecodeError, in words, else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file (a directory, FIFO, socket or device)")
+        data = f.read(KERNEL_SOURCE_MAX_BYTES + 1)
+    if len(data) > KERNEL_SOURCE_MAX_BYTES:
+        raise OSError(f"{path} is over the harness's limit of {KERNEL_SOURCE_MAX_BYTES:,} bytes for a kernel source")
+    return data.decode()
+
+
 def build(
     source_path: str | os.PathLike[str], language: str, arch: str | None = None, timeout_s: float = 300.0
 ) -> BuildResult:
-    src_path = Path(source_path)
     try:
-        source = src_path.read_text()
+        source = read_kernel_source(source_path)
     except (OSError, UnicodeDecodeError) as e:
         return BuildResult(False, language, reason=f"cannot read kernel source: {e}")
     sha = hashlib.sha256(source.encode()).hexdigest()
@@ -241,9 +259,9 @@ def build(
         result.lib_path = str(entry / "lib.so")
     else:
         result = _compile(source, language, arch, timeout_s, entry)
-        result.source_sha256 = sha
-        if not result.ok:
-            return result
+    result.source_sha256 = sha  # what this call read (a cached build.json's entry is empty)
+    if not result.ok:
+        return result
     # The arch it was compiled for, also when the default was used (a cached build from before kept None): the
     # verdict carries it (`build.arch`), and the dashboard shows it on the kernel.
     result.arch = (arch or DEFAULT_ARCH) if language == "cuda" else arch

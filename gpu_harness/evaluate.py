@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import childbox, figures, verdict
-from .build import build
+from .build import build, read_kernel_source
 from .evaluation import TIMING, Evaluation, Plan
 from .report import summary_line
 from .result import EvalResult, ScenarioOutcome
@@ -118,7 +118,7 @@ def evaluate(
 
 def _evaluate_into(res: EvalResult, t: Task, request: Request) -> None:
     try:
-        source = request.kernel.read_text()
+        source = read_kernel_source(request.kernel)
     except (OSError, UnicodeDecodeError) as e:
         res.reason = f"cannot read kernel {request.kernel}: {e}"
         return
@@ -162,6 +162,11 @@ def _judge_source(
     b = build(request.kernel, t.language, arch=request.arch)
     res.phases["build_s"] = round(time.monotonic() - t0, 2)
     res.build = {"cache_hit": b.cache_hit, "compile_s": round(b.compile_s, 2), "kernels": b.kernels, "arch": b.arch}
+    if b.source_sha256 and b.source_sha256 != res.kernel_sha256:  # the build read the file again
+        b.ok, b.reason = (
+            False,
+            f"{request.kernel} changed while it was evaluated: the verdict would not be its source's",
+        )
     if not b.ok:
         res.reason = b.reason
         for o in res.scenarios:
