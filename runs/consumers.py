@@ -356,9 +356,10 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             await self.send_message({"type": "error", "error": f"no directive {message.get('id')!r} for this worker"})
 
     async def worker_revoked(self, _message):
-        """The host's token was revoked (runs.services.worker_host_revoke): this socket closes now, and the host's
-        next handshake is refused."""
-        await self.close_revoked()
+        """The host's token was revoked (runs.services.worker_host_revoke) or replaced (worker_host_rotate_token):
+        this socket closes now if the token it opened with no longer works, by the database, so that a socket
+        opened with a rotation's new token stays open."""
+        await self.closed_if_not_live()
 
     async def worker_superseded(self, _message):
         """A newer socket of this host opened (docs/protocol.md 2.1): this one closes now."""
@@ -384,7 +385,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
     async def close_revoked(self) -> None:
         if not self.closed:
             self.closed = True
-            log.warning("worker %s: its token is revoked; closing its socket", self.worker.name)
+            log.warning("worker %s: its token is revoked or replaced; closing its socket", self.worker.name)
             await self.close(code=AUTH_REFUSED)
 
     async def close_superseded(self) -> None:

@@ -81,17 +81,19 @@ def worker_events_record(
 
 
 def _senders(host_ids: set[int]) -> dict[int, tuple]:
-    """host -> (revoked_at, the channel name of its live socket), read in the batch's transaction."""
+    """host -> (revoked_at, the channel name of its live socket, its token's hash), read in the batch's
+    transaction."""
     if not host_ids:
         return {}
-    rows = WorkerHost.objects.filter(pk__in=host_ids).values_list("pk", "revoked_at", "connection")
-    return {pk: (revoked_at, connection) for pk, revoked_at, connection in rows}
+    rows = WorkerHost.objects.filter(pk__in=host_ids).values_list("pk", "revoked_at", "connection", "token_hash")
+    return {pk: (revoked_at, connection, token_hash) for pk, revoked_at, connection, token_hash in rows}
 
 
 def _not_live(worker: WorkerHost, socket: str | None, hosts: dict[int, tuple]) -> EventOutcome | None:
     """The outcome of an event whose socket may no longer act (docs/protocol.md 2.1), or None."""
-    revoked_at, live = hosts.get(worker.pk, (None, socket))
-    if revoked_at is not None:
+    revoked_at, live, token_hash = hosts.get(worker.pk, (None, socket, worker.token_hash))
+    # A token replaced by a rotation (worker_host_rotate_token) is as withdrawn as a revoked one.
+    if revoked_at is not None or token_hash != worker.token_hash:
         return EventOutcome(stored=False, error=f"the token of worker {worker.name} is revoked", sender_revoked=True)
     if socket is not None and live != socket:
         return EventOutcome(

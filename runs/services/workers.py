@@ -32,10 +32,19 @@ def worker_host_authenticate(token: str) -> WorkerHost | None:
 
 
 def worker_host_rotate_token(*, host: WorkerHost) -> tuple[WorkerHost, str]:
-    """Give a host a new token (the old one stops working at once) and lift a revocation. Returns the token."""
+    """Give a host a new token and lift a revocation. Returns the token.
+
+    The old token stops working at once, open sockets included: a rotation is how a leaked token is replaced, so
+    a socket opened with it is closed as a revoked one (4401), on any server process, and until it has closed
+    nothing it sends is acted on (`worker_socket_state` compares the token it opened with)."""
     token = "kst_" + secrets.token_urlsafe(32)
-    host.token_hash, host.token_prefix, host.revoked_at = hash_token(token), token[:12], None
-    host.save(update_fields=["token_hash", "token_prefix", "revoked_at"])
+    with transaction.atomic():
+        host.token_hash, host.token_prefix, host.revoked_at = hash_token(token), token[:12], None
+        host.save(update_fields=["token_hash", "token_prefix", "revoked_at"])
+        # Each socket checks its own token against the database on this notice: one opened with the new token
+        # (a worker restarted at once) stays open.
+        send_to_group_after_commit(worker_group(host.pk), {"type": "worker.revoked"})
+        _announce_to_held_runs(host)
     return host, token
 
 
@@ -182,9 +191,10 @@ REVOKED, SUPERSEDED = "revoked", "superseded"
 
 def worker_socket_state(*, worker: WorkerHost, connection: str) -> str | None:
     """Why the host's socket `connection` may no longer act, by the database: REVOKED (the host's token was
-    revoked since it opened), SUPERSEDED (a newer socket of the host opened since: worker_connected), or None."""
-    row = WorkerHost.objects.filter(pk=worker.pk).values_list("revoked_at", "connection").first()
-    if row is None or row[0] is not None:
+    revoked, or replaced by a rotation, since the socket opened with `worker.token_hash`), SUPERSEDED (a newer
+    socket of the host opened since: worker_connected), or None."""
+    row = WorkerHost.objects.filter(pk=worker.pk).values_list("revoked_at", "connection", "token_hash").first()
+    if row is None or row[0] is not None or row[2] != worker.token_hash:
         return REVOKED
     return SUPERSEDED if row[1] != connection else None
 

@@ -18,7 +18,13 @@ from runs.models import (
     Step,
     WorkerHost,
 )
-from runs.services import question_review, run_control, run_send_human_message, worker_host_revoke
+from runs.services import (
+    question_review,
+    run_control,
+    run_send_human_message,
+    worker_host_revoke,
+    worker_host_rotate_token,
+)
 from tests.dashboard.helpers import (
     connected_worker,
     evaluation_payload,
@@ -91,6 +97,43 @@ async def test_a_host_revoked_where_no_message_reached_its_socket_is_closed_at_i
         reply = await socket.receive_json_from(timeout=5)
         assert reply["type"] == "nack" and reply["retry"] is True and "revoked" in reply["error"], reply
         assert not await sync_to_async(RefusedEvent.objects.filter(run=run).exists)()
+    else:
+        await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
+    assert (await socket.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4401}
+    assert not await sync_to_async(Step.objects.filter(run=run).exists)()
+    assert (await sync_to_async(Run.objects.get)(pk=queued.pk)).status == RunStatus.QUEUED
+
+
+async def test_rotating_a_token_closes_the_socket_opened_with_the_old_one_and_keeps_the_new_ones():
+    """`worker_token --rotate` is what an operator runs when a token leaked: a socket opened with the old token
+    (the leaker's) must not keep taking runs, while the host's worker restarted with the new token serves on."""
+    host, old = await sync_to_async(make_worker)()
+    socket = await connected_worker(old)
+    await claimed_run(socket)
+    queued = await sync_to_async(make_run)()
+    _, new = await sync_to_async(worker_host_rotate_token)(host=host)
+    assert (await socket.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4401}
+    assert (await sync_to_async(Run.objects.get)(pk=queued.pk)).status == RunStatus.QUEUED
+    fresh = await connected_worker(new)
+    await sync_to_async(worker_host_rotate_token)(host=host)  # a second rotation closes the fresh socket
+    assert (await fresh.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.parametrize("first", ["event", "claim"])
+async def test_a_socket_whose_token_was_replaced_where_no_message_reached_it_is_closed_at_its_next_event_or_claim(
+    first,
+):
+    """A rotation in another process with no shared channel layer: the database says the socket's token is no
+    longer the host's, so its event is not stored (a retry nack) and its claim gets no run."""
+    host, old = await sync_to_async(make_worker)()
+    socket = await connected_worker(old)
+    run = await claimed_run(socket)
+    queued = await sync_to_async(make_run)()
+    await sync_to_async(WorkerHost.objects.filter(pk=host.pk).update)(token_hash="0" * 64)  # no message sent
+    if first == "event":
+        await socket.send_json_to(event(run.pk, 0, "note", {"text": "after the rotation", "level": "info"}))
+        reply = await socket.receive_json_from(timeout=5)
+        assert reply["type"] == "nack" and reply["retry"] is True and "revoked" in reply["error"], reply
     else:
         await socket.send_json_to({"type": "claim", "v": 1, "gpu": 0})
     assert (await socket.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4401}

@@ -17,7 +17,8 @@ class Command(BaseCommand):
         action.add_argument(
             "--rotate",
             action="store_true",
-            help="give an existing host a new token (the old one stops working; a revocation is lifted)",
+            help="give an existing host a new token (the old one stops working, its open sockets closed; a revocation "
+            "is lifted)",
         )
 
     def handle(self, *args, name, gpus, revoke, rotate, **options):
