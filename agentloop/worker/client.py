@@ -73,7 +73,9 @@ def worker_url(server: str) -> str:
             url = new + url[len(old) :]
     if not url.startswith(("ws://", "wss://")):
         url = "ws://" + url
-    return url if url.endswith("/ws/worker") else url + "/ws/worker/"
+    # The server's address, or its worker route already named: the route is `ws/worker/`, slash included (the
+    # server routes nothing else there, and a handshake elsewhere fails with HTTP 500, which the worker retries).
+    return url + "/" if url.endswith("/ws/worker") else url + "/ws/worker/"
 
 
 def is_loopback(host: str) -> bool:

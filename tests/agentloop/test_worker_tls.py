@@ -16,7 +16,7 @@ import pytest
 from websockets.sync.server import serve
 
 from agentloop.errors import ConfigError
-from agentloop.worker.client import EXIT_CERTIFICATE_REFUSED, is_loopback, tls_context
+from agentloop.worker.client import EXIT_CERTIFICATE_REFUSED, is_loopback, tls_context, worker_url
 from tests.tls_certs import make_ca, make_server_certificate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -187,3 +187,17 @@ def test_an_unreadable_ca_file_and_a_ca_file_for_plain_ws_are_refused_at_start(t
     ca, _, _ = make_ca(tmp_path / "ca")
     done = run_worker(tmp_path, "--server", "ws://127.0.0.1:1", "--ca-file", str(ca))
     assert done.returncode == 2 and "use wss://" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        "https://kernelseek.example",
+        "https://kernelseek.example/",
+        "wss://kernelseek.example/ws/worker",
+        "https://kernelseek.example/ws/worker/",
+    ],
+)
+def test_the_server_address_in_any_spelling_reaches_the_worker_route_with_its_trailing_slash(server):
+    # The dashboard routes `ws/worker/` only: without the slash the handshake fails with HTTP 500 forever.
+    assert worker_url(server) == "wss://kernelseek.example/ws/worker/"
