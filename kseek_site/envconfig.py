@@ -60,6 +60,22 @@ def env_int(name: str, default: int, minimum: int | None = None, maximum: int | 
     return value
 
 
+def env_http_url(name: str) -> str:
+    """An http:// or https:// address from the environment ('' when unset or blank), as given. Checked at start:
+    a webhook address without its scheme would fail at every notice, in a background thread, and a site address
+    without one would make links that are not links."""
+    from urllib.parse import urlsplit
+
+    raw = os.environ.get(name, "")
+    value = raw.strip()
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{name}={raw!r} is not an http:// or https:// address (e.g. https://kernelseek.example)")
+    return value
+
+
 # The data folder holds the SQLite database (sessions, token hashes), the secret key, the generated admin password
 # and uploaded traces: only the user who runs the site may enter it or read its files.
 PRIVATE_FOLDER_MODE = 0o700

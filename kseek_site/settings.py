@@ -36,6 +36,7 @@ from kseek_site.envconfig import (
     database_config,
     env_bool,
     env_float,
+    env_http_url,
     env_int,
     env_list,
     narrow_mode,
@@ -151,8 +152,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default, 2.5 MiB, stated: the import relies on it
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 # The optional webhook (runs/notify.py) and the address its links start with.
-KSEEK_WEBHOOK_URL = os.environ.get("KSEEK_WEBHOOK_URL", "").strip()
-KSEEK_SITE_URL = os.environ.get("KSEEK_SITE_URL", "").strip().rstrip("/")
+KSEEK_WEBHOOK_URL = env_http_url("KSEEK_WEBHOOK_URL")
+KSEEK_SITE_URL = env_http_url("KSEEK_SITE_URL").rstrip("/")
 
 KSEEK_TRACE_UPLOAD_MAX_BYTES = env_int("KSEEK_TRACE_UPLOAD_MAX_BYTES", 32 * 1024 * 1024, minimum=1)
 

@@ -177,3 +177,35 @@ def test_the_login_throttle_comes_from_the_environment_and_is_checked(tmp_path):
     assert (found["login_failure_limit"], found["login_cooloff_s"], found["trusted_proxies"]) == (10, 120, 1)
     assert "KSEEK_LOGIN_FAILURE_LIMIT='0' must be at least 1" in probe_fails(tmp_path, KSEEK_LOGIN_FAILURE_LIMIT="0")
     assert "KSEEK_TRUSTED_PROXIES='one' is not a whole number" in probe_fails(tmp_path, KSEEK_TRUSTED_PROXIES="one")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("KSEEK_WEBHOOK_URL", "hooks.slack.com/services/T0/B0/x"), ("KSEEK_SITE_URL", "kernelseek.example")],
+)
+def test_a_webhook_or_site_address_without_http_or_https_is_refused_at_start_with_its_name(tmp_path, name, value):
+    # Unchecked, a webhook address without a scheme killed the sender thread at each notice (no retry, no "gave up"
+    # line), and a site address without one made every notice's run_url a path that is not a link.
+    env = {k: v for k, v in os.environ.items() if k not in {"KSEEK_WEBHOOK_URL", "KSEEK_SITE_URL"}}
+    env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path), name: value})
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"{name}={value!r} is not an http:// or https:// address" in done.stderr
+
+
+def test_the_webhook_and_site_addresses_come_from_the_environment(tmp_path):
+    probe = PROBE.replace(
+        '"engine":', '"webhook": settings.KSEEK_WEBHOOK_URL, "site": settings.KSEEK_SITE_URL, "engine":'
+    )
+    env = {k: v for k, v in os.environ.items() if k not in {"KSEEK_WEBHOOK_URL", "KSEEK_SITE_URL"}}
+    env.update(
+        DJANGO_SETTINGS_MODULE="kseek_site.settings",
+        KSEEK_DATA_DIR=str(tmp_path),
+        KSEEK_WEBHOOK_URL=" https://hooks.example/kernelseek/ ",
+        KSEEK_SITE_URL="https://kernelseek.example/",
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    # The receiver's path as given (its slash may matter to it); the site's without one, as links append theirs.
+    assert (found["webhook"], found["site"]) == ("https://hooks.example/kernelseek/", "https://kernelseek.example")
