@@ -10,6 +10,7 @@ browser on one process hears of a worker's events on the other); one process on 
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import subprocess
 import urllib.error
@@ -143,6 +144,39 @@ def test_a_worker_refuses_to_send_its_token_over_plain_ws_to_another_host(shape,
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"refusing to send the worker token in clear text to {host} over plain ws://" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_trace_just_over_the_import_limit_gets_the_imports_own_413_through_the_proxy(shape):
+    """nginx's body limit leaves room for the form around the file: a trace a byte over KSEEK_TRACE_UPLOAD_MAX_BYTES
+    (32 MiB by default) reaches Django, whose refusal names both sizes, where nginx's own bare 413 would have
+    refused even a trace within the limit (the multipart framing is counted in the body)."""
+    limit = 32 * 2**20
+    context = ssl.create_default_context(cafile=shape["certificate"].ca_file)
+    base = shape["proxy"].base
+    cookies = f"sessionid={shape['site'].session_for('otto', 'operator')}"
+    page = urllib.request.Request(base + "/traces/import/", headers={"Cookie": cookies})
+    with urllib.request.urlopen(page, context=context, timeout=30) as answer:
+        csrf = re.search(r"csrftoken=([^;]+)", answer.headers["Set-Cookie"]).group(1)
+    boundary = "kseek-tls-boundary"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"\r\n\r\n{csrf}\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="trace"; filename="big.jsonl"\r\n\r\n'
+        ).encode()
+        + b"x" * (limit + 1)
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    headers = {
+        "Cookie": f"{cookies}; csrftoken={csrf}",
+        "Origin": base,
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+    }
+    upload = urllib.request.Request(base + "/traces/import/", data=body, headers=headers)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(upload, context=context, timeout=120)
+    page_text = refused.value.read().decode()
+    assert refused.value.code == 413
+    assert f"the import takes at most {limit:,} bytes" in page_text, page_text[:500]
 
 
 @pytest.mark.browser
