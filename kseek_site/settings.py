@@ -175,6 +175,8 @@ if KSEEK_BEHIND_TLS_PROXY:
     SECURE_HSTS_SECONDS = env_int("KSEEK_HSTS_SECONDS", 365 * 24 * 3600, minimum=1)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
+    # Before SecurityMiddleware's redirect: a proxy that does not set X-Forwarded-Proto is named in the log.
+    MIDDLEWARE.insert(0, "kseek_site.proxy_headers.MissingForwardedProtoWarning")
 
 LOGGING = {
     "version": 1,

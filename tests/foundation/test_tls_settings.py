@@ -111,3 +111,18 @@ def test_the_default_serves_plain_http_unchanged_and_ignores_a_forwarded_protoco
     assert seen["plain"] == [200, None, None]
     assert seen["forwarded"] == [200, None]
     assert seen["csrf_cookie_secure"] is False and seen["session_cookie_secure"] is False
+
+
+def test_behind_the_proxy_a_request_without_a_forwarded_protocol_is_named_in_the_log_once(tmp_path):
+    # A proxy that does not set X-Forwarded-Proto sends browsers round a redirect loop; the log says why.
+    done = subprocess.run(
+        [sys.executable, "-c", REQUEST_PROBE],
+        cwd=ROOT,
+        env=site_env(tmp_path, **PRODUCTION),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("came without X-Forwarded-Proto") == 1, done.stderr[-3000:]
+    assert "proxy_set_header X-Forwarded-Proto $scheme;" in done.stderr
