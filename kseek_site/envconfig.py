@@ -76,8 +76,9 @@ def env_http_url(name: str) -> str:
     return value
 
 
-# The data folder holds the SQLite database (sessions, token hashes), the secret key, the generated admin password
-# and uploaded traces: only the user who runs the site may enter it or read its files.
+# The data folder holds the SQLite database (sessions, token hashes), the secret key and the generated admin
+# password (trace uploads are spooled to $TMPDIR, not here): only the user who runs the site may enter it or read
+# its files.
 PRIVATE_FOLDER_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 SQLITE_FILE_NAME = "kernelseek.sqlite3"

@@ -5,8 +5,8 @@ KSEEK_SQLITE_BUSY_TIMEOUT_S  on SQLite: how long a write waits for another's loc
 REDIS_URL      unset: in-memory channel layer (one server process); e.g. redis://127.0.0.1:6379/0
 SECRET_KEY     unset: generated once into the data folder
 KSEEK_LARGE_GAIN_RATIO  the gain after a question (best speedup after / before) that counts as large (1.2)
-KSEEK_DATA_DIR where SQLite, the secret key and uploaded traces live (default: ./data); kept private: the folder
-               mode 0700, the database 0600 (made so, or narrowed to it at every start)
+KSEEK_DATA_DIR where SQLite, the secret key and the generated admin password live (default: ./data); kept
+               private: the folder mode 0700, the database 0600 (made so, or narrowed to it at every start)
 DEBUG          off unless set to 1/true
 ALLOWED_HOSTS  comma-separated (default: localhost, 127.0.0.1, [::1])
 CSRF_TRUSTED_ORIGINS  comma-separated origins, for a deployment behind a proxy
