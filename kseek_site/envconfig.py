@@ -210,6 +210,9 @@ def channel_layers_config(redis_url: str | None, prefix: str | None = None, secr
     open and two server processes, p99 fan-out latency fell from 136-150 ms to 72-75 ms on the 2-core host
     (docs/benchmarks.md, "Events")."""
     if redis_url:
+        # Checked here, at start: redis-py refuses another scheme only at the first use, in every socket's handshake.
+        if not redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(f"REDIS_URL={redis_url!r} must start with redis://, rediss:// or unix://")
         return {
             "default": {
                 "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",

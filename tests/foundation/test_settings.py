@@ -209,3 +209,14 @@ def test_the_webhook_and_site_addresses_come_from_the_environment(tmp_path):
     found = json.loads(done.stdout)
     # The receiver's path as given (its slash may matter to it); the site's without one, as links append theirs.
     assert (found["webhook"], found["site"]) == ("https://hooks.example/kernelseek/", "https://kernelseek.example")
+
+
+def test_a_redis_url_without_its_scheme_is_refused_at_start_with_its_name(tmp_path):
+    # Unchecked, the site started and failed later, at every socket and notice (HTTP 500 to each worker).
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "SECRET_KEY"}}
+    env.update(
+        DJANGO_SETTINGS_MODULE="kseek_site.settings", KSEEK_DATA_DIR=str(tmp_path), REDIS_URL="cache.example:6379"
+    )
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "REDIS_URL='cache.example:6379' must start with redis://, rediss:// or unix://" in done.stderr
