@@ -43,7 +43,8 @@ def probe_settings(tmp_path: Path, **env_overrides) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"}
+        # A channel prefix the session's shell sets (a shared Redis) would name every probed site alike.
+        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "KSEEK_CHANNEL_PREFIX"}
     }
     env.update({"DJANGO_SETTINGS_MODULE": "kseek_site.settings", "KSEEK_DATA_DIR": str(tmp_path)})
     env.update(env_overrides)
