@@ -62,10 +62,10 @@ class Channel:
     def take_slot(self) -> int:
         return self.slots.take(self._read)
 
-
-def _fresh_fraction() -> float:
-    # decided after each timed call, from the OS: the candidate cannot know beforehand whether a call is checked
-    return int.from_bytes(os.urandom(4), "little") / 2**32
+    def wait_freed(self, slot: int) -> None:
+        """Until the parent has copied `slot` and given it back (a timed call's outputs: the parent's copy then
+        never runs beside the next timed call)."""
+        self.slots.wait_for(slot, self._read)
 
 
 def run(task_name: str, ch: Channel) -> None:
@@ -201,14 +201,13 @@ def _time_scenario(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any]) -> Non
     t_warm = time.perf_counter()
     est, runnable, notes = _warm_up(bench, sc, cmd["baselines"])
     t_reps = time.perf_counter()
-    cand_ms, base_ms, checked = _timed_calls(bench, sc, cmd, est, runnable)
+    cand_ms, base_ms = _timed_calls(bench, sc, cmd, est, runnable)
     bench.ch.send(
         ev="timed",
         sid=sc["id"],
         cand_ms=cand_ms,
         base_ms=base_ms,
         notes=notes,
-        checked=checked,
         estimate_ms=est,
         seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps},
     )
@@ -250,16 +249,14 @@ def _baseline_problem(bench: Bench, sid: str, f: Callable[[], object]) -> str | 
 
 def _timed_calls(
     bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float, runnable: list[str]
-) -> tuple[list[Any], dict[str, Any], list[Any]]:
-    """The repeated timed calls, candidate and baselines interleaved: the candidate's times, the baselines'
-    times by name, and the calls whose outputs went to the parent to be checked."""
+) -> tuple[list[Any], dict[str, Any]]:
+    """The repeated timed calls, candidate and baselines interleaved: the candidate's times and the baselines'
+    times by name. Every candidate call's outputs go to the parent, which keeps a copy of each and, once it has
+    the times, judges the calls that set the median (and others at random): which those are, no call can know."""
     params = sc["params"]
     reps = _repeats(est, cmd)
     cand_ms: list[float] = []
     base_ms: dict[str, list[float]] = {n: [] for n in runnable}
-    checked: list[Any] = []
-    # the last timed call is always checked (catches "honest for the first N calls"), plus random others
-    p_check = min(1.0, (cmd["checks"] - 1) / max(min(reps, cmd.get("early_min") or reps), 1))
     for rep in range(reps):
         # fresh inputs for every timed call: caching outputs between calls gains nothing
         seed = bench.derive_seed(sc["seed_a"], "timed", rep)
@@ -276,16 +273,13 @@ def _timed_calls(
                 continue
             cand_ms.append(bench.time_candidate(inputs, outputs, params))
             bench.fail_on_device_error(sc["id"], f"timed call {rep}")
-            if _fresh_fraction() < p_check and len(checked) < cmd["checks"] - 1:
-                checked.append({"seed": seed, "slot": bench.export(outputs), "rep": rep})
-        last = rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd)
-        if last and not (checked and checked[-1]["rep"] == rep):
-            # the baselines' calls since then write only their own outputs
-            checked.append({"seed": seed, "slot": bench.export(outputs), "rep": rep})
+            slot = bench.export(outputs)
+            bench.ch.send(ev="timed_output", sid=sc["id"], rep=rep, slot=slot)
+            bench.ch.wait_freed(slot)  # the parent's copy is done before anything else is timed
         del inputs, outputs, fns
-        if last:
+        if rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd):
             break
-    return cand_ms, base_ms, checked
+    return cand_ms, base_ms
 
 
 def _serve_batches(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float) -> None:

@@ -32,7 +32,6 @@ TIMING = TIMING_DEFAULTS  # (gpu_harness/taskspec/vocabulary.py, beside what a t
 HOST_BATCHES = 3  # host-clock batches tried before a disagreement is called suspect
 STAGE_TIMEOUT_S = 120.0  # anything that is not a candidate call (start, input generation, ...)
 SAVE_MARGIN_S = 15.0  # after a call: copying its outputs into a slot
-assert TIMING["checks"] < SLOTS  # the child never waits for a slot in the middle of timing
 
 STOP_KINDS = {"timeout": "hang/timeout", "crash": "crash", "protocol": "protocol error"}
 # What reading a forged message can raise: a missing field, a field of the wrong type, an empty or malformed
@@ -241,16 +240,12 @@ class Evaluation:
         )
         per_call = self.task.call_timeout_s(sc)
         _expect(self.recv(STAGE_TIMEOUT_S), "calling")  # the warm-up call
-        msg = self.recv(self.timing_wait_s(per_call, len(base_names)))
-        if msg.get("ev") == "device_error":
-            o.correct = False
-            o.reason = f"device error while timing: {msg.get('error')}"
-            raise ChildFailed("crash", f"{sc.id}: {msg.get('error')}")
-        _expect(msg, "timed")
+        deadline = time.monotonic() + self.timing_wait_s(per_call, len(base_names))
+        msg, outputs = self.timed_outputs(sc, o, deadline)
         for part, secs in (msg.get("seconds") or {}).items():  # the child's word: diagnostics only
             if part in ("warmup", "repeats") and isinstance(secs, (int, float)):
                 self.phases[f"timing_{part}_s"] = self.phases.get(f"timing_{part}_s", 0.0) + secs
-        self.spot_check(sc, o, msg["checked"])
+        self.judge_timed_calls(sc, o, msg["cand_ms"], outputs)
         med, spread = verdict.median_and_spread(msg["cand_ms"])
         o.time_ms, o.spread_ms, o.repeats = med, spread, len(msg["cand_ms"])
         o.time_ci_ms = list(verdict.median_interval(msg["cand_ms"]))
@@ -294,18 +289,47 @@ class Evaluation:
         o.speedup[figures.BEST_LIBRARY] = best["ms"] / o.time_ms if o.time_ms else None
         o.details[figures.BEST_LIBRARY] = best["name"]
 
-    def spot_check(self, sc: Scenario, o: ScenarioOutcome, checked: list[dict[str, Any]]) -> None:
-        """Judge the outputs of the timed calls the child was told to keep (chosen after the calls ran)."""
-        for chk in checked:
-            j = self.judge(
-                sc.params, chk["seed"], self.take(sc.params, chk["slot"]), tolerance=o.tolerance, spot_check=True
-            )
-            if not j.correct:
+    def timed_outputs(self, sc: Scenario, o: ScenarioOutcome, deadline: float) -> tuple[dict[str, Any], list[Arrays]]:
+        """The child's `timed` message, and a private copy of every timed call's outputs in call order: each slot
+        is given back once copied, and the child waits for it before it times anything else, so no copy runs
+        beside a timed call."""
+        outputs: list[Arrays] = []
+        while True:
+            msg = self.recv(max(0.0, deadline - time.monotonic()))
+            if msg.get("ev") == "device_error":
                 o.correct = False
-                o.reason = f"output of timed call {chk['rep']} is wrong: {j.reason}"
-        if not checked:
-            o.correct = False
-            o.reason = "no timed output was checked"
+                o.reason = f"device error while timing: {msg.get('error')}"
+                raise ChildFailed("crash", f"{sc.id}: {msg.get('error')}")
+            if msg.get("ev") != "timed_output":
+                _expect(msg, "timed")
+                return msg, outputs
+            if msg.get("rep") != len(outputs):
+                raise ChildFailed(
+                    "protocol",
+                    f"malformed message from the child: timed call {msg.get('rep')!r}'s outputs came as {len(outputs)}'s",
+                )
+            outputs.append(self.take(sc.params, msg["slot"]))
+
+    def judge_timed_calls(self, sc: Scenario, o: ScenarioOutcome, cand_ms: list[float], outputs: list[Arrays]) -> None:
+        """Judge the timed calls whose times set the median (a call cut short to look fast would be one of them),
+        and `checks` - 1 others drawn now, after every call ran: no call could know it would be judged. Each on
+        the inputs the parent derives from the call's number, never on the child's word."""
+        if len(outputs) != len(cand_ms) or not cand_ms:
+            raise ChildFailed(
+                "protocol", f"malformed message from the child: {len(cand_ms)} timed call(s), {len(outputs)} outputs"
+            )
+        median_reps = verdict.median_calls(cand_ms)
+        others = [rep for rep in range(len(cand_ms)) if rep not in median_reps]
+        extra = {**TIMING, **self.task.timing_overrides}["checks"] - 1
+        drawn = [others.pop(_urandom_below(len(others))) for _ in range(min(extra, len(others)))]
+        seed_a = self.job_by_id[sc.id]["seed_a"]
+        for rep in median_reps + drawn:  # the first wrong one is the reason: the median's, where it is wrong
+            seed = derive_seed(seed_a, "timed", rep)
+            j = self.judge(sc.params, seed, outputs[rep], tolerance=o.tolerance, spot_check=True)
+            if not j.correct and o.correct is not False:
+                role = " (the median's)" if rep in median_reps else ""
+                o.correct, o.reason = False, f"output of timed call {rep}{role} is wrong: {j.reason}"
+        outputs.clear()  # the copies go as soon as they are judged
 
     def host_clock(self, o: ScenarioOutcome, per_call: float) -> str | None:
         """The parent's clock against the in-process timer over the same batch of calls; a disagreement is
@@ -436,6 +460,11 @@ def host_load_now() -> dict[str, Any]:
         return {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return {"load_1m": round(load, 2), "cores": cores}
+
+
+def _urandom_below(n: int) -> int:
+    """A number in [0, n) from the OS, drawn in the parent after the calls ran (n < 2**32)."""
+    return int.from_bytes(os.urandom(4), "little") * n // 2**32
 
 
 def left(deadline: float | None, stage_s: float) -> float:

@@ -139,21 +139,28 @@ class DeviceExchange:
 
 
 class SlotRing:
-    """The child's bookkeeping of which slots the parent has freed. `wait_free` reads the command channel
-    until one is free (the parent frees each slot as soon as it has copied it)."""
+    """The child's bookkeeping of which slots the parent has freed. `take` reads the command channel until one
+    is free, `wait_for` until a given one is (the parent frees each slot as soon as it has copied it)."""
 
     def __init__(self, slots: int) -> None:
         self.free = list(range(slots))
 
     def take(self, next_command: Callable[[], dict[str, Any]]) -> int:
-        while not self.free:
+        self._read_until(lambda: bool(self.free), next_command)
+        return self.free.pop(0)
+
+    def wait_for(self, index: int, next_command: Callable[[], dict[str, Any]]) -> None:
+        """Until slot `index` is free again (freed slots noted on the way)."""
+        self._read_until(lambda: index in self.free, next_command)
+
+    def _read_until(self, done: Callable[[], bool], next_command: Callable[[], dict[str, Any]]) -> None:
+        while not done():
             cmd = next_command()
             if cmd.get("cmd") == "exit":
                 raise SystemExit(0)
             if cmd.get("cmd") != "free":
                 raise ValueError(f"expected a freed slot, got {cmd!r}")
             self.release(cmd["slot"])
-        return self.free.pop(0)
 
     def release(self, index: int) -> None:
         if index not in self.free:

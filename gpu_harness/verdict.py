@@ -131,6 +131,16 @@ def median_and_spread(samples: list[float]) -> tuple[float, float]:
     return med, q[2] - q[0]
 
 
+def median_calls(samples: list[float]) -> list[int]:
+    """The positions in `samples` of the calls whose times make its median (median_and_spread's): the middle one
+    of an odd count, the two middle ones of an even count (ties broken by position, as a stable sort keeps them)."""
+    if not samples:
+        raise ValueError("no samples")
+    order = sorted(range(len(samples)), key=lambda i: samples[i])
+    middle = len(order) // 2
+    return sorted(order[middle - 1 : middle + 1] if len(order) % 2 == 0 else [order[middle]])
+
+
 def median_interval(samples: list[float], level: float = 0.95) -> tuple[float, float]:
     """A distribution-free interval on the median of `samples`: the order statistics x(k) and x(n+1-k) with the
     largest k whose binomial coverage, 1 - 2 P(Binomial(n, 1/2) < k), is still at least `level`. Timings are

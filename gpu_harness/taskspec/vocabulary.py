@@ -113,7 +113,7 @@ TIMING_KEYS = {  # key of gpu_harness/evaluation.py's TIMING -> (lowest, highest
     "max_reps": (1, 200),
     "early_min": (3, 100),
     "ci_rel": (0.001, 0.05),
-    "checks": (1, 3),  # < exchange.SLOTS: the child never waits for a slot in the middle of timing
+    "checks": (1, 3),  # the median's call(s) are judged, and checks - 1 other timed calls drawn after they ran
     "batch_ms": (1.0, 500.0),
     "batch_max": (10, 10000),
 }

@@ -7,9 +7,9 @@ import pytest
 from gpu_harness.evaluation import Evaluation, Plan
 from gpu_harness.result import EvalResult, ScenarioOutcome
 from gpu_harness.runner import ChildFailed
-from gpu_harness.tasks import Judgement, Scenario, Task
+from gpu_harness.tasks import Judgement, Scenario, Task, derive_seed
 from gpu_harness.tasks.sides import JudgeSide
-from gpu_harness.verdict import TimingLimits
+from gpu_harness.verdict import TimingLimits, median_calls
 
 SCENARIOS = [Scenario("s1", {"n": 1}, flops=1e6, bytes=1e3), Scenario("s2", {"n": 2}, flops=2e6, bytes=2e3)]
 
@@ -165,8 +165,8 @@ FORGED_TIMING = {  # what a kernel wrote onto the message pipe in place of the c
 @pytest.mark.parametrize("forged", FORGED_TIMING.values(), ids=FORGED_TIMING.keys())
 def test_a_forged_timing_message_is_a_protocol_error_not_a_crash_of_the_judge(tmp_path, forged):
     script = timed([1.0, 1.0, 1.0])
-    script[1].update({k: v for k, v in forged.items() if k != "batch_n"})
-    script[2]["n"] = forged.get("batch_n", 10)
+    script[-2].update({k: v for k, v in forged.items() if k != "batch_n"})  # the "timed" message
+    script[-1]["n"] = forged.get("batch_n", 10)
     script.append({"ev": "batch_done", "inproc_ms": 1.0})
     ev, _ = evaluation([{"ev": "ready"}, {"ev": "loaded"}, *runs("s1", 0, 1, 2), {"ev": "checked"}, *script],
                        {0: "ok", 1: "ok", 2: "ok"})  # fmt: skip
@@ -182,23 +182,61 @@ def test_a_forged_timing_message_is_a_protocol_error_not_a_crash_of_the_judge(tm
     assert ev.session.closed
 
 
-def timed(cand_ms, checked=({"seed": 9, "slot": 0, "rep": 2},), base_ms=None):
+def timed(cand_ms, slots=None, base_ms=None):
+    """A child's timing of one scenario: the warm-up, each timed call's outputs (in `slots[rep]`, slot 0 by
+    default), the times, then the host clock's batch."""
+    outputs = [{"ev": "timed_output", "rep": rep, "slot": slot} for rep, slot in enumerate(slots or [0] * len(cand_ms))]
     return [
         {"ev": "calling"},
-        {"ev": "timed", "cand_ms": cand_ms, "base_ms": base_ms or {"base": [2.0, 2.0, 2.0]}, "notes": {},
-         "checked": list(checked)},
+        *outputs,
+        {"ev": "timed", "cand_ms": cand_ms, "base_ms": base_ms or {"base": [2.0, 2.0, 2.0]}, "notes": {}},
         {"ev": "batch_ready", "n": 10},
-    ]  # fmt: skip
+    ]
 
 
-def test_a_wrong_timed_output_fails_the_scenario_and_so_does_none_checked():
-    ev, _ = evaluation(timed([1.0, 1.0, 1.0]), {0: "changed after the warm-up"})
+def timed_judgements(ev):
+    return [(seed, out) for _n, seed, out, _tol, spot in ev.task.judged if spot]
+
+
+def test_the_timed_calls_that_set_the_median_are_judged_so_calls_cut_short_to_look_fast_fail(monkeypatch):
+    """The attack: a kernel forces the fewest repeats (a slow warm-up), so it knows which call is the last, and
+    returns at once without writing on every other. The last call was always judged and one other at random:
+    it escaped whenever the draw missed (4 times in 9 at 3 repeats) with the fast calls' median. Now the calls
+    that make the median are judged, here call 1, whatever is drawn."""
+    monkeypatch.setattr(Evaluation, "host_clock", lambda self, o, per_call: None)
+    for _ in range(5):  # the other judged call is drawn at random: the verdict may not depend on it
+        ev, _ = evaluation(timed([0.1, 0.1, 3.0], slots=[1, 1, 0]), {0: "ok", 1: "not written"})
+        o = ev.res.scenarios[0]
+        o.correct = True
+        ev.time_scenario(SCENARIOS[0], o)
+        assert not o.correct and "output of timed call 1 (the median's) is wrong: wrong" in o.reason
+        judged = timed_judgements(ev)
+        seeds = {derive_seed(ev.job_by_id["s1"]["seed_a"], "timed", rep): rep for rep in range(3)}
+        assert len(judged) == 2 and all(seed in seeds for seed, _ in judged)  # seeds the parent derived itself
+        assert seeds[judged[0][0]] == 1 or seeds[judged[1][0]] == 1
+
+
+def test_an_even_count_of_timed_calls_has_both_middle_calls_judged():
+    assert median_calls([5.0, 1.0, 2.0, 9.0]) == [0, 2] and median_calls([3.0, 1.0, 2.0]) == [2]
+    assert median_calls([1.0, 1.0, 1.0, 1.0]) == [1, 2]  # ties: by position
+    ev, _ = evaluation(timed([5.0, 1.0, 2.0, 9.0], slots=[0, 0, 0, 0]), {0: "ok"})
     o = ev.res.scenarios[0]
-    ev.spot_check(SCENARIOS[0], o, [{"seed": 9, "slot": 0, "rep": 2}])
-    assert not o.correct and o.reason == "output of timed call 2 is wrong: wrong"
-    assert ev.task.judged[-1][-1] is True  # judged as a spot check
-    ev.spot_check(SCENARIOS[0], o, [])
-    assert o.reason == "no timed output was checked"
+    o.correct = True
+    ev.judge_timed_calls(SCENARIOS[0], o, [5.0, 1.0, 2.0, 9.0], [{"out": "ok"}] * 4)
+    assert o.correct and len(timed_judgements(ev)) == 3  # the two middle calls and one drawn
+
+
+@pytest.mark.parametrize(
+    "script, says",
+    [
+        (timed([1.0, 1.0, 1.0], slots=[0, 0]), r"3 timed call\(s\), 2 outputs"),
+        ([{"ev": "calling"}, {"ev": "timed_output", "rep": 1, "slot": 0}], "timed call 1's outputs came as 0's"),
+    ],
+)
+def test_timed_outputs_that_do_not_match_the_calls_are_a_protocol_error(script, says):
+    ev, _ = evaluation(script, {0: "ok"})
+    with pytest.raises(ChildFailed, match=says):
+        ev.time_scenario(SCENARIOS[0], ev.res.scenarios[0])
 
 
 def test_the_host_clock_is_tried_again_before_a_disagreement_counts(monkeypatch):

@@ -343,21 +343,23 @@ def test_the_time_command_carries_the_tasks_overrides_and_the_waits_scale_with_t
     sent = ev.session.sent[0]
     assert sent == {"cmd": "time", "scenario": ev.job_by_id["s1"], "baselines": ["base"], **TIMING, "batch_ms": 50.0}
     per_call = 3.0 + 1e6 / 1e6
-    waits = [w for w, _ in ev.session.waits]
-    assert waits == [STAGE_TIMEOUT_S, per_call * (TIMING["max_reps"] + 2) * 2 + STAGE_TIMEOUT_S]
+    waits = [w for w, _ in ev.session.waits]  # the warm-up, then each message of the timing until its deadline
+    assert waits[0] == STAGE_TIMEOUT_S and len(waits) == 1 + 3 + 1
+    assert waits[1] == pytest.approx(per_call * (TIMING["max_reps"] + 2) * 2 + STAGE_TIMEOUT_S, abs=1.0)
+    assert waits[1:] == sorted(waits[1:], reverse=True)  # one deadline for the whole timing
     assert ev.session.waits[0][1] == "timing s1" and ev.current_sid == "s1"
 
 
 def test_timing_records_the_childs_warm_up_and_repeat_seconds_summed_over_scenarios(monkeypatch):
     seconds = {"warmup": 0.5, "repeats": 1.5, "other": 9.0, "bad": "x"}
     ev, _ = make(timed([1.0, 1.0, 1.0]), {0: "ok"})
-    ev.session.script[1]["seconds"] = seconds
-    ev.session.script[1]["notes"] = {"base": "no cuBLAS here"}
+    ev.session.script[-2]["seconds"] = seconds  # the "timed" message
+    ev.session.script[-2]["notes"] = {"base": "no cuBLAS here"}
     monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
     o = ev.res.scenarios[0]
     ev.time_scenario(SCENARIOS[0], o)
     ev.session.script = timed([1.0, 1.0, 1.0])
-    ev.session.script[1]["seconds"] = {"warmup": 0.25, "repeats": "x"}
+    ev.session.script[-2]["seconds"] = {"warmup": 0.25, "repeats": "x"}
     ev.time_scenario(SCENARIOS[0], o)
     assert ev.phases["timing_warmup_s"] == 0.75 and ev.phases["timing_repeats_s"] == 1.5
     assert "timing_other_s" not in ev.phases and "timing_bad_s" not in ev.phases
@@ -418,26 +420,28 @@ def test_an_unexpected_message_while_timing_is_a_protocol_error_and_an_exception
         ev.time_scenario(SCENARIOS[0], ev.res.scenarios[0])
 
 
-def test_an_honest_timed_output_keeps_the_scenario_correct():
-    ev, _ = make([], {0: "ok", 1: "ok"})
+def test_an_honest_timed_output_keeps_the_scenario_correct(monkeypatch):
+    ev, _ = make(timed([1.0, 2.0, 3.0], slots=[0, 1, 0]), {0: "ok", 1: "ok"})
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
     o = ev.res.scenarios[0]
     o.correct, o.reason, o.tolerance = True, None, 0.25
-    ev.spot_check(SCENARIOS[0], o, [{"seed": 9, "slot": 0, "rep": 2}, {"seed": 10, "slot": 1, "rep": 5}])
+    ev.time_scenario(SCENARIOS[0], o)
     assert o.correct and o.reason is None
-    assert ev.task.judged == [(1, 9, "ok", 0.25, True), (1, 10, "ok", 0.25, True)]
-    assert ev.session.sent == [{"cmd": "free", "slot": 0}, {"cmd": "free", "slot": 1}]
-    assert ev.judge_side.taken == [{"n": 1}] * 2
+    seeds = [derive_seed(ev.job_by_id["s1"]["seed_a"], "timed", rep) for rep in range(3)]
+    assert len(ev.task.judged) == 2 and (1, seeds[1], "ok", 0.25, True) in ev.task.judged  # the median's call
+    assert all(seed in seeds for _n, seed, *_ in ev.task.judged)
+    # every call's outputs copied and its slot given back at once, in order
+    assert [m for m in ev.session.sent if m.get("cmd") == "free"] == [{"cmd": "free", "slot": s} for s in (0, 1, 0)]
+    assert ev.judge_side.taken == [{"n": 1}] * 3
 
 
-def test_a_wrong_or_missing_timed_output_marks_the_scenario_incorrect():
-    ev, _ = make([], {0: "changed"})
+def test_a_wrong_timed_output_marks_the_scenario_incorrect(monkeypatch):
+    ev, _ = make(timed([1.0, 1.0, 1.0]), {0: "changed"})
+    monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
     o = ev.res.scenarios[0]
     o.correct = True
-    ev.spot_check(SCENARIOS[0], o, [{"seed": 9, "slot": 0, "rep": 2}])
-    assert o.correct is False
-    o.correct = True
-    ev.spot_check(SCENARIOS[0], o, [])
-    assert o.correct is False and o.reason == "no timed output was checked"
+    ev.time_scenario(SCENARIOS[0], o)
+    assert o.correct is False and "(the median's) is wrong" in o.reason
 
 
 def test_a_bandwidth_above_the_measured_peak_is_suspect(monkeypatch):
