@@ -18,6 +18,7 @@ import ctypes
 import functools
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -68,6 +69,17 @@ class Channel:
         self.slots.wait_for(slot, self._read)
 
 
+FILE_SIZE_FLOOR = 256 << 20  # the least size a file of the child may reach (libraries' caches are far smaller)
+
+
+def limit_file_size(slot_bytes: int) -> None:
+    """No file this process writes may grow past the larger of FILE_SIZE_FLOOR and two output slots (a CPU task's
+    slot is a file): a write past it fails (EFBIG: Python ignores SIGXFSZ), so a kernel printing without end, or
+    writing one huge file, no longer fills the disk. (Many files, each under the limit, are not stopped.)"""
+    limit = max(FILE_SIZE_FLOOR, 2 * slot_bytes + (1 << 20))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 def run(task_name: str, ch: Channel) -> None:
     from .tasks import derive_seed, get_task
     from .tasks.sides import ChildSide
@@ -81,10 +93,11 @@ def run(task_name: str, ch: Channel) -> None:
         raise ValueError(f"expected a job, got {cmd.get('cmd')!r}")
     job = cmd["job"]
 
+    slot_bytes = max(task.output_nbytes(sc["params"]) for sc in job["scenarios"])
+    limit_file_size(slot_bytes)  # before the candidate's library is loaded: its static initialisers run then
     lib = ctypes.CDLL(job["lib"], mode=os.RTLD_LOCAL)
     fn = task.bind(lib)
     base_libs = {name: task.bind(ctypes.CDLL(path, mode=os.RTLD_LOCAL)) for name, path in job["baseline_libs"].items()}
-    slot_bytes = max(task.output_nbytes(sc["params"]) for sc in job["scenarios"])
     exchange = side.create_exchange(slot_bytes, SLOTS, job["outdir"])
     ch.slots = SlotRing(SLOTS)
     baselines = BaselineThreads(task.baseline_threads)

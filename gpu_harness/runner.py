@@ -134,7 +134,7 @@ class ChildSession:
             code = self.proc.wait(timeout=30)
             raise ChildFailed(
                 "crash",
-                f"the candidate's process died ({_describe_exit(code)}) while "
+                f"the candidate's process died ({_describe_exit(code, self.sandbox != childbox.NONE)}) while "
                 f"{waiting_for}; its output ends: {self.log_tail(600)!r}",
             )
         try:
@@ -167,9 +167,13 @@ class ChildSession:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _describe_exit(code: int | None) -> str:
+def _describe_exit(code: int | None, sandboxed: bool = False) -> str:
+    """How the child ended. A sandboxed child is bubblewrap's, which exits 128 + N when what it ran was killed by
+    signal N (an abort, a file over the size limit): that is said as the signal, not as an exit code."""
     if code is None:
         return "still running"
+    if sandboxed and 128 < code < 128 + 65:
+        code = -(code - 128)
     if code < 0:
         import signal
 

@@ -133,3 +133,13 @@ def test_a_contained_childs_home_and_temporary_files_are_in_its_scratch_folder()
     finally:
         contained.close()
         plain.close()
+
+
+def test_a_sandboxed_childs_death_by_a_signal_is_said_as_the_signal():
+    """bubblewrap exits 128 + N when what it ran was killed by signal N: said as an exit code, an abort read as
+    'exit code 134'."""
+    from gpu_harness.runner import _describe_exit
+
+    assert _describe_exit(134, sandboxed=True) == "killed by SIGABRT"
+    assert _describe_exit(134) == "exit code 134" and _describe_exit(-6) == "killed by SIGABRT"
+    assert _describe_exit(3, sandboxed=True) == "exit code 3"

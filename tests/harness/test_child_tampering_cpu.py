@@ -126,3 +126,18 @@ def test_only_the_tail_of_a_log_the_kernel_flooded_is_read(tmp_path):
         tracemalloc.stop()
     assert tail.endswith("the end") and len(tail) == 100
     assert peak < 1 << 20, f"{peak} bytes held to read a 100-byte tail"
+
+
+def test_a_kernel_that_prints_without_end_is_stopped_at_the_file_size_limit(tmp_path):
+    # printf is allowlisted and the log is a file of the child's scratch folder: without a limit, a kernel could
+    # fill the disk. Past the child's limit on a file's size (256 MiB here) a write fails: this kernel prints up
+    # to 1 GiB and aborts where a write failed, so its crash is the limit's proof (it printed it all before)
+    source = naive_then(
+        """    static char line[1 << 16];
+    if (!line[0]) { memset(line, 'x', sizeof line - 2); line[sizeof line - 2] = '\\n'; }
+    for (int i = 0; i < (1 << 14); ++i)
+        if (fputs(line, stdout) < 0) abort();  // 1 GiB at most""",
+        "#include <cstring>",
+    )
+    r = _within(120, lambda: _evaluate(tmp_path, source))
+    assert r.status == "error" and "killed by SIGABRT" in r.reason, r.reason
