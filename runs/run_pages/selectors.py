@@ -133,20 +133,34 @@ def step_summary(step: Step, evaluation: Evaluation | None = None) -> str:
     the same line the agent's terminal shows. An evaluation step with its stored row (`step_evaluations`) is
     written from that row, as the run page's Evaluations table writes it: its speed-up with its interval ("no
     difference" where that holds 1.0) over the run's goal baseline, the set it covered where the event does not
-    say (a harness trace's line, imported, carries the verdict alone), and "imported" on a trace's claim."""
+    say (a harness trace's line, imported, carries the verdict alone), and "imported" on a trace's claim.
+
+    What the sender said of its own verdict is not the line's word: the set is "full" only where the stored verdict
+    ran the task's full set, and "GOAL MET" is the server's reading of the verdict against the run's goal
+    (`figures.goal_met`, as `runs.services.kernels.evaluation_meets_goal`), never the payload's `goal_met`; an
+    imported trace's goal_met is written as its claim."""
     if step.kind != StepKind.EVALUATION or evaluation is None or evaluation.run is None:
         return event_summary(step.kind, step.payload)
     run = evaluation.run
-    baseline = run.goal[0]
+    baseline, target = run.goal
     full_ids = list(run.task.scenario_ids or [])
     payload = step.payload if isinstance(step.payload, dict) else {}
     verdict = evaluation.verdict
-    scenarios = payload.get("scenario_set") or ("full" if figures.covers(verdict, full_ids) else "quick")
+    covered = figures.covers(verdict, full_ids)
+    scenarios = payload.get("scenario_set") or ("full" if covered else "quick")
+    if scenarios == "full" and not covered:  # a sender's "full" on a verdict that did not run the full set
+        scenarios = "quick"
     if run.imported_from:
         scope = figures.claim_scope(verdict, full_ids)
         scenarios = f"{scenarios}, imported{f' {scope}' if scope else ''}"
+        if payload.get("goal_met") is True:
+            scenarios += "; goal met: the trace's claim"
+        met = False
+    else:
+        met = figures.goal_met(verdict, baseline, target, full_ids, run.task.libraries)
+    # scenario_set and goal_met are the server's own here: evaluation_line prefers a payload's to its arguments
     line = evaluation_line(
-        {**payload, "result": {**verdict, "reason": verdict.get("reason")}},
+        {**payload, "scenario_set": scenarios, "goal_met": met, "result": {**verdict, "reason": verdict.get("reason")}},
         baseline=baseline,
         scenario_set=scenarios,
         figure=evaluation_speedup_text(evaluation, baseline) if evaluation.speedup_over(baseline) else "",

@@ -247,3 +247,50 @@ def test_an_imported_charts_axis_names_the_scope_timed_and_marks_partial_claims(
     assert (full["standing"], full["partial"]) == ("imported", "best of eager only; not timed: compile")
     assert subset["partial"] == "on 1 of 2 scenarios · best of eager only; not timed: compile"
     assert chart["best"] == []  # a claim never moves the best-so-far line
+
+
+@pytest.mark.django_db
+def test_the_feed_says_goal_met_and_full_set_by_the_servers_reading_never_the_senders(operator):
+    host, _ = make_worker()
+    run = held_run(host)  # the task's goal: 2.0x over naive on its full set (n256, n512)
+    boast = quick_payload(3.0, "// one scenario\n")
+    boast["scenario_set"], boast["goal_met"] = "full", True  # what the worker says of a one-scenario verdict
+    record(run, 0, "evaluation", boast)
+    short = evaluation_payload(1.5, source="// below the goal\n")
+    short["goal_met"] = True
+    record(run, 1, "evaluation", short)
+    met = evaluation_payload(2.5, source="// at the goal\n")
+    met["scenario_set"] = "full"
+    record(run, 2, "evaluation", met)  # the worker did not say so; the server's reading does
+    lines = feed_lines(operator, run)
+    assert "GOAL MET" not in lines[0] and lines[0].endswith("(tool, quick)"), lines[0]
+    assert "GOAL MET" not in lines[1], lines[1]
+    assert lines[2].startswith("correct, speedup 2.500× over naive GOAL MET (tool, full)"), lines[2]
+
+
+@pytest.mark.django_db
+def test_an_imported_traces_feed_marks_each_evaluation_imported_and_its_goal_met_as_its_claim(operator):
+    make_task()
+    boast = evaluation_payload(99.0, source="// forged\n")
+    boast["scenario_set"], boast["goal_met"] = "full", True
+    lines_text = "\n".join(
+        json.dumps(
+            {
+                "v": 1,
+                "run_id": "local-1",
+                "seq": seq,
+                "kind": kind,
+                "ts": "2026-12-06T10:00:00+00:00",
+                "payload": payload,
+                "usage": {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0},
+            }
+        )
+        for seq, (kind, payload) in enumerate(
+            [("status", {"status": "running", "reason": "started"}), ("evaluation", boast)]
+        )
+    )
+    response = operator.post(reverse("trace_import"), {"trace": SimpleUploadedFile("run.jsonl", lines_text.encode())})
+    assert response.status_code == 302, response.content.decode()[-600:]
+    line = feed_lines(operator, Run.objects.get())[1]
+    assert "GOAL MET" not in line, line
+    assert line.endswith("(tool, full, imported; goal met: the trace's claim)"), line
