@@ -535,14 +535,22 @@ def geomean_interval(verdict: dict[str, Any], baseline: str) -> tuple[float, flo
     covered = [
         s for s in verdict.get("scenarios") or [] if s.get("correct") and scenario_speedup(s, baseline) is not None
     ]
-    intervals = [scenario_interval(s, baseline) for s in covered]
     speedup = speedup_over(verdict, baseline)
-    if speedup is None or not intervals or any(i is None for i in intervals):
+    interval = geomean_of_intervals([scenario_interval(s, baseline) for s in covered])
+    if speedup is None or interval is None:
+        return None
+    return interval if _inside(speedup, *interval) else None
+
+
+def geomean_of_intervals(intervals: list[tuple[float, float] | None]) -> tuple[float, float] | None:
+    """The interval on a geometric mean of ratios from the intervals on each: the geometric means of their lows
+    and of their highs (the mean only grows with each ratio); None unless every one has an interval."""
+    if not intervals or any(i is None for i in intervals):
         return None
     pairs = cast("list[tuple[float, float]]", intervals)  # (none is None)
     low = math.exp(sum(math.log(i[0]) for i in pairs) / len(pairs))
     high = math.exp(sum(math.log(i[1]) for i in pairs) / len(pairs))
-    return (low, high) if _inside(speedup, low, high) else None
+    return low, high
 
 
 def noise_unknown(verdict: dict[str, Any], baseline: str) -> bool:
@@ -562,6 +570,13 @@ def no_difference(interval: tuple[float, float] | None) -> bool:
     """True when the interval holds 1.0: the candidate cannot be told from the baseline; shown as "no
     difference", never as a speedup or a slowdown."""
     return interval is not None and interval[0] <= 1.0 <= interval[1]
+
+
+def faster_beyond_noise(ratio: float | None, interval: tuple[float, float] | None) -> bool:
+    """Whether a ratio (a speed-up, or how many times faster one timing ran than another) counts as faster: above
+    1.0 and, where it has an interval, not inside the noise (`no_difference`); one without an interval is held to
+    its point. A count of "faster" scenarios counts these only, as the cells beside it say "no difference"."""
+    return ratio is not None and ratio > 1.0 and not no_difference(interval)
 
 
 def clears_target(verdict: dict[str, Any], baseline: str, target: float) -> bool:

@@ -120,18 +120,36 @@ def ratio_grids(runs: list[Run]) -> list[dict]:
                     continue
                 cells.append(_ratio_cell(sid, ratios[sid], a[sid], b[sid], first.pk, other.pk))
             entry["grid_rows"].append({"values": [_param_text(v) for v in values], "cells": cells})
-        measured = [v for v in ratios.values() if v is not None]
         entry.update(
             evaluation_a=first_best.pk,
             evaluation_b=other_best.pk,
             row_axes=[a_ if a_ != SCENARIO_AXIS else "scenario" for a_ in grid.row_axes],
             column_headers=column_headers(grid.column_axes, grid.columns),
             header_depth=max(1, len(grid.column_axes)),
-            geomean=_sig(geometric_mean(measured), "×") if measured else "—",
-            faster=sum(1 for v in measured if v > 1.0),
-            measured=len(measured),
+            **_ratio_summary(ratios, a, b),
         )
     return grids
+
+
+def _ratio_summary(ratios: dict[str, float | None], a: dict, b: dict) -> dict:
+    """The line above a ratio grid, by the cells' own rule: the geometric mean of the ratios with its interval
+    ("no difference (…)" where that holds 1.0), and on how many scenarios the first run's kernel was faster beyond
+    the noise (`figures.faster_beyond_noise`): a cell that says "no difference" is not counted as faster."""
+    measured = {sid: v for sid, v in ratios.items() if v is not None}
+    intervals = {sid: figures.time_ratio_interval(a[sid], b[sid]) for sid in measured}
+    geomean = geometric_mean(list(measured.values())) if measured else None
+    interval = figures.geomean_of_intervals(list(intervals.values()))
+    if geomean is None:
+        text = "—"
+    elif figures.no_difference(interval):
+        text = f"no difference ({figures.format_interval(interval)})"
+    else:
+        text = _sig(geomean, "×") + (f" ({figures.format_interval(interval)})" if interval else "")
+    return {
+        "geomean": text,
+        "faster": sum(1 for sid, v in measured.items() if figures.faster_beyond_noise(v, intervals[sid])),
+        "measured": len(measured),
+    }
 
 
 def question_timeline(runs: list[Run], markers_by_run: dict[int, list[dict]]) -> dict:

@@ -107,3 +107,32 @@ def test_the_compare_page_shows_the_timeline_and_the_grid(client, two_runs):  # 
     assert 'id="compare-timeline"' in page and "“Is the loop tiled?”" in page and "2.00×" in page
     assert 'id="compare-grids"' in page and f"#{a.pk} over #{b.pk}" in page
     assert 'class="evidence-grid ratio-grid"' in page and 'data-scenario="n256"' in page
+
+
+def test_the_grids_summary_counts_as_faster_only_the_scenarios_faster_beyond_the_noise(client):
+    # n256: a's 1.0 ms against b's 1.05 ms, each median's interval wide enough that the ratio's holds 1.0 (its
+    # cell says "no difference"); n512: 1.0 ms against 2.0 ms, both tight: faster beyond the noise.
+    host, _ = make_worker()
+    task = make_task()
+    make_run(task=task, model="a")
+    a = run_claim(worker=host)
+    make_run(task=task, model="b")
+    b = run_claim(worker=host)
+    fast = timed(3.0, {"n256": 1.0, "n512": 1.0})
+    slow = timed(1.2, {"n256": 1.05, "n512": 2.0}, source="// b\n")
+    for payload, spans in ((fast, {"n256": (0.9, 1.1), "n512": (0.99, 1.01)}), (slow, {"n256": (0.95, 1.2)})):
+        for s in payload["result"]["scenarios"]:
+            low, high = spans.get(s["id"], (s["time_ms"] * 0.99, s["time_ms"] * 1.01))
+            s["time_ci_ms"] = [low, high]
+    record(a, 0, "evaluation", fast)
+    record(b, 0, "evaluation", slow)
+    (grid,) = ratio_grids([Run.objects.get(pk=a.pk), Run.objects.get(pk=b.pk)])
+    cells = {c["id"]: c["text"] for row in grid["grid_rows"] for c in row["cells"] if c}
+    assert cells == {"n256": "no difference", "n512": "2.00×"}
+    assert (grid["faster"], grid["measured"]) == (1, 2)
+    assert grid["geomean"] == "1.45× (1.30–1.65×)", grid[
+        "geomean"
+    ]  # with its interval: sqrt(0.864·1.96), sqrt(1.33·2.04)
+    client.force_login(make_user("vera"))
+    page = client.get(reverse("run_compare") + f"?runs={a.pk},{b.pk}").content.decode()
+    assert f"#{a.pk} faster beyond the noise on 1 of 2 scenarios timed in both" in page
