@@ -479,3 +479,21 @@ def test_a_persons_question_sent_by_this_sites_worker_is_still_a_human_question(
     assert (question.source, question.trace_proposed_by) == ("human", "")
     [history] = [h for h in run_histories() if h.run_id == run.pk]
     assert [(q.key, q.source) for q in history.questions] == [(None, "human")]
+
+
+@pytest.mark.django_db
+def test_the_compare_table_writes_an_imported_runs_status_as_the_traces_claim(operator):
+    host, _ = make_worker()
+    measured = held_run(host)
+    record(measured, 0, "evaluation", evaluation_payload(1.5, source="// measured here\n"))
+    record(measured, 1, "status", {"status": "failed", "reason": "budget_steps"})
+    forged = forge(exported(operator, measured))
+    status = next(r for r in forged if r.get("kind") == "status")
+    status["payload"] = {"status": "succeeded", "reason": "goal_met", "detail": "goal confirmed by a full evaluation"}
+    assert import_lines(operator, forged).status_code == 302
+    imported = Run.objects.exclude(pk=measured.pk).get()
+    page = shown(operator.get(reverse("run_compare") + f"?runs={measured.pk},{imported.pk}"))
+    row = page[page.index(f'<a href="/runs/{imported.pk}/">') :].split("</tr>")[0]
+    assert '<td class="status-succeeded">succeeded <small class="imported">the trace\'s claim</small></td>' in row
+    own = page[page.index(f'<a href="/runs/{measured.pk}/">') :].split("</tr>")[0]
+    assert '<td class="status-failed">failed</td>' in own  # a run measured here is its own word
