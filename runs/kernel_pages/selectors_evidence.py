@@ -201,9 +201,11 @@ def column_headers(axes: list[str], columns: list[tuple]) -> list[list[tuple[str
 
 def _spread_row(verdict: dict, baseline: str, goal: bool) -> dict:
     """One baseline's row of the spread table: the speed-ups' spread, and the geometric mean with its interval
-    ("no difference" where it holds 1.0)."""
+    ("no difference" where it holds 1.0), or "noise unknown" where a scenario it covers lost its interval among
+    others (figures.noise_unknown: the point is then no figure beyond the noise, as verdict_speedup_text says)."""
     spread = figures.speedup_spread(verdict, baseline)
     interval = figures.geomean_interval(verdict, baseline)
+    unknown = spread["geomean"] is not None and figures.noise_unknown(verdict, baseline)
     return {
         "baseline": baseline,
         "goal": goal,
@@ -211,7 +213,7 @@ def _spread_row(verdict: dict, baseline: str, goal: bool) -> dict:
         "min": _sig(spread["min"], "×"),
         "median": _sig(spread["median"], "×"),
         "geomean": "no difference" if figures.no_difference(interval) else _sig(spread["geomean"], "×"),
-        "interval": figures.format_interval(interval),
+        "interval": "noise unknown" if unknown else figures.format_interval(interval),
         "below_one": spread["below_one"],
     }
 

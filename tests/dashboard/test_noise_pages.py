@@ -185,3 +185,19 @@ def test_the_migration_gives_each_best_stored_before_it_the_interval_of_the_eval
         apps.get_model("runs", "Run").objects.filter(pk=run.pk).update(best_intervals={})  # as stored before it
         backfill(apps, None)
     assert Run.objects.get(pk=run.pk).best_intervals == stored == {"naive": [1.41, 1.63]}
+
+
+def test_the_spread_table_says_noise_unknown_where_a_scenario_lost_its_interval_among_others(viewer):
+    run = a_run()
+    partial = measured(1.5, 1.2, 1.8)
+    for name in ("time_ci_ms", "baseline_ci_ms"):
+        del partial["result"]["scenarios"][1][name]  # n512 without its intervals, n256 with them
+    record(run, 0, "evaluation", partial)
+    evaluation = Evaluation.objects.get(run=run)
+    run_page = viewer.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert evaluation_cell(run_page, evaluation) == "1.500× (noise unknown)"
+    page = viewer.get(reverse("evaluation_detail", args=[evaluation.pk])).content.decode()
+    spread = re.search(
+        r'<tr data-baseline="naive"[^>]*>.*?<td class="geomean">([^<]*)<span class="interval">\(([^)]*)\)', page, re.S
+    )
+    assert spread.groups() == ("1.50× ", "noise unknown")
