@@ -50,15 +50,25 @@ class InboxReviewer:
 
     interactive = True
 
-    def __init__(self, timeout_s: float | None = None, poll_s: float = 0.5, park: bool = False) -> None:
+    def __init__(
+        self,
+        timeout_s: float | None = None,
+        poll_s: float = 0.5,
+        park: bool = False,
+        time_left: dict[str, float | None] | None = None,
+    ) -> None:
         self.timeout_s = timeout_s
         self.poll_s = poll_s
         self.park = park
+        # question_ref -> seconds left of its timeout, for a proposal that waited before this life of the run (a
+        # resumed run's): only that proposal has less than `timeout_s`; every later one gets the whole of it.
+        self.time_left = dict(time_left or {})
 
     def decide(self, proposal: dict[str, Any], inbox: ControlInbox) -> Decision | None:
         import time
 
-        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        timeout_s = self.time_left.get(proposal["question_ref"], self.timeout_s)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             wait = self.poll_s if deadline is None else max(0.0, min(self.poll_s, deadline - time.monotonic()))
             d = inbox.take_decision(proposal["question_ref"], 0 if self.park else wait)

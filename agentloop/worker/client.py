@@ -41,6 +41,7 @@ from agentloop.errors import ConfigError, RunParked
 from agentloop.events import Emitter
 from agentloop.models.replay import recording_path, served_model_spec
 from agentloop.protocol import FINISHED_STATUSES, PROTOCOL_VERSION, VERIFY_MODEL
+from agentloop.review import InboxReviewer
 from agentloop.sandbox import Sandbox
 from agentloop.trace import TraceError, TraceWriter, read_trace
 from agentloop.worker.handles import RunHandle, SeenDirectives
@@ -307,7 +308,6 @@ class Worker(ServerMessages):
         fork: dict[str, Any] | None = None,
     ) -> None:
         from agentloop.agent import Agent, Host, Oversight
-        from agentloop.review import InboxReviewer
         from agentloop.verify import Verification
 
         run_dir = self._run_dir(run_id)
@@ -320,7 +320,7 @@ class Worker(ServerMessages):
             spec: str | None = None
             try:
                 trace = TraceWriter(run_dir / "trace.jsonl")
-                timeout_s = self._prepare_inbox(run_dir, config, resume_events, inbox)
+                reviewer = self._prepare_inbox(run_dir, config, resume_events, inbox)
                 # a resumed run (config None) has its trace's events
                 spec = (
                     config.model
@@ -342,7 +342,7 @@ class Worker(ServerMessages):
                         model=self.model_factory(served_model_spec(spec), {}),
                         sinks=sinks,
                         host=host,
-                        oversight=Oversight(InboxReviewer(timeout_s, park=True), inbox, **questions),
+                        oversight=Oversight(reviewer, inbox, **questions),
                         fork=fork,
                         **self.agent_kwargs,
                     )
@@ -378,18 +378,20 @@ class Worker(ServerMessages):
     @staticmethod
     def _prepare_inbox(
         run_dir: Path, config: RunConfig | None, resume_events: list[dict[str, Any]] | None, inbox: ControlInbox
-    ) -> float | None:
+    ) -> InboxReviewer:
         """Give a resumed run the directives acknowledged before the worker stopped that it has not acted on yet,
-        and return its review timeout: counted from the waiting proposal, not from this life of the run."""
+        and return its reviewer. The proposal that waits (a parked run's) has what is left of its timeout, counted
+        from the proposal, not from this life of the run; every later proposal has the whole timeout."""
         if not resume_events:
             assert config is not None  # a new run (no trace to resume) comes with its config
-            return config.review_timeout_s
+            return InboxReviewer(config.review_timeout_s, park=True)
         for message in unapplied(DirectiveStore(run_dir).kept(), resume_events):
             inbox.put(Directive.from_wire(message))
+        timeout_s = RunConfig.from_dict(resume_events[0]["payload"]["config"]).review_timeout_s
         waiting = waiting_review(resume_events)
-        if waiting is not None:
-            return waiting.timeout_left(time.time())
-        return RunConfig.from_dict(resume_events[0]["payload"]["config"]).review_timeout_s
+        if waiting is None or waiting.question_ref is None:
+            return InboxReviewer(timeout_s, park=True)
+        return InboxReviewer(timeout_s, park=True, time_left={waiting.question_ref: waiting.timeout_left(time.time())})
 
     def _park(self, run_id: object) -> None:
         """The run's agent raised RunParked: it waits for its reviewer, holding no GPU. A directive that wakes it

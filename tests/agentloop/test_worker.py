@@ -244,3 +244,38 @@ def test_the_worker_sends_one_event_a_message_to_a_server_that_does_not_offer_ba
             worker.stop.set()
             thread.join(10)
     assert server.frames == [("event", [(7, 0)]), ("event", [(7, 1)]), ("event", [(7, 2)])]
+
+
+def _trace_waiting_on(ref: str, proposed_ago_s: float, review_timeout_s: int) -> list[dict]:
+    """A parked run's trace: started in review_timeout mode, a question proposed `proposed_ago_s` ago, waiting."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.agentloop.helpers import make_config
+
+    config = make_config(review_mode="review_timeout", review_timeout_s=review_timeout_s).to_dict()
+    proposed_at = (datetime.now(UTC) - timedelta(seconds=proposed_ago_s)).isoformat()
+    payloads = [
+        ("status", {"status": "running", "reason": "started", "config": config}),
+        ("question_proposed", {"question_ref": ref, "text": "Why?", "by": "model", "decision_point": "plateau"}),
+        ("status", {"status": "waiting_review", "reason": "waiting_for_review"}),
+    ]
+    return [
+        {"v": 1, "run_id": 7, "seq": seq, "kind": kind, "ts": proposed_at, "payload": payload, "usage": {}}
+        for seq, (kind, payload) in enumerate(payloads)
+    ]
+
+
+def test_a_run_resumed_when_its_review_timed_out_gives_its_next_question_the_whole_timeout(tmp_path):
+    import pytest
+
+    from agentloop.control import ControlInbox
+    from agentloop.errors import RunParked
+
+    events = _trace_waiting_on("q-7-0", proposed_ago_s=120, review_timeout_s=60)
+    reviewer = Worker._prepare_inbox(tmp_path, None, events, ControlInbox())
+    # The proposal that waited past its timeout is approved by it at once ...
+    decided = reviewer.decide({"question_ref": "q-7-0"}, ControlInbox())
+    assert decided is not None and (decided.action, decided.by) == ("approve", "timeout")
+    # ... and the next one waits for its reviewer (the run parks), not approved by a timeout already spent.
+    with pytest.raises(RunParked):
+        reviewer.decide({"question_ref": "q-7-1"}, ControlInbox())
