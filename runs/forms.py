@@ -97,6 +97,10 @@ class DecisionForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        # A text the field refused (too long) is not missing: its own error says why, and saying "needs the
+        # question's text" too would tell a reviewer who wrote one to write one.
+        if "text" in self.errors:
+            return data
         if data.get("decision") in ("edit", "replace") and not (data.get("text") or "").strip():
             self.add_error("text", "an edit or a replacement needs the question's text")
         return data

@@ -144,6 +144,21 @@ def test_an_edit_without_text_is_refused_with_a_message(reviewer):
     assert response.status_code == 400 and "text" in response.json()["error"]
 
 
+def test_an_edit_over_the_length_limit_is_refused_for_its_length_alone_and_the_question_stays_proposed(reviewer):
+    run = worker_run()
+    record(run, 0, "question_proposed", question_payload("q-1"))
+    question = Question.objects.get(run=run)
+    response = reviewer.post(
+        reverse("review_decide", args=[question.pk]),
+        {"decision": "edit", "text": "y" * 4_001},
+        HTTP_ACCEPT="application/json",
+    )
+    error = response.json()["error"]
+    assert response.status_code == 400 and "at most 4000 characters (it has 4001)" in error
+    assert "needs the question's text" not in error
+    assert Question.objects.get(pk=question.pk).status == QuestionStatus.PROPOSED
+
+
 @pytest.mark.usefixtures("api_models_configured")
 def test_an_operator_starts_a_run_from_the_page_with_budgets(operator):
     task = make_task()
