@@ -411,6 +411,11 @@ def trace_export_records(run: Run):
             "bank_key": question.bank_entry.key if question.bank_entry else None,
             "reviewer": question.reviewer.get_username() if question.reviewer else None,
             "decided_at": question.decided_at.isoformat() if question.decided_at else None,
+            # Who asked what: an "edited" question whose text is the reviewer's own (the bank's figures credit the
+            # reviewer, not the entry), and in an imported run who its trace says proposed and decided it.
+            "replaced": question.replaced,
+            "trace_proposed_by": question.trace_proposed_by or None,
+            "trace_reviewer": question.trace_reviewer or None,
         }
     for evaluation in Evaluation.objects.filter(run=run).select_related("kernel", "step").order_by("pk"):
         verdict = evaluation.verdict

@@ -309,6 +309,26 @@ def test_a_trace_export_imports_back_as_an_equal_run(operator):
     )
 
 
+def test_the_trace_export_says_which_question_a_reviewer_wrote_in_place_of_the_proposal(reviewer):
+    run = worker_run()
+    record(run, 0, "question_proposed", question_payload("q-1"))
+    record(run, 1, "question_proposed", question_payload("q-2"))
+    for ref, decision in (("q-1", "edit"), ("q-2", "replace")):
+        question = next(q for q in Question.objects.filter(run=run) if q.step.payload["question_ref"] == ref)
+        answer = reviewer.post(
+            reverse("review_decide", args=[question.pk]),
+            {"decision": decision, "text": f"{decision}: what now?"},
+            HTTP_ACCEPT="application/json",
+        )
+        assert answer.status_code == 200, answer.content
+    exported = b"".join(reviewer.get(reverse("trace_export", args=[run.pk])).streaming_content).decode()
+    lines = [json.loads(line) for line in exported.splitlines()]
+    questions = {q["text"]: q for q in lines if q.get("type") == "question"}
+    assert questions["edit: what now?"]["replaced"] is False and questions["replace: what now?"]["replaced"] is True
+    assert {q["status"] for q in questions.values()} == {"edited"}
+    assert all(q["trace_reviewer"] is None and q["trace_proposed_by"] is None for q in questions.values())
+
+
 def test_a_harness_trace_imports_as_a_run_of_evaluations():
     from tests.dashboard.helpers import eval_result
 
