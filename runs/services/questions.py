@@ -1,5 +1,7 @@
 """Writes to questions: proposed (by the agent or the bank), decided by a reviewer once, asked by a person."""
 
+from datetime import datetime, timedelta
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -120,6 +122,16 @@ def question_ref_of(question: Question) -> str:
     return str((question.step.payload or {}).get("question_ref") or "")
 
 
+def review_deadline(run: Run, question: Question) -> datetime | None:
+    """When the agent approves `question` by timeout, or None where nothing does: the worker counts
+    `review_timeout_s` from the proposal's time by its own clock (agentloop.worker.parking.waiting_review), which
+    is the proposal step's `created_at`. A decision after it would be stored while the agent asked the proposal
+    as it was: the record would say what the agent was never told."""
+    if run.review_mode != ReviewMode.REVIEW_TIMEOUT or not run.review_timeout_s or question.step is None:
+        return None
+    return question.step.created_at + timedelta(seconds=run.review_timeout_s)
+
+
 def question_review(*, question: Question, reviewer, decision: str, text: str | None = None) -> Question:
     """A reviewer decides a proposed question, and the run's agent is told (a `question_decision` directive).
 
@@ -136,6 +148,12 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
             raise QuestionClosed(
                 f"question {question.pk} is closed: run {run.pk} has finished ({run.status}) and nobody waits for "
                 "a decision"
+            )
+        deadline = review_deadline(run, question)
+        if deadline is not None and timezone.now() >= deadline:
+            raise QuestionClosed(
+                f"question {question.pk} is closed: its review timeout ({run.review_timeout_s} s) ran out at "
+                f"{deadline:%Y-%m-%d %H:%M:%S} UTC, so the agent asks it as proposed (approved by timeout)"
             )
         decided = question_decide(
             question=question,

@@ -137,3 +137,38 @@ def test_an_imported_runs_undecided_question_is_closed_and_its_status_on_the_run
     # Said in the cell itself, not only in its title (a tooltip nobody hovers): the status is the trace's claim.
     claim = status_cell.split(">", 1)[1]
     assert 'class="status-claim">the trace\'s claim, not measured here' in claim
+
+
+def _waiting_with_timeout(client, review_timeout_s: int, proposed_ago_s: int):
+    """A review_timeout run whose question was proposed `proposed_ago_s` ago by its worker's clock."""
+    from datetime import UTC, datetime, timedelta
+
+    host, _ = make_worker()
+    make_run(review_mode="review_timeout", review_timeout_s=review_timeout_s)
+    run = run_claim(worker=host)
+    proposed = event(run.pk, 0, "question_proposed", question_payload("q-1"))
+    proposed["ts"] = (datetime.now(UTC) - timedelta(seconds=proposed_ago_s)).isoformat()
+    [outcome] = worker_events_record(items=[(host, proposed)])
+    assert outcome.stored, outcome.error
+    client.force_login(make_user("rita", "reviewer"))
+    return run, Question.objects.get(run=run)
+
+
+def test_a_question_whose_review_timeout_ran_out_is_not_decided_since_the_agent_asks_it_as_proposed(client):
+    run, question = _waiting_with_timeout(client, review_timeout_s=60, proposed_ago_s=3_600)
+    response = client.post(
+        reverse("review_decide", args=[question.pk]), {"decision": "veto"}, HTTP_ACCEPT="application/json"
+    )
+    assert response.status_code == 409
+    assert "its review timeout (60 s) ran out" in response.json()["error"]
+    question.refresh_from_db()
+    assert (question.status, question.reviewer) == (QuestionStatus.PROPOSED, None)
+    assert not Directive.objects.filter(action=DirectiveAction.QUESTION_DECISION).exists()
+
+
+def test_a_question_within_its_review_timeout_is_decided(client):
+    run, question = _waiting_with_timeout(client, review_timeout_s=86_400, proposed_ago_s=60)
+    response = client.post(
+        reverse("review_decide", args=[question.pk]), {"decision": "veto"}, HTTP_ACCEPT="application/json"
+    )
+    assert response.status_code == 200 and Question.objects.get(pk=question.pk).status == QuestionStatus.VETOED
