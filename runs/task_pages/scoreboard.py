@@ -37,16 +37,19 @@ def wilson_interval(successes: int, total: int, z: float = Z_95) -> tuple[float,
     return low, high
 
 
-def is_fast(correct: bool, eager: float | None, p: float, eager_low: float | None = None) -> bool:
+def is_fast(
+    correct: bool, eager: float | None, p: float, eager_low: float | None = None, noise_unknown: bool = False
+) -> bool:
     """Whether one problem counts toward fast_p: correct, and (p > 0) a measured speed-up over eager above p
     beyond the noise: where the harness measured the speed-up's 95% interval (`eager_low`, its low end), that low
     end must be above p, so a speed-up the noise cannot tell from p does not count (KernelBench compares the point
-    figure alone); a verdict without an interval is held to its point."""
+    figure alone); a verdict from before the harness measured intervals is held to its point, and one whose noise
+    is unknown (an interval missing among others: figures.noise_unknown) clears nothing, as in the goal check."""
     if not correct:
         return False
     if p <= 0:
         return True
-    if eager is None:
+    if eager is None or (eager_low is None and noise_unknown):
         return False
     return (eager_low if eager_low is not None else eager) > p
 
@@ -55,7 +58,15 @@ def fast_p(rows: list[dict], p: float) -> dict:
     """fast_p over `rows` (each {"correct": bool, "eager": float | None, "eager_low": float | None}): how many
     are fast, of how many, the share and its 95% Wilson interval (None for both when there are no rows)."""
     fast = sum(
-        1 for row in rows if is_fast(bool(row.get("correct")), row.get("eager"), p, eager_low=row.get("eager_low"))
+        1
+        for row in rows
+        if is_fast(
+            bool(row.get("correct")),
+            row.get("eager"),
+            p,
+            eager_low=row.get("eager_low"),
+            noise_unknown=bool(row.get("eager_noise_unknown")),
+        )
     )
     total = len(rows)
     return {

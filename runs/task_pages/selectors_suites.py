@@ -129,13 +129,14 @@ def _verdicts(run_ids: list[int]) -> dict[int | None, list[dict]]:
 
 
 def _best(best: dict, verdict: dict, full_ids: list[str], imported: bool) -> None:
-    """Keep in `best` (baseline -> (speed-up, its interval or None)) the higher of what it holds and this
-    verified, all-correct verdict's headline speed-up over each baseline."""
+    """Keep in `best` (baseline -> (speed-up, its interval or None, whether its noise is unknown)) the higher of
+    what it holds and this verified, all-correct verdict's headline speed-up over each baseline."""
     for baseline in BASELINE_LABELS:
         speedup = figures.headline_speedup(verdict, baseline, full_ids, imported=imported)
         if speedup is None or (best[baseline] is not None and best[baseline][0] >= speedup):
             continue
-        best[baseline] = (speedup, figures.geomean_interval(verdict, baseline))
+        interval = figures.geomean_interval(verdict, baseline)
+        best[baseline] = (speedup, interval, figures.noise_unknown(verdict, baseline))
 
 
 def run_measured(run: Run, verdicts: list[dict]) -> dict:
@@ -153,11 +154,12 @@ def run_measured(run: Run, verdicts: list[dict]) -> dict:
         if figures.all_correct(verdict):
             correct = True
             _best(best, verdict, full_ids, imported)
-    eager, compiled = best[EAGER] or (None, None), best[COMPILED] or (None, None)
+    eager, compiled = best[EAGER] or (None, None, False), best[COMPILED] or (None, None, False)
     return {
         "correct": correct,
         "eager": eager[0],
         "eager_low": eager[1][0] if eager[1] else None,
+        "eager_noise_unknown": eager[2],  # fast_p counts it as fast at no p (scoreboard.is_fast)
         "compiled": compiled[0],
         # As the scoreboard writes them: with the interval, "no difference (…)" where it holds 1.0.
         "eager_text": figures.speedup_text(eager[0], eager[1]),

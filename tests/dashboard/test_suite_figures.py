@@ -46,6 +46,10 @@ def test_a_speedup_is_held_to_p_by_its_intervals_low_end_where_the_harness_measu
     assert is_fast(True, 0.5, 0, eager_low=0.4)  # fast_0 asks only for correctness
     rows = [{"correct": True, "eager": 1.2, "eager_low": 0.97}, {"correct": True, "eager": 1.2, "eager_low": None}]
     assert fast_p(rows, 1.0)["fast"] == 1  # the second, with no interval measured, is held to its point
+    # one whose interval went missing among others (figures.noise_unknown) clears nothing, as in the goal check
+    assert not is_fast(True, 1.5, 1, noise_unknown=True) and is_fast(True, 1.5, 0, noise_unknown=True)
+    rows.append({"correct": True, "eager": 1.5, "eager_low": None, "eager_noise_unknown": True})
+    assert fast_p(rows, 1.0)["fast"] == 1
 
 
 def test_fast_p_counts_every_problem_in_the_denominator():

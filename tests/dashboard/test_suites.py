@@ -238,6 +238,7 @@ def test_an_imported_runs_evaluation_is_never_verified(played):
         "correct": False,
         "eager": None,
         "eager_low": None,
+        "eager_noise_unknown": False,
         "compiled": None,
         "eager_text": "—",
         "compiled_text": "n/a",
