@@ -5,7 +5,14 @@ from django.db.models import DurationField, ExpressionWrapper, F, OrderBy, Q, Qu
 from django.db.models.functions import Cast, Coalesce, Now
 
 from agentloop.fork import start_problem
-from agentloop.protocol import PROTOCOL_VERSION, VERIFY_MODEL, evaluation_line, event_summary, one_line
+from agentloop.protocol import (
+    EVENT_KINDS,
+    PROTOCOL_VERSION,
+    VERIFY_MODEL,
+    evaluation_line,
+    event_summary,
+    one_line,
+)
 from gpu_harness import figures
 from runs.event_parser import repeated_usage
 from runs.models import (
@@ -166,6 +173,13 @@ def step_summary(step: Step, evaluation: Evaluation | None = None) -> str:
         figure=evaluation_speedup_text(evaluation, baseline) if evaluation.speedup_over(baseline) else "",
     )
     return one_line(line)
+
+
+def step_line(step: Step) -> str:
+    """A step as one line (the fork page's): its kind's label and its feed line (`step_summary`, with its stored
+    evaluation: the server's reading of goal met and of the set, an imported trace's claim said as one)."""
+    label = EVENT_KINDS.get(step.kind, step.kind)
+    return f"{label}: {step_summary(step, step_evaluations([step]).get(step.seq))}"
 
 
 def step_evaluations(steps) -> dict[int, Evaluation]:

@@ -11,6 +11,7 @@ from runs.flash import flash_run_status
 from runs.forms import ForkForm
 from runs.model_options import default_model, model_options, model_refusal
 from runs.permissions import OPERATOR, role_required
+from runs.run_pages.selectors import step_line
 from runs.selectors_pages import run_or_404, step_at
 from runs.services import ServiceError, fork_preview, run_fork
 
@@ -39,7 +40,7 @@ def fork_view(request, run_id: int):
     if cut.question and cut.question.get("bank_key"):
         bank = [e for e in bank if e.key != cut.question["bank_key"]]  # another question than the one asked
     step = step_at(parent, seq)
-    context |= {"cut": cut, "step": step}
+    context |= {"cut": cut, "step": step, "step_line": step_line(step) if step else ""}
     if request.method != "POST":
         # The parent's model when it can run here; else (an imported trace's, a model without its key) the form
         # offers one that can and says why, rather than a fork the start would refuse.

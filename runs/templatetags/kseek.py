@@ -5,7 +5,6 @@ import json
 from django import template
 from django.utils.safestring import mark_safe
 
-from agentloop.protocol import EVENT_KINDS, event_summary
 from gpu_harness import figures
 from gpu_harness.figures import format_speedup
 from runs import demo, permissions
@@ -31,12 +30,6 @@ def goal_note(run) -> str:
     """A run's own goal beside the task's, where they differ (runs.demo.goal_note): "demo goal 0.500× over naive
     (the task's is 2.000×)"; "" where they do not."""
     return demo.goal_note(run)
-
-
-@register.filter
-def step_line(step) -> str:
-    """A step as one line: its kind's label and the line the feed shows its event as (`event_summary`)."""
-    return f"{EVENT_KINDS.get(step.kind, step.kind)}: {event_summary(step.kind, step.payload)}"
 
 
 @register.simple_tag

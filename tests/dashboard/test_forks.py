@@ -205,6 +205,15 @@ def test_the_fork_pages_step_line_names_the_steps_kind_and_its_feed_line(parent,
     assert line.startswith(f"#{QUESTION_SEQ} · Question proposed: ") and QUESTION_TEXT[:40] in line
 
 
+def test_the_fork_pages_step_line_writes_an_imported_goal_met_as_the_traces_claim(parent, olga, client):
+    """The step line wrote the sender's word, "GOAL MET", as the feed no longer does (honesty audit)."""
+    seq = next(e["seq"] for e in EVENTS if e["kind"] == "evaluation" and e["payload"].get("goal_met"))
+    html = client.get(reverse("run_fork", args=[parent.pk]) + f"?seq={seq}").content.decode()
+    line = unescape(re.search(r'<p id="fork-step-line">([^<]*)</p>', html)[1])
+    assert line.startswith(f"#{seq} · Evaluation: ") and "GOAL MET" not in line
+    assert "imported" in line and "goal met: the trace's claim" in line
+
+
 @pytest.mark.parametrize(
     "field,value,says",
     [
