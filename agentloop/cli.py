@@ -160,6 +160,26 @@ def _refuse_a_used_trace(path: Path) -> None:
         )
 
 
+def _resumable_events(path: str) -> list[dict[str, Any]]:
+    """The events of the run a --resume trace holds. A file that holds no run (empty: a run that could not start
+    left it; or not a trace of agentloop's) is refused here: an empty list went on to start a new run elsewhere
+    (or raised a ValueError), and a foreign line raised a KeyError, both as tracebacks."""
+    from agentloop.trace import TraceError, read_trace
+
+    try:
+        events = read_trace(path)
+    except TraceError as exc:
+        raise ConfigError(str(exc)) from None
+    first = events[0] if events else {}
+    payload = held if isinstance(held := first.get("payload"), dict) else {}
+    if not events or "run_id" not in first or payload.get("reason") != "started" or not payload.get("config"):
+        raise ConfigError(
+            f"the trace {path} holds no run to resume (it is empty, or its first line is not a run's 'started' "
+            f"status): start a new run instead (--trace FILE)"
+        )
+    return events
+
+
 def run_command(args: argparse.Namespace) -> int:
     from agentloop.agent import Agent, Host, Oversight
     from agentloop.config import Budgets, Goal, RunConfig
@@ -179,12 +199,7 @@ def run_command(args: argparse.Namespace) -> int:
             recorded = read_trace(model_spec[len("replay:") :])
         except TraceError as exc:
             raise ConfigError(str(exc)) from None
-    resume_events = None
-    if args.resume:
-        try:
-            resume_events = read_trace(args.resume)
-        except TraceError as exc:
-            raise ConfigError(str(exc)) from None
+    resume_events = _resumable_events(args.resume) if args.resume else None
 
     if resume_events:
         config = None
@@ -207,11 +222,12 @@ def run_command(args: argparse.Namespace) -> int:
     settings = {"stream": not args.no_stream}
     if args.base_url:
         settings["base_url"] = args.base_url
+    # The model first: one that cannot be made (no API key) leaves no empty trace file behind
+    model = make_model(model_spec, settings, notify=None)
     trace = TraceWriter(trace_path)
     sinks: list[EventSink] = [trace]
     if not args.quiet:
         sinks.append(ConsoleSink())
-    model = make_model(model_spec, settings, notify=None)
     agent = Agent(
         run_id=run_id,
         config=config,

@@ -119,3 +119,33 @@ def test_run_hides_the_folders_named_with_hide_from_the_models_commands(tmp_path
     [result] = [e["payload"] for e in read_trace(tmp_path / "trace.jsonl") if e["kind"] == "tool_result"]
     assert "SECRET-KEY-CANARY-12" not in result["output"] and "No such file" in result["output"], result["output"]
     assert (data / "secret_key").read_text() == "SECRET-KEY-CANARY-12"  # hidden, not touched
+
+
+@pytest.mark.parametrize(
+    "held",
+    [
+        "",
+        '{"seq":0,"kind":"note","payload":{}}\n',
+        '{"v":1,"run_id":"r","seq":0,"kind":"note","payload":{"text":"x"}}\n',
+    ],
+    ids=["empty", "no run_id", "no started status"],
+)
+def test_resuming_a_trace_that_holds_no_run_is_refused_clearly(tmp_path, held):
+    """--resume of an empty file (what a run that could not start left) or of a file that is not a run's trace:
+    before, an empty one went on to a ValueError (or, without --task, asked for --task) and a foreign one to a
+    KeyError, both as tracebacks."""
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(held, encoding="utf-8")
+    proc = agentloop("run", "--unsandboxed", "--resume", str(trace), "--task", "matmul_cpu", "--model", "openai:m",
+                     cwd=tmp_path, env_extra={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "holds no run to resume" in proc.stderr and "Traceback" not in proc.stderr
+    assert trace.read_text(encoding="utf-8") == held
+
+
+def test_a_run_whose_model_cannot_be_made_leaves_no_trace_file(tmp_path):
+    trace = tmp_path / "runs" / "t.jsonl"
+    proc = agentloop("run", "--unsandboxed", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6",
+                     "--trace", str(trace), cwd=tmp_path, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr
+    assert not trace.exists()
