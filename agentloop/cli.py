@@ -40,7 +40,12 @@ def _parser() -> argparse.ArgumentParser:
         "--trace", help="a new trace file to write (default: under $KSEEK_AGENT_RUNS); one that holds a run is refused"
     )
     run.add_argument("--workspace", help="the agent's working directory (default: next to the trace)")
-    run.add_argument("--resume", metavar="TRACE", help="resume the run recorded in TRACE (its workspace must exist)")
+    run.add_argument(
+        "--resume",
+        metavar="TRACE",
+        help="resume the run recorded in TRACE (its workspace must exist), on the model and with the settings "
+        "the trace records",
+    )
     run.add_argument("--goal-baseline")
     run.add_argument("--goal-speedup", type=float)
     run.add_argument("--max-steps", type=int)
@@ -180,6 +185,20 @@ def _resumable_events(path: str) -> list[dict[str, Any]]:
     return events
 
 
+def _model_spec(given: str | None, resume_events: list[dict[str, Any]] | None) -> str:
+    """The model a run uses: --model, else, for a resumed run, the model its trace says it ran on (before, the
+    default or $KSEEK_MODEL: an `openai:` run or a replay went on with Claude, on the Anthropic key, while its trace
+    still named the first model), else $KSEEK_MODEL or the default. A resumed run goes on with its own model only,
+    as the worker resumes it: a --model that names another is refused."""
+    recorded = resume_events[0]["payload"]["config"].get("model") if resume_events else None
+    if given and recorded and given != recorded:
+        raise ConfigError(
+            f"the run in this trace runs on {recorded}, and a resumed run goes on with the same model: "
+            f"leave out --model {given}"
+        )
+    return given or recorded or os.environ.get("KSEEK_MODEL") or DEFAULT_MODEL
+
+
 def run_command(args: argparse.Namespace) -> int:
     from agentloop.agent import Agent, Host, Oversight
     from agentloop.config import Budgets, Goal, RunConfig
@@ -191,7 +210,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     # Before anything is written: a run whose commands could not run is not started (fail closed).
     Sandbox.choose(unsandboxed=args.unsandboxed).require()
-    model_spec = args.model or os.environ.get("KSEEK_MODEL") or DEFAULT_MODEL
+    resume_events = _resumable_events(args.resume) if args.resume else None
+    model_spec = _model_spec(args.model, resume_events)
     bank, stats = _questions_from_args(args)
     recorded = None
     if model_spec.startswith("replay:"):
@@ -199,7 +219,6 @@ def run_command(args: argparse.Namespace) -> int:
             recorded = read_trace(model_spec[len("replay:") :])
         except TraceError as exc:
             raise ConfigError(str(exc)) from None
-    resume_events = _resumable_events(args.resume) if args.resume else None
 
     if resume_events:
         config = None

@@ -149,3 +149,36 @@ def test_a_run_whose_model_cannot_be_made_leaves_no_trace_file(tmp_path):
                      "--trace", str(trace), cwd=tmp_path, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr
     assert not trace.exists()
+
+
+def _openai_trace_cut_before_its_end(tmp_path, server) -> Path:
+    """The trace of an `openai:` run that took one step, as a crash would leave it before its end (no final
+    status), with a budget of two steps so that its resumption makes a model call."""
+    import json
+
+    trace = tmp_path / "trace.jsonl"
+    done = agentloop("run", "--unsandboxed", "--task", "matmul_cpu", "--model", "openai:qwen-local",
+                     "--max-steps", "1", "--quiet", "--trace", str(trace), cwd=tmp_path,
+                     env_extra={"OPENAI_BASE_URL": server.url})  # fmt: skip
+    assert "failed (budget_steps)" in done.stderr, done.stderr[-2000:]
+    events = read_trace(trace)[:-1]
+    events[0]["payload"]["config"]["budgets"]["steps"] = 2
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return trace
+
+
+def test_a_resumed_run_goes_on_with_the_model_its_trace_names(tmp_path):
+    """Before, --resume without --model took $KSEEK_MODEL or claude-sonnet-4-6: an `openai:` run went on with Claude,
+    on the Anthropic key (or stopped for want of one), while its trace still named the OpenAI-compatible model."""
+    from tests.agentloop.chat_api import ChatServer, answer, call
+
+    with ChatServer([answer(calls=[call("shell", {"command": "echo hi"})]) for _ in range(2)]) as server:
+        trace = _openai_trace_cut_before_its_end(tmp_path, server)
+        resumed = agentloop("run", "--unsandboxed", "--resume", str(trace), "--quiet", cwd=tmp_path,
+                            env_extra={"OPENAI_BASE_URL": server.url, "KSEEK_MODEL": "claude-sonnet-4-6"})  # fmt: skip
+        assert "failed (budget_steps)" in resumed.stderr, resumed.stderr[-2000:]
+        assert [r["body"]["model"] for r in server.requests] == ["qwen-local", "qwen-local"]
+        refused = agentloop("run", "--unsandboxed", "--resume", str(trace), "--model", "claude-sonnet-4-6",
+                            cwd=tmp_path, env_extra={"OPENAI_BASE_URL": server.url})  # fmt: skip
+    assert refused.returncode == 2 and "runs on openai:qwen-local" in refused.stderr, refused.stderr[-2000:]
+    assert "Traceback" not in refused.stderr
