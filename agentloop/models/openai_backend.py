@@ -123,16 +123,25 @@ def to_openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _generated_ids = itertools.count(1)
 
 
-def _tool_input(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
-    """The call's arguments as a dict. Arguments that are not a JSON object are passed on under `_raw_arguments`,
-    so the tool refuses them with its own error and the model sees what it sent."""
-    if isinstance(arguments, dict):
-        return arguments
+def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call as a tool_use block, its arguments as the Anthropic backend keeps a streamed input
+    (docs/protocol.md 1.2): the JSON value they hold, or, for arguments that are not JSON, `input: {}` and the text
+    sent as `raw_input`, so that the loop answers either mistake as invalid input (a value that is not an object
+    too) and counts it toward max_invalid_inputs. (They were passed on as `{"_raw_arguments": ...}`, which the tool
+    answered with "missing parameter", and a model that sent no JSON went on until a budget ended the run.)"""
+    function = call.get("function") or {}
+    block: dict[str, Any] = {
+        "type": "tool_use",
+        "id": call.get("id") or f"call_kseek_{next(_generated_ids)}",
+        "name": function.get("name", ""),
+    }
+    arguments = function.get("arguments")
+    if isinstance(arguments, dict) or not arguments:  # some servers send the object itself, or nothing
+        return block | {"input": arguments or {}}
     try:
-        parsed = json.loads(arguments or "{}")
+        return block | {"input": json.loads(arguments)}
     except (TypeError, ValueError):
-        return {"_raw_arguments": str(arguments)}
-    return parsed if isinstance(parsed, dict) else {"_raw_arguments": str(arguments)}
+        return block | {"input": {}, "raw_input": str(arguments)}
 
 
 def from_openai_message(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -142,16 +151,7 @@ def from_openai_message(message: dict[str, Any]) -> list[dict[str, Any]]:
         text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
     if text:
         content.append({"type": "text", "text": text})
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
-        content.append(
-            {
-                "type": "tool_use",
-                "id": call.get("id") or f"call_kseek_{next(_generated_ids)}",
-                "name": function.get("name", ""),
-                "input": _tool_input(function.get("arguments")),
-            }
-        )
+    content.extend(_tool_use(call) for call in message.get("tool_calls") or [])
     return content
 
 

@@ -117,12 +117,37 @@ def test_the_conversation_is_translated_tool_results_first_then_text():
     ]
 
 
-def test_arguments_that_are_not_a_json_object_reach_the_tool_as_raw_text():
-    with ChatServer([answer(None, [call("shell", "{not json", ""), call("shell", "[1]")])]) as s:
+def test_arguments_that_are_not_json_are_kept_as_raw_input_and_a_value_not_an_object_as_it_is():
+    with ChatServer([answer(None, [call("shell", "{not json", ""), call("shell", "[1]"), call("shell", "")])]) as s:
         reply = model(s).query("s", MESSAGES, TOOLS, "turn")
-    first, second = reply.tool_uses
-    assert first["input"] == {"_raw_arguments": "{not json"} and first["id"].startswith("call_kseek_")
-    assert second["input"] == {"_raw_arguments": "[1]"}
+    first, second, third = reply.tool_uses
+    assert first["input"] == {} and first["raw_input"] == "{not json" and first["id"].startswith("call_kseek_")
+    assert second["input"] == [1] and "raw_input" not in second
+    assert third["input"] == {} and "raw_input" not in third
+
+
+def test_a_model_that_keeps_sending_arguments_that_are_not_json_ends_the_run_as_invalid_tool_input(tmp_path):
+    """As on the Anthropic backend (docs/protocol.md 1.2): each such call is answered as input that is not valid
+    JSON, and max_invalid_inputs of them in a row end the run. Before, the arguments reached the tool as
+    `{"_raw_arguments": ...}`, which it answered "missing parameter `command`", and the run went on until a budget
+    ended it."""
+    script = [answer(None, [call("shell", '{"command": "ls')]) for _ in range(8)]
+    with ChatServer(script) as s:
+        agent, trace = make_agent(
+            tmp_path,
+            make_model("openai:qwen3-coder", {"base_url": s.url}),
+            config=make_config(model="openai:qwen3-coder", budgets=Budgets(steps=8)),
+            evaluator=ScriptedEvaluator({}),
+        )
+        outcome = agent.run()
+        trace.close()
+    events = read_trace(tmp_path / "trace.jsonl")
+    assert (outcome.status, outcome.reason) == ("failed", "invalid_tool_input")
+    results = payloads(events, "tool_result")
+    assert len(results) == 5 and all(r["invalid_input"] and "not valid JSON" in r["output"] for r in results)
+    assert payloads(events, "tool_call")[0]["raw_input"] == '{"command": "ls'
+    # what went back to the model is its call with an empty object, as the API takes it
+    assert s.turn_requests[1]["messages"][-2]["tool_calls"][0]["function"]["arguments"] == "{}"
 
 
 @pytest.mark.parametrize(
