@@ -426,11 +426,11 @@ class Agent:
                     "note",
                     {
                         "level": "warning",
-                        "text": "the cost budget cannot be enforced: the "
-                        "price of this model is unknown (see agentloop/prices.toml)",
+                        "text": "the cost budget is held to the calls whose price is known, and the run may "
+                        "cost more: the price of this model is unknown (see agentloop/prices.toml)",
                     },
                 )
-            if s.cost_known and s.cost_usd >= b.cost_usd:
+            if s.cost_usd >= b.cost_usd:  # the known cost alone is a floor of the whole: the budget is spent
                 raise BudgetExhausted("cost", round(s.cost_usd, 4), b.cost_usd)
         if b.wall_s is not None and s.wall_s() >= b.wall_s:
             raise BudgetExhausted("wall", round(s.wall_s()), b.wall_s)

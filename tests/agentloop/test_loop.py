@@ -332,6 +332,22 @@ def test_the_budgets_end_the_run(tmp_path):
     assert (outcome.reason, outcome.steps) == ("budget_wall", 1)
 
 
+def test_the_cost_budget_ends_the_run_once_the_known_cost_alone_reaches_it_though_a_price_is_unknown(tmp_path):
+    """A call of a model with no price makes the run's cost a floor (docs/protocol.md: `cost_usd` null), and the
+    budget can no longer be held to the total; but once the calls whose price is known cost the budget alone,
+    it is spent whatever the others cost. Before, one unknown price turned the cost budget off for the rest of
+    the run: here the run went on to its step budget, $1.20 spent of a $0.50 budget."""
+    outcome, events, _ = run(
+        tmp_path,
+        [Reply([evaluate()], model="my-local-model")]
+        + [Reply([evaluate()], input_tokens=100_000, output_tokens=0)] * 5,  # $0.30 a turn
+        config=make_config(budgets=Budgets(cost_usd=0.5, steps=6)),
+    )
+    assert (outcome.reason, outcome.steps) == ("budget_cost", 3)
+    assert [u["cost_usd"] for u in payloads(events, "usage")] == [None, 0.3, 0.3]
+    assert any("held to the calls whose price is known" in n["text"] for n in payloads(events, "note"))
+
+
 def test_no_model_call_starts_once_a_budget_is_spent_not_even_a_question_selection(tmp_path):
     # claude-sonnet-4-6 at $3 per million input tokens: the first turn costs $0.03 of a $0.02 budget, and ends
     # short of the goal, a decision point whose question would take one more call.
