@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agentloop.config import Goal as GoalType
     from agentloop.config import RunConfig as RunConfigType
     from agentloop.interfaces import EventSink
+    from agentloop.state import RunState as RunStateType
     from questionbank.bank import BankEntry
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -266,10 +267,22 @@ def run_command(args: argparse.Namespace) -> int:
     best = "none" if outcome.best_speedup is None else f"{outcome.best_speedup:.3g}x"
     print(
         f"run {run_id}: {outcome.status} ({outcome.reason}); best verified speedup {best}; "
-        f"{outcome.steps} steps; trace {trace_path}",
+        f"{outcome.steps} steps; {_spent(agent.state)}; trace {trace_path}",
         file=sys.stderr,
     )
     return 0 if outcome.status == "succeeded" else 1
+
+
+def _spent(state: RunStateType) -> str:
+    """What the run's model calls took, as its last line says it: the cost, or, where a call's price is unknown,
+    the known part as the floor it is, never as the whole (the terminal showed no cost at all, its usage lines
+    skipped)."""
+    cost = (
+        f"cost ${state.cost_usd:.4f}"
+        if state.cost_known
+        else f"cost unknown: at least ${state.cost_usd:.4f} (a model's price is not in agentloop/prices.toml)"
+    )
+    return f"{state.model_calls} model calls ({state.tokens_in} tokens in, {state.tokens_out} out), {cost}"
 
 
 def _questions_from_args(

@@ -182,3 +182,22 @@ def test_a_resumed_run_goes_on_with_the_model_its_trace_names(tmp_path):
                             cwd=tmp_path, env_extra={"OPENAI_BASE_URL": server.url})  # fmt: skip
     assert refused.returncode == 2 and "runs on openai:qwen-local" in refused.stderr, refused.stderr[-2000:]
     assert "Traceback" not in refused.stderr
+
+
+def test_the_last_line_says_what_the_model_calls_took_and_an_unknown_price_as_a_floor(tmp_path):
+    """Before, the terminal said nothing of the cost (its usage lines are skipped): a run on a model the price
+    table does not know must say its cost is unknown, never $0, and a priced one its cost."""
+    from tests.agentloop.chat_api import ChatServer, answer, call
+    from tests.agentloop.messages_api import MessagesServer, Reply, Script, tool_use
+
+    with ChatServer([answer(calls=[call("shell", {"command": "echo hi"})])]) as server:
+        unpriced = agentloop("run", "--unsandboxed", "--task", "matmul_cpu", "--model", "openai:qwen-local",
+                             "--max-steps", "1", "--quiet", "--trace", str(tmp_path / "a.jsonl"), cwd=tmp_path,
+                             env_extra={"OPENAI_BASE_URL": server.url})  # fmt: skip
+    assert "1 model calls (120 tokens in, 30 out), cost unknown: at least $0.0000" in unpriced.stderr, unpriced.stderr
+    with MessagesServer(Script([Reply([tool_use("shell", {"command": "echo hi"})], input_tokens=1000)])) as server:
+        priced = agentloop("run", "--unsandboxed", "--task", "matmul_cpu", "--base-url", server.url,
+                           "--max-steps", "1", "--quiet", "--trace", str(tmp_path / "b.jsonl"), cwd=tmp_path,
+                           env_extra={"ANTHROPIC_API_KEY": "sk-test"})  # fmt: skip
+    # claude-sonnet-4-6 at $3/$15 per million: 1000 in and 20 out are $0.0033
+    assert "1 model calls (1000 tokens in, 20 out), cost $0.0033;" in priced.stderr, priced.stderr
