@@ -6,6 +6,7 @@ import argparse
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,12 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         "the trace records",
     )
     run.add_argument("--goal-baseline")
-    run.add_argument("--goal-speedup", type=float)
-    run.add_argument("--max-steps", type=int)
-    run.add_argument("--max-tokens", type=int)
-    run.add_argument("--max-cost", type=float, help="US dollars")
-    run.add_argument("--max-wall-s", type=float)
-    run.add_argument("--max-evaluations", type=int)
+    run.add_argument("--goal-speedup", type=_positive(float))
+    run.add_argument("--max-steps", type=_positive(int))
+    run.add_argument("--max-tokens", type=_positive(int))
+    run.add_argument("--max-cost", type=_positive(float), help="US dollars")
+    run.add_argument("--max-wall-s", type=_positive(float))
+    run.add_argument("--max-evaluations", type=_positive(int))
     run.add_argument(
         "--review",
         choices=["auto", "terminal", "trace"],
@@ -110,6 +111,21 @@ def _parser() -> argparse.ArgumentParser:
     _unsandboxed_flag(worker)
     _hide_flag(worker, "the worker's state folder is always hidden")
     return parser
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """A budget's or goal's number, above 0. A 0 was read as not given (`--max-steps 0` ran 50 steps, `--max-cost 0`
+    had no limit, `--goal-speedup 0` took the task's goal) and a negative budget ended the run before its first
+    call: argparse now refuses either, naming the flag."""
+
+    def parse(text: str) -> float:
+        value = kind(text)
+        if not value > 0:  # (NaN too)
+            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its message for a value that does not parse
+    return parse
 
 
 def _hide_flag(parser: argparse.ArgumentParser, always: str) -> None:

@@ -201,3 +201,18 @@ def test_the_last_line_says_what_the_model_calls_took_and_an_unknown_price_as_a_
                            env_extra={"ANTHROPIC_API_KEY": "sk-test"})  # fmt: skip
     # claude-sonnet-4-6 at $3/$15 per million: 1000 in and 20 out are $0.0033
     assert "1 model calls (1000 tokens in, 20 out), cost $0.0033;" in priced.stderr, priced.stderr
+
+
+@pytest.mark.parametrize(
+    "flag", ["--max-steps", "--max-tokens", "--max-cost", "--max-wall-s", "--max-evaluations", "--goal-speedup"]
+)
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_a_budget_or_goal_that_is_not_above_zero_is_refused_naming_the_flag(flag, value, capsys):
+    """Before, 0 was read as not given (--max-steps 0 ran 50 steps, --max-cost 0 had no limit) and a negative
+    budget started a run that ended before its first call."""
+    from agentloop.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--unsandboxed", "--task", "matmul_cpu", flag, value])
+    assert exited.value.code == 2
+    assert f"argument {flag}: must be above 0, not {value}" in capsys.readouterr().err
