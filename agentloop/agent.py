@@ -22,7 +22,15 @@ from agentloop import __version__, fork_start
 from agentloop.config import RunConfig
 from agentloop.control import ControlInbox, Directive
 from agentloop.detectors import Firing, Turn, detect
-from agentloop.errors import BudgetExhausted, GoalMet, InvalidToolInputs, RunEnded, RunParked, StoppedByHuman
+from agentloop.errors import (
+    BudgetExhausted,
+    GoalMet,
+    InvalidToolInputs,
+    ModelFailed,
+    RunEnded,
+    RunParked,
+    StoppedByHuman,
+)
 from agentloop.evaluator import EvaluatorError, HarnessDied, HarnessEvaluator
 from agentloop.events import Emitter
 from agentloop.interfaces import Evaluator, EventSink, Model, Tool
@@ -442,7 +450,15 @@ class Agent:
         self, purpose: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
         self._check_can_go_on()  # before a call of any purpose (a turn, a question selection): none after an end
-        reply = received(self.model.query(system, messages, tools, purpose))  # what the trace and the API take
+        wall = self.config.budgets.wall_s
+        # the backend waits for an answer, and retries, no longer than the wall budget leaves
+        self.model.deadline = None if wall is None else time.monotonic() + wall - self.state.wall_s()
+        try:
+            reply = received(self.model.query(system, messages, tools, purpose))  # what the trace and the API take
+        except ModelFailed:
+            if wall is not None and self.state.wall_s() >= wall:  # it failed because the wall budget ran out
+                raise BudgetExhausted("wall", round(self.state.wall_s()), wall) from None
+            raise
         u = reply.usage
         call = {
             "tokens_in": u.tokens_in,

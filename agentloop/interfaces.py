@@ -28,6 +28,9 @@ class Model(Protocol):
     # Set by the loop: retries and warnings of the backend become notes in the trace. A backend without any
     # leaves it unused.
     notify: Notify | None = None
+    # Set by the loop before each call: the time.monotonic() at which the run's wall budget ends (None: no wall
+    # budget). A backend waits no longer for an answer, nor retries past it (retry.attempt_timeout).
+    deadline: float | None = None
 
     def query(
         self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str

@@ -29,7 +29,7 @@ import anthropic
 from agentloop.errors import ModelFailed
 from agentloop.interfaces import Model, Notify
 from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
-from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, attempt_timeout, parse_retry_after
 from agentloop.prices import cost_usd
 
 CACHE = {"type": "ephemeral"}
@@ -220,6 +220,7 @@ class AnthropicModel(Model):
         self.max_tokens = int(settings.get("max_tokens", 8192))
         self.stream = bool(settings.get("stream", True))
         self.max_reply_bytes = int(settings.get("max_reply_bytes", REPLY_MAX_BYTES))
+        self.timeout_s = float(settings.get("timeout_s", 600))
         self.notify = notify
         self.retry = RetryPolicy(
             max_retries=int(settings.get("max_retries", 8)), base_s=float(settings.get("backoff_base_s", 1.0))
@@ -230,9 +231,7 @@ class AnthropicModel(Model):
                 raise ModelFailed("no Anthropic API key: set ANTHROPIC_API_KEY or the run's api_key setting")
             base_url = settings.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None
             # Retries are ours (they are reported as notes and use our backoff), so the SDK's are off.
-            client = anthropic.Anthropic(
-                api_key=api_key, base_url=base_url, max_retries=0, timeout=float(settings.get("timeout_s", 600))
-            )
+            client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout_s)
         self.client = client
 
     def query(
@@ -247,19 +246,20 @@ class AnthropicModel(Model):
             kwargs["tools"] = tools
 
         def call() -> dict[str, Any]:
+            timeout = attempt_timeout(self.timeout_s, self.deadline)  # the run's wall budget bounds the wait
             if self.stream:
-                with self.client.messages.create(**kwargs, stream=True) as events:
+                with self.client.messages.create(**kwargs, stream=True, timeout=timeout) as events:
                     return read_stream(events, self.max_reply_bytes)
             # The response's own JSON, not the SDK's typed message: it keeps a tool input that is not an object.
             # (the SDK types the parsed body as `object`; the Messages API answers a JSON object)
-            response = self.client.messages.with_raw_response.create(**kwargs)
+            response = self.client.messages.with_raw_response.create(**kwargs, timeout=timeout)
             size = len(response.http_response.content)
             if size > self.max_reply_bytes:
                 raise ModelFailed(reply_too_large(size, self.max_reply_bytes))
             return cast("dict[str, Any]", response.json())
 
         try:
-            message = self.retry.run(call, classify, self.notify)
+            message = self.retry.run(call, classify, self.notify, deadline=self.deadline)
         except (anthropic.APIError, StreamCut) as exc:
             raise ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
         return self._reply(message)

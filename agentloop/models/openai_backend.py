@@ -26,7 +26,7 @@ from typing import Any
 from agentloop.errors import ModelFailed
 from agentloop.interfaces import Model, Notify
 from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
-from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, attempt_timeout, parse_retry_after
 from agentloop.prices import cost_usd
 
 FINISH_TO_STOP = {
@@ -181,7 +181,8 @@ class OpenAIModel(Model):
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            timeout = attempt_timeout(self.timeout_s, self.deadline)  # the run's wall budget bounds the wait
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 raw = response.read(self.max_reply_bytes + 1)
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace")
@@ -204,7 +205,7 @@ class OpenAIModel(Model):
         if tools:
             body["tools"] = to_openai_tools(tools)
         try:
-            answer = self.retry.run(lambda: self._post(body), classify, self.notify)
+            answer = self.retry.run(lambda: self._post(body), classify, self.notify, deadline=self.deadline)
         except (HTTPFailure, urllib.error.URLError, ConnectionError, TimeoutError) as exc:
             raise ModelFailed(f"the model call failed: {exc}") from exc
         return self._reply(answer)

@@ -36,8 +36,10 @@ class RetryPolicy:
         call: Callable[[], T],
         classify: Callable[[Exception], tuple[bool, float | None, str]],
         notify: Callable[[str], None] | None = None,
+        deadline: float | None = None,
     ) -> T:
-        """Call `call`; on an exception that `classify` calls retryable, wait and call again, up to max_retries.
+        """Call `call`; on an exception that `classify` calls retryable, wait and call again, up to max_retries,
+        and never past `deadline` (time.monotonic(): the run's wall budget), where the failure is raised as it is.
         `classify(exc)` -> (retryable, retry_after_s or None, short description)."""
         attempt = 0
         while True:
@@ -48,10 +50,20 @@ class RetryPolicy:
                 if not retryable or attempt >= self.max_retries:
                     raise
                 wait = self.delay(attempt, retry_after)
+                if deadline is not None and time.monotonic() + wait >= deadline:
+                    raise
                 if notify:
                     notify(f"model call failed ({what}); retry {attempt + 1} of {self.max_retries} in {wait:.1f} s")
                 self.sleep(wait)
                 attempt += 1
+
+
+def attempt_timeout(timeout_s: float, deadline: float | None) -> float:
+    """How long one attempt may wait for the server: the backend's timeout, cut to what is left before `deadline`
+    (at least a second, so that a call just before it still gets its answer's first bytes)."""
+    if deadline is None:
+        return timeout_s
+    return max(1.0, min(timeout_s, deadline - time.monotonic()))
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -3,6 +3,7 @@ the evaluator returns scripted verdicts in the harness's own result type (test_c
 test_harness_env.py run the real harness)."""
 
 import json
+import threading
 
 import pytest
 
@@ -330,6 +331,30 @@ def test_the_budgets_end_the_run(tmp_path):
         config=make_config(budgets=Budgets(wall_s=1.0)),
     )
     assert (outcome.reason, outcome.steps) == ("budget_wall", 1)
+
+
+def test_a_model_server_that_never_answers_ends_the_run_at_its_wall_budget_not_its_own_timeouts(tmp_path):
+    """The backend waited up to its timeout (600 s) for each of 8 tries, whatever the run's wall budget: a server
+    that never answered held a run with a 2 s budget for more than an hour. Each try now waits only what the
+    budget leaves, no try starts past it, and the run ends as the wall budget's."""
+    release = threading.Event()
+
+    def never_answers(request):
+        release.wait(60)  # held until the test is over (the server's close waits for its handler)
+        return Reply([text("too late")])
+
+    server = MessagesServer(never_answers)
+    with server:
+        agent, trace = make_agent(
+            tmp_path, anthropic_model(server), config=make_config(budgets=Budgets(wall_s=2.0)), evaluator=None
+        )
+        try:
+            outcome = agent.run()
+        finally:
+            release.set()
+            trace.close()
+    assert outcome.reason == "budget_wall"
+    assert agent.state.wall_s() < 30  # it did not wait for the server (60 s, or 600 s a try before)
 
 
 def test_the_cost_budget_ends_the_run_once_the_known_cost_alone_reaches_it_though_a_price_is_unknown(tmp_path):
