@@ -3,9 +3,14 @@
     python bench/channel_layer.py [module:Class ...]   (default: kseek_site.layers:LocalChannelLayer and
                                                         channels.layers:InMemoryChannelLayer)
 
-Prints deliveries per second for each layer (docs/benchmarks.md, "Events", point 3).
+Prints deliveries per second for each layer (docs/benchmarks.md, "Events", point 3). The layer before issue 18
+(`old:LocalChannelLayer` there) is not in the tree; put it on the path first:
+
+    mkdir -p /tmp/old-layer && git show 66c3c15^:kseek_site/layers.py > /tmp/old-layer/old.py
+    PYTHONPATH=/tmp/old-layer python bench/channel_layer.py old:LocalChannelLayer kseek_site.layers:LocalChannelLayer
 """
 
+import argparse
 import asyncio
 import importlib
 import sys
@@ -37,7 +42,10 @@ async def deliveries_per_s(layer_class) -> float:
     return MEMBERS * MESSAGES / (time.perf_counter() - start)
 
 
-def main(names: list[str]) -> None:
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("layers", nargs="*", metavar="module:Class", help="the layers to time, in turn")
+    names = parser.parse_args(argv).layers
     for name in names or ["kseek_site.layers:LocalChannelLayer", "channels.layers:InMemoryChannelLayer"]:
         module, _, cls = name.partition(":")
         rate = asyncio.run(deliveries_per_s(getattr(importlib.import_module(module), cls)))
