@@ -7,8 +7,12 @@ difference from the default's result (chunking changes only the GEMM shapes, not
     python3 bench/reference_chunks.py            # on a GPU host
 """
 
+import argparse
 import sys
 from pathlib import Path
+
+if __name__ == "__main__":  # before torch's import: --help prints and exits on a host without a GPU too
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -11,6 +11,7 @@ leaves its session to outlive a 3 s limit. In each sandbox mode this host offers
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -83,4 +84,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()
