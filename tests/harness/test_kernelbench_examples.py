@@ -1,6 +1,7 @@
 """The KernelBench-format examples (examples/kernelbench/: a problem file and a correct starting kernel each)
 import as tasks, and each kernel defines the declaration the import generates and builds under the harness's
-checks. On the H200 they run end to end: docs/benchmarks.md, "KernelBench imports on the H200"."""
+checks. On the H200 they run end to end: docs/benchmarks.md, "Folder tasks on the H200" (its
+KernelBench imports)."""
 
 import re
 import subprocess
