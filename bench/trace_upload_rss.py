@@ -2,8 +2,9 @@
 
 Starts a site of its own (tests/reliability/live.py: its own SQLite file, or a database of its own when
 DATABASE_URL names PostgreSQL), signs an operator in, writes a JSONL trace of --mb megabytes (note events of
-about 400 bytes each), posts it to /traces/import/, and prints the server's answer, how long it took, and the
-server process's resident memory before and its peak after (VmHWM, /proc/PID/status).
+about 530 bytes each, whole envelopes; the 400-byte lines of docs/benchmarks.md's 2026-12-01 table lacked them),
+posts it to /traces/import/, and prints the server's answer, how long it took, and the server process's resident
+memory before and its peak after (VmHWM, /proc/PID/status).
 
     .venv/bin/python bench/trace_upload_rss.py --mb 80                                   # refused: over 32 MiB
     .venv/bin/python bench/trace_upload_rss.py --mb 80 --limit-bytes 100000000           # imported, streamed
