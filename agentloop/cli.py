@@ -202,6 +202,31 @@ def _resumable_events(path: str) -> list[dict[str, Any]]:
     return events
 
 
+# The settings a run's trace records: given with --resume they would be ignored, so they are refused instead.
+RESUME_FIXED_FLAGS = {
+    "task": "--task",
+    "kernel": "--kernel",
+    "trace": "--trace",
+    "goal_baseline": "--goal-baseline",
+    "goal_speedup": "--goal-speedup",
+    "max_steps": "--max-steps",
+    "max_tokens": "--max-tokens",
+    "max_cost": "--max-cost",
+    "max_wall_s": "--max-wall-s",
+    "max_evaluations": "--max-evaluations",
+}
+
+
+def _refuse_settings_with_resume(args: argparse.Namespace) -> None:
+    """A resumed run goes on with the task, goal and budgets its trace records (docs/protocol.md 1.3): one of
+    them given too would be silently dropped, so the command is refused naming it."""
+    given = [flag for name, flag in RESUME_FIXED_FLAGS.items() if getattr(args, name, None) is not None]
+    if given:
+        raise ConfigError(
+            f"--resume goes on with the task, goal and budgets its trace records: drop {', '.join(given)}"
+        )
+
+
 def _model_spec(given: str | None, resume_events: list[dict[str, Any]] | None) -> str:
     """The model a run uses: --model, else, for a resumed run, the model its trace says it ran on (before, the
     default or $KSEEK_MODEL: an `openai:` run or a replay went on with Claude, on the Anthropic key, while its trace
@@ -227,6 +252,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     # Before anything is written: a run whose commands could not run is not started (fail closed).
     Sandbox.choose(unsandboxed=args.unsandboxed).require()
+    if args.resume:
+        _refuse_settings_with_resume(args)
     resume_events = _resumable_events(args.resume) if args.resume else None
     model_spec = _model_spec(args.model, resume_events)
     bank, stats = _questions_from_args(args)

@@ -136,7 +136,7 @@ def test_resuming_a_trace_that_holds_no_run_is_refused_clearly(tmp_path, held):
     KeyError, both as tracebacks."""
     trace = tmp_path / "trace.jsonl"
     trace.write_text(held, encoding="utf-8")
-    proc = agentloop("run", "--unsandboxed", "--resume", str(trace), "--task", "matmul_cpu", "--model", "openai:m",
+    proc = agentloop("run", "--unsandboxed", "--resume", str(trace), "--model", "openai:m",
                      cwd=tmp_path, env_extra={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, timeout=120)  # fmt: skip
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "holds no run to resume" in proc.stderr and "Traceback" not in proc.stderr
@@ -182,6 +182,16 @@ def test_a_resumed_run_goes_on_with_the_model_its_trace_names(tmp_path):
                             cwd=tmp_path, env_extra={"OPENAI_BASE_URL": server.url})  # fmt: skip
     assert refused.returncode == 2 and "runs on openai:qwen-local" in refused.stderr, refused.stderr[-2000:]
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("flags", [["--max-steps", "5"], ["--task", "matmul_cpu", "--goal-speedup", "3"]])
+def test_a_setting_the_trace_records_is_refused_with_resume_not_dropped(tmp_path, flags):
+    """With --resume, the trace's task, goal and budgets apply: a --max-steps given too was dropped without a
+    word, so a user who meant to extend the run's budget got the old one."""
+    done = agentloop("run", "--unsandboxed", "--resume", str(tmp_path / "any.jsonl"), *flags, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    named = [flag for flag in flags if flag.startswith("--")]
+    assert f"--resume goes on with the task, goal and budgets its trace records: drop {', '.join(named)}" in done.stderr
 
 
 def test_the_last_line_says_what_the_model_calls_took_and_an_unknown_price_as_a_floor(tmp_path):

@@ -1,7 +1,7 @@
 """agentloop.goal: the run's Goal applied through gpu_harness.figures, under the names the loop calls."""
 
 from agentloop.config import Goal
-from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup
+from agentloop.goal import covers, goal_met, meets_target, speedup_over, verified_speedup, worth_a_goal_check
 
 
 def verdict(speedup, correct=True):
@@ -60,3 +60,18 @@ def test_a_best_library_goal_needs_every_library_of_the_task_timed():
     assert goal_met(result, goal, ["a", "b"], ["eager", "compile", "quack"])
     result["baseline_notes"] = {"quack": "quack.softmax is not installed"}
     assert not goal_met(result, goal, ["a", "b"], ["eager", "compile", "quack"])
+
+
+def test_a_goal_check_is_worth_running_only_on_a_verdict_at_the_target_over_every_library():
+    """The loop asks for a fresh full check (the goal check) of a verdict at its target on what it ran, but not of
+    one that missed a library of a best_library goal: the same host would miss it again (worth_a_goal_check)."""
+    goal = Goal(baseline="best_library", speedup=1.0)
+    result = verdict(1.2)
+    result["geomean"]["best_library"] = {"speedup": 1.2, "count": 2}
+    result["libraries"] = ["eager", "quack"]
+    assert worth_a_goal_check(result, goal, ["eager", "quack"])
+    below = {**result, "geomean": {"best_library": {"speedup": 0.99, "count": 2}}}
+    assert not worth_a_goal_check(below, goal, ["eager", "quack"])
+    result["baseline_notes"] = {"quack": "quack.softmax is not installed"}
+    assert not worth_a_goal_check(result, goal, ["eager", "quack"])
+    assert worth_a_goal_check(verdict(2.0), Goal(baseline="naive", speedup=2.0), [])  # no library to miss
