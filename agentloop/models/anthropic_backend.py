@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import time
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -143,11 +144,14 @@ class _Assembly:
         return self.message
 
 
-def read_stream(events: Iterable[StreamEvent], max_bytes: int = REPLY_MAX_BYTES) -> dict[str, Any]:
+def read_stream(
+    events: Iterable[StreamEvent], max_bytes: int = REPLY_MAX_BYTES, deadline: float | None = None
+) -> dict[str, Any]:
     """The message a stream of raw server-sent events describes, as the API's JSON. Tool inputs are parsed whole,
     at the end: one that does not parse (invalid, or cut short by max_tokens) is kept as `raw_input`. StreamCut
-    when the stream ends before its `message_stop`, or its link drops; ModelFailed once the reply's text passes
-    `max_bytes` (the call is not tried again: the model would send as much again)."""
+    when the stream ends before its `message_stop`, or its link drops, or it is still coming at `deadline` (the
+    run's wall budget: a server that trickles its events never trips a read's timeout); ModelFailed once the
+    reply's text passes `max_bytes` (the call is not tried again: the model would send as much again)."""
     assembly = _Assembly(max_bytes)
     seen, stopped = 0, False
     try:
@@ -155,6 +159,8 @@ def read_stream(events: Iterable[StreamEvent], max_bytes: int = REPLY_MAX_BYTES)
             seen += 1
             stopped = stopped or event.type == "message_stop"
             _read_event(event, assembly)
+            if deadline is not None and not stopped and time.monotonic() > deadline:
+                raise StreamCut(f"the stream was still coming after {seen} events when the wall budget ran out")
     except TRANSPORT_ERRORS as exc:
         raise StreamCut(f"the stream's link dropped after {seen} events ({type(exc).__name__})") from exc
     if not stopped:
@@ -249,7 +255,7 @@ class AnthropicModel(Model):
             timeout = attempt_timeout(self.timeout_s, self.deadline)  # the run's wall budget bounds the wait
             if self.stream:
                 with self.client.messages.create(**kwargs, stream=True, timeout=timeout) as events:
-                    return read_stream(events, self.max_reply_bytes)
+                    return read_stream(events, self.max_reply_bytes, self.deadline)
             # The response's own JSON, not the SDK's typed message: it keeps a tool input that is not an object.
             # (the SDK types the parsed body as `object`; the Messages API answers a JSON object)
             response = self.client.messages.with_raw_response.create(**kwargs, timeout=timeout)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +29,7 @@ class Reply:
     cache_write: int = 0
     model: str = "claude-sonnet-4-6"
     delta_chars: int = 7  # a streamed text block comes in deltas of this many characters
+    event_gap_s: float = 0.0  # a streamed reply's events come this far apart (a server that trickles)
 
     def message(self, ident: str) -> dict:
         stop = self.stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn")
@@ -273,7 +275,9 @@ class MessagesServer:
                     self._send_cut(reply)
                     return
                 message = reply.message(f"msg_{len(server.requests):04d}")
-                if body.get("stream"):
+                if body.get("stream") and reply.event_gap_s:
+                    self._send_trickle(_sse_events(message, reply.delta_chars), reply.event_gap_s)
+                elif body.get("stream"):
                     data = _sse(message, reply.delta_chars)
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
@@ -290,6 +294,19 @@ class MessagesServer:
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+
+            def _send_trickle(self, events: list[bytes], gap_s: float):
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for event in events:
+                    try:
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                    except OSError:  # the client gave up on the stream
+                        break
+                    time.sleep(gap_s)
+                self.close_connection = True
 
             def _send_cut(self, cut: Cut):
                 events = _sse_events(cut.reply.message(f"msg_{len(server.requests):04d}"))

@@ -4,6 +4,7 @@ test_harness_env.py run the real harness)."""
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -355,6 +356,16 @@ def test_a_model_server_that_never_answers_ends_the_run_at_its_wall_budget_not_i
             trace.close()
     assert outcome.reason == "budget_wall"
     assert agent.state.wall_s() < 30  # it did not wait for the server (60 s, or 600 s a try before)
+
+
+def test_a_stream_that_trickles_past_the_wall_budget_ends_the_run_at_it(tmp_path):
+    """A server that sends an event every 0.3 s never trips a read's timeout: the stream is read only until the
+    wall budget runs out (before, this one's 100-odd events took half a minute, on a 2 s budget)."""
+    slow = Reply([text("x" * 700)], delta_chars=7, event_gap_s=0.3)
+    started = time.monotonic()
+    outcome, events, _ = run(tmp_path, [slow] * 3, config=make_config(budgets=Budgets(wall_s=2.0)))
+    assert outcome.reason == "budget_wall" and not payloads(events, "model_message")  # no reply was taken
+    assert time.monotonic() - started < 20  # it stopped reading at the budget, not after the stream's 30 s
 
 
 def test_the_cost_budget_ends_the_run_once_the_known_cost_alone_reaches_it_though_a_price_is_unknown(tmp_path):
