@@ -440,10 +440,17 @@ class Agent:
                 )
             if s.cost_usd >= b.cost_usd:  # the known cost alone is a floor of the whole: the budget is spent
                 raise BudgetExhausted("cost", round(s.cost_usd, 4), b.cost_usd)
-        if b.wall_s is not None and s.wall_s() >= b.wall_s:
-            raise BudgetExhausted("wall", round(s.wall_s()), b.wall_s)
+        if (wall_spent := self._wall_spent()) is not None:
+            raise wall_spent
         self.scoreboard.check_budget()
         self.scoreboard.check_reachable()
+
+    def _wall_spent(self) -> BudgetExhausted | None:
+        """The end of the run when its wall budget is spent, else None."""
+        wall = self.config.budgets.wall_s
+        if wall is not None and self.state.wall_s() >= wall:
+            return BudgetExhausted("wall", round(self.state.wall_s()), wall)
+        return None
 
     # ------------------------------------------------------------------------------------- the model
     def _call_model(
@@ -456,8 +463,8 @@ class Agent:
         try:
             reply = received(self.model.query(system, messages, tools, purpose))  # what the trace and the API take
         except ModelFailed:
-            if wall is not None and self.state.wall_s() >= wall:  # it failed because the wall budget ran out
-                raise BudgetExhausted("wall", round(self.state.wall_s()), wall) from None
+            if (wall_spent := self._wall_spent()) is not None:  # it failed because the wall budget ran out
+                raise wall_spent from None
             raise
         u = reply.usage
         call = {
