@@ -235,9 +235,7 @@ class Evaluation:
         cached = {n: m for n in self.plan.baselines if (m := self.cached_median(sc, n)) is not None}
         base_names = [n for n in self.plan.baselines if n not in cached]
         self.current, self.current_sid = f"timing {sc.id}", sc.id
-        self.session.send(
-            cmd="time", scenario=self.job_by_id[sc.id], baselines=base_names, **{**TIMING, **self.task.timing_overrides}
-        )
+        self.session.send(cmd="time", scenario=self.job_by_id[sc.id], baselines=base_names, **self.timing())
         per_call = self.task.call_timeout_s(sc)
         _expect(self.recv(STAGE_TIMEOUT_S), "calling")  # the warm-up call
         deadline = time.monotonic() + self.timing_wait_s(per_call, len(base_names))
@@ -265,12 +263,16 @@ class Evaluation:
             o.correct = False
             o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
 
+    def timing(self) -> dict[str, Any]:
+        """The harness's timing settings with the task's overrides ([timing], within their bounds)."""
+        return {**TIMING, **self.task.timing_overrides}
+
     def timing_wait_s(self, per_call: float, n_baselines: int) -> float:
         """How long one scenario's timing may take before the child counts as hung: every repeat of the candidate
         and of each baseline at its per-call bound. The repeats are the task's ([timing] may raise max_reps above
         the harness's default, and a min_reps above max_reps wins: verdict.adaptive_repeats), or a correct kernel
         that is merely slow would be judged a hang."""
-        timing = {**TIMING, **self.task.timing_overrides}
+        timing = self.timing()
         reps = int(max(timing["max_reps"], timing["min_reps"]))
         return per_call * (reps + 2) * (1 + n_baselines) + STAGE_TIMEOUT_S
 
@@ -320,7 +322,7 @@ class Evaluation:
             )
         median_reps = verdict.median_calls(cand_ms)
         others = [rep for rep in range(len(cand_ms)) if rep not in median_reps]
-        extra = {**TIMING, **self.task.timing_overrides}["checks"] - 1
+        extra = self.timing()["checks"] - 1
         drawn = [others.pop(_urandom_below(len(others))) for _ in range(min(extra, len(others)))]
         seed_a = self.job_by_id[sc.id]["seed_a"]
         for rep in median_reps + drawn:  # the first wrong one is the reason: the median's, where it is wrong
