@@ -13,7 +13,6 @@ import os
 import platform
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 import time
@@ -22,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from . import depcheck
+from . import childbox, depcheck
 from .procs import run_bounded
 
 BUILD_RECIPE_VERSION = "3"  # bump when flags or checks change meaning, to invalidate the cache
@@ -224,10 +223,7 @@ KERNEL_SOURCE_MAX_BYTES = 2**20
 def read_kernel_source(path: str | os.PathLike[str]) -> str:
     """The text of the kernel file at `path`: a regular file of at most KERNEL_SOURCE_MAX_BYTES, in UTF-8. A FIFO
     is not waited on and a device (/dev/zero) not read without end; OSError or UnicodeDecodeError, in words, else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb", buffering=0) as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file (a directory, FIFO, socket or device)")
+    with childbox.open_regular_file(path, str(path)) as f:
         data = f.read(KERNEL_SOURCE_MAX_BYTES + 1)
     if len(data) > KERNEL_SOURCE_MAX_BYTES:
         raise OSError(f"{path} is over the harness's limit of {KERNEL_SOURCE_MAX_BYTES:,} bytes for a kernel source")

@@ -83,14 +83,22 @@ def contained(argv: list[str], workdir: str) -> list[str]:
     return [*_base(bwrap), *devices, "--bind", folder, folder, "--chdir", folder, "--", *argv]
 
 
+def open_regular_file(path: str | os.PathLike[str], name: str, follow_links: bool = True) -> BinaryIO:
+    """`path` opened for reading as a regular file, or OSError saying `name` is not one: a FIFO opens without
+    waiting for a writer and is then refused, as are a directory, a socket and a device (/dev/zero would feed a
+    read without end). With `follow_links` False, a link at the last component is refused as well."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise OSError(f"{name} is not a regular file (a directory, FIFO, socket or device)")
+    return f
+
+
 def open_scratch_file(path: str) -> BinaryIO:
     """`path`, a file of the child's scratch folder, opened for reading as a regular file, or OSError. The child
     can write that folder (its native code can call any libc function): a name it made a FIFO would block the
     judge's open() for ever, a link to /dev/zero would feed it without end. So no link is followed at the last
-    component, a FIFO opens without waiting for a writer, and anything but a regular file is refused."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    f = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        f.close()
-        raise OSError(f"{os.path.basename(path)} is not a regular file")
-    return f
+    component, and anything but a regular file is refused (open_regular_file)."""
+    return open_regular_file(path, os.path.basename(path), follow_links=False)
