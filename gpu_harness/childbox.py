@@ -18,8 +18,9 @@ A CPU task's child is contained wherever a working `bwrap` is found; a GPU task'
 child share device memory through CUDA IPC, which these namespaces have not been checked to keep (docs/harness.md,
 "Threat model"). `KSEEK_CHILD_SANDBOX_GPU=1` contains a GPU task's child too (its sandbox then holds the GPUs'
 device nodes), for `tests/harness/test_child_sandbox_gpu.py` to check on a GPU before it becomes the default: its
-first test (CUDA IPC with the parent, the eager baseline) passed on an H200 on 2026-12-05; its second (the library
-baselines' caches, under the scratch folder's TMPDIR and HOME) has not run on a GPU yet. Each verdict says which
+first test (CUDA IPC with the parent, the eager baseline) passed on an H200 on 2026-12-05, its second (the library
+baselines' caches, in the scratch folder: runner.CACHE_FOLDERS) on an H100 the same day. The default waits for a
+task's cheats and the CuTe-DSL libraries to run contained on a GPU (docs/harness.md). Each verdict says which
 (`child_sandbox`).
 """
 

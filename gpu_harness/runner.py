@@ -52,6 +52,18 @@ class LineReader:
         return line
 
 
+# Where libraries keep caches when these variables name a folder: set for a contained child, under its scratch
+# folder. The harness's own process may have set them (torch.compile puts TORCHINDUCTOR_CACHE_DIR in os.environ the
+# first time it compiles, for its workers), and a child inheriting /tmp/torchinductor_root then failed every
+# torch.compile baseline on the sandbox's read-only /tmp (an H100, 2026-12-05).
+CACHE_FOLDERS = {
+    "TORCHINDUCTOR_CACHE_DIR": "tmp/torchinductor",
+    "TRITON_CACHE_DIR": "home/.triton/cache",
+    "XDG_CACHE_HOME": "home/.cache",
+    "CUDA_CACHE_PATH": "home/.nv/ComputeCache",
+}
+
+
 class ChildSession:
     """The candidate's process, booted before its job is known: its imports, CUDA start and the task's setup
     overlap the build (or wait, started ahead, for the next evaluation); `start(job)` then hands it the job
@@ -74,6 +86,8 @@ class ChildSession:
             for var, name in (("TMPDIR", "tmp"), ("HOME", "home")):
                 child_env[var] = os.path.join(self.workdir, name)
                 os.mkdir(child_env[var])
+            for var, name in CACHE_FOLDERS.items():
+                child_env[var] = os.path.join(self.workdir, name)
             argv = childbox.contained(argv, self.workdir)
         msg_r, msg_w = os.pipe()
         cmd_r, cmd_w = os.pipe()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness import childbox, evaluate
-from gpu_harness.runner import ChildSession
+from gpu_harness.runner import CACHE_FOLDERS, ChildSession
 
 from .conftest import needs_gxx
 
@@ -119,17 +119,24 @@ def _environment_of(pid: int) -> dict[str, str]:
         time.sleep(0.05)
 
 
-def test_a_contained_childs_home_and_temporary_files_are_in_its_scratch_folder():
+def test_a_contained_childs_home_and_temporary_files_are_in_its_scratch_folder(monkeypatch):
     """Libraries the baselines load keep caches under TMPDIR and HOME (torch.compile's, Triton's): a contained
     child's are in its scratch folder, which it may write and which dies with the evaluation, so no cache it could
-    poison outlives it; an uncontained child keeps the harness's own."""
+    poison outlives it; an uncontained child keeps the harness's own. A cache folder the harness's process names
+    in its environment (torch.compile sets TORCHINDUCTOR_CACHE_DIR there once it has compiled) is not inherited:
+    on a GPU, every torch.compile baseline of a contained child failed on the read-only /tmp it named."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_harness")
     contained = ChildSession("matmul_cpu", sandbox=childbox.BUBBLEWRAP)
     plain = ChildSession("matmul_cpu", sandbox=childbox.NONE)
     try:
         env = _environment_of(contained.proc.pid)
         for var, folder in (("HOME", "home"), ("TMPDIR", "tmp")):
             assert env[var] == os.path.join(contained.workdir, folder) and os.path.isdir(env[var])
-        assert _environment_of(plain.proc.pid).get("HOME") == os.environ.get("HOME")
+        for var in CACHE_FOLDERS:
+            assert env[var].startswith(os.path.join(contained.workdir, "")), (var, env[var])
+        plain_env = _environment_of(plain.proc.pid)
+        assert plain_env.get("HOME") == os.environ.get("HOME")
+        assert plain_env.get("TORCHINDUCTOR_CACHE_DIR") == "/tmp/torchinductor_harness"
     finally:
         contained.close()
         plain.close()
