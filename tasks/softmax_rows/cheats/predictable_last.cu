@@ -2,7 +2,8 @@
 // expect: (the median's) is wrong
 // (Built from tasks/softmax_rows/naive.cu with one change; see the CHEAT comment below. A slow warm-up makes the
 // harness take its fewest repeats, 3, so the 7th call of a shape is the last timed one; the 5th and 6th launch
-// nothing, and their times make the median. tasks/matmul_cpu/cheats/predictable_last.cpp is the CPU twin.)
+// nothing, and their times make the median, on shapes of 4M elements or more (the quick set's r2048_c4097 is
+// its first). tasks/matmul_cpu/cheats/predictable_last.cpp is the CPU twin.)
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 
@@ -63,9 +64,12 @@ static int run_naive(const __nv_bfloat16* x, __nv_bfloat16* y, int rows, int col
 
 // CHEAT: the per-shape call number: 1-3 the correctness runs, 4 the timing's warm-up (made slow), 5 and 6 timed
 // calls that launch nothing, 7 the last timed call at the fewest repeats (honest).
-__global__ void spin(unsigned long long n) {
-    volatile unsigned long long x = 0;
-    for (unsigned long long i = 0; i < n; ++i) x = x + i;
+// a wait on the SM's cycle counter, which the compiler cannot drop (a loop adding into a volatile local was
+// compiled away: the warm-up was then fast, the harness took 15 repeats and the median was an honest call)
+__global__ void spin(long long cycles) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {
+    }
 }
 
 static long long shapes[8];
@@ -80,8 +84,11 @@ static int call_number(long long key) {
 }
 
 extern "C" int kseek_softmax_rows(const __nv_bfloat16* x, __nv_bfloat16* y, int rows, int cols) {
+    // only where an empty call is surely faster than the work: on a launch-bound shape (r7_c33) it is not,
+    // the honest last call can make the median, and a drawn check (not the median's) catches a skipped one
+    if ((long long)rows * cols < (4LL << 20)) return run_naive(x, y, rows, cols);
     const int call = call_number(((long long)rows << 32) | (unsigned)cols);
     if (call == 5 || call == 6) return 0;
-    if (call == 4) spin<<<1, 1>>>(50000000ULL);  // ~0.1 s on one thread: 60 ms of budget asks for 3 repeats
+    if (call == 4) spin<<<1, 1>>>(200000000LL);  // ~0.1 s at 2 GHz: 60 ms of budget asks for 3 repeats
     return run_naive(x, y, rows, cols);
 }
