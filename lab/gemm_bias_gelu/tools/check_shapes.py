@@ -20,6 +20,7 @@ m*n*k >= 2^30 also print the second call's time (one call, for orientation only:
 
 import ctypes
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -181,6 +182,16 @@ def run_one(gemm, m, n, k, variant, offsets, seed):
     return ok, text
 
 
+def wide_tile(target, defines):
+    """The build's KSEEK_BN: a -D define's, else the source's first `#define KSEEK_BN` (a screen's candidate puts
+    its knobs in front of the file's defaults), else 128."""
+    for d in defines:
+        if d.startswith("-DKSEEK_BN="):
+            return int(d.split("=", 1)[1])
+    found = re.search(r"^#define KSEEK_BN (\d+)", Path(target).read_text(), re.M) if target.endswith(".cu") else None
+    return int(found.group(1)) if found else 128
+
+
 def main(argv):
     quick = "--quick" in argv
     defines, rest, i = [], [], 0
@@ -199,8 +210,15 @@ def main(argv):
     gemm = Gemm(lib)
     print(f"library {lib} {' '.join(defines)}", flush=True)
     cases = cases_quick() if quick else cases_full()
-    failed = 0
+    failed = skipped = 0
+    wide = wide_tile(target, defines)
     for i, (m, n, k, variant, offsets) in enumerate(cases):
+        if variant == 8 and wide > 128:  # launch_wgmma refuses it (status 7): no ping-pong form of so wide a tile
+            print(
+                f"SKIP m={m} n={n} k={k} variant=8 offsets={offsets}: KSEEK_BN {wide} has no ping-pong form", flush=True
+            )
+            skipped += 1
+            continue
         try:
             ok, text = run_one(gemm, m, n, k, variant, offsets, seed=i)
         except RuntimeError as e:  # a CUDA error (illegal address, launch failure) poisons the context: stop here
@@ -209,7 +227,7 @@ def main(argv):
             return 1
         failed += not ok
         print(f"{'PASS' if ok else 'FAIL'} m={m} n={n} k={k} variant={variant} offsets={offsets}: {text}", flush=True)
-    print(f"checked {len(cases)} shapes, {failed} failed")
+    print(f"checked {len(cases) - skipped} shapes, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0
 
 
