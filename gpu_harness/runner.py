@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from . import childbox
 from .procs import kill_group
+from .scratch import ScratchFolder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +75,8 @@ class ChildSession:
         self.started = False  # given a job
         self.sandbox = sandbox  # childbox.BUBBLEWRAP: the child runs in a sandbox of its own, this folder its only
         child_env = self.environment(extra_env)  # writable one
-        self.workdir = tempfile.mkdtemp(prefix="kseek-eval-")
+        self.scratch = ScratchFolder.create()  # owned while this process lives: a later judge sweeps it if not
+        self.workdir = self.scratch.path
         self.log_path = os.path.join(self.workdir, "child.log")
         argv = [sys.executable, "-m", "gpu_harness.child", task]
         if sandbox == childbox.BUBBLEWRAP:
@@ -178,7 +178,7 @@ class ChildSession:
                 os.close(fd)
             except OSError:
                 pass
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.scratch.remove()
 
 
 def _describe_exit(code: int | None, sandboxed: bool = False) -> str:
