@@ -483,6 +483,11 @@ class Question(models.Model):
         max_length=20, blank=True, help_text="Who an imported trace says proposed it (its `by`): the trace's word"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
+    unheard_decision = models.TextField(
+        blank=True,
+        help_text="A reviewer's decision that was stored but never reached the agent: it had asked the proposal "
+        "by timeout first (runs.services.questions.question_overruled_by_timeout)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

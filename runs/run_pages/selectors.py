@@ -83,6 +83,12 @@ def run_questions_closed(run: Run) -> QuerySet[Question]:
     return run.questions.filter(status=QuestionStatus.PROPOSED).select_related("step").order_by("created_at")
 
 
+def run_questions_unheard(run: Run) -> QuerySet[Question]:
+    """The run's questions whose reviewer's decision never reached the agent: it had asked the proposal by review
+    timeout first (runs.services.questions.question_overruled_by_timeout)."""
+    return run.questions.exclude(unheard_decision="").select_related("step").order_by("created_at")
+
+
 FEED_PAGE_MAX = 500
 
 
@@ -430,6 +436,7 @@ def trace_export_records(run: Run):
             "replaced": question.replaced,
             "trace_proposed_by": question.trace_proposed_by or None,
             "trace_reviewer": question.trace_reviewer or None,
+            "unheard_decision": question.unheard_decision or None,  # a reviewer's that the agent never got
         }
     for evaluation in Evaluation.objects.filter(run=run).select_related("kernel", "step").order_by("pk"):
         verdict = evaluation.verdict

@@ -24,6 +24,7 @@ from runs.run_pages.selectors import (
     run_forks,
     run_is_verify,
     run_questions_closed,
+    run_questions_unheard,
     run_sandbox,
     run_search,
     run_unverified_bests,
@@ -172,6 +173,7 @@ def run_detail(request, run_id: int):
             "unverified": run_unverified_bests(run),
             "best_text": run_best_text(run),  # the verified best with its interval (run_page.js redraws it)
             "closed_questions": run_questions_closed(run),
+            "unheard_questions": run_questions_unheard(run),
             "elapsed": elapsed_text(run),  # run_page.js ticks it on while the run runs
             # Only operators fork (one more query, asked for them alone), and are told why where they cannot.
             "fork_refusal": run_fork_refusal(run) if permissions.has_role(request.user, OPERATOR) else "",

@@ -108,6 +108,52 @@ def question_decide(
     return question
 
 
+def question_overruled_by_timeout(question: Question) -> Question:
+    """The agent reports it asked `question` as proposed, by review timeout, after a reviewer's decision was
+    stored: one made just before the deadline that reached the worker after it, or one the worker, offline then,
+    never got. What the agent was told is the run's record, so the question becomes the proposal approved by
+    timeout, and the reviewer's decision is kept as `unheard_decision`, saying it never reached the agent.
+    A question already approved by no one (an earlier timeout or auto approval) is left as it is."""
+    with transaction.atomic():
+        question = Question.objects.select_for_update().select_related("reviewer").get(pk=question.pk)
+        by_nobody = not question.reviewer_id and not question.trace_reviewer
+        if question.status == QuestionStatus.PROPOSED or (question.status == QuestionStatus.APPROVED and by_nobody):
+            return question
+        question.unheard_decision = _decision_said(question)
+        if question.original_text:
+            question.text, question.original_text = question.original_text, ""
+        question.status, question.replaced = QuestionStatus.APPROVED, False
+        question.reviewer, question.trace_reviewer = None, ""
+        question.decided_at = timezone.now()
+        question.save(
+            update_fields=[
+                "status", "text", "original_text", "replaced", "reviewer", "trace_reviewer", "decided_at",
+                "unheard_decision",
+            ]
+        )  # fmt: skip
+        publish_after_commit(
+            question.run_id,
+            {
+                "type": "question.changed",
+                "run_id": question.run_id,
+                "question_id": question.pk,
+                "status": question.status,
+            },
+            to_all_runs=True,
+        )
+    return question
+
+
+def _decision_said(question: Question) -> str:
+    """A stored decision in words: '<vetoed | approved | edited | replaced> by <who> at <time> UTC[: <its text>]',
+    and that the agent asked the proposal by timeout before it came."""
+    verb = "replaced" if question.replaced else str(question.status)
+    who = question.reviewer.get_username() if question.reviewer else (question.trace_reviewer or "a reviewer")
+    when = f" at {question.decided_at:%Y-%m-%d %H:%M:%S} UTC" if question.decided_at else ""
+    text = f": {question.text}" if question.status == QuestionStatus.EDITED else ""
+    return f"{verb} by {who}{when}{text}; the agent had asked the proposal as it was (review timeout) before it came"
+
+
 def question_ask_human(*, run: Run, author, text: str) -> Question:
     """A question a reviewer writes themselves: approved as it is written."""
     with transaction.atomic():

@@ -29,7 +29,12 @@ from runs.models import (
 )
 from runs.services.errors import ServiceError, UnconfirmedSuccess
 from runs.services.kernels import evaluation_record, kernel_record, run_goal_evaluation
-from runs.services.questions import question_by_ref, question_decide, question_propose
+from runs.services.questions import (
+    question_by_ref,
+    question_decide,
+    question_overruled_by_timeout,
+    question_propose,
+)
 from runs.services.runs import run_set_status
 
 _log = logging.getLogger(__name__)
@@ -119,7 +124,11 @@ def _decision_from_event(run: Run, step: Step) -> None:
     account here (a trace could otherwise credit its decisions to any user of the site)."""
     payload = step.payload
     question = question_by_ref(run, str(payload.get("question_ref") or ""))
-    if question is None or question.status != QuestionStatus.PROPOSED:
+    if question is None:
+        return
+    if question.status != QuestionStatus.PROPOSED:
+        if payload.get("by") == "timeout" and payload.get("action") == "approve":
+            question_overruled_by_timeout(question)  # a reviewer's decision that came too late: the agent's wins
         return
     action = payload.get("action")
     if action not in ("approve", "edit", "veto", "replace"):
