@@ -50,6 +50,11 @@ class ModelFailed(RunEnded):
     reason = "model_error"
 
 
+class ReplyTooLarge(ModelFailed):
+    """The model's reply passed the size limit and was not read to its end. The call was made, and charged, but
+    its usage comes at a reply's end: the run's cost becomes a floor (a usage event of unknown cost)."""
+
+
 class InvalidToolInputs(ModelFailed):
     """The model sent tool calls whose input was not a JSON object, more times in a row than the policy allows."""
 

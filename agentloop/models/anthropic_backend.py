@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import anthropic
 
-from agentloop.errors import ModelFailed
+from agentloop.errors import ModelFailed, ReplyTooLarge
 from agentloop.interfaces import Model, Notify
 from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, attempt_timeout, parse_retry_after
@@ -123,7 +123,7 @@ class _Assembly:
     def add(self, index: int, key: str, piece: str) -> None:
         self.size += len(piece.encode("utf-8", errors="surrogatepass"))
         if self.size > self.max_bytes:
-            raise ModelFailed(reply_too_large(self.size, self.max_bytes))
+            raise ReplyTooLarge(reply_too_large(self.size, self.max_bytes))
         self.pieces.setdefault((index, key), []).append(piece)
 
     def finish(self) -> dict[str, Any]:
@@ -261,7 +261,7 @@ class AnthropicModel(Model):
             response = self.client.messages.with_raw_response.create(**kwargs, timeout=timeout)
             size = len(response.http_response.content)
             if size > self.max_reply_bytes:
-                raise ModelFailed(reply_too_large(size, self.max_reply_bytes))
+                raise ReplyTooLarge(reply_too_large(size, self.max_reply_bytes))
             return cast("dict[str, Any]", response.json())
 
         try:

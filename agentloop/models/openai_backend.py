@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from agentloop.errors import ModelFailed
+from agentloop.errors import ModelFailed, ReplyTooLarge
 from agentloop.interfaces import Model, Notify
 from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
 from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, attempt_timeout, parse_retry_after
@@ -190,7 +190,7 @@ class OpenAIModel(Model):
         except http.client.HTTPException as exc:  # IncompleteRead above all: a link that dropped mid-body
             raise BodyCut(f"the server's answer was cut short ({type(exc).__name__})") from None
         if len(raw) > self.max_reply_bytes:
-            raise ModelFailed(reply_too_large(len(raw), self.max_reply_bytes))
+            raise ReplyTooLarge(reply_too_large(len(raw), self.max_reply_bytes))
         try:
             answer: dict[str, Any] = json.loads(raw)
             return answer

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentloop.config import Budgets
-from agentloop.errors import ModelFailed
+from agentloop.errors import ReplyTooLarge
 from agentloop.models.anthropic_backend import read_stream
 from agentloop.models.openai_backend import OpenAIModel
 from agentloop.models.reply import REPLY_MAX_BYTES
@@ -55,7 +55,7 @@ def test_a_long_streamed_reply_is_assembled_in_linear_time(kind):
 
 
 def test_a_streamed_reply_over_the_limit_ends_the_call_with_a_model_error():
-    with pytest.raises(ModelFailed, match=f"over the limit of {REPLY_MAX_BYTES:,} bytes on a reply"):
+    with pytest.raises(ReplyTooLarge, match=f"over the limit of {REPLY_MAX_BYTES:,} bytes on a reply"):
         read_stream(stream_of(["x" * 65536] * (REPLY_MAX_BYTES // 65536 + 1)))
 
 
@@ -76,12 +76,18 @@ def test_a_reply_over_the_limit_ends_the_run_as_a_model_error_through_the_real_c
         trace.close()
     assert (outcome.status, outcome.reason) == ("failed", "model_error")
     assert len(server.requests) == 2  # not tried again: the model would send as much again
-    [end] = [p for p in payloads(read_trace(tmp_path / "trace.jsonl"), "status") if p["status"] == "failed"]
+    events = read_trace(tmp_path / "trace.jsonl")
+    [end] = [p for p in payloads(events, "status") if p["status"] == "failed"]
     assert f"over the limit of {REPLY_MAX_BYTES:,} bytes on a reply" in end["detail"]
+    # the cut reply was charged, and its usage never read: the second call's usage event says its cost is unknown,
+    # so the run's cost is a floor from there
+    first, cut = payloads(events, "usage")
+    assert first["cost_usd"] is not None and first["totals"]["cost_usd"] is not None
+    assert (cut["cost_usd"], cut["totals"]["cost_usd"], cut["totals"]["model_calls"]) == (None, None, 2)
 
 
 def test_an_openai_compatible_answer_over_the_limit_is_a_model_error():
     with ChatServer([answer("x" * (REPLY_MAX_BYTES + 10))]) as server:
         model = OpenAIModel("qwen3-coder", settings={"base_url": server.url, "backoff_base_s": 0.01})
-        with pytest.raises(ModelFailed, match=f"over the limit of {REPLY_MAX_BYTES:,} bytes on a reply"):
+        with pytest.raises(ReplyTooLarge, match=f"over the limit of {REPLY_MAX_BYTES:,} bytes on a reply"):
             model.query("s", [{"role": "user", "content": [{"type": "text", "text": "go"}]}], [], "turn")
