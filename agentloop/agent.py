@@ -27,7 +27,6 @@ from agentloop.errors import (
     GoalMet,
     InvalidToolInputs,
     ModelFailed,
-    ReplyTooLarge,
     RunEnded,
     RunParked,
     StoppedByHuman,
@@ -59,7 +58,7 @@ class Outcome:
     events: int
 
 
-# A model call whose reply was charged but never read to its end (ReplyTooLarge): its tokens are not known, and its
+# A model call whose reply was charged but never read to its end (ModelFailed.charged_unread): its tokens are not known, and its
 # cost is not either (None: the run's cost is then a floor, docs/protocol.md 1.1's usage of unknown cost).
 UNREAD_USAGE = {"tokens_in": 0, "tokens_out": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": None}
 
@@ -468,7 +467,7 @@ class Agent:
         try:
             reply = received(self.model.query(system, messages, tools, purpose))  # what the trace and the API take
         except ModelFailed as failed:
-            if isinstance(failed, ReplyTooLarge):  # charged, but its usage was never read: the cost is a floor now
+            if failed.charged_unread:  # charged, but its usage was never read: the run's cost is a floor from here
                 self._count_usage(purpose, self.model.name, UNREAD_USAGE)
             if (wall_spent := self._wall_spent()) is not None:  # it failed because the wall budget ran out
                 raise wall_spent from None

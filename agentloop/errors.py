@@ -44,15 +44,19 @@ class StoppedByHuman(RunEnded):
 
 
 class ModelFailed(RunEnded):
-    """The model could not be reached after all retries, or answered with something unusable."""
+    """The model could not be reached after all retries, or answered with something unusable. `charged_unread`:
+    an attempt of the call had begun its reply (the server may have charged it) and its usage was never read."""
 
     status = "failed"
     reason = "model_error"
+    charged_unread = False
 
 
 class ReplyTooLarge(ModelFailed):
     """The model's reply passed the size limit and was not read to its end. The call was made, and charged, but
     its usage comes at a reply's end: the run's cost becomes a floor (a usage event of unknown cost)."""
+
+    charged_unread = True
 
 
 class InvalidToolInputs(ModelFailed):

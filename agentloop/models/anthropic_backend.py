@@ -29,8 +29,8 @@ import anthropic
 
 from agentloop.errors import ModelFailed, ReplyTooLarge
 from agentloop.interfaces import Model, Notify
-from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
-from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, attempt_timeout, parse_retry_after
+from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large, with_charged_attempts
+from agentloop.models.retry import RETRY_STATUSES, ChargedAttempts, RetryPolicy, attempt_timeout, parse_retry_after
 from agentloop.prices import cost_usd
 
 CACHE = {"type": "ephemeral"}
@@ -50,22 +50,41 @@ STREAM_ERROR_STATUS = {
 
 
 class StreamCut(Exception):
-    """A stream that ended before its `message_stop`: the reply is not whole, and the call is tried again."""
+    """A stream that ended before its `message_stop`: the reply is not whole, and the call is tried again.
+    `events_seen`: how many of its events came (one or more: the reply had begun, and may have been charged)."""
+
+    def __init__(self, message: str, events_seen: int = 0) -> None:
+        super().__init__(message)
+        self.events_seen = events_seen
 
 
-def _transport_errors() -> tuple[type[Exception], ...]:
-    """The HTTP library's errors for a read cut mid-body (the SDK wraps them while it sends the request, not while
-    a stream is read): httpx's, or httpx2's in the SDK versions built on it."""
+def _http_errors(*names: str) -> tuple[type[Exception], ...]:
+    """The HTTP library's error classes of these names: httpx's, or httpx2's in the SDK versions built on it."""
     found = []
-    for name in ("httpx", "httpx2"):
-        try:
-            found.append(importlib.import_module(name).TransportError)
-        except (ImportError, AttributeError):
-            continue
+    for module in ("httpx", "httpx2"):
+        for name in names:
+            try:
+                found.append(getattr(importlib.import_module(module), name))
+            except (ImportError, AttributeError):
+                continue
     return tuple(found)
 
 
-TRANSPORT_ERRORS = _transport_errors()
+# a read cut mid-body (the SDK wraps these while it sends the request, not while a stream is read)
+TRANSPORT_ERRORS = _http_errors("TransportError")
+# a connection never made: the request did not reach the server, which charged nothing
+CONNECT_ERRORS = _http_errors("ConnectError", "ConnectTimeout")
+
+
+def began_a_reply(exc: Exception) -> bool:
+    """Whether a failed attempt may have been charged, its usage never read: a stream cut after some events, an
+    error event mid-stream, or a connection lost once the request was sent (a body cut short, a read that timed
+    out while the model worked). Not a connection never made."""
+    if isinstance(exc, StreamCut):
+        return exc.events_seen > 0
+    if isinstance(exc, anthropic.APIConnectionError):
+        return not isinstance(exc.__cause__, CONNECT_ERRORS)
+    return isinstance(exc, anthropic.APIStatusError) and _stream_error_type(exc) is not None
 
 
 def _stream_error_type(exc: anthropic.APIStatusError) -> str | None:
@@ -160,11 +179,11 @@ def read_stream(
             stopped = stopped or event.type == "message_stop"
             _read_event(event, assembly)
             if deadline is not None and not stopped and time.monotonic() > deadline:
-                raise StreamCut(f"the stream was still coming after {seen} events when the wall budget ran out")
+                raise StreamCut(f"the stream was still coming after {seen} events when the wall budget ran out", seen)
     except TRANSPORT_ERRORS as exc:
-        raise StreamCut(f"the stream's link dropped after {seen} events ({type(exc).__name__})") from exc
+        raise StreamCut(f"the stream's link dropped after {seen} events ({type(exc).__name__})", seen) from exc
     if not stopped:
-        raise StreamCut(f"the stream ended after {seen} events without message_stop")
+        raise StreamCut(f"the stream ended after {seen} events without message_stop", seen)
     return assembly.finish()
 
 
@@ -264,11 +283,14 @@ class AnthropicModel(Model):
                 raise ReplyTooLarge(reply_too_large(size, self.max_reply_bytes))
             return cast("dict[str, Any]", response.json())
 
+        charged = ChargedAttempts(classify, began_a_reply)
         try:
-            message = self.retry.run(call, classify, self.notify, deadline=self.deadline)
+            message = self.retry.run(call, charged, self.notify, deadline=self.deadline)
         except (anthropic.APIError, StreamCut) as exc:
-            raise ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
-        return self._reply(message)
+            failed = ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}")
+            failed.charged_unread = charged.count > 0
+            raise failed from exc
+        return with_charged_attempts(self._reply(message), charged.count)
 
     def _reply(self, message: dict[str, Any]) -> ModelReply:
         u = message.get("usage") or {}

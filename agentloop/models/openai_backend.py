@@ -25,8 +25,8 @@ from typing import Any
 
 from agentloop.errors import ModelFailed, ReplyTooLarge
 from agentloop.interfaces import Model, Notify
-from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large
-from agentloop.models.retry import RETRY_STATUSES, RetryPolicy, attempt_timeout, parse_retry_after
+from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large, with_charged_attempts
+from agentloop.models.retry import RETRY_STATUSES, ChargedAttempts, RetryPolicy, attempt_timeout, parse_retry_after
 from agentloop.prices import cost_usd
 
 FINISH_TO_STOP = {
@@ -48,7 +48,8 @@ class HTTPFailure(Exception):
 
 
 class BodyCut(ConnectionError):
-    """The answer's body stopped short: the connection closed before the length its headers announced."""
+    """The answer's body stopped short (the connection closed before the length its headers announced), or came
+    whole but is no JSON answer: a reply had begun, and the server may have charged it."""
 
 
 def classify(exc: Exception) -> tuple[bool, float | None, str]:
@@ -195,8 +196,9 @@ class OpenAIModel(Model):
             answer: dict[str, Any] = json.loads(raw)
             return answer
         except ValueError:
-            # A proxy's error page or a cut-off body: worth another try, like a dropped connection.
-            raise ConnectionError(f"the server's answer is not JSON: {raw[:200]!r}") from None
+            # A cut-off body (or a proxy's page): worth another try, like a dropped connection; and a reply that
+            # had begun, so it may have been charged
+            raise BodyCut(f"the server's answer is not JSON: {raw[:200]!r}") from None
 
     def query(
         self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], purpose: str
@@ -204,11 +206,14 @@ class OpenAIModel(Model):
         body = {"model": self.name, "messages": to_openai_messages(system, messages), "max_tokens": self.max_tokens}
         if tools:
             body["tools"] = to_openai_tools(tools)
+        charged = ChargedAttempts(classify, lambda exc: isinstance(exc, BodyCut))  # a body that began, then stopped
         try:
-            answer = self.retry.run(lambda: self._post(body), classify, self.notify, deadline=self.deadline)
+            answer = self.retry.run(lambda: self._post(body), charged, self.notify, deadline=self.deadline)
         except (HTTPFailure, urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-            raise ModelFailed(f"the model call failed: {exc}") from exc
-        return self._reply(answer)
+            failed = ModelFailed(f"the model call failed: {exc}")
+            failed.charged_unread = charged.count > 0
+            raise failed from exc
+        return with_charged_attempts(self._reply(answer), charged.count)
 
     def _reply(self, answer: dict[str, Any]) -> ModelReply:
         try:

@@ -75,3 +75,11 @@ def received(reply: ModelReply) -> ModelReply:
             used.add(block["id"])
         content.append(json_safe(block))
     return replace(reply, content=content, stop_reason=json_safe(reply.stop_reason), model=json_safe(reply.model))
+
+
+def with_charged_attempts(reply: ModelReply, charged: int) -> ModelReply:
+    """`reply`, whose cost is unknown (None) where `charged` earlier attempts of its call had begun a reply that
+    never came whole: they may have been charged, and their usage was never read."""
+    if charged:
+        reply.usage.cost_usd = None
+    return reply

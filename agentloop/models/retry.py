@@ -58,6 +58,22 @@ class RetryPolicy:
                 attempt += 1
 
 
+class ChargedAttempts:
+    """A backend's `classify` that also counts the failed attempts of one call whose reply had begun (`began(exc)`):
+    the server may have charged them, and their usage, which comes at a reply's end, was never read."""
+
+    def __init__(
+        self,
+        classify: Callable[[Exception], tuple[bool, float | None, str]],
+        began: Callable[[Exception], bool],
+    ) -> None:
+        self.classify, self.began, self.count = classify, began, 0
+
+    def __call__(self, exc: Exception) -> tuple[bool, float | None, str]:
+        self.count += self.began(exc)
+        return self.classify(exc)
+
+
 def attempt_timeout(timeout_s: float, deadline: float | None) -> float:
     """How long one attempt may wait for the server: the backend's timeout, cut to what is left before `deadline`
     (at least a second, so that a call just before it still gets its answer's first bytes)."""

@@ -1,5 +1,8 @@
 """The Anthropic backend with the real `anthropic` client against a local Messages-API server."""
 
+import socket
+from types import SimpleNamespace
+
 import pytest
 
 from agentloop.errors import ModelFailed
@@ -96,21 +99,41 @@ def test_a_stream_that_stops_short_is_retried_and_its_tool_call_comes_whole(endi
     assert reply.tool_uses == [BUILD] and reply.stop_reason == "tool_use"
     assert reply.text == "Building it first."
     assert len(notes) == 1 and "retry 1 of 8" in notes[0], notes
+    # the cut attempt had begun its reply, which may have been charged, and its usage never came: the call's cost
+    # is unknown, so the run's becomes a floor
+    assert reply.usage.cost_usd is None and reply.usage.tokens_out == whole.output_tokens
+
+
+def test_a_whole_reply_at_the_first_attempt_has_its_cost():
+    with MessagesServer(Script([Reply([text("Building it first."), BUILD])])) as s:
+        reply = model(s).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.usage.cost_usd is not None and reply.usage.cost_usd > 0
 
 
 def test_a_stream_cut_again_and_again_fails_after_the_retry_limit_saying_why():
     whole = Reply([text("Building it first."), BUILD])
     with MessagesServer(Script([Cut(whole, CUT_AT)] * 3 + [whole])) as s:
-        with pytest.raises(ModelFailed, match="without message_stop"):
+        with pytest.raises(ModelFailed, match="without message_stop") as failed:
             model(s, max_retries=2).query("system", MESSAGES, TOOLS, "turn")
     assert s.cuts_served == ["close"] * 3
+    assert failed.value.charged_unread  # the agent emits a usage event of unknown cost for it
+
+
+def test_a_connection_never_made_charged_nothing():
+    with socket.socket() as closed:  # a port with nobody listening: every attempt is refused at the connect
+        closed.bind(("127.0.0.1", 0))
+        nobody = SimpleNamespace(url=f"http://127.0.0.1:{closed.getsockname()[1]}")
+        with pytest.raises(ModelFailed, match="APIConnectionError") as failed:
+            model(nobody, max_retries=1).query("system", MESSAGES, TOOLS, "turn")
+    assert not failed.value.charged_unread
 
 
 def test_a_bad_request_is_not_retried():
     with MessagesServer(Script([Failure(400), Reply([text("never")])])) as s:
-        with pytest.raises(ModelFailed):
+        with pytest.raises(ModelFailed) as failed:
             model(s).query("system", MESSAGES, TOOLS, "turn")
     assert s.failures_served == [400]
+    assert not failed.value.charged_unread  # refused before any reply began: nothing was charged
 
 
 def test_the_stable_prefix_and_the_newest_message_carry_cache_breakpoints():

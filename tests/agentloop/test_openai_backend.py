@@ -174,9 +174,10 @@ def test_an_answer_cut_short_is_retried_and_its_tool_call_comes_whole(ending):
     assert [b["input"] for b in reply.tool_uses] == [{"command": "make kernel && ./bench --size 4096"}]
     assert reply.stop_reason == "tool_use" and len(notes) == 1 and "retry 1 of 8" in notes[0]
     with ChatServer([Cut(whole, keep=120, ending=ending)] * 2) as s:
-        with pytest.raises(ModelFailed, match="the model call failed"):
+        with pytest.raises(ModelFailed, match="the model call failed") as failed:
             model(s, max_retries=1).query("s", MESSAGES, TOOLS, "turn")
     assert s.cuts_served == [ending] * 2
+    assert failed.value.charged_unread  # bodies that began and stopped may have been charged: the cost is a floor
 
 
 def test_retries_give_up_after_the_limit_and_a_bad_request_is_not_retried():
