@@ -8,13 +8,17 @@ A verified speedup is `gpu_harness.figures.headline_speedup` over the RUN's goal
 the run was judged against, as the run's own best speedup is: a figure a harness of this site measured on the
 task's full set, correct on every scenario. An imported run's figures (its trace's claims) and quick-set figures
 are never verified, so they are no gain's base and no gain (issue 34; docs/architecture.md, "standing").
+Each verified speedup carries its 95% interval (`gpu_harness.figures.geomean_interval` over the same baseline,
+None where the verdict has none), from which the attribution tells a large gain beyond the noise from one inside
+it, or says the noise is unknown (`questionbank.effectiveness`); `gain_text` writes a gain as pages write any
+speed-up, with its interval.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpu_harness import figures as verdict_figures
@@ -42,6 +46,9 @@ QUESTION_OUTCOME: dict[str, str] = {
     QuestionStatus.PROPOSED: eff.PENDING,
 }
 
+
+# How many whole verdicts one query reads for their intervals (under SQLite's limit on a query's parameters).
+INTERVAL_BATCH = 500
 
 # Runs the bank page may leave out of its figures: the demo (a recorded run played back), any replay (its turns
 # are a recording's, not a model's answer to the question), and runs imported from a trace.
@@ -151,54 +158,102 @@ def run_histories(run_ids: list[int] | None = None, exclude=frozenset()) -> list
     for e in evaluation_rows:
         evaluations_by_run[e["run_id"]].append(e)
 
-    histories = []
-    for run_id in ids:
-        run = runs[run_id]
-        qs, es = questions_by_run[run_id], evaluations_by_run[run_id]
-        by_seq = all(row["step__seq"] is not None for row in qs + es)
+    # run -> evaluation id -> its verified speedup; then each of those evaluations' interval
+    speedups = {run_id: _verified_speedups(runs[run_id], evaluations_by_run[run_id]) for run_id in ids}
+    intervals = _goal_intervals({e_id: runs[run_id].goal[0] for run_id in ids for e_id in speedups[run_id]})
+    return [
+        _run_history(runs[run_id], questions_by_run[run_id], evaluations_by_run[run_id], speedups[run_id], intervals)
+        for run_id in ids
+    ]
 
-        def position(row, by_seq=by_seq):
-            return row["step__seq"] if by_seq else row["created_at"]
 
-        baseline, start_sha = run.goal[0], _sha256(run.starting_kernel)
-        full_ids, imported = list(run.task.scenario_ids or []), bool(run.imported_from)
-        measurements, reference = [], None
-        for e in es:
-            verdict = standing_verdict(e["status"], e["scenarios_correct"], e["verdict__geomean"])
-            speedup = _verified_positive(verdict, baseline, full_ids, imported)
-            if speedup is None:
-                continue
-            measurements.append(eff.Measurement(position=position(e), speedup=speedup))
-            if e["kernel__sha256"] == start_sha:
-                reference = speedup if reference is None else max(reference, speedup)
-        histories.append(
-            eff.RunHistory(
-                run_id=run_id,
-                reference=reference,
-                measurements=sorted(measurements, key=lambda m: m.position),
-                questions=[
-                    eff.QuestionEvent(
-                        question_id=q["id"],
-                        position=position(q),
-                        key=_question_credit(q)[0],
-                        category=q["category"] or q["bank_entry__category"] or "",
-                        source=_question_credit(q)[1],
-                        decision_point=q["decision_point"],
-                        outcome=QUESTION_OUTCOME.get(q["status"], eff.PENDING),
-                    )
-                    for q in qs
-                ],
+def _verified_speedups(run: Run, evaluation_rows: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+    """evaluation id -> its verified speedup over the run's goal baseline, for those that have one."""
+    baseline, full_ids, imported = run.goal[0], list(run.task.scenario_ids or []), bool(run.imported_from)
+    speedups = {}
+    for e in evaluation_rows:
+        verdict = standing_verdict(e["status"], e["scenarios_correct"], e["verdict__geomean"])
+        speedup = _verified_positive(verdict, baseline, full_ids, imported)
+        if speedup is not None:
+            speedups[e["id"]] = speedup
+    return speedups
+
+
+def _goal_intervals(baselines: dict[int, str]) -> dict[int, tuple[float, float] | None]:
+    """evaluation id -> the 95% interval of its geometric-mean speedup over `baselines[id]` (its run's goal
+    baseline): `gpu_harness.figures.geomean_interval`, the interval the run pages write beside each speed-up; None
+    where the verdict has none (from before the harness measured one, or an interval missing among others).
+    Whole verdicts are read here, for verified evaluations only: the interval is the scenarios' (the ranking
+    above reads the geomean alone)."""
+    ids, intervals = sorted(baselines), {}
+    for start in range(0, len(ids), INTERVAL_BATCH):
+        rows = Evaluation.objects.filter(pk__in=ids[start : start + INTERVAL_BATCH]).values_list("pk", "verdict")
+        for pk, verdict in rows.iterator(chunk_size=100):
+            intervals[pk] = verdict_figures.geomean_interval(verdict, baselines[pk])
+    return intervals
+
+
+def _run_history(
+    run: Run,
+    question_rows: Sequence[Mapping[str, Any]],
+    evaluation_rows: Sequence[Mapping[str, Any]],
+    speedups: dict[int, float],
+    intervals: dict[int, tuple[float, float] | None],
+) -> eff.RunHistory:
+    """One run's history: its questions, its verified measurements with their intervals, its reference (the best
+    verified measurement of its starting kernel). Events are ordered by their step's sequence number when every
+    question and evaluation of the run has a step, and otherwise by the time the server stored them."""
+    by_seq = all(row["step__seq"] is not None for row in [*question_rows, *evaluation_rows])
+
+    def position(row):
+        return row["step__seq"] if by_seq else row["created_at"]
+
+    start_sha = _sha256(run.starting_kernel)
+    measurements, reference = [], None
+    for e in evaluation_rows:
+        if e["id"] not in speedups:
+            continue
+        measurement = eff.Measurement(position=position(e), speedup=speedups[e["id"]], interval=intervals.get(e["id"]))
+        measurements.append(measurement)
+        if e["kernel__sha256"] == start_sha and (reference is None or measurement.speedup > reference.speedup):
+            reference = measurement
+    return eff.RunHistory(
+        run_id=run.pk,
+        reference=reference.speedup if reference is not None else None,
+        reference_interval=reference.interval if reference is not None else None,
+        measurements=sorted(measurements, key=lambda m: m.position),
+        questions=[
+            eff.QuestionEvent(
+                question_id=q["id"],
+                position=position(q),
+                key=_question_credit(q)[0],
+                category=q["category"] or q["bank_entry__category"] or "",
+                source=_question_credit(q)[1],
+                decision_point=q["decision_point"],
+                outcome=QUESTION_OUTCOME.get(q["status"], eff.PENDING),
             )
-        )
-    return histories
+            for q in question_rows
+        ],
+    )
 
 
 # ------------------------------------------------------------------------------------------------ figures
 
 
 def attributions(run_ids: list[int] | None = None) -> list[eff.Attribution]:
-    """One row per asked question: best verified speedup before and after it, its gain, whether large."""
+    """One row per asked question: best verified speedup before and after it with their intervals, its gain with
+    its interval, whether large beyond the noise (None: its noise unknown)."""
     return eff.attribute_runs(run_histories(run_ids), large_gain_ratio())
+
+
+def gain_text(gain: float | None, low: float | None, high: float | None, *, missing: str = "—") -> str:
+    """A gain (or a mean gain) as pages write a speed-up (`figures.speedup_text`): with its interval, "no
+    difference (…)" where that holds 1.0, and "(noise unknown)" after a point without one."""
+    if gain is None:
+        return missing
+    interval = (low, high) if low is not None and high is not None else None
+    text = verdict_figures.speedup_text(gain, interval, missing=missing)
+    return text if interval is not None else f"{text} ({eff.NOISE_UNKNOWN})"
 
 
 def _figures(agg: eff.Aggregate | None) -> dict:
@@ -207,13 +262,18 @@ def _figures(agg: eff.Aggregate | None) -> dict:
             "asked": 0,
             "attributed": 0,
             "mean_gain": None,
+            "mean_gain_low": None,
+            "mean_gain_high": None,
+            "mean_gain_text": gain_text(None, None, None),
             "large_gains": 0,
+            "large_gain_unknown": 0,
             "large_gain_rate": None,
             "runs": 0,
             "vetoed": 0,
         }
     figures = agg.as_dict()
     figures.pop("group")
+    figures["mean_gain_text"] = gain_text(agg.mean_gain, agg.mean_gain_low, agg.mean_gain_high)
     return figures
 
 

@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
+from questionbank.selectors import large_gain_ratio
 from questionbank.services import BankQuestionInvalid, bank_question_add
 from runs import selectors_bank as bank_selectors
 from runs.forms import BankQuestionForm
@@ -40,6 +41,7 @@ def _bank_page(request, form=None):
             "chart": chart,
             "excludable": [(name, label, name in exclude) for name, label in bank_selectors.EXCLUDABLE.items()],
             "form": form or BankQuestionForm(),
+            "large_gain_ratio": large_gain_ratio(),
         },
         status=400 if form is not None and form.errors else 200,
     )

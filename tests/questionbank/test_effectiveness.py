@@ -33,14 +33,19 @@ def q(qid, position, key, category, outcome=ASKED, source="self", point="plateau
     )
 
 
-def m(position, speedup):
-    return Measurement(position=position, speedup=speedup)
+def m(position, speedup, interval="exact"):
+    """A verified measurement; measured exactly unless told (its interval the point itself), so that these
+    tests read the point figures alone: the noise has its own tests (test_effectiveness_noise.py)."""
+    return Measurement(
+        position=position, speedup=speedup, interval=(speedup, speedup) if interval == "exact" else interval
+    )
 
 
 # Run A: the starting kernel is measured first (x1.0), and it is the run's reference.
 RUN_A = RunHistory(
     run_id="A",
     reference=1.0,
+    reference_interval=(1.0, 1.0),
     measurements=[m(1, 1.0), m(3, 1.5), m(4, 1.2), m(6, 2.4), m(8, 2.0), m(10, 3.0)],
     questions=[
         q(1, 2, "layer-x", "layer", point="start"),

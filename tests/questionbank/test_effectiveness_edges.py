@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from questionbank.effectiveness import Measurement as M
 from questionbank.effectiveness import (
+    Measurement,
     QuestionEvent,
     RunHistory,
     aggregate,
@@ -17,6 +17,12 @@ from questionbank.effectiveness import (
     geometric_mean,
     veto_counts,
 )
+
+
+def M(position, speedup):
+    """A verified measurement known exactly (its interval the point itself): these edges are the point figures'."""
+    known = isinstance(speedup, (int, float)) and math.isfinite(speedup) and speedup > 0
+    return Measurement(position, speedup, (speedup, speedup) if known else None)
 
 
 def q(qid, position, key="k", outcome="asked", **fields):
@@ -99,7 +105,10 @@ def test_attributions_and_aggregates_read_as_plain_dicts():
         "asked": 1,
         "attributed": 1,
         "mean_gain": 2.0,
+        "mean_gain_low": 2.0,
+        "mean_gain_high": 2.0,
         "large_gains": 1,
+        "large_gain_unknown": 0,
         "large_gain_rate": 1.0,
         "runs": 1,
         "vetoed": 0,

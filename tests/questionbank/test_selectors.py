@@ -33,10 +33,12 @@ ENTRIES = [
 
 
 class RunBuilder:
-    """Writes one run's events in order, as the worker would, through the services."""
+    """Writes one run's events in order, as the worker would, through the services. Each verdict's speed-ups carry
+    the harness's 95% interval, `noise` either side of the figure (1%: the bank's gains here are far beyond it),
+    unless told `noise=None`: a verdict from before the harness measured one."""
 
-    def __init__(self, run, with_steps=True):
-        self.run, self.with_steps, self.seq = run, with_steps, 0
+    def __init__(self, run, with_steps=True, noise=0.01):
+        self.run, self.with_steps, self.seq, self.noise = run, with_steps, 0, noise
 
     def _step(self, kind):
         if not self.with_steps:
@@ -45,13 +47,14 @@ class RunBuilder:
         self.seq += 1
         return step
 
-    def evaluate(self, source, status, geomean, scenario_ids=None):
+    def evaluate(self, source, status, geomean, scenario_ids=None, noise="the builder's"):
+        noise = self.noise if noise == "the builder's" else noise
         step = self._step("evaluation")
         kernel = kernel_record(source=source, run=self.run, task=self.run.task, language="cpp", step=step)
         # The task's full set unless told (fewer: a quick-set figure), each correct when the verdict is: a verified
         # speedup needs a verdict correct on every scenario of the full set (gpu_harness.figures.headline_speedup).
         ids = self.run.task.scenario_ids if scenario_ids is None else scenario_ids
-        scenarios = [{"id": sid, "correct": status == "correct"} for sid in ids]
+        scenarios = [{"id": sid, "correct": status == "correct", **timings(geomean, noise)} for sid in ids]
         evaluation_record(
             kernel=kernel,
             run=self.run,
@@ -74,6 +77,22 @@ class RunBuilder:
 
 def naive(speedup):
     return {"naive": {"speedup": speedup, "count": 3}}
+
+
+def timings(geomean, noise):
+    """A scenario's speed-up over each baseline of `geomean` (every scenario at the geometric mean) and, unless
+    `noise` is None, the medians and intervals that put it within `noise` either side: the candidate's time 1 ms
+    exactly, the baseline's median the speed-up in ms, held in [s * (1 - noise), s * (1 + noise)]."""
+    speedups = {name: entry["speedup"] for name, entry in geomean.items()}
+    if noise is None:
+        return {"speedup": speedups, "time_ms": 1.0}
+    return {
+        "speedup": speedups,
+        "time_ms": 1.0,
+        "time_ci_ms": [1.0, 1.0],
+        "baseline_ms": dict(speedups),
+        "baseline_ci_ms": {name: [s * (1 - noise), s * (1 + noise)] for name, s in speedups.items()},
+    }
 
 
 @pytest.fixture
@@ -247,7 +266,10 @@ def test_csv_export_writes_one_table(history, tmp_path):
 
 def test_csv_export_of_an_empty_table_still_has_its_header():
     text = export("--format", "csv", "--table", "asked")
-    assert text.startswith("run_id,question_id,key,category,source,decision_point,before,after,gain,large_gain")
+    assert text.startswith(
+        "run_id,question_id,key,category,source,decision_point,before,before_low,before_high,after,after_low,"
+        "after_high,gain,gain_low,gain_high,large_gain,large_gain_label,window_evaluations"
+    )
     assert len(text.strip().splitlines()) == 1
 
 
@@ -304,3 +326,72 @@ def test_the_bank_figures_can_leave_out_replayed_and_imported_runs(history):
     assert {h.run_id for h in run_histories(exclude={"demo"})} == {one.pk, two.pk}
     with pytest.raises(ValueError, match="cannot exclude"):
         run_histories(exclude={"bogus"})
+
+
+# ---- a large gain is one beyond the noise; a verdict without intervals leaves it unknown ----
+
+
+@pytest.fixture
+def noisy_and_old():
+    """Two runs of limit-evidence, each x1.0 then x1.25 after its question: one whose verdicts hold the harness's
+    intervals, 10% either side (x1.0 in [0.9, 1.1], x1.25 in [1.125, 1.375]: they overlap), and one from before the
+    harness measured any (no interval: its noise unknown)."""
+    bank_sync(ENTRIES)
+    task = make_task(goal_baseline="naive")
+    runs = {}
+    for name, noise in (("noisy", 0.1), ("old", None)):
+        builder = RunBuilder(make_run(task), noise=noise)
+        builder.evaluate(builder.run.starting_kernel, "correct", naive(1.0))
+        builder.ask("limit-evidence", "approve")
+        builder.evaluate("// k1", "correct", naive(1.25))
+        runs[name] = builder.run
+    return runs
+
+
+def test_each_measurement_carries_the_interval_of_its_verdict_over_the_goal_baseline(noisy_and_old):
+    by_run = {h.run_id: h for h in run_histories()}
+    noisy, old = by_run[noisy_and_old["noisy"].pk], by_run[noisy_and_old["old"].pk]
+    assert [m.interval for m in noisy.measurements] == [
+        (pytest.approx(0.9), pytest.approx(1.1)),
+        (pytest.approx(1.125), pytest.approx(1.375)),
+    ]
+    assert noisy.reference_interval == (pytest.approx(0.9), pytest.approx(1.1))
+    assert [m.interval for m in old.measurements] == [None, None] and old.reference_interval is None
+
+
+def test_a_rise_of_1_25_inside_the_noise_is_no_large_gain_and_one_without_intervals_is_unknown(noisy_and_old):
+    rows = {a.run_id: a for a in attributions()}
+    noisy, old = rows[noisy_and_old["noisy"].pk], rows[noisy_and_old["old"].pk]
+    # x1.25 over x1.0 at the point; beyond the noise 1.125 / 1.1 = 1.023 < 1.2.
+    assert noisy.gain == pytest.approx(1.25) and noisy.gain_low == pytest.approx(1.125 / 1.1)
+    assert (noisy.large_gain, noisy.large_gain_label) == (False, "not a large gain")
+    assert old.gain == pytest.approx(1.25) and (old.large_gain, old.large_gain_label) == (None, "noise unknown")
+    limit = {r["key"]: r for r in effectiveness_by_question()}["limit-evidence"]
+    # Two attributed, none large, one unknown: the rate is over the one known, 0 of 1.
+    assert (limit["attributed"], limit["large_gains"], limit["large_gain_unknown"]) == (2, 0, 1)
+    assert limit["large_gain_rate"] == 0.0
+    assert limit["mean_gain_text"] == "1.250× (noise unknown)"
+
+
+def test_the_exports_say_the_noise_is_unknown(noisy_and_old):
+    old = noisy_and_old["old"].pk
+    document = json.loads(export())
+    [old_row] = [a for a in document["asked"] if a["run_id"] == old]
+    assert (old_row["large_gain"], old_row["large_gain_label"], old_row["gain_low"]) == (None, "noise unknown", None)
+    limit = next(r for r in document["questions"] if r["key"] == "limit-evidence")
+    assert (limit["large_gains"], limit["large_gain_unknown"], limit["large_gain_rate"]) == (0, 1, 0.0)
+    asked = list(csv.DictReader(io.StringIO(export("--format", "csv", "--table", "asked"))))
+    [old_cells] = [r for r in asked if r["run_id"] == str(old)]
+    assert (old_cells["large_gain"], old_cells["large_gain_label"]) == ("", "noise unknown")
+    questions = list(csv.DictReader(io.StringIO(export("--format", "csv"))))
+    limit_cells = next(r for r in questions if r["key"] == "limit-evidence")
+    assert (limit_cells["large_gains"], limit_cells["large_gain_unknown"]) == ("0", "1")
+
+
+def test_with_every_gains_noise_unknown_the_large_gain_rate_is_unknown(noisy_and_old):
+    from runs.models import Run
+
+    Run.objects.filter(pk=noisy_and_old["noisy"].pk).delete()
+    assert selection_stats()["limit-evidence"]["large_gain_rate"] is None
+    limit = {r["key"]: r for r in effectiveness_by_question()}["limit-evidence"]
+    assert (limit["large_gains"], limit["large_gain_unknown"], limit["large_gain_rate"]) == (0, 1, None)

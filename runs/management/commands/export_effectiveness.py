@@ -20,7 +20,21 @@ TABLES = {
     "sources": selectors.effectiveness_by_source,
     "asked": lambda: [a.as_dict() for a in selectors.attributions()],
 }
-_FIGURES = ["asked", "attributed", "mean_gain", "large_gains", "large_gain_rate", "runs", "vetoed"]
+# A large gain is one beyond the noise; `large_gain_unknown` counts those whose noise is unknown (neither large nor
+# not), and the rate is over the others (questionbank.effectiveness). Per asked question, `large_gain` is then
+# empty (JSON null) and `large_gain_label` says "noise unknown".
+_FIGURES = [
+    "asked",
+    "attributed",
+    "mean_gain",
+    "mean_gain_low",
+    "mean_gain_high",
+    "large_gains",
+    "large_gain_unknown",
+    "large_gain_rate",
+    "runs",
+    "vetoed",
+]
 # Column names, so that an empty table still writes its header.
 COLUMNS = {
     "questions": ["key", "text", "category", "active", "added_by", *_FIGURES],
@@ -33,7 +47,8 @@ COLUMNS = {
 class Command(BaseCommand):
     help = (
         "Write the question-effectiveness figures: per bank question, per category, per source, and per asked "
-        "question (best verified speedup before and after it, gain, large gain). JSON holds every table; CSV one."
+        "question (best verified speedup before and after it, gain, each with its 95% interval, and whether the "
+        "gain is large beyond the noise, or its noise unknown). JSON holds every table; CSV one."
     )
 
     def add_arguments(self, parser):
