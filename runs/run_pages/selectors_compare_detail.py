@@ -18,7 +18,7 @@ from runs.kernel_pages.evidence import SCENARIO_AXIS, scenario_grid
 from runs.kernel_pages.selectors_evidence import _param_text, _sig, column_headers, speedup_tone
 from runs.models import Evaluation, Run
 from runs.run_pages.selectors import run_evaluations
-from runs.selectors_bank import attributions
+from runs.selectors_bank import attributions, gain_text
 
 
 def best_evaluation(run: Run) -> Evaluation | None:
@@ -155,8 +155,9 @@ def _ratio_summary(ratios: dict[str, float | None], a: dict, b: dict) -> dict:
 def question_timeline(runs: list[Run], markers_by_run: dict[int, list[dict]]) -> dict:
     """The questions of every run aligned by the number of evaluations before them: {"rows": [{"evaluation": N,
     "cells": one list of questions per run}], "runs": the run ids}. Each question carries its text, decision, who
-    decided, and the bank's gain over the evaluations that followed it (None: no verified gain measured)."""
-    gains = {a.question_id: a.gain for a in attributions([r.pk for r in runs])}
+    decided, and the bank's gain over the evaluations that followed it (None: no verified gain measured), written
+    with its interval (`runs.selectors_bank.gain_text`)."""
+    gains = {a.question_id: a for a in attributions([r.pk for r in runs]) if a.gain is not None}
     by_point: dict[int, dict[int, list[dict]]] = {}
     for run in runs:
         # An imported run's figures are its trace's claims: never a gain (the bank's rule), and the table says why.
@@ -166,8 +167,10 @@ def question_timeline(runs: list[Run], markers_by_run: dict[int, list[dict]]) ->
             else "no gain measured"
         )
         for marker in markers_by_run.get(run.pk, []):
-            gain = gains.get(marker["question_id"])
-            entry = {**marker, "gain": gain, "gain_text": none if gain is None else _sig(gain, "×")}
+            found = gains.get(marker["question_id"])
+            # the gain with its interval ("no difference" where that holds 1.0; "noise unknown" without one)
+            text = none if found is None else gain_text(found.gain, found.gain_low, found.gain_high)
+            entry = {**marker, "gain": found.gain if found is not None else None, "gain_text": text}
             by_point.setdefault(marker["evaluation"], {}).setdefault(run.pk, []).append(entry)
     rows = [{"evaluation": n, "cells": [by_point[n].get(run.pk, []) for run in runs]} for n in sorted(by_point)]
     return {"runs": [r.pk for r in runs], "rows": rows}

@@ -25,7 +25,7 @@ from runs.models import (
     cost_words,
 )
 from runs.selectors import study_value_of
-from runs.selectors_bank import attributions
+from runs.selectors_bank import attributions, gain_text
 from runs.suite_manifest import IMPORTED, OUTCOMES
 from runs.task_pages.scoreboard import FAST_P, fast_p_table, format_fast_p
 
@@ -170,13 +170,20 @@ def run_measured(run: Run, verdicts: list[dict]) -> dict:
 
 
 def _large_gains(run_ids: list[int]) -> dict[int, list[dict]]:
-    """run id -> the questions followed by a large gain in it (the bank's attribution), in the order asked."""
+    """run id -> the questions followed by a large gain in it (the bank's attribution: beyond the noise; one whose
+    noise is unknown is not listed), in the order asked, each gain with its interval (`gain_text`)."""
     gains = [a for a in attributions(run_ids) if a.large_gain]
     texts = dict(Question.objects.filter(pk__in=[a.question_id for a in gains]).values_list("id", "text"))
     by_run = defaultdict(list)
     for a in gains:
         by_run[a.run_id].append(
-            {"question_id": a.question_id, "key": a.key, "text": texts.get(a.question_id, ""), "gain": a.gain}
+            {
+                "question_id": a.question_id,
+                "key": a.key,
+                "text": texts.get(a.question_id, ""),
+                "gain": a.gain,
+                "gain_text": gain_text(a.gain, a.gain_low, a.gain_high),
+            }
         )
     return by_run
 

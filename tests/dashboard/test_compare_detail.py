@@ -93,8 +93,8 @@ def test_questions_are_aligned_by_the_evaluations_before_them_with_the_banks_gai
     (tiled,) = by_point[1][0]
     assert tiled["text"] == "Is the loop tiled?" and tiled["decision"] == "approved" and tiled["decided_by"] == "rita"
     # the bank's own attribution: the best after it up to the next question asked (a vetoed one is not), 2.4,
-    # over the best before it, 1.2
-    assert tiled["gain_text"] == "2.00×"
+    # over the best before it, 1.2; these verdicts hold no intervals, so the gain's noise is unknown and says so
+    assert tiled["gain_text"] == "2.000× (noise unknown)"
     (simd,) = by_point[2][0]
     assert simd["decision"] == "vetoed" and simd["gain_text"] == "no gain measured"
     assert all(cell == [] for cells in by_point.values() for cell in cells[1:])  # run B asked nothing
@@ -104,7 +104,7 @@ def test_the_compare_page_shows_the_timeline_and_the_grid(client, two_runs):  # 
     a, b = two_runs
     client.force_login(make_user("vera"))
     page = client.get(reverse("run_compare") + f"?runs={a.pk},{b.pk}").content.decode()
-    assert 'id="compare-timeline"' in page and "“Is the loop tiled?”" in page and "2.00×" in page
+    assert 'id="compare-timeline"' in page and "“Is the loop tiled?”" in page and "2.000× (noise unknown)" in page
     assert 'id="compare-grids"' in page and f"#{a.pk} over #{b.pk}" in page
     assert 'class="evidence-grid ratio-grid"' in page and 'data-scenario="n256"' in page
 
