@@ -68,6 +68,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: a HEAD's body is emptied after every other middleware has made it (kseek_site/head_requests.py).
+    "kseek_site.head_requests.EmptyHeadBody",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -176,7 +178,10 @@ if KSEEK_BEHIND_TLS_PROXY:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     # Before SecurityMiddleware's redirect: a proxy that does not set X-Forwarded-Proto is named in the log.
-    MIDDLEWARE.insert(0, "kseek_site.proxy_headers.MissingForwardedProtoWarning")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware"),
+        "kseek_site.proxy_headers.MissingForwardedProtoWarning",
+    )
 
 LOGGING = {
     "version": 1,
