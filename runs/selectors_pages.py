@@ -16,7 +16,8 @@ def task_names() -> QuerySet:
 
 
 def task_named(name: str) -> Task | None:
-    return Task.objects.filter(name=name).first() if name else None
+    # A NUL is in no task's name, and PostgreSQL refuses a query that holds one (an error, not "none").
+    return Task.objects.filter(name=name).first() if name and "\x00" not in name else None
 
 
 def run_or_404(run_id: int, *related: str) -> Run:

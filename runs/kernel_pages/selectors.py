@@ -219,11 +219,13 @@ def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
     return rows
 
 
-def best_kernel_per_task() -> list[dict]:
-    """For each task with a verified kernel: the kernel with the best verified speedup over the task's goal
-    baseline (a full evaluation measured here; never a quick one or an imported trace's claim), that speedup,
-    and the evaluation that measured it."""
+def best_kernel_per_task(*, task_name: str | None = None) -> list[dict]:
+    """For each task with a verified kernel (or the one named `task_name`): the kernel with the best verified
+    speedup over the task's goal baseline (a full evaluation measured here; never a quick one or an imported
+    trace's claim), that speedup, and the evaluation that measured it."""
     kernels = Kernel.objects.filter(task__isnull=False).select_related("task", "run__task")  # run: its goal_note
+    if task_name:
+        kernels = kernels.filter(task__name=task_name)
     best = _best_verified(kernels.values_list("id", flat=True), _task_goal_baseline)
     by_id = kernels.in_bulk(list(best))
     per_task: dict[int | None, dict] = {}

@@ -35,7 +35,7 @@ from runs.kernel_pages.selectors import (
 from runs.kernel_pages.selectors_evidence import evaluation_evidence
 from runs.models import Evaluation, Kernel
 from runs.permissions import OPERATOR, role_required
-from runs.selectors_pages import kernel_or_404, other_kernels_of_task
+from runs.selectors_pages import kernel_or_404, other_kernels_of_task, task_named, task_names
 from runs.services import ServiceError, kernel_verify, safe_filename
 from runs.templatetags.kseek import highlight as highlight_source
 
@@ -83,13 +83,16 @@ def _plain_html(text: str) -> str:
 @gzip_page
 def kernel_index(request):
     task = request.GET.get("task") or None
+    if task is not None and task_named(task) is None:
+        # Not an empty list: "No released kernels" under a mistyped name (or a release's name) says what is false.
+        raise Http404(f"no task named {task!r}; the tasks: {', '.join(sorted(task_names()))}")
     return render(
         request,
         "runs/kernels.html",
         {
             "released": released_kernel_rows(task_name=task),
             "produced": kernel_source_groups(task_name=task, limit=KERNELS_SHOWN),
-            "best": best_kernel_per_task(),
+            "best": best_kernel_per_task(task_name=task),
             "task": task,
         },
     )
