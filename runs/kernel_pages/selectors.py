@@ -114,6 +114,14 @@ def _best_verified(kernel_ids, baseline_of) -> dict[int, _Top]:
     return {k: found[figures.VERIFIED] for k, found in by_standing.items() if figures.VERIFIED in found}
 
 
+def _devices(evaluation_ids) -> dict[int, str]:
+    """evaluation id -> the GPU its verdict says it ran on ("" where it names none): a claim's figures (imported,
+    recorded with a release) come from a machine no harness here chose, and a lab's trace may mix an H100's
+    with an H200's."""
+    rows = Evaluation.objects.filter(pk__in=[i for i in evaluation_ids if i]).values_list("pk", "verdict__device_name")
+    return {pk: device if isinstance(device, str) else "" for pk, device in rows}
+
+
 def _speedup_texts(chosen: dict[int, str]) -> dict[int, str]:
     """evaluation id -> its speedup over the baseline `chosen` names for it, with its interval ("no difference
     (…)" where that holds 1.0: gpu_harness.figures.verdict_speedup_text), and a claim made on a subset of its
@@ -174,6 +182,8 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
     texts = _speedup_texts(
         {top.evaluation_id: baseline_of_group[key] for key, tops in tops_of.items() for top in tops.values()}
     )
+    claims = {key: tops[figures.IMPORTED].evaluation_id for key, tops in tops_of.items() if figures.IMPORTED in tops}
+    devices = _devices(claims.values())
     rows = []
     for g in groups:
         tops = tops_of[(g["task_id"], g["sha256"])]
@@ -183,6 +193,7 @@ def kernel_source_groups(*, task_name: str | None = None, limit: int = 300) -> l
             found = tops.get(standing)
             row[key] = found.speedup if found else None
             row[f"{key}_text"] = texts.get(found.evaluation_id, "") if found else ""
+        row["claimed_device"] = devices.get(claims.get((g["task_id"], g["sha256"]), 0), "")
         rows.append(row)
     return rows
 
@@ -213,9 +224,12 @@ def released_kernel_rows(*, task_name: str | None = None) -> list[dict]:
     texts = _speedup_texts(
         {row[key]: _task_goal_baseline(row["kernel"]) for row in rows for key in ("recorded", "verified") if row[key]}
     )
+    # Side by side, the two may come from different GPUs (recorded on an H200, verified on an H100): each says its own.
+    devices = _devices(row[key] for row in rows for key in ("recorded", "verified"))
     for row in rows:
-        row["recorded_text"] = texts.get(row["recorded"], "")
-        row["verified_text"] = texts.get(row["verified"], "")
+        for key in ("recorded", "verified"):
+            row[f"{key}_text"] = texts.get(row[key], "")
+            row[f"{key}_device"] = devices.get(row[key], "")
     return rows
 
 

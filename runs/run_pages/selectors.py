@@ -164,10 +164,7 @@ def step_summary(step: Step, evaluation: Evaluation | None = None) -> str:
     if scenarios == "full" and not covered:  # a sender's "full" on a verdict that did not run the full set
         scenarios = "quick"
     if run.imported_from:
-        scope = figures.claim_scope(verdict, full_ids)
-        scenarios = f"{scenarios}, imported{f' {scope}' if scope else ''}"
-        if payload.get("goal_met") is True:
-            scenarios += "; goal met: the trace's claim"
+        scenarios = _claim_words(scenarios, verdict, full_ids, payload)
         met = False
     else:
         met = figures.goal_met(verdict, baseline, target, full_ids, run.task.libraries)
@@ -179,6 +176,20 @@ def step_summary(step: Step, evaluation: Evaluation | None = None) -> str:
         figure=evaluation_speedup_text(evaluation, baseline) if evaluation.speedup_over(baseline) else "",
     )
     return one_line(line)
+
+
+def _claim_words(scenarios: str, verdict: dict, full_ids: list[str], payload: dict) -> str:
+    """What an imported evaluation's line says of its figure beside its set: a trace's claim, on which scenarios
+    where not all, on which GPU (a lab's trace may hold an H100's screens among an H200's), and its goal met as
+    its claim."""
+    scope = figures.claim_scope(verdict, full_ids)
+    words = f"{scenarios}, imported{f' {scope}' if scope else ''}"
+    device = verdict.get("device_name")
+    if isinstance(device, str) and device:
+        words += f", {device}"
+    if payload.get("goal_met") is True:
+        words += "; goal met: the trace's claim"
+    return words
 
 
 def step_line(step: Step) -> str:

@@ -109,7 +109,7 @@ def test_a_forged_import_is_marked_imported_everywhere_and_never_the_verified_be
     assert "1.500×" in best and "99.000×" not in best  # the best per task is the one measured here
     groups = kernels[kernels.index('id="kernel-groups"') :]
     forged_row = groups[groups.index(f'data-sha="{claim.sha256}"') :].split("</tr>")[0]
-    assert "imported" in forged_row and "99.000× (imported: a trace's claim, not measured here)" in forged_row
+    assert "imported" in forged_row and "99.000× (imported: a trace's claim, on cpu, not measured here)" in forged_row
     assert forged_row.split('class="best-verified">')[1].startswith("—")  # no verified figure of its own
 
     page = shown(operator.get(reverse("run_detail", args=[imported.pk])))
@@ -251,7 +251,9 @@ def test_a_released_kernels_results_file_is_the_releases_record_not_a_figure_mea
     best = kernels[kernels.index('id="best-per-task"') : kernels.index("<h2>Released")]
     assert "99.000×" not in best and "No kernel is verified correct yet." in best
     row = kernels[kernels.index('data-release="demo-release"') :].split("</tr>")[0]
-    assert "99.000×" in row and "recorded, not measured here" in row and '<td class="verified">not yet</td>' in row
+    assert (
+        "99.000×" in row and "recorded on cpu, not measured here" in row and '<td class="verified">not yet</td>' in row
+    )
     kernel_page = shown(operator.get(reverse("kernel_detail", args=[release.pk])))
     assert "measured here" not in kernel_page.replace("not measured here", "")
     assert 'data-standing="recorded"' in kernel_page and "results recorded with the release" in kernel_page

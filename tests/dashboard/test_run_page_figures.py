@@ -74,8 +74,8 @@ def test_an_imported_harness_trace_keeps_each_evaluations_figure_and_set_in_the_
     assert response.status_code == 302, response.content.decode()[-600:]
     run = Run.objects.get()
     lines = feed_lines(operator, run)
-    assert lines[0].startswith("correct, speedup 1.250× over naive (tool, full, imported)"), lines[0]
-    assert lines[1].startswith("correct, speedup 2.000× over naive (tool, quick, imported on 1 of 2 scenarios)")
+    assert lines[0].startswith("correct, speedup 1.250× over naive (tool, full, imported, cpu)"), lines[0]
+    assert lines[1].startswith("correct, speedup 2.000× over naive (tool, quick, imported on 1 of 2 scenarios, cpu)")
     single = operator.get(reverse("run_step", args=[run.pk, 0])).json()
     assert single["summary"] == lines[0]
 
@@ -293,4 +293,4 @@ def test_an_imported_traces_feed_marks_each_evaluation_imported_and_its_goal_met
     assert response.status_code == 302, response.content.decode()[-600:]
     line = feed_lines(operator, Run.objects.get())[1]
     assert "GOAL MET" not in line, line
-    assert line.endswith("(tool, full, imported; goal met: the trace's claim)"), line
+    assert line.endswith("(tool, full, imported, cpu; goal met: the trace's claim)"), line
