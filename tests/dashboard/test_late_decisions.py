@@ -35,7 +35,9 @@ def waiting(client):
 
 def _decide(client, question, decision, text=""):
     response = client.post(
-        reverse("review_decide", args=[question.pk]), {"decision": decision, "text": text}, HTTP_ACCEPT="application/json"
+        reverse("review_decide", args=[question.pk]),
+        {"decision": decision, "text": text},
+        HTTP_ACCEPT="application/json",
     )
     assert response.status_code == 200, response.content
 
