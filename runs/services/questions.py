@@ -91,21 +91,23 @@ def question_decide(
             "veto": QuestionStatus.VETOED,
         }[action]
         question.reviewer, question.trace_reviewer = reviewer, trace_reviewer
-        question.decided_at = timezone.now()
-        question.save(
-            update_fields=["status", "text", "original_text", "replaced", "reviewer", "trace_reviewer", "decided_at"]
-        )
-        publish_after_commit(
-            question.run_id,
-            {
-                "type": "question.changed",
-                "run_id": question.run_id,
-                "question_id": question.pk,
-                "status": question.status,
-            },
-            to_all_runs=True,
-        )
+        _store_decision(question)
     return question
+
+
+# what a decision writes of a question (besides `decided_at`, set when it is stored)
+DECISION_FIELDS = ["status", "text", "original_text", "replaced", "reviewer", "trace_reviewer"]
+
+
+def _store_decision(question: Question, *more_fields: str) -> None:
+    """Save a decision just made on `question` (inside its transaction), stamped now, and tell the pages."""
+    question.decided_at = timezone.now()
+    question.save(update_fields=[*DECISION_FIELDS, "decided_at", *more_fields])
+    publish_after_commit(
+        question.run_id,
+        {"type": "question.changed", "run_id": question.run_id, "question_id": question.pk, "status": question.status},
+        to_all_runs=True,
+    )
 
 
 def question_overruled_by_timeout(question: Question) -> Question:
@@ -124,23 +126,7 @@ def question_overruled_by_timeout(question: Question) -> Question:
             question.text, question.original_text = question.original_text, ""
         question.status, question.replaced = QuestionStatus.APPROVED, False
         question.reviewer, question.trace_reviewer = None, ""
-        question.decided_at = timezone.now()
-        question.save(
-            update_fields=[
-                "status", "text", "original_text", "replaced", "reviewer", "trace_reviewer", "decided_at",
-                "unheard_decision",
-            ]
-        )  # fmt: skip
-        publish_after_commit(
-            question.run_id,
-            {
-                "type": "question.changed",
-                "run_id": question.run_id,
-                "question_id": question.pk,
-                "status": question.status,
-            },
-            to_all_runs=True,
-        )
+        _store_decision(question, "unheard_decision")
     return question
 
 
