@@ -58,8 +58,9 @@ class Outcome:
     events: int
 
 
-# A model call whose reply was charged but never read to its end (ModelFailed.charged_unread): its tokens are not known, and its
-# cost is not either (None: the run's cost is then a floor, docs/protocol.md 1.1's usage of unknown cost).
+# A model call whose reply was charged but never read to its end (ModelFailed.charged_unread): its tokens are not
+# known, and its cost is not either (None: the run's cost is then a floor, docs/protocol.md 1.1's usage of unknown
+# cost).
 UNREAD_USAGE = {"tokens_in": 0, "tokens_out": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": None}
 
 JSON_TYPES = {
