@@ -322,6 +322,16 @@ def bound_by(flops: object, nbytes: object, peaks: dict[str, Any] | None) -> str
     return MEMORY_BOUND if intensity < ridge else COMPUTE_BOUND
 
 
+DEVICE_NAME_MAX = 80  # what a page writes of a verdict's device name (an imported one may say anything)
+
+
+def device_of(verdict: object) -> str:
+    """The machine a verdict says it ran on (its `device_name`: the GPU's name, or the host's for a CPU task), at
+    most DEVICE_NAME_MAX characters; "" where it names none. Two figures of one run may come from two cards."""
+    name = verdict.get("device_name") if isinstance(verdict, dict) else None
+    return name.strip()[:DEVICE_NAME_MAX] if isinstance(name, str) else ""
+
+
 def nominal_gbps(device_name: object) -> float | None:
     """The maker's memory bandwidth of the named device (NOMINAL_GBPS), or None where it is not listed."""
     return NOMINAL_GBPS.get(device_name) if isinstance(device_name, str) else None

@@ -242,6 +242,7 @@ def run_speedup_series(run: Run) -> dict:
                 "speedup_text": evaluation_speedup_text(evaluation, baseline)
                 + standing_suffix(verdict, baseline, full_ids, imported),
                 "kernel_short": evaluation.kernel.sha256[:12],
+                "device": figures.device_of(verdict) or "—",  # a run's figures may come from two cards
             }
         )
         if best is not None and x is not None:

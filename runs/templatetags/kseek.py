@@ -114,6 +114,12 @@ def speedup_over(evaluation, baseline: str):
 
 
 @register.filter
+def device(evaluation) -> str:
+    """The machine a stored evaluation ran on (gpu_harness.figures.device_of), "—" where its verdict names none."""
+    return figures.device_of(evaluation.verdict) or "—"
+
+
+@register.filter
 def standing_label(evaluation, baseline: str) -> str:
     """ " (quick)", " (imported)" or " (recorded)" after an evaluation's speed-up over `baseline` that is not
     verified (a full evaluation measured here, gpu_harness.figures.standing); "" for a verified one."""

@@ -319,13 +319,14 @@
     body.replaceChildren(...points.slice(-EVALUATIONS_SHOWN).reverse().map((p) => {
       const tr = document.createElement("tr");
       tr.dataset.evaluation = String(p.evaluation_id);
-      const cells = [0, 1, 2, 3, 4].map(() => document.createElement("td"));
+      const cells = [0, 1, 2, 3, 4, 5].map(() => document.createElement("td"));
       if (p.x !== null) cells[0].append(link("#step-" + p.x, "#" + p.x));
       cells[1].className = "status-" + p.status;
       cells[1].textContent = p.status_label;
       cells[2].textContent = p.speedup_text;
-      cells[3].append(link("/kernels/" + p.kernel_id + "/", p.kernel_short));
-      cells[4].append(link("/evaluations/" + p.evaluation_id + "/", "per scenario"));
+      cells[3].textContent = p.device;
+      cells[4].append(link("/kernels/" + p.kernel_id + "/", p.kernel_short));
+      cells[5].append(link("/evaluations/" + p.evaluation_id + "/", "per scenario"));
       tr.append(...cells);
       return tr;
     }));
@@ -361,7 +362,9 @@
                   array: group.map((p) => (p.interval ? p.interval[1] - p.speedup : 0)),
                   arrayminus: group.map((p) => (p.interval ? p.speedup - p.interval[0] : 0))},
         customdata: group.map((p) => p.evaluation_id),
-        text: group.map((p) => KSeek.plotlyText(p.speedup_text + (p.partial ? " · " + p.partial : ""))),
+        // the machine too: one run's points may come from two cards (a lab's H100 screens beside its H200 ones)
+        text: group.map((p) => KSeek.plotlyText(
+          p.speedup_text + (p.partial ? " · " + p.partial : "") + (p.device !== "—" ? " · on " + p.device : ""))),
         hovertemplate: "step %{x}: %{text}<extra></extra>",
       };
     });

@@ -294,3 +294,23 @@ def test_an_imported_traces_feed_marks_each_evaluation_imported_and_its_goal_met
     line = feed_lines(operator, Run.objects.get())[1]
     assert "GOAL MET" not in line, line
     assert line.endswith("(tool, full, imported, cpu; goal met: the trace's claim)"), line
+
+
+@pytest.mark.django_db
+def test_the_evaluations_table_and_the_chart_name_the_machine_of_each_figure(operator):
+    """One run's figures may come from two cards (a lab's trace holds H100 screens beside H200 ones): each row of
+    the Evaluations table and each point of the chart names the machine its verdict ran on, "—" where none."""
+    host, _ = make_worker()
+    run = held_run(host)
+    for seq, device in enumerate(["NVIDIA H200", "NVIDIA H100 80GB HBM3", None]):
+        payload = evaluation_payload(1.5 + seq, source=f"// {seq}\n")
+        payload["result"]["device_name"] = device
+        record(run, seq, "evaluation", payload)
+    page = operator.get(reverse("run_detail", args=[run.pk])).content.decode()
+    table = page[page.index('id="run-evaluations"') :]
+    table = table[: table.index("</table>")]
+    assert "<th>Machine</th>" in table
+    for device in ("<td>NVIDIA H200</td>", "<td>NVIDIA H100 80GB HBM3</td>", "<td>—</td>"):
+        assert device in table
+    points = operator.get(reverse("run_chart", args=[run.pk])).json()["points"]
+    assert [p["device"] for p in points] == ["NVIDIA H200", "NVIDIA H100 80GB HBM3", "—"]

@@ -224,3 +224,10 @@ def test_a_figure_over_every_library_ranks_before_a_higher_one_over_some_and_the
 def test_a_speedup_beyond_a_million_is_written_in_exponent_form_not_hundreds_of_digits():
     assert figures.format_speedup(1e308, times="×") == "1.000e+308×"
     assert figures.format_speedup(999_999.0) == "999999.000x" and figures.format_speedup(1.5) == "1.500x"
+
+
+def test_a_verdicts_machine_is_its_device_name_as_a_short_string_or_nothing():
+    assert figures.device_of({"device_name": " NVIDIA H200 "}) == "NVIDIA H200"
+    assert figures.device_of({"device_name": "x" * 500}) == "x" * figures.DEVICE_NAME_MAX  # a trace may say anything
+    for verdict in ({}, {"device_name": None}, {"device_name": ["H200"]}, {"device_name": 7}, "H200", None):
+        assert figures.device_of(verdict) == ""
