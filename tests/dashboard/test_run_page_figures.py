@@ -314,3 +314,24 @@ def test_the_evaluations_table_and_the_chart_name_the_machine_of_each_figure(ope
         assert device in table
     points = operator.get(reverse("run_chart", args=[run.pk])).json()["points"]
     assert [p["device"] for p in points] == ["NVIDIA H200", "NVIDIA H100 80GB HBM3", "—"]
+
+
+@pytest.mark.django_db
+def test_the_evaluation_page_says_which_scenarios_it_ran_by_what_it_ran(operator):
+    """A release's results name no set (the page said "scenarios: —" over a full run); a verdict that says "full"
+    over a subset is not taken at its word."""
+    host, _ = make_worker()
+    run = held_run(host)
+    whole = evaluation_payload(1.5, source="// whole\n")
+    whole.pop("scenario_set", None)
+    whole["result"].pop("scenario_set", None)
+    record(run, 0, "evaluation", whole)
+    part = quick_payload(1.2, "// part\n")
+    part["scenario_set"] = part["result"]["scenario_set"] = "full"
+    record(run, 1, "evaluation", part)
+    pages = [
+        html.unescape(operator.get(reverse("evaluation_detail", args=[e.pk])).content.decode())
+        for e in run.evaluations.order_by("pk")
+    ]
+    assert "scenarios: full (2 scenarios)" in pages[0]
+    assert "scenarios: a subset (1 of 2 scenarios)" in pages[1]
