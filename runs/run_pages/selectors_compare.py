@@ -27,7 +27,7 @@ from runs.models import (
 )
 from runs.run_pages.selectors import run_evaluations, run_usage_unknown
 from runs.selectors import study_value_of
-from runs.selectors_bank import QUESTION_OUTCOME, attributions
+from runs.selectors_bank import QUESTION_OUTCOME, attributions, gain_text
 
 # The summary's columns, in the order the table, the CSV and the JSON give them.
 SUMMARY_FIELDS = [
@@ -56,6 +56,8 @@ SUMMARY_FIELDS = [
     "questions_vetoed",
     "questions_by_reviewers",
     "largest_gain",
+    "largest_gain_low",
+    "largest_gain_high",
     "largest_gain_question",
     "imported",
 ]
@@ -162,14 +164,19 @@ def _wall_s(run: Run) -> float | None:
     return round(((run.finished_at or timezone.now()) - run.started_at).total_seconds(), 1)
 
 
-def _largest_gain(run: Run, questions: list[Question]) -> tuple[float | None, str]:
-    """The largest gain the bank's attribution gives one of the run's questions, and that question's text."""
+def _largest_gain(run: Run, questions: list[Question]) -> dict:
+    """The largest gain the bank's attribution gives one of the run's questions (by its point figure), with its
+    interval and its text as pages write a gain (`gain_text`: "no difference (…)" inside the noise), and that
+    question's text: the summary's largest_gain* columns."""
     gains = [a for a in attributions([run.pk]) if a.gain is not None]
-    if not gains:
-        return None, ""
-    top = max(gains, key=lambda a: cast(float, a.gain))  # (none is None: filtered above)
-    text = next((q.text for q in questions if q.pk == top.question_id), "")
-    return top.gain, text
+    top = max(gains, key=lambda a: cast(float, a.gain)) if gains else None  # (none is None: filtered above)
+    return {
+        "largest_gain": top.gain if top else None,
+        "largest_gain_low": top.gain_low if top else None,
+        "largest_gain_high": top.gain_high if top else None,
+        "largest_gain_text": gain_text(top.gain, top.gain_low, top.gain_high) if top else "",
+        "largest_gain_question": next((q.text for q in questions if top and q.pk == top.question_id), ""),
+    }
 
 
 # Where a run's tokens and cost come from: this site's worker measured them, or an imported trace claims them (or,
@@ -237,7 +244,6 @@ def run_comparison(runs: list[Run]) -> dict:
         questions = list(
             Question.objects.filter(run=run).select_related("step", "reviewer").order_by("created_at", "pk")
         )
-        gain, gain_question = _largest_gain(run, questions)
         summary.append(
             {
                 "run_id": run.pk,
@@ -265,8 +271,7 @@ def run_comparison(runs: list[Run]) -> dict:
                 "questions_asked": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.ASKED),
                 "questions_vetoed": sum(1 for q in questions if QUESTION_OUTCOME.get(q.status) == eff.VETOED),
                 "questions_by_reviewers": sum(1 for q in questions if _by_a_reviewer_here(q)),
-                "largest_gain": gain,
-                "largest_gain_question": gain_question,
+                **_largest_gain(run, questions),
                 "imported": imported,
             }
         )

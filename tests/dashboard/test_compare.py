@@ -2,6 +2,7 @@
 figures, the chart's lines and question markers, the CSV and JSON exports, and the clear refusals."""
 
 import csv
+import html
 import io
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Run
+from runs.selectors_bank import gain_text
 from runs.services import question_ask_human, run_claim, worker_events_record
 from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload, usage_event
 from tests.foundation.factories import make_run, make_task
@@ -113,6 +115,10 @@ def test_the_page_shows_the_table_and_the_chart_data_and_links_its_exports(viewe
     assert 'class="best">2.400×' in row_a and 'class="goal-met">yes' in row_a
     assert 'class="evaluations">3 / 3' in row_a and 'class="questions">2 / 1 / 1' in row_a
     assert "Is the loop tiled?" in row_a.split('class="largest-gain"')[1]
+    # the largest gain is written as the bank writes a gain: with its interval, or saying its noise is unknown
+    summary_a = viewer.get(compare_url(a.pk, b.pk, export="json")).json()["summary"][0]
+    written = gain_text(summary_a["largest_gain"], summary_a["largest_gain_low"], summary_a["largest_gain_high"])
+    assert "×" in written and html.escape(written) in row_a.split('class="largest-gain"')[1]
     assert 'id="compare-data"' in page and 'id="compare-chart"' in page and "/assets/plotly.min.js" in page
     assert "format=csv" in page and f"runs={a.pk},{b.pk}&amp;format=json" in page
 
@@ -125,6 +131,7 @@ def test_the_csv_has_a_row_per_run_with_the_summary_columns(viewer, two_runs):
     assert [r["run_id"] for r in rows] == [str(b.pk), str(a.pk)]
     assert rows[1]["goal_met"] == "True" and rows[1]["best_speedup"] == "2.4" and rows[1]["evaluations_to_goal"] == "3"
     assert rows[0]["evaluations_to_goal"] == "" and rows[0]["largest_gain_question"] == ""
+    assert {"largest_gain_low", "largest_gain_high"} <= set(rows[1])
 
 
 def test_the_runs_lists_boxes_send_repeated_ids_which_compare_like_a_shared_link(viewer, two_runs):
