@@ -24,13 +24,19 @@ def _bank_page(request, form=None):
     exclude = frozenset(request.GET.getlist("exclude")) & set(bank_selectors.EXCLUDABLE)
     by_question = bank_selectors.effectiveness_by_question(exclude=exclude)
     by_category = bank_selectors.effectiveness_by_category(exclude=exclude)
+    asked = [q for q in by_question if q["asked"]]
+    # each bar with its interval (an error bar; none where the noise is unknown) and the table's words for it
     chart = {
         "categories": [c["category"] for c in by_category],
         "category_gain": [c["mean_gain"] for c in by_category],
+        "category_interval": [[c["mean_gain_low"], c["mean_gain_high"]] for c in by_category],
+        "category_gain_text": [c["mean_gain_text"] for c in by_category],
         "category_asked": [c["asked"] for c in by_category],
-        "questions": [q["key"] for q in by_question if q["asked"]],
-        "question_gain": [q["mean_gain"] for q in by_question if q["asked"]],
-        "question_text": [q["text"] for q in by_question if q["asked"]],
+        "questions": [q["key"] for q in asked],
+        "question_gain": [q["mean_gain"] for q in asked],
+        "question_interval": [[q["mean_gain_low"], q["mean_gain_high"]] for q in asked],
+        "question_gain_text": [q["mean_gain_text"] for q in asked],
+        "question_text": [q["text"] for q in asked],
     }
     return render(
         request,

@@ -1,6 +1,7 @@
 """The bank page counts a large gain only beyond the noise, writes each mean gain with its interval, and says
 "noise unknown" where a verdict holds no interval, never counting it as a large gain."""
 
+import json
 import re
 
 import pytest
@@ -59,3 +60,13 @@ def test_a_gain_without_intervals_is_shown_as_noise_unknown_not_as_a_large_gain(
     process = row(page, "Process")
     # category: asked, with a gain measured, mean gain, large gains, vetoed, runs
     assert process[2:4] == ["2.000× (noise unknown)", "0, 1 noise unknown"]
+
+
+def test_the_chart_draws_each_mean_gain_with_its_interval_and_the_tables_words(page):
+    chart = json.loads(re.search(r'id="bank-data"[^>]*>(.*?)</script>', page, re.S).group(1))
+    by_key = dict(zip(chart["questions"], zip(chart["question_interval"], chart["question_gain_text"], strict=True)))
+    (low, high), words = by_key["layer-reuse"]
+    assert low == pytest.approx(1.485 / 1.01) and high == pytest.approx(1.515 / 0.99)
+    assert words == "1.500× (1.47–1.53×)"
+    assert by_key["process-plan"] == ([None, None], "2.000× (noise unknown)")  # no error bar, and said so
+    assert len(chart["category_interval"]) == len(chart["categories"]) == len(chart["category_gain_text"])

@@ -156,3 +156,13 @@ def test_the_demo_starts_from_the_runs_list_says_what_it_waits_for_and_streams_l
         page.wait_for_selector("#run-controls", state="hidden")
     finally:
         worker.close()
+
+
+def test_the_bank_chart_draws_its_bars_with_error_bars_and_no_script_error(live_site, login):
+    page = login("olga")
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(live_site["base"] + "/bank/")
+    page.wait_for_function("document.getElementById('bank-chart').data !== undefined")
+    kinds = page.evaluate("document.getElementById('bank-chart').data.map((t) => t.error_y && t.error_y.type)")
+    assert kinds == ["data", "data"] and errors == []
