@@ -117,7 +117,7 @@ def question_overruled_by_timeout(question: Question) -> Question:
     timeout, and the reviewer's decision is kept as `unheard_decision`, saying it never reached the agent.
     A question already approved by no one (an earlier timeout or auto approval) is left as it is."""
     with transaction.atomic():
-        question = Question.objects.select_for_update().select_related("reviewer").get(pk=question.pk)
+        question = Question.objects.select_for_update().get(pk=question.pk)  # (no join: PostgreSQL locks no outer join)
         by_nobody = not question.reviewer_id and not question.trace_reviewer
         if question.status == QuestionStatus.PROPOSED or (question.status == QuestionStatus.APPROVED and by_nobody):
             return question
