@@ -150,8 +150,12 @@ def claim_scope(verdict: dict[str, Any], full_ids: list[str]) -> str:
     on a subset says so wherever it is shown, as a quick figure measured here does (issue 34)."""
     if covers(verdict, full_ids):
         return ""
-    ran = {s.get("id") for s in verdict.get("scenarios") or []}
-    return f"on {len(ran & set(full_ids))} of {len(full_ids)} scenarios"
+    return f"on {scenarios_ran(verdict, full_ids)} of {len(full_ids)} scenarios"
+
+
+def scenarios_ran(verdict: dict[str, Any], full_ids: list[str]) -> int:
+    """How many of the task's scenarios (`full_ids`) the verdict ran."""
+    return len({s.get("id") for s in verdict.get("scenarios") or []} & set(full_ids))
 
 
 def claim_rank(
@@ -326,10 +330,15 @@ DEVICE_NAME_MAX = 80  # what a page writes of a verdict's device name (an import
 
 
 def device_of(verdict: object) -> str:
-    """The machine a verdict says it ran on (its `device_name`: the GPU's name, or the host's for a CPU task), at
-    most DEVICE_NAME_MAX characters; "" where it names none. Two figures of one run may come from two cards."""
-    name = verdict.get("device_name") if isinstance(verdict, dict) else None
-    return name.strip()[:DEVICE_NAME_MAX] if isinstance(name, str) else ""
+    """The machine a verdict says it ran on (its `device_name`: the GPU's name, or the host's for a CPU task), as
+    pages write it (`device_text`). Two figures of one run may come from two cards."""
+    return device_text(verdict.get("device_name") if isinstance(verdict, dict) else None)
+
+
+def device_text(device_name: object) -> str:
+    """A verdict's `device_name` as pages write it: at most DEVICE_NAME_MAX characters; "" for none, or for
+    anything but a string (a page that reads the field alone, without the verdict, uses this)."""
+    return device_name.strip()[:DEVICE_NAME_MAX] if isinstance(device_name, str) else ""
 
 
 def nominal_gbps(device_name: object) -> float | None:

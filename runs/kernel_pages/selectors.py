@@ -119,7 +119,7 @@ def _devices(evaluation_ids) -> dict[int, str]:
     recorded with a release) come from a machine no harness here chose, and a lab's trace may mix an H100's
     with an H200's."""
     rows = Evaluation.objects.filter(pk__in=[i for i in evaluation_ids if i]).values_list("pk", "verdict__device_name")
-    return {pk: device if isinstance(device, str) else "" for pk, device in rows}
+    return {pk: figures.device_text(device) for pk, device in rows}
 
 
 def _speedup_texts(chosen: dict[int, str]) -> dict[int, str]:

@@ -188,8 +188,7 @@ def _claim_words(scenarios: str, verdict: dict, full_ids: list[str], payload: di
     its claim."""
     scope = figures.claim_scope(verdict, full_ids)
     words = f"{scenarios}, imported{f' {scope}' if scope else ''}"
-    device = verdict.get("device_name")
-    if isinstance(device, str) and device:
+    if device := figures.device_of(verdict):
         words += f", {device}"
     if payload.get("goal_met") is True:
         words += "; goal met: the trace's claim"

@@ -118,16 +118,16 @@ def scenario_set_words(evaluation) -> str:
     """Which scenarios a stored evaluation ran, by what it ran, not by its verdict's word alone: "full (N
     scenarios)" where it ran every scenario of its task, else its verdict's set (or "a subset") with "N of M
     scenarios"; its verdict's word, or "—", where its kernel has no task. A release's results name no set."""
-    verdict = evaluation.verdict if isinstance(evaluation.verdict, dict) else {}
+    verdict = evaluation.verdict
     named = verdict.get("scenario_set") if isinstance(verdict.get("scenario_set"), str) else ""
     task = evaluation.kernel.task
     full_ids = list(task.scenario_ids or []) if task is not None else []
     if not full_ids:
         return named or "—"
-    ran = {s.get("id") for s in verdict.get("scenarios") or [] if isinstance(s, dict)}
     if figures.covers(verdict, full_ids):
         return f"full ({len(full_ids)} scenarios)"
-    return f"{named if named and named != 'full' else 'a subset'} ({len(ran & set(full_ids))} of {len(full_ids)} scenarios)"
+    ran = figures.scenarios_ran(verdict, full_ids)
+    return f"{named if named and named != 'full' else 'a subset'} ({ran} of {len(full_ids)} scenarios)"
 
 
 @register.filter
