@@ -51,6 +51,11 @@ class ModelFailed(RunEnded):
     reason = "model_error"
     charged_unread = False
 
+    def __init__(self, message: str = "", *, charged_unread: bool | None = None, **details: object) -> None:
+        super().__init__(message, **details)
+        if charged_unread is not None:  # (else the class's: ReplyTooLarge's is True)
+            self.charged_unread = charged_unread
+
 
 class ReplyTooLarge(ModelFailed):
     """The model's reply passed the size limit and was not read to its end. The call was made, and charged, but

@@ -287,9 +287,8 @@ class AnthropicModel(Model):
         try:
             message = self.retry.run(call, charged, self.notify, deadline=self.deadline)
         except (anthropic.APIError, StreamCut) as exc:
-            failed = ModelFailed(f"the model call failed: {type(exc).__name__}: {exc}")
-            failed.charged_unread = charged.count > 0
-            raise failed from exc
+            why = f"the model call failed: {type(exc).__name__}: {exc}"
+            raise ModelFailed(why, charged_unread=charged.count > 0) from exc
         return with_charged_attempts(self._reply(message), charged.count)
 
     def _reply(self, message: dict[str, Any]) -> ModelReply:

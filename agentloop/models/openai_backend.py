@@ -210,9 +210,7 @@ class OpenAIModel(Model):
         try:
             answer = self.retry.run(lambda: self._post(body), charged, self.notify, deadline=self.deadline)
         except (HTTPFailure, urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-            failed = ModelFailed(f"the model call failed: {exc}")
-            failed.charged_unread = charged.count > 0
-            raise failed from exc
+            raise ModelFailed(f"the model call failed: {exc}", charged_unread=charged.count > 0) from exc
         return with_charged_attempts(self._reply(answer), charged.count)
 
     def _reply(self, answer: dict[str, Any]) -> ModelReply:
