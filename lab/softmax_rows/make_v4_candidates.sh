@@ -4,7 +4,8 @@
 #   [ROUND=1|2|3] bash lab/softmax_rows/make_v4_candidates.sh OUTDIR     (then: device_run.sh screen OUTDIR)
 # ROUND=3 writes versions/v4.cu and versions/v5.cu alone, unchanged: the screen that chose the release, whose
 # winner `device_run.sh release` then takes from the same machine's /tmp/screen/rank.txt. ROUND=6 writes the
-# release (v4) beside versions/v6_persist.cu with its persistent lanes-per-row grid on and off.
+# release (v4) beside versions/v6_persist.cu with its persistent lanes-per-row grid on and off. ROUND=7 writes the
+# release beside versions/v7.cu's row loop (softmax_cluster_rows) in three grids, and with the loop off.
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -18,6 +19,14 @@ case "${ROUND:-1}" in
   V=lab/softmax_rows/versions/v6_persist.cu
   gen v6a                                             # persistent (the file's default)
   gen v6b KSEEK_SUBWARP_PERSIST=0                     # a CTA per group of rows, as v4: the loop alone
+  ;;
+7)  # v7: a cluster takes several rows, each thread's next row issued before the current one's reduction
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v7.cu
+  gen v7a                                             # as few clusters as keep one wave (the file's default)
+  gen v7b KSEEK_ROWS_CAP=2                            # at most 2 rows a cluster: more clusters, several waves
+  gen v7c KSEEK_ROWS_CAP=4                            # at most 4 rows a cluster
+  gen v7d KSEEK_ROWS_LOOP=0                           # the loop off: v4's kernels from v7's file (the same-build noise)
   ;;
 1)
   cp lab/softmax_rows/versions/v1.cu "$out/v1.cu"  # the first release, for a same-call reference
@@ -36,5 +45,5 @@ case "${ROUND:-1}" in
   gen v4k KSEEK_CTA_TARGET=512                        # v4a with up to 512 threads a CTA (half the CTAs a row)
   ;;
 3) cp lab/softmax_rows/versions/v4.cu lab/softmax_rows/versions/v5.cu "$out/" ;;
-*) echo "ROUND is 1, 2 or 3" >&2; exit 2 ;;
+*) echo "ROUND is 1, 2, 3, 6 or 7" >&2; exit 2 ;;
 esac

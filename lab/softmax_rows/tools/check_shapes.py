@@ -4,7 +4,9 @@ clusters of 1..8 CTAs, the two-pass kernel past 262144 columns), rows that start
 elements around y that must stay untouched, bit-for-bit repeatability, and the error against float64 next to
 torch's own bf16 softmax on the same input. For the streaming kernel (versions/v2.cu: x aligned and 8 | cols),
 shapes with more rows than it has clusters (its row buffers reused), y aligned and not. For the staged kernel
-(versions/v5.cu: narrow rows that are not whole vectors), more rows than one CTA stages. Run from the repository root:
+(versions/v5.cu: narrow rows that are not whole vectors), more rows than one CTA stages. For the row loop
+(versions/v7.cu: more rows of 129 .. 8192 vectors than one wave of clusters), odd widths at every offset, with
+rows a few more or fewer than a multiple of the clusters. Run from the repository root:
 
     python3 lab/softmax_rows/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick]
 
@@ -35,6 +37,10 @@ MANY_QUICK = [(1800, 8192), (500, 32768)]
 # narrow rows that are not whole vectors, more of them than one CTA stages (versions/v5.cu's softmax_staged)
 NARROW = [(4100, 1), (2500, 7), (5000, 31), (3000, 33), (777, 255), (1000, 256)]
 NARROW_QUICK = [(700, 31)]
+# many rows that are not whole vectors or start unaligned (versions/v7.cu's softmax_cluster_rows: each thread's
+# next row issued while it writes the current one, the last cluster's rows fewer than the others')
+LOOPED = [(1500, 1031), (2401, 4097), (1001, 8193), (613, 16383), (389, 32000), (257, 50257), (131, 65521)]
+LOOPED_QUICK = [(700, 4097), (301, 32001)]
 GUARD = 64  # elements either side of y that the kernel must not write
 SENTINEL = -12345.0
 
@@ -80,10 +86,12 @@ def main(argv):
         cases = [(r, c, ox, oy) for r, c in QUICK for ox, oy in ((0, 0), (3, 5))]
         cases += [(r, c, 0, oy) for r, c in MANY_QUICK for oy in (0, 3)]
         cases += [(r, c, ox, oy) for r, c in NARROW_QUICK for ox, oy in ((0, 0), (3, 5))]
+        cases += [(r, c, ox, oy) for r, c in LOOPED_QUICK for ox, oy in ((0, 0), (3, 5))]
     else:
         cases = [(r, c, ox, oy) for c in COLS for r in ((1, 37) if c < 100000 else (1, 3)) for ox, oy in OFFSETS]
         cases += [(r, c, 0, oy) for r, c in MANY for oy in (0, 3)]
         cases += [(r, c, ox, oy) for r, c in NARROW for ox, oy in OFFSETS]
+        cases += [(r, c, ox, oy) for r, c in LOOPED for ox, oy in OFFSETS]
     failed = 0
     for i, (rows, cols, ox, oy) in enumerate(cases):
         ok, text = run_one(kern, rows, cols, ox, oy, seed=i)
