@@ -132,6 +132,12 @@ CHECK_SHAPES = [(2, 1024, 1024, 8, 8, d) for d in (64, 96, 128, 192, 256)] + [
     (2, 4096, 4096, 16, 4, 128),
     (1, 200, 4096, 4, 4, 96),  # split-KV (v28 on): 8 key ranges, d96's 128-row tile
     (1, 300, 5000, 2, 1, 64),  # split-KV, 8 ranges, MQA
+    # one-tile kernel, no split, a consumer warpgroup without query rows (v30's KSEEK_IDLE_WG): decode, the last
+    # tile of 192 rows holding 40, and the last of 128 holding 57 (non-causal past KSEEK_PERSIST_SK keys, and over
+    # half the SMs' worth of tiles, so neither the persistent kernel nor a split takes them)
+    (8, 1, 2048, 16, 4, 128),
+    (2, 1000, 1100, 40, 40, 64),
+    (1, 3001, 3001, 24, 24, 256),
 ]
 
 
@@ -220,6 +226,16 @@ def grid_shapes(name):
         ]
     if name == "harness":
         return grid_shapes("fa") + grid_shapes("extra")
+    if name == "idle":  # a consumer warpgroup with no query row (v30's KSEEK_IDLE_WG), and two shapes without one
+        return [
+            (8, 1, 4096, 16, 16, 128),  # the harness's decode
+            (8, 1, 4096, 32, 8, 128),  # decode with GQA
+            (8, 1, 4096, 16, 16, 64),  # 192-row tiles: two of three warpgroups idle
+            (4, 3001, 3001, 16, 16, 128),  # the last tile's second warpgroup
+            (8, 3001, 3001, 8, 8, 256),
+            (4, 4096, 4096, 16, 16, 128),  # no idle warpgroup: the same work
+            (16, 1000, 1000, 16, 16, 128),
+        ]
     if name == "cover":
         return [
             (4, 4096, 4096, 16, 16, 128),

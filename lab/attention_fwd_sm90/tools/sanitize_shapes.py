@@ -34,6 +34,8 @@ SHAPES = [  # B, Sq, Sk, Hq, Hkv, D, causal
     (1, 200, 1536, 2, 1, 96, False),  # split-KV, 3 ranges
     (1, 150, 1200, 2, 2, 256, True),  # split-KV at d256
     (2, 1, 2048, 2, 2, 64, False),  # split-KV decode, 4 ranges
+    (1, 1, 1100, 70, 70, 128, False),  # one tile a CTA, no split (70 tiles): the second warpgroup has no row (v30)
+    (1, 40, 1100, 70, 70, 64, False),  # likewise, two of the 192-row tile's three warpgroups
 ]
 
 
