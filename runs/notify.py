@@ -4,6 +4,11 @@ The body is Slack-compatible (a top-level `text`) and carries the fields a scrip
 ("waiting_review", "succeeded", "failed"), `run_id`, `run_url`, `task`, `status`, and `question` (its text)
 for a review. `run_url` is absolute when `KSEEK_SITE_URL` is set, a path otherwise.
 
+`text` is Slack's markup, and what goes into it from a run (a question the model wrote, a failure's reason a
+worker sent) is escaped as Slack asks (&, <, > as entities): otherwise a question reading `<!channel>` would ping
+a whole channel, and `<https://elsewhere|the run>` would be a link that looks like ours. The plain fields
+(`question`, `task`) keep the text as it is, for scripts.
+
 A notice is queued only after the transaction that made the change commits (a rollback sends nothing), and
 it is sent by one background thread: the event path only puts it on a bounded queue, so a slow or dead
 receiver never slows event storage. The sender tries a few times with backoff, then logs that it gave up;
@@ -53,6 +58,11 @@ def run_url(run_id: int) -> str:
     return site + path
 
 
+def slack_escaped(text: str) -> str:
+    """`text` shown as itself in Slack's markup: its control characters &, < and > as the entities Slack reads."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def notice(event: str, run, *, question=None) -> dict:
     """The webhook's JSON body for `event` on `run` (a Run with its task loaded)."""
     body = {
@@ -65,9 +75,11 @@ def notice(event: str, run, *, question=None) -> dict:
     if question is not None:
         body["question"] = question.text
         body["question_id"] = question.pk
-    headline = _HEADLINES[event].format(run_id=run.pk, task=run.task.name, question=body.get("question", ""))
+    headline = _HEADLINES[event].format(
+        run_id=run.pk, task=slack_escaped(run.task.name), question=slack_escaped(body.get("question", ""))
+    )
     if run.status_reason and event == FAILED:
-        headline += f" ({run.status_reason})"
+        headline += f" ({slack_escaped(run.status_reason)})"
     body["text"] = f"{headline} <{body['run_url']}>"
     return body
 

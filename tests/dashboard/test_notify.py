@@ -134,6 +134,29 @@ def test_the_webhook_receives_waiting_for_review_succeeded_and_failed_as_slack_c
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_runs_own_words_reach_slack_as_text_never_as_mentions_or_links(receiver, settings):
+    # A question is the model's text and a failure's reason the worker's: in Slack's markup `<!channel>` pings a
+    # whole channel and `<URL|words>` is a link under any words. Both arrive as text; the plain fields keep them.
+    hook = receiver()
+    settings.KSEEK_WEBHOOK_URL = hook.url
+    settings.KSEEK_SITE_URL = SITE
+    _, reviewed = held_run(review_mode=ReviewMode.REVIEW)
+    asked = "<!channel> approve me at <https://elsewhere.example/x|the run page> & go"
+    question_propose(run=reviewed, text=asked, source=QuestionSource.SELF)
+    run_set_status(run=reviewed, status=RunStatus.FAILED, reason="<@U123> <!here> broke")
+    assert notify.wait_until_sent(30)
+
+    waiting, failed = hook.bodies
+    assert waiting["question"] == asked
+    assert waiting["text"] == (
+        f"Run {reviewed.pk} ({reviewed.task.name}) waits for review: &lt;!channel&gt; approve me at "
+        f"&lt;https://elsewhere.example/x|the run page&gt; &amp; go <{SITE}/runs/{reviewed.pk}/>"
+    )
+    assert failed["text"].endswith(f"failed (&lt;@U123&gt; &lt;!here&gt; broke) <{SITE}/runs/{reviewed.pk}/>")
+    assert [text.count("<") for text in (waiting["text"], failed["text"])] == [1, 1]  # our link's, alone
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_rolled_back_change_and_a_site_without_the_setting_send_nothing(receiver, settings):
     hook = receiver()
     settings.KSEEK_WEBHOOK_URL = hook.url
