@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import ConfigError, ModelFailed
 from agentloop.worker.targets import TARGETS_ENV
+from gpu_harness.terminal import shown_streams
 
 if TYPE_CHECKING:
     from agentloop.config import Budgets as BudgetsType
@@ -154,6 +155,13 @@ def _unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Much of what this prints is the model's or its commands' (event lines, a model server's errors): a terminal
+    # is shown their control characters, never given them (gpu_harness/terminal.py).
+    with shown_streams():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     from agentloop.sandbox import EXIT_NO_SANDBOX, SandboxUnavailable
 
     args = _parser().parse_args(argv)

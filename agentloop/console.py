@@ -7,6 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from agentloop.protocol import event_summary
+from gpu_harness.terminal import shown
 
 LINE_MAX = 160  # characters of the summary on a terminal line
 
@@ -20,5 +21,7 @@ class ConsoleSink:
         if event["kind"] in self.skip:
             return
         summary = event_summary(event["kind"], event["payload"], LINE_MAX)
-        self.out.write(f"#{event['seq']:<4} {event['kind']:<18} {summary}\n")
+        # the model's words and its commands' output, shown and never acted on by the terminal (the default `out`
+        # is stderr as imported, which the command line's shown_streams does not reach)
+        self.out.write(shown(f"#{event['seq']:<4} {event['kind']:<18} {summary}") + "\n")
         self.out.flush()

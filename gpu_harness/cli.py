@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .report import render_table, summary_line
+from .terminal import shown_streams
 
 if TYPE_CHECKING:
     from .import_suite import SuiteFormat
@@ -522,6 +523,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # What this prints is often not the harness's own text (a kernel's compile errors, a task's or a problem's
+    # files): a terminal is shown its control characters, never given them (gpu_harness/terminal.py).
+    with shown_streams():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
