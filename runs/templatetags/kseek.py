@@ -8,6 +8,8 @@ from django.utils.safestring import mark_safe
 from gpu_harness import figures
 from gpu_harness.figures import format_speedup
 from runs import demo, permissions
+from runs.run_pages.selectors import run_usage_unknown
+from runs.run_pages.selectors_compare import USAGE_UNKNOWN
 from runs.selectors import evaluation_library_scope, evaluation_speedup_text, questions_pending_count
 
 register = template.Library()
@@ -30,6 +32,14 @@ def goal_note(run) -> str:
     """A run's own goal beside the task's, where they differ (runs.demo.goal_note): "demo goal 0.500× over naive
     (the task's is 2.000×)"; "" where they do not."""
     return demo.goal_note(run)
+
+
+@register.filter
+def usage_cost_text(run) -> str:
+    """A run's cost as the runs list writes it: "unknown: the trace records none" for an imported run whose trace
+    recorded no usage (run_usage_unknown), as its run page and the compare page say, never a "$0.0000" that reads
+    as a measured zero; else its cost_text."""
+    return USAGE_UNKNOWN if run_usage_unknown(run) else run.cost_text
 
 
 @register.simple_tag

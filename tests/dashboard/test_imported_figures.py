@@ -499,3 +499,16 @@ def test_the_compare_table_writes_an_imported_runs_status_as_the_traces_claim(op
     assert '<td class="status-succeeded">succeeded <small class="imported">the trace\'s claim</small></td>' in row
     own = page[page.index(f'<a href="/runs/{measured.pk}/">') :].split("</tr>")[0]
     assert '<td class="status-failed">failed</td>' in own  # a run measured here is its own word
+
+
+@pytest.mark.django_db
+def test_the_runs_list_writes_an_imported_runs_unrecorded_cost_as_unknown_never_a_measured_zero(operator):
+    # A harness trace (evaluations only, as a released kernel's development trace is) records no model call: its
+    # run page says its cost is unknown, and the runs list said "$0.0000" (new-user audit finding 1).
+    make_task()
+    harness_line = {"kind": "evaluation", "note": "", "summary": "", **eval_result(1.5, source="int k;")}
+    assert import_lines(operator, [harness_line], name="lab.jsonl").status_code == 302
+    imported = Run.objects.get()
+    row = shown(operator.get(reverse("home"))).split(f'<tr data-run="{imported.pk}">')[1].split("</tr>")[0]
+    cost = html.unescape(re.sub(r"<[^>]+>", "", re.split(r'class="cost[^"]*">', row)[1].split("</td>")[0]))
+    assert cost == "unknown: the trace records none"
