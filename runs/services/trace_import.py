@@ -86,6 +86,7 @@ def _trace_records(lines):
     dropped, a broken line elsewhere is an error."""
     broken = None  # (number, reason) of an unreadable line, fatal only if another line follows it
     number = 0
+    read_any = False  # whether a line was an event: a file of one unreadable line is no trace cut short
     for line in lines:
         number += 1
         if number == 1 and (compressed := _compressed(line)):
@@ -110,7 +111,12 @@ def _trace_records(lines):
             raise ServiceError(f"line {number} is not a JSON object")
         if _too_deep(record):
             raise ServiceError(f"line {number} nests deeper than {NESTING_MAX} levels")
+        read_any = True
         yield number, record
+    if broken is not None and not read_any:
+        # Not a crash mid-write: nothing before the line was readable, so the file is no trace (a text file, a
+        # log): name the line rather than say "the trace holds no events".
+        raise ServiceError(f"{broken[1]}: a trace is JSON, one event a line (docs/protocol.md 1.3)")
 
 
 def _is_harness_line(record: dict) -> bool:

@@ -164,6 +164,15 @@ def test_a_last_line_cut_short_by_a_crash_is_ignored_and_one_before_the_end_is_r
     assert refusal(cut + [events[7]]) == "line 7 is not JSON"
 
 
+def test_a_file_whose_only_line_is_not_json_is_refused_naming_the_line_not_as_a_trace_without_events():
+    # A text file uploaded by mistake: its one line is not a trace's last line cut short (nothing before it was
+    # an event), so the refusal says what is wrong with it (new-user audit finding 2: "the trace holds no events").
+    reason = "line 1 is not JSON: a trace is JSON, one event a line (docs/protocol.md 1.3)"
+    assert refusal(["not json"]) == reason
+    assert refusal(["", "hello, world"]) == reason.replace("line 1", "line 2")
+    assert refusal([]) == "the trace holds no events"
+
+
 def test_an_export_of_a_run_with_an_event_the_server_refused_imports_with_its_gap():
     host, _ = make_worker()
     make_run()
