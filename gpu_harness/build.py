@@ -254,7 +254,7 @@ def build(
         result.cache_hit = True
         result.lib_path = str(entry / "lib.so")
     else:
-        result = _compile(source, language, arch, timeout_s, entry)
+        result = _compile(source, language, arch, timeout_s, entry, name=Path(source_path).name)
     result.source_sha256 = sha  # what this call read (a cached build.json's entry is empty)
     if not result.ok:
         return result
@@ -270,7 +270,15 @@ def build(
     return result
 
 
-def _compile(source: str, language: str, arch: str | None, timeout_s: float, entry: Path) -> BuildResult:
+def named_as_given(log: str, compiled: str, name: str) -> str:
+    """The compiler's log with the scratch copy it compiled (`kernel.cu`) named as the file the caller gave, so
+    that an error points at the file the user wrote (`bad.cpp:2:78: error: ...`, nvcc's `relu.cu(12): error`)."""
+    return re.sub(rf"(?<![\w./-]){re.escape(compiled)}(?=[:(])", lambda _: name, log)
+
+
+def _compile(
+    source: str, language: str, arch: str | None, timeout_s: float, entry: Path, name: str = ""
+) -> BuildResult:
     entry.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=entry.parent))
     ext = ".cu" if language == "cuda" else ".cpp"
@@ -282,6 +290,10 @@ def _compile(source: str, language: str, arch: str | None, timeout_s: float, ent
     done = run_bounded(cmd, timeout_s, cwd=str(work))
     elapsed = time.monotonic() - t0
     log = (done.stdout + done.stderr).replace(str(work) + "/", "")
+    if done.returncode != 0 or done.timed_out:
+        # A failure is not cached, so naming the caller's file is safe; a cached success's log keeps kernel.cu,
+        # since one build serves every file of the same source.
+        log = named_as_given(log, src.name, name or src.name)
     if done.timed_out:
         shutil.rmtree(work, ignore_errors=True)
         return BuildResult(

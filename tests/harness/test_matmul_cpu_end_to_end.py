@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness import EvalResult, evaluate
+from gpu_harness.build import named_as_given
 from gpu_harness.report import render_table
 
 from .conftest import needs_gxx
@@ -193,3 +194,22 @@ def test_the_child_warms_only_baselines_whose_medians_are_not_cached_yet(monkeyp
     assert warm(jobs[-1]) == {SMALL[0]: ["numpy"], SMALL[1]: ["numpy"]}
     assert evaluate("matmul_cpu", NAIVE, scenarios=SMALL, timing=False).status == "correct"
     assert warm(jobs[-1]) == {SMALL[0]: [], SMALL[1]: []}
+
+
+def test_a_compile_error_names_the_file_the_user_gave_not_the_harness_copy(tmp_path):
+    # The harness compiles a copy named kernel.cpp; the error said `kernel.cpp:1:...` of a file called bad.cpp, a
+    # name the user never wrote (new-user audit finding 3).
+    bad = tmp_path / "bad.cpp"
+    bad.write_text('extern "C" int kseek_matmul(const float* a) {\n  return undeclared;\n}\n')
+    r = evaluate("matmul_cpu", bad, scenarios=SMALL)
+    assert r.reason.startswith("compile failed: bad.cpp:2:") and "kernel.cpp" not in r.reason
+
+
+def test_the_compilers_log_is_renamed_only_where_it_names_the_copy():
+    log = "kernel.cu(12): error: x\nIn file included from kernel.cpp:3:\nmy_kernel.cu:4: note\n/a/kernel.cu: y"
+    assert named_as_given(log, "kernel.cu", "relu.cu").splitlines() == [
+        "relu.cu(12): error: x",
+        "In file included from kernel.cpp:3:",
+        "my_kernel.cu:4: note",
+        "/a/kernel.cu: y",
+    ]
