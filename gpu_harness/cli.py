@@ -322,13 +322,22 @@ def _print_imported(folder: Path, notes: list[Any]) -> None:
 
 def _task_folder(arg: str) -> str:
     """A task folder's path, or the folder of the task of that name where no such folder is here (as `eval` and
-    `task cheats` take a name: `task check softmax_rows`)."""
+    `task cheats` take a name: `task check softmax_rows`); a task.toml's path stands for its folder. Neither a
+    folder nor a task's name is a usage error naming the known tasks, not a missing `NAME/task.toml` (which would
+    read as if the folder existed)."""
     from .tasks import task_folders
 
+    if Path(arg).is_file() and Path(arg).name == "task.toml":
+        return str(Path(arg).parent)
     if Path(arg, "task.toml").is_file():
         return arg
     named = task_folders().get(arg)
-    return str(named) if named is not None else arg
+    if named is not None:
+        return str(named)
+    if Path(arg).is_dir():
+        return arg  # a folder without task.toml: load_spec says so
+    known = ", ".join(sorted(task_folders())) or "none"
+    raise ValueError(f"{arg}: no such folder, and no task of that name; known tasks: {known}")  # main: exit 2
 
 
 def cmd_task_check(args: argparse.Namespace) -> int:

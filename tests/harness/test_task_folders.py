@@ -236,3 +236,14 @@ def test_task_cheats_evaluates_a_folders_cheats_and_fails_on_one_that_is_accepte
     (cheats / "honest.cpp").write_text("// expect: NaN poison\n" + GOOD)
     p = _cli("task", "cheats", str(folder))
     assert p.returncode == 1 and "honest.cpp: ACCEPTED" in p.stdout and "1/2 cheats rejected" in p.stdout
+
+
+def test_task_check_of_neither_a_folder_nor_a_task_name_says_so_and_takes_a_task_toml_for_its_folder(folder):
+    # A mistyped name was read as a folder of the current one ("/repo/nope/task.toml: cannot read it"), and the
+    # path of a task.toml as a folder holding one ("task.toml/task.toml: Not a directory"): new-user audit finding 4.
+    typo = _cli("task", "check", "matmul_cpuu")
+    assert typo.returncode == 2 and "Traceback" not in typo.stderr
+    assert typo.stderr.startswith("error: matmul_cpuu: no such folder, and no task of that name; known tasks: ")
+    assert "matmul_cpu" in typo.stderr and "task.toml" not in typo.stderr
+    toml = _cli("task", "check", str(folder / "task.toml"))
+    assert toml.returncode == 0 and f"{folder}: OK, task 'demo_op'" in toml.stdout, toml.stderr
