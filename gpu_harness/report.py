@@ -30,7 +30,7 @@ def summary_line(r: EvalResult) -> str:
     parts = [f"{r.task}: {r.status.upper()}"]
     if r.reason:
         parts.append(r.reason)
-    parts.append(f"{ok}/{n} scenarios correct")
+    parts.append(f"{ok}/{n} scenarios correct{_coverage_words(r)}")
     if r.geomean_tflops is not None:
         parts.append(f"geomean {r.geomean_tflops:.4g} TFLOP/s")
     verdict = r.to_dict()
@@ -45,6 +45,15 @@ def summary_line(r: EvalResult) -> str:
         parts.append(f"host was busy ({busy})")
     parts.append(f"{r.wall_s:.1f}s")
     return " | ".join(parts)
+
+
+def _coverage_words(r: EvalResult) -> str:
+    """ " (of the task's 10: not the full set)" where the verdict ran some of its task's scenarios (eval's default,
+    the quick set): "3/3 correct" alone reads as the whole task, and its figures are not the full set's. "" where it
+    ran them all, ran none, or the task is not known here."""
+    total = len(_task_counts(r.task))
+    ran = len(r.scenarios)
+    return f" (of the task's {total}: not the full set)" if 0 < ran < total else ""
 
 
 def _speedup_cell(scenario: dict[str, Any], baseline: str) -> str:

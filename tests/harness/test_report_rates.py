@@ -73,3 +73,15 @@ def test_the_summary_line_says_what_a_best_library_missed_of_its_tasks_libraries
 
     screen = EvalResult.from_dict({**verdict, "libraries": ["eager"]})
     assert "over 21 (best of eager only; not timed: compile, quack)" in summary_line(screen)
+
+
+def test_the_summary_line_says_when_a_verdict_ran_only_part_of_its_tasks_scenarios():
+    """`eval` runs the quick set by default: "6/6 scenarios correct" read as the whole task, its speed-up as the
+    task's (new-user audit finding 5). The full set's line says nothing more."""
+    from gpu_harness.report import summary_line
+
+    released = Path(__file__).resolve().parents[2] / "kernels/softmax_rows/results/eval_full_v4_h200_2026-12-05.json"
+    verdict = json.loads(released.read_text())
+    assert "| 21/21 scenarios correct |" in summary_line(EvalResult.from_dict(verdict))
+    quick = EvalResult.from_dict({**verdict, "scenarios": verdict["scenarios"][:6]})
+    assert "| 6/6 scenarios correct (of the task's 21: not the full set) |" in summary_line(quick)
