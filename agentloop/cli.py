@@ -312,7 +312,8 @@ def run_command(args: argparse.Namespace) -> int:
         ),
         oversight=Oversight(reviewer=reviewer, bank=bank, question_stats=stats),
     )
-    print(f"run {run_id}: trace {trace_path}, workspace {workspace}", file=sys.stderr)
+    goal = f"; {_goal_words(config)}" if config is not None else ""
+    print(f"run {run_id}: trace {trace_path}, workspace {workspace}{goal}", file=sys.stderr)
     outcome = agent.run()
     trace.close()
     best = "none" if outcome.best_speedup is None else f"{outcome.best_speedup:.3g}x"
@@ -322,6 +323,20 @@ def run_command(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0 if outcome.status == "succeeded" else 1
+
+
+def _goal_words(config: RunConfigType) -> str:
+    """The goal the run pursues, as its first line says it: "goal 0.5x over naive", and, where that is not its
+    task's (a replay keeps its recording's, or --goal-speedup set another), the task's beside it, so that a
+    "GOAL MET" at 1.3x is not read as the task's 2x met."""
+    from gpu_harness import get_task
+
+    words = f"goal {config.goal.speedup:g}x over {config.goal.baseline}"
+    task_goal = get_task(config.task).goal or {}
+    own = (config.goal.baseline, config.goal.speedup)
+    if task_goal and (task_goal.get("baseline"), task_goal.get("speedup")) != own:
+        words += f" (the task's is {task_goal['speedup']:g}x over {task_goal['baseline']})"
+    return words
 
 
 def _spent(state: RunStateType) -> str:

@@ -60,6 +60,9 @@ def test_the_demo_replay_runs_offline_with_the_real_harness(tmp_path):
         if proc.returncode == 0 or not suspect_timing(events):
             break
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # Its first line says the goal it pursues is the recording's, not the task's (new-user audit finding 6: the
+    # run ended "GOAL MET" at 1.3x over naive with the task's 2x goal nowhere said to be another).
+    assert "; goal 0.5x over naive (the task's is 2x over naive)\n" in proc.stderr.splitlines(keepends=True)[0]
     assert [e["kind"] for e in events] == [e["kind"] for e in recorded]
     evaluations = [e["payload"] for e in events if e["kind"] == "evaluation"]
     # Measured now, by the harness, not copied from the recording.
@@ -226,3 +229,16 @@ def test_a_budget_or_goal_that_is_not_above_zero_is_refused_naming_the_flag(flag
         main(["run", "--unsandboxed", "--task", "matmul_cpu", flag, value])
     assert exited.value.code == 2
     assert f"argument {flag}: must be above 0, not {value}" in capsys.readouterr().err
+
+
+def test_a_runs_first_line_names_its_goal_and_the_tasks_only_where_they_differ():
+    from agentloop.cli import _goal_words
+    from agentloop.config import Goal, RunConfig
+
+    def config(baseline, speedup):
+        return RunConfig(
+            task="matmul_cpu", goal=Goal(baseline, speedup), model="m", starting_kernel="", kernel_filename="k.cpp"
+        )
+
+    assert _goal_words(config("naive", 2.0)) == "goal 2x over naive"
+    assert _goal_words(config("numpy", 2.0)) == "goal 2x over numpy (the task's is 2x over naive)"
