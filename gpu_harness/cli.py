@@ -266,10 +266,25 @@ def _import_suite(source: Path, args: argparse.Namespace, fmt: SuiteFormat | Non
           f"check here, {counts[REFUSED]} refused, {counts[CHECK_FAILED]} failed their check, in {took:.0f} s "
           f"({jobs} at a time)")  # fmt: skip
     print(f"manifest: {manifest.resolve()} (each problem, what it imported as, or why not)")
-    imported = [p.name for p in suite.problems.values() if p.outcome == IMPORTED]
-    if imported:
-        print(_how_the_dashboard_finds(out / imported[0]))
+    if any(p.outcome == IMPORTED for p in suite.problems.values()):
+        print(_how_the_dashboard_finds_suite(out))
     return 1 if counts[CHECK_FAILED] else 0
+
+
+def _how_the_dashboard_finds_suite(out: Path) -> str:
+    """The hint after a suite is written: a suite folder is a task root (docs/tasks.md, "Suites in the
+    dashboard"), so the dashboard finds its tasks, and reads suite.json, only where KSEEK_TASKS_DIR names it;
+    moving one of its task folders into tasks/ (the hint for one task) would leave the suite behind."""
+    from .tasks import TASKS_DIR_ENV, task_roots
+
+    where = out.resolve()
+    sync = "`.venv/bin/python manage.py sync_tasks` (`make run` runs it at every start)"
+    if where in {root.resolve() for root in task_roots()}:
+        return f"then: the dashboard lists its tasks, and the suite under Suites, after {sync}"
+    return (
+        f"then: {where} is not where tasks are found. For the dashboard, set {TASKS_DIR_ENV}={where} for the "
+        f"server and its workers (a suite folder is a task root: its tasks, and the suite under Suites); then {sync}"
+    )
 
 
 def cmd_task_import_gpumode(args: argparse.Namespace) -> int:

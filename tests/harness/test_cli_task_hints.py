@@ -51,3 +51,18 @@ def test_import_kernelbench_without_torch_says_what_to_install_instead_of_a_trac
     assert "Traceback" not in done.stderr
     assert "needs torch" in done.stderr and "install" in done.stderr and "pip install torch" in done.stderr
     assert not (tmp_path / "batchnorm_buffers").exists()
+
+
+def test_a_suites_hint_names_the_suite_folder_as_the_task_root_not_one_of_its_tasks(tmp_path, monkeypatch):
+    # The hint after a KernelBench level named its first task folder and said to move it into tasks/, which would
+    # leave the suite and its other problems behind (new-user audit finding 7).
+    from gpu_harness.cli import _how_the_dashboard_finds_suite
+
+    monkeypatch.delenv("KSEEK_TASKS_DIR", raising=False)
+    hint = _how_the_dashboard_finds_suite(tmp_path / "kb1")
+    assert f"KSEEK_TASKS_DIR={tmp_path / 'kb1'} for the server" in hint and "move" not in hint
+    assert "manage.py sync_tasks" in hint
+    monkeypatch.setenv("KSEEK_TASKS_DIR", str(tmp_path / "kb1"))
+    assert _how_the_dashboard_finds_suite(tmp_path / "kb1").startswith(
+        "then: the dashboard lists its tasks, and the suite"
+    )
