@@ -24,7 +24,9 @@ $(BIN)/.dev-installed: pyproject.toml | check-python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(BIN)/.base-installed $@
 
+# The port first: a second `make run` on a busy one stops at once, before it migrates or bootstraps anything.
 run: $(BIN)/.base-installed
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT) --check-port
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)

@@ -168,6 +168,8 @@ def test_a_second_make_run_refuses_a_busy_port_and_never_takes_the_first_ones_lo
     assert again.returncode != 0
     assert local_worker_row(data_dir) == first, "the second `make run` rotated the running local worker's token"
     assert f"127.0.0.1:{port} is already in use" in again.stderr
+    # At once, as the README says: before it migrates or bootstraps (new-user audit finding 8: it ran both first).
+    assert "migrate" not in again.stdout and "bootstrap" not in again.stdout + again.stderr
 
     # On another port, the same data folder: served, but with no local worker of its own.
     other_port = free_port()

@@ -84,13 +84,18 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="serve only; run no local worker")
         parser.add_argument("--no-demo", action="store_true", help="do not queue the demo run on an empty site")
         parser.add_argument(
+            "--check-port",
+            action="store_true",
+            help="only say whether the port is free, and exit (make run asks before it migrates and bootstraps)",
+        )
+        parser.add_argument(
             "--unsandboxed",
             action="store_true",
             help="let the local worker run agents without bubblewrap: their commands and kernels "
             "can then read its token and this host's files",
         )
 
-    def handle(self, *args, host, port, no_worker, no_demo, unsandboxed=False, **options):
+    def handle(self, *args, host, port, no_worker, no_demo, unsandboxed=False, check_port=False, **options):
         base_dir = Path(settings.BASE_DIR)
         # Before anything is written or rotated: a second `make run` on a busy port must leave the first one whole.
         if port_in_use(host, port):
@@ -98,6 +103,8 @@ class Command(BaseCommand):
                 f"{host}:{port} is already in use: another `make run` (or `manage.py serve`) may be serving there. "
                 f"Stop it, or start this one on another port (`make run PORT={port + 1}`)"
             )
+        if check_port:
+            return
         self.worker_lock = None if no_worker else take_local_worker_lock(Path(settings.DATA_DIR))
         if not no_worker and self.worker_lock is None:
             self.stderr.write(
