@@ -59,6 +59,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
 
     args.task = _task_name(args.task)
+    if not Path(args.kernel).exists():  # a mistyped path is a bad argument, not a verdict with an empty table
+        raise ValueError(f"{args.kernel}: no such kernel file")
 
     scenarios = args.scenarios
     baselines = None if args.baselines is None else [b for b in args.baselines.split(",") if b]

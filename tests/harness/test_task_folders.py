@@ -247,3 +247,11 @@ def test_task_check_of_neither_a_folder_nor_a_task_name_says_so_and_takes_a_task
     assert "matmul_cpu" in typo.stderr and "task.toml" not in typo.stderr
     toml = _cli("task", "check", str(folder / "task.toml"))
     assert toml.returncode == 0 and f"{folder}: OK, task 'demo_op'" in toml.stdout, toml.stderr
+
+
+def test_eval_of_a_kernel_path_that_is_not_there_is_a_bad_argument_not_a_verdict(folder):
+    # A mistyped kernel path printed an empty table and "ERROR | cannot read kernel ..." with exit status 1, as a
+    # kernel judged and failed; docs/harness.md gives 2 for bad arguments (new-user audit finding 9).
+    p = _cli("eval", str(folder), str(folder / "kernal.cpp"))
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    assert p.stderr.strip() == f"error: {folder / 'kernal.cpp'}: no such kernel file"
