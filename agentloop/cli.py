@@ -253,6 +253,7 @@ def run_command(args: argparse.Namespace) -> int:
     from agentloop.agent import Agent, Host, Oversight
     from agentloop.config import Budgets, Goal, RunConfig
     from agentloop.console import ConsoleSink
+    from agentloop.detectors import best_words
     from agentloop.models import make_model
     from agentloop.review import AutoApprove, TerminalReviewer, TraceReviewer
     from agentloop.sandbox import Sandbox
@@ -316,9 +317,11 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"run {run_id}: trace {trace_path}, workspace {workspace}{goal}", file=sys.stderr)
     outcome = agent.run()
     trace.close()
-    best = "none" if outcome.best_speedup is None else f"{outcome.best_speedup:.3g}x"
+    # Named as the run's events and pages name it: "verified" only from a full-set verdict (detectors.best_words);
+    # a quick-set best was called "best verified speedup" here while its own decision points said "not verified".
+    best = best_words(agent.state)
     print(
-        f"run {run_id}: {outcome.status} ({outcome.reason}); best verified speedup {best}; "
+        f"run {run_id}: {outcome.status} ({outcome.reason}); {best}; "
         f"{outcome.steps} steps; {_spent(agent.state)}; trace {trace_path}",
         file=sys.stderr,
     )

@@ -242,3 +242,23 @@ def test_a_runs_first_line_names_its_goal_and_the_tasks_only_where_they_differ()
 
     assert _goal_words(config("naive", 2.0)) == "goal 2x over naive"
     assert _goal_words(config("numpy", 2.0)) == "goal 2x over numpy (the task's is 2x over naive)"
+
+
+@pytest.mark.sandbox  # `agentloop run` runs its evaluations under bubblewrap
+def test_a_run_whose_best_is_from_the_quick_set_does_not_end_calling_it_verified(tmp_path):
+    # Against a local Messages API server (--base-url): one quick evaluation, then the model stops. The run's last
+    # line said "best verified speedup 1.02x" while its own decision points said "quick set only, not verified"
+    # (new-user audit finding 10).
+    from tests.agentloop.messages_api import MessagesServer, Reply
+
+    evaluate = {"type": "tool_use", "id": "t1", "name": "evaluate", "input": {"scenarios": "quick"}}
+    replies = iter([Reply([{"type": "text", "text": "Measuring."}, evaluate])])
+    done = Reply([{"type": "text", "text": "That is as fast as it goes."}])
+    with MessagesServer(lambda request: next(replies, done)) as server:
+        proc = agentloop(
+            "run", "--task", "matmul_cpu", "--model", "claude-sonnet-4-6", "--base-url", server.url,
+            "--max-steps", "2", "--quiet", cwd=tmp_path, env_extra={"ANTHROPIC_API_KEY": "test"},
+        )  # fmt: skip
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "failed (budget_steps)" in last, proc.stderr[-3000:]
+    assert "; best quick: " in last and "quick set only, not verified;" in last and "verified speedup" not in last
