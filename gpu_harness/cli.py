@@ -111,7 +111,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
             print(f"{kernel}: {e}")
             status = 1
             continue
-        b = build(kernel, lang, arch=args.arch if lang == "cuda" else None)
+        arch = args.arch if lang == "cuda" else None
+        # nvcc takes half a minute on a large kernel (the released attention: 33 s): say what is under way.
+        _progress(f"compiling {kernel} ({lang}{f' for {arch}' if arch else ''}) ...")
+        b = build(kernel, lang, arch=arch)
         head = f"{kernel}: {'OK' if b.ok else 'REFUSED' if b.lib_path or 'refused' in (b.reason or '') else 'FAILED'}"
         print(head + ("" if b.ok else f": {b.reason}"))
         if b.lib_path or b.kernels:

@@ -124,3 +124,18 @@ def test_a_build_records_the_arch_it_was_compiled_for_also_the_default():
     naive = REPO / "tasks" / "attention_fwd" / "naive.cu"
     assert build(naive, "cuda").arch == DEFAULT_ARCH
     assert build(naive, "cuda").arch == DEFAULT_ARCH  # from the cache as well
+
+
+def test_compile_says_on_stderr_what_it_is_compiling_before_the_compiler_runs():
+    # A large kernel takes nvcc half a minute, and `compile` printed nothing until it was done (new-user audit
+    # finding 11); the verdict stays alone on stdout.
+    p = subprocess.run(
+        [sys.executable, "-m", "gpu_harness", "compile", "tasks/matmul_cpu/naive.cpp"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stderr.startswith("compiling tasks/matmul_cpu/naive.cpp (cpp) ...")
+    assert p.stdout.startswith("tasks/matmul_cpu/naive.cpp: OK")
