@@ -373,6 +373,8 @@ def cmd_task_check(args: argparse.Namespace) -> int:
         runs_reference = not torch_task or _has_torch()
         if runs_reference and (missing := task.missing_functions()):
             raise TaskSpecError(missing)
+        if runs_reference:  # torch's first import and a KernelBench model's first run take seconds: say so
+            _progress(f"checking {spec.folder}: running the reference and the function baselines ...")
         facts = task.self_check() if runs_reference else None
     except TaskSpecError as e:
         print(f"{args.folder}: NOT a valid task ({len(e.problems)} problem(s))", file=sys.stderr)
@@ -458,6 +460,7 @@ def _check_kernels_build(task: DataTask) -> str | None:
     for label, path, where in kernels:
         line = spec.lines.get(where) if where != "kernel.starting" or spec.starting_kernel else None
         named = f", named at {spec.folder / 'task.toml'}:{line}: {where}" if line else ""
+        _progress(f"building {label} ({Path(path).name}) ...")  # nvcc: up to half a minute, once (then cached)
         b = build(path, task.language)
         if not b.ok:
             return f"error: {label} ({path}{named}) does not build: {b.reason}"

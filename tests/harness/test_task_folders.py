@@ -51,6 +51,12 @@ def test_task_new_writes_a_folder_that_task_check_accepts(folder):
     assert 'extern "C" int kseek_demo_op(const float* x, const float* y, float* out, float scale' in p.stdout
     assert "10 (3 quick)" in p.stdout and "numpy (reference.py:numpy_scale_add)" in p.stdout
     assert "ran on r1_c1_s2.0" in p.stdout
+    # What runs for seconds is said as it starts, on stderr (new-user audit finding 12: a KernelBench task's first
+    # check was silent for 29 s).
+    assert p.stderr.splitlines() == [
+        f"checking {folder}: running the reference and the function baselines ...",
+        "building the starting kernel (kernel.cpp) ...",
+    ]
 
 
 def test_task_new_refuses_an_existing_folder_or_a_bad_name(folder):
