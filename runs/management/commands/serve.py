@@ -63,6 +63,15 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
+def refuse_a_busy_port(host: str, port: int) -> None:
+    """CommandError, saying what to do, where something listens on host:port already."""
+    if port_in_use(host, port):
+        raise CommandError(
+            f"{host}:{port} is already in use: another `make run` (or `manage.py serve`) may be serving there. "
+            f"Stop it, or start this one on another port (`make run PORT={port + 1}`)"
+        )
+
+
 def take_local_worker_lock(data_dir: Path) -> int | None:
     """The local worker's lock (a descriptor to hand to the worker, so that it keeps the lock while it lives), or
     None when the local worker of another `serve` on this data folder holds it."""
@@ -98,11 +107,7 @@ class Command(BaseCommand):
     def handle(self, *args, host, port, no_worker, no_demo, unsandboxed=False, check_port=False, **options):
         base_dir = Path(settings.BASE_DIR)
         # Before anything is written or rotated: a second `make run` on a busy port must leave the first one whole.
-        if port_in_use(host, port):
-            raise CommandError(
-                f"{host}:{port} is already in use: another `make run` (or `manage.py serve`) may be serving there. "
-                f"Stop it, or start this one on another port (`make run PORT={port + 1}`)"
-            )
+        refuse_a_busy_port(host, port)
         if check_port:
             return
         self.worker_lock = None if no_worker else take_local_worker_lock(Path(settings.DATA_DIR))
