@@ -86,7 +86,7 @@ def plateau(state: RunState, turn: Turn, settings: DetectorSettings, **_: object
         return None
     return Firing(
         "plateau",
-        f"no gain in the best verified speedup over the last {k} evaluations",
+        f"no gain in the run's best speedup over the last {k} evaluations",
         {"best_speedup": state.best_speedup, "window": [e.speedup for e in window]},
     )
 

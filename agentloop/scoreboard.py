@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentloop.config import RunConfig
+from agentloop.detectors import best_words
 from agentloop.errors import BudgetExhausted, GoalUnreachable
 from agentloop.goal import covers, goal_met, speedup_over, verified_speedup, worth_a_goal_check
 from agentloop.state import RunState
@@ -135,12 +136,12 @@ class Scoreboard:
         except Exception as exc:
             table = f"{result.get('status')}: {result.get('reason')} (table unavailable: {exc})"
         goal = self.goal
-        best = payload["best_speedup"]
+        # the run's best as every page names it (best_words): "verified" only where a full set set it; the state
+        # has taken this evaluation's event already
         text = (
             f"{table}\nGoal: {goal.speedup:g}x over {goal.baseline} on the full set, every scenario correct. "
             f"This evaluation: {'n/a' if payload['speedup'] is None else format(payload['speedup'], '.3g') + 'x'}"
-            f" ({'full' if payload['full'] else 'not the full set'}). Best verified so far: "
-            f"{'none' if best is None else format(best, '.3g') + 'x'}."
+            f" ({'full' if payload['full'] else 'not the full set'}). So far, the run's {best_words(self.state)}."
         )
         missing = self.libraries_missing(result)
         if missing:
@@ -154,8 +155,7 @@ class Scoreboard:
 
     def goal_status(self) -> str:
         """The run's standing in a line, for the note that tells the model the task is not finished."""
-        best = self.state.best_speedup
         return (
-            f"best verified speedup {'none yet' if best is None else format(best, '.3g') + 'x'} over "
-            f"{self.goal.baseline}, target {self.goal.speedup:g}x on a full evaluation with every scenario correct"
+            f"{best_words(self.state)} (over {self.goal.baseline}); target {self.goal.speedup:g}x on a full "
+            "evaluation with every scenario correct"
         )

@@ -26,8 +26,8 @@ class EvalRecord:
     full: bool
     goal_met: bool
     kernel_sha256: str
-    best_after: float | None  # the run's best verified speedup after this one
-    gain: bool  # it raised the best verified speedup
+    best_after: float | None  # the run's best speedup (of its all-correct verdicts, quick or full) after this one
+    gain: bool  # it raised the run's best speedup
     libraries_complete: bool = True  # False: it missed a library of a best_library goal (no check can confirm it)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from agentloop.detectors import best_words
 from agentloop.state import RunState
 
 
@@ -16,10 +17,9 @@ def trajectory_summary(state: RunState, turns: int = 6, evaluations: int = 8) ->
     lines = []
     goal = state.config.goal if state.config else None
     if goal:
-        best = "none yet" if state.best_speedup is None else f"{state.best_speedup:.3g}x"
         lines.append(
             f"Goal: {goal.speedup:g}x over {goal.baseline}, every scenario correct. "
-            f"Best verified so far: {best}. Steps taken: {state.steps}."
+            f"So far, the run's {best_words(state)}. Steps taken: {state.steps}."
         )
     evals = state.evaluations[-evaluations:]
     if evals:

@@ -164,7 +164,7 @@ def test_each_firing_names_itself_and_says_what_it_saw():
     streak = failure_streak(failing.state, EVALUATED, SETTINGS)
     assert streak.detail == "the last 3 evaluations failed to compile, were incorrect or errored"
     flat = plateau(failing.state, EVALUATED, SETTINGS)  # three failures are three evaluations without a gain
-    assert flat.name == "plateau" and flat.detail == "no gain in the best verified speedup over the last 3 evaluations"
+    assert flat.name == "plateau" and flat.detail == "no gain in the run's best speedup over the last 3 evaluations"
 
 
 def test_a_claim_at_the_start_of_the_text_keeps_its_context_from_the_start():
