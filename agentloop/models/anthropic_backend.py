@@ -232,6 +232,17 @@ def with_cache_breakpoints(
     return system_blocks, messages, tools
 
 
+def _other_kind(name: str) -> str:
+    """For a model id that is not Claude's (`gpt-4o`, `qwen3-coder`), how to name another kind of model: an id
+    without a prefix is taken for Anthropic's, so the missing key alone would not say what went wrong."""
+    if name.lower().startswith("claude"):
+        return ""
+    return (
+        f". '{name}' is taken for an Anthropic model id; a model of an OpenAI-compatible endpoint is named "
+        f"openai:{name} (with OPENAI_BASE_URL), a recorded run replay:TRACE"
+    )
+
+
 class AnthropicModel(Model):
     def __init__(
         self,
@@ -253,7 +264,9 @@ class AnthropicModel(Model):
         if client is None:
             api_key = settings.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")
             if not api_key:
-                raise ModelFailed("no Anthropic API key: set ANTHROPIC_API_KEY or the run's api_key setting")
+                raise ModelFailed(
+                    f"no Anthropic API key: set ANTHROPIC_API_KEY or the run's api_key setting{_other_kind(name)}"
+                )
             base_url = settings.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None
             # Retries are ours (they are reported as notes and use our backoff), so the SDK's are off.
             client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout_s)

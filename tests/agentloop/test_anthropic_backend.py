@@ -177,3 +177,14 @@ def test_the_api_key_comes_from_the_environment_and_a_missing_key_is_a_clear_err
     headers = {k.lower(): v for k, v in s.requests[0]["headers"].items()}
     # This SDK version may send the key as x-api-key or as a bearer token; either way it is the environment's key.
     assert "sk-from-env" in (headers.get("x-api-key", ""), headers.get("authorization", "").removeprefix("Bearer "))
+
+
+def test_a_missing_key_for_an_id_that_is_not_claudes_says_how_to_name_other_models(monkeypatch):
+    # `gpt-4o` without `openai:` is taken for an Anthropic id: the missing key alone did not say what went wrong
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ModelFailed) as other:
+        AnthropicModel("gpt-4o")
+    assert "no Anthropic API key" in str(other.value) and "openai:gpt-4o" in str(other.value)
+    with pytest.raises(ModelFailed) as claude:
+        AnthropicModel("claude-sonnet-4-6")
+    assert "openai:" not in str(claude.value)
