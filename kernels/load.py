@@ -15,10 +15,19 @@
 The first call compiles the kernel's single .cu file with nvcc (cached by source hash under
 $KSEEK_CACHE_DIR or ~/.cache/kernelseek/released) and loads it with ctypes. Only the standard library
 and torch are needed; torch is imported lazily so that this module imports on machines without it.
+
+Each call runs on its inputs' device (made current for the launch) and in order with torch's current stream
+there: softmax_rows, rmsnorm and gemm_bias_gelu launch on the legacy default stream (their ABI), so a call on a
+side stream makes that stream's work come first and the stream wait for the kernel (torch's streams are created
+non-blocking and would not wait by themselves). attention_fwd and gemm_bias_gelu keep per-process state made on
+the first GPU they ran on (attention's ticket counters' address and launch attributes, the GEMM's repack buffer),
+so each serves that one GPU in a process: a call on another is refused with a ValueError rather than run on the
+first one's memory. softmax_rows and rmsnorm keep none and serve any GPU.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import hashlib
@@ -105,8 +114,46 @@ def build(src: Path = ATTENTION_SM90, arch: str = "90a", extra: tuple[str, ...] 
     return out
 
 
-class AttentionFwd:
+# A loaded library (its real path: ctypes loads one file once, so every binding of it shares its state) -> the
+# device its first call ran on, for the kernels that keep state made there (_Binding.ONE_DEVICE).
+_SERVED_DEVICE: dict[str, object] = {}
+
+
+class _Binding:
+    """What every binding of a released kernel shares: the launch on the inputs' device in order with torch's
+    current stream there, and, for a kernel that keeps state made on its first device, that device alone (the
+    module's docstring says why)."""
+
+    ONE_DEVICE = False  # True: the kernel's library keeps per-process state made on the first device it ran on
+    lib_path = ""
+
+    @contextlib.contextmanager
+    def launch_on(self, device, legacy_stream: bool):
+        """The block's launch on `device`, made current for it. `legacy_stream`: the kernel launches on the legacy
+        default stream, which then waits for torch's current stream there, and that stream for it."""
+        import torch
+
+        if self.ONE_DEVICE:
+            served = _SERVED_DEVICE.setdefault(os.path.realpath(self.lib_path), device)
+            if device != served:
+                raise ValueError(
+                    f"this kernel serves {served} in this process (its first call's device: it keeps state made "
+                    f"there), not {device}: call it on {served}, or from another process for {device}"
+                )
+        with torch.cuda.device(device):
+            current, legacy = torch.cuda.current_stream(), torch.cuda.default_stream()
+            ordered = legacy_stream and current != legacy
+            if ordered:
+                legacy.wait_stream(current)  # x and out as the side stream leaves them
+            yield
+            if ordered:
+                current.wait_stream(legacy)  # the stream's next work, and the allocator's reuse, after the kernel
+
+
+class AttentionFwd(_Binding):
     """ctypes binding of the `attention_fwd` ABI (kseek_attention_fwd and its variant entry point)."""
+
+    ONE_DEVICE = True  # the address of its ticket counters, launch attributes and cluster counts, asked once
 
     _ARGS = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 8 + [ctypes.c_float, ctypes.c_void_p]
 
@@ -137,38 +184,38 @@ class AttentionFwd:
             raise ValueError("out must be a contiguous tensor shaped and typed like q")
         if lse.shape != (B, Hq, Sq) or lse.dtype != torch.float32 or not lse.is_contiguous():
             raise ValueError("lse must be a contiguous float32 tensor of shape [B, Hq, Sq]")
+        if any(t.device != q.device for t in (k, v, out, lse)):  # the kernel reads them all on q's device
+            raise ValueError("k, v, out and lse must be on q's device")
         scale = float(softmax_scale) if softmax_scale is not None else D**-0.5
         dtype = 0 if q.dtype == torch.bfloat16 else 1
-        stream = torch.cuda.current_stream(q.device).cuda_stream
-        args = (
-            q.data_ptr(),
-            k.data_ptr(),
-            v.data_ptr(),
-            out.data_ptr(),
-            lse.data_ptr(),
-            B,
-            Sq,
-            Sk,
-            Hq,
-            Hkv,
-            D,
-            dtype,
-            int(bool(causal)),
-            scale,
-            stream,
-        )
-        if variant:
-            if self._variant is None:
-                raise KernelError("this library has no kseek_attention_fwd_variant entry point")
-            status = self._variant(variant, *args)
-        else:
-            status = self._fn(*args)
+        with self.launch_on(q.device, legacy_stream=False):  # the ABI takes the stream: torch's current one
+            status = self._launch(q, k, v, out, lse, (B, Sq, Sk, Hq, Hkv, D, dtype, int(bool(causal))), scale, variant)
         if status != 0:
             raise KernelError(
                 f"kseek_attention_fwd returned {status} for B={B} Sq={Sq} Sk={Sk} Hq={Hq} "
                 f"Hkv={Hkv} D={D} dtype={q.dtype}"
             )
         return out, lse
+
+    def _launch(self, q, k, v, out, lse, ints: tuple[int, ...], scale: float, variant: int) -> int:
+        import torch
+
+        stream = torch.cuda.current_stream().cuda_stream
+        args = (
+            q.data_ptr(),
+            k.data_ptr(),
+            v.data_ptr(),
+            out.data_ptr(),
+            lse.data_ptr(),
+            *ints,
+            scale,
+            stream,
+        )
+        if not variant:
+            return int(self._fn(*args))
+        if self._variant is None:
+            raise KernelError("this library has no kseek_attention_fwd_variant entry point")
+        return int(self._variant(variant, *args))
 
 
 def _check_inputs(q, k, v) -> None:
@@ -254,7 +301,7 @@ def _rows_and_width(x, width_name: str) -> tuple[int, int]:
     return rows, width
 
 
-class SoftmaxRows:
+class SoftmaxRows(_Binding):
     """ctypes binding of the `softmax_rows` ABI: kseek_softmax_rows(x, y, rows, cols) on the default stream."""
 
     def __init__(self, lib_path: str | os.PathLike):
@@ -268,7 +315,8 @@ class SoftmaxRows:
         _check_softmax_input(x)
         out = _output_like(x, out)
         rows, cols = _rows_and_width(x, "cols")
-        status = self._fn(x.data_ptr(), out.data_ptr(), rows, cols)
+        with self.launch_on(x.device, legacy_stream=True):
+            status = self._fn(x.data_ptr(), out.data_ptr(), rows, cols)
         if status != 0:
             raise KernelError(f"kseek_softmax_rows returned {status} for rows={rows} cols={cols}")
         return out
@@ -285,7 +333,7 @@ _softmax: SoftmaxRows | None = None
 def softmax_rows(x, out=None):
     """softmax(x) along the last dim with the released kernel (bf16 in and out, fp32 math inside).
 
-    The kernel runs on the legacy default stream, as its ABI says; x's device must be the current device."""
+    It runs on x's device, in order with torch's current stream there (the module's docstring)."""
     global _softmax
     _check_softmax_input(x)  # before the first call's build: a wrong input costs no nvcc run
     if _softmax is None:
@@ -293,7 +341,7 @@ def softmax_rows(x, out=None):
     return _softmax(x, out=out)
 
 
-class RmsNorm:
+class RmsNorm(_Binding):
     """ctypes binding of the `rmsnorm` ABI: kseek_rmsnorm(x, weight, y, rows, hidden, eps) on the default stream."""
 
     def __init__(self, lib_path: str | os.PathLike):
@@ -307,7 +355,8 @@ class RmsNorm:
         _check_rmsnorm_inputs(x, weight)
         out = _output_like(x, out)
         rows, hidden = _rows_and_width(x, "hidden")
-        status = self._fn(x.data_ptr(), weight.data_ptr(), out.data_ptr(), rows, hidden, float(eps))
+        with self.launch_on(x.device, legacy_stream=True):
+            status = self._fn(x.data_ptr(), weight.data_ptr(), out.data_ptr(), rows, hidden, float(eps))
         if status != 0:
             raise KernelError(f"kseek_rmsnorm returned {status} for rows={rows} hidden={hidden}")
         return out
@@ -328,7 +377,7 @@ _rmsnorm: RmsNorm | None = None
 def rmsnorm(x, weight, eps: float = 1e-6, out=None):
     """x / sqrt(mean(x^2, last dim) + eps) * weight with the released kernel (bf16 in and out, fp32 math).
 
-    The kernel runs on the legacy default stream, as its ABI says; x's device must be the current device."""
+    It runs on x's device, in order with torch's current stream there (the module's docstring)."""
     global _rmsnorm
     _check_rmsnorm_inputs(x, weight)  # before the first call's build: a wrong input costs no nvcc run
     if _rmsnorm is None:
@@ -336,9 +385,11 @@ def rmsnorm(x, weight, eps: float = 1e-6, out=None):
     return _rmsnorm(x, weight, eps=eps, out=out)
 
 
-class GemmBiasGelu:
+class GemmBiasGelu(_Binding):
     """ctypes binding of the `gemm_bias_gelu` ABI: kseek_gemm_bias_gelu(a, w, bias, out, m, n, k) on the default
     stream, out = gelu(a @ w^T + bias)."""
+
+    ONE_DEVICE = True  # the repack buffer (cudaMalloc'd on the first device), launch attributes and the SM count
 
     def __init__(self, lib_path: str | os.PathLike):
         self.lib_path = str(lib_path)
@@ -360,7 +411,8 @@ class GemmBiasGelu:
             out = torch.empty(shape, dtype=x.dtype, device=x.device)
         elif out.shape != shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
             raise ValueError(f"out must be a contiguous bfloat16 tensor of shape {tuple(shape)}, on x's device")
-        status = self._fn(x.data_ptr(), weight.data_ptr(), bias.data_ptr(), out.data_ptr(), m, n, k)
+        with self.launch_on(x.device, legacy_stream=True):
+            status = self._fn(x.data_ptr(), weight.data_ptr(), bias.data_ptr(), out.data_ptr(), m, n, k)
         if status != 0:
             raise KernelError(f"kseek_gemm_bias_gelu returned {status} for m={m} n={n} k={k}")
         return out
@@ -384,7 +436,7 @@ def gemm_bias_gelu(x, weight, bias, out=None):
     """gelu(x @ weight.T + bias) with the released kernel: nn.Linear's layout (weight [n, k], bias [n]), x [..., k],
     bf16 in and out, fp32 accumulation, one rounding; the GELU is erf's to within half a bf16 ulp (v > -3.82).
 
-    The kernel runs on the legacy default stream, as its ABI says; x's device must be the current device."""
+    It runs on x's device, in order with torch's current stream there (the module's docstring)."""
     global _gemm_bias_gelu
     _check_gemm_inputs(x, weight, bias)  # before the first call's build: a wrong input costs no nvcc run
     if _gemm_bias_gelu is None:
