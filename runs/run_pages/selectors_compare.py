@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from gpu_harness import figures
 from questionbank import effectiveness as eff
+from runs import demo
 from runs.models import (
     COMPARE_MAX,
     STUDY_SETTINGS,
@@ -37,6 +38,7 @@ SUMMARY_FIELDS = [
     "status",
     "goal_baseline",
     "goal_speedup",
+    "goal_note",
     "goal_met",
     "best_speedup",
     "best_speedup_low",
@@ -252,6 +254,7 @@ def run_comparison(runs: list[Run]) -> dict:
                 "status": run.status,
                 "goal_baseline": baseline,
                 "goal_speedup": target,
+                "goal_note": demo.goal_note(run),
                 "goal_met": goal_index is not None,
                 "best_speedup": bests[-1] if bests else None,
                 "best_speedup_low": best_interval[0] if best_interval else None,

@@ -201,3 +201,21 @@ def test_docs_compare_md_lists_every_column_of_the_summary_and_no_other():
         for name in re.findall(r"`(\w+)`", line.split("|")[1])
     }
     assert documented == set(SUMMARY_FIELDS)
+
+
+@pytest.mark.django_db
+def test_a_run_judged_against_a_goal_of_its_own_says_so_in_the_summary(viewer):
+    # The demo replay meets its recording's 0.5x, not the task's 2x: its "goal met: yes" is not the task's.
+    from runs.demo import DEMO_MODEL
+
+    task = make_task()
+    demo = make_run(task=task, model=DEMO_MODEL, goal_speedup=0.5)
+    own = make_run(task=task, model="model-a")
+    page = viewer.get(compare_url(demo.pk, own.pk)).content.decode()
+    note = "demo goal 0.500× over naive (the task's is 2.000×)"
+    assert html.unescape(page).count(note) == 1
+    rows = {
+        int(r["run_id"]): r
+        for r in csv.DictReader(io.StringIO(viewer.get(compare_url(demo.pk, own.pk, export="csv")).content.decode()))
+    }
+    assert (rows[demo.pk]["goal_note"], rows[own.pk]["goal_note"]) == (note, "")
