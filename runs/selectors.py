@@ -12,16 +12,17 @@ from runs.models import (
     Evaluation,
     Question,
     QuestionStatus,
+    ReviewMode,
     Run,
 )
 
 
 def run_list(*, status: str | None = None, task_name: str | None = None) -> QuerySet[Run]:
-    # Waiting questions only: a finished run's proposed questions are closed (`questions_waiting`).
+    # Waiting questions only: a finished run's proposed questions are closed, an auto run's wait on nobody
+    # (`questions_waiting`).
+    waiting = Q(questions__status=QuestionStatus.PROPOSED) & ~Q(status__in=FINISHED_STATUSES)
     runs = Run.objects.select_related("task", "worker", "started_by").annotate(
-        pending_questions=Count(
-            "questions", filter=Q(questions__status=QuestionStatus.PROPOSED) & ~Q(status__in=FINISHED_STATUSES)
-        )
+        pending_questions=Count("questions", filter=waiting & ~Q(review_mode=ReviewMode.AUTO))
     )
     if status:
         runs = runs.filter(status=status)
@@ -32,8 +33,13 @@ def run_list(*, status: str | None = None, task_name: str | None = None) -> Quer
 
 def questions_waiting() -> QuerySet[Question]:
     """Proposed questions a reviewer can still act on: a finished (succeeded, failed, stopped) run's questions
-    wait on nobody, so they leave the queue and the badge."""
-    return Question.objects.filter(status=QuestionStatus.PROPOSED).exclude(run__status__in=FINISHED_STATUSES)
+    wait on nobody, so they leave the queue and the badge; nor do those of a run in review mode auto, whose agent
+    approves them itself (a proposal is stored a moment before its approval: it is never a reviewer's)."""
+    return (
+        Question.objects.filter(status=QuestionStatus.PROPOSED)
+        .exclude(run__status__in=FINISHED_STATUSES)
+        .exclude(run__review_mode=ReviewMode.AUTO)
+    )
 
 
 def questions_pending() -> QuerySet[Question]:

@@ -181,6 +181,13 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
                 f"question {question.pk} is closed: run {run.pk} has finished ({run.status}) and nobody waits for "
                 "a decision"
             )
+        if run.review_mode == ReviewMode.AUTO:
+            # Its agent approves every question it asks itself and waits for no directive: a decision stored
+            # here would be a record of what the agent was never told.
+            raise QuestionClosed(
+                f"question {question.pk} is not a reviewer's to decide: run {run.pk} is in review mode auto, so its "
+                "agent approves each question it asks itself"
+            )
         deadline = review_deadline(run, question)
         if deadline is not None and timezone.now() >= deadline:
             raise QuestionClosed(
