@@ -485,8 +485,8 @@ class Question(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     unheard_decision = models.TextField(
         blank=True,
-        help_text="A reviewer's decision that was stored but never reached the agent: it had asked the proposal "
-        "by timeout first (runs.services.questions.question_overruled_by_timeout)",
+        help_text="A reviewer's decision that was stored but the agent did not act on: it had asked the proposal "
+        "by timeout first, or reports another decision (runs.services.questions.question_decision_reported)",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

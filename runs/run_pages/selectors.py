@@ -85,10 +85,11 @@ def run_questions_closed(run: Run) -> QuerySet[Question]:
 
 
 def run_questions_unheard(run: Run) -> QuerySet[Question]:
-    """The run's questions whose reviewer's decision never reached the agent: it had asked the proposal by review
-    timeout first (runs.services.questions.question_overruled_by_timeout). Only a run with a review timeout has
-    any (no query for the others: the run page's queries are counted)."""
-    if run.review_mode != ReviewMode.REVIEW_TIMEOUT:
+    """The run's questions whose reviewer's decision the agent did not act on: it had asked the proposal by review
+    timeout first, or reports another decision (runs.services.questions.question_decision_reported). A run in
+    auto mode has none, as no reviewer decides its questions (no query for it: the run page's queries are
+    counted)."""
+    if run.review_mode == ReviewMode.AUTO:
         return Question.objects.none()
     return run.questions.exclude(unheard_decision="").select_related("step").order_by("created_at")
 

@@ -117,8 +117,8 @@ def compare_runs_get(run_ids: list[int]) -> tuple[list[Run], list[int]]:
 
 
 def _who_decided(question: Question, run: Run) -> str:
-    """Who decided the question: a reviewer's name, "automatic" (the agent's review mode), "nobody yet" while it
-    waits, "nobody" once its run finished before anyone decided it (closed undecided, as the run page says); in an
+    """Who decided the question: a reviewer's name, "automatic" (the agent's review mode), "no reviewer here, as
+    the agent reports" where the agent acted on another decision than the reviewer's, "nobody yet" while it waits, "nobody" once its run finished before anyone decided it (closed undecided, as the run page says); in an
     imported run, the name the trace gives, "as the trace says" (its claim: no account here)."""
     if question.status == QuestionStatus.PROPOSED:
         return "nobody" if run.is_finished else "nobody yet"
@@ -126,6 +126,9 @@ def _who_decided(question: Question, run: Run) -> str:
         return f"{question.trace_reviewer or 'automatic'}, as the trace says"
     if question.reviewer is not None:
         return question.reviewer.get_username()
+    if question.unheard_decision:
+        # the agent's report overruled a reviewer's decision it did not act on: no reviewer here made this one
+        return "no reviewer here, as the agent reports"
     return "automatic"
 
 

@@ -1,5 +1,6 @@
 """Writes to questions: proposed (by the agent or the bank), decided by a reviewer once, asked by a person."""
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -110,34 +111,91 @@ def _store_decision(question: Question, *more_fields: str) -> None:
     )
 
 
-def question_overruled_by_timeout(question: Question) -> Question:
-    """The agent reports it asked `question` as proposed, by review timeout, after a reviewer's decision was
-    stored: one made just before the deadline that reached the worker after it, or one the worker, offline then,
-    never got. What the agent was told is the run's record, so the question becomes the proposal approved by
-    timeout, and the reviewer's decision is kept as `unheard_decision`, saying it never reached the agent.
-    A question already approved by no one (an earlier timeout or auto approval) is left as it is."""
+# the status a decision the agent reports leaves its question in (a replacement is stored as an edit, `replaced`)
+REPORTED_STATUS = {
+    "approve": QuestionStatus.APPROVED,
+    "edit": QuestionStatus.EDITED,
+    "replace": QuestionStatus.EDITED,
+    "veto": QuestionStatus.VETOED,
+}
+
+
+@dataclass(frozen=True)
+class ReportedDecision:
+    """What a `question_decided` event says the agent acted on: `action` (a key of REPORTED_STATUS), `by`
+    (reviewer, auto or timeout), the `text` asked for an edit or a replacement, the `reviewer` it names."""
+
+    action: str
+    by: str
+    text: str = ""
+    reviewer: str = ""
+
+    def words(self) -> str:
+        """'veto by reviewer bob', 'approve by timeout'."""
+        return f"{self.action} by {self.by}" + (f" {self.reviewer}" if self.reviewer else "")
+
+
+def question_decision_reported(question: Question, reported: ReportedDecision) -> Question:
+    """The agent reports the decision it acted on for `question`, which the dashboard holds as decided by a
+    reviewer. The same decision (action, text, and the reviewer where it names one) changes nothing. Any other
+    says the stored one never reached the agent: one made just before the worker's review timeout ran out, one the
+    worker, offline then, never got, or one the worker mixed up. What the agent was told is the run's record, so
+    the question becomes what it reports, credited to no reviewer (the dashboard sent no such decision, and a
+    worker's word names no account here), and the reviewer's decision is kept as `unheard_decision`, saying it
+    was not acted on. A question decided by no one (an earlier timeout, auto approval or report) stays as it is:
+    the agent's first report is the record."""
     with transaction.atomic():
         question = Question.objects.select_for_update().get(pk=question.pk)  # (no join: PostgreSQL locks no outer join)
         by_nobody = not question.reviewer_id and not question.trace_reviewer
-        if question.status == QuestionStatus.PROPOSED or (question.status == QuestionStatus.APPROVED and by_nobody):
+        if question.status == QuestionStatus.PROPOSED or by_nobody or _reported_as_stored(question, reported):
             return question
-        question.unheard_decision = _decision_said(question)
-        if question.original_text:
-            question.text, question.original_text = question.original_text, ""
-        question.status, question.replaced = QuestionStatus.APPROVED, False
+        question.unheard_decision = _decision_said(question, reported)
+        _take_reported(question, reported)
         question.reviewer, question.trace_reviewer = None, ""
         _store_decision(question, "unheard_decision")
     return question
 
 
-def _decision_said(question: Question) -> str:
+def _reported_as_stored(question: Question, reported: ReportedDecision) -> bool:
+    """Whether the agent reports the reviewer's decision the dashboard stored (and sent). One by timeout or in
+    auto mode is never a reviewer's."""
+    if reported.by != "reviewer":
+        return False
+    who = question.reviewer.get_username() if question.reviewer else question.trace_reviewer
+    edits = reported.action in ("edit", "replace")
+    return (
+        REPORTED_STATUS[reported.action] == question.status
+        and question.replaced == (reported.action == "replace")
+        and (not edits or reported.text.strip() == question.text)
+        and reported.reviewer in ("", who)
+    )
+
+
+def _take_reported(question: Question, reported: ReportedDecision) -> None:
+    """Make `question` what the agent reports it was asked: the proposal (approve, veto) or the reported text."""
+    proposal = question.original_text or question.text
+    if reported.action in ("edit", "replace"):
+        if not reported.text.strip():
+            raise ServiceError(f"a question_decided '{reported.action}' needs the text that was asked")
+        question.text, question.original_text = reported.text.strip(), proposal
+    else:
+        question.text, question.original_text = proposal, ""
+    question.status = REPORTED_STATUS[reported.action]
+    question.replaced = reported.action == "replace"
+
+
+def _decision_said(question: Question, reported: ReportedDecision) -> str:
     """A stored decision in words: '<vetoed | approved | edited | replaced> by <who> at <time> UTC[: <its text>]',
-    and that the agent asked the proposal by timeout before it came."""
+    and what the agent acted on instead: the proposal, by timeout, or the decision it reports."""
     verb = "replaced" if question.replaced else str(question.status)
     who = question.reviewer.get_username() if question.reviewer else (question.trace_reviewer or "a reviewer")
     when = f" at {question.decided_at:%Y-%m-%d %H:%M:%S} UTC" if question.decided_at else ""
     text = f": {question.text}" if question.status == QuestionStatus.EDITED else ""
-    return f"{verb} by {who}{when}{text}; the agent had asked the proposal as it was (review timeout) before it came"
+    if (reported.action, reported.by) == ("approve", "timeout"):
+        instead = "the agent had asked the proposal as it was (review timeout) before it came"
+    else:
+        instead = f"the agent reported another decision ({reported.words()}) and acted on that one, not this"
+    return f"{verb} by {who}{when}{text}; {instead}"
 
 
 def question_ask_human(*, run: Run, author, text: str) -> Question:

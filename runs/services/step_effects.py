@@ -30,9 +30,11 @@ from runs.models import (
 from runs.services.errors import ServiceError, UnconfirmedSuccess
 from runs.services.kernels import evaluation_record, kernel_record, run_goal_evaluation
 from runs.services.questions import (
+    REPORTED_STATUS,
+    ReportedDecision,
     question_by_ref,
     question_decide,
-    question_overruled_by_timeout,
+    question_decision_reported,
     question_propose,
 )
 from runs.services.runs import run_set_status
@@ -126,12 +128,18 @@ def _decision_from_event(run: Run, step: Step) -> None:
     question = question_by_ref(run, str(payload.get("question_ref") or ""))
     if question is None:
         return
-    if question.status != QuestionStatus.PROPOSED:
-        if payload.get("by") == "timeout" and payload.get("action") == "approve":
-            question_overruled_by_timeout(question)  # a reviewer's decision that came too late: the agent's wins
-        return
     action = payload.get("action")
-    if action not in ("approve", "edit", "veto", "replace"):
+    if action not in REPORTED_STATUS:
+        return
+    if question.status != QuestionStatus.PROPOSED:
+        # The agent's report of a reviewer's decision stored here: one it did not act on gives way to what it did.
+        reported = ReportedDecision(
+            action=action,
+            by=str(payload.get("by") or ""),
+            text=str(payload.get("text") or ""),
+            reviewer=str(payload.get("reviewer") or ""),
+        )
+        question_decision_reported(question, reported)
         return
     reviewer, named = None, ""
     if payload.get("by") == "reviewer" and payload.get("reviewer"):

@@ -2,7 +2,7 @@
 by its own clock (or was offline when the decision was sent), asked the proposal as it was and reports
 `question_decided` by timeout. What the agent was told is the run's record: the question becomes the proposal
 approved by timeout, and the reviewer's decision is kept, said to have come too late, on the run page and in the
-export (runs.services.questions.question_overruled_by_timeout)."""
+export (runs.services.questions.question_decision_reported)."""
 
 import json
 from datetime import UTC, datetime
