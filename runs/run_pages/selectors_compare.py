@@ -22,6 +22,7 @@ from runs.models import (
     Question,
     QuestionSource,
     QuestionStatus,
+    ReviewMode,
     Run,
     Step,
     Study,
@@ -126,10 +127,18 @@ def _who_decided(question: Question, run: Run) -> str:
         return f"{question.trace_reviewer or 'automatic'}, as the trace says"
     if question.reviewer is not None:
         return question.reviewer.get_username()
-    if question.unheard_decision:
-        # the agent's report overruled a reviewer's decision it did not act on: no reviewer here made this one
-        return "no reviewer here, as the agent reports"
-    return "automatic"
+    if _automatic(question, run):
+        return "automatic"
+    return "no reviewer here, as the agent reports"
+
+
+def _automatic(question: Question, run: Run) -> bool:
+    """Whether a decision no reviewer here is credited with is the agent's review mode's: an approval in auto or
+    review-timeout mode that overruled no reviewer. Anything else (a veto, an edit, an approval in review mode, one
+    that overruled a reviewer's decision) is a decision the agent reports and no account here made
+    (runs.services.step_effects, docs/protocol.md 1.2)."""
+    by_mode = run.review_mode in (ReviewMode.AUTO, ReviewMode.REVIEW_TIMEOUT)
+    return by_mode and question.status == QuestionStatus.APPROVED and not question.unheard_decision
 
 
 def _by_a_reviewer_here(question: Question) -> bool:

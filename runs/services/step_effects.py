@@ -121,9 +121,11 @@ def _question_from_event(run: Run, step: Step) -> Question:
 
 
 def _decision_from_event(run: Run, step: Step) -> None:
-    """The agent reports a decision: one the dashboard made (already stored) or an auto/timeout approval. In an
-    imported run it is the trace's claim: the reviewer it names is kept as the trace's text, never looked up as an
-    account here (a trace could otherwise credit its decisions to any user of the site)."""
+    """The agent reports a decision: one the dashboard made (already stored: question_decision_reported), an
+    auto/timeout approval, or a fork's own decision. A worker's reviewer is looked up as an account only for the
+    last (`_fork_operator`). In an imported run it is the trace's claim: the reviewer it names is kept as the
+    trace's text, never looked up as an account here (a trace could otherwise credit its decisions to any user of
+    the site)."""
     payload = step.payload
     question = question_by_ref(run, str(payload.get("question_ref") or ""))
     if question is None:
@@ -147,7 +149,7 @@ def _decision_from_event(run: Run, step: Step) -> None:
             limit = cast(int, Question._meta.get_field("trace_reviewer").max_length)
             named = str(payload["reviewer"])[:limit]
         else:
-            reviewer = get_user_model().objects.filter(username=payload["reviewer"]).first()
+            reviewer = _fork_operator(run, payload)
     question_decide(
         question=question,
         reviewer=reviewer,
@@ -156,6 +158,20 @@ def _decision_from_event(run: Run, step: Step) -> None:
         replaced=action == "replace",
         trace_reviewer=named,
     )
+
+
+def _fork_operator(run: Run, payload: dict):
+    """The account a worker's reviewer decision on a question held undecided here is credited to: the operator
+    whose own decision at a fork's question it is (docs/protocol.md 2.10: the fork's `decision.by`, on the event
+    marked `fork_decision` that decides `q-<run>-fork`), the one decision the dashboard hands a worker without storing it first. Any other
+    names no account (None): a reviewer's decision made here is stored before a worker hears of it, so a worker
+    reporting one the dashboard holds undecided speaks for no one of this site."""
+    fork_decision = (run.fork or {}).get("decision") or {}
+    named = payload.get("reviewer")
+    its_question = payload.get("question_ref") == f"q-{run.pk}-fork" and payload.get("fork_decision") is True
+    if not its_question or not named or fork_decision.get("by") != named:
+        return None
+    return get_user_model().objects.filter(username=named).first()
 
 
 def _evaluation_from_event(run: Run, step: Step) -> Evaluation:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from runs.models import Run
+from runs.models import Question, Run
 from runs.selectors_bank import gain_text
-from runs.services import question_ask_human, run_claim, worker_events_record
+from runs.services import question_ask_human, question_review, run_claim, worker_events_record
 from tests.dashboard.helpers import evaluation_payload, event, make_user, make_worker, question_payload, usage_event
 from tests.foundation.factories import make_run, make_task
 
@@ -44,10 +44,12 @@ def two_runs():
     b = run_claim(worker=host)
     record(a, 0, "evaluation", evaluation_payload(1.2))
     record(a, 1, "question_proposed", question_payload("q-1", "Is the loop tiled?"))
+    # rita approves it here (a worker's word credits no account: docs/protocol.md 1.2), and the agent reports it
+    question_review(question=Question.objects.get(run=a), reviewer=rita, decision="approve")
     record(a, 2, "question_decided", {"question_ref": "q-1", "action": "approve", "by": "reviewer", "reviewer": "rita"})
     record(a, 3, "evaluation", evaluation_payload(1.8))
     record(a, 4, "question_proposed", question_payload("q-2", "Try SIMD?"))
-    record(a, 5, "question_decided", {"question_ref": "q-2", "action": "veto", "by": "auto"})
+    record(a, 5, "question_decided", {"question_ref": "q-2", "action": "veto", "by": "reviewer"})  # credited to no one
     record(a, 6, "evaluation", evaluation_payload(2.4))
     record(a, 7, "note", {"text": "after the goal", "level": "info"})
     spend(a, 8, tokens_in=100, tokens_out=10, cost_usd=0.5)
@@ -102,7 +104,7 @@ def test_the_chart_data_has_one_best_so_far_line_per_run_with_its_decided_questi
     marks = [(q["text"], q["evaluation"], q["best"], q["decided_by"], q["decision"]) for q in line_a["questions"]]
     assert marks == [
         ("Is the loop tiled?", 1, 1.2, "rita", "approved"),
-        ("Try SIMD?", 2, 1.8, "automatic", "vetoed"),
+        ("Try SIMD?", 2, 1.8, "no reviewer here, as the agent reports", "vetoed"),
         ("Have you profiled it?", 3, 2.4, "rita", "approved"),
     ]
     assert line_b["questions"] == []
