@@ -4,7 +4,10 @@ worker_pages: each area's own reads are in its `selectors.py`), and those the sh
 run's evaluations (`selectors_pages`), an evaluation's speed-up as every table writes it (the `speedup` filter)
 and a run's value of its study's setting (the compare page, a suite study's scoreboard)."""
 
+from datetime import timedelta
+
 from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from gpu_harness import figures
 from runs.models import (
@@ -18,11 +21,12 @@ from runs.models import (
 
 
 def run_list(*, status: str | None = None, task_name: str | None = None) -> QuerySet[Run]:
-    # Waiting questions only: a finished run's proposed questions are closed, an auto run's wait on nobody
-    # (`questions_waiting`).
+    # Waiting questions only: a finished run's proposed questions are closed, an auto run's and a timed-out one
+    # wait on nobody (`questions_waiting`).
     waiting = Q(questions__status=QuestionStatus.PROPOSED) & ~Q(status__in=FINISHED_STATUSES)
+    waiting &= ~Q(review_mode=ReviewMode.AUTO) & review_time_left(prefix="questions__", run_prefix="")
     runs = Run.objects.select_related("task", "worker", "started_by").annotate(
-        pending_questions=Count("questions", filter=waiting & ~Q(review_mode=ReviewMode.AUTO))
+        pending_questions=Count("questions", filter=waiting)
     )
     if status:
         runs = runs.filter(status=status)
@@ -34,12 +38,38 @@ def run_list(*, status: str | None = None, task_name: str | None = None) -> Quer
 def questions_waiting() -> QuerySet[Question]:
     """Proposed questions a reviewer can still act on: a finished (succeeded, failed, stopped) run's questions
     wait on nobody, so they leave the queue and the badge; nor do those of a run in review mode auto, whose agent
-    approves them itself (a proposal is stored a moment before its approval: it is never a reviewer's)."""
+    approves them itself (a proposal is stored a moment before its approval: it is never a reviewer's), nor those
+    whose review timeout has run out, which the agent asks as proposed (`review_time_left`)."""
     return (
         Question.objects.filter(status=QuestionStatus.PROPOSED)
         .exclude(run__status__in=FINISHED_STATUSES)
         .exclude(run__review_mode=ReviewMode.AUTO)
+        .filter(review_time_left())
     )
+
+
+def review_time_left(*, prefix: str = "", run_prefix: str = "run__") -> Q:
+    """The questions (fields under `prefix`, their run's under `run_prefix`) whose review timeout has not run out
+    by now, or that have none. It runs out at a proposal's step time plus its run's `review_timeout_s`
+    (runs.services.questions.review_deadline, which refuses a decision from then on). Said as one comparison of
+    times per timeout in use, so that the database compares datetimes only: no interval arithmetic, which SQLite
+    and PostgreSQL spell differently. Written without negating a join, so that in an aggregate's filter it reads
+    each question on its own."""
+    timeouts = list(
+        Run.objects.filter(review_mode=ReviewMode.REVIEW_TIMEOUT, review_timeout_s__isnull=False)
+        .exclude(status__in=FINISHED_STATUSES)
+        .values_list("review_timeout_s", flat=True)
+        .distinct()
+    )
+    if not timeouts:
+        return Q()
+    now = timezone.now()
+    no_timeout = ~Q(**{f"{run_prefix}review_mode": ReviewMode.REVIEW_TIMEOUT}) | Q(**{f"{prefix}step__isnull": True})
+    within = Q()
+    for seconds in timeouts:
+        other_timeout = ~Q(**{f"{run_prefix}review_timeout_s": seconds})
+        within &= other_timeout | Q(**{f"{prefix}step__created_at__gt": now - timedelta(seconds=seconds)})
+    return no_timeout | within
 
 
 def questions_pending() -> QuerySet[Question]:
