@@ -7,6 +7,7 @@ from questionbank.bank import TARGET_KINDS
 from questionbank.models import DecisionPoint, QuestionCategory
 from runs.model_options import default_model, model_options, model_refusal, recording_of
 from runs.models import Kernel, ReviewMode, Task
+from runs.services.questions import shows_something
 
 
 class StartRunForm(forms.Form):
@@ -101,7 +102,7 @@ class DecisionForm(forms.Form):
         # question's text" too would tell a reviewer who wrote one to write one.
         if "text" in self.errors:
             return data
-        if data.get("decision") in ("edit", "replace") and not (data.get("text") or "").strip():
+        if data.get("decision") in ("edit", "replace") and not shows_something(data.get("text")):
             self.add_error("text", "an edit or a replacement needs the question's text")
         return data
 

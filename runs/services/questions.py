@@ -14,6 +14,13 @@ from runs.services.directives import directive_send
 from runs.services.errors import QuestionAlreadyDecided, QuestionClosed, ServiceError
 
 
+def shows_something(text: str | None) -> bool:
+    """Whether `text` has a character a reader sees: not only whitespace, nor only the invisible format
+    characters (zero-width spaces and joiners, a byte-order mark, a soft hyphen) that str.strip() keeps. An edit
+    of nothing but those would ask the agent an empty question."""
+    return any(char.isprintable() and not char.isspace() for char in text or "")
+
+
 def question_propose(
     *,
     run: Run,
@@ -77,7 +84,7 @@ def question_decide(
     `trace_reviewer`: the reviewer an imported trace names (its claim; `reviewer` is then None)."""
     if action not in ("approve", "edit", "veto"):
         raise ServiceError(f"unknown decision {action!r}: use approve, edit or veto")
-    if action == "edit" and not (text and text.strip()):
+    if action == "edit" and not shows_something(text):
         raise ServiceError("an edit needs the new text")
     with transaction.atomic():
         question = Question.objects.select_for_update().get(pk=question.pk)
@@ -175,7 +182,7 @@ def _take_reported(question: Question, reported: ReportedDecision) -> None:
     """Make `question` what the agent reports it was asked: the proposal (approve, veto) or the reported text."""
     proposal = question.original_text or question.text
     if reported.action in ("edit", "replace"):
-        if not reported.text.strip():
+        if not shows_something(reported.text):
             raise ServiceError(f"a question_decided '{reported.action}' needs the text that was asked")
         question.text, question.original_text = reported.text.strip(), proposal
     else:
