@@ -91,6 +91,12 @@ class StartRunForm(forms.Form):
 class MessageForm(forms.Form):
     text = forms.CharField(max_length=10_000, widget=forms.Textarea(attrs={"rows": 2}))
 
+    def clean_text(self):
+        # The field strips whitespace only: a text of invisible characters alone is as empty to the agent.
+        if not shows_something(self.cleaned_data["text"]):
+            raise forms.ValidationError("the message is empty")
+        return self.cleaned_data["text"]
+
 
 class DecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=[(d, d) for d in ("approve", "edit", "veto", "replace")])

@@ -18,6 +18,7 @@ from runs.model_options import model_options, model_refusal
 from runs.models import Run, Step
 from runs.nul_escape import unescape_nul
 from runs.services.errors import ServiceError
+from runs.services.questions import shows_something
 from runs.services.runs import run_start
 
 # The fork travels twice: in the `assign` message (MESSAGE_MAX_BYTES, 8 MiB) and, whole, in the forked run's
@@ -87,7 +88,7 @@ def fork_decision(
         return {"action": "bank", "bank_key": entry.key, "text": entry.text, "category": entry.category, "by": by}
     if action == "write":
         text = (text or "").strip()
-        if not text:
+        if not shows_something(text):
             raise ServiceError("write the question the fork asks instead")
         return {"action": "write", "text": text, "by": by}
     raise ServiceError(f"step #{cut.step_seq} is a question: veto it, pick a bank question, or write one")

@@ -15,6 +15,7 @@ from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, Directive, DirectiveAction, ReviewMode, Run, RunStatus, Task, WorkerHost
 from runs.services.directives import directive_send
 from runs.services.errors import ServiceError
+from runs.services.questions import shows_something
 
 _log = logging.getLogger(__name__)
 
@@ -162,7 +163,7 @@ def run_control(*, run: Run, action: str, user=None) -> Run:
 
 def run_send_human_message(*, run: Run, user, text: str) -> Directive:
     text = (text or "").strip()
-    if not text:
+    if not shows_something(text):
         raise ServiceError("the message is empty")
     if run.is_finished:
         raise ServiceError(f"run {run.pk} has finished; nobody would read the message")
