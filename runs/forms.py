@@ -3,7 +3,7 @@
 from django import forms
 from django.conf import settings
 
-from questionbank.bank import TARGET_KINDS
+from questionbank.bank import TARGET_KINDS, TEXT_MAX_LENGTH
 from questionbank.models import DecisionPoint, QuestionCategory
 from runs.model_options import default_model, model_options, model_refusal, recording_of
 from runs.models import Kernel, ReviewMode, Task
@@ -161,7 +161,12 @@ class WorkerHostForm(forms.Form):
 
 
 class BankQuestionForm(forms.Form):
-    text = forms.CharField(max_length=1_000, widget=forms.Textarea(attrs={"rows": 2}))
+    # The bank's own limit (a bank.toml entry's too), so the page's box, this form and the bank say one number.
+    text = forms.CharField(
+        max_length=TEXT_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=f"at most {TEXT_MAX_LENGTH} characters, as every question in the bank",
+    )
     category = forms.ChoiceField(choices=QuestionCategory.choices)
     triggers = forms.MultipleChoiceField(choices=DecisionPoint.choices, widget=forms.CheckboxSelectMultiple)
     # The bank file's `targets` words (questionbank.bank.TARGET_KINDS); none ticked, like both, is every target.
