@@ -5,6 +5,7 @@ from django.db.models import Count
 
 from runs.models import Run, Step
 from runs.selectors import questions_pending, questions_waiting
+from runs.services.questions import review_deadline
 
 
 def runs_waiting_on_review() -> list[dict]:
@@ -18,10 +19,19 @@ def runs_waiting_on_review() -> list[dict]:
 
 
 def review_queue(*, context_steps: int = 5) -> list[dict]:
-    """Proposed questions across runs, oldest first, each with what a reviewer needs to decide it."""
+    """Proposed questions across runs, oldest first, each with what a reviewer needs to decide it, and until when
+    they can (`deadline`)."""
     items = []
     for question in questions_pending().select_related("step", "bank_entry"):
         before = question.step.seq if question.step else question.run.last_seq + 1
         recent = list(Step.objects.filter(run_id=question.run_id, seq__lt=before).order_by("-seq")[:context_steps])
-        items.append({"question": question, "run": question.run, "recent_steps": list(reversed(recent))})
+        items.append(
+            {
+                "question": question,
+                "run": question.run,
+                "recent_steps": list(reversed(recent)),
+                # when the agent asks it as proposed if nobody decides (None: its run waits for a decision)
+                "deadline": review_deadline(question.run, question),
+            }
+        )
     return items
