@@ -55,12 +55,14 @@ def review_time_left(*, prefix: str = "", run_prefix: str = "run__") -> Q:
     times per timeout in use, so that the database compares datetimes only: no interval arithmetic, which SQLite
     and PostgreSQL spell differently. Written without negating a join, so that in an aggregate's filter it reads
     each question on its own."""
-    timeouts = list(
+    in_use = (
         Run.objects.filter(review_mode=ReviewMode.REVIEW_TIMEOUT, review_timeout_s__isnull=False)
         .exclude(status__in=FINISHED_STATUSES)
+        .order_by()  # (no ordering column in the SELECT DISTINCT)
         .values_list("review_timeout_s", flat=True)
         .distinct()
     )
+    timeouts = [seconds for seconds in in_use if seconds]
     if not timeouts:
         return Q()
     now = timezone.now()
