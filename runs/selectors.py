@@ -14,6 +14,7 @@ from runs.models import (
     FINISHED_STATUSES,
     Evaluation,
     Question,
+    QuestionSource,
     QuestionStatus,
     ReviewMode,
     Run,
@@ -21,10 +22,11 @@ from runs.models import (
 
 
 def run_list(*, status: str | None = None, task_name: str | None = None) -> QuerySet[Run]:
-    # Waiting questions only: a finished run's proposed questions are closed, an auto run's and a timed-out one
-    # wait on nobody (`questions_waiting`).
+    # Waiting questions only: a finished run's proposed questions are closed, an auto run's, a person's own and a
+    # timed-out one wait on nobody (`questions_waiting`).
     waiting = Q(questions__status=QuestionStatus.PROPOSED) & ~Q(status__in=FINISHED_STATUSES)
-    waiting &= ~Q(review_mode=ReviewMode.AUTO) & review_time_left(prefix="questions__", run_prefix="")
+    waiting &= ~Q(review_mode=ReviewMode.AUTO) & ~Q(questions__source=QuestionSource.HUMAN)
+    waiting &= review_time_left(prefix="questions__", run_prefix="")
     runs = Run.objects.select_related("task", "worker", "started_by").annotate(
         pending_questions=Count("questions", filter=waiting)
     )
@@ -38,12 +40,14 @@ def run_list(*, status: str | None = None, task_name: str | None = None) -> Quer
 def questions_waiting() -> QuerySet[Question]:
     """Proposed questions a reviewer can still act on: a finished (succeeded, failed, stopped) run's questions
     wait on nobody, so they leave the queue and the badge; nor do those of a run in review mode auto, whose agent
-    approves them itself (a proposal is stored a moment before its approval: it is never a reviewer's), nor those
-    whose review timeout has run out, which the agent asks as proposed (`review_time_left`)."""
+    approves them itself (a proposal is stored a moment before its approval: it is never a reviewer's), nor a
+    person's own question (a fork's: its author decided it), nor those whose review timeout has run out, which the
+    agent asks as proposed (`review_time_left`)."""
     return (
         Question.objects.filter(status=QuestionStatus.PROPOSED)
         .exclude(run__status__in=FINISHED_STATUSES)
         .exclude(run__review_mode=ReviewMode.AUTO)
+        .exclude(source=QuestionSource.HUMAN)
         .filter(review_time_left())
     )
 

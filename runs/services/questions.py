@@ -246,6 +246,12 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
                 f"question {question.pk} is closed: run {run.pk} has finished ({run.status}) and nobody waits for "
                 "a decision"
             )
+        if question.source == QuestionSource.HUMAN:
+            # A fork's own question: the person who wrote it decided it, and the agent asks it as they wrote it.
+            raise QuestionClosed(
+                f"question {question.pk} is not a reviewer's to decide: it is a person's own question, asked as "
+                "they wrote it"
+            )
         if run.review_mode == ReviewMode.AUTO:
             # Its agent approves every question it asks itself and waits for no directive: a decision stored
             # here would be a record of what the agent was never told.
