@@ -119,8 +119,9 @@ def compare_runs_get(run_ids: list[int]) -> tuple[list[Run], list[int]]:
 
 def _who_decided(question: Question, run: Run) -> str:
     """Who decided the question: a reviewer's name, "automatic" (the agent's review mode), "no reviewer here, as
-    the agent reports" where the agent acted on another decision than the reviewer's, "nobody yet" while it waits, "nobody" once its run finished before anyone decided it (closed undecided, as the run page says); in an
-    imported run, the name the trace gives, "as the trace says" (its claim: no account here)."""
+    the agent reports" for a decision the agent reports that no account here made (`_automatic`), "nobody yet"
+    while it waits, "nobody" once its run finished before anyone decided it (closed undecided, as the run page
+    says); in an imported run, the name the trace gives, "as the trace says" (its claim: no account here)."""
     if question.status == QuestionStatus.PROPOSED:
         return "nobody" if run.is_finished else "nobody yet"
     if run.imported_from:

@@ -163,9 +163,9 @@ def _decision_from_event(run: Run, step: Step) -> None:
 def _fork_operator(run: Run, payload: dict):
     """The account a worker's reviewer decision on a question held undecided here is credited to: the operator
     whose own decision at a fork's question it is (docs/protocol.md 2.10: the fork's `decision.by`, on the event
-    marked `fork_decision` that decides `q-<run>-fork`), the one decision the dashboard hands a worker without storing it first. Any other
-    names no account (None): a reviewer's decision made here is stored before a worker hears of it, so a worker
-    reporting one the dashboard holds undecided speaks for no one of this site."""
+    marked `fork_decision` that decides `q-<run>-fork`), the one decision the dashboard hands a worker without
+    storing it first. Any other names no account (None): a reviewer's decision made here is stored before a worker
+    hears of it, so a worker reporting one the dashboard holds undecided speaks for no one of this site."""
     fork_decision = (run.fork or {}).get("decision") or {}
     named = payload.get("reviewer")
     its_question = payload.get("question_ref") == f"q-{run.pk}-fork" and payload.get("fork_decision") is True
