@@ -233,38 +233,16 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
     """A reviewer decides a proposed question, and the run's agent is told (a `question_decision` directive).
 
     `replace` (the reviewer writes their own question) is stored like an edit: the proposal is kept as
-    `original_text`; the agent is told it was a replacement. A question of a finished run is closed
-    (QuestionClosed): its run's agent has stopped and no worker holds it, so nothing is stored or sent.
+    `original_text`; the agent is told it was a replacement. A question no reviewer can decide now is closed
+    (QuestionClosed, `_closed_to_reviewers` says why), and nothing is stored or sent.
     """
     if decision not in ("approve", "edit", "veto", "replace"):
         raise ServiceError(f"unknown decision {decision!r}: use approve, edit, veto or replace")
     with transaction.atomic():
         # The run's row, locked, as run_set_status locks it: a run that finishes now does so before or after.
         run = Run.objects.select_for_update().get(pk=question.run_id)
-        if run.is_finished:
-            raise QuestionClosed(
-                f"question {question.pk} is closed: run {run.pk} has finished ({run.status}) and nobody waits for "
-                "a decision"
-            )
-        if question.source == QuestionSource.HUMAN:
-            # A fork's own question: the person who wrote it decided it, and the agent asks it as they wrote it.
-            raise QuestionClosed(
-                f"question {question.pk} is not a reviewer's to decide: it is a person's own question, asked as "
-                "they wrote it"
-            )
-        if run.review_mode == ReviewMode.AUTO:
-            # Its agent approves every question it asks itself and waits for no directive: a decision stored
-            # here would be a record of what the agent was never told.
-            raise QuestionClosed(
-                f"question {question.pk} is not a reviewer's to decide: run {run.pk} is in review mode auto, so its "
-                "agent approves each question it asks itself"
-            )
-        deadline = review_deadline(run, question)
-        if deadline is not None and timezone.now() >= deadline:
-            raise QuestionClosed(
-                f"question {question.pk} is closed: its review timeout ({run.review_timeout_s} s) ran out at "
-                f"{deadline:%Y-%m-%d %H:%M:%S} UTC, so the agent asks it as proposed (approved by timeout)"
-            )
+        if closed := _closed_to_reviewers(run, question):
+            raise QuestionClosed(f"question {question.pk} {closed}")
         decided = question_decide(
             question=question,
             reviewer=reviewer,
@@ -281,6 +259,29 @@ def question_review(*, question: Question, reviewer, decision: str, text: str | 
                 fields["reviewer"] = reviewer.get_username()
             directive_send(run=decided.run, action=DirectiveAction.QUESTION_DECISION, fields=fields, user=reviewer)
     return decided
+
+
+def _closed_to_reviewers(run: Run, question: Question) -> str:
+    """Why no reviewer may decide `question` of `run` now (the rest of a sentence that begins with the
+    question), or '' when one may. A decision stored then would record what the agent was never told."""
+    if run.is_finished:  # its agent has stopped and no worker holds the run
+        return f"is closed: run {run.pk} has finished ({run.status}) and nobody waits for a decision"
+    if question.source == QuestionSource.HUMAN:  # a fork's own question: its author decided it
+        return "is not a reviewer's to decide: it is a person's own question, asked as they wrote it"
+    if run.review_mode == ReviewMode.AUTO:  # its agent approves what it asks itself, waiting for no directive
+        return (
+            f"is not a reviewer's to decide: run {run.pk} is in review mode auto, so its agent approves each "
+            "question it asks itself"
+        )
+    if question.step is not None and not question_ref_of(question):  # (stored before such were refused)
+        return "names no question_ref, so no decision can reach its agent: it is not decided here"
+    deadline = review_deadline(run, question)
+    if deadline is not None and timezone.now() >= deadline:
+        return (
+            f"is closed: its review timeout ({run.review_timeout_s} s) ran out at {deadline:%Y-%m-%d %H:%M:%S} UTC, "
+            "so the agent asks it as proposed (approved by timeout)"
+        )
+    return ""
 
 
 def question_by_ref(run: Run, ref: str) -> Question | None:

@@ -87,6 +87,8 @@ def _question_from_event(run: Run, step: Step) -> Question:
     if not text:
         raise ServiceError("a question_proposed event needs text")
     ref = payload.get("question_ref")
+    if not ref:  # a decision names its question by it: without one, none could ever reach the agent
+        raise ServiceError("a question_proposed needs a question_ref: a reviewer's decision names it")
     earlier = (
         Step.objects.filter(run=run, kind=StepKind.QUESTION_PROPOSED, payload__question_ref=ref)
         .exclude(pk=step.pk)
