@@ -37,6 +37,16 @@ def run_list(*, status: str | None = None, task_name: str | None = None) -> Quer
     return runs.order_by("-created_at")
 
 
+# How a run's cost is written where its trace recorded no usage (the runs list, the run page, compare)
+USAGE_UNKNOWN = "unknown: the trace records none"
+
+
+def run_usage_unknown(run: Run) -> bool:
+    """An imported run whose trace recorded no usage (a harness trace: evaluations only): its tokens and cost are
+    unknown, not zero. A usage event without a price is usage recorded: its run's cost is a floor instead."""
+    return bool(run.imported_from) and not (run.tokens_in or run.tokens_out or run.cost_usd or run.cost_incomplete)
+
+
 def questions_waiting() -> QuerySet[Question]:
     """Proposed questions a reviewer can still act on: a finished (succeeded, failed, stopped) run's questions
     wait on nobody, so they leave the queue and the badge; nor do those of a run in review mode auto, whose agent

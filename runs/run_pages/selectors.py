@@ -55,12 +55,6 @@ def run_fork_refusal(run: Run) -> str:
     return start_problem(first)
 
 
-def run_usage_unknown(run: Run) -> bool:
-    """An imported run whose trace recorded no usage (a harness trace: evaluations only): its tokens and cost are
-    unknown, not zero. A usage event without a price is usage recorded: its run's cost is a floor instead."""
-    return bool(run.imported_from) and not (run.tokens_in or run.tokens_out or run.cost_usd or run.cost_incomplete)
-
-
 def run_is_verify(run: Run) -> bool:
     """A "Verify here" run: no agent, one full evaluation by a worker's harness (docs/protocol.md 2.12)."""
     return run.model == VERIFY_MODEL

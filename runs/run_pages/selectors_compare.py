@@ -27,8 +27,8 @@ from runs.models import (
     Step,
     Study,
 )
-from runs.run_pages.selectors import run_evaluations, run_usage_unknown
-from runs.selectors import study_value_of
+from runs.run_pages.selectors import run_evaluations
+from runs.selectors import USAGE_UNKNOWN, run_usage_unknown, study_value_of
 from runs.selectors_bank import QUESTION_OUTCOME, attributions, gain_text
 
 # The summary's columns, in the order the table, the CSV and the JSON give them.
@@ -196,7 +196,7 @@ def _largest_gain(run: Run, questions: list[Question]) -> dict:
 
 # Where a run's tokens and cost come from: this site's worker measured them, or an imported trace claims them (or,
 # recording none, leaves them unknown: not a measured zero), as the run page says.
-USAGE_MEASURED, USAGE_CLAIMED, USAGE_UNKNOWN = "measured", "the trace's claim", "unknown: the trace records none"
+USAGE_MEASURED, USAGE_CLAIMED = "measured", "the trace's claim"
 
 
 def _usage_columns(run: Run) -> dict:

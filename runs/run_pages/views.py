@@ -28,9 +28,8 @@ from runs.run_pages.selectors import (
     run_sandbox,
     run_search,
     run_unverified_bests,
-    run_usage_unknown,
 )
-from runs.selectors import study_value_of
+from runs.selectors import run_usage_unknown, study_value_of
 from runs.selectors_pages import newest_evaluations, refused_events_of, run_or_404, task_named, task_names
 from runs.services import ServiceError, run_control, run_send_human_message, run_start
 from runs.worker_pages.selectors import run_queue_reason, runs_queue_reasons, runs_unserved

@@ -18,12 +18,11 @@ from runs.run_pages.selectors import (
     FEED_PAGE_MAX,
     run_best_text,
     run_speedup_series,
-    run_usage_unknown,
     step_evaluations,
     step_summary,
     steps_page,
 )
-from runs.selectors import questions_pending_count, run_questions_waiting
+from runs.selectors import questions_pending_count, run_questions_waiting, run_usage_unknown
 from runs.selectors_pages import run_or_404, step_or_404
 
 PAYLOAD_INLINE_MAX = 20_000  # characters of JSON; a bigger payload is fetched when its step is expanded

@@ -8,9 +8,13 @@ from django.utils.safestring import mark_safe
 from gpu_harness import figures
 from gpu_harness.figures import format_speedup
 from runs import demo, permissions
-from runs.run_pages.selectors import run_usage_unknown
-from runs.run_pages.selectors_compare import USAGE_UNKNOWN
-from runs.selectors import evaluation_library_scope, evaluation_speedup_text, questions_pending_count
+from runs.selectors import (
+    USAGE_UNKNOWN,
+    evaluation_library_scope,
+    evaluation_speedup_text,
+    questions_pending_count,
+    run_usage_unknown,
+)
 
 register = template.Library()
 
