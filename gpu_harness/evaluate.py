@@ -263,7 +263,7 @@ def close_spares() -> None:
 
 def _finish(res: EvalResult, selected: list[Scenario], names: list[str]) -> None:
     res.geomean = verdict.geomean_speedups([o.speedup for o in res.scenarios if o.correct], names)
-    res.geomean_tflops = verdict.geometric_mean([o.tflops for o in res.scenarios if o.correct and o.tflops])
+    res.geomean_tflops = figures.geometric_mean([o.tflops for o in res.scenarios if o.correct and o.tflops])
     if res.status == "correct":
         bad = [o for o in res.scenarios if not o.correct]
         if bad:

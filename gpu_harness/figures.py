@@ -16,6 +16,15 @@ import math
 from typing import Any, cast
 
 
+def geometric_mean(values: list[float]) -> float | None:
+    """The geometric mean of the positive finite values (a verdict's per baseline, the compare page's ratios); None
+    where there is none."""
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
 def all_correct(verdict: dict[str, Any]) -> bool:
     """Correct on every scenario it ran: the status says so, and there is at least one scenario, none failed."""
     scenarios = verdict.get("scenarios") or []

@@ -12,6 +12,8 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .figures import geometric_mean
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
@@ -214,13 +216,6 @@ def timing_suspicion(
         if gbps > limits.slack * limits.peak_gbps:
             return f"{gbps:.4g} GB/s of compulsory traffic is above the measured bandwidth {limits.peak_gbps:.4g} GB/s"
     return None
-
-
-def geometric_mean(values: list[float]) -> float | None:
-    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    if not vals:
-        return None
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
 def geomean_speedups(speedups: list[dict[str, float | None]], baselines: list[str]) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_harness import figures
-from gpu_harness.verdict import geometric_mean
 from runs.kernel_pages.evidence import SCENARIO_AXIS, scenario_grid
 from runs.kernel_pages.selectors_evidence import _param_text, _sig, column_headers, speedup_tone
 from runs.models import Evaluation, Run
@@ -137,7 +136,7 @@ def _ratio_summary(ratios: dict[str, float | None], a: dict, b: dict) -> dict:
     the noise (`figures.faster_beyond_noise`): a cell that says "no difference" is not counted as faster."""
     measured = {sid: v for sid, v in ratios.items() if v is not None}
     intervals = {sid: figures.time_ratio_interval(a[sid], b[sid]) for sid in measured}
-    geomean = geometric_mean(list(measured.values())) if measured else None
+    geomean = figures.geometric_mean(list(measured.values())) if measured else None
     interval = figures.geomean_of_intervals(list(intervals.values()))
     if geomean is None:
         text = "—"
