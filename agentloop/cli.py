@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import ConfigError, ModelFailed
+from agentloop.protocol import DEFAULT_MODEL
 from agentloop.worker.targets import TARGETS_ENV
 from gpu_harness.terminal import shown_streams
 
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from agentloop.interfaces import EventSink
     from agentloop.state import RunState as RunStateType
     from questionbank.bank import BankEntry
-
-DEFAULT_MODEL = "claude-sonnet-4-6"
 
 
 def runs_dir() -> Path:

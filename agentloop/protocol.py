@@ -58,6 +58,9 @@ FINISHED_STATUSES = ("succeeded", "failed", "stopped")
 # starting kernel by the worker's harness, then the run stops (agentloop/verify.py).
 VERIFY_MODEL = "verify"
 
+# The model of a run that names none: the worker's CLI runs it, and the dashboard's start form offers it.
+DEFAULT_MODEL = "claude-sonnet-4-6"
+
 # The worker socket's limits (docs/protocol.md 2.1, announced in `welcome`): the largest message (and frame: a
 # worker sends each message as one frame) the server reads, and the largest event it stores, as its `event`
 # message in UTF-8. An event between the two is read and refused with a reason; a worker never sends a message

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from agentloop.cli import DEFAULT_MODEL
-from agentloop.protocol import VERIFY_MODEL
+from agentloop.protocol import DEFAULT_MODEL, VERIFY_MODEL
 
 REPLAY_FOLDER = Path("agentloop") / "replays"
 # The demo's recording (runs/demo.py), named here, below the services, so that a selector can tell a demo run

@@ -226,3 +226,43 @@ def test_the_shared_modules_import_no_area():
 def test_an_area_crossing_would_be_found(monkeypatch):
     monkeypatch.setitem(GRAPH, "runs.review.views", GRAPH["runs.review.views"] | {"runs.run_pages.views_feed"})
     assert views_crossings() == ["runs.review.views imports runs.run_pages.views_feed"]
+
+
+# ---- what the dashboard takes from the GPU hosts' packages (docs/architecture.md, "Folders": runs' imports) ------
+# The server imports of agentloop and gpu_harness only the modules the map names, each for the reason given here: the
+# agent's command line, the harness's judging or the worker's client are no part of the dashboard. The packages
+# themselves (`from gpu_harness import get_task`) count as their __init__.
+DASHBOARD_USES = {
+    "agentloop.protocol": "the protocol's words: kinds, statuses, limits, an event's line, the built-in models",
+    "agentloop.event_types": "each kind's payload fields, which the event parser checks",
+    "agentloop.fork": "a fork's cut, pure",
+    "gpu_harness.figures": "every figure of a verdict",
+    "gpu_harness.result": "the verdict's statuses (EvaluationStatus in runs/models.py)",
+    "gpu_harness.tasks": "the task list and where task folders are, in sync_tasks",
+    "gpu_harness.tasks.summary": "each task's summary, in sync_tasks",
+    "gpu_harness.kernelbench_suite": "suite.json's words, in runs/suite_manifest.py",
+}
+# One module's own use: `serve` asks whether bubblewrap works before it starts the local worker.
+DASHBOARD_USES_IN = {("runs.management.commands.serve", "agentloop.sandbox")}
+DASHBOARD = ("runs", "kseek_site", "questionbank")
+GPU_HOST = ("agentloop", "gpu_harness")
+
+
+def dashboard_reaches() -> list[str]:
+    return sorted(
+        f"{module} imports {target}"
+        for module in GRAPH
+        if top(module) in DASHBOARD
+        for target in imported_modules(module)
+        if top(target) in GPU_HOST and target not in GPU_HOST
+        if target not in DASHBOARD_USES and (module, target) not in DASHBOARD_USES_IN
+    )
+
+
+def test_the_dashboard_imports_of_the_gpu_hosts_packages_only_what_the_map_names():
+    assert dashboard_reaches() == [], "name it in docs/architecture.md and DASHBOARD_USES, or import what is named"
+
+
+def test_a_dashboard_import_of_the_agents_command_line_would_be_found(monkeypatch):
+    monkeypatch.setitem(GRAPH, "runs.model_options", GRAPH["runs.model_options"] | {"agentloop.cli"})
+    assert dashboard_reaches() == ["runs.model_options imports agentloop.cli"]
