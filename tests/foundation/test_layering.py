@@ -266,3 +266,71 @@ def test_the_dashboard_imports_of_the_gpu_hosts_packages_only_what_the_map_names
 def test_a_dashboard_import_of_the_agents_command_line_would_be_found(monkeypatch):
     monkeypatch.setitem(GRAPH, "runs.model_options", GRAPH["runs.model_options"] | {"agentloop.cli"})
     assert dashboard_reaches() == ["runs.model_options imports agentloop.cli"]
+
+
+def test_the_protocols_words_and_the_figures_import_nothing_else_of_ours():
+    # Both halves import these (docs/architecture.md): they stay light, with nothing of the loop or the judge.
+    assert imported_modules("agentloop.protocol") <= {"gpu_harness", "gpu_harness.figures"}
+    assert imported_modules("agentloop.event_types") == set()
+    assert imported_modules("gpu_harness.figures") == set()
+
+
+# ---- torch at import time (docs/architecture.md, "Folders": gpu_harness imports torch lazily) --------------------
+# A dashboard host and a CPU worker have no torch: every module of the harness, the agent and kernels/load.py imports
+# it inside the functions that use it. The exceptions never load in the judge's process: the import probes run as
+# scripts in a child process, and gpumode_runtime.py is what an imported task's reference.py calls.
+TORCH_AT_THE_TOP = {
+    "gpu_harness.kernelbench_probe",
+    "gpu_harness.gpumode_probe",
+    "gpu_harness.flashinfer_probe",
+    "gpu_harness.gpumode_runtime",
+}
+
+
+def module_level_imports(tree: ast.Module) -> set[str]:
+    """What a module imports when it is imported: its body's imports, also under `if`/`try`/`with` and in class
+    bodies, but not inside functions nor under `if TYPE_CHECKING:` (absolute names only: torch is no relative
+    import)."""
+    found: set[str] = set()
+
+    def walk(nodes):
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found.add(node.module or "")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                walk(node.orelse)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    walk(getattr(node, field, None) or [])
+
+    walk(tree.body)
+    return found
+
+
+def torch_at_import(paths) -> list[str]:
+    return sorted(
+        name
+        for name, path in paths
+        if name not in TORCH_AT_THE_TOP
+        and any(top(i) == "torch" for i in module_level_imports(ast.parse(path.read_text(encoding="utf-8"))))
+    )
+
+
+def test_torch_is_imported_inside_functions_only():
+    paths = [(module_name(p), p) for package in GPU_HOST for p in sources(package)]
+    paths.append(("kernels.load", REPO / "kernels" / "load.py"))
+    assert torch_at_import(paths) == []
+    assert all(name in GRAPH for name in TORCH_AT_THE_TOP), "an exception that no longer exists: drop it"
+
+
+def test_a_module_level_torch_import_would_be_found(tmp_path):
+    (tmp_path / "eager.py").write_text("try:\n    import torch\nexcept ImportError:\n    torch = None\n")
+    (tmp_path / "lazy.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch\n\ndef f():\n    import torch\n"
+    )
+    found = torch_at_import([("eager", tmp_path / "eager.py"), ("lazy", tmp_path / "lazy.py")])
+    assert found == ["eager"]
