@@ -23,6 +23,7 @@ per thing written:
     studies        runs of one task that differ in one setting, started together as one study
     suites         a suite read from its folder's manifest; a study over a suite (one study per problem)
     verify         "verify here": one full evaluation of a kernel's exact source on a worker of this site
+    development    a released kernel's development run: its lab's trace, imported once and linked to the kernel
 """
 
 from runs.services.directives import (
