@@ -9,6 +9,7 @@ from typing import Any, NamedTuple, cast
 from django.db import transaction
 from django.utils import timezone
 
+from agentloop.json_safe import clean_text
 from runs.event_parser import INT_COLUMN_MAX, ParsedEvent, Refusal, parse_event
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, RefusedEvent, Run, RunStatus, Step, StepKind, WorkerHost
@@ -222,6 +223,14 @@ def _seq_of(value) -> int:
     return value
 
 
+def _storable(text: str) -> str:
+    """A refused event's own text (its kind, words quoting it) as a text column holds it on every database: a NUL
+    (which PostgreSQL's text columns cannot hold) shown as "␀", as in payloads (runs/nul_escape.py), and a lone
+    surrogate (which no database's UTF-8 can hold: SQLite raised, and the whole batch was nacked for retry) as
+    U+FFFD. Kinds no sender of ours writes."""
+    return clean_text(text.replace(NUL, SHOWN))
+
+
 def event_refusal_record(
     *, worker: WorkerHost, event: dict, error: str, size_bytes: int = 0, fail_run: bool = False
 ) -> RefusedEvent | None:
@@ -242,11 +251,9 @@ def event_refusal_record(
         run=run,
         seq=seq,
         defaults={
-            # A refused event's own text may hold NUL (a kind no sender of ours writes), which PostgreSQL's text
-            # columns cannot: it is shown as "␀", as in payloads (runs/nul_escape.py).
-            "kind": kind[:32].replace(NUL, SHOWN),
+            "kind": _storable(kind[:32]),
             "size_bytes": min(size_bytes, INT_COLUMN_MAX),
-            "error": error[:2000].replace(NUL, SHOWN),
+            "error": _storable(error[:2000]),
             "refused_at": timezone.now(),
         },
     )

@@ -954,3 +954,36 @@ async def test_an_event_the_parser_refuses_is_nacked_and_kept_on_its_run_with_th
     assert await sync_to_async(RefusedEvent.objects.filter(run=run, seq=5).exists)() is False
     await socket_a.disconnect()
     await socket_b.disconnect()
+
+
+# ------------------------------------------------------------------ the protocol audit (docs/protocol.md 1 and 2)
+
+
+BAD_BUT_READABLE = {
+    # A kind holding a lone surrogate: its refusal was kept with that kind, which SQLite could not encode.
+    "a lone surrogate in the kind": (
+        lambda run_id: {**event(run_id, 2, "note", {"text": "x"}), "kind": "no\ud800te"},
+        "unknown step kind",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_BUT_READABLE)
+async def test_an_event_the_server_cannot_store_is_refused_for_good_and_holds_back_no_other_event(case):
+    """docs/protocol.md 2.4: a refused event does not hold the others back, and `retry: true` is for a passing
+    problem. Each of these made the writer raise: every event of its batch was nacked for retry ("server error"),
+    and the worker sent them all again, forever."""
+    make, why = BAD_BUT_READABLE[case]
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await socket.send_json_to(
+        batch(event(run.pk, 1, "note", {"text": "before"}), make(run.pk), event(run.pk, 3, "note", {"text": "after"}))
+    )
+    acked, nacks = await answers_for(socket, 3)
+    assert sorted(acked) == [(run.pk, 1), (run.pk, 3)], nacks
+    [nack] = nacks
+    assert (nack["seq"], nack["retry"]) == (2, False) and why in nack["error"], nack
+    kept = await sync_to_async(list)(RefusedEvent.objects.filter(run=run).values_list("seq", "error"))
+    assert len(kept) == 1 and kept[0][0] == 2 and why in kept[0][1]
+    await socket.disconnect()
