@@ -279,4 +279,10 @@ def _instant(value, *, offset_required: bool = False) -> datetime | None:
             f"ts must be a time with its offset (ISO 8601, e.g. 2026-11-30T11:02:03+00:00), not {value!r:.60}"
         )
     # A time without an offset is read as UTC (the protocol's times carry one; a trace's older lines may not).
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    parsed = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    try:
+        # The database holds the time in UTC: one that is no UTC time of years 1 to 9999 made the store raise.
+        parsed.astimezone(UTC)
+    except OverflowError:
+        raise _Refused(f"ts {value!r:.60} is outside the times the server holds (years 1 to 9999 in UTC)") from None
+    return parsed

@@ -965,6 +965,15 @@ BAD_BUT_READABLE = {
         lambda run_id: {**event(run_id, 2, "note", {"text": "x"}), "kind": "no\ud800te"},
         "unknown step kind",
     ),
+    # A time that is a real instant but no UTC time a datetime column holds (year 10000 in UTC).
+    "a time past year 9999 in UTC": (
+        lambda run_id: {**event(run_id, 2, "note", {"text": "x"}), "ts": "9999-12-31T23:59:59-14:00"},
+        "outside the times",
+    ),
+    "a time before year 1 in UTC": (
+        lambda run_id: {**event(run_id, 2, "note", {"text": "x"}), "ts": "0001-01-01T00:00:00+14:00"},
+        "outside the times",
+    ),
 }
 
 
