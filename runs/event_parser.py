@@ -24,6 +24,9 @@ from runs.nul_escape import NulRefused, escape_nul
 INT_COLUMN_MAX = 2**31 - 1
 # A step's cost column is decimal(10, 6): below 10,000 (tests/dashboard/test_event_parser.py holds the two equal).
 STEP_COST_LIMIT = Decimal(10_000)
+# The largest id a run can have (its key is a 64-bit column, DEFAULT_AUTO_FIELD): a larger run_id names no run, and
+# looking it up made SQLite raise, so that the whole batch was nacked for retry ("server error") forever.
+RUN_ID_MAX = 2**63 - 1
 
 _KINDS = frozenset(KINDS)
 _STATUSES = frozenset(RUN_STATUSES)
@@ -177,6 +180,8 @@ def _run_id(value) -> int:
     refused rather than read as run 7 (which would also ack it under a string the worker never sent)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Refused(f"run_id must be a server run's id, an integer, not {value!r:.60}")
+    if not 0 < value <= RUN_ID_MAX:
+        raise _Refused(f"there is no run {str(value):.60}")
     return value
 
 

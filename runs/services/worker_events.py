@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentloop.json_safe import clean_text
-from runs.event_parser import INT_COLUMN_MAX, ParsedEvent, Refusal, parse_event
+from runs.event_parser import INT_COLUMN_MAX, RUN_ID_MAX, ParsedEvent, Refusal, parse_event
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, RefusedEvent, Run, RunStatus, Step, StepKind, WorkerHost
 from runs.nul_escape import NUL, SHOWN
@@ -237,11 +237,14 @@ def event_refusal_record(
     """Keep on its run that an event was refused for good, so that the run's page says what is missing and why
     (the worker drops a refused event). Only for a run this worker holds: nobody writes on another's run. With
     `fail_run` (a `succeeded` nobody confirmed) the run also ends failed, with the refusal as its reason."""
+    run_id = event.get("run_id")
+    # A run is named by its id as a JSON integer only (docs/protocol.md 1.1): "7", 7.0 and true name no run, and
+    # their refusal is kept on none.
+    if type(run_id) is not int or not 0 < run_id <= RUN_ID_MAX:
+        return None
     try:
-        if isinstance(event.get("run_id"), bool):  # int(True) is 1: no run is named so
-            raise TypeError
-        run_id, seq = int(event.get("run_id")), _seq_of(event.get("seq"))  # type: ignore[arg-type]  # None: TypeError
-    except (TypeError, ValueError, OverflowError):
+        seq = _seq_of(event.get("seq"))
+    except ValueError:
         return None
     run = Run.objects.select_related("task").filter(pk=run_id, worker=worker).first()
     if run is None:

@@ -996,3 +996,21 @@ async def test_an_event_the_server_cannot_store_is_refused_for_good_and_holds_ba
     kept = await sync_to_async(list)(RefusedEvent.objects.filter(run=run).values_list("seq", "error"))
     assert len(kept) == 1 and kept[0][0] == 2 and why in kept[0][1]
     await socket.disconnect()
+
+
+async def test_an_event_naming_its_run_by_no_run_id_is_refused_for_good_and_kept_on_no_run():
+    """docs/protocol.md 1.1: a server run's id is a JSON integer; "7" names a run the server does not hold. Its
+    refusal was kept on run 7 all the same (int("7"), and int(7.5)), as if the worker had named that run; and a
+    run_id past the largest key made SQLite raise, nacking the whole batch for retry ("server error"), forever."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    named = (str(run.pk), float(run.pk), run.pk + 0.5, 2**63, 2**70)
+    items = [{**event(run.pk, seq, "note", {"text": "x"}), "run_id": run_id} for seq, run_id in enumerate(named)]
+    await socket.send_json_to(batch(*items, event(run.pk, 9, "note", {"text": "fine"})))
+    acked, nacks = await answers_for(socket, len(named) + 1)
+    assert acked == [(run.pk, 9)], nacks
+    assert all(n["retry"] is False for n in nacks) and len(nacks) == len(named), nacks
+    assert all("integer" in n["error"] or "there is no run" in n["error"] for n in nacks), nacks
+    assert await sync_to_async(RefusedEvent.objects.count)() == 0
+    await socket.disconnect()
