@@ -233,9 +233,10 @@ def _cost_unknown(usage, kind: str, payload: dict) -> bool:
 
 def _as_envelope(raw: dict) -> dict:
     """A worker's event as the envelope it stands for: an `event` message is the envelope and its `type`; a batch's
-    item may leave out `v` (its `events` message carries it, docs/protocol.md 2.8); a missing `ts` has its own
+    item may leave out `v` (its `events` message carries it, docs/protocol.md 2.8) and may carry `"type": "event"`
+    as the message would, but no other `type` (then it is a field the envelope lacks); a missing `ts` has its own
     refusal ("ts is missing")."""
-    envelope = {name: value for name, value in raw.items() if name != "type"}
+    envelope = {name: value for name, value in raw.items() if name != "type" or value != "event"}
     envelope.setdefault("v", PROTOCOL_VERSION)
     envelope.setdefault("ts", None)
     return envelope

@@ -998,6 +998,22 @@ async def test_an_event_the_server_cannot_store_is_refused_for_good_and_holds_ba
     await socket.disconnect()
 
 
+async def test_a_batch_item_may_carry_the_type_event_and_no_other_type():
+    """docs/protocol.md 2.8: an item of `events` is an event's envelope, as an `event` message's (which adds
+    `"type": "event"`). An item whose `type` said anything else was stored all the same."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    as_message = {**batch(event(run.pk, 0, "note", {"text": "a"}))["events"][0], "type": "event"}
+    other = {**batch(event(run.pk, 1, "note", {"text": "b"}))["events"][0], "type": "claim"}
+    await socket.send_json_to({"type": "events", "v": 1, "events": [as_message, other]})
+    acked, nacks = await answers_for(socket, 2)
+    assert acked == [(run.pk, 0)]
+    assert [(n["seq"], n["retry"]) for n in nacks] == [(1, False)] and "type" in nacks[0]["error"], nacks
+    assert await sync_to_async(list)(Step.objects.filter(run=run).values_list("seq", flat=True)) == [0]
+    await socket.disconnect()
+
+
 async def test_an_event_naming_its_run_by_no_run_id_is_refused_for_good_and_kept_on_no_run():
     """docs/protocol.md 1.1: a server run's id is a JSON integer; "7" names a run the server does not hold. Its
     refusal was kept on run 7 all the same (int("7"), and int(7.5)), as if the worker had named that run; and a
