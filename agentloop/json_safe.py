@@ -12,6 +12,11 @@ from typing import Any
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a string decoded from JSON holds only unpaired ones
 
 
+def holds_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a lone surrogate, which no UTF-8 text (and so no database or page) can carry."""
+    return _LONE_SURROGATE.search(text) is not None
+
+
 def clean_text(text: str) -> str:
     """`text` with each lone surrogate replaced by U+FFFD, as a UTF-8 decoder replaces a bad byte."""
     return _LONE_SURROGATE.sub("\ufffd", text)

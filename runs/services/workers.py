@@ -7,6 +7,7 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
+from agentloop.json_safe import holds_lone_surrogate
 from runs.events import publish_after_commit, send_to_group_after_commit
 from runs.models import HELD_STATUSES, Run, RunStatus, Target, WorkerHost
 from runs.services.directives import worker_group
@@ -128,16 +129,19 @@ def hello_gpus(raw) -> tuple[list[str], str | None]:
     """The GPU names a hello's `gpus` field announces, and what was wrong with the field (None: nothing). A field
     that is not a list of at most GPUS_MAX_COUNT strings of at most GPU_NAME_MAX_CHARS characters is refused whole:
     the host is shown with no GPU names (nothing is cut or kept from before), and the worker is told why."""
-    if (
-        isinstance(raw, list)
-        and len(raw) <= GPUS_MAX_COUNT
-        and all(isinstance(g, str) and len(g) <= GPU_NAME_MAX_CHARS for g in raw)
-    ):
+    if isinstance(raw, list) and len(raw) <= GPUS_MAX_COUNT and all(_gpu_name(g) for g in raw):
         return raw, None
     return [], (
         f"hello `gpus` must be a list of at most {GPUS_MAX_COUNT} GPU names, each a string of at most "
-        f"{GPU_NAME_MAX_CHARS} characters, not {json.dumps(raw, default=str)[:100]}: this host is shown with no GPU"
+        f"{GPU_NAME_MAX_CHARS} characters (text that UTF-8 holds: no lone surrogate), not "
+        f"{json.dumps(raw, default=str)[:100]}: this host is shown with no GPU"
     )
+
+
+def _gpu_name(name) -> bool:
+    """Whether a hello's GPU name can be kept and shown: a string within GPU_NAME_MAX_CHARS that UTF-8 holds (a lone
+    surrogate, "\\ud800" in JSON, made the workers page fail for every operator when it wrote the name)."""
+    return isinstance(name, str) and len(name) <= GPU_NAME_MAX_CHARS and not holds_lone_surrogate(name)
 
 
 def hello_active_runs(raw) -> set[int] | None:

@@ -651,9 +651,11 @@ async def test_an_active_runs_entry_that_names_no_run_by_its_integer_id_changes_
         ([f"gpu {i}" for i in range(65)], [], "must be a list of at most 64 GPU names"),
         (["x" * 101], [], "each a string of at most 100 characters"),
         (None, [], "must be a list of at most 64 GPU names"),
+        # A name no UTF-8 text holds: stored, it made the workers page fail for every operator (500).
+        (["gpu \ud800"], [], "no lone surrogate"),
     ],
 )
-async def test_a_hello_whose_gpus_are_malformed_is_told_why_and_its_host_shows_no_gpu(gpus, shown, why):
+async def test_a_hello_whose_gpus_are_malformed_is_told_why_and_its_host_shows_no_gpu(client, gpus, shown, why):
     """docs/protocol.md 2.2: `gpus` is a list of names, within the limits named there. A malformed list is not cut
     to fit or ignored (the host keeping what an earlier hello said): the host shows no GPU and the worker hears
     why, as for `targets`; it is welcomed all the same."""
@@ -672,6 +674,9 @@ async def test_a_hello_whose_gpus_are_malformed_is_told_why_and_its_host_shows_n
         assert error["type"] == "error" and why in error["error"], error
     assert (await sync_to_async(WorkerHost.objects.get)(pk=host.pk)).gpus == shown
     await socket.disconnect()
+    await sync_to_async(client.force_login)(await sync_to_async(make_user)("olga", "operator"))
+    page = await sync_to_async(client.get)("/workers/")
+    assert page.status_code == 200 and all(name in page.content.decode() for name in shown)
 
 
 # ------------------------------------------------------------------------- events in batches (`events`, `acks`)
