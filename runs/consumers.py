@@ -16,6 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.db import DatabaseError
 
+from agentloop.json_safe import json_safe
 from agentloop.protocol import (
     EVENT_MAX_BYTES,
     MESSAGE_MAX_BYTES,
@@ -24,7 +25,7 @@ from agentloop.protocol import (
     speaks_version,
 )
 from runs import services
-from runs.event_writer import EventWriter
+from runs.event_writer import EventWriter, echoed
 from runs.events import ALL_RUNS_GROUP, run_group
 from runs.services.workers import REVOKED
 
@@ -170,7 +171,11 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
                 log.warning("worker %s disconnected; not recorded, the database failed: %s", self.worker.name, passing)
 
     async def send_message(self, message: dict) -> None:
-        await self.send(text_data=json.dumps({"v": PROTOCOL_VERSION, **message}, default=str))
+        # Strict JSON (docs/protocol.md 2.1), whatever the worker sent: a nack names the event's run_id and seq as
+        # sent, and Python reads 1e400 as infinity and NaN as NaN, which json.dumps would write back as `Infinity`
+        # and `NaN` (no strict reader takes them), and a lone surrogate as an escape no UTF-8 text holds.
+        text = json.dumps(json_safe({"v": PROTOCOL_VERSION, **message}), default=str, allow_nan=False)
+        await self.send(text_data=text)
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.closed:
@@ -322,7 +327,12 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         )
         if state is not None:
             why = "its token is revoked" if state == REVOKED else "a newer socket of it replaced this one"
-            nack = {"type": "nack", "run_id": event.get("run_id"), "seq": event.get("seq"), "retry": True}
+            nack = {
+                "type": "nack",
+                "run_id": echoed(event.get("run_id")),
+                "seq": echoed(event.get("seq")),
+                "retry": True,
+            }
             await self.send_message(nack | {"error": f"worker {self.worker.name}: {why}"})
             await self.close_not_live(state)
             return
@@ -334,7 +344,13 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         except DatabaseError as passing:
             log.warning("refusal of run %s #%s not recorded: %s", event.get("run_id"), event.get("seq"), passing)
         await self.send_message(
-            {"type": "nack", "run_id": event.get("run_id"), "seq": event.get("seq"), "error": error, "retry": False}
+            {
+                "type": "nack",
+                "run_id": echoed(event.get("run_id")),
+                "seq": echoed(event.get("seq")),
+                "error": error,
+                "retry": False,
+            }
         )
 
     async def send_reply(self, message: dict) -> None:

@@ -27,6 +27,13 @@ BATCH_MAX_EVENTS = 500
 WRITER_IDLE_RELEASE_S = 1.0
 
 
+def echoed(value):
+    """A field of the worker's (an event's run_id or seq) as a reply names it: as sent when it is a JSON scalar,
+    else null (then it names no event, and a worker answers `error`: docs/protocol.md 2.2). The reply is then
+    made strict JSON (runs.consumers.WorkerConsumer.send_message)."""
+    return None if isinstance(value, (dict, list)) else value
+
+
 class EventSource(Protocol):
     """What the writer needs of a socket: its host, its channel name (which socket of the host it is), a way to
     answer, and ways to close it (a revoked token, a newer socket of its host)."""
@@ -131,7 +138,7 @@ class EventWriter:
         # acknowledged in one `acks` per socket, after the batch's nacks. Either way only after the commit.
         acks: dict[EventSource, list] = {}
         for (consumer, message, batched), (error, retry) in zip(batch, replies):
-            reply = {"run_id": message.get("run_id"), "seq": message.get("seq")}
+            reply = {"run_id": echoed(message.get("run_id")), "seq": echoed(message.get("seq"))}
             if error is None and batched:
                 acks.setdefault(consumer, []).append([reply["run_id"], reply["seq"]])
                 continue

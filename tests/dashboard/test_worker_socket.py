@@ -1,5 +1,6 @@
 """The worker socket (docs/protocol.md section 2): token auth, events stored once and acked, directives delivered."""
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -1000,6 +1001,41 @@ async def test_an_event_the_server_cannot_store_is_refused_for_good_and_holds_ba
     assert (nack["seq"], nack["retry"]) == (2, False) and why in nack["error"], nack
     kept = await sync_to_async(list)(RefusedEvent.objects.filter(run=run).values_list("seq", "error"))
     assert len(kept) == 1 and kept[0][0] == 2 and why in kept[0][1]
+    await socket.disconnect()
+
+
+def _strict_json(text: str):
+    """JSON as RFC 8259 has it: no NaN or Infinity (a browser's or Go's reader refuses both)."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"type":"event","v":1,"run_id":1,"seq":1e400,"kind":"note","ts":"2026-11-30T12:00:00+00:00",'
+        '"payload":{"text":"a"},"usage":{"tokens_in":0,"tokens_out":0,"cost_usd":0}}',
+        '{"type":"event","v":1,"run_id":NaN,"seq":1,"kind":"note","ts":"2026-11-30T12:00:00+00:00",'
+        '"payload":{"text":"a"},"usage":{"tokens_in":0,"tokens_out":0,"cost_usd":0}}',
+        '{"type":"event","v":1,"run_id":"\\ud800","seq":-Infinity}',
+        '{"type":"event","v":1,"run_id":[1],"seq":{"n":2}}',
+    ],
+)
+async def test_every_answer_of_the_server_is_strict_json_whatever_the_worker_sent(raw):
+    """docs/protocol.md 2.1: every message in either direction is JSON. A nack names the event's run_id and seq as
+    sent; Python read 1e400 as infinity (and NaN as NaN) and wrote them back as `Infinity` and `NaN`, which no
+    strict reader takes."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    await socket.send_to(text_data=raw)
+    reply = _strict_json(await socket.receive_from(timeout=5))
+    assert reply["type"] == "nack" and reply["retry"] is False, reply
+    assert "\ud800" not in json.dumps(reply, ensure_ascii=False)
+    # run_id and seq as sent when they are scalars, else null: a reply never carries a worker's structure back.
+    assert not isinstance(reply["run_id"], list) and not isinstance(reply["seq"], dict), reply
     await socket.disconnect()
 
 
