@@ -25,6 +25,7 @@ from agentloop.protocol import (
     speaks_version,
 )
 from runs import services
+from runs.event_parser import EVENT_MAX_DEPTH, too_deep
 from runs.event_writer import EventWriter, echoed
 from runs.events import ALL_RUNS_GROUP, run_group
 from runs.services.workers import REVOKED
@@ -90,6 +91,12 @@ SUPERSEDED = 4409
 # The most events one `events` message may list (its size is bounded by MESSAGE_MAX_BYTES like any message's).
 # The agentloop worker sends at most 256 (agentloop/worker/window.py).
 EVENTS_MAX_COUNT = 1000
+# How deep a message may nest objects and arrays before the server walks it (docs/protocol.md 1.1): an event as
+# every reader holds it (runs.event_parser.EVENT_MAX_DEPTH); any other message as deep as an `events` message, two
+# levels above its events. Measuring, echoing or quoting a deeper one recursed past Python's limit: the socket
+# closed with 1011 and the worker sent the event again, forever. A deeper event gets a final nack; a deeper message
+# of another type an `error`.
+MESSAGE_MAX_DEPTH = EVENT_MAX_DEPTH + 2
 
 
 def events_problem(events) -> str | None:
@@ -119,6 +126,13 @@ def message_problem(raw: str) -> str | None:
     size = text_bytes(raw)
     if size > MESSAGE_MAX_BYTES:
         return f"a message of {size} bytes is over the server's limit of {MESSAGE_MAX_BYTES} bytes"
+    return None
+
+
+def nesting_problem(event: dict) -> str | None:
+    """Why an event (an `event` message or a batch's item) is refused for its nesting, or None."""
+    if too_deep(event, EVENT_MAX_DEPTH):
+        return f"the event nests deeper than {EVENT_MAX_DEPTH} levels (objects and arrays)"
     return None
 
 
@@ -189,20 +203,24 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         try:
             message = json.loads(text_data)
         except (ValueError, RecursionError):
-            await self.send_message({"type": "error", "error": "not a JSON text message"})
+            await self.send_message({"type": "error", "error": "not a JSON text message (or nested too deep to read)"})
             return
         if not isinstance(message, dict):
             await self.send_message({"type": "error", "error": "a message must be a JSON object"})
             return
-        if not speaks_version(message.get("v")):
+        kind = message.get("type")
+        if kind not in ("event", "events") and too_deep(message, MESSAGE_MAX_DEPTH):
+            # An event's nesting is checked with the event, which then gets a final nack (on_event, on_events).
             await self.send_message(
-                {
-                    "type": "error",
-                    "error": f"protocol version {message.get('v')!r} is not spoken here ({PROTOCOL_VERSION} is)",
-                }
+                {"type": "error", "error": f"a message nested more than {MESSAGE_MAX_DEPTH} levels deep is not read"}
             )
             return
-        kind = message.get("type")
+        if not speaks_version(message.get("v")):
+            version = echoed(message.get("v"))
+            await self.send_message(
+                {"type": "error", "error": f"protocol version {version!r} is not spoken here ({PROTOCOL_VERSION} is)"}
+            )
+            return
         if kind == "error":
             # The worker could not read something the server sent (docs/protocol.md 2.2): logged, never answered,
             # so that two sides that misread each other do not trade errors forever.
@@ -287,6 +305,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         return services.run_assignment(run) if run is not None else None
 
     async def on_event(self, message, _raw):
+        if (deep := nesting_problem(message)) is not None:
+            await self.refuse_oversize(message, 0, deep)
+            return
         size = event_message_bytes(message)
         if size > EVENT_MAX_BYTES:
             await self.refuse_oversize(message, size)
@@ -306,8 +327,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         # was spelled: an event stored alone is stored in any batch.
         kept = []
         for event in events:
-            size = event_message_bytes(event)
-            if size > EVENT_MAX_BYTES:
+            if (deep := nesting_problem(event)) is not None:
+                await self.refuse_oversize(event, 0, deep)
+            elif (size := event_message_bytes(event)) > EVENT_MAX_BYTES:
                 await self.refuse_oversize(event, size)
             else:
                 kept.append(event)
@@ -316,10 +338,10 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             EventWriter.for_this_loop().submit_many(self, events)
 
     async def refuse_oversize(self, event: dict, size: int, error: str = "") -> None:
-        """An event too large to store: a final nack that names its size, so the worker drops it (and says so in
-        its run) rather than send it forever, and the refusal kept on the run for its page. Not for a host whose
-        token was revoked meanwhile (2.1: nothing it sends is acted on): its event gets a retry nack, as the event
-        writer answers it, and the socket closes."""
+        """An event too large (or nested too deep) to store: a final nack that names its size (or `error`), so the
+        worker drops it (and says so in its run) rather than send it forever, and the refusal kept on the run for
+        its page. Not for a host whose token was revoked meanwhile (2.1: nothing it sends is acted on): its event
+        gets a retry nack, as the event writer answers it, and the socket closes."""
         if self.closed:
             return
         state = await database_sync_to_async(services.worker_socket_state)(

@@ -27,6 +27,13 @@ STEP_COST_LIMIT = Decimal(10_000)
 # The largest id a run can have (its key is a 64-bit column, DEFAULT_AUTO_FIELD): a larger run_id names no run, and
 # looking it up made SQLite raise, so that the whole batch was nacked for retry ("server error") forever.
 RUN_ID_MAX = 2**63 - 1
+# The deepest an event may nest objects and arrays, its envelope being level 1 (so its payload nests at most one
+# level less): every reader alike, a worker's event and a trace's line (runs/services/trace_import.py). Far deeper
+# than any event the agent loop writes (about 10 levels: a fork's conversation in a status's config), and shallow
+# enough that storing, exporting and showing a payload never meets Python's recursion limit: a payload nested a few
+# hundred levels made the NUL escape recurse too far, and the event was nacked for retry ("server error") forever.
+EVENT_MAX_DEPTH = 64
+PAYLOAD_MAX_DEPTH = EVENT_MAX_DEPTH - 1
 
 _KINDS = frozenset(KINDS)
 _STATUSES = frozenset(RUN_STATUSES)
@@ -106,6 +113,8 @@ def parse_event(
         payload = raw.get("payload")
         if not isinstance(payload, dict):
             raise _Refused("payload must be a JSON object")
+        if too_deep(payload, PAYLOAD_MAX_DEPTH):
+            raise _Refused(f"payload nests deeper than {PAYLOAD_MAX_DEPTH} levels (objects and arrays)")
         problem = payload_problem(kind, payload)  # its declared shape (agentloop/event_types.py)
         if problem is not None:
             raise _Refused(problem)
@@ -135,6 +144,21 @@ def read_instant(value) -> datetime | None:
         return _instant(value)
     except _Refused as refused:
         raise ValueError(str(refused)) from None
+
+
+def too_deep(value, limit: int) -> bool:
+    """Whether a parsed JSON value nests objects and arrays deeper than `limit` (an object or array is level 1),
+    walked with a stack of its own, not recursion, so any depth the JSON reader took is measured."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def _strict_json(payload: dict) -> str:

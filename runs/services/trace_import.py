@@ -7,7 +7,15 @@ from typing import Any, cast
 from django.db import DataError, transaction
 from django.utils import timezone
 
-from runs.event_parser import ParsedEvent, Refusal, envelope_problem, parse_event, usage_problem
+from runs.event_parser import (
+    EVENT_MAX_DEPTH,
+    ParsedEvent,
+    Refusal,
+    envelope_problem,
+    parse_event,
+    too_deep,
+    usage_problem,
+)
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
 from runs.services.errors import ServiceError
@@ -16,9 +24,9 @@ from runs.services.step_effects import IMPORT_EFFECTS, status_reason_text
 from runs.services.steps import STEP_FIELDS, event_fields, events_store, same_event
 
 _IMPORT_BATCH = 1000
-# Far deeper than any event KernelSeek writes (a few levels), and shallow enough that storing, exporting and
-# showing a payload never meets Python's recursion limit. json.loads itself raises RecursionError near 1,000.
-NESTING_MAX = 64
+# A line nests no deeper than a worker's event may (runs.event_parser.EVENT_MAX_DEPTH), so that every event the
+# server stored can be exported and imported again. json.loads itself raises RecursionError near 1,000.
+NESTING_MAX = EVENT_MAX_DEPTH
 # A refusal's message is shown on the import form: however long what the trace holds, the message stays short.
 MESSAGE_MAX = 400
 # docs/protocol.md 1.1: every event has exactly these top-level fields.
@@ -51,20 +59,6 @@ def _compressed(first_line) -> str | None:
                 "file that gives"
             )
     return None
-
-
-def _too_deep(value, limit: int = NESTING_MAX) -> bool:
-    """Whether a parsed JSON value nests deeper than `limit` (walked with a stack of its own, not recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 > limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
 
 
 def _rewind(lines):
@@ -109,7 +103,7 @@ def _trace_records(lines):
             continue
         if not isinstance(record, dict):
             raise ServiceError(f"line {number} is not a JSON object")
-        if _too_deep(record):
+        if too_deep(record, NESTING_MAX):
             raise ServiceError(f"line {number} nests deeper than {NESTING_MAX} levels")
         read_any = True
         yield number, record

@@ -65,3 +65,22 @@ def test_a_payload_holding_nan_or_infinity_is_refused_not_stored():
     assert not isinstance(
         parse_event(event(1, 0, "evaluation", {"purpose": "tool", "result": {"scenarios": 1e308}})), Refusal
     )
+
+
+def test_a_payload_nested_deeper_than_an_event_may_is_refused_in_words_by_every_reader():
+    """docs/protocol.md 1.1: an event nests at most EVENT_MAX_DEPTH levels, its envelope being level 1, for a
+    worker's event and a trace's line alike (a trace import refused deeper lines, a worker's event was taken)."""
+    from runs.event_parser import EVENT_MAX_DEPTH, PAYLOAD_MAX_DEPTH
+
+    assert PAYLOAD_MAX_DEPTH == EVENT_MAX_DEPTH - 1
+
+    def nested(levels):  # a decision point whose payload nests `levels` levels
+        evidence = []
+        for _ in range(levels - 2):
+            evidence = [evidence]
+        return event(1, 0, "decision_point", {"name": "plateau", "detail": "d", "evidence": evidence})
+
+    for strict in (False, True):
+        assert not isinstance(parse_event(nested(PAYLOAD_MAX_DEPTH), strict=strict), Refusal)
+        refused = parse_event(nested(PAYLOAD_MAX_DEPTH + 1), strict=strict)
+        assert refused == Refusal(f"payload nests deeper than {PAYLOAD_MAX_DEPTH} levels (objects and arrays)")

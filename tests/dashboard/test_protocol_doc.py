@@ -50,3 +50,13 @@ def test_the_close_codes_and_the_workers_exit_statuses_are_the_codes():
     assert f"closed with code **{consumers.SUPERSEDED}**" in text and f"code **{consumers.AUTH_REFUSED}**" in text
     assert f"the agentloop worker exits with status {client.EXIT_SUPERSEDED}" in text
     assert f"the agentloop worker exits\n  with status {client.EXIT_TOKEN_REFUSED}" in text
+
+
+def test_the_nesting_limit_is_the_parsers_and_the_imports():
+    from runs.event_parser import EVENT_MAX_DEPTH, PAYLOAD_MAX_DEPTH
+    from runs.services.trace_import import NESTING_MAX
+
+    text = PROTOCOL.read_text(encoding="utf-8")
+    assert NESTING_MAX == EVENT_MAX_DEPTH
+    assert f"An event nests objects and arrays at most **{EVENT_MAX_DEPTH}** levels deep" in text
+    assert f"its payload at most {PAYLOAD_MAX_DEPTH}" in text

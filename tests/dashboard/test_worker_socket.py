@@ -965,6 +965,14 @@ async def test_an_event_the_parser_refuses_is_nacked_and_kept_on_its_run_with_th
 # ------------------------------------------------------------------ the protocol audit (docs/protocol.md 1 and 2)
 
 
+def _deep(depth: int, leaf):
+    """A JSON value of `depth` nested arrays around `leaf`."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 BAD_BUT_READABLE = {
     # A kind holding a lone surrogate: its refusal was kept with that kind, which SQLite could not encode.
     "a lone surrogate in the kind": (
@@ -979,6 +987,13 @@ BAD_BUT_READABLE = {
     "a time before year 1 in UTC": (
         lambda run_id: {**event(run_id, 2, "note", {"text": "x"}), "ts": "0001-01-01T00:00:00+14:00"},
         "outside the times",
+    ),
+    # A payload nested deeper than the server's limit, with a NUL deep inside (escaping it recursed too far).
+    "a payload nested too deep": (
+        lambda run_id: event(
+            run_id, 2, "decision_point", {"name": "plateau", "detail": "d", "evidence": _deep(600, "a\x00")}
+        ),
+        "nests deeper than",
     ),
 }
 
@@ -1052,6 +1067,40 @@ async def test_a_batch_item_may_carry_the_type_event_and_no_other_type():
     assert acked == [(run.pk, 0)]
     assert [(n["seq"], n["retry"]) for n in nacks] == [(1, False)] and "type" in nacks[0]["error"], nacks
     assert await sync_to_async(list)(Step.objects.filter(run=run).values_list("seq", flat=True)) == [0]
+    await socket.disconnect()
+
+
+async def test_an_event_nested_too_deep_gets_a_final_nack_or_an_error_at_any_depth_and_the_socket_stays_up():
+    """docs/protocol.md 2.1: an event nested deeper than the limit is refused for good; one nested too deep for the
+    server's JSON reader is answered with `error`. Near the reader's limit, the event was read but measuring its
+    size recursed too far: the socket closed (1011), and the worker sent it again, forever."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    for depth in [61, 62, 63, *range(100, 900, 100), *range(900, 1000)]:
+        raw = json.dumps(event(run.pk, depth, "decision_point", {"name": "plateau", "detail": "d", "evidence": 0}))
+        await socket.send_to(text_data=raw.replace('"evidence": 0', '"evidence": ' + "[" * depth + "]" * depth))
+        reply = await socket.receive_json_from(timeout=5)
+        if depth <= 62:  # the event nests depth + 2 levels: its envelope, its payload, then the arrays
+            assert reply["type"] == "ack", reply
+        elif reply["type"] == "nack":
+            assert (reply["seq"], reply["retry"]) == (depth, False) and "nests deeper than 64" in reply["error"], reply
+        else:
+            assert reply["type"] == "error" and "not a JSON text message" in reply["error"], (depth, reply)
+    await socket.send_json_to(event(run.pk, 5000, "note", {"text": "still up"}))
+    assert (await socket.receive_json_from(timeout=5))["type"] == "ack"
+    await socket.disconnect()
+
+
+async def test_a_message_nested_too_deep_is_answered_with_an_error_and_the_socket_stays_up():
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token)
+    for depth in range(900, 1000):
+        await socket.send_to(text_data='{"type":"hello","v":1,"gpus":' + "[" * depth + "]" * depth + "}")
+        reply = await socket.receive_json_from(timeout=5)
+        assert reply["type"] == "error", reply
+    await socket.send_json_to({"type": "claim", "v": 1})
+    assert (await socket.receive_json_from(timeout=5))["type"] == "no_work"
     await socket.disconnect()
 
 
