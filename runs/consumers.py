@@ -209,6 +209,12 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             await self.send_message({"type": "error", "error": "a message must be a JSON object"})
             return
         kind = message.get("type")
+        if kind == "error":
+            # The worker could not read something the server sent (docs/protocol.md 2.2): logged, never answered,
+            # whatever its `v` or its shape, so that two sides that misread each other do not trade errors forever.
+            words = message.get("error")
+            log.warning("worker %s could not read a message: %.300s", self.worker.name, echoed(words) or "(no words)")
+            return
         if kind not in ("event", "events") and too_deep(message, MESSAGE_MAX_DEPTH):
             # An event's nesting is checked with the event, which then gets a final nack (on_event, on_events).
             await self.send_message(
@@ -220,11 +226,6 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             await self.send_message(
                 {"type": "error", "error": f"protocol version {version!r} is not spoken here ({PROTOCOL_VERSION} is)"}
             )
-            return
-        if kind == "error":
-            # The worker could not read something the server sent (docs/protocol.md 2.2): logged, never answered,
-            # so that two sides that misread each other do not trade errors forever.
-            log.warning("worker %s could not read a message: %.300s", self.worker.name, message.get("error"))
             return
         too_large = message_problem(text_data)
         if too_large is not None:

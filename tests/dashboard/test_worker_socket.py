@@ -924,10 +924,21 @@ async def test_the_pages_of_a_hosts_runs_hear_when_it_goes_offline_and_its_summa
     await browser.disconnect()
 
 
-async def test_a_workers_error_message_is_logged_not_answered():
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "error", "v": 1, "error": "could not read an assign without id"},
+        # docs/protocol.md 2.2: neither side answers an `error` with an `error`, whatever its `v` (a newer worker's)
+        # or its nesting: both were answered with one.
+        {"type": "error", "v": 2, "error": "a newer worker could not read a message"},
+        {"type": "error", "v": True, "error": "no version"},
+        {"type": "error", "v": 1, "error": json.loads("[" * 70 + "]" * 70)},
+    ],
+)
+async def test_a_workers_error_message_is_logged_not_answered(message):
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
-    await socket.send_json_to({"type": "error", "v": 1, "error": "could not read an assign without id"})
+    await socket.send_json_to(message)
     assert await socket.receive_nothing(timeout=0.5)
     await socket.send_json_to({"type": "claim", "v": 1})
     assert (await socket.receive_json_from(timeout=5))["type"] == "no_work"
