@@ -392,7 +392,9 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             worker=self.worker, wire_id=message.get("id")
         )
         if not known:
-            await self.send_message({"type": "error", "error": f"no directive {message.get('id')!r} for this worker"})
+            await self.send_message(
+                {"type": "error", "error": f"no directive {message.get('id')!r:.80} for this worker"}
+            )
 
     async def worker_revoked(self, _message):
         """The host's token was revoked (runs.services.worker_host_revoke) or replaced (worker_host_rotate_token):

@@ -1,6 +1,7 @@
 """Directives: instructions for the worker holding a run, stored first, pushed after commit, kept until acked."""
 
 import logging
+import re
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -60,13 +61,26 @@ def directive_mark_sent(*, directive: Directive) -> None:
 
 def directive_acknowledge(*, worker: WorkerHost, wire_id: str) -> bool:
     """Mark a directive acknowledged. False when the id is not one of this worker's (nothing changes)."""
-    if not isinstance(wire_id, str) or not wire_id.startswith("d-") or not wire_id[2:].isdigit():
+    pk = directive_pk(wire_id)
+    if pk is None:
         return False
-    updated = Directive.objects.filter(pk=int(wire_id[2:]), run__worker=worker, acked_at__isnull=True).update(
-        acked_at=timezone.now()
-    )
+    updated = Directive.objects.filter(pk=pk, run__worker=worker, acked_at__isnull=True).update(acked_at=timezone.now())
     # An id acked before is fine (the worker re-acks duplicates); an id of another worker's run is not.
-    return bool(updated) or Directive.objects.filter(pk=int(wire_id[2:]), run__worker=worker).exists()
+    return bool(updated) or Directive.objects.filter(pk=pk, run__worker=worker).exists()
+
+
+# The ids this server gives directives (Directive.wire_id): "d-" and the row's key in ASCII digits, which a
+# 64-bit key writes in at most 19.
+_WIRE_ID = re.compile(r"d-([1-9][0-9]{0,18})")
+
+
+def directive_pk(wire_id) -> int | None:
+    """The key of the directive a worker's `directive_ack` names, or None when the id is none the server sends.
+    Read strictly: str.isdigit took digits int() refuses ("d-\u00b2": the socket closed, 1011) or reads as
+    others (Arabic-Indic digits acknowledged the directive of the same number), and a longer number overflowed."""
+    found = _WIRE_ID.fullmatch(wire_id) if isinstance(wire_id, str) else None
+    pk = int(found.group(1)) if found else None
+    return pk if pk is not None and pk <= 2**63 - 1 else None
 
 
 def directive_wire_message(directive: Directive) -> dict:

@@ -386,6 +386,40 @@ async def test_an_unacked_directive_is_sent_again_after_the_next_hello():
     await again.disconnect()
 
 
+def _other_digits(wire_id: str) -> str:
+    """The id with its digits written in Arabic-Indic digits, which Python's int() reads as the same number."""
+    return "d-" + "".join(chr(0x0660 + int(digit)) for digit in wire_id[2:])
+
+
+@pytest.mark.parametrize(
+    "ack_id",
+    [
+        lambda wire_id: "d-\u00b2",  # a digit to str.isdigit, not to int(): the socket closed (1011)
+        lambda wire_id: "d-" + "1" * 5000,  # past int()'s 4,300 digits: the socket closed (1011)
+        lambda wire_id: "d-" + "9" * 30,  # past the largest key
+        _other_digits,  # the server's id in other digits: it acknowledged the directive
+        lambda wire_id: wire_id + " ",
+    ],
+)
+async def test_a_directive_ack_that_names_no_directive_sent_is_answered_with_an_error_and_acks_nothing(ack_id):
+    """docs/protocol.md 2.2: `directive_ack` names the `id` of a directive the server sent ("d-N"). Any other id
+    is answered with an `error` and acknowledges nothing; the socket stays up."""
+    _, token = await sync_to_async(make_worker)()
+    operator = await sync_to_async(make_user)("olga", "operator")
+    socket = await connected_worker(token)
+    run = await claimed_run(socket)
+    await sync_to_async(run_send_human_message)(run=run, user=operator, text="try tiling")
+    sent = await socket.receive_json_from(timeout=5)
+    await socket.send_json_to({"type": "directive_ack", "v": 1, "id": ack_id(sent["id"])})
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "error" and "no directive" in reply["error"] and len(reply["error"]) < 300, reply
+    assert await sync_to_async(Directive.objects.filter(acked_at__isnull=False).count)() == 0
+    await socket.send_json_to({"type": "directive_ack", "v": 1, "id": sent["id"]})
+    assert await socket.receive_nothing(timeout=0.5)
+    assert await sync_to_async(Directive.objects.filter(acked_at__isnull=False).count)() == 1
+    await socket.disconnect()
+
+
 async def test_the_worker_hears_pause_and_stop_and_a_late_decision_event_does_not_undo_a_veto():
     _, token = await sync_to_async(make_worker)()
     socket = await connected_worker(token)
