@@ -9,6 +9,8 @@ database (does the run exist, does the sender hold it, is the seq used) is the s
 """
 
 import json
+import re
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -121,6 +123,8 @@ def parse_event(
         if kind == "status" and payload.get("status") not in _STATUSES:
             raise _Refused(f"status {payload.get('status')!r:.60} is not a run status ({', '.join(RUN_STATUSES)})")
         text = _strict_json(payload)
+        if _LONG_DIGITS.search(text):  # only then can an integer be past what a double holds
+            _refuse_huge_integer(payload)
         if "\\ud" in text:  # only then can a lone surrogate be in it (no database can store one)
             _refuse_lone_surrogate(payload, "payload")
         if "\\u0000" in text:  # only then is there a NUL to escape (runs/nul_escape.py)
@@ -168,6 +172,26 @@ def _strict_json(payload: dict) -> str:
         return json.dumps(payload, allow_nan=False)
     except ValueError:
         raise _Refused("payload holds NaN or Infinity, which JSON cannot carry") from None
+
+
+# 309 digits in a row: the shortest an integer past the largest double (about 1.8e308) is written in.
+_LONG_DIGITS = re.compile(r"[0-9]{309}")
+# The largest integer a double holds (about 1.8e308).
+_DOUBLE_MAX = int(sys.float_info.max)
+
+
+def _refuse_huge_integer(payload: dict) -> None:
+    """Refuses a payload holding an integer past what a double holds. JSON readers hold a number as a double (a
+    browser's does, and 1e400 is read as infinity here, refused with NaN): written out in digits, such an integer
+    was taken, and reading an evaluation's figures from it raised (OverflowError), which nacked its whole batch for
+    retry, forever. Walked with a stack of its own (the payload's nesting is bounded already)."""
+    stack: list = [payload]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > _DOUBLE_MAX:
+            raise _Refused("payload holds an integer past what a double holds (about 1.8e308)")
+        if isinstance(item, (dict, list)):
+            stack.extend(item.values() if isinstance(item, dict) else item)
 
 
 def _refuse_lone_surrogate(value, where: str) -> None:

@@ -84,3 +84,13 @@ def test_a_payload_nested_deeper_than_an_event_may_is_refused_in_words_by_every_
         assert not isinstance(parse_event(nested(PAYLOAD_MAX_DEPTH), strict=strict), Refusal)
         refused = parse_event(nested(PAYLOAD_MAX_DEPTH + 1), strict=strict)
         assert refused == Refusal(f"payload nests deeper than {PAYLOAD_MAX_DEPTH} levels (objects and arrays)")
+
+
+def test_a_payload_integer_past_what_a_double_holds_is_refused_as_infinity_is():
+    """docs/protocol.md 1.1: JSON readers hold a number as a double; 1e400 is read as infinity and refused, and an
+    integer written out to 400 digits was taken, and made the evaluation's figures raise (OverflowError)."""
+    for bad in (10**400, -(10**309), 2**1024 - 1):
+        refused = parse_event(event(1, 0, "note", {"text": "x", "refused_seq": bad}))
+        assert isinstance(refused, Refusal) and "past what a double holds" in refused.reason, refused
+    largest = int(1.7976931348623157e308)
+    assert not isinstance(parse_event(event(1, 0, "note", {"text": "9" * 400, "refused_seq": largest})), Refusal)

@@ -28,6 +28,7 @@ from runs.services import (
 )
 from tests.dashboard.helpers import (
     connected_worker,
+    eval_result,
     evaluation_payload,
     event,
     make_user,
@@ -1032,6 +1033,16 @@ BAD_BUT_READABLE = {
     "a time before year 1 in UTC": (
         lambda run_id: {**event(run_id, 2, "note", {"text": "x"}), "ts": "0001-01-01T00:00:00+14:00"},
         "outside the times",
+    ),
+    # An integer past what a double holds in an evaluation's verdict: reading its figures raised OverflowError.
+    "a verdict's number past a double": (
+        lambda run_id: event(
+            run_id,
+            2,
+            "evaluation",
+            evaluation_payload(1.5) | {"result": eval_result(1.5) | {"geomean": {"naive": {"speedup": 10**400}}}},
+        ),
+        "past what a double holds",
     ),
     # A payload nested deeper than the server's limit, with a NUL deep inside (escaping it recursed too far).
     "a payload nested too deep": (
