@@ -115,6 +115,13 @@ class EventWriter:
         release fires: tests call it after each test, so that PostgreSQL can drop the test database."""
         cls._thread.submit(_close_connection).result()
 
+    async def _write_each_alone(self, batch: list[tuple["EventSource", dict, bool]]) -> None:
+        """A batch that a fault of ours made fail, written again one event at a time: the event that raised is nacked
+        for retry alone, and the others (another host's among them: the writer serves every socket of the process)
+        are stored and answered as usual, not held back at every re-send (docs/protocol.md 2.4)."""
+        for item in batch:
+            await self._write([item])
+
     async def _write(self, batch: list[tuple["EventSource", dict, bool]]) -> None:
         try:
             outcomes, announcements = await sync_to_async(_store_batch, thread_sensitive=False, executor=self._thread)(
@@ -127,6 +134,9 @@ class EventWriter:
             outcomes = None
         except Exception:  # a fault of ours: the workers keep the events rather than lose them
             log.exception("%d event(s) not stored", len(batch))
+            if len(batch) > 1:
+                await self._write_each_alone(batch)
+                return
             replies = [("server error", True)] * len(batch)
             outcomes = None
         if outcomes is not None:
