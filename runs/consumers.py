@@ -224,7 +224,10 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
         if not speaks_version(message.get("v")):
             version = echoed(message.get("v"))
             await self.send_message(
-                {"type": "error", "error": f"protocol version {version!r} is not spoken here ({PROTOCOL_VERSION} is)"}
+                {
+                    "type": "error",
+                    "error": f"protocol version {version!r:.60} is not spoken here ({PROTOCOL_VERSION} is)",
+                }
             )
             return
         too_large = message_problem(text_data)
@@ -242,12 +245,12 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             "directive_ack": self.on_directive_ack,
         }.get(kind)
         if handler is None:
-            await self.send_message({"type": "error", "error": f"unknown message type {kind!r}"})
+            await self.send_message({"type": "error", "error": f"unknown message type {kind!r:.60}"})
             return
         if not self.greeted and kind != "hello":
             # Until the hello the server does not know which runs the worker holds (2.4), so nothing is acted on;
             # an event stays in the worker's spool and is sent again after its hello.
-            await self.send_message({"type": "error", "error": f"{kind!r} before hello: send hello first"})
+            await self.send_message({"type": "error", "error": f"{kind!r:.60} before hello: send hello first"})
             return
         await handler(message, text_data)
 

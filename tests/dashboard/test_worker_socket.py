@@ -1206,3 +1206,21 @@ async def test_a_fault_of_the_servers_with_one_event_holds_back_no_other_hosts_o
     assert (await socket_b.receive_json_from(timeout=5))["type"] == "ack"
     await socket_a.disconnect()
     await socket_b.disconnect()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "x" * 100_000, "v": 1},
+        {"type": "claim", "v": "1" * 100_000},
+    ],
+)
+async def test_an_error_quotes_what_the_worker_sent_in_short(message):
+    """An `error` says what was wrong in words, quoting at most a short part of what the worker sent: a type or a
+    `v` of 100,000 characters came back whole."""
+    _, token = await sync_to_async(make_worker)()
+    socket = await connected_worker(token, hello=False)
+    await socket.send_json_to(message)
+    reply = await socket.receive_json_from(timeout=5)
+    assert reply["type"] == "error" and len(reply["error"]) < 300, reply["error"][:200]
+    await socket.disconnect()
