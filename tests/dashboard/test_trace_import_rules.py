@@ -322,3 +322,18 @@ def test_an_effect_raising_on_a_malformed_payload_is_told_in_words_never_as_the_
         said.startswith("a field in it holds a value of another type than it should (string indices")
         and len(said) < 200
     )
+
+
+@pytest.mark.parametrize(
+    "change,reason",
+    [
+        (lambda e: e | {"ts": "9999-12-31T23:59:59-14:00"}, "outside the times the server holds"),
+        (lambda e: e | {"payload": e["payload"] | {"content": [{"type": "text", "n": 10**400}]}}, "past what a double"),
+    ],
+)
+def test_a_line_the_server_could_not_hold_is_refused_naming_the_line_as_a_workers_event_is(change, reason):
+    """docs/protocol.md 1.1: a time past year 9999 in UTC and an integer past a double are refused for good from a
+    worker and in an import alike (the import raised an error of the database's, or stored what no reader reads)."""
+    events = demo_events()
+    events[1] = change(events[1])
+    assert "line 2" in refusal(events) and reason in refusal(events)
