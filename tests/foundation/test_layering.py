@@ -236,6 +236,7 @@ DASHBOARD_USES = {
     "agentloop.protocol": "the protocol's words: kinds, statuses, limits, an event's line, the built-in models",
     "agentloop.event_types": "each kind's payload fields, which the event parser checks",
     "agentloop.fork": "a fork's cut, pure",
+    "agentloop.json_safe": "strict JSON and UTF-8 text, pure: the socket's answers, a refusal's text, a GPU name",
     "gpu_harness.figures": "every figure of a verdict",
     "gpu_harness.result": "the verdict's statuses (EvaluationStatus in runs/models.py)",
     "gpu_harness.tasks": "the task list and where task folders are, in sync_tasks",
