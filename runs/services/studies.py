@@ -19,8 +19,10 @@ _QUESTIONS = {"on": True, "off": False}
 
 
 def _positive(setting: str, word: str) -> int:
-    if not word.isdigit() or int(word) < 1 or int(word) > 10**9:
-        raise ServiceError(f"{setting} values are whole numbers from 1 to 10^9, not {word!r}")
+    # ASCII digits, at most ten of them, before int(): str.isdigit takes "²" (which int() refuses with a
+    # ValueError: the form's 500) and int() refuses a text of over 4,300 digits the same way
+    if not (word.isascii() and word.isdigit()) or len(word) > 10 or not 1 <= int(word) <= 10**9:
+        raise ServiceError(f"{setting} values are whole numbers from 1 to 10^9, not {word[:40]!r}")
     return int(word)
 
 

@@ -53,6 +53,8 @@ def test_a_study_varies_exactly_one_setting(setting, values, field, expected):
         ("questions", ["on", "maybe"], "on or off"),
         ("review_mode", ["auto", "sometimes"], "review modes are"),
         ("budget_steps", ["10", "-1"], "whole numbers"),
+        ("budget_steps", ["10", "²"], "whole numbers"),  # isdigit, but int() refused it: a 500
+        ("budget_tokens", ["10", "9" * 5000], "whole numbers"),  # over int()'s 4,300 digits: a 500 too
         ("budget_steps", [str(n) for n in range(1, 10)], "2 to 8"),
         ("temperature", ["0", "1"], "a study varies one of"),
         ("review_mode", ["auto", "review_timeout"], "review_timeout_s"),  # the second run cannot start: none do
