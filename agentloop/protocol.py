@@ -169,12 +169,12 @@ def event_summary(kind: str, payload: object, limit: int = SUMMARY_MAX) -> str:
         tail = f" → {', '.join(str(t) for t in tools if t)}" if tools else ""
         return _clip((text or f"({p.get('stop_reason', 'no text')})") + tail, limit)
     if kind == "tool_call":
-        return _clip(f"{p.get('name', 'tool')}: {_tool_input_line(p)}", limit)
+        return _clip(f"{p.get('name') or 'tool'}: {_tool_input_line(p)}", limit)
     if kind == "tool_result":
         output = str(p.get("output") or "")
         flags = " error" if p.get("is_error") else ""
         exit_code = f" exit {p['exit_code']}" if p.get("exit_code") is not None else ""
-        return _clip(f"{p.get('name', 'tool')}{exit_code}{flags}, {len(output)} chars: {output.strip()[:200]}", limit)
+        return _clip(f"{p.get('name') or 'tool'}{exit_code}{flags}, {len(output)} chars: {output.strip()[:200]}", limit)
     if kind == "evaluation":
         return _clip(evaluation_line(p), limit)
     if kind == "decision_point":

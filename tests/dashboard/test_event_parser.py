@@ -99,6 +99,12 @@ def test_the_summary_survives_any_payload_a_sender_may_put_under_a_kind():
             assert isinstance(line, str) and len(line) <= protocol.SUMMARY_MAX
 
 
+def test_a_tool_event_without_a_name_is_shown_as_a_tool_not_none():
+    # a sender's `"name": null` read "None, 1 chars" in the feed
+    assert protocol.event_summary("tool_result", {"name": None, "output": "x"}).startswith("tool, 1 chars")
+    assert protocol.event_summary("tool_call", {"name": None, "input": {}}).startswith("tool: ")
+
+
 def test_the_terminal_shows_the_line_the_feed_shows():
     out = io.StringIO()
     payload = {"status": "failed", "reason": "budget_cost", "detail": "cost budget spent"}
