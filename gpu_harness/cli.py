@@ -59,8 +59,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
 
     args.task = _task_name(args.task)
-    if not Path(args.kernel).exists():  # a mistyped path is a bad argument, not a verdict with an empty table
-        raise ValueError(f"{args.kernel}: no such kernel file")
+    _check_eval_paths(args)
 
     scenarios = args.scenarios
     baselines = None if args.baselines is None else [b for b in args.baselines.split(",") if b]
@@ -81,6 +80,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.trace:
         append_trace(args.trace, result, args.note)
     return 0 if result.status == "correct" else 1
+
+
+def _check_eval_paths(args: argparse.Namespace) -> None:
+    """The paths `eval` reads and writes, checked before the evaluation runs (it may take minutes): a mistyped
+    kernel path, or a --json or --trace that cannot be written, is a bad argument (main: exit 2), not a verdict
+    with an empty table nor a traceback after the table."""
+    if not Path(args.kernel).is_file():
+        raise ValueError(f"{args.kernel}: no such kernel file")
+    for flag, path in (("--json", args.json), ("--trace", args.trace)):
+        if path is not None and (why := _unwritable(Path(path))):
+            raise ValueError(f"{flag} {path}: {why}")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a file cannot be written at `path`, or None where it can (as far as can be told before writing)."""
+    import os
+
+    folder = path.parent
+    if path.is_dir():
+        return "a folder, not a file"
+    if not folder.is_dir():
+        return f"no folder {folder}"
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        return "not writable here"
+    return None
 
 
 def append_trace(path: str, result: EvalResult, note: str | None) -> None:

@@ -1,0 +1,44 @@
+"""`python -m gpu_harness eval` as docs/harness.md ("Use") promises it to someone who scripts it: a bad argument
+(a kernel that is not a file, an output file that cannot be written, a baseline the task does not have) exits 2
+with a message, before the evaluation runs, never a traceback after it; a scenario named twice is one scenario."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpu_harness import evaluate
+from gpu_harness.cli import main
+
+from .conftest import needs_gxx
+
+REPO = Path(__file__).resolve().parents[2]
+NAIVE = str(REPO / "tasks" / "matmul_cpu" / "naive.cpp")
+ONE = ["--scenarios", "m7_n13_k5", "--no-timing"]
+
+
+def _eval(capsys, *args):
+    code = main(["eval", "matmul_cpu", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "flag, path, says",
+    [
+        ("--json", "no/such/folder/r.json", "--json no/such/folder/r.json: no folder no/such/folder"),
+        ("--trace", ".", "--trace .: a folder, not a file"),
+    ],
+)
+def test_an_output_file_that_cannot_be_written_is_a_bad_argument_before_the_evaluation(
+    capsys, monkeypatch, tmp_path, flag, path, says
+):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _eval(capsys, NAIVE, *ONE, flag, path)
+    assert code == 2 and says in err and "Traceback" not in err
+    assert "checking" not in err and out == ""  # nothing was evaluated
+
+
+def test_a_kernel_path_that_is_a_folder_is_a_bad_argument(capsys, tmp_path):
+    code, out, err = _eval(capsys, str(tmp_path), *ONE)
+    assert code == 2 and f"error: {tmp_path}: no such kernel file" in err and out == ""
