@@ -110,6 +110,9 @@ class Task:
             if which == "quick":
                 return [by_id[i] for i in self.quick_ids()]
             which = [w.strip() for w in which.split(",") if w.strip()]
+        # a scenario named twice is one scenario: each id is one outcome of the verdict, so a second would stay
+        # "not run" and fail a correct kernel over how its ids were typed
+        which = list(dict.fromkeys(which))
         unknown = [w for w in which if w not in by_id]
         if unknown:
             raise ValueError(

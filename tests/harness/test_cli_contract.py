@@ -42,3 +42,13 @@ def test_an_output_file_that_cannot_be_written_is_a_bad_argument_before_the_eval
 def test_a_kernel_path_that_is_a_folder_is_a_bad_argument(capsys, tmp_path):
     code, out, err = _eval(capsys, str(tmp_path), *ONE)
     assert code == 2 and f"error: {tmp_path}: no such kernel file" in err and out == ""
+
+
+@needs_gxx
+def test_a_scenario_named_twice_is_judged_once(capsys, tmp_path):
+    js = tmp_path / "r.json"
+    code, out, err = _eval(capsys, NAIVE, "--scenarios", "m7_n13_k5,m7_n13_k5", "--no-timing", "--json", str(js))
+    assert code == 0, out + err
+    assert [s["id"] for s in json.loads(js.read_text())["scenarios"]] == ["m7_n13_k5"]
+    r = evaluate("matmul_cpu", NAIVE, scenarios=["m7_n13_k5", "m7_n13_k5"], timing=False)
+    assert r.status == "correct" and len(r.scenarios) == 1
