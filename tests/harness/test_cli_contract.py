@@ -52,3 +52,15 @@ def test_a_scenario_named_twice_is_judged_once(capsys, tmp_path):
     assert [s["id"] for s in json.loads(js.read_text())["scenarios"]] == ["m7_n13_k5"]
     r = evaluate("matmul_cpu", NAIVE, scenarios=["m7_n13_k5", "m7_n13_k5"], timing=False)
     assert r.status == "correct" and len(r.scenarios) == 1
+
+
+@pytest.mark.parametrize(
+    "baselines, says",
+    [
+        ("numpy,nmupy", "unknown baseline(s) for task matmul_cpu: nmupy (known: numpy, naive)"),
+        ("best_library", "unknown baseline(s) for task matmul_cpu: best_library (it marks no library)"),
+    ],
+)
+def test_a_baseline_the_task_does_not_have_is_a_bad_argument(capsys, baselines, says):
+    code, out, err = _eval(capsys, NAIVE, *ONE, "--baselines", baselines)
+    assert code == 2 and says in err and out == ""
