@@ -2,12 +2,13 @@
 (a kernel that is not a file, an output file that cannot be written, a baseline the task does not have) exits 2
 with a message, before the evaluation runs, never a traceback after it; a scenario named twice is one scenario."""
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from gpu_harness import evaluate
+from gpu_harness import EvalResult, ScenarioOutcome, evaluate
 from gpu_harness.cli import main
 
 from .conftest import needs_gxx
@@ -64,3 +65,29 @@ def test_a_scenario_named_twice_is_judged_once(capsys, tmp_path):
 def test_a_baseline_the_task_does_not_have_is_a_bad_argument(capsys, baselines, says):
     code, out, err = _eval(capsys, NAIVE, *ONE, "--baselines", baselines)
     assert code == 2 and says in err and out == ""
+
+
+def _verdict_doc() -> str:
+    """docs/harness.md's reference of the verdict JSON: from its heading to the next paragraph that is not it."""
+    text = (REPO / "docs" / "harness.md").read_text()
+    start = text.index("**The verdict JSON**")
+    return text[start : text.index("\nEnvironment: ", start)]
+
+
+@pytest.mark.parametrize("kind", [EvalResult, ScenarioOutcome])
+def test_every_field_of_the_verdict_json_is_documented(kind):
+    """A tool that reads verdicts learns their fields from the docs: each field `to_dict()` writes is named there."""
+    doc = _verdict_doc()
+    missing = [f.name for f in dataclasses.fields(kind) if f"`{f.name}`" not in doc]
+    assert not missing, f"docs/harness.md, 'The verdict JSON', does not name: {missing}"
+
+
+@needs_gxx
+def test_a_trace_line_is_the_verdict_with_the_fields_the_docs_name(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    code, _, _ = _eval(capsys, NAIVE, *ONE, "--trace", str(trace))
+    line = json.loads(trace.read_text())
+    added = set(line) - set(EvalResult.from_dict(line).to_dict())
+    assert code == 0 and added == {"kind", "note", "summary"} and line["kind"] == "evaluation" and line["note"] == ""
+    use = (REPO / "docs" / "harness.md").read_text()
+    assert all(f"`{name}`" in use for name in ("note", "summary")) and '`kind: "evaluation"`' in use
