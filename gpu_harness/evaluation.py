@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from . import figures, verdict
 from .exchange import SLOTS
+from .report import timed_speedups_text
 from .result import EvalResult, ScenarioOutcome
 from .runner import ChildFailed, ChildSession
 from .stopwatch import Stopwatch
@@ -223,7 +224,7 @@ class Evaluation:
             self.time_scenario(sc, o)
             self.say(
                 f"[time {i + 1}/{len(to_time)}] {sc.id}: {o.time_ms:.4g} ms, {o.tflops or 0:.4g} TFLOP/s"
-                + "".join(f", x{o.speedup[n]:.2f} vs {n}" for n in self.res.baselines if o.speedup.get(n))
+                + timed_speedups_text(o, self.res.baselines)
             )
         if to_time and "load_1m" in (after := host_load_now()):  # the higher reading: a load that rose counts
             self.res.host_load["load_1m"] = max(self.res.host_load.get("load_1m", 0.0), after["load_1m"])

@@ -13,6 +13,7 @@ leading.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from . import figures
@@ -62,6 +63,19 @@ def _speedup_cell(scenario: dict[str, Any], baseline: str) -> str:
     if no_difference(scenario_interval(scenario, baseline)):
         return "no diff"
     return _num(value, ".3f")
+
+
+def timed_speedups_text(s: ScenarioOutcome, baselines: list[str]) -> str:
+    """A timed scenario's speedups for its progress line, as its table row writes them: ", x0.52 vs numpy, no diff
+    vs naive" (a speedup whose interval holds 1.0 is never shown as a number: docs/harness.md, "Noise")."""
+    scenario = dataclasses.asdict(s)
+    words = []
+    for name in baselines:
+        if not s.speedup.get(name):
+            continue
+        cell = _speedup_cell(scenario, name)
+        words.append(f"{cell} vs {name}" if cell == "no diff" else f"x{s.speedup[name]:.2f} vs {name}")
+    return "".join(f", {w}" for w in words)
 
 
 def _task_counts(task: str) -> dict[str, tuple[float, float]]:

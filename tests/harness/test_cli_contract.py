@@ -10,6 +10,7 @@ import pytest
 
 from gpu_harness import EvalResult, ScenarioOutcome, evaluate
 from gpu_harness.cli import main
+from gpu_harness.report import timed_speedups_text
 
 from .conftest import needs_gxx
 
@@ -91,3 +92,13 @@ def test_a_trace_line_is_the_verdict_with_the_fields_the_docs_name(capsys, tmp_p
     assert code == 0 and added == {"kind", "note", "summary"} and line["kind"] == "evaluation" and line["note"] == ""
     use = (REPO / "docs" / "harness.md").read_text()
     assert all(f"`{name}`" in use for name in ("note", "summary")) and '`kind: "evaluation"`' in use
+
+
+def test_a_progress_line_writes_a_speedup_within_the_noise_as_the_table_does():
+    """The "[time i/n]" line on stderr, like the table's cell, never shows a speedup whose interval holds 1.0 as a
+    number (x1.09 read as faster when the table says "no diff")."""
+    s = ScenarioOutcome("m7_n13_k5", {}, correct=True, time_ms=1.0, time_ci_ms=[0.9, 1.1])
+    s.baseline_ms = {"numpy": 0.5, "naive": 1.09}
+    s.baseline_ci_ms = {"numpy": [0.48, 0.52], "naive": [0.95, 1.2]}
+    s.speedup = {"numpy": 0.5, "naive": 1.09}
+    assert timed_speedups_text(s, ["numpy", "naive"]) == ", x0.50 vs numpy, no diff vs naive"
