@@ -102,3 +102,13 @@ def test_a_progress_line_writes_a_speedup_within_the_noise_as_the_table_does():
     s.baseline_ci_ms = {"numpy": [0.48, 0.52], "naive": [0.95, 1.2]}
     s.speedup = {"numpy": 0.5, "naive": 1.09}
     assert timed_speedups_text(s, ["numpy", "naive"]) == ", x0.50 vs numpy, no diff vs naive"
+
+
+@needs_gxx
+def test_compile_says_each_kernels_outcome_and_exits_1_when_one_fails(capsys, tmp_path):
+    """docs/harness.md, "Use": a path it cannot read, or a suffix it cannot tell, is that kernel's failure; the
+    others are still built."""
+    code = main(["compile", str(tmp_path / "missing.cpp"), str(tmp_path / "notes.txt"), NAIVE])
+    out = capsys.readouterr().out
+    assert code == 1 and f"{tmp_path / 'missing.cpp'}: FAILED: cannot read kernel source" in out
+    assert "cannot tell the language" in out and f"{NAIVE}: OK" in out
