@@ -103,8 +103,11 @@ def _check_eval_paths(args: argparse.Namespace) -> None:
     """The paths `eval` reads and writes, checked before the evaluation runs (it may take minutes): a mistyped
     kernel path, or a --json or --trace that cannot be written, is a bad argument (main: exit 2), not a verdict
     with an empty table nor a traceback after the table."""
-    if not Path(args.kernel).is_file():
+    kernel = Path(args.kernel)
+    if not kernel.exists():
         raise ValueError(f"{args.kernel}: no such kernel file")
+    if not kernel.is_file():  # a folder, a FIFO (read, it would wait for ever) or a device: never read as a kernel
+        raise ValueError(f"{args.kernel} is not a regular file: a kernel is read from a file")
     for flag, path in (("--json", args.json), ("--trace", args.trace)):
         if path is not None and (why := _unwritable(Path(path))):
             raise ValueError(f"{flag} {path}: {why}")

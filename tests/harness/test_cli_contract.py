@@ -43,7 +43,7 @@ def test_an_output_file_that_cannot_be_written_is_a_bad_argument_before_the_eval
 
 def test_a_kernel_path_that_is_a_folder_is_a_bad_argument(capsys, tmp_path):
     code, out, err = _eval(capsys, str(tmp_path), *ONE)
-    assert code == 2 and f"error: {tmp_path}: no such kernel file" in err and out == ""
+    assert code == 2 and f"error: {tmp_path} is not a regular file" in err and out == ""
 
 
 @needs_gxx

@@ -321,7 +321,7 @@ def test_only_correct_scenarios_are_timed_and_none_without_timing(monkeypatch):
     ev.res.scenarios[1].correct = True
     ev.time_correct_scenarios()
     assert [m["scenario"]["id"] for m in ev.session.sent if m.get("cmd") == "time"] == ["s2"]
-    assert said == ["[time 1/1] s2: 2 ms, 0.001 TFLOP/s, x1.00 vs base"]
+    assert said == ["[time 1/1] s2: 2 ms, 0.001 TFLOP/s, no diff vs base"]
 
 
 def test_the_timing_message_says_no_speedup_for_a_baseline_without_a_median(monkeypatch):
@@ -665,7 +665,7 @@ def test_a_zero_rate_is_said_as_zero_and_each_baselines_speedup_is_listed(monkey
     monkeypatch.setattr(ev, "host_clock", lambda o, per_call: None)
     ev.res.scenarios[0].correct = True
     ev.time_correct_scenarios()
-    assert said == ["[time 1/1] s1: 1 ms, 0.001 TFLOP/s, x2.00 vs base, x1.00 vs other"]
+    assert said == ["[time 1/1] s1: 1 ms, 0.001 TFLOP/s, x2.00 vs base, no diff vs other"]  # as its table row
 
 
 def test_a_device_error_in_the_host_clocks_batch_fails_the_scenario_it_times():
