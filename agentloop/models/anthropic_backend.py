@@ -29,9 +29,15 @@ import anthropic
 
 from agentloop.errors import ModelFailed, ReplyTooLarge
 from agentloop.interfaces import Model, Notify
-from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large, with_charged_attempts
+from agentloop.models.reply import (
+    REPLY_MAX_BYTES,
+    ModelReply,
+    reply_too_large,
+    token_count,
+    usage_of,
+    with_charged_attempts,
+)
 from agentloop.models.retry import RETRY_STATUSES, ChargedAttempts, RetryPolicy, attempt_timeout, parse_retry_after
-from agentloop.prices import cost_usd
 
 CACHE = {"type": "ephemeral"}
 # An `error` event in a stream that began 200 OK: the status the same error has before a stream (the API's error
@@ -305,18 +311,16 @@ class AnthropicModel(Model):
         return with_charged_attempts(self._reply(message), charged.count)
 
     def _reply(self, message: dict[str, Any]) -> ModelReply:
-        u = message.get("usage") or {}
-        uncached = int(u.get("input_tokens") or 0)
-        read = int(u.get("cache_read_input_tokens") or 0)
-        written = int(u.get("cache_creation_input_tokens") or 0)
-        out = int(u.get("output_tokens") or 0)
-        model = message.get("model") or self.name
-        usage = Usage(
-            tokens_in=uncached + read + written,
-            tokens_out=out,
-            cache_read_tokens=read,
-            cache_write_tokens=written,
-            cost_usd=cost_usd(model, uncached, out, read, written),
+        u = message.get("usage")
+        u = u if isinstance(u, dict) else {}  # no usage at all: every count unknown, not zero
+        model = message.get("model")
+        model = model if isinstance(model, str) and model else self.name
+        usage = usage_of(
+            model,
+            token_count(u.get("input_tokens")),
+            token_count(u.get("output_tokens")),
+            token_count(u.get("cache_read_input_tokens"), required=False),
+            token_count(u.get("cache_creation_input_tokens"), required=False),
         )
         return ModelReply(
             content=[block_to_dict(b) for b in message.get("content") or []],

@@ -25,9 +25,16 @@ from typing import Any
 
 from agentloop.errors import ModelFailed, ReplyTooLarge
 from agentloop.interfaces import Model, Notify
-from agentloop.models.reply import REPLY_MAX_BYTES, ModelReply, Usage, reply_too_large, with_charged_attempts
+from agentloop.models.reply import (
+    REPLY_MAX_BYTES,
+    ModelReply,
+    Usage,
+    reply_too_large,
+    token_count,
+    usage_of,
+    with_charged_attempts,
+)
 from agentloop.models.retry import RETRY_STATUSES, ChargedAttempts, RetryPolicy, attempt_timeout, parse_retry_after
-from agentloop.prices import cost_usd
 
 FINISH_TO_STOP = {
     "tool_calls": "tool_use",
@@ -224,15 +231,18 @@ class OpenAIModel(Model):
         stop = FINISH_TO_STOP.get(finish, finish)
         if stop == "end_turn" and any(b["type"] == "tool_use" for b in content):
             stop = "tool_use"  # some servers say "stop" even when they return tool calls
-        u = answer.get("usage") or {}
-        tokens_in = int(u.get("prompt_tokens") or 0)
-        tokens_out = int(u.get("completion_tokens") or 0)
-        cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-        model = answer.get("model") or self.name
-        usage = Usage(
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cache_read_tokens=cached,
-            cost_usd=cost_usd(model, tokens_in - cached, tokens_out, cached),
-        )
-        return ModelReply(content=content, stop_reason=stop, model=model, usage=usage)
+        model = answer.get("model")
+        model = model if isinstance(model, str) and model else self.name
+        return ModelReply(content=content, stop_reason=stop, model=model, usage=self._usage(answer, model))
+
+    @staticmethod
+    def _usage(answer: dict[str, Any], model: str) -> Usage:
+        """The answer's usage (agentloop.models.reply.usage_of): a count that is not one, or cached tokens past the
+        prompt's, or no usage at all, makes the call's cost unknown rather than zero or negative."""
+        u = answer.get("usage")
+        u = u if isinstance(u, dict) else {}
+        details = u.get("prompt_tokens_details")
+        prompt = token_count(u.get("prompt_tokens"))
+        cached = token_count(details.get("cached_tokens") if isinstance(details, dict) else None, required=False)
+        uncached = None if prompt is None or cached is None or cached > prompt else prompt - cached
+        return usage_of(model, uncached, token_count(u.get("completion_tokens")), cached, 0)

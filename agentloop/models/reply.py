@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentloop.json_safe import json_safe, non_finite
+from agentloop.prices import cost_usd
 
 # The most a model's reply may hold, in bytes (the streamed text, thinking and tool inputs in UTF-8, or a whole
 # JSON answer): far above a reply of max_tokens (8,192 by default, some 32 KB of text), and half the largest event
@@ -22,6 +23,24 @@ def reply_too_large(size: int, limit: int = REPLY_MAX_BYTES) -> str:
         f"the model's reply passed {size:,} bytes, over the limit of {limit:,} bytes on a reply "
         "(the model's max_reply_bytes setting, REPLY_MAX_BYTES unless set): the call was ended"
     )
+
+
+# The most tokens one count of a call's usage may say: the server's integer columns (runs.event_parser.INT_COLUMN_MAX,
+# docs/protocol.md 1.1), which refuse a usage event past it for good, so that the call would count on no page.
+TOKEN_COUNT_MAX = 2**31 - 1
+
+
+def token_count(value: object, required: bool = True) -> int | None:
+    """A count of a reply's usage as the server sent it, when it is a whole number from 0 to TOKEN_COUNT_MAX; None
+    when it is anything else (negative, past the limit, a fraction, text, NaN, or absent where the API always sends
+    it), which the caller counts as unknown. An optional count (a cache's) that is absent is 0."""
+    if value is None:
+        return None if required else 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= TOKEN_COUNT_MAX:
+        return value
+    return None
 
 
 @dataclass
@@ -47,6 +66,22 @@ class ModelReply:
     @property
     def tool_uses(self) -> list[dict[str, Any]]:
         return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+def usage_of(model: str, uncached: int | None, out: int | None, read: int | None, written: int | None) -> Usage:
+    """A call's usage from its counts (token_count's: None where unreadable). One count unreadable makes the cost
+    unknown (None, so the run's cost reads as a floor) and counts that one as 0: a negative count made the cost
+    negative, which paid the cost budget back and which the server refuses, and a count the server's columns cannot
+    hold was refused with its usage event, so that the call counted on no page."""
+    uncached_n, out_n, read_n, written_n = (n or 0 for n in (uncached, out, read, written))
+    unreadable = None in (uncached, out, read, written)
+    return Usage(
+        tokens_in=uncached_n + read_n + written_n,
+        tokens_out=out_n,
+        cache_read_tokens=read_n,
+        cache_write_tokens=written_n,
+        cost_usd=None if unreadable else cost_usd(model, uncached_n, out_n, read_n, written_n),
+    )
 
 
 def received(reply: ModelReply) -> ModelReply:

@@ -166,6 +166,27 @@ def test_an_unknown_model_has_an_unknown_cost_not_a_guess():
     assert usage.cost_usd is None
 
 
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize(
+    "counts", [{"input_tokens": -(10**9)}, {"output_tokens": 10**20}, {"input_tokens": "lots"}, {"output_tokens": 2.5}]
+)
+def test_usage_counts_that_are_not_counts_make_the_cost_unknown_never_negative_or_a_crash(stream, counts):
+    """A negative count made the cost negative (paying the cost budget back), one past the server's columns had its
+    usage event refused, and text ended the run internal_error: each is unknown, the cost a floor."""
+    reply = Reply([text("ok")], **{"input_tokens": 100, "output_tokens": 20, **counts})
+    with MessagesServer(Script([reply])) as s:
+        usage = model(s, stream=stream).query("system", MESSAGES, TOOLS, "turn").usage
+    assert usage.cost_usd is None
+    assert 0 <= usage.tokens_in <= 100 and 0 <= usage.tokens_out <= 20
+
+
+def test_a_reply_without_usage_has_an_unknown_cost_not_zero():
+    reply = AnthropicModel("claude-sonnet-4-6", settings={"api_key": "sk-test"})._reply(
+        {"content": [text("ok")], "model": {"not": "a name"}, "usage": "lots"}
+    )
+    assert reply.usage.cost_usd is None and reply.model == "claude-sonnet-4-6"
+
+
 def test_the_api_key_comes_from_the_environment_and_a_missing_key_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ModelFailed, match="ANTHROPIC_API_KEY"):

@@ -71,6 +71,23 @@ def test_a_tool_call_comes_back_as_a_tool_use_block_with_usage():
     assert {k.lower(): v for k, v in s.requests[0]["headers"].items()}["authorization"] == "Bearer sk-local"
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": -100, "completion_tokens": 5},
+        {"prompt_tokens": "lots", "completion_tokens": 5},
+        {"prompt_tokens": 100, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 500}},
+        "lots",
+    ],
+)
+def test_usage_counts_that_are_not_counts_make_the_cost_unknown_never_negative_or_a_crash(usage):
+    """Priced by its name (a proxy of Claude): a negative count made the cost negative, and text ended the run internal_error."""
+    whole = answer("ok", model="claude-sonnet-4-6")
+    assert OpenAIModel("claude-sonnet-4-6", settings={"base_url": "http://x"})._reply(whole).usage.cost_usd is not None
+    reply = OpenAIModel("claude-sonnet-4-6", settings={"base_url": "http://x"})._reply(whole | {"usage": usage})
+    assert reply.usage.cost_usd is None and reply.usage.tokens_in >= 0 and reply.usage.tokens_out >= 0
+
+
 def test_without_a_key_no_authorization_is_sent_and_a_question_selection_sends_no_tools(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ChatServer([answer("QUESTION: limit-evidence", finish="stop")]) as s:
