@@ -121,7 +121,8 @@ def block_to_dict(block: dict[str, Any]) -> dict[str, Any]:
     if kind == "text":
         return {"type": "text", "text": block.get("text", "")}
     if kind == "tool_use":
-        out = {"type": "tool_use", "id": block["id"], "name": block.get("name", ""), "input": block.get("input")}
+        # no id is the model's mistake, answered by the loop (agentloop.models.reply.received), not a KeyError
+        out = {"type": "tool_use", "id": block.get("id"), "name": block.get("name", ""), "input": block.get("input")}
         if "raw_input" in block:
             out["raw_input"] = block["raw_input"]
         return out
@@ -322,8 +323,14 @@ class AnthropicModel(Model):
             token_count(u.get("cache_read_input_tokens"), required=False),
             token_count(u.get("cache_creation_input_tokens"), required=False),
         )
+        content = message.get("content") or []
+        if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+            raise ModelFailed(
+                f"the model's reply has content that is not a list of blocks: {json.dumps(content)[:200]}",
+                charged_unread=True,
+            )
         return ModelReply(
-            content=[block_to_dict(b) for b in message.get("content") or []],
+            content=[block_to_dict(b) for b in content],
             stop_reason=message.get("stop_reason") or "end_turn",
             model=model,
             usage=usage,

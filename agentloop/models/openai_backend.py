@@ -135,17 +135,21 @@ def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
     """A tool call as a tool_use block, its arguments as the Anthropic backend keeps a streamed input
     (docs/protocol.md 1.2): the JSON value they hold, or, for arguments that are not JSON, `input: {}` and the text
     sent as `raw_input`, so that the loop answers either mistake as invalid input (a value that is not an object
-    too) and counts it toward max_invalid_inputs. (They were passed on as `{"_raw_arguments": ...}`, which the tool
+    too, as are arguments sent as a JSON value rather than its text) and counts it toward max_invalid_inputs. (They were passed on as `{"_raw_arguments": ...}`, which the tool
     answered with "missing parameter", and a model that sent no JSON went on until a budget ended the run.)"""
-    function = call.get("function") or {}
+    call = call if isinstance(call, dict) else {}
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}  # a function that is no object: no name, no input
     block: dict[str, Any] = {
         "type": "tool_use",
         "id": call.get("id") or f"call_kseek_{next(_generated_ids)}",
         "name": function.get("name", ""),
     }
     arguments = function.get("arguments")
-    if isinstance(arguments, dict) or not arguments:  # some servers send the object itself, or nothing
-        return block | {"input": arguments or {}}
+    if arguments is None or arguments == "":  # nothing: a tool without parameters
+        return block | {"input": {}}
+    if not isinstance(arguments, str):  # some servers send the object itself; another value, the loop answers
+        return block | {"input": arguments}
     try:
         return block | {"input": json.loads(arguments)}
     except (TypeError, ValueError):
@@ -159,7 +163,12 @@ def from_openai_message(message: dict[str, Any]) -> list[dict[str, Any]]:
         text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
     if text:
         content.append({"type": "text", "text": text})
-    content.extend(_tool_use(call) for call in message.get("tool_calls") or [])
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise ModelFailed(
+            f"the server's answer has tool_calls that are not a list: {json.dumps(calls)[:200]}", charged_unread=True
+        )
+    content.extend(_tool_use(call) for call in calls)
     return content
 
 
@@ -224,10 +233,12 @@ class OpenAIModel(Model):
         try:
             choice = answer["choices"][0]
             message = choice["message"]
-        except (KeyError, IndexError, TypeError):
+            message.get("content")  # an object, not text or a list: else the AttributeError below
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise ModelFailed(f"the server's answer has no choices[0].message: {json.dumps(answer)[:300]}") from None
         content = from_openai_message(message)
-        finish = choice.get("finish_reason") or "stop"
+        finish = choice.get("finish_reason")
+        finish = finish if isinstance(finish, str) and finish else "stop"  # (an object is no key of FINISH_TO_STOP)
         stop = FINISH_TO_STOP.get(finish, finish)
         if stop == "end_turn" and any(b["type"] == "tool_use" for b in content):
             stop = "tool_use"  # some servers say "stop" even when they return tool calls

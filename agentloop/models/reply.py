@@ -90,26 +90,37 @@ def received(reply: ModelReply) -> ModelReply:
     Python's reader takes it) kept as the `raw_input` of an empty input, which the loop answers as invalid input;
     a tool_use whose id is missing or repeats an earlier one of the reply given an id of its own, its
     `duplicate_of` naming the id it repeated, which the loop answers with an error. So every tool_use is answered
-    exactly once, under its own id (hostile-model audit, findings 8 and 11)."""
-    content, seen = [], {b.get("id") for b in reply.content if b.get("type") == "tool_use"}
-    used: set[object] = set()
+    exactly once, under its own id (hostile-model audit, findings 8 and 11). A tool name, a text or a stop reason
+    that is not a string (a number, an object) is kept as its JSON text, a stop reason as null: the events that
+    record them declare strings (docs/protocol.md 1.2), and one of another type ended the run internal_error
+    (hostile-model audit 2, finding 2)."""
+    seen = {b.get("id") for b in reply.content if b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
+    content, used = [], set()
     for block in reply.content:
-        block = dict(block)
+        block = _with_string_fields(dict(block))
         if block.get("type") == "tool_use":
             if non_finite(block.get("input")):
                 block["raw_input"], block["input"] = json.dumps(block["input"]), {}
             ident = block.get("id")
             if not isinstance(ident, str) or not ident or ident in used:
-                fresh = next(
-                    f"{ident or 'toolu'}_kseek{n}"
-                    for n in range(1, len(seen) + 2)
-                    if f"{ident or 'toolu'}_kseek{n}" not in seen
-                )
-                block["duplicate_of"], block["id"] = ident, fresh
+                base = ident if isinstance(ident, str) and ident else "toolu"
+                fresh = next(f"{base}_kseek{n}" for n in range(1, len(seen) + 2) if f"{base}_kseek{n}" not in seen)
+                block["duplicate_of"], block["id"] = json_safe(ident), fresh
                 seen.add(fresh)
             used.add(block["id"])
         content.append(json_safe(block))
-    return replace(reply, content=content, stop_reason=json_safe(reply.stop_reason), model=json_safe(reply.model))
+    stop = reply.stop_reason if isinstance(reply.stop_reason, str) else None
+    return replace(reply, content=content, stop_reason=json_safe(stop), model=json_safe(reply.model))
+
+
+def _with_string_fields(block: dict[str, Any]) -> dict[str, Any]:
+    """`block` with a text block's `text` and a tool_use's `name` as strings: their JSON text where the model sent
+    another JSON value (a tool name of null stays null: the loop answers it as an unknown tool)."""
+    key = {"text": "text", "tool_use": "name"}.get(block.get("type"))  # type: ignore[arg-type]
+    value = block.get(key) if key else None
+    if key and value is not None and not isinstance(value, str):
+        block[key] = json.dumps(value, allow_nan=True)
+    return block
 
 
 def with_charged_attempts(reply: ModelReply, charged: int) -> ModelReply:

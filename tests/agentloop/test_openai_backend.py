@@ -143,6 +143,23 @@ def test_arguments_that_are_not_json_are_kept_as_raw_input_and_a_value_not_an_ob
     assert third["input"] == {} and "raw_input" not in third
 
 
+def test_tool_calls_of_odd_shapes_are_the_models_mistakes_answered_by_the_loop_and_a_broken_answer_fails_clearly():
+    """(hostile-model audit 2, finding 2: each of these raised TypeError or AttributeError, and the run ended
+    internal_error; arguments of 0, false or [] ran the tool with no input at all)"""
+    odd = answer(None, [call("shell", "{}", "c1"), call("shell", "{}", "c2"), call("shell", "{}", "c3")])
+    calls = odd["choices"][0]["message"]["tool_calls"]
+    calls[0]["function"]["arguments"], calls[1]["function"]["arguments"], calls[2]["function"] = 0, ["ls"], "shell"
+    odd["choices"][0]["finish_reason"] = {"why": "no"}
+    reply = OpenAIModel("qwen", settings={"base_url": "http://x"})._reply(odd)
+    assert [b["input"] for b in reply.tool_uses] == [0, ["ls"], {}] and reply.tool_uses[2]["name"] == ""
+    assert reply.stop_reason == "tool_use"
+    broken = [answer("x") | {"choices": [{"message": "GOAL MET"}]}, answer("x")]
+    broken[1]["choices"][0]["message"]["tool_calls"] = {"id": "c1"}
+    for each in broken:
+        with pytest.raises(ModelFailed):
+            OpenAIModel("qwen", settings={"base_url": "http://x"})._reply(each)
+
+
 def test_a_model_that_keeps_sending_arguments_that_are_not_json_ends_the_run_as_invalid_tool_input(tmp_path):
     """As on the Anthropic backend (docs/protocol.md 1.2): each such call is answered as input that is not valid
     JSON, and max_invalid_inputs of them in a row end the run. Before, the arguments reached the tool as

@@ -9,6 +9,8 @@ import math
 import pytest
 
 from agentloop.config import Budgets
+from agentloop.errors import ModelFailed
+from agentloop.models.anthropic_backend import AnthropicModel
 from agentloop.trace import TraceWriter
 from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config, payloads
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
@@ -85,6 +87,36 @@ def test_two_tool_calls_under_one_id_are_each_answered_once_the_second_with_an_e
     assert results[0]["output"] == "[exit code 0]\none\n"
     assert results[1]["is_error"] and results[1]["invalid_input"] and "'toolu_same'" in results[1]["output"]
     assert not (tmp_path / "ws" / "twice").exists()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_name_that_is_not_a_string_is_answered_as_an_unknown_tool_and_the_run_goes_on(tmp_path, stream):
+    """(hostile-model audit 2, finding 2: the tool_call event refused it, and the run ended internal_error)"""
+    odd = {"type": "tool_use", "id": "toolu_odd", "name": {"shell": 1}, "input": {"command": "touch ran"}}
+    events = play(tmp_path, [Reply([odd], stop_reason="tool_use")], stream=stream)
+    answer = payloads(events, "tool_result")[0]
+    assert answer["name"] == '{"shell": 1}' and answer["is_error"] and "unknown tool" in answer["output"]
+    assert not (tmp_path / "ws" / "ran").exists()
+
+
+def test_a_reply_of_odd_shapes_is_recorded_as_strings_and_the_run_goes_on(tmp_path):
+    """A text that is a number, a stop reason that is one, a tool call without an id (a KeyError, then
+    internal_error): recorded as the events declare them, the call without an id answered with an error."""
+    blocks = [{"type": "text", "text": 5}, {"type": "tool_use", "name": "shell", "input": {"command": "touch ran"}}]
+    events = play(tmp_path, [Reply(blocks, stop_reason=7)], stream=False)
+    first = payloads(events, "model_message")[0]
+    assert first["content"][0] == {"type": "text", "text": "5"} and first["stop_reason"] is None
+    answer = payloads(events, "tool_result")[0]
+    assert answer["call_id"] == first["content"][1]["id"] and answer["is_error"] and answer["invalid_input"]
+    assert not (tmp_path / "ws" / "ran").exists()
+
+
+def test_a_reply_whose_content_is_not_a_list_of_blocks_fails_the_call_clearly():
+    model = AnthropicModel("claude-sonnet-4-6", settings={"api_key": "sk-test"})
+    for content in ("GOAL MET", ["GOAL MET"]):
+        with pytest.raises(ModelFailed, match="not a list of blocks") as failed:
+            model._reply({"content": content, "usage": {"input_tokens": 1, "output_tokens": 1}})
+        assert failed.value.charged_unread  # the run's cost becomes a floor
 
 
 class NonFiniteEvaluator(ScriptedEvaluator):
