@@ -84,6 +84,11 @@ def invalid_input(block: dict[str, Any]) -> str | None:
             f"an earlier call of the same reply has, or none), so nothing was run; the loop named it "
             f"{block['id']!r}. Call the tool again: each tool call needs an id of its own."
         )
+    if "too_deep" in block:
+        return (
+            f"error: your input for `{name}` nests objects and arrays deeper than {block['too_deep']} levels, so "
+            f"nothing was run. Call the tool again with its parameters as one flat JSON object."
+        )
     if "raw_input" in block:
         return (
             f"error: your input for `{name}` was not valid JSON, so nothing was run (it began: "

@@ -160,7 +160,7 @@ class _Assembly:
                 continue
             try:
                 self.blocks[index]["input"] = json.loads(joined) if joined.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):  # a thousand levels deep is not JSON Python reads either
                 self.blocks[index]["input"] = {}
                 self.blocks[index]["raw_input"] = joined
         for index, block in enumerate(self.blocks):
@@ -301,7 +301,10 @@ class AnthropicModel(Model):
             size = len(response.http_response.content)
             if size > self.max_reply_bytes:
                 raise ReplyTooLarge(reply_too_large(size, self.max_reply_bytes))
-            return cast("dict[str, Any]", response.json())
+            try:
+                return cast("dict[str, Any]", response.json())
+            except RecursionError:  # nested past what Python reads: the same again if tried again
+                raise ModelFailed("the model's reply nests too deep to be read", charged_unread=True) from None
 
         charged = ChargedAttempts(classify, began_a_reply)
         try:

@@ -152,7 +152,7 @@ def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
         return block | {"input": arguments}
     try:
         return block | {"input": json.loads(arguments)}
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested past what Python reads
         return block | {"input": {}, "raw_input": str(arguments)}
 
 
@@ -211,6 +211,8 @@ class OpenAIModel(Model):
         try:
             answer: dict[str, Any] = json.loads(raw)
             return answer
+        except RecursionError:  # nested past what Python reads: the same again if tried again
+            raise ModelFailed("the server's answer nests too deep to be read", charged_unread=True) from None
         except ValueError:
             # A cut-off body (or a proxy's page): worth another try, like a dropped connection; and a reply that
             # had begun, so it may have been charged

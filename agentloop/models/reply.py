@@ -18,6 +18,33 @@ from agentloop.prices import cost_usd
 REPLY_MAX_BYTES = 2 * 2**20
 
 
+# The deepest a tool's input may nest objects and arrays. Far deeper than any tool's parameters (flat), and shallow
+# enough that the model_message holding it (the input at its fifth level) stays within the nesting every reader of an
+# event holds it to (runs.event_parser.EVENT_MAX_DEPTH, 64): past it the server refused the run's events for good
+# and the run's own trace could not be imported (docs/protocol.md 1.3), and some thousand levels raised
+# RecursionError, which ended the run internal_error.
+TOOL_INPUT_MAX_DEPTH = 32
+
+
+def nests_deeper(value: object, levels: int) -> bool:
+    """Whether `value` nests objects and arrays more than `levels` deep (a scalar: 0 levels). It stops at `levels`,
+    so any value, however deep, is checked without meeting Python's recursion limit."""
+    if not isinstance(value, (dict, list)):
+        return False
+    if levels <= 0:
+        return True
+    items = value.values() if isinstance(value, dict) else value
+    return any(nests_deeper(item, levels - 1) for item in items)
+
+
+def json_text(value: object) -> str:
+    """`value` as JSON text (NaN written as Python does), or a note where it nests too deep to be written."""
+    try:
+        return json.dumps(value)
+    except RecursionError:
+        return "(nested too deep to write out)"
+
+
 def reply_too_large(size: int, limit: int = REPLY_MAX_BYTES) -> str:
     return (
         f"the model's reply passed {size:,} bytes, over the limit of {limit:,} bytes on a reply "
@@ -90,7 +117,8 @@ def received(reply: ModelReply) -> ModelReply:
     Python's reader takes it) kept as the `raw_input` of an empty input, which the loop answers as invalid input;
     a tool_use whose id is missing or repeats an earlier one of the reply given an id of its own, its
     `duplicate_of` naming the id it repeated, which the loop answers with an error. So every tool_use is answered
-    exactly once, under its own id (hostile-model audit, findings 8 and 11). A tool name, a text or a stop reason
+    exactly once, under its own id (hostile-model audit, findings 8 and 11). A tool input nested deeper than
+    TOOL_INPUT_MAX_DEPTH is kept as `raw_input` likewise, its `too_deep` naming the limit (audit 2, finding 3). A tool name, a text or a stop reason
     that is not a string (a number, an object) is kept as its JSON text, a stop reason as null: the events that
     record them declare strings (docs/protocol.md 1.2), and one of another type ended the run internal_error
     (hostile-model audit 2, finding 2)."""
@@ -99,7 +127,10 @@ def received(reply: ModelReply) -> ModelReply:
     for block in reply.content:
         block = _with_string_fields(dict(block))
         if block.get("type") == "tool_use":
-            if non_finite(block.get("input")):
+            if nests_deeper(block.get("input"), TOOL_INPUT_MAX_DEPTH):  # first: non_finite recurses without bound
+                block["raw_input"], block["input"] = json_text(block["input"]), {}
+                block["too_deep"] = TOOL_INPUT_MAX_DEPTH
+            elif non_finite(block.get("input")):
                 block["raw_input"], block["input"] = json.dumps(block["input"]), {}
             ident = block.get("id")
             if not isinstance(ident, str) or not ident or ident in used:

@@ -11,9 +11,13 @@ import pytest
 from agentloop.config import Budgets
 from agentloop.errors import ModelFailed
 from agentloop.models.anthropic_backend import AnthropicModel
+from agentloop.models.openai_backend import OpenAIModel
 from agentloop.trace import TraceWriter
+from tests.agentloop.chat_api import ChatServer, Failure
 from tests.agentloop.helpers import ScriptedEvaluator, anthropic_model, make_agent, make_config, payloads
 from tests.agentloop.messages_api import MessagesServer, Reply, Script, text, tool_use
+
+MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "make it faster"}]}]
 
 
 def strict_events(path) -> list[dict]:
@@ -117,6 +121,48 @@ def test_a_reply_whose_content_is_not_a_list_of_blocks_fails_the_call_clearly():
         with pytest.raises(ModelFailed, match="not a list of blocks") as failed:
             model._reply({"content": content, "usage": {"input_tokens": 1, "output_tokens": 1}})
         assert failed.value.charged_unread  # the run's cost becomes a floor
+
+
+def depth(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
+def nested(levels: int) -> dict:
+    value = {"command": "touch ran"}
+    for _ in range(levels - 1):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_input_nested_too_deep_is_answered_as_invalid_input_and_every_event_stays_storable(tmp_path, stream):
+    """(hostile-model audit 2, finding 3: 60 levels made the model_message and tool_call deeper than the server and the
+    trace import take, 64 levels an event; some thousand levels ended the run internal_error, RecursionError)"""
+    events = play(
+        tmp_path,
+        [
+            Reply([tool_use("shell", nested(60))]),
+            Reply([dict(tool_use("shell", {}), streamed_input='{"x":' * 5000 + "1" + "}" * 5000)]),
+        ][: 2 if stream else 1],  # the whole-JSON server writes the input it holds, not a text of 5,000 levels
+        stream=stream,
+    )
+    for answer in payloads(events, "tool_result")[:-1]:
+        assert answer["is_error"] and answer["invalid_input"], answer
+    assert "deeper than 32 levels" in payloads(events, "tool_result")[0]["output"]
+    assert max(depth(event) for event in events) <= 64
+    assert not (tmp_path / "ws" / "ran").exists()
+
+
+def test_an_openai_compatible_answer_nested_past_what_python_reads_fails_the_call_clearly():
+    deep = '{"choices": [{"message": {"content": "x", "extra": ' + "[" * 5000 + "]" * 5000 + "}}]}"
+    with ChatServer([Failure(200, body=deep)]) as s:
+        with pytest.raises(ModelFailed, match="nests too deep") as failed:
+            OpenAIModel("qwen", settings={"base_url": s.url, "max_retries": 0}).query("", MESSAGES, [], "turn")
+    assert failed.value.charged_unread
 
 
 class NonFiniteEvaluator(ScriptedEvaluator):
