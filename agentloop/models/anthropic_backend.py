@@ -14,6 +14,9 @@ and the text it sent as `raw_input`, which the loop answers with an error the mo
 A stream is whole only once its `message_stop` has come. One that stops short (the connection closed, a link that
 dropped mid-body, an `error` event such as `overloaded_error` mid-stream) is a failed call, retried as a 529 before
 the stream would be (same backoff, same limit): taken as it was, it would end the turn with a cut tool call lost.
+Blocks are put together by the index each event names, not in the order they began (a stream may interleave them);
+an event that names a block never started (or one started twice), or comes without what it carries, is a broken
+stream (StreamBroken), tried again in the same way. A message_delta without usage leaves message_start's standing.
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ class StreamCut(Exception):
     def __init__(self, message: str, events_seen: int = 0) -> None:
         super().__init__(message)
         self.events_seen = events_seen
+
+
+class StreamBroken(Exception):
+    """A stream event that cannot be read into the message (a delta of a block never started, an event without what
+    it carries): read_stream says it as a StreamCut, so the call is tried again and may have been charged."""
 
 
 def _http_errors(*names: str) -> tuple[type[Exception], ...]:
@@ -142,7 +150,8 @@ class _Assembly:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.message: dict[str, Any] = {}
-        self.blocks: list[dict[str, Any]] = []
+        # by the index each content_block_start gives, not by arrival: a stream may interleave its blocks
+        self.blocks: dict[int, dict[str, Any]] = {}
         self.pieces: dict[tuple[int, str], list[str]] = {}  # (block index, field) -> its pieces
         self.size = 0
 
@@ -163,10 +172,10 @@ class _Assembly:
             except (ValueError, RecursionError):  # a thousand levels deep is not JSON Python reads either
                 self.blocks[index]["input"] = {}
                 self.blocks[index]["raw_input"] = joined
-        for index, block in enumerate(self.blocks):
+        for index, block in self.blocks.items():
             if block.get("type") == "tool_use" and (index, "input_json") not in self.pieces:
                 block.setdefault("input", {})
-        self.message["content"] = self.blocks
+        self.message["content"] = [self.blocks[index] for index in sorted(self.blocks)]
         return self.message
 
 
@@ -189,6 +198,8 @@ def read_stream(
                 raise StreamCut(f"the stream was still coming after {seen} events when the wall budget ran out", seen)
     except TRANSPORT_ERRORS as exc:
         raise StreamCut(f"the stream's link dropped after {seen} events ({type(exc).__name__})", seen) from exc
+    except StreamBroken as exc:
+        raise StreamCut(f"the stream broke at its event {seen}: {exc}", seen) from exc
     if not stopped:
         raise StreamCut(f"the stream ended after {seen} events without message_stop", seen)
     return assembly.finish()
@@ -198,15 +209,35 @@ def _read_event(event: StreamEvent, assembly: _Assembly) -> None:
     """Add one raw event to the message being assembled (in place)."""
     message, blocks = assembly.message, assembly.blocks
     if event.type == "message_start":
-        message.update(event.message.to_dict(mode="json", exclude_none=True))
+        message.update(_part(event, "message"))
     elif event.type == "content_block_start":
-        blocks.append(event.content_block.to_dict(mode="json", exclude_none=True))
+        blocks[_index(event, blocks, new=True)] = _part(event, "content_block")
     elif event.type == "content_block_delta":
-        _read_delta(blocks[event.index], event.delta, event.index, assembly)
+        index = _index(event, blocks, new=False)
+        _read_delta(blocks[index], event.delta, index, assembly)
     elif event.type == "message_delta":
         message["stop_reason"] = event.delta.stop_reason
         # Usage on a message_delta is cumulative: it replaces what message_start said, field by field.
-        message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
+        if getattr(event, "usage", None) is not None:  # (none: what message_start said stands)
+            message.setdefault("usage", {}).update(event.usage.to_dict(mode="json", exclude_none=True))
+
+
+def _part(event: StreamEvent, name: str) -> dict[str, Any]:
+    """The object an event carries under `name` (the message, a content block), as JSON. StreamBroken without it."""
+    part = getattr(event, name, None)
+    if part is None:
+        raise StreamBroken(f"a {event.type} event came without its {name}")
+    return cast("dict[str, Any]", part.to_dict(mode="json", exclude_none=True))
+
+
+def _index(event: StreamEvent, blocks: dict[int, dict[str, Any]], new: bool) -> int:
+    """The block an event names: one not started yet for a content_block_start, else one started. StreamBroken for
+    any other (a delta of a block never started raised IndexError, which ended the run internal_error)."""
+    index = getattr(event, "index", None)
+    if not isinstance(index, int) or (index in blocks) == new:
+        said = "started again" if new else "never started"
+        raise StreamBroken(f"a {event.type} event named content block {index!r}, {said}")
+    return index
 
 
 def _read_delta(block: dict[str, Any], delta: StreamEvent, index: int, assembly: _Assembly) -> None:

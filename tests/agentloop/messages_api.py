@@ -75,6 +75,13 @@ class Cut:
     ending: str = "close"
 
 
+@dataclass
+class RawStream:
+    """A stream served exactly as these (event name, data) pairs say, however broken their order or shape."""
+
+    events: list[tuple[str, dict]]
+
+
 def text(t: str) -> dict:
     return {"type": "text", "text": t}
 
@@ -234,8 +241,20 @@ def _sse_events(message: dict, delta_chars: int = 7) -> list[bytes]:
     return [_sse_event(name, data) for name, data in events]
 
 
+def _stream_bytes(stream: Cut | RawStream, ident: str) -> tuple[bytes, int | None]:
+    """What a Cut or a RawStream sends, and the length its headers announce (None: none, the stream ends when the
+    connection closes)."""
+    if isinstance(stream, RawStream):
+        data = b"".join(_sse_event(name, fields) for name, fields in stream.events)
+        return data, len(data)
+    events = _sse_events(stream.reply.message(ident))
+    sent = b"".join(events[: stream.events]) + (OVERLOADED_EVENT if stream.ending == "overloaded" else b"")
+    # "drop": the whole stream's length, of which only a part comes
+    return sent, len(b"".join(events)) if stream.ending == "drop" else None
+
+
 class MessagesServer:
-    def __init__(self, responder: Callable[[dict], Reply | Failure | Cut]):
+    def __init__(self, responder: Callable[[dict], Reply | Failure | Cut | RawStream]):
         self.responder = responder
         self.requests: list[dict] = []
         self.failures_served: list[int] = []
@@ -270,8 +289,8 @@ class MessagesServer:
                     self.end_headers()
                     self.wfile.write(data)
                     return
-                if isinstance(reply, Cut):
-                    server.cuts_served.append(reply.ending)
+                if isinstance(reply, (Cut, RawStream)):
+                    server.cuts_served.append(getattr(reply, "ending", "raw"))
                     self._send_cut(reply)
                     return
                 message = reply.message(f"msg_{len(server.requests):04d}")
@@ -308,15 +327,14 @@ class MessagesServer:
                     time.sleep(gap_s)
                 self.close_connection = True
 
-            def _send_cut(self, cut: Cut):
-                events = _sse_events(cut.reply.message(f"msg_{len(server.requests):04d}"))
-                sent = b"".join(events[: cut.events])
+            def _send_cut(self, cut: Cut | RawStream):
+                sent, announced = _stream_bytes(cut, f"msg_{len(server.requests):04d}")
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
-                if cut.ending == "drop":  # the whole stream's length, of which only a part comes
-                    self.send_header("content-length", str(len(b"".join(events))))
+                if announced is not None:
+                    self.send_header("content-length", str(announced))
                 self.end_headers()
-                self.wfile.write(sent + (OVERLOADED_EVENT if cut.ending == "overloaded" else b""))
+                self.wfile.write(sent)
                 self.wfile.flush()
                 self.close_connection = True
 

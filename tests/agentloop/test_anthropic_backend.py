@@ -11,6 +11,7 @@ from tests.agentloop.messages_api import (
     Cut,
     Failure,
     MessagesServer,
+    RawStream,
     Reply,
     Script,
     broken_tool_use,
@@ -102,6 +103,67 @@ def test_a_stream_that_stops_short_is_retried_and_its_tool_call_comes_whole(endi
     # the cut attempt had begun its reply, which may have been charged, and its usage never came: the call's cost
     # is unknown, so the run's becomes a floor
     assert reply.usage.cost_usd is None and reply.usage.tokens_out == whole.output_tokens
+
+
+START = ("message_start", {"type": "message_start", "message": Reply([]).message("msg_1") | {"stop_reason": None}})
+END = [
+    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+    ("message_stop", {"type": "message_stop"}),
+]
+
+
+def block_start(index, block):
+    return ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+
+
+def delta(index, **fields):
+    return ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": fields})
+
+
+def test_a_stream_that_interleaves_its_blocks_is_put_together_by_their_index():
+    """(hostile-model audit 2, finding 4: blocks were kept in the order they began, so each delta went to another
+    block's index: the text was lost and the tool ran with no input)"""
+    events = [
+        START,
+        block_start(1, {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}),
+        block_start(0, {"type": "text", "text": ""}),
+        delta(1, type="input_json_delta", partial_json='{"command": '),
+        delta(0, type="text_delta", text="Listing first."),
+        delta(1, type="input_json_delta", partial_json='"ls"}'),
+        *END,
+    ]
+    with MessagesServer(Script([RawStream(events)])) as s:
+        reply = model(s).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.content == [
+        text("Listing first."),
+        {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": "ls"}},
+    ]
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        [delta(0, type="text_delta", text="before its start")],
+        [block_start(0, {"type": "text", "text": ""}), delta(3, type="text_delta", text="of no block")],
+        [("content_block_start", {"type": "content_block_start", "index": 0})],
+    ],
+)
+def test_a_stream_event_that_names_no_block_is_a_broken_stream_tried_again_and_charged(broken):
+    """(finding 4: IndexError or AttributeError ended the run internal_error, the call's cost never counted)"""
+    whole = Reply([text("whole")])
+    with MessagesServer(Script([RawStream([START, *broken, *END]), whole])) as s:
+        notes = []
+        reply = model(s, notes).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.text == "whole" and reply.usage.cost_usd is None  # the broken attempt may have been charged
+    assert "stream broke" in notes[0]
+
+
+def test_a_message_delta_without_usage_keeps_what_message_start_said():
+    events = [START, block_start(0, {"type": "text", "text": ""}), delta(0, type="text_delta", text="hi")]
+    events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}), END[1]]
+    with MessagesServer(Script([RawStream(events)])) as s:
+        reply = model(s).query("system", MESSAGES, TOOLS, "turn")
+    assert reply.text == "hi" and reply.usage.tokens_in == 100
 
 
 def test_a_whole_reply_at_the_first_attempt_has_its_cost():
