@@ -81,7 +81,8 @@ def invalid_input(block: dict[str, Any]) -> str | None:
     if "duplicate_of" in block:
         return (
             f"error: this call of `{name}` came without an id of its own (it had {block['duplicate_of']!r}, which "
-            f"an earlier call of the same reply has, or none), so nothing was run; the loop named it "
+            f"an earlier call of the conversation has, or none, or one the API refuses), so nothing was run; the "
+            f"loop named it "
             f"{block['id']!r}. Call the tool again: each tool call needs an id of its own."
         )
     if "too_deep" in block:
@@ -101,6 +102,11 @@ def invalid_input(block: dict[str, Any]) -> str | None:
             f"nothing was run. Call the tool again with its parameters as one JSON object."
         )
     return None
+
+
+def tool_use_ids(messages: list[dict[str, Any]]) -> list[object]:
+    """The ids of the tool calls a conversation holds."""
+    return [b.get("id") for m in messages for b in m["content"] if b.get("type") == "tool_use"]
 
 
 def died_verdict(task: str, kernel: KernelFile, died: HarnessDied) -> dict[str, Any]:
@@ -471,7 +477,8 @@ class Agent:
         # the backend waits for an answer, and retries, no longer than the wall budget leaves
         self.model.deadline = None if wall is None else time.monotonic() + wall - self.state.wall_s()
         try:
-            reply = received(self.model.query(system, messages, tools, purpose))  # what the trace and the API take
+            # what the trace and the API take, its tool calls under ids the request it goes back in has not used
+            reply = received(self.model.query(system, messages, tools, purpose), tool_use_ids(messages))
         except ModelFailed as failed:
             if failed.charged_unread:  # charged, but its usage was never read: the run's cost is a floor from here
                 self._count_usage(purpose, self.model.name, UNREAD_USAGE)

@@ -5,6 +5,8 @@ it without importing the package that picks a backend (no import cycle: tests/fo
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -111,7 +113,12 @@ def usage_of(model: str, uncached: int | None, out: int | None, read: int | None
     )
 
 
-def received(reply: ModelReply) -> ModelReply:
+# What the Messages API takes as a tool_use id ("String should match pattern"): a block under another is refused
+# with the whole request, so the run would end model_error at its next turn.
+TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def received(reply: ModelReply, earlier_ids: Collection[object] = ()) -> ModelReply:
     """The reply as the loop keeps it, records it and sends it back, whatever the model sent: lone surrogates
     replaced (the API and the trace take only UTF-8); a tool input holding NaN or an infinity (not JSON, though
     Python's reader takes it) kept as the `raw_input` of an empty input, which the loop answers as invalid input;
@@ -121,9 +128,13 @@ def received(reply: ModelReply) -> ModelReply:
     TOOL_INPUT_MAX_DEPTH is kept as `raw_input` likewise, its `too_deep` naming the limit (audit 2, finding 3). A tool name, a text or a stop reason
     that is not a string (a number, an object) is kept as its JSON text, a stop reason as null: the events that
     record them declare strings (docs/protocol.md 1.2), and one of another type ended the run internal_error
-    (hostile-model audit 2, finding 2)."""
+    (hostile-model audit 2, finding 2). An id the conversation sent already (`earlier_ids`, its earlier turns') or
+    one the API refuses (TOOL_USE_ID) is not the call's own either: the API refuses a request whose tool_use ids
+    repeat ("tool_use ids must be unique"), which ended the run at its next turn (audit 2, finding 5)."""
     seen = {b.get("id") for b in reply.content if b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
-    content, used = [], set()
+    used = {i for i in earlier_ids if isinstance(i, str)}  # an id is the call's own once, in the whole request
+    seen |= used
+    content = []
     for block in reply.content:
         block = _with_string_fields(dict(block))
         if block.get("type") == "tool_use":
@@ -133,8 +144,9 @@ def received(reply: ModelReply) -> ModelReply:
             elif non_finite(block.get("input")):
                 block["raw_input"], block["input"] = json.dumps(block["input"]), {}
             ident = block.get("id")
-            if not isinstance(ident, str) or not ident or ident in used:
-                base = ident if isinstance(ident, str) and ident else "toolu"
+            well_formed = isinstance(ident, str) and TOOL_USE_ID.fullmatch(ident) is not None
+            if not well_formed or ident in used:
+                base = ident if well_formed else "toolu"
                 fresh = next(f"{base}_kseek{n}" for n in range(1, len(seen) + 2) if f"{base}_kseek{n}" not in seen)
                 block["duplicate_of"], block["id"] = json_safe(ident), fresh
                 seen.add(fresh)

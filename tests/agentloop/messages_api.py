@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -122,15 +123,39 @@ BLOCK_FIELDS = {
 }
 
 
+def first_role_refusal(messages: list[dict]) -> str | None:
+    if not messages or messages[0].get("role") != "user":
+        return "messages: the first message must use the user role"
+    return None
+
+
+def id_refusal(messages: list[dict]) -> str | None:
+    """Why the API would refuse these messages for their tool_use ids: each matches ^[a-zA-Z0-9_-]+$ and none
+    repeats in the whole request, whichever message holds it (`tool_use` ids must be unique)."""
+    seen = set()
+    for i, m in enumerate(messages):
+        for j, block in enumerate(m.get("content") if isinstance(m.get("content"), list) else []):
+            ident = block.get("id") if block.get("type") == "tool_use" else None
+            if ident is None:
+                continue
+            if not re.fullmatch(r"[a-zA-Z0-9_-]+", str(ident)):
+                return f"messages.{i}.content.{j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+            if ident in seen:
+                return f"messages.{i}.content.{j}: `tool_use` ids must be unique"
+            seen.add(ident)
+    return None
+
+
 def api_refusal(body: dict) -> str | None:
     """Why the Messages API would answer this request with a 400, for the rules a conversation can break: the
-    first message is the user's; no block is an empty text or carries fields the API does not know; a tool input
+    first message is the user's; tool_use ids are well formed and
+    unique in the request; no block is an empty text or carries fields the API does not know; a tool input
     is an object; every tool_use is answered by a tool_result in the next message, those first in it, and no
     tool_result answers nothing. None when it would accept it. (Like the API, adjacent same-role messages and a
     last assistant message, which the API continues, are accepted.)"""
     messages = body.get("messages") or []
-    if not messages or messages[0].get("role") != "user":
-        return "messages: the first message must use the user role"
+    if (refused := first_role_refusal(messages) or id_refusal(messages)) is not None:
+        return refused
     messages = [
         dict(m, content=[{"type": "text", "text": m["content"]}]) if isinstance(m.get("content"), str) else m
         for m in messages

@@ -299,7 +299,7 @@ def test_an_unanswered_review_is_approved_when_the_timeout_runs_out(tmp_path):
 def test_the_budgets_end_the_run(tmp_path):
     outcome, events, _ = run(
         tmp_path / "steps",
-        [Reply([evaluate()])] * 3,
+        [Reply([evaluate()]) for _ in range(3)],
         config=make_config(budgets=Budgets(steps=3)),
         evaluator=ScriptedEvaluator(),
     )
@@ -307,20 +307,20 @@ def test_the_budgets_end_the_run(tmp_path):
 
     outcome, events, _ = run(
         tmp_path / "tokens",
-        [Reply([evaluate()], input_tokens=600, output_tokens=100)] * 5,
+        [Reply([evaluate()], input_tokens=600, output_tokens=100) for _ in range(5)],
         config=make_config(budgets=Budgets(tokens=1400)),
     )
     assert (outcome.reason, outcome.steps) == ("budget_tokens", 2)
 
     outcome, events, _ = run(
-        tmp_path / "evals", [Reply([evaluate()])] * 5, config=make_config(budgets=Budgets(evaluations=2))
+        tmp_path / "evals", [Reply([evaluate()]) for _ in range(5)], config=make_config(budgets=Budgets(evaluations=2))
     )
     assert outcome.reason == "budget_evaluations" and len(payloads(events, "evaluation")) == 2
 
     # claude-sonnet-4-6 at $3/$15 per million: 100k input tokens are $0.30 per turn.
     outcome, events, _ = run(
         tmp_path / "cost",
-        [Reply([evaluate()], input_tokens=100_000, output_tokens=0)] * 5,
+        [Reply([evaluate()], input_tokens=100_000, output_tokens=0) for _ in range(5)],
         config=make_config(budgets=Budgets(cost_usd=0.5)),
     )
     assert (outcome.reason, outcome.steps) == ("budget_cost", 2)
@@ -328,7 +328,7 @@ def test_the_budgets_end_the_run(tmp_path):
 
     outcome, events, _ = run(
         tmp_path / "wall",
-        [Reply([tool_use("shell", {"command": "sleep 1.2"})])] * 5,
+        [Reply([tool_use("shell", {"command": "sleep 1.2"})]) for _ in range(5)],
         config=make_config(budgets=Budgets(wall_s=1.0)),
     )
     assert (outcome.reason, outcome.steps) == ("budget_wall", 1)
@@ -376,7 +376,7 @@ def test_the_cost_budget_ends_the_run_once_the_known_cost_alone_reaches_it_thoug
     outcome, events, _ = run(
         tmp_path,
         [Reply([evaluate()], model="my-local-model")]
-        + [Reply([evaluate()], input_tokens=100_000, output_tokens=0)] * 5,  # $0.30 a turn
+        + [Reply([evaluate()], input_tokens=100_000, output_tokens=0) for _ in range(5)],  # $0.30 a turn
         config=make_config(budgets=Budgets(cost_usd=0.5, steps=6)),
     )
     assert (outcome.reason, outcome.steps) == ("budget_cost", 3)

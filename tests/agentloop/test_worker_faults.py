@@ -136,7 +136,7 @@ def test_a_refusal_after_the_run_has_finished_is_logged_only_and_its_final_statu
 
     caplog.set_level(logging.INFO, logger="agentloop.worker")
     with (
-        MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 2)) as messages,
+        MessagesServer(Script([Reply([tool_use("editor", VIEW)]) for _ in range(2)])) as messages,
         FakeServer(TOKEN, [assignment(33)], accepts_events=True, refuse=refuse) as server,
     ):
         worker = scripted_worker(server, messages, tmp_path / "state")
@@ -170,7 +170,7 @@ def test_runs_that_cannot_start_end_failed_with_the_reason_and_the_worker_takes_
 
     monkeypatch.setattr(Agent, "_finish", finish)
     with (
-        MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 4)) as messages,
+        MessagesServer(Script([Reply([tool_use("editor", VIEW)]) for _ in range(4)])) as messages,
         FakeServer(TOKEN, runs, accepts_events=True) as server,
     ):
         worker = scripted_worker(server, messages, tmp_path / "state")
@@ -250,7 +250,7 @@ def test_malformed_server_messages_are_logged_and_answered_with_error_and_the_wo
     spool.close()
     caplog.set_level(logging.INFO, logger="agentloop.worker")
     with (
-        MessagesServer(Script([Reply([tool_use("editor", VIEW)])] * 2)) as messages,
+        MessagesServer(Script([Reply([tool_use("editor", VIEW)]) for _ in range(2)])) as messages,
         FakeServer(TOKEN, [assignment(51)], accepts_events=True, after_welcome=MALFORMED) as server,
     ):
         worker = scripted_worker(server, messages, state_dir)
