@@ -57,6 +57,10 @@ def reply_too_large(size: int, limit: int = REPLY_MAX_BYTES) -> str:
 # The most tokens one count of a call's usage may say: the server's integer columns (runs.event_parser.INT_COLUMN_MAX,
 # docs/protocol.md 1.1), which refuse a usage event past it for good, so that the call would count on no page.
 TOKEN_COUNT_MAX = 2**31 - 1
+# The most one call's cost may be, in dollars: below the server's cost column (runs.event_parser.STEP_COST_LIMIT,
+# docs/protocol.md 1.1), which refuses a usage event at or past it for good. No call costs that much (a million
+# tokens out of the dearest model cost $75); counts that make it so are counted, their cost unknown.
+CALL_COST_LIMIT = 10_000.0
 
 
 def token_count(value: object, required: bool = True) -> int | None:
@@ -101,15 +105,16 @@ def usage_of(model: str, uncached: int | None, out: int | None, read: int | None
     """A call's usage from its counts (token_count's: None where unreadable). One count unreadable makes the cost
     unknown (None, so the run's cost reads as a floor) and counts that one as 0: a negative count made the cost
     negative, which paid the cost budget back and which the server refuses, and a count the server's columns cannot
-    hold was refused with its usage event, so that the call counted on no page."""
+    hold was refused with its usage event, so that the call counted on no page. So is a cost the server's column
+    cannot hold (CALL_COST_LIMIT): the call's tokens are counted, its cost unknown."""
     uncached_n, out_n, read_n, written_n = (n or 0 for n in (uncached, out, read, written))
-    unreadable = None in (uncached, out, read, written)
+    cost = None if None in (uncached, out, read, written) else cost_usd(model, uncached_n, out_n, read_n, written_n)
     return Usage(
         tokens_in=uncached_n + read_n + written_n,
         tokens_out=out_n,
         cache_read_tokens=read_n,
         cache_write_tokens=written_n,
-        cost_usd=None if unreadable else cost_usd(model, uncached_n, out_n, read_n, written_n),
+        cost_usd=None if cost is None or cost >= CALL_COST_LIMIT else cost,
     )
 
 

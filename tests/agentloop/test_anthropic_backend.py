@@ -230,7 +230,14 @@ def test_an_unknown_model_has_an_unknown_cost_not_a_guess():
 
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize(
-    "counts", [{"input_tokens": -(10**9)}, {"output_tokens": 10**20}, {"input_tokens": "lots"}, {"output_tokens": 2.5}]
+    "counts",
+    [
+        {"input_tokens": -(10**9)},
+        {"output_tokens": 10**20},
+        {"output_tokens": 2**31 - 1},  # a count, but $32,000 at $15 a million: past the server's cost column
+        {"input_tokens": "lots"},
+        {"output_tokens": 2.5},
+    ],
 )
 def test_usage_counts_that_are_not_counts_make_the_cost_unknown_never_negative_or_a_crash(stream, counts):
     """A negative count made the cost negative (paying the cost budget back), one past the server's columns had its
@@ -239,7 +246,7 @@ def test_usage_counts_that_are_not_counts_make_the_cost_unknown_never_negative_o
     with MessagesServer(Script([reply])) as s:
         usage = model(s, stream=stream).query("system", MESSAGES, TOOLS, "turn").usage
     assert usage.cost_usd is None
-    assert 0 <= usage.tokens_in <= 100 and 0 <= usage.tokens_out <= 20
+    assert 0 <= usage.tokens_in <= 100 and 0 <= usage.tokens_out <= 2**31 - 1
 
 
 def test_a_reply_without_usage_has_an_unknown_cost_not_zero():
