@@ -81,8 +81,7 @@ def invalid_input(block: dict[str, Any]) -> str | None:
     if "duplicate_of" in block:
         return (
             f"error: this call of `{name}` came without an id of its own (it had {block['duplicate_of']!r}, which "
-            f"an earlier call of the conversation has, or none, or one the API refuses), so nothing was run; the "
-            f"loop named it "
+            f"an earlier call of the same reply has, or none), so nothing was run; the loop named it "
             f"{block['id']!r}. Call the tool again: each tool call needs an id of its own."
         )
     if "too_deep" in block:

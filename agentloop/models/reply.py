@@ -130,15 +130,15 @@ def received(reply: ModelReply, earlier_ids: Collection[object] = ()) -> ModelRe
     a tool_use whose id is missing or repeats an earlier one of the reply given an id of its own, its
     `duplicate_of` naming the id it repeated, which the loop answers with an error. So every tool_use is answered
     exactly once, under its own id (hostile-model audit, findings 8 and 11). A tool input nested deeper than
-    TOOL_INPUT_MAX_DEPTH is kept as `raw_input` likewise, its `too_deep` naming the limit (audit 2, finding 3). A tool name, a text or a stop reason
-    that is not a string (a number, an object) is kept as its JSON text, a stop reason as null: the events that
-    record them declare strings (docs/protocol.md 1.2), and one of another type ended the run internal_error
-    (hostile-model audit 2, finding 2). An id the conversation sent already (`earlier_ids`, its earlier turns') or
-    one the API refuses (TOOL_USE_ID) is not the call's own either: the API refuses a request whose tool_use ids
-    repeat ("tool_use ids must be unique"), which ended the run at its next turn (audit 2, finding 5)."""
-    seen = {b.get("id") for b in reply.content if b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
-    used = {i for i in earlier_ids if isinstance(i, str)}  # an id is the call's own once, in the whole request
-    seen |= used
+    TOOL_INPUT_MAX_DEPTH is kept as `raw_input` likewise, its `too_deep` naming the limit (audit 2, finding 3). A
+    tool name, a text or a stop reason that is not a string (a number, an object) is kept as its JSON text, a stop
+    reason as null: the events that record them declare strings (docs/protocol.md 1.2), and one of another type
+    ended the run internal_error (audit 2, finding 2). A call whose id an earlier turn of the conversation used
+    (`earlier_ids`), or whose id the API refuses (TOOL_USE_ID), is run under an id of its own, its `renamed_from`
+    naming the id it had: the API refuses a request whose tool_use ids repeat ("tool_use ids must be unique"),
+    which ended the run at its next turn, and some OpenAI-compatible servers give every turn's call one id
+    (audit 2, finding 5)."""
+    ids = _Ids(reply.content, earlier_ids)
     content = []
     for block in reply.content:
         block = _with_string_fields(dict(block))
@@ -148,17 +148,35 @@ def received(reply: ModelReply, earlier_ids: Collection[object] = ()) -> ModelRe
                 block["too_deep"] = TOOL_INPUT_MAX_DEPTH
             elif non_finite(block.get("input")):
                 block["raw_input"], block["input"] = json.dumps(block["input"]), {}
-            ident = block.get("id")
-            well_formed = isinstance(ident, str) and TOOL_USE_ID.fullmatch(ident) is not None
-            if not well_formed or ident in used:
-                base = ident if well_formed else "toolu"
-                fresh = next(f"{base}_kseek{n}" for n in range(1, len(seen) + 2) if f"{base}_kseek{n}" not in seen)
-                block["duplicate_of"], block["id"] = json_safe(ident), fresh
-                seen.add(fresh)
-            used.add(block["id"])
+            ids.give_own(block)
         content.append(json_safe(block))
     stop = reply.stop_reason if isinstance(reply.stop_reason, str) else None
     return replace(reply, content=content, stop_reason=json_safe(stop), model=json_safe(reply.model))
+
+
+class _Ids:
+    """The tool_use ids of one reply, each made the call's own in the request it goes back in (received)."""
+
+    def __init__(self, content: list[dict[str, Any]], earlier_ids: Collection[object]) -> None:
+        self.earlier = {i for i in earlier_ids if isinstance(i, str)}
+        self.taken = self.earlier | {
+            b["id"] for b in content if b.get("type") == "tool_use" and isinstance(b["id"], str)
+        }
+        self.in_reply: set[str] = set()
+
+    def give_own(self, block: dict[str, Any]) -> None:
+        ident = block.get("id")
+        if not isinstance(ident, str) or not ident or ident in self.in_reply:  # which call it names is unclear
+            block["duplicate_of"], block["id"] = json_safe(ident), self._fresh("toolu" if not ident else ident)
+        elif ident in self.earlier or not TOOL_USE_ID.fullmatch(ident):  # the call is clear: run under a new id
+            block["renamed_from"], block["id"] = ident, self._fresh(ident)
+        self.in_reply |= {block["id"], ident} if isinstance(ident, str) else {block["id"]}
+
+    def _fresh(self, ident: object) -> str:
+        base = ident if isinstance(ident, str) and TOOL_USE_ID.fullmatch(ident) else "toolu"
+        fresh = next(f"{base}_kseek{n}" for n in range(1, len(self.taken) + 2) if f"{base}_kseek{n}" not in self.taken)
+        self.taken.add(fresh)
+        return fresh
 
 
 def _with_string_fields(block: dict[str, Any]) -> dict[str, Any]:

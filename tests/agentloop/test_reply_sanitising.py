@@ -166,26 +166,24 @@ def test_an_openai_compatible_answer_nested_past_what_python_reads_fails_the_cal
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_a_tool_call_id_an_earlier_turn_used_or_the_api_refuses_is_answered_with_an_error_and_the_run_goes_on(
-    tmp_path, stream
-):
+def test_a_tool_call_under_an_id_an_earlier_turn_used_or_the_api_refuses_runs_under_an_id_of_its_own(tmp_path, stream):
     """(hostile-model audit 2, finding 5: it went back to the API as it came, which refuses the whole request, "tool_use
     ids must be unique", and the run ended model_error at its next turn)"""
     events = play(
         tmp_path,
         [
             Reply([tool_use("shell", {"command": "echo one"}, ident="toolu_again")]),
-            Reply([tool_use("shell", {"command": "touch twice"}, ident="toolu_again")]),
-            Reply([tool_use("shell", {"command": "touch spaced"}, ident="toolu with spaces")]),
+            Reply([tool_use("shell", {"command": "echo two"}, ident="toolu_again")]),
+            Reply([tool_use("shell", {"command": "echo three"}, ident="toolu with spaces")]),
         ],
         stream=stream,
     )
     results = payloads(events, "tool_result")
-    assert results[0]["output"] == "[exit code 0]\none\n" and results[0]["call_id"] == "toolu_again"
-    for answer, was in zip(results[1:3], ["'toolu_again'", "'toolu with spaces'"], strict=True):
-        assert answer["is_error"] and answer["invalid_input"] and was in answer["output"]
-    assert len({r["call_id"] for r in results}) == len(results)
-    assert not (tmp_path / "ws" / "twice").exists() and not (tmp_path / "ws" / "spaced").exists()
+    assert [r["output"] for r in results[:3]] == [f"[exit code 0]\n{n}\n" for n in ("one", "two", "three")]
+    assert len({r["call_id"] for r in results}) == len(results) and results[0]["call_id"] == "toolu_again"
+    renamed = [b for m in payloads(events, "model_message")[1:3] for b in m["content"] if b["type"] == "tool_use"]
+    assert [b["renamed_from"] for b in renamed] == ["toolu_again", "toolu with spaces"]
+    assert [b["id"] for b in renamed] == [r["call_id"] for r in results[1:3]]
 
 
 class NonFiniteEvaluator(ScriptedEvaluator):
