@@ -160,7 +160,7 @@ def from_openai_message(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = []
     text = message.get("content")
     if isinstance(text, list):  # some servers return content parts
-        text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        text = "".join(p["text"] for p in text if isinstance(p, dict) and isinstance(p.get("text"), str))
     if text:
         content.append({"type": "text", "text": text})
     calls = message.get("tool_calls") or []

@@ -153,6 +153,9 @@ def test_tool_calls_of_odd_shapes_are_the_models_mistakes_answered_by_the_loop_a
     reply = OpenAIModel("qwen", settings={"base_url": "http://x"})._reply(odd)
     assert [b["input"] for b in reply.tool_uses] == [0, ["ls"], {}] and reply.tool_uses[2]["name"] == ""
     assert reply.stop_reason == "tool_use"
+    parts = answer(None)
+    parts["choices"][0]["message"]["content"] = [{"type": "text", "text": "kept"}, {"text": 5}, "GOAL MET"]
+    assert OpenAIModel("qwen", settings={"base_url": "http://x"})._reply(parts).text == "kept"
     broken = [answer("x") | {"choices": [{"message": "GOAL MET"}]}, answer("x")]
     broken[1]["choices"][0]["message"]["tool_calls"] = {"id": "c1"}
     for each in broken:
