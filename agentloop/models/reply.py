@@ -109,12 +109,15 @@ def usage_of(model: str, uncached: int | None, out: int | None, read: int | None
     cannot hold (CALL_COST_LIMIT): the call's tokens are counted, its cost unknown."""
     uncached_n, out_n, read_n, written_n = (n or 0 for n in (uncached, out, read, written))
     cost = None if None in (uncached, out, read, written) else cost_usd(model, uncached_n, out_n, read_n, written_n)
+    tokens_in = uncached_n + read_n + written_n  # three counts within the limit may sum past it
+    if cost is None or cost >= CALL_COST_LIMIT or tokens_in > TOKEN_COUNT_MAX:
+        cost = None
     return Usage(
-        tokens_in=uncached_n + read_n + written_n,
+        tokens_in=min(tokens_in, TOKEN_COUNT_MAX),  # at least this many: a floor, as the cost is then
         tokens_out=out_n,
         cache_read_tokens=read_n,
         cache_write_tokens=written_n,
-        cost_usd=None if cost is None or cost >= CALL_COST_LIMIT else cost,
+        cost_usd=cost,
     )
 
 
