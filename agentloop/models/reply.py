@@ -162,15 +162,14 @@ class _Ids:
 
     def __init__(self, content: list[dict[str, Any]], earlier_ids: Collection[object]) -> None:
         self.earlier = {i for i in earlier_ids if isinstance(i, str)}
-        self.taken = self.earlier | {
-            b["id"] for b in content if b.get("type") == "tool_use" and isinstance(b["id"], str)
-        }
+        ids = [b.get("id") for b in content if b.get("type") == "tool_use"]
+        self.taken = self.earlier | {i for i in ids if isinstance(i, str)}
         self.in_reply: set[str] = set()
 
     def give_own(self, block: dict[str, Any]) -> None:
         ident = block.get("id")
         if not isinstance(ident, str) or not ident or ident in self.in_reply:  # which call it names is unclear
-            block["duplicate_of"], block["id"] = json_safe(ident), self._fresh("toolu" if not ident else ident)
+            block["duplicate_of"], block["id"] = json_safe(ident), self._fresh(ident)
         elif ident in self.earlier or not TOOL_USE_ID.fullmatch(ident):  # the call is clear: run under a new id
             block["renamed_from"], block["id"] = ident, self._fresh(ident)
         self.in_reply |= {block["id"], ident} if isinstance(ident, str) else {block["id"]}
