@@ -22,6 +22,21 @@ def clean_text(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def nests_deeper(value: Any, levels: int) -> bool:
+    """Whether a parsed JSON value nests objects and arrays more than `levels` deep (an object or array is level 1,
+    a scalar level 0), walked with a stack of its own, not recursion, so any depth the JSON reader took is measured.
+    The one measure of nesting: the agent's of a tool input, the server's and the trace import's of an event."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth > levels:
+            return True
+        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def json_safe(value: Any) -> Any:
     """`value` as strict JSON can carry it: lone surrogates replaced (in keys too), NaN and the infinities null.
     A value that needs nothing is returned as it is (the same object)."""

@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.db import DatabaseError
 
-from agentloop.json_safe import json_safe
+from agentloop.json_safe import json_safe, nests_deeper
 from agentloop.protocol import (
     EVENT_MAX_BYTES,
     MESSAGE_MAX_BYTES,
@@ -25,7 +25,7 @@ from agentloop.protocol import (
     speaks_version,
 )
 from runs import services
-from runs.event_parser import EVENT_MAX_DEPTH, too_deep
+from runs.event_parser import EVENT_MAX_DEPTH
 from runs.event_writer import EventWriter, echoed
 from runs.events import ALL_RUNS_GROUP, run_group
 from runs.services.workers import REVOKED
@@ -131,7 +131,7 @@ def message_problem(raw: str) -> str | None:
 
 def nesting_problem(event: dict) -> str | None:
     """Why an event (an `event` message or a batch's item) is refused for its nesting, or None."""
-    if too_deep(event, EVENT_MAX_DEPTH):
+    if nests_deeper(event, EVENT_MAX_DEPTH):
         return f"the event nests deeper than {EVENT_MAX_DEPTH} levels (objects and arrays)"
     return None
 
@@ -215,7 +215,7 @@ class WorkerConsumer(NoConnectionSweep, AsyncWebsocketConsumer):
             words = message.get("error")
             log.warning("worker %s could not read a message: %.300s", self.worker.name, echoed(words) or "(no words)")
             return
-        if kind not in ("event", "events") and too_deep(message, MESSAGE_MAX_DEPTH):
+        if kind not in ("event", "events") and nests_deeper(message, MESSAGE_MAX_DEPTH):
             # An event's nesting is checked with the event, which then gets a final nack (on_event, on_events).
             await self.send_message(
                 {"type": "error", "error": f"a message nested more than {MESSAGE_MAX_DEPTH} levels deep is not read"}

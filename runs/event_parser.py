@@ -18,6 +18,7 @@ from decimal import Decimal
 from django.utils.dateparse import parse_datetime
 
 from agentloop.event_types import payload_problem
+from agentloop.json_safe import nests_deeper
 from agentloop.protocol import KINDS, PROTOCOL_VERSION, RUN_STATUSES
 from runs.nul_escape import NulRefused, escape_nul
 
@@ -115,7 +116,7 @@ def parse_event(
         payload = raw.get("payload")
         if not isinstance(payload, dict):
             raise _Refused("payload must be a JSON object")
-        if too_deep(payload, PAYLOAD_MAX_DEPTH):
+        if nests_deeper(payload, PAYLOAD_MAX_DEPTH):
             raise _Refused(f"payload nests deeper than {PAYLOAD_MAX_DEPTH} levels (objects and arrays)")
         problem = payload_problem(kind, payload)  # its declared shape (agentloop/event_types.py)
         if problem is not None:
@@ -148,21 +149,6 @@ def read_instant(value) -> datetime | None:
         return _instant(value)
     except _Refused as refused:
         raise ValueError(str(refused)) from None
-
-
-def too_deep(value, limit: int) -> bool:
-    """Whether a parsed JSON value nests objects and arrays deeper than `limit` (an object or array is level 1),
-    walked with a stack of its own, not recursion, so any depth the JSON reader took is measured."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 > limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
 
 
 def _strict_json(payload: dict) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentloop.json_safe import json_safe, non_finite
+from agentloop.json_safe import json_safe, nests_deeper, non_finite
 from agentloop.prices import cost_usd
 
 # The most a model's reply may hold, in bytes (the streamed text, thinking and tool inputs in UTF-8, or a whole
@@ -26,17 +26,6 @@ REPLY_MAX_BYTES = 2 * 2**20
 # and the run's own trace could not be imported (docs/protocol.md 1.3), and some thousand levels raised
 # RecursionError, which ended the run internal_error.
 TOOL_INPUT_MAX_DEPTH = 32
-
-
-def nests_deeper(value: object, levels: int) -> bool:
-    """Whether `value` nests objects and arrays more than `levels` deep (a scalar: 0 levels). It stops at `levels`,
-    so any value, however deep, is checked without meeting Python's recursion limit."""
-    if not isinstance(value, (dict, list)):
-        return False
-    if levels <= 0:
-        return True
-    items = value.values() if isinstance(value, dict) else value
-    return any(nests_deeper(item, levels - 1) for item in items)
 
 
 def json_text(value: object) -> str:

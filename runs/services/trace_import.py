@@ -7,13 +7,13 @@ from typing import Any, cast
 from django.db import DataError, transaction
 from django.utils import timezone
 
+from agentloop.json_safe import nests_deeper
 from runs.event_parser import (
     EVENT_MAX_DEPTH,
     ParsedEvent,
     Refusal,
     envelope_problem,
     parse_event,
-    too_deep,
     usage_problem,
 )
 from runs.events import publish_after_commit
@@ -103,7 +103,7 @@ def _trace_records(lines):
             continue
         if not isinstance(record, dict):
             raise ServiceError(f"line {number} is not a JSON object")
-        if too_deep(record, NESTING_MAX):
+        if nests_deeper(record, NESTING_MAX):
             raise ServiceError(f"line {number} nests deeper than {NESTING_MAX} levels")
         read_any = True
         yield number, record
