@@ -111,6 +111,8 @@ def _check_eval_paths(args: argparse.Namespace) -> None:
     for flag, path in (("--json", args.json), ("--trace", args.trace)):
         if path is not None and (why := _unwritable(Path(path))):
             raise ValueError(f"{flag} {path}: {why}")
+    if args.note is not None and args.trace is None:  # the note is kept on the trace line alone: else it is lost
+        raise ValueError("--note is stored with the trace line: give --trace FILE too")
 
 
 def _unwritable(path: Path) -> str | None:
@@ -527,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--json", help="write EvalResult.to_dict() to this file")
     e.add_argument("--trace", help="append one JSON line for this evaluation to this file")
-    e.add_argument("--note", help="a note stored with the trace line")
+    e.add_argument("--note", help="a note stored with the trace line (needs --trace)")
     e.add_argument("--seed", type=int, default=None, help="default: fresh from os.urandom")
     e.add_argument("--timeout", type=_seconds, default=None, help="overall bound in seconds")
     e.add_argument("--arch", default=None, help="CUDA target, default sm_90a")

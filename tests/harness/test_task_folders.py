@@ -261,3 +261,11 @@ def test_eval_of_a_kernel_path_that_is_not_there_is_a_bad_argument_not_a_verdict
     p = _cli("eval", str(folder), str(folder / "kernal.cpp"))
     assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
     assert p.stderr.strip() == f"error: {folder / 'kernal.cpp'}: no such kernel file"
+
+
+def test_eval_with_a_note_and_no_trace_is_a_bad_argument_rather_than_a_lost_note(folder):
+    # --note is kept on the --trace line alone: without --trace the note was dropped without a word.
+    kernel = folder / "kernel.cpp"
+    p = _cli("eval", str(folder), str(kernel), "--note", "why this version")
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    assert p.stderr.strip() == "error: --note is stored with the trace line: give --trace FILE too"
