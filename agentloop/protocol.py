@@ -87,6 +87,15 @@ def event_message_bytes(event: dict[str, Any]) -> int:
 # quick to make (docs/protocol.md 1.2).
 KERNEL_SOURCE_MAX_BYTES = 2**20
 
+# The deepest an event may nest objects and arrays, its envelope being level 1 (so its payload nests at most one
+# level less): every reader alike, a worker's event and a trace's line (runs/event_parser.py,
+# runs/services/trace_import.py), and a worker sends no deeper one (agentloop/worker/window.py: the server could
+# only refuse it). Far deeper than any event the agent loop writes (about 10 levels: a fork's conversation in a
+# status's config), and shallow enough that storing, exporting and showing a payload never meets Python's recursion
+# limit: a payload nested a few hundred levels made the NUL escape recurse too far, and the event was nacked for
+# retry ("server error") forever.
+EVENT_MAX_DEPTH = 64
+
 SUMMARY_MAX = 240  # characters of an event's one line
 
 

@@ -19,7 +19,7 @@ from django.utils.dateparse import parse_datetime
 
 from agentloop.event_types import payload_problem
 from agentloop.json_safe import nests_deeper
-from agentloop.protocol import KINDS, PROTOCOL_VERSION, RUN_STATUSES
+from agentloop.protocol import EVENT_MAX_DEPTH, KINDS, PROTOCOL_VERSION, RUN_STATUSES
 from runs.nul_escape import NulRefused, escape_nul
 
 # The largest value of the integer columns (PositiveIntegerField: 32-bit signed on PostgreSQL), checked here so
@@ -30,12 +30,7 @@ STEP_COST_LIMIT = Decimal(10_000)
 # The largest id a run can have (its key is a 64-bit column, DEFAULT_AUTO_FIELD): a larger run_id names no run, and
 # looking it up made SQLite raise, so that the whole batch was nacked for retry ("server error") forever.
 RUN_ID_MAX = 2**63 - 1
-# The deepest an event may nest objects and arrays, its envelope being level 1 (so its payload nests at most one
-# level less): every reader alike, a worker's event and a trace's line (runs/services/trace_import.py). Far deeper
-# than any event the agent loop writes (about 10 levels: a fork's conversation in a status's config), and shallow
-# enough that storing, exporting and showing a payload never meets Python's recursion limit: a payload nested a few
-# hundred levels made the NUL escape recurse too far, and the event was nacked for retry ("server error") forever.
-EVENT_MAX_DEPTH = 64
+# EVENT_MAX_DEPTH (agentloop.protocol) bounds an event's nesting, its envelope level 1; its payload one level less.
 PAYLOAD_MAX_DEPTH = EVENT_MAX_DEPTH - 1
 
 _KINDS = frozenset(KINDS)

@@ -200,12 +200,10 @@ class Worker(ServerMessages):
             if self._window is None:
                 return
             self._send_frames(self._window.offer(*(_envelope(e) for e in events)))
-            refused, limit = self._window.take_refused(), self._window.limits.message_bytes
-        # Too large for any message the server reads: sent, it would only drop the connection, again and again.
-        for key, size in refused:
-            self._refuse_for_good(
-                key, f"not sent: its event message of {size} bytes is over the server's message limit of {limit} bytes"
-            )
+            refused = self._window.take_refused()
+        # Too large or too deep for any message the server reads: sent, it would be refused, or sent again forever.
+        for key, why in refused:
+            self._refuse_for_good(key, why)
 
     def _refuse_for_good(self, key: tuple[Any, ...], error: str) -> None:
         """Drop an event from the spool for good; the socket's thread reports it (`_report_refusals`)."""

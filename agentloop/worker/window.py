@@ -14,6 +14,9 @@ until acknowledged: the window only decides when, and forgets everything on `res
 No frame is ever over the server's message limit (`Limits`, from its welcome): an event whose `event` message
 would be over it is not sent at all; the window lists it in `take_refused()`, and the caller drops it for good
 (the server could only drop the connection, and the event would be sent again forever, holding back the rest).
+Nor is an event that nests deeper than every reader takes (`EVENT_MAX_DEPTH`): the server would refuse it for good,
+and one past what its JSON reader reads (about 950 levels) it could only answer with `error`, so that the event
+was offered again forever.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agentloop.protocol import PROTOCOL_VERSION
+from agentloop.json_safe import nests_deeper
+from agentloop.protocol import EVENT_MAX_DEPTH, PROTOCOL_VERSION
 
 # A frame of events holds at most this much (or the server's message limit, when that is smaller): a batch never
 # meets the limit; an event bigger than `max_bytes` travels alone as an `event` message, where the server's answer
@@ -108,7 +112,7 @@ class SenderWindow:
         self._waiting: dict[tuple[str, int], str] = {}  # key -> encoded event, in offer order
         self._in_flight: dict[int, Frame] = {}  # id(frame) -> frame, oldest first
         self._frame_of: dict[tuple[str, int], Frame] = {}
-        self._refused: list[tuple[tuple[str, int], int]] = []
+        self._refused: list[tuple[tuple[str, int], str]] = []
 
     # ------------------------------------------------------------------------------------------ state
     @property
@@ -123,26 +127,33 @@ class SenderWindow:
     def holds(self, key: tuple[str, int]) -> bool:
         return key in self._waiting or key in self._frame_of
 
-    def take_refused(self) -> list[tuple[tuple[str, int], int]]:
-        """The events offered since the last call that no message may carry: (key, size of their `event` message
-        in bytes). They were not queued; the caller refuses them for good."""
+    def take_refused(self) -> list[tuple[tuple[str, int], str]]:
+        """The events offered since the last call that no message may carry: (key, why not). They were not
+        queued; the caller refuses them for good."""
         refused, self._refused = self._refused, []
         return refused
 
     # ------------------------------------------------------------------------------------------ input
     def offer(self, *events: dict[str, Any]) -> list[Frame]:
-        """Queue events (an event already waiting or in flight is not queued twice, one over the message limit is
+        """Queue events (an event already waiting or in flight is not queued twice, one no message may carry is
         not queued but refused: `take_refused`); return the frames to send now, in order."""
         for event in events:
             key = event_key(event)
-            if not self.holds(key):
-                # ASCII (json.dumps escapes the rest), so its length is its size in bytes on the wire.
-                text = json.dumps(event, separators=(",", ":"), default=str)
-                size = len(Frame([text], [key], True).text())
-                if size > self.limits.message_bytes:
-                    self._refused.append((key, size))
-                else:
-                    self._waiting[key] = text
+            if self.holds(key):
+                continue
+            if nests_deeper(event, EVENT_MAX_DEPTH):  # first: json.dumps recurses, and gives up near 1,000 levels
+                self._refused.append(
+                    (key, f"not sent: it nests deeper than the {EVENT_MAX_DEPTH} levels every reader takes")
+                )
+                continue
+            # ASCII (json.dumps escapes the rest), so its length is its size in bytes on the wire.
+            text = json.dumps(event, separators=(",", ":"), default=str)
+            size = len(Frame([text], [key], True).text())
+            if size > self.limits.message_bytes:
+                why = f"not sent: its event message of {size} bytes is over the server's message limit of {self.limits.message_bytes} bytes"
+                self._refused.append((key, why))
+            else:
+                self._waiting[key] = text
         return self._fill()
 
     def settle(self, run_id: object, seq: int) -> list[Frame]:

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from agentloop.protocol import EVENT_MAX_DEPTH
 from agentloop.worker.window import SenderWindow
 
 
@@ -150,8 +151,12 @@ def test_an_event_whose_event_message_is_over_the_servers_limit_is_refused_not_s
     big, fits = note(1, text="x" * 2000), note(2, text="y" * (1970 - empty))
     frames = window.offer(note(0), big, fits)
     assert [seqs(f) for f in frames] == [[0]]
-    ((key, size),) = window.take_refused()
-    assert key == ("7", 1) and size == len(json.dumps({"type": "event", "v": 1, **big}, separators=(",", ":")))
+    ((key, why),) = window.take_refused()
+    size = len(json.dumps({"type": "event", "v": 1, **big}, separators=(",", ":")))
+    assert (
+        key == ("7", 1)
+        and why == f"not sent: its event message of {size} bytes is over the server's message limit of 2000 bytes"
+    )
     assert window.take_refused() == [] and not window.holds(("7", 1))
     # An event over the batch budget but within the limit goes alone, as `event`, and stays within the limit.
     (alone,) = window.settle(7, 0)
@@ -191,3 +196,27 @@ def test_the_limits_come_from_the_welcome_and_an_older_or_garbled_welcome_gets_1
         limits, problem = Limits.from_welcome({"limits": garbled})
         assert limits == Limits(2**20, 2**20) and problem.startswith("the welcome's limits are not")
     assert SenderWindow().limits == Limits(2**20, 2**20) and SenderWindow().max_bytes == 256 * 1024
+
+
+@pytest.mark.parametrize("levels", [EVENT_MAX_DEPTH - 1, 2000])
+def test_an_event_nested_deeper_than_every_reader_takes_is_refused_not_sent_and_the_rest_goes_on(levels):
+    # The server refuses an event past 64 levels for good, and one past its JSON reader's reach (about 950) it
+    # could only answer with `error`, so that the worker offered it again forever, holding back the run's events.
+    deep: object = "bottom"
+    for _ in range(levels):  # `levels` arrays inside the payload's field: the event nests levels + 2 deep
+        deep = [deep]
+    window = SenderWindow(max_frames=1)
+    frames = window.offer(note(0), note(1, text=deep), note(2))
+    assert [seqs(f) for f in frames] == [[0, 2]]  # the rest goes out, in one frame
+    assert window.take_refused() == [
+        (("7", 1), f"not sent: it nests deeper than the {EVENT_MAX_DEPTH} levels every reader takes")
+    ]
+    assert not window.holds(("7", 1))
+
+
+def test_an_event_nested_exactly_as_deep_as_readers_take_is_sent():
+    deep: object = "bottom"
+    for _ in range(EVENT_MAX_DEPTH - 2):  # envelope 1, payload 2, then the arrays: EVENT_MAX_DEPTH levels in all
+        deep = [deep]
+    window = SenderWindow(max_frames=1)
+    assert [seqs(f) for f in window.offer(note(0, text=deep))] == [[0]] and window.take_refused() == []
