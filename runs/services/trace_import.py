@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import PurePosixPath
 from typing import Any, cast
 
 from django.db import DataError, transaction
@@ -311,6 +312,13 @@ def imported_text(name: str, meta: dict) -> str:
     return text[: Run._meta.get_field("imported_from").max_length]
 
 
+def imported_model(name: str) -> str:
+    """The model label of a trace that names none (a harness trace): the trace file's name without its folders,
+    which `imported_from` keeps (a released kernel's trace is named by a path such as ../../lab/...)."""
+    file_name = PurePosixPath(name.replace("\\", "/")).name  # a Windows path's folders go too
+    return f"import:{file_name or name}"
+
+
 def _parsed(run: Run, number: int, event: dict, *, harness: bool) -> ParsedEvent:
     # An event's time is required as from a worker (docs/protocol.md 1.1); a harness line's may be missing.
     parsed = parse_event(event, run_id=run.pk, time_required=not harness)
@@ -390,7 +398,7 @@ def _import_steps(again, found: dict, *, task: Task, goal: tuple, name: str, use
         task=task,
         goal_baseline=goal[0],
         goal_speedup=goal[1],
-        model=str(meta.get("model") or config.get("model") or f"import:{name}")[:120],
+        model=str(meta.get("model") or config.get("model") or imported_model(name))[:120],
         starting_kernel=config.get("starting_kernel") or task.starting_kernel,
         started_by=user,
         review_mode=cast(str, meta.get("review_mode"))

@@ -145,3 +145,33 @@ def test_a_kernel_shows_the_arch_its_verdict_was_built_for(viewer):
     kernel = Kernel.objects.get(run=run)
     assert kernel.target_arch == "sm_100a"
     assert "cuda · sm_100a" in viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("../../lab/attention_fwd_sm90/trace.jsonl.xz", "import:trace.jsonl.xz"),
+        ("C:\\traces\\arch.jsonl", "import:arch.jsonl"),
+        ("arch.jsonl", "import:arch.jsonl"),
+    ],
+)
+def test_a_harness_traces_model_label_is_its_file_name_and_imported_from_keeps_the_path(name, model):
+    # A released kernel's development trace is imported by a path (load_released_kernels), which the run's model
+    # label showed whole: "import:../../lab/attention_fwd_sm90/trace.jsonl.xz" on every page that names the model.
+    import json
+
+    from runs.services import trace_import
+
+    make_task(name="attention_fwd", target="cuda-sm90", goal_baseline="cudnn", scenario_ids=["s1"])
+    line = {
+        "kind": "evaluation",
+        "note": "",
+        "task": "attention_fwd",
+        "kernel_sha256": "",
+        "kernel_source": "// k\n",
+        "status": "correct",
+        "scenarios": [{"id": "s1", "params": {}, "correct": True}],
+        "geomean": {"cudnn": {"speedup": 1.1, "count": 1}},
+    }
+    run = trace_import(lines=[json.dumps(line)], name=name)
+    assert run.model == model and run.imported_from == f"trace {name}"
