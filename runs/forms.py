@@ -9,6 +9,11 @@ from runs.model_options import default_model, model_options, model_refusal, reco
 from runs.models import Kernel, ReviewMode, Task
 from runs.services.questions import shows_something
 
+# The longest text a person writes to the agent, one limit for each way in: a message to a running agent, the own
+# question of a fork, a reviewer's edit or replacement of a proposed question (the worker socket's
+# `question_decision` too, docs/protocol.md). The bank's own questions are held shorter (questionbank.bank).
+PERSON_TEXT_MAX = 10_000
+
 
 class StartRunForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.all(), to_field_name="name")
@@ -89,7 +94,7 @@ class StartRunForm(forms.Form):
 
 
 class MessageForm(forms.Form):
-    text = forms.CharField(max_length=10_000, widget=forms.Textarea(attrs={"rows": 2}))
+    text = forms.CharField(max_length=PERSON_TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
 
     def clean_text(self):
         # The field strips whitespace only: a text of invisible characters alone is as empty to the agent.
@@ -100,7 +105,7 @@ class MessageForm(forms.Form):
 
 class DecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=[(d, d) for d in ("approve", "edit", "veto", "replace")])
-    text = forms.CharField(max_length=4_000, required=False)
+    text = forms.CharField(max_length=PERSON_TEXT_MAX, required=False)
 
     def clean(self):
         data = super().clean()
@@ -206,7 +211,7 @@ class ForkForm(forms.Form):
         },
     )
     text = forms.CharField(
-        required=False, max_length=10_000, widget=forms.Textarea(attrs={"rows": 3}), label="Your question"
+        required=False, max_length=PERSON_TEXT_MAX, widget=forms.Textarea(attrs={"rows": 3}), label="Your question"
     )
 
     def __init__(self, *args, bank=(), **kwargs):

@@ -6,6 +6,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from runs.forms import PERSON_TEXT_MAX
 from runs.models import Directive, Evaluation, Kernel, Question, QuestionStatus, Run, RunStatus, WorkerHost
 from runs.services import (
     kernel_record,
@@ -150,11 +151,13 @@ def test_an_edit_over_the_length_limit_is_refused_for_its_length_alone_and_the_q
     question = Question.objects.get(run=run)
     response = reviewer.post(
         reverse("review_decide", args=[question.pk]),
-        {"decision": "edit", "text": "y" * 4_001},
+        {"decision": "edit", "text": "y" * (PERSON_TEXT_MAX + 1)},
         HTTP_ACCEPT="application/json",
     )
     error = response.json()["error"]
-    assert response.status_code == 400 and "at most 4000 characters (it has 4001)" in error
+    # One limit for every text a person writes to the agent: an edit was held to 4,000, a fork's question to 10,000.
+    assert PERSON_TEXT_MAX == 10_000
+    assert response.status_code == 400 and "at most 10000 characters (it has 10001)" in error
     assert "needs the question's text" not in error
     assert Question.objects.get(pk=question.pk).status == QuestionStatus.PROPOSED
 
