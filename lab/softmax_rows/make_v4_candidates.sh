@@ -5,7 +5,8 @@
 # ROUND=3 writes versions/v4.cu and versions/v5.cu alone, unchanged: the screen that chose the release, whose
 # winner `device_run.sh release` then takes from the same machine's /tmp/screen/rank.txt. ROUND=6 writes the
 # release (v4) beside versions/v6_persist.cu with its persistent lanes-per-row grid on and off. ROUND=7 writes the
-# release beside versions/v7.cu's row loop (softmax_cluster_rows) in three grids, and with the loop off.
+# release beside versions/v7.cu's row loop (softmax_cluster_rows) in three grids, and with the loop off; ROUND=8
+# the loop bounded to a few rows a cluster (KSEEK_ROWS_MAXPER), after round 7's screen.
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -28,6 +29,14 @@ case "${ROUND:-1}" in
   gen v7c KSEEK_ROWS_CAP=4                            # at most 4 rows a cluster
   gen v7d KSEEK_ROWS_LOOP=0                           # the loop off: v4's kernels from v7's file (the same-build noise)
   ;;
+8)  # after round 7's H100 screen: the loop only where a cluster takes at most 4 (or 6) rows, else v4's kernel
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v7.cu
+  gen v7a                                             # round 7's v7a again (the loop wherever it engages)
+  gen v7d KSEEK_ROWS_LOOP=0                           # the loop off (the noise)
+  gen v7e KSEEK_ROWS_MAXPER=4                         # the loop only at 4 rows a cluster or fewer
+  gen v7f KSEEK_ROWS_MAXPER=6                         # ... 6 or fewer
+  ;;
 1)
   cp lab/softmax_rows/versions/v1.cu "$out/v1.cu"  # the first release, for a same-call reference
   gen v4a                                             # v1's shapes (4 vectors, 256-thread CTAs), st.async merge
@@ -45,5 +54,5 @@ case "${ROUND:-1}" in
   gen v4k KSEEK_CTA_TARGET=512                        # v4a with up to 512 threads a CTA (half the CTAs a row)
   ;;
 3) cp lab/softmax_rows/versions/v4.cu lab/softmax_rows/versions/v5.cu "$out/" ;;
-*) echo "ROUND is 1, 2, 3, 6 or 7" >&2; exit 2 ;;
+*) echo "ROUND is 1, 2, 3, 6, 7 or 8" >&2; exit 2 ;;
 esac

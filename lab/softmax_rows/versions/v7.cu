@@ -1,13 +1,13 @@
 // softmax_rows: y = softmax(x) along each row, bf16 in and out, fp32 math (issue 35). Version v7 of the lab
-// (2026-12-05, written without a GPU, not yet run): v4, the release, with `softmax_cluster_rows` for the rows of
-// 129 .. 8192 vectors where one row a cluster would run more than one wave. A cluster takes several rows, and
-// each thread issues its loads of the next row before it reduces, exchanges and writes the current one, so an
-// SM has a row's loads in flight through the phases where v4's CTAs had none (v4 at 1024 x 32000 reads DRAM at
-// 59% of its peak; QuACK's 34.7 us there is 3.78 TB/s). Rounds 2's v2/v3 kept rows in flight through shared
-// memory with a barrier a row and lost; this keeps them in registers (16 more a thread) and keeps v4's
+// (2026-12-05, written without a GPU; screened on an H100 the same evening, lab/softmax_rows/README.md): v4, the
+// release, with `softmax_cluster_rows` for the rows of 129 .. 8192 vectors where one row a cluster would run more than
+// one wave. A cluster takes several rows, and each thread issues its loads of the next row before it reduces, exchanges
+// and writes the current one, so an SM has a row's loads in flight through the phases where v4's CTAs had none (v4 at
+// 1024 x 32000 reads DRAM at 59% of its peak; QuACK's 34.7 us there is 3.78 TB/s). Rounds 2's v2/v3 kept rows in flight
+// through shared memory with a barrier a row and lost; this keeps them in registers (16 more a thread) and keeps v4's
 // st.async exchange and one-ex2 reductions. Its only new runtime calls are occupancy queries (cudaGetDevice,
-// cudaDeviceGetAttribute, cudaOccupancyMaxActiveBlocksPerMultiprocessor, cudaOccupancyMaxActiveClusters), asked
-// once per device and shape of launch.
+// cudaDeviceGetAttribute, cudaOccupancyMaxActiveBlocksPerMultiprocessor, cudaOccupancyMaxActiveClusters), asked once
+// per device and shape of launch.
 //
 //
 // Math, per row r:  y[r, c] = exp(x[r, c] - max_c x[r, c]) / sum_c exp(x[r, c] - max_c x[r, c]),
@@ -81,6 +81,9 @@ constexpr int kSubwarpThreads = 256;
 #endif
 #ifndef KSEEK_ROWS_CAP  // the most rows a cluster of softmax_cluster_rows takes (0: as many as keep one wave)
 #define KSEEK_ROWS_CAP 0
+#endif
+#ifndef KSEEK_ROWS_MAXPER  // no row loop where a cluster would take more rows than this (0: no bound); see below
+#define KSEEK_ROWS_MAXPER 0
 #endif
 #ifndef KSEEK_ROWS_MINB  // softmax_cluster_rows' registers are sized for this many CTAs of 256 threads an SM
 #define KSEEK_ROWS_MINB 3
@@ -655,6 +658,9 @@ int rows_kernel_clusters(int rows, int ctas, int threads) {
     const int c = log2_of(ctas), w = threads / 32;
     if (fit.one_row[c][w] <= 0 || rows <= fit.one_row[c][w] || fit.many_rows[c][w] <= 0) return 0;
     long long per_cluster = (rows + fit.many_rows[c][w] - 1) / fit.many_rows[c][w];
+    // The H100 screen (2026-12-05): the loop won where it takes 3 or 4 rows a cluster (256 x 32768, 512 x 16384)
+    // and lost where it takes many (1024 x 32000, 8192 x 8192, 4096 x 2048): there v4's kernel stays.
+    if (KSEEK_ROWS_MAXPER > 0 && per_cluster > KSEEK_ROWS_MAXPER) return 0;
     if (KSEEK_ROWS_CAP > 0 && per_cluster > KSEEK_ROWS_CAP) per_cluster = KSEEK_ROWS_CAP;
     return static_cast<int>((rows + per_cluster - 1) / per_cluster);
 }
