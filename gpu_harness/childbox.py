@@ -19,9 +19,9 @@ child share device memory through CUDA IPC, which these namespaces have not been
 "Threat model"). `KSEEK_CHILD_SANDBOX_GPU=1` contains a GPU task's child too (its sandbox then holds the GPUs'
 device nodes), for `tests/harness/test_child_sandbox_gpu.py` to check on a GPU before it becomes the default: its
 first test (CUDA IPC with the parent, the eager baseline) passed on an H200 on 2026-12-05, its second (the library
-baselines' caches, in the scratch folder: runner.CACHE_FOLDERS) on an H100 the same day. The default waits for a
-task's cheats and the CuTe-DSL libraries to run contained on a GPU (docs/harness.md). Each verdict says which
-(`child_sandbox`).
+baselines' caches, in the scratch folder: runner.CACHE_FOLDERS) on an H100 the same day. A task's cheats are
+rejected from a contained child too (an H100, 2026-12-05); the default waits for the CuTe-DSL libraries to run
+contained on a GPU (docs/harness.md). Each verdict says which (`child_sandbox`).
 """
 
 from __future__ import annotations
