@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agentloop.protocol import VERIFY_MODEL
+from agentloop.json_safe import nests_deeper
+from agentloop.protocol import EVENT_MAX_DEPTH, VERIFY_MODEL
 from agentloop.state import RunState, api_messages
 
 # The decisions a fork at a question may take instead of the parent's (docs/fork.md).
@@ -296,11 +297,22 @@ def _safe_path(name: object) -> bool:
     return not any(part in ("", ".", "..") for part in name.split("/"))
 
 
+# The fork travels whole in the forked run's `started` status, at config.fork: envelope, payload and config are
+# three levels above it, and every reader takes an event of EVENT_MAX_DEPTH levels at most. A parent's tool input
+# may nest 32 levels (an imported trace's more), which a fork's conversation puts some ten levels further down.
+FORK_MAX_DEPTH = EVENT_MAX_DEPTH - 3
+
+
 def fork_problems(fork: object) -> list[str]:
     """What makes an assignment's `fork` unusable, in words (empty: usable). The worker checks it before it
     starts the run, and the server before it stores one, so that a bad fork fails at once and says why."""
     if not isinstance(fork, dict):
         return ["`fork` must be an object"]
+    if nests_deeper(fork, FORK_MAX_DEPTH):  # first: the checks below walk it, recursively
+        return [
+            f"`fork` nests deeper than {FORK_MAX_DEPTH} levels (objects and arrays), so the run's started event "
+            f"would be refused: fork at an earlier step"
+        ]
     problems: list[str] = []
     if not isinstance(fork.get("parent_run"), (str, int)) or isinstance(fork.get("parent_run"), bool):
         problems.append("`fork.parent_run` must be the parent's id")

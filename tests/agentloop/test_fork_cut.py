@@ -115,6 +115,36 @@ def test_fork_problems_refuse_paths_outside_the_workspace_and_broken_conversatio
     assert fork_problems({**wire, "decision": {"action": "veto"}, "question": {"text": "q"}}) == []
 
 
+def test_a_fork_nested_past_what_its_started_event_may_carry_is_refused_before_it_starts():
+    # The fork travels whole in the forked run's started status (config.fork), three levels down: a parent whose
+    # tool input nested deep (an imported trace's may, to 62 levels) gave a fork whose started event every reader
+    # refused, so the forked run could not be recorded at all.
+    from agentloop.fork import FORK_MAX_DEPTH
+    from agentloop.json_safe import nests_deeper
+    from agentloop.protocol import EVENT_MAX_DEPTH
+
+    def deep(levels):
+        value: object = "x"
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    wire = fork_wire(fork_cut(read_trace(REPLAYS[0]), 5), 1, None)
+    for levels, fits in ((FORK_MAX_DEPTH - 1, True), (FORK_MAX_DEPTH, False)):
+        fork = {**wire, "deep": deep(levels)}  # the fork is level 1, so it nests levels + 1 deep
+        started = {"run_id": 1, "seq": 0, "kind": "status", "payload": {"status": "running", "config": {"fork": fork}}}
+        assert nests_deeper(started, EVENT_MAX_DEPTH) is not fits
+        depth_problems = [p for p in fork_problems(fork) if "nests deeper" in p]
+        assert depth_problems == (
+            []
+            if fits
+            else [
+                f"`fork` nests deeper than {FORK_MAX_DEPTH} levels (objects and arrays), so the run's started event "
+                "would be refused: fork at an earlier step"
+            ]
+        )
+
+
 def test_the_run_recorded_through_the_anthropic_client_forks_at_every_step_to_its_own_workspace(tmp_path):
     lines, snapshots = record(tmp_path)
     events = [json.loads(line) for line in lines]
