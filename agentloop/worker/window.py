@@ -150,7 +150,8 @@ class SenderWindow:
             text = json.dumps(event, separators=(",", ":"), default=str)
             size = len(Frame([text], [key], True).text())
             if size > self.limits.message_bytes:
-                why = f"not sent: its event message of {size} bytes is over the server's message limit of {self.limits.message_bytes} bytes"
+                limit = self.limits.message_bytes
+                why = f"not sent: its event message of {size} bytes is over the server's message limit of {limit} bytes"
                 self._refused.append((key, why))
             else:
                 self._waiting[key] = text
