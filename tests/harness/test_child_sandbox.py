@@ -97,12 +97,13 @@ def test_outside_a_sandbox_the_same_kernel_does_reach_them(tmp_path, monkeypatch
     assert marker.exists() and bystander.returncode == -signal.SIGKILL
 
 
-def test_a_gpu_tasks_candidate_is_not_yet_contained_unless_asked(monkeypatch):
-    monkeypatch.delenv(childbox.GPU_OPT_IN, raising=False)
-    assert childbox.sandbox_for("cuda-sm90") == childbox.NONE
-    assert childbox.sandbox_for("cpu") == childbox.BUBBLEWRAP
-    monkeypatch.setenv(childbox.GPU_OPT_IN, "1")
+def test_a_gpu_tasks_candidate_is_contained_unless_turned_off(monkeypatch):
+    monkeypatch.delenv(childbox.GPU_OPT_OUT, raising=False)
     assert childbox.sandbox_for("cuda-sm90") == childbox.BUBBLEWRAP
+    assert childbox.sandbox_for("cpu") == childbox.BUBBLEWRAP
+    monkeypatch.setenv(childbox.GPU_OPT_OUT, "0")
+    assert childbox.sandbox_for("cuda-sm90") == childbox.NONE
+    assert childbox.sandbox_for("cpu") == childbox.BUBBLEWRAP  # a CPU task's child is contained whatever it says
     argv = childbox.contained(["true"], "/")
     assert os.path.basename(argv[0]) == "bwrap" and argv[-2:] == ["--", "true"]
 
