@@ -312,6 +312,7 @@ def kernel_verification(kernel: Kernel) -> dict:
         {
             "evaluation": e,
             "speedup": figures.verified_speedup(e.verdict, baseline),
+            "speedup_text": _verified_text(e, baseline),
             "baseline": baseline,
             **evaluation_environment(e),
         }
@@ -319,6 +320,15 @@ def kernel_verification(kernel: Kernel) -> dict:
         if e.standing == figures.VERIFIED
     ]
     return {"rows": rows, "pending": verification_pending(kernel)}
+
+
+def _verified_text(evaluation: Evaluation, baseline: str) -> str:
+    """A "Verified here" row's speed-up as every other list writes a verified figure (`_speedup_texts`): with its
+    interval, "no difference (…)" where that holds 1.0, "(noise unknown)" where it is, and over best_library what
+    it is the best of. "Verified" says who measured it, not that it is faster: a figure inside the noise is none."""
+    text = figures.verdict_speedup_text(evaluation.verdict, baseline)
+    libraries = evaluation_library_scope(evaluation, baseline)
+    return f"{text} ({libraries})" if libraries else text
 
 
 def evaluation_get(evaluation_id: int) -> Evaluation:
