@@ -222,6 +222,31 @@ def _usage_columns(run: Run) -> dict:
     }
 
 
+def _best_text(verdict: dict, baseline: str, libraries: list[str]) -> str:
+    """A best as the compare page writes it: with its interval ("no difference (…)" where that holds 1.0) and,
+    over best_library, what it is the best of where it did not time every library."""
+    best = figures.speedup_over(verdict, baseline)
+    interval = figures.geomean_interval(verdict, baseline)
+    return " · ".join(
+        part
+        for part in (figures.speedup_text(best, interval), figures.library_scope(verdict, baseline, libraries))
+        if part
+    )
+
+
+def best_series_texts(verdicts: list[dict], bests: list, baseline: str, libraries: list[str]) -> list[str | None]:
+    """The text of each point of a best-so-far series (`bests`, `figures.headline_series` of `verdicts`), as the
+    summary writes the best (`_best_text`), from the verdict that set it: the chart's hover says "no difference"
+    where the table beside it does, never a bare 1.060×. None before the first verified best."""
+    texts: list[str | None] = []
+    current = None
+    for index, (verdict, best) in enumerate(zip(verdicts, bests)):
+        if best is not None and (index == 0 or best != bests[index - 1]):  # this verdict set a new best
+            current = _best_text(verdict, baseline, libraries)
+        texts.append(current if best is not None else None)
+    return texts
+
+
 def _best_verdict(verdicts: list[dict], bests: list) -> dict | None:
     """The verdict of the evaluation that first reached the run's best (the last of its best-so-far series
     `bests`): its interval and its libraries are the best's; None where there is no best."""
@@ -241,6 +266,7 @@ def run_comparison(runs: list[Run]) -> dict:
         # An imported run's figures are its trace's claims: no best and no goal met here (gpu_harness.figures).
         imported = bool(run.imported_from)
         bests = figures.headline_series(verdicts, baseline, full_set, imported=imported)
+        best_texts = best_series_texts(verdicts, bests, baseline, run.task.libraries)
         best_verdict = _best_verdict(verdicts, bests)
         # the best's interval (None where that evaluation has none) and, over best_library, what it is the best of
         best_interval = figures.geomean_interval(best_verdict, baseline) if best_verdict else None
@@ -273,11 +299,7 @@ def run_comparison(runs: list[Run]) -> dict:
                 "best_speedup_low": best_interval[0] if best_interval else None,
                 "best_speedup_high": best_interval[1] if best_interval else None,
                 "best_library_scope": library_scope,
-                "best_text": " · ".join(
-                    part
-                    for part in (figures.speedup_text(bests[-1] if bests else None, best_interval), library_scope)
-                    if part
-                ),
+                "best_text": (best_texts[-1] if best_texts else None) or "—",
                 "evaluations": len(evaluations),
                 "evaluations_to_goal": None if goal_index is None else goal_index + 1,
                 "steps": run.step_count,
@@ -302,6 +324,7 @@ def run_comparison(runs: list[Run]) -> dict:
                     "question_id": q.pk,
                     "evaluation": number,
                     "best": bests[number - 1] if number else None,
+                    "best_text": best_texts[number - 1] if number else None,
                     "text": q.text,
                     "decided_by": decided_by,
                     "decision": q.status,
@@ -316,6 +339,8 @@ def run_comparison(runs: list[Run]) -> dict:
                 "goal": target,
                 "evaluations": list(range(1, len(evaluations) + 1)),
                 "best": bests,
+                # each point's best as the summary writes it: the hover's words (compare_chart.js)
+                "best_text": best_texts,
                 "questions": markers,
             }
         )

@@ -12,8 +12,10 @@
     const colour = colours[i % colours.length];
     traces.push({name: text(run.label), legendgroup: "run-" + run.run_id, meta: "run", type: "scatter",
       mode: "lines+markers", x: run.evaluations, y: run.best, line: {shape: "hv", color: colour},
-      customdata: run.evaluations.map(() => text(run.baseline)),
-      hovertemplate: "evaluation %{x}: %{y:.3f}× over %{customdata}<extra>#" + run.run_id + "</extra>"});
+      // Each point's best as the server writes it (its interval, "no difference" inside the noise), never the
+      // bare point: the summary table beside the chart says "no difference" where this would say 1.060×.
+      customdata: run.evaluations.map((_, j) => [text(run.baseline), text(run.best_text[j] || "")]),
+      hovertemplate: "evaluation %{x}: %{customdata[1]} over %{customdata[0]}<extra>#" + run.run_id + "</extra>"});
     const qs = run.questions;
     // A question asked before the run had a verified best has no speedup to stand at: it is drawn open, on the
     // axis, and its hover says so, so it does not read as a 0x measurement.
@@ -23,7 +25,7 @@
       marker: {symbol: qs.map((q) => (unmeasured(q) ? "diamond-open" : "diamond")), size: 10, color: colour},
       x: qs.map((q) => q.evaluation), y: qs.map((q) => (unmeasured(q) ? 0 : q.best)),
       customdata: qs.map((q) => [text(q.text), text(q.decision_text),
-        unmeasured(q) ? "asked before any verified best" : "best verified then: " + q.best.toFixed(3) + "×"]),
+        unmeasured(q) ? "asked before any verified best" : "best verified then: " + text(q.best_text)]),
       hovertemplate: "%{customdata[0]}<br>%{customdata[1]}<br>%{customdata[2]}<extra>#" + run.run_id + "</extra>"});
   });
   Plotly.newPlot(el, traces, {

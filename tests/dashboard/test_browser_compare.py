@@ -115,3 +115,38 @@ def test_a_questions_markup_is_handed_to_plotly_escaped_and_its_hover_shows_it_a
     handed = page.evaluate("() => document.getElementById('speedup-chart').data[3].text.filter((t) => t)")
     assert handed == [early["text"]] * 2 + [html.escape(MARKUP, quote=False)] * 2  # each question a line of 2 points
     assert MARKUP in shown_as_typed(page, "speedup-chart", 3, point=3)
+
+
+def within_noise(payload: dict, low: float, high: float) -> dict:
+    """`payload` (eval_payload's) with every scenario's timings and their intervals, such that its speed-up over
+    naive lies within [low, high] (the candidate's median pinned at 1.0)."""
+    speedup = payload["result"]["geomean"]["naive"]["speedup"]
+    for s in payload["result"]["scenarios"]:
+        s.update(time_ms=1.0, time_ci_ms=[1.0, 1.0], baseline_ms={"naive": speedup})
+        s["baseline_ci_ms"] = {"naive": [low, high]}
+    return payload
+
+
+def test_the_compare_charts_hover_writes_a_best_inside_the_noise_as_no_difference(live_site, login):
+    # The figure-labels audit, finding 2: the hover wrote the bare point (1.060×) where the summary says "no
+    # difference"; it writes each best as the summary does, and so does a question's "best verified then".
+    page = login("olga")
+    run_id = start_run_from_page(page, "openai:noise-a")
+    worker = ScriptedWorker(live_site)
+    try:
+        assert worker.claim()["id"] == run_id
+        worker.event(run_id, 0, "evaluation", within_noise(eval_payload(1.06), 0.82, 1.31))
+        question = {"question_ref": "q-n", "text": "Tile it?", "category": "hypothesis", "decision_point": "plateau"}
+        worker.event(run_id, 1, "question_proposed", {**question, "by": "model"})
+    finally:
+        worker.close()
+    stop_run(page, live_site["base"], run_id)
+    page.goto(live_site["base"] + "/")
+    other = run_with_evaluations(page, live_site, "openai:noise-b", [1.5])
+
+    page.goto(live_site["base"] + f"/runs/compare/?runs={run_id},{other}")
+    page.wait_for_selector("#compare-chart[data-runs='2']")
+    best = shown_as_typed(page, "compare-chart", 0, point=0)
+    assert "evaluation 1: no difference (0.820–1.31×) over naive" in best and "1.060" not in best
+    marker = shown_as_typed(page, "compare-chart", 1, point=0)
+    assert "best verified then: no difference (0.820–1.31×)" in marker

@@ -5,12 +5,13 @@ their views."""
 
 import html
 import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from runs.models import Evaluation
-from tests.dashboard.helpers import make_user
+from tests.dashboard.helpers import make_user, question_payload
 from tests.dashboard.test_compare import record
 from tests.dashboard.test_noise_pages import a_run, measured
 
@@ -43,3 +44,21 @@ def test_the_kernel_pages_verified_here_writes_a_figure_inside_the_noise_as_no_d
     row = text_of(re.search(r'<li class="verified-row">(.*?)</li>', page, re.S).group(1))
     assert "no difference (0.820–1.31×) over naive" in row
     assert "1.060×" not in row
+
+
+def test_the_compare_charts_best_line_and_question_markers_carry_the_best_as_the_summary_writes_it(viewer):
+    """Finding 2: the compare chart's hover wrote each best as a bare point ("evaluation 1: 1.060× over naive",
+    "best verified then: 1.060×") beside a summary that says "no difference (…)"; its series now carries each
+    point's text (`best_text`), which the hover writes."""
+    run = a_run()
+    record(run, 0, "evaluation", measured(1.06, 0.82, 1.31))
+    record(run, 1, "question_proposed", {**question_payload("q-1"), "decision_point": "plateau"})
+    record(run, 2, "evaluation", measured(2.4, 2.2, 2.6, source="// tiled\n"))
+    other = a_run(run.task, "b")
+    url = reverse("run_compare") + f"?runs={run.pk},{other.pk}&format=json"
+    series = viewer.get(url).json()["series"][0]
+    noise, real = "no difference (0.820–1.31×)", "2.400× (2.20–2.60×)"
+    assert series["best"] == [1.06, 2.4] and series["best_text"] == [noise, real]
+    assert [(q["best"], q["best_text"]) for q in series["questions"]] == [(1.06, noise)]
+    chart = (Path(__file__).resolve().parents[2] / "static" / "js" / "compare_chart.js").read_text()
+    assert "run.best_text[j]" in chart and "q.best_text" in chart and "toFixed" not in chart
