@@ -223,9 +223,11 @@ def run_speedup_series(run: Run) -> dict:
     verdicts = [evaluation.verdict for evaluation in evaluations]
     # The best-so-far line is a best: it moves with verified (full, measured here) evaluations only.
     bests = figures.headline_series(verdicts, baseline, full_ids, imported=imported)
-    points, best_line = [], []
-    for evaluation, verdict, best in zip(evaluations, verdicts, bests):
+    points, best_line, best_text = [], [], None
+    for index, (evaluation, verdict, best) in enumerate(zip(evaluations, verdicts, bests)):
         x = evaluation.step.seq if evaluation.step else None
+        if best is not None and (index == 0 or best != bests[index - 1]):  # this evaluation set a new best
+            best_text = evaluation_speedup_text(evaluation, baseline)
         points.append(
             {
                 "x": x,
@@ -244,7 +246,8 @@ def run_speedup_series(run: Run) -> dict:
             }
         )
         if best is not None and x is not None:
-            best_line.append({"x": x, "best": best})
+            # the hover's words: the best as the header writes it ("no difference (…)" inside the noise)
+            best_line.append({"x": x, "best": best, "text": best_text})
     questions = [
         {
             "x": q.step.seq if q.step else None,

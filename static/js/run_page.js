@@ -388,8 +388,10 @@
       {name: "not correct", meta: "not-correct", x: bad.map((p) => p.x), y: bad.map(() => 0), mode: "markers", type: "scatter",
        marker: {symbol: "x", color: "#c0362c", size: 9}, text: bad.map((p) => KSeek.plotlyText(p.status)),
        hovertemplate: "step %{x}: %{text}<extra></extra>"},
+      // The best's own words (the server's: its interval, "no difference" inside the noise), never the bare point.
       {name: "best so far (verified)", meta: "best", x: data.best.map((b) => b.x), y: data.best.map((b) => b.best), mode: "lines", type: "scatter",
-       line: {shape: "hv", color: "#18794e"}},
+       line: {shape: "hv", color: "#18794e"}, text: data.best.map((b) => KSeek.plotlyText(b.text)),
+       hovertemplate: "step %{x}: best so far %{text}<extra></extra>"},
       {name: "question", meta: "question", x: qx, y: qy, mode: "lines", type: "scatter", text: qtext, hoverinfo: "text",
        line: {color: "#b26b00", dash: "dot"}},
     ];

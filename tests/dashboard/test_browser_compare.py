@@ -150,3 +150,10 @@ def test_the_compare_charts_hover_writes_a_best_inside_the_noise_as_no_differenc
     assert "evaluation 1: no difference (0.820–1.31×) over naive" in best and "1.060" not in best
     marker = shown_as_typed(page, "compare-chart", 1, point=0)
     assert "best verified then: no difference (0.820–1.31×)" in marker
+
+    # Finding 3: the run page's best-so-far line says the same in its own hover, not the bare point.
+    page.goto(live_site["base"] + f"/runs/{run_id}/")
+    page.wait_for_selector("#speedup-chart[data-points='1']")
+    line = page.evaluate("() => document.getElementById('speedup-chart').data.findIndex((t) => t.meta === 'best')")
+    best = shown_as_typed(page, "speedup-chart", line, point=0)
+    assert "best so far no difference (0.820–1.31×)" in best and "1.06" not in best

@@ -62,3 +62,22 @@ def test_the_compare_charts_best_line_and_question_markers_carry_the_best_as_the
     assert [(q["best"], q["best_text"]) for q in series["questions"]] == [(1.06, noise)]
     chart = (Path(__file__).resolve().parents[2] / "static" / "js" / "compare_chart.js").read_text()
     assert "run.best_text[j]" in chart and "q.best_text" in chart and "toFixed" not in chart
+
+
+def test_the_run_charts_best_so_far_line_carries_each_best_as_the_header_writes_it(viewer):
+    """Finding 3: the run page's "best so far (verified)" line had no hover text of its own, so Plotly showed the
+    bare point (1.06) where the header and the Evaluations table say "no difference (…)"; each of the chart's
+    best points now carries its text, which the line's hover writes."""
+    run = a_run()
+    record(run, 0, "evaluation", measured(1.06, 0.82, 1.31))
+    record(run, 1, "evaluation", measured(0.9, 0.85, 0.95, source="// slower\n"))
+    record(run, 2, "evaluation", measured(2.4, 2.2, 2.6, source="// tiled\n"))
+    chart = viewer.get(reverse("run_chart", args=[run.pk])).json()
+    noise, real = "no difference (0.820–1.31×)", "2.400× (2.20–2.60×)"
+    assert [(b["x"], b["best"], b["text"]) for b in chart["best"]] == [
+        (0, 1.06, noise),
+        (1, 1.06, noise),
+        (2, 2.4, real),
+    ]
+    script = (Path(__file__).resolve().parents[2] / "static" / "js" / "run_page.js").read_text()
+    assert "best so far %{text}" in script
