@@ -145,7 +145,8 @@ def step_summary(step: Step, evaluation: Evaluation | None = None) -> str:
     the same line the agent's terminal shows. An evaluation step with its stored row (`step_evaluations`) is
     written from that row, as the run page's Evaluations table writes it: its speed-up with its interval ("no
     difference" where that holds 1.0) over the run's goal baseline, the set it covered where the event does not
-    say (a harness trace's line, imported, carries the verdict alone), and "imported" on a trace's claim.
+    say (a harness trace's line, imported, carries the verdict alone), and "imported" on a trace's claim; never the
+    sender's own `speedup` where the stored verdict has no figure over that baseline.
 
     What the sender said of its own verdict is not the line's word: the set is "full" only where the stored verdict
     ran the task's full set, and "GOAL MET" is the server's reading of the verdict against the run's goal
@@ -167,9 +168,12 @@ def step_summary(step: Step, evaluation: Evaluation | None = None) -> str:
         met = False
     else:
         met = figures.goal_met(verdict, baseline, target, full_ids, run.task.libraries)
-    # scenario_set and goal_met are the server's own here: evaluation_line prefers a payload's to its arguments
+    # scenario_set and goal_met are the server's own here: evaluation_line prefers a payload's to its arguments.
+    # The figure is the stored verdict's alone: where it holds none over the baseline (a malformed geomean dropped
+    # when stored), the sender's own `speedup` is no measurement, so the line says "—", as the table does.
+    stored = {"scenario_set": scenarios, "goal_met": met, "speedup": None}
     line = evaluation_line(
-        {**payload, "scenario_set": scenarios, "goal_met": met, "result": {**verdict, "reason": verdict.get("reason")}},
+        {**payload, **stored, "result": {**verdict, "reason": verdict.get("reason")}},
         baseline=baseline,
         scenario_set=scenarios,
         figure=evaluation_speedup_text(evaluation, baseline) if evaluation.speedup_over(baseline) else "",

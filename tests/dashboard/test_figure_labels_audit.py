@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Evaluation
-from tests.dashboard.helpers import make_user, question_payload
+from tests.dashboard.helpers import evaluation_payload, make_user, question_payload
 from tests.dashboard.test_compare import record
 from tests.dashboard.test_noise_pages import a_run, measured
 
@@ -81,3 +81,18 @@ def test_the_run_charts_best_so_far_line_carries_each_best_as_the_header_writes_
     ]
     script = (Path(__file__).resolve().parents[2] / "static" / "js" / "run_page.js").read_text()
     assert "best so far %{text}" in script
+
+
+def test_the_feed_line_never_writes_the_senders_own_speedup_where_the_stored_verdict_has_none(viewer):
+    """Finding 4: where the stored verdict held no figure over the goal baseline (a malformed geomean, dropped when
+    stored), the feed line fell back on the payload's own `speedup` ("correct, speedup 5.000× over naive (tool,
+    full)") while the Evaluations table beside it said "—"; the line now says "—" too."""
+    run = a_run()
+    payload = evaluation_payload(5.0)
+    payload["result"]["geomean"] = {"naive": 5}  # no mapping: dropped when stored
+    payload["scenario_set"] = "full"
+    record(run, 0, "evaluation", payload)
+    assert Evaluation.objects.get(run=run).verdict["geomean"] == {}
+    [step] = viewer.get(reverse("run_steps", args=[run.pk])).json()["steps"]
+    assert "5.000" not in step["summary"] and step["summary"].startswith("correct, speedup — over naive")
+    assert viewer.get(reverse("run_chart", args=[run.pk])).json()["points"][0]["speedup_text"] == "—"
