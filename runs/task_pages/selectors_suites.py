@@ -139,6 +139,15 @@ def _best(best: dict, verdict: dict, full_ids: list[str], imported: bool) -> Non
         best[baseline] = (speedup, interval, figures.noise_unknown(verdict, baseline))
 
 
+def _best_words(best: tuple, missing: str = "—") -> str:
+    """A best (speed-up, interval, noise unknown) as the scoreboard writes it: with its interval, "no difference
+    (…)" where that holds 1.0, and "(noise unknown)" after a point whose interval was lost among others, which
+    fast_p counts as fast at no p (scoreboard.is_fast): never a bare point that reads as a measured speed-up."""
+    speedup, interval, unknown = best
+    text = figures.speedup_text(speedup, interval, missing=missing)
+    return f"{text} (noise unknown)" if unknown and speedup is not None else text
+
+
 def run_measured(run: Run, verdicts: list[dict]) -> dict:
     """What the harness measured of one run: whether a verified evaluation is correct on its task's full set,
     the best verified speed-up over eager and over torch.compile (None: none verified, or not measured) with the
@@ -162,8 +171,8 @@ def run_measured(run: Run, verdicts: list[dict]) -> dict:
         "eager_noise_unknown": eager[2],  # fast_p counts it as fast at no p (scoreboard.is_fast)
         "compiled": compiled[0],
         # As the scoreboard writes them: with the interval, "no difference (…)" where it holds 1.0.
-        "eager_text": figures.speedup_text(eager[0], eager[1]),
-        "compiled_text": figures.speedup_text(compiled[0], compiled[1], missing="n/a"),
+        "eager_text": _best_words(eager),
+        "compiled_text": _best_words(compiled, missing="n/a"),
         "evaluations": len(verdicts),
         "verified_evaluations": verified,
     }

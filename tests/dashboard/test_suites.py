@@ -362,3 +362,16 @@ def test_a_spreadsheet_cell_quotes_only_formula_like_texts():
     for text in ("=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx"):
         assert spreadsheet_cell(text) == "'" + text
     assert spreadsheet_cell(-1.5) == -1.5 and spreadsheet_cell(None) == "" and spreadsheet_cell("a=b") == "a=b"
+
+
+def test_a_best_whose_noise_is_unknown_says_so_where_fast_p_does_not_count_it(played):
+    # The figure-labels audit, finding 5: a best whose interval was lost among others (figures.noise_unknown) was
+    # written as a bare "1.500×" in the × eager cell while fast_1 did not count it; it now says "(noise unknown)".
+    _, runs = played
+    run = Run.objects.get(pk=runs["p00", "a"].pk)
+    partial = noisy(1.5, 0.01)
+    for name in ("time_ci_ms", "baseline_ci_ms"):
+        del partial["scenarios"][0][name]  # one scenario without its intervals, the other with them
+    measured = run_measured(run, [partial])
+    assert measured["eager_noise_unknown"] and fast_p([measured], 1.0)["fast"] == 0
+    assert measured["eager_text"] == "1.500× (noise unknown)"
