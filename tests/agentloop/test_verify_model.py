@@ -4,7 +4,7 @@ kernel, recorded with where it ran, then the run stops; a stop before it and a r
 from agentloop.control import ControlInbox, Directive
 from agentloop.protocol import VERIFY_MODEL
 from agentloop.verify import Verification
-from tests.agentloop.helpers import ScriptedEvaluator, make_config, unsandboxed
+from tests.agentloop.helpers import ScriptedEvaluator, make_config, unsandboxed, verdict
 
 
 def verification(tmp_path, evaluator, *, inbox=None, resume_events=None) -> list[dict]:
@@ -48,3 +48,17 @@ def test_a_stop_before_the_evaluation_and_a_restart_after_it_evaluate_nothing(tm
     again = ScriptedEvaluator()
     resumed = verification(tmp_path / "c", again, resume_events=done[:-1])  # killed before its final status
     assert again.calls == [] and resumed[-1]["payload"]["reason"] == "verified"
+
+
+def test_the_final_detail_writes_a_speedup_inside_the_noise_as_no_difference(tmp_path):
+    # The figure-labels audit, finding 6: the detail said "correct, 1.060x over naive" beside the reason
+    # "verified" where the verdict's interval holds 1.0; it writes it as every page does.
+    def within_noise(task, kernel_path, scenarios):
+        result = verdict(kernel_path, scenarios, 1.06)
+        for s in result["scenarios"]:
+            s.update(time_ms=1.0, time_ci_ms=[1.0, 1.0], baseline_ms={"naive": 1.06})
+            s["baseline_ci_ms"] = {"naive": [0.82, 1.31]}
+        return result
+
+    final = verification(tmp_path, within_noise)[-1]["payload"]
+    assert final["detail"] == "one full evaluation here: correct, no difference (0.820–1.31x) over naive"
