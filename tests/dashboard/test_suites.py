@@ -239,8 +239,11 @@ def test_an_imported_runs_evaluation_is_never_verified(played):
         "correct": False,
         "eager": None,
         "eager_low": None,
+        "eager_high": None,
         "eager_noise_unknown": False,
         "compiled": None,
+        "compiled_low": None,
+        "compiled_high": None,
         "eager_text": "—",
         "compiled_text": "n/a",
         "evaluations": 1,
@@ -375,3 +378,27 @@ def test_a_best_whose_noise_is_unknown_says_so_where_fast_p_does_not_count_it(pl
     measured = run_measured(run, [partial])
     assert measured["eager_noise_unknown"] and fast_p([measured], 1.0)["fast"] == 0
     assert measured["eager_text"] == "1.500× (noise unknown)"
+
+
+def test_the_scoreboard_csv_gives_each_speedups_interval_and_the_pages_words(client, played):
+    # The figure-labels audit, finding 7: the CSV gave speedup_compiled with no interval at all and
+    # speedup_eager with its low end alone, so a 1.02x torch.compile figure inside the noise (or a slowdown whose
+    # interval holds 1.0) read as a measured difference; each now has its interval and the page's words.
+    suite_study, runs = played
+    within = verdict(1.5, compiled=1.02, source="// p02 a\n")
+    for scenario in within["scenarios"]:
+        scenario.update(time_ms=1.0, time_ci_ms=[1.0, 1.0], speedup={"eager": 1.5, "compiled": 1.02})
+        scenario["baseline_ms"] = {"eager": 1.5, "compiled": 1.02}
+        scenario["baseline_ci_ms"] = {"eager": [1.45, 1.55], "compiled": [0.95, 1.1]}
+    evaluation(runs["p02", "a"], 0, within)
+    client.force_login(make_user("vera"))
+    body = client.get(reverse("suite_scoreboard_csv", args=[suite_study.pk])).content.decode()
+    (row,) = [r for r in csv.DictReader(io.StringIO(body)) if r["task"] == "suite_p02" and r["arm"] == "model-a"]
+    assert (row["speedup_compiled"], row["speedup_compiled_low"], row["speedup_compiled_high"]) == (
+        "1.02",
+        "0.95",
+        "1.1",
+    )
+    assert row["speedup_compiled_text"] == "no difference (0.950–1.10×)"
+    assert (row["speedup_eager_low"], row["speedup_eager_high"]) == ("1.45", "1.55")
+    assert row["speedup_eager_text"] == "1.500× (1.45–1.55×)"
