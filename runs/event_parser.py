@@ -175,6 +175,16 @@ def _refuse_huge_integer(payload: dict) -> None:
             stack.extend(item.values() if isinstance(item, dict) else item)
 
 
+def lone_surrogate_problem(value, where: str) -> str | None:
+    """Why `value` cannot be stored when it holds a lone surrogate, naming the first field that does (under
+    `where`) and where in it; None when it holds none."""
+    try:
+        _refuse_lone_surrogate(value, where)
+    except _Refused as refused:
+        return str(refused)
+    return None
+
+
 def _refuse_lone_surrogate(value, where: str) -> None:
     """Refuses a value holding a lone surrogate ("\\ud800" in JSON: no text UTF-8, and so no database, can carry),
     naming the first field that holds one and where in it (SQLite stored it and PostgreSQL refused the row, so the

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from pathlib import PurePosixPath
 from typing import Any, cast
 
@@ -14,6 +15,7 @@ from runs.event_parser import (
     ParsedEvent,
     Refusal,
     envelope_problem,
+    lone_surrogate_problem,
     parse_event,
     usage_problem,
 )
@@ -102,16 +104,40 @@ def _trace_records(lines):
         except RecursionError:
             broken = (number, f"line {number} nests deeper than {NESTING_MAX} levels")
             continue
-        if not isinstance(record, dict):
-            raise ServiceError(f"line {number} is not a JSON object")
-        if nests_deeper(record, NESTING_MAX):
-            raise ServiceError(f"line {number} nests deeper than {NESTING_MAX} levels")
+        _check_record(number, text, record)
         read_any = True
         yield number, record
     if broken is not None and not read_any:
         # Not a crash mid-write: nothing before the line was readable, so the file is no trace (a text file, a
         # log): name the line rather than say "the trace holds no events".
         raise ServiceError(f"{broken[1]}: a trace is JSON, one event a line (docs/protocol.md 1.3)")
+
+
+def _check_record(number: int, text: str, record) -> None:
+    """ServiceError, naming the line, for a parsed line that no reading of it may take: not an object, nested too
+    deep, or holding a lone surrogate in any field (the run line's and the started config's fields go into the
+    run's own row before any event is parsed, and a surrogate there raised a server error)."""
+    if not isinstance(record, dict):
+        raise ServiceError(f"line {number} is not a JSON object")
+    if nests_deeper(record, NESTING_MAX):
+        raise ServiceError(f"line {number} nests deeper than {NESTING_MAX} levels")
+    if _MAYBE_LONE_SURROGATE.search(text) and (problem := _lone_surrogate(record)):
+        raise ServiceError(f"line {number}: {problem}")
+
+
+# JSON reads a lone surrogate only from an escape \ud800 to \udfff (a line given as text may hold one as itself):
+# only then is the whole line walked.
+_MAYBE_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+
+
+def _lone_surrogate(record: dict) -> str | None:
+    """Where the line holds a lone surrogate, named from its top-level field ("payload.kernel_source holds ..."),
+    or None."""
+    for key, value in record.items():
+        problem = lone_surrogate_problem(key, "a field's name") or lone_surrogate_problem(value, str(key)[:40])
+        if problem:
+            return problem
+    return None
 
 
 def _is_harness_line(record: dict) -> bool:
