@@ -10,6 +10,7 @@ from django.db import DataError, transaction
 from django.utils import timezone
 
 from agentloop.json_safe import nests_deeper
+from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES, event_message_bytes
 from runs.event_parser import (
     EVENT_MAX_DEPTH,
     ParsedEvent,
@@ -30,6 +31,10 @@ _IMPORT_BATCH = 1000
 # A line nests no deeper than a worker's event may (runs.event_parser.EVENT_MAX_DEPTH), so that every event the
 # server stored can be exported and imported again. json.loads itself raises RecursionError near 1,000.
 NESTING_MAX = EVENT_MAX_DEPTH
+# A line is read whole before it is parsed, and parsing takes many times a line's size in memory (a 32 MiB line of
+# `{},` took 2.3 GB and 90 seconds): a line longer than the largest message a worker may send, which holds no event
+# the server stores (docs/protocol.md 2.1), is refused unread.
+LINE_MAX_BYTES = MESSAGE_MAX_BYTES
 # A refusal's message is shown on the import form: however long what the trace holds, the message stays short.
 MESSAGE_MAX = 400
 # docs/protocol.md 1.1: every event has exactly these top-level fields.
@@ -78,6 +83,11 @@ def _rewind(lines):
     return lambda: kept
 
 
+def _line_bytes(line) -> int:
+    """A line's size in bytes, as read from a file, or of a line given as text in UTF-8."""
+    return len(line) if isinstance(line, bytes) else len(line.encode("utf-8", "surrogatepass"))
+
+
 def _trace_records(lines):
     """Parse JSONL line by line, yielding (line number, record); a last line cut short (a crash mid-write) is
     dropped, a broken line elsewhere is an error."""
@@ -88,6 +98,11 @@ def _trace_records(lines):
         number += 1
         if number == 1 and (compressed := _compressed(line)):
             raise ServiceError(compressed)
+        if (size := _line_bytes(line)) > LINE_MAX_BYTES:
+            raise ServiceError(
+                f"line {number} is {size:,} bytes, over the {LINE_MAX_BYTES:,} a line may hold (the largest message "
+                "a worker may send, docs/protocol.md 2.1): it is not read"
+            )
         try:
             text = line.decode("utf-8") if isinstance(line, bytes) else line
         except UnicodeDecodeError:
@@ -258,10 +273,22 @@ def _scan(records) -> dict:
                 f"line {number} is {FORMAT_WORDS[line_format]}, but line {trace_format[1]} is "
                 f"{FORMAT_WORDS[trace_format[0]]}: a trace holds one format or the other, so import them apart"
             )
+        _within_event_limit(number, record)
         _scan_record(found, number, record)
     if trace_format is None:
         raise ServiceError("the trace holds no events")
     return found
+
+
+def _within_event_limit(number: int, record: dict) -> None:
+    """A line holds no more than an event a worker may send (EVENT_MAX_BYTES, measured as a worker's event is:
+    docs/protocol.md 2.1), a harness verdict and an export's own line included: each travels inside one. Measured
+    on the first reading, so that the second never parses such a line again."""
+    if (size := event_message_bytes(record)) > EVENT_MAX_BYTES:
+        raise ServiceError(
+            f"line {number} holds {size:,} bytes, over the limit of {EVENT_MAX_BYTES:,} bytes on an event "
+            "(measured as a worker's event is: docs/protocol.md 2.1)"
+        )
 
 
 def _scan_record(found: dict, number: int, record: dict) -> None:

@@ -1,13 +1,16 @@
 """Forged traces, as an outside tester writes them (the forged-traces audit): each is refused naming its line and
 storing nothing, or stored as an imported claim; none makes the import fail with a server error."""
 
+import io
 import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
 from runs.models import Run, Step
+from runs.services import ServiceError, trace_import
 from tests.dashboard.helpers import eval_result, make_user
 from tests.dashboard.test_trace_import_rules import demo_events, refusal
 from tests.foundation.factories import make_task
@@ -66,3 +69,31 @@ def test_the_upload_page_answers_a_lone_surrogate_in_the_run_line_with_the_form_
     response = client.post(reverse("trace_import"), {"trace": SimpleUploadedFile("run-7.jsonl", text.encode())})
     assert response.status_code == 400 and "a lone surrogate" in response.content.decode()
     assert not Run.objects.exists() and not Step.objects.exists()
+
+
+def test_a_line_longer_than_any_message_a_worker_may_send_is_refused_unread():
+    """Parsing takes many times a line's size in memory: a 32 MiB upload of one line of `{},` took 2.3 GB and 90
+    seconds before its refusal. A line over MESSAGE_MAX_BYTES is refused before it is parsed."""
+    make_task()
+    huge = b"[" + b"{}," * (MESSAGE_MAX_BYTES // 3) + b"{}]\n"
+    lines = io.BytesIO(huge + json.dumps(demo_events()[0]).encode() + b"\n")
+    with pytest.raises(ServiceError) as refused:
+        trace_import(lines=lines, name="huge.jsonl")
+    assert str(refused.value) == (
+        f"line 1 is {len(huge):,} bytes, over the 8,388,608 a line may hold (the largest message a worker may "
+        "send, docs/protocol.md 2.1): it is not read"
+    )
+    assert not Run.objects.exists()
+
+
+def test_an_event_over_the_limit_a_worker_is_held_to_is_refused_naming_its_line():
+    """docs/protocol.md 2.1: the server stores an event of at most EVENT_MAX_BYTES; an import stored one of any size
+    under the upload's limit (32 MiB), which no worker could have sent."""
+    events = demo_events()
+    tool_result = next(e for e in events if e["kind"] == "tool_result")
+    tool_result["payload"]["output"] = "x" * EVENT_MAX_BYTES
+    message = refusal(events)
+    assert (
+        message.startswith(f"line {tool_result['seq'] + 1} holds 4,19")
+        and "over the limit of 4,194,304 bytes" in message
+    )
