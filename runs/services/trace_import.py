@@ -23,7 +23,7 @@ from runs.event_parser import (
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
 from runs.services.errors import ServiceError
-from runs.services.kernels import run_goal_evaluation
+from runs.services.kernels import run_goal_evaluation, sha256_text
 from runs.services.step_effects import IMPORT_EFFECTS, status_reason_text
 from runs.services.steps import STEP_FIELDS, event_fields, events_store, same_event
 
@@ -381,7 +381,45 @@ def _parsed(run: Run, number: int, event: dict, *, harness: bool) -> ParsedEvent
     # envelope: the import gives its evaluation none).
     if not harness and (problem := usage_problem(event["usage"], parsed.kind, event["payload"])) is not None:
         raise ServiceError(f"line {number}: {problem}")
+    if parsed.kind == StepKind.EVALUATION and (problem := _verdict_problem(parsed.payload, run.task.name)):
+        raise ServiceError(f"line {number}: {problem}")
     return parsed
+
+
+def _verdict_problem(payload: dict, task_name: str) -> str | None:
+    """What makes an evaluation's verdict no harness verdict of this trace's run, or None: a verdict of another
+    task (its claim would be shown among this task's kernels), or one whose kernel_sha256 is not the hash of the
+    source it comes with (the harness writes both from the one source it judged; a claim for one source pinned to
+    another's). The store refuses a verdict of another shape (runs.services.kernels.stored_verdict)."""
+    result = payload.get("result")
+    if not isinstance(result, dict):
+        return None
+    named_task = result.get("task")
+    if isinstance(named_task, str) and named_task and named_task != task_name:
+        return (
+            f"the verdict is for task {named_task[:60]!r}, not the trace's task {task_name!r}: a trace records the "
+            "run of one task"
+        )
+    return _source_hash_problem(payload, result)
+
+
+def _source_hash_problem(payload: dict, result: dict) -> str | None:
+    # An `error` verdict is left alone: the agent's own, when the harness died, hashes the file's bytes and carries
+    # their text decoded with replacements (agentloop.agent.died_verdict), and it claims no figure.
+    source = payload.get("kernel_source") or result.get("kernel_source")
+    if result.get("status") == "error" or not isinstance(source, str) or not source:
+        return None
+    digest = sha256_text(source)
+    for field, named in (
+        ("kernel_sha256", payload.get("kernel_sha256")),
+        ("result.kernel_sha256", result.get("kernel_sha256")),
+    ):
+        if isinstance(named, str) and named and named.lower() != digest:
+            return (
+                f"{field} {named[:16]!r} is not the sha256 of the kernel source the evaluation carries "
+                f"({digest[:16]}…): a verdict names the source it judged"
+            )
+    return None
 
 
 def _store(batch: list[tuple[int, ParsedEvent]]) -> None:

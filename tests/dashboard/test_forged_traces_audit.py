@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from agentloop.protocol import EVENT_MAX_BYTES, MESSAGE_MAX_BYTES
 from runs.models import Run, Step
-from runs.services import ServiceError, trace_import
+from runs.services import ServiceError, sha256_text, trace_import
 from tests.dashboard.helpers import eval_result, make_user
-from tests.dashboard.test_trace_import_rules import demo_events, refusal
+from tests.dashboard.test_trace_import_rules import as_file, demo_events, refusal
 from tests.foundation.factories import make_task
 
 pytestmark = pytest.mark.django_db
@@ -97,3 +97,48 @@ def test_an_event_over_the_limit_a_worker_is_held_to_is_refused_naming_its_line(
         message.startswith(f"line {tool_result['seq'] + 1} holds 4,19")
         and "over the limit of 4,194,304 bytes" in message
     )
+
+
+def harness_verdict(**fields) -> dict:
+    """A harness --trace line (tests.dashboard.helpers.eval_result) with its kernel_sha256 as the harness writes
+    it, the sha256 of its kernel_source."""
+    verdict = eval_result(3.0) | {"kind": "evaluation"} | fields
+    return {"kernel_sha256": sha256_text(verdict["kernel_source"])} | verdict
+
+
+def test_a_harness_trace_as_the_harness_writes_it_imports():
+    make_task()
+    run = trace_import(lines=as_file([harness_verdict(), harness_verdict(kernel_source="// v2\n")]), name="t.jsonl")
+    assert run.evaluations.count() == 2
+
+
+@pytest.mark.parametrize(
+    "lines, words",
+    [
+        (
+            [harness_verdict(), harness_verdict(task="softmax")],
+            "line 2: the verdict is for task 'softmax', not the trace's task 'matmul_cpu'",
+        ),
+        (
+            [harness_verdict(kernel_sha256="0" * 64)],
+            "line 1: result.kernel_sha256 '0000000000000000' is not the sha256 of the kernel source",
+        ),
+    ],
+)
+def test_a_harness_verdict_of_another_task_or_another_source_is_refused_naming_its_line(lines, words):
+    """A trace's claim is shown among its task's kernels, on its source's row: a verdict of another task, or one
+    whose kernel_sha256 names another source than the one it carries (no harness writes either), was stored there
+    all the same."""
+    make_task("softmax")
+    assert refusal(lines).startswith(words)
+
+
+def test_an_agent_traces_evaluation_naming_another_source_is_refused_and_one_that_errored_is_not():
+    events = demo_events()
+    evaluation = next(e for e in events if e["kind"] == "evaluation")
+    evaluation["payload"]["kernel_sha256"] = "f" * 64
+    assert refusal(events).startswith(f"line {evaluation['seq'] + 1}: kernel_sha256 'ffffffffffffffff' is not")
+    Run.objects.all().delete()
+    # The agent's verdict when the harness died hashes the file's bytes, its text decoded with replacements.
+    evaluation["payload"]["result"] |= {"status": "error", "scenarios": [], "geomean": {}, "kernel_sha256": "f" * 64}
+    assert trace_import(lines=as_file(events), name="t.jsonl").evaluations.filter(status="error").count() == 1

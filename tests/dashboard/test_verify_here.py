@@ -4,6 +4,7 @@ marked imported and no figure of it is verified. An operator presses "Verify her
 that serves the CPU target evaluates that exact source once on the full set; that result, and only it, becomes
 the task's verified best, shown with the host and the library versions it was measured with."""
 
+import hashlib
 import json
 import re
 
@@ -27,6 +28,8 @@ def forged_demo(path):
         if record.get("kind") == "evaluation":
             payload, result = record["payload"], record["payload"]["result"]
             payload["kernel_source"] = result["kernel_source"] = NAIVE
+            # (its hash with it, as a harness writes them: an import refuses a verdict naming another source)
+            payload["kernel_sha256"] = result["kernel_sha256"] = hashlib.sha256(NAIVE.encode()).hexdigest()
             payload["speedup"] = 99.0
             for figure in result["geomean"].values():
                 figure["speedup"] = 99.0
