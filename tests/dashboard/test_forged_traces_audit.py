@@ -142,3 +142,18 @@ def test_an_agent_traces_evaluation_naming_another_source_is_refused_and_one_tha
     # The agent's verdict when the harness died hashes the file's bytes, its text decoded with replacements.
     evaluation["payload"]["result"] |= {"status": "error", "scenarios": [], "geomean": {}, "kernel_sha256": "f" * 64}
     assert trace_import(lines=as_file(events), name="t.jsonl").evaluations.filter(status="error").count() == 1
+
+
+def test_the_task_pages_recent_runs_mark_an_imported_run_and_its_status_as_the_traces_claim(client):
+    """A trace that says it succeeded, with an evaluation that confirms its goal by its own figures, is shown
+    `succeeded`: the runs list says imported and writes the claim under the status; the task page's recent runs
+    showed a bare "Succeeded", as if this site had measured it."""
+    events = demo_events()
+    goal_check = [e for e in events if e["kind"] == "evaluation"][-1]
+    make_task(scenario_ids=[s["id"] for s in goal_check["payload"]["result"]["scenarios"]])
+    run = trace_import(lines=as_file(events), name="demo.jsonl")
+    assert run.status == "succeeded"
+    client.force_login(make_user("vera", "viewer"))
+    row = client.get(reverse("task_detail", args=["matmul_cpu"])).content.decode().split(f'data-run="{run.pk}"')[1]
+    row = row.split("</tr>")[0]
+    assert '<small class="imported"' in row and "the trace&#x27;s claim, not measured here" in row
