@@ -122,15 +122,9 @@ def test_a_verdict_not_correct_on_every_scenario_moves_no_best_anywhere(viewer, 
     assert viewer.get(reverse("run_chart", args=[own_goal.run.pk])).json()["best"] == []
 
 
-def test_a_kernel_shows_the_arch_its_verdict_was_built_for(viewer):
-    """Not a fixed sm_90a: the verdict's own `build.arch` (here from a harness --trace imported as a run)."""
-    import json
-
-    from runs.models import Kernel
-    from runs.services import trace_import
-
-    make_task(name="attention_fwd", target="cuda-sm90", goal_baseline="cudnn", scenario_ids=["s1"])
-    line = {
+def harness_line(**extra) -> dict:
+    """One line of a harness --trace: a correct verdict of attention_fwd on its one scenario."""
+    return {
         "kind": "evaluation",
         "note": "",
         "task": "attention_fwd",
@@ -139,8 +133,19 @@ def test_a_kernel_shows_the_arch_its_verdict_was_built_for(viewer):
         "status": "correct",
         "scenarios": [{"id": "s1", "params": {}, "correct": True}],
         "geomean": {"cudnn": {"speedup": 1.1, "count": 1}},
-        "build": {"arch": "sm_100a", "cache_hit": False},
+        **extra,
     }
+
+
+def test_a_kernel_shows_the_arch_its_verdict_was_built_for(viewer):
+    """Not a fixed sm_90a: the verdict's own `build.arch` (here from a harness --trace imported as a run)."""
+    import json
+
+    from runs.models import Kernel
+    from runs.services import trace_import
+
+    make_task(name="attention_fwd", target="cuda-sm90", goal_baseline="cudnn", scenario_ids=["s1"])
+    line = harness_line(build={"arch": "sm_100a", "cache_hit": False})
     run = trace_import(lines=[json.dumps(line)], name="arch.jsonl")
     kernel = Kernel.objects.get(run=run)
     assert kernel.target_arch == "sm_100a"
@@ -163,15 +168,5 @@ def test_a_harness_traces_model_label_is_its_file_name_and_imported_from_keeps_t
     from runs.services import trace_import
 
     make_task(name="attention_fwd", target="cuda-sm90", goal_baseline="cudnn", scenario_ids=["s1"])
-    line = {
-        "kind": "evaluation",
-        "note": "",
-        "task": "attention_fwd",
-        "kernel_sha256": "",
-        "kernel_source": "// k\n",
-        "status": "correct",
-        "scenarios": [{"id": "s1", "params": {}, "correct": True}],
-        "geomean": {"cudnn": {"speedup": 1.1, "count": 1}},
-    }
-    run = trace_import(lines=[json.dumps(line)], name=name)
+    run = trace_import(lines=[json.dumps(harness_line())], name=name)
     assert run.model == model and run.imported_from == f"trace {name}"
