@@ -99,6 +99,17 @@ def best_per_baseline(best: dict[str, float], verdict: dict[str, Any]) -> dict[s
     return after
 
 
+def _raised_baselines(best: dict[str, float], verdict: dict[str, Any]) -> list[str]:
+    """The baselines over which this verdict raises the best (`best_per_baseline`'s rule: a verified speedup
+    above the best held, or the first one)."""
+    raised = []
+    for baseline in geomean_entries(verdict):
+        speedup = verified_speedup(verdict, baseline)
+        if speedup is not None and not (baseline in best and best[baseline] >= speedup):
+            raised.append(baseline)
+    return raised
+
+
 def best_intervals_after(
     best: dict[str, float], intervals: dict[str, list[float]], verdict: dict[str, Any]
 ) -> dict[str, list[float]]:
@@ -107,16 +118,34 @@ def best_intervals_after(
     where the verdict has none); elsewhere the interval stays the one of the verdict that set that best. Kept
     with the bests so that a list page writes a best with its noise without reading any verdict."""
     after = dict(intervals)
-    for baseline in geomean_entries(verdict):
-        speedup = verified_speedup(verdict, baseline)
-        if speedup is None or (baseline in best and best[baseline] >= speedup):
-            continue
+    for baseline in _raised_baselines(best, verdict):
         interval = geomean_interval(verdict, baseline)
         if interval is None:
             after.pop(baseline, None)
         else:
             after[baseline] = list(interval)
     return after
+
+
+def best_noise_unknown_after(best: dict[str, float], unknown: list[str], verdict: dict[str, Any]) -> list[str]:
+    """The baselines whose best's noise is unknown after this verdict (sorted; `best_intervals_after`'s
+    companion): where the verdict raises the best over a baseline, that baseline is in the list exactly when the
+    verdict's noise over it is unknown (`noise_unknown`); elsewhere it stays as the verdict that set that best
+    left it. Kept because a best without an interval is either from before intervals (held to its point) or one
+    whose noise is unknown (no figure beyond the noise), and only the verdict tells them apart."""
+    after = set(unknown or [])
+    for baseline in _raised_baselines(best, verdict):
+        if noise_unknown(verdict, baseline):
+            after.add(baseline)
+        else:
+            after.discard(baseline)
+    return sorted(after)
+
+
+def noise_unknown_text(text: str, unknown: bool) -> str:
+    """A speedup's text with "(noise unknown)" after it where its noise is unknown, as `verdict_speedup_text`
+    writes it; for a best read from a run's stored marker (`best_noise_unknown_after`) without its verdict."""
+    return f"{text} (noise unknown)" if unknown else text
 
 
 def interval_of(value: object) -> tuple[float, float] | None:

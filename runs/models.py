@@ -258,6 +258,11 @@ class Run(models.Model):
     # that set it (gpu_harness.figures.best_intervals_after); absent where that evaluation had none. A best is
     # never shown without it: "no difference" where it holds 1.0 (issue 34, item 4).
     best_intervals = models.JSONField(default=dict, blank=True)
+    # The baselines whose best's noise is unknown (gpu_harness.figures.best_noise_unknown_after): the evaluation
+    # that set it had no interval for that baseline although it measured some (figures.noise_unknown). Without
+    # this a best lacking its interval could be one from before intervals (held to its point) or one inside
+    # unknown noise, and a list would write both as a bare point; it writes the latter "(noise unknown)".
+    best_noise_unknown = models.JSONField(default=list, blank=True)
     # What the best over best_library is the best of, where the evaluation that set it did not time every library
     # of the task (gpu_harness.figures.library_scope: "best of eager only; not timed: compile, quack"); "" else.
     best_library_scope = models.CharField(max_length=300, blank=True, default="")
@@ -348,12 +353,15 @@ class Run(models.Model):
 
     def best_text(self, baseline: str | None = None) -> str:
         """The best verified speedup over `baseline` (the goal's when None) as every list writes it: with the
-        interval of the evaluation that set it, "no difference (…)" where that holds 1.0, and over best_library
+        interval of the evaluation that set it, "no difference (…)" where that holds 1.0, "(noise unknown)" where
+        that evaluation's noise was (`best_noise_unknown`, as the run header writes it), and over best_library
         what it is the best of where that evaluation missed some of the task's libraries; "—" while there is none."""
         baseline = baseline or self.goal[0]
         value = self.best_speedup if baseline == self.goal[0] else (self.best_speedups or {}).get(baseline)
         interval = figures.interval_of((self.best_intervals or {}).get(baseline))
         text = figures.speedup_text(value, interval)
+        unknown = value is not None and baseline in (self.best_noise_unknown or [])
+        text = figures.noise_unknown_text(text, unknown)
         if value is not None and baseline == figures.BEST_LIBRARY and self.best_library_scope:
             text = f"{text} · {self.best_library_scope}"
         return text

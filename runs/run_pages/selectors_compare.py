@@ -44,6 +44,7 @@ SUMMARY_FIELDS = [
     "best_speedup",
     "best_speedup_low",
     "best_speedup_high",
+    "best_noise_unknown",
     "best_library_scope",
     "evaluations",
     "evaluations_to_goal",
@@ -223,13 +224,15 @@ def _usage_columns(run: Run) -> dict:
 
 
 def _best_text(verdict: dict, baseline: str, libraries: list[str]) -> str:
-    """A best as the compare page writes it: with its interval ("no difference (…)" where that holds 1.0) and,
-    over best_library, what it is the best of where it did not time every library."""
-    best = figures.speedup_over(verdict, baseline)
-    interval = figures.geomean_interval(verdict, baseline)
+    """A best as the compare page writes it: with its interval ("no difference (…)" where that holds 1.0,
+    "(noise unknown)" where it is: `figures.verdict_speedup_text`, as the run header writes it) and, over
+    best_library, what it is the best of where it did not time every library."""
     return " · ".join(
         part
-        for part in (figures.speedup_text(best, interval), figures.library_scope(verdict, baseline, libraries))
+        for part in (
+            figures.verdict_speedup_text(verdict, baseline),
+            figures.library_scope(verdict, baseline, libraries),
+        )
         if part
     )
 
@@ -298,6 +301,9 @@ def run_comparison(runs: list[Run]) -> dict:
                 "best_speedup": bests[-1] if bests else None,
                 "best_speedup_low": best_interval[0] if best_interval else None,
                 "best_speedup_high": best_interval[1] if best_interval else None,
+                # why low and high are empty where they are: unknown noise (true), or a verdict from before
+                # intervals (false), which is held to its point; empty where there is no best
+                "best_noise_unknown": figures.noise_unknown(best_verdict, baseline) if best_verdict else None,
                 "best_library_scope": library_scope,
                 "best_text": (best_texts[-1] if best_texts else None) or "—",
                 "evaluations": len(evaluations),

@@ -307,27 +307,36 @@ def _counts_toward_best(run: Run, verdict: dict) -> bool:
     return verified and figures.all_correct(verdict)
 
 
+def _set_changed(run: Run, values: dict) -> list[str]:
+    """Set each of `values` (field name -> value) on `run` where it differs; the names of those set."""
+    changed = [name for name, value in values.items() if getattr(run, name) != value]
+    for name in changed:
+        setattr(run, name, values[name])
+    return changed
+
+
 def _raise_run_best(run: Run, verdict: dict) -> None:
     run = Run.objects.select_for_update().get(pk=run.pk)
     best = figures.best_per_baseline(run.best_speedups, verdict)
     intervals = figures.best_intervals_after(run.best_speedups, run.best_intervals, verdict)
+    # kept beside the intervals: a best without one is either from before intervals or of unknown noise
+    noise_unknown = figures.best_noise_unknown_after(run.best_speedups, run.best_noise_unknown, verdict)
     best_over_goal = figures.best_so_far(run.best_speedup, figures.verified_speedup(verdict, run.goal[0]))
     sets_library_best = best.get(figures.BEST_LIBRARY) != (run.best_speedups or {}).get(figures.BEST_LIBRARY)
-    fields = []
-    if best != run.best_speedups:
-        run.best_speedups = best
-        fields.append("best_speedups")
-    if intervals != run.best_intervals:
-        run.best_intervals = intervals
-        fields.append("best_intervals")
+    fields = _set_changed(
+        run,
+        {
+            "best_speedups": best,
+            "best_intervals": intervals,
+            "best_noise_unknown": noise_unknown,
+            "best_speedup": best_over_goal,
+        },
+    )
     if sets_library_best:  # the best over best_library is this verdict's: so is what it is the best of
         scope = figures.library_scope(verdict, figures.BEST_LIBRARY, run.task.libraries)
         if scope != run.best_library_scope:
             run.best_library_scope = scope
             fields.append("best_library_scope")
-    if best_over_goal != run.best_speedup:
-        run.best_speedup = best_over_goal
-        fields.append("best_speedup")
     if fields:
         run.save(update_fields=fields + ["updated_at"])
         publish_after_commit(run.pk, {"type": "run.changed", "run_id": run.pk, "status": run.status}, to_all_runs=True)
