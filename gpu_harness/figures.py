@@ -481,16 +481,27 @@ def _libraries_named(verdict: dict[str, Any], task_libraries: list[str]) -> list
     return list(task_libraries) + [name for name in _libraries_asked(verdict) if name not in task_libraries]
 
 
+def _timed_nowhere(verdict: dict[str, Any], name: str) -> bool:
+    """Whether the verdict timed baselines on some scenario (`baseline_ms`) but `name` on none: a library that
+    imported and then failed on every scenario (in a contained child, say) is n/a scenario by scenario, with no
+    whole-run note, and its absence would otherwise go unsaid. A verdict without timings says nothing either way."""
+    scenarios = verdict.get("scenarios")
+    listed = scenarios if isinstance(scenarios, list) else []  # verdicts come from workers and imports too
+    rows = [s["baseline_ms"] for s in listed if isinstance(s, dict) and isinstance(s.get("baseline_ms"), dict)]
+    timed_rows = [row for row in rows if row]
+    return bool(timed_rows) and not any(_measured(row.get(name)) for row in timed_rows)
+
+
 def libraries_not_timed(verdict: dict[str, Any], task_libraries: list[str]) -> list[str]:
     """The libraries that a verdict's best_library is not the best of (`_libraries_named`): the task's that were
-    not asked for (a screen timed against eager alone), and any asked for that were n/a for the whole evaluation
-    (not installed where it ran: `baseline_notes`; malformed notes are none). A library that refused some shapes
-    was timed; its refusals are per scenario and said there."""
+    not asked for (a screen timed against eager alone), any asked for that were n/a for the whole evaluation
+    (not installed where it ran: `baseline_notes`; malformed notes are none), and any that no scenario timed. A
+    library that refused some shapes was timed; its refusals are per scenario and said there."""
     asked = _libraries_asked(verdict)
     notes = verdict.get("baseline_notes")
     whole_run_notes = notes if isinstance(notes, dict) else {}
     named = _libraries_named(verdict, task_libraries)
-    return [name for name in named if name not in asked or name in whole_run_notes]
+    return [name for name in named if name not in asked or name in whole_run_notes or _timed_nowhere(verdict, name)]
 
 
 def libraries_unavailable(verdict: dict[str, Any], baseline: str) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """gpu_harness.figures: the one rule for each figure of a verdict, on the dict that travels and is stored."""
 
+import copy
 import math
 
 import pytest
@@ -153,6 +154,22 @@ def test_a_library_not_installed_where_it_ran_was_not_timed_but_one_that_refused
     assert figures.library_scope(refused_some, "best_library", TASK_LIBRARIES) == ""
     none_ran = _library_verdict([])
     assert figures.library_scope(none_ran, "best_library", TASK_LIBRARIES).startswith("best of no library only")
+
+
+def test_a_library_that_imported_but_no_scenario_timed_was_not_timed_one_timed_on_some_was():
+    # A library that imports and then fails on every scenario (a CuTe-DSL library in a contained child, say) is
+    # n/a scenario by scenario with no whole-run note: the best library was the best of the others alone.
+    failed_everywhere = _library_verdict(TASK_LIBRARIES)
+    failed_everywhere["scenarios"] = [
+        {"id": sid, "correct": True, "baseline_ms": {"eager": 2.0, "compile": 1.5, "quack": None}} for sid in "ab"
+    ]
+    assert figures.library_scope(failed_everywhere, "best_library", TASK_LIBRARIES) == (
+        "best of eager, compile only; not timed: quack"
+    )
+    assert not figures.goal_met(failed_everywhere, "best_library", 1.5, ["a", "b"], TASK_LIBRARIES)
+    timed_once = copy.deepcopy(failed_everywhere)
+    timed_once["scenarios"][1]["baseline_ms"]["quack"] = 1.2
+    assert figures.library_scope(timed_once, "best_library", TASK_LIBRARIES) == ""
 
 
 def test_a_best_library_goal_is_met_only_by_a_verdict_that_timed_every_library_of_the_task():
