@@ -22,6 +22,7 @@ from runs.event_parser import (
 )
 from runs.events import publish_after_commit
 from runs.models import FINISHED_STATUSES, ReviewMode, Run, RunStatus, Step, StepKind, Task
+from runs.nul_escape import NUL
 from runs.services.errors import ServiceError
 from runs.services.kernels import run_goal_evaluation, sha256_text
 from runs.services.step_effects import IMPORT_EFFECTS, status_reason_text
@@ -37,6 +38,8 @@ NESTING_MAX = EVENT_MAX_DEPTH
 LINE_MAX_BYTES = MESSAGE_MAX_BYTES
 # A refusal's message is shown on the import form: however long what the trace holds, the message stays short.
 MESSAGE_MAX = 400
+# The byte order mark some editors write at a UTF-8 file's start (Windows' Notepad): not JSON, so it is dropped.
+BOM = "\ufeff"
 # docs/protocol.md 1.1: every event has exactly these top-level fields.
 # This dashboard's export holds these lines besides its run's events (runs/run_pages/selectors.py).
 EXPORT_TYPES = ("run", "question", "evaluation")
@@ -107,6 +110,8 @@ def _trace_records(lines):
             text = line.decode("utf-8") if isinstance(line, bytes) else line
         except UnicodeDecodeError:
             raise ServiceError(f"line {number} is not UTF-8 text") from None
+        if number == 1:
+            text = text.removeprefix(BOM)  # an editor's byte order mark is no part of the first event
         if not text.strip():
             continue
         if broken is not None:
@@ -262,7 +267,7 @@ def _scan(records) -> dict:
         "events": False,
         "first": None,
     }
-    found["lines"] = {}  # "meta" / "config" -> the line it was read from (a refusal names it)
+    found["lines"] = {}  # "meta" / "config" / "first" -> the line it was read from (a refusal names it)
     trace_format = None  # (format, line) of the trace's first line
     for number, record in records:
         line_format = _line_format(record)
@@ -295,7 +300,7 @@ def _scan_record(found: dict, number: int, record: dict) -> None:
     if record.get("type") == "run" and found["meta"] is None:
         found["meta"], found["lines"]["meta"] = record, number
     if found["first"] is None and (_is_harness_line(record) or not _is_export_line(record)):
-        found["first"] = record
+        found["first"], found["lines"]["first"] = record, number
     if _is_harness_line(record):
         found["harness"] = True
         found["evaluation_task"] = found["evaluation_task"] or record.get("task")
@@ -323,6 +328,37 @@ def trace_origin(found: dict) -> str:
     if found["harness"]:
         return f"harness:{first.get('kernel_sha256') or ''}:{first.get('started_at') or ''}"[:200]
     return f"trace:{first.get('run_id') or ''}:{first.get('ts') or ''}"[:200]
+
+
+def _first_given(*choices: tuple) -> tuple:
+    """The first (value, where) whose value is given, as `meta.get(...) or config.get(...)` picks it."""
+    return next((choice for choice in choices if choice[0]), (None, "first"))
+
+
+def _row_nul_problem(found: dict, name: str) -> str | None:
+    """Where a text that the run's own row is made from (its task, goal, model, starting kernel, origin, what it
+    was imported from) holds a NUL character, named with its field and line; else None. PostgreSQL cannot hold
+    one in a text value and SQLite would store it raw, so both refuse it the same way. An event's payload is
+    another matter: its NUL characters are escaped (runs/nul_escape.py)."""
+    meta, config = found["meta"] or {}, found["config"] or {}
+    goal_meta, goal_config = meta.get("goal"), config.get("goal")
+    texts = {  # field -> (its text, the line it is read from: "meta", "config" or "first")
+        "task": _first_given(
+            (meta.get("task"), "meta"), (config.get("task"), "config"), (found["evaluation_task"], "first")
+        ),
+        "goal": _first_given((goal_meta, "meta"), (goal_config, "config")),
+        "model": _first_given((meta.get("model"), "meta"), (config.get("model"), "config")),
+        "starting_kernel": (config.get("starting_kernel"), "config"),
+        "origin": (trace_origin(found), "meta" if meta.get("origin") or meta.get("id") is not None else "first"),
+        "imported_from": (meta.get("imported_from"), "meta"),
+    }
+    for field, (value, where) in texts.items():
+        text = value.get("baseline") if field == "goal" and isinstance(value, dict) else value
+        if isinstance(text, str) and NUL in text:
+            return f"line {found['lines'].get(where)}: {field} holds a NUL character, which no run's {field} may hold"
+    if NUL in name:
+        return "the trace's file name holds a NUL character"
+    return None
 
 
 def _goal_problem(goal) -> str | None:
@@ -463,6 +499,8 @@ def _import(lines, *, name: str, user) -> Run:
     meta, config = found["meta"] or {}, found["config"] or {}
     if not (found["harness"] or found["events"]):
         raise ServiceError("the trace holds no run events")
+    if problem := _row_nul_problem(found, name):
+        raise ServiceError(problem)
     task_name = meta.get("task") or config.get("task") or found["evaluation_task"]
     goal = trace_goal(found)
     try:

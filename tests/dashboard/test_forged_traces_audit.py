@@ -157,3 +157,56 @@ def test_the_task_pages_recent_runs_mark_an_imported_run_and_its_status_as_the_t
     row = client.get(reverse("task_detail", args=["matmul_cpu"])).content.decode().split(f'data-run="{run.pk}"')[1]
     row = row.split("</tr>")[0]
     assert '<small class="imported"' in row and "the trace&#x27;s claim, not measured here" in row
+
+
+def with_nul(record: dict) -> str:
+    """The record as a JSON line whose "@@" value holds a NUL character (as JSON writes it: \\u0000)."""
+    return json.dumps(record).replace('"@@"', '"a\\u0000b"')
+
+
+def export_with_nul(field: str, value="@@") -> list:
+    return [with_nul(run_line() | {field: value})] + [event | {"run_id": 7} for event in demo_events()]
+
+
+def started_config_with_nul(field: str, value="@@") -> list:
+    events = demo_events()
+    events[0]["payload"]["config"][field] = value
+    return [with_nul(events[0])] + events[1:]
+
+
+@pytest.mark.parametrize(
+    "lines, where",
+    [
+        (export_with_nul("model"), "line 1: model holds"),
+        (export_with_nul("origin"), "line 1: origin holds"),
+        (export_with_nul("imported_from"), "line 1: imported_from holds"),
+        (export_with_nul("goal", {"baseline": "@@", "speedup": 2.0}), "line 1: goal holds"),
+        (started_config_with_nul("model"), "line 1: model holds"),
+        (started_config_with_nul("starting_kernel"), "line 1: starting_kernel holds"),
+        (started_config_with_nul("task"), "line 1: task holds"),
+        ([with_nul(eval_result(3.0) | {"kind": "evaluation", "started_at": "@@"})], "line 1: origin holds"),
+    ],
+)
+def test_a_nul_in_what_the_run_itself_is_made_from_is_refused_the_same_on_every_database(lines, where):
+    """PostgreSQL cannot hold a NUL in a text value (its import failed with the database's own words) and SQLite
+    stored it raw in the run's row: both now refuse the trace, naming the field and its line. NUL characters in an
+    event's payload are escaped, and import (test_nul_escape)."""
+    message = refusal(lines)
+    assert message.startswith(where) and "a NUL character" in message
+
+
+def test_a_nul_in_an_events_payload_is_no_reason_to_refuse_the_trace():
+    events = demo_events()
+    events[0]["payload"]["config"]["prompt_note"] = "a\x00b"  # in the payload, not the run's row
+    make_task()
+    assert trace_import(lines=as_file(events), name="t.jsonl").step_count == len(events)
+
+
+def test_a_trace_saved_with_a_byte_order_mark_imports_as_one_without():
+    """Some editors (Windows' Notepad) start a UTF-8 file with U+FEFF; it was refused as "line 1 is not JSON"."""
+    make_task()
+    plain = trace_import(lines=as_file(demo_events()), name="plain.jsonl")
+    marked = trace_import(lines=io.BytesIO(b"\xef\xbb\xbf" + as_file(demo_events()).getvalue()), name="bom.jsonl")
+    assert marked.step_count == plain.step_count > 0 and marked.status == plain.status
+    Run.objects.all().delete()
+    assert refusal(["\ufeff", "\ufeffnot json"]).startswith("line 2 is not JSON")
