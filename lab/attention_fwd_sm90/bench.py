@@ -138,6 +138,14 @@ CHECK_SHAPES = [(2, 1024, 1024, 8, 8, d) for d in (64, 96, 128, 192, 256)] + [
     (8, 1, 2048, 16, 4, 128),
     (2, 1000, 1100, 40, 40, 64),
     (1, 3001, 3001, 24, 24, 256),
+    # the decode kernel (v31): 1, 2 and 4 rows a KV head (4 = 3 rows padded), key counts that fill no range evenly,
+    # the causal diagonal inside the last range, every head dim it takes, and one range (no cluster)
+    (8, 1, 4096, 16, 16, 128),
+    (3, 2, 1531, 8, 8, 64),
+    (2, 1, 777, 4, 1, 256),
+    (1, 3, 4097, 2, 2, 128),
+    (2, 4, 600, 2, 2, 128),
+    (1, 1, 512, 1, 1, 64),
 ]
 
 
@@ -226,6 +234,17 @@ def grid_shapes(name):
         ]
     if name == "harness":
         return grid_shapes("fa") + grid_shapes("extra")
+    if name == "decode":  # the decode kernel (v31) against the tiles: the harness's decode, GQA, other head dims
+        return [
+            (8, 1, 4096, 16, 16, 128),  # the harness's decode
+            (8, 1, 4096, 32, 8, 128),  # GQA 4:1
+            (8, 1, 4096, 16, 16, 64),
+            (8, 1, 4096, 16, 16, 256),
+            (64, 1, 1024, 16, 16, 128),  # many heads, short rows
+            (1, 1, 32768, 16, 16, 128),  # few heads, long rows
+            (8, 2, 4096, 16, 16, 128),  # two draft tokens
+            (8, 1, 8192, 32, 2, 128),  # GQA 16:1: the tiles still (16 rows a KV head)
+        ]
     if name == "idle":  # a consumer warpgroup with no query row (v30's KSEEK_IDLE_WG), and two shapes without one
         return [
             (8, 1, 4096, 16, 16, 128),  # the harness's decode

@@ -36,6 +36,10 @@ SHAPES = [  # B, Sq, Sk, Hq, Hkv, D, causal
     (2, 1, 2048, 2, 2, 64, False),  # split-KV decode, 4 ranges
     (1, 1, 1100, 70, 70, 128, False),  # one tile a CTA, no split (70 tiles): the second warpgroup has no row (v30)
     (1, 40, 1100, 70, 70, 64, False),  # likewise, two of the 192-row tile's three warpgroups
+    (1, 2, 1531, 4, 4, 64, True),  # the decode kernel (v31): 2 rows, ranges merged in a cluster, causal diagonal
+    (1, 1, 777, 4, 1, 256, True),  # 4 rows a KV head (MQA), d256
+    (1, 3, 1100, 2, 2, 128, False),  # 3 rows padded to 4
+    (1, 1, 513, 1, 1, 128, False),  # one range: no cluster
 ]
 
 
