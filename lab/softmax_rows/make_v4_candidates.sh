@@ -6,7 +6,8 @@
 # winner `device_run.sh release` then takes from the same machine's /tmp/screen/rank.txt. ROUND=6 writes the
 # release (v4) beside versions/v6_persist.cu with its persistent lanes-per-row grid on and off. ROUND=7 writes the
 # release beside versions/v7.cu's row loop (softmax_cluster_rows) in three grids, and with the loop off; ROUND=8
-# the loop bounded to a few rows a cluster (KSEEK_ROWS_MAXPER), after round 7's screen.
+# the loop bounded to a few rows a cluster (KSEEK_ROWS_MAXPER), after round 7's screen; ROUND=9 that bound
+# only where a row spans 2 or more CTAs (KSEEK_ROWS_MINCTAS), after round 8's.
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -37,6 +38,13 @@ case "${ROUND:-1}" in
   gen v7e KSEEK_ROWS_MAXPER=4                         # the loop only at 4 rows a cluster or fewer
   gen v7f KSEEK_ROWS_MAXPER=6                         # ... 6 or fewer
   ;;
+9)  # after round 8's H100 screen: the loop bounded to 4 rows a cluster, and only where a row spans 2 or more CTAs
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v7.cu
+  gen v7d KSEEK_ROWS_LOOP=0                           # the loop off (the noise)
+  gen v7e KSEEK_ROWS_MAXPER=4                         # round 8's v7e again
+  gen v7g KSEEK_ROWS_MAXPER=4 KSEEK_ROWS_MINCTAS=2    # ... not where a row is one CTA
+  ;;
 1)
   cp lab/softmax_rows/versions/v1.cu "$out/v1.cu"  # the first release, for a same-call reference
   gen v4a                                             # v1's shapes (4 vectors, 256-thread CTAs), st.async merge
@@ -54,5 +62,5 @@ case "${ROUND:-1}" in
   gen v4k KSEEK_CTA_TARGET=512                        # v4a with up to 512 threads a CTA (half the CTAs a row)
   ;;
 3) cp lab/softmax_rows/versions/v4.cu lab/softmax_rows/versions/v5.cu "$out/" ;;
-*) echo "ROUND is 1, 2, 3, 6, 7 or 8" >&2; exit 2 ;;
+*) echo "ROUND is 1, 2, 3, 6, 7, 8 or 9" >&2; exit 2 ;;
 esac

@@ -85,6 +85,9 @@ constexpr int kSubwarpThreads = 256;
 #ifndef KSEEK_ROWS_MAXPER  // no row loop where a cluster would take more rows than this (0: no bound); see below
 #define KSEEK_ROWS_MAXPER 0
 #endif
+#ifndef KSEEK_ROWS_MINCTAS  // no row loop where a row takes fewer CTAs than this (1: every cluster size); see below
+#define KSEEK_ROWS_MINCTAS 1
+#endif
 #ifndef KSEEK_ROWS_MINB  // softmax_cluster_rows' registers are sized for this many CTAs of 256 threads an SM
 #define KSEEK_ROWS_MINB 3
 #endif
@@ -661,6 +664,9 @@ int rows_kernel_clusters(int rows, int ctas, int threads) {
     // The H100 screen (2026-12-05): the loop won where it takes 3 or 4 rows a cluster (256 x 32768, 512 x 16384)
     // and lost where it takes many (1024 x 32000, 8192 x 8192, 4096 x 2048): there v4's kernel stays.
     if (KSEEK_ROWS_MAXPER > 0 && per_cluster > KSEEK_ROWS_MAXPER) return 0;
+    // Round 8 (H100, 2026-12-06): bounded to 4 rows a cluster it still lost 7.6% at 4096 x 2048, a row one CTA (3
+    // rows a CTA), and won only where a row spans 2 or 4 CTAs (512 x 16384, 256 x 32768).
+    if (ctas < KSEEK_ROWS_MINCTAS) return 0;
     if (KSEEK_ROWS_CAP > 0 && per_cluster > KSEEK_ROWS_CAP) per_cluster = KSEEK_ROWS_CAP;
     return static_cast<int>((rows + per_cluster - 1) / per_cluster);
 }
