@@ -195,6 +195,13 @@ def test_a_nul_in_what_the_run_itself_is_made_from_is_refused_the_same_on_every_
     assert message.startswith(where) and "a NUL character" in message
 
 
+def test_a_nul_in_the_traces_name_is_refused_as_it_would_go_into_the_runs_row():
+    make_task()
+    with pytest.raises(ServiceError, match="file name holds a NUL"):
+        trace_import(lines=as_file(demo_events()), name="a\x00b.jsonl")
+    assert not Run.objects.exists()
+
+
 def test_a_nul_in_an_events_payload_is_no_reason_to_refuse_the_trace():
     events = demo_events()
     events[0]["payload"]["config"]["prompt_note"] = "a\x00b"  # in the payload, not the run's row
