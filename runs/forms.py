@@ -6,7 +6,7 @@ from django.conf import settings
 from questionbank.bank import TARGET_KINDS, TEXT_MAX_LENGTH
 from questionbank.models import DecisionPoint, QuestionCategory
 from runs.model_options import default_model, model_options, model_refusal, recording_of
-from runs.models import Kernel, ReviewMode, Task
+from runs.models import BUDGET_COST_USD_MAX, RUN_SETTING_MAX, Kernel, ReviewMode, Task
 from runs.services.questions import shows_something
 
 # The longest text a person writes to the agent, one limit for each way in: a message to a running agent, the own
@@ -29,17 +29,26 @@ class StartRunForm(forms.Form):
         help_text="one of the models below that can run here: an Anthropic model id, openai:MODEL, or a recording listed",
     )
     review_mode = forms.ChoiceField(choices=ReviewMode.choices, initial=ReviewMode.REVIEW)
-    # Each number has a ceiling far above any real run and far below what its column holds (2,147,483,647 for a
-    # PositiveIntegerField on PostgreSQL; 64 bits on SQLite), so a value too large is a form error on either
-    # database rather than an overflow at the insert.
-    review_timeout_s = forms.IntegerField(min_value=1, max_value=7 * 86_400, required=False, label="Review timeout (s)")
-    budget_steps = forms.IntegerField(min_value=1, max_value=1_000_000, required=False, label="Steps")
-    budget_tokens = forms.IntegerField(min_value=1, max_value=10**12, required=False, label="Tokens")
-    budget_cost_usd = forms.DecimalField(
-        min_value=0, max_value=100_000, max_digits=10, decimal_places=4, required=False, label="Cost (USD)"
+    # Each number has its ceiling (runs.models.RUN_SETTING_MAX, the same for a study and start_suite_study), so a
+    # value too large is a form error on either database rather than an overflow at the insert.
+    review_timeout_s = forms.IntegerField(
+        min_value=1, max_value=RUN_SETTING_MAX["review_timeout_s"], required=False, label="Review timeout (s)"
     )
-    budget_wall_s = forms.IntegerField(min_value=1, max_value=30 * 86_400, required=False, label="Wall time (s)")
-    budget_evaluations = forms.IntegerField(min_value=1, max_value=100_000, required=False, label="Evaluations")
+    budget_steps = forms.IntegerField(
+        min_value=1, max_value=RUN_SETTING_MAX["budget_steps"], required=False, label="Steps"
+    )
+    budget_tokens = forms.IntegerField(
+        min_value=1, max_value=RUN_SETTING_MAX["budget_tokens"], required=False, label="Tokens"
+    )
+    budget_cost_usd = forms.DecimalField(
+        min_value=0, max_value=BUDGET_COST_USD_MAX, max_digits=10, decimal_places=4, required=False, label="Cost (USD)"
+    )
+    budget_wall_s = forms.IntegerField(
+        min_value=1, max_value=RUN_SETTING_MAX["budget_wall_s"], required=False, label="Wall time (s)"
+    )
+    budget_evaluations = forms.IntegerField(
+        min_value=1, max_value=RUN_SETTING_MAX["budget_evaluations"], required=False, label="Evaluations"
+    )
 
     # The settings every run of this form gets as they are (a run, each run of a study or of a suite study).
     RUN_SETTINGS = (

@@ -134,6 +134,21 @@ STUDY_SETTINGS = {
 }
 
 
+# The largest value of each whole-number run setting, one ceiling for every way in: the start form, a study's
+# values and the settings its runs share, `start_suite_study`. Each is far above any real run and far below what
+# its column holds (2,147,483,647 for a PositiveIntegerField on PostgreSQL), so a value too large is refused with
+# its name rather than stored by one way in and refused by another, or overflowing at the insert.
+RUN_SETTING_MAX = {
+    "review_timeout_s": 7 * 86_400,
+    "budget_steps": 1_000_000,
+    "budget_tokens": 10**12,
+    "budget_wall_s": 30 * 86_400,
+    "budget_evaluations": 100_000,
+}
+# The largest cost budget, in USD (its column holds 10 digits, 4 of them decimals).
+BUDGET_COST_USD_MAX = 100_000
+
+
 # How many runs one comparison shows (the compare page), and so how many values a study of runs has.
 COMPARE_MIN, COMPARE_MAX = 2, 8
 

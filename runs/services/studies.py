@@ -9,7 +9,17 @@ from typing import cast
 from django.db import transaction
 
 from runs.model_options import model_options, model_refusal, recorded_start
-from runs.models import COMPARE_MAX, COMPARE_MIN, STUDY_SETTINGS, ReviewMode, Run, Study, Task
+from runs.models import (
+    BUDGET_COST_USD_MAX,
+    COMPARE_MAX,
+    COMPARE_MIN,
+    RUN_SETTING_MAX,
+    STUDY_SETTINGS,
+    ReviewMode,
+    Run,
+    Study,
+    Task,
+)
 from runs.services.errors import ServiceError
 from runs.services.runs import run_start
 
@@ -19,11 +29,27 @@ _QUESTIONS = {"on": True, "off": False}
 
 
 def _positive(setting: str, word: str) -> int:
-    # ASCII digits, at most ten of them, before int(): str.isdigit takes "²" (which int() refuses with a
-    # ValueError: the form's 500) and int() refuses a text of over 4,300 digits the same way
-    if not (word.isascii() and word.isdigit()) or len(word) > 10 or not 1 <= int(word) <= 10**9:
-        raise ServiceError(f"{setting} values are whole numbers from 1 to 10^9, not {word[:40]!r}")
+    # ASCII digits, no more than the ceiling has, before int(): str.isdigit takes "²" (which int() refuses with a
+    # ValueError: the form's 500) and int() refuses a text of over 4,300 digits the same way. The ceiling is the
+    # start form's (RUN_SETTING_MAX): a study's run takes the budgets a single run may have, no more, no fewer.
+    most = RUN_SETTING_MAX[setting]
+    if not (word.isascii() and word.isdigit()) or len(word) > len(str(most)) or not 1 <= int(word) <= most:
+        raise ServiceError(f"{setting} values are whole numbers from 1 to {most:,}, not {word[:40]!r}")
     return int(word)
+
+
+def _settings_refusal(settings: dict) -> str | None:
+    """Why the settings every run of a study shares cannot be stored (None: they can). The start form checks
+    them on the page; `start_suite_study` passes what its command line says, which a negative or huge number
+    would otherwise turn into a database error."""
+    for name, most in RUN_SETTING_MAX.items():
+        value = settings.get(name)
+        if value is not None and (type(value) is not int or not 1 <= value <= most):
+            return f"{name} is a whole number from 1 to {most:,}, not {str(value)[:40]!r}"
+    cost = settings.get("budget_cost_usd")
+    if cost is not None and not (cost.is_finite() and 0 <= cost <= BUDGET_COST_USD_MAX):
+        return f"budget_cost_usd is a number from 0 to {BUDGET_COST_USD_MAX:,}, not {str(cost)[:40]!r}"
+    return None
 
 
 def study_values(setting: str, words: list[str]) -> list:
@@ -108,8 +134,9 @@ def run_settings(
     budget_wall_s: int | None = None,
     budget_evaluations: int | None = None,
 ) -> dict:
-    """What every run of a study shares (run_start's arguments but the task and the setting that differs)."""
-    return {
+    """What every run of a study shares (run_start's arguments but the task and the setting that differs),
+    refused (ServiceError) when a number is outside its ceiling (RUN_SETTING_MAX)."""
+    settings = {
         "model": model,
         "started_by": user,
         "review_mode": review_mode,
@@ -120,6 +147,9 @@ def run_settings(
         "budget_wall_s": budget_wall_s,
         "budget_evaluations": budget_evaluations,
     }
+    if refusal := _settings_refusal(settings):
+        raise ServiceError(refusal)
+    return settings
 
 
 def study_queue(
