@@ -33,5 +33,5 @@ def test_a_message_that_shows_nothing_is_refused_and_nothing_is_sent(client):
     run = run_claim(worker=host)
     client.force_login(make_user("rita", "reviewer"))
     response = client.post(reverse("run_message", args=[run.pk]), {"text": INVISIBLE}, HTTP_ACCEPT="application/json")
-    assert response.status_code == 400 and response.json()["message"] == "the message is empty or too long"
+    assert response.status_code == 400 and response.json()["message"] == "the message is empty"
     assert not Directive.objects.filter(action=DirectiveAction.HUMAN_MESSAGE).exists()
