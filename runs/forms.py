@@ -8,6 +8,7 @@ from questionbank.models import DecisionPoint, QuestionCategory
 from runs.model_options import default_model, model_options, model_refusal, recording_of
 from runs.models import BUDGET_COST_USD_MAX, RUN_SETTING_MAX, Kernel, ReviewMode, Task
 from runs.services.questions import shows_something
+from runs.services.workers import GPU_NAME_MAX_CHARS, GPUS_MAX_COUNT, gpu_names_refusal
 
 # The longest text a person writes to the agent, one limit for each way in: a message to a running agent, the own
 # question of a fork, a reviewer's edit or replacement of a proposed question (the worker socket's
@@ -171,7 +172,19 @@ class TraceImportForm(forms.Form):
 
 class WorkerHostForm(forms.Form):
     name = forms.SlugField(max_length=80)
-    gpus = forms.CharField(max_length=500, required=False, help_text="comma-separated GPU names")
+    # Room for the most a hello may announce (64 names of 100 characters, with ", " between them); the names are
+    # then held to the hello's limits one by one (a 500-character field refused lists a hello takes).
+    gpus = forms.CharField(
+        max_length=GPUS_MAX_COUNT * (GPU_NAME_MAX_CHARS + 2),
+        required=False,
+        help_text=f"comma-separated GPU names: at most {GPUS_MAX_COUNT}, each at most {GPU_NAME_MAX_CHARS} characters",
+    )
+
+    def clean_gpus(self) -> list[str]:
+        names = [g.strip() for g in self.cleaned_data["gpus"].split(",") if g.strip()]
+        if refusal := gpu_names_refusal(names):
+            raise forms.ValidationError(refusal)
+        return names
 
 
 class BankQuestionForm(forms.Form):

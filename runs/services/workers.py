@@ -11,6 +11,7 @@ from agentloop.json_safe import holds_lone_surrogate
 from runs.events import publish_after_commit, send_to_group_after_commit
 from runs.models import HELD_STATUSES, Run, RunStatus, Target, WorkerHost
 from runs.services.directives import worker_group
+from runs.services.errors import ServiceError
 from runs.services.runs import run_set_status
 
 
@@ -19,7 +20,10 @@ def hash_token(token: str) -> str:
 
 
 def worker_host_create(*, name: str, gpus: list[str] | None = None) -> tuple[WorkerHost, str]:
-    """Register a GPU host. Returns the host and its token; only the token's hash is stored."""
+    """Register a GPU host. Returns the host and its token; only the token's hash is stored. Its GPU names are
+    held to a hello's limits (gpu_names_refusal), whether they come from the workers page or `worker_token`."""
+    if refusal := gpu_names_refusal(gpus or []):
+        raise ServiceError(refusal)
     token = "kst_" + secrets.token_urlsafe(32)
     host = WorkerHost.objects.create(name=name, gpus=gpus or [], token_hash=hash_token(token), token_prefix=token[:12])
     return host, token
@@ -135,6 +139,19 @@ def hello_gpus(raw) -> tuple[list[str], str | None]:
         f"hello `gpus` must be a list of at most {GPUS_MAX_COUNT} GPU names, each a string of at most "
         f"{GPU_NAME_MAX_CHARS} characters (text that UTF-8 holds: no lone surrogate), not "
         f"{json.dumps(raw, default=str)[:100]}: this host is shown with no GPU"
+    )
+
+
+def gpu_names_refusal(names: list[str]) -> str | None:
+    """Why a host's GPU names, as an operator registers them, cannot be kept (None: they can): a hello's limits,
+    so that the workers page shows one host's names the same way whoever wrote them (the page and `worker_token`
+    took any number of names of any length that a hello is refused)."""
+    if len(names) <= GPUS_MAX_COUNT and all(_gpu_name(g) for g in names):
+        return None
+    longest = max((len(g) for g in names if isinstance(g, str)), default=0)
+    return (
+        f"a host has at most {GPUS_MAX_COUNT} GPU names, each at most {GPU_NAME_MAX_CHARS} characters, as a hello "
+        f"(docs/protocol.md 2.2): {len(names)} given, the longest of {longest} characters"
     )
 
 

@@ -20,8 +20,7 @@ def workers(request):
         if worker_name_taken(form.cleaned_data["name"]):
             form.add_error("name", "a host of this name exists; revoke it or choose another name")
         else:
-            gpus = [g.strip() for g in form.cleaned_data["gpus"].split(",") if g.strip()]
-            host, token = worker_host_create(name=form.cleaned_data["name"], gpus=gpus)
+            host, token = worker_host_create(name=form.cleaned_data["name"], gpus=form.cleaned_data["gpus"])
             form = WorkerHostForm()
     # The token is rendered into this one response and never stored in plain text. A refused form is a 400, as
     # every form of the dashboard answers one.

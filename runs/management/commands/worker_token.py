@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import WorkerHost
-from runs.services import worker_host_create, worker_host_revoke, worker_host_rotate_token
+from runs.services import ServiceError, worker_host_create, worker_host_revoke, worker_host_rotate_token
 
 
 class Command(BaseCommand):
@@ -40,5 +40,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"a worker host named {name!r} exists; give it a new token with --rotate, or choose another name"
             )
-        host, token = worker_host_create(name=name, gpus=[g for g in gpus.split(",") if g])
+        try:
+            host, token = worker_host_create(name=name, gpus=[g for g in gpus.split(",") if g])
+        except ServiceError as refused:
+            raise CommandError(str(refused)) from None
         self.stdout.write(f"Worker host {host.name} created. Its token (shown once, stored only hashed):\n{token}")
