@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import ConfigError, ModelFailed
-from agentloop.protocol import DEFAULT_MODEL
+from agentloop.protocol import DEFAULT_MODEL, KERNEL_SOURCE_MAX_BYTES, kernel_source_refusal
 from agentloop.worker.targets import TARGETS_ENV
 from gpu_harness.terminal import shown_streams
 
@@ -370,6 +370,21 @@ def _questions_from_args(
     return bank, stats
 
 
+def _starting_kernel(path: Path) -> str:
+    """The text of --kernel, refused (ConfigError) over the protocol's limit on a kernel source: the agent would
+    never evaluate it (docs/protocol.md 1.2, the same limit end to end), so a run of it only spent model calls.
+    At most the limit + 1 bytes are read, so a device such as /dev/zero is refused too, not read forever."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(KERNEL_SOURCE_MAX_BYTES + 1)
+            size = max(len(data), os.fstat(file.fileno()).st_size)
+        if refusal := kernel_source_refusal(size):
+            raise ConfigError(f"--kernel {path}: {refusal}")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read --kernel {path}: {exc}") from None
+
+
 def _config_from_args(
     args: argparse.Namespace,
     model_spec: str,
@@ -393,10 +408,7 @@ def _config_from_args(
         raise ConfigError(str(exc)) from None
     if args.kernel:
         kernel_path = Path(args.kernel)
-        try:
-            source = kernel_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read --kernel {kernel_path}: {exc}") from None
+        source = _starting_kernel(kernel_path)
         filename = kernel_path.name
     elif base and base.get("task") == task:
         source, filename = base["starting_kernel"], base["kernel_filename"]
