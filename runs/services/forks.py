@@ -18,7 +18,7 @@ from runs.model_options import model_options, model_refusal
 from runs.models import Run, Step
 from runs.nul_escape import unescape_nul
 from runs.services.errors import ServiceError
-from runs.services.questions import shows_something
+from runs.services.questions import PERSON_TEXT_MAX, shows_something
 from runs.services.runs import run_start
 
 # The fork travels twice: in the `assign` message (MESSAGE_MAX_BYTES, 8 MiB) and, whole, in the forked run's
@@ -90,6 +90,10 @@ def fork_decision(
         text = (text or "").strip()
         if not shows_something(text):
             raise ServiceError("write the question the fork asks instead")
+        if len(text) > PERSON_TEXT_MAX:  # the form's limit, for a caller the form is not in front of
+            raise ServiceError(
+                f"the fork's own question has at most {PERSON_TEXT_MAX:,} characters ({len(text):,} given)"
+            )
         return {"action": "write", "text": text, "by": by}
     raise ServiceError(f"step #{cut.step_seq} is a question: veto it, pick a bank question, or write one")
 

@@ -13,6 +13,10 @@ from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatu
 from runs.services.directives import directive_send
 from runs.services.errors import QuestionAlreadyDecided, QuestionClosed, ServiceError
 
+# The longest text a person writes to the agent (runs.forms.PERSON_TEXT_MAX, which the forms take from here): here
+# so that a service a form is not in front of refuses the same length (a fork's own question, docs/fork.md).
+PERSON_TEXT_MAX = 10_000
+
 
 def shows_something(text: str | None) -> bool:
     """Whether `text` has a character a reader sees: not only whitespace, nor only the invisible format
