@@ -41,7 +41,10 @@ def _positive(setting: str, word: str) -> int:
 def _settings_refusal(settings: dict) -> str | None:
     """Why the settings every run of a study shares cannot be stored (None: they can). The start form checks
     them on the page; `start_suite_study` passes what its command line says, which a negative or huge number
-    would otherwise turn into a database error."""
+    would otherwise turn into a database error (a model id over its column, as on PostgreSQL)."""
+    model_max = cast(int, Run._meta.get_field("model").max_length)
+    if len(settings.get("model") or "") > model_max:
+        return f"a model id has at most {model_max} characters: {settings['model'][:40]}…"
     for name, most in RUN_SETTING_MAX.items():
         value = settings.get(name)
         if value is not None and (type(value) is not int or not 1 <= value <= most):

@@ -86,3 +86,12 @@ def test_start_suite_study_refuses_a_budget_outside_its_ceiling_with_a_command_e
     assert not SuiteStudy.objects.exists() and not Run.objects.exists()
     call_command(*args, "--budget-steps", "1000000")
     assert set(Run.objects.values_list("budget_steps", flat=True)) == {1_000_000}
+
+
+def test_a_studys_shared_model_is_held_to_its_120_characters():
+    model = "claude-" + "m" * 113
+    study = study_start(task=make_task(), setting="questions", values=["on", "off"], model=model)
+    assert {run.model for run in study.runs.all()} == {model}
+    with pytest.raises(ServiceError, match="a model id has at most 120 characters"):
+        study_start(task=make_task(name="other"), setting="questions", values=["on", "off"], model=model + "x")
+    assert Study.objects.count() == 1
