@@ -22,6 +22,11 @@ def hash_token(token: str) -> str:
 def worker_host_create(*, name: str, gpus: list[str] | None = None) -> tuple[WorkerHost, str]:
     """Register a GPU host. Returns the host and its token; only the token's hash is stored. Its GPU names are
     held to a hello's limits (gpu_names_refusal), whether they come from the workers page or `worker_token`."""
+    # Within its column, as the workers page's form holds it: `worker_token` passed a name of any length, which
+    # a longer one turned into a database error on PostgreSQL (and stored whole on SQLite).
+    most = WorkerHost._meta.get_field("name").max_length or 0
+    if not name or len(name) > most:
+        raise ServiceError(f"a host's name has 1 to {most} characters, not {len(name)}: {name[:40]!r}")
     if refusal := gpu_names_refusal(gpus or []):
         raise ServiceError(refusal)
     token = "kst_" + secrets.token_urlsafe(32)

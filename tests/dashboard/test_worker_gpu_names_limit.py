@@ -51,3 +51,14 @@ def test_worker_token_takes_the_limit_and_refuses_one_past_it_with_a_command_err
     with pytest.raises(CommandError, match="at most 64 GPU names, each at most 100 characters"):
         call_command("worker_token", "gpu-b", "--gpus", "x" * (GPU_NAME_MAX_CHARS + 1))
     assert not WorkerHost.objects.filter(name="gpu-b").exists()
+
+
+def test_worker_token_holds_a_hosts_name_to_its_80_characters():
+    """The workers page's form holds a host's name to WorkerHost.name's 80 characters; `worker_token` took any
+    length (a DataError on PostgreSQL)."""
+    assert WorkerHost._meta.get_field("name").max_length == 80
+    call_command("worker_token", "h" * 80, stdout=io.StringIO())
+    assert WorkerHost.objects.filter(name="h" * 80).exists()
+    with pytest.raises(CommandError, match="a host's name has 1 to 80 characters, not 81"):
+        call_command("worker_token", "h" * 81, stdout=io.StringIO())
+    assert WorkerHost.objects.count() == 1
