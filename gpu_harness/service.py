@@ -19,6 +19,7 @@ Optional request fields: "baselines" (a list of names), "seed". The process ends
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable
@@ -43,8 +44,12 @@ def _request_error(req: object) -> str | None:
     if not isinstance(req.get("scenarios", "quick"), (str, list)):
         return "request field 'scenarios' must be a string or a list of ids"
     timeout = req.get("timeout_s")
-    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-        return "request field 'timeout_s' must be a positive number"
+    # Finite and not a boolean: 1e999 (inf, read from valid JSON) or NaN was taken as no overall bound at all,
+    # and `true` as one second.
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
+    ):
+        return "request field 'timeout_s' must be a finite positive number of seconds"
     baselines = req.get("baselines")
     if baselines is not None and not (isinstance(baselines, list) and all(isinstance(b, str) for b in baselines)):
         return "request field 'baselines' must be a list of names"
