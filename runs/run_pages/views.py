@@ -218,7 +218,7 @@ def run_message_view(request, run_id: int):
     if not form.is_valid():
         # The form's own words: "the message is empty", or the length limit with the message's length, which a
         # writer of a long message needs (the bare "empty or too long" named neither the limit nor the length).
-        reason = " ".join(form.errors.get("text", [])) or "the message is empty"
+        reason = " ".join(str(error) for error in form.errors.get("text", [])) or "the message is empty"
         return _done(request, run_id, ok=False, message=reason, status=400)
     try:
         run_send_human_message(run=run, user=request.user, text=form.cleaned_data["text"])
