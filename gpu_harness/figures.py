@@ -143,8 +143,9 @@ def best_noise_unknown_after(best: dict[str, float], unknown: list[str], verdict
 
 
 def noise_unknown_text(text: str, unknown: bool) -> str:
-    """A speedup's text with "(noise unknown)" after it where its noise is unknown, as `verdict_speedup_text`
-    writes it; for a best read from a run's stored marker (`best_noise_unknown_after`) without its verdict."""
+    """A speedup's text with "(noise unknown)" after it where its noise is unknown: the one writer of that mark,
+    for a verdict's figure (`verdict_speedup_text`) and for a best read from a run's stored marker
+    (`best_noise_unknown_after`) or a scoreboard's cell without its verdict."""
     return f"{text} (noise unknown)" if unknown else text
 
 
@@ -754,4 +755,4 @@ def verdict_speedup_text(verdict: dict[str, Any], baseline: str, *, times: str =
     text = speedup_text(
         speedup_over(verdict, baseline), geomean_interval(verdict, baseline), times=times, missing=missing
     )
-    return f"{text} (noise unknown)" if text != missing and noise_unknown(verdict, baseline) else text
+    return noise_unknown_text(text, text != missing and noise_unknown(verdict, baseline))

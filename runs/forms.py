@@ -10,10 +10,7 @@ from runs.models import BUDGET_COST_USD_MAX, RUN_SETTING_MAX, Kernel, ReviewMode
 from runs.services.questions import PERSON_TEXT_MAX, shows_something
 from runs.services.workers import GPU_NAME_MAX_CHARS, GPUS_MAX_COUNT, gpu_names_refusal
 
-# The longest text a person writes to the agent, one limit for each way in: a message to a running agent, the own
-# question of a fork, a reviewer's edit or replacement of a proposed question (the worker socket's
-# `question_decision` too, docs/protocol.md). The bank's own questions are held shorter (questionbank.bank).
-# Defined in runs.services.questions (imported above), so that the fork service holds its text to it too.
+# PERSON_TEXT_MAX (runs.services.questions, imported above) holds every text a person writes to the agent.
 
 
 class StartRunForm(forms.Form):

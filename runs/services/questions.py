@@ -13,8 +13,11 @@ from runs.models import DirectiveAction, Question, QuestionSource, QuestionStatu
 from runs.services.directives import directive_send
 from runs.services.errors import QuestionAlreadyDecided, QuestionClosed, ServiceError
 
-# The longest text a person writes to the agent (runs.forms.PERSON_TEXT_MAX, which the forms take from here): here
-# so that a service a form is not in front of refuses the same length (a fork's own question, docs/fork.md).
+# The longest text a person writes to the agent, one limit for each way in: a message to a running agent, the own
+# question of a fork, a reviewer's edit or replacement of a proposed question (the worker socket's
+# `question_decision` too, docs/protocol.md). The bank's own questions are held shorter (questionbank.bank). Here,
+# not in runs.forms (which takes it from here), so that a service no form is in front of refuses the same length
+# (a fork's own question, docs/fork.md).
 PERSON_TEXT_MAX = 10_000
 
 

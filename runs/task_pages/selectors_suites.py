@@ -150,7 +150,7 @@ def _best_words(best: tuple, missing: str = "—") -> str:
     fast_p counts as fast at no p (scoreboard.is_fast): never a bare point that reads as a measured speed-up."""
     speedup, interval, unknown = best
     text = figures.speedup_text(speedup, interval, missing=missing)
-    return f"{text} (noise unknown)" if unknown and speedup is not None else text
+    return figures.noise_unknown_text(text, unknown and speedup is not None)
 
 
 def run_measured(run: Run, verdicts: list[dict]) -> dict:
