@@ -146,6 +146,10 @@ CHECK_SHAPES = [(2, 1024, 1024, 8, 8, d) for d in (64, 96, 128, 192, 256)] + [
     (1, 3, 4097, 2, 2, 128),
     (2, 4, 600, 2, 2, 128),
     (1, 1, 512, 1, 1, 64),
+    # v32's 8-row build (KSEEK_DECODE_ROWS=8): 8 rows a KV head (GQA 8:1; 2 draft tokens of GQA 4:1), and 3
+    (2, 1, 3000, 16, 2, 128),
+    (1, 2, 1000, 8, 2, 64),
+    (3, 1, 700, 24, 8, 256),
 ]
 
 
@@ -244,6 +248,10 @@ def grid_shapes(name):
             (1, 1, 32768, 16, 16, 128),  # few heads, long rows
             (8, 2, 4096, 16, 16, 128),  # two draft tokens
             (8, 1, 8192, 32, 2, 128),  # GQA 16:1: the tiles still (16 rows a KV head)
+            (8, 1, 4096, 32, 8, 64),  # GQA 4:1 at the other head dims
+            (8, 1, 4096, 32, 8, 256),
+            (8, 1, 4096, 32, 4, 128),  # GQA 8:1: 8 rows a KV head (KSEEK_DECODE_ROWS=8)
+            (8, 2, 4096, 32, 8, 128),  # two draft tokens of GQA 4:1: 8 rows
         ]
     if name == "idle":  # a consumer warpgroup with no query row (v30's KSEEK_IDLE_WG), and two shapes without one
         return [

@@ -661,7 +661,10 @@ __device__ __forceinline__ void split_merge(uint32_t part, uint32_t part_lse, T*
 #define KSEEK_DECODE 1
 #endif
 #ifndef KSEEK_DECODE_ROWS
-#define KSEEK_DECODE_ROWS 4  // the most query rows a KV head (Sq x Hq / Hkv) the decode kernel takes (1, 2 or 4)
+#define KSEEK_DECODE_ROWS 4  // the most query rows a KV head (Sq x Hq / Hkv) the decode kernel takes (4 or 8)
+#endif
+#ifndef KSEEK_DECODE_MIN_ROWS
+#define KSEEK_DECODE_MIN_ROWS 1  // the fewest (H100, 2026-12-06: 1 and 2 rows ran 2-5% slower than the tiles, 4 22% faster)
 #endif
 #ifndef KSEEK_DECODE_MIN_SK
 #define KSEEK_DECODE_MIN_SK 512  // the fewest keys it takes
@@ -1628,7 +1631,7 @@ template <int D, typename T> static int launch_mma(const Args& a) {
 // head dims whose 8-column chunks fill a warp (64, 128, 256).
 static bool use_decode(const Args& a) {
   const long long rows = (long long)a.Sq * (a.Hq / a.Hkv);
-  return KSEEK_DECODE && rows <= KSEEK_DECODE_ROWS && a.Sk >= KSEEK_DECODE_MIN_SK &&
+  return KSEEK_DECODE && rows >= KSEEK_DECODE_MIN_ROWS && rows <= KSEEK_DECODE_ROWS && a.Sk >= KSEEK_DECODE_MIN_SK &&
          (a.D == 64 || a.D == 128 || a.D == 256);
 }
 
@@ -1714,7 +1717,11 @@ template <int D, typename T> static int launch_decode(const Args& a) {
   const int rows = a.Sq * (a.Hq / a.Hkv);
   if (rows == 1) return launch_decode_rows<D, T, 1>(a, sms);
   if (rows == 2) return launch_decode_rows<D, T, 2>(a, sms);
-  return rows <= 4 ? launch_decode_rows<D, T, 4>(a, sms) : 2;
+  if (rows <= 4) return launch_decode_rows<D, T, 4>(a, sms);
+#if KSEEK_DECODE_ROWS >= 8
+  if (rows <= 8) return launch_decode_rows<D, T, 8>(a, sms);
+#endif
+  return 2;
 }
 
 // Persistent grid (one CTA per SM taking tiles) or one CTA per tile (the hardware hands tiles to SMs as they free
