@@ -672,6 +672,11 @@ __device__ __forceinline__ void split_merge(uint32_t part, uint32_t part_lse, T*
 #ifndef KSEEK_DECODE_STAGES
 #define KSEEK_DECODE_STAGES 6  // K + V blocks in the ring, 16 KB each
 #endif
+// The ring at 8 rows a KV head, where 231 registers a thread leave one CTA an SM: 10 stages would hold the bytes
+// in flight of two 6-stage CTAs (160 KB, beside the kernel's 41 KB of static shared memory at 8 rows).
+#ifndef KSEEK_DECODE_STAGES_WIDE
+#define KSEEK_DECODE_STAGES_WIDE 6
+#endif
 #ifndef KSEEK_DECODE_CTAS_PER_SM
 #define KSEEK_DECODE_CTAS_PER_SM 4  // the key split aims at no more than this many CTAs an SM
 #endif
@@ -697,14 +702,14 @@ template <typename T> __device__ __forceinline__ T from_float(float x) {
   else return __float2half_rn(x);
 }
 
-template <int D> struct DecShape {
+template <int D, int RM = 4> struct DecShape {
   static constexpr int LPK = D / 8;                    // lanes a key
   static constexpr int KPW = 32 / LPK;                 // keys a warp takes at once
   static constexpr int NG = kDecThreads / 32 * KPW;    // key groups a CTA
   static constexpr int NK = 4096 / D;                  // keys a block (a stage holds a K and a V block)
   static constexpr int U = NK / NG;                    // keys a group takes of a block (4)
   static constexpr int BLOCK_BYTES = NK * D * 2;       // 8 KB
-  static constexpr int ST = KSEEK_DECODE_STAGES;
+  static constexpr int ST = RM > 4 ? KSEEK_DECODE_STAGES_WIDE : KSEEK_DECODE_STAGES;
   static constexpr int SMEM = 2 * ST * BLOCK_BYTES + 2 * ST * 8;  // the ring, then full[ST], empty[ST]
 };
 
@@ -783,7 +788,7 @@ __global__ void __launch_bounds__(kDecAll) attn_decode_kernel(const __grid_const
                                                               float* __restrict__ lse, int Sq, int Sk, int Hq,
                                                               int Hkv, int causal, float scale_log2,
                                                               int split_keys) {
-  using S = DecShape<D>;
+  using S = DecShape<D, RM>;
   extern __shared__ __align__(128) unsigned char dec_smem[];
   __shared__ float g_m[S::NG][RM], g_l[S::NG][RM];
   __shared__ __align__(16) float g_o[S::NG][RM][D];
@@ -1658,7 +1663,7 @@ static bool make_rows_map(CUtensorMap* map, const void* ptr, int dtype, int B, i
 }
 
 template <int D, typename T, int RM> static int launch_decode_rows(const Args& a, int sms) {
-  using S = DecShape<D>;
+  using S = DecShape<D, RM>;
   CUtensorMap mk, mv;
   if (!make_rows_map(&mk, a.k, a.dtype, a.B, a.Sk, a.Hkv, D, S::NK) ||
       !make_rows_map(&mv, a.v, a.dtype, a.B, a.Sk, a.Hkv, D, S::NK))
