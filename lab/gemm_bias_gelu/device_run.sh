@@ -42,6 +42,8 @@ VARIANTS=(
   "KSEEK_GROUP_M 8"
   "KSEEK_STAGES 4"
 )
+# VARIANTS_LIST="A 1|B 2;C 3" replaces them: candidates split by ';' (an empty first one keeps c0 = K as it is)
+[ -n "${VARIANTS_LIST:-}" ] && IFS=';' read -ra VARIANTS <<< "$VARIANTS_LIST"
 T0=$(date +%s)
 BUDGET=${BUDGET:-580}  # seconds for the whole call (the device tool allows 600)
 log() { echo "$@" | tee -a "$OUT/log.txt"; }
