@@ -374,7 +374,10 @@
     const points = data.points.filter((p) => p.x !== null);
     document.getElementById("speedup-chart-empty").hidden = points.length > 0;
     const ok = points.filter((p) => p.status === "correct" && p.speedup !== null);
-    const bad = points.filter((p) => !(p.status === "correct" && p.speedup !== null));
+    // Correct, but with no figure over the run's baseline in its verdict (an evaluation that did not time that
+    // baseline, as a lab's older trace may hold): neither a speed-up nor a failure, so drawn apart from both.
+    const unmeasured = points.filter((p) => p.status === "correct" && p.speedup === null);
+    const bad = points.filter((p) => p.status !== "correct");
     const top = Math.max(data.goal, ...ok.map((p) => (p.interval ? p.interval[1] : p.speedup)), 1) * 1.1;
     const questions = data.questions.filter((q) => q.x !== null);
     const qx = [], qy = [], qtext = [];
@@ -387,6 +390,12 @@
       ...pointTraces(ok),
       {name: "not correct", meta: "not-correct", x: bad.map((p) => p.x), y: bad.map(() => 0), mode: "markers", type: "scatter",
        marker: {symbol: "x", color: "#c0362c", size: 9}, text: bad.map((p) => KSeek.plotlyText(p.status)),
+       hovertemplate: "step %{x}: %{text}<extra></extra>"},
+      {name: KSeek.plotlyText("correct, no figure over " + data.baseline), meta: "no-figure",
+       x: unmeasured.map((p) => p.x), y: unmeasured.map(() => 0), mode: "markers", type: "scatter",
+       marker: {symbol: "circle-open", color: "#6b7280", size: 9},
+       text: unmeasured.map((p) => KSeek.plotlyText(
+         "correct; its verdict has no speed-up over " + data.baseline + (p.device !== "—" ? " · on " + p.device : ""))),
        hovertemplate: "step %{x}: %{text}<extra></extra>"},
       // The best's own words (the server's: its interval, "no difference" inside the noise), never the bare point.
       {name: "best so far (verified)", meta: "best", x: data.best.map((b) => b.x), y: data.best.map((b) => b.best), mode: "lines", type: "scatter",

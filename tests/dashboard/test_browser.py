@@ -443,6 +443,14 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
         assert style == {"name": "quick set (not verified)", "symbol": "circle-open", "y": [1.5]}
         # The line of baselines too, redrawn from the live summary (Run.best_texts).
         page.wait_for_selector("#run-baselines:has-text('naive no difference (0.900–3.00×)')")
+        # A correct evaluation whose verdict has no figure over the run's baseline: neither "not correct" nor a
+        # speed-up, its own marker and legend entry.
+        worker.event(run_id, 6, "evaluation", eval_payload(None))
+        page.wait_for_selector("#speedup-chart[data-points='6']")
+        unmeasured = page.evaluate("""() => { const data = document.getElementById('speedup-chart').data;
+            const t = data.find((t) => t.meta === 'no-figure');
+            return {x: t.x, name: t.name, failed: data.find((t) => t.meta === 'not-correct').x}; }""")
+        assert unmeasured == {"x": [6], "name": "correct, no figure over naive", "failed": [2]}
     finally:
         worker.close()
 
