@@ -664,7 +664,7 @@ __device__ __forceinline__ void split_merge(uint32_t part, uint32_t part_lse, T*
 #define KSEEK_DECODE_ROWS 4  // the most query rows a KV head (Sq x Hq / Hkv) the decode kernel takes (4 or 8)
 #endif
 #ifndef KSEEK_DECODE_MIN_ROWS
-#define KSEEK_DECODE_MIN_ROWS 1  // the fewest (H100, 2026-12-06: 1 and 2 rows ran 2-5% slower than the tiles, 4 22% faster)
+#define KSEEK_DECODE_MIN_ROWS 1  // the fewest (H100, 2026-12-06: 1-2 rows ran 2-8% slower than the tiles, 4 rows 22-42% faster)
 #endif
 #ifndef KSEEK_DECODE_MIN_SK
 #define KSEEK_DECODE_MIN_SK 512  // the fewest keys it takes
