@@ -391,18 +391,19 @@
       {name: "not correct", meta: "not-correct", x: bad.map((p) => p.x), y: bad.map(() => 0), mode: "markers", type: "scatter",
        marker: {symbol: "x", color: "#c0362c", size: 9}, text: bad.map((p) => KSeek.plotlyText(p.status)),
        hovertemplate: "step %{x}: %{text}<extra></extra>"},
-      {name: KSeek.plotlyText("correct, no figure over " + data.baseline), meta: "no-figure",
-       x: unmeasured.map((p) => p.x), y: unmeasured.map(() => 0), mode: "markers", type: "scatter",
-       marker: {symbol: "circle-open", color: "#6b7280", size: 9},
-       text: unmeasured.map((p) => KSeek.plotlyText(
-         "correct; its verdict has no speed-up over " + data.baseline + (p.device !== "—" ? " · on " + p.device : ""))),
-       hovertemplate: "step %{x}: %{text}<extra></extra>"},
       // The best's own words (the server's: its interval, "no difference" inside the noise), never the bare point.
       {name: "best so far (verified)", meta: "best", x: data.best.map((b) => b.x), y: data.best.map((b) => b.best), mode: "lines", type: "scatter",
        line: {shape: "hv", color: "#18794e"}, text: data.best.map((b) => KSeek.plotlyText(b.text)),
        hovertemplate: "step %{x}: best so far %{text}<extra></extra>"},
       {name: "question", meta: "question", x: qx, y: qy, mode: "lines", type: "scatter", text: qtext, hoverinfo: "text",
        line: {color: "#b26b00", dash: "dot"}},
+      // last, so that the traces before it keep their places
+      {name: KSeek.plotlyText("correct, no figure over " + data.baseline), meta: "no-figure",
+       x: unmeasured.map((p) => p.x), y: unmeasured.map(() => 0), mode: "markers", type: "scatter",
+       marker: {symbol: "circle-open", color: "#6b7280", size: 9}, customdata: unmeasured.map((p) => p.evaluation_id),
+       text: unmeasured.map((p) => KSeek.plotlyText(
+         "correct; its verdict has no speed-up over " + data.baseline + (p.device !== "—" ? " · on " + p.device : ""))),
+       hovertemplate: "step %{x}: %{text}<extra></extra>"},
     ];
     const layout = {
       margin: {t: 10, r: 10, b: 40, l: 50}, height: 320, xaxis: {title: {text: "step"}},
