@@ -5,10 +5,10 @@ the repack and the element-by-element stores), 16-byte but not 128-byte aligned 
 shapes the dispatch would not give it (variant 1: the CUDA-core kernel, 2: the wgmma kernel's wide tile
 (KSEEK_BN), 3: its narrow 128 x 64 tile; variant 0 takes the narrow one below ~132 wide tiles; 4: v2's
 gemm_skinny, mma.sync; v3's 5 / 6: wide / narrow cooperative, 8 / 9: wide / narrow ping-pong; v5's 10: the
-dispatch's wgmma kernel without thread-block clusters, v7's 10: the 256 x 128 cooperative tile). Each case
-checks the relative L2 error against a float64 reference at the task's tolerance (1.5 x torch eager's error on the
-same inputs + 1e-4, tasks/gemm_bias_gelu/task.toml [tolerance]), guard elements around out that must stay
-untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. Run from the repository root:
+dispatch's wgmma kernel without thread-block clusters, v7's 10: the 256 x 128 cooperative tile, in v8 clustered).
+Each case checks the relative L2 error against a float64 reference at the task's tolerance (1.5 x torch eager's
+error on the same inputs + 1e-4, tasks/gemm_bias_gelu/task.toml [tolerance]), guard elements around out that must
+stay untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. Run from the repository root:
 
     python3 lab/gemm_bias_gelu/tools/check_shapes.py [LIB.so | SOURCE.cu] [--quick] [-D NAME=VALUE ...]
 
@@ -94,10 +94,14 @@ def cases_full():
     cases += [(2176, 4096, 512, 0, ALIGNED), (2176, 4096, 512, 2, (0, 0, 1, 1)), (1152, 1024, 256, 5, ALIGNED),
               (1152, 1024, 256, 8, ALIGNED), (2304, 520, 4104, 3, ALIGNED), (2176, 4096, 512, 10, ALIGNED),
               (1000, 1000, 1000, 10, ALIGNED), (4096, 4096, 4096, 10, ALIGNED)]  # fmt: skip
-    # v7's dispatch into the 256 x 128 tiles (k >= 4096, two waves of them): partial tile rows and columns, bias and
-    # out off their 4-byte pairs, and the forced tile (variant 10) on several tiles a CTA with fewer k-blocks than stages
+    # v7's dispatch into the 256 x 128 tiles (k >= 4096, two waves of them): partial tile rows and columns, bias
+    # and out off their 4-byte pairs, and the forced tile (variant 10) on several tiles a CTA, fewer k-blocks than
+    # stages
     cases += [(2176, 4096, 4104, 0, ALIGNED), (4000, 3000, 4104, 0, (0, 0, 1, 1)), (4000, 3000, 200, 10, ALIGNED),
               (3000, 2000, 4096, 10, (0, 0, 1, 0))]  # fmt: skip
+    # v8's clusters of two big tiles along n: an odd count of tile columns (the last cluster's second tile lies past
+    # n) with several units a cluster and fewer k-blocks than stages, and the last tile row's second share of A past m
+    cases += [(4000, 2900, 136, 10, ALIGNED), (700, 2900, 300, 10, (0, 0, 1, 1))]  # fmt: skip
     return cases
 
 
