@@ -17,7 +17,8 @@
 #   bash lab/gemm_bias_gelu/device_run.sh full [K]    only the harness's full set (best_library, naive)
 #   bash lab/gemm_bias_gelu/device_run.sh san [K]     only the sanitizers
 #   bash lab/gemm_bias_gelu/device_run.sh ncu K... -- MxNxK...   Nsight Compute's main sections for gemm_wgmma of
-#                                                     each kernel on each shape (its second call), in ncu.txt; with
+#                                                     each kernel on each shape (its second call), in ncu.txt (a K
+#                                                     of cublas:linear or cublas:epilogue: that path's kernel); with
 #                                                     SCREEN=1 the screen runs first, on the first kernel
 # Files land in $OUT, at most 8 of them (the device tool returns no more): log.txt, check.txt, eval_quick.txt/.json,
 # eval_full.txt/.json, trace.jsonl, sanitizer.txt (screen: log.txt, screen.txt, rank.txt, trace.jsonl).
@@ -139,19 +140,25 @@ ncu_run() {
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do kernels+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   shapes=("$@")
-  prebuild "${kernels[@]}"
+  ours=(); for k in "${kernels[@]}"; do [ "${k#cublas:}" = "$k" ] && ours+=("$k"); done
+  [ ${#ours[@]} -gt 0 ] && prebuild "${ours[@]}"
   for k in "${kernels[@]}"; do
     for shape in "${shapes[@]}"; do
       t=$(cap 90 5)
       if [ "$t" -lt 30 ]; then log "ncu $(basename "$k") $shape skipped: ${t}s left"; continue; fi
+      if [ "${k#cublas:}" != "$k" ]; then  # cublas:linear or cublas:epilogue, the library's own kernel
+        regex='regex:nvjet|gemm|sm90|cutlass'; cmd=(lab/gemm_bias_gelu/tools/library_kernels.py --run "${k#cublas:}" "$shape" 2)
+      else
+        regex='regex:gemm_wgmma'; cmd=(lab/gemm_bias_gelu/tools/run_shape.py "$k" ${shape//x/ } 2)
+      fi
       timeout "$t" ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis \
         --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
-        -k regex:gemm_wgmma --launch-skip 1 --launch-count 1 \
-        python3 lab/gemm_bias_gelu/tools/run_shape.py "$k" ${shape//x/ } 2 > /tmp/ncu_one.txt 2>&1
+        --section SchedulerStats --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" -k "$regex" --launch-skip 1 --launch-count 1 python3 "${cmd[@]}" > /tmp/ncu_one.txt 2>&1
       rc=$?
       { echo "== $(basename "$k") $shape rc=$rc"
-        grep -E "gemm_wgmma|Duration|Elapsed Cycles|SM Busy|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued|Avg. Active Threads|Achieved Occupancy|Grid Size|Cluster Size|Registers Per|Dynamic Shared|Mem Busy|Max Bandwidth|L2 Hit Rate|Stall|==ERR|ERROR" /tmp/ncu_one.txt | head -60
+        grep -E "nvjet|sm90|cutlass|gemm_wgmma|Duration|Elapsed Cycles|SM Busy|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued|Avg. Active Threads|Achieved Occupancy|Grid Size|Cluster Size|Registers Per|Dynamic Shared|Mem Busy|Max Bandwidth|L2 Hit Rate|Stall|stalled|==ERR|ERROR" /tmp/ncu_one.txt | head -60
       } >> "$OUT/ncu.txt"
+      { echo "== $(basename "$k") $shape rc=$rc"; cat /tmp/ncu_one.txt; } >> "$OUT/ncu_full.txt"
       log "ncu $(basename "$k") $shape rc=$rc"
     done
   done
@@ -181,7 +188,7 @@ san)
   prebuild "$K"
   sanitize "$K" ;;
 screen)
-  CHECK_C0=1 screen_run ;;
+  CHECK_C0=${CHECK_C0:-1} screen_run ;;  # CHECK_C0=0: no full check of c0 (it ran in an earlier call)
 round)
   prebuild "$K"
   check "$K" --quick 60

@@ -1,0 +1,100 @@
+"""Where gemm_wgmma's time goes on one shape, from the phase log that a KSEEK_PHASES 1 build keeps (v9 on): each
+CTA's span, and per consumer warpgroup the SM cycles spent waiting for its turn (ping-pong), for each tile's first
+k-block, in the main loops and in the epilogues. Torch only. From the repository root, on the GPU machine:
+
+    python3 lab/gemm_bias_gelu/tools/phases.py SOURCE.cu MxNxK [-D NAME=VALUE ...] [--calls N]
+
+The log is the last call's (the earlier ones warm the caches). Cycles are the SM's clock64, so a phase's share of
+the CTA is exact where the clock changed between runs; microseconds use the clock the CTA's own span gives.
+The main loop's rate is 2 m n k over the CTAs' main-loop cycles: over their sum for ping-pong (the two
+warpgroups' main loops take turns) and over their maximum for cooperative tiles (they run together); an H100's
+dense bf16 peak is 4096 per SM a cycle.
+"""
+
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from kernels.load import build
+
+PHASES = ("turn", "first", "main", "epilogue")
+
+
+def run(lib, m, n, k, calls):
+    fn = lib.kseek_gemm_bias_gelu
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
+    w = (torch.randn(n, k, device="cuda", generator=g) * k**-0.5).to(torch.bfloat16)
+    bias = (torch.randn(n, device="cuda", generator=g) * 0.5).to(torch.bfloat16)
+    out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(calls):
+        status = fn(a.data_ptr(), w.data_ptr(), bias.data_ptr(), out.data_ptr(), m, n, k)
+        if status:
+            raise SystemExit(f"kseek_gemm_bias_gelu returned {status}")
+    torch.cuda.synchronize()
+
+
+def read_log(lib, ctas):
+    slots = lib.kseek_gemm_phase_slots()
+    buf = (ctypes.c_ulonglong * (slots * ctas))()
+    err = lib.kseek_gemm_phases(buf, ctas)
+    if err:
+        raise SystemExit(f"kseek_gemm_phases returned {err}")
+    rows = [list(buf[i * slots : (i + 1) * slots]) for i in range(ctas)]
+    return [r for r in rows if r[0]]  # CTAs that ran (the log is zero where none did)
+
+
+def report(rows, m, n, k):
+    start0 = min(r[0] for r in rows)
+    spans_ns = [max(r[1], r[2]) - r[0] for r in rows]
+    cons = [[r[3 + 5 * c : 8 + 5 * c] for r in rows] for c in (0, 1)]  # [consumer][cta] -> turn first main epi tiles
+    cycles = [sum(cons[c][i][:4]) for i in range(len(rows)) for c in (0, 1)]
+    ghz = sum(cycles) / (2 * sum(spans_ns))
+    print(
+        f"{m}x{n}x{k}: {len(rows)} CTAs, kernel {(max(max(r[1], r[2]) for r in rows) - start0) / 1e3:.2f} us, "
+        f"CTA starts spread {(max(r[0] for r in rows) - start0) / 1e3:.2f} us, clock ~{ghz:.2f} GHz"
+    )
+    print(f"CTA span us: median {statistics.median(spans_ns) / 1e3:.2f}, max {max(spans_ns) / 1e3:.2f}")
+    for c in (0, 1):
+        per = list(zip(*cons[c]))
+        cells = ", ".join(f"{name} {statistics.mean(per[q]) / ghz / 1e3:.2f} us" for q, name in enumerate(PHASES))
+        print(f"consumer {c}: tiles a CTA {statistics.mean(per[4]):.2f}; mean a CTA: {cells}")
+    flop = 2.0 * m * n * k
+    main_sum = sum(cons[0][i][2] + cons[1][i][2] for i in range(len(rows)))
+    main_max = sum(max(cons[0][i][2], cons[1][i][2]) for i in range(len(rows)))
+    print(
+        f"main loop FLOP a cycle an SM: {flop / main_sum:.0f} over the sum (ping-pong), "
+        f"{flop / main_max:.0f} over the max (cooperative); peak 4096"
+    )
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("source", type=Path)
+    parser.add_argument("shape", help="MxNxK")
+    parser.add_argument("-D", dest="defines", action="append", default=[], help="NAME=VALUE, a knob of the kernel")
+    parser.add_argument("--calls", type=int, default=3)
+    args = parser.parse_args(argv)
+    m, n, k = (int(x) for x in args.shape.split("x"))
+    extra = ("-DKSEEK_PHASES=1", *(f"-D{d}" for d in args.defines))
+    try:  # cuTensorMapEncodeTiled, where the library was linked without -lcuda
+        ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
+    except OSError:
+        pass
+    lib = ctypes.CDLL(str(build(args.source, extra=extra)))
+    if not hasattr(lib, "kseek_gemm_phases"):
+        raise SystemExit(f"{args.source} keeps no phase log (KSEEK_PHASES is v9's on)")
+    run(lib, m, n, k, args.calls)
+    report(read_log(lib, 1024), m, n, k)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
