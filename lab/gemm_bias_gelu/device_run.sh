@@ -20,6 +20,8 @@
 #                                                     each kernel on each shape (its second call), in ncu.txt (a K
 #                                                     of cublas:linear or cublas:epilogue: that path's kernel); with
 #                                                     SCREEN=1 the screen runs first, on the first kernel
+# QUESTION=KEY (a key of questionbank/bank.toml) ends every evaluation's note with "; question KEY": the kernel's
+# development run then shows that bank question at the step it moved.
 # Files land in $OUT, at most 8 of them (the device tool returns no more): log.txt, check.txt, eval_quick.txt/.json,
 # eval_full.txt/.json, trace.jsonl, sanitizer.txt (screen: log.txt, screen.txt, rank.txt, trace.jsonl).
 set -u
@@ -82,7 +84,7 @@ evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE CAP RESERVE
   t=$(cap "$6" "$7")
   if [ "$t" -lt 40 ]; then log "$1 skipped: ${t}s left"; return; fi
   timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$4" --scenarios "$2" --baselines "$3" --timeout $((t - 10)) \
-    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5" > "$OUT/$1.txt" 2>&1
+    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5${QUESTION:+; question $QUESTION}" > "$OUT/$1.txt" 2>&1
   log "$1 rc=$? (timeout ${t}s)"; grep -E '^m[0-9]|CORRECT|WRONG|FAIL|vs ' "$OUT/$1.txt" | tail -n 30 | tee -a "$OUT/log.txt"
 }
 
@@ -125,7 +127,7 @@ screen_run() {  # the screen of K's VARIANTS (c0: K as it is); CHECK_C0=1: c0's 
     t=$(cap 100)
     if [ "$t" -lt 40 ]; then log "$name eval skipped: ${t}s left"; continue; fi
     timeout "$t" python3 -m gpu_harness eval gemm_bias_gelu "$f" --scenarios $SUBSET --baselines eager,epilogue \
-      --timeout $((t - 10)) --trace "$OUT/trace.jsonl" --note "screen $name: ${defs:-defaults}" > /tmp/screen/$name.txt 2>&1
+      --timeout $((t - 10)) --trace "$OUT/trace.jsonl" --note "screen $name: ${defs:-defaults}${QUESTION:+; question $QUESTION}" > /tmp/screen/$name.txt 2>&1
     gm=$(grep -o 'vs eager: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
     [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $name ${defs:-defaults}" >> /tmp/screen/rank.txt
     log "$name ${defs:-defaults} check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-200)"

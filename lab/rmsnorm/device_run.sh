@@ -11,6 +11,8 @@
 #   bash lab/rmsnorm/device_run.sh ncu [K] RxH...  Nsight Compute's main sections for K (default the released file)
 #                                                  on each shape's second call, the lines worth reading in ncu.txt
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
+# QUESTION=KEY (a key of questionbank/bank.toml) ends every evaluation's note with "; question KEY": the kernel's
+# development run then shows that bank question at the step it moved.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -37,7 +39,7 @@ knobs_of() {
 
 evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE
   timeout 280 python3 -m gpu_harness eval rmsnorm "$4" --scenarios "$2" --baselines "$3" --timeout 270 \
-    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5" > "$OUT/$1.txt" 2> "$OUT/$1.log"
+    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5${QUESTION:+; question $QUESTION}" > "$OUT/$1.txt" 2> "$OUT/$1.log"
   log "$1 rc=$?"; tail -n 30 "$OUT/$1.txt" | tee -a "$OUT/log.txt"
 }
 
@@ -86,7 +88,7 @@ screen)
     timeout 90 python3 lab/rmsnorm/tools/check_shapes.py "$f" --quick > /tmp/screen/$name.check 2>&1
     chk=$?
     timeout 120 python3 -m gpu_harness eval rmsnorm "$f" --scenarios $SUBSET --baselines functional --timeout 110 \
-      --trace "$OUT/trace.jsonl" --note "screen $name: $(knobs_of "$f")" > /tmp/screen/$name.txt 2>&1
+      --trace "$OUT/trace.jsonl" --note "screen $name: $(knobs_of "$f")${QUESTION:+; question $QUESTION}" > /tmp/screen/$name.txt 2>&1
     gm=$(grep -o 'vs functional: [0-9.]*x' /tmp/screen/$name.txt | head -1 | grep -o '[0-9.]*[0-9]')
     [ $chk -eq 0 ] && grep -q 'CORRECT' /tmp/screen/$name.txt && echo "${gm:-0} $f" >> /tmp/screen/rank.txt
     log "$name check_rc=$chk $(tail -n 1 /tmp/screen/$name.txt | cut -c1-160)"

@@ -7,6 +7,8 @@
 #                                                      file): full check, full eval against every library
 #                                                      (QuACK installed, PYTHONPATH set), compute-sanitizer
 #   bash lab/softmax_rows/device_run.sh ncu K RxC...    Nsight Compute's main sections for K on each shape
+# QUESTION=KEY (a key of questionbank/bank.toml) ends every evaluation's note with "; question KEY": the kernel's
+# development run then shows that bank question at the step it moved.
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
 set -u
 export PYTHONUNBUFFERED=1
@@ -28,7 +30,7 @@ sanitize() {  # KERNEL
 
 evaluate() {  # NAME SCENARIOS BASELINES KERNEL NOTE
   timeout 280 python3 -m gpu_harness eval softmax_rows "$4" --scenarios "$2" --baselines "$3" --timeout 270 \
-    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5" > "$OUT/$1.txt" 2> "$OUT/$1.log"
+    --json "$OUT/$1.json" --trace "$OUT/trace.jsonl" --note "$5${QUESTION:+; question $QUESTION}" > "$OUT/$1.txt" 2> "$OUT/$1.log"
   log "$1 rc=$?"; tail -n 40 "$OUT/$1.txt" | tee -a "$OUT/log.txt"
 }
 
@@ -61,7 +63,7 @@ screen)  # every step's timeout is cut to what is left of SCREEN_BUDGET s (540: 
       echo "eval skipped: the quick check timed out" > /tmp/screen/$name.txt; ev=skipped
     elif [ "$te" -ge 30 ]; then
       timeout -k 5 "$te" python3 -m gpu_harness eval softmax_rows "$f" --scenarios $SUBSET --baselines eager --timeout $(( te - 10 )) \
-        --trace "$OUT/trace.jsonl" --note "screen $name: $(grep '^#define KSEEK' "$f" | tr '\n' ' ')" > /tmp/screen/$name.txt 2>&1
+        --trace "$OUT/trace.jsonl" --note "screen $name: $(grep '^#define KSEEK' "$f" | tr '\n' ' ')${QUESTION:+; question $QUESTION}" > /tmp/screen/$name.txt 2>&1
       ev=$?
     else
       echo "eval skipped: $te s left of the screen's ${budget} s" > /tmp/screen/$name.txt; ev=skipped
