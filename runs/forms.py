@@ -8,7 +8,7 @@ from questionbank.models import DecisionPoint, QuestionCategory
 from runs.model_options import default_model, model_options, model_refusal, recording_of
 from runs.models import BUDGET_COST_USD_MAX, RUN_SETTING_MAX, Kernel, ReviewMode, Task
 from runs.services.questions import PERSON_TEXT_MAX, shows_something
-from runs.services.workers import GPU_NAME_MAX_CHARS, GPUS_MAX_COUNT, gpu_names_refusal
+from runs.services.workers import GPU_NAME_MAX_CHARS, GPUS_MAX_COUNT, gpu_names_from_text, gpu_names_refusal
 
 # PERSON_TEXT_MAX (runs.services.questions, imported above) holds every text a person writes to the agent.
 
@@ -178,7 +178,7 @@ class WorkerHostForm(forms.Form):
     )
 
     def clean_gpus(self) -> list[str]:
-        names = [g.strip() for g in self.cleaned_data["gpus"].split(",") if g.strip()]
+        names = gpu_names_from_text(self.cleaned_data["gpus"])
         if refusal := gpu_names_refusal(names):
             raise forms.ValidationError(refusal)
         return names

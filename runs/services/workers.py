@@ -147,6 +147,13 @@ def hello_gpus(raw) -> tuple[list[str], str | None]:
     )
 
 
+def gpu_names_from_text(text: str) -> list[str]:
+    """The GPU names of a comma-separated list as an operator writes it ("H100, H100"), each stripped of the
+    spaces around it, empty ones dropped: the workers page's form and `worker_token --gpus` read it the same way
+    (the command kept " H100", which the page stripped)."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def gpu_names_refusal(names: list[str]) -> str | None:
     """Why a host's GPU names, as an operator registers them, cannot be kept (None: they can): a hello's limits,
     so that the workers page shows one host's names the same way whoever wrote them (the page and `worker_token`

@@ -62,3 +62,13 @@ def test_worker_token_holds_a_hosts_name_to_its_80_characters():
     with pytest.raises(CommandError, match="a host's name has 1 to 80 characters, not 81"):
         call_command("worker_token", "h" * 81, stdout=io.StringIO())
     assert WorkerHost.objects.count() == 1
+
+
+def test_worker_token_and_the_workers_page_read_a_list_of_names_alike(operator):
+    """The page stripped the spaces around each name; `worker_token --gpus "H100, H100"` kept " H100"."""
+    written = " H100,H200 , ,  H100 "
+    call_command("worker_token", "by-command", "--gpus", written, stdout=io.StringIO())
+    response = operator.post(reverse("workers"), {"name": "by-page", "gpus": written})
+    assert response.status_code == 200
+    assert WorkerHost.objects.get(name="by-command").gpus == WorkerHost.objects.get(name="by-page").gpus
+    assert WorkerHost.objects.get(name="by-command").gpus == ["H100", "H200", "H100"]

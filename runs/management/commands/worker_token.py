@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import WorkerHost
 from runs.services import ServiceError, worker_host_create, worker_host_revoke, worker_host_rotate_token
+from runs.services.workers import gpu_names_from_text
 
 
 class Command(BaseCommand):
@@ -41,7 +42,7 @@ class Command(BaseCommand):
                 f"a worker host named {name!r} exists; give it a new token with --rotate, or choose another name"
             )
         try:
-            host, token = worker_host_create(name=name, gpus=[g for g in gpus.split(",") if g])
+            host, token = worker_host_create(name=name, gpus=gpu_names_from_text(gpus))
         except ServiceError as refused:
             raise CommandError(str(refused)) from None
         self.stdout.write(f"Worker host {host.name} created. Its token (shown once, stored only hashed):\n{token}")
