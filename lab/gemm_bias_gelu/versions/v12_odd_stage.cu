@@ -457,6 +457,28 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // ------------------------------------------------------------------------------------------------
 // gemm_wgmma: TMA + wgmma, producer warpgroup + 2 consumer warpgroups, persistent over 128 x BN tiles
 // ------------------------------------------------------------------------------------------------
+// One slab's outputs (columns 64 slab.. of the warpgroup's tile) + bias, GELU, rounded to bf16 and packed as the
+// stmatrix x4 instructions take them: pk[ms][q2][x] is matrix x of the q2-th x4 of rows 64 ms.., that is rows
+// 8 (x % 2).. of the warp's 16, column group 2 q2 + x / 2 of the slab (b[q]: the bias of column group q, this
+// lane's pair). slab must be known at compile time (an unrolled loop), or acc goes to local memory.
+template <int BN, int MSUB>
+__device__ __forceinline__ void pack_slab(const float (&acc)[MSUB][BN / 2], const float2 (&b)[8], int slab,
+                                          uint32_t (&pk)[MSUB][4][4]) {
+#pragma unroll
+  for (int ms = 0; ms < MSUB; ++ms) {
+#pragma unroll
+    for (int q2 = 0; q2 < 4; ++q2) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int q = 2 * q2 + (x >> 1), jj = 8 * slab + q, r = x & 1;
+        const __nv_bfloat162 v = __floats2bfloat162_rn(gelu(acc[ms][4 * jj + 2 * r] + b[q].x),
+                                                       gelu(acc[ms][4 * jj + 2 * r + 1] + b[q].y));
+        pk[ms][q2][x] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+    }
+  }
+}
+
 // KSEEK_TMA_STORE's epilogue of one consumer warpgroup (rows row_first.., columns col_first.. of out): + bias, GELU,
 // one rounding to bf16, then slab by slab of 64 columns: the slab's values packed in registers, stmatrix into a
 // staged buffer, one TMA store by the warpgroup's first thread. The buffer has the TMA box's 128-byte swizzle
@@ -484,20 +506,8 @@ __device__ __forceinline__ void epilogue_tma(const float (&acc)[MSUB][BN / 2], c
              : bias2  ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + col))
                       : make_float2(__bfloat162float(bias[col]), __bfloat162float(bias[col + 1]));
     }
-    uint32_t pk[MSUB][4][4];  // [ms][pair of column groups][matrix of the x4]
-#pragma unroll
-    for (int ms = 0; ms < MSUB; ++ms) {
-#pragma unroll
-      for (int q2 = 0; q2 < 4; ++q2) {
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {  // matrix x: rows 8 (x % 2).., column group 2 q2 + x / 2 of the slab
-          const int q = 2 * q2 + (x >> 1), jj = 8 * slab + q, r = x & 1;
-          const __nv_bfloat162 v = __floats2bfloat162_rn(gelu(acc[ms][4 * jj + 2 * r] + b[q].x),
-                                                         gelu(acc[ms][4 * jj + 2 * r + 1] + b[q].y));
-          pk[ms][q2][x] = *reinterpret_cast<const uint32_t*>(&v);
-        }
-      }
-    }
+    uint32_t pk[MSUB][4][4];
+    pack_slab<BN, MSUB>(acc, b, slab, pk);
     const uint32_t buf = bufs + (uint32_t)(slabs % OUT_BUFS) * SLAB;
     if (leader) bulk_wait_read<OUT_BUFS - 1>();  // the store that last read this buffer has read it
     warpgroup_sync(3 + cw);
@@ -541,20 +551,8 @@ __device__ __forceinline__ void epilogue_staged(const float (&acc)[MSUB][BN / 2]
       const int col = col0 + 8 * q + 2 * (lane & 3);
       b[q] = make_float2(col < n ? __bfloat162float(bias[col]) : 0.f, col + 1 < n ? __bfloat162float(bias[col + 1]) : 0.f);
     }
-    uint32_t pk[MSUB][4][4];  // [ms][pair of column groups][matrix of the x4], as in epilogue_tma
-#pragma unroll
-    for (int ms = 0; ms < MSUB; ++ms) {
-#pragma unroll
-      for (int q2 = 0; q2 < 4; ++q2) {
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          const int q = 2 * q2 + (x >> 1), jj = 8 * slab + q, r = x & 1;
-          const __nv_bfloat162 v = __floats2bfloat162_rn(gelu(acc[ms][4 * jj + 2 * r] + b[q].x),
-                                                         gelu(acc[ms][4 * jj + 2 * r + 1] + b[q].y));
-          pk[ms][q2][x] = *reinterpret_cast<const uint32_t*>(&v);
-        }
-      }
-    }
+    uint32_t pk[MSUB][4][4];
+    pack_slab<BN, MSUB>(acc, b, slab, pk);
     const uint32_t buf = bufs + (uint32_t)(slabs % OUT_BUFS) * SLAB;
     warpgroup_sync(3 + cw);  // every warp has copied out the slab this buffer held before
 #pragma unroll
