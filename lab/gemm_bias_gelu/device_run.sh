@@ -16,6 +16,9 @@
 #                                                     naive), the sanitizers, then the screen with what is left
 #   bash lab/gemm_bias_gelu/device_run.sh full [K]    only the harness's full set (best_library, naive)
 #   bash lab/gemm_bias_gelu/device_run.sh san [K]     only the sanitizers
+#   bash lab/gemm_bias_gelu/device_run.sh release K   K copied over kernels/gemm_bias_gelu/gemm_bias_gelu.cu (in the
+#                                                     device's copy), then its full check, full set, sanitizers and
+#                                                     the kernels.load GPU tests (pytest_gpu.txt): a release's evidence
 #   bash lab/gemm_bias_gelu/device_run.sh ncu K... -- MxNxK...   Nsight Compute's main sections for gemm_wgmma of
 #                                                     each kernel on each shape (its second call), in ncu.txt (a K
 #                                                     of cublas:linear or cublas:epilogue: that path's kernel); with
@@ -199,7 +202,24 @@ round)
   evaluate eval_full full best_library,naive "$K" "round: $(basename "$K") full set, every library" 200 200
   sanitize "$K"
   CHECK_C0=0 screen_run ;;
+release)
+  # K as the released file in this copy of the tree (kernels/gemm_bias_gelu/gemm_bias_gelu.cu; the harness's
+  # kernel_sha256 is the file's), then the release's evidence in one call: the full check, the full set against
+  # every library (eval_full.json: the results release.toml cites), the sanitizers, the kernels.load GPU tests
+  R=kernels/gemm_bias_gelu/gemm_bias_gelu.cu
+  [ "$K" -ef "$R" ] || cp "$K" "$R"
+  log "release candidate: $(basename "$K") sha256 $(sha256sum "$R" | cut -c1-64)"
+  prebuild "$R"
+  check "$R" --quick 60
+  if [ $? -eq 124 ]; then log "stopping: the quick check ran out of time (a hang?)"; exit 1; fi
+  check "$R" "" 120
+  evaluate eval_full full best_library,naive "$R" "release candidate $(basename "$K"): full set, every library" 200 150
+  sanitize "$R"
+  t=$(cap 90)
+  timeout "$t" python3 -m pytest -q -p no:cacheprovider -p no:randomly -m gpu tests/harness/test_gemm_bias_gelu_load.py \
+    > "$OUT/pytest_gpu.txt" 2>&1
+  log "kernels.load GPU tests rc=$? (timeout ${t}s): $(tail -n 1 "$OUT/pytest_gpu.txt")" ;;
 *)
-  echo "usage: bash lab/gemm_bias_gelu/device_run.sh dev|screen|round|full|san [KERNEL.cu] | ncu KERNEL.cu... -- MxNxK..."; exit 2 ;;
+  echo "usage: bash lab/gemm_bias_gelu/device_run.sh dev|screen|round|full|san|release [KERNEL.cu] | ncu KERNEL.cu... -- MxNxK..."; exit 2 ;;
 esac
 log "done in $(($(date +%s) - T0))s"
