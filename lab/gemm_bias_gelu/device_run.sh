@@ -206,6 +206,7 @@ release)
   # K as the released file in this copy of the tree (kernels/gemm_bias_gelu/gemm_bias_gelu.cu; the harness's
   # kernel_sha256 is the file's), then the release's evidence in one call: the full check, the full set against
   # every library (eval_full.json: the results release.toml cites), the sanitizers, the kernels.load GPU tests
+  [ -n "${2:-}" ] || { echo "release: name the kernel file to release (K has no default here)"; exit 2; }
   R=kernels/gemm_bias_gelu/gemm_bias_gelu.cu
   [ "$K" -ef "$R" ] || cp "$K" "$R"
   log "release candidate: $(basename "$K") sha256 $(sha256sum "$R" | cut -c1-64)"
