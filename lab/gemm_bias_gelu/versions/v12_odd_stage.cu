@@ -54,7 +54,9 @@
 //    odd shapes) stages each slab as v10 does, then each warp copies whole rows of it out, 32 lanes on 32
 //    consecutive columns (KSEEK_ODD_STAGE, 1 by default; 0: v11's stores from registers, 2-byte ones where n is
 //    odd, each instruction writing 8 rows). v10's phase log had 4095^3's epilogue at 22 us a 128 x 128 tile
-//    against 27 us of main loop. Written without a GPU.
+//    against 27 us of main loop. And the big tiles without clusters by default (KSEEK_BIG_CLUSTER 1: v7's kernel):
+//    v8's screen on an H100 had the pair 11% slower at 4096 x 4097 x 4096 and 2% at 4096^3, 1 to 2% faster at
+//    8192^3 and 4096 x 11008 x 4096; v10 and v11 kept v8's default (2). Written without a GPU.
 //
 // Math:   out[i, j] = gelu(sum_p a[i, p] * w[j, p] + bias[j]),  gelu(v) = v/2 * (1 + erf(v / sqrt(2)))
 // Layout: a [m, k] row-major, w [n, k] (nn.Linear's weight), bias [n], out [m, n]; bf16 in and out, fp32
@@ -164,7 +166,7 @@
 #define KSEEK_BIG_TILES 1  // 256 x 128 cooperative tiles on the large shapes (below, big_tiles_fit); 0: never
 #endif
 #ifndef KSEEK_BIG_CLUSTER
-#define KSEEK_BIG_CLUSTER 2  // CTAs a cluster along n for the big tiles, sharing A's k-blocks by multicast (1: none)
+#define KSEEK_BIG_CLUSTER 1  // CTAs a cluster along n for the big tiles, sharing A's k-blocks by multicast (1: none)
 #endif
 #ifndef KSEEK_BIG_MIN_K
 #define KSEEK_BIG_MIN_K 2048  // where k is at least this (the cooperative epilogue is not hidden: short k loses)
