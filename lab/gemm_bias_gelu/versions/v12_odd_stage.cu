@@ -56,7 +56,9 @@
 //    odd, each instruction writing 8 rows). v10's phase log had 4095^3's epilogue at 22 us a 128 x 128 tile
 //    against 27 us of main loop. And the big tiles without clusters by default (KSEEK_BIG_CLUSTER 1: v7's kernel):
 //    v8's screen on an H100 had the pair 11% slower at 4096 x 4097 x 4096 and 2% at 4096^3, 1 to 2% faster at
-//    8192^3 and 4096 x 11008 x 4096; v10 and v11 kept v8's default (2). Written without a GPU.
+//    8192^3 and 4096 x 11008 x 4096; v10 and v11 kept v8's default (2). KSEEK_BIAS_PREFETCH (0 by default, for
+//    the screen): each tile's bias loaded at its start and kept in shared memory, where the epilogue's first
+//    loads of it waited on L2. Written without a GPU.
 //
 // Math:   out[i, j] = gelu(sum_p a[i, p] * w[j, p] + bias[j]),  gelu(v) = v/2 * (1 + erf(v / sqrt(2)))
 // Layout: a [m, k] row-major, w [n, k] (nn.Linear's weight), bias [n], out [m, n]; bf16 in and out, fp32
@@ -183,6 +185,9 @@
 #ifndef KSEEK_TMA_STORE
 #define KSEEK_TMA_STORE 1  // 1: the epilogue stages out in shared memory (stmatrix) and stores it with TMA; 0: v9's
 #endif
+#ifndef KSEEK_BIAS_PREFETCH
+#define KSEEK_BIAS_PREFETCH 0  // 1: each tile's bias loaded at the tile's start, kept in shared memory for its epilogue
+#endif
 #ifndef KSEEK_ODD_STAGE
 #define KSEEK_ODD_STAGE 1  // 1: where TMA cannot store into out, the slabs are staged and copied out by rows
 #endif
@@ -230,7 +235,11 @@ template <int BN, bool PP, int TM_ = BM, int CL = 1> struct Tile {
   // KSEEK_TMA_STORE: a consumer's staged slabs of out, [ROWS][64] bf16 each, OUT_BUFS of them (2 where that costs
   // no stage, so that one slab is written while the store of the one before reads; else 1), after the stages
   static constexpr int OUT_SLAB = ROWS * 128;
-  static constexpr int fit(int out_bytes) { return (SMEM_LIMIT - 1024 - 128 - out_bytes) / STAGE_BYTES; }
+  // KSEEK_BIAS_PREFETCH: each consumer's copy of its tile's BN bias values, after the staged slabs
+  static constexpr int BIAS_BYTES = KSEEK_BIAS_PREFETCH && KSEEK_TMA_STORE ? NCONS * BN * 2 : 0;
+  static constexpr int fit(int out_bytes) {
+    return (SMEM_LIMIT - 1024 - 128 - BIAS_BYTES - out_bytes) / STAGE_BYTES;
+  }
   static constexpr int CAP = BN == 64 ? KSEEK_NARROW_STAGES : 5;  // 7 lost to 5 at 8192^3 (v3's screen)
   static constexpr int capped(int stages) { return stages > CAP ? CAP : stages; }
   static constexpr int OUT_BUFS = !KSEEK_TMA_STORE                                          ? 0
@@ -242,7 +251,7 @@ template <int BN, bool PP, int TM_ = BM, int CL = 1> struct Tile {
 #else
   static constexpr int ST = capped(fit(OUT_BYTES));  // 1 KiB alignment slack, 16 B a stage
 #endif
-  static constexpr int SMEM = 1024 /* alignment slack */ + ST * STAGE_BYTES + OUT_BYTES + 2 * ST * 8;
+  static constexpr int SMEM = 1024 /* alignment slack */ + ST * STAGE_BYTES + OUT_BYTES + BIAS_BYTES + 2 * ST * 8;
   static constexpr int READERS = (PP ? 4 : 4 * NCONS) * CL;  // warps that read each stage, in every CTA of the cluster
   static constexpr int A_ROWS = TM / CL;  // the rows of A's k-block one CTA copies (its TMA box), multicast to all
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN: a wgmma N and a TMA box side (<= 256)");
@@ -407,6 +416,14 @@ __device__ __forceinline__ unsigned short ld_shared_u16(uint32_t addr) {
   asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
   return v;
 }
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_u16(uint32_t addr, unsigned short v) {
+  asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(v) : "memory");
+}
 // four 8 x 8 matrices of bf16: lane l gives row l % 8 of matrix l / 8 its address; register i holds, as the mma
 // fragment does, row lane / 4 of matrix i, columns 2 (lane % 4) and + 1 (the lower half the first)
 __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
@@ -459,6 +476,37 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // ------------------------------------------------------------------------------------------------
 // gemm_wgmma: TMA + wgmma, producer warpgroup + 2 consumer warpgroups, persistent over 128 x BN tiles
 // ------------------------------------------------------------------------------------------------
+// KSEEK_BIAS_PREFETCH: the warpgroup's thread t (t < BN) loaded bias[col_first + t] at the tile's start (0 past n),
+// `mine`; here, after the main loop, it lands in the warpgroup's copy (sbias), which the barrier publishes. A
+// thread's reads of the copy for the tile before all lie before barriers of that tile's epilogue, so no write here
+// can overtake them.
+template <int BN>
+__device__ __forceinline__ void stage_bias(uint32_t sbias, unsigned short mine, int t, int cw) {
+  if (t < BN) st_shared_u16(sbias + 2 * t, mine);
+  warpgroup_sync(3 + cw);
+}
+
+// The bias of this lane's column pairs in the slab from column col0: b[q] for columns col0 + 8 q + 2 (lane % 4)
+// and + 1, 0 past n. From the warpgroup's copy where there is one (sbias != 0), else from global memory, a pair a
+// load where bias is 4-byte aligned (bias2).
+__device__ __forceinline__ void slab_bias(float2 (&b)[8], const __nv_bfloat16* __restrict__ bias, uint32_t sbias,
+                                          bool bias2, int n, int col_first, int col0, int lane) {
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const int col = col0 + 8 * q + 2 * (lane & 3);
+    if (sbias) {  // the copy holds 0 past n
+      const uint32_t pair = ld_shared_u32(sbias + 2 * (col - col_first));
+      b[q] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pair));
+    } else if (col >= n) {
+      b[q] = make_float2(0.f, 0.f);
+    } else if (bias2) {
+      b[q] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + col));
+    } else {
+      b[q] = make_float2(__bfloat162float(bias[col]), col + 1 < n ? __bfloat162float(bias[col + 1]) : 0.f);
+    }
+  }
+}
+
 // One slab's outputs (columns 64 slab.. of the warpgroup's tile) + bias, GELU, rounded to bf16 and packed as the
 // stmatrix x4 instructions take them: pk[ms][q2][x] is matrix x of the q2-th x4 of rows 64 ms.., that is rows
 // 8 (x % 2).. of the warp's 16, column group 2 q2 + x / 2 of the slab (b[q]: the bias of column group q, this
@@ -492,22 +540,17 @@ template <int BN, int MSUB, int OUT_BUFS>
 __device__ __forceinline__ void epilogue_tma(const float (&acc)[MSUB][BN / 2], const CUtensorMap* tm_out,
                                              uint32_t bufs, const __nv_bfloat16* __restrict__ bias, int m, int n,
                                              int row_first, int col_first, int cw, int wi, int lane, bool bias2,
-                                             int& slabs) {
+                                             uint32_t sbias, unsigned short bias_mine, int& slabs) {
   constexpr int SLAB = MSUB * 64 * 128;
   const bool leader = wi == 0 && lane == 0;
+  if (sbias) stage_bias<BN>(sbias, bias_mine, 32 * wi + lane, cw);
   const int i = lane >> 3, rr = lane & 7;  // the matrix of an x4 whose row rr this lane addresses
 #pragma unroll
   for (int slab = 0; slab < BN / 64; ++slab) {
     const int col0 = col_first + 64 * slab;
     if (row_first >= m || col0 >= n) break;  // the same in every thread of the warpgroup
     float2 b[8];
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      const int col = col0 + 8 * q + 2 * (lane & 3);
-      b[q] = col >= n ? make_float2(0.f, 0.f)
-             : bias2  ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + col))
-                      : make_float2(__bfloat162float(bias[col]), __bfloat162float(bias[col + 1]));
-    }
+    slab_bias(b, bias, sbias, bias2, n, col_first, col0, lane);
     uint32_t pk[MSUB][4][4];
     pack_slab<BN, MSUB>(acc, b, slab, pk);
     const uint32_t buf = bufs + (uint32_t)(slabs % OUT_BUFS) * SLAB;
@@ -539,8 +582,10 @@ template <int BN, int MSUB, int OUT_BUFS>
 __device__ __forceinline__ void epilogue_staged(const float (&acc)[MSUB][BN / 2], uint32_t bufs,
                                                 const __nv_bfloat16* __restrict__ bias,
                                                 __nv_bfloat16* __restrict__ out, int m, int n, int row_first,
-                                                int col_first, int cw, int wi, int lane, int& slabs) {
+                                                int col_first, int cw, int wi, int lane, uint32_t sbias,
+                                                unsigned short bias_mine, int& slabs) {
   constexpr int SLAB = MSUB * 64 * 128, ROWS = MSUB * 64;
+  if (sbias) stage_bias<BN>(sbias, bias_mine, 32 * wi + lane, cw);
   const int i = lane >> 3, rr = lane & 7;  // the matrix of an x4 whose row rr this lane addresses
   unsigned short* const out16 = reinterpret_cast<unsigned short*>(out);
 #pragma unroll  // acc's index must be known at compile time, or acc goes to local memory
@@ -548,11 +593,7 @@ __device__ __forceinline__ void epilogue_staged(const float (&acc)[MSUB][BN / 2]
     const int col0 = col_first + 64 * slab;
     if (row_first >= m || col0 >= n) break;  // the same in every thread of the warpgroup
     float2 b[8];
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {  // bias may sit on any 2-byte boundary here: one load an element
-      const int col = col0 + 8 * q + 2 * (lane & 3);
-      b[q] = make_float2(col < n ? __bfloat162float(bias[col]) : 0.f, col + 1 < n ? __bfloat162float(bias[col + 1]) : 0.f);
-    }
+    slab_bias(b, bias, sbias, false, n, col_first, col0, lane);  // bias may sit on any 2-byte boundary here
     uint32_t pk[MSUB][4][4];
     pack_slab<BN, MSUB>(acc, b, slab, pk);
     const uint32_t buf = bufs + (uint32_t)(slabs % OUT_BUFS) * SLAB;
@@ -593,7 +634,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   const uint32_t sA = (raw + 1023) & ~1023u;  // the swizzle pattern repeats every 1024 bytes
   const uint32_t sB = sA + ST * A_BYTES;
   const uint32_t sOut = sB + ST * B_BYTES;  // KSEEK_TMA_STORE's staged slabs (each 1024-byte aligned)
-  const uint32_t bar = sOut + T::OUT_BYTES;
+  const uint32_t sBias = sOut + T::OUT_BYTES;  // KSEEK_BIAS_PREFETCH's copies of the tiles' bias
+  const uint32_t bar = sBias + T::BIAS_BYTES;
   auto full = [&](int s) { return bar + 8 * s; };
   auto empty = [&](int s) { return bar + 8 * (ST + s); };
   // The cluster's units of 1 tile row x CL tile columns (CL = 1: a unit is a tile); every CTA of a cluster walks
@@ -678,6 +720,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int j = PP ? cw : 0; j < jtiles; j += PP ? 2 : 1) {
       int tm, tn;
       coords(j, tm, tn);
+      // KSEEK_BIAS_PREFETCH: thread t of the warpgroup loads the tile's bias value t now; the load completes
+      // under the main loop, and the epilogue takes the value from the warpgroup's copy in shared memory
+      unsigned short bias_mine = 0;
+      const uint32_t sbias = T::BIAS_BYTES && (vec_out & 4 || KSEEK_ODD_STAGE) ? sBias + cw * BN * 2 : 0;
+      if (sbias && (tid & 127) < BN && tn * BN + (tid & 127) < n)
+        bias_mine = reinterpret_cast<const unsigned short*>(bias)[tn * BN + (tid & 127)];
       if (PP && j > 0) turn_wait(1 + cw);  // the other warpgroup's main loop of tile j - 1 is done
       KSEEK_PHASE(long long t_now = clock64(); ph[0] += t_now - t_mark; t_mark = t_now; ++ph[4];)
       int it = j * kblocks;                              // the producer's count at this tile's first k-block
@@ -715,13 +763,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       if constexpr (T::OUT_BUFS > 0) {
         if (vec_out & 4) {  // n % 8 == 0 and out 16-byte aligned: tmOut is out's map
           epilogue_tma<BN, MSUB, T::OUT_BUFS>(acc, &tmOut, sOut + cw * T::OUT_BUFS * T::OUT_SLAB, bias, m, n,
-                                              tm * TM + row0, tn * BN, cw, wi, lane, vec_out & 2, slabs);
+                                              tm * TM + row0, tn * BN, cw, wi, lane, vec_out & 2, sbias, bias_mine,
+                                              slabs);
           KSEEK_PHASE(t_now = clock64(); ph[3] += t_now - t_mark; t_mark = t_now;)
           continue;
         }
         if (KSEEK_ODD_STAGE) {  // where TMA cannot store into out: staged, copied out by rows
           epilogue_staged<BN, MSUB, T::OUT_BUFS>(acc, sOut + cw * T::OUT_BUFS * T::OUT_SLAB, bias, out, m, n,
-                                                 tm * TM + row0, tn * BN, cw, wi, lane, slabs);
+                                                 tm * TM + row0, tn * BN, cw, wi, lane, sbias, bias_mine, slabs);
           KSEEK_PHASE(t_now = clock64(); ph[3] += t_now - t_mark; t_mark = t_now;)
           continue;
         }
