@@ -44,9 +44,9 @@ def edit_task_folder(folder, *edits, reference=None):
 KERNEL_TOOLS = Path(__file__).resolve().parents[2] / "lab" / "attention_fwd_sm90" / "tools"
 
 
-def load_kernel_tool(name: str):
-    """A script of lab/attention_fwd_sm90/tools/ as a module (the folder is no package)."""
-    spec = importlib.util.spec_from_file_location(name, KERNEL_TOOLS / f"{name}.py")
+def load_kernel_tool(name: str, lab: str = "attention_fwd_sm90"):
+    """A script of lab/<lab>/tools/ as a module (the folder is no package)."""
+    spec = importlib.util.spec_from_file_location(name, KERNEL_TOOLS.parents[1] / lab / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -51,27 +51,50 @@ def read_log(lib, ctas):
     return [r for r in rows if r[0]]  # CTAs that ran (the log is zero where none did)
 
 
-def report(rows, m, n, k):
+def summarize(rows, m, n, k) -> dict:
+    """The phase log's figures: rows are the log's CTAs (start ns, end ns of consumer 0 and 1, then per consumer
+    the cycles of each of PHASES and its tiles). The clock is what the CTAs' cycles over their spans give (each
+    consumer's phases fill its CTA's span but for the start and the end); a consumer's phases in microseconds are
+    its means over the CTAs."""
     start0 = min(r[0] for r in rows)
     spans_ns = [max(r[1], r[2]) - r[0] for r in rows]
     cons = [[r[3 + 5 * c : 8 + 5 * c] for r in rows] for c in (0, 1)]  # [consumer][cta] -> turn first main epi tiles
-    cycles = [sum(cons[c][i][:4]) for i in range(len(rows)) for c in (0, 1)]
-    ghz = sum(cycles) / (2 * sum(spans_ns))
-    print(
-        f"{m}x{n}x{k}: {len(rows)} CTAs, kernel {(max(max(r[1], r[2]) for r in rows) - start0) / 1e3:.2f} us, "
-        f"CTA starts spread {(max(r[0] for r in rows) - start0) / 1e3:.2f} us, clock ~{ghz:.2f} GHz"
-    )
-    print(f"CTA span us: median {statistics.median(spans_ns) / 1e3:.2f}, max {max(spans_ns) / 1e3:.2f}")
+    cycles = sum(sum(cons[c][i][:4]) for i in range(len(rows)) for c in (0, 1))
+    ghz = cycles / (2 * sum(spans_ns))
+    consumers = []
     for c in (0, 1):
         per = list(zip(*cons[c]))
-        cells = ", ".join(f"{name} {statistics.mean(per[q]) / ghz / 1e3:.2f} us" for q, name in enumerate(PHASES))
-        print(f"consumer {c}: tiles a CTA {statistics.mean(per[4]):.2f}; mean a CTA: {cells}")
+        phases = {name: statistics.mean(per[q]) / ghz / 1e3 for q, name in enumerate(PHASES)}
+        consumers.append({"tiles": statistics.mean(per[4]), "us": phases})
     flop = 2.0 * m * n * k
     main_sum = sum(cons[0][i][2] + cons[1][i][2] for i in range(len(rows)))
     main_max = sum(max(cons[0][i][2], cons[1][i][2]) for i in range(len(rows)))
+    return {
+        "ctas": len(rows),
+        "kernel_us": (max(max(r[1], r[2]) for r in rows) - start0) / 1e3,
+        "start_spread_us": (max(r[0] for r in rows) - start0) / 1e3,
+        "ghz": ghz,
+        "span_median_us": statistics.median(spans_ns) / 1e3,
+        "span_max_us": max(spans_ns) / 1e3,
+        "consumers": consumers,
+        "flop_per_cycle_sum": flop / main_sum,  # ping-pong: the two consumers' main loops take turns
+        "flop_per_cycle_max": flop / main_max,  # cooperative: they run together
+    }
+
+
+def report(rows, m, n, k):
+    f = summarize(rows, m, n, k)
     print(
-        f"main loop FLOP a cycle an SM: {flop / main_sum:.0f} over the sum (ping-pong), "
-        f"{flop / main_max:.0f} over the max (cooperative); peak 4096"
+        f"{m}x{n}x{k}: {f['ctas']} CTAs, kernel {f['kernel_us']:.2f} us, CTA starts spread "
+        f"{f['start_spread_us']:.2f} us, clock ~{f['ghz']:.2f} GHz"
+    )
+    print(f"CTA span us: median {f['span_median_us']:.2f}, max {f['span_max_us']:.2f}")
+    for c, consumer in enumerate(f["consumers"]):
+        cells = ", ".join(f"{name} {us:.2f} us" for name, us in consumer["us"].items())
+        print(f"consumer {c}: tiles a CTA {consumer['tiles']:.2f}; mean a CTA: {cells}")
+    print(
+        f"main loop FLOP a cycle an SM: {f['flop_per_cycle_sum']:.0f} over the sum (ping-pong), "
+        f"{f['flop_per_cycle_max']:.0f} over the max (cooperative); peak 4096"
     )
 
 
