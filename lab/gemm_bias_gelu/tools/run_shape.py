@@ -12,6 +12,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder's tools, however the script is loaded
+from library_kernels import operands  # the inputs the cuBLAS paths were profiled on, the same seed and scales
+
 from kernels.load import build
 
 
@@ -29,10 +32,7 @@ def main(argv):
     fn = ctypes.CDLL(str(lib_path)).kseek_gemm_bias_gelu
     fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3
     fn.restype = ctypes.c_int
-    g = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
-    w = (torch.randn(n, k, device="cuda", generator=g) * k**-0.5).to(torch.bfloat16)
-    bias = (torch.randn(n, device="cuda", generator=g) * 0.5).to(torch.bfloat16)
+    a, w, bias = operands(f"{m}x{n}x{k}")
     out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     for _ in range(calls):
         status = fn(a.data_ptr(), w.data_ptr(), bias.data_ptr(), out.data_ptr(), m, n, k)
