@@ -430,7 +430,9 @@ def test_the_speedup_chart_draws_the_evaluations_and_updates_live(live_site, log
         # A new best whose interval holds 1.0: the header, redrawn live, says so as the server writes it.
         worker.event(run_id, 4, "evaluation", with_interval(eval_payload(2.0), 0.9, 3.0))
         page.wait_for_selector("#run-best:has-text('no difference (0.900–3.00×) (verified: full set)')")
-        # The chart draws its interval as an error bar, and a quick-set point in its own marker and legend entry.
+        # The chart draws its interval as an error bar, and a quick-set point in its own marker and legend entry. The
+        # header and the chart are redrawn apart: wait for the chart's fourth point before reading its bars.
+        page.wait_for_selector("#speedup-chart[data-points='4']")
         bars = page.evaluate("""() => document.getElementById('speedup-chart').data
             .find((t) => t.meta === 'verified').error_y""")
         assert [round(v, 3) for v in bars["array"]][-1] == 1.0 and [round(v, 3) for v in bars["arrayminus"]][-1] == 1.1
