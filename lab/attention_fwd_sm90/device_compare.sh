@@ -7,11 +7,14 @@
 #   CHECK="v6" GRID=harness DTYPES=bf16 [EVAL_KERNEL=path.cu NOTE="question / prediction"] [SANITIZE=v6] \
 #   bash lab/attention_fwd_sm90/device_compare.sh
 # Each build is label=source[:flag[:flag...]]; the first is the base the others are compared with.
+# NOTE's "question KEY" words must name keys of questionbank/bank.toml (lab/tools/bank_key.py refuses others).
 # At most 8 files come back from $OUT: gpu.txt, check_<label>.log, compare.{log,json}, eval.json,
 # eval_table.txt, trace.jsonl, sanitize.log.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# a note's "question KEY" whose KEY the bank lacks would show nothing on the dashboard: refused before any work
+if [ -n "${NOTE:-}" ]; then python3 "$(dirname "$0")/../tools/bank_key.py" --note "$NOTE" || exit 2; fi
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 declare -A LIB

@@ -1,9 +1,12 @@
 #!/bin/bash
 # One device call: check the kernel with bench.py, then evaluate it through the harness on the full grid.
 # Usage (repo root, GPU machine): NOTE="question / prediction" bash lab/attention_fwd_sm90/device_eval.sh KERNEL.cu [FALLBACK.cu]
+# NOTE's "question KEY" words must name keys of questionbank/bank.toml (lab/tools/bank_key.py refuses others).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# a note's "question KEY" whose KEY the bank lacks would show nothing on the dashboard: refused before any work
+if [ -n "${NOTE:-}" ]; then python3 "$(dirname "$0")/../tools/bank_key.py" --note "$NOTE" || exit 2; fi
 cd "$(dirname "$0")/../.."
 KERNEL=$1; FALLBACK=${2:-}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1

@@ -23,12 +23,15 @@
 #                                                     each kernel on each shape (its second call), in ncu.txt (a K
 #                                                     of cublas:linear or cublas:epilogue: that path's kernel); with
 #                                                     SCREEN=1 the screen runs first, on the first kernel
-# QUESTION=KEY (a key of questionbank/bank.toml) ends every evaluation's note with "; question KEY": the kernel's
-# development run then shows that bank question at the step it moved.
+# QUESTION=KEY (a key of questionbank/bank.toml; any other is refused before any work, lab/tools/bank_key.py) ends
+# every evaluation's note with "; question KEY": the kernel's development run then shows that bank question at the
+# step it moved.
 # Files land in $OUT, at most 8 of them (the device tool returns no more): log.txt, check.txt, eval_quick.txt/.json,
 # eval_full.txt/.json, trace.jsonl, sanitizer.txt (screen: log.txt, screen.txt, rank.txt, trace.jsonl).
 set -u
 export PYTHONUNBUFFERED=1
+# a QUESTION that is not a key of questionbank/bank.toml would end every note and show nothing on the dashboard
+if [ -n "${QUESTION:-}" ]; then python3 "$(dirname "$0")/../tools/bank_key.py" "$QUESTION" || exit 2; fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 MODE=${1:-dev}
 K=${2:-lab/gemm_bias_gelu/versions/v5_cluster.cu}

@@ -11,10 +11,12 @@
 #   bash lab/rmsnorm/device_run.sh ncu [K] RxH...  Nsight Compute's main sections for K (default the released file)
 #                                                  on each shape's second call, the lines worth reading in ncu.txt
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
-# QUESTION=KEY (a key of questionbank/bank.toml) ends every evaluation's note with "; question KEY": the kernel's
+# QUESTION=KEY (a key of questionbank/bank.toml; another is refused, lab/tools/bank_key.py) ends every evaluation's note with "; question KEY": the kernel's
 # development run then shows that bank question at the step it moved.
 set -u
 export PYTHONUNBUFFERED=1
+# a QUESTION that is not a key of questionbank/bank.toml would end every note and show nothing on the dashboard
+if [ -n "${QUESTION:-}" ]; then python3 "$(dirname "$0")/../tools/bank_key.py" "$QUESTION" || exit 2; fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 K=kernels/rmsnorm/rmsnorm.cu
 SUBSET=r32768_h4096,r16384_h8192,r4096_h4096,r4096_h8192,r4096_h1024,r4096_h2048,r4096_h5120,r65536_h128,r4096_h512,r2048_h4095,r4097_h4097,r1000_h1000

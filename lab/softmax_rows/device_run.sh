@@ -7,11 +7,13 @@
 #                                                      file): full check, full eval against every library
 #                                                      (QuACK installed, PYTHONPATH set), compute-sanitizer
 #   bash lab/softmax_rows/device_run.sh ncu K RxC...    Nsight Compute's main sections for K on each shape
-# QUESTION=KEY (a key of questionbank/bank.toml) ends every evaluation's note with "; question KEY": the kernel's
+# QUESTION=KEY (a key of questionbank/bank.toml; another is refused, lab/tools/bank_key.py) ends every evaluation's note with "; question KEY": the kernel's
 # development run then shows that bank question at the step it moved.
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
 set -u
 export PYTHONUNBUFFERED=1
+# a QUESTION that is not a key of questionbank/bank.toml would end every note and show nothing on the dashboard
+if [ -n "${QUESTION:-}" ]; then python3 "$(dirname "$0")/../tools/bank_key.py" "$QUESTION" || exit 2; fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 K=kernels/softmax_rows/softmax_rows.cu
 SUBSET=${SUBSET:-r8192_c8192,r1024_c32000,r2048_c4096,r1024_c8192,r512_c16384,r256_c32768,r64_c65536,r1_c65536,r16384_c128,r65536_c31,r8192_c512,r4096_c1024,r4096_c2048,r1000_c1000}  # the screen's scenarios (SUBSET=... to screen others)
