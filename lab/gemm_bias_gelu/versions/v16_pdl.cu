@@ -88,8 +88,9 @@
 //    lets its dependents launch at its start (griddepcontrol.launch_dependents), so the GEMM's CTAs set up their
 //    barriers and registers while it runs, and every thread of the GEMM waits (griddepcontrol.wait: the repack
 //    complete and its writes visible) before the first copy or any other access to global memory but the phase
-//    log (whose CTA spans then include the wait). Only after our own repack; where the launch with the attribute
-//    fails, the plain launch. Written without a GPU.
+//    log (whose CTA spans then include the wait). No deadlock: the GEMM launches only once every CTA of the repack
+//    has run the trigger or exited, so no repack CTA is left waiting for an SM that a waiting GEMM CTA holds. Only
+//    after our own repack; where the launch with the attribute fails, the plain launch. Written without a GPU.
 //
 // Math:   out[i, j] = gelu(sum_p a[i, p] * w[j, p] + bias[j]),  gelu(v) = v/2 * (1 + erf(v / sqrt(2)))
 // Layout: a [m, k] row-major, w [n, k] (nn.Linear's weight), bias [n], out [m, n]; bf16 in and out, fp32
