@@ -8,7 +8,8 @@ The log is the last call's (the earlier ones warm the caches). Cycles are the SM
 the CTA is exact where the clock changed between runs; microseconds use the clock the CTA's own span gives.
 The main loop's rate is 2 m n k over the CTAs' main-loop cycles: over their sum for ping-pong (the two
 warpgroups' main loops take turns) and over their maximum for cooperative tiles (they run together); an H100's
-dense bf16 peak is 4096 per SM a cycle.
+dense bf16 peak is 4096 per SM a cycle. Beside the log, the last call as CUDA events around it time it: what the
+CTAs' spans leave out is the launches and, where the operands need one, the repack.
 """
 
 import argparse
@@ -34,11 +35,15 @@ def run(lib, m, n, k, calls):
     fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3
     a, w, bias = operands(f"{m}x{n}x{k}")
     out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(calls):
+        begin.record()
         status = fn(a.data_ptr(), w.data_ptr(), bias.data_ptr(), out.data_ptr(), m, n, k)
+        end.record()
         if status:
             raise SystemExit(f"kseek_gemm_bias_gelu returned {status}")
     torch.cuda.synchronize()
+    return begin.elapsed_time(end) * 1e3  # the last call's microseconds, the repack and the launches included
 
 
 def read_log(lib, ctas):
@@ -82,12 +87,15 @@ def summarize(rows, m, n, k) -> dict:
     }
 
 
-def report(rows, m, n, k):
+def report(rows, m, n, k, call_us):
     f = summarize(rows, m, n, k)
     print(
         f"{m}x{n}x{k}: {f['ctas']} CTAs, kernel {f['kernel_us']:.2f} us, CTA starts spread "
         f"{f['start_spread_us']:.2f} us, clock ~{f['ghz']:.2f} GHz"
     )
+    # what the CTAs' spans leave out of the call: launches, and a repack where the operands need one (with a
+    # dependent launch, v16 on, the CTAs' spans already hold their wait for the repack)
+    print(f"the call (CUDA events around it): {call_us:.2f} us, {call_us - f['kernel_us']:.2f} us outside the CTAs")
     print(f"CTA span us: median {f['span_median_us']:.2f}, max {f['span_max_us']:.2f}")
     for c, consumer in enumerate(f["consumers"]):
         cells = ", ".join(f"{name} {us:.2f} us" for name, us in consumer["us"].items())
@@ -114,8 +122,8 @@ def main(argv):
     lib = ctypes.CDLL(str(build(args.source, extra=extra)))
     if not hasattr(lib, "kseek_gemm_phases"):
         raise SystemExit(f"{args.source} keeps no phase log (KSEEK_PHASES is v9's on)")
-    run(lib, m, n, k, args.calls)
-    report(read_log(lib, 1024), m, n, k)
+    call_us = run(lib, m, n, k, args.calls)
+    report(read_log(lib, 1024), m, n, k, call_us)
     return 0
 
 
