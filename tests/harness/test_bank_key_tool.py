@@ -60,6 +60,7 @@ def test_the_device_scripts_check_their_question_before_any_work():
 
 def test_every_question_the_lab_docs_pass_to_a_device_call_is_a_bank_key():
     keys = set(_bank_keys())
+    tool = _tool()
     named = []
     for path in sorted((REPO / "lab").rglob("*")):
         if path.suffix not in (".md", ".sh"):
@@ -67,6 +68,6 @@ def test_every_question_the_lab_docs_pass_to_a_device_call_is_a_bank_key():
         text = path.read_text(encoding="utf-8")
         named += [(path, key) for key in re.findall(r"QUESTION=([A-Za-z0-9_-]+)", text) if key != "KEY"]
         for note in re.findall(r'NOTE="([^"]*)"', text):
-            named += [(path, key) for key in _tool().keys_in_note(note)]
+            named += [(path, key) for key in tool.keys_in_note(note)]
     assert named, "the lab's commands name questions"
     assert [(str(path.relative_to(REPO)), key) for path, key in named if key not in keys] == []
