@@ -2,9 +2,13 @@
 instruction class and by stall reason, the tables the `results/ncu_stalls_*.md` notes give:
 
 python3 lab/attention_fwd_sm90/tools/stall_classes.py FILE.csv[.gz] ...
+python3 lab/attention_fwd_sm90/tools/stall_classes.py --opcodes A.csv[.gz] B.csv[.gz] [N]
 
 Each file prints its kernel, then each class's share of the stall samples and, in brackets, of the executed
 instructions, then the reasons' shares. The classes are the notes' (v9's, v12a's, v18's profiles).
+--opcodes sets two profiles of the same shape side by side: each opcode (with its modifiers) as millions of warp
+instructions executed and as stall samples, the N (default 40) most executed of both first. Absolute counts, not
+shares, so that work one kernel does and the other does not stands out (v34 against FlashAttention-3's polls).
 """
 
 import csv
@@ -76,8 +80,37 @@ def summarize(path: str) -> str:
     return "\n".join(lines)
 
 
+def opcode_counts(path: str) -> tuple[Counter, Counter]:
+    """Warp instructions executed and stall samples per full opcode ("FFMA.FTZ", "SYNCS.PHASECHK.TRANS64.TRYWAIT")."""
+    executed, samples = Counter(), Counter()
+    for row in read_rows(path)[1]:
+        words = [w for w in row.get("Source", "").split() if not w.startswith("@")]
+        op = words[0] if words else "?"
+        executed[op] += number(row.get("Instructions Executed", "0"))
+        samples[op] += number(row.get("Warp Stall Sampling (All Samples)", "0"))
+    return executed, samples
+
+
+def compare_opcodes(first: str, second: str, top: int = 40) -> str:
+    (exec_a, samp_a), (exec_b, samp_b) = opcode_counts(first), opcode_counts(second)
+    ops = sorted(set(exec_a) | set(exec_b), key=lambda op: -(exec_a[op] + exec_b[op]))
+    lines = [f"A: {first}", f"B: {second}", f"{'opcode':34} {'A M':>8} {'B M':>8} {'A samples':>10} {'B samples':>10}"]
+    for op in ops[:top]:
+        lines.append(
+            f"{op[:34]:34} {exec_a[op] / 1e6:8.2f} {exec_b[op] / 1e6:8.2f} {samp_a[op]:10.0f} {samp_b[op]:10.0f}"
+        )
+    lines.append(
+        f"{'all':34} {sum(exec_a.values()) / 1e6:8.1f} {sum(exec_b.values()) / 1e6:8.1f} "
+        f"{sum(samp_a.values()):10.0f} {sum(samp_b.values()):10.0f}"
+    )
+    return "\n".join(lines)
+
+
 def main(paths: list[str]) -> int:
-    if not paths:
+    if paths[:1] == ["--opcodes"] and len(paths) in (3, 4):
+        print(compare_opcodes(paths[1], paths[2], int(paths[3]) if len(paths) == 4 else 40))
+        return 0
+    if not paths or paths[0].startswith("--"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     for path in paths:
