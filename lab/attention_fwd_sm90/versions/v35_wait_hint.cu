@@ -1135,7 +1135,10 @@ template <int TILE> struct WgCfg<96, TILE> {
 #ifndef KSEEK_D96_PAD_PCT
 #define KSEEK_D96_PAD_PCT 6  // d96 takes the 192-row tile while it pads the query rows by at most this many % more
 #endif
-template <int TILE> struct WgCfg<128, TILE> { static constexpr int BN = 128, ST = 2, NCW = 2, REG = 240; };
+#ifndef KSEEK_BN128
+#define KSEEK_BN128 128  // FlashAttention-3 takes 176 keys a block at d128 (its kernel's name, Nsight Compute, v35)
+#endif
+template <int TILE> struct WgCfg<128, TILE> { static constexpr int BN = KSEEK_BN128, ST = 2, NCW = 2, REG = 240; };
 #ifndef KSEEK_BN192
 #define KSEEK_BN192 96
 #endif
