@@ -1,6 +1,7 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v35 candidate (2026-12-06, written without a GPU, not yet run): v34 with KSEEK_WAIT_HINT (below mbar_init): the
-// producer's waits for a free slot sleep on the barrier instead of polling it.
+// v35 (2026-12-06; not kept: on an H100 x1.006 and x0.998 of v34 in two compares, inside the noise): v34 with
+// KSEEK_WAIT_HINT (below mbar_init): the producer's waits for a free slot sleep on the barrier instead of polling
+// it; and KSEEK_BN128 (176: x0.979 at d128).
 // v34 candidate (2026-12-06, written without a GPU, not yet run): v33 with O stored through shared memory in the
 // one-tile kernel without a split (KSEEK_TMA_STORE_O, 1 by default; 0: v33): each consumer warpgroup packs its
 // normalized rows, writes them by stmatrix into its own rows of Q's buffer (free once its last S = Q K^T is done;
