@@ -54,11 +54,21 @@ def _module_names_the_site(path: str) -> bool:
     return bool(_SITE_WORDS.search(Path(path).read_text(encoding="utf-8", errors="replace")))
 
 
+# The browser tests' site (tests/dashboard/test_browser.py's `live_site`) is SQLite with the in-memory channel layer
+# whatever DATABASE_URL and REDIS_URL say (`live_site_env`; tests/foundation/test_site_tests_only.py holds it to
+# that): a test whose only site is that one runs the same in both passes, and runs in the first. Its module's words
+# (it names the fixture, Django's manage.py) say nothing more about such a test.
+_FIXED_SITE_FIXTURES = {"live_site"}
+
+
 def reaches_the_site(item: pytest.Item) -> bool:
     if item.get_closest_marker("django_db") is not None:
         return True
-    if _SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if _SITE_FIXTURES & fixtures:
         return True
+    if _FIXED_SITE_FIXTURES & fixtures:
+        return False
     return _module_names_the_site(str(item.path))
 
 
