@@ -5,9 +5,11 @@ the server, the worker socket, and back to the page. They fail rather than skip 
 (CI) and chromium is missing.
 """
 
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -41,20 +43,55 @@ def chromium_path() -> str:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def live_site(tmp_path_factory):
-    """A migrated SQLite data folder, seeded, served by daphne with the in-memory channel layer."""
-    data = tmp_path_factory.mktemp("live")
+def live_site_env(data_dir: Path) -> dict:
+    """The environment of the browser tests' site: a SQLite database in `data_dir` and the in-memory channel layer,
+    whatever DATABASE_URL and REDIS_URL this process has (tests/conftest.py's second pass relies on that)."""
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
     # An OpenAI-compatible server's address, as a site whose workers reach one has: the start form then takes the
     # `openai:NAME` models these tests start (their runs are played by a ScriptedWorker; no model is ever called).
-    env.update(KSEEK_DATA_DIR=str(data / "data"), PYTHONPATH=str(ROOT), OPENAI_BASE_URL="http://127.0.0.1:9/v1")
-    python = sys.executable
-    subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
-    seeded = subprocess.run(
-        [python, "tests/dashboard/live_seed.py"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
-    )
-    seed = json.loads(seeded.stdout.strip().splitlines()[-1])
+    env.update(KSEEK_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT), OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    return env
+
+
+# The migrated and seeded database of this process's first browser site, and what its seed printed. Each module's
+# site starts from a copy: the migrations and the seed (two Django starts, a 12,000-step import) cost some 10 s a
+# module on CI's machine, a copy of the 2.5 MB file a few milliseconds (docs/testing.md, "CI time").
+_seeded: dict = {}
+
+
+def seeded_database(tmp_path_factory) -> tuple[Path, dict]:
+    if not _seeded:
+        data = tmp_path_factory.mktemp("live-template") / "data"
+        env, python = live_site_env(data), sys.executable
+        subprocess.run(
+            [python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
+        )
+        seeded = subprocess.run(
+            [python, "tests/dashboard/live_seed.py"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+        )
+        _seeded.update(path=data / "kernelseek.sqlite3", seed=json.loads(seeded.stdout.strip().splitlines()[-1]))
+    return _seeded["path"], _seeded["seed"]
+
+
+def copy_database(source: Path, data_dir: Path) -> None:
+    """SQLite's backup, which copies a consistent database whatever journal mode it is in. The secret key is not
+    copied: each site makes its own."""
+    data_dir.mkdir(mode=0o700)
+    with (
+        contextlib.closing(sqlite3.connect(source)) as database,
+        contextlib.closing(sqlite3.connect(data_dir / "kernelseek.sqlite3")) as copy,
+    ):
+        database.backup(copy)
+
+
+@pytest.fixture(scope="module")
+def live_site(tmp_path_factory):
+    """A SQLite data folder, migrated and seeded (a copy of this process's first), served by daphne with the
+    in-memory channel layer."""
+    data = tmp_path_factory.mktemp("live")
+    database, seed = seeded_database(tmp_path_factory)
+    copy_database(database, data / "data")
+    env = live_site_env(data / "data")
     port = free_port()
     with serving(
         daphne_argv("127.0.0.1", port), port=port, env=env, log_path=data / "daphne.log", timeout_s=60

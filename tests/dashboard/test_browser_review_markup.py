@@ -21,7 +21,11 @@ BANK = "Which <b onmouseover=\"window.__xss='bank'\">load</b> <img src=x onerror
 
 
 def no_markup_ran(page) -> None:
-    page.wait_for_timeout(300)  # an <img onerror> fires once its (bad) image fails to load
+    # An <img onerror> fires once its (bad) image has failed to load, which under load may take longer than the
+    # 300 ms pause this once was alone: wait until every image of the page has loaded or failed (a failed one's
+    # error event is fired in the task that marks it complete), then keep the pause for markup inserted late.
+    page.wait_for_function("() => [...document.images].every((image) => image.complete)")
+    page.wait_for_timeout(300)
     assert page.evaluate("() => window.__xss === undefined"), page.evaluate("() => window.__xss")
 
 
