@@ -5,11 +5,9 @@ the server, the worker socket, and back to the page. They fail rather than skip 
 (CI) and chromium is missing.
 """
 
-import contextlib
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ import pytest
 
 from kseek_site.serving import daphne_argv
 from tests.live_server import free_port, serving
+from tests.reliability.live import copy_sqlite_database
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -74,14 +73,10 @@ def seeded_database(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def copy_database(source: Path, data_dir: Path) -> None:
-    """SQLite's backup, which copies a consistent database whatever journal mode it is in. The secret key is not
-    copied: each site makes its own."""
+    """The database alone into a new data folder (as `LiveSite`'s template copy): the secret key is not copied, so
+    each site makes its own."""
     data_dir.mkdir(mode=0o700)
-    with (
-        contextlib.closing(sqlite3.connect(source)) as database,
-        contextlib.closing(sqlite3.connect(data_dir / "kernelseek.sqlite3")) as copy,
-    ):
-        database.backup(copy)
+    copy_sqlite_database(source, data_dir / "kernelseek.sqlite3")
 
 
 @pytest.fixture(scope="module")

@@ -309,17 +309,22 @@ class SiteTemplate(LiveSite):
         return super().env(**{**self.settings_env, **extra})
 
     def copy_sqlite(self, path: Path) -> None:
-        source = sqlite3.connect(self.data_dir / "kernelseek.sqlite3")
-        target = sqlite3.connect(path)
-        try:
-            source.backup(target)
-        finally:
-            target.close()
-            source.close()
+        copy_sqlite_database(self.data_dir / "kernelseek.sqlite3", path)
 
     def remove(self) -> None:
         self.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def copy_sqlite_database(source: Path, target: Path) -> None:
+    """SQLite's backup of `source` into `target`: a consistent copy whatever journal mode the source is in."""
+    source_db = sqlite3.connect(source)
+    target_db = sqlite3.connect(target)
+    try:
+        source_db.backup(target_db)
+    finally:
+        target_db.close()
+        source_db.close()
 
 
 def kill(process: subprocess.Popen) -> None:

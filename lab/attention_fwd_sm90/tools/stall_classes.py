@@ -32,10 +32,15 @@ OTHER = "integer/other"
 
 def opcode(source: str) -> str:
     """The instruction's opcode without its predicate and modifiers: "@P0 HGMMA.64x..." -> "HGMMA"."""
+    return full_opcode(source).split(".")[0]
+
+
+def full_opcode(source: str) -> str:
+    """The instruction's opcode with its modifiers, without its predicate: "@P0 FFMA.FTZ R1, ..." -> "FFMA.FTZ"."""
     words = source.split()
     if words and words[0].startswith("@"):
         words = words[1:]
-    return words[0].split(".")[0] if words else ""
+    return words[0] if words else ""
 
 
 def class_of(op: str) -> str:
@@ -84,8 +89,7 @@ def opcode_counts(path: str) -> tuple[Counter, Counter]:
     """Warp instructions executed and stall samples per full opcode ("FFMA.FTZ", "SYNCS.PHASECHK.TRANS64.TRYWAIT")."""
     executed, samples = Counter(), Counter()
     for row in read_rows(path)[1]:
-        words = [w for w in row.get("Source", "").split() if not w.startswith("@")]
-        op = words[0] if words else "?"
+        op = full_opcode(row.get("Source", "")) or "?"
         executed[op] += number(row.get("Instructions Executed", "0"))
         samples[op] += number(row.get("Warp Stall Sampling (All Samples)", "0"))
     return executed, samples
