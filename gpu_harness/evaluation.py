@@ -190,8 +190,7 @@ class Evaluation:
             # the tolerance is set once per scenario (seed a: a baseline's error on the same inputs, where the
             # task's rule says so); seed b is held to it
             j = self.judge(self.by_id[sid].params, msg["seed"], outputs, tolerance=None if run == "a" else o.tolerance)
-            o.error = j.error if o.error is None or (j.error is not None and j.error > o.error) else o.error
-            o.tolerance = j.tolerance
+            o.error, o.tolerance = verdict.nearer_bound((o.error, o.tolerance), (j.error, j.tolerance))
             o.details.update({f"{run}_{k}": v for k, v in j.details.items() if v is not None})
             verdicts[sid].append((j.correct, None if j.correct else f"seed {run}: {j.reason}"))
             if run == "a":

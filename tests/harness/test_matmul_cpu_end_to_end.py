@@ -43,6 +43,12 @@ def test_speedups_against_both_baselines_are_reported(naive_result):
     assert 0.3 < naive_result.speedup_over("naive") < 3.0
 
 
+def test_each_scenario_shows_an_error_within_the_bound_shown(naive_result):
+    # numpy's error sets each seed's bound: the error and bound shown are one run's (verdict.nearer_bound)
+    for s in naive_result.scenarios:
+        assert s.error is not None and s.tolerance and s.error <= s.tolerance, (s.id, s.error, s.tolerance)
+
+
 def test_progress_lines_are_reported(naive_result):
     assert any("checking" in line for line in naive_result.progress_lines)
     assert any(line.startswith("[time") for line in naive_result.progress_lines)
