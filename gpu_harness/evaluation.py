@@ -187,8 +187,9 @@ class Evaluation:
                     (same, None if same else "outputs differ between two runs on identical inputs (a race?)")
                 )
                 continue
-            # the tolerance is set once per scenario (seed a: a baseline's error on the same inputs, where the
-            # task's rule says so); seed b is held to it
+            # a bound the task's rule holds (measured once, or fixed) is set on seed a and seed b is held to it;
+            # a rule measured on each run bounds each seed by its own inputs' baseline error. The scenario shows
+            # the error and bound of the run nearest its bound, never one run's error beside another's bound.
             j = self.judge(self.by_id[sid].params, msg["seed"], outputs, tolerance=None if run == "a" else o.tolerance)
             o.error, o.tolerance = verdict.nearer_bound((o.error, o.tolerance), (j.error, j.tolerance))
             o.details.update({f"{run}_{k}": v for k, v in j.details.items() if v is not None})
