@@ -98,7 +98,9 @@ screen)
   done
   sort -rn /tmp/screen/rank.txt | tee -a "$OUT/log.txt" ;;
 release)
-  if [ -d /tmp/bw ] && [ ! -d /tmp/bwsite ]; then
+  if [ -f /tmp/bl/MANIFEST ]; then  # every library baseline, as lab/tools/pack_baselines.sh packs them
+    source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "the baseline pack did not unpack (log.txt says why)"
+  elif [ -d /tmp/bw ] && [ ! -d /tmp/bwsite ]; then
     cat /tmp/bw/part.* > /tmp/bw/all.tar && tar -xf /tmp/bw/all.tar -C /tmp/bw \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/bwsite /tmp/bw/*.whl || log "wheel install failed"
   fi
