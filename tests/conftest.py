@@ -59,6 +59,11 @@ def _module_names_the_site(path: str) -> bool:
 # that): a test whose only site is that one runs the same in both passes, and runs in the first. Its module's words
 # (it names the fixture, Django's manage.py) say nothing more about such a test.
 _FIXED_SITE_FIXTURES = {"live_site"}
+# A module whose tests start the site as processes of their own on the embedded defaults (SQLite, the in-memory
+# channel layer: DATABASE_URL and REDIS_URL taken out of those processes' environment) and reach no site from the
+# test's process marks itself `embedded_defaults` (`make run`, the data folder's modes, SQLite's concurrency): they
+# too run the same in both passes. tests/foundation/test_site_tests_only.py holds each such module to that.
+EMBEDDED_DEFAULTS_MARK = "embedded_defaults"
 
 
 def reaches_the_site(item: pytest.Item) -> bool:
@@ -67,7 +72,7 @@ def reaches_the_site(item: pytest.Item) -> bool:
     fixtures = set(getattr(item, "fixturenames", ()))
     if _SITE_FIXTURES & fixtures:
         return True
-    if _FIXED_SITE_FIXTURES & fixtures:
+    if _FIXED_SITE_FIXTURES & fixtures or item.get_closest_marker(EMBEDDED_DEFAULTS_MARK) is not None:
         return False
     return _module_names_the_site(str(item.path))
 

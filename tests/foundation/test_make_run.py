@@ -18,6 +18,8 @@ from tests.live_server import free_port, serving
 from tests.without_bwrap import path_without_bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
+# its own site processes, on the embedded defaults: the first CI pass only (tests/conftest.py)
+pytestmark = pytest.mark.embedded_defaults
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

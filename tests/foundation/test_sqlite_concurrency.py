@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+# its own site processes, on the embedded defaults: the first CI pass only (tests/conftest.py)
+pytestmark = pytest.mark.embedded_defaults
 
 WRITER = """
 import sys, django
