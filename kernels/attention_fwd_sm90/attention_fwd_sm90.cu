@@ -1,5 +1,32 @@
 // attention_fwd_sm90.cu: FlashAttention forward for Hopper (sm_90a), one file, CUDA toolkit headers only.
-// v29 candidate: v28's split-KV with the key ranges merged inside the kernel: the ranges of a tile run as one
+// v36 (2026-12-06, written without a GPU): v34 with O stored through shared memory in the persistent kernel too
+// (KSEEK_TMA_STORE_O_P, 1 by default; 0: v34), where the staging buffer fits (d 64 and 128: 24 and 32 KB more).
+// Nsight Compute on an H100 at d128, 32 x 512 x 16 heads, non-causal (the persistent kernel): store_rows' 32
+// 4-byte STG a thread were 2,097,152 excessive L2 sectors, half the kernel's 4.2 M, and 6% of the stall samples
+// waited on them (stall_lg); FlashAttention-3 there stores by STSM and TMA, 0 excessive, in 136 us against our
+// 157. The persistent kernel's Q buffer holds the next tile's Q by then, so O gets a buffer of its own after the
+// K/V ring; each warpgroup's store is left in flight and drained (its reads of shared memory) only before the
+// warpgroup's next tile writes the buffer again, and at the kernel's end. Both kernels now wait only until the
+// stores have read shared memory (v34's one-tile kernel waited for their writes). KSEEK_PERSIST_SK is screened
+// again with it: the persistent kernel overlaps a tile's start (Q's and the first K's loads: 3% of the one-tile
+// kernel's stall samples at S 2048) with the last tile's end.
+// v34 (2026-12-06; on an H100 180/180, 1.015x FA3 over 90): v33 with O stored through shared memory in the
+// one-tile kernel without a split (KSEEK_TMA_STORE_O, 1 by default; 0: v33): each consumer warpgroup packs its
+// normalized rows, writes them by stmatrix into its own rows of Q's buffer (free once its last S = Q K^T is done;
+// the other warpgroups read only their own rows of it) and one thread stores them with TMA, a 64-column slab a
+// copy. store_rows wrote 4 bytes a thread an instruction, 8 rows of O apart by Hq * D elements each: the GEMM's
+// lab found the same pattern was most of its epilogue (lab/gemm_bias_gelu/README.md, session 49).
+// v33 (2026-12-06): v32 with KSEEK_DECODE_MIN_ROWS 3 by default ("v32m3" on an H100:
+// 180/180 through the harness, GQA decode x1.067 of v30 over the 24-cell decode grid, MHA decode left to the tiles).
+// v32 (2026-12-06): v31's decode arithmetic fed by a TMA ring (a producer warp, KSEEK_DECODE_STAGES blocks of K and
+// V in flight a CTA) instead of register loads; the lab's versions README has its design and its H100 figures.
+// v31 (2026-12-06; on an H100 correct and x0.86 of v30 on decode: not a step): v30 with attn_decode_kernel, a
+// CUDA-core kernel for a KV head with at most KSEEK_DECODE_ROWS query rows, whose key ranges merge in a cluster.
+// v30 (2026-12-05; on an H100 GQA decode +27%, MHA decode unchanged): v29 with KSEEK_IDLE_WG: in the one-tile kernel
+// without a split, a consumer warpgroup whose 64 query rows all lie past Sq does nothing, and the K and V slots'
+// empty barriers count only the warpgroups with rows. The test of the kernel README's hypothesis on decode (Sq 1
+// against Sk 4096 at 3.48 TB/s): the 128-row tile pays full products for 127 padded rows.
+// v29: v28's split-KV with the key ranges merged inside the kernel: the ranges of a tile run as one
 // thread block cluster and combine their O through distributed shared memory (split_merge), in fp32, with no
 // workspace and no second launch; the split is a template parameter, so that the kernels that do not split
 // compile as v27's did.
@@ -23,6 +50,10 @@
 //    so that one tile's loads overlap the previous tile's end; it serves short key sequences (see use_persistent).
 //  * attn_mma_kernel (the portable fallback): FlashAttention-2 style, 4 warps x 16 rows, mma.sync
 //    m16n8k16 with ldmatrix from padded shared memory filled by cp.async.
+// and a third computes it on CUDA cores where a KV head has only a few query rows (decode):
+//  * attn_decode_kernel: a CTA per (batch, KV head, key range), a producer warp filling a TMA ring of K and V
+//    blocks, consumer key groups of D/8 lanes each with its own online softmax, the ranges of a KV head merged
+//    in a cluster (see its comment).
 // The host side picks the kernel, builds the TMA descriptors (cuTensorMapEncodeTiled: link with -lcuda)
 // and launches on the caller's stream with cudaLaunchKernel.
 #include <cuda.h>
@@ -152,6 +183,26 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
+}
+// The TMA store of one staged [rows][64] slab of O (4-d: d column, head, row, batch; nothing is written past the
+// tensor's rows), its bulk group, and the wait until the stores have read their shared memory
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// until this thread's bulk stores have read their shared memory (the writes to global memory may still be on the way)
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// this thread's shared-memory writes made visible to the async proxy (the TMA store that reads them)
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// four 8 x 8 matrices of 16-bit values: lane l gives row l % 8 of matrix l / 8 its address; register i holds, as
+// the mma fragment does, row lane / 4 of matrix i, columns 2 (lane % 4) and + 1 (the lower half the first)
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -558,6 +609,56 @@ __device__ __forceinline__ void store_rows(const float (&o)[NO * 4], const float
   }
 }
 
+// KSEEK_TMA_STORE_O: store_rows' work through shared memory. The warpgroup's 64 rows of O, normalized and packed,
+// go by stmatrix into its rows of Q's buffer (`slabs`: slab c of 64 columns at slabs + c * BM * 128, this
+// warpgroup's rows from `row_base`, 128 bytes a row, swizzled as the TMA box wants: 16-byte chunk k of row r at
+// chunk k ^ (r % 8), so the 8 rows of each 8 x 8 matrix fall in 8 different chunks), then its first thread stores
+// the D / 64 slabs with TMA (rows past Sq are not written) and waits for them. The LSE as store_rows writes it.
+// The barrier `bar_id` (128 threads) is the warpgroup's own.
+// REUSE (the persistent kernel's own O buffer, written again by the warpgroup's next tile): the stores are left in
+// flight; before writing the slabs, the thread that issued the last tile's waits until they have read them, and the
+// barrier passes that on to the warpgroup; before the kernel exits it waits for the last ones' reads too.
+// Either way the wait is for the reads of shared memory only (wait_group.read), not the writes to O: v34 waited
+// for those (wait_group 0), and Nsight Compute on an H100 (d128, S 2048) put 1.3% of the one-tile kernel's stall
+// samples on the cache invalidation (CCTL.IVALL) that follows that wait, each CTA holding its SM until then.
+template <int NO, typename T, int BM, bool REUSE = false>
+__device__ __forceinline__ void store_o_tma(const float (&o)[NO * 4], const float (&m)[2], float (&l)[2],
+                                            const CUtensorMap* tm_o, uint32_t slabs, int row_base, float* lse_ptr,
+                                            int row0, int Sq, int D, int h, int m_first, int b, int wi, int lane,
+                                            int bar_id) {
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float lsum = quad_sum(l[r]);
+    const int row = row0 + r * 8;
+    inv[r] = lsum > 0.f ? 1.f / lsum : 0.f;
+    if (row < Sq && (lane & 3) == 0) lse_ptr[row] = lsum > 0.f ? (m[r] + log2f(lsum)) * kLn2 : -INFINITY;
+  }
+  if constexpr (REUSE) {
+    if (wi == 0 && lane == 0) bulk_wait_read();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+  }
+  const int i = lane >> 3, rr = lane & 7;  // the matrix of an x4 whose row rr this lane addresses
+  const uint32_t row_addr = slabs + (uint32_t)(row_base + 16 * wi + 8 * (i & 1) + rr) * 128;  // row % 8 == rr
+#pragma unroll
+  for (int j2 = 0; j2 < NO / 2; ++j2) {  // column groups 2 j2 and 2 j2 + 1 (8 columns each) of O
+    if (j2 * 16 < D) {
+      const int j = 2 * j2, slab = j / 8, chunk = (j % 8) + (i >> 1);
+      stmatrix_x4(row_addr + slab * BM * 128 + ((chunk ^ rr) << 4), pack2<T>(o[j * 4] * inv[0], o[j * 4 + 1] * inv[0]),
+                  pack2<T>(o[j * 4 + 2] * inv[1], o[j * 4 + 3] * inv[1]),
+                  pack2<T>(o[j * 4 + 4] * inv[0], o[j * 4 + 5] * inv[0]),
+                  pack2<T>(o[j * 4 + 6] * inv[1], o[j * 4 + 7] * inv[1]));
+    }
+  }
+  fence_proxy_async();  // each thread's writes, before the barrier that lets the first thread's stores read them
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+  if (wi == 0 && lane == 0) {
+    for (int c = 0; c < D / 64; ++c) tma_store_4d(tm_o, slabs + c * BM * 128 + row_base * 128, c * 64, h, m_first, b);
+    bulk_commit();
+    if constexpr (!REUSE) bulk_wait_read();  // the CTA's shared memory stays until the stores have read it
+  }
+}
+
 // Split-KV's merge (v29). The `splits` CTAs of a tile are one cluster, rank r over key range r. Each first leaves
 // its range's O (normalized by its own row sums, in fp32) and the rows' LSE (log2 domain) in its own shared
 // memory, over Q and the K/V stages (split_stage); then each merges the rows rl = r, r + splits, ... of the tile
@@ -627,6 +728,263 @@ __device__ __forceinline__ void split_merge(uint32_t part, uint32_t part_lse, T*
             make_uint2(pack2<T>(acc[c].x * inv, acc[c].y * inv), pack2<T>(acc[c].z * inv, acc[c].w * inv));
     }
     if (lane == 0) lse_ptr[m0 + rl] = wsum > 0.f ? (mx + log2f(wsum)) * kLn2 : -INFINITY;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Decode (v32): few query rows against many keys (Sq x Hq/Hkv <= KSEEK_DECODE_ROWS rows a KV head: Sq 1 with MHA
+// or GQA, a few draft tokens). v31 computed this on CUDA cores from register loads and lost to the tiles
+// everywhere (H100: x0.86): its loads kept ~4 KB a warp in flight, where the tiles' TMA ring keeps tens of KB a
+// CTA. v32 keeps v31's arithmetic and feeds it the tiles' way: a producer warp brings K and V blocks of
+// 4096 / D keys (8 KB each) by TMA into a ring of KSEEK_DECODE_STAGES stages, completing full barriers that
+// the four consumer warps wait on, each warp freeing a stage (its empty barrier) once it has read it.
+// A CTA takes one (batch, KV head) and one key range; the ranges of a KV head are one thread block cluster and
+// merge their rows through distributed shared memory at the end (as split_merge does). The consumer warps split
+// into key groups of D/8 lanes: each lane holds 8 columns of every row's q, reads 16 bytes of K and of V a key
+// from the stage, and each group runs its own online softmax over its 4 keys of every block, so no barrier of the
+// CTA sits in the key loop; the groups' (m, l, O) merge in shared memory at the end. A score is reduced over its
+// group's lanes by shuffles. At R rows a key costs 2R FMA a byte of K and V (4 rows at 4.8 TB/s: 19 TFLOP/s).
+// ------------------------------------------------------------------------------------------------
+#ifndef KSEEK_DECODE
+#define KSEEK_DECODE 1
+#endif
+#ifndef KSEEK_DECODE_ROWS
+#define KSEEK_DECODE_ROWS 4  // the most query rows a KV head (Sq x Hq / Hkv) the decode kernel takes (4 or 8)
+#endif
+#ifndef KSEEK_DECODE_MIN_ROWS
+#define KSEEK_DECODE_MIN_ROWS 3  // the fewest (H100, 2026-12-06: 1-2 rows ran 2-8% slower than the tiles, 4 rows 22-42% faster)
+#endif
+#ifndef KSEEK_DECODE_MIN_SK
+#define KSEEK_DECODE_MIN_SK 512  // the fewest keys it takes
+#endif
+#ifndef KSEEK_DECODE_STAGES
+#define KSEEK_DECODE_STAGES 6  // K + V blocks in the ring, 16 KB each
+#endif
+// The ring at 8 rows a KV head, where 231 registers a thread leave one CTA an SM: 10 stages would hold the bytes
+// in flight of two 6-stage CTAs (160 KB, beside the kernel's 41 KB of static shared memory at 8 rows).
+#ifndef KSEEK_DECODE_STAGES_WIDE
+#define KSEEK_DECODE_STAGES_WIDE 6
+#endif
+#ifndef KSEEK_DECODE_CTAS_PER_SM
+#define KSEEK_DECODE_CTAS_PER_SM 4  // the key split aims at no more than this many CTAs an SM
+#endif
+constexpr int kDecThreads = 128;               // the consumer warps'
+constexpr int kDecAll = kDecThreads + 32;      // and the producer warp
+
+template <typename T> __device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    } else {
+      const float2 x = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+      f[2 * i] = x.x;
+      f[2 * i + 1] = x.y;
+    }
+  }
+}
+template <typename T> __device__ __forceinline__ T from_float(float x) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) return __float2bfloat16_rn(x);
+  else return __float2half_rn(x);
+}
+
+template <int D, int RM = 4> struct DecShape {
+  static constexpr int LPK = D / 8;                    // lanes a key
+  static constexpr int KPW = 32 / LPK;                 // keys a warp takes at once
+  static constexpr int NG = kDecThreads / 32 * KPW;    // key groups a CTA
+  static constexpr int NK = 4096 / D;                  // keys a block (a stage holds a K and a V block)
+  static constexpr int U = NK / NG;                    // keys a group takes of a block (4)
+  static constexpr int BLOCK_BYTES = NK * D * 2;       // 8 KB
+  static constexpr int ST = RM > 4 ? KSEEK_DECODE_STAGES_WIDE : KSEEK_DECODE_STAGES;
+  static constexpr int SMEM = 2 * ST * BLOCK_BYTES + 2 * ST * 8;  // the ring, then full[ST], empty[ST]
+};
+
+// One block of the ring: each group's U keys (kl + warp KPW + u NG of the block), scored against every row,
+// then the group's online softmax and O. `j0` is the block's first key; a key past the range's end or a row's
+// causal diagonal scores -inf.
+template <int D, typename T, int RM>
+__device__ __forceinline__ void decode_block(const unsigned char* sk, const unsigned char* sv, int j0, int k1,
+                                             int key0, int c, const float (&qf)[RM][8], const int (&last)[RM],
+                                             float (&m)[RM], float (&l)[RM], float (&acc)[RM][8]) {
+  using S = DecShape<D>;
+  float s[S::U][RM];
+#pragma unroll
+  for (int u = 0; u < S::U; ++u) {
+    float kf[8];
+    unpack8<T>(*reinterpret_cast<const uint4*>(sk + ((key0 + u * S::NG) * D + 8 * c) * 2), kf);
+#pragma unroll
+    for (int r = 0; r < RM; ++r) {
+      float x = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) x = fmaf(qf[r][e], kf[e], x);
+      s[u][r] = x;
+    }
+  }
+#pragma unroll
+  for (int off = S::LPK / 2; off >= 1; off >>= 1)
+#pragma unroll
+    for (int u = 0; u < S::U; ++u)
+#pragma unroll
+      for (int r = 0; r < RM; ++r) s[u][r] += __shfl_xor_sync(0xffffffffu, s[u][r], off);
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    float mx = m[r];
+#pragma unroll
+    for (int u = 0; u < S::U; ++u) {
+      const int j = j0 + key0 + u * S::NG;
+      if (j >= k1 || j > last[r]) s[u][r] = -INFINITY;
+      mx = fmaxf(mx, s[u][r]);
+    }
+    const float base = mx == -INFINITY ? 0.f : mx;  // no key yet: every p is 0 and acc stays 0
+    const float alpha = fast_exp2(m[r] - base);
+    m[r] = mx;
+    float ps = 0.f;
+#pragma unroll
+    for (int u = 0; u < S::U; ++u) {
+      s[u][r] = fast_exp2(s[u][r] - base);
+      ps += s[u][r];
+    }
+    l[r] = l[r] * alpha + ps;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] *= alpha;
+  }
+#pragma unroll
+  for (int u = 0; u < S::U; ++u) {
+    float vf[8];
+    unpack8<T>(*reinterpret_cast<const uint4*>(sv + ((key0 + u * S::NG) * D + 8 * c) * 2), vf);
+#pragma unroll
+    for (int r = 0; r < RM; ++r)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(s[u][r], vf[e], acc[r][e]);
+  }
+}
+
+// The merge of several (m, l, O) states of one row in the log2 domain: weights 2^(m_i - max m), a state with
+// m_i = -inf (no key) weighing 0.
+struct RowMerge {
+  float mx = -INFINITY, sum = 0.f;
+};
+
+// grid (splits, Hkv, B), kDecAll threads: warps 0-3 consume, warp 4 produces; with SPLIT the `splits` CTAs of a
+// KV head are one cluster along x. tmK, tmV: [B, Sk, Hkv, D] with boxes of D columns x NK keys, no swizzle.
+template <int D, typename T, int RM, bool SPLIT>
+__global__ void __launch_bounds__(kDecAll) attn_decode_kernel(const __grid_constant__ CUtensorMap tmK,
+                                                              const __grid_constant__ CUtensorMap tmV,
+                                                              const T* __restrict__ q, T* __restrict__ o,
+                                                              float* __restrict__ lse, int Sq, int Sk, int Hq,
+                                                              int Hkv, int causal, float scale_log2,
+                                                              int split_keys) {
+  using S = DecShape<D, RM>;
+  extern __shared__ __align__(128) unsigned char dec_smem[];
+  __shared__ float g_m[S::NG][RM], g_l[S::NG][RM];
+  __shared__ __align__(16) float g_o[S::NG][RM][D];
+  __shared__ __align__(16) float c_o[SPLIT ? RM : 1][SPLIT ? D : 4];  // this CTA's rows, normalized, for the cluster
+  __shared__ float c_lse[RM];                                          // and their LSE (log2 domain)
+  const int split = SPLIT ? blockIdx.x : 0, hk = blockIdx.y, b = blockIdx.z;
+  const int G = Hq / Hkv, R = Sq * G;  // row r = i * G + g: query position i, query head hk * G + g
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int k0 = split * split_keys, k1 = min(Sk, k0 + split_keys);
+  const int nblocks = (k1 - k0 + S::NK - 1) / S::NK;
+  const uint32_t ring = smem_u32(dec_smem), bars = ring + 2 * S::ST * S::BLOCK_BYTES;
+  auto full = [&](int s) { return bars + 8 * s; };
+  auto empty = [&](int s) { return bars + 8 * (S::ST + s); };
+  if (tid == 0) {
+    for (int s = 0; s < S::ST; ++s) {
+      mbar_init(full(s), 1);
+      mbar_init(empty(s), kDecThreads / 32);  // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == kDecThreads / 32) {  // the producer warp: one lane issues every copy
+    if (lane == 0)
+      for (int it = 0; it < nblocks; ++it) {
+        const int s = it % S::ST;
+        mbar_wait(empty(s), ((it / S::ST) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+        mbar_expect_tx(full(s), 2 * S::BLOCK_BYTES);
+        tma_load_4d(ring + s * S::BLOCK_BYTES, &tmK, full(s), 0, hk, k0 + it * S::NK, b);
+        tma_load_4d(ring + (S::ST + s) * S::BLOCK_BYTES, &tmV, full(s), 0, hk, k0 + it * S::NK, b);
+      }
+  } else {
+    const int c = lane % S::LPK, grp = tid / S::LPK, key0 = warp * S::KPW + lane / S::LPK;
+    float qf[RM][8], m[RM], l[RM], acc[RM][8];
+    int last[RM];
+#pragma unroll
+    for (int r = 0; r < RM; ++r) {
+      const int i = r / G, h = hk * G + r % G;
+      last[r] = causal ? i + Sk - Sq : Sk - 1;
+      if (r < R) {
+        unpack8<T>(*reinterpret_cast<const uint4*>(q + (((size_t)b * Sq + i) * Hq + h) * D + 8 * c), qf[r]);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) qf[r][e] *= scale_log2;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) qf[r][e] = 0.f;
+      }
+      m[r] = -INFINITY, l[r] = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
+    }
+    for (int it = 0; it < nblocks; ++it) {
+      const int s = it % S::ST;
+      mbar_wait(full(s), (it / S::ST) & 1);
+      decode_block<D, T, RM>(dec_smem + s * S::BLOCK_BYTES, dec_smem + (S::ST + s) * S::BLOCK_BYTES,
+                             k0 + it * S::NK, k1, key0, c, qf, last, m, l, acc);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty(s));
+    }
+#pragma unroll
+    for (int r = 0; r < RM; ++r) {
+      *reinterpret_cast<float4*>(&g_o[grp][r][8 * c]) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+      *reinterpret_cast<float4*>(&g_o[grp][r][8 * c + 4]) = make_float4(acc[r][4], acc[r][5], acc[r][6], acc[r][7]);
+      if (c == 0) g_m[grp][r] = m[r], g_l[grp][r] = l[r];
+    }
+  }
+  __syncthreads();
+  for (int idx = tid; tid < kDecThreads && idx < R * D; idx += kDecThreads) {  // the CTA's groups, merged
+    const int r = idx / D, d = idx % D, i = r / G, h = hk * G + r % G;
+    RowMerge w;
+    for (int g = 0; g < S::NG; ++g) w.mx = fmaxf(w.mx, g_m[g][r]);
+    float out = 0.f;
+    if (w.mx != -INFINITY)
+      for (int g = 0; g < S::NG; ++g) {
+        const float wg = fast_exp2(g_m[g][r] - w.mx);
+        w.sum += wg * g_l[g][r];
+        out += wg * g_o[g][r][d];
+      }
+    out = w.sum > 0.f ? out / w.sum : 0.f;
+    const float lse2 = w.sum > 0.f ? w.mx + log2f(w.sum) : -INFINITY;
+    if constexpr (SPLIT) {
+      c_o[r][d] = out;
+      if (d == 0) c_lse[r] = lse2;
+    } else {
+      o[(((size_t)b * Sq + i) * Hq + h) * D + d] = from_float<T>(out);
+      if (d == 0) lse[((size_t)b * Hq + h) * Sq + i] = lse2 == -INFINITY ? -INFINITY : lse2 * kLn2;
+    }
+  }
+  if constexpr (SPLIT) {  // the cluster's ranges, merged: CTA `rank` takes the rows' columns rank*128 + tid, ...
+    cluster_sync();
+    const int splits = gridDim.x, rank = (int)cluster_rank();
+    for (int idx = rank * kDecThreads + tid; tid < kDecThreads && idx < R * D; idx += splits * kDecThreads) {
+      const int r = idx / D, d = idx % D, i = r / G, h = hk * G + r % G;
+      const uint32_t lse_at = smem_u32(&c_lse[r]), o_at = smem_u32(&c_o[r][d]);
+      RowMerge w;
+      for (int x = 0; x < splits; ++x) w.mx = fmaxf(w.mx, ld_cluster_f32(cluster_map(lse_at, x)));
+      float out = 0.f;
+      if (w.mx != -INFINITY)
+        for (int x = 0; x < splits; ++x) {
+          const float wx = fast_exp2(ld_cluster_f32(cluster_map(lse_at, x)) - w.mx);
+          w.sum += wx;
+          out += wx * ld_cluster_f32(cluster_map(o_at, x));
+        }
+      out = w.sum > 0.f ? out / w.sum : 0.f;
+      o[(((size_t)b * Sq + i) * Hq + h) * D + d] = from_float<T>(out);
+      if (d == 0) lse[((size_t)b * Hq + h) * Sq + i] = w.sum > 0.f ? (w.mx + log2f(w.sum)) * kLn2 : -INFINITY;
+    }
+    cluster_sync();  // no CTA leaves while another still reads its shared memory
   }
 }
 
@@ -746,6 +1104,19 @@ __global__ void __launch_bounds__(128) attn_mma_kernel(const T* __restrict__ q, 
 #ifndef KSEEK_WG_SKIP
 #define KSEEK_WG_SKIP 0x17
 #endif
+// KSEEK_IDLE_WG (v30): in the one-tile kernel without a split, a consumer warpgroup whose 64 rows all lie past Sq
+// does nothing at all: the K and V slots' empty barriers count the arrivals of the warpgroups that have rows only.
+// At Sq 1 (decode) that is the second of two warpgroups (two of three in the 192-row tiles), which otherwise ran
+// every product of every key block on rows no one reads; so too the last tile's second at Sq 3001 (23 x 128 + 57).
+#ifndef KSEEK_TMA_STORE_O_P
+#define KSEEK_TMA_STORE_O_P 1  // 1: the persistent kernel stores O through its own shared-memory buffer and TMA
+#endif
+#ifndef KSEEK_TMA_STORE_O
+#define KSEEK_TMA_STORE_O 1  // 1: the one-tile kernel without a split stores O through shared memory and TMA
+#endif
+#ifndef KSEEK_IDLE_WG
+#define KSEEK_IDLE_WG 1
+#endif
 // A head dim's tile: NCW consumer warpgroups of 64 rows, BN keys a block, ST stages; REG = the consumers'
 // setmaxnreg budget. TILE picks one of a head dim's tiles (only d96 has two); the host picks it per shape.
 template <int D, int TILE> struct WgCfg;
@@ -791,6 +1162,11 @@ template <int D, int TILE> struct WgShape {
   // barriers: q_full, k/v full/empty per stage, and q_empty (the persistent kernel's); then the persistent
   // kernel's tile slot (4 ints: the producer tells the consumers which tile comes next) and softmax_done's words
   static constexpr int SMEM = 1024 /*alignment slack*/ + Q_BYTES + 2 * ST * KV_BYTES + 8 * (2 + 4 * ST) + 16 + 4 * THREADS;
+  // the persistent kernel's O buffer (KSEEK_TMA_STORE_O_P): BM rows of the NCH slabs, after the K/V ring, where
+  // it fits beside them in an SM's 227 KB (d 64 and 128; not d 192 or 256, nor d 96, whose O is no whole slabs)
+  static constexpr int O_BYTES = NCH * BM * 128;
+  static constexpr bool O_STAGED_P = KSEEK_TMA_STORE_O_P && D % 64 == 0 && SMEM + O_BYTES <= 227 * 1024;
+  static constexpr int SMEM_P = SMEM + (O_STAGED_P ? O_BYTES : 0);
   static_assert(KV_BYTES % 1024 == 0 && (8 * (2 + 4 * ST)) % 16 == 0, "the tile slot must be 16-byte aligned");
 };
 
@@ -802,7 +1178,8 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
                                                             T* __restrict__ o, float* __restrict__ lse, int Sq,
                                                             int Sk_all, int Hq, int Hkv, int causal_all,
                                                             float scale_log2, int section, int splits,
-                                                            int split_keys) {
+                                                            int split_keys, const __grid_constant__ CUtensorMap tmO,
+                                                            int o_tma) {
   using S = WgShape<D, TILE>;
   constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, PVN = S::PVN;
   extern __shared__ unsigned char smem_raw[];
@@ -849,14 +1226,17 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
   const int diag = Sk - Sq;
   const int n_end = causal ? min(Sk, m0 + BM + diag) : Sk;
   const int nblocks = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+  // The consumer warpgroups with at least one query row (m0 < Sq: the grid has ceil(Sq / BM) query blocks). A
+  // split keeps them all: its merge's barriers count every consumer thread.
+  const int busy_wgs = (KSEEK_IDLE_WG && !SPLIT) ? max(1, min(S::NCW, (Sq - m0 + 63) / 64)) : S::NCW;
 
   if (tid == 0) {
     mbar_init(q_full, 1);
     for (int s = 0; s < ST; ++s) {
       mbar_init(k_full(s), 1);
       mbar_init(v_full(s), 1);
-      mbar_init(k_empty(s), 4 * S::NCW);  // one arrival per consumer warp
-      mbar_init(v_empty(s), 4 * S::NCW);
+      mbar_init(k_empty(s), 4 * busy_wgs);  // one arrival per consumer warp that has rows
+      mbar_init(v_empty(s), 4 * busy_wgs);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -889,6 +1269,9 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
     // which 64-row slice of the CTA's queries; the shuffle tells the compiler it is warp-uniform, so the
     // descriptors below live in uniform registers
     const int cw = __shfl_sync(0xffffffffu, wg, 0) - 1;
+    // Rows all past Sq: no product, no arrival (the empty barriers do not count this warpgroup), no store, and no
+    // barrier of the CTA after this point that would wait for it.
+    if (cw >= busy_wgs) return;
     const Desc dq = desc_base(sQ + cw * 64 * 128, 16, 1024), dk = desc_base(sK, 16, 1024),
                dv = desc_base(sV, BN * 128, 1024);
     const int wi = (tid >> 5) & 3, lane = tid & 31;
@@ -1025,8 +1408,17 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1) attn_wgmma_kerne
       if (lane == 0) mbar_arrive(v_empty(sp));
     }
     if constexpr (!SPLIT) {
-      store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)b * Sq * Hq + h) * D, lse + ((size_t)b * Hq + h) * Sq, row0, Sq,
-                            Hq, D, lane);
+      bool stored = false;
+      if constexpr (KSEEK_TMA_STORE_O && D % 64 == 0) {
+        if (o_tma) {  // tmO is O's map (launch_wgmma: O 16-byte aligned)
+          store_o_tma<PVN / 8, T, BM>(oacc, m, l, &tmO, sQ, cw * 64, lse + ((size_t)b * Hq + h) * Sq, row0, Sq, D, h,
+                                      m0 + cw * 64, b, wi, lane, 2 + cw);
+          stored = true;
+        }
+      }
+      if (!stored)
+        store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)b * Sq * Hq + h) * D, lse + ((size_t)b * Hq + h) * Sq, row0,
+                              Sq, Hq, D, lane);
     } else {
       // Q and the K/V stages become this range's O: once every consumer warpgroup is past its last wgmma (so
       // too every TMA copy, all of which some consumer waited for), no one reads them.
@@ -1055,7 +1447,8 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1)
     attn_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                                  const __grid_constant__ CUtensorMap tmV, T* __restrict__ o, float* __restrict__ lse,
                                  int B, int Sq, int Sk, int Hq, int Hkv, int causal, float scale_log2,
-                                 int* __restrict__ tickets, int section) {
+                                 int* __restrict__ tickets, int section, const __grid_constant__ CUtensorMap tmO,
+                                 int o_tma) {
   using S = WgShape<D, TILE>;
   constexpr int BM = S::BM, BN = S::BN, ST = S::ST, NCH = S::NCH, PVN = S::PVN;
   extern __shared__ unsigned char smem_raw[];
@@ -1063,7 +1456,8 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1)
   const uint32_t sQ = (raw + 1023) & ~1023u;  // the 128-byte swizzle pattern repeats every 1024 bytes
   const uint32_t sK = sQ + S::Q_BYTES;
   const uint32_t sV = sK + ST * S::KV_BYTES;
-  const uint32_t bar = sV + ST * S::KV_BYTES;
+  const uint32_t sO = sV + ST * S::KV_BYTES;  // O_STAGED_P: O's own buffer (1024-aligned: KV_BYTES % 1024 == 0)
+  const uint32_t bar = sO + (S::O_STAGED_P ? S::O_BYTES : 0);
   const uint32_t q_full = bar;
   // Q's buffer is free again once every consumer warp has computed the tile's last S = Q K^T: the producer
   // then brings the next tile's Q while the consumers finish the softmax, the last O += P V and the stores.
@@ -1301,9 +1695,20 @@ __global__ void __launch_bounds__(WgShape<D, TILE>::THREADS, 1)
         if (lane == 0) mbar_arrive(v_empty(sp));
         g += nblocks;
       }
-      store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)x.b * Sq * Hq + x.h) * D, lse + ((size_t)x.b * Hq + x.h) * Sq,
-                            row0, Sq, Hq, D, lane);
+      bool stored = false;
+      if constexpr (S::O_STAGED_P) {
+        if (o_tma) {  // tmO is O's map (launch_wgmma: O 16-byte aligned)
+          store_o_tma<PVN / 8, T, BM, true>(oacc, m, l, &tmO, sO, cw * 64, lse + ((size_t)x.b * Hq + x.h) * Sq, row0,
+                                            Sq, D, x.h, m0 + cw * 64, x.b, wi, lane, 2 + cw);
+          stored = true;
+        }
+      }
+      if (!stored)
+        store_rows<PVN / 8, T>(oacc, m, l, o + ((size_t)x.b * Sq * Hq + x.h) * D, lse + ((size_t)x.b * Hq + x.h) * Sq,
+                              row0, Sq, Hq, D, lane);
     }
+    // the last tile's stores read shared memory that the CTA's exit gives up (store_o_tma's REUSE)
+    if (S::O_STAGED_P && o_tma && wi == 0 && lane == 0) bulk_wait_read();
   }
 }
 
@@ -1347,6 +1752,103 @@ template <int D, typename T> static int launch_mma(const Args& a) {
   float sl2 = a.scale_log2;
   void* args[] = {&q, &k, &v, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2};
   return cudaLaunchKernel((const void*)attn_mma_kernel<D, T>, grid, dim3(128), args, smem, a.stream) == cudaSuccess ? 0 : 4;
+}
+
+// The decode kernel (v31): where a KV head has at most KSEEK_DECODE_ROWS query rows against enough keys, at the
+// head dims whose 8-column chunks fill a warp (64, 128, 256).
+static bool use_decode(const Args& a) {
+  const long long rows = (long long)a.Sq * (a.Hq / a.Hkv);
+  return KSEEK_DECODE && rows >= KSEEK_DECODE_MIN_ROWS && rows <= KSEEK_DECODE_ROWS && a.Sk >= KSEEK_DECODE_MIN_SK &&
+         (a.D == 64 || a.D == 128 || a.D == 256);
+}
+
+// Key ranges a KV head: as many as keep the launch in one wave of `per_sm` CTAs an SM (the kernel's occupancy,
+// at most KSEEK_DECODE_CTAS_PER_SM), at most 8 (the portable cluster) and at least 256 keys a range.
+static int decode_splits(const Args& a, int sms, int per_sm) {
+  if (per_sm > KSEEK_DECODE_CTAS_PER_SM) per_sm = KSEEK_DECODE_CTAS_PER_SM;
+  const long long heads = (long long)a.B * a.Hkv;
+  long long splits = (long long)per_sm * sms / heads;
+  if (splits > 8) splits = 8;
+  if (splits > a.Sk / 256) splits = a.Sk / 256;
+  return splits < 1 ? 1 : (int)splits;
+}
+
+// K or V ([B, S, H, D]) for the decode kernel's ring: boxes of all D columns x `rows` keys of one head, no swizzle.
+static bool make_rows_map(CUtensorMap* map, const void* ptr, int dtype, int B, int S, int H, int D, int rows) {
+  const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)H, (cuuint64_t)S, (cuuint64_t)B};
+  const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)H * D * 2, (cuuint64_t)S * H * D * 2};
+  const cuuint32_t box[4] = {(cuuint32_t)D, 1, (cuuint32_t)rows, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  return cuTensorMapEncodeTiled(map, dtype == 0 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+            const_cast<void*>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int D, typename T, int RM> static int launch_decode_rows(const Args& a, int sms) {
+  using S = DecShape<D, RM>;
+  CUtensorMap mk, mv;
+  if (!make_rows_map(&mk, a.k, a.dtype, a.B, a.Sk, a.Hkv, D, S::NK) ||
+      !make_rows_map(&mv, a.v, a.dtype, a.B, a.Sk, a.Hkv, D, S::NK))
+    return 5;
+  static int per_sm = 0;  // the split kernel's CTAs an SM (the one without a split has no fewer)
+  if (!per_sm) {
+    if (cudaFuncSetAttribute(attn_decode_kernel<D, T, RM, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             S::SMEM) != cudaSuccess ||
+        cudaFuncSetAttribute(attn_decode_kernel<D, T, RM, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             S::SMEM) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn_decode_kernel<D, T, RM, true>, kDecAll,
+                                                      S::SMEM) != cudaSuccess ||
+        per_sm < 1) {
+      per_sm = 0;
+      return 3;
+    }
+  }
+  const T* q = (const T*)a.q;
+  T* o = (T*)a.o;
+  float* lse = a.lse;
+  int Sq = a.Sq, Sk = a.Sk, Hq = a.Hq, Hkv = a.Hkv, causal = a.causal;
+  float sl2 = a.scale_log2;
+  const int want = decode_splits(a, sms, per_sm);
+  int split_keys = (a.Sk + want - 1) / want;
+  const int splits = (a.Sk + split_keys - 1) / split_keys;
+  void* args[] = {&mk, &mv, &q, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &split_keys};
+  if (a.B > 65535 || a.Hkv > 65535) return 1;
+  if (splits == 1)
+    return cudaLaunchKernel((const void*)attn_decode_kernel<D, T, RM, false>, dim3(1, a.Hkv, a.B), dim3(kDecAll),
+                            args, S::SMEM, a.stream) == cudaSuccess
+               ? 0
+               : 4;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(splits, a.Hkv, a.B);
+  cfg.blockDim = dim3(kDecAll);
+  cfg.dynamicSmemBytes = S::SMEM;
+  cfg.stream = a.stream;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = (unsigned)splits;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelExC(&cfg, (const void*)attn_decode_kernel<D, T, RM, true>, args) == cudaSuccess ? 0 : 4;
+}
+
+template <int D, typename T> static int launch_decode(const Args& a) {
+  static int sms = 0;
+  if (!sms) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+      return 3;
+  }
+  const int rows = a.Sq * (a.Hq / a.Hkv);
+  if (rows == 1) return launch_decode_rows<D, T, 1>(a, sms);
+  if (rows == 2) return launch_decode_rows<D, T, 2>(a, sms);
+  if (rows <= 4) return launch_decode_rows<D, T, 4>(a, sms);
+#if KSEEK_DECODE_ROWS >= 8
+  if (rows <= 8) return launch_decode_rows<D, T, 8>(a, sms);
+#endif
+  return 2;
 }
 
 // Persistent grid (one CTA per SM taking tiles) or one CTA per tile (the hardware hands tiles to SMs as they free
@@ -1423,7 +1925,7 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
         cudaFuncSetAttribute(attn_wgmma_kernel<D, T, TILE, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              S::SMEM) != cudaSuccess ||
         cudaFuncSetAttribute(attn_wgmma_persistent_kernel<D, T, TILE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             S::SMEM) != cudaSuccess)
+                             S::SMEM_P) != cudaSuccess)
       return 3;
     configured = true;
   }
@@ -1439,6 +1941,11 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
       return 3;
   }
   const long long ntiles = (long long)((a.Sq + S::BM - 1) / S::BM) * a.Hq * a.B;
+  // KSEEK_TMA_STORE_O(_P): O's map (boxes of 64 columns x one consumer warpgroup's 64 rows), where TMA can store
+  // into O (a 16-byte aligned base; D % 64 == 0, so every row starts on 16 bytes too); else store_rows
+  CUtensorMap mo = {};
+  const bool o_aligned = D % 64 == 0 && (reinterpret_cast<uintptr_t>(a.o) & 15) == 0;
+  const bool o_map = (KSEEK_TMA_STORE_O || S::O_STAGED_P) && o_aligned && make_map(&mo, a.o, a.dtype, a.B, a.Sq, a.Hq, D, 64);
   if (use_persistent(a, ntiles, sms)) {
     if (ntiles > 0x7fffffff) return 1;
     static int* tickets = nullptr;
@@ -1449,9 +1956,10 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
     int section = (int)(KSEEK_SECTION_MB * 1048576LL / kv_bytes);
     section = section < 1 ? 1 : (section > a.Hq * a.B ? a.Hq * a.B : section);
     dim3 grid((unsigned)(ntiles > sms ? sms : ntiles));
-    void* args[] = {&mq, &mk, &mv, &o, &lse, &B, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &counter, &section};
-    return cudaLaunchKernel((const void*)attn_wgmma_persistent_kernel<D, T, TILE>, grid, dim3(S::THREADS), args, S::SMEM,
-                            a.stream) == cudaSuccess
+    int o_tma_p = S::O_STAGED_P && o_map;
+    void* args[] = {&mq, &mk, &mv, &o, &lse, &B, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &counter, &section, &mo, &o_tma_p};
+    return cudaLaunchKernel((const void*)attn_wgmma_persistent_kernel<D, T, TILE>, grid, dim3(S::THREADS), args,
+                            S::SMEM_P, a.stream) == cudaSuccess
                ? 0
                : 4;
   }
@@ -1493,7 +2001,9 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
   };
   const KvSplit ks = kv_splits(a, ntiles, sms, S::BN, max_clusters);
   int splits = ks.splits, split_keys = ks.split_keys;
-  void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1, &splits, &split_keys};
+  int o_tma = KSEEK_TMA_STORE_O && splits == 1 && o_map;
+  void* args[] = {&mq, &mk, &mv, &o, &lse, &Sq, &Sk, &Hq, &Hkv, &causal, &sl2, &section1, &splits, &split_keys, &mo,
+                  &o_tma};
   if (splits == 1) {
     dim3 grid(nmb, a.Hq, a.B);
     return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE, false>, grid, dim3(S::THREADS), args, S::SMEM,
@@ -1512,7 +2022,15 @@ static bool d96_wide_tile(int Sq) {
   return rows192 * 100 <= rows128 * (100 + KSEEK_D96_PAD_PCT);
 }
 
-template <typename T> static int dispatch(const Args& a, bool wg) {
+template <typename T> static int dispatch(const Args& a, bool wg, bool decode) {
+  if (decode) {
+    switch (a.D) {
+      case 64: return launch_decode<64, T>(a);
+      case 128: return launch_decode<128, T>(a);
+      case 256: return launch_decode<256, T>(a);
+    }
+    return 2;
+  }
   switch (a.D) {
     case 64: return wg ? launch_wgmma<64, T, 0>(a) : launch_mma<64, T>(a);
     case 96: return !wg ? launch_mma<96, T>(a) : d96_wide_tile(a.Sq) ? launch_wgmma<96, T, 0>(a) : launch_wgmma<96, T, 1>(a);
@@ -1533,7 +2051,8 @@ static bool device_is_sm90() {
 
 }  // namespace kseek
 
-// variant: 0 = best available, 1 = mma.sync fallback, 2 = wgmma (fails with 6 where not sm_90)
+// variant: 0 = best available, 1 = mma.sync fallback, 2 = wgmma (fails with 6 where not sm_90), 3 = the decode
+// kernel (fails with 2 where it does not take the shape, 6 where not sm_90)
 extern "C" int kseek_attention_fwd_variant(int variant, const void* q, const void* k, const void* v, void* o,
                                            float* lse, int batch, int seqlen_q, int seqlen_k, int heads_q,
                                            int heads_kv, int head_dim, int dtype, int causal, float softmax_scale,
@@ -1560,8 +2079,11 @@ extern "C" int kseek_attention_fwd_variant(int variant, const void* q, const voi
   const bool tiny = seqlen_k <= 64 || (seqlen_k <= 256 && (tiny_causal || head_dim == 64));
   bool wg = sm90 && !tiny;
   if (variant == 1) wg = false;
-  if (variant == 2 && !sm90) return 6;
-  return dtype == 0 ? kseek::dispatch<__nv_bfloat16>(a, wg) : kseek::dispatch<__half>(a, wg);
+  if ((variant == 2 || variant == 3) && !sm90) return 6;
+  const bool decode_fits = kseek::use_decode(a);
+  if (variant == 3 && !decode_fits) return 2;
+  const bool decode = sm90 && decode_fits && (variant == 0 || variant == 3);
+  return dtype == 0 ? kseek::dispatch<__nv_bfloat16>(a, wg, decode) : kseek::dispatch<__half>(a, wg, decode);
 }
 
 extern "C" int kseek_attention_fwd(const void* q, const void* k, const void* v, void* o, float* lse, int batch,
