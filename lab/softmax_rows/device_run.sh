@@ -89,9 +89,7 @@ ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's secon
 release)
   if [ -f /tmp/bl/MANIFEST ]; then  # every library baseline, as lab/tools/pack_baselines.sh packs them
     source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "the baseline pack did not unpack (log.txt says why)"
-  elif ls /tmp/qk/part.* > /dev/null 2>&1; then  # QuACK and the CuTe DSL as one xz tar of the unpacked wheels
-    mkdir -p /tmp/bwsite && cat /tmp/qk/part.* | python3 -c "import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/bwsite')" || log "QuACK unpack failed"
-  else
+  else  # the wheels of ../shared/tools/baseline-wheels.sh, carried in parts into /tmp/bw
     cat /tmp/bw/part.* > /tmp/bw/all.tar && tar -xf /tmp/bw/all.tar -C /tmp/bw \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/bwsite /tmp/bw/*.whl || log "QuACK install failed"
   fi
