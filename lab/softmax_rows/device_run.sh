@@ -6,7 +6,8 @@
 #   bash lab/softmax_rows/device_run.sh release [K]    the best screened candidate (else K, else the released
 #                                                      file): full check, full eval against every library
 #                                                      (QuACK installed, PYTHONPATH set), compute-sanitizer
-#   bash lab/softmax_rows/device_run.sh ncu K RxC...    Nsight Compute's main sections for K on each shape
+#   bash lab/softmax_rows/device_run.sh ncu K RxC...    Nsight Compute's main sections for K on each shape (K quack:
+#                                                      QuACK's, its parts in /tmp/bl as for release)
 # QUESTION=KEY (a key of questionbank/bank.toml; another is refused, lab/tools/bank_key.py) ends every evaluation's note with "; question KEY": the kernel's
 # development run then shows that bank question at the step it moved.
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
@@ -78,7 +79,9 @@ screen)  # every step's timeout is cut to what is left of SCREEN_BUDGET s (540: 
   done
   sort -rn /tmp/screen/rank.txt | tee -a "$OUT/log.txt" ;;
 ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's second call, summed up in ncu.txt
+  # (KERNEL quack: QuACK's softmax, from the baseline parts in /tmp/bl; its y.copy_ is not a softmax kernel)
   k=$2; shift 2
+  if [ "$k" = quack ] && [ -f /tmp/bl/MANIFEST ]; then source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt"; fi
   for shape in "$@"; do
     timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis -k regex:softmax --launch-skip 1 --launch-count 1 \
