@@ -5,8 +5,9 @@
 #   bash lab/rmsnorm/device_run.sh screen [MAKER]  the files MAKER writes (default make_candidates.sh): quick shape check and the subset
 #                                                  against torch's fused path; ranked in /tmp/screen/rank.txt
 #   bash lab/rmsnorm/device_run.sh release [K]     the best screened candidate (else K, else the released file):
-#                                                  full check, full eval against every library (QuACK installed
-#                                                  from ../shared/tools/baseline-wheels.sh parts in /tmp/bw),
+#                                                  full check, full eval against every library (QuACK from
+#                                                  lab/tools/pack_baselines.sh's parts in /tmp/bl, or
+#                                                  ../shared/tools/baseline-wheels.sh's in /tmp/bw: unpack_baselines.sh),
 #                                                  sanitizers; the candidate comes back as candidate.cu
 #   bash lab/rmsnorm/device_run.sh ncu [K] RxH...  Nsight Compute's main sections for K (default the released file)
 #                                                  on each shape's second call, the lines worth reading in ncu.txt
@@ -98,12 +99,8 @@ screen)
   done
   sort -rn /tmp/screen/rank.txt | tee -a "$OUT/log.txt" ;;
 release)
-  if [ -f /tmp/bl/MANIFEST ]; then  # every library baseline, as lab/tools/pack_baselines.sh packs them
-    source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "the baseline pack did not unpack (log.txt says why)"
-  elif [ -d /tmp/bw ] && [ ! -d /tmp/bwsite ]; then
-    cat /tmp/bw/part.* > /tmp/bw/all.tar && tar -xf /tmp/bw/all.tar -C /tmp/bw \
-      && python3 -m pip install -q --no-index --no-deps --target /tmp/bwsite /tmp/bw/*.whl || log "wheel install failed"
-  fi
+  # the baselines from /tmp/bl (lab/tools/pack_baselines.sh's parts) or /tmp/bw (../shared/tools/baseline-wheels.sh's)
+  source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "no library baselines (log.txt says why)"
   python3 -c "import quack.rmsnorm; print('quack imports')" 2>&1 | tail -n 1 | tee -a "$OUT/log.txt"
   cands=$( (sort -rn /tmp/screen/rank.txt 2>/dev/null | awk '{print $2}'; echo "${2:-$K}") )
   [ -f /tmp/screen/rank.txt ] && cp /tmp/screen/rank.txt "$OUT/rank.txt"

@@ -7,7 +7,7 @@
 #                                                      file): full check, full eval against every library
 #                                                      (QuACK installed, PYTHONPATH set), compute-sanitizer
 #   bash lab/softmax_rows/device_run.sh ncu K RxC...    Nsight Compute's main sections for K on each shape (K quack:
-#                                                      QuACK's, its parts in /tmp/bl as for release)
+#                                                      QuACK's, its parts in /tmp/bl or /tmp/bw as for release)
 # QUESTION=KEY (a key of questionbank/bank.toml; another is refused, lab/tools/bank_key.py) ends every evaluation's note with "; question KEY": the kernel's
 # development run then shows that bank question at the step it moved.
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
@@ -79,9 +79,11 @@ screen)  # every step's timeout is cut to what is left of SCREEN_BUDGET s (540: 
   done
   sort -rn /tmp/screen/rank.txt | tee -a "$OUT/log.txt" ;;
 ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's second call, summed up in ncu.txt
-  # (KERNEL quack: QuACK's softmax, from the baseline parts in /tmp/bl; its y.copy_ is not a softmax kernel)
+  # (KERNEL quack: QuACK's softmax, its parts in /tmp/bl or /tmp/bw as for release; its y.copy_ is not a softmax kernel)
   k=$2; shift 2
-  if [ "$k" = quack ] && [ -f /tmp/bl/MANIFEST ]; then source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt"; fi
+  if [ "$k" = quack ]; then
+    source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "no library baselines (log.txt says why)"
+  fi
   for shape in "$@"; do
     timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis -k regex:softmax --launch-skip 1 --launch-count 1 \
@@ -90,13 +92,8 @@ ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's secon
   done
   tail -n 400 "$OUT/ncu.txt" | cut -c1-150 ;;
 release)
-  if [ -f /tmp/bl/MANIFEST ]; then  # every library baseline, as lab/tools/pack_baselines.sh packs them
-    source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "the baseline pack did not unpack (log.txt says why)"
-  else  # the wheels of ../shared/tools/baseline-wheels.sh, carried in parts into /tmp/bw
-    cat /tmp/bw/part.* > /tmp/bw/all.tar && tar -xf /tmp/bw/all.tar -C /tmp/bw \
-      && python3 -m pip install -q --no-index --no-deps --target /tmp/bwsite /tmp/bw/*.whl || log "QuACK install failed"
-  fi
-  export PYTHONPATH=/tmp/bwsite:/tmp/bwsite/nvidia_cutlass_dsl/dsl_packages
+  # the baselines from /tmp/bl (lab/tools/pack_baselines.sh's parts) or /tmp/bw (../shared/tools/baseline-wheels.sh's)
+  source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "no library baselines (log.txt says why)"
   python3 -c "import quack.softmax; print('quack imports')" 2>&1 | tail -n 1 | tee -a "$OUT/log.txt"
   cands=$( (sort -rn /tmp/screen/rank.txt 2>/dev/null | awk '{print $2}'; echo "${2:-$K}") )
   [ -f /tmp/screen/rank.txt ] && cp /tmp/screen/rank.txt "$OUT/rank.txt"

@@ -1,5 +1,6 @@
 """lab/tools/unpack_baselines.sh, sourced on the GPU machine after the last of pack_baselines.sh's parts arrived:
-it unpacks only a complete pack whose parts are the packed ones, and says which is wrong otherwise (a part lost
+it unpacks only a complete pack whose parts are the packed ones (without a pack, baseline-wheels.sh's wheel parts
+are installed instead), and says which is wrong otherwise (a part lost
 with a machine handed back between calls would otherwise unpack a truncated archive, and the evaluation would
 run with a library missing and report it n/a)."""
 
@@ -8,7 +9,9 @@ import io
 import lzma
 import os
 import subprocess
+import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +41,8 @@ def _pack(tmp_path: Path, parts: int = 2) -> Path:
 
 def _source(pack: Path, site: Path) -> subprocess.CompletedProcess:
     script = f'source "{UNPACK}" && echo "PYTHONPATH=$PYTHONPATH"'
-    env = {"PATH": os.environ["PATH"], "BL_DIR": str(pack), "BL_SITE": str(site)}
+    # BW_DIR: no wheel parts to fall back to, whatever this machine's /tmp/bw holds
+    env = {"PATH": os.environ["PATH"], "BL_DIR": str(pack), "BL_SITE": str(site), "BW_DIR": str(pack / "no-wheels")}
     return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
 
 
@@ -74,3 +78,43 @@ def test_no_manifest_says_which_part_comes_first(tmp_path):
     (pack / "MANIFEST").unlink()
     done = _source(pack, tmp_path / "site")
     assert done.returncode != 0 and "copy .bl1 first" in done.stderr
+
+
+def _wheel_parts(tmp_path: Path) -> Path:
+    """../shared/tools/baseline-wheels.sh's layout: one tar of the wheels, split into part.NN files."""
+    wheel = io.BytesIO()
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.writestr("quack_stub/__init__.py", "VERSION = '0.6.5'\n")
+        whl.writestr("quack_stub-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: quack-stub\nVersion: 0.1\n")
+        whl.writestr(
+            "quack_stub-0.1.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        whl.writestr("quack_stub-0.1.dist-info/RECORD", "")
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        info = tarfile.TarInfo("quack_stub-0.1-py3-none-any.whl")
+        info.size = len(wheel.getvalue())
+        tar.addfile(info, io.BytesIO(wheel.getvalue()))
+    wheels = tmp_path / "bw"
+    wheels.mkdir()
+    half = len(raw.getvalue()) // 2
+    (wheels / "part.00").write_bytes(raw.getvalue()[:half])
+    (wheels / "part.01").write_bytes(raw.getvalue()[half:])
+    return wheels
+
+
+def test_without_a_pack_the_wheel_parts_install_onto_the_path(tmp_path):
+    wheels, site = _wheel_parts(tmp_path), tmp_path / "site"
+    script = f'source "{UNPACK}" && echo "PYTHONPATH=$PYTHONPATH"'
+    # python3 -m pip as the GPU machine has it: this interpreter's (pip is in the test environment)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "BL_DIR": str(tmp_path / "no-pack"),
+        "BL_SITE": str(site),
+        "BW_DIR": str(wheels),
+    }
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (site / "quack_stub" / "__init__.py").read_text() == "VERSION = '0.6.5'\n"
+    assert f"PYTHONPATH={site}:{site}/nvidia_cutlass_dsl/dsl_packages" in done.stdout
