@@ -19,7 +19,7 @@
 #   bash lab/gemm_bias_gelu/device_run.sh release K   K copied over kernels/gemm_bias_gelu/gemm_bias_gelu.cu (in the
 #                                                     device's copy), then its full check, full set, sanitizers and
 #                                                     the kernels.load GPU tests (pytest_gpu.txt): a release's evidence
-#   bash lab/gemm_bias_gelu/device_run.sh ncu K... -- MxNxK...   Nsight Compute's main sections for gemm_wgmma of
+#   bash lab/gemm_bias_gelu/device_run.sh ncu K... -- MxNxK...   Nsight Compute's main sections for the GEMM kernel of
 #                                                     each kernel on each shape (its second call), in ncu.txt (a K
 #                                                     of cublas:linear or cublas:epilogue: that path's kernel); with
 #                                                     SCREEN=1 the screen runs first, on the first kernel
@@ -157,7 +157,7 @@ ncu_run() {
       if [ "${k#cublas:}" != "$k" ]; then  # cublas:linear or cublas:epilogue, the library's own kernel
         regex='regex:nvjet|gemm|sm90|cutlass'; cmd=(lab/gemm_bias_gelu/tools/library_kernels.py --run "${k#cublas:}" "$shape" 2)
       else
-        regex='regex:gemm_wgmma'; cmd=(lab/gemm_bias_gelu/tools/run_shape.py "$k" ${shape//x/ } 2)
+        regex='regex:gemm_wgmma|gemm_skinny|gemm_small'; cmd=(lab/gemm_bias_gelu/tools/run_shape.py "$k" ${shape//x/ } 2)
       fi
       timeout "$t" ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis \
         --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
