@@ -44,9 +44,7 @@ def gap_report(site, state_dir, events, steps, port=None):
     refused = [
         row
         for run_id in run_ids
-        for row in site.query(
-            "select seq, kind, error from runs_refusedevent where run_id = ? order by seq", (run_id,)
-        )
+        for row in site.query("select seq, kind, error from runs_refusedevent where run_id = ? order by seq", (run_id,))
     ]
     lines = [
         f"stored seqs have gaps: missing {[(seq, kinds.get(seq, 'not in the trace')) for seq in missing]}",
