@@ -150,6 +150,12 @@ CHECK_SHAPES = [(2, 1024, 1024, 8, 8, d) for d in (64, 96, 128, 192, 256)] + [
     (2, 1, 3000, 16, 2, 128),
     (1, 2, 1000, 8, 2, 64),
     (3, 1, 700, 24, 8, 256),
+    # d64's tiles (v37, v38): short keys on wgmma instead of mma.sync, and the 128-row tile where the 192-row one
+    # pads (Sq 256 and 250, both masks; Sq 512 causal, 288 tiles: the persistent kernel's causal path on 132 SMs);
+    # causal Sq > Sk stays on mma.sync
+    (4, 256, 256, 2, 2, 64),
+    (2, 250, 200, 4, 1, 64),
+    (2, 512, 512, 36, 36, 64),
 ]
 
 
