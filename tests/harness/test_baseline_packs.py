@@ -39,11 +39,17 @@ def _pack(tmp_path: Path, parts: int = 2) -> Path:
     return pack
 
 
-def _source(pack: Path, site: Path) -> subprocess.CompletedProcess:
+def _source(pack: Path, site: Path, wheels: Path | None = None) -> subprocess.CompletedProcess:
     script = f'source "{UNPACK}" && echo "PYTHONPATH=$PYTHONPATH"'
-    # BW_DIR: no wheel parts to fall back to, whatever this machine's /tmp/bw holds
-    env = {"PATH": os.environ["PATH"], "BL_DIR": str(pack), "BL_SITE": str(site), "BW_DIR": str(pack / "no-wheels")}
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    env = {
+        # python3 -m pip as the GPU machine has it: this interpreter's (pip is in the test environment)
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "BL_DIR": str(pack),
+        "BL_SITE": str(site),
+        # without wheels: no wheel parts to fall back to, whatever this machine's /tmp/bw holds
+        "BW_DIR": str(wheels or pack / "no-wheels"),
+    }
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_a_complete_pack_unpacks_once_onto_the_path(tmp_path):
@@ -106,15 +112,7 @@ def _wheel_parts(tmp_path: Path) -> Path:
 
 def test_without_a_pack_the_wheel_parts_install_onto_the_path(tmp_path):
     wheels, site = _wheel_parts(tmp_path), tmp_path / "site"
-    script = f'source "{UNPACK}" && echo "PYTHONPATH=$PYTHONPATH"'
-    # python3 -m pip as the GPU machine has it: this interpreter's (pip is in the test environment)
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-        "BL_DIR": str(tmp_path / "no-pack"),
-        "BL_SITE": str(site),
-        "BW_DIR": str(wheels),
-    }
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    done = _source(tmp_path / "no-pack", site, wheels)
     assert done.returncode == 0, done.stderr
     assert (site / "quack_stub" / "__init__.py").read_text() == "VERSION = '0.6.5'\n"
     assert f"PYTHONPATH={site}:{site}/nvidia_cutlass_dsl/dsl_packages" in done.stdout
