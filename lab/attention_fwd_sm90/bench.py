@@ -156,6 +156,9 @@ CHECK_SHAPES = [(2, 1024, 1024, 8, 8, d) for d in (64, 96, 128, 192, 256)] + [
     (4, 256, 256, 2, 2, 64),
     (2, 250, 200, 4, 1, 64),
     (2, 512, 512, 36, 36, 64),
+    # v39's multicast pairs (d128, no mask, one tile a CTA, an even count of query blocks): the last pair's second
+    # tile with 64 rows against its peer's 128 (the empty barriers count both), keys ending inside a block
+    (2, 1984, 3001, 8, 8, 128),
 ]
 
 

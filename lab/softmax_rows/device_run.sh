@@ -86,9 +86,10 @@ ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's secon
   fi
   for shape in "$@"; do
     timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section MemoryWorkloadAnalysis -k regex:softmax --launch-skip 1 --launch-count 1 \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats -k regex:softmax --launch-skip 1 --launch-count 1 \
       python3 lab/softmax_rows/tools/run_shapes.py "$k" 2 "$shape" > /tmp/ncu_one.txt 2>&1
-    { echo "== $(basename "$k") $shape rc=$?"; grep -E "softmax_|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Waves Per SM|Grid Size|Block Size|Dynamic Shared|Mem Busy|Max Bandwidth|Cluster Size|Elapsed Cycles|==ERR|ERROR" /tmp/ncu_one.txt | head -40; } >> "$OUT/ncu.txt"
+    { echo "== $(basename "$k") $shape rc=$?"; grep -E "softmax_|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Waves Per SM|Grid Size|Block Size|Dynamic Shared|Mem Busy|Max Bandwidth|Cluster Size|Elapsed Cycles|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps|No Eligible|==ERR|ERROR" /tmp/ncu_one.txt | head -50; } >> "$OUT/ncu.txt"
+    { echo "== $(basename "$k") $shape"; cat /tmp/ncu_one.txt; } >> "$OUT/ncu_full.txt"  # the stall reasons, in full
   done
   tail -n 400 "$OUT/ncu.txt" | cut -c1-150 ;;
 release)
