@@ -7,7 +7,8 @@
 # release (v4) beside versions/v6_persist.cu with its persistent lanes-per-row grid on and off. ROUND=7 writes the
 # release beside versions/v7.cu's row loop (softmax_cluster_rows) in three grids, and with the loop off; ROUND=8
 # the loop bounded to a few rows a cluster (KSEEK_ROWS_MAXPER), after round 7's screen; ROUND=9 that bound
-# only where a row spans 2 or more CTAs (KSEEK_ROWS_MINCTAS), after round 8's.
+# only where a row spans 2 or more CTAs (KSEEK_ROWS_MINCTAS), after round 8's. ROUND=10 writes the release beside
+# versions/v8_warp_rows.cu (one warp a row up to 256 vectors) with its wide instance's two register plans.
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -45,6 +46,13 @@ case "${ROUND:-1}" in
   gen v7e KSEEK_ROWS_MAXPER=4                         # round 8's v7e again
   gen v7g KSEEK_ROWS_MAXPER=4 KSEEK_ROWS_MINCTAS=2    # ... not where a row is one CTA
   ;;
+10)  # v8: one warp a row up to 256 vectors (4096 x 2048: QuACK's lead at 0.903x on the H200 in session 53)
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v8_warp_rows.cu
+  gen v8a                                             # 8 vectors a lane keeping the input (the file's default)
+  gen v8b KSEEK_WIDE_KEEP=1                           # ... keeping the exponentials (122 registers, not 80)
+  gen v8c KSEEK_SUBWARP_MAXVEC=128                    # v4's dispatch from v8's file (the same-build noise)
+  ;;
 1)
   cp lab/softmax_rows/versions/v1.cu "$out/v1.cu"  # the first release, for a same-call reference
   gen v4a                                             # v1's shapes (4 vectors, 256-thread CTAs), st.async merge
@@ -62,5 +70,5 @@ case "${ROUND:-1}" in
   gen v4k KSEEK_CTA_TARGET=512                        # v4a with up to 512 threads a CTA (half the CTAs a row)
   ;;
 3) cp lab/softmax_rows/versions/v4.cu lab/softmax_rows/versions/v5.cu "$out/" ;;
-*) echo "ROUND is 1, 2, 3, 6, 7, 8 or 9" >&2; exit 2 ;;
+*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9 or 10" >&2; exit 2 ;;
 esac
