@@ -2069,33 +2069,34 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
   int section1 = (sms + nmb / 2) / nmb;
   section1 = section1 < 1 ? 1 : (section1 > KSEEK_SECTION1_MAX ? KSEEK_SECTION1_MAX : section1);
   if (section1 > a.Hq * a.B) section1 = a.Hq * a.B;
-  // The split launch's cluster shape: (1, 1, splits), the ranges of one tile along z.
-  auto cluster_config = [&](int splits, cudaLaunchAttribute* attr) {
+  // A cluster launch's shape: (pair, 1, splits), the multicast pair's two query blocks along x (pair 2, v39) or
+  // the split's key ranges of one tile along z.
+  auto cluster_config = [&](int pair, int splits, cudaLaunchAttribute* attr) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(nmb, a.Hq, a.B * splits);
     cfg.blockDim = dim3(S::THREADS);
     cfg.dynamicSmemBytes = S::SMEM;
     cfg.stream = a.stream;
     attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = 1;
+    attr->val.clusterDim.x = (unsigned)pair;
     attr->val.clusterDim.y = 1;
     attr->val.clusterDim.z = (unsigned)splits;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     return cfg;
   };
+  // How many clusters of cfg's shape the GPU runs at once; -1 where the query failed (then no such launch).
+  auto capacity = [](const void* kernel, const cudaLaunchConfig_t& cfg) {
+    int count = 0;
+    if (cudaOccupancyMaxActiveClusters(&count, kernel, &cfg) == cudaSuccess && count > 0) return count;
+    cudaGetLastError();  // clear it: the launch without a cluster goes on
+    return -1;
+  };
   static int cluster_capacity[9] = {};  // per cluster size; -1 once a query failed (then no split of that size)
   auto max_clusters = [&](int n) {
     if (cluster_capacity[n] == 0) {
       cudaLaunchAttribute attr;
-      const cudaLaunchConfig_t cfg = cluster_config(n, &attr);
-      int count = 0;
-      cluster_capacity[n] =
-          cudaOccupancyMaxActiveClusters(&count, (const void*)attn_wgmma_kernel<D, T, TILE, true>, &cfg) == cudaSuccess &&
-                  count > 0
-              ? count
-              : -1;
-      if (cluster_capacity[n] < 0) cudaGetLastError();  // clear it: the launch without a split goes on
+      cluster_capacity[n] = capacity((const void*)attn_wgmma_kernel<D, T, TILE, true>, cluster_config(1, n, &attr));
     }
     return cluster_capacity[n];
   };
@@ -2107,28 +2108,14 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
   if (splits == 1) {
     if constexpr (S::KV_MC) {
       // the multicast pair: every tile of a head sees the same key blocks (no mask), an even number of them along x,
-      // and clusters of two fit on the GPU (cluster_config's query, along x here)
+      // and clusters of two fit on the GPU
+      const void* pair_kernel = (const void*)attn_wgmma_kernel<D, T, TILE, false, true>;
       static int pair_capacity = 0;  // -1 once the query failed
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(nmb, a.Hq, a.B);
-      cfg.blockDim = dim3(S::THREADS);
-      cfg.dynamicSmemBytes = S::SMEM;
-      cfg.stream = a.stream;
       cudaLaunchAttribute attr;
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = 2;
-      attr.val.clusterDim.y = 1;
-      attr.val.clusterDim.z = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      if (!pair_capacity) {
-        int count = 0;
-        pair_capacity = cudaOccupancyMaxActiveClusters(&count, (const void*)attn_wgmma_kernel<D, T, TILE, false, true>,
-                                                       &cfg) == cudaSuccess && count > 0 ? count : -1;
-        if (pair_capacity < 0) cudaGetLastError();
-      }
+      const cudaLaunchConfig_t cfg = cluster_config(2, 1, &attr);
+      if (!pair_capacity) pair_capacity = capacity(pair_kernel, cfg);
       if (!a.causal && nmb % 2 == 0 && pair_capacity > 0)
-        return cudaLaunchKernelExC(&cfg, (const void*)attn_wgmma_kernel<D, T, TILE, false, true>, args) == cudaSuccess ? 0 : 4;
+        return cudaLaunchKernelExC(&cfg, pair_kernel, args) == cudaSuccess ? 0 : 4;
     }
     dim3 grid(nmb, a.Hq, a.B);
     return cudaLaunchKernel((const void*)attn_wgmma_kernel<D, T, TILE, false>, grid, dim3(S::THREADS), args, S::SMEM,
@@ -2137,7 +2124,7 @@ template <int D, typename T, int TILE> static int launch_wgmma(const Args& a) {
                : 4;
   }
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = cluster_config(splits, &attr);
+  const cudaLaunchConfig_t cfg = cluster_config(1, splits, &attr);
   return cudaLaunchKernelExC(&cfg, (const void*)attn_wgmma_kernel<D, T, TILE, true>, args) == cudaSuccess ? 0 : 4;
 }
 
