@@ -28,7 +28,7 @@ from tests.foundation.suite_folders import manifest, problem_name, write_suite
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("api_models_configured")]
 
-FULL = ("r32_c64", "r64_c64")
+FULL = ("r128_c256", "r256_c256")  # the scenarios of tests/foundation/suite_folders.py
 
 
 def make_problem_task(index: int):
