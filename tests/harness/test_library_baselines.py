@@ -16,6 +16,7 @@ from gpu_harness import evaluate, figures
 from gpu_harness.report import render_table
 from gpu_harness.tasks import get_task
 from gpu_harness.tasks.data_task import _import_note, module_version
+from gpu_harness.tasks.libraries import IMPORT_MESSAGE_CHARS
 from gpu_harness.taskspec import TaskSpecError, load_spec
 
 from .conftest import needs_gxx
@@ -128,6 +129,48 @@ def test_requires_alternatives_need_only_one_module():
     assert _import_note((("no_such_a_kseek", "no_such_b_kseek"),)) == (
         "neither no_such_a_kseek nor no_such_b_kseek imports here (ModuleNotFoundError)"
     )
+
+
+def _module_raising(tmp_path, monkeypatch, name: str, body: str) -> str:
+    """A module `name` whose import runs `body` (a fresh one: nothing of an earlier import is kept)."""
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    return name
+
+
+def test_a_note_names_what_a_failed_import_said_not_only_its_type(tmp_path, monkeypatch):
+    # a library's native part failing inside the child's sandbox gave "OSError" alone (flash-attn-4, an H200)
+    module = _module_raising(
+        tmp_path, monkeypatch, "kseek_native_lib", 'raise OSError("libfoo.so: cannot open shared object file")\n'
+    )
+    assert _import_note(((module,),)) == (
+        "kseek_native_lib does not import here (OSError: libfoo.so: cannot open shared object file)"
+    )
+
+
+def test_a_note_names_a_missing_dependency_but_not_the_missing_module_itself(tmp_path, monkeypatch):
+    module = _module_raising(tmp_path, monkeypatch, "kseek_needs_dep", "import kseek_absent_dependency\n")
+    assert _import_note(((module,),)) == (
+        "kseek_needs_dep does not import here (ModuleNotFoundError: No module named 'kseek_absent_dependency')"
+    )
+    # the module, or its package, absent: its name is already the note's first words
+    assert (
+        _import_note((("kseek_absent_pkg.sub",),)) == "kseek_absent_pkg.sub does not import here (ModuleNotFoundError)"
+    )
+
+
+def test_a_notes_message_is_its_first_line_cut_short(tmp_path, monkeypatch):
+    long_line = "x" * 500
+    module = _module_raising(
+        tmp_path, monkeypatch, "kseek_long_error", f'raise ImportError("{long_line}\\nsecond line")\n'
+    )
+    note = _import_note(((module,),))
+    assert note == f"kseek_long_error does not import here (ImportError: {'x' * IMPORT_MESSAGE_CHARS})"
+    assert "second line" not in note
+    # an exception without a message keeps its type alone
+    bare = _module_raising(tmp_path, monkeypatch, "kseek_bare_error", "raise RuntimeError()\n")
+    assert _import_note(((bare,),)) == "kseek_bare_error does not import here (RuntimeError)"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("quack") is not None, reason="QuACK is installed here")
