@@ -37,7 +37,7 @@ def summary_line(r: EvalResult) -> str:
     verdict = r.to_dict()
     for name in r.baselines:
         if speedup_over(verdict, name) is None:
-            parts.append(f"vs {name}: n/a" + (f" ({r.baseline_notes[name]})" if name in r.baseline_notes else ""))
+            parts.append(f"vs {name}: n/a{_na_words(r, name)}")
         else:
             text = verdict_speedup_text(verdict, name, times="x")
             scope = figures.library_scope(verdict, name, _task_libraries(r.task)) if name == BEST_LIBRARY else ""
@@ -46,6 +46,17 @@ def summary_line(r: EvalResult) -> str:
         parts.append(f"host was busy ({busy})")
     parts.append(f"{r.wall_s:.1f}s")
     return " | ".join(parts)
+
+
+def _na_words(r: EvalResult, name: str) -> str:
+    """Why `name` has no figure, as the summary says it: the run's note (the judge could not import or find it),
+    else the one note that every scenario's child gave (a library that imports in the judge but not in the
+    contained child: flash-attn-4 on an H200, docs/harness.md), else nothing (the scenario cells say)."""
+    if name in r.baseline_notes:
+        return f" ({r.baseline_notes[name]})"
+    notes = {s.details.get(f"{name}_na") for s in r.scenarios}
+    note = notes.pop() if len(notes) == 1 else None
+    return f" ({note}, on every scenario)" if isinstance(note, str) and note else ""
 
 
 def _coverage_words(r: EvalResult) -> str:

@@ -6,6 +6,7 @@ import math
 import pytest
 
 from gpu_harness import EvalResult, figures
+from gpu_harness.report import summary_line
 from gpu_harness.result import ScenarioOutcome
 
 
@@ -106,6 +107,37 @@ def test_the_typed_verdict_gives_the_same_figures_as_its_dict():
     assert r.speedup_over("naive") == figures.speedup_over(r.to_dict(), "naive") == 1.5
     r.scenarios[0].correct = False
     assert r.all_correct is False
+
+
+def _summary_with_na(details_per_scenario: list[dict], notes: dict | None = None) -> str:
+    r = EvalResult(
+        task="matmul_cpu",
+        kernel_sha256="",
+        kernel_source="",
+        status="correct",
+        baselines=["naive", "lib"],
+        baseline_notes=notes or {},
+        scenarios=[
+            ScenarioOutcome(id=f"s{i}", params={}, correct=True, details=details)
+            for i, details in enumerate(details_per_scenario)
+        ],
+        geomean={"naive": {"speedup": 1.5, "count": len(details_per_scenario)}},
+    )
+    return summary_line(r)
+
+
+def test_the_summary_says_why_a_baseline_is_na_on_every_scenario():
+    # the judge imported the library, the contained child did not: each scenario's cell has the child's note
+    child_note = "flash_attn.cute.interface does not import here (OSError)"
+    line = _summary_with_na([{"lib_na": child_note}, {"lib_na": child_note}])
+    assert f"vs lib: n/a ({child_note}, on every scenario)" in line
+    # the run's own note (not installed where the judge ran) is said as it is
+    assert "vs lib: n/a (lib does not import here (ModuleNotFoundError))" in _summary_with_na(
+        [{}, {}], notes={"lib": "lib does not import here (ModuleNotFoundError)"}
+    )
+    # notes that differ between scenarios, or a scenario without one, leave the cells to say which
+    assert "vs lib: n/a |" in _summary_with_na([{"lib_na": child_note}, {"lib_na": "shape refused"}])
+    assert "vs lib: n/a |" in _summary_with_na([{"lib_na": child_note}, {}])
 
 
 def test_a_speedup_that_is_not_finite_is_written_in_lower_case():
