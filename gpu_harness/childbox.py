@@ -20,8 +20,8 @@ device nodes, and the parent and the child share device memory through CUDA IPC 
 baselines' caches in the scratch folder (runner.CACHE_FOLDERS; an H100) and a task's cheats (12/12 rejected, an
 H100) all hold contained, all on 2026-12-05, and QuACK (CuTe DSL) as a baseline on 2026-12-06 (an H100).
 flash-attn-4 as a baseline of a contained child did not import (OSError) on an H200 on 2026-12-07, cause not yet
-known (docs/harness.md): where a library fails there, its figure is n/a with the child's note, never a figure. `KSEEK_CHILD_SANDBOX_GPU=0` runs a GPU task's child uncontained, as
-the harness's user. Each verdict says which (`child_sandbox`).
+known (docs/harness.md): where a library fails there, its figure is n/a with the child's note, never a figure.
+`KSEEK_CHILD_SANDBOX_GPU=0` runs a GPU task's child uncontained, as the harness's user. Each verdict says which (`child_sandbox`).
 """
 
 from __future__ import annotations
