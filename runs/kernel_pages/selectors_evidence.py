@@ -140,7 +140,29 @@ def _scenario_row(s: dict, spec_counts: dict, evaluation: Evaluation, baselines:
         "intervals": {b: figures.format_interval(i) for b, i in intervals.items()},
         "tones": {b: "even" if figures.no_difference(intervals[b]) else speedup_tone(v) for b, v in speedups.items()},
         "best_library": _best_library_name(s, libraries, baselines),
+        # why a correct scenario has no figure for a baseline (a wrong or unrun one has none for any)
+        "na_notes": {b: _na_note(s, verdict, b) for b, v in speedups.items() if v is None and outcome == "correct"},
     }
+
+
+# How much of a baseline's n/a note a page shows (the harness cuts an import's message shorter; a stored verdict
+# may come from elsewhere)
+NA_NOTE_CHARS = 300
+
+
+def _na_note(s: dict, verdict: dict, baseline: str) -> str:
+    """Why `baseline` has no figure on scenario `s`: the note its child gave there (a shape the library refuses, a
+    library that does not import in the child), else the evaluation's own (not installed where the judge ran),
+    else ""."""
+    details = s.get("details")
+    run_notes = verdict.get("baseline_notes")
+    for note in (
+        details.get(f"{baseline}_na") if isinstance(details, dict) else None,
+        run_notes.get(baseline) if isinstance(run_notes, dict) else None,
+    ):
+        if isinstance(note, str) and note.strip():
+            return note.strip()[:NA_NOTE_CHARS]
+    return ""
 
 
 def _speedup_cell_text(value: float | None, interval: tuple[float, float] | None) -> str:
@@ -160,15 +182,17 @@ def _cell_title(row: dict, params_shown: list[str], has_peaks: bool) -> str:
     # the bound rate first (figures.bound_by): a memory-bound scenario is measured against the bandwidth
     rates = [gbps, tflops] if row["bound"] == figures.MEMORY_BOUND else [tflops, gbps]
     lines.append((f"{row['bound']}-bound: " if row["bound"] else "") + " · ".join(rates))
-    lines.append(
-        " · ".join(
-            f"vs {b} {text}" + (f" ({row['intervals'][b]})" if row["intervals"][b] else "")
-            for b, text in row["speedups"].items()
-        )
-    )
+    lines.append(" · ".join(_speedup_title(row, b, text) for b, text in row["speedups"].items()))
     if row["best_library"]:
         lines.append(f"best library here: {row['best_library']}")
     return "\n".join(lines)
+
+
+def _speedup_title(row: dict, baseline: str, text: str) -> str:
+    """One baseline's part of a cell's title: its speed-up with its interval, or "n/a" and why."""
+    if note := row["na_notes"].get(baseline):
+        return f"vs {baseline} n/a ({note})"
+    return f"vs {baseline} {text}" + (f" ({row['intervals'][baseline]})" if row["intervals"][baseline] else "")
 
 
 def _cell_text(row: dict, baseline: str | None) -> tuple[str, str]:

@@ -58,3 +58,19 @@ def test_each_scenario_shows_the_speedup_over_its_best_library_and_names_it(clie
         assert best.startswith(expected) and best.endswith(library)
         assert by_id[sid]["details"]["best_library"] == library
     assert "fastest of the task&#x27;s libraries" in html or "fastest of the task's libraries" in html
+
+
+def test_a_scenario_the_library_refused_says_why_it_has_no_figure(client, evaluation):
+    # QuACK refuses a row length 8 does not divide: the harness's note for that scenario, not a bare dash
+    ev, verdict = evaluation
+    client.force_login(make_user("vera"))
+    html = client.get(reverse("evaluation_detail", args=[ev.pk])).content.decode()
+    note = {s["id"]: s for s in verdict["scenarios"]}["r2048_c4097"]["details"]["quack_na"]
+    escaped = note.replace("'", "&#x27;")
+    row = re.search(r'<tr class="outcome-[^"]*" data-scenario="r2048_c4097">(.*?)</tr>', html, re.S).group(1)
+    assert f'<abbr class="na-note" title="{escaped}">n/a</abbr>' in row
+    title = re.search(r'data-scenario="r2048_c4097" title="([^"]*)"', html).group(1)
+    assert f"vs quack n/a ({escaped})" in title
+    # a shape QuACK ran keeps its figure, with no note
+    ran = re.search(r'<tr class="outcome-[^"]*" data-scenario="r8192_c8192">(.*?)</tr>', html, re.S).group(1)
+    assert "na-note" not in ran
