@@ -202,6 +202,8 @@ def _cell_text(row: dict, baseline: str | None) -> tuple[str, str]:
         return "not run", "not-run"
     if baseline is None:
         return "—", "none"
+    if row["na_notes"].get(baseline):  # the baseline did not run this scenario: its hover says why
+        return "n/a", "none"
     return row["speedups"][baseline], row["tones"][baseline]
 
 

@@ -69,8 +69,12 @@ def test_a_scenario_the_library_refused_says_why_it_has_no_figure(client, evalua
     escaped = note.replace("'", "&#x27;")
     row = re.search(r'<tr class="outcome-[^"]*" data-scenario="r2048_c4097">(.*?)</tr>', html, re.S).group(1)
     assert f'<abbr class="na-note" title="{escaped}">n/a</abbr>' in row
-    title = re.search(r'data-scenario="r2048_c4097" title="([^"]*)"', html).group(1)
-    assert f"vs quack n/a ({escaped})" in title
+    cell = re.search(r'data-scenario="r2048_c4097" title="([^"]*)">([^<]*)</td>', html)
+    assert f"vs quack n/a ({escaped})" in cell.group(1)
+    # the grid's cell, coloured by the goal (best_library, which ran here), keeps its figure; over quack it says n/a
+    cells = json.loads(re.search(r'<script id="evidence-cells" type="application/json">(.*?)</script>', html).group(1))
+    assert cells["r2048_c4097"]["quack"] == ["n/a", "none"]
+    assert cells["r2048_c4097"]["best_library"][0] == cell.group(2) != "n/a"
     # a shape QuACK ran keeps its figure, with no note
     ran = re.search(r'<tr class="outcome-[^"]*" data-scenario="r8192_c8192">(.*?)</tr>', html, re.S).group(1)
     assert "na-note" not in ran
