@@ -30,6 +30,17 @@ def test_the_lab_summary_table_is_what_its_evaluations_say():
     assert len(table.evaluations()) == summary.read_text().count("| `")  # one row per evaluation
 
 
+def test_the_summary_table_writes_each_figure_with_its_noise():
+    # a geomean whose interval holds 1.0 is no speed-up: the table says "no difference", as the pages do, and
+    # every other figure carries its interval (v34 against FA3 on an H100, 2026-12-06: 1.015x, 0.973x to 1.08x)
+    rows = {
+        line.split("`")[-2]: line for line in (LAB / "results" / "summary.md").read_text().splitlines() if "| `" in line
+    }
+    v34_fa3 = rows["lab/attention_fwd_sm90/results/eval_full_v34_fa3_h100_2026-12-06.json.xz"]
+    assert "| no difference (0.973–1.08x) (90) |" in v34_fa3
+    assert re.search(r"\| 1\.\d{3}x \([\d.]+–[\d.]+x\) \(176\) \|", v34_fa3)  # cuDNN's, with its interval
+
+
 def test_full_json_is_kept_plain_only_for_the_releases():
     # The releases are the kernel README's "### vN" headings, each naming its evaluation; the current one's JSON is
     # what release.toml cites, in the product's folder, and nothing else is there.

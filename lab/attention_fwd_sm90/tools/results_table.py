@@ -4,7 +4,8 @@ kernels/attention_fwd_sm90/results/, every other one in lab/attention_fwd_sm90/r
     python lab/attention_fwd_sm90/tools/results_table.py            # print the table
     python lab/attention_fwd_sm90/tools/results_table.py --write    # rewrite lab/attention_fwd_sm90/results/summary.md
 
-Runs anywhere (standard library only). tests/harness/test_kernel_lab.py holds summary.md to what the JSONs say.
+Runs anywhere (the standard library and the harness's figures, `gpu_harness/figures.py`, which needs nothing
+else). tests/harness/test_kernel_lab.py holds summary.md to what the JSONs say.
 """
 
 import argparse
@@ -12,9 +13,13 @@ import hashlib
 import json
 import lzma
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+from gpu_harness import figures  # noqa: E402  (the repository root first)
+
 FOLDERS = (ROOT / "kernels" / "attention_fwd_sm90" / "results", ROOT / "lab" / "attention_fwd_sm90" / "results")
 VERSIONS = ROOT / "lab" / "attention_fwd_sm90" / "versions"
 SUMMARY = ROOT / "lab" / "attention_fwd_sm90" / "results" / "summary.md"
@@ -26,8 +31,9 @@ HEADER = """# attention_fwd_sm90: every harness evaluation, one row each
 Made by `python lab/attention_fwd_sm90/tools/results_table.py --write` from the JSONs it names (paths from the
 repository root; `.xz` ones read with `xz -dc`). Full JSON is kept plain only for the releases (the kernel
 README's "### vN" headings); the others are xz-compressed, bit for bit. "correct" = scenarios judged correct of
-those run; each baseline's column is the geomean of per-scenario speed-ups (its count of scenarios in brackets
-where the baseline ran fewer); "started" is the evaluation's own start time (UTC); "source" is the file of
+those run; each baseline's column is the geomean of per-scenario speed-ups with its 95% interval, as every page
+writes it ("no difference" where the interval holds 1.0; the count of scenarios in brackets where the baseline
+ran fewer); "started" is the evaluation's own start time (UTC); "source" is the file of
 `versions/` whose sha256 is the evaluated kernel's, or the start of that sha256 where none is (a build that was
 not kept as a version, named in the JSON's file name).
 """
@@ -58,16 +64,17 @@ def row(path: Path, versions: dict[str, str]) -> dict:
         "started": (result.get("started_at") or "")[:16].replace("T", " "),
         "correct": f"{sum(bool(s.get('correct')) for s in scenarios)}/{len(scenarios)}",
         "geomean": {name: g for name, g in (result.get("geomean") or {}).items() if g.get("speedup")},
+        "texts": {name: figures.verdict_speedup_text(result, name, times="x") for name in result.get("geomean") or {}},
         "json": path.relative_to(ROOT).as_posix(),
     }
 
 
-def _cell(geomean: dict, name: str, scenarios: int) -> str:
-    g = geomean.get(name)
+def _cell(r: dict, name: str, scenarios: int) -> str:
+    g = r["geomean"].get(name)
     if not g:
         return ""
     count = "" if g.get("count") == scenarios else f" ({g.get('count')})"
-    return f"{g['speedup']:.3f}x{count}"
+    return f"{r['texts'][name]}{count}"
 
 
 def _version_number(r: dict) -> int:
@@ -87,7 +94,7 @@ def table() -> str:
     ]
     for r in rows:
         total = int(r["correct"].split("/")[1])
-        cells = [_cell(r["geomean"], b, total) for b in baselines]
+        cells = [_cell(r, b, total) for b in baselines]
         lines.append(
             f"| {r['version']} | {r['source']} | {r['started']} | {r['correct']} | "
             + " | ".join(cells)
