@@ -252,7 +252,7 @@ class Evaluation:
         o.bytes = sc.bytes  # what the GB/s of this timing is of, as the pages read it from the verdict
         intervals = self.baseline_times(sc, msg["base_ms"], cached)
         for n, note in msg["notes"].items():
-            o.details[f"{n}_na"] = note
+            o.details[figures.na_detail_key(n)] = note
         o.baseline_ms = {n: cached.get(n) for n in self.res.baselines}
         o.baseline_ci_ms = {n: intervals[n] for n in self.res.baselines if n in intervals}
         o.speedup = {n: (cached[n] / med if n in cached and med > 0 else None) for n in self.res.baselines}

@@ -482,6 +482,27 @@ def _libraries_named(verdict: dict[str, Any], task_libraries: list[str]) -> list
     return list(task_libraries) + [name for name in _libraries_asked(verdict) if name not in task_libraries]
 
 
+def na_detail_key(baseline: str) -> str:
+    """The key of a scenario's `details` under which the harness writes why its child could not run `baseline`
+    there (a shape the library refuses, a library that does not import in the child)."""
+    return f"{baseline}_na"
+
+
+def scenario_na_note(scenario: dict[str, Any], baseline: str) -> str | None:
+    """The child's note on why `baseline` did not run `scenario` (`na_detail_key`); None where there is none or it
+    is malformed (verdicts come from workers and imports too)."""
+    details = scenario.get("details")
+    note = details.get(na_detail_key(baseline)) if isinstance(details, dict) else None
+    return note if isinstance(note, str) and note else None
+
+
+def whole_run_notes(verdict: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's `baseline_notes` (baseline -> why it could not run at all where the evaluation ran); {} where
+    malformed. A note itself may still be malformed: each reader checks what it takes."""
+    notes = verdict.get("baseline_notes")
+    return notes if isinstance(notes, dict) else {}
+
+
 def _timed_nowhere(verdict: dict[str, Any], name: str) -> bool:
     """Whether the verdict timed baselines on some scenario (`baseline_ms`) but `name` on none: a library that
     imported and then failed on every scenario (in a contained child, say) is n/a scenario by scenario, with no
@@ -499,10 +520,9 @@ def libraries_not_timed(verdict: dict[str, Any], task_libraries: list[str]) -> l
     (not installed where it ran: `baseline_notes`; malformed notes are none), and any that no scenario timed. A
     library that refused some shapes was timed; its refusals are per scenario and said there."""
     asked = _libraries_asked(verdict)
-    notes = verdict.get("baseline_notes")
-    whole_run_notes = notes if isinstance(notes, dict) else {}
+    run_notes = whole_run_notes(verdict)
     named = _libraries_named(verdict, task_libraries)
-    return [name for name in named if name not in asked or name in whole_run_notes or _timed_nowhere(verdict, name)]
+    return [name for name in named if name not in asked or name in run_notes or _timed_nowhere(verdict, name)]
 
 
 def libraries_unavailable(verdict: dict[str, Any], baseline: str) -> dict[str, str]:
@@ -511,12 +531,11 @@ def libraries_unavailable(verdict: dict[str, Any], baseline: str) -> dict[str, s
     baseline. Unlike a library not asked for, no later evaluation on the same host can time these."""
     if baseline != BEST_LIBRARY:
         return {}
-    notes = verdict.get("baseline_notes")
-    whole_run_notes = notes if isinstance(notes, dict) else {}
+    run_notes = whole_run_notes(verdict)
     return {
-        name: note if isinstance(note := whole_run_notes[name], str) else "n/a"
+        name: note if isinstance(note := run_notes[name], str) else "n/a"
         for name in _libraries_asked(verdict)
-        if name in whole_run_notes
+        if name in run_notes
     }
 
 

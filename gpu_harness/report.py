@@ -37,7 +37,7 @@ def summary_line(r: EvalResult) -> str:
     verdict = r.to_dict()
     for name in r.baselines:
         if speedup_over(verdict, name) is None:
-            parts.append(f"vs {name}: n/a{_na_words(r, name)}")
+            parts.append(f"vs {name}: n/a{_na_words(r, verdict, name)}")
         else:
             text = verdict_speedup_text(verdict, name, times="x")
             scope = figures.library_scope(verdict, name, _task_libraries(r.task)) if name == BEST_LIBRARY else ""
@@ -48,15 +48,15 @@ def summary_line(r: EvalResult) -> str:
     return " | ".join(parts)
 
 
-def _na_words(r: EvalResult, name: str) -> str:
+def _na_words(r: EvalResult, verdict: dict[str, Any], name: str) -> str:
     """Why `name` has no figure, as the summary says it: the run's note (the judge could not import or find it),
     else the one note that every scenario's child gave (a library that imports in the judge but not in the
     contained child: flash-attn-4 on an H200, docs/harness.md), else nothing (the scenario cells say)."""
     if name in r.baseline_notes:
         return f" ({r.baseline_notes[name]})"
-    notes = {s.details.get(f"{name}_na") for s in r.scenarios}
+    notes = {figures.scenario_na_note(s, name) for s in verdict["scenarios"]}
     note = notes.pop() if len(notes) == 1 else None
-    return f" ({note}, on every scenario)" if isinstance(note, str) and note else ""
+    return f" ({note}, on every scenario)" if note else ""
 
 
 def _coverage_words(r: EvalResult) -> str:

@@ -154,12 +154,7 @@ def _na_note(s: dict, verdict: dict, baseline: str) -> str:
     """Why `baseline` has no figure on scenario `s`: the note its child gave there (a shape the library refuses, a
     library that does not import in the child), else the evaluation's own (not installed where the judge ran),
     else ""."""
-    details = s.get("details")
-    run_notes = verdict.get("baseline_notes")
-    for note in (
-        details.get(f"{baseline}_na") if isinstance(details, dict) else None,
-        run_notes.get(baseline) if isinstance(run_notes, dict) else None,
-    ):
+    for note in (figures.scenario_na_note(s, baseline), figures.whole_run_notes(verdict).get(baseline)):
         if isinstance(note, str) and note.strip():
             return note.strip()[:NA_NOTE_CHARS]
     return ""

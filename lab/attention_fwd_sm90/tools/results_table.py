@@ -58,13 +58,14 @@ def row(path: Path, versions: dict[str, str]) -> dict:
     scenarios = result.get("scenarios") or []
     source = versions.get(result.get("kernel_sha256"))
     version = _VERSION.match("_" + source) if source else _VERSION.search(path.name)
+    geomean = {name: g for name, g in (result.get("geomean") or {}).items() if g.get("speedup")}
     return {
         "version": version.group(1) if version else "-",
         "source": source or f"sha256 {(result.get('kernel_sha256') or '?')[:12]}",
         "started": (result.get("started_at") or "")[:16].replace("T", " "),
         "correct": f"{sum(bool(s.get('correct')) for s in scenarios)}/{len(scenarios)}",
-        "geomean": {name: g for name, g in (result.get("geomean") or {}).items() if g.get("speedup")},
-        "texts": {name: figures.verdict_speedup_text(result, name, times="x") for name in result.get("geomean") or {}},
+        "geomean": geomean,
+        "texts": {name: figures.verdict_speedup_text(result, name, times="x") for name in geomean},
         "json": path.relative_to(ROOT).as_posix(),
     }
 
