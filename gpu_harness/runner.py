@@ -63,6 +63,17 @@ CACHE_FOLDERS = {
 }
 
 
+def contained_environment(env: dict[str, Any], workdir: str) -> None:
+    """`env` made a contained child's: the rest of the file system is read-only, so temporary files, and the
+    caches libraries keep under HOME (Triton's, for torch.compile baselines), go to `workdir`, and die with it (a
+    cache that outlived the evaluation would be one the candidate could leave poisoned for the next)."""
+    for var, name in (("TMPDIR", "tmp"), ("HOME", "home")):
+        env[var] = os.path.join(workdir, name)
+        os.mkdir(env[var])
+    for var, name in CACHE_FOLDERS.items():
+        env[var] = os.path.join(workdir, name)
+
+
 class ChildSession:
     """The candidate's process, booted before its job is known: its imports, CUDA start and the task's setup
     overlap the build (or wait, started ahead, for the next evaluation); `start(job)` then hands it the job
@@ -80,14 +91,7 @@ class ChildSession:
         self.log_path = os.path.join(self.workdir, "child.log")
         argv = [sys.executable, "-m", "gpu_harness.child", task]
         if sandbox == childbox.BUBBLEWRAP:
-            # the rest of the file system is read-only: temporary files, and the caches libraries keep under
-            # HOME (Triton's, for torch.compile baselines), go to the scratch folder, and die with it (a cache
-            # that outlived the evaluation would be one the candidate could leave poisoned for the next)
-            for var, name in (("TMPDIR", "tmp"), ("HOME", "home")):
-                child_env[var] = os.path.join(self.workdir, name)
-                os.mkdir(child_env[var])
-            for var, name in CACHE_FOLDERS.items():
-                child_env[var] = os.path.join(self.workdir, name)
+            contained_environment(child_env, self.workdir)
             argv = childbox.contained(argv, self.workdir)
         msg_r, msg_w = os.pipe()
         cmd_r, cmd_w = os.pipe()

@@ -8,6 +8,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -151,3 +152,30 @@ def test_a_sandboxed_childs_death_by_a_signal_is_said_as_the_signal():
     assert _describe_exit(134, sandboxed=True) == "killed by SIGABRT"
     assert _describe_exit(134) == "exit code 134" and _describe_exit(-6) == "killed by SIGABRT"
     assert _describe_exit(3, sandboxed=True) == "exit code 3"
+
+
+def test_the_lab_import_probe_shows_a_contained_import_fail_in_full(tmp_path):
+    """lab/tools/contained_import.py imports as a contained child would: a module that writes beside itself at
+    import fails there (the file system is read-only but for the scratch folder), with its whole traceback, and
+    one that writes under TMPDIR imports."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "writes_beside_itself.py").write_text("open(__file__ + '.cache', 'w').write('x')\n")
+    (site / "writes_in_tmpdir.py").write_text(
+        "import os, tempfile\nwith open(os.path.join(tempfile.gettempdir(), 'c'), 'w') as f:\n    f.write('x')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{root}"}
+    probe = subprocess.run(
+        [sys.executable, str(root / "lab/tools/contained_import.py"), "writes_in_tmpdir", "writes_beside_itself"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert probe.returncode == 1, probe.stderr
+    assert "writes_in_tmpdir imports" in probe.stdout
+    assert "writes_beside_itself does not import" in probe.stdout
+    assert "Read-only file system" in probe.stderr and "writes_beside_itself.py" in probe.stderr
+    assert not (site / "writes_beside_itself.py.cache").exists()
