@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import childbox
+from .build import cache_dir
 from .procs import kill_group
 from .scratch import ScratchFolder
 
@@ -63,6 +64,26 @@ CACHE_FOLDERS = {
 }
 
 
+CACHE_PLACEHOLDER = "{cache}"  # in a task's [child.env] values (docs/tasks.md): where a library keeps its cache
+
+
+def with_cache_folder(task_env: dict[str, Any] | None, folder: str) -> dict[str, Any]:
+    """The task's [child.env] with `{cache}` in each value replaced by `folder`."""
+    return {k: v.replace(CACHE_PLACEHOLDER, folder) for k, v in (task_env or {}).items()}
+
+
+def cache_folder(contained: bool, workdir: str) -> str:
+    """What `{cache}` names in a task's [child.env]: the harness's cache folder, kept between evaluations, for an
+    uncontained child; a contained child's own `cache/` in its scratch folder `workdir`, which dies with it. The
+    harness's folder is read-only in the sandbox (flash-attn-4, pointed there, failed to import), and a cache a
+    contained child could write and a later evaluation would read is one it could leave poisoned."""
+    if not contained:
+        return str(cache_dir())
+    folder = os.path.join(workdir, "cache")
+    os.mkdir(folder)
+    return folder
+
+
 def contained_environment(env: dict[str, Any], workdir: str) -> None:
     """`env` made a contained child's: the rest of the file system is read-only, so temporary files, and the
     caches libraries keep under HOME (Triton's, for torch.compile baselines), go to `workdir`, and die with it (a
@@ -85,12 +106,13 @@ class ChildSession:
     def __init__(self, task: str, extra_env: dict[str, Any] | None = None, sandbox: str = childbox.NONE) -> None:
         self.started = False  # given a job
         self.sandbox = sandbox  # childbox.BUBBLEWRAP: the child runs in a sandbox of its own, this folder its only
-        child_env = self.environment(extra_env)  # writable one
-        self.scratch = ScratchFolder.create()  # owned while this process lives: a later judge sweeps it if not
-        self.workdir = self.scratch.path
+        self.scratch = ScratchFolder.create()  # writable one; owned while this process lives: a later judge sweeps
+        self.workdir = self.scratch.path  # it if not
         self.log_path = os.path.join(self.workdir, "child.log")
+        contained = sandbox == childbox.BUBBLEWRAP
+        child_env = self.environment(with_cache_folder(extra_env, cache_folder(contained, self.workdir)))
         argv = [sys.executable, "-m", "gpu_harness.child", task]
-        if sandbox == childbox.BUBBLEWRAP:
+        if contained:
             contained_environment(child_env, self.workdir)
             argv = childbox.contained(argv, self.workdir)
         msg_r, msg_w = os.pipe()

@@ -123,12 +123,10 @@ class DataTask(Task, TargetArrays):
         return path
 
     def child_env(self) -> dict[str, str]:
-        """[child.env]: "{cache}" is the harness's cache folder (a library's own compile cache goes beside the
-        builds'); a variable the user set wins (the target may add its own, data_cpu.py)."""
-        from ..build import cache_dir
-
-        env = {k: v.replace("{cache}", str(cache_dir())) for k, v in self.spec.child_env.items()}
-        return {k: v for k, v in env.items() if k not in os.environ}
+        """[child.env] as written, but for the variables the user set (theirs win; the target may add its own,
+        data_cpu.py). "{cache}" in a value stays for the runner to resolve where the child starts: the harness's
+        cache folder, or a contained child's own (runner.ChildSession)."""
+        return {k: v for k, v in self.spec.child_env.items() if k not in os.environ}
 
     def baseline_descriptions(self) -> dict[str, str]:
         return {name: b.describe(self.spec.folder) for name, b in self.spec.baselines.items()}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpu_harness import childbox, evaluate
+from gpu_harness.build import cache_dir
 from gpu_harness.runner import CACHE_FOLDERS, ChildSession
 
 from .conftest import needs_gxx
@@ -126,19 +127,24 @@ def test_a_contained_childs_home_and_temporary_files_are_in_its_scratch_folder(m
     child's are in its scratch folder, which it may write and which dies with the evaluation, so no cache it could
     poison outlives it; an uncontained child keeps the harness's own. A cache folder the harness's process names
     in its environment (torch.compile sets TORCHINDUCTOR_CACHE_DIR there once it has compiled) is not inherited:
-    on a GPU, every torch.compile baseline of a contained child failed on the read-only /tmp it named."""
+    on a GPU, every torch.compile baseline of a contained child failed on the read-only /tmp it named. Nor is the
+    `{cache}` of a task's [child.env] the harness's cache folder there: flash-attn-4, pointed at its read-only
+    subfolder, did not import in a contained child (an H100, 2026-12-07)."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_harness")
-    contained = ChildSession("matmul_cpu", sandbox=childbox.BUBBLEWRAP)
-    plain = ChildSession("matmul_cpu", sandbox=childbox.NONE)
+    task_env = {"LIB_CACHE_DIR": "{cache}/lib"}  # a task's [child.env] naming its library's cache under {cache}
+    contained = ChildSession("matmul_cpu", task_env, sandbox=childbox.BUBBLEWRAP)
+    plain = ChildSession("matmul_cpu", task_env, sandbox=childbox.NONE)
     try:
         env = _environment_of(contained.proc.pid)
-        for var, folder in (("HOME", "home"), ("TMPDIR", "tmp")):
-            assert env[var] == os.path.join(contained.workdir, folder) and os.path.isdir(env[var])
+        for var, folder in (("HOME", "home"), ("TMPDIR", "tmp"), ("LIB_CACHE_DIR", "cache/lib")):
+            assert env[var] == os.path.join(contained.workdir, folder)
+        assert os.path.isdir(env["HOME"]) and os.path.isdir(os.path.dirname(env["LIB_CACHE_DIR"]))
         for var in CACHE_FOLDERS:
             assert env[var].startswith(os.path.join(contained.workdir, "")), (var, env[var])
         plain_env = _environment_of(plain.proc.pid)
         assert plain_env.get("HOME") == os.environ.get("HOME")
         assert plain_env.get("TORCHINDUCTOR_CACHE_DIR") == "/tmp/torchinductor_harness"
+        assert plain_env["LIB_CACHE_DIR"] == str(cache_dir() / "lib")
     finally:
         contained.close()
         plain.close()

@@ -112,10 +112,15 @@ def test_a_child_variable_may_live_under_the_harness_cache_and_the_users_wins(tm
     edited(folder, (GOAL, '[child.env]\nLIB_CACHE = "{cache}/lib"\nLIB_ON = "1"\n\n[goal]'))
     task = folder_task(load_spec(folder), device="cpu")
     from gpu_harness.build import cache_dir
+    from gpu_harness.runner import with_cache_folder
 
-    assert task.child_env() == {"LIB_CACHE": f"{cache_dir()}/lib", "LIB_ON": "1"}
+    assert task.child_env() == {"LIB_CACHE": "{cache}/lib", "LIB_ON": "1"}  # the runner resolves {cache}
+    assert with_cache_folder(task.child_env(), str(cache_dir())) == {
+        "LIB_CACHE": f"{tmp_path}/cache/lib",
+        "LIB_ON": "1",
+    }
     monkeypatch.setenv("LIB_ON", "0")
-    assert task.child_env() == {"LIB_CACHE": f"{cache_dir()}/lib"}
+    assert task.child_env() == {"LIB_CACHE": "{cache}/lib"}
 
 
 def sampled_task(folder, *more):

@@ -14,7 +14,7 @@ import pytest
 
 from gpu_harness.build import cache_dir
 from gpu_harness.cli import main
-from gpu_harness.runner import ChildSession
+from gpu_harness.runner import ChildSession, with_cache_folder
 from gpu_harness.tasks import TaskError, load_folder_task
 from gpu_harness.tasks.data_cpu import CPU_CHILD_ENV
 from gpu_harness.taskscaffold import scaffold
@@ -148,9 +148,10 @@ def test_the_cpu_targets_child_env_has_cache_and_the_user_wins(folder, monkeypat
         ),
     )
     env = load_folder_task(folder).child_env()
-    assert env == {"DEMO_CACHE": str(cache_dir() / "demo"), **CPU_CHILD_ENV}
+    assert env == {"DEMO_CACHE": "{cache}/demo", **CPU_CHILD_ENV}  # {cache}: the runner's to resolve
     assert str(cache_dir()) == str(tmp_path / "cache")
-    child = ChildSession.environment(env)  # what the child process gets
+    child = ChildSession.environment(with_cache_folder(env, str(cache_dir())))  # what an uncontained child gets
+    assert child["DEMO_CACHE"] == str(tmp_path / "cache" / "demo")
     assert child["DEMO_MINE"] == "the user's" and child["OMP_NUM_THREADS"] == "1"  # numpy's BLAS: one thread
 
 

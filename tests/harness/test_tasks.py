@@ -106,11 +106,15 @@ def test_matmul_scenarios_include_shapes_no_tile_divides():
 
 def test_attention_child_keeps_flash_attn_4_compiles_in_the_harness_cache(monkeypatch, tmp_path):
     # flash-attn-4 compiles every new shape on its first call; its on-disk cache must be on, under the
-    # harness's cache folder, so that a second evaluation does not compile again
+    # harness's cache folder where the child is uncontained, so that a second evaluation does not compile again
+    # (a contained child's {cache} is its own: tests/harness/test_child_sandbox.py)
+    from gpu_harness.build import cache_dir
+    from gpu_harness.runner import with_cache_folder
+
     monkeypatch.setenv("KSEEK_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", raising=False)
     monkeypatch.delenv("FLASH_ATTENTION_CUTE_DSL_CACHE_DIR", raising=False)
-    env = get_task("attention_fwd").child_env()
+    env = with_cache_folder(get_task("attention_fwd").child_env(), str(cache_dir()))
     assert env == {
         "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
         "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp_path / "flash_attn_cute"),
