@@ -41,6 +41,20 @@ def test_the_summary_table_writes_each_figure_with_its_noise():
     assert re.search(r"\| 1\.\d{3}x \([\d.]+–[\d.]+x\) \(176\) \|", v34_fa3)  # cuDNN's, with its interval
 
 
+def test_the_summary_table_says_on_which_card_and_where_the_child_ran():
+    # the same file measured on an H100 and an H200, or contained and not, gives other figures (FA3's slowed in
+    # the sandbox on 2026-12-07): each row names its card and its child's sandbox, as the JSON records them
+    rows = {
+        line.split("`")[-2]: line for line in (LAB / "results" / "summary.md").read_text().splitlines() if "| `" in line
+    }
+    contained = rows["lab/attention_fwd_sm90/results/eval_full_v38_contained_h100_2026-12-07.json.xz"]
+    uncontained = rows["lab/attention_fwd_sm90/results/eval_full_v38_uncontained_h100_2026-12-07.json.xz"]
+    on_h200 = rows["lab/attention_fwd_sm90/results/eval_full_v38_sandboxed_h200_2026-12-07.json.xz"]
+    assert "| H100 80GB HBM3 | bubblewrap | 180/180 |" in contained
+    assert "| H100 80GB HBM3 | none | 180/180 |" in uncontained
+    assert "| H200 | bubblewrap | 180/180 |" in on_h200
+
+
 def test_full_json_is_kept_plain_only_for_the_releases():
     # The releases are the kernel README's "### vN" headings, each naming its evaluation; the current one's JSON is
     # what release.toml cites, in the product's folder, and nothing else is there.

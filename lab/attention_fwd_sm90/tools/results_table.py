@@ -33,7 +33,9 @@ repository root; `.xz` ones read with `xz -dc`). Full JSON is kept plain only fo
 README's "### vN" headings); the others are xz-compressed, bit for bit. "correct" = scenarios judged correct of
 those run; each baseline's column is the geomean of per-scenario speed-ups with its 95% interval, as every page
 writes it ("no difference" where the interval holds 1.0; the count of scenarios in brackets where the baseline
-ran fewer); "started" is the evaluation's own start time (UTC); "source" is the file of
+ran fewer); "started" is the evaluation's own start time (UTC); "device" the card it ran on, "child" where its
+candidate and baselines ran (`bubblewrap`: the child's sandbox, `none`: uncontained, `-`: not recorded, before the
+sandbox); the figures of two rows compare only on one device; "source" is the file of
 `versions/` whose sha256 is the evaluated kernel's, or the start of that sha256 where none is (a build that was
 not kept as a version, named in the JSON's file name).
 """
@@ -63,6 +65,8 @@ def row(path: Path, versions: dict[str, str]) -> dict:
         "version": version.group(1) if version else "-",
         "source": source or f"sha256 {(result.get('kernel_sha256') or '?')[:12]}",
         "started": (result.get("started_at") or "")[:16].replace("T", " "),
+        "device": (result.get("device_name") or "-").removeprefix("NVIDIA "),
+        "child": result.get("child_sandbox") or "-",
         "correct": f"{sum(bool(s.get('correct')) for s in scenarios)}/{len(scenarios)}",
         "geomean": geomean,
         "texts": {name: figures.verdict_speedup_text(result, name, times="x") for name in geomean},
@@ -90,14 +94,16 @@ def table() -> str:
     seen = {name for r in rows for name in r["geomean"]}
     baselines = [b for b in BASELINE_ORDER if b in seen] + sorted(seen - set(BASELINE_ORDER))
     lines = [
-        "| version | source | started | correct | " + " | ".join(f"x vs {b}" for b in baselines) + " | JSON |",
-        "|---" * (5 + len(baselines)) + "|",
+        "| version | source | started | device | child | correct | "
+        + " | ".join(f"x vs {b}" for b in baselines)
+        + " | JSON |",
+        "|---" * (7 + len(baselines)) + "|",
     ]
     for r in rows:
         total = int(r["correct"].split("/")[1])
         cells = [_cell(r, b, total) for b in baselines]
         lines.append(
-            f"| {r['version']} | {r['source']} | {r['started']} | {r['correct']} | "
+            f"| {r['version']} | {r['source']} | {r['started']} | {r['device']} | {r['child']} | {r['correct']} | "
             + " | ".join(cells)
             + f" | `{r['json']}` |"
         )
