@@ -18,9 +18,10 @@ A task's child is contained wherever a working `bwrap` is found, a GPU task's to
 device nodes, and the parent and the child share device memory through CUDA IPC across the namespaces. On a GPU
 (docs/harness.md, "Threat model"): CUDA IPC with the parent and the eager baseline (an H200), the library
 baselines' caches in the scratch folder (runner.CACHE_FOLDERS; an H100) and a task's cheats (12/12 rejected, an
-H100) all hold contained, all on 2026-12-05, and QuACK (CuTe DSL) as a baseline on 2026-12-06 (an H100).
-flash-attn-4 as a baseline of a contained child did not import (OSError) on an H200 on 2026-12-07, cause not yet
-known (docs/harness.md): where a library fails there, its figure is n/a with the child's note, never a figure.
+H100) all hold contained, all on 2026-12-05, QuACK (CuTe DSL) as a baseline on 2026-12-06 (an H100), and
+flash-attn-4 on 2026-12-07 (an H100), once its compile cache was the child's own (runner.cache_folder: the
+harness's is read-only here, and flash-attn-4 did not import pointed at it). FA3's times are longer contained
+(docs/harness.md); where a library fails here, its figure is n/a with the child's note, never a figure.
 `KSEEK_CHILD_SANDBOX_GPU=0` runs a GPU task's child uncontained, as the harness's user. Each verdict says which (`child_sandbox`).
 """
 
