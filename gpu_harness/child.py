@@ -214,12 +214,13 @@ def _time_scenario(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any]) -> Non
     t_warm = time.perf_counter()
     est, runnable, notes = _warm_up(bench, sc, cmd["baselines"])
     t_reps = time.perf_counter()
-    cand_ms, base_ms = _timed_calls(bench, sc, cmd, est, runnable)
+    cand_ms, base_ms, outran = _timed_calls(bench, sc, cmd, est, runnable)
     bench.ch.send(
         ev="timed",
         sid=sc["id"],
         cand_ms=cand_ms,
         base_ms=base_ms,
+        outran=outran,
         notes=notes,
         estimate_ms=est,
         seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps},
@@ -262,14 +263,17 @@ def _baseline_problem(bench: Bench, sid: str, f: Callable[[], object]) -> str | 
 
 def _timed_calls(
     bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float, runnable: list[str]
-) -> tuple[list[Any], dict[str, Any]]:
-    """The repeated timed calls, candidate and baselines interleaved: the candidate's times and the baselines'
-    times by name. Every candidate call's outputs go to the parent, which keeps a copy of each and, once it has
-    the times, judges the calls that set the median (and others at random): which those are, no call can know."""
+) -> tuple[list[Any], dict[str, Any], dict[str, int]]:
+    """The repeated timed calls, candidate and baselines interleaved: the candidate's times, the baselines'
+    times by name, and for each baseline how many of its calls' host paths outlasted the flush before them (the
+    GPU waited on the host inside those times: a library's Python path, a synchronizing call). Every candidate
+    call's outputs go to the parent, which keeps a copy of each and, once it has the times, judges the calls that
+    set the median (and others at random): which those are, no call can know."""
     params = sc["params"]
     reps = _repeats(est, cmd)
     cand_ms: list[float] = []
     base_ms: dict[str, list[float]] = {n: [] for n in runnable}
+    outran = dict.fromkeys(runnable, 0)
     for rep in range(reps):
         # fresh inputs for every timed call: caching outputs between calls gains nothing
         seed = bench.derive_seed(sc["seed_a"], "timed", rep)
@@ -283,6 +287,7 @@ def _timed_calls(
             if name != "__candidate__":
                 fn = cast("Callable[[], object]", fns[name])  # (a runnable baseline's call, no note)
                 base_ms[name].append(bench.side.time_call(functools.partial(bench.baselines.call, sc["id"], fn)))
+                outran[name] += bench.side.host_outran_flush()
                 continue
             cand_ms.append(bench.time_candidate(inputs, outputs, params))
             bench.fail_on_device_error(sc["id"], f"timed call {rep}")
@@ -292,7 +297,7 @@ def _timed_calls(
         del inputs, outputs, fns
         if rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd):
             break
-    return cand_ms, base_ms
+    return cand_ms, base_ms, outran
 
 
 def _serve_batches(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float) -> None:

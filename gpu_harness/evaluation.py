@@ -253,6 +253,7 @@ class Evaluation:
         intervals = self.baseline_times(sc, msg["base_ms"], cached)
         for n, note in msg["notes"].items():
             o.details[figures.na_detail_key(n)] = note
+        self.note_host_waits(o, msg)
         o.baseline_ms = {n: cached.get(n) for n in self.res.baselines}
         o.baseline_ci_ms = {n: intervals[n] for n in self.res.baselines if n in intervals}
         o.speedup = {n: (cached[n] / med if n in cached and med > 0 else None) for n in self.res.baselines}
@@ -263,6 +264,23 @@ class Evaluation:
         if suspect:
             o.correct = False
             o.reason = "; ".join(r for r in (o.reason, "suspect timing: " + suspect) if r)
+
+    def note_host_waits(self, o: ScenarioOutcome, msg: dict[str, Any]) -> None:
+        """A note on each baseline whose host path outlasted the GPU's pre-call spin on at least half its timed
+        calls: its median then holds the GPU waiting on the host. The child's count is its word, as its times are;
+        a malformed one is left out, not trusted."""
+        outran = msg.get("outran")
+        if not isinstance(outran, dict):
+            return
+        for name, count in outran.items():
+            calls = msg["base_ms"].get(name) if name in self.res.baselines else None
+            if not isinstance(count, int) or isinstance(count, bool) or not isinstance(calls, list):
+                continue
+            if calls and 2 * count >= len(calls) and count <= len(calls):
+                o.details[figures.host_wait_detail_key(name)] = (
+                    f"the host path outlasted the GPU's pre-call spin on {count} of {len(calls)} timed calls: "
+                    "the time holds the GPU waiting on the host"
+                )
 
     def timing(self) -> dict[str, Any]:
         """The harness's timing settings with the task's overrides ([timing], within their bounds)."""

@@ -488,6 +488,31 @@ def na_detail_key(baseline: str) -> str:
     return f"{baseline}_na"
 
 
+def host_wait_detail_key(baseline: str) -> str:
+    """The key of a scenario's `details` under which the harness writes that most of `baseline`'s timed calls
+    there outlasted the GPU's pre-call spin on the host: its time holds the GPU waiting on the host (a library's
+    long Python path, a synchronizing call), which the spin is there to keep out (docs/harness.md, "Timing")."""
+    return f"{baseline}_host_wait"
+
+
+def scenario_host_wait(scenario: dict[str, Any], baseline: str) -> str | None:
+    """The harness's note that `baseline`'s time on `scenario` holds a host wait (`host_wait_detail_key`; for
+    `best_library`, the note of the library it was there); None where there is none or it is malformed."""
+    details = scenario.get("details")
+    if not isinstance(details, dict):
+        return None
+    library = details.get(BEST_LIBRARY) if baseline == BEST_LIBRARY else baseline
+    note = details.get(host_wait_detail_key(library)) if isinstance(library, str) else None
+    return note if isinstance(note, str) and note else None
+
+
+def host_wait_count(verdict: dict[str, Any], baseline: str) -> int:
+    """How many of the verdict's scenarios carry a host-wait note for `baseline`."""
+    scenarios = verdict.get("scenarios")
+    listed = scenarios if isinstance(scenarios, list) else []
+    return sum(1 for s in listed if isinstance(s, dict) and scenario_host_wait(s, baseline))
+
+
 def scenario_na_note(scenario: dict[str, Any], baseline: str) -> str | None:
     """The child's note on why `baseline` did not run `scenario` (`na_detail_key`); None where there is none or it
     is malformed (verdicts come from workers and imports too)."""

@@ -41,11 +41,21 @@ def summary_line(r: EvalResult) -> str:
         else:
             text = verdict_speedup_text(verdict, name, times="x")
             scope = figures.library_scope(verdict, name, _task_libraries(r.task)) if name == BEST_LIBRARY else ""
-            parts.append(f"vs {name}: {text} over {r.geomean[name].get('count')}" + (f" ({scope})" if scope else ""))
+            notes = [words for words in (scope, _host_wait_words(verdict, name)) if words]
+            parts.append(
+                f"vs {name}: {text} over {r.geomean[name].get('count')}" + (f" ({'; '.join(notes)})" if notes else "")
+            )
     if busy := host_busy(verdict):
         parts.append(f"host was busy ({busy})")
     parts.append(f"{r.wall_s:.1f}s")
     return " | ".join(parts)
+
+
+def _host_wait_words(verdict: dict[str, Any], name: str) -> str:
+    """ "its time holds a host wait on N" where `name`'s timed calls outlasted the GPU's pre-call spin on N
+    scenarios (figures.host_wait_detail_key): there the figure is partly the library's host path, not its kernel."""
+    count = figures.host_wait_count(verdict, name)
+    return f"its time holds a host wait on {count}" if count else ""
 
 
 def _na_words(r: EvalResult, verdict: dict[str, Any], name: str) -> str:

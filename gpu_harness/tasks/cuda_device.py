@@ -130,11 +130,14 @@ class CudaCalls:
         self.device = torch.device("cuda")
         self._flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=self.device)
         self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        self._flush_done = torch.cuda.Event()
+        self._outran = False
         return {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
 
     def flush_cache(self) -> None:
         self._flush.zero_()
         torch_module().cuda._sleep(SLEEP_CYCLES)
+        self._flush_done.record()
 
     def time_call(self, thunk: Callable[[], object]) -> float:
         # events on the legacy default stream: it waits for, and is waited on by, every blocking stream, so
@@ -142,9 +145,15 @@ class CudaCalls:
         start, end = self._events
         start.record()
         thunk()
+        # the flush's spin already over once the call's host path is: the GPU reached `start` and then waited on
+        # the host (a long Python path, or a synchronizing call inside it), and the wait is in this time
+        self._outran = self._flush_done.query()
         end.record()
         end.synchronize()
         return start.elapsed_time(end)
+
+    def host_outran_flush(self) -> bool:
+        return self._outran
 
     @staticmethod
     def sync_error() -> str | None:

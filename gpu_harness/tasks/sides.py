@@ -66,6 +66,10 @@ class Calls(Protocol):
     def time_call(self, thunk: Callable[[], object]) -> float:
         """Milliseconds of one call of thunk, measured around it."""
 
+    def host_outran_flush(self) -> bool:
+        """Whether the last timed call's host path outlasted the device work of the flush before it: the device
+        then waited on the host inside the timed span, and that wait is in the call's time."""
+
 
 NPY_HEADER_MAX = 1 << 16  # room for a .npy header (numpy itself refuses one over 10000 bytes)
 
@@ -201,6 +205,9 @@ class ChildSide:
 
     def time_call(self, thunk: Callable[[], object]) -> float:
         return self.calls.time_call(thunk)
+
+    def host_outran_flush(self) -> bool:
+        return self.calls.host_outran_flush()
 
     def create_exchange(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         return self.exchange.create(slot_bytes, slots, folder)

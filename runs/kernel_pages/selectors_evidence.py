@@ -142,6 +142,8 @@ def _scenario_row(s: dict, spec_counts: dict, evaluation: Evaluation, baselines:
         "best_library": _best_library_name(s, libraries, baselines),
         # why a correct scenario has no figure for a baseline (a wrong or unrun one has none for any)
         "na_notes": {b: _na_note(s, verdict, b) for b, v in speedups.items() if v is None and outcome == "correct"},
+        # a baseline whose time holds the GPU waiting on its host path: the speed-up is partly over that path
+        "host_waits": {b: note[:NA_NOTE_CHARS] for b in speedups if (note := figures.scenario_host_wait(s, b))},
     }
 
 
@@ -187,7 +189,9 @@ def _speedup_title(row: dict, baseline: str, text: str) -> str:
     """One baseline's part of a cell's title: its speed-up with its interval, or "n/a" and why."""
     if note := row["na_notes"].get(baseline):
         return f"vs {baseline} n/a ({note})"
-    return f"vs {baseline} {text}" + (f" ({row['intervals'][baseline]})" if row["intervals"][baseline] else "")
+    interval = f" ({row['intervals'][baseline]})" if row["intervals"][baseline] else ""
+    wait = f" [{baseline}: {row['host_waits'][baseline]}]" if baseline in row["host_waits"] else ""
+    return f"vs {baseline} {text}{interval}{wait}"
 
 
 def _cell_text(row: dict, baseline: str | None) -> tuple[str, str]:

@@ -78,3 +78,36 @@ def test_a_scenario_the_library_refused_says_why_it_has_no_figure(client, evalua
     # a shape QuACK ran keeps its figure, with no note
     ran = re.search(r'<tr class="outcome-[^"]*" data-scenario="r8192_c8192">(.*?)</tr>', html, re.S).group(1)
     assert "na-note" not in ran
+
+
+def test_a_baseline_time_that_holds_a_host_wait_says_so_where_its_figure_is_shown(client):
+    """The harness notes a library whose host path outlasted the GPU's pre-call spin on most of its calls (its time
+    holds the GPU waiting on the host): the folded table marks that figure and the grid cell's hover says why,
+    for the library and for the best library where it was the best."""
+    spec = task_summary(get_task("softmax_rows"))
+    task = task_upsert(
+        name="softmax_rows",
+        target="cuda-sm90",
+        starting_kernel="// naive\n",
+        goal_baseline=spec["goal"]["baseline"],
+        goal_speedup=spec["goal"]["speedup"],
+        title="softmax",
+        scenario_ids=[s["id"] for s in spec["scenarios"]],
+        spec=spec,
+    )
+    verdict = json.loads(RUN.read_text())
+    note = "the host path outlasted the GPU's pre-call spin on 9 of 9 timed calls: the time holds the GPU waiting"
+    waited = next(s for s in verdict["scenarios"] if s["id"] == "r8192_c8192")
+    assert waited["details"]["best_library"] == "quack"
+    waited["details"]["quack_host_wait"] = note
+    kernel = kernel_record(task=task, source=verdict["kernel_source"], filename="naive.cu", run=None)
+    ev = evaluation_record(kernel=kernel, result=verdict, run=None)
+    client.force_login(make_user("vera"))
+    html = client.get(reverse("evaluation_detail", args=[ev.pk])).content.decode()
+    escaped = note.replace("'", "&#x27;")
+    row = re.search(r'<tr class="outcome-[^"]*" data-scenario="r8192_c8192">(.*?)</tr>', html, re.S).group(1)
+    assert row.count(f'<abbr class="host-wait" title="{escaped}">host wait</abbr>') == 2  # quack, best_library
+    title = re.search(r'data-scenario="r8192_c8192" title="([^"]*)"', html).group(1)
+    assert f"[quack: {escaped}]" in title and f"[best_library: {escaped}]" in title
+    other = re.search(r'<tr class="outcome-[^"]*" data-scenario="r4096_c2048">(.*?)</tr>', html, re.S).group(1)
+    assert "host-wait" not in other

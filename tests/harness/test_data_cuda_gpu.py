@@ -54,3 +54,26 @@ def test_a_wrong_kernel_is_rejected_for_its_reason(task, body, reason):
     r = evaluate(name, kernel(folder, f"wrong{abs(hash(body)) % 1000}", body), scenarios="quick", timing=False)
     said = " ".join([r.reason or ""] + [s.reason or "" for s in r.scenarios])
     assert not r.all_correct and reason in said, said
+
+
+def test_a_call_whose_host_path_outlasts_the_spin_is_told_from_one_that_does_not():
+    """The pre-call spin (~0.5 ms) keeps the GPU busy while a call is launched; a call that spends longer on the
+    host, or synchronizes, leaves the GPU waiting inside its timed span, and the child counts such calls."""
+    import time
+
+    import torch
+
+    from gpu_harness.tasks.cuda_device import CudaCalls
+
+    calls = CudaCalls()
+    calls.setup()
+    x = torch.ones(1 << 20, device="cuda")
+    calls.flush_cache()
+    calls.time_call(lambda: x.mul_(1.0))
+    assert not calls.host_outran_flush()
+    calls.flush_cache()
+    calls.time_call(lambda: time.sleep(0.02))  # 20 ms on the host: the spin is long over
+    assert calls.host_outran_flush()
+    calls.flush_cache()
+    calls.time_call(torch.cuda.synchronize)  # a synchronizing call inside: the same
+    assert calls.host_outran_flush()

@@ -308,3 +308,32 @@ def test_a_rate_above_the_measured_peak_is_suspect(monkeypatch):
     o.correct = True
     ev.time_scenario(SCENARIOS[0], o)
     assert not o.correct and "suspect timing" in o.reason
+
+
+@pytest.mark.parametrize(
+    "outran, noted",
+    [
+        ({"base": 3}, True),  # half of its calls or more: the median holds the wait
+        ({"base": 2}, True),
+        ({"base": 1}, False),  # one call in four: the median does not
+        ({"base": 0}, False),
+        ({"base": True}, False),  # the child's count is its word: a malformed one is left out
+        ({"base": 9}, False),  # more than its calls
+        ({"base": "4"}, False),
+        ({"other": 4}, False),  # not a baseline of this evaluation
+        ([4], False),
+    ],
+)
+def test_a_baseline_whose_host_path_outran_the_spin_on_most_calls_is_noted(outran, noted):
+    ev, _ = evaluation([], {})
+    o = ev.res.scenarios[0]
+    ev.note_host_waits(o, {"base_ms": {"base": [1.0, 1.1, 1.2, 1.3], "other": [1.0] * 4}, "outran": outran})
+    note = o.details.get("base_host_wait")
+    if noted:
+        count = outran["base"]
+        assert note == (
+            f"the host path outlasted the GPU's pre-call spin on {count} of 4 timed calls: the time holds the GPU "
+            "waiting on the host"
+        )
+    else:
+        assert note is None and "other_host_wait" not in o.details

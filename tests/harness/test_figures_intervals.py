@@ -205,3 +205,18 @@ def test_a_best_keeps_the_interval_of_the_verdict_that_set_it():
     assert steps[3] == (pytest.approx(3.0), None)  # a higher best without an interval takes the old one's away
     assert figures.interval_of([1.0, 2.0]) == (1.0, 2.0)
     assert figures.interval_of([2.0, 1.0]) is None and figures.interval_of("wide") is None
+
+
+def test_a_host_wait_is_read_per_library_and_for_the_best_library_through_its_name():
+    waits = "the host path outlasted the GPU's pre-call spin on 9 of 9 timed calls: ..."
+    on_fa3 = {"details": {"fa3_host_wait": waits, figures.BEST_LIBRARY: "fa3"}}
+    on_cudnn = {"details": {"fa3_host_wait": waits, figures.BEST_LIBRARY: "cudnn"}}
+    clean = {"details": {figures.BEST_LIBRARY: "fa3"}}
+    forged = {"details": {"fa3_host_wait": 7, figures.BEST_LIBRARY: ["fa3"]}}
+    verdict = {"scenarios": [on_fa3, on_cudnn, clean, forged, "not a scenario"]}
+    assert figures.scenario_host_wait(on_fa3, "fa3") == waits
+    assert figures.scenario_host_wait(on_fa3, figures.BEST_LIBRARY) == waits
+    assert figures.scenario_host_wait(on_cudnn, figures.BEST_LIBRARY) is None  # cuDNN was the best there
+    assert figures.host_wait_count(verdict, "fa3") == 2
+    assert figures.host_wait_count(verdict, figures.BEST_LIBRARY) == 1
+    assert figures.host_wait_count({"scenarios": None}, "fa3") == 0
