@@ -18,8 +18,8 @@ pytestmark = pytest.mark.django_db
 RUN = Path(__file__).resolve().parents[2] / "docs/device-runs/2026-12-04_libraries_softmax_rows_naive_full.json"
 
 
-@pytest.fixture
-def evaluation():
+def _recorded(verdict: dict):
+    """`verdict` recorded as an evaluation of the softmax task (its summary from the registry)."""
     spec = task_summary(get_task("softmax_rows"))
     task = task_upsert(
         name="softmax_rows",
@@ -31,9 +31,14 @@ def evaluation():
         scenario_ids=[s["id"] for s in spec["scenarios"]],
         spec=spec,
     )
-    verdict = json.loads(RUN.read_text())
     kernel = kernel_record(task=task, source=verdict["kernel_source"], filename="naive.cu", run=None)
-    return evaluation_record(kernel=kernel, result=verdict, run=None), verdict
+    return evaluation_record(kernel=kernel, result=verdict, run=None)
+
+
+@pytest.fixture
+def evaluation():
+    verdict = json.loads(RUN.read_text())
+    return _recorded(verdict), verdict
 
 
 def _scenario_table_cells(html: str, scenario: str) -> list[str]:
@@ -84,24 +89,12 @@ def test_a_baseline_time_that_holds_a_host_wait_says_so_where_its_figure_is_show
     """The harness notes a library whose host path outlasted the GPU's pre-call spin on most of its calls (its time
     holds the GPU waiting on the host): the folded table marks that figure and the grid cell's hover says why,
     for the library and for the best library where it was the best."""
-    spec = task_summary(get_task("softmax_rows"))
-    task = task_upsert(
-        name="softmax_rows",
-        target="cuda-sm90",
-        starting_kernel="// naive\n",
-        goal_baseline=spec["goal"]["baseline"],
-        goal_speedup=spec["goal"]["speedup"],
-        title="softmax",
-        scenario_ids=[s["id"] for s in spec["scenarios"]],
-        spec=spec,
-    )
     verdict = json.loads(RUN.read_text())
     note = "the host path outlasted the GPU's pre-call spin on 9 of 9 timed calls: the time holds the GPU waiting"
     waited = next(s for s in verdict["scenarios"] if s["id"] == "r8192_c8192")
     assert waited["details"]["best_library"] == "quack"
     waited["details"]["quack_host_wait"] = note
-    kernel = kernel_record(task=task, source=verdict["kernel_source"], filename="naive.cu", run=None)
-    ev = evaluation_record(kernel=kernel, result=verdict, run=None)
+    ev = _recorded(verdict)
     client.force_login(make_user("vera"))
     html = client.get(reverse("evaluation_detail", args=[ev.pk])).content.decode()
     escaped = note.replace("'", "&#x27;")
