@@ -267,7 +267,8 @@ class Evaluation:
 
     def note_host_waits(self, o: ScenarioOutcome, msg: dict[str, Any]) -> None:
         """A note on each baseline whose host path outlasted the GPU's pre-call spin on at least half its timed
-        calls: its median then holds the GPU waiting on the host. The child's count is its word, as its times are;
+        calls: its median then may hold the GPU waiting on the host (the GPU had finished the spin before the call
+        returned, so it may have idled inside the timed span). The child's count is its word, as its times are;
         a malformed one is left out, not trusted."""
         outran = msg.get("outran")
         if not isinstance(outran, dict):
@@ -279,7 +280,7 @@ class Evaluation:
             if calls and 2 * count >= len(calls) and count <= len(calls):
                 o.details[figures.host_wait_detail_key(name)] = (
                     f"the host path outlasted the GPU's pre-call spin on {count} of {len(calls)} timed calls: "
-                    "the time holds the GPU waiting on the host"
+                    "the time may hold the GPU waiting on the host"
                 )
 
     def timing(self) -> dict[str, Any]:

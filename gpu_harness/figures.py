@@ -490,13 +490,13 @@ def na_detail_key(baseline: str) -> str:
 
 def host_wait_detail_key(baseline: str) -> str:
     """The key of a scenario's `details` under which the harness writes that most of `baseline`'s timed calls
-    there outlasted the GPU's pre-call spin on the host: its time holds the GPU waiting on the host (a library's
-    long Python path, a synchronizing call), which the spin is there to keep out (docs/harness.md, "Timing")."""
+    there outlasted the GPU's pre-call spin on the host: its time may hold the GPU waiting on the host (a library's
+    long Python path, a synchronizing call), which the spin is there to keep out (docs/harness.md, "How one evaluation runs", step 4)."""
     return f"{baseline}_host_wait"
 
 
 def scenario_host_wait(scenario: dict[str, Any], baseline: str) -> str | None:
-    """The harness's note that `baseline`'s time on `scenario` holds a host wait (`host_wait_detail_key`; for
+    """The harness's note that `baseline`'s time on `scenario` may hold a host wait (`host_wait_detail_key`; for
     `best_library`, the note of the library it was there); None where there is none or it is malformed."""
     details = scenario.get("details")
     if not isinstance(details, dict):

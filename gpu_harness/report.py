@@ -52,10 +52,10 @@ def summary_line(r: EvalResult) -> str:
 
 
 def _host_wait_words(verdict: dict[str, Any], name: str) -> str:
-    """ "its time holds a host wait on N" where `name`'s timed calls outlasted the GPU's pre-call spin on N
-    scenarios (figures.host_wait_detail_key): there the figure is partly the library's host path, not its kernel."""
+    """ "its time may hold a host wait on N" where `name`'s timed calls outlasted the GPU's pre-call spin on N
+    scenarios (figures.host_wait_detail_key): there the figure may be partly the library's host path."""
     count = figures.host_wait_count(verdict, name)
-    return f"its time holds a host wait on {count}" if count else ""
+    return f"its time may hold a host wait on {count}" if count else ""
 
 
 def _na_words(r: EvalResult, verdict: dict[str, Any], name: str) -> str:

@@ -142,7 +142,7 @@ def _scenario_row(s: dict, spec_counts: dict, evaluation: Evaluation, baselines:
         "best_library": _best_library_name(s, libraries, baselines),
         # why a correct scenario has no figure for a baseline (a wrong or unrun one has none for any)
         "na_notes": {b: _na_note(s, verdict, b) for b, v in speedups.items() if v is None and outcome == "correct"},
-        # a baseline whose time holds the GPU waiting on its host path: the speed-up is partly over that path
+        # a baseline whose time may hold the GPU waiting on its host path: the speed-up may be partly over that path
         "host_waits": {b: note[:NA_NOTE_CHARS] for b in speedups if (note := figures.scenario_host_wait(s, b))},
     }
 

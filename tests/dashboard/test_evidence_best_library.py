@@ -87,10 +87,10 @@ def test_a_scenario_the_library_refused_says_why_it_has_no_figure(client, evalua
 
 def test_a_baseline_time_that_holds_a_host_wait_says_so_where_its_figure_is_shown(client):
     """The harness notes a library whose host path outlasted the GPU's pre-call spin on most of its calls (its time
-    holds the GPU waiting on the host): the folded table marks that figure and the grid cell's hover says why,
+    may hold the GPU waiting on the host): the folded table marks that figure and the grid cell's hover says why,
     for the library and for the best library where it was the best."""
     verdict = json.loads(RUN.read_text())
-    note = "the host path outlasted the GPU's pre-call spin on 9 of 9 timed calls: the time holds the GPU waiting"
+    note = "the host path outlasted the GPU's pre-call spin on 9 of 9 timed calls: the time may hold the GPU waiting"
     waited = next(s for s in verdict["scenarios"] if s["id"] == "r8192_c8192")
     assert waited["details"]["best_library"] == "quack"
     waited["details"]["quack_host_wait"] = note

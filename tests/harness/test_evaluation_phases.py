@@ -332,7 +332,7 @@ def test_a_baseline_whose_host_path_outran_the_spin_on_most_calls_is_noted(outra
     if noted:
         count = outran["base"]
         assert note == (
-            f"the host path outlasted the GPU's pre-call spin on {count} of 4 timed calls: the time holds the GPU "
+            f"the host path outlasted the GPU's pre-call spin on {count} of 4 timed calls: the time may hold the GPU "
             "waiting on the host"
         )
     else:
