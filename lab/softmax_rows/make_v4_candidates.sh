@@ -8,7 +8,8 @@
 # release beside versions/v7.cu's row loop (softmax_cluster_rows) in three grids, and with the loop off; ROUND=8
 # the loop bounded to a few rows a cluster (KSEEK_ROWS_MAXPER), after round 7's screen; ROUND=9 that bound
 # only where a row spans 2 or more CTAs (KSEEK_ROWS_MINCTAS), after round 8's. ROUND=10 writes the release beside
-# versions/v8_warp_rows.cu (one warp a row up to 256 vectors) with its wide instance's two register plans.
+# versions/v8_warp_rows.cu (one warp a row up to 256 vectors) with its wide instance's two register plans;
+# ROUND=11 beside versions/v9_staged.cu (softmax_cluster's slice staged in shared memory by cp.async).
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -70,5 +71,12 @@ case "${ROUND:-1}" in
   gen v4k KSEEK_CTA_TARGET=512                        # v4a with up to 512 threads a CTA (half the CTAs a row)
   ;;
 3) cp lab/softmax_rows/versions/v4.cu lab/softmax_rows/versions/v5.cu "$out/" ;;
-*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9 or 10" >&2; exit 2 ;;
+11)  # v9: softmax_cluster stages its slice in shared memory by cp.async (QuACK's profile beside v4, an H100)
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v9_staged.cu
+  gen v9a                                             # staged, v4's split (4 vectors a thread): the staging alone
+  gen v9b KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256  # staged, QuACK's split (8 vectors, 2 CTAs a row at 32000)
+  gen v9c KSEEK_CLUSTER_STAGE=0                       # the staging off: v4's code from v9's file (the noise)
+  ;;
+*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10 or 11" >&2; exit 2 ;;
 esac
