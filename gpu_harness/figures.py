@@ -513,6 +513,14 @@ def host_wait_count(verdict: dict[str, Any], baseline: str) -> int:
     return sum(1 for s in listed if isinstance(s, dict) and scenario_host_wait(s, baseline))
 
 
+def host_wait_words(verdict: dict[str, Any], baseline: str) -> str:
+    """ "its time may hold a host wait on N" where `baseline`'s timed calls outlasted the GPU's pre-call spin on N
+    scenarios of the verdict: there the figure may be partly the library's host path. "" where on none. The
+    summary line and the pages write it beside the figure."""
+    count = host_wait_count(verdict, baseline)
+    return f"its time may hold a host wait on {count}" if count else ""
+
+
 def scenario_na_note(scenario: dict[str, Any], baseline: str) -> str | None:
     """The child's note on why `baseline` did not run `scenario` (`na_detail_key`); None where there is none or it
     is malformed (verdicts come from workers and imports too)."""

@@ -41,7 +41,7 @@ def summary_line(r: EvalResult) -> str:
         else:
             text = verdict_speedup_text(verdict, name, times="x")
             scope = figures.library_scope(verdict, name, _task_libraries(r.task)) if name == BEST_LIBRARY else ""
-            notes = [words for words in (scope, _host_wait_words(verdict, name)) if words]
+            notes = [words for words in (scope, figures.host_wait_words(verdict, name)) if words]
             parts.append(
                 f"vs {name}: {text} over {r.geomean[name].get('count')}" + (f" ({'; '.join(notes)})" if notes else "")
             )
@@ -49,13 +49,6 @@ def summary_line(r: EvalResult) -> str:
         parts.append(f"host was busy ({busy})")
     parts.append(f"{r.wall_s:.1f}s")
     return " | ".join(parts)
-
-
-def _host_wait_words(verdict: dict[str, Any], name: str) -> str:
-    """ "its time may hold a host wait on N" where `name`'s timed calls outlasted the GPU's pre-call spin on N
-    scenarios (figures.host_wait_detail_key): there the figure may be partly the library's host path."""
-    count = figures.host_wait_count(verdict, name)
-    return f"its time may hold a host wait on {count}" if count else ""
 
 
 def _na_words(r: EvalResult, verdict: dict[str, Any], name: str) -> str:

@@ -299,6 +299,8 @@ def evaluation_evidence(evaluation: Evaluation) -> dict:
         # the goal baseline's geometric mean with its interval ("no difference" where it holds 1.0): the figure the
         # kernel page writes in its Evidence heading, on screen at 390 px where the spread table scrolls
         "headline": figures.verdict_speedup_text(verdict, chosen) if chosen else None,
+        # where the goal baseline's time may hold a host wait, on how many scenarios (beside the headline)
+        "host_waits": figures.host_wait_words(verdict, chosen) if chosen else "",
         "best_library": figures.BEST_LIBRARY,
         # which libraries this evaluation's best_library is the best of, where it did not time all of the task's
         "library_scope": figures.library_scope(verdict, figures.BEST_LIBRARY, libraries),

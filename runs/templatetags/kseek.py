@@ -102,10 +102,15 @@ def speedup_measured(evaluation, baseline: str) -> str:
 def speedup_interval(evaluation, baseline: str) -> str:
     """A stored evaluation's speedup over `baseline` with its interval, "no difference (…)" where that holds 1.0
     (gpu_harness.figures.verdict_speedup_text); where a line shows several baselines, `host_busy` says once that
-    the host was busy; a best library that missed some of the task's libraries says which it timed."""
+    the host was busy; a best library that missed some of the task's libraries says which it timed, and a baseline
+    whose time may hold a host wait says on how many scenarios."""
     text = figures.verdict_speedup_text(evaluation.verdict, baseline)
-    scope = evaluation_library_scope(evaluation, baseline)
-    return f"{text} ({scope})" if scope else text
+    notes = [
+        n
+        for n in (evaluation_library_scope(evaluation, baseline), figures.host_wait_words(evaluation.verdict, baseline))
+        if n
+    ]
+    return f"{text} ({'; '.join(notes)})" if notes else text
 
 
 @register.filter

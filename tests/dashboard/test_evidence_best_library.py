@@ -104,3 +104,14 @@ def test_a_baseline_time_that_holds_a_host_wait_says_so_where_its_figure_is_show
     assert f"[quack: {escaped}]" in title and f"[best_library: {escaped}]" in title
     other = re.search(r'<tr class="outcome-[^"]*" data-scenario="r4096_c2048">(.*?)</tr>', html, re.S).group(1)
     assert "host-wait" not in other
+    # the kernel page's headline over the goal (best_library) says on how many scenarios, as the summary line does
+    kernel_page = client.get(reverse("kernel_detail", args=[ev.kernel_id])).content.decode()
+    headline = re.search(r'<span class="evidence-headline" id="evidence-headline">(.*?)</span> ·', kernel_page, re.S)
+    assert '<span class="host-wait">(its time may hold a host wait on 1)</span>' in headline.group(1)
+    # and so does each evaluation's line on the kernel page's list, and the kernel lists' figure
+    from runs.kernel_pages.selectors import _speedup_texts
+    from runs.templatetags.kseek import speedup_interval
+
+    assert speedup_interval(ev, "quack").endswith("(its time may hold a host wait on 1)")
+    assert "host wait" not in speedup_interval(ev, "eager")
+    assert _speedup_texts({ev.pk: "best_library"})[ev.pk].endswith("(its time may hold a host wait on 1)")
