@@ -148,11 +148,20 @@
     feedState.textContent = held.size + " steps shown" + (atTail && page.dataset.live ? ", following live" : "");
   }
 
+  // A step stored while the first page of steps is on its way may be after what that fetch read: it is noted
+  // (storedDuringReset) and fetched once the page is in, instead of being left behind a "newer" button.
+  let resetting = false, storedDuringReset = false;
   async function reset() {
     const mine = ++generation;
     held.clear(); list.textContent = ""; lo = hi = null;
+    resetting = true; storedDuringReset = false;
     const anchor = location.hash.match(/^#step-(\d+)$/);
-    const data = await fetchSteps(anchor ? {around: anchor[1]} : {});
+    let data;
+    try {
+      data = await fetchSteps(anchor ? {around: anchor[1]} : {});
+    } finally {
+      if (mine === generation) resetting = false;  // a failed fetch leaves the feed following messages again
+    }
     if (mine !== generation) return;
     insert(data.steps);
     olderButton.dataset.more = data.has_older ? "1" : "";
@@ -165,6 +174,7 @@
     } else {
       feed.scrollTop = feed.scrollHeight;
     }
+    if (storedDuringReset && atTail) await loadNewer();
   }
 
   async function loadOlder() {
@@ -452,6 +462,7 @@
     },
     onMessage: (message) => {
       if (message.type === "step.stored") {
+        if (resetting) { storedDuringReset = true; refreshSummary(); return; }
         if (atTail && (hi === null || message.seq > hi)) loadNewer();
         else if (hi !== null && message.seq < hi && message.seq > lo && !held.has(message.seq)) fillGap(message.seq);
         else if (!atTail) { newerButton.hidden = false; }
