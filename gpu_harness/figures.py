@@ -376,7 +376,8 @@ def na_detail_key(baseline: str) -> str:
 def host_wait_detail_key(baseline: str) -> str:
     """The key of a scenario's `details` under which the harness writes that most of `baseline`'s timed calls
     there outlasted the GPU's pre-call spin on the host: its time may hold the GPU waiting on the host (a library's
-    long Python path, a synchronizing call), which the spin is there to keep out (docs/harness.md, "How one evaluation runs", step 4)."""
+    long Python path, a synchronizing call), which the spin is there to keep out (docs/harness.md, "How one
+    evaluation runs", step 4)."""
     return f"{baseline}_host_wait"
 
 
@@ -384,11 +385,8 @@ def scenario_host_wait(scenario: dict[str, Any], baseline: str) -> str | None:
     """The harness's note that `baseline`'s time on `scenario` may hold a host wait (`host_wait_detail_key`; for
     `best_library`, the note of the library it was there); None where there is none or it is malformed."""
     details = scenario.get("details")
-    if not isinstance(details, dict):
-        return None
-    library = details.get(BEST_LIBRARY) if baseline == BEST_LIBRARY else baseline
-    note = details.get(host_wait_detail_key(library)) if isinstance(library, str) else None
-    return note if isinstance(note, str) and note else None
+    library = details.get(BEST_LIBRARY) if baseline == BEST_LIBRARY and isinstance(details, dict) else baseline
+    return _detail_note(scenario, host_wait_detail_key(library)) if isinstance(library, str) else None
 
 
 def host_wait_count(verdict: dict[str, Any], baseline: str) -> int:
@@ -406,11 +404,23 @@ def host_wait_words(verdict: dict[str, Any], baseline: str) -> str:
     return f"its time may hold a host wait on {count}" if count else ""
 
 
+def with_notes(text: str, *notes: str) -> str:
+    """A figure's text with the notes that qualify it in brackets ("1.05x (best of cudnn only; its time may hold
+    a host wait on 2)"), the empty ones left out: the summary line and the pages write a figure so."""
+    said = [note for note in notes if note]
+    return f"{text} ({'; '.join(said)})" if said else text
+
+
 def scenario_na_note(scenario: dict[str, Any], baseline: str) -> str | None:
     """The child's note on why `baseline` did not run `scenario` (`na_detail_key`); None where there is none or it
     is malformed (verdicts come from workers and imports too)."""
+    return _detail_note(scenario, na_detail_key(baseline))
+
+
+def _detail_note(scenario: dict[str, Any], key: str) -> str | None:
+    """The non-empty text under `key` of the scenario's `details`; None where there is none or it is malformed."""
     details = scenario.get("details")
-    note = details.get(na_detail_key(baseline)) if isinstance(details, dict) else None
+    note = details.get(key) if isinstance(details, dict) else None
     return note if isinstance(note, str) and note else None
 
 

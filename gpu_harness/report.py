@@ -41,10 +41,8 @@ def summary_line(r: EvalResult) -> str:
         else:
             text = verdict_speedup_text(verdict, name, times="x")
             scope = figures.library_scope(verdict, name, _task_libraries(r.task)) if name == BEST_LIBRARY else ""
-            notes = [words for words in (scope, figures.host_wait_words(verdict, name)) if words]
-            parts.append(
-                f"vs {name}: {text} over {r.geomean[name].get('count')}" + (f" ({'; '.join(notes)})" if notes else "")
-            )
+            over = f"vs {name}: {text} over {r.geomean[name].get('count')}"
+            parts.append(figures.with_notes(over, scope, figures.host_wait_words(verdict, name)))
     if busy := host_busy(verdict):
         parts.append(f"host was busy ({busy})")
     parts.append(f"{r.wall_s:.1f}s")

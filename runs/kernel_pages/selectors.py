@@ -133,12 +133,8 @@ def _speedup_texts(chosen: dict[int, str]) -> dict[int, str]:
         task = e.kernel.task
         scope = figures.claim_scope(e.verdict, list(task.scenario_ids or []) if task else [])
         text = f"{text} {scope}" if scope and (e.imported or e.recorded) else text
-        notes = [
-            n
-            for n in (evaluation_library_scope(e, chosen[e.pk]), figures.host_wait_words(e.verdict, chosen[e.pk]))
-            if n
-        ]
-        texts[e.pk] = f"{text} ({'; '.join(notes)})" if notes else text
+        libraries = evaluation_library_scope(e, chosen[e.pk])
+        texts[e.pk] = figures.with_notes(text, libraries, figures.host_wait_words(e.verdict, chosen[e.pk]))
     return texts
 
 

@@ -105,12 +105,8 @@ def speedup_interval(evaluation, baseline: str) -> str:
     the host was busy; a best library that missed some of the task's libraries says which it timed, and a baseline
     whose time may hold a host wait says on how many scenarios."""
     text = figures.verdict_speedup_text(evaluation.verdict, baseline)
-    notes = [
-        n
-        for n in (evaluation_library_scope(evaluation, baseline), figures.host_wait_words(evaluation.verdict, baseline))
-        if n
-    ]
-    return f"{text} ({'; '.join(notes)})" if notes else text
+    scope = evaluation_library_scope(evaluation, baseline)
+    return figures.with_notes(text, scope, figures.host_wait_words(evaluation.verdict, baseline))
 
 
 @register.filter

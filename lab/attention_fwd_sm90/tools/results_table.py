@@ -65,7 +65,7 @@ def row(path: Path, versions: dict[str, str]) -> dict:
         "version": version.group(1) if version else "-",
         "source": source or f"sha256 {(result.get('kernel_sha256') or '?')[:12]}",
         "started": (result.get("started_at") or "")[:16].replace("T", " "),
-        "device": (result.get("device_name") or "-").removeprefix("NVIDIA "),
+        "device": (figures.device_of(result) or "-").removeprefix("NVIDIA "),
         "child": result.get("child_sandbox") or "-",
         "correct": f"{sum(bool(s.get('correct')) for s in scenarios)}/{len(scenarios)}",
         "geomean": geomean,
