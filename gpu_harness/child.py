@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import resource
+import statistics
 import sys
 import time
 import traceback
@@ -214,13 +215,15 @@ def _time_scenario(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any]) -> Non
     t_warm = time.perf_counter()
     est, runnable, notes = _warm_up(bench, sc, cmd["baselines"])
     t_reps = time.perf_counter()
-    cand_ms, base_ms, outran = _timed_calls(bench, sc, cmd, est, runnable)
+    cand_ms, base_ms, host = _timed_calls(bench, sc, cmd, est, runnable)
     bench.ch.send(
         ev="timed",
         sid=sc["id"],
         cand_ms=cand_ms,
         base_ms=base_ms,
-        outran=outran,
+        outran={name: sum(outran for outran, _ in calls) for name, calls in host.items()},
+        host_ms={name: statistics.median(ms for _, ms in calls) for name, calls in host.items() if calls},
+        spin_ms=bench.side.spin_ms(),
         notes=notes,
         estimate_ms=est,
         seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps},
@@ -263,17 +266,18 @@ def _baseline_problem(bench: Bench, sid: str, f: Callable[[], object]) -> str | 
 
 def _timed_calls(
     bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float, runnable: list[str]
-) -> tuple[list[Any], dict[str, Any], dict[str, int]]:
+) -> tuple[list[Any], dict[str, Any], dict[str, list[tuple[bool, float]]]]:
     """The repeated timed calls, candidate and baselines interleaved: the candidate's times, the baselines'
-    times by name, and for each baseline how many of its calls' host paths outlasted the flush before them (the
-    GPU waited on the host inside those times: a library's Python path, a synchronizing call). Every candidate
+    times by name, and for each of a baseline's calls whether its host path outlasted the flush before it (the
+    GPU waited on the host inside that time: a library's Python path, a synchronizing call) and how long that
+    host path took after the flush (ms). Every candidate
     call's outputs go to the parent, which keeps a copy of each and, once it has the times, judges the calls that
     set the median (and others at random): which those are, no call can know."""
     params = sc["params"]
     reps = _repeats(est, cmd)
     cand_ms: list[float] = []
     base_ms: dict[str, list[float]] = {n: [] for n in runnable}
-    outran = dict.fromkeys(runnable, 0)
+    host: dict[str, list[tuple[bool, float]]] = {n: [] for n in runnable}
     for rep in range(reps):
         # fresh inputs for every timed call: caching outputs between calls gains nothing
         seed = bench.derive_seed(sc["seed_a"], "timed", rep)
@@ -287,7 +291,7 @@ def _timed_calls(
             if name != "__candidate__":
                 fn = cast("Callable[[], object]", fns[name])  # (a runnable baseline's call, no note)
                 base_ms[name].append(bench.side.time_call(functools.partial(bench.baselines.call, sc["id"], fn)))
-                outran[name] += bench.side.host_outran_flush()
+                host[name].append((bench.side.host_outran_flush(), bench.side.host_ms_after_flush()))
                 continue
             cand_ms.append(bench.time_candidate(inputs, outputs, params))
             bench.fail_on_device_error(sc["id"], f"timed call {rep}")
@@ -297,7 +301,7 @@ def _timed_calls(
         del inputs, outputs, fns
         if rep == reps - 1 or _settled([cand_ms, *base_ms.values()], cmd):
             break
-    return cand_ms, base_ms, outran
+    return cand_ms, base_ms, host
 
 
 def _serve_batches(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float) -> None:

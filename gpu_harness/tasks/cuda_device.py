@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -132,12 +133,26 @@ class CudaCalls:
         self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         self._flush_done = torch.cuda.Event()
         self._outran = False
+        self._flushed_at = self._returned_at = 0.0
+        self._spin_ms = self._measure_spin_ms()
         return {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+    def _measure_spin_ms(self) -> float:
+        """How long the pre-call spin keeps this GPU busy (its cycles run at the SM clock of the day)."""
+        torch = torch_module()
+        torch.cuda._sleep(1000)  # loads the spin's kernel: CUDA's lazy loading would be timed as the spin
+        start, end = self._events
+        start.record()
+        torch.cuda._sleep(SLEEP_CYCLES)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
 
     def flush_cache(self) -> None:
         self._flush.zero_()
         torch_module().cuda._sleep(SLEEP_CYCLES)
         self._flush_done.record()
+        self._flushed_at = time.perf_counter()
 
     def time_call(self, thunk: Callable[[], object]) -> float:
         # events on the legacy default stream: it waits for, and is waited on by, every blocking stream, so
@@ -145,6 +160,7 @@ class CudaCalls:
         start, end = self._events
         start.record()
         thunk()
+        self._returned_at = time.perf_counter()
         # the flush's spin already over once the call's host path is: the GPU reached `start` and then waited on
         # the host (a long Python path, or a synchronizing call inside it), and the wait is in this time
         self._outran = self._flush_done.query()
@@ -154,6 +170,12 @@ class CudaCalls:
 
     def host_outran_flush(self) -> bool:
         return self._outran
+
+    def host_ms_after_flush(self) -> float:
+        return (self._returned_at - self._flushed_at) * 1e3
+
+    def spin_ms(self) -> float:
+        return self._spin_ms
 
     @staticmethod
     def sync_error() -> str | None:

@@ -51,6 +51,12 @@ class CpuCalls:
     def host_outran_flush(self) -> bool:
         return False  # the host clock is the timer: there is no device to wait
 
+    def host_ms_after_flush(self) -> float:
+        return 0.0  # nothing runs on a device while the host queues the call
+
+    def spin_ms(self) -> float:
+        return 0.0  # no pre-call spin
+
 
 class CpuDataTask(DataTask):
     # ---- environment ----

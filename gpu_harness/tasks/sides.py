@@ -70,6 +70,13 @@ class Calls(Protocol):
         """Whether the last timed call's host path outlasted the device work of the flush before it: the device
         then waited on the host inside the timed span, and that wait is in the call's time."""
 
+    def host_ms_after_flush(self) -> float:
+        """Milliseconds from the end of the last flush_cache (its device work queued) to the return of the last
+        timed call: what the flush's device work must outlast to keep the host out of the call's time."""
+
+    def spin_ms(self) -> float:
+        """How long the flush's device work keeps the device busy after the flush itself (0 without a device)."""
+
 
 NPY_HEADER_MAX = 1 << 16  # room for a .npy header (numpy itself refuses one over 10000 bytes)
 
@@ -208,6 +215,12 @@ class ChildSide:
 
     def host_outran_flush(self) -> bool:
         return self.calls.host_outran_flush()
+
+    def host_ms_after_flush(self) -> float:
+        return self.calls.host_ms_after_flush()
+
+    def spin_ms(self) -> float:
+        return self.calls.spin_ms()
 
     def create_exchange(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         return self.exchange.create(slot_bytes, slots, folder)
