@@ -223,7 +223,6 @@ def _time_scenario(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any]) -> Non
         base_ms=base_ms,
         outran={name: sum(outran for outran, _ in calls) for name, calls in host.items()},
         host_ms={name: statistics.median(ms for _, ms in calls) for name, calls in host.items() if calls},
-        spin_ms=bench.side.spin_ms(),
         notes=notes,
         estimate_ms=est,
         seconds={"warmup": t_reps - t_warm, "repeats": time.perf_counter() - t_reps},
@@ -231,9 +230,10 @@ def _time_scenario(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any]) -> Non
     _serve_batches(bench, sc, cmd, est)
 
 
-def _warm_up(bench: Bench, sc: dict[str, Any], names: list[str]) -> tuple[float, list[str], dict[str, str]]:
+def _warm_up(bench: Bench, sc: dict[str, Any], names: list[str]) -> tuple[float, dict[str, float], dict[str, str]]:
     """One call each: the candidate's is also the estimate for the repeat count. The estimate, the baselines
-    that ran, and a note for each that cannot run this scenario."""
+    that ran with the host path of their call (ms from the flush to its return), and a note for each that
+    cannot run this scenario."""
     params = sc["params"]
     inputs, outputs = bench.fresh_io(params, bench.derive_seed(sc["seed_a"], "warm"))
     bench.ch.send(ev="calling", sid=sc["id"], run="warm-up")
@@ -242,20 +242,24 @@ def _warm_up(bench: Bench, sc: dict[str, Any], names: list[str]) -> tuple[float,
     bench.fail_on_device_error(sc["id"], "warm-up")
     base_fns = bench.task.baseline_callables(names, params, inputs, bench.base_libs)
     notes = {n: f for n, f in base_fns.items() if isinstance(f, str)}
-    runnable = [n for n in names if n not in notes]
-    for n in list(runnable):
-        problem = _baseline_problem(bench, sc["id"], cast("Callable[[], object]", base_fns[n]))  # (runnable)
+    runnable: dict[str, float] = {}
+    for n in names:
+        if n in notes:
+            continue
+        problem = _baseline_problem(bench, sc["id"], cast("Callable[[], object]", base_fns[n]))  # (no note)
         if problem:  # a baseline that cannot run this scenario is n/a there, not a failure
             notes[n] = problem
-            runnable.remove(n)
+        else:
+            runnable[n] = bench.side.host_ms_after_flush()
     return est, runnable, notes
 
 
 def _baseline_problem(bench: Bench, sid: str, f: Callable[[], object]) -> str | None:
-    """Why one call of a baseline failed, or None when it ran."""
+    """Why one call of a baseline failed, or None when it ran (timed as the timed calls are, so that its host
+    path is known before them)."""
     try:
         bench.side.flush_cache()
-        bench.baselines.call(sid, f)
+        bench.side.time_call(lambda: bench.baselines.call(sid, f))
         err = bench.side.sync_error()
         if err:
             raise RuntimeError(err)
@@ -265,7 +269,7 @@ def _baseline_problem(bench: Bench, sid: str, f: Callable[[], object]) -> str | 
 
 
 def _timed_calls(
-    bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float, runnable: list[str]
+    bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: float, runnable: dict[str, float]
 ) -> tuple[list[Any], dict[str, Any], dict[str, list[tuple[bool, float]]]]:
     """The repeated timed calls, candidate and baselines interleaved: the candidate's times, the baselines'
     times by name, and for each of a baseline's calls whether its host path outlasted the flush before it (the
@@ -282,17 +286,18 @@ def _timed_calls(
         # fresh inputs for every timed call: caching outputs between calls gains nothing
         seed = bench.derive_seed(sc["seed_a"], "timed", rep)
         inputs, outputs = bench.fresh_io(params, seed)
-        fns = bench.task.baseline_callables(runnable, params, inputs, bench.base_libs)
-        order = ["__candidate__"] + runnable
+        fns = bench.task.baseline_callables(list(runnable), params, inputs, bench.base_libs)
+        order = ["__candidate__", *runnable]
         if rep % 2:
             order.reverse()  # A/B then B/A: no impl always runs right after the flush of another
         for name in order:
-            bench.side.flush_cache()
             if name != "__candidate__":
+                bench.side.flush_cache(_expected_host_ms(host[name], runnable[name]))
                 fn = cast("Callable[[], object]", fns[name])  # (a runnable baseline's call, no note)
                 base_ms[name].append(bench.side.time_call(functools.partial(bench.baselines.call, sc["id"], fn)))
                 host[name].append((bench.side.host_outran_flush(), bench.side.host_ms_after_flush()))
                 continue
+            bench.side.flush_cache()
             cand_ms.append(bench.time_candidate(inputs, outputs, params))
             bench.fail_on_device_error(sc["id"], f"timed call {rep}")
             slot = bench.export(outputs)
@@ -323,6 +328,12 @@ def _serve_batches(bench: Bench, sc: dict[str, Any], cmd: dict[str, Any], est: f
         bench.ch.send(ev="batch_done", sid=sc["id"], n=n, error=err, inproc_ms=inproc)
         if err:
             raise SystemExit(3)
+
+
+def _expected_host_ms(calls: list[tuple[bool, float]], warm_up_ms: float) -> float:
+    """The host path a baseline's next timed call is expected to take after its flush (ms), which the flush's
+    spin is made to outlast: the median of its timed calls so far, its warm-up call's before the first."""
+    return statistics.median(ms for _, ms in calls) if calls else warm_up_ms
 
 
 def _settled(series: list[list[float]], cmd: dict[str, Any]) -> bool:

@@ -26,6 +26,16 @@ FLUSH_BYTES = 256 << 20  # > 4x the H200's 60 MB L2
 SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU spin before each timed call: the launch is queued before the
 # start event runs, so CPU launch overhead is not counted (for anyone). 0.1 ms
 # was too short for torch's cuDNN path (H200, 2026-11-30: 495 vs 591 TFLOP/s)
+MAX_CYCLES_PER_MS = 2_000_000  # no Hopper SM runs above 2 GHz: this many cycles a ms last at least that long
+SPIN_COVERS_MS = 10.0  # the longest host path a spin is lengthened for: a call that synchronizes would ask for
+# ever longer spins, and its wait stays in its time whatever the spin (the host-wait note says so)
+
+
+def spin_cycles(host_ms: float) -> int:
+    """The pre-call spin for a call whose host path is expected to take `host_ms` after the flush: at least
+    SLEEP_CYCLES, and twice that path at any clock up to 2 GHz (a library's Python path, handed to its thread,
+    can outlast SLEEP_CYCLES: fa3-fwd's takes ~0.2 ms alone on an H100's host, 2026-12-07)."""
+    return max(SLEEP_CYCLES, math.ceil(2 * min(max(host_ms, 0.0), SPIN_COVERS_MS) * MAX_CYCLES_PER_MS))
 
 
 def torch_module() -> ModuleType:
@@ -134,23 +144,11 @@ class CudaCalls:
         self._flush_done = torch.cuda.Event()
         self._outran = False
         self._flushed_at = self._returned_at = 0.0
-        self._spin_ms = self._measure_spin_ms()
         return {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
 
-    def _measure_spin_ms(self) -> float:
-        """How long the pre-call spin keeps this GPU busy (its cycles run at the SM clock of the day)."""
-        torch = torch_module()
-        torch.cuda._sleep(1000)  # loads the spin's kernel: CUDA's lazy loading would be timed as the spin
-        start, end = self._events
-        start.record()
-        torch.cuda._sleep(SLEEP_CYCLES)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
-
-    def flush_cache(self) -> None:
+    def flush_cache(self, host_ms: float = 0.0) -> None:
         self._flush.zero_()
-        torch_module().cuda._sleep(SLEEP_CYCLES)
+        torch_module().cuda._sleep(spin_cycles(host_ms))
         self._flush_done.record()
         self._flushed_at = time.perf_counter()
 
@@ -173,9 +171,6 @@ class CudaCalls:
 
     def host_ms_after_flush(self) -> float:
         return (self._returned_at - self._flushed_at) * 1e3
-
-    def spin_ms(self) -> float:
-        return self._spin_ms
 
     @staticmethod
     def sync_error() -> str | None:

@@ -40,8 +40,8 @@ class CpuCalls:
     def sync_error(self) -> str | None:
         return None
 
-    def flush_cache(self) -> None:
-        self._flush.fill(1.0)
+    def flush_cache(self, host_ms: float = 0.0) -> None:
+        self._flush.fill(1.0)  # no device runs ahead of the host: nothing to keep busy for `host_ms`
 
     def time_call(self, thunk: Callable[[], object]) -> float:
         t0 = time.perf_counter()
@@ -53,9 +53,6 @@ class CpuCalls:
 
     def host_ms_after_flush(self) -> float:
         return 0.0  # nothing runs on a device while the host queues the call
-
-    def spin_ms(self) -> float:
-        return 0.0  # no pre-call spin
 
 
 class CpuDataTask(DataTask):

@@ -61,7 +61,9 @@ class Calls(Protocol):
     def sync_error(self) -> str | None:
         """Wait for all device work; return a description of a device error, or None."""
 
-    def flush_cache(self) -> None: ...
+    def flush_cache(self, host_ms: float = 0.0) -> None:
+        """Evict the caches, then keep the device busy long enough that a call whose host path takes `host_ms`
+        after this returns is queued before the device reaches the call's start event."""
 
     def time_call(self, thunk: Callable[[], object]) -> float:
         """Milliseconds of one call of thunk, measured around it."""
@@ -73,9 +75,6 @@ class Calls(Protocol):
     def host_ms_after_flush(self) -> float:
         """Milliseconds from the end of the last flush_cache (its device work queued) to the return of the last
         timed call: what the flush's device work must outlast to keep the host out of the call's time."""
-
-    def spin_ms(self) -> float:
-        """How long the flush's device work keeps the device busy after the flush itself (0 without a device)."""
 
 
 NPY_HEADER_MAX = 1 << 16  # room for a .npy header (numpy itself refuses one over 10000 bytes)
@@ -207,8 +206,8 @@ class ChildSide:
     def sync_error(self) -> str | None:
         return self.calls.sync_error()
 
-    def flush_cache(self) -> None:
-        self.calls.flush_cache()
+    def flush_cache(self, host_ms: float = 0.0) -> None:
+        self.calls.flush_cache(host_ms)
 
     def time_call(self, thunk: Callable[[], object]) -> float:
         return self.calls.time_call(thunk)
@@ -218,9 +217,6 @@ class ChildSide:
 
     def host_ms_after_flush(self) -> float:
         return self.calls.host_ms_after_flush()
-
-    def spin_ms(self) -> float:
-        return self.calls.spin_ms()
 
     def create_exchange(self, slot_bytes: int, slots: int, folder: str) -> dict[str, Any]:
         return self.exchange.create(slot_bytes, slots, folder)
