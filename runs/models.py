@@ -546,6 +546,9 @@ class Kernel(models.Model):
     development_run = models.ForeignKey(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="developed_kernels"
     )
+    # What its maintainers learned of the release's figures since they were measured (release.toml `note`): the
+    # measured verdict stays as the harness wrote it; the kernel page shows this beside it.
+    release_note = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -94,13 +94,14 @@ def _within_source_limit(source: str) -> None:
             raise ServiceError(refusal)
 
 
-def kernel_release(*, kernel: Kernel, name: str) -> Kernel:
+def kernel_release(*, kernel: Kernel, name: str, note: str = "") -> Kernel:
+    """Release `kernel` under `name` (the release it replaces is released no more), with its maintainers' note."""
     if not name:
         raise ServiceError("a released kernel needs a name")
     with transaction.atomic():
         Kernel.objects.filter(released=True, release_name=name).exclude(pk=kernel.pk).update(released=False)
-        kernel.released, kernel.release_name = True, name
-        kernel.save(update_fields=["released", "release_name"])
+        kernel.released, kernel.release_name, kernel.release_note = True, name, note
+        kernel.save(update_fields=["released", "release_name", "release_note"])
     return kernel
 
 

@@ -67,6 +67,21 @@ def test_the_released_kernels_page_leads_with_its_provenance_and_shows_its_first
     assert 'class="source"' in shown and shown.count('<a href="#L-') == source.count("\n")
 
 
+def test_a_released_kernels_note_is_shown_under_its_provenance_escaped(viewer):
+    kernel = kernel_release(
+        kernel=kernel_record(source="__global__ void k() {}\n", task=make_task(), language="cuda"),
+        name="attn",
+        note="FA3's times held host waits <b>then</b>.",
+    )
+    page = viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
+    note = page.split('id="release-note">')[1].split("</dd>")[0]
+    assert "FA3&#x27;s times held host waits &lt;b&gt;then&lt;/b&gt;." in note and "as measured" in note
+    assert page.index('id="release-note"') < page.index('id="download"')
+    kernel.released = False  # a kernel no longer released: its old note is not its word any more
+    kernel.save()
+    assert 'id="release-note"' not in viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
+
+
 def test_a_short_source_is_shown_whole_with_no_button(viewer):
     kernel = kernel_record(source="int main() { return 0; }\n", task=make_task(), language="cpp")
     page = viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()

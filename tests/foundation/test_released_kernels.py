@@ -24,10 +24,12 @@ def tasks():
     call_command("sync_tasks", stdout=io.StringIO(), stderr=io.StringIO())
 
 
-def write_release(folder, source=SOURCE, results=None, name="demo-kernel", task="attention_fwd"):
+def write_release(folder, source=SOURCE, results=None, name="demo-kernel", task="attention_fwd", note=None):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "k.cu").write_text(source)
     lines = [f'name = "{name}"', f'task = "{task}"', 'source = "k.cu"', 'target_arch = "sm_90a"']
+    if note is not None:
+        lines.append(f"note = {json.dumps(note)}")  # a TOML basic string is a JSON string
     if results is not None:
         text = results if isinstance(results, str) else json.dumps(results)
         (folder / "results.json").write_text(text)
@@ -69,6 +71,37 @@ def test_a_released_kernel_is_loaded_once_with_its_results(tmp_path):
     assert "up to date" in load(tmp_path)
     kernel = Kernel.objects.get(released=True)
     assert kernel.release_name == "demo-kernel" and kernel.evaluations.get().speedup_over("flash") == 1.2
+
+
+def test_a_release_note_is_loaded_beside_the_results_and_a_changed_one_replaces_it(tmp_path):
+    write_release(tmp_path / "demo", SOURCE, verdict(), note="  FA3's figure held host waits.  ")
+    load(tmp_path)
+    kernel = Kernel.objects.get(released=True)
+    assert kernel.release_note == "FA3's figure held host waits." and kernel.evaluations.count() == 1
+    write_release(tmp_path / "demo", SOURCE, verdict(), note="Measured again: level with FA3.")
+    assert "up to date" in (out := load(tmp_path)) and "its note changed" in out
+    kernel.refresh_from_db()
+    assert kernel.release_note == "Measured again: level with FA3." and Kernel.objects.count() == 1
+    assert kernel.evaluations.count() == 1  # the measured verdict is not touched
+    write_release(tmp_path / "demo", SOURCE, verdict())
+    load(tmp_path)
+    kernel.refresh_from_db()
+    assert kernel.release_note == ""
+
+
+@pytest.mark.parametrize(
+    "line, why",
+    [
+        ("note = 3", "note is not a string"),
+        (f"note = {json.dumps('x' * 2001)}", "note is 2001 characters, over 2000"),
+    ],
+)
+def test_a_note_that_is_not_a_short_string_is_refused(tmp_path, line, why):
+    write_release(tmp_path / "demo", SOURCE, verdict())
+    manifest = tmp_path / "demo" / "release.toml"
+    manifest.write_text(manifest.read_text() + line + "\n")
+    _, err, _ = refused(tmp_path)
+    assert f"refused: {manifest}: {why}" in err and not Kernel.objects.exists()
 
 
 def test_a_changed_source_takes_over_the_release_name(tmp_path):

@@ -8,11 +8,13 @@ A released kernel is a folder under `kernels/` holding a `release.toml`:
     target_arch = "sm_90a"             # blank for CPU kernels
     results = "results_h200.json"      # optional: the harness's `--json` output for this exact source
     development_trace = "../../lab/attention_fwd_sm90/trace.jsonl.xz"   # optional: how it was made
+    note = "..."                       # optional: what was learned of those figures since (at most 2000 characters)
 
 A kernel whose source changed gets a new row and takes over the release name. A results file must name what it
 measured: a JSON object whose `kernel_sha256` is the source's sha256 and whose `task` is release.toml's task (the
 harness's `--json` writes both); one without either, or recorded for another source or task, is refused rather
-than attached to the wrong kernel.
+than attached to the wrong kernel. The note is the maintainers' word beside the measured figures, never a change
+to them: the kernel page shows it under its provenance, and loading again brings a changed note to the same kernel.
 
 Each release is loaded in a transaction of its own, or refused whole with one line on stderr naming its file and
 why (a missing field or file, a name that is not a slug, a task this site does not have, a results file that is not
@@ -45,7 +47,8 @@ from runs.services import ServiceError, evaluation_record, kernel_record, kernel
 from runs.services.development import development_trace_name, development_trace_read, kernel_development_link
 
 REQUIRED = ("name", "task", "source")
-OPTIONAL = ("target_arch", "results", "development_trace")
+OPTIONAL = ("target_arch", "results", "development_trace", "note")
+NOTE_MAX = 2000  # characters: a paragraph beside the figures, not a second README
 NAME_MAX = cast(int, Kernel._meta.get_field("release_name").max_length)  # a SlugField's, always set
 JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
@@ -62,6 +65,8 @@ def _manifest(manifest_path: Path) -> dict:
     for key in REQUIRED + OPTIONAL:
         if key in manifest and not isinstance(manifest[key], str):
             raise CommandError(f"{manifest_path}: {key} is not a string")
+    if len(manifest.get("note", "")) > NOTE_MAX:
+        raise CommandError(f"{manifest_path}: note is {len(manifest['note'])} characters, over {NOTE_MAX}")
     name = manifest["name"]
     if not slug_re.match(name) or len(name) > NAME_MAX:
         raise CommandError(
@@ -184,9 +189,15 @@ class Command(BaseCommand):
             )
         source = manifest["source_text"]
         digest = sha256_text(source)
+        note = manifest.get("note", "").strip()
         current = Kernel.objects.filter(released=True, release_name=manifest["name"], sha256=digest).first()
         if current:
-            self.stdout.write(f"{manifest['name']}: up to date ({digest[:12]})")
+            if current.release_note != note:
+                current.release_note = note
+                current.save(update_fields=["release_note"])
+                self.stdout.write(f"{manifest['name']}: up to date ({digest[:12]}), its note changed")
+            else:
+                self.stdout.write(f"{manifest['name']}: up to date ({digest[:12]})")
             return current
         language = "cpp" if manifest["source_path"].suffix in (".cpp", ".cc") else "cuda"
         try:
@@ -199,7 +210,7 @@ class Command(BaseCommand):
             )
         except ServiceError as error:
             raise CommandError(f"{manifest['source_path']}: {error}") from None
-        kernel_release(kernel=kernel, name=manifest["name"])
+        kernel_release(kernel=kernel, name=manifest["name"], note=note)
         if "result" in manifest:
             try:
                 evaluation_record(kernel=kernel, result=manifest["result"])
