@@ -9,7 +9,8 @@
 # the loop bounded to a few rows a cluster (KSEEK_ROWS_MAXPER), after round 7's screen; ROUND=9 that bound
 # only where a row spans 2 or more CTAs (KSEEK_ROWS_MINCTAS), after round 8's. ROUND=10 writes the release beside
 # versions/v8_warp_rows.cu (one warp a row up to 256 vectors) with its wide instance's two register plans;
-# ROUND=11 beside versions/v9_staged.cu (softmax_cluster's slice staged in shared memory by cp.async).
+# ROUND=11 beside versions/v9_staged.cu (softmax_cluster's slice staged in shared memory by cp.async); ROUND=12
+# v9 with QuACK's split held to QuACK's 3 CTAs an SM (round 11's profile).
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -78,5 +79,12 @@ case "${ROUND:-1}" in
   gen v9b KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256  # staged, QuACK's split (8 vectors, 2 CTAs a row at 32000)
   gen v9c KSEEK_CLUSTER_STAGE=0                       # the staging off: v4's code from v9's file (the noise)
   ;;
-*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10 or 11" >&2; exit 2 ;;
+12)  # after round 11: v9b (QuACK's split, staged) ran 2 CTAs an SM at 90 registers where QuACK runs 3 at 80
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v9_staged.cu
+  gen v9b KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256                         # round 11's v9b again
+  gen v9d KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256 KSEEK_CLUSTER_MINB=3    # v9b held to 3 CTAs an SM (QuACK's)
+  # (v9d without the staging spills at 80 registers, 120 bytes, nvcc 13.0: no fair control, not screened)
+  ;;
+*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10, 11 or 12" >&2; exit 2 ;;
 esac
