@@ -77,6 +77,10 @@ def test_a_released_kernels_note_is_shown_under_its_provenance_escaped(viewer):
     note = page.split('id="release-note">')[1].split("</dd>")[0]
     assert "FA3&#x27;s times held host waits &lt;b&gt;then&lt;/b&gt;." in note and "as measured" in note
     assert page.index('id="release-note"') < page.index('id="download"')
+    listed = viewer.get(reverse("kernels")).content.decode()
+    row = listed[listed.index('data-release="attn"') :].split("</tr>")[0]
+    assert f'href="{reverse("kernel_detail", args=[kernel.pk])}#release-note"' in row and "known since release" in row
+    assert 'title="FA3&#x27;s times held host waits &lt;b&gt;then&lt;/b&gt;."' in row
     kernel.released = False  # a kernel no longer released: its old note is not its word any more
     kernel.save()
     assert 'id="release-note"' not in viewer.get(reverse("kernel_detail", args=[kernel.pk])).content.decode()
