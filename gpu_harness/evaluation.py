@@ -13,7 +13,6 @@ the verdict.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable
@@ -480,14 +479,10 @@ def host_path_words(msg: dict[str, Any], name: str) -> str:
     outlast twice that median (up to 10 ms: cuda_device.spin_cycles), so a call still outran by a short path
     waited on something else (a synchronizing call, a stall of its thread)."""
     by_name = msg.get("host_ms")
-    host_ms = by_name.get(name) if isinstance(by_name, dict) else None
-    if not _finite_ms(host_ms):
+    host_ms = figures.measured(by_name.get(name)) if isinstance(by_name, dict) else None
+    if host_ms is None or host_ms >= 1e6:
         return ""
     return f" (its host path took a median {host_ms:.3g} ms from the flush to the call's return)"
-
-
-def _finite_ms(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x < 1e6
 
 
 def host_load_now() -> dict[str, Any]:

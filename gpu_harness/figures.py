@@ -16,9 +16,9 @@ import math
 from typing import Any, cast
 
 from . import figure_rates
-from .figure_rates import measured as _measured
 
 # The rates and the roofline (figure_rates.py), here too: every reader takes a verdict's figures from this module.
+measured = figure_rates.measured
 tflops = figure_rates.tflops
 gbps = figure_rates.gbps
 peak_share = figure_rates.peak_share
@@ -286,7 +286,7 @@ def scenario_outcome(scenario: dict[str, Any]) -> str:
 
 def scenario_speedup(scenario: dict[str, Any], baseline: str) -> float | None:
     """One scenario's speedup over `baseline` (its `speedup` map), or None where there is no positive finite one."""
-    return _measured((scenario.get("speedup") or {}).get(baseline))
+    return measured((scenario.get("speedup") or {}).get(baseline))
 
 
 def scenario_speedups(verdict: dict[str, Any], baseline: str) -> list[float]:
@@ -342,7 +342,7 @@ def best_library(scenario: dict[str, Any], libraries: list[str]) -> dict[str, An
     """The fastest of `libraries` on one scenario (its `baseline_ms`): {"name", "ms", "interval"} ([low, high] ms,
     or None), or None where none of them ran it (not installed, or each refused the shape)."""
     medians = given if isinstance(given := scenario.get("baseline_ms"), dict) else {}
-    timed = {name: ms for name in libraries if (ms := _measured(medians.get(name))) is not None}
+    timed = {name: ms for name in libraries if (ms := measured(medians.get(name))) is not None}
     if not timed:
         return None
     name = min(timed, key=timed.__getitem__)
@@ -439,7 +439,7 @@ def _timed_nowhere(verdict: dict[str, Any], name: str) -> bool:
     listed = scenarios if isinstance(scenarios, list) else []  # verdicts come from workers and imports too
     rows = [s["baseline_ms"] for s in listed if isinstance(s, dict) and isinstance(s.get("baseline_ms"), dict)]
     timed_rows = [row for row in rows if row]
-    return bool(timed_rows) and not any(_measured(row.get(name)) for row in timed_rows)
+    return bool(timed_rows) and not any(measured(row.get(name)) for row in timed_rows)
 
 
 def libraries_not_timed(verdict: dict[str, Any], task_libraries: list[str]) -> list[str]:
@@ -513,7 +513,7 @@ def _pair(value: object) -> tuple[float, float] | None:
     """[low, high]: two positive finite numbers, low <= high; anything else is no interval."""
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         return None
-    low, high = _measured(value[0]), _measured(value[1])
+    low, high = measured(value[0]), measured(value[1])
     return (low, high) if low is not None and high is not None and low <= high else None
 
 
@@ -522,7 +522,7 @@ def _inside(value: float, low: float, high: float) -> bool:
 
 
 def _median_interval(median: object, interval: object) -> tuple[float, float] | None:
-    median, interval = _measured(median), _pair(interval)
+    median, interval = measured(median), _pair(interval)
     return interval if median is not None and interval is not None and _inside(median, *interval) else None
 
 
@@ -625,8 +625,8 @@ def _median_spread_share(verdict: dict[str, Any]) -> float | None:
         spread / time
         for s in verdict.get("scenarios") or []
         if s.get("correct")
-        and (time := _measured(s.get("time_ms"))) is not None
-        and (spread := _measured(s.get("spread_ms"))) is not None
+        and (time := measured(s.get("time_ms"))) is not None
+        and (spread := measured(s.get("spread_ms"))) is not None
     )
     return shares[len(shares) // 2] if shares else None
 
@@ -649,12 +649,12 @@ def scenario_noise_fields(scenario: dict[str, Any]) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     if (interval := _median_interval(scenario.get("time_ms"), scenario.get("time_ci_ms"))) is not None:
         kept["time_ci_ms"] = list(interval)
-    if (spread := _measured(scenario.get("spread_ms"))) is not None:
+    if (spread := measured(scenario.get("spread_ms"))) is not None:
         kept["spread_ms"] = spread
     medians = given if isinstance(given := scenario.get("baseline_ms"), dict) else {}
     kept_medians, kept_intervals = {}, {}
     for name, median in medians.items():
-        if (median := _measured(median)) is None:
+        if (median := measured(median)) is None:
             continue
         kept_medians[name] = median
         interval = _median_interval(median, _by_baseline(scenario, "baseline_ci_ms", name))
