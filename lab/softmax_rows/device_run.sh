@@ -8,6 +8,7 @@
 #                                                      (QuACK installed, PYTHONPATH set), compute-sanitizer
 #   bash lab/softmax_rows/device_run.sh ncu K RxC...    Nsight Compute's main sections for K on each shape (K quack:
 #                                                      QuACK's, its parts in /tmp/bl or /tmp/bw as for release)
+#                                                      (NCU_SASS=1: and the per-instruction stall samples, sass_*.csv.gz)
 # QUESTION=KEY (a key of questionbank/bank.toml; another is refused, lab/tools/bank_key.py) ends every evaluation's note with "; question KEY": the kernel's
 # development run then shows that bank question at the step it moved.
 # Files land in $OUT (at most 8 come back from the device tool, so logs are grouped).
@@ -84,11 +85,20 @@ ncu)  # KERNEL ROWSxCOLS...: a few Nsight Compute sections of each shape's secon
   if [ "$k" = quack ]; then
     source "$(dirname "$0")/../tools/unpack_baselines.sh" 2>> "$OUT/log.txt" || log "no library baselines (log.txt says why)"
   fi
+  # NCU_SASS=1: also the per-instruction stall samples (SourceCounters), each shape's SASS page as
+  # $OUT/sass_<kernel>_<shape>.csv.gz, which lab/attention_fwd_sm90/tools/stall_classes.py reads
+  sass=(); [ "${NCU_SASS:-0}" = 1 ] && sass=(--section SourceCounters -o /tmp/ncu_rep -f)
   for shape in "$@"; do
     timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats -k regex:softmax --launch-skip 1 --launch-count 1 \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats "${sass[@]}" -k regex:softmax --launch-skip 1 --launch-count 1 \
       python3 lab/softmax_rows/tools/run_shapes.py "$k" 2 "$shape" > /tmp/ncu_one.txt 2>&1
-    { echo "== $(basename "$k") $shape rc=$?"; grep -E "softmax_|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Waves Per SM|Grid Size|Block Size|Dynamic Shared|Mem Busy|Max Bandwidth|Cluster Size|Elapsed Cycles|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps|No Eligible|==ERR|ERROR" /tmp/ncu_one.txt | head -50; } >> "$OUT/ncu.txt"
+    rc=$?
+    if [ ${#sass[@]} -gt 0 ]; then  # with -o the sections go to the report: print them from it
+      ncu --import /tmp/ncu_rep.ncu-rep --page details >> /tmp/ncu_one.txt 2>&1
+      ncu --import /tmp/ncu_rep.ncu-rep --page source --csv --print-source sass 2> /dev/null |
+        gzip -9 > "$OUT/sass_$(basename "$k" .cu)_$shape.csv.gz"
+    fi
+    { echo "== $(basename "$k") $shape rc=$rc"; grep -E "softmax_|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Waves Per SM|Grid Size|Block Size|Dynamic Shared|Mem Busy|Max Bandwidth|Cluster Size|Elapsed Cycles|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps|No Eligible|==ERR|ERROR" /tmp/ncu_one.txt | head -50; } >> "$OUT/ncu.txt"
     { echo "== $(basename "$k") $shape"; cat /tmp/ncu_one.txt; } >> "$OUT/ncu_full.txt"  # the stall reasons, in full
   done
   tail -n 400 "$OUT/ncu.txt" | cut -c1-150 ;;
