@@ -7,8 +7,10 @@
 // waits on an exp2's result). FA3's SASS finishes one row's maximum and starts that row's exp2s while the other
 // row's FMNMX chain still runs, and its exp2s sit among FMNMXs; ours computes both maxima, then all the exp2s,
 // summing each row in one chain of 32 dependent FADDs.
-// KSEEK_ROW_ORDER 1: each row's maximum, then its exp2s and sum, one row after the other (ptxas may start the second
-// row's FMNMX chain among the first row's exp2s); 0: v38 (both maxima first).
+// KSEEK_ROW_ORDER 1: each row's maximum, then its exp2s and sum, one row after the other in the source (ptxas 13.0
+// still hoists both FMNMX chains ahead of every exp2: the SASS is v38's order); 2: the same, with the second row's
+// chain made to start from the first row's maximum (a dependency that changes no value), so that ptxas must run the
+// first row's exp2s beside the second row's chain; 0: v38 (both maxima first).
 // KSEEK_SUM_PARTS (1, 2 or 4): each row's sum in that many independent partial sums, added at the block's end (1:
 // v38's single chain; the rounding of l moves by a few ulps, deterministic as before).
 // The defaults are v38's (0, 1): the compare's builds set them.
@@ -600,13 +602,19 @@ __device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2]
     }
   }
 #if KSEEK_ROW_ORDER || KSEEK_SUM_PARTS > 1
+  float seed = -INFINITY;  // KSEEK_ROW_ORDER 2: the second row's chain starts from the first row's maximum
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float mx = fmaxf(s[2 * r], s[2 * r + 1]);
+    if (KSEEK_ROW_ORDER == 2) mx = fmaxf(mx, seed);
 #pragma unroll
     for (int j = 1; j < NJ; ++j) mx = fmaxf(mx, fmaxf(s[j * 4 + 2 * r], s[j * 4 + 2 * r + 1]));
     if (KSEEK_ROW_ORDER) {
       const float neg_m = softmax_row_max<LAZY>(mx, m[r], l[r], alpha[r], scale_log2);
+      // -inf whatever neg_m is (fminf returns the number where one is NaN), so the second row's maximum is its
+      // own; but ptxas cannot start that row's FMNMX chain before the first row's maximum is known, which leaves
+      // the first row's exp2s to run beside it (FA3's order, which ptxas does not choose by itself)
+      if (KSEEK_ROW_ORDER == 2) seed = fminf(neg_m, -INFINITY);
       softmax_row_exp<NJ>(s, r, neg_m, l[r], scale_log2);
     } else {
       alpha[r] = mx;  // both maxima first (v38's order), then the rows' exp2s below
