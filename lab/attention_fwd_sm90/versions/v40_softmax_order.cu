@@ -14,6 +14,8 @@
 // KSEEK_SUM_PARTS (1, 2 or 4): each row's sum in that many independent partial sums, added at the block's end (1:
 // v38's single chain; the rounding of l moves by a few ulps, deterministic as before).
 // The defaults are v38's (0, 1): the compare's builds set them.
+// Measured (H100, 90 bf16 shapes, bench.py compare): ROW_ORDER 2 x0.993 of v38 (d128 x1.000, d64 x0.966); with
+// KSEEK_FENCE_DIMS=20 as well x1.002 (d128 x1.007). Not kept.
 // v38 (2026-12-06): v37 with its knobs set from its compare (H100, 90 bf16 harness shapes, one process: TINY_D64
 // 0 with the 128-row tile lifted 256 x 256 x 2 heads from 154 to 213 TFLOP/s non-causal and 93 to 106 causal; the
 // 128-row tile at Sq 512 and 1024 gained 4% and 11% causal but lost 7% and 5% non-causal). d64 with 64 < Sk <= 256
