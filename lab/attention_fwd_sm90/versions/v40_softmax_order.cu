@@ -605,6 +605,7 @@ __device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2]
   }
 #if KSEEK_ROW_ORDER || KSEEK_SUM_PARTS > 1
   float seed = -INFINITY;  // KSEEK_ROW_ORDER 2: the second row's chain starts from the first row's maximum
+  float row_max[2];        // KSEEK_ROW_ORDER 0: both rows' maxima, before either row's exp2s
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float mx = fmaxf(s[2 * r], s[2 * r + 1]);
@@ -619,13 +620,13 @@ __device__ __forceinline__ void softmax_scores(float (&s)[NJ * 4], float (&m)[2]
       if (KSEEK_ROW_ORDER == 2) seed = fminf(neg_m, -INFINITY);
       softmax_row_exp<NJ>(s, r, neg_m, l[r], scale_log2);
     } else {
-      alpha[r] = mx;  // both maxima first (v38's order), then the rows' exp2s below
+      row_max[r] = mx;  // both maxima first (v38's order), then the rows' exp2s below
     }
   }
   if (!KSEEK_ROW_ORDER) {
     float neg_m[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) neg_m[r] = softmax_row_max<LAZY>(alpha[r], m[r], l[r], alpha[r], scale_log2);
+    for (int r = 0; r < 2; ++r) neg_m[r] = softmax_row_max<LAZY>(row_max[r], m[r], l[r], alpha[r], scale_log2);
 #pragma unroll
     for (int r = 0; r < 2; ++r) softmax_row_exp<NJ>(s, r, neg_m[r], l[r], scale_log2);
   }
