@@ -10,7 +10,9 @@
 # only where a row spans 2 or more CTAs (KSEEK_ROWS_MINCTAS), after round 8's. ROUND=10 writes the release beside
 # versions/v8_warp_rows.cu (one warp a row up to 256 vectors) with its wide instance's two register plans;
 # ROUND=11 beside versions/v9_staged.cu (softmax_cluster's slice staged in shared memory by cp.async); ROUND=12
-# v9 with QuACK's split held to QuACK's 3 CTAs an SM (round 11's profile).
+# v9 with QuACK's split held to QuACK's 3 CTAs an SM (round 11's profile); ROUND=13 the release beside v4 with
+# QuACK's split and occupancy through registers alone, holding the input (two ex2 an element) instead of the
+# exponentials.
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -86,5 +88,11 @@ case "${ROUND:-1}" in
   gen v9d KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_MAXT=256 KSEEK_CLUSTER_MINB=3    # v9b held to 3 CTAs an SM (QuACK's)
   # (v9d without the staging spills at 80 registers, 120 bytes, nvcc 13.0: no fair control, not screened)
   ;;
-*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10, 11 or 12" >&2; exit 2 ;;
+13)  # after round 12: QuACK's 128 bytes in flight a thread at 3 CTAs an SM, without the staging. Keeping the
+  # exponentials (v4c's plan) needs 120 bytes of spills at 80 registers; keeping the bf16 input needs 12 (nvcc 13.0)
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  gen v4m KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_KEEP=0 KSEEK_CLUSTER_MAXT=256 KSEEK_CLUSTER_MINB=3
+  gen v4n KSEEK_CLUSTER_KEEP=0                                                 # v4 keeping the input: its cost alone
+  ;;
+*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10, 11, 12 or 13" >&2; exit 2 ;;
 esac
