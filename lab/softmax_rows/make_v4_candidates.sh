@@ -12,7 +12,7 @@
 # ROUND=11 beside versions/v9_staged.cu (softmax_cluster's slice staged in shared memory by cp.async); ROUND=12
 # v9 with QuACK's split held to QuACK's 3 CTAs an SM (round 11's profile); ROUND=13 the release beside v4 with
 # QuACK's split and occupancy through registers alone, holding the input (two ex2 an element) instead of the
-# exponentials.
+# exponentials; ROUND=14 the release beside versions/v10_xchg_cta.cu (the exchange's wait at CTA scope).
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -94,5 +94,11 @@ case "${ROUND:-1}" in
   gen v4m KSEEK_CLUSTER_VPT=8 KSEEK_CLUSTER_KEEP=0 KSEEK_CLUSTER_MAXT=256 KSEEK_CLUSTER_MINB=3
   gen v4n KSEEK_CLUSTER_KEEP=0                                                 # v4 keeping the input: its cost alone
   ;;
-*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10, 11, 12 or 13" >&2; exit 2 ;;
+14)  # v10: the cluster exchange's wait without the L1 invalidation (round 13's profile: 11-12% of the samples on it)
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v10_xchg_cta.cu
+  gen v10a                                            # the wait at CTA scope (the file's default)
+  gen v10b KSEEK_XCHG_ACQUIRE=1                       # at cluster scope: v4's code from v10's file (the noise)
+  ;;
+*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13 or 14" >&2; exit 2 ;;
 esac
