@@ -12,7 +12,8 @@
 # ROUND=11 beside versions/v9_staged.cu (softmax_cluster's slice staged in shared memory by cp.async); ROUND=12
 # v9 with QuACK's split held to QuACK's 3 CTAs an SM (round 11's profile); ROUND=13 the release beside v4 with
 # QuACK's split and occupancy through registers alone, holding the input (two ex2 an element) instead of the
-# exponentials; ROUND=14 the release beside versions/v10_xchg_cta.cu (the exchange's wait at CTA scope).
+# exponentials; ROUND=14 the release beside versions/v10_xchg_cta.cu (the exchange's wait at CTA scope); ROUND=15
+# beside versions/v11_whole_vectors.cu (softmax_cluster's threads whose vectors are all whole skip the edge tests).
 set -eu
 V=lab/softmax_rows/versions/v4.cu; out=${1:?OUTDIR}; mkdir -p "$out"
 gen() {  # NAME DEFINES...   (the file after the #define lines: $V)
@@ -100,5 +101,11 @@ case "${ROUND:-1}" in
   gen v10a                                            # the wait at CTA scope (the file's default)
   gen v10b KSEEK_XCHG_ACQUIRE=1                       # at cluster scope: v4's code from v10's file (the noise)
   ;;
-*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13 or 14" >&2; exit 2 ;;
+15)  # v11: no per-vector edge test where a thread's vectors are all whole (rounds 13-14: 1.5-1.7x QuACK's instructions)
+  cp lab/softmax_rows/versions/v4.cu "$out/v4.cu"
+  V=lab/softmax_rows/versions/v11_whole_vectors.cu
+  gen v11a                                            # the whole-vector path (the file's default)
+  gen v11b KSEEK_CLUSTER_WHOLE=0                      # off: v4's code from v11's file (the noise)
+  ;;
+*) echo "ROUND is 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14 or 15" >&2; exit 2 ;;
 esac
