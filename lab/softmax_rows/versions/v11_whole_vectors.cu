@@ -382,7 +382,8 @@ softmax_cluster(const uint16_t* __restrict__ xb, uint16_t* __restrict__ yb, int 
 #endif
     Held<kClusterVpt, kClusterKeep> held;
     // Every vector of this thread whole inside the row, and y's vectors aligned as x's: true of every thread but
-    // those at a row's ends on the cluster shapes (32768 columns: all of them; 32000: all but 96 of 4096 a row).
+    // those at a row's ends on the cluster shapes (32768 columns: all of them; 32000: all but the 96 of a row's
+    // 1024 threads whose last vector lies past its end).
     // The test is per thread, so only a warp that holds a row's end runs both paths.
     const bool whole = KSEEK_CLUSTER_WHOLE && yvec && v0 * 8 >= row.g0 &&
                        (v0 + static_cast<long long>(kClusterVpt - 1) * stride) * 8 + 8 <= row.g1;
