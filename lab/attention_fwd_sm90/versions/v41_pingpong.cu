@@ -7,6 +7,8 @@
 // untested cause: v6 and v14 measured the barrier as noise, but before the lazy rescale and the mask templates.
 // Only where every consumer warpgroup runs the same key blocks: no causal mask (WG_SKIP gives the warpgroups
 // different counts), no split, every warpgroup with rows (KSEEK_IDLE_WG).
+// Measured (H100, 90 bf16 shapes, bench.py compare against two builds of v38): KSEEK_PINGPONG=0x1f non-causal d128
+// x1.001, all 90 x0.998. Not kept.
 // v40 (2026-12-07, session 59, written after Nsight Compute set v36 beside FlashAttention-3 at d128, B 2 x 8192 and
 // B 8 x 2048 x 16 heads, non-causal, on an H100): v38 with two knobs on the order of the online softmax's work.
 // Per 128 keys both kernels execute about the same instructions (437 a block a warp against FA3's 580 a 176-key

@@ -1,6 +1,8 @@
 // softmax_rows: y = softmax(x) along each row, bf16 in and out, fp32 math (issue 35). Version v10 of the lab
 // (lab/softmax_rows/versions/v10_xchg_cta.cu): v4 with the wait for the cluster's exchange at CTA scope
 // (KSEEK_XCHG_ACQUIRE, below; 1 is v4's code). v4 is v1 with the cluster's merge by st.async (below).
+// Measured (round 14, H100): the same times as v4; the samples moved from the invalidation to the wait loop, whose
+// warps wait for the cluster's slowest CTA. Not kept.
 // kernels/softmax_rows/softmax_rows.cu is, byte for byte, the version the lab's README names as released.
 //
 // Math, per row r:  y[r, c] = exp(x[r, c] - max_c x[r, c]) / sum_c exp(x[r, c] - max_c x[r, c]),
@@ -331,7 +333,7 @@ __device__ __forceinline__ void xchg_init(unsigned bar, unsigned bytes) {
 // read after it, so the wait acquires at CTA scope, as a TMA load's consumer does (QuACK's cluster reduction
 // waits the same way). The cluster-scope acquire of v4 (KSEEK_XCHG_ACQUIRE 1) also invalidates the SM's L1
 // (CCTL.IVALL) once the phase has completed: Nsight Compute on an H100 put 11 to 12% of softmax_cluster's stall
-// samples on that one instruction at 256 x 32768 and 1024 x 32000, and 11% more on the shared load right after it.
+// samples on that one instruction at 256 x 32768 and 1024 x 32000, and 6 to 11% more on the shared load after it.
 __device__ __forceinline__ void xchg_wait(unsigned bar) {
     unsigned done = 0;
     while (!done) {
