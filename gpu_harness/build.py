@@ -6,6 +6,7 @@ dependency checks (depcheck) before anyone loads it.
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import json
@@ -16,6 +17,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -172,6 +175,8 @@ def compile_command(language: str, src: Path, out: Path, arch: str | None) -> li
 
 def cache_key(source: str, language: str, arch: str | None) -> str:
     tool = "nvcc" if language == "cuda" else "g++"
+    if language == "cuda":
+        arch = arch or DEFAULT_ARCH  # the default named or not is one build (compile_command compiles it so)
     parts = [
         BUILD_RECIPE_VERSION,
         language,
@@ -245,16 +250,13 @@ def build(
     if shutil.which(tool) is None:
         return BuildResult(False, language, reason=f"compiler '{tool}' not found on this machine", source_sha256=sha)
 
-    key = cache_key(source, language, arch)
-    entry = cache_dir() / "builds" / key
-    meta_path = entry / "build.json"
-    if meta_path.exists() and (entry / "lib.so").exists():
-        meta = json.loads(meta_path.read_text())
-        result = BuildResult(**meta)
-        result.cache_hit = True
-        result.lib_path = str(entry / "lib.so")
-    else:
-        result = _compile(source, language, arch, timeout_s, entry, name=Path(source_path).name)
+    entry = cache_dir() / "builds" / cache_key(source, language, arch)
+    result = _cached(entry)
+    if result is None:
+        # The same source built by two processes at once (two evaluations of one candidate, two test workers)
+        # compiles once: the second waits for the first's build, then finds it in the cache.
+        with _build_lock(entry, timeout_s):
+            result = _cached(entry) or _compile(source, language, arch, timeout_s, entry, name=Path(source_path).name)
     result.source_sha256 = sha  # what this call read (a cached build.json's entry is empty)
     if not result.ok:
         return result
@@ -268,6 +270,43 @@ def build(
         result.ok = False
         result.reason = symbols.reason
     return result
+
+
+def _cached(entry: Path) -> BuildResult | None:
+    """The build published in `entry` (a cache hit), or None."""
+    meta_path = entry / "build.json"
+    if not (meta_path.exists() and (entry / "lib.so").exists()):
+        return None
+    result = BuildResult(**json.loads(meta_path.read_text()))
+    result.cache_hit = True
+    result.lib_path = str(entry / "lib.so")
+    return result
+
+
+@contextmanager
+def _build_lock(entry: Path, timeout_s: float) -> Iterator[None]:
+    """Holds `entry`'s lock file (flock) while one process compiles it. A wait longer than the build's own
+    timeout, or a cache folder where no lock can be made, goes on without it: the build's rename still publishes
+    one entry (`_compile`), so the cost is a second compile, never a wrong library."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(entry.parent / f"{entry.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor drops the lock
 
 
 def named_as_given(log: str, compiled: str, name: str) -> str:

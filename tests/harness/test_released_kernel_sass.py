@@ -1,9 +1,18 @@
 """Where ptxas puts the released kernel's softmax (kernels/attention_fwd_sm90/README.md, "Where ptxas puts the
 softmax"): at d256 every exp2 of a key block must run between wgmma.wait_group 1 and 0, under O += P V. v15's
 shared store of the row sums is what holds them there (x1.020 at d256 on the H200); without it ptxas moves most
-of them after the wait. Needs nvcc (CI has it) and the cuobjdump/nvdisasm wheels of the dev dependencies."""
+of them after the wait. Needs nvcc (CI has it) and the cuobjdump/nvdisasm wheels of the dev dependencies.
 
-from kernels.load import ATTENTION_SM90, build
+The SASS read is the harness's build of the released file, the one `test_compile_checks.py` makes too (one nvcc
+run of the largest file CI compiles, not two): its device code is compiled as `kernels.load`'s, which the last test
+holds to."""
+
+from pathlib import Path
+
+from gpu_harness.build import build
+from gpu_harness.build import compile_command as harness_command
+from kernels.load import ATTENTION_SM90
+from kernels.load import compile_command as shipped_command
 
 from .conftest import load_kernel_tool, needs_nvcc
 
@@ -41,7 +50,9 @@ def test_functions_split_cuobjdump_output_by_function():
 
 @needs_nvcc
 def test_at_d256_every_exp2_of_the_block_runs_under_p_v():
-    placement = _tool().placement(build(ATTENTION_SM90))
+    built = build(ATTENTION_SM90, "cuda")
+    assert built.ok, built.reason
+    placement = _tool().placement(built.lib_path)
     # every wgmma kernel instance is there: three kernels (one tile, one tile split-KV, persistent) x (five head
     # dims + d96's second tile) x two dtypes
     assert len(placement) == 36, sorted(placement)
@@ -56,3 +67,19 @@ def test_at_d256_every_exp2_of_the_block_runs_under_p_v():
         ):
             counts = placement[kernel]
             assert counts and all(n == 64 // 2 + 2 for n in counts), (kernel, counts)
+
+
+def _device_code_flags(command: list[str]) -> list[str]:
+    # what decides the SASS: the optimisation level, the language standard, the target, line info, macros and
+    # fast math; -Xptxas -v (the harness's resource report) and the linker's flags do not change it
+    prefixes = ("-O", "-std", "-gencode", "-arch", "-code", "-lineinfo", "-G", "-D", "-use_fast_math", "--")
+    return [flag for flag in command if flag.startswith(prefixes)]
+
+
+def test_the_harness_compiles_the_device_code_as_the_shipped_build_does():
+    shipped = shipped_command(Path("k.cu"), Path("k.so"))
+    harness = harness_command("cuda", Path("k.cu"), Path("k.so"), None)
+    assert _device_code_flags(shipped) == _device_code_flags(harness)
+    assert "-gencode=arch=compute_90a,code=sm_90a" in _device_code_flags(shipped)
+    # whatever else the harness hands ptxas is its report
+    assert [harness[i + 1] for i, flag in enumerate(harness) if flag == "-Xptxas"] == ["-v"]
