@@ -2,6 +2,7 @@
 # One device call: Nsight Compute's per-instruction stall samples of the wgmma kernel on a few bf16 shapes,
 # exported as CSV (source page, SASS) so the hot loop's waits can be read here without the GUI.
 # Usage (repo root, GPU machine): SHAPES="2:8192:16:128:0 2:8192:8:256:0" bash lab/attention_fwd_sm90/profile_stalls.sh [KERNEL.cu|fa3]
+#   [FLAGS="-DKNOB=V ..." PREFIX=name_] for a build of KERNEL.cu with those nvcc flags, its files named name_<shape>_*
 # `fa3`: FlashAttention-3's forward instead (the task's fa3 baseline, its wheel installed and on PYTHONPATH), its
 # files named fa3_<shape>_*, so that its stalls and tensor-pipe share stand beside this kernel's.
 set -u
@@ -11,8 +12,10 @@ SRC=${1:-kernels/attention_fwd_sm90/attention_fwd_sm90.cu}
 if [ "$SRC" = fa3 ]; then
   LIB=fa3; prefix=fa3_; pick=(--kernel-name-base demangled -k regex:FlashAttnFwd)  # cutlass::device_kernel<flash::...>
 else
-  LIB=$(python3 -c "from kernels.load import build; print(build('$SRC'))" 2> /tmp/build.log) || { tail -20 /tmp/build.log; exit 1; }
-  prefix=; pick=(-k regex:attn_wgmma)
+  # FLAGS (e.g. FLAGS="-DKSEEK_PINGPONG=0x1f"): the build's extra nvcc flags; PREFIX names the files apart
+  LIB=$(python3 -c "import sys; from kernels.load import build; print(build(sys.argv[1], extra=tuple(sys.argv[2:])))" \
+    "$SRC" ${FLAGS:-} 2> /tmp/build.log) || { tail -20 /tmp/build.log; exit 1; }
+  prefix=${PREFIX:-}; pick=(-k regex:attn_wgmma)
 fi
 for shp in ${SHAPES:-2:8192:16:128:0}; do
   IFS=: read B S H D C <<< "$shp"; tag=${prefix}d${D}_s${S}_c${C}
