@@ -5,7 +5,8 @@ the repack and the element-by-element stores), 16-byte but not 128-byte aligned 
 shapes the dispatch would not give it (variant 1: the CUDA-core kernel, 2: the wgmma kernel's wide tile
 (KSEEK_BN), 3: its narrow 128 x 64 tile; variant 0 takes the narrow one below ~132 wide tiles; 4: v2's
 gemm_skinny, mma.sync; v3's 5 / 6: wide / narrow cooperative, 8 / 9: wide / narrow ping-pong; v5's 10: the
-dispatch's wgmma kernel without thread-block clusters, v7's 10: the 256 x 128 cooperative tile, in v8 clustered).
+dispatch's wgmma kernel without thread-block clusters, v7's 10: the 256 x 128 cooperative tile, in v8 clustered;
+v22's 11: gemm_skinny_ring, W through a TMA ring split over k in a cluster; a version without it runs its dispatch).
 Each case checks the relative L2 error against a float64 reference at the task's tolerance (1.5 x torch eager's
 error on the same inputs + 1e-4, tasks/gemm_bias_gelu/task.toml [tolerance]), guard elements around out that must
 stay untouched, bit-for-bit repeatability, and finite output. Torch only, no Django. Run from the repository root:
@@ -102,6 +103,12 @@ def cases_full():
     # v8's clusters of two big tiles along n: an odd count of tile columns (the last cluster's second tile lies past
     # n) with several units a cluster and fewer k-blocks than stages, and the last tile row's second share of A past m
     cases += [(4000, 2900, 136, 10, ALIGNED), (700, 2900, 300, 10, (0, 0, 1, 1))]  # fmt: skip
+    # v22's ring (variant 11) forced: m below 16 and several 16-row blocks, n past its 128-row tiles or below one, k
+    # below one block a CTA (ranks with no k-block) and off a block, bias and out off their 16-byte boundaries, 16-
+    # but not 128-byte aligned operands; then the dispatch into it (m <= 16, n and k >= 1024) with partial tiles
+    cases += [(16, 4096, 4096, 11, ALIGNED), (1, 300, 8, 11, ALIGNED), (3, 129, 72, 11, (0, 0, 1, 1)),
+              (15, 1100, 1040, 11, (8, 8, 0, 0)), (33, 200, 4104, 11, ALIGNED), (16, 100, 520, 11, (0, 0, 1, 1)),
+              (7, 4097, 1024, 11, ALIGNED), (15, 4097, 1032, 0, ALIGNED), (2, 1024, 1024, 0, (0, 0, 1, 1))]  # fmt: skip
     return cases
 
 
@@ -110,7 +117,8 @@ def cases_quick():
             (300, 200, 0, 0, ALIGNED), (129, 129, 129, 0, (1, 1, 1, 1)), (1, 4097, 256, 0, ALIGNED),
             (300, 520, 1024, 0, ALIGNED), (33, 100, 40, 1, (3, 5, 7, 1)), (33, 100, 40, 4, (0, 0, 1, 1)),
             (700, 900, 264, 0, ALIGNED), (4096, 2048, 136, 2, ALIGNED), (1024, 1024, 256, 5, ALIGNED),
-            (1024, 1024, 256, 9, (0, 0, 1, 0)), (1152, 1024, 256, 8, ALIGNED), (300, 520, 1024, 10, ALIGNED)]  # fmt: skip
+            (1024, 1024, 256, 9, (0, 0, 1, 0)), (1152, 1024, 256, 8, ALIGNED), (300, 520, 1024, 10, ALIGNED),
+            (15, 1100, 1040, 11, (0, 0, 1, 1)), (3, 300, 8, 11, ALIGNED)]  # fmt: skip
 
 
 class Gemm:
