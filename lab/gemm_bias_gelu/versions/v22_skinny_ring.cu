@@ -1331,7 +1331,8 @@ __device__ __forceinline__ void ring_epilogue(uint32_t spart, const __nv_bfloat1
     const uint32_t at = spart + (row * RING_BN + col) * 4;
     float sum = 0.f;
 #pragma unroll
-    for (int src = 0; src < RING_SPLIT; ++src) sum += RING_SPLIT > 1 ? ld_cluster_f32(at, src) : __uint_as_float(ld_shared_u32(at));
+    for (int src = 0; src < RING_SPLIT; ++src)
+      sum += RING_SPLIT > 1 ? ld_cluster_f32(at, src) : __uint_as_float(ld_shared_u32(at));
     if (m0 + row < m && n0 + col < n)
       out[(size_t)(m0 + row) * n + n0 + col] = __float2bfloat16(gelu(sum + __bfloat162float(bias[n0 + col])));
   }
