@@ -1443,48 +1443,6 @@ int launch_skinny(const __nv_bfloat16* a, const __nv_bfloat16* w, const __nv_bfl
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }
 
-// v22's ring: decode-like m on problems wide and long enough that W's stream sets the time
-bool ring_fits(int m, int n, int k) {
-  return KSEEK_RING && m <= KSEEK_SMALL_M && n >= KSEEK_RING_MIN_N && k >= KSEEK_RING_MIN_K;
-}
-
-bool make_map(CUtensorMap* map, const void* ptr, int rows, int kp, int box_rows);
-
-// a and w as gemm_skinny reads them (skinny_fits: k % 8 == 0, 16-byte aligned); status 3 or 4 where the driver
-// does not configure or launch the clusters (the caller then takes gemm_skinny), 5 where it refuses a tensor map
-int launch_ring(const __nv_bfloat16* a, const __nv_bfloat16* w, const __nv_bfloat16* bias, __nv_bfloat16* out, int m,
-                int n, int k) {
-  CUtensorMap ma, mw;
-  if (!make_map(&ma, a, m, k, RING_ROWS) || !make_map(&mw, w, n, k, RING_BN)) return 5;
-  static bool configured = false;
-  if (!configured) {
-    if (cudaFuncSetAttribute(gemm_skinny_ring, cudaFuncAttributeMaxDynamicSharedMemorySize, RING_SMEM) != cudaSuccess) {
-      cudaGetLastError();
-      return 3;
-    }
-    configured = true;
-  }
-  const long long gy = (m + RING_ROWS - 1) / RING_ROWS, gx = (long long)((n + RING_BN - 1) / RING_BN) * RING_SPLIT;
-  if (gy > 65535 || gx > 0x7fffffff) return 2;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)gx, (unsigned)gy);
-  cfg.blockDim = dim3(RING_THREADS);
-  cfg.dynamicSmemBytes = RING_SMEM;
-  cfg.stream = 0;  // the legacy default stream, as the other launches
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = RING_SPLIT;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = RING_SPLIT > 1 ? 1 : 0;
-  if (cudaLaunchKernelEx(&cfg, gemm_skinny_ring, ma, mw, bias, out, m, n, (k + BK - 1) / BK) != cudaSuccess) {
-    cudaGetLastError();
-    return 4;
-  }
-  return cudaGetLastError() == cudaSuccess ? 0 : 4;
-}
-
 // The repacked operands' buffer: kept between calls, grown (cudaFree waits for the work that used it) when a
 // call needs more.
 void* g_scratch = nullptr;
@@ -1522,6 +1480,46 @@ bool make_map(CUtensorMap* map, const void* ptr, int rows, int kp, int box_rows)
   return cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(ptr), dims, strides, box,
                                 estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                 (CUtensorMapL2promotion)KSEEK_L2_PROMO, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// v22's ring: decode-like m on problems wide and long enough that W's stream sets the time
+bool ring_fits(int m, int n, int k) {
+  return KSEEK_RING && m <= KSEEK_SMALL_M && n >= KSEEK_RING_MIN_N && k >= KSEEK_RING_MIN_K;
+}
+
+// a and w as gemm_skinny reads them (skinny_fits: k % 8 == 0, 16-byte aligned); status 3 or 4 where the driver
+// does not configure or launch the clusters (the caller then takes gemm_skinny), 5 where it refuses a tensor map
+int launch_ring(const __nv_bfloat16* a, const __nv_bfloat16* w, const __nv_bfloat16* bias, __nv_bfloat16* out, int m,
+                int n, int k) {
+  CUtensorMap ma, mw;
+  if (!make_map(&ma, a, m, k, RING_ROWS) || !make_map(&mw, w, n, k, RING_BN)) return 5;
+  static bool configured = false;
+  if (!configured) {
+    if (cudaFuncSetAttribute(gemm_skinny_ring, cudaFuncAttributeMaxDynamicSharedMemorySize, RING_SMEM) != cudaSuccess) {
+      cudaGetLastError();
+      return 3;
+    }
+    configured = true;
+  }
+  const long long gy = (m + RING_ROWS - 1) / RING_ROWS, gx = (long long)((n + RING_BN - 1) / RING_BN) * RING_SPLIT;
+  if (gy > 65535 || gx > 0x7fffffff) return 2;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)gx, (unsigned)gy);
+  cfg.blockDim = dim3(RING_THREADS);
+  cfg.dynamicSmemBytes = RING_SMEM;
+  cfg.stream = 0;  // the legacy default stream, as the other launches
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = RING_SPLIT;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = RING_SPLIT > 1 ? 1 : 0;
+  if (cudaLaunchKernelEx(&cfg, gemm_skinny_ring, ma, mw, bias, out, m, n, (k + BK - 1) / BK) != cudaSuccess) {
+    cudaGetLastError();
+    return 4;
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }
 
 // The clusters of CL CTAs (one an SM) that can run at once: the persistent grid. 0 where the driver cannot say.
