@@ -56,9 +56,11 @@ def test_the_summary_table_says_on_which_card_and_where_the_child_ran():
 
 
 def test_full_json_is_kept_plain_only_for_the_releases():
-    # The releases are the kernel README's "### vN" headings, each naming its evaluation; the current one's JSON is
-    # what release.toml cites, in the product's folder, and nothing else is there.
+    # The releases are the kernel README's "### vN" heading (the released file) and the lab's releases.md "## vN"
+    # headings (the ones before it), each naming its evaluation; the current one's JSON is what release.toml cites,
+    # in the product's folder, and nothing else is there.
     headings = [line for line in (RELEASED / "README.md").read_text().splitlines() if line.startswith("### v")]
+    headings += [line for line in (LAB / "releases.md").read_text().splitlines() if line.startswith("## v")]
     named = {Path(p).name for line in headings for p in re.findall(r"results/(eval_[\w.-]+\.json)", line)}
     manifest = tomllib.loads((RELEASED / "release.toml").read_text())
     assert [p.name for p in (RELEASED / "results").iterdir()] == [Path(manifest["results"]).name]

@@ -30,7 +30,7 @@ HEADER = """# attention_fwd_sm90: every harness evaluation, one row each
 
 Made by `python lab/attention_fwd_sm90/tools/results_table.py --write` from the JSONs it names (paths from the
 repository root; `.xz` ones read with `xz -dc`). Full JSON is kept plain only for the releases (the kernel
-README's "### vN" headings); the others are xz-compressed, bit for bit. "correct" = scenarios judged correct of
+README's "### vN" heading, releases.md's "## vN" ones); the others are xz-compressed, bit for bit. "correct" = scenarios judged correct of
 those run; each baseline's column is the geomean of per-scenario speed-ups with its 95% interval, as every page
 writes it ("no difference" where the interval holds 1.0; the count of scenarios in brackets where the baseline
 ran fewer); "started" is the evaluation's own start time (UTC); "device" the card it ran on, "child" where its
